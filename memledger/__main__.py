@@ -1,0 +1,7 @@
+"""`python -m memledger`."""
+
+import sys
+
+from memledger.cli import main
+
+sys.exit(main())

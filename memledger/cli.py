@@ -1,0 +1,68 @@
+"""Command-line entry point: a click group whose commands live in `memledger.commands`.
+
+The click layer only parses options, calls one function and maps errors to exit codes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from memledger import __version__
+from memledger.errors import EXIT_USAGE, MemledgerError
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  ok
+  1  check: a fail-level budget was breached
+  2  usage or config error
+  3  input not understood (missing/empty/binary file, no SGLang lines,
+     unknown --rank/--startup, budget item the log cannot provide)"""
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EXIT_CODES_HELP,
+)
+@click.version_option(__version__, prog_name="memledger")
+def cli() -> None:
+    """Turn SGLang startup logs into a GPU-memory ledger."""
+
+
+def _register_commands() -> None:
+    # Imported here so each command module stays independent of the others.
+    from memledger.commands import COMMANDS
+
+    for command in COMMANDS:
+        cli.add_command(command)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code instead of raising (usable in-process by tests)."""
+    try:
+        result = cli.main(args=argv, prog_name="memledger", standalone_mode=False)
+    except MemledgerError as exc:
+        click.echo(f"memledger: error: {exc.one_line()}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE if exc.exit_code == 2 else exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("memledger: aborted", err=True)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    # A command may return its own exit code (check: 1 on a breach).
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Typed events: what the log said, one per recognised line, with its source line.
+
+This module is the contract between the parser (grammar -> events) and everything after it
+(ledger engine, renderers, checks). Events carry what was printed, never conclusions.
+
+Field conventions (every key optional; a parser fills what the line printed):
+* `Event.sizes[key]` holds byte sizes (`Size`, integer bytes + printing precision).
+* `Event.values[key]` holds everything else: ints (tokens, counts, bytes printed as raw ints such as
+  `capacity=` are ALSO mirrored into sizes), floats (seconds), strings (class names, dtypes), lists of
+  ints (bs lists), bools.
+
+Per kind, the keys the engine relies on (names are stable API):
+
+| kind | sizes | values |
+|---|---|---|
+| dist_init_begin | | `variant` (`torch_distributed`/`nccl`/`parallel`) |
+| dist_init_end | `usage` | `elapsed` |
+| memory_baseline | `usage` | |
+| load_begin | `avail` | |
+| load_end | `avail`, `usage` | `elapsed`, `type`, `dtype`, `quant`, `overlap_commit` (bool) |
+| kv_allocated | `k`, `v`, `kv` | `tokens`, `dtype`, `label` (`Full`/`SWA`/...), `va_upper_bound` (bool) |
+| kv_skipped | `kv` | `tokens` |
+| mamba_allocated | `conv_state`, `ssm_state`, `intermediate_ssm`, `intermediate_conv` | `max_mamba_cache_size` |
+| replay_ssm | `d`, `k`, `g`, `rawv`, `rawk`, `beta`, `total` | `record_len`, `fold` |
+| swa_split | | `full_layer_tokens`, `swa_layer_tokens` |
+| swa_pool | `usage` | `swa_size`, `full_size`, `va_upper_bound` |
+| dsv4_calc | `available_bytes`, `*_fixed` | `bytes_per_full_token`, `full_token`, ... |
+| dsv4_pool_sizes | | `full`, `swa`, `c4`, `c128`, `c4_state`, `c128_state` |
+| ascend_kv_avail | `avail_kv` | |
+| hicache_host | `host` (decimal GB, host RAM) | `tokens` |
+| memory_pool_end | `avail` | |
+| attention_backend_begin / _end | `avail` (when printed) | `elapsed` |
+| capture_begin | `avail` | `role` (`target`/`draft`), `phase` (`decode`/`verify`/`prefill`/`extend`/`piecewise`/`single_cg`), `device` (`cuda`/`npu`/`cpu`/...), `backend`, `bs` (list), `num_tokens` (list), `num_tokens_per_req`, `step` |
+| capture_bs | | `bs` (list) or `num_tokens` (list) |
+| capture_progress | `avail` | `bs` or `num_tokens` (tqdm `Capturing batches (bs=N avail_mem=X GB)`, last CR state) |
+| capture_end | `usage`, `avail` | same role/phase/device keys as begin, `elapsed`, `bs` |
+| post_capture_kv | `kv`, `avail`, `free` | `tokens`, `full_layer_tokens`, `swa_layer_tokens` |
+| summary | `available_gpu_mem` | `max_total_num_tokens`, `chunked_prefill_size`, `max_prefill_tokens`, `max_running_requests`, `context_len` |
+| server_args | | (see `Event.params`) |
+| all_reduce_config | `symmetric_memory`, `local_buffer` | `multicast`, `pull` |
+| symm_prealloc | `size` | |
+| deepep_buffer | `num_bytes` | ... |
+| staging_pool | `capacity` (per buffer), `total` | `role` (`target`/`draft`), `buffers` |
+| weight_shard_info | | `sharded_layers`, `requant_then_shard` (bool), `hoisted`, `hoisted_of`, `role` |
+| dspark_reclaimed | `reclaimed` | |
+| dspark_slot_map | `size` | `slots_per_req`, `global_slots`, ... |
+| imbalance | | `min_per_gpu_memory`, `local_gpu_memory` |
+| lora | `avail` | `phase` |
+| ready | | |
+| oom | | `reason` (the matched text) |
+| crash | | `reason` |
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memledger.units import Size
+
+SCHEMA_VERSION = 1
+
+ParamValue = int | float | str | bool | None | list[Any] | dict[str, Any]
+Value = int | float | str | bool | None | list[int]
+
+
+class EventKind(StrEnum):
+    """Every kind of memory-relevant SGLang line memledger recognises."""
+
+    DIST_INIT_BEGIN = "dist_init_begin"
+    DIST_INIT_END = "dist_init_end"
+    MEMORY_BASELINE = "memory_baseline"
+    LOAD_BEGIN = "load_begin"
+    LOAD_END = "load_end"
+    KV_ALLOCATED = "kv_allocated"
+    KV_SKIPPED = "kv_skipped"
+    MAMBA_ALLOCATED = "mamba_allocated"
+    REPLAY_SSM = "replay_ssm"
+    SWA_SPLIT = "swa_split"
+    SWA_POOL = "swa_pool"
+    DSV4_CALC = "dsv4_calc"
+    DSV4_POOL_SIZES = "dsv4_pool_sizes"
+    ASCEND_KV_AVAIL = "ascend_kv_avail"
+    HICACHE_HOST = "hicache_host"
+    MEMORY_POOL_END = "memory_pool_end"
+    ATTENTION_BACKEND_BEGIN = "attention_backend_begin"
+    ATTENTION_BACKEND_END = "attention_backend_end"
+    CAPTURE_BEGIN = "capture_begin"
+    CAPTURE_BS = "capture_bs"
+    CAPTURE_PROGRESS = "capture_progress"
+    CAPTURE_END = "capture_end"
+    POST_CAPTURE_KV = "post_capture_kv"
+    SUMMARY = "summary"
+    SERVER_ARGS = "server_args"
+    ALL_REDUCE_CONFIG = "all_reduce_config"
+    SYMM_PREALLOC = "symm_prealloc"
+    DEEPEP_BUFFER = "deepep_buffer"
+    STAGING_POOL = "staging_pool"
+    WEIGHT_SHARD_INFO = "weight_shard_info"
+    DSPARK_RECLAIMED = "dspark_reclaimed"
+    DSPARK_SLOT_MAP = "dspark_slot_map"
+    IMBALANCE = "imbalance"
+    LORA = "lora"
+    READY = "ready"
+    OOM = "oom"
+    CRASH = "crash"
+
+
+class Event(BaseModel):
+    """One recognised line of the log."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: EventKind
+    line: int
+    """1-based physical line number in the input file."""
+    rank: str
+    """The rank tag text (`TP0`, `DP0 TP0 EP0`, `gpu_id=0`), `""` for untagged lines."""
+    sizes: dict[str, Size] = Field(default_factory=dict)
+    values: dict[str, Value] = Field(default_factory=dict)
+    params: dict[str, ParamValue] | None = None
+    """server_args only: the parsed parameter map (Python literals -> JSON values)."""
+    text: str = ""
+    """The message after the SGLang prefix, capped in length, for evidence and --explain."""
+
+    def size(self, key: str) -> Size | None:
+        """The size printed under `key`, if any."""
+        return self.sizes.get(key)
+
+    def value(self, key: str) -> Value:
+        """The value printed under `key`, if any."""
+        return self.values.get(key)
+
+
+class UnrecognisedLine(BaseModel):
+    """A line of the selected rank that looks like memory but matched no known shape."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    line: int
+    rank: str
+    text: str
+    reason: str = "unrecognised"
+    """`unrecognised`, or why a known shape was rejected (e.g. `malformed number 'nan'`)."""
+
+
+class RankInfo(BaseModel):
+    """One rank seen in the log, with its key values (for --all-ranks skew views)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rank: str
+    n_events: int
+    key_values: dict[str, float | int | None] = Field(default_factory=dict)
+
+
+class Startup(BaseModel):
+    """One startup (server launch) inside a log file, with the events of the selected rank."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    """0-based position among the file's startups."""
+    first_line: int
+    last_line: int
+    rank: str
+    """The selected rank's tag text."""
+    events: list[Event]
+    """Selected-rank events plus rank-agnostic ones (server_args, untagged progress bars, outcome)."""
+    server_args: dict[str, ParamValue] = Field(default_factory=dict)
+    outcome: str
+    """`ready`, `oom`, `crash` or `truncated`."""
+    outcome_line: int | None = None
+    outcome_text: str = ""
+    unrecognised: list[UnrecognisedLine] = Field(default_factory=list)
+    unrecognised_count: int = 0
+    """May exceed len(unrecognised): the list is capped, the count is not."""
+    ranks: list[RankInfo] = Field(default_factory=list)
+
+
+class ParsedLog(BaseModel):
+    """A whole log reduced to what memledger needs: every startup, one selected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    path: str
+    n_lines: int
+    n_startups: int
+    selected: int
+    """Index of the selected startup (default: the last)."""
+    startup: Startup
+    invalid_utf8_bytes: int = 0
+    """Bytes that were not valid UTF-8 and were replaced."""
