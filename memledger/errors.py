@@ -7,9 +7,10 @@ EXIT_OK = 0
 EXIT_BUDGET_FAILED = 1
 """`check` only: a fail-level budget was breached (or any breach with --strict)."""
 EXIT_USAGE = 2
-"""Bad command line, bad option value, unreadable or malformed config (budget file, grammar, model config)."""
+"""Bad command line or option value; malformed config (budget, grammar, model config)."""
 EXIT_INPUT = 3
-"""Input not understood: missing/empty/binary file, no SGLang lines, unknown rank/startup, item not provided."""
+"""Input not understood: missing/empty/binary file, no SGLang lines, unknown rank/startup,
+or a budgeted item the log cannot provide."""
 
 
 class MemledgerError(Exception):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import ConfigDict, Field, computed_field
 
-from memledger.units import GIB
+from memledger.units import GIB, FrozenModel
 
 LEDGER_SCHEMA_VERSION = 1
 
@@ -50,20 +50,16 @@ FIXED_OVERHEAD_GROUPS = frozenset(RowGroup) - {RowGroup.STATE_POOL}
 """Everything that is not state pool counts as fixed overhead (runtime headroom included)."""
 
 
-class SourceLine(BaseModel):
+class SourceLine(FrozenModel):
     """A log line that a number was read from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     line: int
     text: str
 
 
-class Evidence(BaseModel):
+class Evidence(FrozenModel):
     """Why a row has the number it has."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     sources: list[SourceLine] = Field(default_factory=list)
     formula: str | None = None
@@ -73,10 +69,8 @@ class Evidence(BaseModel):
     """For unknown rows: the reason; otherwise an optional one-line why."""
 
 
-class Row(BaseModel):
+class Row(FrozenModel):
     """One line of the account. Rows with `in_partition` form a flat partition of usable memory."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     label: str
@@ -98,10 +92,8 @@ class Row(BaseModel):
         return _gib(self.bytes)
 
 
-class Checkpoint(BaseModel):
+class Checkpoint(FrozenModel):
     """An avail-memory reading at a known point of the startup."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     """Stable id: dist_init_end, load_begin, load_end, draft_load_begin, ..., capture_end, ..."""
@@ -116,10 +108,11 @@ class Checkpoint(BaseModel):
         return round(self.avail_bytes / GIB, 6)
 
 
-class Interval(BaseModel):
+class Interval(FrozenModel):
     """The span between two consecutive checkpoints and how its avail drop is explained."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
 
     from_id: str = Field(alias="from")
     to_id: str = Field(alias="to")
@@ -162,10 +155,8 @@ class Interval(BaseModel):
         return round(self.unexplained_bytes / GIB, 6)
 
 
-class Summary(BaseModel):
+class Summary(FrozenModel):
     """Headline figures (GiB unless noted; None when not applicable or unknown)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     usable: float | None = None
     nccl_init: float | None = None
@@ -193,10 +184,8 @@ class Summary(BaseModel):
     kv_tokens_per_instance: int | None = None
 
 
-class LedgerSource(BaseModel):
+class LedgerSource(FrozenModel):
     """Which input this ledger describes."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     startup: int
@@ -204,10 +193,8 @@ class LedgerSource(BaseModel):
     rank: str
 
 
-class Ledger(BaseModel):
+class Ledger(FrozenModel):
     """The full account for one rank of one startup."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = LEDGER_SCHEMA_VERSION
     source: LedgerSource

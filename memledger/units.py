@@ -1,10 +1,11 @@
-"""Sizes as integer bytes with the printing precision they were read at; stdlib only."""
+"""Sizes as integer bytes with the printing precision they were read at."""
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -25,10 +26,25 @@ UNIT_BYTES: dict[str, int] = {
 }
 
 
-class Size(BaseModel):
-    """A size as an integer number of bytes, plus how precisely the log printed it."""
+class FrozenModel(BaseModel):
+    """Immutable, strict model whose computed (display) fields are accepted back on input.
+
+    JSON output includes computed fields such as `gib`; reading that JSON back (saved ledgers)
+    must not fail on them, while any other unknown key still does.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_computed_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and cls.__pydantic_computed_fields__:
+            return {k: v for k, v in data.items() if k not in cls.__pydantic_computed_fields__}
+        return data
+
+
+class Size(FrozenModel):
+    """A size as an integer number of bytes, plus how precisely the log printed it."""
 
     bytes: int
     """The value in bytes (rounded to the nearest byte)."""
