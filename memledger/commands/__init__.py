@@ -5,3 +5,9 @@ from __future__ import annotations
 import click
 
 COMMANDS: list[click.Command] = []
+from memledger.commands.ledger import ledger_command  # noqa: E402
+
+COMMANDS.append(ledger_command)
+from memledger.commands.schema import schema_command  # noqa: E402
+
+COMMANDS.append(schema_command)

@@ -1,0 +1,172 @@
+"""`--explain ROW`: the arithmetic and source lines behind one row (or group, or interval)."""
+
+from __future__ import annotations
+
+import json
+
+from memledger.errors import ConfigError
+from memledger.ledger import Interval, Ledger, Row, RowGroup, RowKind
+from memledger.render.rows import (
+    ERROR_DIGITS,
+    error_cell,
+    gib_cell,
+    group_blocks,
+    source_cell,
+)
+from memledger.units import GIB
+
+
+class UnknownRowError(ConfigError):
+    """`--explain` named something the ledger does not have; the message lists what it has."""
+
+
+def interval_key(interval: Interval) -> str:
+    """The `from->to` id rows use to point at their interval."""
+    return f"{interval.from_id}->{interval.to_id}"
+
+
+def explain_text(ledger: Ledger, target: str) -> str:
+    """Explain a row id, a group name or an interval `from->to`, as plain text."""
+    row = ledger.row(target)
+    if row is not None:
+        return _explain_row(ledger, row)
+    if target in {block.group.value for block in group_blocks(ledger)}:
+        return _explain_group(ledger, RowGroup(target))
+    interval = _find_interval(ledger, target)
+    if interval is not None:
+        return "\n".join(_interval_lines(ledger, interval)) + "\n"
+    raise _unknown(ledger, target)
+
+
+def explain_json(ledger: Ledger, target: str) -> str:
+    """The row (or group rows, or interval) with its interval and checkpoints, as JSON."""
+    row = ledger.row(target)
+    rows = (
+        [row]
+        if row is not None
+        else [candidate for candidate in ledger.rows if candidate.group.value == target]
+    )
+    interval = _find_interval(ledger, target)
+    if not rows and interval is None:
+        raise _unknown(ledger, target)
+    interval_ids = {candidate.interval for candidate in rows if candidate.interval}
+    intervals = [i for i in ledger.intervals if interval_key(i) in interval_ids or i == interval]
+    point_ids = {i.from_id for i in intervals} | {i.to_id for i in intervals}
+    document = {
+        "schema_version": ledger.schema_version,
+        "source": ledger.source.model_dump(),
+        "target": target,
+        "rows": [candidate.model_dump(mode="json") for candidate in rows],
+        "intervals": [i.model_dump(mode="json", by_alias=True) for i in intervals],
+        "checkpoints": [
+            point.model_dump(mode="json") for point in ledger.checkpoints if point.id in point_ids
+        ],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _unknown(ledger: Ledger, target: str) -> UnknownRowError:
+    row_ids = ", ".join(row.id for row in ledger.rows) or "(none)"
+    groups = ", ".join(block.group.value for block in group_blocks(ledger))
+    return UnknownRowError(
+        f"--explain: no row {target!r} in this ledger; rows: {row_ids}"
+        + (f"; groups: {groups}" if groups else "")
+        + ("; or an interval as from->to" if ledger.intervals else "")
+    )
+
+
+def _find_interval(ledger: Ledger, target: str) -> Interval | None:
+    return next((i for i in ledger.intervals if interval_key(i) == target), None)
+
+
+def _bytes_text(byte_count: int | None, error_bytes: int = 0) -> str:
+    if byte_count is None:
+        return "unknown"
+    exact = f"{byte_count / GIB:.{ERROR_DIGITS}f} GiB = {byte_count:,} B"
+    return exact + (f" ({error_cell(error_bytes)} GiB)" if error_bytes else "")
+
+
+def _explain_row(ledger: Ledger, row: Row) -> str:
+    evidence = row.evidence
+    lines = [
+        f"{row.id}: {row.label}",
+        f"  group  {row.group.value}",
+        f"  kind   {row.kind.value}"
+        + ("" if row.in_partition else " (informational: not part of any sum)"),
+        f"  value  {_bytes_text(row.bytes, row.error_bytes)}",
+    ]
+    if evidence.formula:
+        arithmetic = evidence.formula
+        if row.bytes is not None and "=" not in arithmetic:
+            arithmetic += f" = {row.bytes:,} B = {row.bytes / GIB:.{ERROR_DIGITS}f} GiB"
+        lines += ["", "Arithmetic", f"  {arithmetic}"]
+    if evidence.inputs:
+        lines += ["", "Inputs"]
+        width = max(len(name) for name in evidence.inputs)
+        lines += [f"  {name:<{width}} = {value}" for name, value in evidence.inputs.items()]
+    if evidence.note:
+        lines += [
+            "",
+            "Why unknown" if row.kind == RowKind.UNKNOWN else "Note",
+            f"  {evidence.note}",
+        ]
+    if evidence.sources:
+        lines += ["", "Source lines"]
+        lines += [f"  {src.path}:{src.line}: {src.text}" for src in evidence.sources]
+    interval = _find_interval(ledger, row.interval) if row.interval else None
+    if interval is not None:
+        lines += ["", *_interval_lines(ledger, interval)]
+    elif row.interval:
+        lines += ["", f"Interval {row.interval}: not in this ledger"]
+    return "\n".join(lines) + "\n"
+
+
+def _explain_group(ledger: Ledger, group: RowGroup) -> str:
+    block = next(block for block in group_blocks(ledger) if block.group == group)
+    lines = [
+        f"group {group.value}: {_bytes_text(block.subtotal_bytes, block.subtotal_error_bytes)}"
+    ]
+    width = max(len(row.id) for row in block.rows)
+    for row in block.rows:
+        mark = "" if row.in_partition else "  (not summed)"
+        lines.append(
+            f"  {row.id:<{width}}  {gib_cell(row.bytes):>8}  {row.kind.value:<8}  "
+            f"{source_cell(row)}{mark}"
+        )
+    if block.unknown_count:
+        lines.append(f"  {block.unknown_count} unknown row(s) are not in the subtotal")
+    lines.append("Use --explain ROW on any of these rows for its arithmetic.")
+    return "\n".join(lines) + "\n"
+
+
+def _interval_lines(ledger: Ledger, interval: Interval) -> list[str]:
+    """drop - logged = residual; residual - named = unexplained, with the rows behind each."""
+    key = interval_key(interval)
+    points = {point.id: point for point in ledger.checkpoints}
+    start, end = points.get(interval.from_id), points.get(interval.to_id)
+    drop_detail = ""
+    if start is not None and end is not None:
+        drop_detail = (
+            f"avail {gib_cell(start.avail_bytes)} at {start.id} (line {start.line})"
+            f" - {gib_cell(end.avail_bytes)} at {end.id} (line {end.line})"
+        )
+    members = [row for row in ledger.rows if row.interval == key]
+
+    def listing(kind: RowKind) -> str:
+        chosen = [row for row in members if row.kind == kind]
+        return ", ".join(f"{row.id} {gib_cell(row.bytes)}" for row in chosen) or "(none)"
+
+    steps = [
+        ("  drop", interval.drop_bytes, drop_detail),
+        ("- logged", interval.logged_bytes, listing(RowKind.LOGGED)),
+        ("= residual", interval.residual_bytes, ""),
+        ("- named", interval.named_bytes, listing(RowKind.DERIVED)),
+        ("= unexplained", interval.unexplained_bytes, error_cell(interval.error_bytes)),
+    ]
+    label_width = max(len(label) for label, _, _ in steps)
+    number_width = max(len(gib_cell(value)) for _, value, _ in steps)
+    lines = [f"Interval {interval.from_id} -> {interval.to_id} (GiB)"]
+    for label, value, detail in steps:
+        text = f"  {label:<{label_width}}  {gib_cell(value):>{number_width}}"
+        lines.append(f"{text}   {detail}".rstrip())
+    return lines

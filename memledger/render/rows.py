@@ -1,0 +1,359 @@
+"""Row builders: the one place that decides columns, cell text and rounding for ledger tables.
+
+Everything here is plain data (no tabulate): text and markdown format the same `Table`s and
+differ only in tablefmt; the diff renderers reuse the cell helpers.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal, assert_never
+
+from memledger.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
+from memledger.units import GIB
+
+Align = Literal["left", "right"]
+
+GIB_DIGITS = 2
+"""SGLang prints GB with two decimals; showing more would suggest precision the log lacks."""
+ERROR_DIGITS = 3
+"""Printing-precision bounds are usually ±0.005 GiB per number, so they need one digit more."""
+SOURCE_WIDTH = 60
+"""Longest source cell before it is shortened (the full text is in --explain and JSON)."""
+
+INFORMATIONAL_MARK = "*"
+"""Appended to the kind of rows that are shown but not summed (in_partition False)."""
+
+GROUP_ORDER: tuple[RowGroup, ...] = (
+    *(group for group in RowGroup if group in FIXED_OVERHEAD_GROUPS),
+    RowGroup.STATE_POOL,
+)
+"""Fixed-overhead groups first, then the state pool: the article's order of the account."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table as plain strings: what a renderer formats, never recomputes."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    align: list[Align]
+    footnote: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupBlock:
+    """The rows of one group and their subtotal (partition rows with known bytes only)."""
+
+    group: RowGroup
+    rows: list[Row]
+    subtotal_bytes: int
+    subtotal_error_bytes: int
+    unknown_count: int
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The identity and verdict of a ledger as ordered (label, value) pairs."""
+
+    title: str
+    facts: list[tuple[str, str]] = field(default_factory=list)
+
+
+# --- cells -----------------------------------------------------------------------------------
+
+
+def gib_cell(byte_count: int | None) -> str:
+    """Bytes as GiB with two decimals; `?` for unknown; never `-0.00`."""
+    if byte_count is None:
+        return "?"
+    text = f"{byte_count / GIB:.{GIB_DIGITS}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def signed_gib_cell(byte_count: int | None) -> str:
+    """Bytes as GiB with an explicit sign (for differences and balance errors)."""
+    text = gib_cell(byte_count)
+    return text if text.startswith(("-", "?")) else f"+{text}"
+
+
+def error_cell(error_bytes: int) -> str:
+    """A ± bound in GiB, blank when exact."""
+    return "" if error_bytes == 0 else f"±{error_bytes / GIB:.{ERROR_DIGITS}f}"
+
+
+def count_cell(value: int | None) -> str:
+    """An integer count with thousands separators; `n/a` for None."""
+    return "n/a" if value is None else f"{value:,}"
+
+
+def shorten(text: str, width: int = SOURCE_WIDTH) -> str:
+    """One line of at most `width` characters, cut with `...`."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
+
+
+def source_cell(row: Row) -> str:
+    """Where the number comes from, short: file:line, the formula, the residual, or the reason."""
+    evidence = row.evidence
+    match row.kind:
+        case RowKind.LOGGED:
+            if not evidence.sources:
+                return "log"
+            first = evidence.sources[0]
+            more = f" (+{len(evidence.sources) - 1} lines)" if len(evidence.sources) > 1 else ""
+            return f"{posixpath.basename(first.path.replace(chr(92), '/'))}:{first.line}{more}"
+        case RowKind.DERIVED:
+            return shorten(evidence.formula or evidence.note or "formula")
+        case RowKind.RESIDUAL:
+            return f"residual of {row.interval}" if row.interval else "residual"
+        case RowKind.UNKNOWN:
+            return shorten(evidence.note or "unknown")
+        case _:
+            assert_never(row.kind)
+
+
+def kind_cell(row: Row) -> str:
+    """The row kind, marked when the row is informational (not summed)."""
+    return row.kind.value if row.in_partition else f"{row.kind.value}{INFORMATIONAL_MARK}"
+
+
+# --- structure -------------------------------------------------------------------------------
+
+
+def group_blocks(ledger: Ledger) -> list[GroupBlock]:
+    """The ledger's rows grouped in account order; empty groups are left out."""
+    blocks: list[GroupBlock] = []
+    for group in GROUP_ORDER:
+        rows = [row for row in ledger.rows if row.group == group]
+        if not rows:
+            continue
+        summed = [row for row in rows if row.in_partition and row.bytes is not None]
+        blocks.append(
+            GroupBlock(
+                group=group,
+                rows=rows,
+                subtotal_bytes=sum(row.bytes for row in summed if row.bytes is not None),
+                subtotal_error_bytes=sum(row.error_bytes for row in summed),
+                unknown_count=sum(1 for row in rows if row.kind == RowKind.UNKNOWN),
+            )
+        )
+    return blocks
+
+
+def partition_total(blocks: list[GroupBlock], groups: frozenset[RowGroup]) -> tuple[int, int]:
+    """Sum and ± of the subtotals of the given groups."""
+    chosen = [block for block in blocks if block.group in groups]
+    return (
+        sum(block.subtotal_bytes for block in chosen),
+        sum(block.subtotal_error_bytes for block in chosen),
+    )
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+ROW_HEADERS = ["group", "row", "what", "GiB", "±GiB", "kind", "source"]
+ROW_ALIGN: list[Align] = ["left", "left", "left", "right", "right", "left", "left"]
+
+
+def headline(ledger: Ledger) -> Headline:
+    """Title and key facts: file, startup, rank, outcome, usable and the balance."""
+    source = ledger.source
+    facts: list[tuple[str, str]] = [
+        ("file", source.path),
+        ("startup", f"{source.startup + 1} of {source.n_startups}"),
+        ("rank", source.rank or "(untagged)"),
+        ("outcome", ledger.outcome),
+    ]
+    if ledger.stopped_at:
+        facts.append(("stopped at", ledger.stopped_at))
+    usable = "unknown" if ledger.usable_bytes is None else f"{gib_cell(ledger.usable_bytes)} GiB"
+    facts.append(("usable", usable))
+    facts.append(("balance", balance_text(ledger)))
+    return Headline(title=f"memledger ledger: {source.path}", facts=facts)
+
+
+def balance_text(ledger: Ledger) -> str:
+    """`sum of rows - usable = error (tolerance ±t): verdict`."""
+    if ledger.usable_bytes is None:
+        return "not checked (usable memory unknown)"
+    within = abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
+    verdict = "balances" if within else "OUT OF BALANCE"
+    return (
+        f"error {signed_gib_cell(ledger.balance_error_bytes)} GiB"
+        f" (tolerance ±{ledger.tolerance_bytes / GIB:.{ERROR_DIGITS}f} GiB): {verdict}"
+    )
+
+
+def ledger_rows_table(ledger: Ledger) -> Table:
+    """Every row, grouped, with group subtotals, fixed overhead, state pool and the total."""
+    blocks = group_blocks(ledger)
+    rows: list[list[str]] = []
+    for block in blocks:
+        for index, row in enumerate(block.rows):
+            group = block.group.value if index == 0 else ""
+            rows.append(
+                [
+                    group,
+                    row.id,
+                    row.label,
+                    gib_cell(row.bytes),
+                    error_cell(row.error_bytes),
+                    kind_cell(row),
+                    source_cell(row),
+                ]
+            )
+        unknown = f"{block.unknown_count} unknown not summed" if block.unknown_count else ""
+        rows.append(
+            [
+                "",
+                "subtotal",
+                block.group.value,
+                gib_cell(block.subtotal_bytes),
+                error_cell(block.subtotal_error_bytes),
+                "",
+                unknown,
+            ]
+        )
+    fixed_bytes, fixed_error = partition_total(blocks, FIXED_OVERHEAD_GROUPS)
+    pool_bytes, pool_error = partition_total(blocks, frozenset({RowGroup.STATE_POOL}))
+    usable = "" if ledger.usable_bytes is None else f"usable {gib_cell(ledger.usable_bytes)}"
+    rows += [
+        ["TOTAL", "fixed_overhead", "fixed overhead", gib_cell(fixed_bytes)]
+        + [error_cell(fixed_error), "", ""],
+        ["", "state_pool", "state pool", gib_cell(pool_bytes)] + [error_cell(pool_error), "", ""],
+        ["", "sum", "sum of rows", gib_cell(fixed_bytes + pool_bytes)]
+        + [error_cell(fixed_error + pool_error), "", usable],
+    ]
+    footnote = None
+    if any(not row.in_partition for row in ledger.rows):
+        footnote = f"{INFORMATIONAL_MARK} informational: shown, not part of any sum"
+    return Table("Rows", ROW_HEADERS, rows, ROW_ALIGN, footnote)
+
+
+def checkpoints_table(ledger: Ledger) -> Table:
+    """Every avail reading, in log order."""
+    rows = [
+        [point.id, gib_cell(point.avail_bytes), error_cell(point.error_bytes), str(point.line)]
+        for point in ledger.checkpoints
+    ]
+    return Table(
+        "Checkpoints", ["checkpoint", "avail GiB", "±GiB", "line"], rows,
+        ["left", "right", "right", "right"],
+    )  # fmt: skip
+
+
+def intervals_table(ledger: Ledger) -> Table:
+    """Each interval's drop and how it is explained: logged, residual, named, unexplained."""
+    headers = ["from", "to", "drop", "logged", "residual", "named", "unexplained", "±GiB"]
+    rows = [
+        [
+            interval.from_id,
+            interval.to_id,
+            gib_cell(interval.drop_bytes),
+            gib_cell(interval.logged_bytes),
+            gib_cell(interval.residual_bytes),
+            gib_cell(interval.named_bytes),
+            gib_cell(interval.unexplained_bytes),
+            error_cell(interval.error_bytes),
+        ]
+        for interval in ledger.intervals
+    ]
+    footnote = "GiB; residual = drop - logged; unexplained = residual - named"
+    align: list[Align] = ["left", "left", *(["right"] * 6)]
+    return Table("Intervals", headers, rows, align, footnote)
+
+
+class SummaryUnit(StrEnum):
+    """How a summary figure is shown."""
+
+    GIB = "GiB"
+    FRACTION = ""
+    SLOTS = "slots"
+    TOKENS = "tokens"
+
+
+SUMMARY_UNITS: dict[str, SummaryUnit] = {
+    "slots": SummaryUnit.SLOTS,
+    "mem_fraction_static": SummaryUnit.FRACTION,
+    "kv_tokens_per_rank": SummaryUnit.TOKENS,
+    "kv_tokens_per_dp_group": SummaryUnit.TOKENS,
+    "kv_tokens_per_instance": SummaryUnit.TOKENS,
+}
+"""Summary keys that are not GiB; every other key is GiB."""
+
+
+def summary_cell(key: str, value: float | int | None) -> str:
+    """A summary figure: GiB with two decimals, counts with separators, fractions as printed."""
+    if value is None:
+        return "n/a"
+    unit = SUMMARY_UNITS.get(key, SummaryUnit.GIB)
+    if unit is SummaryUnit.GIB:
+        return gib_cell(round(value * GIB))
+    if unit is SummaryUnit.FRACTION:
+        return f"{value:g}"
+    return count_cell(int(value))
+
+
+def summary_table(summary: Summary) -> Table:
+    """Every summary key in model order with its unit."""
+    rows = [
+        [key, summary_cell(key, value), SUMMARY_UNITS.get(key, SummaryUnit.GIB).value]
+        for key, value in summary.model_dump().items()
+    ]
+    return Table("Summary", ["figure", "value", "unit"], rows, ["left", "right", "left"])
+
+
+def ledger_tables(ledger: Ledger) -> list[Table]:
+    """The tables of a ledger report, in order."""
+    tables = [ledger_rows_table(ledger), intervals_table(ledger), summary_table(ledger.summary)]
+    if ledger.checkpoints:
+        tables.insert(1, checkpoints_table(ledger))
+    return tables
+
+
+# --- flat records (CSV) ----------------------------------------------------------------------
+
+CSV_HEADERS = [
+    "id",
+    "label",
+    "group",
+    "kind",
+    "bytes",
+    "gib",
+    "error_bytes",
+    "in_partition",
+    "interval",
+    "source",
+    "formula",
+    "sources",
+    "note",
+]
+
+
+def csv_records(ledger: Ledger) -> list[list[str]]:
+    """One flat record per ledger row, bytes exact, in ledger order."""
+    records: list[list[str]] = []
+    for row in ledger.rows:
+        evidence = row.evidence
+        records.append(
+            [
+                row.id,
+                row.label,
+                row.group.value,
+                row.kind.value,
+                "" if row.bytes is None else str(row.bytes),
+                "" if row.gib is None else f"{row.gib:.6f}",
+                str(row.error_bytes),
+                "true" if row.in_partition else "false",
+                row.interval or "",
+                source_cell(row),
+                evidence.formula or "",
+                ";".join(f"{source.path}:{source.line}" for source in evidence.sources),
+                evidence.note or "",
+            ]
+        )
+    return records
