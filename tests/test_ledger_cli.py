@@ -1,0 +1,273 @@
+"""`memledger ledger` and `memledger schema` end to end: exit codes, one-line errors, real logs."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PROJECT_ROOT, SAMPLES, real_log_paths
+from ledger_render_helpers import small_ledger
+
+from memledger.cli import main
+from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from memledger.ledger import Ledger
+from memledger.pipeline import load_ledger
+from memledger.render import render_ledger
+
+ENGINE_READY = all(
+    importlib.util.find_spec(name) is not None
+    for name in ("memledger.parsing", "memledger.engine", "memledger.formulas")
+)
+needs_engine = pytest.mark.skipif(not ENGINE_READY, reason="parser/engine not in this tree yet")
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the CLI in-process; return (exit code, stdout, stderr)."""
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line_error(err: str, *fragments: str) -> None:
+    """stderr is exactly one `memledger: error: ...` line containing every fragment."""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("memledger: error: ")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture
+def saved_ledger(tmp_path: Path) -> Path:
+    path = tmp_path / "saved.json"
+    path.write_text(render_ledger(small_ledger(), "json"))
+    return path
+
+
+def _write_json(tmp_path: Path, document: Any) -> Path:
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+# --- bad inputs: one line, documented exit code ----------------------------------------------
+
+
+def test_missing_file_is_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.log"
+    code, out, err = run(["ledger", str(missing)], capsys)
+    assert code == EXIT_INPUT and out == ""
+    assert_one_line_error(err, f"{missing}: no such file")
+
+
+def test_directory_is_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["ledger", str(tmp_path)], capsys)
+    assert code == EXIT_INPUT
+    assert_one_line_error(err, str(tmp_path), "is a directory")
+
+
+def test_bad_format_is_usage_error(saved_ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["ledger", str(saved_ledger), "--format", "yaml"], capsys)
+    assert code == EXIT_USAGE and out == ""
+    assert "'yaml' is not one of 'text', 'markdown', 'json', 'csv'" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_explain_row_lists_valid_ids(
+    saved_ledger: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["ledger", str(saved_ledger), "--explain", "nope"], capsys)
+    assert code == EXIT_USAGE and out == ""
+    assert_one_line_error(err, "no row 'nope'", "req_to_token", "kv_pool", "draft_slot_map")
+
+
+def test_log_options_on_a_saved_ledger_are_refused(
+    saved_ledger: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["ledger", str(saved_ledger), "--rank", "TP1", "--startup", "0"], capsys)
+    assert code == EXIT_USAGE
+    assert_one_line_error(err, "--rank, --startup cannot apply to a saved ledger")
+
+
+@pytest.mark.parametrize(
+    ("document", "fragment"),
+    [
+        ({"schema_version": 99, "rows": []}, "schema_version 99; this memledger reads version 1"),
+        ({"schema_version": 1, "rows": []}, "not a valid saved ledger: source: Field required"),
+        ({"events": []}, "JSON, but not a saved ledger"),
+    ],
+)
+def test_bad_saved_ledgers_are_input_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], document: Any, fragment: str
+) -> None:
+    path = _write_json(tmp_path, document)
+    code, _, err = run(["ledger", str(path)], capsys)
+    assert code == EXIT_INPUT
+    assert_one_line_error(err, str(path), fragment)
+
+
+def test_unwritable_output_is_usage_error(
+    saved_ledger: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "no-such-dir" / "out.txt"
+    code, _, err = run(["ledger", str(saved_ledger), "-o", str(target)], capsys)
+    assert code == EXIT_USAGE
+    assert_one_line_error(err, str(target), "cannot write output")
+
+
+# --- saved ledgers: the same report as the ledger they hold ----------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "csv"])
+def test_saved_ledger_renders_like_the_original(
+    saved_ledger: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    code, out, err = run(["ledger", str(saved_ledger), "--format", fmt], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert out == render_ledger(small_ledger(), fmt)
+
+
+def test_output_file_and_stdin(
+    saved_ledger: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = tmp_path / "out.csv"
+    code, out, _ = run(["ledger", str(saved_ledger), "--format", "csv", "-o", str(target)], capsys)
+    assert (code, out) == (EXIT_OK, "")
+    assert len(list(csv.DictReader(target.open()))) == len(small_ledger().rows)
+
+    stdin = io.TextIOWrapper(io.BytesIO(saved_ledger.read_bytes()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, out, _ = run(["ledger", "-", "--explain", "req_to_token"], capsys)
+    assert code == EXIT_OK
+    assert "209 rows x 1048580 cols x 4 B = 876,612,880 B" in out
+
+
+def test_load_ledger_reads_saved_json_with_leading_whitespace(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.json"
+    path.write_text("\n  " + small_ledger().model_dump_json(by_alias=True))
+    assert load_ledger(path) == small_ledger()
+    assert load_ledger(io.BytesIO(path.read_bytes())) == small_ledger()
+
+
+# --- schema ----------------------------------------------------------------------------------
+
+
+def test_schema_command_prints_the_ledger_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["schema"], capsys)
+    assert code == EXIT_OK
+    assert json.loads(out) == Ledger.model_json_schema(by_alias=True, mode="serialization")
+    code, out, _ = run(["schema", "parse"], capsys)
+    assert code == EXIT_OK and json.loads(out)["title"] == "ParsedLog"
+    code, _, err = run(["schema", "budget"], capsys)
+    assert code == EXIT_USAGE and "'budget' is not one of" in err
+
+
+def test_schema_diff_is_the_diff_model_once_it_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["schema", "diff"], capsys)
+    if importlib.util.find_spec("memledger.diffing") is None:
+        assert code == EXIT_USAGE
+        assert_one_line_error(err, "diff schema is not available")
+    else:
+        assert code == EXIT_OK and json.loads(out)["title"] == "LedgerDiff"
+
+
+# --- layering --------------------------------------------------------------------------------
+
+
+def test_engine_and_renderers_import_neither_click_nor_lark() -> None:
+    modules = ["memledger.render", "memledger.render.explain", "memledger.render.schema"]
+    if ENGINE_READY:
+        modules.append("memledger.engine")
+    probe = (
+        f"import sys\nfor name in {modules!r}: __import__(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'lark')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+COMMAND_MODULES = ["ledger", "schema"]
+ALLOWED_IMPORTS = {"__future__", "pathlib", "click", "memledger.pipeline", "memledger.render"}
+ALLOWED_IMPORTS |= {"memledger.render.schema"}
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_commands_only_parse_options_and_call_one_function(name: str) -> None:
+    tree = ast.parse((PROJECT_ROOT / "memledger" / "commands" / f"{name}.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {
+        alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names
+    }
+    assert imported <= ALLOWED_IMPORTS
+    commands = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert len(commands) == 1
+    body = [
+        stmt
+        for stmt in commands[0].body
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+    ]
+    # At most: build the report with one call, write it.
+    assert len(body) <= 2
+    assert not any(isinstance(n, ast.If | ast.For | ast.While | ast.Try) for n in ast.walk(tree))
+
+
+# --- real logs and samples (need the parser and engine) --------------------------------------
+
+
+@needs_engine
+@pytest.mark.parametrize("log", real_log_paths(), ids=lambda path: path.name)
+def test_every_real_log_gives_a_ledger_or_one_documented_error(
+    log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["ledger", str(log)], capsys)
+    assert "Traceback" not in err
+    if code == EXIT_OK:
+        assert err == ""
+        assert "\noutcome: " in out
+    else:
+        assert code == EXIT_INPUT
+        assert_one_line_error(err, str(log))
+
+
+@needs_engine
+def test_unknown_rank_is_input_error(capsys: pytest.CaptureFixture[str]) -> None:
+    log = real_log_paths()[0]
+    code, _, err = run(["ledger", str(log), "--rank", "TP99"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_line_error(err, "TP99")
+
+
+@needs_engine
+def test_json_of_a_real_log_round_trips_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = next(path for path in real_log_paths() if "001-docker" in path.name)
+    saved = tmp_path / "base.json"
+    assert run(["ledger", str(log), "--format", "json", "-o", str(saved)], capsys)[0] == EXIT_OK
+    assert load_ledger(saved) == load_ledger(log)
+    assert run(["ledger", str(saved)], capsys)[1] == run(["ledger", str(log)], capsys)[1]
+
+
+@needs_engine
+@pytest.mark.skipif(not (SAMPLES / "dp2.log").is_file(), reason="samples/dp2.log not written yet")
+def test_explain_req_to_token_on_the_dp2_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["ledger", str(SAMPLES / "dp2.log"), "--explain", "req_to_token"], capsys)
+    assert code == EXIT_OK
+    # 192 running requests + 16 decode extra slots + 1 padding slot = 209 rows of 4-byte entries.
+    arithmetic = out.split("Arithmetic\n", 1)[1].splitlines()[0]
+    assert arithmetic.strip().startswith("209 ")
+    assert " x 4 B = " in arithmetic
