@@ -1,0 +1,474 @@
+"""Table data shared by the diff renderers: headers and string rows, built once.
+
+No tabulate here: text and markdown decide the table syntax; this module decides columns,
+rounding and order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memledger.diffing import (
+    DELTA_PCT_DEFINITION,
+    ByteChange,
+    DiffInput,
+    DiffStatus,
+    LedgerDiff,
+    RowDiff,
+    SortKey,
+    SummaryField,
+    group_label,
+    sort_rows,
+)
+from memledger.ledger import RowGroup
+from memledger.units import GIB
+
+Table = tuple[list[str], list[list[str]]]
+"""(headers, rows) of plain strings."""
+
+SUMMARY_TABLE_KEYS = (
+    "usable",
+    "fixed_overhead",
+    "state_pool",
+    "kv_pool",
+    "draft_kv",
+    "slots",
+    "state_per_slot",
+    "kv_tokens_per_rank",
+    "kv_tokens_per_dp_group",
+    "kv_tokens_per_instance",
+    "cuda_graph",
+    "runtime_headroom",
+    "mem_fraction_static",
+)
+"""Summary keys in the short summary table (the full list goes in the details)."""
+
+COMPOSITION_ORDER: tuple[RowGroup, ...] = (
+    RowGroup.WEIGHTS,
+    RowGroup.WEIGHT_STAGING,
+    RowGroup.DRAFT_WEIGHTS,
+    RowGroup.COMMUNICATION,
+    RowGroup.WORKSPACE,
+    RowGroup.UNEXPLAINED,
+    RowGroup.CUDA_GRAPH,
+    RowGroup.RUNTIME_HEADROOM,
+    RowGroup.STATE_POOL,
+)
+"""Order of groups in composition bars and charts: fixed overhead first, state pool last."""
+
+
+def gib_text(byte_count: int | None, *, signed: bool = False, digits: int = 2) -> str:
+    """Bytes as GiB; `+`/`-` when signed; `?` for unknown; a rounded zero prints unsigned."""
+    if byte_count is None:
+        return "?"
+    value = byte_count / GIB
+    if abs(value) < 0.5 * 10**-digits:
+        value = 0.0
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def pct_text(pct: float | None) -> str:
+    """A Δ% as `+12.3%`, empty when undefined."""
+    return "" if pct is None else f"{pct:+.1f}%"
+
+
+def number_text(value: int | float | None, unit: str, *, signed: bool = False) -> str:
+    """A summary figure in its unit: GiB with 2 decimals, token counts in millions."""
+    if value is None:
+        return "?"
+    sign = "+" if signed else ""
+    if unit == "tokens":
+        if abs(value) >= 1_000_000:
+            return f"{value / 1_000_000:{sign}.2f} M"
+        if abs(value) >= 10_000:
+            return f"{value / 1_000:{sign}.1f} k"
+        return f"{int(value):{sign}d}"
+    if unit == "count":
+        return f"{int(value):{sign}d}"
+    if unit == "fraction":
+        return f"{value:{sign}.3f}"
+    if abs(value) < 0.005:
+        value = 0.0
+    return f"{value:{sign}.2f}"
+
+
+def round_parts(parts: Sequence[int], digits: int = 2) -> tuple[list[str], str]:
+    """Signed GiB strings for parts and their total such that the printed parts add up exactly.
+
+    Largest-remainder rounding in units of 10**-digits GiB: each printed part is within one unit
+    of its true value and the printed total is the true total rounded.
+    """
+    scale = 10**digits
+    exact = [p * scale / GIB for p in parts]
+    total = round(sum(parts) * scale / GIB)
+    floors = [math.floor(x) for x in exact]
+    remaining = total - sum(floors)
+    order = sorted(range(len(parts)), key=lambda i: exact[i] - floors[i], reverse=True)
+    units = list(floors)
+    for i in order[: max(0, remaining)]:
+        units[i] += 1
+    return [_units_text(u, digits) for u in units], _units_text(total, digits)
+
+
+def _units_text(units: int, digits: int) -> str:
+    return "+0.00" if units == 0 else f"{units / 10**digits:+.{digits}f}"
+
+
+def input_line(side: str, item: DiffInput) -> str:
+    """`base dp16: samples/dp16.log (startup 0 of 1, rank TP0, ready)`."""
+    extra = f", stopped at {item.stopped_at}" if item.stopped_at else ""
+    return (
+        f"{side} {item.label}: {item.path} (startup #{item.startup} of {item.n_startups}, "
+        f"rank {item.rank or '-'}, {item.outcome}{extra})"
+    )
+
+
+def definition_line() -> str:
+    """What Δ and Δ% mean."""
+    return f"Δ = head - base; {DELTA_PCT_DEFINITION}; sizes in GiB"
+
+
+def headline(diff: LedgerDiff) -> str:
+    """One line: the verdict on the state pool and the biggest mover."""
+    analysis = diff.state_pool
+    pool = analysis.state_pool
+    fixed = analysis.fixed_overhead
+    if not analysis.available:
+        verdict = "no state-pool comparison"
+    elif pool.status is DiffStatus.UNCHANGED and fixed.status is DiffStatus.UNCHANGED:
+        verdict = "state pool and fixed overhead unchanged (within printing precision)"
+    else:
+        verdict = (
+            f"state pool {gib_text(pool.delta_bytes, signed=True)} GiB "
+            f"(fixed overhead {gib_text(fixed.delta_bytes, signed=True)} GiB)"
+        )
+    mover = next((r for r in diff.rows if r.id == diff.biggest_mover), None)
+    mover_text = "nothing moved" if mover is None else f"biggest mover: {_mover_text(mover)}"
+    partial = [
+        f"{side} partial (stopped at {item.stopped_at})"
+        for side, item in (("base", diff.inputs.base), ("head", diff.inputs.head))
+        if item.stopped_at
+    ]
+    tail = f" · {'; '.join(partial)}" if partial else ""
+    return f"{diff.inputs.head.label} vs {diff.inputs.base.label}: {verdict} · {mover_text}{tail}"
+
+
+def _mover_text(row: RowDiff) -> str:
+    pct = pct_text(row.delta_pct)
+    pct_part = f", {pct}" if pct else f", {row.status.value}"
+    return f"{row.label} ({row.id}) {gib_text(row.delta_bytes, signed=True)} GiB{pct_part}"
+
+
+def _side_headers(diff: LedgerDiff) -> list[str]:
+    return [f"base {diff.inputs.base.label}", f"head {diff.inputs.head.label}", "Δ", "Δ%"]
+
+
+ROW_TOTALS = ("usable", "fixed_overhead", "state_pool")
+"""Summary keys the diff recomputes from the rows (so the table adds up exactly)."""
+
+
+def summary_table(diff: LedgerDiff, keys: Sequence[str] | None = SUMMARY_TABLE_KEYS) -> Table:
+    """Summary figures (a subset, or all when keys is None); skips figures unknown on both.
+
+    Usable, fixed overhead and state pool come from the rows (as the split below adds them).
+    """
+    analysis = diff.state_pool
+    by_key = {f.key: f for f in diff.summary_fields}
+    chosen = list(by_key) if keys is None else [k for k in keys if k in by_key]
+    totals: dict[str, tuple[str, ByteChange]] = {
+        "usable": ("usable, sum of rows", analysis.partition),
+        "fixed_overhead": ("fixed overhead", analysis.fixed_overhead),
+        "state_pool": ("state pool", analysis.state_pool),
+    }
+    rows = []
+    for key in chosen:
+        if key in totals:
+            label, change = totals[key]
+            rows.append([f"{label} (GiB)", *_change_cells(change)])
+            continue
+        item = by_key[key]
+        if item.base is None and item.head is None:
+            continue
+        rows.append(_summary_row(item))
+    return ["figure", *_side_headers(diff)], rows
+
+
+def _summary_row(item: SummaryField) -> list[str]:
+    unit = "" if item.unit in ("count", "fraction") else f" ({item.unit})"
+    return [
+        f"{item.label}{unit}",
+        number_text(item.base, item.unit),
+        number_text(item.head, item.unit),
+        number_text(item.delta, item.unit, signed=True),
+        pct_text(item.delta_pct),
+    ]
+
+
+def _change_cells(change: ByteChange) -> list[str]:
+    # A side the item is absent from is blank; `?` means present but unknown.
+    absent_base = change.status is DiffStatus.NEW
+    absent_head = change.status is DiffStatus.REMOVED
+    return [
+        "" if absent_base else gib_text(change.base_bytes),
+        "" if absent_head else gib_text(change.head_bytes),
+        gib_text(change.delta_bytes, signed=True),
+        pct_text(change.delta_pct),
+    ]
+
+
+def category_table(diff: LedgerDiff, *, with_rows: bool = False) -> Table:
+    """The fixed-overhead split: categories whose printed Δ add up exactly to the printed total."""
+    analysis = diff.state_pool
+    deltas, total_text = round_parts([c.delta_bytes or 0 for c in analysis.categories])
+    rows: list[list[str]] = []
+    for category, delta_text in zip(analysis.categories, deltas, strict=True):
+        rows.append(
+            [
+                category.label,
+                gib_text(category.base_bytes),
+                gib_text(category.head_bytes),
+                delta_text,
+                pct_text(category.delta_pct),
+            ]
+        )
+        if with_rows:
+            rows.extend(
+                [
+                    f"  {c.label} ({c.id})",
+                    "",
+                    "",
+                    gib_text(c.delta_bytes, signed=True),
+                    "",
+                ]
+                for c in category.rows
+            )
+    fixed = analysis.fixed_overhead
+    rows.append(
+        [
+            "fixed overhead (sum)",
+            gib_text(fixed.base_bytes),
+            gib_text(fixed.head_bytes),
+            total_text,
+            pct_text(fixed.delta_pct),
+        ]
+    )
+    return ["fixed-overhead category", *_side_headers(diff)], rows
+
+
+def contributions_table(diff: LedgerDiff) -> Table:
+    """Every row's share of each category delta."""
+    rows: list[list[str]] = []
+    for category in diff.state_pool.categories:
+        rows.extend(
+            [category.label, c.id, c.label, gib_text(c.delta_bytes, signed=True), c.status.value]
+            for c in category.rows
+        )
+    return ["category", "row id", "row", "Δ", "status"], rows
+
+
+def balance_lines(diff: LedgerDiff) -> list[str]:
+    """The arithmetic that closes: state-pool Δ = usable Δ - fixed-overhead Δ."""
+    analysis = diff.state_pool
+    lines = [analysis.statement + "."]
+    deltas, total_text = round_parts([c.delta_bytes or 0 for c in analysis.categories])
+    terms = ""
+    for i, (text, category) in enumerate(zip(deltas, analysis.categories, strict=True)):
+        if i == 0:
+            terms = f"{text.lstrip('+')} ({category.label})"
+        else:
+            terms += f" {text[0]} {text[1:]} ({category.label})"
+    lines.append(f"Fixed overhead, head - base: {total_text} GiB = {terms}.")
+    part = analysis.partition
+    pool = analysis.state_pool
+    lines.append(
+        f"State pool, head - base: {gib_text(pool.delta_bytes, signed=True)} GiB = usable "
+        f"{gib_text(part.delta_bytes, signed=True)} - fixed overhead "
+        f"{gib_text(analysis.fixed_overhead.delta_bytes, signed=True)}."
+    )
+    if analysis.usable_note:
+        lines.append(f"Note: {analysis.usable_note}.")
+    if analysis.reason:
+        lines.append(f"Caveat: {analysis.reason}.")
+    return lines
+
+
+def destination_table(diff: LedgerDiff) -> Table:
+    """Where the state pool goes: pools, tokens, slots, then the state rows that moved."""
+    headers = ["figure", *_side_headers(diff)]
+    rows = [["state pool (GiB)", *_change_cells(diff.state_pool.state_pool)]]
+    rows += [
+        _summary_row(f)
+        for f in diff.state_pool.destination
+        if f.base is not None or f.head is not None
+    ]
+    by_id = {r.id: r for r in diff.rows}
+    for contribution in diff.state_pool.state_rows:
+        row = by_id[contribution.id]
+        rows.append([f"{row.label} ({row.id})", *_change_cells(row)])
+    return headers, rows
+
+
+def _row_cells(row: RowDiff) -> list[str]:
+    label = row.label if row.in_partition else f"{row.label} (info, not summed)"
+    return [row.id, label, group_label(row.group), *_change_cells(row), row.status.value]
+
+
+ROW_HEADERS = ["id", "row", "group"]
+
+
+@dataclass
+class RowsView:
+    """The rows table after sorting and collapsing unchanged rows."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    hidden_unchanged: int
+    notes: list[str] = field(default_factory=list)
+
+
+def rows_view(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> RowsView:
+    """Row diffs sorted, unchanged ones collapsed into a count unless show_unchanged."""
+    ordered = sort_rows(diff.rows, sort)
+    shown = [r for r in ordered if show_unchanged or r.status is not DiffStatus.UNCHANGED]
+    notes = [f"{r.id}: {r.note}" for r in shown if r.note]
+    return RowsView(
+        headers=[*ROW_HEADERS, *_side_headers(diff), "status"],
+        rows=[_row_cells(r) for r in shown],
+        hidden_unchanged=len(ordered) - len(shown),
+        notes=notes,
+    )
+
+
+def groups_table(diff: LedgerDiff) -> Table:
+    """Group totals and the grand TOTAL (each equals the sum of its partition rows)."""
+    rows = [
+        [g.label, str(g.n_rows), *_change_cells(g), g.status.value]
+        for g in [*diff.groups, diff.total]
+    ]
+    return ["group", "rows", *_side_headers(diff), "status"], rows
+
+
+def checkpoints_table(diff: LedgerDiff) -> Table:
+    """Avail memory at each checkpoint, matched by id."""
+    rows = [
+        [
+            c.id,
+            *_change_cells(c),
+            "" if c.base_line is None else str(c.base_line),
+            "" if c.head_line is None else str(c.head_line),
+            c.status.value,
+        ]
+        for c in diff.checkpoints
+    ]
+    headers = ["checkpoint (avail)", *_side_headers(diff), "base line", "head line", "status"]
+    return headers, rows
+
+
+def intervals_table(diff: LedgerDiff) -> Table:
+    """Each interval's drop and residual on both sides."""
+    rows = [
+        [
+            f"{i.from_id} -> {i.to_id}",
+            gib_text(i.drop.base_bytes),
+            gib_text(i.drop.head_bytes),
+            gib_text(i.drop.delta_bytes, signed=True),
+            gib_text(i.residual.base_bytes),
+            gib_text(i.residual.head_bytes),
+            gib_text(i.residual.delta_bytes, signed=True),
+            gib_text(i.unexplained.delta_bytes, signed=True),
+            i.status.value,
+        ]
+        for i in diff.intervals
+    ]
+    headers = [
+        "interval",
+        "drop base",
+        "drop head",
+        "drop Δ",
+        "residual base",
+        "residual head",
+        "residual Δ",
+        "unexplained Δ",
+        "status",
+    ]
+    return headers, rows
+
+
+def _param_text(value: object) -> str:
+    if value is None:
+        return "(not set)"
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def params_table(diff: LedgerDiff) -> Table:
+    """Parameters that differ, each next to the rows it plausibly moved."""
+    rows = []
+    for param in diff.parameters:
+        moved = ", ".join(
+            f"{c.id} {gib_text(c.delta_bytes, signed=True)}" for c in param.moved_rows[:6]
+        )
+        if len(param.moved_rows) > 6:
+            moved += f", +{len(param.moved_rows) - 6} more"
+        if not param.affects:
+            moved = "(no known effect)"
+        rows.append(
+            [
+                param.name,
+                _param_text(param.base),
+                _param_text(param.head),
+                moved or "(none moved)",
+            ]
+        )
+    return [
+        "parameter",
+        f"base {diff.inputs.base.label}",
+        f"head {diff.inputs.head.label}",
+        "rows it plausibly moved (Δ GiB)",
+    ], rows
+
+
+def coverage_table(diff: LedgerDiff) -> Table:
+    """How complete each side's ledger is."""
+    base, head = diff.coverage.base, diff.coverage.head
+
+    def both(name: str, b: str, h: str) -> list[str]:
+        return [name, b, h]
+
+    rows = [
+        both("outcome", base.outcome, head.outcome),
+        both("stopped at", base.stopped_at or "-", head.stopped_at or "-"),
+        both("checkpoints", str(base.n_checkpoints), str(head.n_checkpoints)),
+        both("intervals", str(base.n_intervals), str(head.n_intervals)),
+        both("rows", str(base.n_rows), str(head.n_rows)),
+        both(
+            "unknown rows", ", ".join(base.unknown_rows) or "-", ", ".join(head.unknown_rows) or "-"
+        ),
+        both(
+            "balance error ± tolerance (GiB)",
+            f"{gib_text(base.balance_error_bytes, signed=True)} ± {gib_text(base.tolerance_bytes)}",
+            f"{gib_text(head.balance_error_bytes, signed=True)} ± {gib_text(head.tolerance_bytes)}",
+        ),
+    ]
+    return ["coverage", f"base {diff.inputs.base.label}", f"head {diff.inputs.head.label}"], rows
+
+
+def coverage_notes(diff: LedgerDiff) -> list[str]:
+    """The ledgers' own notes (degradations), prefixed by side."""
+    return [f"base: {n}" for n in diff.coverage.base.notes] + [
+        f"head: {n}" for n in diff.coverage.head.notes
+    ]
+
+
+def composition(diff: LedgerDiff) -> tuple[list[RowGroup], list[int], list[int]]:
+    """Groups in display order with each side's total bytes (negative totals kept as they are)."""
+    by_group = {g.id: g for g in diff.groups}
+    groups = [g for g in COMPOSITION_ORDER if g.value in by_group]
+    groups += [g for g in RowGroup if g.value in by_group and g not in groups]
+    return (
+        groups,
+        [by_group[g.value].base_bytes or 0 for g in groups],
+        [by_group[g.value].head_bytes or 0 for g in groups],
+    )

@@ -1,0 +1,282 @@
+"""Markdown rendering of a ledger diff for a pull-request comment.
+
+Layout: hidden marker, one-line headline, inputs, summary table, the state-pool split, then
+collapsed `<details>` sections. A size cap cuts rows out of the middle of the largest detail
+tables (then whole middle sections), never the headline, summary or split, and says so visibly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memledger.diffing import DiffInput, LedgerDiff, SortKey, group_label
+from memledger.errors import ConfigError
+from memledger.render.diff_common import (
+    Table,
+    balance_lines,
+    category_table,
+    checkpoints_table,
+    composition,
+    contributions_table,
+    coverage_notes,
+    coverage_table,
+    definition_line,
+    destination_table,
+    groups_table,
+    headline,
+    intervals_table,
+    params_table,
+    rows_view,
+    summary_table,
+)
+from memledger.units import GIB
+
+DEFAULT_MARKER = "memledger"
+DEFAULT_MAX_CHARS = 60_000
+"""GitHub rejects comments over 65,536 characters; leave room for CI's own text."""
+MIN_KEPT_ROWS = 4
+"""A truncated table keeps at least this many rows (half from each end)."""
+
+
+def marker_comment(marker: str) -> str:
+    """`<!-- memledger -->` from `memledger`; a full `<!-- ... -->` is used as given."""
+    text = marker.strip()
+    if text.startswith("<!--") and text.endswith("-->"):
+        inner = text[4:-3]
+    else:
+        inner = text
+    if not inner.strip() or "--" in inner or "\n" in inner:
+        raise ConfigError(f"marker {marker!r} cannot be an HTML comment (empty, newline or '--')")
+    return f"<!-- {inner.strip()} -->"
+
+
+def _cell(text: str) -> str:
+    return (
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace("\r", " ")
+        .replace("\n", " ")
+    )
+
+
+def _code(text: str) -> str:
+    return "`" + text.replace("`", "'") + "`"
+
+
+@dataclass
+class MdTable:
+    """A GFM table whose middle rows may be cut by the size cap."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    keep: int | None = None
+    """Rows kept (None: all)."""
+
+    def render(self) -> str:
+        """The table, with one marker row standing for the rows cut from the middle."""
+        rows = self.rows
+        if self.keep is not None and self.keep < len(rows):
+            head_n = (self.keep + 1) // 2
+            tail_n = self.keep - head_n
+            omitted = len(rows) - self.keep
+            gap = [f"… {omitted:,} rows omitted (size cap) …"] + [""] * (len(self.headers) - 1)
+            rows = rows[:head_n] + [gap] + (rows[len(rows) - tail_n :] if tail_n else [])
+        lines = [
+            "| " + " | ".join(_cell(h) for h in self.headers) + " |",
+            "|" + "|".join("---" for _ in self.headers) + "|",
+        ]
+        lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+        return "\n".join(lines)
+
+    @property
+    def truncated(self) -> bool:
+        """Whether rows were cut."""
+        return self.keep is not None and self.keep < len(self.rows)
+
+
+Block = str | MdTable
+"""A paragraph of markdown (or a fenced block) or a table."""
+
+
+@dataclass
+class Section:
+    """A collapsed `<details>` section."""
+
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    dropped: bool = False
+    """Cut whole by the size cap."""
+
+    def render(self) -> str:
+        """`<details>` with a summary line, blank-line separated blocks, `</details>`."""
+        parts: list[str] = [f"<details><summary>{_cell(self.title)}</summary>", ""]
+        if self.dropped:
+            parts += ["_This section was left out to keep the comment under the size cap._", ""]
+        else:
+            for block in self.blocks:
+                if isinstance(block, MdTable):
+                    parts.append(block.render())
+                    if block.truncated:
+                        parts += [
+                            "",
+                            f"_Truncated: {len(block.rows) - (block.keep or 0):,} of "
+                            f"{len(block.rows):,} rows cut from the middle to stay under the "
+                            "size cap; `memledger diff --format json` has them all._",
+                        ]
+                else:
+                    parts.append(block)
+                parts.append("")
+        parts.append("</details>")
+        return "\n".join(parts)
+
+
+def _table(table: Table) -> Block:
+    headers, rows = table
+    return MdTable(headers, rows) if rows else "_(none)_"
+
+
+def _input_text(side: str, item: DiffInput) -> str:
+    stopped = f", stopped at {item.stopped_at}" if item.stopped_at else ""
+    return (
+        f"{side} **{_cell(item.label)}** {_code(item.path)} (startup #{item.startup} of "
+        f"{item.n_startups}, rank {_code(item.rank or '-')}, {item.outcome}{stopped})"
+    )
+
+
+def _pie(title: str, groups: Sequence[str], values: Sequence[int]) -> str:
+    lines = [f"pie showData title {title.replace(chr(34), '')}"]
+    lines += [
+        f'    "{name}" : {value / GIB:.2f}'
+        for name, value in zip(groups, values, strict=True)
+        if value > 0
+    ]
+    return "\n".join(lines)
+
+
+def composition_chart(diff: LedgerDiff) -> str:
+    """Two Mermaid pie charts: each card's memory by group (non-positive groups left out)."""
+    groups, base_bytes, head_bytes = composition(diff)
+    names = [group_label(g) for g in groups]
+    charts = []
+    for side, item, values in (
+        ("base", diff.inputs.base, base_bytes),
+        ("head", diff.inputs.head, head_bytes),
+    ):
+        total = sum(v for v in values if v > 0)
+        title = f"{side} {item.label}: {total / GIB:.2f} GiB per card"
+        charts.append("```mermaid\n" + _pie(title, names, values) + "\n```")
+    return "\n\n".join(charts)
+
+
+def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[Section]:
+    view = rows_view(diff, sort=sort, show_unchanged=show_unchanged)
+    hidden = (
+        f"; {view.hidden_unchanged} unchanged rows collapsed (`--show-unchanged` lists them)"
+        if view.hidden_unchanged
+        else ""
+    )
+    rows_blocks: list[Block] = [
+        f"Sorted by {sort.value}{hidden}.",
+        _table((view.headers, view.rows)),
+    ]
+    if view.notes:
+        rows_blocks.append("\n".join(f"- {_cell(n)}" for n in view.notes))
+    rows_blocks += ["**Group totals** (TOTAL = sum of partition rows)", _table(groups_table(diff))]
+    coverage: list[Block] = [_table(coverage_table(diff))]
+    notes = coverage_notes(diff)
+    if notes:
+        coverage.append("\n".join(f"- {_cell(n)}" for n in notes))
+    return [
+        Section("Rows behind each category", [_table(contributions_table(diff))]),
+        Section("Where the state pool goes", [_table(destination_table(diff))]),
+        Section("Composition of both cards (chart)", [composition_chart(diff)]),
+        Section(f"Full ledger diff ({len(diff.rows)} rows)", rows_blocks),
+        Section(
+            "Checkpoints and intervals",
+            [_table(checkpoints_table(diff)), _table(intervals_table(diff))],
+        ),
+        Section(
+            f"Configuration diff ({len(diff.parameters)} parameters differ)",
+            [_table(params_table(diff))],
+        ),
+        Section("Coverage", coverage),
+        Section("All summary figures", [_table(summary_table(diff, keys=None))]),
+    ]
+
+
+def _top(diff: LedgerDiff, marker: str, note: str | None) -> str:
+    parts = [
+        marker,
+        f"**memledger diff** · {_cell(headline(diff))}",
+        "",
+        _input_text("base", diff.inputs.base) + "  ",
+        _input_text("head", diff.inputs.head) + "  ",
+        f"_{_cell(definition_line())}_",
+        "",
+        MdTable(*summary_table(diff)).render(),
+        "",
+        "**Where the state-pool difference comes from**",
+        "",
+        "\n".join(f"- {_cell(line)}" for line in balance_lines(diff)),
+        "",
+        MdTable(*category_table(diff)).render(),
+        "",
+    ]
+    if note:
+        parts += [f"> {note}", ""]
+    return "\n".join(parts)
+
+
+def _assemble(top: str, sections: Sequence[Section]) -> str:
+    return top + "\n" + "\n\n".join(s.render() for s in sections) + "\n"
+
+
+def _truncate(top: str, sections: list[Section], max_chars: int) -> str:
+    """Cut middle rows from the largest tables, then whole middle sections, until it fits."""
+    text = _assemble(top, sections)
+    tables = [b for s in sections for b in s.blocks if isinstance(b, MdTable)]
+    for _ in range(200):
+        if len(text) <= max_chars:
+            return text
+        cuttable = [
+            t for t in tables if (t.keep if t.keep is not None else len(t.rows)) > MIN_KEPT_ROWS
+        ]
+        if not cuttable:
+            break
+        largest = max(cuttable, key=lambda t: len(t.render()))
+        kept = largest.keep if largest.keep is not None else len(largest.rows)
+        row_chars = max(1, len(largest.render()) // (kept + 2))
+        excess = len(text) - max_chars
+        largest.keep = max(MIN_KEPT_ROWS, kept - (excess // row_chars + 2))
+        text = _assemble(top, sections)
+    # Still too long: drop whole sections from the middle outwards.
+    order = sorted(range(len(sections)), key=lambda i: abs(i - (len(sections) - 1) / 2))
+    for index in order:
+        if len(text) <= max_chars:
+            break
+        sections[index].dropped = True
+        text = _assemble(top, sections)
+    return text
+
+
+def render_diff_markdown(
+    diff: LedgerDiff,
+    *,
+    sort: SortKey = SortKey.DELTA,
+    show_unchanged: bool = False,
+    marker: str = DEFAULT_MARKER,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> str:
+    """The diff as a PR comment of at most `max_chars` characters (the top part is never cut)."""
+    comment = marker_comment(marker)
+    sections = _sections(diff, sort=sort, show_unchanged=show_unchanged)
+    full = _assemble(_top(diff, comment, None), sections)
+    if len(full) <= max_chars:
+        return full
+    note = (
+        f"⚠️ Details truncated to stay under {max_chars:,} characters (full comment: "
+        f"{len(full):,}); run `memledger diff --format json` for everything."
+    )
+    return _truncate(_top(diff, comment, note), sections, max_chars)
