@@ -11,3 +11,6 @@ COMMANDS.append(ledger_command)
 from memledger.commands.schema import schema_command  # noqa: E402
 
 COMMANDS.append(schema_command)
+from memledger.commands.check import check_command  # noqa: E402
+
+COMMANDS.append(check_command)

@@ -1,0 +1,570 @@
+"""Budget files: the TOML model of `memledger check` limits, and its loader with file:line errors.
+
+A budget file (`memledger.toml`, or `[tool.memledger]` in `pyproject.toml`) holds `version = 1`,
+an optional `[defaults]` table and a list of `[[budget]]` entries. Each entry names an item (a
+ledger summary key or row id) and any of `max`, `min`, `max_increase`, `max_increase_pct`.
+Sizes are written with a unit ("8 GiB", "1196 MiB", "8 GB" = SGLang's GB = GiB, "627048448 bytes")
+and held as integer bytes; counts (tokens, slots, fractions) are plain numbers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+import tomllib
+from collections.abc import Collection, Mapping
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, get_args
+
+from pydantic import Field
+
+from memledger.errors import ConfigError
+from memledger.ledger import Summary
+from memledger.units import GIB, KIB, MIB, FrozenModel
+
+BUDGET_VERSION = 1
+DEFAULT_BUDGET_FILE = "memledger.toml"
+PYPROJECT_FILE = "pyproject.toml"
+DEFAULT_TIGHTEN_HEADROOM_PCT = 25.0
+"""A passing item whose headroom exceeds this % of its limit gets a "could be tightened" hint."""
+
+# Units a budget may use for sizes. SGLang prints GiB as "GB" and MiB as "MB", so those mean the
+# binary units here too (never 10^9): a budget copied from a log line means what the log meant.
+SIZE_UNITS: dict[str, int] = {
+    "GiB": GIB,
+    "GB": GIB,
+    "MiB": MIB,
+    "MB": MIB,
+    "KiB": KIB,
+    "KB": KIB,
+    "bytes": 1,
+    "B": 1,
+}
+
+# Row ids the issues name explicitly; every Summary key is an item too. Other row ids are
+# validated against what the ledger engine can emit (see `known_items`).
+NAMED_ROW_IDS = frozenset({"req_to_token", "dcp_q_replica", "draft_slot_map"})
+
+ENTRY_KEYS = frozenset(
+    {
+        "item",
+        "max",
+        "min",
+        "max_increase",
+        "max_increase_pct",
+        "level",
+        "message",
+        "logs",
+        "waived_until",
+        "reason",
+    }
+)
+DEFAULT_KEYS = frozenset(
+    {"level", "message", "logs", "max_increase", "max_increase_pct", "tighten_headroom_pct"}
+)
+TOP_LEVEL_KEYS = frozenset({"version", "defaults", "budget"})
+
+ROW_ITEM_PREFIX = "row:"
+"""`item = "row:my_formula"` names a ledger row id that is not in memledger's own vocabulary."""
+
+
+class Level(StrEnum):
+    """How a breach counts: `fail` exits 1, `warn` is reported but exits 0 (unless --strict)."""
+
+    FAIL = "fail"
+    WARN = "warn"
+
+
+class ItemKind(StrEnum):
+    """Whether an item is a size (bytes, written with a unit) or a plain count/number."""
+
+    SIZE = "size"
+    COUNT = "count"
+
+
+Quantity = int | float
+"""Bytes (int) for size items; a plain number for count items."""
+
+
+def _summary_item_kinds() -> dict[str, ItemKind]:
+    # Summary int fields are counts (slots, tokens); float fields are GiB except the fraction.
+    kinds: dict[str, ItemKind] = {}
+    for name, field in Summary.model_fields.items():
+        is_int = int in get_args(field.annotation) or field.annotation is int
+        kinds[name] = ItemKind.COUNT if is_int or name == "mem_fraction_static" else ItemKind.SIZE
+    return kinds
+
+
+SUMMARY_ITEM_KINDS: Mapping[str, ItemKind] = _summary_item_kinds()
+
+
+def item_kind(item: str) -> ItemKind:
+    """The kind of a budget item: summary keys by their type, every ledger row is a size."""
+    return SUMMARY_ITEM_KINDS.get(item, ItemKind.SIZE)
+
+
+def known_items(extra_row_ids: Collection[str] = ()) -> frozenset[str]:
+    """Every item name a budget may use without the `row:` prefix."""
+    return frozenset(SUMMARY_ITEM_KINDS) | NAMED_ROW_IDS | _engine_row_ids() | set(extra_row_ids)
+
+
+def _engine_row_ids() -> frozenset[str]:
+    # The engine advertises the row ids it can emit (ROW_IDS); formulas add theirs. Both are
+    # looked up by name so a budget can be validated even where the engine is unavailable.
+    ids: set[str] = set()
+    try:
+        ids |= set(getattr(importlib.import_module("memledger.engine"), "ROW_IDS", ()))
+    except ImportError:
+        pass
+    try:
+        load_formulas = importlib.import_module("memledger.formulas").load_formulas
+        ids |= {str(formula.id) for formula in load_formulas()}
+    except (ImportError, AttributeError, ConfigError):
+        pass
+    return frozenset(ids)
+
+
+class BudgetEntry(FrozenModel):
+    """One `[[budget]]` entry after defaults were applied; limits in bytes (sizes) or numbers."""
+
+    item: str
+    """A summary key or ledger row id (the `row:` prefix already stripped)."""
+    kind: ItemKind
+    max: Quantity | None = None
+    min: Quantity | None = None
+    max_increase: Quantity | None = None
+    """Allowed growth against --baseline, in the item's unit."""
+    max_increase_pct: float | None = None
+    """Allowed growth against --baseline in percent of the baseline: (head - base) / base x 100."""
+    level: Level = Level.FAIL
+    message: str | None = None
+    logs: str | None = None
+    """Glob: the entry applies only to logs whose path or file name matches."""
+    waived_until: date | None = None
+    reason: str | None = None
+    line: int | None = None
+    """Line of the entry's `[[budget]]` header in the budget file."""
+    index: int = 0
+    """0-based position among the file's entries."""
+
+    @property
+    def has_relative(self) -> bool:
+        """Whether this entry compares against a baseline."""
+        return self.max_increase is not None or self.max_increase_pct is not None
+
+
+class Budget(FrozenModel):
+    """A loaded budget file."""
+
+    path: str
+    version: int = BUDGET_VERSION
+    entries: list[BudgetEntry] = Field(default_factory=list)
+    tighten_headroom_pct: float = DEFAULT_TIGHTEN_HEADROOM_PCT
+
+
+# ---------------------------------------------------------------------------------------------
+# Discovery and loading (the only I/O in this module)
+# ---------------------------------------------------------------------------------------------
+
+
+def discover_budget(directory: Path | None = None) -> Path:
+    """`memledger.toml`, else a `pyproject.toml` with `[tool.memledger]`, in `directory` (cwd)."""
+    # Relative to the working directory when searching it: GitHub annotations want repo paths.
+    base = Path() if directory is None else directory
+    candidate = base / DEFAULT_BUDGET_FILE
+    if candidate.is_file():
+        return candidate
+    pyproject = base / PYPROJECT_FILE
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+            data = {}
+        if isinstance(data.get("tool"), dict) and "memledger" in data["tool"]:
+            return pyproject
+    raise ConfigError(
+        f"no budget file: pass --budget FILE, or create {DEFAULT_BUDGET_FILE} "
+        f"(or [tool.memledger] in {PYPROJECT_FILE}) in {base.resolve()}"
+    )
+
+
+def load_budget(path: str | Path, *, extra_row_ids: Collection[str] = ()) -> Budget:
+    """Read a budget file (`pyproject.toml` is read from its `[tool.memledger]` table)."""
+    file_path = Path(path)
+    try:
+        text = file_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("budget file not found", path=str(path)) from None
+    except IsADirectoryError:
+        raise ConfigError("budget file is a directory", path=str(path)) from None
+    except UnicodeDecodeError:
+        raise ConfigError("budget file is not UTF-8 text", path=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read budget file: {exc.strerror}", path=str(path)) from None
+    in_pyproject = file_path.name == PYPROJECT_FILE
+    return parse_budget(
+        text, path=str(path), in_pyproject=in_pyproject, extra_row_ids=extra_row_ids
+    )
+
+
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_TOML_END = re.compile(r"\s*\(at end of document\)$")
+
+
+def parse_budget(
+    text: str,
+    *,
+    path: str = "<budget>",
+    in_pyproject: bool = False,
+    extra_row_ids: Collection[str] = (),
+) -> Budget:
+    """Parse budget TOML text; every problem is a ConfigError with path:line."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _toml_error(exc, text, path) from None
+    locator = _Locator(text, prefix="tool.memledger." if in_pyproject else "")
+    if in_pyproject:
+        tool = document.get("tool")
+        if not isinstance(tool, dict) or "memledger" not in tool:
+            raise ConfigError("no [tool.memledger] table", path=path)
+        table = tool["memledger"]
+        if not isinstance(table, dict):
+            raise ConfigError("tool.memledger must be a table", path=path, line=1)
+    else:
+        table = document
+    return _BudgetBuilder(table, path, locator, known_items(extra_row_ids)).build()
+
+
+def _toml_error(exc: tomllib.TOMLDecodeError, text: str, path: str) -> ConfigError:
+    message = str(exc)
+    position = _TOML_POSITION.search(message)
+    if position:
+        line, column = int(position.group(1)), int(position.group(2))
+        reason = message[: position.start()]
+        return ConfigError(f"malformed TOML: {reason} (column {column})", path=path, line=line)
+    end = _TOML_END.search(message)
+    reason = message[: end.start()] if end else message
+    last_line = max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
+    return ConfigError(f"malformed TOML: {reason} (at end of file)", path=path, line=last_line)
+
+
+class _Locator:
+    """Finds the line of a table header or key in the TOML text, for semantic errors."""
+
+    def __init__(self, text: str, prefix: str) -> None:
+        self.lines = text.splitlines()
+        dotted = r"\s*\.\s*".join(re.escape(part) for part in (prefix + "budget").split("."))
+        self._entry_header = re.compile(rf"^\s*\[\[\s*{dotted}\s*\]\]")
+        defaults = r"\s*\.\s*".join(re.escape(part) for part in (prefix + "defaults").split("."))
+        self._defaults_header = re.compile(rf"^\s*\[\s*{defaults}\s*\]")
+        self._any_header = re.compile(r"^\s*\[")
+        self.entry_lines = [
+            number for number, line in enumerate(self.lines, 1) if self._entry_header.match(line)
+        ]
+        self._table_start = 0
+        if prefix:
+            own = r"\s*\.\s*".join(re.escape(part) for part in prefix.rstrip(".").split("."))
+            header = re.compile(rf"^\s*\[\s*{own}\s*\]")
+            self._table_start = next(
+                (n for n, line in enumerate(self.lines, 1) if header.match(line)), 0
+            )
+
+    def entry(self, index: int) -> int | None:
+        """Line of the index-th `[[budget]]` header (None for inline-array entries)."""
+        return self.entry_lines[index] if index < len(self.entry_lines) else None
+
+    def entry_key(self, index: int, key: str) -> int | None:
+        """Line of `key = ...` inside the index-th entry, else the entry's header line."""
+        start = self.entry(index)
+        return self._key_after(start, key) if start is not None else self.top_key("budget")
+
+    def defaults_key(self, key: str) -> int | None:
+        """Line of `key = ...` in the [defaults] table (or of the header)."""
+        start = next(
+            (n for n, line in enumerate(self.lines, 1) if self._defaults_header.match(line)), None
+        )
+        return self._key_after(start, key) if start is not None else self.top_key("defaults")
+
+    def top_key(self, key: str) -> int | None:
+        """Line of a top-level `key = ...` (before the first table header)."""
+        pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        for number in range(self._table_start + 1, len(self.lines) + 1):
+            line = self.lines[number - 1]
+            if pattern.match(line):
+                return number
+            if self._any_header.match(line) and number != self._table_start:
+                break
+        return self._table_start or None
+
+    def _key_after(self, start: int, key: str) -> int:
+        pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        for number in range(start + 1, len(self.lines) + 1):
+            line = self.lines[number - 1]
+            if self._any_header.match(line):
+                break
+            if pattern.match(line):
+                return number
+        return start
+
+
+class _BudgetBuilder:
+    """Validates the parsed TOML table and turns it into a Budget."""
+
+    def __init__(
+        self, table: dict[str, Any], path: str, locator: _Locator, items: frozenset[str]
+    ) -> None:
+        self.table = table
+        self.path = path
+        self.locator = locator
+        self.items = items
+
+    def error(self, message: str, line: int | None) -> ConfigError:
+        return ConfigError(message, path=self.path, line=line)
+
+    def build(self) -> Budget:
+        for key in self.table:
+            if key not in TOP_LEVEL_KEYS:
+                raise self.error(
+                    f"unknown key {key!r}{_suggest(key, TOP_LEVEL_KEYS)} "
+                    f"(allowed: {', '.join(sorted(TOP_LEVEL_KEYS))})",
+                    self.locator.top_key(key),
+                )
+        version = self.table.get("version", BUDGET_VERSION)
+        if version != BUDGET_VERSION or isinstance(version, bool):
+            raise self.error(
+                f"unsupported budget version {version!r} (this memledger reads version "
+                f"{BUDGET_VERSION})",
+                self.locator.top_key("version"),
+            )
+        defaults = self.table.get("defaults", {})
+        if not isinstance(defaults, dict):
+            raise self.error(
+                "defaults must be a table ([defaults])", self.locator.top_key("defaults")
+            )
+        self._check_keys(defaults, DEFAULT_KEYS, "[defaults]", self.locator.defaults_key)
+        entries_raw = self.table.get("budget", [])
+        if not isinstance(entries_raw, list) or not all(isinstance(e, dict) for e in entries_raw):
+            raise self.error(
+                "budget must be an array of tables ([[budget]] entries)",
+                self.locator.top_key("budget"),
+            )
+        if not entries_raw:
+            raise self.error("the budget file has no [[budget]] entries", None)
+        tighten = defaults.get("tighten_headroom_pct", DEFAULT_TIGHTEN_HEADROOM_PCT)
+        if not _is_number(tighten) or tighten < 0:
+            raise self.error(
+                "tighten_headroom_pct must be a non-negative number",
+                self.locator.defaults_key("tighten_headroom_pct"),
+            )
+        entries = [self._entry(index, raw, defaults) for index, raw in enumerate(entries_raw)]
+        return Budget(
+            path=self.path,
+            version=BUDGET_VERSION,
+            entries=entries,
+            tighten_headroom_pct=float(tighten),
+        )
+
+    def _check_keys(
+        self,
+        table: Mapping[str, Any],
+        allowed: frozenset[str],
+        where: str,
+        locate: Any,
+    ) -> None:
+        for key in table:
+            if key not in allowed:
+                raise self.error(
+                    f"unknown key {key!r} in {where}{_suggest(key, allowed)} "
+                    f"(allowed: {', '.join(sorted(allowed))})",
+                    locate(key),
+                )
+
+    def _entry(self, index: int, raw: dict[str, Any], defaults: dict[str, Any]) -> BudgetEntry:
+        def where(key: str) -> int | None:
+            return self.locator.entry_key(index, key)
+
+        def in_defaults(key: str) -> bool:
+            return key not in raw and key in defaults
+
+        def locate(key: str) -> int | None:
+            return self.locator.defaults_key(key) if in_defaults(key) else where(key)
+
+        self._check_keys(raw, ENTRY_KEYS, "[[budget]]", where)
+        item = raw.get("item")
+        if not isinstance(item, str) or not item.strip():
+            raise self.error(
+                'a [[budget]] entry needs item = "<summary key or row id>"', where("item")
+            )
+        item = self._item(item.strip(), where("item"))
+        kind = item_kind(item)
+        merged = {**{k: v for k, v in defaults.items() if k != "tighten_headroom_pct"}, **raw}
+        # A size-valued default (max_increase) cannot apply to a count item: it only fills in
+        # entries of the same kind, and `max_increase_pct` applies to both.
+        if in_defaults("max_increase") and kind is ItemKind.COUNT:
+            merged.pop("max_increase")
+
+        limits: dict[str, Quantity | None] = {}
+        for key in ("max", "min", "max_increase"):
+            limits[key] = (
+                self._quantity(merged[key], kind, key, item, locate(key)) if key in merged else None
+            )
+        pct = merged.get("max_increase_pct")
+        if pct is not None and (not _is_number(pct) or pct < 0):
+            raise self.error(
+                "max_increase_pct must be a non-negative number (percent of the baseline)",
+                locate("max_increase_pct"),
+            )
+        if all(value is None for value in limits.values()) and pct is None:
+            raise self.error(
+                f"budget for {item!r} sets no limit: give max, min, max_increase or "
+                "max_increase_pct",
+                where("item"),
+            )
+        low, high = limits["min"], limits["max"]
+        if low is not None and high is not None and low > high:
+            raise self.error(f"budget for {item!r} has min above max", where("min"))
+
+        level_text = merged.get("level", Level.FAIL.value)
+        if level_text not in {level.value for level in Level}:
+            raise self.error(f'level must be "fail" or "warn", not {level_text!r}', locate("level"))
+        message = self._text(merged, "message", locate)
+        logs = self._text(merged, "logs", locate)
+        reason = self._text(merged, "reason", locate)
+        waived_until = self._date(raw.get("waived_until"), where("waived_until"))
+        if waived_until is not None and not reason:
+            raise self.error(
+                'waived_until needs reason = "..." (why the breach is accepted until then)',
+                where("waived_until"),
+            )
+        if reason and waived_until is None:
+            raise self.error("reason is only used with waived_until = YYYY-MM-DD", where("reason"))
+        return BudgetEntry(
+            item=item,
+            kind=kind,
+            max=high,
+            min=low,
+            max_increase=limits["max_increase"],
+            max_increase_pct=None if pct is None else float(pct),
+            level=Level(level_text),
+            message=message,
+            logs=logs,
+            waived_until=waived_until,
+            reason=reason,
+            line=self.locator.entry(index),
+            index=index,
+        )
+
+    def _item(self, item: str, line: int | None) -> str:
+        if item.startswith(ROW_ITEM_PREFIX):
+            row_id = item[len(ROW_ITEM_PREFIX) :].strip()
+            if not row_id:
+                raise self.error('row: needs a row id, e.g. item = "row:my_pool"', line)
+            return row_id
+        if item.startswith("summary."):
+            item = item[len("summary.") :]
+        if item not in self.items:
+            raise self.error(
+                f"unknown item {item!r}{_suggest(item, self.items)}; items are summary keys "
+                f"({', '.join(sorted(SUMMARY_ITEM_KINDS))}) or ledger row ids "
+                '(`memledger ledger LOG` lists them; write "row:<id>" for a row of your own)',
+                line,
+            )
+        return item
+
+    def _quantity(
+        self, value: Any, kind: ItemKind, key: str, item: str, line: int | None
+    ) -> Quantity:
+        if kind is ItemKind.COUNT:
+            if not _is_number(value):
+                raise self.error(
+                    f"{key} for {item!r} must be a plain number ({item} is a count), not {value!r}",
+                    line,
+                )
+            if value < 0:
+                raise self.error(f"{key} for {item!r} must not be negative", line)
+            return value  # type: ignore[no-any-return]
+        if _is_number(value):
+            raise self.error(
+                f'{key} for {item!r} needs a unit: write "{value} GiB" (units: '
+                f"{', '.join(SIZE_UNITS)}; SGLang's GB is GiB)",
+                line,
+            )
+        if not isinstance(value, str):
+            raise self.error(f'{key} for {item!r} must be a size such as "8 GiB"', line)
+        try:
+            return parse_budget_size(value)
+        except ValueError as exc:
+            raise self.error(f"{key} for {item!r}: {exc}", line) from None
+
+    def _text(self, merged: dict[str, Any], key: str, locate: Any) -> str | None:
+        value = merged.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.error(f"{key} must be a string", locate(key))
+        return value
+
+    def _date(self, value: Any, line: int | None) -> date | None:
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value.date()
+        if isinstance(value, date):
+            return value
+        if isinstance(value, str):
+            try:
+                return date.fromisoformat(value)
+            except ValueError:
+                pass
+        raise self.error(f"waived_until must be a date such as 2027-01-31, not {value!r}", line)
+
+
+_SIZE_TEXT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9_]+)?)\s*([A-Za-z]+)\s*$")
+
+
+def parse_budget_size(text: str) -> int:
+    """`"8 GiB"` -> bytes; raises ValueError naming the accepted units."""
+    match = _SIZE_TEXT.match(text)
+    if not match:
+        raise ValueError(
+            f'not a size: {text!r} (write a non-negative number and a unit, e.g. "8 GiB")'
+        )
+    number, unit = match.groups()
+    if unit not in SIZE_UNITS:
+        raise ValueError(
+            f"unknown unit {unit!r} in {text!r} (units: {', '.join(SIZE_UNITS)}; "
+            "GB and MB are SGLang's, i.e. GiB and MiB)"
+        )
+    try:
+        value = Decimal(number.replace("_", ""))
+    except InvalidOperation:
+        raise ValueError(f"not a number: {number!r}") from None
+    return int((value * SIZE_UNITS[unit]).to_integral_value())
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _suggest(word: str, choices: Collection[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+__all__ = [
+    "Budget",
+    "BudgetEntry",
+    "ItemKind",
+    "Level",
+    "discover_budget",
+    "item_kind",
+    "known_items",
+    "load_budget",
+    "parse_budget",
+    "parse_budget_size",
+]

@@ -1,0 +1,468 @@
+"""Evaluate a budget against ledgers (and an optional baseline ledger): a pure function.
+
+No I/O here: the caller loads the budget file and the ledgers, and passes "today" so waivers
+are reproducible. Sizes are compared in bytes; counts as plain numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from datetime import date
+from enum import StrEnum
+from fnmatch import fnmatch
+from pathlib import PurePath
+from typing import TypedDict
+
+from pydantic import Field, computed_field
+
+from memledger.budget import SUMMARY_ITEM_KINDS, Budget, BudgetEntry, ItemKind, Level, Quantity
+from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
+from memledger.ledger import Ledger, LedgerSource, Row, RowKind
+from memledger.units import GIB, FrozenModel
+
+CHECK_SCHEMA_VERSION = 1
+TIGHTEN_SLACK = 0.10
+"""A "could be tightened to X" hint leaves this much slack around the actual value."""
+
+
+class Bound(StrEnum):
+    """Which limit of an entry a check evaluates."""
+
+    MAX = "max"
+    MIN = "min"
+    MAX_INCREASE = "max_increase"
+    """max_increase and/or max_increase_pct against the baseline (both must be exceeded)."""
+
+
+class CheckStatus(StrEnum):
+    """The outcome of one check."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    """A fail-level breach (exit 1)."""
+    WARN = "warn"
+    """A warn-level breach (exit 0, or 1 with --strict)."""
+    WAIVED = "waived"
+    """A breach accepted until `waived_until` (exit 0, also with --strict)."""
+    EXPIRED_WAIVER = "expired_waiver"
+    """A breach whose waiver has lapsed: counts at the entry's level (fail -> exit 1)."""
+    SKIPPED = "skipped"
+    """A relative limit with nothing to compare against (no baseline, or the baseline lacks it)."""
+    MISSING = "missing"
+    """The log cannot provide the item (exit 3)."""
+
+
+BREACH_STATUSES = frozenset(
+    {CheckStatus.FAIL, CheckStatus.WARN, CheckStatus.WAIVED, CheckStatus.EXPIRED_WAIVER}
+)
+
+
+class Check(FrozenModel):
+    """One limit of one budget entry, evaluated on one log."""
+
+    item: str
+    kind: ItemKind
+    """`size` (actual/limit/margin in bytes) or `count` (plain numbers)."""
+    bound: Bound
+    log: str
+    """The input the value was read from, as given on the command line."""
+    status: CheckStatus
+    level: Level
+    actual: Quantity | None = None
+    actual_error: Quantity = 0
+    """± printing precision of the actual value (bytes), when the ledger knows it."""
+    limit: Quantity | None = None
+    """max / min, or the allowed absolute increase for max_increase."""
+    limit_pct: float | None = None
+    """The allowed increase in percent of the baseline (max_increase_pct)."""
+    baseline: Quantity | None = None
+    increase: Quantity | None = None
+    """actual - baseline."""
+    increase_pct: float | None = None
+    """(actual - baseline) / baseline x 100; None when the baseline is 0."""
+    margin: Quantity | None = None
+    """Headroom in the item's unit: positive = within budget, negative = over by that much."""
+    margin_pct: float | None = None
+    """For max_increase_pct: allowed % minus actual %."""
+    message: str | None = None
+    waived_until: date | None = None
+    reason: str | None = None
+    tighten_to: Quantity | None = None
+    """A tighter limit that would still pass with slack, when the item sits far inside budget."""
+    note: str | None = None
+    """Why a check is missing or skipped, or a remark (a waiver no longer needed...)."""
+    budget_line: int | None = None
+    """Line of the entry in the budget file."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def breached(self) -> bool:
+        """Whether the value is outside its limit (whatever the level or waiver)."""
+        return self.status in BREACH_STATUSES
+
+
+class CheckedInput(FrozenModel):
+    """A log (or saved ledger) the budget was checked on."""
+
+    path: str
+    source: LedgerSource
+    outcome: str
+
+
+class BaselineInfo(FrozenModel):
+    """What the relative limits were compared against."""
+
+    path: str | None = None
+    source: LedgerSource | None = None
+    """None when there was no baseline to compare against."""
+    note: str | None = None
+
+
+class CheckReport(FrozenModel):
+    """Every check of one `memledger check` run, and its exit code."""
+
+    schema_version: int = CHECK_SCHEMA_VERSION
+    budget_path: str
+    today: date
+    strict: bool = False
+    inputs: list[CheckedInput]
+    baseline: BaselineInfo = Field(default_factory=BaselineInfo)
+    checks: list[Check]
+    notes: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def counts(self) -> dict[str, int]:
+        """Number of checks per status."""
+        tally = Counter(check.status.value for check in self.checks)
+        return {status.value: tally.get(status.value, 0) for status in CheckStatus}
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """3 if an item could not be read, else 1 on a failing breach, else 0."""
+        if any(check.status is CheckStatus.MISSING for check in self.checks):
+            return EXIT_INPUT
+        if any(self.is_failing(check) for check in self.checks):
+            return EXIT_BUDGET_FAILED
+        return EXIT_OK
+
+    def is_failing(self, check: Check) -> bool:
+        """Whether this check makes the run fail (exit 1)."""
+        if check.status is CheckStatus.FAIL:
+            return True
+        if check.status in {CheckStatus.WARN, CheckStatus.EXPIRED_WAIVER}:
+            return self.strict or check.level is Level.FAIL
+        return False
+
+    def breaches(self) -> list[Check]:
+        """Checks to report first: breaches, then missing items; failing ones first."""
+        order = {
+            CheckStatus.MISSING: 0,
+            CheckStatus.FAIL: 1,
+            CheckStatus.EXPIRED_WAIVER: 1,
+            CheckStatus.WARN: 2,
+            CheckStatus.WAIVED: 3,
+        }
+        found = [check for check in self.checks if check.status in order]
+        return sorted(found, key=lambda check: (order[check.status], not self.is_failing(check)))
+
+    def passes(self) -> list[Check]:
+        """Checks within budget."""
+        return [check for check in self.checks if check.status is CheckStatus.PASS]
+
+    def skipped(self) -> list[Check]:
+        """Relative checks that had nothing to compare against."""
+        return [check for check in self.checks if check.status is CheckStatus.SKIPPED]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading an item from a ledger
+# ---------------------------------------------------------------------------------------------
+
+
+class ItemReading(FrozenModel):
+    """An item's value in one ledger, or why it has none."""
+
+    value: Quantity | None
+    error: Quantity = 0
+    reason: str | None = None
+
+
+def read_item(ledger: Ledger, item: str, kind: ItemKind) -> ItemReading:
+    """The value of a summary key or row id in a ledger (bytes for sizes).
+
+    A summary key wins; a row of the same id supplies its exact bytes (summary sizes are GiB
+    floats) or stands in when the summary has no value.
+    """
+    row = ledger.row(item)
+    value = getattr(ledger.summary, item, None) if item in SUMMARY_ITEM_KINDS else None
+    if value is not None:
+        if kind is ItemKind.COUNT:
+            return ItemReading(value=value)
+        if row is not None and row.bytes is not None and abs(row.bytes / GIB - value) < 1e-5:
+            return ItemReading(value=row.bytes, error=row.error_bytes)
+        return ItemReading(value=round(value * GIB))
+    if row is None or row.bytes is None or kind is ItemKind.COUNT:
+        return ItemReading(value=None, reason=_why_unknown(ledger, item, row))
+    return ItemReading(value=row.bytes, error=row.error_bytes)
+
+
+def _why_unknown(ledger: Ledger, item: str, row: Row | None) -> str:
+    parts: list[str] = []
+    if row is not None and row.kind is RowKind.UNKNOWN and row.evidence.note:
+        parts.append(row.evidence.note)
+    elif item in SUMMARY_ITEM_KINDS:
+        parts.append(f"the ledger has no value for {item}")
+    else:
+        parts.append(f"the ledger has no row {item!r}")
+    if ledger.stopped_at:
+        parts.append(f"the startup stopped at {ledger.stopped_at}")
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluating a budget
+# ---------------------------------------------------------------------------------------------
+
+
+def applies_to(entry: BudgetEntry, path: str, ledger: Ledger) -> bool:
+    """Whether the entry's `logs` glob matches the input path (or the ledger's source log)."""
+    if entry.logs is None:
+        return True
+    names = {path, PurePath(path).name, ledger.source.path, PurePath(ledger.source.path).name}
+    return any(fnmatch(name, entry.logs) for name in names)
+
+
+def check_budget(
+    budget: Budget,
+    inputs: Sequence[tuple[str, Ledger]],
+    *,
+    today: date,
+    baseline: Ledger | None = None,
+    baseline_info: BaselineInfo | None = None,
+    strict: bool = False,
+) -> CheckReport:
+    """Evaluate every budget entry on every input ledger; never raises on a breach."""
+    checks: list[Check] = []
+    notes: list[str] = []
+    for entry in budget.entries:
+        matched = [(path, ledger) for path, ledger in inputs if applies_to(entry, path, ledger)]
+        if not matched:
+            notes.append(
+                f"budget for {entry.item!r} (line {entry.line}) applies to no given log "
+                f"(logs = {entry.logs!r})"
+            )
+        for path, ledger in matched:
+            checks.extend(
+                _check_entry(entry, path, ledger, baseline, today, budget.tighten_headroom_pct)
+            )
+    info = baseline_info or BaselineInfo(source=None if baseline is None else baseline.source)
+    if baseline is None and any(entry.has_relative for entry in budget.entries):
+        notes.append(info.note or "no baseline given: relative limits (max_increase) not compared")
+    return CheckReport(
+        budget_path=budget.path,
+        today=today,
+        strict=strict,
+        inputs=[
+            CheckedInput(path=path, source=ledger.source, outcome=ledger.outcome)
+            for path, ledger in inputs
+        ],
+        baseline=info,
+        checks=checks,
+        notes=notes,
+    )
+
+
+class _CheckBase(TypedDict):
+    """The fields every check of one entry on one log shares."""
+
+    item: str
+    kind: ItemKind
+    log: str
+    level: Level
+    message: str | None
+    waived_until: date | None
+    reason: str | None
+    budget_line: int | None
+
+
+def _check_entry(
+    entry: BudgetEntry,
+    path: str,
+    ledger: Ledger,
+    baseline: Ledger | None,
+    today: date,
+    tighten_headroom_pct: float,
+) -> list[Check]:
+    reading = read_item(ledger, entry.item, entry.kind)
+    common = _CheckBase(
+        item=entry.item,
+        kind=entry.kind,
+        log=path,
+        level=entry.level,
+        message=entry.message,
+        waived_until=entry.waived_until,
+        reason=entry.reason,
+        budget_line=entry.line,
+    )
+    bounds = [
+        bound
+        for bound, present in (
+            (Bound.MAX, entry.max is not None),
+            (Bound.MIN, entry.min is not None),
+            (Bound.MAX_INCREASE, entry.has_relative),
+        )
+        if present
+    ]
+    if reading.value is None:
+        # One line per entry, not per bound: the item is missing whatever the limit.
+        return [
+            Check(
+                **common,
+                bound=bounds[0],
+                status=CheckStatus.MISSING,
+                note=f"this log cannot provide {entry.item}: {reading.reason}",
+            )
+        ]
+    actual = reading.value
+    checks: list[Check] = []
+    for bound in bounds:
+        if bound is Bound.MAX_INCREASE:
+            checks.append(_check_increase(entry, common, reading, baseline, today))
+            continue
+        limit = entry.max if bound is Bound.MAX else entry.min
+        assert limit is not None
+        margin = limit - actual if bound is Bound.MAX else actual - limit
+        status = _status(entry, breached=margin < 0, today=today)
+        checks.append(
+            Check(
+                **common,
+                bound=bound,
+                status=status,
+                actual=actual,
+                actual_error=reading.error,
+                limit=limit,
+                margin=margin,
+                tighten_to=_tighten_to(entry.kind, bound, actual, limit, tighten_headroom_pct)
+                if status is CheckStatus.PASS
+                else None,
+                note=_waiver_note(entry, status, today),
+            )
+        )
+    return checks
+
+
+def _check_increase(
+    entry: BudgetEntry,
+    common: _CheckBase,
+    reading: ItemReading,
+    baseline: Ledger | None,
+    today: date,
+) -> Check:
+    actual = reading.value
+    assert actual is not None
+    if baseline is None:
+        return Check(
+            **common,
+            limit=entry.max_increase,
+            limit_pct=entry.max_increase_pct,
+            bound=Bound.MAX_INCREASE,
+            status=CheckStatus.SKIPPED,
+            actual=actual,
+            actual_error=reading.error,
+            note="no baseline to compare against",
+        )
+    base = read_item(baseline, entry.item, entry.kind)
+    if base.value is None:
+        return Check(
+            **common,
+            limit=entry.max_increase,
+            limit_pct=entry.max_increase_pct,
+            bound=Bound.MAX_INCREASE,
+            status=CheckStatus.SKIPPED,
+            actual=actual,
+            actual_error=reading.error,
+            note=f"the baseline cannot provide {entry.item}: {base.reason}",
+        )
+    increase = actual - base.value
+    increase_pct = increase / base.value * 100 if base.value else None
+    exceeded: list[bool] = []
+    margin: Quantity | None = None
+    margin_pct: float | None = None
+    if entry.max_increase is not None:
+        margin = entry.max_increase - increase
+        exceeded.append(margin < 0)
+    if entry.max_increase_pct is not None:
+        # From a zero baseline any growth is an infinite percentage.
+        pct = increase_pct if increase_pct is not None else (math.inf if increase > 0 else 0.0)
+        margin_pct = entry.max_increase_pct - pct
+        exceeded.append(margin_pct < 0)
+    # With both limits given, the entry is breached only when BOTH are exceeded (a large % of a
+    # tiny item, or a large absolute growth of a huge one, alone is not a regression).
+    status = _status(entry, breached=all(exceeded), today=today)
+    return Check(
+        **common,
+        limit=entry.max_increase,
+        limit_pct=entry.max_increase_pct,
+        bound=Bound.MAX_INCREASE,
+        status=status,
+        actual=actual,
+        actual_error=reading.error,
+        baseline=base.value,
+        increase=increase,
+        increase_pct=increase_pct,
+        margin=margin,
+        margin_pct=None if margin_pct is None or math.isinf(margin_pct) else margin_pct,
+        note=_waiver_note(entry, status, today),
+    )
+
+
+def _status(entry: BudgetEntry, *, breached: bool, today: date) -> CheckStatus:
+    if not breached:
+        return CheckStatus.PASS
+    if entry.waived_until is not None:
+        return CheckStatus.WAIVED if today <= entry.waived_until else CheckStatus.EXPIRED_WAIVER
+    return CheckStatus.FAIL if entry.level is Level.FAIL else CheckStatus.WARN
+
+
+def _waiver_note(entry: BudgetEntry, status: CheckStatus, today: date) -> str | None:
+    if entry.waived_until is None or status is not CheckStatus.PASS:
+        return None
+    if today > entry.waived_until:
+        return f"within budget; the waiver (expired {entry.waived_until}) can be removed"
+    return f"within budget; the waiver until {entry.waived_until} is no longer needed"
+
+
+def _tighten_to(
+    kind: ItemKind, bound: Bound, actual: Quantity, limit: Quantity, headroom_pct: float
+) -> Quantity | None:
+    """A rounded limit near the actual value when the item sits far inside its budget."""
+    if limit <= 0 or actual <= 0:
+        return None
+    headroom = (limit - actual) / limit if bound is Bound.MAX else (actual - limit) / limit
+    if headroom * 100 <= headroom_pct:
+        return None
+    scale = GIB if kind is ItemKind.SIZE else 1
+    if bound is Bound.MAX:
+        target = _round_significant(actual * (1 + TIGHTEN_SLACK) / scale, up=True) * scale
+        suggestion = target if target < limit else None
+    else:
+        target = _round_significant(actual * (1 - TIGHTEN_SLACK) / scale, up=False) * scale
+        suggestion = target if target > limit else None
+    if suggestion is None:
+        return None
+    if kind is ItemKind.SIZE or (isinstance(actual, int) and float(suggestion).is_integer()):
+        return round(suggestion)
+    return suggestion
+
+
+def _round_significant(value: float, *, up: bool, digits: int = 2) -> float:
+    """Round to `digits` significant digits, upwards or downwards."""
+    if value <= 0:
+        return 0.0
+    step = 10 ** (math.floor(math.log10(value)) - digits + 1)
+    steps = math.ceil(value / step - 1e-9) if up else math.floor(value / step + 1e-9)
+    return float(round(steps * step, 12))

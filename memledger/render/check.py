@@ -1,0 +1,457 @@
+"""Renderers for `memledger check` reports: text, json, junit, github annotations, markdown.
+
+Each renderer is a pure `CheckReport -> str`; writing files (the GitHub step summary included)
+is the command's job. `breach_line` is THE one-line form of a breach, shared by the CLI text
+output, the GitHub annotations and `memledger.testing.assert_budget`.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import PurePath
+
+from tabulate import tabulate
+
+from memledger.budget import ItemKind, Quantity
+from memledger.checking import Bound, Check, CheckReport, CheckStatus
+from memledger.units import GIB
+
+CHECK_MARKER = "<!-- memledger-check -->"
+"""Hidden marker at the top of the markdown report, so CI can find and update its own comment."""
+
+STATUS_LABEL: dict[CheckStatus, str] = {
+    CheckStatus.PASS: "PASS",
+    CheckStatus.FAIL: "FAIL",
+    CheckStatus.WARN: "WARN",
+    CheckStatus.WAIVED: "WAIVED",
+    CheckStatus.EXPIRED_WAIVER: "EXPIRED",
+    CheckStatus.SKIPPED: "SKIP",
+    CheckStatus.MISSING: "MISSING",
+}
+
+
+class CheckFormat(StrEnum):
+    """Output formats of `memledger check`."""
+
+    TEXT = "text"
+    JSON = "json"
+    JUNIT = "junit"
+    GITHUB = "github"
+    MARKDOWN = "markdown"
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers
+# ---------------------------------------------------------------------------------------------
+
+
+def format_quantity(
+    value: Quantity, kind: ItemKind, *, decimals: int = 2, sign: bool = False
+) -> str:
+    """A size as GiB (`7.19 GiB`) or a count with thousands separators (`45,000,000`)."""
+    plus = "+" if sign else ""
+    if kind is ItemKind.SIZE:
+        if decimals > 6:
+            return f"{int(value):{plus},} bytes"
+        return f"{value / GIB:{plus}.{decimals}f} GiB"
+    if isinstance(value, int) or float(value).is_integer():
+        return f"{int(value):{plus},}"
+    return f"{value:{plus}.{max(decimals, 3)}g}"
+
+
+def _distinct_decimals(kind: ItemKind, *values: Quantity) -> int:
+    # Print enough digits that values which differ do not look equal (size-limit's lesson).
+    if kind is ItemKind.COUNT:
+        return 2
+    for decimals in range(2, 8):
+        shown = {format_quantity(value, kind, decimals=decimals) for value in values}
+        if len(shown) == len(set(values)):
+            return decimals
+    return 7
+
+
+def _limit_text(check: Check, decimals: int) -> str:
+    if check.bound is Bound.MAX_INCREASE:
+        parts = []
+        if check.limit is not None:
+            parts.append(format_quantity(check.limit, check.kind, decimals=decimals, sign=True))
+        if check.limit_pct is not None:
+            parts.append(f"+{check.limit_pct:g}%")
+        return "max_increase " + " and ".join(parts)
+    assert check.limit is not None
+    return f"{check.bound.value} {format_quantity(check.limit, check.kind, decimals=decimals)}"
+
+
+def _increase_text(check: Check, decimals: int) -> str:
+    assert check.increase is not None
+    text = format_quantity(check.increase, check.kind, decimals=decimals, sign=True)
+    if check.increase_pct is not None:
+        text += f" ({check.increase_pct:+.1f}%)"
+    assert check.baseline is not None
+    return f"{text} vs baseline {format_quantity(check.baseline, check.kind, decimals=decimals)}"
+
+
+def value_text(check: Check) -> str:
+    """`actual OP limit (over by X)` for a check with a value."""
+    if check.actual is None:
+        return ""
+    if check.bound is Bound.MAX_INCREASE:
+        if check.increase is None:
+            return format_quantity(check.actual, check.kind)
+        values = [v for v in (check.increase, check.limit, check.baseline) if v is not None]
+        decimals = _distinct_decimals(check.kind, *values)
+        relation = ">" if check.breached else "<="
+        return f"{_increase_text(check, decimals)} {relation} {_limit_text(check, decimals)}"
+    assert check.limit is not None and check.margin is not None
+    decimals = _distinct_decimals(check.kind, check.actual, check.limit)
+    actual = format_quantity(check.actual, check.kind, decimals=decimals)
+    if check.bound is Bound.MAX:
+        relation = ">" if check.breached else "<="
+    else:
+        relation = "<" if check.breached else ">="
+    return f"{actual} {relation} {_limit_text(check, decimals)}"
+
+
+def margin_text(check: Check) -> str:
+    """`over by X` / `short by X` for breaches, the headroom for passes, '' when unknown."""
+    decimals = 2
+    if (
+        check.actual is not None
+        and check.limit is not None
+        and check.bound is not Bound.MAX_INCREASE
+    ):
+        decimals = _distinct_decimals(check.kind, check.actual, check.limit)
+    if check.margin is None:
+        if check.margin_pct is None:
+            return ""
+        return (
+            f"over by {-check.margin_pct:.1f} points"
+            if check.margin_pct < 0
+            else f"{check.margin_pct:.1f} points to spare"
+        )
+    amount = format_quantity(abs(check.margin), check.kind, decimals=decimals)
+    if check.margin >= 0:
+        return amount
+    return f"short by {amount}" if check.bound is Bound.MIN else f"over by {amount}"
+
+
+def tighten_text(check: Check) -> str:
+    """`could be tightened to max = "7.9 GiB"`, or '' without a hint."""
+    if check.tighten_to is None:
+        return ""
+    if check.kind is ItemKind.SIZE:
+        gib = check.tighten_to / GIB
+        value = f'"{gib:.{_hint_decimals(gib)}f} GiB"'
+    else:
+        value = format_quantity(check.tighten_to, check.kind).replace(",", "_")
+    return f"could be tightened to {check.bound.value} = {value}"
+
+
+def _hint_decimals(gib: float) -> int:
+    for decimals in range(0, 7):
+        if abs(round(gib, decimals) - gib) < 1e-9:
+            return decimals
+    return 6
+
+
+# ---------------------------------------------------------------------------------------------
+# The one-line breach message
+# ---------------------------------------------------------------------------------------------
+
+
+def breach_line(check: Check) -> str:
+    """One line per breach or missing item: status, item, log, actual vs limit, margin, message."""
+    head = f"{STATUS_LABEL[check.status]} {check.item} [{check.log}]"
+    if check.status is CheckStatus.MISSING or check.actual is None:
+        return f"{head}: {check.note or 'no value'}"
+    parts = [f"{head}: {value_text(check)}"]
+    margin = margin_text(check)
+    if margin and check.breached:
+        parts[0] += f" ({margin})"
+    if check.status is CheckStatus.WAIVED:
+        parts.append(f"waived until {check.waived_until}: {check.reason}")
+    elif check.status is CheckStatus.EXPIRED_WAIVER:
+        parts.append(f"waiver expired {check.waived_until} ({check.reason})")
+    elif check.status is CheckStatus.SKIPPED and check.note:
+        parts.append(check.note)
+    if check.message and check.breached:
+        parts.append(check.message)
+    return " -- ".join(parts)
+
+
+def headline(report: CheckReport) -> str:
+    """One line: the verdict, the exit code and the count of each outcome."""
+    verdict = {0: "PASS", 1: "FAIL", 3: "INCOMPLETE"}[report.exit_code]
+    counts = report.counts
+    parts = [
+        f"{counts[status.value]} {HEADLINE_WORDS[status]}"
+        for status in HEADLINE_WORDS
+        if counts[status.value]
+    ]
+    total = len(report.checks)
+    logs = len(report.inputs)
+    return (
+        f"memledger check: {verdict} (exit {report.exit_code}) -- {', '.join(parts) or 'nothing'}"
+        f" of {total} check{'s' if total != 1 else ''} on {logs} log{'s' if logs != 1 else ''}"
+        f"; budget {report.budget_path}"
+    )
+
+
+HEADLINE_WORDS: dict[CheckStatus, str] = {
+    CheckStatus.MISSING: "not provided by the log",
+    CheckStatus.FAIL: "failed",
+    CheckStatus.EXPIRED_WAIVER: "waiver expired",
+    CheckStatus.WARN: "warned",
+    CheckStatus.WAIVED: "waived",
+    CheckStatus.PASS: "passed",
+    CheckStatus.SKIPPED: "not compared",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Formats
+# ---------------------------------------------------------------------------------------------
+
+
+def _pass_rows(report: CheckReport) -> list[list[str]]:
+    return [
+        [check.item, check.log, value_text(check), margin_text(check), tighten_text(check)]
+        for check in report.passes()
+    ]
+
+
+def render_text(report: CheckReport) -> str:
+    """Breaches first (one line each), then passes with their headroom, then notes."""
+    lines = [headline(report)]
+    lines.extend(breach_line(check) for check in report.breaches())
+    passes = _pass_rows(report)
+    if passes:
+        lines.append("")
+        lines.append(f"within budget ({len(passes)}):")
+        table = tabulate(
+            passes, headers=["item", "log", "actual vs limit", "headroom", "hint"], tablefmt="plain"
+        )
+        lines.extend("  " + row.rstrip() for row in table.splitlines())
+    skipped = report.skipped()
+    if skipped:
+        lines.append("")
+        lines.append(f"not compared ({len(skipped)}):")
+        lines.extend(f"  {check.item} [{check.log}]: {check.note}" for check in skipped)
+    lines.extend(_context_lines(report))
+    return "\n".join(lines) + "\n"
+
+
+def _context_lines(report: CheckReport) -> list[str]:
+    lines = [""]
+    baseline = report.baseline
+    if baseline.source is not None:
+        lines.append(
+            f"baseline: {baseline.path or baseline.source.path} "
+            f"(startup {baseline.source.startup}, rank {baseline.source.rank})"
+        )
+    lines.extend(f"note: {note}" for note in report.notes)
+    return lines if len(lines) > 1 else []
+
+
+def render_json(report: CheckReport) -> str:
+    """The full report (pydantic, versioned): budget, actual, margin and status per check."""
+    return report.model_dump_json(indent=2) + "\n"
+
+
+def _classname(log: str) -> str:
+    return "memledger." + PurePath(log).name.replace(".", "_")
+
+
+def render_junit(report: CheckReport) -> str:
+    """JUnit XML: one testsuite per log, one testcase per check."""
+    suites = ET.Element("testsuites", name="memledger check")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    logs = [checked.path for checked in report.inputs]
+    for log in logs:
+        checks = [check for check in report.checks if check.log == log]
+        suite = ET.SubElement(suites, "testsuite", name=f"memledger check: {log}")
+        properties = ET.SubElement(suite, "properties")
+        ET.SubElement(properties, "property", name="budget", value=report.budget_path)
+        if report.baseline.source is not None:
+            ET.SubElement(
+                properties,
+                "property",
+                name="baseline",
+                value=report.baseline.path or report.baseline.source.path,
+            )
+        counts = {"tests": len(checks), "failures": 0, "errors": 0, "skipped": 0}
+        for check in checks:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=_classname(log),
+                name=f"{check.item} {check.bound.value}",
+            )
+            kind = _junit_outcome(report, check)
+            if kind == "failure":
+                counts["failures"] += 1
+                element = ET.SubElement(
+                    case, "failure", message=breach_line(check), type=check.status.value
+                )
+                element.text = breach_line(check)
+            elif kind == "error":
+                counts["errors"] += 1
+                element = ET.SubElement(case, "error", message=breach_line(check), type="missing")
+                element.text = breach_line(check)
+            elif kind == "skipped":
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", message=breach_line(check))
+            else:
+                out = breach_line(check) if check.breached else tighten_text(check)
+                if out:
+                    ET.SubElement(case, "system-out").text = out
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+    for key, value in totals.items():
+        suites.set(key, str(value))
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _junit_outcome(report: CheckReport, check: Check) -> str:
+    if check.status is CheckStatus.MISSING:
+        return "error"
+    if report.is_failing(check):
+        return "failure"
+    if check.status in {CheckStatus.SKIPPED, CheckStatus.WAIVED}:
+        return "skipped"
+    return "passed"
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow-command message (GitHub: %, CR and LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow-command property value (GitHub: also ':' and ',')."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(command: str, message: str, *, file: str, line: int | None, title: str) -> str:
+    """`::command file=F,line=L,title=T::message`, escaped as GitHub's workflow commands require."""
+    properties = [f"file={escape_property(file)}"]
+    if line is not None:
+        properties.append(f"line={line}")
+    properties.append(f"title={escape_property(title)}")
+    return f"::{command} {','.join(properties)}::{escape_data(message)}"
+
+
+def render_github(report: CheckReport) -> str:
+    """Workflow annotations on the budget file's entries, then the text report for the log."""
+    lines: list[str] = []
+    for check in report.breaches():
+        if check.status is CheckStatus.MISSING or report.is_failing(check):
+            command = "error"
+        elif check.status is CheckStatus.WAIVED:
+            command = "notice"
+        else:
+            command = "warning"
+        lines.append(
+            annotation(
+                command,
+                breach_line(check),
+                file=report.budget_path,
+                line=check.budget_line,
+                title=f"memledger: {check.item} {STATUS_LABEL[check.status].lower()}",
+            )
+        )
+    return "\n".join(lines) + ("\n" if lines else "") + render_text(report)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines.extend("| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows)
+    return lines
+
+
+_STATUS_ICON = {
+    CheckStatus.FAIL: "❌ fail",
+    CheckStatus.EXPIRED_WAIVER: "❌ waiver expired",
+    CheckStatus.WARN: "⚠️ warn",
+    CheckStatus.WAIVED: "🟦 waived",
+    CheckStatus.MISSING: "❓ missing",
+    CheckStatus.PASS: "✅ pass",
+    CheckStatus.SKIPPED: "➖ skipped",
+}
+
+
+def render_markdown(report: CheckReport) -> str:
+    """A PR-comment / step-summary report: marker, headline, breaches table, passes in details."""
+    icon = {0: "✅", 1: "❌", 3: "❓"}[report.exit_code]
+    lines = [CHECK_MARKER, f"### {icon} {_cell(headline(report))}", ""]
+    breaches = report.breaches()
+    if breaches:
+        rows = []
+        for check in breaches:
+            detail = check.message or ""
+            if check.status is CheckStatus.WAIVED:
+                detail = f"waived until {check.waived_until}: {check.reason}"
+            elif check.status is CheckStatus.EXPIRED_WAIVER:
+                detail = f"waiver expired {check.waived_until} ({check.reason}) {detail}".strip()
+            elif check.status is CheckStatus.MISSING:
+                detail = check.note or ""
+            rows.append(
+                [
+                    _STATUS_ICON[check.status],
+                    f"`{check.item}`",
+                    f"`{check.log}`",
+                    value_text(check),
+                    margin_text(check),
+                    detail,
+                ]
+            )
+        lines.extend(
+            _md_table(["Status", "Item", "Log", "Actual vs limit", "Margin", "Note"], rows)
+        )
+        lines.append("")
+    passes = _pass_rows(report)
+    if passes:
+        lines.append(f"<details><summary>Within budget ({len(passes)})</summary>")
+        lines.append("")
+        rows = [[f"`{row[0]}`", f"`{row[1]}`", *row[2:]] for row in passes]
+        lines.extend(_md_table(["Item", "Log", "Actual vs limit", "Headroom", "Hint"], rows))
+        lines.append("")
+        lines.append("</details>")
+        lines.append("")
+    skipped = report.skipped()
+    if skipped:
+        lines.append(f"<details><summary>Not compared ({len(skipped)})</summary>")
+        lines.append("")
+        lines.extend(f"- `{c.item}` (`{c.log}`): {_cell(c.note or '')}" for c in skipped)
+        lines.append("")
+        lines.append("</details>")
+        lines.append("")
+    context = [
+        line[len("note: ") :] if line.startswith("note: ") else line
+        for line in _context_lines(report)
+        if line
+    ]
+    lines.extend(f"_{_cell(line)}_  " for line in context)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+RENDERERS: dict[CheckFormat, Callable[[CheckReport], str]] = {
+    CheckFormat.TEXT: render_text,
+    CheckFormat.JSON: render_json,
+    CheckFormat.JUNIT: render_junit,
+    CheckFormat.GITHUB: render_github,
+    CheckFormat.MARKDOWN: render_markdown,
+}
+
+
+def render_check(report: CheckReport, fmt: CheckFormat | str = CheckFormat.TEXT) -> str:
+    """Render a check report in one of the formats."""
+    return RENDERERS[CheckFormat(fmt)](report)
