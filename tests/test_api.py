@@ -1,0 +1,141 @@
+"""The Python API: lazy package exports, typed ledgers, diff, check and assert_budget."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+import memledger
+from memledger import testing as memledger_testing
+from memledger.api import BudgetFailure, BudgetWarning, assert_budget, check
+from memledger.budget import parse_budget
+from memledger.checking import CheckStatus
+from memledger.cli import main
+from memledger.errors import ConfigError, InputError
+from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
+
+TODAY = date(2026, 11, 5)
+FAILING = '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 52_000_000\n'  # head: 51.0 M
+WARN = '[[budget]]\nitem = "slots"\nmax = 32\nlevel = "warn"\n'  # head: 33
+
+
+def test_import_is_lazy() -> None:
+    # `import memledger` must not pull in pydantic or the API (keeps `memledger --help` fast).
+    code = (
+        "import sys, memledger; "
+        "print(sorted(m for m in ('pydantic', 'memledger.api', 'tabulate') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_every_export_resolves() -> None:
+    for name in memledger.__all__:
+        assert getattr(memledger, name) is not None, name
+    assert set(memledger.__all__) == set(memledger._EXPORTS) | {"__version__", "ledger"}
+    with pytest.raises(AttributeError):
+        memledger.no_such_thing  # noqa: B018
+
+
+def test_ledger_is_both_the_function_and_the_module() -> None:
+    import memledger.ledger as ledger_module  # binds the submodule onto the package
+
+    assert ledger_module.Ledger is memledger.Ledger
+    assert memledger.ledger.Summary is memledger.Summary
+    built = head_ledger()
+    assert memledger.ledger(built) is built  # a Ledger passes through
+    assert "ledger" in (memledger.ledger.__doc__ or "")
+
+
+def test_summary_sizes_compare_in_gib(tmp_path: Path) -> None:
+    saved = save_ledger(tmp_path, "head.json", head_ledger())
+    assert memledger.ledger(saved).summary.cuda_graph < 8
+    assert memledger.ledger(str(saved)).summary.kv_tokens_per_instance == 51_000_000
+    with saved.open("rb") as stream:
+        assert memledger.ledger(stream).summary.slots == 33
+
+
+def test_check_returns_a_report_without_raising(tmp_path: Path) -> None:
+    budget = write(tmp_path, "memledger.toml", FAILING)
+    report = check(head_ledger(), budget=budget, today=TODAY)
+    assert report.exit_code == 1
+    assert [c.status for c in report.checks] == [CheckStatus.FAIL]
+    # Several sources, a Budget object, and a baseline ledger.
+    both = check(
+        [head_ledger("a.log"), base_ledger("b.log")],
+        budget=parse_budget(FAILING),
+        baseline=base_ledger(),
+        today=TODAY,
+    )
+    assert [(c.log, c.status) for c in both.checks] == [
+        ("a.log", CheckStatus.FAIL),
+        ("b.log", CheckStatus.PASS),
+    ]
+    assert both.baseline.source is not None
+
+
+def test_check_finds_memledger_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="no budget file"):
+        check(head_ledger())
+    write(tmp_path, "memledger.toml", FAILING)
+    assert check(head_ledger(), today=TODAY).budget_path == "memledger.toml"
+
+
+def test_check_missing_baseline_path_is_no_comparison(tmp_path: Path) -> None:
+    budget = parse_budget('[[budget]]\nitem = "fixed_overhead"\nmax_increase_pct = 1\n')
+    report = check(head_ledger(), budget, tmp_path / "absent.json", today=TODAY)
+    assert report.exit_code == 0
+    assert report.baseline.source is None
+    assert report.baseline.note is not None and "not found: no comparison" in report.baseline.note
+
+
+def test_assert_budget_fails_with_the_cli_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = write(tmp_path, "memledger.toml", FAILING)
+    saved = save_ledger(tmp_path, "head.json", head_ledger())
+    with pytest.raises(BudgetFailure) as caught:
+        assert_budget(saved, budget=budget, today=TODAY)
+    assert isinstance(caught.value, AssertionError)
+    main(["check", str(saved), "--budget", str(budget)])
+    cli_breach = capsys.readouterr().out.splitlines()[1]
+    assert str(caught.value) == cli_breach
+    assert caught.value.report.exit_code == 1
+
+
+def test_assert_budget_passes_and_warns(tmp_path: Path) -> None:
+    budget = write(tmp_path, "memledger.toml", WARN)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = memledger_testing.assert_budget(head_ledger(), budget=budget, today=TODAY)
+    assert report.exit_code == 0
+    assert [type(w.message) for w in caught] == [BudgetWarning]
+    assert str(caught[0].message).startswith("WARN slots [logs/head.log]: 33 > max 32")
+    with pytest.raises(BudgetFailure, match="^WARN slots"):
+        assert_budget(head_ledger(), budget=budget, today=TODAY, strict=True)
+
+
+def test_assert_budget_reports_missing_items() -> None:
+    budget = parse_budget('[[budget]]\nitem = "draft_slot_map"\nmax = "1 GiB"\n')
+    with pytest.raises(BudgetFailure, match="^MISSING draft_slot_map"):
+        assert_budget(head_ledger(), budget=budget, today=TODAY)
+
+
+def test_diff_two_ledgers() -> None:
+    result = memledger.diff(base_ledger(), head_ledger())
+    assert isinstance(result, memledger.LedgerDiff)
+
+
+def test_bad_sources_raise_memledger_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        memledger.ledger(tmp_path / "absent.log")
+    with pytest.raises(ConfigError):
+        check(head_ledger(), budget=write(tmp_path, "bad.toml", "[[budget]\n"))
