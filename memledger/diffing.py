@@ -157,8 +157,16 @@ class RowDiff(ByteChange):
     base_kind: RowKind | None
     """None when the row is not in base."""
     head_kind: RowKind | None
-    in_partition: bool
-    """False for informational rows (load peak, ...) that are not summed into totals."""
+    base_in_partition: bool
+    """Base's row is summed into totals (False for informational rows and absent rows)."""
+    head_in_partition: bool
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def in_partition(self) -> bool:
+        """Summed on at least one side (informational rows such as the load peak are not)."""
+        return self.base_in_partition or self.head_in_partition
+
     interval: str | None = None
     note: str | None = None
     """Why a side is unknown, or that the row changed group between sides."""
@@ -218,7 +226,7 @@ class CategoryDiff(ByteChange):
     label: str
     groups: list[RowGroup]
     rows: list[RowContribution]
-    """Per-row contributions, largest |Δ| first; they sum to delta_bytes (unknown rows excluded)."""
+    """Per-row contributions, largest |Δ| first; they sum exactly to delta_bytes."""
 
 
 SummaryNumber = int | float | None
@@ -592,7 +600,8 @@ def _row_diff(base: Row | None, head: Row | None) -> RowDiff:
         group=some.group,
         base_kind=None if base is None else base.kind,
         head_kind=None if head is None else head.kind,
-        in_partition=some.in_partition,
+        base_in_partition=base is not None and base.in_partition,
+        head_in_partition=head is not None and head.in_partition,
         interval=some.interval,
         note="; ".join(notes) or None,
     )
@@ -611,12 +620,15 @@ def _matched(
     return pairs
 
 
+def _side_value(row: RowDiff, side: Literal["base", "head"]) -> int:
+    """What a row adds to its side's totals: 0 when absent, unknown or not in the partition."""
+    if side == "base":
+        return (row.base_bytes or 0) if row.base_in_partition else 0
+    return (row.head_bytes or 0) if row.head_in_partition else 0
+
+
 def _sum_rows(rows: Iterable[RowDiff], *, side: Literal["base", "head"]) -> int:
-    total = 0
-    for row in rows:
-        value = row.base_bytes if side == "base" else row.head_bytes
-        total += value or 0
-    return total
+    return sum(_side_value(row, side) for row in rows)
 
 
 def _aggregate(rows: Sequence[RowDiff]) -> ByteChange:
@@ -733,14 +745,24 @@ def _summary_sides(base: Summary, head: Summary) -> tuple[SummarySides, list[Sum
     return SummarySides(base=base, head=head, delta=Summary(**delta)), fields
 
 
-def _contributions(rows: Iterable[RowDiff]) -> list[RowContribution]:
-    moved = [
-        RowContribution(
-            id=r.id, label=r.label, group=r.group, delta_bytes=r.delta_bytes, status=r.status
-        )
-        for r in rows
-        if r.delta_bytes is not None and r.delta_bytes != 0
-    ]
+def _contributions(rows: Iterable[RowDiff], *, to_totals: bool = True) -> list[RowContribution]:
+    """Rows that moved, largest |Δ| first.
+
+    With `to_totals`, each row's share of the totals (a side's unknown or non-partition value
+    counts 0, as in the sums), so the shares add up exactly to the total's delta.
+    """
+    moved = []
+    for r in rows:
+        if to_totals:
+            delta: int | None = _side_value(r, "head") - _side_value(r, "base")
+        else:
+            delta = r.delta_bytes
+        if delta:
+            moved.append(
+                RowContribution(
+                    id=r.id, label=r.label, group=r.group, delta_bytes=delta, status=r.status
+                )
+            )
     return sorted(moved, key=lambda c: (-abs(c.delta_bytes), c.id))
 
 
@@ -925,7 +947,9 @@ def _parameter_diffs(base: Ledger, head: Ledger, rows: Sequence[RowDiff]) -> lis
                 why=None if effect is None else effect.why or None,
                 moved_rows=[]
                 if effect is None
-                else _contributions(r for r in moved if _effect_matches(effect, r)),
+                else _contributions(
+                    (r for r in moved if _effect_matches(effect, r)), to_totals=False
+                ),
             )
         )
     return diffs

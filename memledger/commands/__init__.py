@@ -14,3 +14,5 @@ COMMANDS.append(schema_command)
 from memledger.commands.check import check_command  # noqa: E402
 
 COMMANDS.append(check_command)
+from memledger.commands.diff import diff_command  # noqa: E402
+COMMANDS.append(diff_command)

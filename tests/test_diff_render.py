@@ -1,0 +1,288 @@
+"""Diff renderers on hand-built ledgers: markdown structure (parsed), size cap, text, json, csv."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+
+import pytest
+from diff_helpers import HALF_ULP, article_pair, centi, ledger, row
+from markdown_it import MarkdownIt
+
+from memledger.diffing import LedgerDiff, SortKey, diff_ledgers
+from memledger.errors import ConfigError
+from memledger.ledger import Row, RowGroup, RowKind
+from memledger.render.diff_common import category_table, headline, summary_table
+from memledger.render.diff_csv import CSV_HEADERS
+from memledger.render.diff_formats import DiffFormat, render_diff
+from memledger.render.diff_markdown import (
+    DEFAULT_MAX_CHARS,
+    MdTable,
+    marker_comment,
+    render_diff_markdown,
+)
+from memledger.render.diff_text import composition_bars, render_diff_text
+from memledger.units import GIB
+
+# --- markdown checks (shared with the sample tests) --------------------------------------------
+
+
+def _cells(line: str) -> int:
+    """Cells of a GFM table line: split on pipes that are not backslash-escaped."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return len(re.split(r"(?<!\\)\|", inner))
+
+
+def check_markdown(text: str, marker: str = "<!-- memledger -->") -> dict[str, int]:
+    """Assert the comment is well formed; return counts of tables, details and mermaid blocks."""
+    assert text.startswith(marker + "\n")
+    parser = MarkdownIt("commonmark").enable("table")
+    tokens = parser.parse(text)
+    lines = text.splitlines()
+    n_tables = 0
+    for index, token in enumerate(tokens):
+        if token.type != "table_open":
+            continue
+        n_tables += 1
+        assert token.map is not None
+        start, end = token.map
+        source = lines[start:end]
+        widths = {_cells(line) for line in source}
+        assert len(widths) == 1, f"inconsistent table columns at line {start + 1}: {widths}"
+        # The parser agrees: every row has as many cells as the header.
+        header_cells = 0
+        row_cells: list[int] = []
+        for inner in tokens[index + 1 :]:
+            if inner.type == "table_close":
+                break
+            if inner.type == "tr_open":
+                row_cells.append(0)
+            if inner.type in ("th_open", "td_open"):
+                row_cells[-1] += 1
+            if inner.type == "th_open":
+                header_cells += 1
+        assert set(row_cells) == {header_cells} == widths
+    html = "".join(t.content for t in tokens if t.type == "html_block")
+    depth = 0
+    for tag in re.findall(r"</?details>", html):
+        depth += 1 if tag == "<details>" else -1
+        assert depth >= 0, "a </details> closes nothing"
+    assert depth == 0, "unclosed <details>"
+    assert text.count("<details>") == html.count("<details>"), "a <details> tag is not HTML"
+    return {
+        "tables": n_tables,
+        "details": html.count("<details>"),
+        "mermaid": sum(1 for t in tokens if t.type == "fence" and t.info.strip() == "mermaid"),
+    }
+
+
+def _diff() -> LedgerDiff:
+    return diff_ledgers(*article_pair())
+
+
+# --- markdown -----------------------------------------------------------------------------------
+
+
+def test_markdown_is_well_formed_with_marker_details_and_two_charts() -> None:
+    text = render_diff_markdown(_diff())
+    counts = check_markdown(text)
+    assert counts["details"] == 8
+    assert counts["mermaid"] == 2
+    assert counts["tables"] >= 8
+    lines = text.splitlines()
+    assert lines[1].startswith("**memledger diff** · dp2 vs dp16: state pool -10.46 GiB")
+    assert "biggest mover: kda state (kda_state) -9.01 GiB" in lines[1]
+    # Inputs recorded: path, startup and rank of both sides.
+    assert "`samples/dp16.log` (startup #0 of 1, rank `TP0`, ready)" in text
+    assert "`samples/dp2.log` (startup #0 of 1, rank `TP0`, ready)" in text
+    # The split's printed parts add up to its printed total.
+    assert "| CUDA graphs + runtime headroom | 18.00 | 27.90 | +9.90 |" in text
+    assert "| fixed overhead (sum) | 119.48 | 129.93 | +10.46 |" in text
+    assert "Truncated" not in text
+
+
+def test_markdown_marker_is_configurable_and_validated() -> None:
+    text = render_diff_markdown(_diff(), marker="memledger:decode")
+    check_markdown(text, marker="<!-- memledger:decode -->")
+    assert marker_comment("<!-- my-bot -->") == "<!-- my-bot -->"
+    for bad in ("", "a -- b", "two\nlines", "<!--  -->"):
+        with pytest.raises(ConfigError):
+            marker_comment(bad)
+
+
+def test_markdown_collapses_unchanged_rows_unless_asked() -> None:
+    base, head = article_pair()
+    extra = [row(f"same_{i}", RowGroup.WORKSPACE, centi(1)) for i in range(3)]
+    base = base.model_copy(update={"rows": [*base.rows, *extra]})
+    head = head.model_copy(update={"rows": [*head.rows, *extra]})
+    diff = diff_ledgers(base, head)
+    collapsed = render_diff_markdown(diff)
+    assert "3 unchanged rows collapsed" in collapsed
+    assert "| same_0 |" not in collapsed
+    shown = render_diff_markdown(diff, show_unchanged=True)
+    assert "| same_0 |" in shown and "unchanged rows collapsed" not in shown
+
+
+def test_cells_escape_pipes_and_html() -> None:
+    table = MdTable(["a", "b"], [["x|y", "<script>"]]).render()
+    assert "x\\|y" in table and "&lt;script>" in table
+    assert {_cells(line) for line in table.splitlines()} == {2}
+
+
+def _big_pair(n_rows: int) -> tuple[LedgerDiff, int]:
+    """A diff of two ledgers with n_rows rows each, long labels, every row moved."""
+
+    def rows(shift: int) -> list[Row]:
+        return [
+            Row(
+                id=f"layer_{i:05d}_buffer",
+                label=f"layer {i} activation buffer | staging ring for expert shard {i % 97}",
+                group=list(RowGroup)[i % len(RowGroup)],
+                kind=RowKind.DERIVED,
+                bytes=centi(100 + (i % 50) + shift * (i % 7 + 1)),
+                error_bytes=HALF_ULP,
+            )
+            for i in range(n_rows)
+        ]
+
+    base = ledger(rows(0), path="big-base.log")
+    head = ledger(rows(1), path="big-head.log")
+    return diff_ledgers(base, head), len(base.model_dump_json())
+
+
+def test_a_3mb_diff_stays_under_the_cap_with_headline_and_summary_intact() -> None:
+    diff, ledger_json_chars = _big_pair(12_000)
+    assert ledger_json_chars > 3_000_000  # each input ledger is a ~3 MB JSON document
+    full = render_diff_markdown(diff, max_chars=10**9)
+    assert len(full) > 3_000_000
+    started = time.perf_counter()
+    capped = render_diff_markdown(diff)
+    elapsed = time.perf_counter() - started
+    assert len(capped) <= DEFAULT_MAX_CHARS
+    assert elapsed < 20  # generous: a regression to quadratic re-rendering would blow this
+    check_markdown(capped)
+    # Headline, inputs, summary and the split are the uncapped text's, character for character.
+    top_end = full.index("<details>")
+    top_lines = [line for line in full[:top_end].splitlines() if line]
+    capped_lines = capped.splitlines()
+    for line in top_lines:
+        assert line in capped_lines, f"lost from the top: {line!r}"
+    assert headline(diff).replace("|", "\\|") in capped  # the label's pipe is escaped
+    assert "⚠️ Details truncated to stay under 60,000 characters" in capped
+    assert "rows omitted (size cap)" in capped
+    assert "rows cut from the middle" in capped
+    # The middle is cut: the first and last rows of the full-diff table survive.
+    headers, rows = summary_table(diff)
+    assert len(rows) >= 2 and headers[0] == "figure"
+    first_and_last = re.findall(r"\| (layer_\d{5}_buffer) \|", capped)
+    assert first_and_last, "no ledger rows survived the cap"
+
+
+def test_a_tiny_cap_drops_whole_sections_but_never_the_top() -> None:
+    diff, _ = _big_pair(300)
+    capped = render_diff_markdown(diff, max_chars=6_000)
+    check_markdown(capped)
+    assert "left out to keep the comment under the size cap" in capped
+    for line in MdTable(*category_table(diff)).render().splitlines():
+        assert line in capped
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+def test_text_has_inputs_split_and_bars_on_one_scale() -> None:
+    text = render_diff_text(_diff())
+    assert "base dp16: samples/dp16.log (startup #0 of 1, rank TP0, ready)" in text
+    assert "Δ% = (head - base) / base" in text
+    assert (
+        "Fixed overhead, head - base: +10.46 GiB = 9.90 (CUDA graphs + runtime headroom) + 3.63 "
+        "(DCP/per-slot structures + NCCL + workspace) - 3.07 (weights + weight staging)." in text
+    )
+    bars = composition_bars(_diff(), width=60)
+    base_bar = re.search(r"\|([^|]*)\| 177\.70", bars[1])
+    head_bar = re.search(r"\|([^|]*)\| 177\.70", bars[2])
+    assert base_bar and head_bar
+    # Same usable on both sides: both bars are the full width; the state pool (K) is shorter
+    # on head by about 10.46 / 177.70 x 60 = 3.5 characters.
+    assert len(base_bar.group(1).rstrip()) == len(head_bar.group(1).rstrip()) == 60
+    assert base_bar.group(1).count("K") - head_bar.group(1).count("K") in (3, 4)
+    assert base_bar.group(1).count("G") < head_bar.group(1).count("G")
+
+
+def test_text_sort_option_orders_rows() -> None:
+    by_id = render_diff_text(_diff(), sort=SortKey.ID)
+    section = by_id[by_id.index("Rows (sorted by id)") :]
+    ids = re.findall(r"^(\w+)\s{2,}", section.split("\n\n")[0], flags=re.M)[2:]
+    assert ids == sorted(ids)
+
+
+# --- json and csv -------------------------------------------------------------------------------
+
+
+def test_json_has_base_head_delta_in_the_same_shape() -> None:
+    document = json.loads(render_diff(_diff(), DiffFormat.JSON))
+    assert document["schema_version"] == 1
+    summary = document["summary"]
+    assert set(summary["base"]) == set(summary["head"]) == set(summary["delta"])
+    assert summary["delta"]["slots"] == summary["head"]["slots"] - summary["base"]["slots"]
+    assert document["inputs"]["base"]["path"] == "samples/dp16.log"
+    first = document["rows"][0]
+    assert first["delta_bytes"] == first["head_bytes"] - first["base_bytes"]
+
+
+def test_csv_is_flat_and_every_record_names_both_inputs() -> None:
+    text = render_diff(_diff(), "csv", sort="id")
+    records = list(csv.DictReader(io.StringIO(text)))
+    assert list(records[0]) == CSV_HEADERS
+    assert {r["base_path"] for r in records} == {"samples/dp16.log"}
+    assert {r["head_rank"] for r in records} == {"TP0"}
+    rows = [r for r in records if r["section"] == "row"]
+    assert [r["id"] for r in rows] == sorted(r["id"] for r in rows)
+    for record in rows:
+        if record["base"] and record["head"]:
+            assert int(record["delta"]) == int(record["head"]) - int(record["base"])
+    total = next(r for r in records if r["section"] == "group" and r["id"] == "TOTAL")
+    assert int(total["base"]) == sum(
+        int(r["base"] or 0) for r in rows if r["in_partition"] == "true"
+    )
+    sections = {r["section"] for r in records}
+    assert {"row", "group", "category", "checkpoint", "interval.drop", "summary", "parameter"} <= (
+        sections
+    )
+
+
+def test_bad_format_or_sort_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown format 'html'"):
+        render_diff(_diff(), "html")
+    with pytest.raises(ConfigError, match="unknown sort 'size'"):
+        render_diff(_diff(), "text", sort="size")
+
+
+def test_renderers_do_not_import_click_or_lark() -> None:
+    import memledger.diffing
+    import memledger.render.diff_common
+    import memledger.render.diff_csv
+    import memledger.render.diff_formats
+    import memledger.render.diff_json
+    import memledger.render.diff_markdown
+    import memledger.render.diff_text
+
+    for module in (
+        memledger.diffing,
+        memledger.render.diff_common,
+        memledger.render.diff_csv,
+        memledger.render.diff_formats,
+        memledger.render.diff_json,
+        memledger.render.diff_markdown,
+        memledger.render.diff_text,
+    ):
+        source = open(module.__file__ or "", encoding="utf-8").read()
+        assert not re.search(r"^\s*(import|from)\s+(click|lark)\b", source, flags=re.M)
+    engine_source = open(memledger.diffing.__file__ or "", encoding="utf-8").read()
+    assert not re.search(r"^\s*(import|from)\s+tabulate\b", engine_source, flags=re.M)
+    assert GIB == 1 << 30
