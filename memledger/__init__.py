@@ -87,6 +87,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         load,
         load_text,
     )
+    from memledger.api import ledger as ledger  # the function; see _LedgerFunction
     from memledger.budget import Budget, BudgetEntry, load_budget, parse_budget
     from memledger.checking import Check, CheckReport, CheckStatus
     from memledger.diffing import LedgerDiff
