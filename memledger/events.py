@@ -20,12 +20,14 @@ Per kind, the keys the engine relies on (names are stable API):
 | load_end | `avail`, `usage` | `elapsed`, `type`, `dtype`, `quant`, `overlap_commit` (bool) |
 | kv_allocated | `k`, `v`, `kv` | `tokens`, `dtype`, `label` (`Full`/`SWA`/...), `va_upper_bound` (bool) |
 | kv_skipped | `kv` | `tokens` |
+| kv_dtype | | `dtype` (`Using KV cache dtype: ...`, 0.5.3-0.5.12) |
 | mamba_allocated | `conv_state`, `ssm_state`, `intermediate_ssm`, `intermediate_conv` | `max_mamba_cache_size` |
 | replay_ssm | `d`, `k`, `g`, `rawv`, `rawk`, `beta`, `total` | `record_len`, `fold` |
 | swa_split | | `full_layer_tokens`, `swa_layer_tokens` |
 | swa_pool | `usage` | `swa_size`, `full_size`, `va_upper_bound` |
 | dsv4_calc | `available_bytes`, `*_fixed` | `bytes_per_full_token`, `full_token`, ... |
 | dsv4_pool_sizes | | `full`, `swa`, `c4`, `c128`, `c4_state`, `c128_state` |
+| dsv4_pool_init | | `max_num_reqs`, `swa_size`, `c4_size`, ... (`Initialize DeepSeekV4TokenToKVPool with ...`) |
 | ascend_kv_avail | `avail_kv` | |
 | hicache_host | `host` (decimal GB, host RAM) | `tokens` |
 | memory_pool_end | `avail` | |
@@ -76,12 +78,14 @@ class EventKind(StrEnum):
     LOAD_END = "load_end"
     KV_ALLOCATED = "kv_allocated"
     KV_SKIPPED = "kv_skipped"
+    KV_DTYPE = "kv_dtype"
     MAMBA_ALLOCATED = "mamba_allocated"
     REPLAY_SSM = "replay_ssm"
     SWA_SPLIT = "swa_split"
     SWA_POOL = "swa_pool"
     DSV4_CALC = "dsv4_calc"
     DSV4_POOL_SIZES = "dsv4_pool_sizes"
+    DSV4_POOL_INIT = "dsv4_pool_init"
     ASCEND_KV_AVAIL = "ascend_kv_avail"
     HICACHE_HOST = "hicache_host"
     MEMORY_POOL_END = "memory_pool_end"

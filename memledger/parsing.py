@@ -1,0 +1,492 @@
+"""`parse_log`: a whole SGLang log -> `ParsedLog` (startups, selected rank's events, outcome, coverage).
+
+One streaming pass keeps every recognised line of every rank (a startup has few), plus small
+bounded bookkeeping for outcome evidence and coverage; rank and startup selection happen at the
+end, because the rank-0 rule ("no tag anywhere -> untagged lines are rank 0") and the startup rule
+("server_args lines, else rank-0 init lines") need the whole file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from memledger.errors import InputError, SelectionError
+from memledger.events import (
+    Event,
+    EventKind,
+    ParamValue,
+    ParsedLog,
+    RankInfo,
+    Startup,
+    UnrecognisedLine,
+)
+from memledger.linegrammar import LineGrammar, LineParse, load_grammar
+from memledger.reader import (
+    PREFIX_RE,
+    LogicalLine,
+    ReadStats,
+    compile_prefilter,
+    decode_line,
+    iter_candidate_lines,
+    open_log,
+    split_physical_line,
+)
+from memledger.server_args import parse_server_args
+from memledger.units import GIB
+
+MAX_PARSE_CHARS = 4096
+"""Messages longer than this are no SGLang memory line (server_args is parsed separately)."""
+TEXT_CAP = 400
+UNRECOGNISED_CAP = 50
+"""How many unrecognised lines a startup lists (the count is exact)."""
+_PER_BUCKET_CAP = UNRECOGNISED_CAP
+
+OOM_RE = re.compile(r"(?i:out of memory)|OutOfMemoryError|\bOOM\b")
+CRASH_RE = re.compile(
+    r"Traceback \(most recent call last\)"
+    r"|Scheduler hit an exception"
+    r"|^Exception in "
+    r"|Received sigquit from a child process"
+    r"|scheduler is dead"
+    r"|Initialization failed"
+    r"|^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?::|$)"
+    r"|^Killed$"
+)
+EXIT_CODE_RE = re.compile(r"Exit code:\s*(-?\d+)")
+READY_TEXT = "The server is fired up and ready to roll"
+MEMORY_LOOKING_RE = re.compile(
+    r"\d\s*(?:GB|GiB|MB|MiB|KB|KiB|bytes)\b|(?i:avail|mem usage|size|capacity)"
+)
+# Heads of known shapes: a line starting like this that does not parse is malformed, not unknown.
+KNOWN_HEAD_RE = re.compile(
+    r"(?:Load weight (?:begin|end)|(?:\w+ )*KV Cache (?:is allocated|VA upper bound)|Memory pool end"
+    r"|Capture .*(?:begin|end)\b|max_total_num_tokens=|Init torch distributed|Mamba Cache is allocated"
+    r"|SWAKVPool|FlatAGStagingPool|All Reduce config|Weight sharding|DSpark )"
+)
+_INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
+_RANK_AGNOSTIC = frozenset({EventKind.SERVER_ARGS, EventKind.READY, EventKind.OOM, EventKind.CRASH})
+_BARE_RANK0 = frozenset({EventKind.CAPTURE_PROGRESS, EventKind.SUMMARY})
+_PROGRESS_EVERY = 64 << 20
+
+
+def is_rank0_tag(tag: str) -> bool:
+    """README rule: tags contain TP0 and every tag has index 0, or `gpu_id=0`."""
+    if tag.startswith("gpu"):
+        return tag.split("=", 1)[-1] == "0"
+    parts = tag.split()
+    if "TP0" not in parts:
+        return False
+    for part in parts:
+        match = _INDEXED_TAG_RE.fullmatch(part)
+        if match is None or int(match.group(1)) != 0:
+            return False
+    return True
+
+
+@dataclass
+class _Stored:
+    """A recognised line of any rank, with what selection needs."""
+
+    event: Event
+    prefixed: bool
+    segment: int
+
+
+@dataclass
+class _Evidence:
+    kind: EventKind
+    line: int
+    rank: str
+    prefixed: bool
+    text: str
+    segment: int
+
+
+@dataclass
+class _Bucket:
+    count: int = 0
+    lines: list[UnrecognisedLine] = field(default_factory=list)
+
+
+@dataclass
+class _Collector:
+    """Everything one pass keeps; bounded by the number of recognised lines."""
+
+    stored: list[_Stored] = field(default_factory=list)
+    server_args_lines: list[int] = field(default_factory=list)
+    init_lines: list[tuple[int, str, bool]] = field(default_factory=list)
+    marker_lines: list[int] = field(default_factory=list)
+    evidence: list[_Evidence] = field(default_factory=list)
+    evidence_seen: set[tuple[int, str, str, bool]] = field(default_factory=set)
+    coverage: dict[tuple[int, str], _Bucket] = field(default_factory=dict)
+    tags_first_line: dict[str, int] = field(default_factory=dict)
+    saw_prefix: bool = False
+    last_progress_desc: tuple[int, str] | None = None
+
+    @property
+    def segment(self) -> int:
+        return len(self.marker_lines)
+
+    def mark(self, line: int) -> None:
+        if not self.marker_lines or self.marker_lines[-1] != line:
+            self.marker_lines.append(line)
+
+    def add_evidence(self, kind: EventKind, logical: LogicalLine, text: str) -> None:
+        key = (self.segment, kind.value, logical.rank, logical.prefixed)
+        if key in self.evidence_seen:
+            return
+        self.evidence_seen.add(key)
+        self.evidence.append(
+            _Evidence(kind, logical.line, logical.rank, logical.prefixed, text, self.segment)
+        )
+
+    def add_unrecognised(self, logical: LogicalLine, reason: str) -> None:
+        bucket = self.coverage.setdefault((self.segment, logical.rank), _Bucket())
+        bucket.count += 1
+        if len(bucket.lines) < _PER_BUCKET_CAP:
+            bucket.lines.append(
+                UnrecognisedLine(
+                    line=logical.line, rank=logical.rank, text=logical.text[:TEXT_CAP], reason=reason
+                )
+            )
+
+
+def _event(kind: EventKind, logical: LogicalLine, parsed: LineParse | None = None) -> Event:
+    return Event(
+        kind=kind,
+        line=logical.line,
+        rank=logical.rank,
+        sizes=dict(parsed.sizes) if parsed else {},
+        values=dict(parsed.values) if parsed else {},
+        text=logical.text[:TEXT_CAP],
+    )
+
+
+def _outcome_kind(text: str) -> tuple[EventKind, str] | None:
+    oom = OOM_RE.search(text)
+    if oom:
+        return EventKind.OOM, oom.group(0)
+    crash = CRASH_RE.search(text)
+    if crash:
+        return EventKind.CRASH, crash.group(0)
+    exit_code = EXIT_CODE_RE.search(text)
+    if exit_code and int(exit_code.group(1)) != 0:
+        return EventKind.CRASH, exit_code.group(0)
+    if READY_TEXT in text:
+        return EventKind.READY, READY_TEXT
+    return None
+
+
+def _progress_message(text: str) -> str:
+    # tqdm line: keep the description only, `Capturing batches (bs=8 avail_mem=7.19 GB)`
+    close = text.find(")")
+    return text[: close + 1] if close > 0 else text
+
+
+def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None:
+    text = logical.text
+    if logical.prefixed:
+        out.saw_prefix = True
+        out.tags_first_line.setdefault(logical.rank, logical.line)
+    if text.startswith("server_args="):
+        out.mark(logical.line)
+        out.server_args_lines.append(logical.line)
+        event = Event(
+            kind=EventKind.SERVER_ARGS,
+            line=logical.line,
+            rank=logical.rank,
+            params=parse_server_args(text),
+            text=text[:TEXT_CAP],
+        )
+        out.stored.append(_Stored(event, logical.prefixed, out.segment))
+        return
+    outcome = _outcome_kind(text)
+    if outcome is not None:
+        out.add_evidence(outcome[0], logical, outcome[1])
+
+    if not logical.prefixed and not (
+        text.startswith("Capturing") or text.startswith("max_total_num_tokens=")
+    ):
+        return
+    message = _progress_message(text) if text.startswith("Capturing") else text
+    parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
+    if parsed is None:
+        if logical.prefixed and MEMORY_LOOKING_RE.search(text):
+            if len(message) > MAX_PARSE_CHARS:
+                reason = f"too long to parse ({len(message)} characters)"
+            elif KNOWN_HEAD_RE.match(text):
+                reason = "malformed: a known line shape that does not parse"
+            else:
+                reason = "unrecognised"
+            out.add_unrecognised(logical, reason)
+        return
+    if parsed.kind is EventKind.CAPTURE_PROGRESS:
+        # one event per description change (tqdm repeats the same description per update)
+        desc = (logical.line, message)
+        previous = out.last_progress_desc
+        out.last_progress_desc = desc
+        if previous is not None and previous[1] == message:
+            return
+    if parsed.kind is EventKind.DIST_INIT_BEGIN and parsed.values.get("variant") in (
+        "torch_distributed",
+        "nccl",
+    ):
+        out.mark(logical.line)
+        out.init_lines.append((logical.line, logical.rank, logical.prefixed))
+    if parsed.kind is EventKind.SUMMARY:
+        out.add_evidence(EventKind.SUMMARY, logical, "max_total_num_tokens=")
+    if parsed.problems and logical.prefixed:
+        out.add_unrecognised(logical, "malformed: " + "; ".join(parsed.problems))
+    out.stored.append(_Stored(_event(parsed.kind, logical, parsed), logical.prefixed, out.segment))
+
+
+@dataclass(frozen=True)
+class _Selection:
+    tags: frozenset[str]
+    label: str
+    rank0: bool
+
+
+def _select_rank(spec: str | None, tags_first_line: dict[str, int]) -> _Selection:
+    seen = sorted(tags_first_line, key=lambda t: tags_first_line[t])
+    tagged = [t for t in seen if t]
+    if spec is None:
+        if not tagged:
+            return _Selection(frozenset({""}), "", True)
+        rank0 = [t for t in tagged if is_rank0_tag(t)]
+        return _Selection(frozenset(rank0), rank0[0] if rank0 else "", True)
+    wanted = spec.split()
+    wanted_set = set(wanted)
+    exact = [t for t in seen if set(t.split()) == wanted_set]
+    candidates = exact or [t for t in tagged if wanted_set <= set(t.split())]
+    if len(candidates) == 1:
+        tag = candidates[0]
+        return _Selection(frozenset({tag}), tag, is_rank0_tag(tag) or not tagged)
+    shown = ", ".join(repr(t) for t in tagged[:12]) + (" ..." if len(tagged) > 12 else "")
+    if not candidates:
+        raise SelectionError(f"rank {spec!r} does not occur in this log (ranks seen: {shown or 'none'})")
+    listed = ", ".join(repr(t) for t in candidates[:12])
+    raise SelectionError(f"rank {spec!r} is ambiguous: matches {listed}; give the full tag")
+
+
+def _startup_starts(collector: _Collector, any_tag: bool) -> list[int]:
+    if collector.server_args_lines:
+        return sorted(set(collector.server_args_lines))
+    starts = [
+        line
+        for line, tag, prefixed in collector.init_lines
+        if prefixed and (is_rank0_tag(tag) if any_tag else True)
+    ]
+    return sorted(set(starts)) or [1]
+
+
+def _rank_key_values(events: list[Event]) -> dict[str, float | int | None]:
+    def first(kind: EventKind, key: str, nth: int = 0) -> float | None:
+        found = [e for e in events if e.kind is kind and key in e.sizes]
+        return round(found[nth].sizes[key].bytes / GIB, 4) if len(found) > nth else None
+
+    kv_events = [e for e in events if e.kind is EventKind.KV_ALLOCATED]
+    kv_gib: float | None = None
+    tokens: int | None = None
+    if kv_events:
+        sizes = kv_events[0].sizes
+        total = sum(sizes[k].bytes for k in ("k", "v", "kv") if k in sizes)
+        kv_gib = round(total / GIB, 4) if sizes else None
+        raw_tokens = kv_events[0].values.get("tokens")
+        tokens = raw_tokens if isinstance(raw_tokens, int) else None
+    return {
+        "load_begin_avail": first(EventKind.LOAD_BEGIN, "avail"),
+        "load_end_avail": first(EventKind.LOAD_END, "avail"),
+        "load_end_usage": first(EventKind.LOAD_END, "usage"),
+        "kv_tokens": tokens,
+        "kv_gib": kv_gib,
+        "mempool_end_avail": first(EventKind.MEMORY_POOL_END, "avail"),
+        "capture_end_usage": first(EventKind.CAPTURE_END, "usage"),
+        "capture_end_avail": first(EventKind.CAPTURE_END, "avail"),
+    }
+
+
+def _outcome(
+    collector: _Collector, lo: int, hi: int, any_tag: bool, selected_events: list[Event]
+) -> tuple[str, int | None, str, list[Event]]:
+    evidence = [e for e in collector.evidence if lo <= e.line <= hi]
+    ready_like = [
+        e
+        for e in evidence
+        if e.kind is EventKind.READY
+        or (
+            e.kind is EventKind.SUMMARY
+            and (not e.prefixed or (is_rank0_tag(e.rank) if any_tag else True))
+        )
+    ]
+    outcome_events: list[Event] = []
+    decided: tuple[str, int | None, str] = ("truncated", None, "")
+    for kind, name in ((EventKind.OOM, "oom"), (EventKind.CRASH, "crash")):
+        hits = sorted((e for e in evidence if e.kind is kind), key=lambda e: e.line)
+        if hits:
+            first = hits[0]
+            outcome_events.append(
+                Event(kind=kind, line=first.line, rank=first.rank, values={"reason": first.text}, text=first.text)
+            )
+            if decided[0] == "truncated":
+                decided = (name, first.line, first.text)
+    if ready_like:
+        first_ready = min(ready_like, key=lambda e: e.line)
+        outcome_events.append(
+            Event(kind=EventKind.READY, line=first_ready.line, rank=first_ready.rank, text=first_ready.text)
+        )
+        if decided[0] == "truncated":
+            decided = ("ready", first_ready.line, first_ready.text)
+    del selected_events
+    return decided[0], decided[1], decided[2], outcome_events
+
+
+class _Progress:
+    def __init__(self, total: int | None, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.next_report = _PROGRESS_EVERY
+        self.printed = False
+
+    def __call__(self, done: int) -> None:
+        if not self.enabled or done < self.next_report:
+            return
+        self.next_report = done + _PROGRESS_EVERY
+        share = f" ({100 * done // self.total}%)" if self.total else ""
+        sys.stderr.write(f"\rmemledger: read {done >> 20} MiB{share}")
+        sys.stderr.flush()
+        self.printed = True
+
+    def finish(self) -> None:
+        if self.printed:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def parse_log(
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    label: str | None = None,
+    rank: str | None = None,
+    startup: int | None = None,
+    extra_grammars: Sequence[Path] = (),
+    progress: bool = False,
+) -> ParsedLog:
+    """Parse a log (path, `-` for stdin, or a byte stream) into its selected startup and rank.
+
+    `rank`: a tag such as `TP3` or `"DP1 TP8 EP8"` (default: rank 0 per the real-logs rule).
+    `startup`: 1-based startup number (default: the last; negative counts from the end).
+    Raises InputError (unreadable/empty/binary/no SGLang lines), SelectionError (rank or startup
+    not in the log), ConfigError (a --grammar that does not build).
+    """
+    grammar = load_grammar(extra_grammars)
+    prefilter = compile_prefilter(grammar.keywords)
+    collector = _Collector()
+    stats = ReadStats()
+    with open_log(source) as (stream, name, size):
+        display = label or name
+        meter = _Progress(size, progress)
+        sniff_has_prefix = False
+        try:
+            for line_number, raw in iter_candidate_lines(stream, prefilter, stats, meter):
+                text = decode_line(raw)
+                if not sniff_has_prefix and PREFIX_RE.search(text):
+                    sniff_has_prefix = True
+                for logical in split_physical_line(line_number, text):
+                    _handle(logical, grammar, collector)
+        except InputError as exc:
+            raise InputError(exc.message, path=display) from exc
+        finally:
+            meter.finish()
+
+    if not collector.saw_prefix and not collector.stored:
+        raise InputError("no SGLang log lines found (no `[date time TP0]` prefix, no known line)", path=display)
+
+    any_tag = any(tag for tag in collector.tags_first_line)
+    selection = _select_rank(rank, collector.tags_first_line)
+    starts = _startup_starts(collector, any_tag)
+    n_startups = len(starts)
+    if startup is None:
+        index = n_startups - 1
+    elif 1 <= startup <= n_startups:
+        index = startup - 1
+    elif -n_startups <= startup <= -1:
+        index = n_startups + startup
+    else:
+        raise SelectionError(f"startup {startup} does not exist: this log has {n_startups} startup(s)", path=display)
+    lo = starts[index]
+    hi = starts[index + 1] - 1 if index + 1 < n_startups else max(stats.n_lines, lo)
+
+    def selected(item: _Stored) -> bool:
+        event = item.event
+        if event.kind in _RANK_AGNOSTIC:
+            return True
+        if not item.prefixed:
+            return selection.rank0 and event.kind in _BARE_RANK0
+        return event.rank in selection.tags
+
+    in_range = [s for s in collector.stored if lo <= s.event.line <= hi]
+    events = [s.event for s in in_range if selected(s)]
+    outcome, outcome_line, outcome_text, outcome_events = _outcome(collector, lo, hi, any_tag, events)
+    events = sorted(events + outcome_events, key=lambda e: e.line)
+
+    server_args: dict[str, ParamValue] = {}
+    for event in events:
+        if event.kind is EventKind.SERVER_ARGS and event.params:
+            server_args = event.params
+            break
+
+    unrecognised: list[UnrecognisedLine] = []
+    unrecognised_count = 0
+    for (_segment, tag), bucket in collector.coverage.items():
+        # a bucket holds one segment; a segment lies wholly inside or outside each startup
+        if tag in selection.tags and bucket.lines and lo <= bucket.lines[0].line <= hi:
+            unrecognised_count += bucket.count
+            unrecognised.extend(bucket.lines)
+    unrecognised.sort(key=lambda u: u.line)
+
+    ranks: dict[str, list[Event]] = {}
+    for item in in_range:
+        if item.prefixed and item.event.kind not in _RANK_AGNOSTIC:
+            ranks.setdefault(item.event.rank, []).append(item.event)
+    rank_infos = [
+        RankInfo(rank=tag, n_events=len(tag_events), key_values=_rank_key_values(tag_events))
+        for tag, tag_events in sorted(ranks.items(), key=lambda kv: _rank_sort_key(kv[0]))
+    ]
+
+    chosen = Startup(
+        index=index,
+        first_line=lo,
+        last_line=hi,
+        rank=selection.label,
+        events=events,
+        server_args=server_args,
+        outcome=outcome,
+        outcome_line=outcome_line,
+        outcome_text=outcome_text[:TEXT_CAP],
+        unrecognised=unrecognised[:UNRECOGNISED_CAP],
+        unrecognised_count=unrecognised_count,
+        ranks=rank_infos,
+    )
+    return ParsedLog(
+        path=display,
+        n_lines=stats.n_lines,
+        n_startups=n_startups,
+        selected=index,
+        startup=chosen,
+        invalid_utf8_bytes=stats.invalid_utf8_bytes,
+    )
+
+
+def _rank_sort_key(tag: str) -> tuple[tuple[str, int], ...]:
+    parts: list[tuple[str, int]] = []
+    for part in tag.split():
+        match = re.fullmatch(r"([A-Za-z_]+?)(\d+)", part)
+        parts.append((match.group(1), int(match.group(2))) if match else (part, -1))
+    return tuple(parts)
