@@ -78,7 +78,11 @@ def facts_of(parsed: ParsedLog) -> dict[str, Any]:
     load_end = _nth(events, EventKind.LOAD_END, 0)
     draft_load_end = _nth(events, EventKind.LOAD_END, 1)
     kv = next(
-        (e for e in events if e.kind is EventKind.KV_ALLOCATED and not e.values.get("va_upper_bound")),
+        (
+            e
+            for e in events
+            if e.kind is EventKind.KV_ALLOCATED and not e.values.get("va_upper_bound")
+        ),
         None,
     )
     mempool = next(

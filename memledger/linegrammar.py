@@ -202,8 +202,8 @@ class LineGrammar:
             return None
         except RecursionError:
             return None
-        node = tree.children[0]
-        name = str(node.data)
+        node: Any = tree.children[0]
+        name = str(getattr(node, "data", ""))
         kind = _kind_of(name)
         if kind is None:
             return None
@@ -422,7 +422,9 @@ def _build(kind: EventKind, variant: str, node: Any, message: str) -> LineParse:
         if data == "fields":
             entries.extend(_entries(child))
         elif data == "paren":
-            entries.append(_Entry(None, None, _entries(child.children[0]) if child.children else []))
+            entries.append(
+                _Entry(None, None, _entries(child.children[0]) if child.children else [])
+            )
         elif data in ("label", "graph_words"):
             head_tokens.append(child)
         elif data in ("value", "list"):
@@ -504,7 +506,9 @@ def _weight_shard_head(
         values["role"] = "draft"
 
 
-def _apply_entries(kind: EventKind, entries: list[_Entry], builder: _Builder, loose_key: str) -> None:
+def _apply_entries(
+    kind: EventKind, entries: list[_Entry], builder: _Builder, loose_key: str
+) -> None:
     result = builder.parse
     previous_word: str | None = None
     for entry in entries:

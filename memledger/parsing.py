@@ -1,4 +1,4 @@
-"""`parse_log`: a whole SGLang log -> `ParsedLog` (startups, selected rank's events, outcome, coverage).
+"""`parse_log`: a whole SGLang log -> `ParsedLog` (startups, the selected rank's events, outcome).
 
 One streaming pass keeps every recognised line of every rank (a startup has few), plus small
 bounded bookkeeping for outcome evidence and coverage; rank and startup selection happen at the
@@ -65,8 +65,9 @@ MEMORY_LOOKING_RE = re.compile(
 )
 # Heads of known shapes: a line starting like this that does not parse is malformed, not unknown.
 KNOWN_HEAD_RE = re.compile(
-    r"(?:Load weight (?:begin|end)|(?:\w+ )*KV Cache (?:is allocated|VA upper bound)|Memory pool end"
-    r"|Capture .*(?:begin|end)\b|max_total_num_tokens=|Init torch distributed|Mamba Cache is allocated"
+    r"(?:Load weight (?:begin|end)|(?:\w+ )*KV Cache (?:is allocated|VA upper bound)"
+    r"|Memory pool end|Capture .*(?:begin|end)\b|max_total_num_tokens="
+    r"|Init torch distributed|Mamba Cache is allocated"
     r"|SWAKVPool|FlatAGStagingPool|All Reduce config|Weight sharding|DSpark )"
 )
 _INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
@@ -152,7 +153,10 @@ class _Collector:
         if len(bucket.lines) < _PER_BUCKET_CAP:
             bucket.lines.append(
                 UnrecognisedLine(
-                    line=logical.line, rank=logical.rank, text=logical.text[:TEXT_CAP], reason=reason
+                    line=logical.line,
+                    rank=logical.rank,
+                    text=logical.text[:TEXT_CAP],
+                    reason=reason,
                 )
             )
 
@@ -270,7 +274,9 @@ def _select_rank(spec: str | None, tags_first_line: dict[str, int]) -> _Selectio
         return _Selection(frozenset({tag}), tag, is_rank0_tag(tag) or not tagged)
     shown = ", ".join(repr(t) for t in tagged[:12]) + (" ..." if len(tagged) > 12 else "")
     if not candidates:
-        raise SelectionError(f"rank {spec!r} does not occur in this log (ranks seen: {shown or 'none'})")
+        raise SelectionError(
+            f"rank {spec!r} does not occur in this log (ranks seen: {shown or 'none'})"
+        )
     listed = ", ".join(repr(t) for t in candidates[:12])
     raise SelectionError(f"rank {spec!r} is ambiguous: matches {listed}; give the full tag")
 
@@ -332,14 +338,25 @@ def _outcome(
         if hits:
             first = hits[0]
             outcome_events.append(
-                Event(kind=kind, line=first.line, rank=first.rank, values={"reason": first.text}, text=first.text)
+                Event(
+                    kind=kind,
+                    line=first.line,
+                    rank=first.rank,
+                    values={"reason": first.text},
+                    text=first.text,
+                )
             )
             if decided[0] == "truncated":
                 decided = (name, first.line, first.text)
     if ready_like:
         first_ready = min(ready_like, key=lambda e: e.line)
         outcome_events.append(
-            Event(kind=EventKind.READY, line=first_ready.line, rank=first_ready.rank, text=first_ready.text)
+            Event(
+                kind=EventKind.READY,
+                line=first_ready.line,
+                rank=first_ready.rank,
+                text=first_ready.text,
+            )
         )
         if decided[0] == "truncated":
             decided = ("ready", first_ready.line, first_ready.text)
@@ -406,7 +423,9 @@ def parse_log(
             meter.finish()
 
     if not collector.saw_prefix and not collector.stored:
-        raise InputError("no SGLang log lines found (no `[date time TP0]` prefix, no known line)", path=display)
+        raise InputError(
+            "no SGLang log lines found (no `[date time TP0]` prefix, no known line)", path=display
+        )
 
     any_tag = any(tag for tag in collector.tags_first_line)
     selection = _select_rank(rank, collector.tags_first_line)
@@ -419,7 +438,9 @@ def parse_log(
     elif -n_startups <= startup <= -1:
         index = n_startups + startup
     else:
-        raise SelectionError(f"startup {startup} does not exist: this log has {n_startups} startup(s)", path=display)
+        raise SelectionError(
+            f"startup {startup} does not exist: this log has {n_startups} startup(s)", path=display
+        )
     lo = starts[index]
     hi = starts[index + 1] - 1 if index + 1 < n_startups else max(stats.n_lines, lo)
 
@@ -433,7 +454,9 @@ def parse_log(
 
     in_range = [s for s in collector.stored if lo <= s.event.line <= hi]
     events = [s.event for s in in_range if selected(s)]
-    outcome, outcome_line, outcome_text, outcome_events = _outcome(collector, lo, hi, any_tag, events)
+    outcome, outcome_line, outcome_text, outcome_events = _outcome(
+        collector, lo, hi, any_tag, events
+    )
     events = sorted(events + outcome_events, key=lambda e: e.line)
 
     server_args: dict[str, ParamValue] = {}

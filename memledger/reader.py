@@ -9,7 +9,6 @@ matter (`Decode batch ...`, HTTP access lines) without decoding it. Only candida
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import re
 import sys
@@ -18,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Protocol
 
 from memledger.errors import InputError
 
@@ -87,7 +86,9 @@ PREFIX_RE = re.compile(
     r"(?P<tags>(?: [A-Za-z_][\w\-]*(?:\[\d+\])?)*)\]"
     r"|\[(?P<gpu>gpu(?:_id)?=\d+)\]"
 )
-LEVEL_FILE_RE = re.compile(r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?")
+LEVEL_FILE_RE = re.compile(
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?"
+)
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # Text other tools put before a bare line: docker/kubectl timestamps, Ray actor tags, journald.
 JUNK_PREFIX_RE = re.compile(
@@ -97,6 +98,12 @@ JUNK_PREFIX_RE = re.compile(
 )
 _SURROGATE_RE = re.compile("[\udc80-\udcff]")
 _CONTROL_BYTES = frozenset(range(0x20)) - frozenset(b"\t\n\r\x0c\x1b\x08") | {0x7F}
+
+
+class ByteSource(Protocol):
+    """Anything with `read(n) -> bytes`."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,32 +144,30 @@ def _looks_binary(sniff: bytes) -> bool:
     return controls / len(sniff) > BINARY_CONTROL_RATIO
 
 
-class _Peekable(io.RawIOBase):
+class _Peekable:
     """A byte stream with its first block already read (stdin cannot seek back)."""
 
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+    def __init__(self, head: bytes, rest: ByteSource) -> None:
         self._head = head
         self._rest = rest
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        view = memoryview(buffer).cast("B")
+    def read(self, size: int = -1, /) -> bytes:
         if self._head:
-            n = min(len(view), len(self._head))
-            view[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._rest.read(len(view))
-        if not data:
-            return 0
-        view[: len(data)] = data
-        return len(data)
+            if size < 0:
+                data, self._head = self._head + self._rest.read(), b""
+                return data
+            data, self._head = self._head[:size], self._head[size:]
+            return data
+        return self._rest.read(size)
+
+    def seek(self, offset: int, /) -> int:
+        raise OSError("input stream is not seekable")
 
 
 @contextmanager
-def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[tuple[BinaryIO, str, int | None]]:
+def open_log(
+    source: str | os.PathLike[str] | IO[bytes],
+) -> Iterator[tuple[ByteSource, str, int | None]]:
     """Open a log (path, `-` for stdin, or a byte stream), gunzipping by magic; yields
     (stream, display name, size in bytes when known). Raises InputError for missing, directory,
     empty or binary input."""
@@ -170,7 +175,7 @@ def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[tuple[Binar
     size: int | None = None
     if isinstance(source, (str, os.PathLike)) and str(source) == "-":
         name = "<stdin>"
-        raw: IO[bytes] = sys.stdin.buffer
+        raw: ByteSource = sys.stdin.buffer
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
         name = str(source)
@@ -193,9 +198,10 @@ def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[tuple[Binar
             raise InputError(f"cannot read: {exc}", path=name) from exc
         if not head:
             raise InputError("empty file", path=name)
-        stream: IO[bytes] = _Peekable(head, raw)
+        peek = _Peekable(head, raw)
+        stream: ByteSource = peek
         if head[:2] == b"\x1f\x8b":
-            stream = gzip.GzipFile(fileobj=io.BufferedReader(stream), mode="rb")
+            stream = gzip.GzipFile(fileobj=peek, mode="rb")
             size = None
             try:
                 inner = stream.read(SNIFF_BYTES)
@@ -206,7 +212,7 @@ def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[tuple[Binar
             head, stream = inner, _Peekable(inner, stream)
         if _looks_binary(head):
             raise InputError("binary file, not a text log", path=name)
-        yield io.BufferedReader(stream, CHUNK_BYTES), name, size  # type: ignore[arg-type]
+        yield stream, name, size
     finally:
         if close is not None:
             close.close()
@@ -222,7 +228,9 @@ def _count_invalid_utf8(block: bytes) -> int:
     return 0
 
 
-def _candidates_in(block: bytes, first_line: int, prefilter: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+def _candidates_in(
+    block: bytes, first_line: int, prefilter: re.Pattern[bytes]
+) -> Iterator[tuple[int, bytes]]:
     # block ends with b"\n" (or is a forced piece of an over-long line); first_line is the
     # number of its first physical line.
     lines_before = first_line
@@ -240,7 +248,7 @@ def _candidates_in(block: bytes, first_line: int, prefilter: re.Pattern[bytes]) 
 
 
 def iter_candidate_lines(
-    stream: BinaryIO,
+    stream: ByteSource,
     prefilter: re.Pattern[bytes],
     stats: ReadStats,
     on_progress: object = None,

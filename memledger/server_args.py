@@ -61,7 +61,9 @@ def _json_value(value: Any) -> ParamValue:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        return (
+            value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        )
     if isinstance(value, (list, tuple)):
         return [_json_value(v) for v in value]
     if isinstance(value, (set, frozenset)):
