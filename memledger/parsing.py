@@ -105,6 +105,7 @@ class _Evidence:
     line: int
     rank: str
     prefixed: bool
+    reason: str
     text: str
     segment: int
 
@@ -138,13 +139,21 @@ class _Collector:
         if not self.marker_lines or self.marker_lines[-1] != line:
             self.marker_lines.append(line)
 
-    def add_evidence(self, kind: EventKind, logical: LogicalLine, text: str) -> None:
+    def add_evidence(self, kind: EventKind, logical: LogicalLine, reason: str) -> None:
         key = (self.segment, kind.value, logical.rank, logical.prefixed)
         if key in self.evidence_seen:
             return
         self.evidence_seen.add(key)
         self.evidence.append(
-            _Evidence(kind, logical.line, logical.rank, logical.prefixed, text, self.segment)
+            _Evidence(
+                kind,
+                logical.line,
+                logical.rank,
+                logical.prefixed,
+                reason,
+                logical.text[:TEXT_CAP],
+                self.segment,
+            )
         )
 
     def add_unrecognised(self, logical: LogicalLine, reason: str) -> None:
@@ -342,7 +351,7 @@ def _outcome(
                     kind=kind,
                     line=first.line,
                     rank=first.rank,
-                    values={"reason": first.text},
+                    values={"reason": first.reason},
                     text=first.text,
                 )
             )
@@ -398,7 +407,7 @@ def parse_log(
     """Parse a log (path, `-` for stdin, or a byte stream) into its selected startup and rank.
 
     `rank`: a tag such as `TP3` or `"DP1 TP8 EP8"` (default: rank 0 per the real-logs rule).
-    `startup`: 1-based startup number (default: the last; negative counts from the end).
+    `startup`: 0-based startup index (default: the last; negative counts from the end).
     Raises InputError (unreadable/empty/binary/no SGLang lines), SelectionError (rank or startup
     not in the log), ConfigError (a --grammar that does not build).
     """
@@ -433,13 +442,13 @@ def parse_log(
     n_startups = len(starts)
     if startup is None:
         index = n_startups - 1
-    elif 1 <= startup <= n_startups:
-        index = startup - 1
-    elif -n_startups <= startup <= -1:
-        index = n_startups + startup
+    elif -n_startups <= startup < n_startups:
+        index = startup % n_startups
     else:
         raise SelectionError(
-            f"startup {startup} does not exist: this log has {n_startups} startup(s)", path=display
+            f"startup {startup} does not exist: this log has {n_startups} startup(s), "
+            f"numbered 0 to {n_startups - 1}",
+            path=display,
         )
     lo = starts[index]
     hi = starts[index + 1] - 1 if index + 1 < n_startups else max(stats.n_lines, lo)

@@ -16,3 +16,5 @@ from memledger.commands.check import check_command  # noqa: E402
 COMMANDS.append(check_command)
 from memledger.commands.diff import diff_command  # noqa: E402
 COMMANDS.append(diff_command)
+from memledger.commands.parse import parse_command  # noqa: E402
+COMMANDS.append(parse_command)

@@ -1,0 +1,77 @@
+"""`memledger parse LOG`: the memory events of one rank at one startup, with the log's facts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("parse")
+@click.argument("log", metavar="LOG")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="A table of events, or a versioned JSON document with events and facts.",
+)
+@click.option(
+    "--rank", metavar="RANK", help='Rank tag, e.g. TP3 or "DP1 TP8 EP8" (default: rank 0).'
+)
+@click.option(
+    "--startup",
+    type=int,
+    metavar="N",
+    help="Which startup of the file, 0-based; negative counts from the end (default: the last).",
+)
+@click.option("--all-ranks", is_flag=True, help="Also list every rank seen with its key values.")
+@click.option(
+    "--coverage",
+    is_flag=True,
+    help="List the memory-looking lines of this rank that were not recognised.",
+)
+@click.option(
+    "--grammar",
+    "grammars",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Extra .lark grammar for fork-specific lines (repeatable).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE instead of stdout.",
+)
+def parse_command(
+    log: str,
+    fmt: str,
+    rank: str | None,
+    startup: int | None,
+    all_ranks: bool,
+    coverage: bool,
+    grammars: tuple[Path, ...],
+    output: Path | None,
+) -> None:
+    """Parse LOG (an SGLang server log; `-` for stdin; .gz works) into memory events.
+
+    Shows the startup count, the selected rank, the outcome (ready / oom / crash / truncated,
+    with the deciding line) and how many memory-looking lines were not recognised.
+    """
+    from memledger.parse_report import parse_report
+    from memledger.pipeline import write_output
+
+    report = parse_report(
+        log,
+        fmt=fmt,
+        rank=rank,
+        startup=startup,
+        all_ranks=all_ranks,
+        coverage=coverage,
+        extra_grammars=grammars,
+        progress=sys.stderr.isatty(),
+    )
+    write_output(report, output)

@@ -1,0 +1,203 @@
+"""`memledger parse` output: the selected rank's events as a table, or a versioned JSON document."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel, ConfigDict
+from tabulate import tabulate
+
+from memledger.events import Event, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
+from memledger.facts import facts_of
+
+PARSE_SCHEMA_VERSION = 1
+TEXT_WIDTH = 90
+
+
+class ParseFormat(StrEnum):
+    """Output formats of `memledger parse`."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+class Outcome(BaseModel):
+    """How the startup ended and the line that decided it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome: str
+    line: int | None
+    text: str
+
+
+class Coverage(BaseModel):
+    """Memory-looking lines of the selected rank that matched no known shape (or held garbage)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    count: int
+    listed: list[UnrecognisedLine]
+
+
+class ParseDocument(BaseModel):
+    """The JSON document of `memledger parse --format json` (versioned)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = PARSE_SCHEMA_VERSION
+    path: str
+    n_lines: int
+    invalid_utf8_bytes: int
+    n_startups: int
+    selected_startup: int
+    first_line: int
+    last_line: int
+    rank: str
+    outcome: Outcome
+    facts: dict[str, Any]
+    events: list[Event]
+    server_args: dict[str, ParamValue]
+    coverage: Coverage
+    ranks: list[RankInfo]
+
+
+def parse_document(parsed: ParsedLog) -> ParseDocument:
+    """The JSON document of a parsed log."""
+    startup = parsed.startup
+    return ParseDocument(
+        path=parsed.path,
+        n_lines=parsed.n_lines,
+        invalid_utf8_bytes=parsed.invalid_utf8_bytes,
+        n_startups=parsed.n_startups,
+        selected_startup=parsed.selected,
+        first_line=startup.first_line,
+        last_line=startup.last_line,
+        rank=startup.rank,
+        outcome=Outcome(
+            outcome=startup.outcome, line=startup.outcome_line, text=startup.outcome_text
+        ),
+        facts=facts_of(parsed),
+        events=startup.events,
+        server_args=startup.server_args,
+        coverage=Coverage(count=startup.unrecognised_count, listed=startup.unrecognised),
+        ranks=startup.ranks,
+    )
+
+
+def _clip(text: str, width: int = TEXT_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _value_text(value: object) -> str:
+    if isinstance(value, list) and len(value) > 8:
+        head = ", ".join(str(v) for v in value[:3])
+        return f"[{head}, ... {value[-1]}] ({len(value)})"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _event_row(event: Event) -> list[str]:
+    sizes = ", ".join(f"{key}={size.text}" for key, size in event.sizes.items())
+    values = ", ".join(f"{key}={_value_text(value)}" for key, value in event.values.items())
+    if event.params is not None:
+        values = f"{len(event.params)} parameters"
+    return [str(event.line), event.kind.value, event.rank, _clip(sizes, 60), _clip(values, 70)]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = False) -> str:
+    """A readable summary and event table for a terminal."""
+    startup = parsed.startup
+    rank = startup.rank or "(untagged lines: single-rank log)"
+    outcome = startup.outcome
+    if startup.outcome_line is not None:
+        outcome += f" (line {startup.outcome_line}: {_clip(startup.outcome_text, 70)})"
+    lines = [
+        f"log:       {parsed.path} ({_plural(parsed.n_lines, 'line')})",
+        f"startups:  {parsed.n_startups}; showing startup {parsed.selected} "
+        f"(lines {startup.first_line}-{startup.last_line})",
+        f"rank:      {rank}",
+        f"outcome:   {outcome}",
+    ]
+    count = startup.unrecognised_count
+    hint = "" if coverage or count == 0 else " (list them with --coverage)"
+    lines.append(
+        f"coverage:  {_plural(count, 'memory-looking line')} of this rank not recognised{hint}"
+    )
+    if parsed.invalid_utf8_bytes:
+        lines.append(f"note:      {parsed.invalid_utf8_bytes} invalid UTF-8 bytes replaced")
+    lines.append("")
+    rows = [_event_row(event) for event in startup.events]
+    if rows:
+        lines.append(
+            tabulate(rows, headers=["line", "kind", "rank", "sizes", "values"], tablefmt="simple")
+        )
+    else:
+        lines.append("(no memory events for this rank in this startup)")
+    if coverage and startup.unrecognised:
+        lines.append("")
+        lines.append(f"Not recognised ({count}; first {len(startup.unrecognised)} listed):")
+        coverage_rows = [
+            [u.line, _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.unrecognised
+        ]
+        lines.append(tabulate(coverage_rows, headers=["line", "reason", "text"]))
+    if all_ranks:
+        lines.append("")
+        lines.append(render_ranks(startup.ranks))
+    return "\n".join(lines) + "\n"
+
+
+def render_ranks(ranks: list[RankInfo]) -> str:
+    """Every rank seen in the startup with its key values (GiB), so skew between ranks shows."""
+    if not ranks:
+        return "(no tagged ranks in this startup)"
+    keys = list(ranks[0].key_values)
+    rows = [
+        [
+            info.rank,
+            info.n_events,
+            *("" if info.key_values.get(k) is None else info.key_values[k] for k in keys),
+        ]
+        for info in ranks
+    ]
+    return f"Ranks ({len(ranks)}; sizes in GiB):\n" + tabulate(
+        rows, headers=["rank", "events", *keys], tablefmt="simple"
+    )
+
+
+def render_parse(
+    parsed: ParsedLog, fmt: str, *, all_ranks: bool = False, coverage: bool = False
+) -> str:
+    """The `memledger parse` output in `fmt` (text or json)."""
+    if ParseFormat(fmt) is ParseFormat.JSON:
+        return parse_document(parsed).model_dump_json(indent=2) + "\n"
+    return render_text(parsed, all_ranks=all_ranks, coverage=coverage)
+
+
+def parse_report(
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    fmt: str = "text",
+    rank: str | None = None,
+    startup: int | None = None,
+    all_ranks: bool = False,
+    coverage: bool = False,
+    extra_grammars: Sequence[Path] = (),
+    progress: bool = False,
+) -> str:
+    """Parse a log and render it: the one function behind `memledger parse`."""
+    from memledger.parsing import parse_log  # lazy: lark is only needed when a log is parsed
+
+    parsed = parse_log(
+        source, rank=rank, startup=startup, extra_grammars=extra_grammars, progress=progress
+    )
+    return render_parse(parsed, fmt, all_ranks=all_ranks, coverage=coverage)
