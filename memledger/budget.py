@@ -45,9 +45,13 @@ SIZE_UNITS: dict[str, int] = {
     "B": 1,
 }
 
-# Row ids the issues name explicitly; every Summary key is an item too. Other row ids are
-# validated against what the ledger engine can emit (see `known_items`).
+# Row ids named by the issues; the packaged formulas add theirs (see `known_items`). Other row
+# ids depend on the deployment (a ledger only has rows for what it allocates), so they are
+# resolved per log: a row id the log's ledger lacks is exit 3, not a config error.
 NAMED_ROW_IDS = frozenset({"req_to_token", "dcp_q_replica", "draft_slot_map"})
+ROW_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:>-]*$")
+TYPO_DISTANCE = 2
+"""An unknown item this close (edits) to a known one is taken as a typo of it: a config error."""
 
 ENTRY_KEYS = frozenset(
     {
@@ -107,25 +111,41 @@ def item_kind(item: str) -> ItemKind:
     return SUMMARY_ITEM_KINDS.get(item, ItemKind.SIZE)
 
 
-def known_items(extra_row_ids: Collection[str] = ()) -> frozenset[str]:
-    """Every item name a budget may use without the `row:` prefix."""
-    return frozenset(SUMMARY_ITEM_KINDS) | NAMED_ROW_IDS | _engine_row_ids() | set(extra_row_ids)
+def known_items() -> frozenset[str]:
+    """Items known whatever the log: summary keys, and the row ids of named formulas."""
+    return frozenset(SUMMARY_ITEM_KINDS) | NAMED_ROW_IDS | _formula_ids()
 
 
-def _engine_row_ids() -> frozenset[str]:
-    # The engine advertises the row ids it can emit (ROW_IDS); formulas add theirs. Both are
-    # looked up by name so a budget can be validated even where the engine is unavailable.
-    ids: set[str] = set()
-    try:
-        ids |= set(getattr(importlib.import_module("memledger.engine"), "ROW_IDS", ()))
-    except ImportError:
-        pass
+def _formula_ids() -> frozenset[str]:
+    # Looked up by name so that a budget can be read even where the formulas cannot be loaded.
     try:
         load_formulas = importlib.import_module("memledger.formulas").load_formulas
-        ids |= {str(formula.id) for formula in load_formulas()}
+        return frozenset(str(formula.id) for formula in load_formulas())
     except (ImportError, AttributeError, ConfigError):
-        pass
-    return frozenset(ids)
+        return frozenset()
+
+
+def edit_distance(left: str, right: str) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions, transpositions."""
+    previous2: list[int] = []
+    previous = list(range(len(right) + 1))
+    for i, char in enumerate(left, 1):
+        current = [i]
+        for j, other in enumerate(right, 1):
+            cost = 0 if char == other else 1
+            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char == right[j - 2] and left[i - 2] == other:
+                value = min(value, previous2[j - 2] + 1)
+            current.append(value)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def typo_of(item: str, names: Collection[str]) -> str | None:
+    """The known name `item` is most likely a misspelling of, if any."""
+    close = [(edit_distance(item, name), name) for name in names if abs(len(name) - len(item)) <= 2]
+    best = min(close, default=None)
+    return best[1] if best is not None and best[0] <= TYPO_DISTANCE else None
 
 
 class BudgetEntry(FrozenModel):
@@ -192,7 +212,7 @@ def discover_budget(directory: Path | None = None) -> Path:
     )
 
 
-def load_budget(path: str | Path, *, extra_row_ids: Collection[str] = ()) -> Budget:
+def load_budget(path: str | Path) -> Budget:
     """Read a budget file (`pyproject.toml` is read from its `[tool.memledger]` table)."""
     file_path = Path(path)
     try:
@@ -206,9 +226,7 @@ def load_budget(path: str | Path, *, extra_row_ids: Collection[str] = ()) -> Bud
     except OSError as exc:
         raise ConfigError(f"cannot read budget file: {exc.strerror}", path=str(path)) from None
     in_pyproject = file_path.name == PYPROJECT_FILE
-    return parse_budget(
-        text, path=str(path), in_pyproject=in_pyproject, extra_row_ids=extra_row_ids
-    )
+    return parse_budget(text, path=str(path), in_pyproject=in_pyproject)
 
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
@@ -220,7 +238,6 @@ def parse_budget(
     *,
     path: str = "<budget>",
     in_pyproject: bool = False,
-    extra_row_ids: Collection[str] = (),
 ) -> Budget:
     """Parse budget TOML text; every problem is a ConfigError with path:line."""
     try:
@@ -237,7 +254,7 @@ def parse_budget(
             raise ConfigError("tool.memledger must be a table", path=path, line=1)
     else:
         table = document
-    return _BudgetBuilder(table, path, locator, known_items(extra_row_ids)).build()
+    return _BudgetBuilder(table, path, locator).build()
 
 
 def _toml_error(exc: tomllib.TOMLDecodeError, text: str, path: str) -> ConfigError:
@@ -315,13 +332,11 @@ class _Locator:
 class _BudgetBuilder:
     """Validates the parsed TOML table and turns it into a Budget."""
 
-    def __init__(
-        self, table: dict[str, Any], path: str, locator: _Locator, items: frozenset[str]
-    ) -> None:
+    def __init__(self, table: dict[str, Any], path: str, locator: _Locator) -> None:
         self.table = table
         self.path = path
         self.locator = locator
-        self.items = items
+        self.items = known_items()
 
     def error(self, message: str, line: int | None) -> ConfigError:
         return ConfigError(message, path=self.path, line=line)
@@ -462,19 +477,27 @@ class _BudgetBuilder:
     def _item(self, item: str, line: int | None) -> str:
         if item.startswith(ROW_ITEM_PREFIX):
             row_id = item[len(ROW_ITEM_PREFIX) :].strip()
-            if not row_id:
-                raise self.error('row: needs a row id, e.g. item = "row:my_pool"', line)
+            if not ROW_ID_PATTERN.match(row_id):
+                raise self.error(f'not a row id: {item!r} (e.g. item = "row:my_pool")', line)
             return row_id
         if item.startswith("summary."):
             item = item[len("summary.") :]
-        if item not in self.items:
+            if item not in SUMMARY_ITEM_KINDS:
+                raise self.error(
+                    f"unknown summary key {item!r}{_suggest(item, SUMMARY_ITEM_KINDS)}", line
+                )
+        if item in self.items:
+            return item
+        typo = typo_of(item, self.items)
+        if typo is not None or not ROW_ID_PATTERN.match(item):
+            hint = f" (did you mean {typo!r}?)" if typo else ""
             raise self.error(
-                f"unknown item {item!r}{_suggest(item, self.items)}; items are summary keys "
+                f"unknown item {item!r}{hint}; items are summary keys "
                 f"({', '.join(sorted(SUMMARY_ITEM_KINDS))}) or ledger row ids "
-                '(`memledger ledger LOG` lists them; write "row:<id>" for a row of your own)',
+                '(`memledger ledger LOG` lists them; write "row:<id>" to force a row id)',
                 line,
             )
-        return item
+        return item  # a row id: resolved in each log's ledger
 
     def _quantity(
         self, value: Any, kind: ItemKind, key: str, item: str, line: int | None

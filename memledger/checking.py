@@ -6,6 +6,7 @@ are reproducible. Sizes are compared in bytes; counts as plain numbers.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -217,7 +218,9 @@ def _why_unknown(ledger: Ledger, item: str, row: Row | None) -> str:
     elif item in SUMMARY_ITEM_KINDS:
         parts.append(f"the ledger has no value for {item}")
     else:
-        parts.append(f"the ledger has no row {item!r}")
+        similar = difflib.get_close_matches(item, [r.id for r in ledger.rows], n=3, cutoff=0.6)
+        hint = f" (similar: {', '.join(similar)})" if similar else ""
+        parts.append(f"the ledger has no row {item!r}{hint}")
     if ledger.stopped_at:
         parts.append(f"the startup stopped at {ledger.stopped_at}")
     return "; ".join(parts)

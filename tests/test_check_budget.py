@@ -13,10 +13,12 @@ from memledger.budget import (
     ItemKind,
     Level,
     discover_budget,
+    edit_distance,
     item_kind,
     load_budget,
     parse_budget,
     parse_budget_size,
+    typo_of,
 )
 from memledger.errors import EXIT_USAGE, ConfigError
 from memledger.units import GIB, MIB
@@ -265,3 +267,49 @@ def test_pyproject_tool_table_with_lines(tmp_path: Path) -> None:
     budget = load_budget(fixed)
     assert [entry.level for entry in budget.entries] == [Level.WARN, Level.WARN]
     assert [entry.line for entry in budget.entries] == [10, 14]
+
+
+# --- items: summary keys and formula ids are known; other row ids resolve per log -------------
+
+
+def test_row_ids_are_accepted_and_resolved_per_log() -> None:
+    budget = parse_budget(
+        '[[budget]]\nitem = "weights"\nmax = "100 GiB"\n'
+        '[[budget]]\nitem = "unexplained.memory_pool_end"\nmax = "1 GiB"\n'
+        '[[budget]]\nitem = "draft_cuda_graph_largest_bucket"\nmax = "1 GiB"\n'
+    )
+    assert [entry.item for entry in budget.entries] == [
+        "weights",
+        "unexplained.memory_pool_end",
+        "draft_cuda_graph_largest_bucket",  # 6 letters longer than a summary key: not a typo
+    ]
+
+
+@pytest.mark.parametrize(
+    ("item", "meant"),
+    [
+        ("cuda_grpah", "cuda_graph"),  # transposition
+        ("kv_pools", "kv_pool"),  # insertion
+        ("slot", "slots"),  # deletion
+        ("req_to_tokan", "req_to_token"),  # a formula's row id
+    ],
+)
+def test_near_misses_of_known_items_are_typos(item: str, meant: str) -> None:
+    with pytest.raises(ConfigError, match=f"did you mean '{meant}'"):
+        parse_budget(f'[[budget]]\nitem = "{item}"\nmax = "1 GiB"\n')
+
+
+def test_row_prefix_forces_a_row_id_and_bad_ids_are_rejected() -> None:
+    budget = parse_budget('[[budget]]\nitem = "row:kv_pools"\nmax = "1 GiB"\n')
+    assert budget.entries[0].item == "kv_pools"
+    with pytest.raises(ConfigError, match="unknown item 'kv pool'"):
+        parse_budget('[[budget]]\nitem = "kv pool"\nmax = "1 GiB"\n')
+    with pytest.raises(ConfigError, match="unknown summary key 'cuda_graphs'"):
+        parse_budget('[[budget]]\nitem = "summary.cuda_graphs"\nmax = "1 GiB"\n')
+
+
+def test_edit_distance() -> None:
+    assert edit_distance("cuda_grpah", "cuda_graph") == 1
+    assert edit_distance("", "abc") == 3
+    assert edit_distance("kitten", "sitting") == 3
+    assert typo_of("weights", ["weights_resident", "slots"]) is None

@@ -283,3 +283,13 @@ def test_report_round_trips_through_json() -> None:
     report = run(WAIVED, baseline=base_ledger())
     again = CheckReport.model_validate_json(report.model_dump_json())
     assert again == report
+
+
+def test_a_row_id_the_log_lacks_is_missing_with_similar_ids() -> None:
+    report = run('[[budget]]\nitem = "req_to_tokens_total"\nmax = "1 GiB"\n')
+    (check,) = report.checks
+    assert (check.status, report.exit_code) == (CheckStatus.MISSING, EXIT_INPUT)
+    assert check.note == (
+        "this log cannot provide req_to_tokens_total: "
+        "the ledger has no row 'req_to_tokens_total' (similar: req_to_token)"
+    )
