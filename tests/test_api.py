@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import warnings
@@ -18,6 +19,7 @@ from memledger.checking import CheckStatus
 from memledger.cli import main
 from memledger.errors import ConfigError, InputError
 from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
+from tests.conftest import REAL_LOGS
 
 TODAY = date(2026, 11, 5)
 FAILING = '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 52_000_000\n'  # head: 51.0 M
@@ -139,3 +141,37 @@ def test_bad_sources_raise_memledger_errors(tmp_path: Path) -> None:
         memledger.ledger(tmp_path / "absent.log")
     with pytest.raises(ConfigError):
         check(head_ledger(), budget=write(tmp_path, "bad.toml", "[[budget]\n"))
+
+
+# --- parsing a real log (read in place; facts from truth.jsonl, checked by hand) ---------------
+
+QWEN_3090 = REAL_LOGS / "single" / "001-docker-r1-distill-qwen7b-3090.log"
+
+
+def _load_begin_avail(parsed: memledger.ParsedLog) -> float:
+    event = next(e for e in parsed.startup.events if e.kind == memledger.EventKind.LOAD_BEGIN)
+    size = event.size("avail")
+    assert size is not None
+    return size.gib
+
+
+def test_load_path_text_and_streams_agree() -> None:
+    text = QWEN_3090.read_text(encoding="utf-8")
+    from_path = memledger.load(QWEN_3090)
+    from_text = memledger.load_text(text)
+    with QWEN_3090.open("rb") as binary:
+        from_binary = memledger.load(binary)
+    from_str_stream = memledger.load(io.StringIO(text))
+    # truth.jsonl: one startup, ready, "Load weight begin. avail mem=22.76 GB" (GiB).
+    for parsed in (from_path, from_text, from_binary, from_str_stream):
+        assert (parsed.n_startups, parsed.startup.outcome) == (1, "ready")
+        assert _load_begin_avail(parsed) == pytest.approx(22.76)
+        assert parsed.startup.events == from_path.startup.events
+    assert from_path.path == str(QWEN_3090)
+    assert from_text.path == "<text>"
+
+
+def test_load_selects_rank_and_rejects_unknown_ones() -> None:
+    assert memledger.load(QWEN_3090, rank="TP0").startup.rank == "TP0"
+    with pytest.raises(InputError):
+        memledger.load(QWEN_3090, rank="TP7")
