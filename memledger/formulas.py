@@ -1,0 +1,546 @@
+"""Named fixed costs as data: the formulas file, its loader and a safe expression evaluator.
+
+A formula is one entry of a TOML file (`memledger/data/formulas.toml`, plus an optional user
+file): an id, the interval it is carved from, an expression over parsed parameters and model
+dimensions, the evidence text and a one-line why. Expressions are Python-like arithmetic
+evaluated by walking a whitelisted `ast` tree; nothing is ever passed to `eval`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memledger.errors import ConfigError
+from memledger.ledger import RowGroup
+
+FORMULAS_ENV = "MEMLEDGER_FORMULAS"
+"""Environment variable naming a user formulas file, read when `load_formulas` gets no path."""
+
+NAMESPACES = ("args", "log", "model")
+"""Roots of variable names: `args.*` server_args, `log.*` read from the log, `model.*` dims."""
+
+MAX_EXPRESSION_CHARS = 2000
+MAX_NODES = 400
+MAX_INT = 1 << 96
+"""Results beyond this are refused (a formula never needs more than a few exabytes)."""
+MAX_EXPONENT = 64
+
+ExprValue = int | float | str | bool | None
+_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+
+class ExpressionError(ValueError):
+    """An expression that is not allowed or cannot be evaluated (bad syntax, division by zero)."""
+
+
+class MissingVariable(ExpressionError):
+    """An expression referenced a variable that has no value here (absent or None)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"needs {name}")
+
+
+class Formula(BaseModel):
+    """One named fixed cost: what it is, where it is carved from, and how to compute it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    """Row id in the ledger (e.g. `req_to_token`)."""
+    label: str
+    """Short human description for tables."""
+    interval: str | None = None
+    """Checkpoint id whose incoming interval the cost is carved from (`memory_pool_end`), or an
+    explicit `from->to`; None only for informational formulas."""
+    expression: str
+    """Bytes, as an expression over `args.*`, `log.*`, `model.*` and the `let` names."""
+    text: str
+    """Evidence template, `{name}` placeholders (e.g. `{rows} rows x {cols} cols x 4 B`)."""
+    why: str
+    """One line: why this memory exists."""
+    group: RowGroup = RowGroup.WORKSPACE
+    when: str | None = None
+    """Applicability; false means the row is not applicable (left out), not unknown."""
+    let: dict[str, str] = Field(default_factory=dict)
+    """Named intermediate expressions, evaluated in order; shown as the row's inputs."""
+    informational: bool = False
+    """True: shown beside the account, never carved from an interval or summed."""
+    origin: str = ""
+    """`file:line` where the entry was defined."""
+
+
+# --------------------------------------------------------------------------------------------
+# Safe evaluator
+# --------------------------------------------------------------------------------------------
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_FUNCTIONS: dict[str, Callable[..., ExprValue]] = {
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "round": round,
+    "int": int,
+    "float": float,
+}
+_LAZY_FUNCTIONS = frozenset({"default", "defined", "version"})
+_ALLOWED_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Call,
+    ast.Name,
+    ast.Attribute,
+    ast.Constant,
+    ast.Load,
+    ast.Tuple,
+    ast.List,
+    ast.And,
+    ast.Or,
+    ast.Not,
+    ast.USub,
+    ast.UAdd,
+    *_BINARY,
+    *_COMPARE,
+)
+
+
+def version_code(text: str) -> int:
+    """`"0.5.11"` -> 5011 (major x 10^6 + minor x 10^3 + patch), for version comparisons."""
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+    if match is None:
+        raise ExpressionError(f"version() needs 'MAJOR.MINOR[.PATCH]', got {text!r}")
+    major, minor, patch = (int(part) if part else 0 for part in match.groups())
+    return major * 1_000_000 + minor * 1_000 + patch
+
+
+@lru_cache(maxsize=512)
+def compile_expression(text: str, extra_names: frozenset[str] = frozenset()) -> ast.Expression:
+    """Parse and validate an expression once; ExpressionError says what is not allowed."""
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExpressionError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"not a valid expression: {exc.msg}") from None
+    nodes = list(ast.walk(tree))
+    if len(nodes) > MAX_NODES:
+        raise ExpressionError(f"expression has more than {MAX_NODES} parts")
+    for node in nodes:
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ExpressionError(f"{type(node).__name__} is not allowed in a formula")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            raise ExpressionError(f"attribute {node.attr!r} is not allowed")
+        if isinstance(node, ast.Constant) and not isinstance(
+            node.value, int | float | str | bool | type(None)
+        ):
+            raise ExpressionError(f"constant {node.value!r} is not allowed")
+        if isinstance(node, ast.Call):
+            _check_call(node)
+        if isinstance(node, ast.Name) and not _name_allowed(node, tree, extra_names):
+            raise ExpressionError(
+                f"unknown name {node.id!r}: use args.*, log.*, model.* or a let name"
+            )
+    return tree
+
+
+def _check_call(node: ast.Call) -> None:
+    if not isinstance(node.func, ast.Name):
+        raise ExpressionError("only plain function calls are allowed")
+    name = node.func.id
+    if name not in _FUNCTIONS and name not in _LAZY_FUNCTIONS:
+        allowed = ", ".join(sorted({*_FUNCTIONS, *_LAZY_FUNCTIONS}))
+        raise ExpressionError(f"function {name!r} is not allowed (allowed: {allowed})")
+    if node.keywords:
+        raise ExpressionError(f"{name}() takes no keyword arguments")
+    if any(isinstance(arg, ast.Starred) for arg in node.args):
+        raise ExpressionError(f"{name}() takes no *arguments")
+
+
+def _name_allowed(node: ast.Name, tree: ast.Expression, extra_names: frozenset[str]) -> bool:
+    if node.id in NAMESPACES or node.id in extra_names:
+        return True
+    # A function name is a Name too; it was checked in _check_call.
+    return any(isinstance(call, ast.Call) and call.func is node for call in ast.walk(tree))
+
+
+def evaluate(
+    text: str,
+    variables: Mapping[str, Any],
+    local_names: Mapping[str, ExprValue] | None = None,
+) -> ExprValue:
+    """Evaluate an expression; MissingVariable names what is absent, ExpressionError the rest.
+
+    `variables` maps dotted names (`args.dcp_size`) to values; a dict value can be entered with
+    further dots (`args.cuda_graph_config.decode`). `local_names` holds `let` results.
+    """
+    locals_ = dict(local_names or {})
+    tree = compile_expression(text, frozenset(locals_))
+    result: ExprValue = _Evaluator(variables, locals_).visit(tree.body)
+    return result
+
+
+class _Evaluator:
+    """Walks a validated tree; every node type has one method."""
+
+    def __init__(self, variables: Mapping[str, Any], local_names: Mapping[str, ExprValue]):
+        self.variables = variables
+        self.local_names = local_names
+
+    def visit(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name | ast.Attribute):
+            return self._lookup(node)
+        if isinstance(node, ast.BinOp):
+            return self._binary(node)
+        if isinstance(node, ast.UnaryOp):
+            return self._unary(node)
+        if isinstance(node, ast.BoolOp):
+            return self._boolean(node)
+        if isinstance(node, ast.Compare):
+            return self._compare(node)
+        if isinstance(node, ast.IfExp):
+            return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Tuple | ast.List):
+            return [self.visit(item) for item in node.elts]
+        raise ExpressionError(f"{type(node).__name__} is not allowed in a formula")
+
+    def _lookup(self, node: ast.Name | ast.Attribute) -> Any:
+        path = _dotted(node)
+        if path in self.local_names:
+            return self.local_names[path]
+        value = _resolve(path, self.variables)
+        if value is None:
+            raise MissingVariable(path)
+        return value
+
+    def _binary(self, node: ast.BinOp) -> Any:
+        left, right = self.visit(node.left), self.visit(node.right)
+        for operand in (left, right):
+            if isinstance(operand, bool) or not isinstance(operand, int | float):
+                raise ExpressionError(
+                    f"arithmetic on a non-number ({operand!r}) in {ast.unparse(node)}"
+                )
+        if isinstance(node.op, ast.Pow) and (
+            not isinstance(right, int) or abs(right) > MAX_EXPONENT or abs(left) > MAX_INT
+        ):
+            raise ExpressionError(f"exponent out of range in {ast.unparse(node)}")
+        try:
+            result = _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise ExpressionError(f"division by zero in {ast.unparse(node)}") from None
+        return _checked(result, node)
+
+    def _unary(self, node: ast.UnaryOp) -> Any:
+        operand = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return not operand
+        if isinstance(operand, bool) or not isinstance(operand, int | float):
+            raise ExpressionError(f"sign of a non-number in {ast.unparse(node)}")
+        return -operand if isinstance(node.op, ast.USub) else +operand
+
+    def _boolean(self, node: ast.BoolOp) -> Any:
+        result: Any = isinstance(node.op, ast.And)
+        for value_node in node.values:
+            result = self.visit(value_node)
+            if isinstance(node.op, ast.And) and not result:
+                return result
+            if isinstance(node.op, ast.Or) and result:
+                return result
+        return result
+
+    def _compare(self, node: ast.Compare) -> bool:
+        left = self.visit(node.left)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.visit(right_node)
+            try:
+                if not _COMPARE[type(op)](left, right):
+                    return False
+            except TypeError:
+                raise ExpressionError(f"cannot compare in {ast.unparse(node)}") from None
+            left = right
+        return True
+
+    def _call(self, node: ast.Call) -> Any:
+        assert isinstance(node.func, ast.Name)  # guaranteed by compile_expression
+        name = node.func.id
+        if name == "default":
+            if len(node.args) != 2:
+                raise ExpressionError("default(expression, fallback) takes two arguments")
+            try:
+                return self.visit(node.args[0])
+            except MissingVariable:
+                return self.visit(node.args[1])
+        if name == "defined":
+            if len(node.args) != 1:
+                raise ExpressionError("defined(expression) takes one argument")
+            try:
+                self.visit(node.args[0])
+            except MissingVariable:
+                return False
+            return True
+        if name == "version":
+            if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
+                raise ExpressionError("version('MAJOR.MINOR.PATCH') takes one literal string")
+            return version_code(str(node.args[0].value))
+        arguments = [self.visit(arg) for arg in node.args]
+        try:
+            return _checked(_FUNCTIONS[name](*arguments), node)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ExpressionError(f"{name}() failed in {ast.unparse(node)}: {exc}") from None
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    raise ExpressionError("attributes are only allowed on variable names")
+
+
+def _resolve(path: str, variables: Mapping[str, Any]) -> Any:
+    """A dotted name from the flat map, entering dict values for the remaining parts."""
+    if path in variables:
+        return variables[path]
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:cut])
+        if head in variables:
+            value = variables[head]
+            for part in parts[cut:]:
+                if not isinstance(value, dict) or part not in value:
+                    return None
+                value = value[part]
+            return value
+    return None
+
+
+def _checked(result: Any, node: ast.AST) -> Any:
+    if isinstance(result, float) and not math.isfinite(result):
+        raise ExpressionError(f"result is not finite in {ast.unparse(node)}")
+    if isinstance(result, int) and abs(result) > MAX_INT:
+        raise ExpressionError(f"result out of range in {ast.unparse(node)}")
+    return result
+
+
+def render_text(template: str, variables: Mapping[str, Any], local_names: Mapping[str, Any]) -> str:
+    """Fill `{expression}` placeholders of an evidence template; `{{`/`}}` are literal braces."""
+    escaped = template.replace("{{", "\x00").replace("}}", "\x01")
+
+    def fill(match: re.Match[str]) -> str:
+        return format_value(evaluate(match.group(1), variables, local_names))
+
+    return _PLACEHOLDER.sub(fill, escaped).replace("\x00", "{").replace("\x01", "}")
+
+
+def format_value(value: Any) -> str:
+    """Numbers as a reader wants them in arithmetic: integers plain, floats short."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+    return str(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+_REQUIRED_KEYS = ("id", "label", "expression", "text", "why")
+_KNOWN_KEYS = frozenset(Formula.model_fields) - {"origin"}
+
+
+def load_formulas(
+    path: str | os.PathLike[str] | None = None, *, include_packaged: bool = True
+) -> list[Formula]:
+    """The packaged formulas, then those of `path` (or of $MEMLEDGER_FORMULAS when no path).
+
+    A user entry with the id of a packaged one replaces it. ConfigError (file:line) on a bad
+    file or entry.
+    """
+    formulas: list[Formula] = []
+    if include_packaged:
+        packaged = resources.files("memledger").joinpath("data", "formulas.toml")
+        formulas = parse_formulas(
+            packaged.read_text(encoding="utf-8"), "memledger/data/formulas.toml"
+        )
+    user_path = path if path is not None else os.environ.get(FORMULAS_ENV) or None
+    if user_path is not None:
+        label = os.fspath(user_path)
+        try:
+            text = Path(user_path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError("formulas file not found", path=label) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read formulas file: {exc}", path=label) from None
+        user = parse_formulas(text, label)
+        replaced = {formula.id for formula in user}
+        formulas = [f for f in formulas if f.id not in replaced] + user
+    return formulas
+
+
+def parse_formulas(text: str, label: str) -> list[Formula]:
+    """Formulas from TOML text (`[[formula]]` tables); ConfigError with file:line on problems."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line_match = re.search(r"line (\d+)", str(exc))
+        raise ConfigError(
+            f"not valid TOML: {exc}",
+            path=label,
+            line=int(line_match.group(1)) if line_match else None,
+        ) from None
+    unknown_top = set(document) - {"formula"}
+    if unknown_top:
+        raise ConfigError(
+            f"unknown top-level key(s) {sorted(unknown_top)}; entries are [[formula]] tables",
+            path=label,
+        )
+    entries = document.get("formula", [])
+    if not isinstance(entries, list):
+        raise ConfigError("`formula` must be an array of tables ([[formula]])", path=label)
+    header_lines = [
+        number
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip().startswith("[[formula]]")
+    ]
+    formulas: list[Formula] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        line = header_lines[index] if index < len(header_lines) else None
+        formula = _formula_from_entry(entry, label, line, text)
+        if formula.id in seen:
+            raise ConfigError(f"duplicate formula id {formula.id!r}", path=label, line=line)
+        seen.add(formula.id)
+        formulas.append(formula)
+    return formulas
+
+
+def _formula_from_entry(entry: Any, label: str, line: int | None, text: str) -> Formula:
+    def fail(message: str, key: str | None = None) -> ConfigError:
+        return ConfigError(message, path=label, line=_key_line(text, line, key))
+
+    if not isinstance(entry, dict):
+        raise fail("a [[formula]] entry must be a table")
+    missing = [key for key in _REQUIRED_KEYS if key not in entry]
+    if missing:
+        raise fail(f"formula is missing {', '.join(missing)}")
+    unknown = set(entry) - _KNOWN_KEYS
+    if unknown:
+        raise fail(f"unknown key(s) {sorted(unknown)} (known: {', '.join(sorted(_KNOWN_KEYS))})")
+    for key in ("id", "label", "expression", "text", "why", "interval", "when"):
+        if key in entry and not isinstance(entry[key], str):
+            raise fail(f"`{key}` must be a string", key)
+    formula_id = entry["id"]
+    if not _ID_PATTERN.match(formula_id):
+        raise fail(f"id {formula_id!r} must be lower_snake_case", "id")
+    let = entry.get("let", {})
+    if not isinstance(let, dict) or not all(isinstance(v, str) for v in let.values()):
+        raise fail("`let` must be a table of name = 'expression'", "let")
+    for name in let:
+        if not _ID_PATTERN.match(name) or name in NAMESPACES:
+            raise fail(f"let name {name!r} must be lower_snake_case and not args/log/model", "let")
+    group_text = entry.get("group", RowGroup.WORKSPACE.value)
+    try:
+        group = RowGroup(group_text)
+    except ValueError:
+        choices = ", ".join(g.value for g in RowGroup)
+        raise fail(f"group {group_text!r} is not one of {choices}", "group") from None
+    informational = entry.get("informational", False)
+    if not isinstance(informational, bool):
+        raise fail("`informational` must be true or false", "informational")
+    if not informational and not entry.get("interval"):
+        raise fail("formula needs an `interval` (the checkpoint it is carved before)", "interval")
+    # Validate every expression now, so a typo fails at load time with its line.
+    names: set[str] = set()
+    for let_name, let_expr in let.items():
+        _validate(let_expr, frozenset(names), fail, "let")
+        names.add(let_name)
+    frozen_names = frozenset(names)
+    _validate(entry["expression"], frozen_names, fail, "expression")
+    if "when" in entry:
+        _validate(entry["when"], frozenset(), fail, "when")
+    for placeholder in _PLACEHOLDER.findall(entry["text"].replace("{{", "").replace("}}", "")):
+        _validate(placeholder, frozen_names, fail, "text")
+    return Formula(
+        id=formula_id,
+        label=entry["label"],
+        interval=entry.get("interval"),
+        expression=entry["expression"],
+        text=entry["text"],
+        why=entry["why"],
+        group=group,
+        when=entry.get("when"),
+        let=dict(let),
+        informational=informational,
+        origin=f"{label}:{line}" if line is not None else label,
+    )
+
+
+def _validate(
+    expression: str,
+    names: frozenset[str],
+    fail: Callable[[str, str | None], ConfigError],
+    key: str,
+) -> None:
+    try:
+        compile_expression(expression, names)
+    except ExpressionError as exc:
+        raise fail(f"{key}: {exc}: {expression!r}", key) from None
+
+
+def _key_line(text: str, header_line: int | None, key: str | None) -> int | None:
+    """The line of `key = ...` after the entry's header, or the header line itself."""
+    if header_line is None or key is None:
+        return header_line
+    lines = text.splitlines()
+    for number in range(header_line, len(lines)):
+        stripped = lines[number].strip()
+        if stripped.startswith("[[formula]]"):
+            break
+        if re.match(rf"{re.escape(key)}(\.|\s*=)", stripped):
+            return number + 1
+    return header_line
+
+
+def formula_ids(formulas: Sequence[Formula]) -> list[str]:
+    """The ids, in order (for messages)."""
+    return [formula.id for formula in formulas]
