@@ -76,22 +76,28 @@ def test_group_subtotals_are_sums_of_their_partition_rows() -> None:
 
 def test_rows_table_matches_the_hand_worked_account() -> None:
     table = ledger_rows_table(small_ledger())
+    column = {header: index for index, header in enumerate(table.headers)}
+    assert all(len(row) == len(table.headers) for row in table.rows)
+
+    def cell(row: list[str], header: str) -> str:
+        return row[column[header]]
+
     by_id = {row[1]: row for row in table.rows if row[1] != "subtotal"}
-    subtotals = {row[2]: row for row in table.rows if row[1] == "subtotal"}
+    subtotals = {cell(row, "what").split()[0]: row for row in table.rows if row[1] == "subtotal"}
     # The informational load peak is shown but the weights subtotal stays 5.00, not 10.00.
-    assert by_id["weights_load_peak"][5] == "logged*"
-    assert subtotals["weights"][3] == "5.00"
+    assert cell(by_id["weights_load_peak"], "kind") == "logged*"
+    assert cell(subtotals["weights"], "GiB") == "5.00"
     # State pool: 2.00 + 209 x 1048580 x 4 B (0.8164 GiB) = 2.82; the unknown row is not summed.
-    assert subtotals["state_pool"][3] == "2.82"
-    assert subtotals["state_pool"][6] == "1 unknown not summed"
+    assert cell(subtotals["state_pool"], "GiB") == "2.82"
+    assert cell(subtotals["state_pool"], "source") == "1 unknown not summed"
     # Fixed overhead: 10.00 - 2.8164 = 7.18; all rows sum to usable 10.00.
-    assert by_id["fixed_overhead"][3] == "7.18"
-    assert by_id["state_pool"][3] == "2.82"
-    assert by_id["sum"][3] == "10.00"
-    assert by_id["sum"][6] == "usable 10.00"
+    assert cell(by_id["fixed_overhead"], "GiB") == "7.18"
+    assert cell(by_id["state_pool"], "GiB") == "2.82"
+    assert cell(by_id["sum"], "GiB") == "10.00"
+    assert cell(by_id["sum"], "source") == "usable 10.00"
     # Errors add up: six summed ±0.005/±0.010 fixed rows, one ±0.005 state-pool row.
-    assert by_id["fixed_overhead"][4] == "±0.040"
-    assert by_id["sum"][4] == "±0.045"
+    assert cell(by_id["fixed_overhead"], "±GiB") == "±0.040"
+    assert cell(by_id["sum"], "±GiB") == "±0.045"
     assert table.footnote is not None and "informational" in table.footnote
 
 
@@ -134,7 +140,7 @@ def test_text_header_names_file_startup_rank_outcome_and_balance() -> None:
     header = "\n".join(lines[:10])
     for expected in (
         f"file:    {LOG}",
-        "startup: 1 of 1",
+        "startup: 0 (the only startup in the file)",
         "rank:    TP0",
         "outcome: ready",
         "usable:  10.00 GiB",
@@ -362,7 +368,7 @@ def test_any_ledger_renders_and_its_totals_add_up(rows: list[Row]) -> None:
     fixed = sum(b.subtotal_bytes for b in blocks if b.group in FIXED_OVERHEAD_GROUPS)
     table = ledger_rows_table(ledger)
     total = next(row for row in table.rows if row[1] == "fixed_overhead")
-    assert total[3] == gib_cell(fixed)
+    assert total[table.headers.index("GiB")] == gib_cell(fixed)
     for fmt in OutputFormat:
         assert render_ledger(ledger, fmt.value)
     assert len(list(csv.DictReader(io.StringIO(render_ledger(ledger, "csv"))))) == len(rows)

@@ -11,9 +11,13 @@ from memledger.render.rows import (
     error_cell,
     gib_cell,
     group_blocks,
+    shorten,
     source_cell,
 )
 from memledger.units import GIB
+
+SOURCE_TEXT_WIDTH = 240
+"""Source lines are quoted up to this length (server_args lines run to kilobytes)."""
 
 
 class UnknownRowError(ConfigError):
@@ -112,7 +116,10 @@ def _explain_row(ledger: Ledger, row: Row) -> str:
         ]
     if evidence.sources:
         lines += ["", "Source lines"]
-        lines += [f"  {src.path}:{src.line}: {src.text}" for src in evidence.sources]
+        lines += [
+            f"  {src.path}:{src.line}: {shorten(src.text, SOURCE_TEXT_WIDTH)}"
+            for src in evidence.sources
+        ]
     interval = _find_interval(ledger, row.interval) if row.interval else None
     if interval is not None:
         lines += ["", *_interval_lines(ledger, interval)]

@@ -20,8 +20,10 @@ GIB_DIGITS = 2
 """SGLang prints GB with two decimals; showing more would suggest precision the log lacks."""
 ERROR_DIGITS = 3
 """Printing-precision bounds are usually ±0.005 GiB per number, so they need one digit more."""
-SOURCE_WIDTH = 60
+SOURCE_WIDTH = 56
 """Longest source cell before it is shortened (the full text is in --explain and JSON)."""
+LABEL_WIDTH = 60
+"""Longest label cell in tables (the last column, so long labels do not push numbers away)."""
 
 INFORMATIONAL_MARK = "*"
 """Appended to the kind of rows that are shown but not summed (in_partition False)."""
@@ -109,7 +111,7 @@ def source_cell(row: Row) -> str:
         case RowKind.DERIVED:
             return shorten(evidence.formula or evidence.note or "formula")
         case RowKind.RESIDUAL:
-            return f"residual of {row.interval}" if row.interval else "residual"
+            return shorten(f"residual of {row.interval}" if row.interval else "residual")
         case RowKind.UNKNOWN:
             return shorten(evidence.note or "unknown")
         case _:
@@ -155,8 +157,8 @@ def partition_total(blocks: list[GroupBlock], groups: frozenset[RowGroup]) -> tu
 
 # --- tables ----------------------------------------------------------------------------------
 
-ROW_HEADERS = ["group", "row", "what", "GiB", "±GiB", "kind", "source"]
-ROW_ALIGN: list[Align] = ["left", "left", "left", "right", "right", "left", "left"]
+ROW_HEADERS = ["group", "row", "GiB", "±GiB", "kind", "source", "what"]
+ROW_ALIGN: list[Align] = ["left", "left", "right", "right", "left", "left", "left"]
 
 
 def headline(ledger: Ledger) -> Headline:
@@ -164,7 +166,7 @@ def headline(ledger: Ledger) -> Headline:
     source = ledger.source
     facts: list[tuple[str, str]] = [
         ("file", source.path),
-        ("startup", f"{source.startup + 1} of {source.n_startups}"),
+        ("startup", startup_text(source.startup, source.n_startups)),
         ("rank", source.rank or "(untagged)"),
         ("outcome", ledger.outcome),
     ]
@@ -174,6 +176,14 @@ def headline(ledger: Ledger) -> Headline:
     facts.append(("usable", usable))
     facts.append(("balance", balance_text(ledger)))
     return Headline(title=f"memledger ledger: {source.path}", facts=facts)
+
+
+def startup_text(index: int, n_startups: int) -> str:
+    """The startup as `--startup` numbers it (0-based), with how many the file holds."""
+    if n_startups <= 1:
+        return f"{index} (the only startup in the file)"
+    last = " (the last)" if index == n_startups - 1 else ""
+    return f"{index} of 0..{n_startups - 1}{last}"
 
 
 def balance_text(ledger: Ledger) -> str:
@@ -199,11 +209,11 @@ def ledger_rows_table(ledger: Ledger) -> Table:
                 [
                     group,
                     row.id,
-                    row.label,
                     gib_cell(row.bytes),
                     error_cell(row.error_bytes),
                     kind_cell(row),
                     source_cell(row),
+                    shorten(row.label, LABEL_WIDTH),
                 ]
             )
         unknown = f"{block.unknown_count} unknown not summed" if block.unknown_count else ""
@@ -211,22 +221,22 @@ def ledger_rows_table(ledger: Ledger) -> Table:
             [
                 "",
                 "subtotal",
-                block.group.value,
                 gib_cell(block.subtotal_bytes),
                 error_cell(block.subtotal_error_bytes),
                 "",
                 unknown,
+                f"{block.group.value} subtotal",
             ]
         )
     fixed_bytes, fixed_error = partition_total(blocks, FIXED_OVERHEAD_GROUPS)
     pool_bytes, pool_error = partition_total(blocks, frozenset({RowGroup.STATE_POOL}))
     usable = "" if ledger.usable_bytes is None else f"usable {gib_cell(ledger.usable_bytes)}"
     rows += [
-        ["TOTAL", "fixed_overhead", "fixed overhead", gib_cell(fixed_bytes)]
-        + [error_cell(fixed_error), "", ""],
-        ["", "state_pool", "state pool", gib_cell(pool_bytes)] + [error_cell(pool_error), "", ""],
-        ["", "sum", "sum of rows", gib_cell(fixed_bytes + pool_bytes)]
-        + [error_cell(fixed_error + pool_error), "", usable],
+        ["TOTAL", "fixed_overhead", gib_cell(fixed_bytes), error_cell(fixed_error), "", ""]
+        + ["every group but the state pool"],
+        ["", "state_pool", gib_cell(pool_bytes), error_cell(pool_error), "", "", "state pool"],
+        ["", "sum", gib_cell(fixed_bytes + pool_bytes), error_cell(fixed_error + pool_error)]
+        + ["", usable, "sum of rows"],
     ]
     footnote = None
     if any(not row.in_partition for row in ledger.rows):
@@ -263,7 +273,8 @@ def intervals_table(ledger: Ledger) -> Table:
         for interval in ledger.intervals
     ]
     footnote = "GiB; residual = drop - logged; unexplained = residual - named"
-    align: list[Align] = ["left", "left", *(["right"] * 6)]
+    right: list[Align] = ["right"] * 6
+    align: list[Align] = ["left", "left", *right]
     return Table("Intervals", headers, rows, align, footnote)
 
 
@@ -308,11 +319,14 @@ def summary_table(summary: Summary) -> Table:
 
 
 def ledger_tables(ledger: Ledger) -> list[Table]:
-    """The tables of a ledger report, in order."""
-    tables = [ledger_rows_table(ledger), intervals_table(ledger), summary_table(ledger.summary)]
+    """The report's tables in order; checkpoints and intervals only when there are any."""
+    tables = [ledger_rows_table(ledger)]
+    # A startup that stopped before any avail reading has neither; its notes say so.
     if ledger.checkpoints:
-        tables.insert(1, checkpoints_table(ledger))
-    return tables
+        tables.append(checkpoints_table(ledger))
+    if ledger.intervals:
+        tables.append(intervals_table(ledger))
+    return [*tables, summary_table(ledger.summary)]
 
 
 # --- flat records (CSV) ----------------------------------------------------------------------
