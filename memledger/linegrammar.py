@@ -7,7 +7,9 @@ part becomes sizes (integer bytes) and values under canonical keys (see `memledg
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -182,17 +184,21 @@ class LineGrammar:
 
         extras = [(Path(p), _read_extra(Path(p))) for p in extra_grammars]
         text = base_grammar_text() + "".join(f"\n// ---- {p}\n{t}\n" for p, t in extras)
+        cache = None if strict else _cache_file(text, lark.__version__)
         try:
-            self._lark = lark.Lark(text, parser="lalr", lexer="contextual", strict=strict)
+            try:
+                self._lark = lark.Lark(
+                    text, parser="lalr", lexer="contextual", strict=strict, cache=cache or False
+                )
+            except OSError:
+                # unwritable cache: build without it
+                self._lark = lark.Lark(text, parser="lalr", lexer="contextual", strict=strict)
         except Exception as exc:  # lark raises many types for grammar errors
             where = str(extras[-1][0]) if extras else GRAMMAR_FILE
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigError(f"grammar does not build: {first}", path=where) from exc
         self._errors: tuple[type[Exception], ...] = (lark.exceptions.LarkError,)
         self.keywords = extra_keywords(t for _, t in extras)
-        self.rule_kinds = {
-            str(rule.origin.name): _kind_of(str(rule.origin.name)) for rule in self._lark.rules
-        }
 
     def parse(self, message: str) -> LineParse | None:
         """Parse one message; None when it is no known shape."""
@@ -209,6 +215,25 @@ class LineGrammar:
             return None
         variant = name.split("__", 1)[1] if "__" in name else ""
         return _build(kind, variant, node, message)
+
+
+def _cache_file(grammar_text: str, lark_version: str) -> str | None:
+    """A per-user file for Lark's compiled parser tables (building them takes ~0.2 s).
+
+    MEMLEDGER_NO_GRAMMAR_CACHE=1 disables it; so does an unusable cache directory.
+    """
+    if os.environ.get("MEMLEDGER_NO_GRAMMAR_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = Path(base) / "memledger"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(directory, os.W_OK):
+        return None
+    digest = hashlib.sha256(f"{lark_version}\n{grammar_text}".encode()).hexdigest()[:24]
+    return str(directory / f"grammar-{digest}.lark-cache")
 
 
 @lru_cache(maxsize=8)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from memledger.errors import InputError, SelectionError
+from memledger.errors import ConfigError, InputError, SelectionError
 from memledger.events import (
     Event,
     EventKind,
@@ -26,12 +26,10 @@ from memledger.events import (
     Startup,
     UnrecognisedLine,
 )
-from memledger.linegrammar import LineGrammar, LineParse, load_grammar
+from memledger.linegrammar import LineGrammar, LineParse, extra_keywords, load_grammar
 from memledger.reader import (
-    PREFIX_RE,
     LogicalLine,
     ReadStats,
-    compile_prefilter,
     decode_line,
     iter_candidate_lines,
     open_log,
@@ -374,17 +372,18 @@ def _outcome(
 
 
 class _Progress:
-    def __init__(self, total: int | None, enabled: bool) -> None:
-        self.total = total
+    """Bytes-read progress on stderr for large inputs (only when asked: the CLI passes isatty)."""
+
+    def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.next_report = _PROGRESS_EVERY
         self.printed = False
 
-    def __call__(self, done: int) -> None:
+    def __call__(self, done: int, total: int | None) -> None:
         if not self.enabled or done < self.next_report:
             return
         self.next_report = done + _PROGRESS_EVERY
-        share = f" ({100 * done // self.total}%)" if self.total else ""
+        share = f" ({100 * done // total}%)" if total else ""
         sys.stderr.write(f"\rmemledger: read {done >> 20} MiB{share}")
         sys.stderr.flush()
         self.printed = True
@@ -393,6 +392,13 @@ class _Progress:
         if self.printed:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
+
+
+def _read_grammar_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read grammar: {exc}", path=str(path)) from exc
 
 
 def parse_log(
@@ -411,19 +417,18 @@ def parse_log(
     Raises InputError (unreadable/empty/binary/no SGLang lines), SelectionError (rank or startup
     not in the log), ConfigError (a --grammar that does not build).
     """
-    grammar = load_grammar(extra_grammars)
-    prefilter = compile_prefilter(grammar.keywords)
+    extra_texts = [_read_grammar_text(Path(p)) for p in extra_grammars]
     collector = _Collector()
     stats = ReadStats()
-    with open_log(source) as (stream, name, size):
-        display = label or name
-        meter = _Progress(size, progress)
-        sniff_has_prefix = False
+    with open_log(source) as log:
+        display = label or log.name
+        meter = _Progress(progress)
         try:
-            for line_number, raw in iter_candidate_lines(stream, prefilter, stats, meter):
-                text = decode_line(raw)
-                if not sniff_has_prefix and PREFIX_RE.search(text):
-                    sniff_has_prefix = True
+            # start scanning first: a grep prefilter runs while the grammar builds
+            lines = iter_candidate_lines(log, stats, extra_keywords(extra_texts), meter)
+            grammar = load_grammar(extra_grammars)
+            for line_number, raw in lines:
+                text = decode_line(raw, stats)
                 for logical in split_physical_line(line_number, text):
                     _handle(logical, grammar, collector)
         except InputError as exc:

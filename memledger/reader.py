@@ -11,9 +11,12 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import shutil
+import subprocess
 import sys
+import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +81,11 @@ PREFILTER_WORDS: tuple[str, ...] = (
     "Initialization failed",
     "Killed",
 )
-_OUT_OF_MEMORY_ANY_CASE = rb"[Oo][Uu][Tt] [Oo][Ff] [Mm][Ee][Mm][Oo][Rr][Yy]"
+_OUT_OF_MEMORY_ERE = "[Oo][Uu][Tt] [Oo][Ff] [Mm][Ee][Mm][Oo][Rr][Yy]"
+_OUT_OF_MEMORY_ANY_CASE = _OUT_OF_MEMORY_ERE.encode()
+# Serving-time lines, the bulk of a long-running server's log: a physical line holding one is
+# skipped whole (they carry no startup memory fact and no crash evidence).
+BORING_LINES: tuple[bytes, ...] = (b"] Decode batch", b"] Prefill batch")
 
 # `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`.
 PREFIX_RE = re.compile(
@@ -164,15 +171,27 @@ class _Peekable:
         raise OSError("input stream is not seekable")
 
 
+@dataclass
+class OpenedLog:
+    """An input ready to scan: a plain file grep can read itself, or a byte stream."""
+
+    name: str
+    stream: ByteSource
+    """The bytes from the start (the sniffed head is replayed)."""
+    path: Path | None = None
+    """Set for an uncompressed regular file (scanned in place)."""
+    size: int | None = None
+
+
 @contextmanager
-def open_log(
-    source: str | os.PathLike[str] | IO[bytes],
-) -> Iterator[tuple[ByteSource, str, int | None]]:
-    """Open a log (path, `-` for stdin, or a byte stream), gunzipping by magic; yields
-    (stream, display name, size in bytes when known). Raises InputError for missing, directory,
-    empty or binary input."""
+def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[OpenedLog]:
+    """Open a log (path, `-` for stdin, or a byte stream), gunzipping by magic.
+
+    Raises InputError for a missing path, a directory, an empty or a binary file.
+    """
     close: IO[bytes] | None = None
     size: int | None = None
+    path: Path | None = None
     if isinstance(source, (str, os.PathLike)) and str(source) == "-":
         name = "<stdin>"
         raw: ByteSource = sys.stdin.buffer
@@ -201,31 +220,28 @@ def open_log(
         peek = _Peekable(head, raw)
         stream: ByteSource = peek
         if head[:2] == b"\x1f\x8b":
-            stream = gzip.GzipFile(fileobj=peek, mode="rb")
+            path = None
             size = None
+            gunzip = gzip.GzipFile(fileobj=peek, mode="rb")
             try:
-                inner = stream.read(SNIFF_BYTES)
+                inner = gunzip.read(SNIFF_BYTES)
             except (OSError, EOFError, zlib.error) as exc:
                 raise InputError(f"not a readable gzip file ({exc})", path=name) from exc
             if not inner:
                 raise InputError("empty file (after gunzip)", path=name)
-            head, stream = inner, _Peekable(inner, stream)
+            head, stream = inner, _Peekable(inner, gunzip)
         if _looks_binary(head):
             raise InputError("binary file, not a text log", path=name)
-        yield stream, name, size
+        if path is not None and not path.is_file():
+            path = None  # a FIFO or device: stream it
+        yield OpenedLog(name=name, stream=stream, path=path, size=size)
     finally:
         if close is not None:
             close.close()
 
 
-def _count_invalid_utf8(block: bytes) -> int:
-    if block.isascii():
-        return 0
-    try:
-        block.decode("utf-8")
-    except UnicodeDecodeError:
-        return len(_SURROGATE_RE.findall(block.decode("utf-8", "surrogateescape")))
-    return 0
+def _is_boring(raw: bytes) -> bool:
+    return any(word in raw for word in BORING_LINES)
 
 
 def _candidates_in(
@@ -243,53 +259,241 @@ def _candidates_in(
             end = len(block)
         lines_before += block.count(b"\n", counted_to, start)
         counted_to = start
-        yield lines_before, block[start:end]
+        raw = block[start:end]
+        if not _is_boring(raw):
+            yield lines_before, raw
         match = prefilter.search(block, end + 1)
 
 
-def iter_candidate_lines(
-    stream: ByteSource,
+ProgressCallback = Callable[[int, int | None], None]
+"""Called with (bytes or lines done, total when known)."""
+
+
+def _python_candidates(
+    log: OpenedLog,
     prefilter: re.Pattern[bytes],
     stats: ReadStats,
-    on_progress: object = None,
+    progress: ProgressCallback | None,
 ) -> Iterator[tuple[int, bytes]]:
-    """Yield (physical line number, raw bytes) for every line the prefilter keeps."""
+    stream = log.stream
     next_line = 1
     leftover = b""
-    progress = on_progress if callable(on_progress) else None
     while True:
         try:
             chunk = stream.read(CHUNK_BYTES)
         except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"read failed ({exc})") from exc
+            raise InputError(f"read failed ({exc})", path=log.name) from exc
         if not chunk:
             break
         stats.n_bytes += len(chunk)
         if progress is not None:
-            progress(stats.n_bytes)
+            progress(stats.n_bytes, log.size)
         buffer = leftover + chunk if leftover else chunk
         cut = buffer.rfind(b"\n")
         if cut < 0:
             if len(buffer) > MAX_LINE_BYTES:
-                stats.invalid_utf8_bytes += _count_invalid_utf8(buffer)
-                yield from _count(_candidates_in(buffer, next_line, prefilter), stats)
+                yield from _candidates_in(buffer, next_line, prefilter)
                 leftover = b""
             else:
                 leftover = buffer
             continue
         complete, leftover = buffer[: cut + 1], buffer[cut + 1 :]
-        stats.invalid_utf8_bytes += _count_invalid_utf8(complete)
-        yield from _count(_candidates_in(complete, next_line, prefilter), stats)
+        yield from _candidates_in(complete, next_line, prefilter)
         next_line += complete.count(b"\n")
     if leftover:
-        stats.invalid_utf8_bytes += _count_invalid_utf8(leftover)
-        yield from _count(_candidates_in(leftover, next_line, prefilter), stats)
+        yield from _candidates_in(leftover, next_line, prefilter)
         next_line += 1
     stats.n_lines = next_line - 1
 
 
-def _count(items: Iterator[tuple[int, bytes]], stats: ReadStats) -> Iterator[tuple[int, bytes]]:
-    for item in items:
+def _ere(words: Iterable[str]) -> str:
+    escaped = [re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", w) for w in words]
+    return "|".join([*escaped, _OUT_OF_MEMORY_ERE])
+
+
+def _feed(
+    log: OpenedLog,
+    sink: IO[bytes],
+    stats: ReadStats,
+    errors: list[BaseException],
+    progress: ProgressCallback | None,
+) -> None:
+    """Writer thread: copy the stream into grep, counting bytes and lines."""
+    newlines = 0
+    last = b""
+    try:
+        while True:
+            chunk = log.stream.read(CHUNK_BYTES)
+            if not chunk:
+                break
+            stats.n_bytes += len(chunk)
+            newlines += chunk.count(b"\n")
+            last = chunk[-1:]
+            sink.write(chunk)
+            if progress is not None:
+                progress(stats.n_bytes, log.size)
+    except BrokenPipeError:
+        pass
+    except (OSError, EOFError, zlib.error) as exc:
+        errors.append(exc)
+    finally:
+        stats.n_lines = newlines + (1 if last and last != b"\n" else 0)
+        try:
+            sink.close()
+        except OSError:
+            pass
+
+
+def _count_file_lines(path: Path, stats: ReadStats) -> Callable[[], None]:
+    """Start counting a file's lines (wc -l when present); returns a function that finishes."""
+    size = path.stat().st_size
+    stats.n_bytes = size
+    with path.open("rb") as handle:
+        if size:
+            handle.seek(size - 1)
+            unterminated = handle.read(1) != b"\n"
+        else:
+            unterminated = False
+    wc = shutil.which("wc")
+    if wc is None:
+
+        def python_count() -> None:
+            newlines = 0
+            with path.open("rb") as counted:
+                while chunk := counted.read(CHUNK_BYTES):
+                    newlines += chunk.count(b"\n")
+            stats.n_lines = newlines + int(unterminated)
+
+        return python_count
+    counter = subprocess.Popen(
+        [wc, "-l", "--", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "LC_ALL": "C"},
+    )
+
+    def finish() -> None:
+        out, _ = counter.communicate()
+        try:
+            stats.n_lines = int(out.split()[0]) + int(unterminated)
+        except (ValueError, IndexError):
+            stats.n_lines = 0
+
+    return finish
+
+
+def _grep_candidates(
+    log: OpenedLog,
+    grep: str,
+    words: Iterable[str],
+    stats: ReadStats,
+    progress: ProgressCallback | None,
+) -> Iterator[tuple[int, bytes]]:
+    """Start the grep pipeline now (it overlaps the grammar build) and return its line reader."""
+    # grep -v drops the serving-time lines (the bulk of a long log) at C speed; a second grep
+    # keeps the lines holding a keyword; both stream, so memory stays flat.
+    env = {**os.environ, "LC_ALL": "C"}
+    boring = [arg for word in BORING_LINES for arg in ("-e", word.decode())]
+    feed = log.path is None
+    target = "-" if feed else str(log.path)
+    finish_count: Callable[[], None] | None = None
+    if not feed:
+        assert log.path is not None
+        finish_count = _count_file_lines(log.path, stats)
+    first = subprocess.Popen(
+        [grep, "-n", "-a", "-v", "-F", *boring, "--", target],
+        stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    second = subprocess.Popen(
+        [grep, "-a", "-E", "-e", _ere(words)],
+        stdin=first.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert first.stdout is not None and second.stdout is not None
+    first.stdout.close()
+    errors: list[BaseException] = []
+    writer: threading.Thread | None = None
+    if feed:
+        assert first.stdin is not None
+        writer = threading.Thread(
+            target=_feed, args=(log, first.stdin, stats, errors, progress), daemon=True
+        )
+        writer.start()
+    return _drain(log, first, second, writer, errors, finish_count)
+
+
+def _drain(
+    log: OpenedLog,
+    first: subprocess.Popen[bytes],
+    second: subprocess.Popen[bytes],
+    writer: threading.Thread | None,
+    errors: list[BaseException],
+    finish_count: Callable[[], None] | None,
+) -> Iterator[tuple[int, bytes]]:
+    assert second.stdout is not None
+    completed = False
+    try:
+        for raw in second.stdout:
+            number, _, content = raw.partition(b":")
+            if content.endswith(b"\n"):
+                content = content[:-1]
+            try:
+                line = int(number)
+            except ValueError:
+                continue
+            yield line, content
+        completed = True
+    finally:
+        if not completed:
+            for process in (first, second):
+                process.kill()
+        second.stdout.close()
+        second.wait()
+        first.wait()
+        if writer is not None:
+            writer.join()
+        if finish_count is not None:
+            finish_count()
+        first_err = first.stderr.read().decode(errors="replace").strip() if first.stderr else ""
+        second_err = second.stderr.read().decode(errors="replace").strip() if second.stderr else ""
+        for process in (first, second):
+            if process.stderr is not None:
+                process.stderr.close()
+    if errors:
+        raise InputError(f"read failed ({errors[0]})", path=log.name)
+    if first.returncode not in (0, 1) or second.returncode not in (0, 1):
+        detail = first_err or second_err or f"exit {first.returncode}/{second.returncode}"
+        raise InputError(f"scan failed: {detail.splitlines()[0]}", path=log.name)
+
+
+def grep_program() -> str | None:
+    """The grep used as prefilter, or None for the pure-Python scanner (MEMLEDGER_PREFILTER)."""
+    choice = os.environ.get("MEMLEDGER_PREFILTER", "auto")
+    if choice == "python":
+        return None
+    return shutil.which("grep")
+
+
+def iter_candidate_lines(
+    log: OpenedLog,
+    stats: ReadStats,
+    extra_words: Iterable[str] = (),
+    progress: ProgressCallback | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """Yield (physical line number, raw bytes) for every line holding a prefilter keyword."""
+    words = [*PREFILTER_WORDS, *extra_words]
+    grep = grep_program()
+    if grep is not None:
+        lines = _grep_candidates(log, grep, words, stats, progress)
+    else:
+        lines = _python_candidates(log, compile_prefilter(extra_words), stats, progress)
+    for item in lines:
         stats.n_candidates += 1
         yield item
 
@@ -335,6 +539,15 @@ def split_physical_line(line: int, text: str) -> list[LogicalLine]:
     return out
 
 
-def decode_line(raw: bytes) -> str:
-    """Bytes of one physical line as text; invalid UTF-8 becomes U+FFFD (counted elsewhere)."""
-    return raw.decode("utf-8", "replace")
+def decode_line(raw: bytes, stats: ReadStats | None = None) -> str:
+    """Bytes of one physical line as text; invalid UTF-8 becomes U+FFFD and is counted."""
+    if raw.isascii():
+        return raw.decode("ascii")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    escaped = raw.decode("utf-8", "surrogateescape")
+    if stats is not None:
+        stats.invalid_utf8_bytes += len(_SURROGATE_RE.findall(escaped))
+    return _SURROGATE_RE.sub("\ufffd", escaped)
