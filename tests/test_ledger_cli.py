@@ -271,3 +271,20 @@ def test_explain_req_to_token_on_the_dp2_sample(capsys: pytest.CaptureFixture[st
     arithmetic = out.split("Arithmetic\n", 1)[1].splitlines()[0]
     assert arithmetic.strip().startswith("209 ")
     assert " x 4 B = " in arithmetic
+
+
+@needs_engine
+@pytest.mark.parametrize("log", real_log_paths(), ids=lambda path: path.name)
+def test_every_real_log_renders_in_every_format_and_explains_every_row(log: Path) -> None:
+    ledger = load_ledger(log)
+    assert Ledger.model_validate_json(render_ledger(ledger, "json")) == ledger
+    records = list(csv.DictReader(io.StringIO(render_ledger(ledger, "csv"))))
+    assert [record["id"] for record in records] == [row.id for row in ledger.rows]
+    markdown = render_ledger(ledger, "markdown")
+    assert f"- **outcome**: {ledger.outcome}" in markdown
+    assert markdown.count("\n### ") >= 2  # rows and summary at least
+    for row in ledger.rows:
+        explanation = render_ledger(ledger, "text", explain=row.id)
+        assert explanation.startswith(f"{row.id}: ")
+        if row.kind.value == "residual" and row.interval:
+            assert "= unexplained" in explanation
