@@ -350,8 +350,12 @@ class LedgerDiff(FrozenModel):
     coverage: CoverageDiff
     counts: dict[str, int]
     """Rows per status."""
+    biggest_mover_group: str | None
+    """The fixed-overhead group with the largest |Δ| (the state pool when no fixed group moved;
+    None when nothing moved). Groups, not rows: a ledger may split one cost into rows that
+    offset each other (weights at load end and weights released)."""
     biggest_mover: str | None
-    """Id of the partition row with the largest |Δ| (None when nothing moved)."""
+    """Id of the row with the largest |Δ| share inside `biggest_mover_group`."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -982,13 +986,21 @@ def _coverage(ledger: Ledger) -> SideCoverage:
     )
 
 
+MAX_DEFAULT_LABEL = 24
+"""Longer file stems make unreadable column headers: such sides are called `base`/`head`
+(the inputs line still names the full path; --base-label/--head-label name them)."""
+
+
 def default_labels(base: Ledger, head: Ledger) -> tuple[str, str]:
-    """File stems of the two inputs, or `base`/`head` when they would read the same."""
-    base_stem = PurePath(base.source.path).stem or "base"
-    head_stem = PurePath(head.source.path).stem or "head"
+    """Short file stems of the two inputs, else `base`/`head` (also when the stems are equal)."""
+    base_stem = PurePath(base.source.path).stem
+    head_stem = PurePath(head.source.path).stem
     if base_stem == head_stem:
         return "base", "head"
-    return base_stem, head_stem
+    return (
+        base_stem if 0 < len(base_stem) <= MAX_DEFAULT_LABEL else "base",
+        head_stem if 0 < len(head_stem) <= MAX_DEFAULT_LABEL else "head",
+    )
 
 
 def diff_ledgers(
@@ -1020,8 +1032,7 @@ def diff_ledgers(
     ]
     summary, fields = _summary_sides(base.summary, head.summary)
     counts = {status.value: sum(1 for r in rows if r.status is status) for status in DiffStatus}
-    movers = [r for r in partition if r.delta_bytes and r.status is not DiffStatus.UNCHANGED]
-    biggest = max(movers, key=lambda r: (abs(r.delta_bytes or 0), r.id), default=None)
+    mover_group, mover_row = _biggest_mover(groups, partition)
     return LedgerDiff(
         inputs=DiffInputs(base=_input(base, base_label), head=_input(head, head_label)),
         rows=rows,
@@ -1035,8 +1046,23 @@ def diff_ledgers(
         parameters=_parameter_diffs(base, head, rows),
         coverage=CoverageDiff(base=_coverage(base), head=_coverage(head)),
         counts=counts,
-        biggest_mover=None if biggest is None else biggest.id,
+        biggest_mover_group=mover_group,
+        biggest_mover=mover_row,
     )
+
+
+def _biggest_mover(
+    groups: Sequence[GroupDiff], partition: Sequence[RowDiff]
+) -> tuple[str | None, str | None]:
+    """The moved group with the largest |Δ| (fixed-overhead groups first) and its top row."""
+    moved = [g for g in groups if g.status is DiffStatus.CHANGED and g.delta_bytes]
+    fixed = [g for g in moved if g.id != RowGroup.STATE_POOL.value]
+    candidates = fixed or moved
+    if not candidates:
+        return None, None
+    group = max(candidates, key=lambda g: (abs(g.delta_bytes or 0), g.id))
+    shares = _contributions(r for r in partition if r.group.value == group.id)
+    return group.id, shares[0].id if shares else None
 
 
 def sort_rows(rows: Iterable[RowDiff], key: SortKey = SortKey.DELTA) -> list[RowDiff]:

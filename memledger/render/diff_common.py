@@ -120,7 +120,7 @@ def input_line(side: str, item: DiffInput) -> str:
     """`base dp16: samples/dp16.log (startup 0 of 1, rank TP0, ready)`."""
     extra = f", stopped at {item.stopped_at}" if item.stopped_at else ""
     return (
-        f"{side} {item.label}: {item.path} (startup #{item.startup} of {item.n_startups}, "
+        f"{side_header(side, item)}: {item.path} (startup #{item.startup} of {item.n_startups}, "
         f"rank {item.rank or '-'}, {item.outcome}{extra})"
     )
 
@@ -128,6 +128,11 @@ def input_line(side: str, item: DiffInput) -> str:
 def definition_line() -> str:
     """What Δ and Δ% mean."""
     return f"Δ = head - base; {DELTA_PCT_DEFINITION}; sizes in GiB"
+
+
+def short_stop(stopped_at: str) -> str:
+    """`after load_begin (line 372)` out of the engine's longer `after ...: oom at ...: text`."""
+    return stopped_at.split(": ", 1)[0]
 
 
 def headline(diff: LedgerDiff) -> str:
@@ -144,10 +149,11 @@ def headline(diff: LedgerDiff) -> str:
             f"state pool {gib_text(pool.delta_bytes, signed=True)} GiB "
             f"(fixed overhead {gib_text(fixed.delta_bytes, signed=True)} GiB)"
         )
-    mover = next((r for r in diff.rows if r.id == diff.biggest_mover), None)
-    mover_text = "nothing moved" if mover is None else f"biggest mover: {_mover_text(mover)}"
+    mover_text = (
+        f"biggest mover: {_mover_text(diff)}" if diff.biggest_mover_group else ("nothing moved")
+    )
     partial = [
-        f"{side} partial (stopped at {item.stopped_at})"
+        f"{side} partial ({item.outcome}, stopped {short_stop(item.stopped_at)})"
         for side, item in (("base", diff.inputs.base), ("head", diff.inputs.head))
         if item.stopped_at
     ]
@@ -155,14 +161,25 @@ def headline(diff: LedgerDiff) -> str:
     return f"{diff.inputs.head.label} vs {diff.inputs.base.label}: {verdict} · {mover_text}{tail}"
 
 
-def _mover_text(row: RowDiff) -> str:
-    pct = pct_text(row.delta_pct)
-    pct_part = f", {pct}" if pct else f", {row.status.value}"
-    return f"{row.label} ({row.id}) {gib_text(row.delta_bytes, signed=True)} GiB{pct_part}"
+def _mover_text(diff: LedgerDiff) -> str:
+    """`CUDA graphs +5.88 GiB (+72.8%; most from cuda_graph_largest_bucket +3.05)`."""
+    group = next(g for g in diff.groups if g.id == diff.biggest_mover_group)
+    pct = pct_text(group.delta_pct)
+    details = [pct] if pct else []
+    row = next((r for r in diff.rows if r.id == diff.biggest_mover), None)
+    if row is not None and group.n_rows > 1:
+        details.append(f"most from {row.id} {gib_text(row.delta_bytes, signed=True)}")
+    detail = f" ({'; '.join(details)})" if details else ""
+    return f"{group.label} {gib_text(group.delta_bytes, signed=True)} GiB{detail}"
+
+
+def side_header(side: str, item: DiffInput) -> str:
+    """`base dp16`, or just `base` when the label is the side's name."""
+    return side if item.label == side else f"{side} {item.label}"
 
 
 def _side_headers(diff: LedgerDiff) -> list[str]:
-    return [f"base {diff.inputs.base.label}", f"head {diff.inputs.head.label}", "Δ", "Δ%"]
+    return [side_header("base", diff.inputs.base), side_header("head", diff.inputs.head), "Δ", "Δ%"]
 
 
 ROW_TOTALS = ("usable", "fixed_overhead", "state_pool")
@@ -452,7 +469,12 @@ def coverage_table(diff: LedgerDiff) -> Table:
             f"{gib_text(head.balance_error_bytes, signed=True)} ± {gib_text(head.tolerance_bytes)}",
         ),
     ]
-    return ["coverage", f"base {diff.inputs.base.label}", f"head {diff.inputs.head.label}"], rows
+    headers = [
+        "coverage",
+        side_header("base", diff.inputs.base),
+        side_header("head", diff.inputs.head),
+    ]
+    return headers, rows
 
 
 def coverage_notes(diff: LedgerDiff) -> list[str]:

@@ -139,8 +139,9 @@ def _table(table: Table) -> Block:
 
 def _input_text(side: str, item: DiffInput) -> str:
     stopped = f", stopped at {item.stopped_at}" if item.stopped_at else ""
+    name = side if item.label == side else f"{side} **{_cell(item.label)}**"
     return (
-        f"{side} **{_cell(item.label)}** {_code(item.path)} (startup #{item.startup} of "
+        f"{name} {_code(item.path)} (startup #{item.startup} of "
         f"{item.n_startups}, rank {_code(item.rank or '-')}, {item.outcome}{stopped})"
     )
 

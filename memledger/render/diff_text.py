@@ -26,6 +26,7 @@ from memledger.render.diff_common import (
     intervals_table,
     params_table,
     rows_view,
+    side_header,
     summary_table,
 )
 from memledger.units import GIB
@@ -71,8 +72,8 @@ def composition_bars(diff: LedgerDiff, width: int = BAR_WIDTH) -> list[str]:
     """Both cards' memory by group as letter bars on one scale, plus a legend."""
     groups, base_bytes, head_bytes = composition(diff)
     sides = [
-        (f"base {diff.inputs.base.label}", [max(0, b) for b in base_bytes]),
-        (f"head {diff.inputs.head.label}", [max(0, b) for b in head_bytes]),
+        (side_header("base", diff.inputs.base), [max(0, b) for b in base_bytes]),
+        (side_header("head", diff.inputs.head), [max(0, b) for b in head_bytes]),
     ]
     largest = max(sum(values) for _, values in sides)
     if largest <= 0:
