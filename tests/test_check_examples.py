@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import click
 import pytest
 
 from memledger.budget import load_budget
-from memledger.cli import cli
+from memledger.cli import cli, main
+from memledger.errors import EXIT_BUDGET_FAILED, EXIT_OK
 from tests.check_workflow_helpers import (
     PROJECT_ROOT,
     mapping,
@@ -18,8 +20,12 @@ from tests.check_workflow_helpers import (
     top_level_keys,
     workflow_text,
 )
+from tests.conftest import SAMPLES
 
 EXAMPLE_BUDGET = PROJECT_ROOT / "examples" / "memledger.toml"
+DP16 = SAMPLES / "dp16.log"
+DP2 = SAMPLES / "dp2.log"
+BUDGET = SAMPLES / "budget.toml"
 
 
 def test_workflow_is_plain_block_yaml() -> None:
@@ -96,3 +102,48 @@ def workflow_env(tmp_path: Path) -> dict[str, str]:
     for key in ("HEAD_LEDGER", "BASELINE", "CHECK_MD", "DIFF_MD", "COMMENT_MD"):
         env[key] = str(tmp_path / env[key])
     return env
+
+
+# --- the CI recipe, run offline on the samples ------------------------------------------------
+
+
+def test_workflow_commands_on_the_samples(
+    tmp_path: Path,
+    workflow_env: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # main's run left DP16's ledger as the baseline; the PR's server log is DP2.
+    env = {**workflow_env, "SERVER_LOG": str(DP2), "BUDGET": str(BUDGET)}
+    baseline = Path(env["BASELINE"])
+    baseline.parent.mkdir(parents=True)
+    assert main(["ledger", str(DP16), "--format", "json", "-o", str(baseline)]) == EXIT_OK
+    summary = tmp_path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    codes = [main(argv) for argv in memledger_commands(workflow_text(), env)]
+    out = capsys.readouterr().out
+    # ledger, check --format github (fails: DP2 breaks the budget), check markdown, diff.
+    assert codes == [EXIT_OK, EXIT_BUDGET_FAILED, EXIT_BUDGET_FAILED, EXIT_OK]
+    assert json.loads(Path(env["HEAD_LEDGER"]).read_text())["source"]["path"] == str(DP2)
+    assert "::error file=" in out and "kv_tokens_per_instance" in out
+    assert summary.read_text().startswith("<!-- memledger-check -->\n")
+    assert Path(env["CHECK_MD"]).read_text() == summary.read_text().rstrip("\n") + "\n"
+    # The comment step finds its comment by the diff's marker.
+    assert f"<!-- {env['COMMENT_MARKER']} -->" in Path(env["DIFF_MD"]).read_text()
+
+
+def test_workflow_without_a_base_ledger(
+    workflow_env: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # First run on main (or an unmeasured base commit): no baseline file, no comparison.
+    env = {**workflow_env, "SERVER_LOG": str(DP16), "BUDGET": str(EXAMPLE_BUDGET)}
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    check = next(a for a in memledger_commands(workflow_text(), env) if "github" in a)
+    code = main(check)
+    out = capsys.readouterr().out
+    assert code == EXIT_OK
+    assert f"note: baseline {env['BASELINE']} not found: no comparison" in out
