@@ -280,6 +280,7 @@ class ParamDiff(FrozenModel):
     """A server_args / engine parameter that differs, with the rows it plausibly moved."""
 
     name: str
+    """The server_args name, or `ledger.<name>` for a value the engine derived (per DP group)."""
     base: ParamValue = None
     head: ParamValue = None
     status: DiffStatus
@@ -459,7 +460,25 @@ PARAM_EFFECTS: tuple[ParamEffect, ...] = (
         why="extra decode slots add per-slot state and req_to_token rows",
     ),
     ParamEffect(
-        "context_length", row_ids=("req_to_token",), why="req_to_token columns = context length"
+        "extra_slots",
+        row_ids=("req_to_token",),
+        groups=(RowGroup.STATE_POOL,),
+        why="extra decode slots add per-slot state and req_to_token rows",
+    ),
+    ParamEffect(
+        "slots",
+        row_ids=("req_to_token",),
+        groups=(RowGroup.STATE_POOL,),
+        why="per-slot state and req_to_token rows scale with the slot count",
+    ),
+    ParamEffect(
+        "context_len*", row_ids=("req_to_token",), why="req_to_token columns = context length"
+    ),
+    ParamEffect("kv_tokens", groups=(RowGroup.STATE_POOL,), why="KV pool size in tokens"),
+    ParamEffect(
+        "enable_dp_lm_head",
+        groups=(RowGroup.WEIGHTS, RowGroup.COMMUNICATION),
+        why="lm_head replicated per DP rank instead of vocab-parallel",
     ),
     ParamEffect(
         "speculative_*",
@@ -515,9 +534,19 @@ PARAM_EFFECTS: tuple[ParamEffect, ...] = (
 """First matching entry wins; a parameter with no entry is listed with no known effect."""
 
 
+DERIVED_PREFIX = "ledger."
+"""Prefix of the values the engine derived (per-DP requests, slots, KV tokens)."""
+DERIVED_ALIASES = {
+    "extra_slots": "disaggregation_decode_extra_slots",
+    "context_len": "context_length",
+}
+"""Derived values named differently from the server_args they restate."""
+
+
 def param_effect(name: str) -> ParamEffect | None:
-    """The first `PARAM_EFFECTS` entry whose pattern matches `name`."""
-    return next((e for e in PARAM_EFFECTS if fnmatchcase(name, e.pattern)), None)
+    """The first `PARAM_EFFECTS` entry matching `name` (a `ledger.` prefix is ignored)."""
+    bare = name.removeprefix(DERIVED_PREFIX)
+    return next((e for e in PARAM_EFFECTS if fnmatchcase(bare, e.pattern)), None)
 
 
 def _effect_targets(effect: ParamEffect) -> list[str]:
@@ -529,10 +558,12 @@ def _effect_targets(effect: ParamEffect) -> list[str]:
 
 
 def _effect_matches(effect: ParamEffect, row: RowDiff) -> bool:
-    return (
-        row.id in effect.row_ids
-        or row.group in effect.groups
-        or any(row.id.startswith(p) for p in effect.row_prefixes)
+    if row.id in effect.row_ids:
+        return True
+    # Informational rows (load peak, a "reclaimed vs a hypothetical baseline") are not memory
+    # that moved; they are only listed when named explicitly.
+    return row.in_partition and (
+        row.group in effect.groups or any(row.id.startswith(p) for p in effect.row_prefixes)
     )
 
 
@@ -922,6 +953,19 @@ def _same_value(a: ParamValue, b: ParamValue) -> bool:
     return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
+def _duplicates_server_arg(
+    name: str, base_params: dict[str, ParamValue], head_params: dict[str, ParamValue]
+) -> bool:
+    """`ledger.dp_size` says nothing new when `dp_size` differs the same way."""
+    if not name.startswith(DERIVED_PREFIX):
+        return False
+    bare = name.removeprefix(DERIVED_PREFIX)
+    bare = DERIVED_ALIASES.get(bare, bare)
+    if bare not in base_params or bare not in head_params:
+        return False
+    return all(_same_value(params.get(name), params[bare]) for params in (base_params, head_params))
+
+
 def _parameter_diffs(base: Ledger, head: Ledger, rows: Sequence[RowDiff]) -> list[ParamDiff]:
     base_params = _params_of(base)
     head_params = _params_of(head)
@@ -932,6 +976,8 @@ def _parameter_diffs(base: Ledger, head: Ledger, rows: Sequence[RowDiff]) -> lis
     for name in sorted(set(base_params) | set(head_params)):
         on_base, on_head = name in base_params, name in head_params
         if on_base and on_head and _same_value(base_params[name], head_params[name]):
+            continue
+        if _duplicates_server_arg(name, base_params, head_params):
             continue
         status = (
             DiffStatus.CHANGED

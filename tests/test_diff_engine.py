@@ -416,3 +416,39 @@ def test_usable_is_177_70_on_both_sides_of_the_fixture() -> None:
         assert side.usable_bytes == USABLE
         assert sum(r.bytes or 0 for r in side.rows if r.in_partition) == USABLE
     assert CENTI * 100 <= GIB
+
+
+def test_derived_parameters_are_kept_only_when_they_say_something_new() -> None:
+    base = ledger(
+        [row("req_to_token", RowGroup.WORKSPACE, centi(13))],
+        parameters={
+            "dp_size": 16,
+            "ledger.dp_size": 16,
+            "max_running_requests": 384,
+            "ledger.max_running_requests": 24,
+            "disaggregation_decode_extra_slots": 8,
+            "ledger.extra_slots": 8,
+        },
+    )
+    head = ledger(
+        [row("req_to_token", RowGroup.WORKSPACE, centi(82))],
+        path="head.log",
+        parameters={
+            "dp_size": 2,
+            "ledger.dp_size": 2,
+            "max_running_requests": 384,
+            "ledger.max_running_requests": 192,
+            "disaggregation_decode_extra_slots": 16,
+            "ledger.extra_slots": 16,
+        },
+    )
+    params = {p.name: p for p in diff_ledgers(base, head).parameters}
+    # ledger.dp_size and ledger.extra_slots restate server_args; the per-DP request count does not
+    # (max_running_requests is 384 on both sides, split over 16 vs 2 DP groups).
+    assert set(params) == {
+        "dp_size",
+        "disaggregation_decode_extra_slots",
+        "ledger.max_running_requests",
+    }
+    moved = params["ledger.max_running_requests"].moved_rows
+    assert [(c.id, c.delta_bytes) for c in moved] == [("req_to_token", centi(69))]
