@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import importlib.util
 import io
 import json
 import subprocess
@@ -21,12 +20,6 @@ from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.ledger import Ledger
 from memledger.pipeline import load_ledger
 from memledger.render import render_ledger
-
-ENGINE_READY = all(
-    importlib.util.find_spec(name) is not None
-    for name in ("memledger.parsing", "memledger.engine", "memledger.formulas")
-)
-needs_engine = pytest.mark.skipif(not ENGINE_READY, reason="parser/engine not in this tree yet")
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -164,35 +157,53 @@ def test_load_ledger_reads_saved_json_with_leading_whitespace(tmp_path: Path) ->
 # --- schema ----------------------------------------------------------------------------------
 
 
-def test_schema_command_prints_the_ledger_schema(capsys: pytest.CaptureFixture[str]) -> None:
+def test_schema_command_prints_the_schema_of_each_json_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memledger.diffing import LedgerDiff
+    from memledger.parse_report import ParseDocument
+
     code, out, _ = run(["schema"], capsys)
     assert code == EXIT_OK
     assert json.loads(out) == Ledger.model_json_schema(by_alias=True, mode="serialization")
-    code, out, _ = run(["schema", "parse"], capsys)
-    assert code == EXIT_OK and json.loads(out)["title"] == "ParsedLog"
+    for name, model in (("parse", ParseDocument), ("diff", LedgerDiff)):
+        code, out, _ = run(["schema", name], capsys)
+        assert code == EXIT_OK
+        assert json.loads(out) == model.model_json_schema(by_alias=True, mode="serialization")
     code, _, err = run(["schema", "budget"], capsys)
     assert code == EXIT_USAGE and "'budget' is not one of" in err
 
 
-def test_schema_diff_is_the_diff_model_once_it_exists(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["schema", "diff"], capsys)
-    if importlib.util.find_spec("memledger.diffing") is None:
-        assert code == EXIT_USAGE
-        assert_one_line_error(err, "diff schema is not available")
-    else:
-        assert code == EXIT_OK and json.loads(out)["title"] == "LedgerDiff"
+def test_parse_schema_describes_what_parse_json_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = next(path for path in real_log_paths() if "001-docker" in path.name)
+    code, out, _ = run(["parse", str(log), "--format", "json"], capsys)
+    assert code == EXIT_OK
+    document = json.loads(out)
+    code, out, _ = run(["schema", "parse"], capsys)
+    properties = json.loads(out)["properties"]
+    assert set(document) == set(properties)
 
 
 # --- layering --------------------------------------------------------------------------------
 
 
-def test_engine_and_renderers_import_neither_click_nor_lark() -> None:
-    modules = ["memledger.render", "memledger.render.explain", "memledger.render.schema"]
-    if ENGINE_READY:
-        modules.append("memledger.engine")
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        ("memledger.engine", ("click", "lark", "tabulate")),
+        ("memledger.render", ("click", "lark")),
+        ("memledger.render.schema", ("click", "lark")),
+    ],
+)
+def test_engine_and_renderers_import_neither_click_nor_lark(
+    module: str, forbidden: tuple[str, ...]
+) -> None:
+    # A fresh interpreter per module, so one module's imports cannot hide another's.
     probe = (
-        f"import sys\nfor name in {modules!r}: __import__(name)\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'lark')))"
+        f"import sys, {module}\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {forbidden!r}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
@@ -228,7 +239,6 @@ def test_commands_only_parse_options_and_call_one_function(name: str) -> None:
 # --- real logs and samples (need the parser and engine) --------------------------------------
 
 
-@needs_engine
 @pytest.mark.parametrize("log", real_log_paths(), ids=lambda path: path.name)
 def test_every_real_log_gives_a_ledger_or_one_documented_error(
     log: Path, capsys: pytest.CaptureFixture[str]
@@ -243,7 +253,6 @@ def test_every_real_log_gives_a_ledger_or_one_documented_error(
         assert_one_line_error(err, str(log))
 
 
-@needs_engine
 def test_unknown_rank_is_input_error(capsys: pytest.CaptureFixture[str]) -> None:
     log = real_log_paths()[0]
     code, _, err = run(["ledger", str(log), "--rank", "TP99"], capsys)
@@ -251,7 +260,6 @@ def test_unknown_rank_is_input_error(capsys: pytest.CaptureFixture[str]) -> None
     assert_one_line_error(err, "TP99")
 
 
-@needs_engine
 def test_json_of_a_real_log_round_trips_through_the_cli(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -262,8 +270,6 @@ def test_json_of_a_real_log_round_trips_through_the_cli(
     assert run(["ledger", str(saved)], capsys)[1] == run(["ledger", str(log)], capsys)[1]
 
 
-@needs_engine
-@pytest.mark.skipif(not (SAMPLES / "dp2.log").is_file(), reason="samples/dp2.log not written yet")
 def test_explain_req_to_token_on_the_dp2_sample(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["ledger", str(SAMPLES / "dp2.log"), "--explain", "req_to_token"], capsys)
     assert code == EXIT_OK
@@ -273,7 +279,6 @@ def test_explain_req_to_token_on_the_dp2_sample(capsys: pytest.CaptureFixture[st
     assert " x 4 B = " in arithmetic
 
 
-@needs_engine
 @pytest.mark.parametrize("log", real_log_paths(), ids=lambda path: path.name)
 def test_every_real_log_renders_in_every_format_and_explains_every_row(log: Path) -> None:
     ledger = load_ledger(log)

@@ -9,7 +9,6 @@ from enum import StrEnum
 from pydantic import BaseModel
 
 from memledger.errors import ConfigError
-from memledger.events import ParsedLog
 from memledger.ledger import Ledger
 
 
@@ -30,16 +29,20 @@ def schema_model(name: SchemaName) -> type[BaseModel]:
         case SchemaName.LEDGER:
             return Ledger
         case SchemaName.PARSE:
-            return ParsedLog
+            return _model("memledger.parse_report", "ParseDocument")
         case SchemaName.DIFF:
-            # Imported by name: the diff model lives with the diff engine, which may be absent.
-            try:
-                model = importlib.import_module("memledger.diffing").LedgerDiff
-            except (ImportError, AttributeError):
-                raise ConfigError("the diff schema is not available in this build") from None
-            if not (isinstance(model, type) and issubclass(model, BaseModel)):
-                raise ConfigError("memledger.diffing.LedgerDiff is not a pydantic model")
-            return model
+            return _model("memledger.diffing", "LedgerDiff")
+
+
+def _model(module: str, name: str) -> type[BaseModel]:
+    # Imported by name: these models live with their commands, outside the renderer layer.
+    try:
+        model = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        raise ConfigError(f"{module}.{name} is not available in this build") from None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise ConfigError(f"{module}.{name} is not a pydantic model")
+    return model
 
 
 def render_schema(name: str) -> str:
