@@ -397,6 +397,10 @@ class _Progress:
 def _read_grammar_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError("grammar file not found", path=str(path)) from exc
+    except IsADirectoryError as exc:
+        raise ConfigError("grammar is a directory, not a .lark file", path=str(path)) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read grammar: {exc}", path=str(path)) from exc
 
