@@ -9,6 +9,8 @@ draft_slot_map unknown. Fixed overhead = 10 - (2 + 876,612,880 B); the rows sum 
 
 from __future__ import annotations
 
+from markdown_it import MarkdownIt
+
 from memledger.ledger import (
     Checkpoint,
     Evidence,
@@ -213,3 +215,20 @@ def small_ledger() -> Ledger:
         parameters={"dp_size": 2},
         notes=["draft_slot_map: needs speculative_num_draft_tokens"],
     )
+
+
+def markdown_tables(markdown: str) -> list[list[list[str]]]:
+    """Every table as rows of cell texts, via a CommonMark parser with GFM tables."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    tables: list[list[list[str]]] = []
+    row: list[str] = []
+    for token in tokens:
+        if token.type == "table_open":
+            tables.append([])
+        elif token.type == "tr_open":
+            row = []
+        elif token.type == "inline" and tables and token.level >= 4:
+            row.append(token.content)
+        elif token.type == "tr_close":
+            tables[-1].append(row)
+    return tables

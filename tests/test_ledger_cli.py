@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import PROJECT_ROOT, SAMPLES, real_log_paths
-from ledger_render_helpers import small_ledger
+from ledger_render_helpers import markdown_tables, small_ledger
 
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
@@ -287,7 +287,10 @@ def test_every_real_log_renders_in_every_format_and_explains_every_row(log: Path
     assert [record["id"] for record in records] == [row.id for row in ledger.rows]
     markdown = render_ledger(ledger, "markdown")
     assert f"- **outcome**: {ledger.outcome}" in markdown
-    assert markdown.count("\n### ") >= 2  # rows and summary at least
+    tables = markdown_tables(markdown)
+    assert len(tables) >= 2  # rows and summary at least
+    for table in tables:
+        assert len({len(row) for row in table}) == 1, "ragged markdown table"
     for row in ledger.rows:
         explanation = render_ledger(ledger, "text", explain=row.id)
         assert explanation.startswith(f"{row.id}: ")

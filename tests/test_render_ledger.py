@@ -10,8 +10,14 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledger_render_helpers import CENTI, LOG, REQ_TO_TOKEN_BYTES, gib, small_ledger
-from markdown_it import MarkdownIt
+from ledger_render_helpers import (
+    CENTI,
+    LOG,
+    REQ_TO_TOKEN_BYTES,
+    gib,
+    markdown_tables,
+    small_ledger,
+)
 
 from memledger.errors import EXIT_USAGE, ConfigError
 from memledger.ledger import (
@@ -177,27 +183,10 @@ def test_text_lists_every_table_and_note() -> None:
     assert interval_line.split()[2:7] == ["3.00", "2.00", "1.00", "0.82", "0.18"]
 
 
-def _markdown_tables(markdown: str) -> list[list[list[str]]]:
-    """Every table as rows of cell texts, via a CommonMark parser with GFM tables."""
-    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
-    tables: list[list[list[str]]] = []
-    row: list[str] = []
-    for token in tokens:
-        if token.type == "table_open":
-            tables.append([])
-        elif token.type == "tr_open":
-            row = []
-        elif token.type == "inline" and tables and token.level >= 4:
-            row.append(token.content)
-        elif token.type == "tr_close":
-            tables[-1].append(row)
-    return tables
-
-
 def test_markdown_tables_have_consistent_columns_and_the_same_cells_as_text() -> None:
     ledger = small_ledger()
     markdown = render_ledger(ledger, "markdown")
-    parsed = _markdown_tables(markdown)
+    parsed = markdown_tables(markdown)
     built = ledger_tables(ledger)
     assert len(parsed) == len(built) == 4
     for cells, table in zip(parsed, built, strict=True):
@@ -211,7 +200,7 @@ def test_markdown_escapes_pipes_and_html_in_cells() -> None:
     ledger = small_ledger()
     rows = [ledger.rows[0].model_copy(update={"label": "a | b <stdin>"}), *ledger.rows[1:]]
     markdown = render_ledger(ledger.model_copy(update={"rows": rows}), "markdown")
-    first_table = _markdown_tables(markdown)[0]
+    first_table = markdown_tables(markdown)[0]
     assert all(len(row) == 7 for row in first_table)
     assert "a \\| b &lt;stdin>" in markdown
 
@@ -280,6 +269,10 @@ def test_explain_a_group_or_an_interval() -> None:
     group = render_ledger(small_ledger(), "text", explain="state_pool")
     assert group.startswith(f"group state_pool: 2.816 GiB = {gib(200) + REQ_TO_TOKEN_BYTES:,} B")
     assert "1 unknown row(s) are not in the subtotal" in group
+    fixed = render_ledger(small_ledger(), "text", explain="fixed_overhead").splitlines()
+    # 10.00 GiB usable - state pool (2.00 GiB + 876,612,880 B), exactly.
+    assert f"= {gib(1000) - gib(200) - REQ_TO_TOKEN_BYTES:,} B" in fixed[0]
+    assert [line.split() for line in fixed[1:3]] == [["communication", "0.50"], ["weights", "5.00"]]
     interval = render_ledger(small_ledger(), "text", explain="memory_pool_end->capture_begin")
     assert interval.splitlines()[0] == "Interval memory_pool_end -> capture_begin (GiB)"
 
@@ -304,6 +297,11 @@ def test_explain_formats() -> None:
         ("load_end", "memory_pool_end")
     ]
     assert [point["id"] for point in document["checkpoints"]] == ["load_end", "memory_pool_end"]
+    fixed = json.loads(render_ledger(small_ledger(), "json", explain="fixed_overhead"))
+    assert {row["group"] for row in fixed["rows"]} == {g.value for g in FIXED_OVERHEAD_GROUPS} - {
+        "draft_weights",
+        "weight_staging",
+    }
     with pytest.raises(ConfigError, match="not csv"):
         render_ledger(small_ledger(), "csv", explain="req_to_token")
     with pytest.raises(UnknownRowError):
@@ -372,5 +370,5 @@ def test_any_ledger_renders_and_its_totals_add_up(rows: list[Row]) -> None:
     for fmt in OutputFormat:
         assert render_ledger(ledger, fmt.value)
     assert len(list(csv.DictReader(io.StringIO(render_ledger(ledger, "csv"))))) == len(rows)
-    for table_cells in _markdown_tables(render_ledger(ledger, "markdown")):
+    for table_cells in markdown_tables(render_ledger(ledger, "markdown")):
         assert len({len(row) for row in table_cells}) == 1

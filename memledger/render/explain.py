@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from memledger.errors import ConfigError
-from memledger.ledger import Interval, Ledger, Row, RowGroup, RowKind
+from memledger.ledger import FIXED_OVERHEAD_GROUPS, Interval, Ledger, Row, RowGroup, RowKind
 from memledger.render.rows import (
     ERROR_DIGITS,
     error_cell,
@@ -20,6 +20,10 @@ SOURCE_TEXT_WIDTH = 240
 """Source lines are quoted up to this length (server_args lines run to kilobytes)."""
 
 
+FIXED_OVERHEAD = "fixed_overhead"
+"""The one aggregate above groups that --explain accepts (the article's headline figure)."""
+
+
 class UnknownRowError(ConfigError):
     """`--explain` named something the ledger does not have; the message lists what it has."""
 
@@ -30,12 +34,14 @@ def interval_key(interval: Interval) -> str:
 
 
 def explain_text(ledger: Ledger, target: str) -> str:
-    """Explain a row id, a group name or an interval `from->to`, as plain text."""
+    """Explain a row id, a group, `fixed_overhead` or an interval `from->to`, as plain text."""
     row = ledger.row(target)
     if row is not None:
         return _explain_row(ledger, row)
     if target in {block.group.value for block in group_blocks(ledger)}:
         return _explain_group(ledger, RowGroup(target))
+    if target == FIXED_OVERHEAD:
+        return _explain_fixed_overhead(ledger)
     interval = _find_interval(ledger, target)
     if interval is not None:
         return "\n".join(_interval_lines(ledger, interval)) + "\n"
@@ -43,13 +49,14 @@ def explain_text(ledger: Ledger, target: str) -> str:
 
 
 def explain_json(ledger: Ledger, target: str) -> str:
-    """The row (or group rows, or interval) with its interval and checkpoints, as JSON."""
+    """The row (or a group's rows, or an interval) with intervals and checkpoints, as JSON."""
     row = ledger.row(target)
-    rows = (
-        [row]
-        if row is not None
-        else [candidate for candidate in ledger.rows if candidate.group.value == target]
-    )
+    if row is not None:
+        rows = [row]
+    elif target == FIXED_OVERHEAD:
+        rows = [candidate for candidate in ledger.rows if candidate.group in FIXED_OVERHEAD_GROUPS]
+    else:
+        rows = [candidate for candidate in ledger.rows if candidate.group.value == target]
     interval = _find_interval(ledger, target)
     if not rows and interval is None:
         raise _unknown(ledger, target)
@@ -74,7 +81,7 @@ def _unknown(ledger: Ledger, target: str) -> UnknownRowError:
     groups = ", ".join(block.group.value for block in group_blocks(ledger))
     return UnknownRowError(
         f"--explain: no row {target!r} in this ledger; rows: {row_ids}"
-        + (f"; groups: {groups}" if groups else "")
+        + (f"; groups: {groups}, {FIXED_OVERHEAD}" if groups else "")
         + ("; or an interval as from->to" if ledger.intervals else "")
     )
 
@@ -125,6 +132,19 @@ def _explain_row(ledger: Ledger, row: Row) -> str:
         lines += ["", *_interval_lines(ledger, interval)]
     elif row.interval:
         lines += ["", f"Interval {row.interval}: not in this ledger"]
+    return "\n".join(lines) + "\n"
+
+
+def _explain_fixed_overhead(ledger: Ledger) -> str:
+    blocks = [block for block in group_blocks(ledger) if block.group in FIXED_OVERHEAD_GROUPS]
+    total = sum(block.subtotal_bytes for block in blocks)
+    error = sum(block.subtotal_error_bytes for block in blocks)
+    lines = [f"{FIXED_OVERHEAD}: every group but the state pool: {_bytes_text(total, error)}"]
+    width = max((len(block.group.value) for block in blocks), default=0)
+    lines += [
+        f"  {block.group.value:<{width}}  {gib_cell(block.subtotal_bytes):>8}" for block in blocks
+    ]
+    lines.append("Use --explain GROUP for the rows of a group.")
     return "\n".join(lines) + "\n"
 
 
