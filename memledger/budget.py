@@ -489,12 +489,13 @@ class _BudgetBuilder:
         if item in self.items:
             return item
         typo = typo_of(item, self.items)
-        if typo is not None or not ROW_ID_PATTERN.match(item):
-            hint = f" (did you mean {typo!r}?)" if typo else ""
+        if typo is not None:
+            raise self.error(f"unknown item {item!r} (did you mean {typo!r}?)", line)
+        if not ROW_ID_PATTERN.match(item):
             raise self.error(
-                f"unknown item {item!r}{hint}; items are summary keys "
+                f"unknown item {item!r}; items are summary keys "
                 f"({', '.join(sorted(SUMMARY_ITEM_KINDS))}) or ledger row ids "
-                '(`memledger ledger LOG` lists them; write "row:<id>" to force a row id)',
+                "(`memledger ledger LOG` lists them)",
                 line,
             )
         return item  # a row id: resolved in each log's ledger
