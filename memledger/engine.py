@@ -299,7 +299,7 @@ class _Builder:
             self.notes.append("cannot balance: no avail reading in this log")
             return None
         first = points[0]
-        if not first.id.endswith("load_begin") or first.id.startswith("draft_"):
+        if first.event.kind != EventKind.LOAD_BEGIN and first.derived_text is None:
             self.notes.append(
                 f"cannot balance: no load-begin avail reading (the log starts at {first.id}, "
                 f"line {first.event.line}): usable memory unknown"
@@ -1021,7 +1021,7 @@ class _Builder:
 
     def _checkpoints(self, points: list[_Point], dist_event: Event | None) -> list[Checkpoint]:
         checkpoints: list[Checkpoint] = []
-        if dist_event is not None and points and points[0].id == "load_begin":
+        if dist_event is not None and points and points[0].event.kind == EventKind.LOAD_BEGIN:
             # Not printed: the next reading (load begin) follows distributed init directly.
             checkpoints.append(
                 Checkpoint(
@@ -1150,7 +1150,7 @@ class _Builder:
         if slot_map is not None:
             put("dspark_slots_per_req", slot_map.value("slots_per_req"), slot_map)
             put("dspark_multiplier", slot_map.value("multiplier"), slot_map)
-        if points and points[0].id == "load_begin":
+        if points and (points[0].event.kind == EventKind.LOAD_BEGIN or points[0].derived_text):
             put("load_begin_avail_bytes", points[0].avail.bytes, points[0].event)
             put("load_begin_avail_gib", round(points[0].avail.bytes / GIB, 2), points[0].event)
         version = _format_version(self.events)

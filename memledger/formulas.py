@@ -158,6 +158,8 @@ def compile_expression(text: str, extra_names: frozenset[str] = frozenset()) -> 
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"not a valid expression: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError("expression nested too deeply") from None
     nodes = list(ast.walk(tree))
     if len(nodes) > MAX_NODES:
         raise ExpressionError(f"expression has more than {MAX_NODES} parts")

@@ -1,0 +1,126 @@
+"""Hypothesis over the engine: random startups (true readings printed with rounding) always give
+a flat partition that sums to usable within tolerance, with no hidden negative rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memledger.engine import build_ledger
+from memledger.events import EventKind
+from memledger.formulas import load_formulas
+from memledger.ledger import Ledger, RowKind
+from tests.engine_helpers import SPEC_ARGS, Log, gb
+
+FORMULAS = load_formulas()
+amounts = st.floats(min_value=0.0, max_value=40.0, allow_nan=False).map(lambda x: round(x, 4))
+
+
+@dataclass
+class Step:
+    kind: str
+    amount: float
+    logged: list[float]
+    progress: list[float]
+
+
+steps = st.builds(
+    Step,
+    kind=st.sampled_from(["load", "draft_load", "release", "pool", "capture", "backend"]),
+    amount=amounts,
+    logged=st.lists(amounts, max_size=3),
+    progress=st.lists(st.floats(min_value=0.0, max_value=1.0), max_size=4),
+)
+
+
+def build(dist: float | None, start: float, plan: list[Step], ready: bool) -> Ledger:
+    """Events for the plan; every printed number is the rounding of a true value."""
+    log = Log()
+    if dist is not None:
+        log.add(EventKind.DIST_INIT_END, usage=gb(dist))
+    avail = start
+    log.add(EventKind.LOAD_BEGIN, avail=gb(avail))
+    for step in plan:
+        after = max(0.0, avail - step.amount)
+        if step.kind in ("load", "draft_load"):
+            if step.logged:
+                log.add(EventKind.STAGING_POOL, values={"role": "target"}, total=gb(step.logged[0]))
+            kind_type = "FooForCausalLM" if step.kind == "load" else "FooEagle3"
+            log.add(
+                EventKind.LOAD_END,
+                values={"type": kind_type},
+                avail=gb(after),
+                usage=gb(avail - after),
+            )
+            log.add(EventKind.LOAD_BEGIN, avail=gb(after))
+        elif step.kind == "release":
+            after = avail + step.amount
+            log.add(EventKind.LOAD_BEGIN, avail=gb(after))
+        elif step.kind == "pool":
+            for size in step.logged:
+                log.add(EventKind.KV_ALLOCATED, values={"tokens": 1000}, kv=gb(size))
+            log.add(EventKind.MEMORY_POOL_END, avail=gb(after))
+        elif step.kind == "capture":
+            log.add(
+                EventKind.CAPTURE_BEGIN,
+                values={"role": "target", "phase": "decode"},
+                avail=gb(avail),
+            )
+            for fraction in sorted(step.progress):
+                log.add(
+                    EventKind.CAPTURE_PROGRESS,
+                    rank="",
+                    values={"bs": 1},
+                    avail=gb(avail - fraction * (avail - after)),
+                )
+            log.add(
+                EventKind.CAPTURE_END,
+                values={"role": "target", "phase": "decode"},
+                avail=gb(after),
+                usage=gb(avail - after),
+            )
+        else:
+            log.add(EventKind.ATTENTION_BACKEND_END, avail=gb(after))
+        avail = after
+    if ready:
+        log.add(
+            EventKind.SUMMARY,
+            values={"max_running_requests": 8, "context_len": 4096},
+            available_gpu_mem=gb(avail),
+        )
+    parsed = log.parsed(server_args=SPEC_ARGS, outcome="ready" if ready else "truncated")
+    return build_ledger(parsed, formulas=FORMULAS)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    dist=st.none() | st.floats(min_value=0.0, max_value=5.0),
+    start=st.floats(min_value=10.0, max_value=200.0),
+    plan=st.lists(steps, max_size=8),
+    ready=st.booleans(),
+)
+def test_partition_sums_to_usable_and_hides_no_negative(
+    dist: float | None, start: float, plan: list[Step], ready: bool
+) -> None:
+    ledger = build(dist, start, plan, ready)
+    assert ledger.usable_bytes is not None
+    partition = [r for r in ledger.rows if r.in_partition]
+    total = sum(r.bytes or 0 for r in partition)
+    assert total == ledger.usable_bytes + ledger.balance_error_bytes
+    assert abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
+    for r in ledger.rows:
+        if r.in_partition and r.bytes is not None and r.bytes < 0:
+            assert r.evidence.note and "negative" in r.evidence.note, r
+        if r.kind == RowKind.UNKNOWN:
+            assert r.bytes is None and not r.in_partition
+    # Each interval's unexplained amount is its residual row (or printing rounding only).
+    rows_by_interval = {r.interval: r for r in ledger.rows if r.kind == RowKind.RESIDUAL}
+    for interval in ledger.intervals:
+        key = f"{interval.from_id}->{interval.to_id}"
+        if key in rows_by_interval:
+            assert rows_by_interval[key].bytes == interval.unexplained_bytes
+        else:
+            assert abs(interval.unexplained_bytes) <= interval.error_bytes
+    assert len({r.id for r in ledger.rows}) == len(ledger.rows)
