@@ -372,3 +372,11 @@ def test_any_ledger_renders_and_its_totals_add_up(rows: list[Row]) -> None:
     assert len(list(csv.DictReader(io.StringIO(render_ledger(ledger, "csv"))))) == len(rows)
     for table_cells in markdown_tables(render_ledger(ledger, "markdown")):
         assert len({len(row) for row in table_cells}) == 1
+
+
+def test_headline_numbers_startups_as_the_startup_option_does() -> None:
+    ledger = small_ledger()
+    for index, expected in ((2, "2 (of startups 0..2; the last)"), (0, "0 (of startups 0..2)")):
+        source = ledger.source.model_copy(update={"startup": index, "n_startups": 3})
+        text = render_ledger(ledger.model_copy(update={"source": source}), "text")
+        assert re.search(rf"^startup: +{re.escape(expected)}$", text, re.MULTILINE)

@@ -182,8 +182,8 @@ def startup_text(index: int, n_startups: int) -> str:
     """The startup as `--startup` numbers it (0-based), with how many the file holds."""
     if n_startups <= 1:
         return f"{index} (the only startup in the file)"
-    last = " (the last)" if index == n_startups - 1 else ""
-    return f"{index} of 0..{n_startups - 1}{last}"
+    last = "; the last" if index == n_startups - 1 else ""
+    return f"{index} (of startups 0..{n_startups - 1}{last})"
 
 
 def balance_text(ledger: Ledger) -> str:
