@@ -6,6 +6,7 @@ import ast
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -296,3 +297,19 @@ def test_every_real_log_renders_in_every_format_and_explains_every_row(log: Path
         assert explanation.startswith(f"{row.id}: ")
         if row.kind.value == "residual" and row.interval:
             assert "= unexplained" in explanation
+
+
+def test_rank_option_selects_another_rank(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["ledger", str(SAMPLES / "dp16.log"), "--rank", "DP3 TP3 EP3"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert re.search(r"^rank: +DP3 TP3 EP3$", out, re.MULTILINE)
+
+
+def test_a_log_that_starts_with_a_brace_is_still_parsed_as_a_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "brace.log"
+    path.write_text('{"not": "closed"\nplain text\n')
+    code, _, err = run(["ledger", str(path)], capsys)
+    assert code == EXIT_INPUT
+    assert_one_line_error(err, str(path), "no SGLang log lines")
