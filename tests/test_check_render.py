@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from datetime import date
 
@@ -242,3 +244,14 @@ def test_json_has_budget_actual_margin_status_per_check() -> None:
     assert relative["bound"] == "max_increase" and relative["status"] == "pass"
     assert document["baseline"]["source"]["path"] == "logs/base.log"
     assert document["counts"]["missing"] == 1
+
+
+def test_layering_check_modules_import_neither_click_nor_lark() -> None:
+    code = (
+        "import sys; import memledger.checking, memledger.budget, memledger.render.check, "
+        "memledger.api, memledger.testing; "
+        "print(sorted(m for m in ('click', 'lark', 'memledger.cli') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
