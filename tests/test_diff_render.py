@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-import time
 
 import pytest
 from diff_helpers import HALF_ULP, article_pair, centi, ledger, row
@@ -160,11 +159,8 @@ def test_a_3mb_diff_stays_under_the_cap_with_headline_and_summary_intact() -> No
     assert ledger_json_chars > 3_000_000  # each input ledger is a ~3 MB JSON document
     full = render_diff_markdown(diff, max_chars=10**9)
     assert len(full) > 3_000_000
-    started = time.perf_counter()
-    capped = render_diff_markdown(diff)
-    elapsed = time.perf_counter() - started
+    capped = render_diff_markdown(diff)  # timings: benchmarks/bench_diff.py
     assert len(capped) <= DEFAULT_MAX_CHARS
-    assert elapsed < 20  # generous: a regression to quadratic re-rendering would blow this
     check_markdown(capped)
     # Headline, inputs, summary and the split are the uncapped text's, character for character.
     top_end = full.index("<details>")
