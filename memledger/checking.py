@@ -103,6 +103,27 @@ class Check(FrozenModel):
         """Whether the value is outside its limit (whatever the level or waiver)."""
         return self.status in BREACH_STATUSES
 
+    def _gib(self, value: Quantity | None) -> float | None:
+        return None if value is None or self.kind is ItemKind.COUNT else round(value / GIB, 6)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def actual_gib(self) -> float | None:
+        """`actual` in GiB, for size items."""
+        return self._gib(self.actual)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def limit_gib(self) -> float | None:
+        """`limit` in GiB, for size items."""
+        return self._gib(self.limit)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def margin_gib(self) -> float | None:
+        """`margin` in GiB, for size items."""
+        return self._gib(self.margin)
+
 
 class CheckedInput(FrozenModel):
     """A log (or saved ledger) the budget was checked on."""

@@ -240,6 +240,9 @@ def test_json_has_budget_actual_margin_status_per_check() -> None:
     assert {"item", "limit", "actual", "margin", "status", "kind"} <= set(first)
     assert (first["item"], first["status"], first["kind"]) == ("cuda_graph", "pass", "size")
     assert first["actual"] + first["margin"] == first["limit"] == 8 * GIB
+    assert (first["limit_gib"], first["actual_gib"]) == (8.0, 7.5)  # display views of the bytes
+    tokens = document["checks"][1]
+    assert (tokens["kind"], tokens["actual"], tokens["actual_gib"]) == ("count", 51_000_000, None)
     relative = document["checks"][-1]
     assert relative["bound"] == "max_increase" and relative["status"] == "pass"
     assert document["baseline"]["source"]["path"] == "logs/base.log"
