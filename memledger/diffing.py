@@ -839,7 +839,7 @@ def _state_pool_analysis(
     if not fixed:
         reasons.append("neither ledger has fixed-overhead rows")
     if incomplete:
-        reasons.append(f"rows unknown on some side, not counted: {', '.join(incomplete)}")
+        reasons.append(f"rows unknown on a side (counted as 0 there): {', '.join(incomplete)}")
     for side, ledger in (("base", base), ("head", head)):
         if ledger.stopped_at is not None:
             reasons.append(f"{side} ledger is partial (stopped at {ledger.stopped_at})")
