@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memledger.budget import Budget, ItemKind, parse_budget
+from memledger.budget import Budget, BudgetEntry, ItemKind, parse_budget
 from memledger.checking import (
     Bound,
     CheckReport,
@@ -293,3 +295,39 @@ def test_a_row_id_the_log_lacks_is_missing_with_similar_ids() -> None:
         "this log cannot provide req_to_tokens_total: "
         "the ledger has no row 'req_to_tokens_total' (similar: req_to_token)"
     )
+
+
+@given(
+    st.integers(min_value=0, max_value=10**9),
+    st.integers(min_value=0, max_value=10**9),
+    st.sampled_from([Bound.MAX, Bound.MIN]),
+)
+def test_absolute_limits_property(actual: int, limit: int, bound: Bound) -> None:
+    entry = BudgetEntry(item="kv_tokens_per_instance", kind=ItemKind.COUNT, **{bound.value: limit})
+    ledger = make_ledger("h.log", {**HEAD_SUMMARY, "kv_tokens_per_instance": actual})
+    (check,) = check_budget(Budget(path="b", entries=[entry]), [("h", ledger)], today=TODAY).checks
+    within = actual <= limit if bound is Bound.MAX else actual >= limit
+    assert (check.status is CheckStatus.PASS) is within
+    assert check.margin == (limit - actual if bound is Bound.MAX else actual - limit)
+
+
+@given(
+    st.integers(min_value=1, max_value=10**6),
+    st.integers(min_value=0, max_value=2 * 10**6),
+    st.integers(min_value=0, max_value=10**6),
+    st.integers(min_value=0, max_value=200),
+)
+def test_both_relative_limits_must_be_exceeded(
+    base: int, head: int, allowed: int, allowed_pct: int
+) -> None:
+    entry = BudgetEntry(
+        item="slots", kind=ItemKind.COUNT, max_increase=allowed, max_increase_pct=allowed_pct
+    )
+    report = check_budget(
+        Budget(path="b", entries=[entry]),
+        [("h", make_ledger("h.log", {**HEAD_SUMMARY, "slots": head}))],
+        baseline=make_ledger("b.log", {**HEAD_SUMMARY, "slots": base}),
+        today=TODAY,
+    )
+    both = head - base > allowed and (head - base) * 100 > allowed_pct * base
+    assert (report.checks[0].status is CheckStatus.FAIL) is both
