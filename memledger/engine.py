@@ -1274,9 +1274,12 @@ class _Builder:
                 f"slots {slots} (max_running_requests + extra + 1) differ from the Mamba pool's "
                 f"max_mamba_cache_size {mamba_slots} + 1"
             )
+        # Per-slot state divides by the state pool's own slots (K + 1 padding slot) when the
+        # Mamba line prints K: with a ratio-split pool that differs from the request slots.
+        state_slots = mamba_slots + 1 if isinstance(mamba_slots, int) else slots
         state_per_slot = (
-            per_slot_state / slots
-            if per_slot_state is not None and isinstance(slots, int) and slots > 0
+            per_slot_state / state_slots
+            if per_slot_state is not None and isinstance(state_slots, int) and state_slots > 0
             else None
         )
         req_to_token = next(

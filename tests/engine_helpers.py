@@ -129,7 +129,7 @@ def speculative_log(*, release: float = 0.0) -> Log:
     log.add(EventKind.LOAD_END, values={"type": "FooEagle3"}, avail=28.20 + release, usage=0.80)
     log.add(
         EventKind.MAMBA_ALLOCATED,
-        values={"max_mamba_cache_size": 8},
+        values={"max_mamba_cache_size": 7},
         conv_state=1.00,
         ssm_state=2.00,
     )

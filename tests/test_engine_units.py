@@ -174,6 +174,18 @@ def test_summary_groups_and_slots() -> None:
     )
 
 
+def test_state_per_slot_uses_the_state_pools_own_slots() -> None:
+    """A ratio-split Mamba pool (K unrelated to max_running_requests) sets the divisor."""
+    log = speculative_log()
+    for index, event in enumerate(log.events):
+        if event.kind == EventKind.MAMBA_ALLOCATED:
+            log.events[index] = event.model_copy(update={"values": {"max_mamba_cache_size": 99}})
+    ledger = ledger_of(log, server_args=SPEC_ARGS)
+    assert ledger.summary.slots == 8
+    assert ledger.summary.state_per_slot == pytest.approx(3.00 / 100)
+    assert any("differ from the Mamba pool" in note for note in ledger.notes)
+
+
 def test_kv_tokens_scale_by_dcp_and_dp_groups() -> None:
     args = {**SPEC_ARGS, "dcp_size": 4, "dp_size": 3}
     s = ledger_of(speculative_log(), server_args=args).summary
