@@ -669,6 +669,13 @@ class _Builder:
         what = _capture_label(prefix)
         graph = total - others
         progress = [e for e in self.roles.progress.get(begin_index, []) if e.size("avail")]
+        if progress and not _progress_is_ours(progress, self.startup.rank):
+            # tqdm bars are printed by rank 0 only, without a tag: not this rank's readings.
+            self.notes.append(
+                f"{span.key}: the progress bar readings are rank 0's (untagged tqdm); "
+                f"{self.startup.rank} gets one graph row"
+            )
+            progress = []
         begin, end = span.start, span.end
         carves: list[_Carve] = []
         if progress:
@@ -1597,6 +1604,13 @@ def _version_text(code: int) -> str:
     if code <= 0:
         return "unknown"
     return f"{code // 1_000_000}.{code // 1_000 % 1_000}.{code % 1_000}"
+
+
+def _progress_is_ours(progress: list[Event], rank: str) -> bool:
+    """Untagged tqdm readings belong to rank 0 (every index in its tag is 0, or no tag)."""
+    if all(event.rank == rank for event in progress):
+        return True
+    return all(number == "0" for number in re.findall(r"\d+", rank))
 
 
 def _weights_group(role: str) -> RowGroup:

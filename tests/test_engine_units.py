@@ -434,3 +434,16 @@ def test_engine_modules_import_no_cli_or_grammar_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_untagged_progress_bars_are_rank_0s_not_another_ranks() -> None:
+    log = Log(rank="TP3")
+    log.add(EventKind.LOAD_BEGIN, avail=40.00)
+    log.add(EventKind.CAPTURE_BEGIN, values={"role": "target"}, avail=10.00)
+    log.add(EventKind.CAPTURE_PROGRESS, rank="", values={"bs": 8}, avail=9.00)
+    log.add(EventKind.CAPTURE_PROGRESS, rank="", values={"bs": 4}, avail=5.00)
+    log.add(EventKind.CAPTURE_END, values={"role": "target"}, avail=4.00, usage=6.00)
+    ledger = ledger_of(log, outcome="truncated")
+    assert row(ledger, "cuda_graph").bytes == gb(6.00).bytes
+    assert ledger.row("cuda_graph_largest_bucket") is None
+    assert any("rank 0's" in note for note in ledger.notes)
