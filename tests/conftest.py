@@ -12,7 +12,9 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT_ROOT / "samples"
 # Real logs are public data read in place, never copied: MEMLEDGER_REAL_LOGS may point elsewhere.
-REAL_LOGS = Path(os.environ.get("MEMLEDGER_REAL_LOGS", PROJECT_ROOT.parent / "shared" / "real-logs"))
+REAL_LOGS = Path(
+    os.environ.get("MEMLEDGER_REAL_LOGS", PROJECT_ROOT.parent / "shared" / "real-logs")
+)
 
 
 def load_truth() -> list[dict[str, Any]]:
