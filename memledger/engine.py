@@ -151,6 +151,106 @@ class _Roles:
     has_draft: bool = False
 
 
+@dataclass(frozen=True)
+class _LineRow:
+    """How one kind of log line becomes a row: which printed sizes it adds up."""
+
+    row_id: str
+    """`{draft}` becomes `draft_` in the draft's pool interval."""
+    label: str
+    group: RowGroup
+    keys: tuple[str, ...]
+    fallback: str | None = None
+    """A size key used when none of `keys` was printed (e.g. a total)."""
+    informational: str | None = None
+    """Set for sizes that are not allocations of this GPU: the note shown; never summed."""
+
+
+_STATE = RowGroup.STATE_POOL
+_COMM = RowGroup.COMMUNICATION
+
+LINE_ROWS: dict[EventKind, tuple[_LineRow, ...]] = {
+    EventKind.MAMBA_ALLOCATED: (
+        _LineRow("{draft}mamba_conv_state", "Mamba/KDA conv state", _STATE, ("conv_state",)),
+        _LineRow("{draft}mamba_ssm_state", "Mamba/KDA SSM state", _STATE, ("ssm_state",)),
+        _LineRow(
+            "{draft}mamba_intermediate_ssm",
+            "intermediate SSM state (speculative)",
+            _STATE,
+            ("intermediate_ssm",),
+        ),
+        _LineRow(
+            "{draft}mamba_intermediate_conv",
+            "intermediate conv window (speculative)",
+            _STATE,
+            ("intermediate_conv",),
+        ),
+    ),
+    EventKind.REPLAY_SSM: (
+        _LineRow(
+            "{draft}replay_ssm",
+            "ReplaySSM ring buffers",
+            _STATE,
+            ("d", "k", "g", "rawv", "rawk", "beta"),
+            fallback="total",
+        ),
+    ),
+    EventKind.SWA_POOL: (
+        _LineRow("{draft}swa_kv_pool", "SWAKVPool (full + SWA KV)", _STATE, ("usage",)),
+    ),
+    EventKind.ALL_REDUCE_CONFIG: (
+        _LineRow(
+            "all_reduce_buffers",
+            "custom all-reduce buffers (symmetric + local)",
+            _COMM,
+            ("symmetric_memory", "local_buffer"),
+        ),
+    ),
+    EventKind.SYMM_PREALLOC: (
+        _LineRow("symmetric_memory_pool", "symmetric memory pool", _COMM, ("size",)),
+    ),
+    EventKind.DEEPEP_BUFFER: (_LineRow("deepep_buffer", "DeepEP buffer", _COMM, ("num_bytes",)),),
+    EventKind.DSPARK_RECLAIMED: (
+        _LineRow(
+            "dspark_reclaimed",
+            "DSpark SWA draft KV reclaimed",
+            _STATE,
+            ("reclaimed",),
+            informational="compared with a hypothetical proportional draft KV: not an allocation",
+        ),
+    ),
+    EventKind.HICACHE_HOST: (
+        _LineRow(
+            "hicache_host",
+            "HiCache host pool",
+            _STATE,
+            ("host",),
+            informational="host RAM, not GPU memory",
+        ),
+    ),
+    EventKind.ASCEND_KV_AVAIL: (
+        _LineRow(
+            "ascend_kv_budget",
+            "memory available for KV cache (Ascend)",
+            _STATE,
+            ("avail_kv",),
+            informational="the KV budget the runtime computed, not an allocation",
+        ),
+    ),
+    EventKind.DSV4_CALC: (
+        _LineRow(
+            "dsv4_available",
+            "DSV4 pool budget",
+            _STATE,
+            ("available_bytes",),
+            informational="the DeepSeek V4 pools' budget as computed; the pools are logged apart",
+        ),
+    ),
+}
+"""Lines whose sizes become rows as they are; KV, staging, load and capture lines depend on
+role and labels and are handled in `_Builder._special_carve`."""
+
+
 def build_ledger(
     parsed: ParsedLog,
     *,
@@ -393,182 +493,89 @@ class _Builder:
         return None
 
     def _logged_carves(self, event: Event, *, region: str) -> list[_Carve]:
-        """Rows a log line names (sizes it printed), with their ids and groups."""
+        """Rows a log line names (the sizes it printed), with their ids and groups."""
         draft = region == "draft"
-        prefix = "draft_" if draft else ""
-        kind = event.kind
-
-        def logged(row_id: str, label: str, group: RowGroup, size: Size, **extra: Any) -> _Carve:
-            return _Carve(
-                row_id,
-                label,
-                group,
-                RowKind.LOGGED,
-                size.bytes,
-                size.half_ulp,
-                [event],
-                **extra,
+        special = self._special_carve(event, region)
+        if special is not None:
+            return special
+        carves: list[_Carve] = []
+        for spec in LINE_ROWS.get(event.kind, ()):
+            size = _sum_sizes(*(event.size(key) for key in spec.keys))
+            if size is None and spec.fallback is not None:
+                size = event.size(spec.fallback)
+            if size is None:
+                continue
+            carves.append(
+                _Carve(
+                    spec.row_id.format(draft="draft_" if draft else ""),
+                    ("draft " if draft and "{draft}" in spec.row_id else "") + spec.label,
+                    spec.group,
+                    RowKind.LOGGED,
+                    size.bytes,
+                    size.half_ulp,
+                    [event],
+                    note=spec.informational,
+                    in_partition=spec.informational is None,
+                )
             )
+        return carves
 
-        def info(row_id: str, label: str, group: RowGroup, size: Size, note: str) -> _Carve:
-            return logged(row_id, label, group, size, note=note, in_partition=False)
-
+    def _special_carve(self, event: Event, region: str) -> list[_Carve] | None:
+        """Lines whose row depends on role or labels (KV, staging, loads, captures)."""
+        kind = event.kind
         if kind in (EventKind.KV_ALLOCATED, EventKind.KV_SKIPPED, EventKind.POST_CAPTURE_KV):
-            size = event.size("kv") or _sum_sizes(event.size("k"), event.size("v"))
-            if size is None:
-                return []
-            label_text = str(event.value("label") or "").strip()
-            base = "draft_kv" if draft else "kv_pool"
-            if region == "post_capture" or kind == EventKind.POST_CAPTURE_KV:
-                base = f"{base}_post_capture"
-            if label_text and label_text.lower() != "full":
-                base = f"{base}_{_slug(label_text)}"
-            what = "draft KV cache" if draft else "KV cache"
-            label = f"{label_text + ' ' if label_text else ''}{what}"
-            if event.value("va_upper_bound"):
-                return [
-                    info(
-                        f"{base}_va",
-                        f"{label} (virtual reservation)",
-                        RowGroup.STATE_POOL,
-                        size,
-                        "VA upper bound: reserved address space, backed later (post-capture KV)",
-                    )
-                ]
-            tokens = event.value("tokens")
-            note = f"#tokens {tokens}" if isinstance(tokens, int) else None
-            return [logged(base, label, RowGroup.STATE_POOL, size, note=note)]
-        if kind == EventKind.MAMBA_ALLOCATED:
-            names = {
-                "conv_state": "Mamba/KDA conv state",
-                "ssm_state": "Mamba/KDA SSM state",
-                "intermediate_ssm": "intermediate SSM state (speculative)",
-                "intermediate_conv": "intermediate conv window (speculative)",
-            }
-            return [
-                logged(
-                    f"{prefix}mamba_{key}",
-                    f"{prefix.replace('_', ' ')}{label}",
-                    RowGroup.STATE_POOL,
-                    size,
-                )
-                for key, label in names.items()
-                if (size := event.size(key)) is not None
-            ]
-        if kind == EventKind.REPLAY_SSM:
-            parts = [
-                size
-                for key in ("d", "k", "g", "rawv", "rawk", "beta")
-                if (size := event.size(key)) is not None
-            ]
-            total = _sum_sizes(*parts) if parts else event.size("total")
-            if total is None:
-                return []
-            return [
-                logged(f"{prefix}replay_ssm", "ReplaySSM ring buffers", RowGroup.STATE_POOL, total)
-            ]
-        if kind == EventKind.SWA_POOL:
-            size = event.size("usage")
-            if size is None:
-                return []
-            return [
-                logged(
-                    f"{prefix}swa_kv_pool", "SWAKVPool (full + SWA KV)", RowGroup.STATE_POOL, size
-                )
-            ]
-        if kind == EventKind.STAGING_POOL:
-            size = event.size("total")
-            if size is None:
-                return []
+            return self._kv_carves(event, region)
+        usage = event.size("usage")
+        if kind == EventKind.STAGING_POOL and (total := event.size("total")) is not None:
             if str(event.value("role") or "target") == "draft":
-                return [
-                    logged(
-                        "draft_staging",
-                        "draft weight-shard AG staging pool",
-                        RowGroup.DRAFT_WEIGHTS,
-                        size,
-                    )
-                ]
-            return [
-                logged(
-                    "weight_staging", "weight-shard AG staging pool", RowGroup.WEIGHT_STAGING, size
-                )
-            ]
-        if kind == EventKind.ALL_REDUCE_CONFIG:
-            size = _sum_sizes(event.size("symmetric_memory"), event.size("local_buffer"))
-            if size is None:
-                return []
-            return [
-                logged(
-                    "all_reduce_buffers",
-                    "custom all-reduce buffers (symmetric + local)",
-                    RowGroup.COMMUNICATION,
-                    size,
-                )
-            ]
-        if kind == EventKind.SYMM_PREALLOC and (size := event.size("size")) is not None:
-            return [
-                logged(
-                    "symmetric_memory_pool", "symmetric memory pool", RowGroup.COMMUNICATION, size
-                )
-            ]
-        if kind == EventKind.DEEPEP_BUFFER and (size := event.size("num_bytes")) is not None:
-            return [logged("deepep_buffer", "DeepEP buffer", RowGroup.COMMUNICATION, size)]
-        if kind == EventKind.DIST_INIT_END and (size := event.size("usage")) is not None:
+                what = ("draft_staging", "draft weight-shard AG staging pool")
+                return [_logged(event, *what, RowGroup.DRAFT_WEIGHTS, total)]
+            what = ("weight_staging", "weight-shard AG staging pool")
+            return [_logged(event, *what, RowGroup.WEIGHT_STAGING, total)]
+        if kind == EventKind.DIST_INIT_END and usage is not None:
             row_id = "draft_nccl_init" if self.roles.has_draft else "nccl_init_2"
-            return [logged(row_id, "a later distributed init", RowGroup.COMMUNICATION, size)]
-        if kind == EventKind.LOAD_END and (size := event.size("usage")) is not None:
+            return [
+                _logged(event, row_id, "a later distributed init", RowGroup.COMMUNICATION, usage)
+            ]
+        if kind == EventKind.LOAD_END and usage is not None:
             role = self.roles.load_role.get(self.index[id(event)], "target")
             row_id = "draft_weights" if role == "draft" else "weights"
-            return [logged(row_id, f"{role} weights", _weights_group(role), size)]
-        if kind == EventKind.CAPTURE_END and (size := event.size("usage")) is not None:
-            prefix_id = self.roles.ids.get(self.index[id(event)], "capture_end").removesuffix(
-                "capture_end"
+            return [_logged(event, row_id, f"{role} weights", _weights_group(role), usage)]
+        if kind == EventKind.CAPTURE_END and usage is not None:
+            end_id = self.roles.ids.get(self.index[id(event)], "capture_end")
+            prefix = end_id.removesuffix("capture_end")
+            return [
+                _logged(
+                    event, f"{prefix}cuda_graph", _capture_label(prefix), RowGroup.CUDA_GRAPH, usage
+                )
+            ]
+        return None
+
+    def _kv_carves(self, event: Event, region: str) -> list[_Carve]:
+        size = event.size("kv") or _sum_sizes(event.size("k"), event.size("v"))
+        if size is None:
+            return []
+        draft = region == "draft"
+        label_text = str(event.value("label") or "").strip()
+        base = "draft_kv" if draft else "kv_pool"
+        if region == "post_capture" or event.kind == EventKind.POST_CAPTURE_KV:
+            base = f"{base}_post_capture"
+        if label_text and label_text.lower() != "full":
+            base = f"{base}_{_slug(label_text)}"
+        label = (
+            f"{label_text + ' ' if label_text else ''}{'draft KV cache' if draft else 'KV cache'}"
+        )
+        if event.value("va_upper_bound"):
+            carve = _logged(
+                event, f"{base}_va", f"{label} (virtual reservation)", RowGroup.STATE_POOL, size
             )
-            return [
-                logged(f"{prefix_id}cuda_graph", "CUDA graph capture", RowGroup.CUDA_GRAPH, size)
-            ]
-        if kind == EventKind.DSPARK_RECLAIMED and (size := event.size("reclaimed")) is not None:
-            return [
-                info(
-                    "dspark_reclaimed",
-                    "DSpark SWA draft KV reclaimed",
-                    RowGroup.STATE_POOL,
-                    size,
-                    "compared with a hypothetical proportional draft KV: not an allocation",
-                )
-            ]
-        if kind == EventKind.HICACHE_HOST and (size := event.size("host")) is not None:
-            return [
-                info(
-                    "hicache_host",
-                    "HiCache host pool",
-                    RowGroup.STATE_POOL,
-                    size,
-                    "host RAM, not GPU memory",
-                )
-            ]
-        if kind == EventKind.ASCEND_KV_AVAIL and (size := event.size("avail_kv")) is not None:
-            return [
-                info(
-                    "ascend_kv_budget",
-                    "memory available for KV cache (Ascend)",
-                    RowGroup.STATE_POOL,
-                    size,
-                    "the KV budget the runtime computed, not an allocation",
-                )
-            ]
-        if kind == EventKind.DSV4_CALC and (size := event.size("available_bytes")) is not None:
-            return [
-                info(
-                    "dsv4_available",
-                    "DSV4 pool budget",
-                    RowGroup.STATE_POOL,
-                    size,
-                    "budget of the DeepSeek V4 pools as computed; the pools are logged separately",
-                )
-            ]
-        return []
+            carve.note = "VA upper bound: reserved address space, backed later (post-capture KV)"
+            carve.in_partition = False
+            return [carve]
+        carve = _logged(event, base, label, RowGroup.STATE_POOL, size)
+        tokens = event.value("tokens")
+        carve.note = f"#tokens {tokens}" if isinstance(tokens, int) else None
+        return [carve]
 
     def _carve_primary(self, span: _Span) -> None:
         """Load and capture spans: the printed usage, less what other lines named inside."""
@@ -1611,6 +1618,10 @@ def _progress_is_ours(progress: list[Event], rank: str) -> bool:
     if all(event.rank == rank for event in progress):
         return True
     return all(number == "0" for number in re.findall(r"\d+", rank))
+
+
+def _logged(event: Event, row_id: str, label: str, group: RowGroup, size: Size) -> _Carve:
+    return _Carve(row_id, label, group, RowKind.LOGGED, size.bytes, size.half_ulp, [event])
 
 
 def _weights_group(role: str) -> RowGroup:
