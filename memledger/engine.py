@@ -1380,11 +1380,13 @@ class _Builder:
     def _stopped_at(self, points: list[_Point]) -> str | None:
         if self.startup.outcome == "ready":
             return None
-        where = (
-            f"after {points[-1].id} (line {points[-1].event.line})"
-            if points
-            else "before any avail reading"
-        )
+        summary = self._summary_event()
+        if summary is not None:
+            where = f"after the startup finished (summary line {summary.line})"
+        elif points:
+            where = f"after {points[-1].id} (line {points[-1].event.line})"
+        else:
+            where = "before any avail reading"
         if self.startup.outcome == "truncated":
             return f"{where}: the log ends (truncated)"
         line = f" at line {self.startup.outcome_line}" if self.startup.outcome_line else ""

@@ -447,3 +447,12 @@ def test_untagged_progress_bars_are_rank_0s_not_another_ranks() -> None:
     assert row(ledger, "cuda_graph").bytes == gb(6.00).bytes
     assert ledger.row("cuda_graph_largest_bucket") is None
     assert any("rank 0's" in note for note in ledger.notes)
+
+
+def test_crash_after_the_summary_line_keeps_the_runtime_headroom() -> None:
+    log = speculative_log()
+    log.add(EventKind.CRASH, values={"reason": "Traceback"})
+    ledger = ledger_of(log, server_args=SPEC_ARGS, outcome="crash", outcome_line=log.line)
+    assert ledger.stopped_at is not None
+    assert ledger.stopped_at.startswith(f"after the startup finished (summary line {log.line - 1})")
+    assert ledger.summary.runtime_headroom == pytest.approx(1.30)
