@@ -11,7 +11,7 @@ from typing import IO, Any
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
-from memledger.events import Event, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
+from memledger.events import Event, EventKind, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
 from memledger.facts import facts_of
 
 PARSE_SCHEMA_VERSION = 1
@@ -110,6 +110,33 @@ def _event_row(event: Event) -> list[str]:
     return [str(event.line), event.kind.value, event.rank, _clip(sizes, 60), _clip(values, 70)]
 
 
+def _progress_row(run: list[Event]) -> list[str]:
+    # tqdm states of one capture, one row: `bs 24 -> 1 (6 states)`, avail first -> last
+    first, last = run[0], run[-1]
+    key = "bs" if "bs" in first.values else "num_tokens"
+    start, end = first.values.get(key), last.values.get(key)
+    lines = str(first.line) if first.line == last.line else f"{first.line}-{last.line}"
+    avail = [e.sizes["avail"].text for e in (first, last) if "avail" in e.sizes]
+    sizes = "avail=" + " -> ".join(avail) if avail else ""
+    values = f"{key} {start} -> {end} ({len(run)} states)" if start is not None else ""
+    return [lines, first.kind.value, first.rank, sizes, values or f"{len(run)} states"]
+
+
+def _event_rows(events: list[Event]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    run: list[Event] = []
+    for event in [*events, None]:
+        if event is not None and event.kind is EventKind.CAPTURE_PROGRESS:
+            run.append(event)
+            continue
+        if run:
+            rows.append(_event_row(run[0]) if len(run) == 1 else _progress_row(run))
+            run = []
+        if event is not None:
+            rows.append(_event_row(event))
+    return rows
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -136,7 +163,7 @@ def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = 
     if parsed.invalid_utf8_bytes:
         lines.append(f"note:      {parsed.invalid_utf8_bytes} invalid UTF-8 bytes replaced")
     lines.append("")
-    rows = [_event_row(event) for event in startup.events]
+    rows = _event_rows(startup.events)
     if rows:
         lines.append(
             tabulate(rows, headers=["line", "kind", "rank", "sizes", "values"], tablefmt="simple")

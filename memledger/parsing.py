@@ -44,6 +44,9 @@ TEXT_CAP = 400
 UNRECOGNISED_CAP = 50
 """How many unrecognised lines a startup lists (the count is exact)."""
 _PER_BUCKET_CAP = UNRECOGNISED_CAP
+EVENTS_PER_KIND_CAP = 2000
+"""Recognised lines kept per kind, rank and startup segment; a startup prints far fewer. Beyond it
+(a runtime line repeated for days) lines are counted as not kept, so memory stays flat."""
 
 OOM_RE = re.compile(r"(?i:out of memory)|OutOfMemoryError|\bOOM\b")
 CRASH_RE = re.compile(
@@ -128,6 +131,7 @@ class _Collector:
     tags_first_line: dict[str, int] = field(default_factory=dict)
     saw_prefix: bool = False
     last_progress_desc: tuple[int, str] | None = None
+    kept_per_kind: dict[tuple[int, str, str], int] = field(default_factory=dict)
 
     @property
     def segment(self) -> int:
@@ -254,6 +258,14 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
         out.add_evidence(EventKind.SUMMARY, logical, "max_total_num_tokens=")
     if parsed.problems and logical.prefixed:
         out.add_unrecognised(logical, "malformed: " + "; ".join(parsed.problems))
+    kept_key = (out.segment, logical.rank, parsed.kind.value)
+    kept = out.kept_per_kind.get(kept_key, 0)
+    if kept >= EVENTS_PER_KIND_CAP:
+        out.add_unrecognised(
+            logical, f"not kept: more than {EVENTS_PER_KIND_CAP} {parsed.kind} lines"
+        )
+        return
+    out.kept_per_kind[kept_key] = kept + 1
     out.stored.append(_Stored(_event(parsed.kind, logical, parsed), logical.prefixed, out.segment))
 
 

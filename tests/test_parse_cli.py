@@ -311,3 +311,30 @@ def test_progress_only_when_asked(
     assert capsys.readouterr().err == ""
     parse_log(io.BytesIO(data), progress=True)
     assert "memledger: read" in capsys.readouterr().err
+
+
+def test_repeated_runtime_lines_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memledger.parsing as parsing
+
+    monkeypatch.setattr(parsing, "EVENTS_PER_KIND_CAP", 5)
+    log = tmp_path / "lora.log"
+    startup = real_log("single/017").read_text()
+    lora = "[2024-12-13 01:50:00 TP0] LoRA adapter loading starts: a. avail mem=2.00 GB\n"
+    log.write_text(startup + lora * 12)
+    parsed = parse_log(log)
+    kept = [e for e in parsed.startup.events if e.kind is EventKind.LORA]
+    assert len(kept) == 5
+    dropped = [u for u in parsed.startup.unrecognised if u.reason.startswith("not kept")]
+    assert len(dropped) == 7 and parsed.startup.unrecognised_count == 7
+    assert facts_of(parsed) == truth_facts(real_log("single/017"))
+
+
+def test_text_collapses_progress_states(capsys: pytest.CaptureFixture[str]) -> None:
+    # single/005's target verify capture counts bs 8 down to 1; JSON keeps every state
+    log = real_log("single/005")
+    code, out, _ = run_cli(["parse", str(log)], capsys)
+    assert code == EXIT_OK
+    assert "avail=7.19 GB -> 6.72 GB" in out and "bs 8 -> 1 (8 states)" in out
+    document = parse_json([str(log)], capsys)
+    states = [e for e in document["events"] if e["kind"] == "capture_progress" and e["line"] == 163]
+    assert [e["values"]["bs"] for e in states] == [8, 7, 6, 5, 4, 3, 2, 1]
