@@ -7,14 +7,13 @@ fast; see `memledger.api` for the functions and `docs/api.md` for examples.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
+    "ledger": "memledger.api",
     "load": "memledger.api",
     "load_text": "memledger.api",
     "diff": "memledger.api",
@@ -38,9 +37,9 @@ _EXPORTS: dict[str, str] = {
     "EventKind": "memledger.events",
     "ParsedLog": "memledger.events",
     "Startup": "memledger.events",
-    "Ledger": "memledger.ledger",
-    "Row": "memledger.ledger",
-    "Summary": "memledger.ledger",
+    "Ledger": "memledger.ledger_model",
+    "Row": "memledger.ledger_model",
+    "Summary": "memledger.ledger_model",
     "Size": "memledger.units",
 }
 
@@ -84,16 +83,16 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         assert_budget,
         check,
         diff,
+        ledger,
         load,
         load_text,
     )
-    from memledger.api import ledger as ledger  # the function; see _LedgerFunction
     from memledger.budget import Budget, BudgetEntry, load_budget, parse_budget
     from memledger.checking import Check, CheckReport, CheckStatus
     from memledger.diffing import LedgerDiff
     from memledger.errors import ConfigError, InputError, MemledgerError
     from memledger.events import Event, EventKind, ParsedLog, Startup
-    from memledger.ledger import Ledger, Row, Summary
+    from memledger.ledger_model import Ledger, Row, Summary
     from memledger.units import Size
 
 
@@ -108,47 +107,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _LedgerFunction:
-    """`memledger.ledger(source)` builds a ledger; its attributes are the `memledger.ledger` module.
-
-    The package has both a submodule `ledger` (the models) and the API function `ledger()`. Python
-    binds an imported submodule as a package attribute, which would shadow the function; this
-    object is both: calling it runs `memledger.api.ledger`, attribute access reaches the module.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from memledger.api import ledger
-
-        return ledger(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(importlib.import_module("memledger.ledger"), name)
-
-    @property
-    def __doc__(self) -> str | None:  # type: ignore[override]
-        from memledger.api import ledger
-
-        return ledger.__doc__
-
-    def __repr__(self) -> str:
-        return "<function memledger.ledger (and module memledger.ledger)>"
-
-
-class _Package(types.ModuleType):
-    """The package module, with `ledger` kept as the API function when the submodule loads."""
-
-    _ledger_function = _LedgerFunction()
-
-    @property
-    def ledger(self) -> Any:
-        return self._ledger_function
-
-    @ledger.setter
-    def ledger(self, module: types.ModuleType) -> None:
-        # The import system sets the submodule here; it stays reachable via sys.modules.
-        self.__dict__["_ledger_module"] = module
-
-
-sys.modules[__name__].__class__ = _Package

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, TypeAlias
 from memledger.budget import Budget, discover_budget, load_budget
 from memledger.checking import BaselineInfo, CheckReport, CheckStatus, check_budget
 from memledger.events import ParsedLog
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 
 if TYPE_CHECKING:
     from memledger.diffing import LedgerDiff

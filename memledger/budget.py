@@ -23,7 +23,7 @@ from typing import Any, get_args
 from pydantic import Field
 
 from memledger.errors import ConfigError
-from memledger.ledger import Summary
+from memledger.ledger_model import Summary
 from memledger.units import GIB, KIB, MIB, FrozenModel
 
 BUDGET_VERSION = 1

@@ -20,7 +20,7 @@ from pydantic import Field, computed_field
 
 from memledger.budget import SUMMARY_ITEM_KINDS, Budget, BudgetEntry, ItemKind, Level, Quantity
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
-from memledger.ledger import Ledger, LedgerSource, Row, RowKind
+from memledger.ledger_model import Ledger, LedgerSource, Row, RowKind
 from memledger.units import GIB, FrozenModel
 
 CHECK_SCHEMA_VERSION = 1

@@ -18,7 +18,7 @@ from typing import Literal, TypeVar
 from pydantic import Field, computed_field
 
 from memledger.events import ParamValue
-from memledger.ledger import (
+from memledger.ledger_model import (
     FIXED_OVERHEAD_GROUPS,
     Checkpoint,
     Interval,

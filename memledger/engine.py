@@ -24,7 +24,7 @@ from memledger.formulas import (
     render_text,
     version_code,
 )
-from memledger.ledger import (
+from memledger.ledger_model import (
     FIXED_OVERHEAD_GROUPS,
     Checkpoint,
     Evidence,

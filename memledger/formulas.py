@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memledger.errors import ConfigError
-from memledger.ledger import RowGroup
+from memledger.ledger_model import RowGroup
 
 FORMULAS_ENV = "MEMLEDGER_FORMULAS"
 """Environment variable naming a user formulas file, read when `load_formulas` gets no path."""

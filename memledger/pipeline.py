@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from memledger.errors import ConfigError, InputError
 from memledger.events import ParsedLog
-from memledger.ledger import LEDGER_SCHEMA_VERSION, Ledger
+from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger
 
 LogSource = str | os.PathLike[str] | IO[bytes]
 """A path, `-` for stdin, or an open binary stream."""

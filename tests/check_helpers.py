@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memledger.ledger import Evidence, Ledger, LedgerSource, Row, RowGroup, RowKind, Summary
+from memledger.ledger_model import Evidence, Ledger, LedgerSource, Row, RowGroup, RowKind, Summary
 from memledger.units import GIB
 
 CENTI = GIB // 100

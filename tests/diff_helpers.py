@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memledger.ledger import (
+from memledger.ledger_model import (
     Checkpoint,
     Evidence,
     Interval,

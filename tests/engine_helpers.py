@@ -7,7 +7,7 @@ from typing import Any
 from memledger.engine import build_ledger
 from memledger.events import Event, EventKind, ParamValue, ParsedLog, Startup
 from memledger.formulas import Formula, load_formulas
-from memledger.ledger import Ledger, Row
+from memledger.ledger_model import Ledger, Row
 from memledger.model_config import ModelDims
 from memledger.units import GIB, Size, parse_size
 

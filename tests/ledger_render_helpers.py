@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from memledger.ledger import (
+from memledger.ledger_model import (
     Checkpoint,
     Evidence,
     Interval,

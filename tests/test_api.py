@@ -46,11 +46,11 @@ def test_every_export_resolves() -> None:
         memledger.no_such_thing  # noqa: B018
 
 
-def test_ledger_is_both_the_function_and_the_module() -> None:
-    import memledger.ledger as ledger_module  # binds the submodule onto the package
+def test_ledger_is_the_api_function_and_models_live_apart() -> None:
+    import memledger.ledger_model as ledger_model
 
-    assert ledger_module.Ledger is memledger.Ledger
-    assert memledger.ledger.Summary is memledger.Summary
+    assert ledger_model.Ledger is memledger.Ledger
+    assert ledger_model.Summary is memledger.Summary
     built = head_ledger()
     assert memledger.ledger(built) is built  # a Ledger passes through
     assert "ledger" in (memledger.ledger.__doc__ or "")

@@ -17,7 +17,7 @@ from memledger.checking import (
     read_item,
 )
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 from memledger.units import GIB
 from tests.check_helpers import (
     BASE_SUMMARY,

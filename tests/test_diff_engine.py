@@ -29,7 +29,7 @@ from memledger.diffing import (
     param_effect,
     sort_rows,
 )
-from memledger.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
+from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
 from memledger.render.diff_common import round_parts
 from memledger.render.diff_json import render_diff_json
 from memledger.units import GIB, MIB

@@ -18,7 +18,7 @@ from test_diff_render import check_markdown
 from memledger.cli import main
 from memledger.diffing import DiffStatus, LedgerDiff, diff_ledgers
 from memledger.errors import EXIT_OK
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 from memledger.pipeline import load_ledger
 from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS

@@ -18,7 +18,7 @@ from memledger.formulas import (
     render_text,
     version_code,
 )
-from memledger.ledger import RowGroup
+from memledger.ledger_model import RowGroup
 from memledger.model_config import load_model_config
 from tests.conftest import SAMPLES
 

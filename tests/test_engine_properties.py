@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from memledger.engine import build_ledger
 from memledger.events import EventKind
 from memledger.formulas import load_formulas
-from memledger.ledger import Ledger, RowKind
+from memledger.ledger_model import Ledger, RowKind
 from tests.engine_helpers import SPEC_ARGS, Log, gb
 
 FORMULAS = load_formulas()

@@ -15,7 +15,7 @@ import pytest
 
 from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
-from memledger.ledger import Ledger, RowKind
+from memledger.ledger_model import Ledger, RowKind
 from memledger.parsing import parse_log
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, load_truth, real_log_paths

@@ -10,7 +10,7 @@ import pytest
 from memledger.engine import build_ledger
 from memledger.events import EventKind
 from memledger.formulas import load_formulas, parse_formulas
-from memledger.ledger import RowGroup, RowKind
+from memledger.ledger_model import RowGroup, RowKind
 from memledger.model_config import model_dims_from_dict
 from memledger.units import GIB, MIB
 from tests.engine_helpers import (

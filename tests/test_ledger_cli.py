@@ -18,7 +18,7 @@ from ledger_render_helpers import markdown_tables, small_ledger
 
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 from memledger.pipeline import load_ledger
 from memledger.render import render_ledger
 

@@ -20,7 +20,7 @@ from ledger_render_helpers import (
 )
 
 from memledger.errors import EXIT_USAGE, ConfigError
-from memledger.ledger import (
+from memledger.ledger_model import (
     FIXED_OVERHEAD_GROUPS,
     Evidence,
     Ledger,

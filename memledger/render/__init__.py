@@ -6,7 +6,7 @@ from collections.abc import Callable
 from enum import StrEnum
 
 from memledger.errors import ConfigError
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 from memledger.render.csvfmt import render_csv
 from memledger.render.explain import UnknownRowError, explain_json, explain_text
 from memledger.render.jsonfmt import render_json

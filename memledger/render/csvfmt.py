@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 from memledger.render.rows import CSV_HEADERS, csv_records
 
 

@@ -22,7 +22,7 @@ from memledger.diffing import (
     group_label,
     sort_rows,
 )
-from memledger.ledger import RowGroup
+from memledger.ledger_model import RowGroup
 from memledger.units import GIB
 
 Table = tuple[list[str], list[list[str]]]

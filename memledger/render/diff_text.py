@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from memledger.diffing import LedgerDiff, SortKey, group_label
-from memledger.ledger import RowGroup
+from memledger.ledger_model import RowGroup
 from memledger.render.diff_common import (
     Table,
     balance_lines,

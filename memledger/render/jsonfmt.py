@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 
 
 def render_json(ledger: Ledger) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, assert_never
 
-from memledger.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
+from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
 from memledger.units import GIB
 
 Align = Literal["left", "right"]

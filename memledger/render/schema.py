@@ -9,7 +9,7 @@ from enum import StrEnum
 from pydantic import BaseModel
 
 from memledger.errors import ConfigError
-from memledger.ledger import Ledger
+from memledger.ledger_model import Ledger
 
 
 class SchemaName(StrEnum):
