@@ -478,9 +478,9 @@ def _apply_head(
         what = next((str(t) for t in tokens if getattr(t, "type", "") == "INIT_WHAT"), "")
         result.values["variant"] = what.replace(" ", "_")
     elif kind is EventKind.KV_ALLOCATED:
-        label = next((t for t in head if getattr(t, "data", None) == "label"), None)
-        if label is not None:
-            result.values["label"] = " ".join(str(t) for t in label.children)
+        if any(getattr(t, "data", None) == "label" for t in head):
+            # from the text: the grammar drops the literal words `draft`/`target` of a label
+            result.values["label"] = " ".join(message.split("KV Cache", 1)[0].split())
         result.values["va_upper_bound"] = any(getattr(t, "type", "") == "KV_VA" for t in tokens)
     elif kind in (EventKind.CAPTURE_BEGIN, EventKind.CAPTURE_END, EventKind.CAPTURE_BS):
         graph = next((t for t in head if getattr(t, "data", None) == "graph_words"), None)
@@ -496,7 +496,7 @@ def _apply_head(
         if value is not None:
             builder.put("max_total_num_tokens", _raw_value(value))
     elif kind is EventKind.WEIGHT_SHARD_INFO:
-        _weight_shard_head(variant, tokens, numbers, builder)
+        _weight_shard_head(variant, numbers, builder, message.split(maxsplit=1)[0])
     elif kind is EventKind.LORA:
         phase = next((str(t) for t in tokens if getattr(t, "type", "") == "WORD"), "")
         result.values["phase"] = phase
@@ -513,22 +513,21 @@ def _apply_head(
 
 
 def _weight_shard_head(
-    variant: str, tokens: list[Any], numbers: list[str], builder: _Builder
+    variant: str, numbers: list[str], builder: _Builder, first_word: str
 ) -> None:
     values = builder.parse.values
     if variant in ("target", "draft") and numbers:
         builder.put("sharded_layers", RawValue("num", numbers[0]))
         values["role"] = variant
-        name = next((str(t) for t in tokens if getattr(t, "type", "") == "DRAFT_NAME"), None)
-        if name:
-            values["draft_name"] = name
+        if variant == "draft":
+            values["draft_name"] = first_word
     elif variant == "requant" and numbers:
         values["requant_then_shard"] = True
         builder.put("requant_weights", RawValue("num", numbers[0]))
     elif variant == "hoisted" and len(numbers) >= 2:
         builder.put("hoisted", RawValue("num", numbers[0]))
         builder.put("hoisted_of", RawValue("num", numbers[1]))
-        values["role"] = "draft"
+        values["role"] = first_word
 
 
 def _apply_entries(

@@ -331,6 +331,24 @@ CASES: list[tuple[str, EventKind, dict[str, str], dict[str, Any]]] = [
         {"sharded_layers": 0},
     ),
     (
+        "DSpark draft: 3 weight sharded layers",
+        EventKind.WEIGHT_SHARD_INFO,
+        {},
+        {"sharded_layers": 3, "role": "draft", "draft_name": "DSpark"},
+    ),
+    (
+        "target hoisted 2/8 layer AG(s) out of CUDA graph",
+        EventKind.WEIGHT_SHARD_INFO,
+        {},
+        {"hoisted": 2, "hoisted_of": 8, "role": "target"},
+    ),
+    (
+        "draft KV Cache is allocated. dtype: torch.bfloat16, #tokens: 5, KV size: 1.00 GB",
+        EventKind.KV_ALLOCATED,
+        {"kv": "1.00 GB"},
+        {"label": "draft"},
+    ),
+    (
         "requant-then-shard: 276 block-FP8 weights kept full through post-load, "
         "sharded after requant",
         EventKind.WEIGHT_SHARD_INFO,
