@@ -14,8 +14,6 @@ import sysconfig
 import venv
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import PROJECT_ROOT
 from tests.parse_helpers import real_log, truth_facts
 
@@ -25,7 +23,6 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 def test_wheel_in_fresh_venv_parses_a_log(tmp_path: Path) -> None:
-    pytest.importorskip("hatchling", reason="building the wheel offline needs hatchling")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["MEMLEDGER_NO_GRAMMAR_CACHE"] = "1"  # build the tables from the wheel's own grammar
     dist = tmp_path / "dist"
