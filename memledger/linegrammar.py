@@ -184,7 +184,8 @@ class LineGrammar:
 
         extras = [(Path(p), _read_extra(Path(p))) for p in extra_grammars]
         text = base_grammar_text() + "".join(f"\n// ---- {p}\n{t}\n" for p, t in extras)
-        cache = None if strict else _cache_file(text, lark.__version__)
+        # only the packaged grammar is cached: extension files are the user's and change freely
+        cache = None if strict or extras else _cache_file(text, lark.__version__)
         try:
             try:
                 self._lark = lark.Lark(
