@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -416,7 +417,29 @@ def _grep_candidates(
             target=_feed, args=(log, first.stdin, stats, errors, progress), daemon=True
         )
         writer.start()
+    elif progress is not None and log.size:
+        _watch_progress(first, log.size, progress)
     return _drain(log, first, second, writer, errors, finish_count)
+
+
+def _watch_progress(
+    process: subprocess.Popen[bytes], total: int, progress: ProgressCallback
+) -> None:
+    """Report how far grep has read the file (Linux /proc; silently nothing elsewhere)."""
+    io_file = Path(f"/proc/{process.pid}/io")
+
+    def watch() -> None:
+        while process.poll() is None:
+            try:
+                fields = dict(
+                    line.split(": ", 1) for line in io_file.read_text().splitlines() if ": " in line
+                )
+                progress(min(int(fields["rchar"]), total), total)
+            except (OSError, KeyError, ValueError):
+                return
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _drain(
