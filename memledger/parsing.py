@@ -338,7 +338,7 @@ def _rank_key_values(events: list[Event]) -> dict[str, float | int | None]:
 
 
 def _outcome(
-    collector: _Collector, lo: int, hi: int, any_tag: bool, selected_events: list[Event]
+    collector: _Collector, lo: int, hi: int, any_tag: bool
 ) -> tuple[str, int | None, str, list[Event]]:
     evidence = [e for e in collector.evidence if lo <= e.line <= hi]
     ready_like = [
@@ -379,7 +379,6 @@ def _outcome(
         )
         if decided[0] == "truncated":
             decided = ("ready", first_ready.line, first_ready.text)
-    del selected_events
     return decided[0], decided[1], decided[2], outcome_events
 
 
@@ -484,9 +483,7 @@ def parse_log(
 
     in_range = [s for s in collector.stored if lo <= s.event.line <= hi]
     events = [s.event for s in in_range if selected(s)]
-    outcome, outcome_line, outcome_text, outcome_events = _outcome(
-        collector, lo, hi, any_tag, events
-    )
+    outcome, outcome_line, outcome_text, outcome_events = _outcome(collector, lo, hi, any_tag)
     events = sorted(events + outcome_events, key=lambda e: e.line)
 
     server_args: dict[str, ParamValue] = {}
