@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import click
 
-COMMANDS: list[click.Command] = []
-from memledger.commands.ledger import ledger_command  # noqa: E402
+from memledger.commands.check import check_command
+from memledger.commands.diff import diff_command
+from memledger.commands.ledger import ledger_command
+from memledger.commands.parse import parse_command
+from memledger.commands.schema import schema_command
 
-COMMANDS.append(ledger_command)
-from memledger.commands.schema import schema_command  # noqa: E402
-
-COMMANDS.append(schema_command)
-from memledger.commands.check import check_command  # noqa: E402
-
-COMMANDS.append(check_command)
-from memledger.commands.diff import diff_command  # noqa: E402
-COMMANDS.append(diff_command)
-from memledger.commands.parse import parse_command  # noqa: E402
-COMMANDS.append(parse_command)
+COMMANDS: list[click.Command] = [
+    parse_command,
+    ledger_command,
+    diff_command,
+    check_command,
+    schema_command,
+]
