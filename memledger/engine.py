@@ -104,6 +104,34 @@ class _Carve:
     inputs: dict[str, int | float | str | None] = field(default_factory=dict)
     note: str | None = None
     in_partition: bool = True
+    part_of: _Carve | None = None
+    """Set on a later piece of another row (a release netted into the resident weights): the
+    piece stays in its own interval's accounting but is added to that row."""
+
+
+@dataclass
+class _Load:
+    """One model load's weights row, what the load split out of it and what it gave back."""
+
+    role: str
+    end: Event
+    """The `Load weight end` line."""
+    carve: _Carve
+    """The resident row's load part (load-end usage less the split-out rows)."""
+    usage: int | None
+    """Load-end usage (the printed `mem usage`, else the load's avail drop); the load peak."""
+    usage_error: int
+    usage_printed: bool
+    interval: str
+    split: list[_Carve] = field(default_factory=list)
+    """Rows logged inside the load interval (staging pools), carved out of the usage."""
+    release: _Carve | None = None
+    """The negative piece: the avail rise right after `Load weight end`."""
+    release_interval: str | None = None
+
+    @property
+    def row_id(self) -> str:
+        return self.carve.row_id
 
 
 @dataclass
@@ -119,6 +147,8 @@ class _Span:
     rounding: int = 0
     """drop - printed usage in usage spans: printing rounding, the ledger's balance error."""
     rounding_slack: int = 0
+    released: bool = False
+    """The avail rose right after a load end: the drop is that load's release part."""
 
     @property
     def key(self) -> str:
@@ -283,6 +313,8 @@ class _Builder:
         self.variables: dict[str, Any] = {}
         self.variable_sources: dict[str, Event] = {}
         self.format_version = 0
+        self.loads: dict[int, _Load] = {}
+        """id(load-end event) -> that load's weights row and release."""
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -297,6 +329,7 @@ class _Builder:
         self.variables, self.variable_sources = self._variables(points, spans)
         for span in spans:
             self._carve_primary(span)
+        self._finish_loads()
         formula_carves = self._carve_formulas(spans)
         for span in spans:
             self._carve_residual(span)
@@ -467,6 +500,9 @@ class _Builder:
                 if carve.in_partition:
                     span.carves.append(carve)
                     self._use_sizes(event)
+                    if event.kind == EventKind.LOAD_END:
+                        # A load end whose begin is not this span's start: its usage line.
+                        self._register_load(event, carve, span, carve.bytes, carve.error)
                 else:
                     self.info_rows.append(carve)
                     self.row_intervals[id(carve)] = span.key
@@ -592,26 +628,44 @@ class _Builder:
             and span.drop < 0
             and not any(carve.in_partition and carve.bytes for carve in span.carves)
         ):
-            role = self.roles.load_role.get(self.index[id(start)], "target")
-            row_id = "draft_weights_released" if role == "draft" else "weights_released"
-            span.carves.append(
-                _Carve(
-                    row_id,
-                    f"{role} weights released after load",
-                    _weights_group(role),
-                    RowKind.LOGGED,
-                    span.drop,
-                    span.error,
-                    [start, span.end.event],
-                    note=(
-                        f"negative: avail rose by {-span.drop / GIB:.2f} GiB right after "
-                        "`Load weight end` (the loader freed load-time copies, e.g. "
-                        "requant-then-shard)"
-                    ),
-                )
+            self._carve_release(span)
+
+    def _carve_release(self, span: _Span) -> None:
+        """The avail rise right after a load end: the negative part of that load's weights row.
+
+        The interval keeps it as logged (it explains the drop); the row it belongs to is the
+        resident weights, and `<row>_released` shows the amount (positive) beside it.
+        """
+        start = span.start.event
+        load = self.loads.get(id(start))
+        role = self.roles.load_role.get(self.index[id(start)], "target")
+        piece = _Carve(
+            _weights_row_id(role),
+            f"{role} weights released after load",
+            _weights_group(role),
+            RowKind.LOGGED,
+            span.drop,
+            span.error,
+            [start, span.end.event],
+        )
+        if load is None:
+            # No load row to net against (no load begin and no printed usage): the release
+            # stays a row of its own, negative and said so.
+            piece.note = (
+                f"negative: avail rose by {-span.drop / GIB:.2f} GiB right after "
+                "`Load weight end` (the loader freed load-time copies); this load's own usage "
+                "is not in the account (no load begin and no printed mem usage)"
             )
-            self._use_number(start, "avail", span.start.avail)
-            self._use_number(span.end.event, "avail", span.end.avail)
+            load = _Load(role, start, piece, None, 0, False, span.key)
+            self.loads[id(start)] = load
+        else:
+            piece.part_of = load.carve
+        load.release = piece
+        load.release_interval = span.key
+        span.released = True
+        span.carves.append(piece)
+        self._use_number(start, "avail", span.start.avail)
+        self._use_number(span.end.event, "avail", span.end.avail)
 
     def _usage_total(self, span: _Span) -> tuple[int, int]:
         """The span's printed usage (or its drop when none is printed) and its ± bound."""
@@ -640,33 +694,119 @@ class _Builder:
     def _carve_load(self, span: _Span, begin_index: int) -> None:
         role = self.roles.load_role.get(begin_index, "target")
         total, error = self._usage_total(span)
-        others = sum(carve.bytes for carve in span.carves if carve.in_partition)
-        other_error = sum(carve.error for carve in span.carves if carve.in_partition)
-        row_id = (
-            "draft_weights"
-            if role == "draft"
-            else "weights"
-            if role == "target"
-            else "weights_extra"
-        )
-        staged = " (staging pool split out)" if others else ""
-        span.carves.insert(
-            0,
-            _Carve(
-                row_id,
-                f"{role} weights at load end{staged}",
-                _weights_group(role),
-                RowKind.LOGGED,
-                total - others,
-                error + other_error,
-                [span.start.event, span.end.event],
-                note=(
-                    "negative mem usage: the load freed more than it allocated"
-                    if total - others < 0
-                    else None
-                ),
+        split = [carve for carve in span.carves if carve.in_partition]
+        others = sum(carve.bytes for carve in split)
+        other_error = sum(carve.error for carve in split)
+        carve = _Carve(
+            _weights_row_id(role),
+            f"{role} weights at load end",
+            _weights_group(role),
+            RowKind.LOGGED,
+            total - others,
+            error + other_error,
+            [span.start.event, span.end.event],
+            note=(
+                "negative mem usage: the load freed more than it allocated"
+                if total - others < 0
+                else None
             ),
         )
+        span.carves.insert(0, carve)
+        printed = span.end.event.size("usage") is not None
+        self._register_load(span.end.event, carve, span, total, error, split, printed=printed)
+
+    def _register_load(
+        self,
+        end: Event,
+        carve: _Carve,
+        span: _Span,
+        usage: int,
+        usage_error: int,
+        split: Sequence[_Carve] = (),
+        *,
+        printed: bool = True,
+    ) -> None:
+        role = self.roles.load_role.get(self.index[id(end)], "target")
+        self.loads[id(end)] = _Load(
+            role, end, carve, usage, usage_error, printed, span.key, list(split)
+        )
+
+    def _finish_loads(self) -> None:
+        """Each weights row becomes the resident weights: load-end usage - split-out rows -
+        released after load; the peak and the release are shown beside it (informational)."""
+        for load in self.loads.values():
+            if load.usage is None or not (load.split or load.release):
+                continue
+            carve = load.carve
+            load_sources = list(carve.sources)
+            released = 0 if load.release is None else -load.release.bytes
+            resident = carve.bytes - released
+            terms = [self._usage_term(load)]
+            terms += [
+                f"{_split_name(piece)} {_gib_text(piece.bytes)} ({self._where(piece.sources)})"
+                for piece in load.split
+            ]
+            if load.release is not None and load.release_interval is not None:
+                rise = load.release_interval.replace("->", " -> ")
+                terms.append(
+                    f"released {_gib_text(released)} (avail rise {rise}, "
+                    f"{self._where(load.release.sources)})"
+                )
+            carve.formula = " - ".join(terms)
+            carve.label = f"{load.role} weights resident ({_resident_shape(load)})"
+            more = [*(e for piece in load.split for e in piece.sources)]
+            more += [] if load.release is None else load.release.sources
+            carve.sources = sorted({id(e): e for e in [*carve.sources, *more]}.values(), key=_line)
+            carve.note = _negative_note(
+                resident, "the load and what it released leave less than nothing resident"
+            )
+            peak = _Carve(
+                f"{load.row_id}_load_peak",
+                f"{load.role} weights: load-end usage (peak)",
+                carve.group,
+                RowKind.LOGGED,
+                load.usage,
+                load.usage_error,
+                load_sources,
+                note=(
+                    "informational: the load's peak, staging allocated during the load "
+                    f"included; the partition counts `{load.row_id}` (resident) and the rows "
+                    "split out of it"
+                ),
+                in_partition=False,
+            )
+            self.info_rows.append(peak)
+            self.row_intervals[id(peak)] = load.interval
+            if load.release is None or load.release_interval is None:
+                continue
+            given_back = _Carve(
+                f"{load.row_id}_released",
+                f"{load.role} weights released after load",
+                carve.group,
+                RowKind.LOGGED,
+                released,
+                load.release.error,
+                list(load.release.sources),
+                note=(
+                    f"informational: avail rose by {_gib_text(released)} right after "
+                    "`Load weight end` (the loader freed load-time copies, e.g. "
+                    f"requant-then-shard); netted into `{load.row_id}`, whose release part "
+                    f"(-{_gib_text(released)}) is the logged amount of {load.release_interval}"
+                ),
+                in_partition=False,
+            )
+            self.info_rows.append(given_back)
+            self.row_intervals[id(given_back)] = load.release_interval
+
+    def _usage_term(self, load: _Load) -> str:
+        where = self._where([load.end])
+        if load.usage_printed:
+            return f"load-end usage {_gib_text(load.usage)} ({where})"
+        interval = load.interval.replace("->", " -> ")
+        return f"load avail drop {_gib_text(load.usage)} ({interval}, {where})"
+
+    def _where(self, events: Sequence[Event]) -> str:
+        return ", ".join(f"{self.parsed.path}:{event.line}" for event in events)
 
     def _carve_capture(self, span: _Span, begin_index: int) -> None:
         total, error = self._usage_total(span)
@@ -853,12 +993,14 @@ class _Builder:
 
     def _carve_residual(self, span: _Span) -> None:
         """What no row explains: a row of its own (usage spans keep only printing rounding)."""
-        if span.usage_span or any(c.row_id.endswith("weights_released") for c in span.carves):
+        if span.usage_span:
             return
         explained = sum(carve.bytes for carve in span.carves if carve.in_partition)
         residual = span.drop - explained
-        if residual == 0 and self._begin_index_of(span) is not None:
-            return  # a load/capture without printed usage: its row is the drop itself
+        if residual == 0 and (span.released or self._begin_index_of(span) is not None):
+            # A load/capture without printed usage (its row is the drop itself), or a release
+            # (its drop is the weights row's release part).
+            return
         error = span.error + sum(carve.error for carve in span.carves if carve.in_partition)
         self._use_number(span.start.event, "avail", span.start.avail)
         self._use_number(span.end.event, "avail", span.end.avail)
@@ -998,7 +1140,13 @@ class _Builder:
         """One Row per carve; ids made unique with the interval's end (`all_reduce_buffers.x`)."""
         rows: list[Row] = []
         seen: dict[str, int] = {}
+        position_of: dict[int, int] = {}
         for carve, interval in ordered:
+            if carve.part_of is not None and id(carve.part_of) in position_of:
+                # A later piece of a row (a release): added to it, kept apart per interval.
+                position = position_of[id(carve.part_of)]
+                rows[position] = _add_part(rows[position], carve, interval)
+                continue
             row_id = carve.row_id
             if row_id in seen:
                 # Same id in the same interval: add up (two all-reduce groups, two KV lines).
@@ -1011,6 +1159,7 @@ class _Builder:
                 while row_id in seen:
                     row_id += "_"
             seen[row_id] = len(rows)
+            position_of[id(carve)] = len(rows)
             rows.append(self._row(carve, row_id, interval))
         return rows
 
@@ -1255,17 +1404,12 @@ class _Builder:
             return None if byte_count is None else round(byte_count / GIB, 6)
 
         nccl = by_id("nccl_init")
-        weights = by_id("weights")
-        released = by_id("weights_released")
-        staging_in_load = sum(
-            carve.bytes
-            for span in spans
-            if span.end.id == "load_end"
-            for carve in span.carves
-            if carve.in_partition and carve.row_id != "weights"
-        )
-        peak = None if weights is None else weights + staging_in_load
-        resident = None if peak is None else peak + (released or 0)
+        # The article's weights figures: the target load's peak (load-end usage, staging
+        # included), what it gave back right after, and the difference.
+        target = next((load for load in self.loads.values() if load.role == "target"), None)
+        peak = None if target is None else target.usage
+        released = None if target is None or target.release is None else -target.release.bytes
+        resident = None if peak is None else peak - (released or 0)
         draft_weights = total(lambda row: _base_id(row.id).startswith("draft_weights"))
         graph = total(lambda row: row.group == RowGroup.CUDA_GRAPH)
         workspace = total(lambda row: row.group in (RowGroup.WORKSPACE, RowGroup.UNEXPLAINED))
@@ -1309,7 +1453,7 @@ class _Builder:
             usable=gib(usable),
             nccl_init=gib(nccl),
             weights_load_peak=gib(peak),
-            weights_released=None if released is None else gib(-released),
+            weights_released=gib(released),
             weights_resident=gib(resident),
             weight_staging=gib(by_id("weight_staging")),
             draft_weights=gib(draft_weights),
@@ -1630,6 +1774,33 @@ def _weights_group(role: str) -> RowGroup:
     return RowGroup.DRAFT_WEIGHTS if role == "draft" else RowGroup.WEIGHTS
 
 
+def _line(event: Event) -> int:
+    return event.line
+
+
+def _weights_row_id(role: str) -> str:
+    return {"target": "weights", "draft": "draft_weights"}.get(role, "weights_extra")
+
+
+def _split_name(carve: _Carve) -> str:
+    """How a row split out of a load reads in the resident row's arithmetic."""
+    return "staging" if carve.row_id in ("weight_staging", "draft_staging") else carve.row_id
+
+
+def _resident_shape(load: _Load) -> str:
+    terms = ["load end"]
+    if load.split:
+        names = {_split_name(piece) for piece in load.split}
+        terms.append("staging" if names == {"staging"} else "split-out rows")
+    if load.release is not None:
+        terms.append("released")
+    return " - ".join(terms)
+
+
+def _gib_text(byte_count: int | None) -> str:
+    return "?" if byte_count is None else f"{byte_count / GIB:.2f} GiB"
+
+
 def _sum_sizes(*sizes: Size | None) -> Size | None:
     present = [size for size in sizes if size is not None]
     if not present:
@@ -1684,6 +1855,20 @@ def _referenced_names(formula: Formula) -> list[str]:
 
 def _source(path: str, event: Event) -> SourceLine:
     return SourceLine(path=path, line=event.line, text=event.text)
+
+
+def _add_part(row: Row, piece: _Carve, interval: str | None) -> Row:
+    """A row carved from two intervals: its bytes are the sum, `interval_parts` the pieces.
+
+    The piece's evidence is already in the row (`_finish_loads` wrote the arithmetic)."""
+    assert row.bytes is not None and row.interval is not None and interval is not None
+    return row.model_copy(
+        update={
+            "bytes": row.bytes + piece.bytes,
+            "error_bytes": row.error_bytes + piece.error,
+            "interval_parts": {row.interval: row.bytes, interval: piece.bytes},
+        }
+    )
 
 
 def _add_to_row(row: Row, carve: _Carve, path: str) -> Row:

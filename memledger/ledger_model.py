@@ -82,6 +82,10 @@ class Row(FrozenModel):
     """± bound from the printing precision of the numbers it came from."""
     interval: str | None = None
     """`from_id->to_id` of the interval this row was carved out of, if any."""
+    interval_parts: dict[str, int] = Field(default_factory=dict)
+    """For a row carved from more than one interval (resident weights = the load's part + the
+    negative part released right after it): bytes per `from->to`, summing to `bytes`; `interval`
+    is the first. Empty for every other row."""
     in_partition: bool = True
     """False for informational rows (e.g. the load peak) that must not be summed."""
     evidence: Evidence = Field(default_factory=Evidence)
@@ -112,7 +116,6 @@ class Interval(FrozenModel):
     """The span between two consecutive checkpoints and how its avail drop is explained."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
 
     from_id: str = Field(alias="from")
     to_id: str = Field(alias="to")

@@ -186,3 +186,32 @@ SPEC_ARGS: dict[str, ParamValue] = {
     "dp_size": 1,
     "tp_size": 1,
 }
+
+
+def carved_from(ledger: Ledger, key: str) -> int:
+    """What the partition rows carve from one interval (`from->to`); a row carved from two
+    intervals (resident weights and its release) counts only its part of this one."""
+    total = 0
+    for r in ledger.rows:
+        if not r.in_partition or r.bytes is None:
+            continue
+        if r.interval_parts:
+            total += r.interval_parts.get(key, 0)
+        elif r.interval == key:
+            total += r.bytes
+    return total
+
+
+def assert_intervals_add_up(ledger: Ledger) -> None:
+    """Each interval's logged + named + unexplained row is exactly what rows carve from it."""
+    for r in ledger.rows:
+        if r.interval_parts:
+            assert sum(r.interval_parts.values()) == r.bytes, r.id
+            assert r.interval == next(iter(r.interval_parts)), r.id
+    for interval in ledger.intervals:
+        key = f"{interval.from_id}->{interval.to_id}"
+        residual = ledger.row(f"unexplained.{interval.to_id}")
+        unexplained = (residual.bytes or 0) if residual and residual.interval == key else 0
+        assert carved_from(ledger, key) == (
+            interval.logged_bytes + interval.named_bytes + unexplained
+        ), key

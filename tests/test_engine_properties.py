@@ -12,7 +12,7 @@ from memledger.engine import build_ledger
 from memledger.events import EventKind
 from memledger.formulas import load_formulas
 from memledger.ledger_model import Ledger, RowKind
-from tests.engine_helpers import SPEC_ARGS, Log, gb
+from tests.engine_helpers import SPEC_ARGS, Log, assert_intervals_add_up, gb
 
 FORMULAS = load_formulas()
 amounts = st.floats(min_value=0.0, max_value=40.0, allow_nan=False).map(lambda x: round(x, 4))
@@ -28,7 +28,9 @@ class Step:
 
 steps = st.builds(
     Step,
-    kind=st.sampled_from(["load", "draft_load", "release", "pool", "capture", "backend"]),
+    kind=st.sampled_from(
+        ["load", "draft_load", "load_release", "release", "pool", "capture", "backend"]
+    ),
     amount=amounts,
     logged=st.lists(amounts, max_size=3),
     progress=st.lists(st.floats(min_value=0.0, max_value=1.0), max_size=4),
@@ -54,6 +56,20 @@ def build(dist: float | None, start: float, plan: list[Step], ready: bool) -> Le
                 avail=gb(after),
                 usage=gb(avail - after),
             )
+            log.add(EventKind.LOAD_BEGIN, avail=gb(after))
+        elif step.kind == "load_release":
+            # A load whose loader gives part of it back right after its end line
+            # (requant-then-shard), with a staging pool split out when the plan logs one.
+            if step.logged:
+                log.add(EventKind.STAGING_POOL, values={"role": "target"}, total=gb(step.logged[0]))
+            log.add(
+                EventKind.LOAD_END,
+                values={"type": "FooForCausalLM"},
+                avail=gb(after),
+                usage=gb(avail - after),
+            )
+            share = step.progress[0] if step.progress else 0.5
+            after += share * (avail - after)
             log.add(EventKind.LOAD_BEGIN, avail=gb(after))
         elif step.kind == "release":
             after = avail + step.amount
@@ -124,3 +140,10 @@ def test_partition_sums_to_usable_and_hides_no_negative(
         else:
             assert abs(interval.unexplained_bytes) <= interval.error_bytes
     assert len({r.id for r in ledger.rows}) == len(ledger.rows)
+    # A release nets into its load's weights row; each interval's rows still add up to it.
+    assert_intervals_add_up(ledger)
+    for r in ledger.rows:
+        if r.id.endswith("_load_peak"):
+            assert not r.in_partition, r
+        if r.id.endswith("_released"):
+            assert not r.in_partition and r.bytes is not None and r.bytes > 0, r

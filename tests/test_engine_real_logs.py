@@ -19,6 +19,7 @@ from memledger.ledger_model import Ledger, RowKind
 from memledger.parsing import parse_log
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, load_truth, real_log_paths
+from tests.engine_helpers import assert_intervals_add_up
 
 CANNOT_BALANCE = "cannot balance: "
 AVAIL_FACTS = (
@@ -75,6 +76,7 @@ def test_real_log_balances_or_says_why(path: Path) -> None:
             assert r.bytes is None and not r.in_partition and r.evidence.note, r.id
     assert (ledger.stopped_at is None) == (ledger.outcome == "ready")
     assert len({r.id for r in ledger.rows}) == len(ledger.rows)
+    assert_intervals_add_up(ledger)
 
 
 def test_reasons_match_the_hand_checked_facts() -> None:

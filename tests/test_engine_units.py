@@ -123,24 +123,111 @@ def test_rows_partition_usable_and_each_interval_is_explained() -> None:
 def test_staging_is_split_out_of_the_load_and_weights_peak_keeps_it() -> None:
     ledger = ledger_of(speculative_log(), server_args=SPEC_ARGS)
     assert row(ledger, "weight_staging").bytes == gb(1.00).bytes
-    assert row(ledger, "weights").bytes == gb(41.00).bytes - gb(1.00).bytes
+    weights = row(ledger, "weights")
+    assert weights.bytes == gb(41.00).bytes - gb(1.00).bytes
+    # Lines: 1 dist init, 2 load begin, 3 staging pool, 4 load end (usage 41.00).
+    assert weights.evidence.formula == (
+        "load-end usage 41.00 GiB (hand.log:4) - staging 1.00 GiB (hand.log:3)"
+    )
+    assert [source.line for source in weights.evidence.sources] == [2, 3, 4]
+    assert weights.interval_parts == {}
+    peak = row(ledger, "weights_load_peak")
+    assert peak.bytes == gb(41.00).bytes and not peak.in_partition
+    assert peak.interval == "load_begin->load_end"
+    assert ledger.row("weights_released") is None
     assert ledger.summary.weights_load_peak == pytest.approx(41.00)
     assert ledger.summary.weights_resident == pytest.approx(41.00)
     assert ledger.summary.weights_released is None
     assert ledger.summary.weight_staging == pytest.approx(1.00)
     assert ledger.summary.draft_weights == pytest.approx(0.80)
+    # Nothing was split out of the draft load and nothing given back: no peak row beside it.
+    assert ledger.row("draft_weights_load_peak") is None
 
 
-def test_memory_given_back_after_load_is_an_explicit_negative_row() -> None:
+def test_memory_given_back_after_load_nets_into_the_resident_weights_row() -> None:
     ledger = ledger_of(speculative_log(release=5.00), server_args=SPEC_ARGS)
-    released = row(ledger, "weights_released")
-    assert released.bytes == -gb(5.00).bytes
-    assert released.in_partition and released.evidence.note
-    assert "negative" in released.evidence.note
+    weights = row(ledger, "weights")
+    # Resident = load-end usage 41.00 - staging 1.00 - released 5.00 (avail 29.00 -> 34.00).
+    assert weights.bytes == gb(41.00).bytes - gb(1.00).bytes - gb(5.00).bytes
+    assert weights.in_partition and weights.kind == RowKind.LOGGED
+    assert weights.evidence.formula == (
+        "load-end usage 41.00 GiB (hand.log:4) - staging 1.00 GiB (hand.log:3) - released "
+        "5.00 GiB (avail rise load_end -> draft_load_begin, hand.log:4, hand.log:5)"
+    )
+    assert [source.line for source in weights.evidence.sources] == [2, 3, 4, 5]
+    assert weights.interval == "load_begin->load_end"
+    assert weights.interval_parts == {
+        "load_begin->load_end": gb(41.00).bytes - gb(1.00).bytes,
+        "load_end->draft_load_begin": -gb(5.00).bytes,
+    }
+    # The peak and the release are shown beside it, positive and not summed.
+    peak, released = row(ledger, "weights_load_peak"), row(ledger, "weights_released")
+    assert peak.bytes == gb(41.00).bytes and not peak.in_partition
+    assert released.bytes == gb(5.00).bytes and not released.in_partition
+    assert released.interval == "load_end->draft_load_begin"
+    assert released.evidence.note is not None and "netted into `weights`" in released.evidence.note
+    # The interval keeps its negative drop, explained (logged) by the row's release part.
+    rise = next(i for i in ledger.intervals if i.to_id == "draft_load_begin")
+    assert rise.drop_bytes == rise.logged_bytes == -gb(5.00).bytes
+    assert rise.named_bytes == 0
+    assert ledger.row("unexplained.draft_load_begin") is None
+    assert not [r for r in ledger.rows if r.in_partition and (r.bytes or 0) < 0]
+    assert ledger.usable_bytes is not None
+    assert partition_sum(ledger) == ledger.usable_bytes + ledger.balance_error_bytes
     assert ledger.summary.weights_load_peak == pytest.approx(41.00)
     assert ledger.summary.weights_released == pytest.approx(5.00)
     assert ledger.summary.weights_resident == pytest.approx(36.00)
     assert ledger.summary.runtime_headroom == pytest.approx(6.30)
+
+
+def test_draft_release_nets_into_the_draft_weights_row() -> None:
+    log = Log()
+    log.add(EventKind.LOAD_BEGIN, avail=50.00)
+    log.add(EventKind.LOAD_END, values={"type": "FooForCausalLM"}, avail=30.00, usage=20.00)
+    log.add(EventKind.LOAD_BEGIN, avail=30.00)
+    log.add(EventKind.LOAD_END, values={"type": "FooEagle3"}, avail=27.00, usage=3.00)
+    log.add(EventKind.MEMORY_POOL_END, avail=28.00)  # the draft loader gave 1.00 back
+    ledger = ledger_of(log, server_args=SPEC_ARGS, outcome="truncated")
+    draft = row(ledger, "draft_weights")
+    assert draft.bytes == gb(3.00).bytes - gb(1.00).bytes
+    assert draft.group == RowGroup.DRAFT_WEIGHTS
+    assert draft.interval_parts == {
+        "draft_load_begin->draft_load_end": gb(3.00).bytes,
+        "draft_load_end->memory_pool_end": -gb(1.00).bytes,
+    }
+    assert row(ledger, "draft_weights_released").bytes == gb(1.00).bytes
+    assert row(ledger, "draft_weights_load_peak").bytes == gb(3.00).bytes
+    assert ledger.summary.draft_weights == pytest.approx(2.00)
+    # The target load gave nothing back: its row is its load-end usage, no informational rows.
+    assert row(ledger, "weights").bytes == gb(20.00).bytes
+    assert ledger.row("weights_load_peak") is None
+    assert ledger.summary.weights_released is None
+    # req_to_token (8 rows x 4104 cols x 4 B) is carved from that interval too: with nothing
+    # left to carve from, its unexplained row is negative, and the account still balances.
+    unexplained = row(ledger, "unexplained.memory_pool_end")
+    assert unexplained.bytes == -(8 * 4104 * 4)
+    assert unexplained.evidence.note is not None and "negative" in unexplained.evidence.note
+    assert partition_sum(ledger) == ledger.usable_bytes
+
+
+def test_release_after_a_load_without_its_begin_line_nets_into_the_usage_row() -> None:
+    """The load end's own usage line gives the row when its begin is not the previous reading."""
+    log = Log()
+    log.add(EventKind.LOAD_BEGIN, avail=50.00)
+    log.add(EventKind.MEMORY_POOL_END, avail=49.00)
+    log.add(EventKind.LOAD_END, values={"type": "X"}, avail=39.00, usage=10.00)
+    log.add(EventKind.CAPTURE_BEGIN, avail=41.00)
+    ledger = ledger_of(log, outcome="truncated")
+    weights = row(ledger, "weights")
+    assert weights.bytes == gb(10.00).bytes - gb(2.00).bytes
+    assert weights.evidence.formula == (
+        "load-end usage 10.00 GiB (hand.log:3) - released 2.00 GiB "
+        "(avail rise load_end -> capture_begin, hand.log:3, hand.log:4)"
+    )
+    assert row(ledger, "weights_released").bytes == gb(2.00).bytes
+    assert ledger.summary.weights_resident == pytest.approx(8.00)
+    assert ledger.usable_bytes is not None
+    assert partition_sum(ledger) == ledger.usable_bytes + ledger.balance_error_bytes
 
 
 def test_graph_rows_split_by_progress_readings() -> None:

@@ -61,6 +61,7 @@ def explain_json(ledger: Ledger, target: str) -> str:
     if not rows and interval is None:
         raise _unknown(ledger, target)
     interval_ids = {candidate.interval for candidate in rows if candidate.interval}
+    interval_ids |= {key for candidate in rows for key in candidate.interval_parts}
     intervals = [i for i in ledger.intervals if interval_key(i) in interval_ids or i == interval]
     point_ids = {i.from_id for i in intervals} | {i.to_id for i in intervals}
     document = {
@@ -127,11 +128,12 @@ def _explain_row(ledger: Ledger, row: Row) -> str:
             f"  {src.path}:{src.line}: {shorten(src.text, SOURCE_TEXT_WIDTH)}"
             for src in evidence.sources
         ]
-    interval = _find_interval(ledger, row.interval) if row.interval else None
-    if interval is not None:
-        lines += ["", *_interval_lines(ledger, interval)]
-    elif row.interval:
-        lines += ["", f"Interval {row.interval}: not in this ledger"]
+    for key in row.interval_parts or ([row.interval] if row.interval else []):
+        interval = _find_interval(ledger, key)
+        if interval is not None:
+            lines += ["", *_interval_lines(ledger, interval)]
+        else:
+            lines += ["", f"Interval {key}: not in this ledger"]
     return "\n".join(lines) + "\n"
 
 
@@ -177,11 +179,23 @@ def _interval_lines(ledger: Ledger, interval: Interval) -> list[str]:
             f"avail {gib_cell(start.avail_bytes)} at {start.id} (line {start.line})"
             f" - {gib_cell(end.avail_bytes)} at {end.id} (line {end.line})"
         )
-    members = [row for row in ledger.rows if row.interval == key]
+    # Partition rows carved from this interval; a row carved from two intervals (resident
+    # weights and its release) is listed in each with its part.
+    members = [
+        row
+        for row in ledger.rows
+        if row.in_partition and (row.interval == key or key in row.interval_parts)
+    ]
+
+    def entry(row: Row) -> str:
+        part = row.interval_parts.get(key)
+        if part is None:
+            return f"{row.id} {gib_cell(row.bytes)}"
+        return f"{row.id} {gib_cell(part)} (its part of {gib_cell(row.bytes)})"
 
     def listing(kind: RowKind) -> str:
         chosen = [row for row in members if row.kind == kind]
-        return ", ".join(f"{row.id} {gib_cell(row.bytes)}" for row in chosen) or "(none)"
+        return ", ".join(entry(row) for row in chosen) or "(none)"
 
     steps = [
         ("  drop", interval.drop_bytes, drop_detail),
