@@ -85,16 +85,28 @@ def ledger(
     rank: str | None = None,
     startup: int | None = None,
     model_config: PathLike | None = None,
+    formula_files: Sequence[PathLike] = (),
 ) -> Ledger:
-    """The ledger of a log, saved ledger JSON, stream or `ParsedLog` (a Ledger passes through)."""
+    """The ledger of a log, saved ledger JSON, stream or `ParsedLog` (a Ledger passes through).
+
+    `formula_files`: user formulas TOML files added to the packaged set (`--formulas`).
+    """
     from memledger.pipeline import ledger_from_parsed, load_ledger
 
     if isinstance(source, Ledger):
         return source
     if isinstance(source, ParsedLog):
-        return ledger_from_parsed(source, model_config_path=model_config)
+        return ledger_from_parsed(
+            source, model_config_path=model_config, formula_files=formula_files
+        )
     readable = source if isinstance(source, str | os.PathLike) else _binary(source)
-    return load_ledger(readable, rank=rank, startup=startup, model_config_path=model_config)
+    return load_ledger(
+        readable,
+        rank=rank,
+        startup=startup,
+        model_config_path=model_config,
+        formula_files=formula_files,
+    )
 
 
 def diff(
@@ -104,12 +116,19 @@ def diff(
     rank: str | None = None,
     startup: int | None = None,
     model_config: PathLike | None = None,
+    formula_files: Sequence[PathLike] = (),
 ) -> LedgerDiff:
     """Diff two deployments (logs, saved ledgers or ledgers): head - base, row by row."""
     from memledger.diffing import diff_ledgers
 
     def build(side: Source) -> Ledger:
-        return ledger(side, rank=rank, startup=startup, model_config=model_config)
+        return ledger(
+            side,
+            rank=rank,
+            startup=startup,
+            model_config=model_config,
+            formula_files=formula_files,
+        )
 
     return diff_ledgers(build(base), build(head))
 
@@ -126,6 +145,7 @@ def _baseline(
     rank: str | None,
     startup: int | None,
     model_config: PathLike | None,
+    formula_files: Sequence[PathLike],
 ) -> tuple[Ledger | None, BaselineInfo]:
     """The baseline ledger; a baseline path that does not exist means "no comparison"."""
     if baseline is None:
@@ -137,7 +157,13 @@ def _baseline(
                 path=path,
                 note=f"baseline {path} not found: no comparison (relative limits skipped)",
             )
-    base = ledger(baseline, rank=rank, startup=startup, model_config=model_config)
+    base = ledger(
+        baseline,
+        rank=rank,
+        startup=startup,
+        model_config=model_config,
+        formula_files=formula_files,
+    )
     return base, BaselineInfo(path=_label(baseline), source=base.source)
 
 
@@ -151,6 +177,7 @@ def check(
     rank: str | None = None,
     startup: int | None = None,
     model_config: PathLike | None = None,
+    formula_files: Sequence[PathLike] = (),
 ) -> CheckReport:
     """Check one or more logs (or ledgers) against a budget; `budget=None` finds memledger.toml.
 
@@ -161,11 +188,24 @@ def check(
     sources: list[Source] = (
         list(source) if isinstance(source, list | tuple) else [source]  # type: ignore[list-item]
     )
-    inputs = [
-        (_label(item), ledger(item, rank=rank, startup=startup, model_config=model_config))
-        for item in sources
-    ]
-    base, info = _baseline(baseline, rank=rank, startup=startup, model_config=model_config)
+
+    def build(item: Source) -> Ledger:
+        return ledger(
+            item,
+            rank=rank,
+            startup=startup,
+            model_config=model_config,
+            formula_files=formula_files,
+        )
+
+    inputs = [(_label(item), build(item)) for item in sources]
+    base, info = _baseline(
+        baseline,
+        rank=rank,
+        startup=startup,
+        model_config=model_config,
+        formula_files=formula_files,
+    )
     return check_budget(
         loaded_budget,
         inputs,
@@ -210,6 +250,7 @@ def assert_budget(
     rank: str | None = None,
     startup: int | None = None,
     model_config: PathLike | None = None,
+    formula_files: Sequence[PathLike] = (),
 ) -> CheckReport:
     """Like `check`, but raise BudgetFailure (an AssertionError) when the CLI would exit non-zero.
 
@@ -226,6 +267,7 @@ def assert_budget(
         rank=rank,
         startup=startup,
         model_config=model_config,
+        formula_files=formula_files,
     )
     lines = failure_lines(report)
     for breach in report.breaches():

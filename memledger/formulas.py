@@ -25,7 +25,8 @@ from memledger.errors import ConfigError
 from memledger.ledger_model import RowGroup
 
 FORMULAS_ENV = "MEMLEDGER_FORMULAS"
-"""Environment variable naming a user formulas file, read when `load_formulas` gets no path."""
+"""Environment variable naming a user formulas file, applied before any file passed to
+`load_formulas` (the `--formulas FILE` options)."""
 
 NAMESPACES = ("args", "log", "model")
 """Roots of variable names: `args.*` server_args, `log.*` read from the log, `model.*` dims."""
@@ -390,13 +391,17 @@ _REQUIRED_KEYS = ("id", "label", "expression", "text", "why")
 _KNOWN_KEYS = frozenset(Formula.model_fields) - {"origin"}
 
 
-def load_formulas(
-    path: str | os.PathLike[str] | None = None, *, include_packaged: bool = True
-) -> list[Formula]:
-    """The packaged formulas, then those of `path` (or of $MEMLEDGER_FORMULAS when no path).
+FormulaFiles = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
+"""One user formulas file, several (applied in order), or none."""
 
-    A user entry with the id of a packaged one replaces it. ConfigError (file:line) on a bad
-    file or entry.
+
+def load_formulas(
+    paths: FormulaFiles = None, *, include_packaged: bool = True, include_env: bool = True
+) -> list[Formula]:
+    """The packaged formulas, then $MEMLEDGER_FORMULAS's file, then each of `paths` in order.
+
+    Later files add entries; an entry whose id is already defined (packaged, or by an earlier
+    file) replaces that entry. ConfigError (file:line) on a bad file or entry.
     """
     formulas: list[Formula] = []
     if include_packaged:
@@ -404,19 +409,35 @@ def load_formulas(
         formulas = parse_formulas(
             packaged.read_text(encoding="utf-8"), "memledger/data/formulas.toml"
         )
-    user_path = path if path is not None else os.environ.get(FORMULAS_ENV) or None
-    if user_path is not None:
-        label = os.fspath(user_path)
-        try:
-            text = Path(user_path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError("formulas file not found", path=label) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read formulas file: {exc}", path=label) from None
-        user = parse_formulas(text, label)
+    files: list[str | os.PathLike[str]] = []
+    env_path = os.environ.get(FORMULAS_ENV) if include_env else None
+    if env_path:
+        files.append(env_path)
+    if isinstance(paths, str | os.PathLike):
+        files.append(paths)
+    elif paths is not None:
+        files.extend(paths)
+    for path in files:
+        user = read_formulas_file(path)
         replaced = {formula.id for formula in user}
         formulas = [f for f in formulas if f.id not in replaced] + user
     return formulas
+
+
+def read_formulas_file(path: str | os.PathLike[str]) -> list[Formula]:
+    """The entries of one user formulas file; ConfigError (file:line) when it is bad."""
+    label = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("formulas file not found", path=label) from None
+    except IsADirectoryError:
+        raise ConfigError("formulas file is a directory", path=label) from None
+    except UnicodeDecodeError:
+        raise ConfigError("formulas file is not UTF-8 text", path=label) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read formulas file: {exc.strerror or exc}", path=label) from None
+    return parse_formulas(text, label)
 
 
 def parse_formulas(text: str, label: str) -> list[Formula]:

@@ -12,13 +12,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from memledger.errors import ConfigError, InputError
 from memledger.events import ParsedLog
 from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger
+
+if TYPE_CHECKING:
+    from memledger.formulas import Formula
 
 LogSource = str | os.PathLike[str] | IO[bytes]
 """A path, `-` for stdin, or an open binary stream."""
@@ -27,6 +30,8 @@ STDIN_LABEL = "<stdin>"
 SAVED_LEDGER_KEYS = ("schema_version", "rows")
 """A JSON object with these keys is a saved ledger (`memledger ledger --format json`)."""
 _PEEK_BYTES = 4096
+FormulaPath = str | os.PathLike[str]
+"""A user formulas file (`--formulas FILE`)."""
 
 
 def load_ledger(
@@ -37,12 +42,20 @@ def load_ledger(
     model_config_path: str | os.PathLike[str] | None = None,
     extra_grammars: Sequence[Path] = (),
     progress: bool = False,
+    formula_files: Sequence[FormulaPath] = (),
 ) -> Ledger:
     """The ledger of a log (parsed and built) or of a saved ledger JSON (validated).
 
+    `formula_files` are user formulas files added to the packaged set (`--formulas`); a saved
+    ledger keeps the rows it was built with, and says so in a note when files were given.
     Raises InputError for unreadable or not-understood input, SelectionError for a rank or
-    startup the log lacks, ConfigError for options that do not apply to a saved ledger.
+    startup the log lacks, ConfigError for a bad formulas file or for options that do not apply
+    to a saved ledger.
     """
+    from memledger.formulas import load_formulas
+
+    # Given files are read first: a bad one fails before a long parse, not after.
+    formulas = load_formulas(formula_files) if formula_files else None
     label, data = _peek_source(source)
     document = _saved_ledger_document(label, data)
     if document is not None:
@@ -53,7 +66,15 @@ def load_ledger(
             model_config_path=model_config_path,
             extra_grammars=extra_grammars,
         )
-        return ledger_from_document(document, label=label)
+        saved = ledger_from_document(document, label=label)
+        if not formula_files:
+            return saved
+        # diff and check mix saved ledgers with logs: the files apply to the logs only.
+        note = (
+            f"formulas files not applied ({', '.join(os.fspath(f) for f in formula_files)}): "
+            "a saved ledger keeps the rows it was built with"
+        )
+        return saved.model_copy(update={"notes": [*saved.notes, note]})
     # A path is re-opened by the streaming parser; stdin and streams were already read.
     is_path = isinstance(source, str | os.PathLike) and os.fspath(source) != "-"
     parsed = load_parsed(
@@ -64,7 +85,7 @@ def load_ledger(
         extra_grammars=extra_grammars,
         progress=progress,
     )
-    return ledger_from_parsed(parsed, model_config_path=model_config_path)
+    return _build(parsed, load_formulas() if formulas is None else formulas, model_config_path)
 
 
 def load_parsed(
@@ -90,15 +111,28 @@ def load_parsed(
 
 
 def ledger_from_parsed(
-    parsed: ParsedLog, *, model_config_path: str | os.PathLike[str] | None = None
+    parsed: ParsedLog,
+    *,
+    model_config_path: str | os.PathLike[str] | None = None,
+    formula_files: Sequence[FormulaPath] = (),
 ) -> Ledger:
-    """Build the ledger of a parsed log with the packaged formulas and optional model dims."""
-    from memledger.engine import build_ledger
+    """Build the ledger of a parsed log with the packaged formulas (plus `formula_files`) and
+    optional model dims."""
     from memledger.formulas import load_formulas
+
+    return _build(parsed, load_formulas(formula_files), model_config_path)
+
+
+def _build(
+    parsed: ParsedLog,
+    formulas: Sequence[Formula],
+    model_config_path: str | os.PathLike[str] | None,
+) -> Ledger:
+    from memledger.engine import build_ledger
     from memledger.model_config import load_model_config
 
     model_config = None if model_config_path is None else load_model_config(model_config_path)
-    return build_ledger(parsed, formulas=load_formulas(), model_config=model_config)
+    return build_ledger(parsed, formulas=formulas, model_config=model_config)
 
 
 def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
@@ -131,6 +165,7 @@ def ledger_report(
     model_config_path: str | os.PathLike[str] | None = None,
     extra_grammars: Sequence[Path] = (),
     progress: bool = False,
+    formula_files: Sequence[FormulaPath] = (),
 ) -> str:
     """`memledger ledger` as a function: load or build the ledger, then render it."""
     from memledger.render import output_format, render_ledger
@@ -143,6 +178,7 @@ def ledger_report(
         model_config_path=model_config_path,
         extra_grammars=extra_grammars,
         progress=progress,
+        formula_files=formula_files,
     )
     return render_ledger(ledger, fmt, explain=explain)
 

@@ -38,6 +38,7 @@ class CheckOptions:
     model_config: str | None
     output: str | None
     today: date | None
+    formula_files: tuple[str, ...] = ()
 
 
 def run_check(options: CheckOptions) -> int:
@@ -55,6 +56,7 @@ def run_check(options: CheckOptions) -> int:
         rank=options.rank,
         startup=options.startup,
         model_config=options.model_config,
+        formula_files=options.formula_files,
     )
     write_output(render_check(report, options.fmt), options.output)
     summary_path = os.environ.get(STEP_SUMMARY_ENV)
@@ -110,6 +112,14 @@ def append_step_summary(path: Path, markdown: str) -> None:
     metavar="config.json",
     help="Hugging Face config.json with the model dimensions some formulas need.",
 )
+@click.option(
+    "--formulas",
+    "formula_files",
+    multiple=True,
+    metavar="FILE",
+    help="Formulas TOML with named fixed costs, added to the packaged set for every LOG and the "
+    "baseline (repeatable; an entry with an existing id replaces it).",
+)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout.")
 @click.option(
     "--today",
@@ -126,6 +136,7 @@ def check_command(
     rank: str | None,
     startup: int | None,
     model_config: str | None,
+    formula_files: tuple[str, ...],
     output: str | None,
     today: datetime | None,
 ) -> int:
@@ -142,5 +153,6 @@ def check_command(
             model_config=model_config,
             output=output,
             today=None if today is None else today.date(),
+            formula_files=formula_files,
         )
     )

@@ -37,6 +37,8 @@ class DiffOptions:
     marker: str = DEFAULT_MARKER
     max_chars: int = DEFAULT_MAX_CHARS
     grammars: Sequence[Path] = field(default_factory=tuple)
+    formula_files: Sequence[Path] = field(default_factory=tuple)
+    """User formulas files, for both sides (a saved ledger keeps its rows, with a note)."""
 
 
 def diff_report(options: DiffOptions) -> str:
@@ -53,6 +55,7 @@ def diff_report(options: DiffOptions) -> str:
             startup=side.startup,
             model_config_path=side.model_config,
             extra_grammars=options.grammars,
+            formula_files=options.formula_files,
         )
         for side in (options.base, options.head)
     ]
@@ -188,6 +191,15 @@ def side_options(
     help="Extra .lark grammar for fork-specific lines (repeatable, both sides).",
 )
 @click.option(
+    "--formulas",
+    "formula_files",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Formulas TOML with named fixed costs, added to the packaged set for both sides "
+    "(repeatable; an entry with an existing id replaces it).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -213,6 +225,7 @@ def diff_command(
     marker: str,
     max_chars: int,
     grammars: tuple[Path, ...],
+    formula_files: tuple[Path, ...],
     output: Path | None,
 ) -> None:
     """Click entry point: build the options, render, write."""
@@ -247,5 +260,6 @@ def diff_command(
         marker=marker,
         max_chars=max_chars,
         grammars=grammars,
+        formula_files=formula_files,
     )
     write_output(diff_report(options), os.fspath(output) if output is not None else None)

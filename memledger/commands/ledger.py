@@ -45,6 +45,15 @@ from memledger.render import OutputFormat
     help="Extra .lark grammar for fork-specific lines (repeatable).",
 )
 @click.option(
+    "--formulas",
+    "formula_files",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Formulas TOML with named fixed costs, added to the packaged set (repeatable; an entry "
+    "with an existing id replaces it).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -58,6 +67,7 @@ def ledger_command(
     model_config: Path | None,
     explain: str | None,
     grammars: tuple[Path, ...],
+    formula_files: tuple[Path, ...],
     output: Path | None,
 ) -> None:
     """Account for every GiB of one rank's GPU at one startup of LOG.
@@ -74,5 +84,6 @@ def ledger_command(
         startup=startup,
         model_config_path=model_config,
         extra_grammars=grammars,
+        formula_files=formula_files,
     )
     write_output(report, output)
