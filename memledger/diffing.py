@@ -1112,16 +1112,23 @@ def _biggest_mover(
 
 
 def sort_rows(rows: Iterable[RowDiff], key: SortKey = SortKey.DELTA) -> list[RowDiff]:
-    """Rows in display order: by |Δ|, id, base or head value (unknown values last)."""
+    """Rows in display order: by |Δ|, id, base or head value (unknown values last).
+
+    In the value orders, informational rows (the load peak, "reclaimed vs a baseline") come after
+    the partition rows: they are in no total, so they must not top a list read as "what moved".
+    The id order stays plainly alphabetical, for looking rows up.
+    """
     big = 1 << 62
 
-    def order(row: RowDiff) -> tuple[int, str]:
+    def order(row: RowDiff) -> tuple[bool, int, str]:
+        informational = not row.in_partition
         if key is SortKey.DELTA:
-            return (-abs(row.delta_bytes) if row.delta_bytes is not None else big, row.id)
+            delta = -abs(row.delta_bytes) if row.delta_bytes is not None else big
+            return (informational, delta, row.id)
         if key is SortKey.BASE:
-            return (-row.base_bytes if row.base_bytes is not None else big, row.id)
+            return (informational, -row.base_bytes if row.base_bytes is not None else big, row.id)
         if key is SortKey.HEAD:
-            return (-row.head_bytes if row.head_bytes is not None else big, row.id)
-        return (0, row.id)
+            return (informational, -row.head_bytes if row.head_bytes is not None else big, row.id)
+        return (False, 0, row.id)
 
     return sorted(rows, key=order)

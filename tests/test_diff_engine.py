@@ -370,16 +370,31 @@ def test_labels_default_to_file_stems_and_fall_back_to_base_head() -> None:
 def test_sort_rows_orders() -> None:
     dp16, dp2 = article_pair()
     rows = diff_ledgers(dp16, dp2).rows
-    by_delta = sort_rows(rows, SortKey.DELTA)
+    for key in (SortKey.DELTA, SortKey.BASE, SortKey.HEAD):
+        ordered = sort_rows(rows, key)
+        flags = [r.in_partition for r in ordered]
+        # partition rows first, informational rows after them, whatever the key
+        assert flags == sorted(flags, reverse=True)
+    partition = [r for r in rows if r.in_partition]
+    by_delta = sort_rows(partition, SortKey.DELTA)
     magnitudes = [abs(r.delta_bytes) for r in by_delta if r.delta_bytes is not None]
     assert magnitudes == sorted(magnitudes, reverse=True)
     assert [r.id for r in sort_rows(rows, SortKey.ID)] == sorted(r.id for r in rows)
-    heads = [r.head_bytes for r in sort_rows(rows, SortKey.HEAD) if r.head_bytes is not None]
+    heads = [r.head_bytes for r in sort_rows(partition, SortKey.HEAD) if r.head_bytes is not None]
     assert heads == sorted(heads, reverse=True)
-    bases = [r.base_bytes for r in sort_rows(rows, SortKey.BASE)]
+    bases = [r.base_bytes for r in sort_rows(partition, SortKey.BASE)]
     known = [b for b in bases if b is not None]
     assert known == sorted(known, reverse=True)
     assert bases[len(known) :] == [None] * (len(bases) - len(known))  # absent/unknown last
+
+
+def test_informational_rows_sort_after_partition_rows() -> None:
+    dp16, dp2 = article_pair()
+    rows = sort_rows(diff_ledgers(dp16, dp2).rows, SortKey.DELTA)
+    informational = [r for r in rows if not r.in_partition]
+    assert informational, "the article pair has informational rows (load peak, reclaimed)"
+    first_info = rows.index(informational[0])
+    assert all(not r.in_partition for r in rows[first_info:])
 
 
 @settings(max_examples=200, deadline=None)
