@@ -291,13 +291,19 @@ def _select_rank(spec: str | None, tags_first_line: dict[str, int]) -> _Selectio
     if len(candidates) == 1:
         tag = candidates[0]
         return _Selection(frozenset({tag}), tag, is_rank0_tag(tag) or not tagged)
-    shown = ", ".join(repr(t) for t in tagged[:12]) + (" ..." if len(tagged) > 12 else "")
+    in_rank_order = sorted(tagged, key=_natural_key)
+    shown = ", ".join(repr(t) for t in in_rank_order[:12]) + (" ..." if len(tagged) > 12 else "")
     if not candidates:
         raise SelectionError(
             f"rank {spec!r} does not occur in this log (ranks seen: {shown or 'none'})"
         )
     listed = ", ".join(repr(t) for t in candidates[:12])
     raise SelectionError(f"rank {spec!r} is ambiguous: matches {listed}; give the full tag")
+
+
+def _natural_key(tag: str) -> list[int | str]:
+    """`DP2 TP10` after `DP2 TP9`: digits compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", tag)]
 
 
 def _startup_starts(collector: _Collector, any_tag: bool) -> list[int]:
@@ -457,7 +463,10 @@ def parse_log(
         )
 
     any_tag = any(tag for tag in collector.tags_first_line)
-    selection = _select_rank(rank, collector.tags_first_line)
+    try:
+        selection = _select_rank(rank, collector.tags_first_line)
+    except SelectionError as exc:
+        raise SelectionError(exc.message, path=display) from None
     starts = _startup_starts(collector, any_tag)
     n_startups = len(starts)
     if startup is None:

@@ -79,10 +79,26 @@ def test_all_ranks_shows_skew(capsys: pytest.CaptureFixture[str]) -> None:
     assert "19.15" in row_tp1 and "6.86" in row_tp1
 
 
+def test_unknown_rank_lists_ranks_in_numeric_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "tp16.log"
+    log.write_text(
+        "".join(
+            f"[2026-05-08 15:30:54 TP{rank}] Load weight begin. avail mem=142.79 GB\n"
+            for rank in (10, 2, 0, 1)
+        )
+    )
+    code, _, err = run_cli(["parse", str(log), "--rank", "TP7"], capsys)
+    assert code == EXIT_INPUT
+    assert "ranks seen: 'TP0', 'TP1', 'TP2', 'TP10')" in err
+
+
 def test_unknown_or_ambiguous_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["parse", str(real_log("single/022")), "--rank", "TP9"], capsys)
     assert code == EXIT_INPUT
     assert err.count("\n") == 1 and "rank 'TP9' does not occur" in err
+    assert "022-" in err.split("rank")[0]  # the file is named before the message
     pp = tmp_path / "pp.log"
     pp.write_text(
         "[2026-05-08 15:30:54 PP0 TP1 EP1] Load weight begin. avail mem=142.79 GB\n"
