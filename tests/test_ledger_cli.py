@@ -215,16 +215,31 @@ def test_engine_and_renderers_import_neither_click_nor_lark(
 COMMAND_MODULES = ["ledger", "schema"]
 ALLOWED_IMPORTS = {"__future__", "pathlib", "click", "memledger.pipeline", "memledger.render"}
 ALLOWED_IMPORTS |= {"memledger.render.schema"}
+# The shared option declarations; the test below holds that module to click and the stdlib.
+ALLOWED_IMPORTS |= {"memledger.commands.options"}
+OPTIONS_MODULE_IMPORTS = {"__future__", "collections.abc", "pathlib", "typing", "click"}
+
+
+def _imports(path: Path) -> set[str | None]:
+    tree = ast.parse(path.read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    return imported | {
+        alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names
+    }
+
+
+def test_shared_options_module_only_declares_click_options() -> None:
+    path = PROJECT_ROOT / "memledger" / "commands" / "options.py"
+    assert _imports(path) <= OPTIONS_MODULE_IMPORTS
+    tree = ast.parse(path.read_text())
+    assert not any(isinstance(n, ast.If | ast.For | ast.While | ast.Try) for n in ast.walk(tree))
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)
 def test_commands_only_parse_options_and_call_one_function(name: str) -> None:
-    tree = ast.parse((PROJECT_ROOT / "memledger" / "commands" / f"{name}.py").read_text())
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    imported |= {
-        alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names
-    }
-    assert imported <= ALLOWED_IMPORTS
+    path = PROJECT_ROOT / "memledger" / "commands" / f"{name}.py"
+    tree = ast.parse(path.read_text())
+    assert _imports(path) <= ALLOWED_IMPORTS
     commands = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
     assert len(commands) == 1
     body = [

@@ -9,6 +9,14 @@ from pathlib import Path
 
 import click
 
+from memledger.commands.options import (
+    formulas_option,
+    model_config_option,
+    output_option,
+    rank_option,
+    startup_option,
+)
+
 FORMATS = ("text", "json", "junit", "github", "markdown")
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -35,10 +43,10 @@ class CheckOptions:
     fmt: str
     rank: str | None
     startup: int | None
-    model_config: str | None
-    output: str | None
+    model_config: Path | None
+    output: Path | None
     today: date | None
-    formula_files: tuple[str, ...] = ()
+    formula_files: tuple[Path, ...] = ()
 
 
 def run_check(options: CheckOptions) -> int:
@@ -100,27 +108,14 @@ def append_step_summary(path: Path, markdown: str) -> None:
     show_default=True,
     help=f"github: workflow annotations, plus the markdown report appended to ${STEP_SUMMARY_ENV}.",
 )
-@click.option("--rank", metavar="RANK", help="Rank to check, in every LOG (default: rank 0).")
-@click.option(
-    "--startup",
-    type=int,
-    metavar="N",
-    help="Which startup of each file, 0-based (default: the last).",
-)
-@click.option(
-    "--model-config",
-    metavar="config.json",
-    help="Hugging Face config.json with the model dimensions some formulas need.",
-)
-@click.option(
-    "--formulas",
-    "formula_files",
-    multiple=True,
-    metavar="FILE",
+@rank_option(help="Rank to check, in every LOG (default: rank 0).")
+@startup_option(help="Which startup of each file, 0-based (default: the last).")
+@model_config_option()
+@formulas_option(
     help="Formulas TOML with named fixed costs, added to the packaged set for every LOG and the "
-    "baseline (repeatable; an entry with an existing id replaces it).",
+    "baseline (repeatable; an entry with an existing id replaces it)."
 )
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout.")
+@output_option(help="Write the report to FILE instead of stdout.")
 @click.option(
     "--today",
     type=click.DateTime(formats=["%Y-%m-%d"]),
@@ -135,9 +130,9 @@ def check_command(
     fmt: str,
     rank: str | None,
     startup: int | None,
-    model_config: str | None,
-    formula_files: tuple[str, ...],
-    output: str | None,
+    model_config: Path | None,
+    formula_files: tuple[Path, ...],
+    output: Path | None,
     today: datetime | None,
 ) -> int:
     """Check LOGs (or saved ledger JSONs) against memory budgets."""

@@ -9,6 +9,14 @@ from pathlib import Path
 
 import click
 
+from memledger.commands.options import (
+    formulas_option,
+    grammar_option,
+    model_config_option,
+    output_option,
+    rank_option,
+    startup_option,
+)
 from memledger.diffing import SortKey
 from memledger.render.diff_formats import DiffFormat
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS
@@ -147,27 +155,15 @@ def side_options(
     help="Row order: largest |Δ| first, by id, or largest base/head value first.",
 )
 @click.option("--show-unchanged", is_flag=True, help="List unchanged rows instead of a count.")
-@click.option("--rank", metavar="RANK", help="Rank for both sides (default: rank 0).")
-@click.option("--startup", type=int, metavar="N", help="Startup for both sides, 0-based.")
-@click.option(
-    "--model-config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Hugging Face config.json for both sides.",
-)
-@click.option("--base-rank", metavar="RANK", help="Rank of BASE (overrides --rank).")
-@click.option("--head-rank", metavar="RANK", help="Rank of HEAD (overrides --rank).")
-@click.option("--base-startup", type=int, metavar="N", help="Startup of BASE, 0-based.")
-@click.option("--head-startup", type=int, metavar="N", help="Startup of HEAD, 0-based.")
-@click.option(
-    "--base-model-config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="config.json for BASE (overrides --model-config).",
-)
-@click.option(
-    "--head-model-config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="config.json for HEAD (overrides --model-config).",
-)
+@rank_option(help="Rank for both sides (default: rank 0).")
+@startup_option(help="Startup for both sides, 0-based.")
+@model_config_option(help="Hugging Face config.json for both sides.")
+@rank_option("--base-rank", help="Rank of BASE (overrides --rank).")
+@rank_option("--head-rank", help="Rank of HEAD (overrides --rank).")
+@startup_option("--base-startup", help="Startup of BASE, 0-based.")
+@startup_option("--head-startup", help="Startup of HEAD, 0-based.")
+@model_config_option("--base-model-config", help="config.json for BASE (overrides --model-config).")
+@model_config_option("--head-model-config", help="config.json for HEAD (overrides --model-config).")
 @click.option("--base-label", metavar="NAME", help="Name of BASE in tables (default: file stem).")
 @click.option("--head-label", metavar="NAME", help="Name of HEAD in tables (default: file stem).")
 @click.option(
@@ -183,28 +179,12 @@ def side_options(
     show_default=True,
     help="markdown: size cap; the middle of the details is cut, never the headline or summary.",
 )
-@click.option(
-    "--grammar",
-    "grammars",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Extra .lark grammar for fork-specific lines (repeatable, both sides).",
-)
-@click.option(
-    "--formulas",
-    "formula_files",
-    multiple=True,
-    metavar="FILE",
-    type=click.Path(dir_okay=False, path_type=Path),
+@grammar_option(help="Extra .lark grammar for fork-specific lines (repeatable, both sides).")
+@formulas_option(
     help="Formulas TOML with named fixed costs, added to the packaged set for both sides "
-    "(repeatable; an entry with an existing id replaces it).",
+    "(repeatable; an entry with an existing id replaces it)."
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of stdout.",
-)
+@output_option()
 def diff_command(
     base: str,
     head: str,

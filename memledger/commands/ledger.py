@@ -6,6 +6,14 @@ from pathlib import Path
 
 import click
 
+from memledger.commands.options import (
+    formulas_option,
+    grammar_option,
+    model_config_option,
+    output_option,
+    rank_option,
+    startup_option,
+)
 from memledger.pipeline import ledger_report, write_output
 from memledger.render import OutputFormat
 
@@ -20,45 +28,17 @@ from memledger.render import OutputFormat
     show_default=True,
     help="text tables, GitHub markdown, the full JSON ledger, or one CSV record per row.",
 )
-@click.option("--rank", metavar="RANK", help="Rank to account for (default: rank 0).")
-@click.option(
-    "--startup",
-    type=int,
-    metavar="N",
-    help="Which startup of the file, 0-based (default: the last).",
-)
-@click.option(
-    "--model-config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Hugging Face config.json with the model dimensions some formulas need.",
-)
+@rank_option(help="Rank to account for (default: rank 0).")
+@startup_option()
+@model_config_option()
 @click.option(
     "--explain",
     metavar="ROW",
     help="Print the arithmetic and source lines behind one row (or a group, or an interval).",
 )
-@click.option(
-    "--grammar",
-    "grammars",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Extra .lark grammar for fork-specific lines (repeatable).",
-)
-@click.option(
-    "--formulas",
-    "formula_files",
-    multiple=True,
-    metavar="FILE",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Formulas TOML with named fixed costs, added to the packaged set (repeatable; an entry "
-    "with an existing id replaces it).",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of stdout.",
-)
+@grammar_option()
+@formulas_option()
+@output_option()
 def ledger_command(
     log: str,
     fmt: str,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from memledger.commands.options import grammar_option, output_option, rank_option, startup_option
+
 
 @click.command("parse")
 @click.argument("log", metavar="LOG")
@@ -18,14 +20,9 @@ import click
     show_default=True,
     help="A table of events, or a versioned JSON document with events and facts.",
 )
-@click.option(
-    "--rank", metavar="RANK", help='Rank tag, e.g. TP3 or "DP1 TP8 EP8" (default: rank 0).'
-)
-@click.option(
-    "--startup",
-    type=int,
-    metavar="N",
-    help="Which startup of the file, 0-based; negative counts from the end (default: the last).",
+@rank_option(help='Rank tag, e.g. TP3 or "DP1 TP8 EP8" (default: rank 0).')
+@startup_option(
+    help="Which startup of the file, 0-based; negative counts from the end (default: the last)."
 )
 @click.option("--all-ranks", is_flag=True, help="Also list every rank seen with its key values.")
 @click.option(
@@ -33,19 +30,8 @@ import click
     is_flag=True,
     help="List the memory-looking lines of this rank that were not recognised.",
 )
-@click.option(
-    "--grammar",
-    "grammars",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Extra .lark grammar for fork-specific lines (repeatable).",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of stdout.",
-)
+@grammar_option()
+@output_option()
 def parse_command(
     log: str,
     fmt: str,

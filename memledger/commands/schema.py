@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from memledger.commands.options import output_option
 from memledger.pipeline import write_output
 from memledger.render.schema import SchemaName, render_schema
 
@@ -16,12 +17,7 @@ from memledger.render.schema import SchemaName, render_schema
     type=click.Choice([name.value for name in SchemaName]),
     default=SchemaName.LEDGER.value,
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of stdout.",
-)
+@output_option()
 def schema_command(name: str, output: Path | None) -> None:
     """Print the JSON Schema of `ledger`, `parse` or `diff` JSON output (default: ledger).
 

@@ -1,0 +1,61 @@
+"""Options several commands share: one declaration each, so names, types and metavars agree.
+
+Every file option is a `pathlib.Path` (`-` still means stdout for `-o`). Help texts are
+parameters only where a command's wording genuinely differs (e.g. what `--rank` applies to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+FC = TypeVar("FC", bound=Callable[..., Any] | click.Command)
+
+FILE = click.Path(dir_okay=False, path_type=Path)
+"""A file option's type: a path (not checked to exist: the loader says what is wrong)."""
+
+STARTUP_HELP = "Which startup of the file, 0-based (default: the last)."
+MODEL_CONFIG_HELP = "Hugging Face config.json with the model dimensions some formulas need."
+GRAMMAR_HELP = "Extra .lark grammar for fork-specific lines (repeatable)."
+FORMULAS_HELP = (
+    "Formulas TOML with named fixed costs, added to the packaged set (repeatable; an entry "
+    "with an existing id replaces it)."
+)
+OUTPUT_HELP = "Write to FILE instead of stdout."
+
+
+def rank_option(*param_decls: str, help: str) -> Callable[[FC], FC]:
+    """`--rank RANK` (or a per-side name such as `--base-rank`): a rank tag as text."""
+    return click.option(*(param_decls or ("--rank",)), metavar="RANK", help=help)
+
+
+def startup_option(*param_decls: str, help: str = STARTUP_HELP) -> Callable[[FC], FC]:
+    """`--startup N` (or a per-side name such as `--base-startup`): which startup, 0-based."""
+    return click.option(*(param_decls or ("--startup",)), type=int, metavar="N", help=help)
+
+
+def model_config_option(*param_decls: str, help: str = MODEL_CONFIG_HELP) -> Callable[[FC], FC]:
+    """`--model-config FILE` (or a per-side name): a Hugging Face config.json."""
+    return click.option(*(param_decls or ("--model-config",)), type=FILE, metavar="FILE", help=help)
+
+
+def grammar_option(*, help: str = GRAMMAR_HELP) -> Callable[[FC], FC]:
+    """`--grammar FILE` (repeatable) -> `grammars: tuple[Path, ...]`."""
+    return click.option(
+        "--grammar", "grammars", multiple=True, type=FILE, metavar="FILE", help=help
+    )
+
+
+def formulas_option(*, help: str = FORMULAS_HELP) -> Callable[[FC], FC]:
+    """`--formulas FILE` (repeatable) -> `formula_files: tuple[Path, ...]`."""
+    return click.option(
+        "--formulas", "formula_files", multiple=True, type=FILE, metavar="FILE", help=help
+    )
+
+
+def output_option(*, help: str = OUTPUT_HELP) -> Callable[[FC], FC]:
+    """`-o/--output FILE` -> `output: Path | None` (None or `-`: stdout)."""
+    return click.option("-o", "--output", type=FILE, metavar="FILE", help=help)
