@@ -55,20 +55,24 @@ def _label(source: Source) -> str:
     return name if isinstance(name, str) else "<stream>"
 
 
+def _paths(files: Sequence[PathLike]) -> tuple[Path, ...]:
+    return tuple(Path(file) for file in files)
+
+
 def load(
     source: PathLike | IO[bytes] | IO[str],
     *,
     rank: str | None = None,
     startup: int | None = None,
     label: str | None = None,
-    extra_grammars: Sequence[Path] = (),
+    extra_grammars: Sequence[PathLike] = (),
 ) -> ParsedLog:
     """Parse a log (path, "-" or stream): its startups and the selected startup's events."""
     from memledger.pipeline import load_parsed
 
     readable = source if isinstance(source, str | os.PathLike) else _binary(source)
     return load_parsed(
-        readable, label=label, rank=rank, startup=startup, extra_grammars=extra_grammars
+        readable, label=label, rank=rank, startup=startup, extra_grammars=_paths(extra_grammars)
     )
 
 
@@ -86,11 +90,35 @@ def ledger(
     startup: int | None = None,
     model_config: PathLike | None = None,
     formula_files: Sequence[PathLike] = (),
+    extra_grammars: Sequence[PathLike] = (),
 ) -> Ledger:
     """The ledger of a log, saved ledger JSON, stream or `ParsedLog` (a Ledger passes through).
 
     `formula_files`: user formulas TOML files added to the packaged set (`--formulas`).
+    `extra_grammars`: Lark grammars for a fork's lines (`--grammar`), used when a log is parsed
+    (a `ParsedLog` already was); refused for a saved ledger, as `rank` is.
     """
+    return _ledger(
+        source,
+        rank=rank,
+        startup=startup,
+        model_config=model_config,
+        formula_files=formula_files,
+        extra_grammars=extra_grammars,
+    )
+
+
+def _ledger(
+    source: Source,
+    *,
+    rank: str | None,
+    startup: int | None,
+    model_config: PathLike | None,
+    formula_files: Sequence[PathLike],
+    extra_grammars: Sequence[PathLike],
+    grammars_for_logs_only: bool = False,
+) -> Ledger:
+    """`ledger`; `grammars_for_logs_only`: a saved ledger skips the grammars (with a note)."""
     from memledger.pipeline import ledger_from_parsed, load_ledger
 
     if isinstance(source, Ledger):
@@ -106,6 +134,8 @@ def ledger(
         startup=startup,
         model_config_path=model_config,
         formula_files=formula_files,
+        extra_grammars=_paths(extra_grammars),
+        grammars_for_logs_only=grammars_for_logs_only,
     )
 
 
@@ -117,6 +147,7 @@ def diff(
     startup: int | None = None,
     model_config: PathLike | None = None,
     formula_files: Sequence[PathLike] = (),
+    extra_grammars: Sequence[PathLike] = (),
 ) -> LedgerDiff:
     """Diff two deployments (logs, saved ledgers or ledgers): head - base, row by row."""
     from memledger.diffing import diff_ledgers
@@ -128,6 +159,7 @@ def diff(
             startup=startup,
             model_config=model_config,
             formula_files=formula_files,
+            extra_grammars=extra_grammars,
         )
 
     return diff_ledgers(build(base), build(head))
@@ -146,6 +178,7 @@ def _baseline(
     startup: int | None,
     model_config: PathLike | None,
     formula_files: Sequence[PathLike],
+    extra_grammars: Sequence[PathLike],
 ) -> tuple[Ledger | None, BaselineInfo]:
     """The baseline ledger; a baseline path that does not exist means "no comparison"."""
     if baseline is None:
@@ -157,12 +190,14 @@ def _baseline(
                 path=path,
                 note=f"baseline {path} not found: no comparison (relative limits skipped)",
             )
-    base = ledger(
+    base = _ledger(
         baseline,
         rank=rank,
         startup=startup,
         model_config=model_config,
         formula_files=formula_files,
+        extra_grammars=extra_grammars,
+        grammars_for_logs_only=True,
     )
     return base, BaselineInfo(path=_label(baseline), source=base.source)
 
@@ -178,9 +213,12 @@ def check(
     startup: int | None = None,
     model_config: PathLike | None = None,
     formula_files: Sequence[PathLike] = (),
+    extra_grammars: Sequence[PathLike] = (),
 ) -> CheckReport:
     """Check one or more logs (or ledgers) against a budget; `budget=None` finds memledger.toml.
 
+    `formula_files` and `extra_grammars` apply to every log and the baseline; a saved ledger
+    keeps the rows it was built with (a note on its ledger says so).
     Never raises on a breach: read `report.exit_code` (0 pass, 1 breach, 3 item not provided).
     Raises ConfigError for a bad budget file, InputError for a log that is not understood.
     """
@@ -190,12 +228,14 @@ def check(
     )
 
     def build(item: Source) -> Ledger:
-        return ledger(
+        return _ledger(
             item,
             rank=rank,
             startup=startup,
             model_config=model_config,
             formula_files=formula_files,
+            extra_grammars=extra_grammars,
+            grammars_for_logs_only=True,
         )
 
     inputs = [(_label(item), build(item)) for item in sources]
@@ -205,6 +245,7 @@ def check(
         startup=startup,
         model_config=model_config,
         formula_files=formula_files,
+        extra_grammars=extra_grammars,
     )
     return check_budget(
         loaded_budget,
@@ -251,6 +292,7 @@ def assert_budget(
     startup: int | None = None,
     model_config: PathLike | None = None,
     formula_files: Sequence[PathLike] = (),
+    extra_grammars: Sequence[PathLike] = (),
 ) -> CheckReport:
     """Like `check`, but raise BudgetFailure (an AssertionError) when the CLI would exit non-zero.
 
@@ -268,6 +310,7 @@ def assert_budget(
         startup=startup,
         model_config=model_config,
         formula_files=formula_files,
+        extra_grammars=extra_grammars,
     )
     lines = failure_lines(report)
     for breach in report.breaches():

@@ -43,11 +43,15 @@ def load_ledger(
     extra_grammars: Sequence[Path] = (),
     progress: bool = False,
     formula_files: Sequence[FormulaPath] = (),
+    grammars_for_logs_only: bool = False,
 ) -> Ledger:
     """The ledger of a log (parsed and built) or of a saved ledger JSON (validated).
 
     `formula_files` are user formulas files added to the packaged set (`--formulas`); a saved
     ledger keeps the rows it was built with, and says so in a note when files were given.
+    `extra_grammars` given for a saved ledger are refused like `rank`, unless
+    `grammars_for_logs_only` (check: one `--grammar` for logs and saved ledgers alike), which
+    treats them as `formula_files`: the saved ledger keeps its rows, with a note.
     Raises InputError for unreadable or not-understood input, SelectionError for a rank or
     startup the log lacks, ConfigError for a bad formulas file or for options that do not apply
     to a saved ledger.
@@ -64,17 +68,22 @@ def load_ledger(
             rank=rank,
             startup=startup,
             model_config_path=model_config_path,
-            extra_grammars=extra_grammars,
+            extra_grammars=() if grammars_for_logs_only else extra_grammars,
         )
         saved = ledger_from_document(document, label=label)
-        if not formula_files:
-            return saved
         # diff and check mix saved ledgers with logs: the files apply to the logs only.
-        note = (
-            f"formulas files not applied ({', '.join(os.fspath(f) for f in formula_files)}): "
+        notes = [
+            f"{what} not applied ({', '.join(os.fspath(f) for f in files)}): "
             "a saved ledger keeps the rows it was built with"
-        )
-        return saved.model_copy(update={"notes": [*saved.notes, note]})
+            for what, files in (
+                ("formulas files", formula_files),
+                ("grammars", extra_grammars if grammars_for_logs_only else ()),
+            )
+            if files
+        ]
+        if not notes:
+            return saved
+        return saved.model_copy(update={"notes": [*saved.notes, *notes]})
     # A path is re-opened by the streaming parser; stdin and streams were already read.
     is_path = isinstance(source, str | os.PathLike) and os.fspath(source) != "-"
     parsed = load_parsed(

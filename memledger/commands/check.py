@@ -11,6 +11,7 @@ import click
 
 from memledger.commands.options import (
     formulas_option,
+    grammar_option,
     model_config_option,
     output_option,
     rank_option,
@@ -47,6 +48,7 @@ class CheckOptions:
     output: Path | None
     today: date | None
     formula_files: tuple[Path, ...] = ()
+    grammars: tuple[Path, ...] = ()
 
 
 def run_check(options: CheckOptions) -> int:
@@ -65,6 +67,7 @@ def run_check(options: CheckOptions) -> int:
         startup=options.startup,
         model_config=options.model_config,
         formula_files=options.formula_files,
+        extra_grammars=options.grammars,
     )
     write_output(render_check(report, options.fmt), options.output)
     summary_path = os.environ.get(STEP_SUMMARY_ENV)
@@ -115,6 +118,10 @@ def append_step_summary(path: Path, markdown: str) -> None:
     help="Formulas TOML with named fixed costs, added to the packaged set for every LOG and the "
     "baseline (repeatable; an entry with an existing id replaces it)."
 )
+@grammar_option(
+    help="Extra .lark grammar for fork-specific lines, for every LOG and the baseline "
+    "(repeatable; a saved ledger keeps the rows it was built with)."
+)
 @output_option(help="Write the report to FILE instead of stdout.")
 @click.option(
     "--today",
@@ -132,6 +139,7 @@ def check_command(
     startup: int | None,
     model_config: Path | None,
     formula_files: tuple[Path, ...],
+    grammars: tuple[Path, ...],
     output: Path | None,
     today: datetime | None,
 ) -> int:
@@ -149,5 +157,6 @@ def check_command(
             output=output,
             today=None if today is None else today.date(),
             formula_files=formula_files,
+            grammars=grammars,
         )
     )
