@@ -24,7 +24,10 @@ Workspace (interval residuals): DP16 0.15 + 0.13 + 0.36 + 0 = 0.64; DP2 0.82 + 0
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+from markdown_it import MarkdownIt
 
 from memledger.ledger_model import (
     Checkpoint,
@@ -241,3 +244,57 @@ def article_pair() -> tuple[Ledger, Ledger]:
         summary=Summary(slots=209, kv_tokens_per_instance=43_040_768, mem_fraction_static=0.83),
     )
     return dp16, dp2
+
+
+# --- markdown checks (structure of a diff comment) ------------------------------------------------
+
+
+def gfm_cell_count(line: str) -> int:
+    """Cells of a GFM table line: split on pipes that are not backslash-escaped."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return len(re.split(r"(?<!\\)\|", inner))
+
+
+def check_markdown(text: str, marker: str = "<!-- memledger -->") -> dict[str, int]:
+    """Assert the comment is well formed; return counts of tables, details and mermaid blocks."""
+    assert text.startswith(marker + "\n")
+    parser = MarkdownIt("commonmark").enable("table")
+    tokens = parser.parse(text)
+    lines = text.splitlines()
+    n_tables = 0
+    for index, token in enumerate(tokens):
+        if token.type != "table_open":
+            continue
+        n_tables += 1
+        assert token.map is not None
+        start, end = token.map
+        source = lines[start:end]
+        widths = {gfm_cell_count(line) for line in source}
+        assert len(widths) == 1, f"inconsistent table columns at line {start + 1}: {widths}"
+        # The parser agrees: every row has as many cells as the header.
+        header_cells = 0
+        row_cells: list[int] = []
+        for inner in tokens[index + 1 :]:
+            if inner.type == "table_close":
+                break
+            if inner.type == "tr_open":
+                row_cells.append(0)
+            if inner.type in ("th_open", "td_open"):
+                row_cells[-1] += 1
+            if inner.type == "th_open":
+                header_cells += 1
+        assert set(row_cells) == {header_cells} == widths
+    html = "".join(t.content for t in tokens if t.type == "html_block")
+    depth = 0
+    for tag in re.findall(r"</?details>", html):
+        depth += 1 if tag == "<details>" else -1
+        assert depth >= 0, "a </details> closes nothing"
+    assert depth == 0, "unclosed <details>"
+    assert text.count("<details>") == html.count("<details>"), "a <details> tag is not HTML"
+    return {
+        "tables": n_tables,
+        "details": html.count("<details>"),
+        "mermaid": sum(1 for t in tokens if t.type == "fence" and t.info.strip() == "mermaid"),
+    }

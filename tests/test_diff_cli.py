@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from diff_helpers import article_pair
-from test_diff_render import check_markdown
 
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from tests.diff_helpers import article_pair, check_markdown
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

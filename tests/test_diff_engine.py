@@ -3,17 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from diff_helpers import (
-    CENTI,
-    HALF_ULP,
-    USABLE,
-    article_pair,
-    centi,
-    checkpoint,
-    interval,
-    ledger,
-    row,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +22,17 @@ from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
 from memledger.render.diff_common import round_parts
 from memledger.render.diff_json import render_diff_json
 from memledger.units import GIB, MIB
+from tests.diff_helpers import (
+    CENTI,
+    HALF_ULP,
+    USABLE,
+    article_pair,
+    centi,
+    checkpoint,
+    interval,
+    ledger,
+    row,
+)
 
 # --- hypothesis: random ledgers ---------------------------------------------------------------
 

@@ -8,8 +8,6 @@ import json
 import re
 
 import pytest
-from diff_helpers import HALF_ULP, article_pair, centi, ledger, row
-from markdown_it import MarkdownIt
 
 from memledger.diffing import LedgerDiff, SortKey, diff_ledgers
 from memledger.errors import ConfigError
@@ -25,59 +23,15 @@ from memledger.render.diff_markdown import (
 )
 from memledger.render.diff_text import composition_bars, render_diff_text
 from memledger.units import GIB
-
-# --- markdown checks (shared with the sample tests) --------------------------------------------
-
-
-def _cells(line: str) -> int:
-    """Cells of a GFM table line: split on pipes that are not backslash-escaped."""
-    inner = line.strip()
-    inner = inner[1:] if inner.startswith("|") else inner
-    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
-    return len(re.split(r"(?<!\\)\|", inner))
-
-
-def check_markdown(text: str, marker: str = "<!-- memledger -->") -> dict[str, int]:
-    """Assert the comment is well formed; return counts of tables, details and mermaid blocks."""
-    assert text.startswith(marker + "\n")
-    parser = MarkdownIt("commonmark").enable("table")
-    tokens = parser.parse(text)
-    lines = text.splitlines()
-    n_tables = 0
-    for index, token in enumerate(tokens):
-        if token.type != "table_open":
-            continue
-        n_tables += 1
-        assert token.map is not None
-        start, end = token.map
-        source = lines[start:end]
-        widths = {_cells(line) for line in source}
-        assert len(widths) == 1, f"inconsistent table columns at line {start + 1}: {widths}"
-        # The parser agrees: every row has as many cells as the header.
-        header_cells = 0
-        row_cells: list[int] = []
-        for inner in tokens[index + 1 :]:
-            if inner.type == "table_close":
-                break
-            if inner.type == "tr_open":
-                row_cells.append(0)
-            if inner.type in ("th_open", "td_open"):
-                row_cells[-1] += 1
-            if inner.type == "th_open":
-                header_cells += 1
-        assert set(row_cells) == {header_cells} == widths
-    html = "".join(t.content for t in tokens if t.type == "html_block")
-    depth = 0
-    for tag in re.findall(r"</?details>", html):
-        depth += 1 if tag == "<details>" else -1
-        assert depth >= 0, "a </details> closes nothing"
-    assert depth == 0, "unclosed <details>"
-    assert text.count("<details>") == html.count("<details>"), "a <details> tag is not HTML"
-    return {
-        "tables": n_tables,
-        "details": html.count("<details>"),
-        "mermaid": sum(1 for t in tokens if t.type == "fence" and t.info.strip() == "mermaid"),
-    }
+from tests.diff_helpers import (
+    HALF_ULP,
+    article_pair,
+    centi,
+    check_markdown,
+    gfm_cell_count,
+    ledger,
+    row,
+)
 
 
 def _diff() -> LedgerDiff:
@@ -130,7 +84,7 @@ def test_markdown_collapses_unchanged_rows_unless_asked() -> None:
 def test_cells_escape_pipes_and_html() -> None:
     table = MdTable(["a", "b"], [["x|y", "<script>"]]).render()
     assert "x\\|y" in table and "&lt;script>" in table
-    assert {_cells(line) for line in table.splitlines()} == {2}
+    assert {gfm_cell_count(line) for line in table.splitlines()} == {2}
 
 
 def _big_pair(n_rows: int) -> tuple[LedgerDiff, int]:

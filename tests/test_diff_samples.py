@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths
-from test_diff_render import check_markdown
 
 from memledger.cli import main
 from memledger.diffing import DiffStatus, LedgerDiff, diff_ledgers
@@ -23,6 +21,8 @@ from memledger.pipeline import load_ledger
 from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS
 from memledger.units import GIB
+from tests.conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths
+from tests.diff_helpers import check_markdown
 
 DP16 = SAMPLES / "dp16.log"
 DP2 = SAMPLES / "dp2.log"

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PROJECT_ROOT, SAMPLES, real_log_paths
-from ledger_render_helpers import markdown_tables, small_ledger
 
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.ledger_model import Ledger
 from memledger.pipeline import load_ledger
 from memledger.render import render_ledger
+from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths
+from tests.ledger_render_helpers import markdown_tables, small_ledger
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -10,14 +10,6 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledger_render_helpers import (
-    CENTI,
-    LOG,
-    REQ_TO_TOKEN_BYTES,
-    gib,
-    markdown_tables,
-    small_ledger,
-)
 
 from memledger.errors import EXIT_USAGE, ConfigError
 from memledger.ledger_model import (
@@ -49,6 +41,14 @@ from memledger.render.rows import (
 )
 from memledger.render.schema import render_schema
 from memledger.units import GIB
+from tests.ledger_render_helpers import (
+    CENTI,
+    LOG,
+    REQ_TO_TOKEN_BYTES,
+    gib,
+    markdown_tables,
+    small_ledger,
+)
 
 # --- cells -----------------------------------------------------------------------------------
 

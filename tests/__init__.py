@@ -1,0 +1,1 @@
+"""Test suite of memledger (a package, so helpers import as `tests.<module>`)."""
