@@ -25,7 +25,7 @@ Workspace (interval residuals): DP16 0.15 + 0.13 + 0.36 + 0 = 0.64; DP2 0.82 + 0
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from markdown_it import MarkdownIt
 
@@ -79,7 +79,7 @@ def ledger(
     *,
     path: str = "base.log",
     usable_bytes: int | None = None,
-    parameters: dict[str, int | float | str | bool | None] | None = None,
+    parameters: Mapping[str, int | float | str | bool | None] | None = None,
     checkpoints: Sequence[Checkpoint] = (),
     intervals: Sequence[Interval] = (),
     summary: Summary | None = None,
@@ -97,7 +97,7 @@ def ledger(
         rows=list(rows),
         summary=summary or Summary(),
         usable_bytes=partition_sum if usable_bytes is None else usable_bytes,
-        parameters=parameters or {},
+        parameters=dict(parameters or {}),
     )
 
 

@@ -58,7 +58,8 @@ def test_ledger_is_the_api_function_and_models_live_apart() -> None:
 
 def test_summary_sizes_compare_in_gib(tmp_path: Path) -> None:
     saved = save_ledger(tmp_path, "head.json", head_ledger())
-    assert memledger.ledger(saved).summary.cuda_graph < 8
+    cuda_graph = memledger.ledger(saved).summary.cuda_graph
+    assert cuda_graph is not None and cuda_graph < 8
     assert memledger.ledger(str(saved)).summary.kv_tokens_per_instance == 51_000_000
     with saved.open("rb") as stream:
         assert memledger.ledger(stream).summary.slots == 33

@@ -87,12 +87,12 @@ def test_saved_ledgers_keep_their_rows_and_a_saved_baseline_is_not_refused(
 ) -> None:
     log, extra = fork
     with_rows, without_rows = tmp_path / "with.json", tmp_path / "without.json"
-    save = ["ledger", log, "--format", "json", "-o"]
+    save: list[str | Path] = ["ledger", log, "--format", "json", "-o"]
     assert run([*save, with_rows, "--grammar", extra], capsys)[0] == EXIT_OK
     assert run([*save, without_rows], capsys)[0] == EXIT_OK
     within = budget(tmp_path, WITHIN)
     # The CI recipe: the PR's log against the base branch's saved ledger, one --grammar for both.
-    argv = ["check", log, with_rows, "--baseline", with_rows, "--budget", within]
+    argv: list[str | Path] = ["check", log, with_rows, "--baseline", with_rows, "--budget", within]
     code, out, err = run([*argv, "--grammar", extra, "--format", "json"], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert [c["actual"] for c in json.loads(out)["checks"]] == [FORK_STAGING, FORK_STAGING]

@@ -156,7 +156,12 @@ def test_environment_variable_names_a_user_file(
 
 def entry(**fields: str | None) -> str:
     """One [[formula]] table; keys in this order, a None value leaves the key out."""
-    keys = {"id": "'x'", "label": "'l'", "interval": "'a'", "expression": "'1'"}
+    keys: dict[str, str | None] = {
+        "id": "'x'",
+        "label": "'l'",
+        "interval": "'a'",
+        "expression": "'1'",
+    }
     keys |= {"text": "'t'", "why": "'w'"}
     keys.update(fields)
     return "[[formula]]\n" + "".join(f"{k} = {v}\n" for k, v in keys.items() if v is not None)

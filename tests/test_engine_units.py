@@ -102,6 +102,7 @@ def test_usable_is_dist_init_usage_plus_load_begin_avail() -> None:
 
 def test_rows_partition_usable_and_each_interval_is_explained() -> None:
     ledger = ledger_of(speculative_log(), server_args=SPEC_ARGS)
+    assert ledger.usable_bytes is not None
     assert partition_sum(ledger) == ledger.usable_bytes + ledger.balance_error_bytes
     assert abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
     # Target pool interval: drop 23.30 = Mamba 3.00 + KV 20.00 + named + unexplained.
@@ -331,6 +332,7 @@ def test_formula_without_its_parameters_is_unknown_with_the_reason() -> None:
     assert req.kind == RowKind.UNKNOWN and req.bytes is None and not req.in_partition
     assert req.evidence.note is not None and "max_running_requests" in req.evidence.note
     # Its bytes stay inside the interval's unexplained row: the account still balances.
+    assert ledger.usable_bytes is not None
     assert partition_sum(ledger) == ledger.usable_bytes + ledger.balance_error_bytes
 
 
