@@ -1,0 +1,41 @@
+"""The project's standards as tests (CI runs only pytest): ruff lint, ruff format, strict mypy.
+
+Each tool runs under this interpreter from the project root with the pyproject configuration;
+mypy keeps its (gitignored) cache in .mypy_cache, so a warm run takes well under a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT
+
+CHECKS = {
+    "ruff check": ("ruff", ["check", "."]),
+    "ruff format": ("ruff", ["format", "--check", "."]),
+    "mypy": ("mypy", []),  # files, strictness and plugins come from [tool.mypy]
+}
+
+
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_tool_is_clean(name: str) -> None:
+    module, args = CHECKS[name]
+    if importlib.util.find_spec(module) is None:
+        pytest.fail(
+            f"{module} is not installed for {sys.executable}; "
+            "install the test extra: pip install -e '.[test]'"
+        )
+    result = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip()
+        pytest.fail(f"`{name}` exited {result.returncode}:\n{output}", pytrace=False)
