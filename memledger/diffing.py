@@ -37,6 +37,9 @@ DELTA_PCT_DEFINITION = "Δ% = (head - base) / base, in percent; empty when base 
 MIN_TOLERANCE_BYTES = GIB // 100
 """Smallest difference that counts as a change: the 0.01 GiB SGLang prints its sizes at."""
 
+ParamSource = Literal["server_args", "log", "ledger"]
+"""Where a parameter was read: server_args, log lines (`log.*`), or derived (`ledger.*`)."""
+
 
 def _gib(byte_count: int | None) -> float | None:
     return None if byte_count is None else round(byte_count / GIB, 6)
@@ -280,7 +283,8 @@ class ParamDiff(FrozenModel):
     """A server_args / engine parameter that differs, with the rows it plausibly moved."""
 
     name: str
-    """The server_args name, or `ledger.<name>` for a value the engine derived (per DP group)."""
+    """The server_args name, `ledger.<name>` for a value the engine derived (per DP group), or
+    `log.<name>` for a setting read from log lines (`memledger.engine.LOG_SETTINGS`)."""
     base: ParamValue = None
     head: ParamValue = None
     status: DiffStatus
@@ -288,6 +292,12 @@ class ParamDiff(FrozenModel):
     """What the parameter drives, from `PARAM_EFFECTS` (row ids, `group:<name>`, `prefix:<p>`)."""
     why: str | None = None
     moved_rows: list[RowContribution]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def source(self) -> ParamSource:
+        """`server_args`, `log` (read from log lines) or `ledger` (derived by the engine)."""
+        return param_source(self.name)
 
 
 class DiffInput(FrozenModel):
@@ -530,12 +540,72 @@ PARAM_EFFECTS: tuple[ParamEffect, ...] = (
     ParamEffect(
         "*custom_all_reduce*", groups=(RowGroup.COMMUNICATION,), why="custom all-reduce buffers"
     ),
+    # Settings the log reveals (`log.<name>`, from `memledger.engine.LOG_SETTINGS`).
+    ParamEffect(
+        "log.weight_shard*",
+        row_ids=("weights", "weight_staging"),
+        groups=(RowGroup.WEIGHTS, RowGroup.WEIGHT_STAGING),
+        why="sharded layers keep 1/group of their weights and all-gather through the staging pool",
+    ),
+    ParamEffect(
+        "log.requant_then_shard*",
+        row_ids=("weights_load_peak", "weights_released", "weights"),
+        why="sharded weights are loaded full, requantised, then sharded: a higher load peak",
+    ),
+    ParamEffect(
+        "log.draft_weight_shard*",
+        row_ids=("draft_weights", "draft_staging"),
+        groups=(RowGroup.DRAFT_WEIGHTS,),
+        why="SGLANG_ENABLE_K3_DRAFT_WEIGHT_SHARD: draft layers sharded, plus a draft staging pool",
+    ),
+    ParamEffect(
+        "log.draft_hoisted_ag",
+        row_ids=("draft_staging",),
+        row_prefixes=("draft_cuda_graph",),
+        why="draft all-gathers hoisted out of the CUDA graph run outside graph memory",
+    ),
+    ParamEffect(
+        "log.hoisted_ag",
+        row_ids=("weight_staging",),
+        row_prefixes=("cuda_graph",),
+        why="all-gathers hoisted out of the CUDA graph run outside graph memory",
+    ),
+    ParamEffect(
+        "log.dspark_*",
+        row_ids=("draft_kv", "draft_slot_map"),
+        why="SGLANG_DSPARK_SWA_POOL_MULTIPLIER x window slots per request size the draft SWA pool",
+    ),
+    ParamEffect(
+        "log.custom_all_reduce_*",
+        row_ids=("nccl_init", "all_reduce_buffers"),
+        why="one CustomAllReduceV2 (symmetric + local buffers) per intra-node group at dist init",
+    ),
+    ParamEffect(
+        "log.deepep_*",
+        row_ids=("deepep_buffer", "cuda_graph_largest_bucket"),
+        why="SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK sizes the DeepEP buffer, allocated "
+        "lazily in the largest graph's warmup",
+    ),
+    ParamEffect(
+        "log.kv_cache_dtype",
+        row_ids=("kv_pool", "swa_kv_pool"),
+        why="bytes per KV token: the dtype the pool was allocated with",
+    ),
+    ParamEffect(
+        "log.cuda_graph_bs",
+        groups=(RowGroup.CUDA_GRAPH,),
+        why="the batch sizes actually captured (server_args left them to SGLang)",
+    ),
 )
-"""First matching entry wins; a parameter with no entry is listed with no known effect."""
+"""Entries whose pattern starts with `log.` match `log.*` names and win over the others; the
+others match the name without its `ledger.`/`log.` prefix, first match wins. A parameter with
+no entry is listed with no known effect."""
 
 
 DERIVED_PREFIX = "ledger."
 """Prefix of the values the engine derived (per-DP requests, slots, KV tokens)."""
+LOG_PREFIX = "log."
+"""Prefix of the settings the engine read from log lines (env-driven values the log reveals)."""
 DERIVED_ALIASES = {
     "extra_slots": "disaggregation_decode_extra_slots",
     "context_len": "context_length",
@@ -543,10 +613,32 @@ DERIVED_ALIASES = {
 """Derived values named differently from the server_args they restate."""
 
 
+def param_source(name: str) -> ParamSource:
+    """Where a parameter was read: `log` lines, `ledger` (derived by the engine) or server_args."""
+    if name.startswith(LOG_PREFIX):
+        return "log"
+    if name.startswith(DERIVED_PREFIX):
+        return "ledger"
+    return "server_args"
+
+
 def param_effect(name: str) -> ParamEffect | None:
-    """The first `PARAM_EFFECTS` entry matching `name` (a `ledger.` prefix is ignored)."""
-    bare = name.removeprefix(DERIVED_PREFIX)
-    return next((e for e in PARAM_EFFECTS if fnmatchcase(bare, e.pattern)), None)
+    """The `PARAM_EFFECTS` entry for `name`: a `log.` entry for a `log.` name, else the first
+    entry matching the name without its `ledger.`/`log.` prefix."""
+    if name.startswith(LOG_PREFIX):
+        exact = (e for e in PARAM_EFFECTS if e.pattern.startswith(LOG_PREFIX))
+        found = next((e for e in exact if fnmatchcase(name, e.pattern)), None)
+        if found is not None:
+            return found
+    bare = name.removeprefix(DERIVED_PREFIX).removeprefix(LOG_PREFIX)
+    return next(
+        (
+            e
+            for e in PARAM_EFFECTS
+            if not e.pattern.startswith(LOG_PREFIX) and fnmatchcase(bare, e.pattern)
+        ),
+        None,
+    )
 
 
 def _effect_targets(effect: ParamEffect) -> list[str]:

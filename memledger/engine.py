@@ -78,6 +78,73 @@ _PARAM_PATTERN = re.compile(
 _SECRET_PATTERN = re.compile(r"key|secret|password|token(?!s)|credential", re.IGNORECASE)
 
 
+LOG_PARAM_PREFIX = "log."
+"""Prefix of the `Ledger.parameters` the log reveals (env-driven or auto-chosen settings)."""
+
+
+@dataclass(frozen=True)
+class LogSetting:
+    """A setting no server_args field holds but a log line reveals: `log.<name>` in parameters."""
+
+    name: str
+    kind: EventKind
+    keys: tuple[str, ...] = ()
+    """Keys of the first matching line: a value as printed, a size as its printed text
+    (`28.01 MB`); several keys are joined with `/` (`1/5`)."""
+    role: str | None = None
+    """Only lines whose `role` value is this (`target` / `draft`)."""
+    count: bool = False
+    """The number of matching lines instead of a value (one line per instance)."""
+    unless_arg: str | None = None
+    """Not recorded when server_args already holds the same value under this name."""
+
+
+LOG_SETTINGS: tuple[LogSetting, ...] = (
+    # SGLANG_K3_WEIGHT_SHARD_LAYERS / the fork's weight sharding (target and draft).
+    LogSetting("weight_sharded_layers", EventKind.WEIGHT_SHARD_INFO, ("sharded_layers",), "target"),
+    LogSetting("weight_shard_group_size", EventKind.WEIGHT_SHARD_INFO, ("group_size",), "target"),
+    LogSetting("requant_then_shard", EventKind.WEIGHT_SHARD_INFO, ("requant_then_shard",)),
+    LogSetting("requant_then_shard_weights", EventKind.WEIGHT_SHARD_INFO, ("requant_weights",)),
+    LogSetting("hoisted_ag", EventKind.WEIGHT_SHARD_INFO, ("hoisted", "hoisted_of"), "target"),
+    # SGLANG_ENABLE_K3_DRAFT_WEIGHT_SHARD: `DFlash draft: N weight-sharded layers`.
+    LogSetting(
+        "draft_weight_sharded_layers", EventKind.WEIGHT_SHARD_INFO, ("sharded_layers",), "draft"
+    ),
+    LogSetting("draft_hoisted_ag", EventKind.WEIGHT_SHARD_INFO, ("hoisted", "hoisted_of"), "draft"),
+    # SGLANG_DSPARK_SWA_POOL_MULTIPLIER and the window slots each request reserves.
+    LogSetting("dspark_slots_per_req", EventKind.DSPARK_SLOT_MAP, ("slots_per_req",)),
+    LogSetting("dspark_swa_pool_multiplier", EventKind.DSPARK_SLOT_MAP, ("multiplier",)),
+    # One `All Reduce config` line per CustomAllReduceV2 instance (one per intra-node group).
+    LogSetting("custom_all_reduce_instances", EventKind.ALL_REDUCE_CONFIG, count=True),
+    LogSetting(
+        "custom_all_reduce_symmetric_memory", EventKind.ALL_REDUCE_CONFIG, ("symmetric_memory",)
+    ),
+    LogSetting("custom_all_reduce_local_buffer", EventKind.ALL_REDUCE_CONFIG, ("local_buffer",)),
+    # SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK (DeepEP v2 prints it; v1 does not).
+    LogSetting(
+        "deepep_max_dispatch_tokens_per_rank",
+        EventKind.DEEPEP_BUFFER,
+        ("max_dispatch_tokens_per_rank",),
+    ),
+    LogSetting("deepep_use_fp8_dispatch", EventKind.DEEPEP_BUFFER, ("use_fp8_dispatch",)),
+    # `auto` in server_args resolves to a torch dtype (0.5.3-0.5.12 line, else the KV line).
+    LogSetting("kv_cache_dtype", EventKind.KV_DTYPE, ("dtype",)),
+    LogSetting("kv_cache_dtype", EventKind.KV_ALLOCATED, ("dtype",)),
+    # The batch sizes captured when server_args left them to SGLang (or differ from it).
+    LogSetting(
+        "cuda_graph_bs", EventKind.CAPTURE_BS, ("bs",), "target", unless_arg="cuda_graph_bs"
+    ),
+    LogSetting(
+        "cuda_graph_bs", EventKind.CAPTURE_BEGIN, ("bs",), "target", unless_arg="cuda_graph_bs"
+    ),
+)
+"""Settings the log reveals only indirectly, by line kind and key. The first entry of a name that
+finds a line wins; a setting whose line is absent is not recorded (never guessed)."""
+
+MAX_PARAM_TEXT = 200
+"""Longer list/dict parameter texts are cut (parameters are for reading, not computing)."""
+
+
 @dataclass
 class _Point:
     """A checkpoint of the chain: an avail reading with a stable id."""
@@ -1366,11 +1433,7 @@ class _Builder:
         for key, value in sorted(self.args.items()):
             if not _PARAM_PATTERN.match(key) or _SECRET_PATTERN.search(key):
                 continue
-            if isinstance(value, dict | list):
-                text = json.dumps(value, sort_keys=True, default=str)
-                params[key] = text if len(text) <= 200 else text[:197] + "..."
-            else:
-                params[key] = value
+            params[key] = _param_value(value)
         for name in (
             "dp_size",
             "tp_size",
@@ -1386,7 +1449,36 @@ class _Builder:
             if value is not None:
                 params[f"ledger.{name}"] = value
         params["ledger.format_version_at_least"] = _version_text(self.format_version)
+        params.update(self._log_settings())
         return params
+
+    def _log_settings(self) -> dict[str, int | float | str | bool | None]:
+        """`log.<name>` for every `LOG_SETTINGS` entry whose line the log printed."""
+        found: dict[str, int | float | str | bool | None] = {}
+        settled: set[str] = set()
+        for setting in LOG_SETTINGS:
+            name = LOG_PARAM_PREFIX + setting.name
+            if name in settled:
+                continue
+            lines = [
+                e
+                for e in self.events
+                if e.kind == setting.kind
+                and (setting.role is None or e.value("role") == setting.role)
+                and all(key in e.values or key in e.sizes for key in setting.keys)
+            ]
+            if not lines:
+                continue
+            settled.add(name)  # the first entry that finds its line decides, even to skip
+            if setting.count:
+                found[name] = len(lines)
+                continue
+            printed = [_printed(lines[0], key) for key in setting.keys]
+            value = printed[0] if len(printed) == 1 else "/".join(str(v) for v in printed)
+            if setting.unless_arg is not None and self.args.get(setting.unless_arg) == value:
+                continue
+            found[name] = _param_value(value)
+        return found
 
     # -- summary -----------------------------------------------------------------------------
 
@@ -1831,6 +1923,22 @@ def _batch_text(event: Event) -> str:
 
 def _negative_note(byte_count: int, why: str) -> str | None:
     return None if byte_count >= 0 else f"negative ({byte_count / GIB:.2f} GiB): {why}"
+
+
+def _printed(event: Event, key: str) -> Any:
+    """A line's value under `key`; a size as printed (`28.01 MB`), not as bytes."""
+    size = event.size(key)
+    if size is not None and key not in event.values:
+        return size.text
+    return event.value(key)
+
+
+def _param_value(value: Any) -> int | float | str | bool | None:
+    """A parameter as a scalar: lists and dicts become their (capped) JSON text."""
+    if isinstance(value, int | float | str | bool | None):
+        return value
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= MAX_PARAM_TEXT else text[: MAX_PARAM_TEXT - 3] + "..."
 
 
 def _positive_int(value: Any) -> int | None:

@@ -413,15 +413,23 @@ def intervals_table(diff: LedgerDiff) -> Table:
     return headers, rows
 
 
-def _param_text(value: object) -> str:
+PARAM_SOURCE_NOTE = (
+    "source: server_args = the server_args line; log = read from log lines (log.<name>: "
+    "env-driven or auto-chosen settings the log reveals); ledger = derived by the engine "
+    "(ledger.<name>)"
+)
+"""Printed under the configuration table: what the `source` column means."""
+
+
+def _param_text(value: object, source: str) -> str:
     if value is None:
-        return "(not set)"
+        return "(not logged)" if source == "log" else "(not set)"
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def params_table(diff: LedgerDiff) -> Table:
-    """Parameters that differ, each next to the rows it plausibly moved."""
+    """Parameters that differ, with where each was read, next to the rows it plausibly moved."""
     rows = []
     for param in diff.parameters:
         moved = ", ".join(
@@ -434,13 +442,15 @@ def params_table(diff: LedgerDiff) -> Table:
         rows.append(
             [
                 param.name,
-                _param_text(param.base),
-                _param_text(param.head),
+                param.source,
+                _param_text(param.base, param.source),
+                _param_text(param.head, param.source),
                 moved or "(none moved)",
             ]
         )
     return [
         "parameter",
+        "source",
         f"base {diff.inputs.base.label}",
         f"head {diff.inputs.head.label}",
         "rows it plausibly moved (Δ GiB)",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from memledger.diffing import DiffInput, LedgerDiff, SortKey, group_label
 from memledger.errors import ConfigError
 from memledger.render.diff_common import (
+    PARAM_SOURCE_NOTE,
     Table,
     balance_lines,
     category_table,
@@ -200,7 +201,9 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
         ),
         Section(
             f"Configuration diff ({len(diff.parameters)} parameters differ)",
-            [_table(params_table(diff))],
+            [_table(params_table(diff)), _cell(PARAM_SOURCE_NOTE)]
+            if diff.parameters
+            else [_table(params_table(diff))],
         ),
         Section("Coverage", coverage),
         Section("All summary figures", [_table(summary_table(diff, keys=None))]),

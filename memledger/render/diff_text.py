@@ -10,6 +10,7 @@ from tabulate import tabulate
 from memledger.diffing import LedgerDiff, SortKey, group_label
 from memledger.ledger_model import RowGroup
 from memledger.render.diff_common import (
+    PARAM_SOURCE_NOTE,
     Table,
     balance_lines,
     category_table,
@@ -138,7 +139,8 @@ def render_diff_text(
     out += ["", "Group totals (TOTAL = sum of partition rows)", _table(groups_table(diff)), ""]
     out += ["Checkpoints", _table(checkpoints_table(diff)), ""]
     out += ["Intervals", _table(intervals_table(diff)), ""]
-    out += ["Configuration (parameters that differ)", _table(params_table(diff)), ""]
+    out += ["Configuration (parameters that differ)", _table(params_table(diff))]
+    out += [f"  {PARAM_SOURCE_NOTE}", ""] if diff.parameters else [""]
     out += ["Coverage", _table(coverage_table(diff))]
     out += [f"  {n}" for n in coverage_notes(diff)]
     return "\n".join(out) + "\n"
