@@ -22,6 +22,7 @@ from typing import Any, get_args
 
 from pydantic import Field
 
+from memledger.config_files import read_config_text
 from memledger.errors import ConfigError
 from memledger.ledger_model import Summary
 from memledger.units import GIB, KIB, MIB, FrozenModel
@@ -215,16 +216,7 @@ def discover_budget(directory: Path | None = None) -> Path:
 def load_budget(path: str | Path) -> Budget:
     """Read a budget file (`pyproject.toml` is read from its `[tool.memledger]` table)."""
     file_path = Path(path)
-    try:
-        text = file_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("budget file not found", path=str(path)) from None
-    except IsADirectoryError:
-        raise ConfigError("budget file is a directory", path=str(path)) from None
-    except UnicodeDecodeError:
-        raise ConfigError("budget file is not UTF-8 text", path=str(path)) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read budget file: {exc.strerror}", path=str(path)) from None
+    text = read_config_text(file_path, "budget file")
     in_pyproject = file_path.name == PYPROJECT_FILE
     return parse_budget(text, path=str(path), in_pyproject=in_pyproject)
 

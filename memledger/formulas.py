@@ -16,11 +16,11 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memledger.config_files import read_config_text
 from memledger.errors import ConfigError
 from memledger.ledger_model import RowGroup
 
@@ -426,18 +426,7 @@ def load_formulas(
 
 def read_formulas_file(path: str | os.PathLike[str]) -> list[Formula]:
     """The entries of one user formulas file; ConfigError (file:line) when it is bad."""
-    label = os.fspath(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("formulas file not found", path=label) from None
-    except IsADirectoryError:
-        raise ConfigError("formulas file is a directory", path=label) from None
-    except UnicodeDecodeError:
-        raise ConfigError("formulas file is not UTF-8 text", path=label) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read formulas file: {exc.strerror or exc}", path=label) from None
-    return parse_formulas(text, label)
+    return parse_formulas(read_config_text(path, "formulas file"), os.fspath(path))
 
 
 def parse_formulas(text: str, label: str) -> list[Formula]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memledger.config_files import read_config_text
 from memledger.errors import ConfigError
 
 # config.json keys read as positive integers (name in config -> name in ModelDims).
@@ -94,14 +94,7 @@ class ModelDims(BaseModel):
 def load_model_config(path: str | os.PathLike[str]) -> ModelDims:
     """Read a Hugging Face config.json; ConfigError (file:line) when it is missing or malformed."""
     label = os.fspath(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("model config not found", path=label) from None
-    except IsADirectoryError:
-        raise ConfigError("model config is a directory; pass its config.json", path=label) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read model config: {exc}", path=label) from None
+    text = read_config_text(path, "model config", directory_hint="; pass its config.json")
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:

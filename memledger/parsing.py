@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from memledger.errors import ConfigError, InputError, SelectionError
+from memledger.config_files import read_config_text
+from memledger.errors import InputError, SelectionError
 from memledger.events import (
     Event,
     EventKind,
@@ -412,14 +413,7 @@ class _Progress:
 
 
 def _read_grammar_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ConfigError("grammar file not found", path=str(path)) from exc
-    except IsADirectoryError as exc:
-        raise ConfigError("grammar is a directory, not a .lark file", path=str(path)) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read grammar: {exc}", path=str(path)) from exc
+    return read_config_text(path, "grammar file", directory_hint=", not a .lark file")
 
 
 def parse_log(
