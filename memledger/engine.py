@@ -38,7 +38,7 @@ from memledger.ledger_model import (
     Summary,
 )
 from memledger.model_config import ModelDims
-from memledger.units import GIB, Size
+from memledger.units import GIB, Size, format_gib
 
 # `type=` class names of draft models (EAGLE, MTP/NextN, DFlash/DSpark, Medusa, ...).
 DRAFT_TYPE = re.compile(r"eagle|nextn|mtp|draft|dflash|dspark|medusa|lookahead", re.IGNORECASE)
@@ -1890,7 +1890,7 @@ def _resident_shape(load: _Load) -> str:
 
 
 def _gib_text(byte_count: int | None) -> str:
-    return "?" if byte_count is None else f"{byte_count / GIB:.2f} GiB"
+    return f"{format_gib(byte_count)} GiB"
 
 
 def _sum_sizes(*sizes: Size | None) -> Size | None:

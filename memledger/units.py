@@ -86,6 +86,11 @@ def gib(byte_count: int | None) -> float | None:
     return None if byte_count is None else byte_count / GIB
 
 
-def format_gib(byte_count: int | None, digits: int = 2) -> str:
-    """Bytes as a GiB string for tables; `?` for unknown."""
-    return "?" if byte_count is None else f"{byte_count / GIB:.{digits}f}"
+def format_gib(byte_count: int | None, digits: int = 2, *, signed: bool = False) -> str:
+    """Bytes as GiB for display: `?` for unknown, `+`/`-` when signed, never `-0.00`."""
+    if byte_count is None:
+        return "?"
+    value = byte_count / GIB
+    if abs(value) < 0.5 * 10**-digits:
+        value = 0.0  # a negative amount that rounds to zero prints as zero
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"

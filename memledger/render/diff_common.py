@@ -23,7 +23,7 @@ from memledger.diffing import (
     sort_rows,
 )
 from memledger.ledger_model import RowGroup
-from memledger.units import GIB
+from memledger.units import GIB, format_gib
 
 Table = tuple[list[str], list[list[str]]]
 """(headers, rows) of plain strings."""
@@ -60,13 +60,8 @@ COMPOSITION_ORDER: tuple[RowGroup, ...] = (
 
 
 def gib_text(byte_count: int | None, *, signed: bool = False, digits: int = 2) -> str:
-    """Bytes as GiB; `+`/`-` when signed; `?` for unknown; a rounded zero prints unsigned."""
-    if byte_count is None:
-        return "?"
-    value = byte_count / GIB
-    if abs(value) < 0.5 * 10**-digits:
-        value = 0.0
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    """Bytes as GiB; `+`/`-` when signed; `?` for unknown; never `-0.00`."""
+    return format_gib(byte_count, digits, signed=signed)
 
 
 def pct_text(pct: float | None) -> str:

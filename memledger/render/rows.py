@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Literal, assert_never
 
 from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
-from memledger.units import GIB
+from memledger.units import GIB, format_gib
 
 Align = Literal["left", "right"]
 
@@ -70,16 +70,12 @@ class Headline:
 
 def gib_cell(byte_count: int | None) -> str:
     """Bytes as GiB with two decimals; `?` for unknown; never `-0.00`."""
-    if byte_count is None:
-        return "?"
-    text = f"{byte_count / GIB:.{GIB_DIGITS}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
+    return format_gib(byte_count, GIB_DIGITS)
 
 
 def signed_gib_cell(byte_count: int | None) -> str:
     """Bytes as GiB with an explicit sign (for differences and balance errors)."""
-    text = gib_cell(byte_count)
-    return text if text.startswith(("-", "?")) else f"+{text}"
+    return format_gib(byte_count, GIB_DIGITS, signed=True)
 
 
 def error_cell(error_bytes: int) -> str:
