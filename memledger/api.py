@@ -32,14 +32,32 @@ PathLike: TypeAlias = str | os.PathLike[str]
 TEXT_LABEL = "<text>"
 
 
-def _binary(stream: IO[bytes] | IO[str]) -> IO[bytes]:
+class _EncodedText:
+    """A text stream read as UTF-8 bytes, chunk by chunk: the parser reads bytes, and a log must
+    not be held whole in memory."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._pending = b""
+        self.name = getattr(stream, "name", None) or "<stream>"
+
+    def read(self, size: int = -1, /) -> bytes:
+        if size < 0:
+            data, self._pending = self._pending + self._stream.read().encode("utf-8"), b""
+            return data
+        while len(self._pending) < size:
+            text = self._stream.read(size)
+            if not text:
+                break
+            self._pending += text.encode("utf-8")
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+
+def _binary(stream: IO[bytes] | IO[str]) -> IO[bytes] | _EncodedText:
     """A text stream re-encoded as bytes (the parser reads bytes); binary streams unchanged."""
     if isinstance(stream, io.TextIOBase) or isinstance(stream.read(0), str):
-        data = stream.read()
-        assert isinstance(data, str)
-        binary = io.BytesIO(data.encode("utf-8"))
-        binary.name = getattr(stream, "name", None) or "<stream>"
-        return binary
+        return _EncodedText(stream)  # type: ignore[arg-type]
     return stream  # type: ignore[return-value]
 
 

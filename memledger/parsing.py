@@ -29,6 +29,7 @@ from memledger.events import (
 )
 from memledger.linegrammar import LineGrammar, LineParse, extra_keywords, load_grammar
 from memledger.reader import (
+    ByteSource,
     LogicalLine,
     ReadStats,
     decode_line,
@@ -417,7 +418,7 @@ def _read_grammar_text(path: Path) -> str:
 
 
 def parse_log(
-    source: str | os.PathLike[str] | IO[bytes],
+    source: str | os.PathLike[str] | IO[bytes] | ByteSource,
     *,
     label: str | None = None,
     rank: str | None = None,

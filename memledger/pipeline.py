@@ -19,11 +19,12 @@ from pydantic import ValidationError
 from memledger.errors import ConfigError, InputError
 from memledger.events import ParsedLog
 from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger
+from memledger.reader import ByteSource, PeekedStream
 
 if TYPE_CHECKING:
     from memledger.formulas import Formula
 
-LogSource = str | os.PathLike[str] | IO[bytes]
+LogSource = str | os.PathLike[str] | IO[bytes] | ByteSource
 """A path, `-` for stdin, or an open binary stream."""
 
 STDIN_LABEL = "<stdin>"
@@ -60,7 +61,7 @@ def load_ledger(
 
     # Given files are read first: a bad one fails before a long parse, not after.
     formulas = load_formulas(formula_files) if formula_files else None
-    label, data = _peek_source(source)
+    label, data, stream = _peek_source(source)
     document = _saved_ledger_document(label, data)
     if document is not None:
         _refuse_log_options(
@@ -84,10 +85,12 @@ def load_ledger(
         if not notes:
             return saved
         return saved.model_copy(update={"notes": [*saved.notes, *notes]})
-    # A path is re-opened by the streaming parser; stdin and streams were already read.
-    is_path = isinstance(source, str | os.PathLike) and os.fspath(source) != "-"
+    # A path is re-opened by the streaming parser; stdin and streams go on from their peek
+    # (or from the bytes read whole, for a brace-led log that was not JSON).
+    if stream is None and data is not None:
+        stream = io.BytesIO(data)
     parsed = load_parsed(
-        source if is_path else io.BytesIO(data or b""),
+        source if stream is None else stream,
         label=label,
         rank=rank,
         startup=startup,
@@ -207,23 +210,24 @@ def write_output(text: str, output: str | os.PathLike[str] | None) -> None:
 # --- input detection -------------------------------------------------------------------------
 
 
-def _peek_source(source: LogSource) -> tuple[str, bytes | None]:
-    """A display label and, when the input may be a saved ledger (or is a stream), its bytes.
+def _peek_source(source: LogSource) -> tuple[str, bytes | None, ByteSource | None]:
+    """A display label; the whole input when it may be a saved ledger (it starts with `{`);
+    else, for stdin and streams, the stream to parse (its first block re-attached).
 
-    Files are only read whole when they start with `{`; logs are left to the streaming parser.
+    Logs are never read whole here: the streaming parser reads them (a path is re-opened).
     """
     if not isinstance(source, str | os.PathLike):
-        return getattr(source, "name", None) or "<stream>", source.read()
+        return _peek_stream(getattr(source, "name", None) or "<stream>", source)
     label = os.fspath(source)
     if label == "-":
-        return STDIN_LABEL, sys.stdin.buffer.read()
+        return _peek_stream(STDIN_LABEL, sys.stdin.buffer)
     path = Path(label)
     try:
         with path.open("rb") as handle:
             head = handle.read(_PEEK_BYTES)
             if not head.lstrip().startswith(b"{"):
-                return label, None
-            return label, head + handle.read()
+                return label, None, None
+            return label, head + handle.read(), None
     except FileNotFoundError:
         raise InputError("no such file", path=label) from None
     except IsADirectoryError:
@@ -232,6 +236,13 @@ def _peek_source(source: LogSource) -> tuple[str, bytes | None]:
         raise InputError("permission denied", path=label) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=label) from None
+
+
+def _peek_stream(label: str, stream: ByteSource) -> tuple[str, bytes | None, ByteSource | None]:
+    head = stream.read(_PEEK_BYTES)
+    if head.lstrip().startswith(b"{"):
+        return label, head + stream.read(), None
+    return label, None, PeekedStream(head, stream)
 
 
 def _saved_ledger_document(label: str, data: bytes | None) -> dict[str, Any] | None:

@@ -152,7 +152,7 @@ def _looks_binary(sniff: bytes) -> bool:
     return controls / len(sniff) > BINARY_CONTROL_RATIO
 
 
-class _Peekable:
+class PeekedStream:
     """A byte stream with its first block already read (stdin cannot seek back)."""
 
     def __init__(self, head: bytes, rest: ByteSource) -> None:
@@ -185,7 +185,7 @@ class OpenedLog:
 
 
 @contextmanager
-def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[OpenedLog]:
+def open_log(source: str | os.PathLike[str] | IO[bytes] | ByteSource) -> Iterator[OpenedLog]:
     """Open a log (path, `-` for stdin, or a byte stream), gunzipping by magic.
 
     Raises InputError for a missing path, a directory, an empty or a binary file.
@@ -218,7 +218,7 @@ def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[OpenedLog]:
             raise InputError(f"cannot read: {exc}", path=name) from exc
         if not head:
             raise InputError("empty file", path=name)
-        peek = _Peekable(head, raw)
+        peek = PeekedStream(head, raw)
         stream: ByteSource = peek
         if head[:2] == b"\x1f\x8b":
             path = None
@@ -230,7 +230,7 @@ def open_log(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[OpenedLog]:
                 raise InputError(f"not a readable gzip file ({exc})", path=name) from exc
             if not inner:
                 raise InputError("empty file (after gunzip)", path=name)
-            head, stream = inner, _Peekable(inner, gunzip)
+            head, stream = inner, PeekedStream(inner, gunzip)
         if _looks_binary(head):
             raise InputError("binary file, not a text log", path=name)
         if path is not None and not path.is_file():
