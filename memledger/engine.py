@@ -918,12 +918,15 @@ class _Builder:
             carves.append(
                 _Carve(
                     f"{prefix}cuda_graph_largest_bucket",
-                    f"{what}: largest bucket ({first_bs}, captured first)",
+                    f"{what}: largest bucket (captured first)",
                     RowGroup.CUDA_GRAPH,
                     RowKind.LOGGED,
                     largest,
                     largest_error,
                     [progress[0], *second_source],
+                    # The batch size is evidence, not part of the label: labels name what a row
+                    # is, so that a diff of two deployments does not show one side's numbers.
+                    inputs={"first_batch": first_bs},
                     note=_negative_note(largest, "tqdm avail is read without emptying the cache"),
                 )
             )
@@ -932,12 +935,13 @@ class _Builder:
                 carves.append(
                     _Carve(
                         f"{prefix}cuda_graph_buckets",
-                        f"{what}: other {len(progress) - 1} bucket(s)",
+                        f"{what}: the other buckets",
                         RowGroup.CUDA_GRAPH,
                         RowKind.LOGGED,
                         rest,
                         error + other_error + static_error + largest_error,
                         [progress[1], end.event],
+                        inputs={"buckets": len(progress) - 1},
                         note=_negative_note(rest, "tqdm avail is read without emptying the cache"),
                     )
                 )
