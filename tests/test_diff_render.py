@@ -236,3 +236,28 @@ def test_renderers_do_not_import_click_or_lark() -> None:
     engine_source = open(memledger.diffing.__file__ or "", encoding="utf-8").read()
     assert not re.search(r"^\s*(import|from)\s+tabulate\b", engine_source, flags=re.M)
     assert GIB == 1 << 30
+
+
+def test_a_negative_group_is_named_under_the_pie_not_dropped() -> None:
+    base = ledger(
+        [
+            row("weights", RowGroup.WEIGHTS, centi(700)),
+            row("unexplained.capture_begin", RowGroup.UNEXPLAINED, centi(-150)),
+            row("kv_pool", RowGroup.STATE_POOL, centi(300)),
+        ],
+        path="ascend.log",
+    )
+    head = ledger(
+        [
+            row("weights", RowGroup.WEIGHTS, centi(700)),
+            row("kv_pool", RowGroup.STATE_POOL, centi(150)),
+        ],
+        path="head.log",
+    )
+    text = render_diff_markdown(diff_ledgers(base, head))
+    check_markdown(text)
+    pie = text[text.index("pie showData title base") :]
+    pie = pie[: pie.index("```")]
+    assert '"unexplained"' not in pie  # a pie cannot draw it ...
+    assert "not drawn (negative): unexplained -1.50 GiB" in text  # ... so it is said in words
+    assert text.count("not drawn (negative)") == 1  # head has nothing negative

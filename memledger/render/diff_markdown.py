@@ -158,7 +158,11 @@ def _pie(title: str, groups: Sequence[str], values: Sequence[int]) -> str:
 
 
 def composition_chart(diff: LedgerDiff) -> str:
-    """Two Mermaid pie charts: each card's memory by group (non-positive groups left out)."""
+    """Two Mermaid pie charts: each card's memory by group.
+
+    A pie cannot draw a negative slice (memory freed, e.g. a negative unexplained row), so such
+    groups are left out of the chart and named under it: nothing disappears without a word.
+    """
     groups, base_bytes, head_bytes = composition(diff)
     names = [group_label(g) for g in groups]
     charts = []
@@ -169,6 +173,16 @@ def composition_chart(diff: LedgerDiff) -> str:
         total = sum(v for v in values if v > 0)
         title = f"{side} {item.label}: {total / GIB:.2f} GiB per card"
         charts.append("```mermaid\n" + _pie(title, names, values) + "\n```")
+        negative = [
+            f"{name} {value / GIB:.2f} GiB"
+            for name, value in zip(names, values, strict=True)
+            if value < 0
+        ]
+        if negative:
+            charts.append(
+                f"_{side} {_cell(item.label)}: not drawn (negative): {', '.join(negative)}; "
+                "the slices above add up to more than the card's usable memory by that much._"
+            )
     return "\n\n".join(charts)
 
 
