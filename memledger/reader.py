@@ -1,9 +1,10 @@
 """Streaming reader: bytes of a log -> logical SGLang lines, each with its physical line number.
 
-Memory stays flat: the input is read in 1 MiB chunks, and a bytes-level keyword scan over each
-chunk (one C-speed regex search per interesting line, not per line) skips every line that cannot
-matter (`Decode batch ...`, HTTP access lines) without decoding it. Only candidate lines are decoded
-(invalid UTF-8 replaced), stripped of ANSI codes, split on CR (tqdm) and at every SGLang prefix.
+Memory stays flat: a keyword scan (memledger.scan; a `grep` pipeline with MEMLEDGER_PREFILTER=grep)
+streams the input in 1 MiB chunks and keeps only the physical lines that can matter, skipping
+serving-time lines (`Decode batch ...`, HTTP access lines) undecoded; a big regular file is
+scanned by two processes, half each. Only candidate lines are decoded (invalid UTF-8 replaced),
+stripped of ANSI codes, split on CR (tqdm) and at every SGLang prefix.
 """
 
 from __future__ import annotations
@@ -24,69 +25,21 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
+from memledger.scan import (
+    BORING_LINES,
+    CHUNK_BYTES,
+    OUT_OF_MEMORY_ERE,
+    PREFILTER_WORDS,
+    LineFilter,
+    aligned_reader,
+    read_error,
+    scan_lines,
+    worker_command,
+    worker_records,
+)
 
-CHUNK_BYTES = 1 << 20
-MAX_LINE_BYTES = 32 << 20
-"""A physical line longer than this is processed in pieces (same line number) to bound memory."""
 SNIFF_BYTES = 8192
 BINARY_CONTROL_RATIO = 0.05
-
-# Words that make a physical line worth decoding: memory lines, startup markers, outcome evidence
-# and anything memory-looking (for the coverage report). Everything else is skipped unread.
-PREFILTER_WORDS: tuple[str, ...] = (
-    "avail",
-    "mem usage",
-    "GB",
-    "GiB",
-    "MB",
-    "MiB",
-    "KB",
-    "bytes",
-    "size",
-    "capacity",
-    "Init ",
-    "Load weight",
-    "KV Cache",
-    "KV cache",
-    "Memory ",
-    "Captur",
-    "max_total_num_tokens",
-    "server_args",
-    "Mamba",
-    "SWA",
-    "sliding window",
-    "Sliding window",
-    "DSV4",
-    "DeepSeekV4",
-    "ReplaySSM",
-    "All Reduce",
-    "symmetric",
-    "ElasticBuffer",
-    "FlatAG",
-    "weight-sharded",
-    "requant",
-    "hoisted",
-    "DSpark",
-    "Post-capture",
-    "LoRA",
-    "unbalanced",
-    "fired up",
-    "OOM",
-    "OutOfMemory",
-    "Error",
-    "Exception",
-    "Traceback",
-    "sigquit",
-    "scheduler is dead",
-    "Exit code",
-    "Initialization failed",
-    "Killed",
-)
-_OUT_OF_MEMORY_ERE = "[Oo][Uu][Tt] [Oo][Ff] [Mm][Ee][Mm][Oo][Rr][Yy]"
-_OUT_OF_MEMORY_ANY_CASE = _OUT_OF_MEMORY_ERE.encode()
-# Serving-time lines, the bulk of a long-running server's log: a physical line holding one is
-# skipped whole (they carry no startup memory fact and no crash evidence).
-BORING_LINES: tuple[bytes, ...] = (b"] Decode batch", b"] Prefill batch")
 
 # `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`.
 PREFIX_RE = re.compile(
@@ -136,13 +89,6 @@ class ReadStats:
     n_bytes: int = 0
     invalid_utf8_bytes: int = 0
     n_candidates: int = 0
-
-
-def compile_prefilter(extra_words: Iterable[str] = ()) -> re.Pattern[bytes]:
-    """The bytes regex that marks a physical line as worth decoding."""
-    words = sorted({*PREFILTER_WORDS, *extra_words}, key=len, reverse=True)
-    alternatives = [re.escape(w.encode()) for w in words] + [_OUT_OF_MEMORY_ANY_CASE]
-    return re.compile(b"|".join(alternatives))
 
 
 def _looks_binary(sniff: bytes) -> bool:
@@ -241,66 +187,172 @@ def open_log(source: str | os.PathLike[str] | IO[bytes] | ByteSource) -> Iterato
             close.close()
 
 
-def _candidates_in(
-    block: bytes, first_line: int, prefilter: re.Pattern[bytes]
-) -> Iterator[tuple[int, bytes]]:
-    # block: whole lines (or a forced piece of an over-long one); first_line: its first number.
-    # Serving-time lines are dropped by a cheap substring test before the keyword regex runs.
-    decode, prefill = BORING_LINES
-    lines = block.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    for offset, raw in enumerate(lines):
-        if decode in raw or prefill in raw:
-            continue
-        if prefilter.search(raw):
-            yield first_line + offset, raw
-
-
 ProgressCallback = Callable[[int, int | None], None]
 """Called with (bytes or lines done, total when known)."""
+
+PARALLEL_MIN_BYTES = 64 << 20
+"""A regular file at least this big is scanned by two processes on a multi-core machine: this one
+reads the first half, a worker (`python -m memledger.scan`) the rest, from a line start."""
+_SPLIT_SEARCH_BYTES = 8 << 20
+"""How far past the middle a line start is looked for (a longer line: one process scans)."""
+
+
+def _stream_reader(
+    stream: ByteSource, name: str, on_bytes: Callable[[int], None], stop: int | None = None
+) -> Callable[[int], bytes]:
+    """`read(size)` over a stream from its start, ending after `stop` bytes when given."""
+    done = 0
+
+    def read(size: int) -> bytes:
+        nonlocal done
+        if stop is not None:
+            size = min(size, stop - done)
+            if size <= 0:
+                return b""
+        try:
+            chunk = stream.read(size)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise read_error(exc, name) from exc
+        done += len(chunk)
+        if chunk:
+            on_bytes(len(chunk))
+        return chunk
+
+    return read
+
+
+def _usable_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _split_point(log: OpenedLog) -> int | None:
+    """Where a worker takes over: the first line start after the middle of a big regular file."""
+    if log.path is None or log.size is None or log.size < PARALLEL_MIN_BYTES:
+        return None
+    if _usable_cpus() < 2 or getattr(sys, "frozen", False) or not sys.executable:
+        return None
+    middle = log.size // 2
+    try:
+        with log.path.open("rb") as handle:
+            handle.seek(middle)
+            offset = middle
+            while offset - middle < _SPLIT_SEARCH_BYTES and (block := handle.read(1 << 16)):
+                cut = block.find(b"\n")
+                if cut >= 0:
+                    split = offset + cut + 1
+                    return split if split < log.size else None
+                offset += len(block)
+    except OSError:
+        pass
+    return None
 
 
 def _python_candidates(
     log: OpenedLog,
-    prefilter: re.Pattern[bytes],
+    extra_words: list[str],
     stats: ReadStats,
     progress: ProgressCallback | None,
 ) -> Iterator[tuple[int, bytes]]:
-    stream = log.stream
-    next_line = 1
-    leftover = b""
-    while True:
-        try:
-            chunk = stream.read(CHUNK_BYTES)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"read failed ({exc})", path=log.name) from exc
-        if not chunk:
-            break
-        stats.n_bytes += len(chunk)
+    """Start the built-in scan now (a worker overlaps the grammar build) and return its lines."""
+    line_filter = LineFilter(extra_words)
+    split = _split_point(log)
+    if split is None or log.path is None:
+        return _scan_stream(log, line_filter, stats, progress)
+    try:
+        with log.path.open("rb") as source:
+            worker = subprocess.Popen(
+                worker_command(split, SNIFF_BYTES, extra_words),
+                stdin=source,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+    except OSError:
+        return _scan_stream(log, line_filter, stats, progress)
+    return _scan_with_worker(log, log.path, line_filter, stats, progress, split, worker)
+
+
+def _bytes_counter(
+    stats: ReadStats, progress: ProgressCallback | None, total: int | None, share: float = 1.0
+) -> Callable[[int], None]:
+    """Adds read bytes to stats and reports progress (`share`: this process's part of the file)."""
+
+    def counted(size: int) -> None:
+        stats.n_bytes += size
         if progress is not None:
-            progress(stats.n_bytes, log.size)
-        buffer = leftover + chunk if leftover else chunk
-        cut = buffer.rfind(b"\n")
-        if cut < 0:
-            if len(buffer) > MAX_LINE_BYTES:
-                yield from _candidates_in(buffer, next_line, prefilter)
-                leftover = b""
-            else:
-                leftover = buffer
-            continue
-        complete, leftover = buffer[: cut + 1], buffer[cut + 1 :]
-        yield from _candidates_in(complete, next_line, prefilter)
-        next_line += complete.count(b"\n")
-    if leftover:
-        yield from _candidates_in(leftover, next_line, prefilter)
-        next_line += 1
-    stats.n_lines = next_line - 1
+            done = int(stats.n_bytes / share)
+            progress(min(done, total) if total else done, total)
+
+    return counted
+
+
+def _scan_stream(
+    log: OpenedLog,
+    line_filter: LineFilter,
+    stats: ReadStats,
+    progress: ProgressCallback | None,
+) -> Iterator[tuple[int, bytes]]:
+    counted = _bytes_counter(stats, progress, log.size)
+    stats.n_lines = yield from scan_lines(
+        _stream_reader(log.stream, log.name, counted), line_filter
+    )
+
+
+def _scan_with_worker(
+    log: OpenedLog,
+    path: Path,
+    line_filter: LineFilter,
+    stats: ReadStats,
+    progress: ProgressCallback | None,
+    split: int,
+    worker: subprocess.Popen[bytes],
+) -> Iterator[tuple[int, bytes]]:
+    """This process scans the bytes before `split`, then passes on the worker's records."""
+    assert worker.stdout is not None and worker.stderr is not None
+    counted = _bytes_counter(stats, progress, log.size, split / (log.size or split))
+    finished: tuple[int, int] | None = None
+    from_worker = 0
+    try:
+        read = _stream_reader(log.stream, log.name, counted, stop=split)
+        head_lines = yield from scan_lines(read, line_filter)
+        records = worker_records(worker.stdout, head_lines + 1)
+        while True:
+            try:
+                item = next(records)
+            except StopIteration as done:
+                finished = done.value
+                break
+            from_worker += 1
+            yield item
+    finally:
+        if finished is None:
+            worker.kill()
+        worker.stdout.close()
+        complaint = worker.stderr.read().decode(errors="replace").strip()
+        worker.stderr.close()
+        worker.wait()
+    if finished is not None and worker.returncode == 0:
+        tail_lines, tail_bytes = finished
+        stats.n_bytes += tail_bytes
+        stats.n_lines = head_lines + tail_lines
+        return
+    if from_worker:
+        detail = complaint.splitlines()[0] if complaint else f"exit {worker.returncode}"
+        raise InputError(f"scan failed: {detail}", path=log.name)
+    # the worker did not run (another memledger installation, no usable interpreter): scan here
+    try:
+        rest = path.open("rb")
+    except OSError as exc:
+        raise read_error(exc, log.name) from exc
+    with rest:
+        read = aligned_reader(rest, split, SNIFF_BYTES, log.name, counted)
+        stats.n_lines = head_lines + (yield from scan_lines(read, line_filter, head_lines + 1))
 
 
 def _ere(words: Iterable[str]) -> str:
     escaped = [re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", w) for w in words]
-    return "|".join([*escaped, _OUT_OF_MEMORY_ERE])
+    return "|".join([*escaped, OUT_OF_MEMORY_ERE])
 
 
 def _feed(
@@ -487,9 +539,8 @@ def _drain(
 
 
 def grep_program() -> str | None:
-    """The grep used as prefilter, or None for the pure-Python scanner (MEMLEDGER_PREFILTER)."""
-    choice = os.environ.get("MEMLEDGER_PREFILTER", "auto")
-    if choice == "python":
+    """The grep to prefilter with (MEMLEDGER_PREFILTER=grep and grep on PATH), else None."""
+    if os.environ.get("MEMLEDGER_PREFILTER", "python") != "grep":
         return None
     return shutil.which("grep")
 
@@ -500,13 +551,21 @@ def iter_candidate_lines(
     extra_words: Iterable[str] = (),
     progress: ProgressCallback | None = None,
 ) -> Iterator[tuple[int, bytes]]:
-    """Yield (physical line number, raw bytes) for every line holding a prefilter keyword."""
-    words = [*PREFILTER_WORDS, *extra_words]
+    """(physical line number, raw bytes) of every line holding a prefilter keyword.
+
+    The scan starts now: a worker or grep process overlaps whatever the caller does before
+    iterating (parse_log builds the grammar). stats is complete once the iterator is exhausted.
+    """
+    extra = list(extra_words)
     grep = grep_program()
     if grep is not None:
-        lines = _grep_candidates(log, grep, words, stats, progress)
+        lines = _grep_candidates(log, grep, [*PREFILTER_WORDS, *extra], stats, progress)
     else:
-        lines = _python_candidates(log, compile_prefilter(extra_words), stats, progress)
+        lines = _python_candidates(log, extra, stats, progress)
+    return _counted(lines, stats)
+
+
+def _counted(lines: Iterator[tuple[int, bytes]], stats: ReadStats) -> Iterator[tuple[int, bytes]]:
     for item in lines:
         stats.n_candidates += 1
         yield item

@@ -40,8 +40,10 @@ def test_every_truth_entry_is_a_log_on_disk() -> None:
 def test_python_scanner_equals_grep_prefilter(
     entry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the grep pipeline and the built-in scanner must keep exactly the same lines
+    # the grep pipeline and the built-in scanner must keep exactly the same lines (line by line:
+    # tests/test_scan.py)
     path = REAL_LOGS / entry["file"]
+    monkeypatch.setenv("MEMLEDGER_PREFILTER", "grep")
     with_grep = parse_log(path)
     monkeypatch.setenv("MEMLEDGER_PREFILTER", "python")
     with_python = parse_log(path)

@@ -1,0 +1,276 @@
+"""The built-in keyword scanner: the bytes of a log -> the few physical lines worth decoding.
+
+Pure Python and import-light, because a worker process runs it too (`python -m memledger.scan`,
+started by memledger.reader for the second half of a big file). Each 1 MiB chunk is split into
+lines once; serving-time lines (`Decode batch`, `Prefill batch`) are dropped by a substring test;
+the rest are tested against the keywords once per line shape (digits folded), and exactly for
+each line whose shape matched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import IO
+
+from memledger.errors import InputError
+
+CHUNK_BYTES = 1 << 20
+MAX_LINE_BYTES = 32 << 20
+"""A physical line longer than this is processed in pieces (same line number) to bound memory.
+At least CHUNK_BYTES: only a read without newline can then cut a line, which keeps the cuts of a
+worker starting mid-file equal to a whole-file scan's."""
+SHAPE_MAX_BYTES = 1024
+"""Lines up to this long have their keyword verdict cached by shape (see `LineFilter`)."""
+SHAPE_CACHE_ENTRIES = 4096
+_FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+# Words that make a physical line worth decoding: memory lines, startup markers, outcome evidence
+# and anything memory-looking (for the coverage report). Everything else is skipped unread.
+PREFILTER_WORDS: tuple[str, ...] = (
+    "avail",
+    "mem usage",
+    "GB",
+    "GiB",
+    "MB",
+    "MiB",
+    "KB",
+    "bytes",
+    "size",
+    "capacity",
+    "Init ",
+    "Load weight",
+    "KV Cache",
+    "KV cache",
+    "Memory ",
+    "Captur",
+    "max_total_num_tokens",
+    "server_args",
+    "Mamba",
+    "SWA",
+    "sliding window",
+    "Sliding window",
+    "DSV4",
+    "DeepSeekV4",
+    "ReplaySSM",
+    "All Reduce",
+    "symmetric",
+    "ElasticBuffer",
+    "FlatAG",
+    "weight-sharded",
+    "requant",
+    "hoisted",
+    "DSpark",
+    "Post-capture",
+    "LoRA",
+    "unbalanced",
+    "fired up",
+    "OOM",
+    "OutOfMemory",
+    "Error",
+    "Exception",
+    "Traceback",
+    "sigquit",
+    "scheduler is dead",
+    "Exit code",
+    "Initialization failed",
+    "Killed",
+)
+OUT_OF_MEMORY_ERE = "[Oo][Uu][Tt] [Oo][Ff] [Mm][Ee][Mm][Oo][Rr][Yy]"
+_OUT_OF_MEMORY_ANY_CASE = OUT_OF_MEMORY_ERE.encode()
+# Serving-time lines, the bulk of a long-running server's log: a physical line holding one is
+# skipped whole (they carry no startup memory fact and no crash evidence).
+BORING_LINES: tuple[bytes, ...] = (b"] Decode batch", b"] Prefill batch")
+
+
+def compile_prefilter(extra_words: Iterable[str] = ()) -> re.Pattern[bytes]:
+    """The bytes regex that marks a physical line as worth decoding."""
+    return _keyword_regex(w.encode() for w in (*PREFILTER_WORDS, *extra_words))
+
+
+def _keyword_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:
+    ordered = sorted(set(words), key=len, reverse=True)
+    alternatives = [re.escape(w) for w in ordered] + [_OUT_OF_MEMORY_ANY_CASE]
+    return re.compile(b"|".join(alternatives))
+
+
+class LineFilter:
+    """Which of a list of whole physical lines are candidates (keyword, no serving-time marker)."""
+
+    def __init__(self, extra_words: Iterable[str] = ()) -> None:
+        words = [w.encode() for w in (*PREFILTER_WORDS, *extra_words)]
+        self.keywords = _keyword_regex(words)
+        # Serving-time lines that are not dropped outright (HTTP access lines, ...) differ from
+        # each other only in their numbers. Folding every digit to 0 maps an occurrence of a
+        # keyword to an occurrence of the folded keyword, so a line whose folded shape holds no
+        # folded keyword holds no keyword: one regex run per shape instead of one per line, and
+        # the exact regex still decides every line whose shape matched.
+        self.shape_keywords = _keyword_regex([w.translate(_FOLD_DIGITS) for w in words])
+        self.shape_verdicts: dict[bytes, bool] = {}
+
+    def candidates(self, lines: list[bytes], first_line: int) -> Iterator[tuple[int, bytes]]:
+        """(line number, bytes) of each candidate; `first_line` is the number of lines[0]."""
+        decode, prefill = BORING_LINES
+        keywords = self.keywords.search
+        shape_keywords = self.shape_keywords.search
+        verdicts = self.shape_verdicts
+        position = 0  # lines before it are done; only candidates need their index
+        for raw in lines:
+            # find, not `in`: bytes.__contains__ first tries its operand as an int (slower)
+            if raw.find(decode) >= 0 or raw.find(prefill) >= 0:
+                continue
+            if len(raw) <= SHAPE_MAX_BYTES:
+                shape = raw.translate(_FOLD_DIGITS)
+                verdict = verdicts.get(shape)
+                if verdict is None:
+                    if len(verdicts) >= SHAPE_CACHE_ENTRIES:
+                        verdicts.clear()
+                    verdict = verdicts[shape] = shape_keywords(shape) is not None
+                if not verdict:
+                    continue
+            if keywords(raw):
+                # The verdict depends on the bytes alone, so an equal line before this one and
+                # after `position` would have been a candidate already: the first equal line
+                # from `position` is this one.
+                position = lines.index(raw, position)
+                yield first_line + position, raw
+                position += 1
+
+
+def scan_lines(
+    read: Callable[[int], bytes], line_filter: LineFilter, first_line: int = 1
+) -> Generator[tuple[int, bytes], None, int]:
+    """Candidates of a byte stream read in chunks; returns its number of physical lines.
+
+    A physical line longer than MAX_LINE_BYTES is tested in pieces (each with its line number),
+    cut where a chunk ends.
+    """
+    next_line = first_line
+    leftover = b""
+    cut = False  # the current line went out in pieces already
+    while chunk := read(CHUNK_BYTES):
+        if chunk.find(b"\n") < 0:
+            leftover += chunk
+            if len(leftover) > MAX_LINE_BYTES:
+                yield from line_filter.candidates([leftover], next_line)
+                leftover = b""
+                cut = True
+            continue
+        lines = chunk.split(b"\n")
+        if leftover:
+            lines[0] = leftover + lines[0]  # cheaper than joining the whole chunk
+        leftover = lines.pop()  # the unfinished last line goes on with the next chunk
+        cut = False
+        yield from line_filter.candidates(lines, next_line)
+        next_line += len(lines)
+    if leftover:
+        yield from line_filter.candidates([leftover], next_line)
+    if leftover or cut:
+        next_line += 1  # a last line without newline
+    return next_line - first_line
+
+
+def read_error(exc: BaseException, name: str) -> InputError:
+    """The InputError for a failed read."""
+    return InputError(f"read failed ({exc})", path=name)
+
+
+def aligned_reader(
+    handle: IO[bytes], start: int, head_bytes: int, name: str, on_bytes: Callable[[int], None]
+) -> Callable[[int], bytes]:
+    """`read(size)` for scan_lines over a file from offset `start` to its end.
+
+    Each read ends where a whole-file scan's read ends (every CHUNK_BYTES through the
+    `head_bytes` the opener peeked, at its end, then every CHUNK_BYTES again), so an over-long
+    line is cut into the same pieces whichever process reads it.
+    """
+    position = start
+    try:
+        handle.seek(start)
+    except OSError as exc:
+        raise read_error(exc, name) from exc
+
+    def read(size: int) -> bytes:
+        nonlocal position
+        if position < head_bytes:
+            end = min(head_bytes, (position // CHUNK_BYTES + 1) * CHUNK_BYTES)
+        else:
+            end = position + CHUNK_BYTES - (position - head_bytes) % CHUNK_BYTES
+        try:
+            chunk = handle.read(end - position)
+        except OSError as exc:
+            raise read_error(exc, name) from exc
+        position += len(chunk)
+        if chunk:
+            on_bytes(len(chunk))
+        return chunk
+
+    return read
+
+
+# The worker protocol: argv as below, the log file on stdin; stdout holds `N:line` per candidate
+# (N counts from the start offset's line, 1), then `#lines bytes` once the scan finished.
+
+
+def worker_command(start: int, head_bytes: int, extra_words: Iterable[str]) -> list[str]:
+    """The command line of a worker scanning its stdin from byte `start`."""
+    arguments = [__file__, start, CHUNK_BYTES, MAX_LINE_BYTES, head_bytes]
+    # -P: the worker imports memledger from the installation, never from the current directory
+    return [sys.executable, "-P", "-m", "memledger.scan", *map(str, arguments)] + [
+        json.dumps(list(extra_words))
+    ]
+
+
+def worker_records(
+    stdout: IO[bytes], first_line: int
+) -> Generator[tuple[int, bytes], None, tuple[int, int] | None]:
+    """A worker's candidates renumbered; returns its (lines, bytes), None if it did not finish."""
+    for record in stdout:
+        if record.startswith(b"#"):
+            n_lines, n_bytes = record[1:].split()
+            return int(n_lines), int(n_bytes)
+        number, _, raw = record.partition(b":")
+        yield first_line - 1 + int(number), raw[:-1]
+    return None
+
+
+def main(argv: list[str]) -> int:
+    """The worker: scan stdin (a log file) from a byte offset and print the records."""
+    global CHUNK_BYTES, MAX_LINE_BYTES
+    scanner_file, start, chunk, max_line, head_bytes, extra_json = argv
+    if os.path.realpath(scanner_file) != os.path.realpath(__file__):
+        print("memledger scan worker: another memledger installation", file=sys.stderr)
+        return 2  # the parent scans the rest itself
+    # the parent's chunking, so pieces of an over-long line are cut at the same offsets
+    CHUNK_BYTES, MAX_LINE_BYTES = int(chunk), int(max_line)
+    n_bytes = 0
+
+    def count(size: int) -> None:
+        nonlocal n_bytes
+        n_bytes += size
+
+    out = sys.stdout.buffer
+    try:
+        read = aligned_reader(sys.stdin.buffer, int(start), int(head_bytes), "<stdin>", count)
+        found = scan_lines(read, LineFilter(json.loads(extra_json)))
+        while True:
+            try:
+                number, raw = next(found)
+            except StopIteration as finished:
+                out.write(b"#%d %d\n" % (finished.value, n_bytes))
+                break
+            out.write(b"%d:%b\n" % (number, raw))
+        out.flush()
+    except InputError as exc:
+        print(f"memledger scan worker: {exc.message}", file=sys.stderr)
+        return 3
+    except BrokenPipeError:
+        return 1  # the parent stopped reading
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
