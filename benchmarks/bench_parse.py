@@ -2,11 +2,13 @@
 
 Builds a synthetic log (a realistic TP2 startup followed by hundreds of MB of `Decode batch` /
 `Prefill batch` / access lines, as a server writes during days of serving) in a temp directory,
-then times both commands and measures the parser's peak RSS from the child's own rusage.
+then times both commands and measures the parser's peak RSS from the child's own rusage (the
+larger of the parser and its scan worker: wait4 reports the maximum over waited-for processes).
 
 Targets (issue 2): parse wall time <= 3x grep's, peak RSS < 100 MiB.
 
-    python benchmarks/bench_parse.py            # ~300 MB
+    python benchmarks/bench_parse.py            # ~300 MB, the built-in scanner
+    MEMLEDGER_PREFILTER=grep python benchmarks/bench_parse.py   # the grep pipeline
     python benchmarks/bench_parse.py --size-mb 50 --keep
 """
 
