@@ -5,11 +5,13 @@ The click layer only parses options, calls one function and maps errors to exit 
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from memledger import __version__
+from memledger.commands import COMMANDS
 from memledger.errors import EXIT_USAGE, MemledgerError
 
 EXIT_CODES_HELP = """\b
@@ -21,24 +23,30 @@ Exit codes:
      unknown --rank/--startup, budget item the log cannot provide)"""
 
 
+class LazyGroup(click.Group):
+    """A group whose commands are imported when used (or listed by --help), not at start-up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
 @click.group(
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=EXIT_CODES_HELP,
 )
 @click.version_option(__version__, prog_name="memledger")
 def cli() -> None:
     """Turn SGLang startup logs into a GPU-memory ledger."""
-
-
-def _register_commands() -> None:
-    # Imported here so each command module stays independent of the others.
-    from memledger.commands import COMMANDS
-
-    for command in COMMANDS:
-        cli.add_command(command)
-
-
-_register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,9 +59,10 @@ def test_workflow_memledger_commands_are_valid_command_lines() -> None:
     commands = memledger_commands(text, env)
     assert [argv[0] for argv in commands] == ["ledger", "check", "check", "diff"]
     for argv in commands:
-        command = cli.commands[argv[0]]
         # Parsing (not running) rejects unknown options and bad choices.
         with click.Context(cli) as parent:
+            command = cli.get_command(parent, argv[0])
+            assert command is not None, argv[0]
             command.make_context(argv[0], argv[1:], parent=parent)
 
 

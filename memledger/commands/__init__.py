@@ -1,19 +1,15 @@
-"""The click commands, one module each; COMMANDS is what `memledger.cli` registers."""
+"""The click commands, one module each, imported only when that command runs.
+
+`COMMANDS` maps each command name to `module:attribute`; `memledger.cli` resolves it lazily so
+that `memledger parse` does not pay for importing the diff and check machinery.
+"""
 
 from __future__ import annotations
 
-import click
-
-from memledger.commands.check import check_command
-from memledger.commands.diff import diff_command
-from memledger.commands.ledger import ledger_command
-from memledger.commands.parse import parse_command
-from memledger.commands.schema import schema_command
-
-COMMANDS: list[click.Command] = [
-    parse_command,
-    ledger_command,
-    diff_command,
-    check_command,
-    schema_command,
-]
+COMMANDS: dict[str, str] = {
+    "parse": "memledger.commands.parse:parse_command",
+    "ledger": "memledger.commands.ledger:ledger_command",
+    "diff": "memledger.commands.diff:diff_command",
+    "check": "memledger.commands.check:check_command",
+    "schema": "memledger.commands.schema:schema_command",
+}
