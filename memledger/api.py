@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeAlias
@@ -190,15 +190,9 @@ def _budget(budget: PathLike | Budget | None) -> Budget:
 
 
 def _baseline(
-    baseline: Source | None,
-    *,
-    rank: str | None,
-    startup: int | None,
-    model_config: PathLike | None,
-    formula_files: Sequence[PathLike],
-    extra_grammars: Sequence[PathLike],
+    baseline: Source | None, build: Callable[[Source], Ledger]
 ) -> tuple[Ledger | None, BaselineInfo]:
-    """The baseline ledger; a baseline path that does not exist means "no comparison"."""
+    """The baseline ledger (built like the checked logs); a missing path means "no comparison"."""
     if baseline is None:
         return None, BaselineInfo(note="no baseline given: relative limits not compared")
     if isinstance(baseline, str | os.PathLike) and os.fspath(baseline) != "-":
@@ -208,15 +202,7 @@ def _baseline(
                 path=path,
                 note=f"baseline {path} not found: no comparison (relative limits skipped)",
             )
-    base = _ledger(
-        baseline,
-        rank=rank,
-        startup=startup,
-        model_config=model_config,
-        formula_files=formula_files,
-        extra_grammars=extra_grammars,
-        grammars_for_logs_only=True,
-    )
+    base = build(baseline)
     return base, BaselineInfo(path=_label(baseline), source=base.source)
 
 
@@ -257,14 +243,7 @@ def check(
         )
 
     inputs = [(_label(item), build(item)) for item in sources]
-    base, info = _baseline(
-        baseline,
-        rank=rank,
-        startup=startup,
-        model_config=model_config,
-        formula_files=formula_files,
-        extra_grammars=extra_grammars,
-    )
+    base, info = _baseline(baseline, build)
     return check_budget(
         loaded_budget,
         inputs,
