@@ -551,8 +551,3 @@ def _key_line(text: str, header_line: int | None, key: str | None) -> int | None
         if re.match(rf"{re.escape(key)}(\.|\s*=)", stripped):
             return number + 1
     return header_line
-
-
-def formula_ids(formulas: Sequence[Formula]) -> list[str]:
-    """The ids, in order (for messages)."""
-    return [formula.id for formula in formulas]

@@ -86,11 +86,6 @@ _OUT_OF_MEMORY_ANY_CASE = OUT_OF_MEMORY_ERE.encode()
 BORING_LINES: tuple[bytes, ...] = (b"] Decode batch", b"] Prefill batch")
 
 
-def compile_prefilter(extra_words: Iterable[str] = ()) -> re.Pattern[bytes]:
-    """The bytes regex that marks a physical line as worth decoding."""
-    return _keyword_regex(w.encode() for w in (*PREFILTER_WORDS, *extra_words))
-
-
 def _keyword_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:
     ordered = sorted(set(words), key=len, reverse=True)
     alternatives = [re.escape(w) for w in ordered] + [_OUT_OF_MEMORY_ANY_CASE]
