@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
 from memledger.events import Event, EventKind, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
-from memledger.facts import facts_of
+from memledger.input.facts import facts_of
 
 PARSE_SCHEMA_VERSION = 1
 TEXT_WIDTH = 90
@@ -222,7 +222,7 @@ def parse_report(
     progress: bool = False,
 ) -> str:
     """Parse a log and render it: the one function behind `memledger parse`."""
-    from memledger.parsing import parse_log  # lazy: lark is only needed when a log is parsed
+    from memledger.input.parsing import parse_log  # lazy: lark is only needed when a log is parsed
 
     parsed = parse_log(
         source, rank=rank, startup=startup, extra_grammars=extra_grammars, progress=progress

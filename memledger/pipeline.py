@@ -18,8 +18,8 @@ from pydantic import ValidationError
 
 from memledger.errors import ConfigError, InputError
 from memledger.events import ParsedLog
+from memledger.input.reader import ByteSource, PeekedStream
 from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger
-from memledger.reader import ByteSource, PeekedStream
 
 if TYPE_CHECKING:
     from memledger.formulas import Formula
@@ -110,7 +110,7 @@ def load_parsed(
     progress: bool = False,
 ) -> ParsedLog:
     """Parse a log (path, `-` or stream) into events; `label` names a stream in messages."""
-    from memledger.parsing import parse_log  # lazy: lark is only needed when a log is parsed
+    from memledger.input.parsing import parse_log  # lazy: lark is only needed when a log is parsed
 
     return parse_log(
         source,

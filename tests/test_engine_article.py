@@ -15,9 +15,9 @@ import pytest
 
 from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
+from memledger.input.parsing import parse_log
 from memledger.ledger_model import Ledger
 from memledger.model_config import load_model_config
-from memledger.parsing import parse_log
 from memledger.units import GIB, MIB
 from tests.conftest import SAMPLES
 

@@ -15,8 +15,8 @@ import pytest
 
 from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
+from memledger.input.parsing import parse_log
 from memledger.ledger_model import Ledger, RowKind
-from memledger.parsing import parse_log
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, load_truth, real_log_paths
 from tests.engine_helpers import assert_intervals_add_up

@@ -10,9 +10,9 @@ import pytest
 
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.events import EventKind
-from memledger.facts import FACT_KEYS, facts_of
+from memledger.input.facts import FACT_KEYS, facts_of
+from memledger.input.parsing import parse_log
 from memledger.parse_report import ParseDocument
-from memledger.parsing import parse_log
 from tests.parse_helpers import parse_json, real_log, run_cli, truth_facts
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "parse.md"
@@ -319,7 +319,7 @@ def test_progress_only_when_asked(
 ) -> None:
     import io
 
-    import memledger.parsing as parsing
+    import memledger.input.parsing as parsing
 
     data = real_log("single/022").read_bytes()
     monkeypatch.setattr(parsing, "_PROGRESS_EVERY", 1024)
@@ -330,7 +330,7 @@ def test_progress_only_when_asked(
 
 
 def test_repeated_runtime_lines_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memledger.parsing as parsing
+    import memledger.input.parsing as parsing
 
     monkeypatch.setattr(parsing, "EVENTS_PER_KIND_CAP", 5)
     log = tmp_path / "lora.log"

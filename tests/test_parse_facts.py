@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from memledger.facts import FACT_KEYS, facts_of
-from memledger.parsing import parse_log
+from memledger.input.facts import FACT_KEYS, facts_of
+from memledger.input.parsing import parse_log
 from tests.conftest import REAL_LOGS, load_truth, real_log_paths
 
 TRUTH = load_truth()

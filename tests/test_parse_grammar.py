@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from memledger.events import EventKind
-from memledger.linegrammar import LineGrammar, canonical_key, grammar_dir
+from memledger.input.linegrammar import LineGrammar, canonical_key, grammar_dir
 from memledger.units import GIB, MIB
 
 GRAMMAR = LineGrammar()

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from memledger.events import EventKind
-from memledger.facts import facts_of
-from memledger.parsing import parse_log
-from memledger.reader import split_physical_line
+from memledger.input.facts import facts_of
+from memledger.input.parsing import parse_log
+from memledger.input.reader import split_physical_line
 from tests.parse_helpers import parse_json, physical_lines, real_log, truth_facts
 
 # Real logs with different shapes: kubectl + glued lines (TP8), docker (TP1), no rank tag + ANSI +

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK
-from memledger.facts import FACT_KEYS
+from memledger.input.facts import FACT_KEYS
 from tests.conftest import real_log_paths
 
 LOGS = [path for path in real_log_paths() if path.stat().st_size < 120_000]

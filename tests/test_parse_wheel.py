@@ -79,7 +79,7 @@ def test_wheel_in_fresh_venv_parses_a_log(tmp_path: Path) -> None:
         [
             str(python),
             "-c",
-            "import memledger, memledger.linegrammar as g; "
+            "import memledger, memledger.input.linegrammar as g; "
             "print(memledger.__file__); print(g.grammar_dir())",
         ],
         tmp_path,

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memledger import reader, scan
 from memledger.errors import InputError
-from memledger.reader import (
+from memledger.input import reader, scan
+from memledger.input.reader import (
     SNIFF_BYTES,
     PeekedStream,
     ReadStats,
@@ -26,7 +26,13 @@ from memledger.reader import (
     iter_candidate_lines,
     open_log,
 )
-from memledger.scan import BORING_LINES, PREFILTER_WORDS, LineFilter, aligned_reader, scan_lines
+from memledger.input.scan import (
+    BORING_LINES,
+    PREFILTER_WORDS,
+    LineFilter,
+    aligned_reader,
+    scan_lines,
+)
 from tests.conftest import REAL_LOGS, real_log_paths
 
 Found = list[tuple[int, bytes]]

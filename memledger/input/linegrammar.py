@@ -1,8 +1,9 @@
 """The Lark message grammar and its transformer: one SGLang message -> one typed line parse.
 
 The reader strips the `[date time TAGS]` prefix; this module parses what follows. Rule names in
-`grammars/*.lark` are event kinds (`load_end`, `weight_shard_info__draft`); the generic `fields`
-part becomes sizes (integer bytes) and values under canonical keys (see `memledger.events`).
+`memledger/sglang/sglang.lark` are event kinds (`load_end`, `weight_shard_info__draft`); the
+generic `fields` part becomes sizes (integer bytes) and values under canonical keys (see
+`memledger.events`).
 """
 
 from __future__ import annotations
@@ -140,23 +141,19 @@ class LineParse:
     problems: list[str] = field(default_factory=list)
 
 
-def grammar_dir() -> Path | None:
-    """Where the packaged grammars are: inside the wheel, else the repo's top-level `grammars/`."""
-    packaged = resources.files("memledger").joinpath("grammars")
-    if packaged.joinpath(GRAMMAR_FILE).is_file():
-        return Path(str(packaged))
-    repo = Path(__file__).resolve().parent.parent / "grammars"
-    if (repo / GRAMMAR_FILE).is_file():
-        return repo
-    return None
+def grammar_dir() -> Path:
+    """Where the packaged grammar is: `memledger/sglang/` (package data, inside the wheel too)."""
+    return Path(str(resources.files("memledger.sglang")))
 
 
 def base_grammar_text() -> str:
     """The text of the packaged message grammar."""
-    directory = grammar_dir()
-    if directory is None:
-        raise ConfigError(f"grammar file {GRAMMAR_FILE} not found in the package or the repository")
-    return (directory / GRAMMAR_FILE).read_text(encoding="utf-8")
+    try:
+        return (grammar_dir() / GRAMMAR_FILE).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"grammar file {GRAMMAR_FILE} not readable in the package: {exc}"
+        ) from exc
 
 
 def _read_extra(path: Path) -> str:

@@ -1,10 +1,10 @@
 """Streaming reader: bytes of a log -> logical SGLang lines, each with its physical line number.
 
-Memory stays flat: a keyword scan (memledger.scan; a `grep` pipeline with MEMLEDGER_PREFILTER=grep)
-streams the input in 1 MiB chunks and keeps only the physical lines that can matter, skipping
-serving-time lines (`Decode batch ...`, HTTP access lines) undecoded; a big regular file is
-scanned by two processes, half each. Only candidate lines are decoded (invalid UTF-8 replaced),
-stripped of ANSI codes, split on CR (tqdm) and at every SGLang prefix.
+Memory stays flat: a keyword scan (memledger.input.scan; a `grep` pipeline with
+MEMLEDGER_PREFILTER=grep) streams the input in 1 MiB chunks and keeps only the physical lines
+that can matter, skipping serving-time lines (`Decode batch ...`, HTTP access lines) undecoded;
+a big regular file is scanned by two processes, half each. Only candidate lines are decoded
+(invalid UTF-8 replaced), stripped of ANSI codes, split on CR (tqdm) and at every SGLang prefix.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
-from memledger.scan import (
+from memledger.input.scan import (
     BORING_LINES,
     CHUNK_BYTES,
     OUT_OF_MEMORY_ERE,
@@ -192,7 +192,7 @@ ProgressCallback = Callable[[int, int | None], None]
 
 PARALLEL_MIN_BYTES = 64 << 20
 """A regular file at least this big is scanned by two processes on a multi-core machine: this one
-reads the first half, a worker (`python -m memledger.scan`) the rest, from a line start."""
+reads the first half, a worker (`python -m memledger.input.scan`) the rest, from a line start."""
 _SPLIT_SEARCH_BYTES = 8 << 20
 """How far past the middle a line start is looked for (a longer line: one process scans)."""
 

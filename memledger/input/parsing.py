@@ -27,8 +27,8 @@ from memledger.events import (
     Startup,
     UnrecognisedLine,
 )
-from memledger.linegrammar import LineGrammar, LineParse, extra_keywords, load_grammar
-from memledger.reader import (
+from memledger.input.linegrammar import LineGrammar, LineParse, extra_keywords, load_grammar
+from memledger.input.reader import (
     ByteSource,
     LogicalLine,
     ReadStats,
@@ -37,7 +37,7 @@ from memledger.reader import (
     open_log,
     split_physical_line,
 )
-from memledger.server_args import parse_server_args
+from memledger.input.server_args import parse_server_args
 from memledger.units import GIB
 
 MAX_PARSE_CHARS = 4096

@@ -1,7 +1,8 @@
 """The built-in keyword scanner: the bytes of a log -> the few physical lines worth decoding.
 
-Pure Python and import-light, because a worker process runs it too (`python -m memledger.scan`,
-started by memledger.reader for the second half of a big file). Each 1 MiB chunk is split into
+Pure Python and import-light, because a worker process runs it too
+(`python -m memledger.input.scan`, started by memledger.input.reader for the second half of a big
+file). Each 1 MiB chunk is split into
 lines once; serving-time lines (`Decode batch`, `Prefill batch`) are dropped by a substring test;
 the rest are tested against the keywords once per line shape (digits folded), and exactly for
 each line whose shape matched.
@@ -214,7 +215,7 @@ def worker_command(start: int, head_bytes: int, extra_words: Iterable[str]) -> l
     """The command line of a worker scanning its stdin from byte `start`."""
     arguments = [__file__, start, CHUNK_BYTES, MAX_LINE_BYTES, head_bytes]
     # -P: the worker imports memledger from the installation, never from the current directory
-    return [sys.executable, "-P", "-m", "memledger.scan", *map(str, arguments)] + [
+    return [sys.executable, "-P", "-m", "memledger.input.scan", *map(str, arguments)] + [
         json.dumps(list(extra_words))
     ]
 

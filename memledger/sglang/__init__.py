@@ -1,0 +1,1 @@
+"""What memledger knows about SGLang's logs, as data, in one place."""
