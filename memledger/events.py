@@ -51,6 +51,13 @@ Per kind, the keys the engine relies on (names are stable API):
 | ready | | |
 | oom | | `reason` (the matched text) |
 | crash | | `reason` |
+| oom_message | `requested`, `capacity`, `free`, `process_in_use`, `allocated`, `private_pools`, `reserved_unallocated`, `reserved_total` | `device` (`CUDA`/`HIP`/`NPU`), `gpu` (device index) |
+| kv_refusal | | `shape` (`not_enough_memory`/`no_room_for_kv`), `mem_fraction_static`, `raise_above`, `minimum_viable` |
+| traceback | | `context` (text before `Traceback`), `frames` (`path:line func > ...`, outermost first), `n_frames`, `exception` (type, None when cut off), `message` |
+| process_exit | | `exit_code`, `killed` (bool) |
+
+Error kinds (oom_message .. process_exit, read by `memledger.input.error_texts`) are kept for every rank:
+`rank` is the rank that printed them (a bare continuation line takes the last prefixed rank).
 """
 
 from __future__ import annotations
@@ -110,6 +117,10 @@ class EventKind(StrEnum):
     READY = "ready"
     OOM = "oom"
     CRASH = "crash"
+    OOM_MESSAGE = "oom_message"
+    KV_REFUSAL = "kv_refusal"
+    TRACEBACK = "traceback"
+    PROCESS_EXIT = "process_exit"
 
 
 class Event(BaseModel):

@@ -27,6 +27,7 @@ from memledger.events import (
     Startup,
     UnrecognisedLine,
 )
+from memledger.input.error_texts import ErrorReading, ErrorTextReader
 from memledger.input.linegrammar import LineGrammar, LineParse, extra_keywords, load_grammar
 from memledger.input.reader import (
     ByteSource,
@@ -74,7 +75,13 @@ KNOWN_HEAD_RE = re.compile(
     r"|SWAKVPool|FlatAGStagingPool|All Reduce config|Weight sharding|DSpark )"
 )
 _INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
-_RANK_AGNOSTIC = frozenset({EventKind.SERVER_ARGS, EventKind.READY, EventKind.OOM, EventKind.CRASH})
+_ERROR_KINDS = frozenset(
+    {EventKind.OOM_MESSAGE, EventKind.KV_REFUSAL, EventKind.TRACEBACK, EventKind.PROCESS_EXIT}
+)
+_RANK_AGNOSTIC = (
+    frozenset({EventKind.SERVER_ARGS, EventKind.READY, EventKind.OOM, EventKind.CRASH})
+    | _ERROR_KINDS
+)
 _BARE_RANK0 = frozenset({EventKind.CAPTURE_PROGRESS, EventKind.SUMMARY})
 _PROGRESS_EVERY = 64 << 20
 
@@ -134,6 +141,7 @@ class _Collector:
     saw_prefix: bool = False
     last_progress_desc: tuple[int, str] | None = None
     kept_per_kind: dict[tuple[int, str, str], int] = field(default_factory=dict)
+    errors: ErrorTextReader = field(default_factory=ErrorTextReader)
 
     @property
     def segment(self) -> int:
@@ -159,6 +167,24 @@ class _Collector:
                 self.segment,
             )
         )
+
+    def add_errors(self, readings: list[ErrorReading]) -> None:
+        """Error events of any rank (diagnosis needs the rank that failed), capped per kind."""
+        for reading in readings:
+            key = (self.segment, reading.rank, reading.kind.value)
+            kept = self.kept_per_kind.get(key, 0)
+            if kept >= EVENTS_PER_KIND_CAP:
+                continue
+            self.kept_per_kind[key] = kept + 1
+            event = Event(
+                kind=reading.kind,
+                line=reading.line,
+                rank=reading.rank,
+                sizes=reading.sizes,
+                values=reading.values,
+                text=reading.text[:TEXT_CAP],
+            )
+            self.stored.append(_Stored(event, bool(reading.rank), self.segment))
 
     def add_unrecognised(self, logical: LogicalLine, reason: str) -> None:
         bucket = self.coverage.setdefault((self.segment, logical.rank), _Bucket())
@@ -226,6 +252,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
     outcome = _outcome_kind(text)
     if outcome is not None:
         out.add_evidence(outcome[0], logical, outcome[1])
+    out.add_errors(out.errors.feed(logical.line, text, logical.rank, logical.prefixed))
 
     if not logical.prefixed and not (
         text.startswith("Capturing") or text.startswith("max_total_num_tokens=")
@@ -451,6 +478,7 @@ def parse_log(
             raise InputError(exc.message, path=display) from exc
         finally:
             meter.finish()
+    collector.add_errors(collector.errors.finish())
 
     if not collector.saw_prefix and not collector.stored:
         raise InputError(

@@ -79,6 +79,9 @@ PREFILTER_WORDS: tuple[str, ...] = (
     "Exit code",
     "Initialization failed",
     "Killed",
+    'File "',
+    "terminated with",
+    "enough memory",
 )
 OUT_OF_MEMORY_ERE = "[Oo][Uu][Tt] [Oo][Ff] [Mm][Ee][Mm][Oo][Rr][Yy]"
 _OUT_OF_MEMORY_ANY_CASE = OUT_OF_MEMORY_ERE.encode()

@@ -1,0 +1,249 @@
+"""Error texts a failed startup leaves, read into events: allocator OOM messages, SGLang's own
+refusals, Python tracebacks (their frames name the phase), and process kills.
+
+These texts are mostly bare lines (continuations of one multi-line log record whose first line
+carries the SGLang prefix), so a bare line is attributed to the rank of the last prefixed line.
+Shapes, with where they come from:
+
+* PyTorch caching allocator, torch >= 2.1 (CUDA and ROCm/HIP builds print the same text):
+  `CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 79.19 GiB of
+  which 812.00 MiB is free. [Process N has X memory in use. ]Including non-PyTorch memory, this
+  process has 78.38 GiB memory in use. Of the allocated memory X is allocated by PyTorch, [with X
+  allocated in private pools (e.g., CUDA Graphs), ]and X is reserved by PyTorch but unallocated.`
+  Units from c10 `format_size`: bytes, KiB, MiB, GiB.
+* Older torch and torch_npu: `NPU out of memory. Tried to allocate 52.00 MiB (NPU 0; 60.96 GiB
+  total capacity; 59.36 GiB already allocated; [X current active; ]X free; X reserved in total by
+  PyTorch)`.
+* SGLang: `Not enough memory. Please try to increase --mem-fraction-static. Current value:
+  self.server_args.mem_fraction_static=0.88` (v0.5.8
+  model_executor/model_runner_kv_cache_mixin.py:327-331; without "Current value" in v0.4.x and
+  in v0.5.23 model_executor/pool_configurator.py:96) and `Loaded weights leave no GPU memory
+  for the KV cache under --mem-fraction-static=F. Raise --mem-fraction-static above S
+  (minimum viable = 1 - available/pre = M).` (v0.5.23 mem_cache/kv_cache_configurator.py:3042-3058).
+* Process ends: a standalone `Killed` (the shell reporting SIGKILL), `Exit code: -9`
+  (v0.5.8 entrypoints/engine.py:853), `... terminated with -9`
+  (v0.5.8 managers/data_parallel_controller.py:582).
+
+Every reader tolerates what people paste: surrounding text, alignment spaces, a trailing note.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memledger.events import EventKind, Value
+from memledger.units import Size, parse_size
+
+_NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
+OUT_OF_MEMORY_RE = re.compile(
+    r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE
+)
+_OOM_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("requested", re.compile(r"Tried to allocate " + _NUM)),
+    # torch >= 2.1
+    ("capacity", re.compile(r"has a total capacity of " + _NUM)),
+    ("free", re.compile(r"of which " + _NUM + r" is free")),
+    ("process_in_use", re.compile(r"this process has " + _NUM + r" memory in use")),
+    ("allocated", re.compile(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch")),
+    ("private_pools", re.compile(_NUM + r" allocated in private pools")),
+    ("reserved_unallocated", re.compile(_NUM + r" is reserved by PyTorch but unallocated")),
+    # torch < 2.1 and torch_npu: `(GPU 0; 15.78 GiB total capacity; ...; 3.12 MiB free; ...)`
+    ("capacity", re.compile(_NUM + r" total capacity")),
+    ("allocated", re.compile(_NUM + r" already allocated")),
+    ("free", re.compile(r"; " + _NUM + r" free")),
+    ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
+)
+_OOM_DEVICE_INDEX_RE = re.compile(r"(?:GPU|NPU|Device|device)\s+(\d+)(?: has a total|;)")
+
+NOT_ENOUGH_MEMORY_RE = re.compile(
+    r"Not enough memory\. Please try to increase --mem-fraction-static"
+    r"(?:\.\s*Current value:\s*(?:self\.server_args\.)?mem_fraction_static\s*=\s*"
+    r"(?P<mfs>\d+(?:\.\d+)?))?"
+)
+NO_ROOM_FOR_KV_RE = re.compile(
+    r"Loaded weights leave no GPU memory for the KV cache"
+    r"(?: under --mem-fraction-static=(?P<mfs>\d+(?:\.\d+)?))?"
+    r"(?:.*?Raise --mem-fraction-static above (?P<above>\d+(?:\.\d+)?))?"
+    r"(?:.*?minimum viable = [^=]*= (?P<minimum>\d+(?:\.\d+)?))?"
+)
+
+TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):?")
+FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<func>[\w<>.]+)')
+EXCEPTION_RE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
+    r"(?::\s*(?P<message>.*))?$"
+)
+KILLED_RE = re.compile(r"^Killed\b")
+EXIT_CODE_RE = re.compile(r"(?:Exit code:|terminated with|exitcode=|exit code)\s*(-?\d+)")
+SIGKILL_EXIT_CODES = frozenset({-9, 137})
+"""multiprocessing reports SIGKILL as -9; a shell reports 128 + 9."""
+
+MAX_FRAMES = 100
+"""Frames kept per traceback (the innermost ones: they name where it failed)."""
+MESSAGE_CAP = 300
+
+
+def _size(match: re.Match[str]) -> Size | None:
+    try:
+        return parse_size(match.group(1), match.group(2))
+    except ValueError:
+        return None
+
+
+def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | None:
+    """The numbers of an allocator OOM message, or None when `text` is not one."""
+    head = OUT_OF_MEMORY_RE.search(text)
+    if head is None:
+        return None
+    sizes: dict[str, Size] = {}
+    for key, pattern in _OOM_FIELDS:
+        if key in sizes:
+            continue
+        match = pattern.search(text, head.start())
+        size = _size(match) if match else None
+        if size is not None:
+            sizes[key] = size
+    if not sizes:
+        return None
+    values: dict[str, Value] = {}
+    if head.group("device"):
+        values["device"] = head.group("device").upper()
+    index = _OOM_DEVICE_INDEX_RE.search(text, head.start())
+    if index:
+        values["gpu"] = int(index.group(1))
+    return sizes, values
+
+
+def read_kv_refusal(text: str) -> dict[str, Value] | None:
+    """SGLang refusing to size the KV pool (weights left no room), or None."""
+    match = NO_ROOM_FOR_KV_RE.search(text)
+    values: dict[str, Value] = {}
+    if match:
+        values["shape"] = "no_room_for_kv"
+        for key, group in (
+            ("mem_fraction_static", "mfs"),
+            ("raise_above", "above"),
+            ("minimum_viable", "minimum"),
+        ):
+            if match.group(group):
+                values[key] = float(match.group(group))
+        return values
+    match = NOT_ENOUGH_MEMORY_RE.search(text)
+    if match is None:
+        return None
+    values["shape"] = "not_enough_memory"
+    if match.group("mfs"):
+        values["mem_fraction_static"] = float(match.group("mfs"))
+    return values
+
+
+def read_process_exit(text: str) -> dict[str, Value] | None:
+    """A process end the log reports (`Killed`, a non-zero exit code), or None."""
+    if KILLED_RE.match(text.strip()):
+        return {"killed": True}
+    match = EXIT_CODE_RE.search(text)
+    if match is None or int(match.group(1)) == 0:
+        return None
+    code = int(match.group(1))
+    return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}
+
+
+def short_path(path: str) -> str:
+    """A frame's file without the install prefix: `srt/model_executor/model_runner.py` for
+    SGLang, `torch/utils/_device.py` for site-packages, else the last two components."""
+    for marker in ("/sglang/", "site-packages/", "dist-packages/"):
+        cut = path.rfind(marker)
+        if cut >= 0:
+            return path[cut + len(marker) :]
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:])
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReading:
+    """One error event read from one or more lines (a traceback spans many)."""
+
+    kind: EventKind
+    line: int
+    rank: str
+    text: str
+    sizes: dict[str, Size] = field(default_factory=dict)
+    values: dict[str, Value] = field(default_factory=dict)
+
+
+@dataclass
+class _Block:
+    line: int
+    rank: str
+    context: str
+    frames: list[tuple[str, int, str]] = field(default_factory=list)
+    n_frames: int = 0
+
+
+@dataclass
+class ErrorTextReader:
+    """Reads error texts line by line; `feed` returns the events a line completes."""
+
+    _block: _Block | None = None
+    _opener: tuple[int, str] | None = None
+    """(line, rank) of the last prefixed line ending in `:` (`Exception in run_tp_server:`),
+    whose record a bare `Traceback` on the next line continues."""
+
+    def feed(self, line: int, text: str, rank: str, prefixed: bool) -> list[ErrorReading]:
+        opener, self._opener = self._opener, None
+        if prefixed:
+            if text.rstrip().endswith(":"):
+                self._opener = (line, rank)
+        elif self._block is not None:
+            rank = self._block.rank
+        else:
+            # a bare line belongs to no rank unless it continues the record just before it
+            rank = opener[1] if opener is not None and opener[0] == line - 1 else ""
+        found: list[ErrorReading] = []
+        start = TRACEBACK_RE.search(text)
+        if start is not None:
+            found.extend(self.finish())
+            context = text[: start.start()].strip().rstrip(":").strip()
+            self._block = _Block(line=line, rank=rank, context=context)
+        elif self._block is not None:
+            frame = FRAME_RE.match(text)
+            if frame is not None:
+                block = self._block
+                block.n_frames += 1
+                block.frames.append(
+                    (short_path(frame["path"]), int(frame["lineno"]), frame["func"])
+                )
+                del block.frames[:-MAX_FRAMES]
+                return found
+            exception = EXCEPTION_RE.match(text.strip())
+            if exception is not None:
+                found.append(self._close(exception["type"], exception["message"] or ""))
+        oom = read_oom_message(text)
+        if oom is not None:
+            found.append(ErrorReading(EventKind.OOM_MESSAGE, line, rank, text, *oom))
+        refusal = read_kv_refusal(text)
+        if refusal is not None:
+            found.append(ErrorReading(EventKind.KV_REFUSAL, line, rank, text, values=refusal))
+        ended = read_process_exit(text)
+        if ended is not None:
+            found.append(ErrorReading(EventKind.PROCESS_EXIT, line, rank, text, values=ended))
+        return found
+
+    def finish(self) -> list[ErrorReading]:
+        """Close a traceback the input stopped inside (its exception line never came)."""
+        return [self._close(None, "")] if self._block is not None else []
+
+    def _close(self, exception: str | None, message: str) -> ErrorReading:
+        block = self._block
+        assert block is not None
+        self._block = None
+        values: dict[str, Value] = {
+            "context": block.context,
+            "n_frames": block.n_frames,
+            "frames": " > ".join(f"{path}:{lineno} {func}" for path, lineno, func in block.frames),
+            "exception": exception,
+            "message": message[:MESSAGE_CAP],
+        }
+        summary = f"{exception}: {message}" if exception else "traceback cut off (no exception)"
+        return ErrorReading(EventKind.TRACEBACK, block.line, block.rank, summary, values=values)
