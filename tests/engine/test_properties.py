@@ -10,11 +10,10 @@ from hypothesis import strategies as st
 
 from memledger.engine import build_ledger
 from memledger.events import EventKind
-from memledger.formulas import load_formulas
 from memledger.ledger_model import Ledger, RowKind
-from tests.engine_helpers import SPEC_ARGS, Log, assert_intervals_add_up, gb
+from tests.engine.helpers import SPEC_ARGS, TEST_FORMULAS, Log, assert_intervals_add_up, gb
 
-FORMULAS = load_formulas()
+FORMULAS = TEST_FORMULAS
 amounts = st.floats(min_value=0.0, max_value=40.0, allow_nan=False).map(lambda x: round(x, 4))
 
 

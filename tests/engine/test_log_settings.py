@@ -22,11 +22,11 @@ from memledger.diffing import (
     diff_ledgers,
     param_effect,
 )
-from memledger.engine import LOG_SETTINGS
 from memledger.ledger_model import Ledger
 from memledger.pipeline import load_ledger
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
+from memledger.sglang.rows import LOG_SETTINGS
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, SAMPLES, real_log_paths
 from tests.diff_helpers import check_markdown, gfm_cell_count

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from memledger.engine import build_ledger
 from memledger.events import Event, EventKind, ParamValue, ParsedLog, Startup
-from memledger.formulas import Formula, load_formulas
+from memledger.formulas import Formula, parse_formulas
 from memledger.ledger_model import Ledger, Row
 from memledger.model_config import ModelDims
 from memledger.units import GIB, Size, parse_size
 
 PATH = "hand.log"
+
+TEST_FORMULAS_FILE = Path(__file__).with_name("formulas.toml")
+TEST_FORMULAS: list[Formula] = parse_formulas(
+    TEST_FORMULAS_FILE.read_text(encoding="utf-8"), "tests/engine/formulas.toml"
+)
+"""The engine tests' fixed formula set (not the shipped one, which may change)."""
 
 
 def gb(value: float, digits: int = 2) -> Size:
@@ -93,7 +100,7 @@ def ledger_of(
 ) -> Ledger:
     return build_ledger(
         log.parsed(**parsed_options),
-        formulas=load_formulas() if formulas is None else formulas,
+        formulas=TEST_FORMULAS if formulas is None else formulas,
         model_config=model,
     )
 

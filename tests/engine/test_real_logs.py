@@ -19,7 +19,7 @@ from memledger.input.parsing import parse_log
 from memledger.ledger_model import Ledger, RowKind
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, load_truth, real_log_paths
-from tests.engine_helpers import assert_intervals_add_up
+from tests.engine.helpers import assert_intervals_add_up
 
 CANNOT_BALANCE = "cannot balance: "
 AVAIL_FACTS = (

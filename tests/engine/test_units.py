@@ -9,12 +9,13 @@ import pytest
 
 from memledger.engine import build_ledger
 from memledger.events import EventKind
-from memledger.formulas import load_formulas, parse_formulas
+from memledger.formulas import parse_formulas
 from memledger.ledger_model import RowGroup, RowKind
 from memledger.model_config import model_dims_from_dict
 from memledger.units import GIB, MIB
-from tests.engine_helpers import (
+from tests.engine.helpers import (
     SPEC_ARGS,
+    TEST_FORMULAS,
     Log,
     gb,
     gib,
@@ -496,9 +497,7 @@ why = "a fork's sampler keeps 1 MiB per request"
 """,
         "mine.toml",
     )
-    ledger = ledger_of(
-        speculative_log(), server_args=SPEC_ARGS, formulas=[*load_formulas(), *extra]
-    )
+    ledger = ledger_of(speculative_log(), server_args=SPEC_ARGS, formulas=[*TEST_FORMULAS, *extra])
     sampler = row(ledger, "sampler_buffers")
     assert sampler.bytes == 7 * MIB
     assert sampler.evidence.formula == "7 requests x 1 MiB"
@@ -511,8 +510,8 @@ why = "a fork's sampler keeps 1 MiB per request"
 def test_engine_is_pure_and_deterministic() -> None:
     parsed = speculative_log().parsed(server_args=SPEC_ARGS)
     before = parsed.model_dump_json()
-    first = build_ledger(parsed, formulas=load_formulas())
-    second = build_ledger(parsed, formulas=load_formulas())
+    first = build_ledger(parsed, formulas=TEST_FORMULAS)
+    second = build_ledger(parsed, formulas=TEST_FORMULAS)
     assert first == second
     assert parsed.model_dump_json() == before
 

@@ -17,7 +17,7 @@ from memledger.pipeline import load_ledger
 from memledger.render import render_ledger
 from memledger.units import GIB, MIB, parse_size
 from tests.conftest import SAMPLES
-from tests.engine_helpers import assert_intervals_add_up
+from tests.engine.helpers import assert_intervals_add_up
 
 
 def gb(text: str) -> int:

@@ -1,0 +1,122 @@
+"""The ledger engine: one parsed startup in, the account of one rank's GPU memory out.
+
+A pure function (no I/O). The account is built from consecutive `avail mem` readings
+(checkpoints): every interval's drop is split into rows read from log lines (logged), rows
+computed by the formulas file (derived) and what is left (unexplained, a row of its own).
+Rows form a flat partition of usable memory = dist-init usage + avail at load begin.
+
+`build_ledger` is the list of steps; each step is a function of the values before it. The
+only state they share is the `Audit` (notes, printing precision), passed explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memledger.engine import assemble, chain, derived, graphs, lines, loads, variables
+from memledger.engine.audit import Audit
+from memledger.engine.carve import Carve, Placed
+from memledger.engine.parameters import parameters
+from memledger.engine.summary import summarise
+from memledger.events import ParsedLog, Startup
+from memledger.formulas import Formula
+from memledger.ledger_model import Ledger, LedgerSource
+from memledger.model_config import ModelDims
+
+__all__ = ["build_ledger"]
+
+
+def build_ledger(
+    parsed: ParsedLog,
+    *,
+    formulas: Sequence[Formula],
+    model_config: ModelDims | None = None,
+) -> Ledger:
+    """The account of the selected rank of the selected startup (pure; never raises on data)."""
+    audit = Audit()
+    _note_unrecognised(parsed.startup, audit)
+    # 1. Checkpoints, roles and spans; rows logged before the first reading; usable memory.
+    steps = chain.build_chain(parsed.path, parsed.startup, audit)
+    pre_load, pre_load_info = lines.pre_load_rows(steps)
+    usable = chain.usable_memory(steps, pre_load, audit)
+    # 2. Rows the lines inside each span printed.
+    logged = lines.span_rows(steps, audit)
+    # 3. Formula inputs (`args.*`, `log.*`, `model.*`).
+    inputs = variables.collect(steps, model_config, audit)
+    # 4. Load and capture spans: their own printed usage, the weights and the graph rows.
+    usages = chain.span_usages(steps, audit)
+    weights = loads.weights_rows(steps, logged, usages, audit)
+    graph = graphs.graph_rows(steps, logged, usages, audit)
+    # 5. Derived rows from the formulas file.
+    formula = derived.formula_rows(steps, formulas, inputs, model_config, audit)
+    # 6. Each span's rows and residual; the tail; all rows merged.
+    placed: list[Placed] = []
+    nccl = assemble.nccl_row(steps)
+    if nccl is not None:
+        placed.append((nccl, None))
+    placed += [(carve, None) for carve in pre_load]
+    intervals = []
+    for span in steps.spans:
+        primary: list[Carve] = graph.get(span.key, [])
+        if span.key in weights.primary:
+            primary = [weights.primary[span.key]]
+        release = weights.releases.get(span.key)
+        carves = assemble.span_rows(
+            span,
+            [
+                *primary,
+                *logged.by_span[span.key],
+                *([release] if release is not None else []),
+                *formula.by_span.get(span.key, []),
+            ],
+            usages.get(span.key),
+            audit,
+            released=release is not None,
+        )
+        placed += [(carve, span.key) for carve in carves]
+        intervals.append(assemble.interval(span, carves, usages.get(span.key)))
+    tail, tail_info = assemble.tail(steps, audit)
+    placed += [(carve, None) for carve in tail]
+    placed += [(carve, None) for carve in formula.outside]
+    placed += [*pre_load_info, *logged.info, *weights.info, *tail_info]
+    assembled = assemble.merge(parsed.path, placed)
+    # 7. Balance, summary and parameters.
+    partition = [row for row in assembled.rows if row.in_partition and row.bytes is not None]
+    balance = 0 if usable is None else sum(row.bytes or 0 for row in partition) - usable
+    tolerance = 0 if usable is None else audit.tolerance()
+    summary = summarise(steps, assembled, usable, weights, inputs, model_config, audit)
+    return Ledger(
+        source=LedgerSource(
+            path=parsed.path,
+            startup=parsed.selected,
+            n_startups=parsed.n_startups,
+            rank=parsed.startup.rank,
+        ),
+        outcome=parsed.startup.outcome,
+        stopped_at=chain.stopped_at(steps),
+        checkpoints=assemble.checkpoints(steps),
+        intervals=intervals,
+        rows=assembled.rows,
+        summary=summary,
+        usable_bytes=usable,
+        balance_error_bytes=balance,
+        tolerance_bytes=tolerance,
+        parameters=parameters(steps, inputs),
+        notes=audit.notes,
+    )
+
+
+def _note_unrecognised(startup: Startup, audit: Audit) -> None:
+    """A grammar gap shows where the numbers are: lines that look like memory but matched
+    no known shape may be rows the account is missing."""
+    count = startup.unrecognised_count
+    if count <= 0:
+        return
+    numbers = [str(line.line) for line in startup.unrecognised[:3]]
+    where = f" (line{'s' if len(numbers) > 1 else ''} {', '.join(numbers)}"
+    where = "" if not numbers else where + (", ...)" if count > len(numbers) else ")")
+    audit.note(
+        f"{count} memory line{'s' if count != 1 else ''} of this rank matched no known line "
+        f"shape{where}: what they allocated is not a row of its own (it sits in an unexplained "
+        "row or the headroom); `memledger parse --coverage` lists them"
+    )

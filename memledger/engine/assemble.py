@@ -1,0 +1,262 @@
+"""Assembly: each span's rows in order, its residual, the tail (free memory after the last
+reading), and the ledger's rows, checkpoints and intervals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memledger.engine.audit import Audit
+from memledger.engine.carve import Carve, Figure, Placed, negative_note
+from memledger.engine.chain import Chain, Span, Usage
+from memledger.engine.lines import tail_rows
+from memledger.events import Event, EventKind
+from memledger.ledger_model import (
+    Checkpoint,
+    Evidence,
+    Interval,
+    Row,
+    RowGroup,
+    RowKind,
+    SourceLine,
+)
+from memledger.units import GIB
+
+NCCL_LABEL = "distributed init (NCCL/Gloo communicators, custom all-reduce)"
+
+
+def span_rows(
+    span: Span,
+    carves: list[Carve],
+    usage: Usage | None,
+    audit: Audit,
+    *,
+    released: bool,
+) -> list[Carve]:
+    """A span's rows in order (its own load/graph rows first), then its residual row.
+
+    The residual is what no row explains: a row of its own. A span closed by its own printed
+    usage keeps only printing rounding; a release's drop is the weights row's release part.
+    """
+    if usage is not None and usage.closed:
+        return carves
+    explained = sum(carve.bytes for carve in carves if carve.in_partition)
+    residual = span.drop - explained
+    if residual == 0 and (released or span.closing is not None):
+        return carves
+    error = span.error + sum(carve.error for carve in carves if carve.in_partition)
+    audit.use_number(span.start.event, "avail", span.start.avail)
+    audit.use_number(span.end.event, "avail", span.end.avail)
+    residual_row = Carve(
+        f"unexplained.{span.end.id}",
+        f"unexplained: {span.start.id} -> {span.end.id}",
+        RowGroup.UNEXPLAINED,
+        RowKind.RESIDUAL,
+        residual,
+        error,
+        [span.start.event, span.end.event],
+        note=negative_note(
+            residual,
+            "the rows carved from this interval exceed its avail drop (memory freed, "
+            "or a formula over-estimates)",
+        ),
+    )
+    return [*carves, residual_row]
+
+
+def tail(chain: Chain, audit: Audit) -> tuple[list[Carve], list[Placed]]:
+    """Allocations logged after the last reading, and the final free/headroom row."""
+    if not chain.points:
+        return [], []  # every logged size became an informational pre-load row
+    last = chain.points[-1]
+    carves, info = tail_rows(chain, audit)
+    remaining = last.avail.bytes - sum(carve.bytes for carve in carves)
+    error = last.avail.half_ulp + sum(carve.error for carve in carves)
+    audit.use_number(last.event, "avail", last.avail)
+    if chain.complete():
+        captured = any(p.event.kind == EventKind.CAPTURE_END for p in chain.points)
+        note = (
+            f"avail after the last checkpoint ({last.id})"
+            if captured
+            else f"avail at {last.id}: no CUDA graph was captured in this startup"
+        )
+        available = chain.summary_event()
+        if available is not None and (gpu := available.size("available_gpu_mem")):
+            note += (
+                f"; the summary line's available_gpu_mem={gpu.bytes / GIB:.2f} GiB is read "
+                "without emptying the cache"
+            )
+        row_id, label = "runtime_headroom", "runtime headroom (free after startup)"
+    else:
+        note = f"the startup did not finish ({chain.startup.outcome}): not runtime headroom"
+        row_id, label = "free_at_stop", f"free when the log stopped (after {last.id})"
+    headroom = Carve(
+        row_id,
+        label,
+        RowGroup.RUNTIME_HEADROOM,
+        RowKind.LOGGED,
+        remaining,
+        error,
+        [last.event],
+        note=note,
+    )
+    return [*carves, headroom], info
+
+
+def nccl_row(chain: Chain) -> Carve | None:
+    """The distributed-init row (unknown when the log does not print its usage)."""
+    if chain.dist_event is not None:
+        usage = chain.dist_event.size("usage")
+        assert usage is not None
+        return Carve(
+            "nccl_init",
+            NCCL_LABEL,
+            RowGroup.COMMUNICATION,
+            RowKind.LOGGED,
+            usage.bytes,
+            usage.half_ulp,
+            [chain.dist_event],
+        )
+    if not chain.events:
+        return None
+    return Carve(
+        "nccl_init",
+        NCCL_LABEL,
+        RowGroup.COMMUNICATION,
+        RowKind.UNKNOWN,
+        0,
+        0,
+        note="no `Init torch distributed ends ... mem usage` line before the "
+        "first avail reading: not part of usable memory here",
+        in_partition=False,
+    )
+
+
+@dataclass(frozen=True)
+class Assembled:
+    rows: list[Row]
+    figures: dict[str, Figure]
+    """row id -> the summary figure it adds to."""
+
+
+def merge(path: str, ordered: list[Placed]) -> Assembled:
+    """One Row per carve; ids made unique with the interval's end (`all_reduce_buffers.x`)."""
+    rows: list[Row] = []
+    figures: dict[str, Figure] = {}
+    seen: dict[str, int] = {}
+    position_of: dict[int, int] = {}
+    for carve, interval in ordered:
+        if carve.part_of is not None and id(carve.part_of) in position_of:
+            # A later piece of a row (a release): added to it, kept apart per interval.
+            position = position_of[id(carve.part_of)]
+            rows[position] = _add_part(rows[position], carve, interval)
+            continue
+        row_id = carve.row_id
+        if row_id in seen:
+            # Same id in the same interval: add up (two all-reduce groups, two KV lines).
+            existing = rows[seen[row_id]]
+            if existing.interval == interval and existing.in_partition == carve.in_partition:
+                rows[seen[row_id]] = _add_to_row(existing, carve, path)
+                continue
+            suffix = interval.split("->")[-1] if interval else "2"
+            row_id = f"{row_id}.{suffix}"
+            while row_id in seen:
+                row_id += "_"
+        seen[row_id] = len(rows)
+        position_of[id(carve)] = len(rows)
+        rows.append(_row(path, carve, row_id, interval))
+        if carve.figure is not None:
+            figures[row_id] = carve.figure
+    return Assembled(rows, figures)
+
+
+def _row(path: str, carve: Carve, row_id: str, interval: str | None) -> Row:
+    unknown = carve.kind == RowKind.UNKNOWN
+    return Row(
+        id=row_id,
+        label=carve.label,
+        group=carve.group,
+        kind=carve.kind,
+        bytes=None if unknown else carve.bytes,
+        error_bytes=carve.error,
+        interval=interval,
+        in_partition=carve.in_partition and not unknown,
+        evidence=Evidence(
+            sources=[_source(path, event) for event in carve.sources],
+            formula=carve.formula,
+            inputs=carve.inputs,
+            note=carve.note,
+        ),
+    )
+
+
+def checkpoints(chain: Chain) -> list[Checkpoint]:
+    points, dist_event = chain.points, chain.dist_event
+    found: list[Checkpoint] = []
+    if dist_event is not None and points and points[0].event.kind == EventKind.LOAD_BEGIN:
+        # Not printed: the next reading (load begin) follows distributed init directly.
+        found.append(
+            Checkpoint(
+                id="dist_init_end",
+                avail_bytes=points[0].avail.bytes,
+                error_bytes=points[0].avail.half_ulp,
+                line=dist_event.line,
+                text=f"{dist_event.text} (avail not printed: the load-begin reading)",
+            )
+        )
+    for point in points:
+        text = point.event.text
+        if point.derived_text:
+            text = f"{point.derived_text}: {text}"
+        found.append(
+            Checkpoint(
+                id=point.id,
+                avail_bytes=point.avail.bytes,
+                error_bytes=point.avail.half_ulp,
+                line=point.event.line,
+                text=text,
+            )
+        )
+    return found
+
+
+def interval(span: Span, carves: list[Carve], usage: Usage | None) -> Interval:
+    partition = [carve for carve in carves if carve.in_partition]
+    slack = usage.rounding_slack if usage is not None and usage.closed else 0
+    return Interval(
+        from_id=span.start.id,
+        to_id=span.end.id,
+        drop_bytes=span.drop,
+        logged_bytes=sum(c.bytes for c in partition if c.kind == RowKind.LOGGED),
+        named_bytes=sum(c.bytes for c in partition if c.kind == RowKind.DERIVED),
+        error_bytes=span.error + slack,
+    )
+
+
+def _source(path: str, event: Event) -> SourceLine:
+    return SourceLine(path=path, line=event.line, text=event.text)
+
+
+def _add_part(row: Row, piece: Carve, interval: str | None) -> Row:
+    """A row carved from two intervals: its bytes are the sum, `interval_parts` the pieces.
+
+    The piece's evidence is already in the row (`loads` wrote the arithmetic)."""
+    assert row.bytes is not None and row.interval is not None and interval is not None
+    return row.model_copy(
+        update={
+            "bytes": row.bytes + piece.bytes,
+            "error_bytes": row.error_bytes + piece.error,
+            "interval_parts": {row.interval: row.bytes, interval: piece.bytes},
+        }
+    )
+
+
+def _add_to_row(row: Row, carve: Carve, path: str) -> Row:
+    """Two carves with the same id in the same interval, as one row (their sum)."""
+    sources = [*row.evidence.sources, *(_source(path, e) for e in carve.sources)]
+    return row.model_copy(
+        update={
+            "bytes": None if row.bytes is None else row.bytes + carve.bytes,
+            "error_bytes": row.error_bytes + carve.error,
+            "evidence": row.evidence.model_copy(update={"sources": sources}),
+        }
+    )

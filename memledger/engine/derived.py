@@ -1,0 +1,148 @@
+"""Derived rows: the formulas file's costs, each carved from the interval it names, or an
+unknown row that says why (a missing input, no such interval, a load/capture interval)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memledger.engine.audit import Audit
+from memledger.engine.carve import Carve
+from memledger.engine.chain import Chain
+from memledger.engine.variables import Variables, missing_reason
+from memledger.events import Event
+from memledger.formulas import (
+    ExpressionError,
+    Formula,
+    MissingVariable,
+    evaluate,
+    format_value,
+    render_text,
+)
+from memledger.ledger_model import RowKind
+from memledger.model_config import ModelDims
+from memledger.sglang.versions import version_text
+
+
+@dataclass
+class DerivedRows:
+    by_span: dict[str, list[Carve]] = field(default_factory=dict)
+    """span key -> formula rows carved from it, in formula order."""
+    outside: list[Carve] = field(default_factory=list)
+    """Unknown and informational formula rows (not carved from an interval)."""
+
+
+def formula_rows(
+    chain: Chain,
+    formulas: Sequence[Formula],
+    variables: Variables,
+    model: ModelDims | None,
+    audit: Audit,
+) -> DerivedRows:
+    """Derived rows: carved from their interval, or unknown with the reason."""
+    spans = chain.spans
+    by_end = {span.end.id: span for span in spans}
+    by_key = {span.key: span for span in spans}
+    result = DerivedRows()
+    for formula in formulas:
+        span = None
+        if formula.interval is not None:
+            span = by_key.get(formula.interval) or by_end.get(formula.interval)
+        try:
+            if formula.when is not None and not evaluate(formula.when, variables.values):
+                continue
+            carve = _evaluate(formula, variables)
+        except MissingVariable as exc:
+            reason = missing_reason(exc.name, model)
+            result.outside.append(_unknown(formula, reason, audit))
+            continue
+        except ExpressionError as exc:
+            reason = f"formula failed: {exc} ({formula.origin})"
+            result.outside.append(_unknown(formula, reason, audit))
+            continue
+        if formula.informational:
+            carve.in_partition = False
+            result.outside.append(carve)
+            continue
+        if span is None:
+            reason = f"no interval ending at `{formula.interval}` in this log" + (
+                f" (the account stops at {spans[-1].end.id})" if spans else ""
+            )
+            result.outside.append(_unknown(formula, reason, audit, carve))
+            continue
+        if span.closing is not None:
+            reason = f"{span.key} is a load/capture interval"
+            result.outside.append(_unknown(formula, reason, audit, carve))
+            continue
+        result.by_span.setdefault(span.key, []).append(carve)
+    return result
+
+
+def _evaluate(formula: Formula, variables: Variables) -> Carve:
+    values = variables.values
+    local: dict[str, Any] = {}
+    for name, expression in formula.let.items():
+        local[name] = evaluate(expression, values, local)
+    value = evaluate(formula.expression, values, local)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ExpressionError(f"{formula.id} must give a number of bytes, got {value!r}")
+    inputs: dict[str, int | float | str | None] = {
+        name: _scalar(value) for name, value in local.items()
+    }
+    sources: list[Event] = []
+    for name in _referenced_names(formula):
+        if name in values and name not in inputs:
+            inputs[name] = _scalar(values[name])
+            if name == "log.format_version":
+                code = variables.format_version
+                inputs[name] = f"{code} ({version_text(code)} or later)"
+        source = variables.sources.get(name)
+        if source is not None and source not in sources:
+            sources.append(source)
+    return Carve(
+        formula.id,
+        formula.label,
+        formula.group,
+        RowKind.DERIVED,
+        round(value),
+        0,
+        sorted(sources, key=lambda e: e.line),
+        formula=render_text(formula.text, values, local),
+        inputs=inputs,
+        note=formula.why,
+    )
+
+
+def _unknown(formula: Formula, reason: str, audit: Audit, carve: Carve | None = None) -> Carve:
+    audit.note(f"{formula.id} unknown: {reason}")
+    return Carve(
+        formula.id,
+        formula.label,
+        formula.group,
+        RowKind.UNKNOWN,
+        0,
+        0,
+        carve.sources if carve else [],
+        formula=carve.formula if carve else None,
+        inputs=carve.inputs if carve else {},
+        note=reason,
+        in_partition=False,
+    )
+
+
+def _scalar(value: Any) -> int | float | str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str | None):
+        return format_value(value)
+    return value
+
+
+def _referenced_names(formula: Formula) -> list[str]:
+    """Dotted `args.*`/`log.*`/`model.*` names an entry mentions, in order of appearance."""
+    text = " ".join([formula.expression, formula.when or "", *formula.let.values(), formula.text])
+    names: list[str] = []
+    for match in re.finditer(r"\b(?:args|log|model)(?:\.[A-Za-z_][A-Za-z0-9_]*)+", text):
+        if match.group(0) not in names:
+            names.append(match.group(0))
+    return names

@@ -1,0 +1,132 @@
+"""CUDA graph rows: one per capture span, or static / largest bucket / other buckets when the
+tqdm progress bar printed readings (the largest batch size is captured first)."""
+
+from __future__ import annotations
+
+import re
+
+from memledger.engine.audit import Audit
+from memledger.engine.carve import Carve, negative_note
+from memledger.engine.chain import Chain, Span, Usage
+from memledger.engine.lines import LoggedRows
+from memledger.engine.roles import capture_label
+from memledger.events import Event, EventKind
+from memledger.ledger_model import RowGroup, RowKind
+
+_TQDM = "tqdm avail is read without emptying the cache"
+
+
+def graph_rows(
+    chain: Chain, logged: LoggedRows, usages: dict[str, Usage], audit: Audit
+) -> dict[str, list[Carve]]:
+    """span key -> the graph rows of every capture span (first in their span)."""
+    rows: dict[str, list[Carve]] = {}
+    for span in chain.spans:
+        if span.closing is not None and span.end.event.kind == EventKind.CAPTURE_END:
+            rows[span.key] = _capture(
+                chain, span, logged.by_span[span.key], usages[span.key], audit
+            )
+    return rows
+
+
+def _capture(
+    chain: Chain, span: Span, logged: list[Carve], usage: Usage, audit: Audit
+) -> list[Carve]:
+    assert span.closing is not None
+    others = sum(carve.bytes for carve in logged if carve.in_partition)
+    other_error = sum(carve.error for carve in logged if carve.in_partition)
+    prefix = chain.roles.capture_prefix.get(span.closing, "")
+    what = capture_label(prefix)
+    graph = usage.total - others
+    progress = [e for e in chain.roles.progress.get(span.closing, []) if e.size("avail")]
+    rank = chain.startup.rank
+    if progress and not _progress_is_ours(progress, rank):
+        # tqdm bars are printed by rank 0 only, without a tag: not this rank's readings.
+        audit.note(
+            f"{span.key}: the progress bar readings are rank 0's (untagged tqdm); "
+            f"{rank} gets one graph row"
+        )
+        progress = []
+    begin, end = span.start, span.end
+    if not progress:
+        return [
+            Carve(
+                f"{prefix}cuda_graph",
+                what,
+                RowGroup.CUDA_GRAPH,
+                RowKind.LOGGED,
+                graph,
+                usage.error + other_error,
+                [begin.event, end.event],
+                note=negative_note(graph, "graph capture freed more than it allocated"),
+            )
+        ]
+    first_avail = progress[0].size("avail")
+    assert first_avail is not None
+    second_avail = progress[1].size("avail") if len(progress) > 1 else end.avail
+    assert second_avail is not None
+    static = begin.avail.bytes - first_avail.bytes
+    largest = first_avail.bytes - second_avail.bytes
+    static_error = begin.avail.half_ulp + first_avail.half_ulp
+    largest_error = first_avail.half_ulp + second_avail.half_ulp
+    second_source = [progress[1]] if len(progress) > 1 else [end.event]
+    carves = [
+        Carve(
+            f"{prefix}cuda_graph_static",
+            f"{what}: static buffers (begin -> first batch)",
+            RowGroup.CUDA_GRAPH,
+            RowKind.LOGGED,
+            static,
+            static_error,
+            [begin.event, progress[0]],
+            note=negative_note(static, _TQDM),
+        ),
+        Carve(
+            f"{prefix}cuda_graph_largest_bucket",
+            f"{what}: largest bucket (captured first)",
+            RowGroup.CUDA_GRAPH,
+            RowKind.LOGGED,
+            largest,
+            largest_error,
+            [progress[0], *second_source],
+            # The batch size is evidence, not part of the label: labels name what a row is,
+            # so that a diff of two deployments does not show one side's numbers.
+            inputs={"first_batch": _batch_text(progress[0])},
+            note=negative_note(largest, _TQDM),
+        ),
+    ]
+    if len(progress) > 1:
+        rest = graph - static - largest
+        carves.append(
+            Carve(
+                f"{prefix}cuda_graph_buckets",
+                f"{what}: the other buckets",
+                RowGroup.CUDA_GRAPH,
+                RowKind.LOGGED,
+                rest,
+                usage.error + other_error + static_error + largest_error,
+                [progress[1], end.event],
+                inputs={"buckets": len(progress) - 1},
+                note=negative_note(rest, _TQDM),
+            )
+        )
+    for event in progress[:2]:
+        avail = event.size("avail")
+        assert avail is not None
+        audit.use_number(event, "avail", avail)
+    return carves
+
+
+def _progress_is_ours(progress: list[Event], rank: str) -> bool:
+    """Untagged tqdm readings belong to rank 0 (every index in its tag is 0, or no tag)."""
+    if all(event.rank == rank for event in progress):
+        return True
+    return all(number == "0" for number in re.findall(r"\d+", rank))
+
+
+def _batch_text(event: Event) -> str:
+    for key in ("bs", "num_tokens"):
+        value = event.value(key)
+        if value is not None:
+            return f"{key}={value}"
+    return "first batch"

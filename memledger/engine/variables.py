@@ -1,0 +1,280 @@
+"""The names formulas read: `args.*` (server_args), `model.*` (--model-config) and `log.*`.
+
+Every `log.*` input is one `LogInput` entry below: where its value comes from, and the text a
+formula's unknown row shows when the log does not give it. Entries are read in order (a later
+one may use an earlier one's value). Adding an input is one entry here (and its docs line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memledger.engine.audit import Audit
+from memledger.engine.chain import Chain
+from memledger.engine.roles import TARGET
+from memledger.events import Event, EventKind
+from memledger.model_config import ModelDims
+from memledger.sglang.rows import LOG_PARAM_PREFIX
+from memledger.sglang.versions import EXTRA_SLOTS, format_version
+from memledger.units import GIB
+
+
+@dataclass
+class Variables:
+    """Formula inputs by dotted name, with the log line each came from."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, Event] = field(default_factory=dict)
+    format_version: int = 0
+    """A lower bound of the SGLang release the log's formats imply (0 = unknown)."""
+
+    def log(self, name: str, default: Any = None) -> Any:
+        return self.values.get(LOG_PARAM_PREFIX + name, default)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one input step sees: the chain, the lines it reads, the values found so far."""
+
+    chain: Chain
+    found: Variables
+    audit: Audit
+    args_event: Event | None
+    summary: Event | None
+
+    def summary_value(self, key: str) -> Any:
+        return None if self.summary is None else self.summary.value(key)
+
+    def first(self, kind: EventKind) -> Event | None:
+        return next((e for e in self.chain.events if e.kind == kind), None)
+
+
+Found = tuple[Any, Event | None] | None
+"""A value (None = not given) and the line it came from."""
+
+
+@dataclass(frozen=True)
+class LogInput:
+    """One `log.<name>` formula input."""
+
+    name: str
+    read: Callable[[Reading], Found]
+    missing: str = "not in this log"
+    """Why a formula that needs it is unknown when the log does not give it."""
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _dp_size(r: Reading) -> Found:
+    return _positive_int(r.chain.args.get("dp_size")) or 1, r.args_event
+
+
+def _tp_size(r: Reading) -> Found:
+    return _positive_int(r.chain.args.get("tp_size")) or 1, r.args_event
+
+
+def _dcp_size(r: Reading) -> Found:
+    args = r.chain.args
+    size = (
+        _positive_int(args.get("dcp_size"))
+        or _positive_int(args.get("decode_context_parallel_size"))
+        or 1
+    )
+    return size, r.args_event
+
+
+def _mem_fraction_static(r: Reading) -> Found:
+    mfs = r.chain.args.get("mem_fraction_static")
+    return (mfs if isinstance(mfs, int | float) else None), r.args_event
+
+
+def _context_len(r: Reading) -> Found:
+    context_len = r.summary_value("context_len")
+    if isinstance(context_len, int):
+        return context_len, r.summary
+    given = r.chain.args.get("context_length")
+    return (given, r.args_event) if isinstance(given, int) else None
+
+
+def _max_running_requests(r: Reading) -> Found:
+    """The summary's per-DP value, else server_args' (divided by dp_size under DP attention)."""
+    mrr = r.summary_value("max_running_requests")
+    if isinstance(mrr, int):
+        return mrr, r.summary
+    user = _positive_int(r.chain.args.get("max_running_requests"))
+    if user is None:
+        return None
+    dp_size = r.found.log("dp_size", 1)
+    per_dp = max(1, user // dp_size) if r.chain.args.get("enable_dp_attention") else user
+    if r.summary is None:
+        r.audit.note(
+            "max_running_requests from server_args"
+            + (f" ({user} / dp_size {dp_size})" if per_dp != user else "")
+            + ": no summary line"
+        )
+    return per_dp, r.args_event
+
+
+def _extra_slots(r: Reading) -> Found:
+    """PD decode's pre-allocated request slots (0 on other servers)."""
+    args = r.chain.args
+    if args.get("disaggregation_mode") != "decode":
+        return 0, r.args_event
+    given = args.get("disaggregation_decode_extra_slots")
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given, r.args_event
+    per_dp_reqs = r.found.log("max_running_requests")
+    if not isinstance(per_dp_reqs, int):
+        return None
+    extra = 2 * per_dp_reqs if per_dp_reqs <= 32 else 0
+    r.audit.note(
+        f"PD decode pre-allocated slots not in server_args: assumed {extra} "
+        f"({EXTRA_SLOTS.what}, the rule before {EXTRA_SLOTS.replaced_in})"
+    )
+    return extra, r.args_event
+
+
+def _slots(r: Reading) -> Found:
+    reqs, extra = r.found.log("max_running_requests"), r.found.log("extra_slots")
+    if not isinstance(reqs, int) or extra is None:
+        return None
+    return reqs + extra + 1, r.found.sources.get(LOG_PARAM_PREFIX + "max_running_requests")
+
+
+def _kv_tokens(r: Reading) -> Found:
+    kv_event = _target_kv_event(r.chain)
+    tokens = kv_event.value("tokens") if kv_event else None
+    if isinstance(tokens, int):
+        return tokens, kv_event
+    total = r.summary_value("max_total_num_tokens")
+    return (total, r.summary) if isinstance(total, int) else None
+
+
+def _max_total_num_tokens(r: Reading) -> Found:
+    total = r.summary_value("max_total_num_tokens")
+    return (total, r.summary) if isinstance(total, int) else None
+
+
+def _max_mamba_cache_size(r: Reading) -> Found:
+    mamba = r.first(EventKind.MAMBA_ALLOCATED)
+    if mamba is None or not isinstance(mamba.value("max_mamba_cache_size"), int):
+        return None
+    return mamba.value("max_mamba_cache_size"), mamba
+
+
+def _slot_map(key: str) -> Callable[[Reading], Found]:
+    def read(r: Reading) -> Found:
+        slot_map = r.first(EventKind.DSPARK_SLOT_MAP)
+        return None if slot_map is None else (slot_map.value(key), slot_map)
+
+    return read
+
+
+def _load_begin_avail(gib: bool) -> Callable[[Reading], Found]:
+    def read(r: Reading) -> Found:
+        points = r.chain.points
+        if not points or not (
+            points[0].event.kind == EventKind.LOAD_BEGIN or points[0].derived_text
+        ):
+            return None
+        avail = points[0].avail.bytes
+        return (round(avail / GIB, 2) if gib else avail), points[0].event
+
+    return read
+
+
+def _format_version(r: Reading) -> Found:
+    return format_version(r.chain.events), None
+
+
+LOG_INPUTS: tuple[LogInput, ...] = (
+    LogInput("dp_size", _dp_size),
+    LogInput("tp_size", _tp_size),
+    LogInput("dcp_size", _dcp_size),
+    LogInput(
+        "mem_fraction_static",
+        _mem_fraction_static,
+        "server_args does not give mem_fraction_static",
+    ),
+    LogInput("context_len", _context_len, "no summary line and no context_length in server_args"),
+    LogInput(
+        "max_running_requests",
+        _max_running_requests,
+        "no summary line and no max_running_requests in server_args",
+    ),
+    LogInput("extra_slots", _extra_slots, "PD decode slots unknown"),
+    LogInput("slots", _slots, "max_running_requests unknown"),
+    LogInput("kv_tokens", _kv_tokens, "no KV #tokens and no max_total_num_tokens in the log"),
+    LogInput("max_total_num_tokens", _max_total_num_tokens),
+    LogInput("max_mamba_cache_size", _max_mamba_cache_size),
+    LogInput("dspark_slots_per_req", _slot_map("slots_per_req")),
+    LogInput("dspark_multiplier", _slot_map("multiplier")),
+    LogInput("load_begin_avail_bytes", _load_begin_avail(False), "no load-begin avail reading"),
+    LogInput("load_begin_avail_gib", _load_begin_avail(True), "no load-begin avail reading"),
+    LogInput("format_version", _format_version),
+)
+"""Every `log.*` name a formula may use, in the order they are read."""
+
+_MISSING = {LOG_PARAM_PREFIX + entry.name: entry.missing for entry in LOG_INPUTS}
+
+
+def collect(chain: Chain, model: ModelDims | None, audit: Audit) -> Variables:
+    """`args.*`, `log.*` and `model.*` names for formulas, with the line each came from."""
+    found = Variables(values={f"args.{key}": value for key, value in chain.args.items()})
+    args_event = next((e for e in chain.events if e.kind == EventKind.SERVER_ARGS), None)
+    if args_event is not None:
+        for key in chain.args:
+            found.sources[f"args.{key}"] = args_event
+    if model is not None:
+        found.values.update(model.as_variables())
+    reading = Reading(chain, found, audit, args_event, chain.summary_event())
+    for entry in LOG_INPUTS:
+        result = entry.read(reading)
+        if result is None or result[0] is None:
+            continue
+        value, source = result
+        found.values[LOG_PARAM_PREFIX + entry.name] = value
+        if source is not None:
+            found.sources[LOG_PARAM_PREFIX + entry.name] = source
+    found.format_version = found.log("format_version", 0)
+    return found
+
+
+def missing_reason(name: str, model: ModelDims | None) -> str:
+    """Why a formula input is not known, for the formula's unknown row."""
+    if name.startswith("model."):
+        return f"needs model dims ({name}): pass --model-config config.json" + (
+            "" if model is None else " with that key"
+        )
+    if name.startswith("args."):
+        return f"needs {name[5:]}, which server_args does not give"
+    explanation = _MISSING.get(name, "not in this log")
+    return f"needs {name} ({explanation})"
+
+
+def _target_kv_event(chain: Chain) -> Event | None:
+    """The target's full-attention KV line: its #tokens is the per-rank capacity."""
+    in_target = [
+        event
+        for span in chain.spans
+        if span.region == TARGET
+        for event in span.events
+        if event.kind == EventKind.KV_ALLOCATED and isinstance(event.value("tokens"), int)
+    ]
+    candidates = in_target or [
+        e
+        for e in chain.events
+        if e.kind == EventKind.KV_ALLOCATED and isinstance(e.value("tokens"), int)
+    ]
+    if not candidates:
+        return None
+    full = [e for e in candidates if str(e.value("label") or "").lower() == "full"]
+    if full:
+        return full[0]
+    # Unlabelled SWA logs print the SWA pool first, then the full pool (sglang.versions.SWA_ORDER).
+    swa = any(e.kind in (EventKind.SWA_POOL, EventKind.SWA_SPLIT) for e in chain.events)
+    return candidates[-1] if swa else candidates[0]

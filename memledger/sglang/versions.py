@@ -1,0 +1,237 @@
+"""Which SGLang release a log's line formats imply, and the engine's version-dependent rules.
+
+Data: `FORMAT_MARKS` has one entry per format change that dates a log (the lowest release that
+prints it, the SGLang source file that prints it); `format_version` is the highest release any
+line of a startup implies, a lower bound of the release that wrote the log. `RULES` are the
+behaviours the engine applies by release, each with its range and source file. Paths are under
+`python/sglang/srt/`; ranges are from the log catalog (../shared/docs/sglang-log-catalog.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from memledger.events import Event, EventKind
+from memledger.formulas import version_code
+
+
+@dataclass(frozen=True)
+class FormatMark:
+    """A line format that only releases from `release` on print."""
+
+    kinds: frozenset[EventKind]
+    release: str
+    matches: Callable[[Event], bool]
+    source: str
+    """The SGLang source file (and function) that prints the format."""
+    shape: str
+    """What distinguishes the format, in words."""
+
+
+def _kinds(*kinds: EventKind) -> frozenset[EventKind]:
+    return frozenset(kinds)
+
+
+_CAPTURE = _kinds(EventKind.CAPTURE_BEGIN, EventKind.CAPTURE_END)
+_NEW_CAPTURE_TEXT = re.compile(r"Capture (target|draft) (decode|verify|prefill|extend)")
+
+
+def _always(_: Event) -> bool:
+    return True
+
+
+FORMAT_MARKS: tuple[FormatMark, ...] = (
+    FormatMark(
+        _kinds(EventKind.MEMORY_BASELINE),
+        "0.5.21",
+        _always,
+        "distributed/bootstrap.py : measure_pre_model_load_memory",
+        "`Memory baseline taken. mem usage=...`",
+    ),
+    FormatMark(
+        _kinds(EventKind.REPLAY_SSM),
+        "0.5.20",
+        _always,
+        "mem_cache/memory_pool.py : MambaPool.__init__",
+        "ReplaySSM buffer line",
+    ),
+    FormatMark(
+        _kinds(EventKind.SERVER_ARGS),
+        "0.5.19",
+        lambda e: e.text.lstrip().startswith("server_args={"),
+        "server_args.py (printed by the launcher)",
+        "`server_args={resolved dict}`",
+    ),
+    FormatMark(
+        _kinds(EventKind.ALL_REDUCE_CONFIG),
+        "0.5.16",
+        _always,
+        "distributed/device_communicators/custom_all_reduce_v2.py : _init_workspace",
+        "`All Reduce config: ...` (CustomAllReduceV2)",
+    ),
+    FormatMark(
+        _kinds(EventKind.KV_ALLOCATED),
+        "0.5.17",
+        lambda e: bool(e.values.get("label") or e.values.get("va_upper_bound")),
+        "mem_cache/memory_pool.py : KVCache._finalize_allocation_log",
+        "a label (`Full `, `SWA `) or `VA upper bound` on the KV line",
+    ),
+    FormatMark(
+        _kinds(EventKind.KV_ALLOCATED),
+        "0.5.13",
+        lambda e: e.values.get("dtype") is not None or "dtype:" in e.text,
+        "mem_cache/memory_pool.py : KVCache._finalize_allocation_log",
+        "`dtype:` inside the KV line",
+    ),
+    FormatMark(
+        _kinds(EventKind.KV_ALLOCATED),
+        "0.4.4",
+        lambda e: e.values.get("tokens") is not None,
+        "mem_cache/memory_pool.py : MHATokenToKVPool.__init__",
+        "`#tokens:` in the KV line",
+    ),
+    FormatMark(
+        _kinds(EventKind.KV_ALLOCATED),
+        "0.4.2",
+        _always,
+        "mem_cache/memory_pool.py : MHATokenToKVPool.__init__",
+        "`KV Cache is allocated. K size: ...`",
+    ),
+    FormatMark(
+        _CAPTURE,
+        "0.5.16",
+        lambda e: "num_tokens_per_req" in e.values or "num_tokens_per_req" in e.text,
+        "model_executor/model_runner_components/cuda_graph_setup.py : capture_decode_graph",
+        "`num_tokens_per_req=` in the capture line",
+    ),
+    FormatMark(
+        _CAPTURE,
+        "0.5.14",
+        lambda e: _NEW_CAPTURE_TEXT.match(e.text) is not None,
+        "model_executor/model_runner.py : ModelRunner.init_decode_cuda_graph",
+        "`Capture {target|draft} {decode|verify|prefill|extend} CUDA graph ...`",
+    ),
+    FormatMark(
+        _kinds(EventKind.CAPTURE_END),
+        "0.5.22",
+        lambda e: "bs=" in e.text,
+        "model_executor/model_runner_components/cuda_graph_setup.py : capture_decode_graph",
+        "the batch sizes on the capture end line",
+    ),
+    FormatMark(
+        _kinds(EventKind.CAPTURE_BEGIN),
+        "0.4.4",
+        lambda e: e.size("avail") is not None,
+        "model_executor/model_runner.py : ModelRunner.init_cuda_graphs",
+        "`avail mem=` on the capture begin line",
+    ),
+    FormatMark(
+        _kinds(EventKind.LOAD_END),
+        "0.5.10",
+        lambda e: e.values.get("elapsed") is not None and e.values.get("dtype") is None,
+        "model_executor/model_runner.py : ModelRunner.load_model",
+        "`Load weight end. elapsed=...` without `dtype=`",
+    ),
+    FormatMark(
+        _kinds(EventKind.LOAD_END),
+        "0.5.9",
+        lambda e: e.values.get("elapsed") is not None,
+        "model_executor/model_runner.py : ModelRunner.load_model",
+        "`Load weight end. elapsed=...`",
+    ),
+    FormatMark(
+        _kinds(EventKind.LOAD_END),
+        "0.4.4",
+        lambda e: e.size("usage") is not None,
+        "model_executor/model_runner.py : ModelRunner.load_model",
+        "`mem usage=` on the load end line",
+    ),
+    FormatMark(
+        _kinds(EventKind.DIST_INIT_END),
+        "0.5.9",
+        lambda e: e.values.get("elapsed") is not None,
+        "model_executor/model_runner.py : ModelRunner.init_torch_distributed",
+        "`Init torch distributed ends. elapsed=...`",
+    ),
+    FormatMark(
+        _kinds(EventKind.DIST_INIT_END),
+        "0.4.4",
+        _always,
+        "model_executor/model_runner.py : ModelRunner.init_torch_distributed",
+        "`Init torch distributed ends. mem usage=...`",
+    ),
+    FormatMark(
+        _kinds(EventKind.SUMMARY),
+        "0.4.7",
+        lambda e: e.size("available_gpu_mem") is not None,
+        "managers/scheduler.py (the server summary line)",
+        "`available_gpu_mem=` in the summary line",
+    ),
+    FormatMark(
+        _kinds(EventKind.SUMMARY),
+        "0.4.2",
+        lambda e: e.values.get("chunked_prefill_size") is not None,
+        "managers/scheduler.py (the server summary line)",
+        "`chunked_prefill_size=` in the summary line",
+    ),
+)
+
+
+def format_version(events: Iterable[Event]) -> int:
+    """A lower bound of the SGLang release whose log formats these lines use (0 = unknown)."""
+    found = 0
+    for event in events:
+        for mark in FORMAT_MARKS:
+            if event.kind in mark.kinds and mark.matches(event):
+                found = max(found, version_code(mark.release))
+    return found
+
+
+def version_text(code: int) -> str:
+    """`5013` -> `0.5.13`; 0 -> `unknown`."""
+    if code <= 0:
+        return "unknown"
+    return f"{code // 1_000_000}.{code // 1_000 % 1_000}.{code % 1_000}"
+
+
+@dataclass(frozen=True)
+class VersionRule:
+    """A behaviour of SGLang's that the engine applies for a release range."""
+
+    name: str
+    releases: str
+    """The range it holds for, e.g. `<= 0.5.13`."""
+    source: str
+    what: str
+    replaced_in: str = ""
+    """The first release that no longer follows the rule (empty while it holds)."""
+
+
+EXTRA_SLOTS = VersionRule(
+    "pd_decode_extra_slots",
+    "<= 0.5.13",
+    "disaggregation/decode.py : DecodeReqToTokenPool (pre_alloc_size)",
+    "2 x max_running_requests when <= 32",
+    replaced_in="0.5.14",
+)
+"""PD decode pre-allocated request slots before `--disaggregation-decode-extra-slots` (0.5.14)."""
+
+SWA_ORDER = VersionRule(
+    "unlabelled_swa_order",
+    "<= 0.5.16",
+    "mem_cache/swa_memory_pool.py : SWAKVPool.__init__",
+    "the SWA pool's KV line is printed first, then the full pool's",
+)
+"""Which unlabelled KV line of an SWA model is the full-attention pool (its #tokens)."""
+
+MEMORY_BASELINE = VersionRule(
+    "memory_baseline",
+    ">= 0.5.21",
+    "distributed/bootstrap.py : measure_pre_model_load_memory",
+    "`Memory baseline taken` replaces the distributed-init mem usage",
+)
+"""From 0.5.21 the distributed-init cost is no longer logged."""
+
+RULES: tuple[VersionRule, ...] = (EXTRA_SLOTS, SWA_ORDER, MEMORY_BASELINE)
