@@ -12,15 +12,7 @@ import click
 
 from memledger import __version__
 from memledger.commands import COMMANDS
-from memledger.errors import EXIT_USAGE, MemledgerError
-
-EXIT_CODES_HELP = """\b
-Exit codes:
-  0  ok
-  1  check: a fail-level budget was breached
-  2  usage or config error
-  3  input not understood (missing/empty/binary file, no SGLang lines,
-     unknown --rank/--startup, budget item the log cannot provide)"""
+from memledger.errors import EXIT_USAGE, MemledgerError, exit_codes_help
 
 
 class LazyGroup(click.Group):
@@ -42,7 +34,7 @@ class LazyGroup(click.Group):
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    epilog=EXIT_CODES_HELP,
+    epilog=exit_codes_help(),
 )
 @click.version_option(__version__, prog_name="memledger")
 def cli() -> None:

@@ -1,6 +1,9 @@
-"""Error hierarchy and the documented exit codes; stdlib only."""
+"""Error hierarchy and the documented exit codes (the one table the help texts come from);
+stdlib only."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 EXIT_OK = 0
 """Everything ran; for `check`, every budget passed (warnings allowed)."""
@@ -11,6 +14,60 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 """Input not understood: missing/empty/binary file, no SGLang lines, unknown rank/startup,
 or a budgeted item the log cannot provide."""
+
+
+@dataclass(frozen=True)
+class ExitCode:
+    """One documented exit code: what it means in general and for `check`."""
+
+    code: int
+    meaning: str
+    """For every command (the `memledger --help` epilog)."""
+    check_meaning: str
+    """For `memledger check` (its `--help` epilog)."""
+    verdict: str | None = None
+    """The word `check` prints for a run that ends with this code."""
+
+
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(
+        EXIT_OK,
+        "ok",
+        "every budget passed (warn-level and waived breaches allowed)",
+        verdict="PASS",
+    ),
+    ExitCode(
+        EXIT_BUDGET_FAILED,
+        "check: a fail-level budget was breached",
+        "a fail-level breach (or any warn-level breach with --strict)",
+        verdict="FAIL",
+    ),
+    ExitCode(EXIT_USAGE, "usage or config error", "usage or budget-file error (file:line)"),
+    ExitCode(
+        EXIT_INPUT,
+        "input not understood (missing/empty/binary file, no SGLang lines,\n"
+        "unknown --rank/--startup, budget item the log cannot provide)",
+        "a log not understood, or a budgeted item this log cannot provide",
+        verdict="INCOMPLETE",
+    ),
+)
+"""Every exit code memledger documents, in order."""
+
+CHECK_VERDICTS: dict[int, str] = {
+    exit.code: exit.verdict for exit in EXIT_CODES if exit.verdict is not None
+}
+"""`check`'s one-word verdict per exit code (PASS, FAIL, INCOMPLETE)."""
+
+
+def exit_codes_help(*, check: bool = False) -> str:
+    """The `Exit codes:` block of a help epilog (click's `\\b` keeps its line breaks)."""
+    lines = ["\b", "Exit codes:"]
+    for exit in EXIT_CODES:
+        meaning = exit.check_meaning if check else exit.meaning
+        first, *rest = meaning.split("\n")
+        lines.append(f"  {exit.code}  {first}")
+        lines.extend(f"     {more}" for more in rest)
+    return "\n".join(lines)
 
 
 class MemledgerError(Exception):
@@ -46,7 +103,3 @@ class ConfigError(MemledgerError):
     """A malformed budget file, grammar extension, model config or option value."""
 
     exit_code = EXIT_USAGE
-
-
-class BudgetItemError(InputError):
-    """A budget names an item that this log cannot provide."""

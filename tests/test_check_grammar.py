@@ -17,7 +17,7 @@ import pytest
 import memledger
 from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.pipeline import load_ledger
+from memledger.service import LoadOptions, load_ledger
 from memledger.units import MIB
 from tests.conftest import PROJECT_ROOT, SAMPLES
 
@@ -102,7 +102,7 @@ def test_saved_ledgers_keep_their_rows_and_a_saved_baseline_is_not_refused(
     # `ledger` (one input, nothing to mix) still refuses it, as before.
     code, _, err = run(["ledger", with_rows, "--grammar", extra], capsys)
     assert code == EXIT_USAGE and "--grammar cannot apply to a saved ledger" in err
-    noted = load_ledger(with_rows, extra_grammars=[extra], grammars_for_logs_only=True)
+    noted = load_ledger(with_rows, LoadOptions(grammars=(extra,), saved_ledger_skips_grammars=True))
     assert f"grammars not applied ({extra}): a saved ledger keeps the rows it was built with" in (
         noted.notes
     )
@@ -112,14 +112,14 @@ def test_python_api_takes_extra_grammars(fork: tuple[Path, Path], tmp_path: Path
     log, extra = fork
     within = budget(tmp_path, WITHIN)
     assert memledger.check(log, within).exit_code == EXIT_INPUT
-    assert memledger.check(log, within, extra_grammars=[str(extra)]).exit_code == EXIT_OK
+    assert memledger.check(log, within, grammars=[str(extra)]).exit_code == EXIT_OK
     tight = memledger.parse_budget(TIGHT)
-    assert memledger.check(log, tight, extra_grammars=[extra]).exit_code == EXIT_BUDGET_FAILED
+    assert memledger.check(log, tight, grammars=[extra]).exit_code == EXIT_BUDGET_FAILED
     with pytest.raises(memledger.BudgetFailure, match="FAIL weight_staging"):
-        memledger.assert_budget(log, tight, extra_grammars=[extra])
-    staging = memledger.ledger(log, extra_grammars=[extra]).row("weight_staging")
+        memledger.assert_budget(log, tight, grammars=[extra])
+    staging = memledger.ledger(log, grammars=[extra]).row("weight_staging")
     assert staging is not None and staging.bytes == FORK_STAGING
     assert memledger.ledger(log).row("weight_staging") is None
-    diff = memledger.diff(SAMPLES / "dp16.log", log, extra_grammars=[extra])
+    diff = memledger.diff(SAMPLES / "dp16.log", log, grammars=[extra])
     row = next(r for r in diff.rows if r.id == "weight_staging")
     assert (row.base_bytes, row.head_bytes) == (1196 * MIB, FORK_STAGING)

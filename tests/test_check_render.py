@@ -14,7 +14,7 @@ from memledger.budget import ItemKind, parse_budget
 from memledger.checking import CheckReport, CheckStatus, check_budget
 from memledger.render.check import (
     CHECK_MARKER,
-    RENDERERS,
+    FORMATS,
     CheckFormat,
     annotation,
     breach_line,
@@ -76,7 +76,7 @@ def report(*, strict: bool = False, baseline: bool = False) -> CheckReport:
 
 
 def test_every_format_has_a_renderer() -> None:
-    assert set(RENDERERS) == set(CheckFormat)
+    assert set(FORMATS.entries) == set(CheckFormat)
     for fmt in CheckFormat:
         assert render_check(report(), fmt).endswith("\n")
 

@@ -17,11 +17,11 @@ from memledger.render.diff_csv import CSV_HEADERS
 from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import (
     DEFAULT_MAX_CHARS,
-    MdTable,
     marker_comment,
     render_diff_markdown,
 )
 from memledger.render.diff_text import composition_bars, render_diff_text
+from memledger.render.tables import Table, github_table
 from memledger.units import GIB
 from tests.diff_helpers import (
     HALF_ULP,
@@ -82,7 +82,7 @@ def test_markdown_collapses_unchanged_rows_unless_asked() -> None:
 
 
 def test_cells_escape_pipes_and_html() -> None:
-    table = MdTable(["a", "b"], [["x|y", "<script>"]]).render()
+    table = github_table(Table(["a", "b"], [["x|y", "<script>"]]))
     assert "x\\|y" in table and "&lt;script>" in table
     assert {gfm_cell_count(line) for line in table.splitlines()} == {2}
 
@@ -127,8 +127,8 @@ def test_a_3mb_diff_stays_under_the_cap_with_headline_and_summary_intact() -> No
     assert "rows omitted (size cap)" in capped
     assert "rows cut from the middle" in capped
     # The middle is cut: the first and last rows of the full-diff table survive.
-    headers, rows = summary_table(diff)
-    assert len(rows) >= 2 and headers[0] == "figure"
+    table = summary_table(diff)
+    assert len(table.rows) >= 2 and table.headers[0] == "figure"
     first_and_last = re.findall(r"\| (layer_\d{5}_buffer) \|", capped)
     assert first_and_last, "no ledger rows survived the cap"
 
@@ -138,7 +138,7 @@ def test_a_tiny_cap_drops_whole_sections_but_never_the_top() -> None:
     capped = render_diff_markdown(diff, max_chars=6_000)
     check_markdown(capped)
     assert "left out to keep the comment under the size cap" in capped
-    for line in MdTable(*category_table(diff)).render().splitlines():
+    for line in github_table(category_table(diff)).splitlines():
         assert line in capped
 
 

@@ -17,9 +17,9 @@ from memledger.cli import main
 from memledger.diffing import DiffStatus, LedgerDiff, diff_ledgers
 from memledger.errors import EXIT_OK
 from memledger.ledger_model import Ledger
-from memledger.pipeline import load_ledger
 from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS
+from memledger.service import LoadOptions, load_ledger
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths
 from tests.diff_helpers import check_markdown
@@ -118,8 +118,8 @@ def test_samples_split_does_not_depend_on_the_model_config() -> None:
     # Without model dims the DCP Q replica is unknown and stays inside the interval's unexplained
     # residual, which is in the same category: the split must not move.
     with_dims = diff_ledgers(
-        load_ledger(DP16, model_config_path=K3_CONFIG),
-        load_ledger(DP2, model_config_path=K3_CONFIG),
+        load_ledger(DP16, LoadOptions(model_config=K3_CONFIG)),
+        load_ledger(DP2, LoadOptions(model_config=K3_CONFIG)),
     )
     without = diff_ledgers(load_ledger(DP16), load_ledger(DP2))
     assert [c.delta_bytes for c in with_dims.state_pool.categories] == [

@@ -23,10 +23,9 @@ from memledger.ledger_model import (
     Summary,
 )
 from memledger.render import (
-    RENDERERS,
+    FORMATS,
     OutputFormat,
     UnknownRowError,
-    output_format,
     render_ledger,
 )
 from memledger.render.rows import (
@@ -128,7 +127,7 @@ def test_logged_row_with_several_source_lines_counts_the_others() -> None:
 
 
 def test_every_format_has_a_renderer_returning_a_newline_terminated_string() -> None:
-    assert set(RENDERERS) == set(OutputFormat)
+    assert set(FORMATS.entries) == set(OutputFormat)
     for fmt in OutputFormat:
         text = render_ledger(small_ledger(), fmt.value)
         assert isinstance(text, str) and text.endswith("\n")
@@ -136,7 +135,7 @@ def test_every_format_has_a_renderer_returning_a_newline_terminated_string() -> 
 
 def test_unknown_format_is_a_usage_error_listing_the_choices() -> None:
     with pytest.raises(ConfigError, match="text, markdown, json, csv") as info:
-        output_format("yaml")
+        FORMATS.pick("yaml")
     assert info.value.exit_code == EXIT_USAGE
 
 

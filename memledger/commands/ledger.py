@@ -14,8 +14,8 @@ from memledger.commands.options import (
     rank_option,
     startup_option,
 )
-from memledger.pipeline import ledger_report, write_output
-from memledger.render import OutputFormat
+from memledger.render import FORMATS
+from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger
 
 
 @click.command("ledger")
@@ -23,10 +23,10 @@ from memledger.render import OutputFormat
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice([fmt.value for fmt in OutputFormat]),
-    default=OutputFormat.TEXT.value,
+    type=click.Choice(FORMATS.names),
+    default="text",
     show_default=True,
-    help="text tables, GitHub markdown, the full JSON ledger, or one CSV record per row.",
+    help=FORMATS.help,
 )
 @rank_option(help="Rank to account for (default: rank 0).")
 @startup_option()
@@ -49,21 +49,27 @@ def ledger_command(
     grammars: tuple[Path, ...],
     formula_files: tuple[Path, ...],
     output: Path | None,
-) -> None:
+) -> int:
     """Account for every GiB of one rank's GPU at one startup of LOG.
 
-    LOG is an SGLang server log (`-` for stdin) or a ledger saved with `--format json`.
-    Rows are logged (file:line), derived (a formula) or residual; they sum to the usable memory
-    within the log's printing precision.
+    LOG is an SGLang server log (`-` for stdin; .gz works) or a ledger saved with
+    `--format json`. Rows are logged (file:line), derived (a formula) or residual; they sum to
+    the usable memory within the log's printing precision.
     """
-    report = ledger_report(
-        log,
-        fmt=fmt,
-        explain=explain,
-        rank=rank,
-        startup=startup,
-        model_config_path=model_config,
-        extra_grammars=grammars,
-        formula_files=formula_files,
+    return emit(
+        run_ledger(
+            LedgerOptions(
+                log=log,
+                load=LoadOptions(
+                    rank=rank,
+                    startup=startup,
+                    model_config=model_config,
+                    formula_files=formula_files,
+                    grammars=grammars,
+                ),
+                fmt=fmt,
+                explain=explain,
+            )
+        ),
+        output,
     )
-    write_output(report, output)

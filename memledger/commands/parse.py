@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from memledger.commands.options import grammar_option, output_option, rank_option, startup_option
+from memledger.render.parse import FORMATS
+from memledger.service import LoadOptions, ParseOptions, emit, run_parse
 
 
 @click.command("parse")
@@ -15,10 +16,10 @@ from memledger.commands.options import grammar_option, output_option, rank_optio
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(FORMATS.names),
     default="text",
     show_default=True,
-    help="A table of events, or a versioned JSON document with events and facts.",
+    help=FORMATS.help,
 )
 @rank_option(help='Rank tag, e.g. TP3 or "DP1 TP8 EP8" (default: rank 0).')
 @startup_option(
@@ -41,23 +42,22 @@ def parse_command(
     coverage: bool,
     grammars: tuple[Path, ...],
     output: Path | None,
-) -> None:
+) -> int:
     """Parse LOG (an SGLang server log; `-` for stdin; .gz works) into memory events.
 
     Shows the startup count, the selected rank, the outcome (ready / oom / crash / truncated,
     with the deciding line) and how many memory-looking lines were not recognised.
     """
-    from memledger.parse_report import parse_report
-    from memledger.pipeline import write_output
-
-    report = parse_report(
-        log,
-        fmt=fmt,
-        rank=rank,
-        startup=startup,
-        all_ranks=all_ranks,
-        coverage=coverage,
-        extra_grammars=grammars,
-        progress=sys.stderr.isatty(),
+    return emit(
+        run_parse(
+            ParseOptions(
+                log=log,
+                # progress=None: a meter on stderr when it is a terminal.
+                load=LoadOptions(rank=rank, startup=startup, grammars=grammars, progress=None),
+                fmt=fmt,
+                all_ranks=all_ranks,
+                coverage=coverage,
+            )
+        ),
+        output,
     )
-    write_output(report, output)

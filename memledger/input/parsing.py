@@ -32,6 +32,7 @@ from memledger.input.linegrammar import LineGrammar, LineParse, extra_keywords, 
 from memledger.input.reader import (
     ByteSource,
     LogicalLine,
+    OpenedLog,
     ReadStats,
     decode_line,
     iter_candidate_lines,
@@ -445,7 +446,7 @@ def _read_grammar_text(path: Path) -> str:
 
 
 def parse_log(
-    source: str | os.PathLike[str] | IO[bytes] | ByteSource,
+    source: str | os.PathLike[str] | IO[bytes] | ByteSource | OpenedLog,
     *,
     label: str | None = None,
     rank: str | None = None,

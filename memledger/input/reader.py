@@ -128,14 +128,22 @@ class OpenedLog:
     path: Path | None = None
     """Set for an uncompressed regular file (scanned in place)."""
     size: int | None = None
+    head: bytes = b""
+    """The first block of the (decompressed) text, for sniffing what the input is."""
 
 
 @contextmanager
-def open_log(source: str | os.PathLike[str] | IO[bytes] | ByteSource) -> Iterator[OpenedLog]:
+def open_log(
+    source: str | os.PathLike[str] | IO[bytes] | ByteSource | OpenedLog,
+) -> Iterator[OpenedLog]:
     """Open a log (path, `-` for stdin, or a byte stream), gunzipping by magic.
 
+    An `OpenedLog` (from `memledger.service.open_input`) is used as it is.
     Raises InputError for a missing path, a directory, an empty or a binary file.
     """
+    if isinstance(source, OpenedLog):
+        yield source
+        return
     close: IO[bytes] | None = None
     size: int | None = None
     path: Path | None = None
@@ -181,7 +189,7 @@ def open_log(source: str | os.PathLike[str] | IO[bytes] | ByteSource) -> Iterato
             raise InputError("binary file, not a text log", path=name)
         if path is not None and not path.is_file():
             path = None  # a FIFO or device: stream it
-        yield OpenedLog(name=name, stream=stream, path=path, size=size)
+        yield OpenedLog(name=name, stream=stream, path=path, size=size, head=head)
     finally:
         if close is not None:
             close.close()

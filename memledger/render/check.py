@@ -8,14 +8,14 @@ output, the GitHub annotations and `memledger.testing.assert_budget`.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import PurePath
 
-from tabulate import tabulate
-
 from memledger.budget import ItemKind, Quantity
 from memledger.checking import Bound, Check, CheckReport, CheckStatus
+from memledger.errors import CHECK_VERDICTS
+from memledger.render.formats import Format, Formats
+from memledger.render.tables import Table, github_table, markdown_cell, markdown_code, text_table
 from memledger.units import GIB
 
 CHECK_MARKER = "<!-- memledger-check -->"
@@ -33,7 +33,7 @@ STATUS_LABEL: dict[CheckStatus, str] = {
 
 
 class CheckFormat(StrEnum):
-    """Output formats of `memledger check`."""
+    """Output formats of `memledger check` (their help: `FORMATS`)."""
 
     TEXT = "text"
     JSON = "json"
@@ -183,7 +183,7 @@ def breach_line(check: Check) -> str:
 
 def headline(report: CheckReport) -> str:
     """One line: the verdict, the exit code and the count of each outcome."""
-    verdict = {0: "PASS", 1: "FAIL", 3: "INCOMPLETE"}[report.exit_code]
+    verdict = CHECK_VERDICTS[report.exit_code]
     counts = report.counts
     parts = [
         f"{counts[status.value]} {HEADLINE_WORDS[status]}"
@@ -230,9 +230,8 @@ def render_text(report: CheckReport) -> str:
     if passes:
         lines.append("")
         lines.append(f"within budget ({len(passes)}):")
-        table = tabulate(
-            passes, headers=["item", "log", "actual vs limit", "headroom", "hint"], tablefmt="plain"
-        )
+        headers = ["item", "log", "actual vs limit", "headroom", "hint"]
+        table = text_table(Table(headers, passes), style="plain")
         lines.extend("  " + row.rstrip() for row in table.splitlines())
     skipped = report.skipped()
     if skipped:
@@ -367,16 +366,6 @@ def render_github(report: CheckReport) -> str:
     return "\n".join(lines) + ("\n" if lines else "") + render_text(report)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines.extend("| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows)
-    return lines
-
-
 _STATUS_ICON = {
     CheckStatus.FAIL: "❌ fail",
     CheckStatus.EXPIRED_WAIVER: "❌ waiver expired",
@@ -391,7 +380,7 @@ _STATUS_ICON = {
 def render_markdown(report: CheckReport) -> str:
     """A PR-comment / step-summary report: marker, headline, breaches table, passes in details."""
     icon = {0: "✅", 1: "❌", 3: "❓"}[report.exit_code]
-    lines = [CHECK_MARKER, f"### {icon} {_cell(headline(report))}", ""]
+    lines = [CHECK_MARKER, f"### {icon} {markdown_cell(headline(report))}", ""]
     breaches = report.breaches()
     if breaches:
         rows = []
@@ -406,23 +395,22 @@ def render_markdown(report: CheckReport) -> str:
             rows.append(
                 [
                     _STATUS_ICON[check.status],
-                    f"`{check.item}`",
-                    f"`{check.log}`",
+                    check.item,
+                    check.log,
                     value_text(check),
                     margin_text(check),
                     detail,
                 ]
             )
-        lines.extend(
-            _md_table(["Status", "Item", "Log", "Actual vs limit", "Margin", "Note"], rows)
-        )
+        headers = ["Status", "Item", "Log", "Actual vs limit", "Margin", "Note"]
+        lines.append(github_table(Table(headers, rows, code=(1, 2))))
         lines.append("")
     passes = _pass_rows(report)
     if passes:
         lines.append(f"<details><summary>Within budget ({len(passes)})</summary>")
         lines.append("")
-        rows = [[f"`{row[0]}`", f"`{row[1]}`", *row[2:]] for row in passes]
-        lines.extend(_md_table(["Item", "Log", "Actual vs limit", "Headroom", "Hint"], rows))
+        headers = ["Item", "Log", "Actual vs limit", "Headroom", "Hint"]
+        lines.append(github_table(Table(headers, passes, code=(0, 1))))
         lines.append("")
         lines.append("</details>")
         lines.append("")
@@ -430,7 +418,10 @@ def render_markdown(report: CheckReport) -> str:
     if skipped:
         lines.append(f"<details><summary>Not compared ({len(skipped)})</summary>")
         lines.append("")
-        lines.extend(f"- `{c.item}` (`{c.log}`): {_cell(c.note or '')}" for c in skipped)
+        lines.extend(
+            f"- {markdown_code(c.item)} ({markdown_code(c.log)}): {markdown_cell(c.note or '')}"
+            for c in skipped
+        )
         lines.append("")
         lines.append("</details>")
         lines.append("")
@@ -439,19 +430,31 @@ def render_markdown(report: CheckReport) -> str:
         for line in _context_lines(report)
         if line
     ]
-    lines.extend(f"_{_cell(line)}_  " for line in context)
+    lines.extend(f"_{markdown_cell(line)}_  " for line in context)
     return "\n".join(lines).rstrip() + "\n"
 
 
-RENDERERS: dict[CheckFormat, Callable[[CheckReport], str]] = {
-    CheckFormat.TEXT: render_text,
-    CheckFormat.JSON: render_json,
-    CheckFormat.JUNIT: render_junit,
-    CheckFormat.GITHUB: render_github,
-    CheckFormat.MARKDOWN: render_markdown,
-}
+FORMATS: Formats[CheckFormat, None, CheckReport] = Formats(
+    CheckFormat,
+    {
+        CheckFormat.TEXT: Format(lambda _: render_text, "breaches first, then passes"),
+        CheckFormat.JSON: Format(lambda _: render_json, "the full report"),
+        CheckFormat.JUNIT: Format(lambda _: render_junit, "JUnit XML for CI test reports"),
+        CheckFormat.GITHUB: Format(
+            lambda _: render_github,
+            "workflow annotations, plus the markdown report appended to $GITHUB_STEP_SUMMARY",
+        ),
+        CheckFormat.MARKDOWN: Format(lambda _: render_markdown, "a pull-request comment"),
+    },
+)
+"""The registry `memledger check --format` comes from."""
+
+
+def check_format(name: str) -> CheckFormat:
+    """The check format called `name`; ConfigError listing the choices otherwise."""
+    return FORMATS.pick(name)
 
 
 def render_check(report: CheckReport, fmt: CheckFormat | str = CheckFormat.TEXT) -> str:
     """Render a check report in one of the formats."""
-    return RENDERERS[CheckFormat(fmt)](report)
+    return FORMATS.renderer(fmt, None)(report)

@@ -1,6 +1,6 @@
 """Table data shared by the diff renderers: headers and string rows, built once.
 
-No tabulate here: text and markdown decide the table syntax; this module decides columns,
+No tabulate here: `render.tables` decides the table syntax; this module decides columns,
 rounding and order.
 """
 
@@ -23,10 +23,8 @@ from memledger.diffing import (
     sort_rows,
 )
 from memledger.ledger_model import RowGroup
+from memledger.render.tables import Table
 from memledger.units import GIB, format_gib
-
-Table = tuple[list[str], list[list[str]]]
-"""(headers, rows) of plain strings."""
 
 SUMMARY_TABLE_KEYS = (
     "usable",
@@ -177,10 +175,6 @@ def _side_headers(diff: LedgerDiff) -> list[str]:
     return [side_header("base", diff.inputs.base), side_header("head", diff.inputs.head), "Δ", "Δ%"]
 
 
-ROW_TOTALS = ("usable", "fixed_overhead", "state_pool")
-"""Summary keys the diff recomputes from the rows (so the table adds up exactly)."""
-
-
 def summary_table(diff: LedgerDiff, keys: Sequence[str] | None = SUMMARY_TABLE_KEYS) -> Table:
     """Summary figures (a subset, or all when keys is None); skips figures unknown on both.
 
@@ -204,7 +198,7 @@ def summary_table(diff: LedgerDiff, keys: Sequence[str] | None = SUMMARY_TABLE_K
         if item.base is None and item.head is None:
             continue
         rows.append(_summary_row(item))
-    return ["figure", *_side_headers(diff)], rows
+    return Table(["figure", *_side_headers(diff)], rows)
 
 
 def _summary_row(item: SummaryField) -> list[str]:
@@ -266,7 +260,7 @@ def category_table(diff: LedgerDiff, *, with_rows: bool = False) -> Table:
             pct_text(fixed.delta_pct),
         ]
     )
-    return ["fixed-overhead category", *_side_headers(diff)], rows
+    return Table(["fixed-overhead category", *_side_headers(diff)], rows)
 
 
 def contributions_table(diff: LedgerDiff) -> Table:
@@ -277,7 +271,7 @@ def contributions_table(diff: LedgerDiff) -> Table:
             [category.label, c.id, c.label, gib_text(c.delta_bytes, signed=True), c.status.value]
             for c in category.rows
         )
-    return ["category", "row id", "row", "Δ", "status"], rows
+    return Table(["category", "row id", "row", "Δ", "status"], rows)
 
 
 def balance_lines(diff: LedgerDiff) -> list[str]:
@@ -319,7 +313,7 @@ def destination_table(diff: LedgerDiff) -> Table:
     for contribution in diff.state_pool.state_rows:
         row = by_id[contribution.id]
         rows.append([f"{row.label} ({row.id})", *_change_cells(row)])
-    return headers, rows
+    return Table(headers, rows)
 
 
 def _row_cells(row: RowDiff) -> list[str]:
@@ -334,8 +328,7 @@ ROW_HEADERS = ["id", "row", "group"]
 class RowsView:
     """The rows table after sorting and collapsing unchanged rows."""
 
-    headers: list[str]
-    rows: list[list[str]]
+    table: Table
     hidden_unchanged: int
     notes: list[str] = field(default_factory=list)
 
@@ -346,8 +339,7 @@ def rows_view(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> RowsV
     shown = [r for r in ordered if show_unchanged or r.status is not DiffStatus.UNCHANGED]
     notes = [f"{r.id}: {r.note}" for r in shown if r.note]
     return RowsView(
-        headers=[*ROW_HEADERS, *_side_headers(diff), "status"],
-        rows=[_row_cells(r) for r in shown],
+        table=Table([*ROW_HEADERS, *_side_headers(diff), "status"], [_row_cells(r) for r in shown]),
         hidden_unchanged=len(ordered) - len(shown),
         notes=notes,
     )
@@ -359,7 +351,7 @@ def groups_table(diff: LedgerDiff) -> Table:
         [g.label, str(g.n_rows), *_change_cells(g), g.status.value]
         for g in [*diff.groups, diff.total]
     ]
-    return ["group", "rows", *_side_headers(diff), "status"], rows
+    return Table(["group", "rows", *_side_headers(diff), "status"], rows)
 
 
 def checkpoints_table(diff: LedgerDiff) -> Table:
@@ -375,7 +367,7 @@ def checkpoints_table(diff: LedgerDiff) -> Table:
         for c in diff.checkpoints
     ]
     headers = ["checkpoint (avail)", *_side_headers(diff), "base line", "head line", "status"]
-    return headers, rows
+    return Table(headers, rows)
 
 
 def intervals_table(diff: LedgerDiff) -> Table:
@@ -405,7 +397,7 @@ def intervals_table(diff: LedgerDiff) -> Table:
         "unexplained Δ",
         "status",
     ]
-    return headers, rows
+    return Table(headers, rows)
 
 
 PARAM_SOURCE_NOTE = (
@@ -443,13 +435,14 @@ def params_table(diff: LedgerDiff) -> Table:
                 moved or "(none moved)",
             ]
         )
-    return [
+    headers = [
         "parameter",
         "source",
         f"base {diff.inputs.base.label}",
         f"head {diff.inputs.head.label}",
         "rows it plausibly moved (Δ GiB)",
-    ], rows
+    ]
+    return Table(headers, rows)
 
 
 def coverage_table(diff: LedgerDiff) -> Table:
@@ -479,7 +472,7 @@ def coverage_table(diff: LedgerDiff) -> Table:
         side_header("base", diff.inputs.base),
         side_header("head", diff.inputs.head),
     ]
-    return headers, rows
+    return Table(headers, rows)
 
 
 def coverage_notes(diff: LedgerDiff) -> list[str]:

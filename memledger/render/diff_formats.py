@@ -1,37 +1,82 @@
-"""The diff output formats and one entry point that renders a `LedgerDiff` in any of them."""
+"""The diff output formats (`FORMATS`, the registry `memledger diff --format` comes from) and
+one entry point that renders a `LedgerDiff` in any of them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 
 from memledger.diffing import LedgerDiff, SortKey
-from memledger.errors import ConfigError
 from memledger.render.diff_csv import render_diff_csv
 from memledger.render.diff_json import render_diff_json
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS, render_diff_markdown
 from memledger.render.diff_text import render_diff_text
+from memledger.render.formats import Format, Formats, choose
 
 
 class DiffFormat(StrEnum):
     """The formats `memledger diff --format` accepts."""
 
     TEXT = "text"
-    """Tables and composition bars for a terminal."""
     MARKDOWN = "markdown"
-    """A pull-request comment (marker, headline, summary, collapsed details, size cap)."""
     JSON = "json"
-    """The full `LedgerDiff` model, versioned."""
     CSV = "csv"
-    """One record per (section, id) with base, head and delta."""
 
 
-def diff_format(name: str) -> DiffFormat:
-    """The format called `name`; ConfigError listing the choices otherwise."""
-    try:
-        return DiffFormat(name)
-    except ValueError:
-        choices = ", ".join(fmt.value for fmt in DiffFormat)
-        raise ConfigError(f"unknown format {name!r}; choose one of {choices}") from None
+SORT_KEYS = [key.value for key in SortKey]
+"""`--sort` choices; the first is the default."""
+
+
+@dataclass(frozen=True)
+class DiffView:
+    """The render options of a diff; each format's constructor takes the ones it understands
+    (`marker` and `max_chars` only mean something to markdown)."""
+
+    sort: SortKey = SortKey.DELTA
+    show_unchanged: bool = False
+    """Text and markdown: list unchanged rows instead of a count (json/csv list every row)."""
+    marker: str = DEFAULT_MARKER
+    max_chars: int = DEFAULT_MAX_CHARS
+
+
+FORMATS: Formats[DiffFormat, DiffView, LedgerDiff] = Formats(
+    DiffFormat,
+    {
+        DiffFormat.TEXT: Format(
+            lambda v: partial(render_diff_text, sort=v.sort, show_unchanged=v.show_unchanged),
+            "tables and composition bars for a terminal",
+        ),
+        DiffFormat.MARKDOWN: Format(
+            lambda v: partial(
+                render_diff_markdown,
+                sort=v.sort,
+                show_unchanged=v.show_unchanged,
+                marker=v.marker,
+                max_chars=v.max_chars,
+            ),
+            "a pull-request comment (marker, headline, summary, collapsed details, size cap)",
+        ),
+        DiffFormat.JSON: Format(
+            lambda v: partial(render_diff_json, sort=v.sort), "the full diff, versioned"
+        ),
+        DiffFormat.CSV: Format(
+            lambda v: partial(render_diff_csv, sort=v.sort),
+            "one record per (section, id) with base, head and delta",
+        ),
+    },
+)
+
+
+def diff_view(
+    *,
+    sort: SortKey | str = SortKey.DELTA,
+    show_unchanged: bool = False,
+    marker: str = DEFAULT_MARKER,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> DiffView:
+    """The render options, with the sort key checked (ConfigError for an unknown one)."""
+    return DiffView(choose(SortKey, sort, "sort"), show_unchanged, marker, max_chars)
 
 
 def render_diff(
@@ -43,25 +88,6 @@ def render_diff(
     marker: str = DEFAULT_MARKER,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> str:
-    """Render a diff; `show_unchanged` applies to text and markdown (json/csv list every row)."""
-    chosen = diff_format(fmt) if isinstance(fmt, str) else fmt
-    try:
-        order = SortKey(sort)
-    except ValueError:
-        choices = ", ".join(key.value for key in SortKey)
-        raise ConfigError(f"unknown sort {sort!r}; choose one of {choices}") from None
-    match chosen:
-        case DiffFormat.TEXT:
-            return render_diff_text(diff, sort=order, show_unchanged=show_unchanged)
-        case DiffFormat.MARKDOWN:
-            return render_diff_markdown(
-                diff,
-                sort=order,
-                show_unchanged=show_unchanged,
-                marker=marker,
-                max_chars=max_chars,
-            )
-        case DiffFormat.JSON:
-            return render_diff_json(diff, sort=order)
-        case DiffFormat.CSV:
-            return render_diff_csv(diff, sort=order)
+    """Render a diff in `fmt` (the Python-API convenience over `FORMATS`)."""
+    view = diff_view(sort=sort, show_unchanged=show_unchanged, marker=marker, max_chars=max_chars)
+    return FORMATS.renderer(fmt, view)(diff)

@@ -14,7 +14,6 @@ from memledger.diffing import DiffInput, LedgerDiff, SortKey, group_label
 from memledger.errors import ConfigError
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
-    Table,
     balance_lines,
     category_table,
     checkpoints_table,
@@ -31,6 +30,7 @@ from memledger.render.diff_common import (
     rows_view,
     summary_table,
 )
+from memledger.render.tables import Table, github_table, markdown_cell
 from memledger.units import GIB
 
 DEFAULT_MARKER = "memledger"
@@ -52,44 +52,26 @@ def marker_comment(marker: str) -> str:
     return f"<!-- {inner.strip()} -->"
 
 
-def _cell(text: str) -> str:
-    return (
-        text.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace("\r", " ")
-        .replace("\n", " ")
-    )
-
-
 def _code(text: str) -> str:
     return "`" + text.replace("`", "'") + "`"
 
 
 @dataclass
-class MdTable:
-    """A GFM table whose middle rows may be cut by the size cap."""
+class CappedTable:
+    """A table whose middle rows may be cut by the size cap."""
 
-    headers: list[str]
-    rows: list[list[str]]
+    table: Table
     keep: int | None = None
     """Rows kept (None: all)."""
 
+    @property
+    def rows(self) -> list[list[str]]:
+        """The table's rows (all of them)."""
+        return self.table.rows
+
     def render(self) -> str:
         """The table, with one marker row standing for the rows cut from the middle."""
-        rows = self.rows
-        if self.keep is not None and self.keep < len(rows):
-            head_n = (self.keep + 1) // 2
-            tail_n = self.keep - head_n
-            omitted = len(rows) - self.keep
-            gap = [f"… {omitted:,} rows omitted (size cap) …"] + [""] * (len(self.headers) - 1)
-            rows = rows[:head_n] + [gap] + (rows[len(rows) - tail_n :] if tail_n else [])
-        lines = [
-            "| " + " | ".join(_cell(h) for h in self.headers) + " |",
-            "|" + "|".join("---" for _ in self.headers) + "|",
-        ]
-        lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
-        return "\n".join(lines)
+        return github_table(self.table, keep=self.keep)
 
     @property
     def truncated(self) -> bool:
@@ -97,7 +79,7 @@ class MdTable:
         return self.keep is not None and self.keep < len(self.rows)
 
 
-Block = str | MdTable
+Block = str | CappedTable
 """A paragraph of markdown (or a fenced block) or a table."""
 
 
@@ -112,12 +94,12 @@ class Section:
 
     def render(self) -> str:
         """`<details>` with a summary line, blank-line separated blocks, `</details>`."""
-        parts: list[str] = [f"<details><summary>{_cell(self.title)}</summary>", ""]
+        parts: list[str] = [f"<details><summary>{markdown_cell(self.title)}</summary>", ""]
         if self.dropped:
             parts += ["_This section was left out to keep the comment under the size cap._", ""]
         else:
             for block in self.blocks:
-                if isinstance(block, MdTable):
+                if isinstance(block, CappedTable):
                     parts.append(block.render())
                     if block.truncated:
                         parts += [
@@ -134,13 +116,12 @@ class Section:
 
 
 def _table(table: Table) -> Block:
-    headers, rows = table
-    return MdTable(headers, rows) if rows else "_(none)_"
+    return CappedTable(table) if table.rows else "_(none)_"
 
 
 def _input_text(side: str, item: DiffInput) -> str:
     stopped = f", stopped at {item.stopped_at}" if item.stopped_at else ""
-    name = side if item.label == side else f"{side} **{_cell(item.label)}**"
+    name = side if item.label == side else f"{side} **{markdown_cell(item.label)}**"
     return (
         f"{name} {_code(item.path)} (startup #{item.startup} of "
         f"{item.n_startups}, rank {_code(item.rank or '-')}, {item.outcome}{stopped})"
@@ -180,7 +161,8 @@ def composition_chart(diff: LedgerDiff) -> str:
         ]
         if negative:
             charts.append(
-                f"_{side} {_cell(item.label)}: not drawn (negative): {', '.join(negative)}; "
+                f"_{side} {markdown_cell(item.label)}: not drawn (negative): "
+                f"{', '.join(negative)}; "
                 "the slices above add up to more than the card's usable memory by that much._"
             )
     return "\n\n".join(charts)
@@ -195,15 +177,15 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
     )
     rows_blocks: list[Block] = [
         f"Sorted by {sort.value}{hidden}.",
-        _table((view.headers, view.rows)),
+        _table(view.table),
     ]
     if view.notes:
-        rows_blocks.append("\n".join(f"- {_cell(n)}" for n in view.notes))
+        rows_blocks.append("\n".join(f"- {markdown_cell(n)}" for n in view.notes))
     rows_blocks += ["**Group totals** (TOTAL = sum of partition rows)", _table(groups_table(diff))]
     coverage: list[Block] = [_table(coverage_table(diff))]
     notes = coverage_notes(diff)
     if notes:
-        coverage.append("\n".join(f"- {_cell(n)}" for n in notes))
+        coverage.append("\n".join(f"- {markdown_cell(n)}" for n in notes))
     return [
         Section("Rows behind each category", [_table(contributions_table(diff))]),
         Section("Where the state pool goes", [_table(destination_table(diff))]),
@@ -215,7 +197,7 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
         ),
         Section(
             f"Configuration diff ({len(diff.parameters)} parameters differ)",
-            [_table(params_table(diff)), _cell(PARAM_SOURCE_NOTE)]
+            [_table(params_table(diff)), markdown_cell(PARAM_SOURCE_NOTE)]
             if diff.parameters
             else [_table(params_table(diff))],
         ),
@@ -227,19 +209,19 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
 def _top(diff: LedgerDiff, marker: str, note: str | None) -> str:
     parts = [
         marker,
-        f"**memledger diff** · {_cell(headline(diff))}",
+        f"**memledger diff** · {markdown_cell(headline(diff))}",
         "",
         _input_text("base", diff.inputs.base) + "  ",
         _input_text("head", diff.inputs.head) + "  ",
-        f"_{_cell(definition_line())}_",
+        f"_{markdown_cell(definition_line())}_",
         "",
-        MdTable(*summary_table(diff)).render(),
+        github_table(summary_table(diff)),
         "",
         "**Where the state-pool difference comes from**",
         "",
-        "\n".join(f"- {_cell(line)}" for line in balance_lines(diff)),
+        "\n".join(f"- {markdown_cell(line)}" for line in balance_lines(diff)),
         "",
-        MdTable(*category_table(diff)).render(),
+        github_table(category_table(diff)),
         "",
     ]
     if note:
@@ -254,7 +236,7 @@ def _assemble(top: str, sections: Sequence[Section]) -> str:
 def _truncate(top: str, sections: list[Section], max_chars: int) -> str:
     """Cut middle rows from the largest tables, then whole middle sections, until it fits."""
     text = _assemble(top, sections)
-    tables = [b for s in sections for b in s.blocks if isinstance(b, MdTable)]
+    tables = [b for s in sections for b in s.blocks if isinstance(b, CappedTable)]
     for _ in range(200):
         if len(text) <= max_chars:
             return text

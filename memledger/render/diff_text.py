@@ -1,17 +1,14 @@
-"""Terminal rendering of a ledger diff: tabulate tables plus a bar view of both cards."""
+"""Terminal rendering of a ledger diff: text tables plus a bar view of both cards."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from tabulate import tabulate
-
 from memledger.diffing import LedgerDiff, SortKey, group_label
 from memledger.ledger_model import RowGroup
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
-    Table,
     balance_lines,
     category_table,
     checkpoints_table,
@@ -30,6 +27,7 @@ from memledger.render.diff_common import (
     side_header,
     summary_table,
 )
+from memledger.render.tables import Table, text_table
 from memledger.units import GIB
 
 BAR_WIDTH = 60
@@ -50,10 +48,7 @@ GROUP_GLYPHS: dict[RowGroup, str] = {
 
 
 def _table(table: Table) -> str:
-    headers, rows = table
-    if not rows:
-        return "  (none)"
-    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    return text_table(table) if table.rows else "  (none)"
 
 
 def _allocate(values: Sequence[int], units: int) -> list[int]:
@@ -134,7 +129,7 @@ def render_diff_text(
         if view.hidden_unchanged
         else ""
     )
-    out += [f"Rows (sorted by {sort.value}{hidden})", _table((view.headers, view.rows))]
+    out += [f"Rows (sorted by {sort.value}{hidden})", _table(view.table)]
     out += [f"  note {n}" for n in view.notes]
     out += ["", "Group totals (TOTAL = sum of partition rows)", _table(groups_table(diff)), ""]
     out += ["Checkpoints", _table(checkpoints_table(diff)), ""]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memledger.ledger_model import Ledger
 from memledger.render.rows import headline, ledger_tables
-from memledger.render.tables import TableStyle, format_table, markdown_cell
+from memledger.render.tables import github_table, markdown_cell
 
 
 def render_markdown(ledger: Ledger) -> str:
@@ -13,7 +13,7 @@ def render_markdown(ledger: Ledger) -> str:
     parts = [f"## {markdown_cell(head.title)}", ""]
     parts += [f"- **{label}**: {markdown_cell(value)}" for label, value in head.facts]
     for table in ledger_tables(ledger):
-        parts += ["", f"### {table.title}", "", format_table(table, TableStyle.MARKDOWN)]
+        parts += ["", f"### {table.title}", "", github_table(table)]
         if table.footnote:
             parts += ["", markdown_cell(table.footnote)]
     if ledger.notes:

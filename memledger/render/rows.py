@@ -1,7 +1,7 @@
 """Row builders: the one place that decides columns, cell text and rounding for ledger tables.
 
-Everything here is plain data (no tabulate): text and markdown format the same `Table`s and
-differ only in tablefmt; the diff renderers reuse the cell helpers.
+Everything here is plain data (no tabulate): text and markdown format the same `Table`s
+(`render.tables`); the diff renderers reuse the cell helpers.
 """
 
 from __future__ import annotations
@@ -9,12 +9,11 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, assert_never
+from typing import assert_never
 
 from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
+from memledger.render.tables import Align, Table
 from memledger.units import GIB, format_gib
-
-Align = Literal["left", "right"]
 
 GIB_DIGITS = 2
 """SGLang prints GB with two decimals; showing more would suggest precision the log lacks."""
@@ -33,17 +32,6 @@ GROUP_ORDER: tuple[RowGroup, ...] = (
     RowGroup.STATE_POOL,
 )
 """Fixed-overhead groups first, then the state pool: the article's order of the account."""
-
-
-@dataclass(frozen=True)
-class Table:
-    """A titled table as plain strings: what a renderer formats, never recomputes."""
-
-    title: str
-    headers: list[str]
-    rows: list[list[str]]
-    align: list[Align]
-    footnote: str | None = None
 
 
 @dataclass(frozen=True)
@@ -237,7 +225,7 @@ def ledger_rows_table(ledger: Ledger) -> Table:
     footnote = None
     if any(not row.in_partition for row in ledger.rows):
         footnote = f"{INFORMATIONAL_MARK} informational: shown, not part of any sum"
-    return Table("Rows", ROW_HEADERS, rows, ROW_ALIGN, footnote)
+    return Table(ROW_HEADERS, rows, ROW_ALIGN, title="Rows", footnote=footnote)
 
 
 def checkpoints_table(ledger: Ledger) -> Table:
@@ -246,10 +234,8 @@ def checkpoints_table(ledger: Ledger) -> Table:
         [point.id, gib_cell(point.avail_bytes), error_cell(point.error_bytes), str(point.line)]
         for point in ledger.checkpoints
     ]
-    return Table(
-        "Checkpoints", ["checkpoint", "avail GiB", "±GiB", "line"], rows,
-        ["left", "right", "right", "right"],
-    )  # fmt: skip
+    headers = ["checkpoint", "avail GiB", "±GiB", "line"]
+    return Table(headers, rows, ["left", "right", "right", "right"], title="Checkpoints")
 
 
 def intervals_table(ledger: Ledger) -> Table:
@@ -271,7 +257,7 @@ def intervals_table(ledger: Ledger) -> Table:
     footnote = "GiB; residual = drop - logged; unexplained = residual - named"
     right: list[Align] = ["right"] * 6
     align: list[Align] = ["left", "left", *right]
-    return Table("Intervals", headers, rows, align, footnote)
+    return Table(headers, rows, align, title="Intervals", footnote=footnote)
 
 
 class SummaryUnit(StrEnum):
@@ -311,7 +297,8 @@ def summary_table(summary: Summary) -> Table:
         [key, summary_cell(key, value), SUMMARY_UNITS.get(key, SummaryUnit.GIB).value]
         for key, value in summary.model_dump().items()
     ]
-    return Table("Summary", ["figure", "value", "unit"], rows, ["left", "right", "left"])
+    align: list[Align] = ["left", "right", "left"]
+    return Table(["figure", "value", "unit"], rows, align, title="Summary")
 
 
 def ledger_tables(ledger: Ledger) -> list[Table]:

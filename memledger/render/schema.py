@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from enum import StrEnum
 
 from pydantic import BaseModel
 
-from memledger.errors import ConfigError
+from memledger.diffing import LedgerDiff
 from memledger.ledger_model import Ledger
+from memledger.parse_document import ParseDocument
+from memledger.render.formats import choose
 
 
 class SchemaName(StrEnum):
@@ -29,28 +30,13 @@ def schema_model(name: SchemaName) -> type[BaseModel]:
         case SchemaName.LEDGER:
             return Ledger
         case SchemaName.PARSE:
-            return _model("memledger.parse_report", "ParseDocument")
+            return ParseDocument
         case SchemaName.DIFF:
-            return _model("memledger.diffing", "LedgerDiff")
-
-
-def _model(module: str, name: str) -> type[BaseModel]:
-    # Imported by name: these models live with their commands, outside the renderer layer.
-    try:
-        model = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        raise ConfigError(f"{module}.{name} is not available in this build") from None
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise ConfigError(f"{module}.{name} is not a pydantic model")
-    return model
+            return LedgerDiff
 
 
 def render_schema(name: str) -> str:
     """The JSON Schema (serialisation view: what the output contains) as indented JSON."""
-    try:
-        chosen = SchemaName(name)
-    except ValueError:
-        choices = ", ".join(item.value for item in SchemaName)
-        raise ConfigError(f"unknown schema {name!r}; choose one of {choices}") from None
-    schema = schema_model(chosen).model_json_schema(by_alias=True, mode="serialization")
+    model = schema_model(choose(SchemaName, name, "schema"))
+    schema = model.model_json_schema(by_alias=True, mode="serialization")
     return json.dumps(schema, indent=2) + "\n"

@@ -1,23 +1,36 @@
-"""Formatting `Table`s with tabulate: the only place renderers call it."""
+"""Tables: the one `Table` type every renderer builds, and the only places they become text.
+
+`text_table` is the only tabulate caller; `github_table` the only GitHub-markdown table builder;
+`markdown_cell` the one markdown escaper (used for table cells and for the plain text markdown
+renderers interpolate into headings and paragraphs).
+"""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from dataclasses import dataclass
+from typing import Literal
 
 from tabulate import tabulate
 
-from memledger.render.rows import Table
+Align = Literal["left", "right"]
 
 
-class TableStyle(StrEnum):
-    """The tabulate formats memledger uses."""
+@dataclass(frozen=True)
+class Table:
+    """A table as plain strings: what a renderer formats, never recomputes."""
 
-    TEXT = "simple"
-    MARKDOWN = "github"
+    headers: list[str]
+    rows: list[list[str]]
+    align: list[Align] | None = None
+    """Per column; None: tabulate's choice in text, unaligned in markdown."""
+    title: str = ""
+    footnote: str | None = None
+    code: tuple[int, ...] = ()
+    """Columns shown as code spans in markdown (ids, paths)."""
 
 
 def markdown_cell(text: str) -> str:
-    """Escape what would break a GitHub table cell or turn into markup."""
+    """Escape what would break a GitHub table cell or turn into markup (one line)."""
     flat = " ".join(text.split())
     for char, escaped in (("\\", "\\\\"), ("|", "\\|"), ("*", "\\*"), ("`", "\\`")):
         flat = flat.replace(char, escaped)
@@ -25,18 +38,58 @@ def markdown_cell(text: str) -> str:
     return flat.replace("<", "&lt;")
 
 
-def format_table(table: Table, style: TableStyle) -> str:
-    """The table body (no title) in the given style; numbers are kept exactly as built."""
-    rows = table.rows
-    headers = table.headers
-    if style is TableStyle.MARKDOWN:
-        rows = [[markdown_cell(cell) for cell in row] for row in rows]
-        headers = [markdown_cell(header) for header in headers]
+def markdown_code(text: str) -> str:
+    """A code span (one line; a backtick inside becomes `'`, a pipe stays out of the table)."""
+    return "`" + " ".join(text.split()).replace("`", "'").replace("|", "\\|") + "`"
+
+
+def text_table(
+    table: Table, *, numparse: bool = False, style: Literal["simple", "plain"] = "simple"
+) -> str:
+    """The table body (no title) for a terminal (tabulate `simple`).
+
+    Cells are pre-rounded strings, so numbers are not re-parsed ("0.10" would become "0.1")
+    unless `numparse` (tables of raw values, as `parse` prints them).
+    """
     return tabulate(
-        rows,
-        headers=headers,
-        tablefmt=style.value,
-        # The cells are pre-rounded strings; re-parsing would turn "0.10" into "0.1".
-        disable_numparse=True,
+        table.rows,
+        headers=table.headers,
+        tablefmt=style,
+        disable_numparse=not numparse,
         colalign=table.align,
     )
+
+
+_RULE: dict[Align | None, str] = {None: "---", "left": ":---", "right": "---:"}
+
+
+def github_table(table: Table, *, keep: int | None = None) -> str:
+    """The table as GitHub-flavoured markdown, every cell escaped.
+
+    `keep`: at most this many rows, half from each end, with one row saying how many were cut
+    from the middle (a size cap).
+    """
+    rows = table.rows
+    if keep is not None and keep < len(rows):
+        head_n = (keep + 1) // 2
+        tail_n = keep - head_n
+        gap = [f"… {len(rows) - keep:,} rows omitted (size cap) …"]
+        gap += [""] * (len(table.headers) - 1)
+        rows = rows[:head_n] + [gap] + (rows[len(rows) - tail_n :] if tail_n else [])
+    aligns: list[Align | None] = (
+        [None] * len(table.headers) if table.align is None else list(table.align)
+    )
+    lines = [
+        "| " + " | ".join(markdown_cell(h) for h in table.headers) + " |",
+        "|" + "|".join(_RULE[a] for a in aligns) + "|",
+    ]
+    code = set(table.code)
+    lines += [
+        "| "
+        + " | ".join(
+            markdown_code(c) if i in code and c else markdown_cell(c) for i, c in enumerate(row)
+        )
+        + " |"
+        for row in rows
+    ]
+    return "\n".join(lines)

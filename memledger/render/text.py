@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memledger.ledger_model import Ledger
 from memledger.render.rows import headline, ledger_tables
-from memledger.render.tables import TableStyle, format_table
+from memledger.render.tables import text_table
 
 
 def render_text(ledger: Ledger) -> str:
@@ -14,7 +14,7 @@ def render_text(ledger: Ledger) -> str:
     parts = [head.title, "=" * len(head.title)]
     parts += [f"{label + ':':<{width + 1}} {value}" for label, value in head.facts]
     for table in ledger_tables(ledger):
-        parts += ["", table.title, "-" * len(table.title), format_table(table, TableStyle.TEXT)]
+        parts += ["", table.title, "-" * len(table.title), text_table(table)]
         if table.footnote:
             parts.append(table.footnote)
     if ledger.notes:

@@ -23,9 +23,9 @@ from memledger.diffing import (
     param_effect,
 )
 from memledger.ledger_model import Ledger
-from memledger.pipeline import load_ledger
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
+from memledger.service import load_ledger
 from memledger.sglang.rows import LOG_SETTINGS
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, SAMPLES, real_log_paths

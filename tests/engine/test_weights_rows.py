@@ -13,8 +13,8 @@ import pytest
 
 from memledger.diffing import diff_ledgers
 from memledger.ledger_model import Ledger, RowGroup
-from memledger.pipeline import load_ledger
 from memledger.render import render_ledger
+from memledger.service import LoadOptions, load_ledger
 from memledger.units import GIB, MIB, parse_size
 from tests.conftest import SAMPLES
 from tests.engine.helpers import assert_intervals_add_up
@@ -46,7 +46,7 @@ DP2 = Printed("dp2.log", "109.91", 350.0, "65.55", "80.15", (56, 82, 89, 96))
 
 @cache
 def ledger_of(name: str) -> Ledger:
-    return load_ledger(SAMPLES / name, model_config_path=SAMPLES / "k3-config.json")
+    return load_ledger(SAMPLES / name, LoadOptions(model_config=SAMPLES / "k3-config.json"))
 
 
 @pytest.mark.parametrize("printed", [DP16, DP2], ids=lambda p: p.log)

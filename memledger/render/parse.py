@@ -1,20 +1,16 @@
-"""`memledger parse` output: the selected rank's events as a table, or a versioned JSON document."""
+"""`memledger parse` output: the selected rank's events as a table, or the versioned JSON
+document (`FORMATS` is the registry `--format` comes from)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict
-from tabulate import tabulate
+from memledger.events import Event, EventKind, ParsedLog, RankInfo
+from memledger.parse_document import parse_document
+from memledger.render.formats import Format, Formats
+from memledger.render.tables import Table, text_table
 
-from memledger.events import Event, EventKind, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
-from memledger.input.facts import facts_of
-
-PARSE_SCHEMA_VERSION = 1
 TEXT_WIDTH = 90
 
 
@@ -25,68 +21,12 @@ class ParseFormat(StrEnum):
     JSON = "json"
 
 
-class Outcome(BaseModel):
-    """How the startup ended and the line that decided it."""
+@dataclass(frozen=True)
+class ParseView:
+    """Text-only options: the rank table and the unrecognised lines."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    outcome: str
-    line: int | None
-    text: str
-
-
-class Coverage(BaseModel):
-    """Memory-looking lines of the selected rank that matched no known shape (or held garbage)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    count: int
-    listed: list[UnrecognisedLine]
-
-
-class ParseDocument(BaseModel):
-    """The JSON document of `memledger parse --format json` (versioned)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    schema_version: int = PARSE_SCHEMA_VERSION
-    path: str
-    n_lines: int
-    invalid_utf8_bytes: int
-    n_startups: int
-    selected_startup: int
-    first_line: int
-    last_line: int
-    rank: str
-    outcome: Outcome
-    facts: dict[str, Any]
-    events: list[Event]
-    server_args: dict[str, ParamValue]
-    coverage: Coverage
-    ranks: list[RankInfo]
-
-
-def parse_document(parsed: ParsedLog) -> ParseDocument:
-    """The JSON document of a parsed log."""
-    startup = parsed.startup
-    return ParseDocument(
-        path=parsed.path,
-        n_lines=parsed.n_lines,
-        invalid_utf8_bytes=parsed.invalid_utf8_bytes,
-        n_startups=parsed.n_startups,
-        selected_startup=parsed.selected,
-        first_line=startup.first_line,
-        last_line=startup.last_line,
-        rank=startup.rank,
-        outcome=Outcome(
-            outcome=startup.outcome, line=startup.outcome_line, text=startup.outcome_text
-        ),
-        facts=facts_of(parsed),
-        events=startup.events,
-        server_args=startup.server_args,
-        coverage=Coverage(count=startup.unrecognised_count, listed=startup.unrecognised),
-        ranks=startup.ranks,
-    )
+    all_ranks: bool = False
+    coverage: bool = False
 
 
 def _clip(text: str, width: int = TEXT_WIDTH) -> str:
@@ -166,7 +106,7 @@ def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = 
     rows = _event_rows(startup.events)
     if rows:
         lines.append(
-            tabulate(rows, headers=["line", "kind", "rank", "sizes", "values"], tablefmt="simple")
+            text_table(Table(["line", "kind", "rank", "sizes", "values"], rows), numparse=True)
         )
     else:
         lines.append("(no memory events for this rank in this startup)")
@@ -174,9 +114,9 @@ def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = 
         lines.append("")
         lines.append(f"Not recognised ({count}; first {len(startup.unrecognised)} listed):")
         coverage_rows = [
-            [u.line, _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.unrecognised
+            [str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.unrecognised
         ]
-        lines.append(tabulate(coverage_rows, headers=["line", "reason", "text"]))
+        lines.append(text_table(Table(["line", "reason", "text"], coverage_rows), numparse=True))
     if all_ranks:
         lines.append("")
         lines.append(render_ranks(startup.ranks))
@@ -191,40 +131,39 @@ def render_ranks(ranks: list[RankInfo]) -> str:
     rows = [
         [
             info.rank,
-            info.n_events,
-            *("" if info.key_values.get(k) is None else info.key_values[k] for k in keys),
+            str(info.n_events),
+            *("" if info.key_values.get(k) is None else str(info.key_values[k]) for k in keys),
         ]
         for info in ranks
     ]
-    return f"Ranks ({len(ranks)}; sizes in GiB):\n" + tabulate(
-        rows, headers=["rank", "events", *keys], tablefmt="simple"
-    )
+    table = Table(["rank", "events", *keys], rows)
+    # Raw values, re-parsed by tabulate so numbers align as numbers.
+    return f"Ranks ({len(ranks)}; sizes in GiB):\n" + text_table(table, numparse=True)
+
+
+def render_json(parsed: ParsedLog) -> str:
+    """The versioned JSON document."""
+    return parse_document(parsed).model_dump_json(indent=2) + "\n"
+
+
+FORMATS: Formats[ParseFormat, ParseView, ParsedLog] = Formats(
+    ParseFormat,
+    {
+        ParseFormat.TEXT: Format(
+            lambda v: (
+                lambda parsed: render_text(parsed, all_ranks=v.all_ranks, coverage=v.coverage)
+            ),
+            "a table of events",
+        ),
+        ParseFormat.JSON: Format(
+            lambda _: render_json, "a versioned JSON document with events and facts"
+        ),
+    },
+)
 
 
 def render_parse(
-    parsed: ParsedLog, fmt: str, *, all_ranks: bool = False, coverage: bool = False
+    parsed: ParsedLog, fmt: str = "text", *, all_ranks: bool = False, coverage: bool = False
 ) -> str:
     """The `memledger parse` output in `fmt` (text or json)."""
-    if ParseFormat(fmt) is ParseFormat.JSON:
-        return parse_document(parsed).model_dump_json(indent=2) + "\n"
-    return render_text(parsed, all_ranks=all_ranks, coverage=coverage)
-
-
-def parse_report(
-    source: str | os.PathLike[str] | IO[bytes],
-    *,
-    fmt: str = "text",
-    rank: str | None = None,
-    startup: int | None = None,
-    all_ranks: bool = False,
-    coverage: bool = False,
-    extra_grammars: Sequence[Path] = (),
-    progress: bool = False,
-) -> str:
-    """Parse a log and render it: the one function behind `memledger parse`."""
-    from memledger.input.parsing import parse_log  # lazy: lark is only needed when a log is parsed
-
-    parsed = parse_log(
-        source, rank=rank, startup=startup, extra_grammars=extra_grammars, progress=progress
-    )
-    return render_parse(parsed, fmt, all_ranks=all_ranks, coverage=coverage)
+    return FORMATS.renderer(fmt, ParseView(all_ranks=all_ranks, coverage=coverage))(parsed)

@@ -1,0 +1,554 @@
+"""The one flow behind every command and the Python API: open the input, load it, run, render.
+
+- `LoadOptions`: how a log becomes a ledger (rank, startup, model_config, formula_files,
+  grammars), one name per option from the CLI down to the parser.
+- `open_input`: the ONE place an input is opened and sniffed: gunzip first (by magic, in
+  `reader.open_log`), then a saved ledger JSON is told from a log by a bounded peek; a log is
+  never read whole here.
+- `run_parse` / `run_ledger` / `run_diff` / `run_check`: one per command, options in, an
+  `Output` (text, exit code, extra files such as the GitHub step summary) out; `emit` writes it.
+
+No click here: errors are `MemledgerError`s that the CLI maps to exit codes. Heavy modules (the
+parser, the engine, the diff and check machinery) are imported by the function that needs them,
+so `memledger parse` does not pay for `diff`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeAlias
+
+from pydantic import ValidationError
+
+from memledger.errors import EXIT_OK, ConfigError, InputError
+from memledger.events import ParsedLog
+from memledger.input.reader import ByteSource, OpenedLog, PeekedStream, open_log
+from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger
+
+if TYPE_CHECKING:
+    from memledger.budget import Budget
+    from memledger.checking import CheckReport
+    from memledger.diffing import LedgerDiff
+
+Source: TypeAlias = str | os.PathLike[str] | IO[bytes] | IO[str] | ByteSource | ParsedLog | Ledger
+"""Anything a ledger can come from: a path, `-` (stdin), a stream, a parsed log or a ledger."""
+PathLike: TypeAlias = str | os.PathLike[str]
+
+STDIN = "-"
+SAVED_LEDGER_KEYS = ("schema_version", "rows")
+"""A JSON object with these keys is a saved ledger (`memledger ledger --format json`)."""
+SAVED_LEDGER_MAX_BYTES = 32 << 20
+"""A brace-led input longer than this is not taken for a saved ledger (those are kilobytes): it
+is streamed as a log, so a hostile or huge input is never held whole."""
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+"""GitHub Actions' job summary file; `check --format github` appends its markdown report there."""
+
+
+# --- options and outputs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How an input becomes a ledger; the same names from the CLI options to the parser."""
+
+    rank: str | None = None
+    """Rank tag such as `TP3` or `"DP1 TP8 EP8"` (default: rank 0)."""
+    startup: int | None = None
+    """0-based startup index (default: the last; negative counts from the end)."""
+    model_config: Path | None = None
+    """A Hugging Face config.json with the model dimensions some formulas need."""
+    formula_files: tuple[Path, ...] = ()
+    """User formulas TOML files added to the packaged set (`--formulas`)."""
+    grammars: tuple[Path, ...] = ()
+    """Extra Lark grammars for a fork's own lines (`--grammar`)."""
+    progress: bool | None = False
+    """Show a progress meter on stderr; None: when stderr is a terminal."""
+    saved_ledger_skips_grammars: bool = False
+    """For commands that mix logs and saved ledgers under one command line (`check`): a saved
+    ledger keeps its rows and notes that the grammars were not applied, instead of refusing
+    `--grammar` as a one-input command does."""
+
+
+@dataclass(frozen=True)
+class ExtraFile:
+    """A file a command appends to besides its main output (the GitHub step summary)."""
+
+    path: Path
+    text: str
+    what: str
+    """How the file is named in an error message (`$GITHUB_STEP_SUMMARY`)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """What a command produced: its report, its exit code and any extra files to append to."""
+
+    text: str
+    exit_code: int = EXIT_OK
+    extra_files: tuple[ExtraFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """`memledger parse`."""
+
+    log: Source
+    load: LoadOptions = LoadOptions()
+    fmt: str = "text"
+    all_ranks: bool = False
+    coverage: bool = False
+
+
+@dataclass(frozen=True)
+class LedgerOptions:
+    """`memledger ledger`."""
+
+    log: Source
+    load: LoadOptions = LoadOptions()
+    fmt: str = "text"
+    explain: str | None = None
+
+
+@dataclass(frozen=True)
+class DiffSide:
+    """One side of a diff and the options given for it alone (`--base-rank`, ...)."""
+
+    source: Source
+    rank: str | None = None
+    startup: int | None = None
+    model_config: Path | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """`memledger diff`: `load` is shared by both sides, a side's own options override it."""
+
+    base: DiffSide
+    head: DiffSide
+    load: LoadOptions = LoadOptions()
+    fmt: str = "text"
+    sort: str = "delta"
+    show_unchanged: bool = False
+    marker: str | None = None
+    max_chars: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """`memledger check`: `load` applies to every log and the baseline."""
+
+    logs: Sequence[Source]
+    budget: PathLike | Budget | None = None
+    baseline: Source | None = None
+    load: LoadOptions = field(default_factory=lambda: LoadOptions(saved_ledger_skips_grammars=True))
+    strict: bool = False
+    today: date | None = None
+    fmt: str = "text"
+
+
+# --- the input opener ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Input:
+    """An opened input: a saved ledger's JSON object, or a log ready to scan."""
+
+    label: str
+    document: dict[str, Any] | None = None
+    log: OpenedLog | None = None
+
+
+class _EncodedText:
+    """A text stream read as UTF-8 bytes, chunk by chunk: the parser reads bytes, and a log must
+    not be held whole in memory."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._pending = b""
+        self.name = getattr(stream, "name", None) or "<stream>"
+
+    def read(self, size: int = -1, /) -> bytes:
+        if size < 0:
+            data, self._pending = self._pending + self._stream.read().encode("utf-8"), b""
+            return data
+        while len(self._pending) < size:
+            text = self._stream.read(size)
+            if not text:
+                break
+            self._pending += text.encode("utf-8")
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+
+def _byte_source(source: PathLike | IO[bytes] | IO[str] | ByteSource) -> PathLike | ByteSource:
+    """A path unchanged; a text stream re-encoded as bytes (the parser reads bytes)."""
+    if isinstance(source, str | os.PathLike):
+        return source
+    if isinstance(source, io.TextIOBase) or isinstance(source.read(0), str):
+        return _EncodedText(source)  # type: ignore[arg-type]
+    return source  # type: ignore[return-value]
+
+
+def _read_up_to(stream: ByteSource, limit: int) -> bytes:
+    """At most `limit` bytes (fewer only at the end of the input)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+@contextmanager
+def open_input(
+    source: PathLike | IO[bytes] | IO[str] | ByteSource, *, label: str | None = None
+) -> Iterator[Input]:
+    """Open a path, `-` (stdin) or a stream; gunzip by magic; tell a saved ledger from a log.
+
+    Only a brace-led input is read further than the first block, and at most
+    SAVED_LEDGER_MAX_BYTES of it: a saved ledger is a small JSON object, a log is streamed.
+    Raises InputError for a missing, empty or binary input, or JSON that is not a saved ledger.
+    """
+    with open_log(_byte_source(source)) as log:
+        name = label or log.name
+        if not log.head.lstrip().startswith(b"{"):
+            yield Input(label=name, log=log)
+            return
+        data = _read_up_to(log.stream, SAVED_LEDGER_MAX_BYTES + 1)
+        document = None if len(data) > SAVED_LEDGER_MAX_BYTES else _saved_ledger(name, data)
+        if document is not None:
+            yield Input(label=name, document=document)
+            return
+        # A log whose first line starts with `{`: scan on from what was read (one stream).
+        yield Input(
+            label=name,
+            log=OpenedLog(name=log.name, stream=PeekedStream(data, log.stream), head=log.head),
+        )
+
+
+def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
+    """The JSON object if `data` is a saved ledger; None if it is (presumably) a log."""
+    try:
+        document = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None  # a log line that happens to start with `{`: let the parser judge it
+    if not isinstance(document, dict):
+        return None
+    if not all(key in document for key in SAVED_LEDGER_KEYS):
+        raise InputError(
+            "JSON, but not a saved ledger (expected the object written by "
+            "`memledger ledger --format json`, with schema_version and rows)",
+            path=label,
+        )
+    return document
+
+
+def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
+    """Validate a saved ledger JSON object; InputError naming the first problem otherwise."""
+    version = document.get("schema_version")
+    if version != LEDGER_SCHEMA_VERSION:
+        raise InputError(
+            f"saved ledger has schema_version {version!r}; this memledger reads version "
+            f"{LEDGER_SCHEMA_VERSION} (re-run `memledger ledger LOG --format json`)",
+            path=label,
+        )
+    try:
+        return Ledger.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        raise InputError(
+            f"not a valid saved ledger: {where}: {first['msg']}{more}", path=label
+        ) from None
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def _progress(options: LoadOptions) -> bool:
+    return sys.stderr.isatty() if options.progress is None else options.progress
+
+
+def _parse(log: OpenedLog, label: str, options: LoadOptions) -> ParsedLog:
+    from memledger.input.parsing import parse_log  # lazy: lark is only needed when a log is parsed
+
+    return parse_log(
+        log,
+        label=label,
+        rank=options.rank,
+        startup=options.startup,
+        extra_grammars=options.grammars,
+        progress=_progress(options),
+    )
+
+
+def load_parsed(
+    source: PathLike | IO[bytes] | IO[str] | ByteSource,
+    options: LoadOptions = LoadOptions(),
+    *,
+    label: str | None = None,
+) -> ParsedLog:
+    """Parse a log (path, `-` or stream); a saved ledger is refused (it has no events)."""
+    with open_input(source, label=label) as opened:
+        if opened.log is None:
+            raise InputError(
+                "a saved ledger, not a log: it has no events to parse (`memledger ledger` "
+                "reads it)",
+                path=opened.label,
+            )
+        return _parse(opened.log, opened.label, options)
+
+
+def build(parsed: ParsedLog, options: LoadOptions) -> Ledger:
+    """The ledger of a parsed log: packaged formulas plus `formula_files`, optional model dims."""
+    from memledger.engine import build_ledger
+    from memledger.formulas import load_formulas
+    from memledger.model_config import load_model_config
+
+    model = None if options.model_config is None else load_model_config(options.model_config)
+    return build_ledger(parsed, formulas=load_formulas(options.formula_files), model_config=model)
+
+
+def load_ledger(source: Source, options: LoadOptions = LoadOptions()) -> Ledger:
+    """The ledger of a log (parsed and built), a saved ledger JSON (validated), a `ParsedLog`
+    (built) or a `Ledger` (as is).
+
+    A saved ledger keeps the rows it was built with: `formula_files` (and, with
+    `saved_ledger_skips_grammars`, `grammars`) are noted on it, not applied; the options that
+    select what a ledger is of (`rank`, `startup`, `model_config`, `grammars`) are refused.
+    Raises InputError, SelectionError (a rank or startup the log lacks) or ConfigError.
+    """
+    if isinstance(source, Ledger):
+        return source
+    if isinstance(source, ParsedLog):
+        return build(source, options)
+    if options.formula_files:
+        from memledger.formulas import load_formulas
+
+        load_formulas(options.formula_files)  # a bad formulas file fails before a long parse
+    with open_input(source) as opened:
+        if opened.document is not None:
+            return _saved(opened.label, opened.document, options)
+        assert opened.log is not None
+        parsed = _parse(opened.log, opened.label, options)
+    return build(parsed, options)
+
+
+def _saved(label: str, document: dict[str, Any], options: LoadOptions) -> Ledger:
+    skipped_grammars = options.grammars if options.saved_ledger_skips_grammars else ()
+    given = [
+        name
+        for name, value in (
+            ("--rank", options.rank),
+            ("--startup", options.startup),
+            ("--model-config", options.model_config),
+            ("--grammar", None if skipped_grammars else options.grammars or None),
+        )
+        if value is not None
+    ]
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)} cannot apply to a saved ledger (it was built for one rank of "
+            "one startup); rebuild it from the log instead",
+            path=label,
+        )
+    saved = ledger_from_document(document, label=label)
+    notes = [
+        f"{what} not applied ({', '.join(os.fspath(f) for f in files)}): "
+        "a saved ledger keeps the rows it was built with"
+        for what, files in (
+            ("formulas files", options.formula_files),
+            ("grammars", skipped_grammars),
+        )
+        if files
+    ]
+    if not notes:
+        return saved
+    return saved.model_copy(update={"notes": [*saved.notes, *notes]})
+
+
+def label_of(source: Source) -> str:
+    """How an input is named in reports: its path, or the ledger's / stream's own name."""
+    if isinstance(source, Ledger):
+        return source.source.path
+    if isinstance(source, ParsedLog):
+        return source.path
+    if isinstance(source, str | os.PathLike):
+        return os.fspath(source)
+    name = getattr(source, "name", None)
+    return name if isinstance(name, str) else "<stream>"
+
+
+# --- the commands -------------------------------------------------------------------------------
+
+
+def run_parse(options: ParseOptions) -> Output:
+    """`memledger parse`: the selected rank's events, with the log's facts."""
+    from memledger.render.parse import FORMATS, ParseView
+
+    view = ParseView(all_ranks=options.all_ranks, coverage=options.coverage)
+    render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
+    if isinstance(options.log, Ledger | ParsedLog):
+        raise ConfigError("parse reads a log, not an object already built")
+    return Output(render(load_parsed(options.log, options.load)))
+
+
+def run_ledger(options: LedgerOptions) -> Output:
+    """`memledger ledger`: load or build the ledger, then render it (or explain one row)."""
+    from memledger.render import FORMATS, LedgerView
+
+    render = FORMATS.renderer(options.fmt, LedgerView(explain=options.explain))
+    return Output(render(load_ledger(options.log, options.load)))
+
+
+def _side_ledger(side: DiffSide, shared: LoadOptions) -> Ledger:
+    """One side: its own options override the shared ones; a saved ledger takes only its own
+    (it is already one rank of one startup), so a shared `--rank` skips it."""
+    own = replace(shared, rank=side.rank, startup=side.startup, model_config=side.model_config)
+    merged = replace(
+        shared,
+        rank=side.rank if side.rank is not None else shared.rank,
+        startup=side.startup if side.startup is not None else shared.startup,
+        model_config=side.model_config if side.model_config is not None else shared.model_config,
+    )
+    source = side.source
+    if isinstance(source, Ledger | ParsedLog):
+        return load_ledger(source, merged)
+    with open_input(source) as opened:
+        if opened.document is not None:
+            return _saved(opened.label, opened.document, own)
+        assert opened.log is not None
+        parsed = _parse(opened.log, opened.label, merged)
+    return build(parsed, merged)
+
+
+def diff_of(options: DiffOptions) -> LedgerDiff:
+    """Load both sides (log, saved ledger or object) and diff them: head - base."""
+    from memledger.diffing import diff_ledgers
+
+    sides = (options.base.source, options.head.source)
+    if all(isinstance(s, str | os.PathLike) and os.fspath(s) == STDIN for s in sides):
+        raise ConfigError("only one of BASE and HEAD can be `-` (stdin)")
+    if options.load.formula_files:
+        from memledger.formulas import load_formulas
+
+        load_formulas(options.load.formula_files)
+    base, head = (_side_ledger(side, options.load) for side in (options.base, options.head))
+    return diff_ledgers(base, head, base_label=options.base.label, head_label=options.head.label)
+
+
+def run_diff(options: DiffOptions) -> Output:
+    """`memledger diff`: both sides diffed and rendered."""
+    from memledger.render.diff_formats import FORMATS, diff_view
+
+    view = diff_view(sort=options.sort, show_unchanged=options.show_unchanged)
+    if options.marker is not None:
+        view = replace(view, marker=options.marker)
+    if options.max_chars is not None:
+        view = replace(view, max_chars=options.max_chars)
+    render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
+    return Output(render(diff_of(options)))
+
+
+def _budget(budget: PathLike | Budget | None) -> Budget:
+    from memledger.budget import Budget, discover_budget, load_budget
+
+    if isinstance(budget, Budget):
+        return budget
+    return load_budget(discover_budget() if budget is None else Path(budget))
+
+
+def check_report(options: CheckOptions) -> CheckReport:
+    """Check every log (and the baseline, for relative limits) against the budget.
+
+    A baseline path that does not exist means "no comparison" (noted), not an error.
+    """
+    from memledger.checking import BaselineInfo, check_budget
+
+    budget = _budget(options.budget)  # a bad budget fails before a long parse, not after
+    inputs = [(label_of(item), load_ledger(item, options.load)) for item in options.logs]
+    baseline = options.baseline
+    base: Ledger | None = None
+    if baseline is None:
+        info = BaselineInfo(note="no baseline given: relative limits not compared")
+    elif (
+        isinstance(baseline, str | os.PathLike)
+        and os.fspath(baseline) != STDIN
+        and not (Path(baseline).exists())
+    ):
+        path = os.fspath(baseline)
+        info = BaselineInfo(
+            path=path, note=f"baseline {path} not found: no comparison (relative limits skipped)"
+        )
+    else:
+        base = load_ledger(baseline, options.load)
+        info = BaselineInfo(path=label_of(baseline), source=base.source)
+    return check_budget(
+        budget,
+        inputs,
+        today=date.today() if options.today is None else options.today,
+        baseline=base,
+        baseline_info=info,
+        strict=options.strict,
+    )
+
+
+def run_check(options: CheckOptions) -> Output:
+    """`memledger check`: the report, its exit code and, for `--format github` under GitHub
+    Actions, the markdown report appended to the job summary."""
+    from memledger.render.check import FORMATS, CheckFormat, render_markdown
+
+    fmt = FORMATS.pick(options.fmt)
+    render = FORMATS.renderer(fmt, None)
+    report = check_report(options)
+    summary_path = os.environ.get(STEP_SUMMARY_ENV)
+    extra = (
+        (ExtraFile(Path(summary_path), render_markdown(report) + "\n", f"${STEP_SUMMARY_ENV}"),)
+        if fmt is CheckFormat.GITHUB and summary_path
+        else ()
+    )
+    return Output(render(report), report.exit_code, extra)
+
+
+def run_schema(name: str) -> Output:
+    """`memledger schema`: the JSON Schema of a JSON output."""
+    from memledger.render.schema import render_schema
+
+    return Output(render_schema(name))
+
+
+def emit(output: Output, destination: PathLike | None = None) -> int:
+    """Write the report to `destination` (stdout when None or `-`), append the extra files;
+    return the exit code."""
+    if destination is None or os.fspath(destination) == STDIN:
+        sys.stdout.write(output.text)
+        sys.stdout.flush()
+    else:
+        try:
+            Path(destination).write_text(output.text, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write output: {exc.strerror or exc}", path=os.fspath(destination)
+            ) from None
+    for extra in output.extra_files:
+        try:
+            with extra.path.open("a", encoding="utf-8") as handle:
+                handle.write(extra.text)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot append to {extra.what}: {exc.strerror or exc}", path=str(extra.path)
+            ) from None
+    return output.exit_code
