@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memledger.cli import main
-from tests.conftest import REAL_LOGS
+from tests.conftest import REAL_LOGS, require_real_logs
 
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
@@ -32,6 +32,7 @@ def parse_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str,
 
 def real_log(name: str) -> Path:
     """A real log by file name prefix, e.g. `single/022`."""
+    require_real_logs()
     folder, prefix = name.split("/")
     matches = sorted((REAL_LOGS / folder).glob(f"{prefix}*.log"))
     assert len(matches) == 1, f"{name}: {matches}"
@@ -40,6 +41,7 @@ def real_log(name: str) -> Path:
 
 def truth_facts(path: Path) -> dict[str, Any]:
     """The hand-checked facts of a real log from truth.jsonl."""
+    require_real_logs()
     relative = path.relative_to(REAL_LOGS).as_posix()
     for line in (REAL_LOGS / "truth.jsonl").read_text().splitlines():
         if line.strip():

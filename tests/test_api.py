@@ -156,6 +156,7 @@ def _load_begin_avail(parsed: memledger.ParsedLog) -> float:
     return size.gib
 
 
+@pytest.mark.real_logs
 def test_load_path_text_and_streams_agree() -> None:
     text = QWEN_3090.read_text(encoding="utf-8")
     from_path = memledger.load(QWEN_3090)
@@ -172,6 +173,7 @@ def test_load_path_text_and_streams_agree() -> None:
     assert from_text.path == "<text>"
 
 
+@pytest.mark.real_logs
 def test_load_selects_rank_and_rejects_unknown_ones() -> None:
     assert memledger.load(QWEN_3090, rank="TP0").startup.rank == "TP0"
     with pytest.raises(InputError):

@@ -103,6 +103,7 @@ def test_item_a_sample_cannot_provide(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "0.91 GiB <= max 1.00 GiB" in out  # the article: 0.91 GiB
 
 
+@pytest.mark.real_logs
 def test_crashed_real_log_cannot_provide_cuda_graphs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -159,12 +160,14 @@ def _check(code: int, out: str, err: str) -> None:
         assert err.startswith("memledger: error: ") and err.count("\n") == 1
 
 
+@pytest.mark.real_logs
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mutated_logs(), prefilter=st.sampled_from(["grep", "python"]))
 def test_mutated_real_logs_never_crash(data: bytes, prefilter: str) -> None:
     _check(*_run_parse(data, prefilter))
 
 
+@pytest.mark.real_logs
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=mutated_logs(),
@@ -176,6 +179,7 @@ def test_a_3mb_line_never_crashes(data: bytes, seed: int, prefilter: str) -> Non
     _check(*_run_parse(_huge_line(data, random.Random(seed)), prefilter))
 
 
+@pytest.mark.real_logs
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=mutated_logs(),

@@ -249,6 +249,7 @@ def test_real_logs_without_fork_lines_have_no_fork_settings() -> None:
         assert not names & FORK_SETTINGS, path.name
 
 
+@pytest.mark.real_logs
 @pytest.mark.parametrize(
     "name", ["020-qwen3-0.6b-tp1-notag-wsl-0.4.6.post2.log", "022-grok2-tp8-h100-k8s-v0.5.2rc2.log"]
 )
@@ -269,6 +270,7 @@ def test_cuda_graph_bs_is_not_repeated_when_server_args_already_say_it() -> None
     assert "log.cuda_graph_bs" not in _ledger(str(DP16)).parameters
 
 
+@pytest.mark.real_logs
 def test_kv_cache_dtype_auto_resolves_to_the_logged_dtype() -> None:
     path = REAL_LOGS / "single" / "012-qwen25-3b-tp1-notag-nohup-nocudagraph.log"
     text = path.read_text(errors="replace")
