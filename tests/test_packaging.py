@@ -15,7 +15,9 @@ DOCUMENTS = [
     *sorted((PROJECT_ROOT / "examples").rglob("*.yml")),
 ]
 # pip / pipx / uv installs of a named distribution (not of a path, an option or an extra)
-INSTALL = re.compile(r"\b(?:pip3?|pipx|uv tool|uv pip)\s+install\s+((?:-\S+\s+)*)(['\"]?)(\S+)")
+INSTALL = re.compile(
+    r"\b(?:pip3?|pipx|uv tool|uv pip)[ \t]+install[ \t]+((?:-\S+[ \t]+)*)(['\"]?)(\S+)"
+)
 
 
 def test_distribution_has_its_own_name_and_keeps_the_command() -> None:

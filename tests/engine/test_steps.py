@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memledger.engine import build_ledger
 from memledger.engine.variables import LOG_INPUTS, missing_reason
 from memledger.events import Event, EventKind, UnrecognisedLine
@@ -31,6 +33,7 @@ def test_unrecognised_memory_lines_reach_the_ledger_as_a_note() -> None:
     assert not any("matched no known" in n for n in ledger_of(_small_log()).notes)
 
 
+@pytest.mark.real_logs
 def test_unrecognised_note_on_a_real_log_names_the_line() -> None:
     # complex/014 line 49: a summary line glued to another line's tail (`..., .20 GB`).
     path = next((REAL_LOGS / "complex").glob("014-*.log"))
