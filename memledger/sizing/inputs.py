@@ -1,0 +1,345 @@
+"""The numbers SGLang sized its pools with, read from one parsed startup (what was printed only)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memledger.events import Event, EventKind, ParamValue, ParsedLog
+from memledger.model_config import ModelDims
+from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
+from memledger.sizing.version import VersionRange, version_range
+from memledger.units import GIB
+
+# server_args knobs the sizing rules read (None when the log does not give them)
+KNOBS: tuple[str, ...] = (
+    "mem_fraction_static",
+    "max_running_requests",
+    "max_total_tokens",
+    "page_size",
+    "context_length",
+    "kv_cache_dtype",
+    "disaggregation_mode",
+    "disaggregation_decode_extra_slots",
+    "cuda_graph_max_bs",
+    "chunked_prefill_size",
+    "max_prefill_tokens",
+    "dp_size",
+    "tp_size",
+    "pp_size",
+    "dcp_size",
+    "enable_dp_attention",
+    "disable_radix_cache",
+    "speculative_algorithm",
+    "speculative_num_draft_tokens",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "swa_full_tokens_ratio",
+    "mamba_full_memory_ratio",
+    "max_mamba_cache_size",
+    "device",
+)
+
+
+class Reading(BaseModel):
+    """A printed byte figure: integer bytes, its ± half unit, and where it was printed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bytes: int
+    half_ulp: int = 0
+    line: int | None = None
+    note: str = ""
+
+
+class KVPool(BaseModel):
+    """One `KV Cache is allocated` line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    line: int
+    tokens: int | None
+    bytes: int
+    half_ulp: int
+    dtype: str | None = None
+
+
+class MambaState(BaseModel):
+    """The Mamba/linear-attention state pool (plus a ReplaySSM ring, when printed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    line: int
+    slots: int
+    """max_mamba_cache_size (K): the pool has K + 1 slots."""
+    bytes: int
+    """conv + ssm state, as printed (K + 1 slots)."""
+    half_ulp: int
+    intermediate_bytes: int = 0
+    replay_bytes: int = 0
+    replay_half_ulp: int = 0
+    replay_line: int | None = None
+
+
+class SizingInputs(BaseModel):
+    """Everything the sizing model needs, each with the log line it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    version: VersionRange
+    load_begin: Reading | None
+    """P: free memory before the weights (minimum over the ranks that printed it)."""
+    budget_avail: Reading | None
+    """A: free memory when the KV pool was sized (last load end before the first pool end)."""
+    knobs: dict[str, ParamValue] = Field(default_factory=dict)
+    server_args_line: int | None = None
+    target_kv: list[KVPool] = Field(default_factory=list)
+    draft_kv: list[KVPool] = Field(default_factory=list)
+    swa_full_tokens: int | None = None
+    swa_swa_tokens: int | None = None
+    swa_line: int | None = None
+    mamba: MambaState | None = None
+    logged_tokens: int | None = None
+    logged_tokens_line: int | None = None
+    logged_tokens_source: str = ""
+    logged_max_running_requests: int | None = None
+    logged_context_len: int | None = None
+    logged_kv_dtype: str | None = None
+    model_dtype: str | None = None
+    logged_rest: Reading | None = None
+    """`The available memory for KV cache is X GB` (Ascend builds print SGLang's rest)."""
+    free_last: Reading | None = None
+    """The last free-memory reading of the startup (headroom as the log last saw it)."""
+    state_logged_bytes: int = 0
+    """Target KV + draft KV + Mamba state + ReplaySSM as printed."""
+    theoretical_cell_bytes: int | None = None
+    """Bytes per token of the target KV from --model-config (None without one)."""
+    theoretical_cell_note: str = ""
+
+
+def _reading(event: Event | None, key: str, note: str = "") -> Reading | None:
+    if event is None or key not in event.sizes:
+        return None
+    size = event.sizes[key]
+    return Reading(bytes=size.bytes, half_ulp=size.half_ulp, line=event.line, note=note)
+
+
+def _min_over_ranks(parsed: ParsedLog, own: Reading | None, key: str) -> Reading | None:
+    """SGLang sizes with the world minimum; the ranks this log printed stand in for the world."""
+    if own is None:
+        return None
+    values = [
+        info.key_values.get(key)
+        for info in parsed.startup.ranks
+        if isinstance(info.key_values.get(key), int | float)
+    ]
+    if len(values) < 2:
+        return own.model_copy(update={"note": "rank 0's reading (no other rank printed it)"})
+    lowest = min(float(v) for v in values if v is not None)
+    lowest_bytes = round(lowest * GIB)
+    if lowest_bytes >= own.bytes:
+        return own.model_copy(update={"note": f"minimum over {len(values)} ranks (rank 0's)"})
+    return own.model_copy(
+        update={"bytes": lowest_bytes, "note": f"minimum over {len(values)} ranks (another rank's)"}
+    )
+
+
+def _pool(event: Event) -> KVPool:
+    sizes = [event.sizes[k] for k in ("k", "v", "kv") if k in event.sizes]
+    tokens = event.values.get("tokens")
+    dtype = event.values.get("dtype")
+    return KVPool(
+        line=event.line,
+        tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
+        bytes=sum(s.bytes for s in sizes),
+        half_ulp=sum(s.half_ulp for s in sizes),
+        dtype=dtype if isinstance(dtype, str) else None,
+    )
+
+
+def kv_element_bytes(
+    logged: str | None, requested: ParamValue, model_bytes: float | None
+) -> float | None:
+    """Bytes per KV element: the KV line's dtype, else --kv-cache-dtype, else the model's."""
+    for name in (logged, requested):
+        if isinstance(name, str) and name.removeprefix("torch.") in KV_DTYPE_BYTES:
+            return KV_DTYPE_BYTES[name.removeprefix("torch.")]
+    return model_bytes
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _mla_cell(model: ModelDims, dtype_bytes: float, tp_attn: int) -> tuple[int | None, str]:
+    if model.kv_lora_rank is not None and model.qk_rope_head_dim is not None:
+        layers = model.mla_layers or model.num_hidden_layers
+        if layers is None:
+            return None, ""
+        width = model.kv_lora_rank + model.qk_rope_head_dim
+        cell = int(width * layers * dtype_bytes)
+        return (
+            cell,
+            f"MLA ({model.kv_lora_rank} + {model.qk_rope_head_dim}) x {layers} layers "
+            f"x {dtype_bytes:g} B",
+        )
+    heads, dim = model.num_key_value_heads, model.head_dim
+    if dim is None and model.hidden_size and model.num_attention_heads:
+        dim = model.hidden_size // model.num_attention_heads
+    layers = model.num_hidden_layers
+    if heads is None or dim is None or layers is None:
+        return None, ""
+    per_rank = max(1, heads // max(1, tp_attn))
+    v_dim = model.v_head_dim or dim
+    cell = int(per_rank * (dim + v_dim) * layers * dtype_bytes)
+    return cell, (
+        f"{per_rank} KV heads/rank x ({dim} + {v_dim}) x {layers} layers x {dtype_bytes:g} B"
+    )
+
+
+def sizing_inputs(
+    parsed: ParsedLog, model: ModelDims | None = None, *, kv_dtype_bytes: float | None = None
+) -> SizingInputs:
+    """Read the sizing inputs of the selected startup (rank 0, or the rank the user chose)."""
+    startup = parsed.startup
+    events = startup.events
+    first_pool_end = next(
+        (i for i, e in enumerate(events) if e.kind is EventKind.MEMORY_POOL_END), len(events)
+    )
+    second_pool_end = next(
+        (
+            i
+            for i, e in enumerate(events)
+            if e.kind is EventKind.MEMORY_POOL_END and i > first_pool_end
+        ),
+        len(events),
+    )
+    before = events[:first_pool_end]
+    load_begin = next((e for e in events if e.kind is EventKind.LOAD_BEGIN), None)
+    load_ends = [e for e in before if e.kind is EventKind.LOAD_END and "avail" in e.sizes]
+    first_load_end = next((e for e in events if e.kind is EventKind.LOAD_END), None)
+    budget_event = load_ends[-1] if load_ends else None
+    p = _min_over_ranks(parsed, _reading(load_begin, "avail"), "load_begin_avail")
+    a_own = _reading(budget_event, "avail")
+    if budget_event is not None and budget_event is first_load_end:
+        a = _min_over_ranks(parsed, a_own, "load_end_avail")
+    elif a_own is not None:
+        a = a_own.model_copy(update={"note": "rank 0's reading after the draft load"})
+    else:
+        a = None
+
+    knobs = {k: startup.server_args[k] for k in KNOBS if k in startup.server_args}
+    if "dcp_size" not in knobs and "attn_cp_size" in startup.server_args:
+        knobs["dcp_size"] = startup.server_args["attn_cp_size"]
+    server_args_line = next((e.line for e in events if e.kind is EventKind.SERVER_ARGS), None)
+
+    target = [
+        _pool(e)
+        for e in before
+        if e.kind is EventKind.KV_ALLOCATED and not e.values.get("va_upper_bound")
+    ]
+    draft = [
+        _pool(e)
+        for e in events[first_pool_end:second_pool_end]
+        if e.kind is EventKind.KV_ALLOCATED and not e.values.get("va_upper_bound")
+    ]
+    swa = next((e for e in before if e.kind is EventKind.SWA_SPLIT), None)
+    mamba_event = next((e for e in before if e.kind is EventKind.MAMBA_ALLOCATED), None)
+    replay = next((e for e in before if e.kind is EventKind.REPLAY_SSM), None)
+    mamba: MambaState | None = None
+    if mamba_event is not None and _int(mamba_event.values.get("max_mamba_cache_size")) is not None:
+        main = [mamba_event.sizes[k] for k in ("conv_state", "ssm_state") if k in mamba_event.sizes]
+        inter = [
+            mamba_event.sizes[k]
+            for k in ("intermediate_ssm", "intermediate_conv")
+            if k in mamba_event.sizes
+        ]
+        replay_sizes = (
+            [s for k, s in replay.sizes.items() if k != "total"] if replay is not None else []
+        )
+        if replay is not None and not replay_sizes and "total" in replay.sizes:
+            replay_sizes = [replay.sizes["total"]]
+        slots = _int(mamba_event.values.get("max_mamba_cache_size"))
+        assert slots is not None
+        mamba = MambaState(
+            line=mamba_event.line,
+            slots=slots,
+            bytes=sum(s.bytes for s in main),
+            half_ulp=sum(s.half_ulp for s in main),
+            intermediate_bytes=sum(s.bytes for s in inter),
+            replay_bytes=sum(s.bytes for s in replay_sizes),
+            replay_half_ulp=sum(s.half_ulp for s in replay_sizes),
+            replay_line=replay.line if replay is not None else None,
+        )
+
+    summary = next((e for e in events if e.kind is EventKind.SUMMARY), None)
+    logged = _int(summary.values.get("max_total_num_tokens")) if summary else None
+    logged_line = summary.line if summary and logged is not None else None
+    source = "scheduler summary line" if logged is not None else ""
+    if logged is None and target and target[-1].tokens is not None and swa is None:
+        logged, logged_line, source = target[-1].tokens, target[-1].line, "KV line #tokens"
+    if logged is None and swa is not None:
+        logged = _int(swa.values.get("full_layer_tokens"))
+        logged_line, source = swa.line, "sliding-window split line"
+
+    kv_dtype_event = next((e for e in events if e.kind is EventKind.KV_DTYPE), None)
+    logged_kv_dtype = target[0].dtype if target and target[0].dtype else None
+    if logged_kv_dtype is None and kv_dtype_event is not None:
+        value = kv_dtype_event.values.get("dtype")
+        logged_kv_dtype = value if isinstance(value, str) else None
+    model_dtype = first_load_end.values.get("dtype") if first_load_end is not None else None
+
+    readings = [e for e in events if "avail" in e.sizes or "available_gpu_mem" in e.sizes]
+    free_last: Reading | None = None
+    if readings:
+        last = readings[-1]
+        key = "available_gpu_mem" if "available_gpu_mem" in last.sizes else "avail"
+        free_last = _reading(last, key, f"{last.kind.value}")
+
+    state = sum(p.bytes for p in target) + sum(p.bytes for p in draft)
+    if mamba is not None:
+        state += mamba.bytes + mamba.replay_bytes + mamba.intermediate_bytes
+
+    cell: int | None = None
+    cell_note = ""
+    if model is not None:
+        elem = (
+            kv_dtype_bytes
+            if kv_dtype_bytes is not None
+            else kv_element_bytes(logged_kv_dtype, knobs.get("kv_cache_dtype"), model.dtype_bytes)
+        )
+        tp = _int(knobs.get("tp_size")) or 1
+        dp = _int(knobs.get("dp_size")) or 1
+        attn_tp = tp // dp if knobs.get("enable_dp_attention") else tp
+        if elem is not None:
+            cell, cell_note = _mla_cell(model, float(elem), attn_tp)
+
+    rest_event = next((e for e in before if e.kind is EventKind.ASCEND_KV_AVAIL), None)
+    return SizingInputs(
+        path=parsed.path,
+        logged_rest=_reading(rest_event, "avail_kv", "the rest as the log printed it"),
+        version=version_range(events),
+        load_begin=p,
+        budget_avail=a,
+        knobs=knobs,
+        server_args_line=server_args_line,
+        target_kv=target,
+        draft_kv=draft,
+        swa_full_tokens=_int(swa.values.get("full_layer_tokens")) if swa else None,
+        swa_swa_tokens=_int(swa.values.get("swa_layer_tokens")) if swa else None,
+        swa_line=swa.line if swa else None,
+        mamba=mamba,
+        logged_tokens=logged,
+        logged_tokens_line=logged_line,
+        logged_tokens_source=source,
+        logged_max_running_requests=_int(summary.values.get("max_running_requests"))
+        if summary
+        else None,
+        logged_context_len=_int(summary.values.get("context_len")) if summary else None,
+        logged_kv_dtype=logged_kv_dtype,
+        model_dtype=model_dtype if isinstance(model_dtype, str) else None,
+        free_last=free_last,
+        state_logged_bytes=state,
+        theoretical_cell_bytes=cell,
+        theoretical_cell_note=cell_note,
+    )

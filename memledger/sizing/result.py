@@ -1,0 +1,134 @@
+"""The sizing verdict of one log: SGLang's arithmetic beside what the log printed."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memledger.sizing.inputs import SizingInputs
+from memledger.sizing.model import Prediction, Settings, base_settings, predict
+from memledger.units import GIB
+
+TOLERANCE = 0.005
+"""A prediction within 0.5 % of the logged value (or inside its printing range) is a match."""
+
+
+class SizingResult(BaseModel):
+    """`ledger --format json` key `sizing` (the first six keys are the contract)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    predicted_max_total_num_tokens: int | None
+    logged_max_total_num_tokens: int | None
+    min_mem_fraction_static: float | None
+    """1 - A/P: below it the weights leave nothing for the KV pool (SGLang's own refusal)."""
+    slack_bytes: int | None
+    """P x (1 - mem_fraction_static): what everything sized after the KV pool must fit in."""
+    bytes_per_token: float | None
+    """Bytes per KV token as this log's KV lines show them (cell size)."""
+    mismatch: str | None
+    """None, or one sentence: why there is no prediction or why it misses."""
+    predicted_range: list[int] | None = None
+    """[low, high] the printing precision of P, A and the KV line allows."""
+    logged_source: str = ""
+    theoretical_bytes_per_token: int | None = None
+    theoretical_note: str = ""
+    implied_mem_fraction_static: float | None = None
+    """The mfs the logged pools imply: 1 - (A - pools) / P (when server_args does not say)."""
+    slack_used_bytes: int | None = None
+    """Allocated after the weights, beyond the state pools: A - last free reading - pools."""
+    free_last_bytes: int | None = None
+    version: str = "unknown"
+    prediction: Prediction = Field(default_factory=Prediction)
+    settings: Settings = Field(default_factory=Settings)
+
+
+def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
+    assert pred.tokens is not None and pred.rest_bytes is not None
+    off = (pred.tokens - logged) / logged * 100 if logged else 0.0
+    rest_logged = inputs.logged_rest
+    if rest_logged is not None and logged and inputs.state_logged_bytes > rest_logged.bytes:
+        sized_cell = rest_logged.bytes / logged
+        return (
+            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the log prints a "
+            f"rest of {rest_logged.bytes / GIB:.2f} GiB (line {rest_logged.line}), which holds "
+            f"{logged:,} tokens only at ~{sized_cell:,.0f} B/token, but its KV line shows "
+            f"{pred.cell_bytes or 0:,.0f} B/token: this backend sizes with a smaller cell than it "
+            "allocates (not modelled)"
+        )
+    over = inputs.state_logged_bytes - (pred.rest_bytes if pred.rest_bytes > 0 else 0)
+    if over > 0.02 * GIB and over > 0.05 * max(pred.rest_bytes, 1):
+        return (
+            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the logged pools "
+            f"exceed SGLang's budget by {over / GIB:.2f} GiB, so this build sizes them by its "
+            "own rule (a fork or a backend-specific pool)"
+        )
+    device = str(inputs.knobs.get("device") or "")
+    if device == "npu":
+        return (
+            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the Ascend pool's "
+            "bytes per token differ from the KV line's; the NPU sizing is not modelled"
+        )
+    if inputs.mamba is not None:
+        return (
+            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the state-slot "
+            f"accounting of release {inputs.version.text} is not reproduced from the printed "
+            "state sizes"
+        )
+    return (
+        f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %), outside the printing "
+        "range: an adjustment this model does not know"
+    )
+
+
+def size_log(inputs: SizingInputs) -> SizingResult:
+    """SGLang's sizing redone with this log's own numbers, beside the logged result."""
+    settings = base_settings(inputs)
+    pred = predict(inputs, settings)
+    logged = inputs.logged_tokens
+    p, a = inputs.load_begin, inputs.budget_avail
+    min_mfs = (
+        round(1 - a.bytes / p.bytes, 4) if p is not None and a is not None and p.bytes > 0 else None
+    )
+    implied = None
+    if p is not None and a is not None and p.bytes > 0 and inputs.state_logged_bytes:
+        implied = round(1 - (a.bytes - inputs.state_logged_bytes) / p.bytes, 4)
+    mismatch: str | None = None
+    if pred.tokens is None:
+        mismatch = pred.missing
+        if implied is not None and settings.mem_fraction_static is None:
+            mismatch = f"{mismatch}; the logged pools imply mem_fraction_static ~ {implied:.3f}"
+    elif logged is None:
+        mismatch = None
+    else:
+        inside = (pred.tokens_low or 0) <= logged <= (pred.tokens_high or 0)
+        close = abs(pred.tokens - logged) <= TOLERANCE * logged
+        if not (inside or close):
+            mismatch = _miss_reason(inputs, pred, logged)
+    used = None
+    free = inputs.free_last.bytes if inputs.free_last is not None else None
+    if a is not None and free is not None and inputs.state_logged_bytes:
+        used = a.bytes - free - inputs.state_logged_bytes
+    return SizingResult(
+        predicted_max_total_num_tokens=pred.tokens,
+        logged_max_total_num_tokens=logged,
+        min_mem_fraction_static=min_mfs,
+        slack_bytes=pred.slack_bytes,
+        bytes_per_token=round(pred.cell_bytes, 1) if pred.cell_bytes is not None else None,
+        mismatch=mismatch,
+        predicted_range=[pred.tokens_low, pred.tokens_high]
+        if pred.tokens_low is not None and pred.tokens_high is not None
+        else None,
+        logged_source=(
+            f"{inputs.logged_tokens_source} (line {inputs.logged_tokens_line})"
+            if logged is not None
+            else ""
+        ),
+        theoretical_bytes_per_token=inputs.theoretical_cell_bytes,
+        theoretical_note=inputs.theoretical_cell_note,
+        implied_mem_fraction_static=implied,
+        slack_used_bytes=used,
+        free_last_bytes=free,
+        version=inputs.version.text,
+        prediction=pred,
+        settings=settings,
+    )

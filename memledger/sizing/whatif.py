@@ -1,0 +1,246 @@
+"""What-if: the pools under other settings, anchored on the measured log.
+
+Each figure is `measured + (model(new) - model(log's own settings))`: the model's own error on this
+log cancels, so the log's own settings reproduce the log exactly, and a fork whose absolute sizing
+the model misses still gets the effect of a change (marked as such).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memledger.errors import ConfigError
+from memledger.sizing.inputs import SizingInputs
+from memledger.sizing.model import SETTING_NAMES, Prediction, Settings, Term, base_settings, predict
+
+# What each knob moves, for the notes on effects this model leaves out.
+UNMODELLED: dict[str, str] = {
+    "cuda_graph_max_bs": (
+        "cuda_graph_max_bs changes CUDA-graph memory, which comes out of the slack after the KV "
+        "pool is sized: not modelled (headroom shown without it)"
+    ),
+    "page_size": "page_size also changes attention-backend workspaces: not modelled",
+    "context_length": (
+        "context_length also changes the attention workspaces and the model's position buffers: "
+        "not modelled"
+    ),
+}
+
+
+class WhatIfRow(BaseModel):
+    """One figure: the log, the model under the log's settings and under the new ones."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    unit: str
+    measured: int | float | None
+    """What the log printed (None: the log does not print it)."""
+    modelled_base: int | float | None
+    modelled_new: int | float | None
+    predicted: int | float | None
+    """measured + (modelled_new - modelled_base); modelled_new where nothing was measured."""
+    delta: int | float | None
+    delta_pct: float | None
+    low: int | float | None = None
+    high: int | float | None = None
+    """The ± range of `predicted` from the printing precision of the inputs."""
+    kind: str = "modelled"
+    """`anchored` (measured + modelled change) or `modelled` (no measured value to anchor on)."""
+
+
+class WhatIf(BaseModel):
+    """The answer to `memledger whatif LOG --set NAME=VALUE ...`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    version: str
+    changes: dict[str, int | float | str | None]
+    base: Settings
+    new: Settings
+    rows: list[WhatIfRow]
+    arithmetic: list[Term]
+    notes: list[str] = Field(default_factory=list)
+    missing: str | None = None
+    """Why no prediction could be made (then rows holds what the log measured only)."""
+
+
+def parse_setting(name: str, text: str | int | float | None) -> int | float | str | None:
+    """A `--set` value for `name`, typed as Settings wants it; ConfigError when it does not fit."""
+    if name not in SETTING_NAMES:
+        raise ConfigError(f"unknown setting {name!r}; known: {', '.join(SETTING_NAMES)}")
+    if text is None or (isinstance(text, str) and text.lower() in ("none", "null", "")):
+        if name == "page_size":
+            raise ConfigError("page_size cannot be unset")
+        return None
+    annotation = str(Settings.model_fields[name].annotation)
+    try:
+        if "float" in annotation:
+            value = float(text)
+            if not 0 < value < 1:
+                raise ConfigError(f"{name} must be between 0 and 1, got {text}")
+            return value
+        if "int" in annotation:
+            number = int(str(text))
+            if number < 0 or number > 1 << 40:
+                raise ConfigError(f"{name} out of range: {text}")
+            if name == "page_size" and number < 1:
+                raise ConfigError("page_size must be at least 1")
+            return number
+    except ValueError:
+        raise ConfigError(f"{name} needs a number, got {text!r}") from None
+    return str(text)
+
+
+def _row(
+    name: str,
+    unit: str,
+    measured: int | float | None,
+    base: int | float | None,
+    new: int | float | None,
+    low: int | float | None = None,
+    high: int | float | None = None,
+) -> WhatIfRow:
+    if measured is not None and base is not None and new is not None:
+        delta: int | float | None = new - base
+        anchored = measured + (new - base)
+        predicted: int | float | None = anchored
+        kind = "anchored"
+        shift = anchored - new
+        low = None if low is None else low + shift
+        high = None if high is None else high + shift
+    else:
+        predicted = new
+        delta = None if base is None or new is None else new - base
+        kind = "modelled"
+    reference = measured if measured is not None else base
+    pct = (
+        round(delta / reference * 100, 3)
+        if delta is not None and reference not in (None, 0)
+        else None
+    )
+    return WhatIfRow(
+        name=name,
+        unit=unit,
+        measured=measured,
+        modelled_base=base,
+        modelled_new=new,
+        predicted=predicted,
+        delta=delta,
+        delta_pct=pct,
+        low=low,
+        high=high,
+        kind=kind,
+    )
+
+
+def _rows(inputs: SizingInputs, pb: Prediction, pn: Prediction) -> list[WhatIfRow]:
+    logged = inputs.logged_tokens
+    dcp = inputs.knobs.get("dcp_size")
+    dcp_n = dcp if isinstance(dcp, int) and not isinstance(dcp, bool) and dcp > 1 else 1
+    dp_n = 1
+    dp = inputs.knobs.get("dp_size")
+    if inputs.knobs.get("enable_dp_attention") and isinstance(dp, int) and dp > 1:
+        dp_n = dp
+    rows = [
+        _row(
+            "KV tokens per rank",
+            "tokens",
+            logged,
+            pb.tokens,
+            pn.tokens,
+            pn.tokens_low,
+            pn.tokens_high,
+        ),
+        _row(
+            "KV tokens per DP group",
+            "tokens",
+            None if logged is None else logged * dcp_n,
+            pb.tokens_per_dp_group,
+            pn.tokens_per_dp_group,
+        ),
+        _row(
+            "KV tokens per instance",
+            "tokens",
+            None if logged is None else logged * dcp_n * dp_n,
+            pb.tokens_per_instance,
+            pn.tokens_per_instance,
+        ),
+    ]
+    target_bytes = sum(p.bytes for p in inputs.target_kv) or None
+    rows.append(_row("KV pool", "bytes", target_bytes, pb.kv_bytes, pn.kv_bytes))
+    if pb.swa_tokens is not None or pn.swa_tokens is not None:
+        rows.append(
+            _row(
+                "SWA tokens per rank", "tokens", inputs.swa_swa_tokens, pb.swa_tokens, pn.swa_tokens
+            )
+        )
+    if inputs.mamba is not None:
+        mamba = inputs.mamba
+        state_logged = mamba.bytes + mamba.replay_bytes
+        per_slot = pb.per_slot_bytes
+        rows.append(_row("state slots (K)", "slots", mamba.slots, pb.mamba_slots, pn.mamba_slots))
+        rows.append(_row("state per slot", "bytes", per_slot, per_slot, pn.per_slot_bytes))
+        base_pool = (
+            None if pb.mamba_slots is None or per_slot is None else (pb.mamba_slots + 1) * per_slot
+        )
+        new_pool = (
+            None if pn.mamba_slots is None or per_slot is None else (pn.mamba_slots + 1) * per_slot
+        )
+        rows.append(_row("state pool", "bytes", state_logged, base_pool, new_pool))
+    rows.append(
+        _row("req_to_token table", "bytes", None, pb.req_to_token_bytes, pn.req_to_token_bytes)
+    )
+    rows.append(_row("slack P x (1 - mfs)", "bytes", None, pb.slack_bytes, pn.slack_bytes))
+    free = inputs.free_last.bytes if inputs.free_last is not None else None
+    if free is not None and pb.slack_bytes is not None and pn.slack_bytes is not None:
+        table_delta = (pn.req_to_token_bytes or 0) - (pb.req_to_token_bytes or 0)
+        rows.append(
+            _row(
+                "headroom (free at the last reading)",
+                "bytes",
+                free,
+                free,
+                free + (pn.slack_bytes - pb.slack_bytes) - table_delta,
+            )
+        )
+    return rows
+
+
+def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]) -> WhatIf:
+    """The pools under `changes` (setting -> value), beside the measured log."""
+    typed = {name: parse_setting(name, value) for name, value in changes.items()}
+    base = base_settings(inputs)
+    new = base.model_copy(update=typed)
+    pb = predict(inputs, base)
+    pn = predict(inputs, new)
+    notes = list(dict.fromkeys(pn.notes))
+    notes.extend(
+        UNMODELLED[name]
+        for name in typed
+        if typed[name] != getattr(base, name) and name in UNMODELLED
+    )
+    if (
+        "max_running_requests" in typed
+        and inputs.mamba is None
+        and pb.req_to_token_bytes == pn.req_to_token_bytes
+    ):
+        notes.append(
+            "max_running_requests moves no pool of this log: no state slots, and the request "
+            "table is sized without it"
+        )
+    missing = pn.missing or pb.missing
+    return WhatIf(
+        path=inputs.path,
+        version=inputs.version.text,
+        changes=dict(typed),
+        base=base,
+        new=new,
+        rows=_rows(inputs, pb, pn),
+        arithmetic=pn.terms,
+        notes=notes,
+        missing=missing,
+    )

@@ -1,0 +1,112 @@
+"""The sizing model on every real log and sample: predictions, misses with reasons, identity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import memledger
+from memledger.sizing import SizingResult, size_log, sizing_inputs, whatif
+from memledger.sizing.result import TOLERANCE
+from memledger.units import GIB
+from tests.conftest import PROJECT_ROOT, real_log_paths
+
+SAMPLES = sorted((PROJECT_ROOT / "samples").glob("*.log"))
+# Measured on the real logs (issue 9): 11 of the 15 that print both values match within 0.5 %;
+# each of the other four carries its reason. A drop below this is a regression.
+MIN_MATCHES = 11
+
+
+def _result(path: Path) -> SizingResult:
+    return size_log(sizing_inputs(memledger.load(path)))
+
+
+def _comparable(path: Path) -> bool:
+    parsed = memledger.load(path)
+    read = sizing_inputs(parsed)
+    summary = any(
+        e.kind.value == "summary" and e.values.get("max_total_num_tokens")
+        for e in parsed.startup.events
+    )
+    return summary and read.load_begin is not None
+
+
+def test_predictions_within_half_a_percent_or_a_stated_reason() -> None:
+    matches = 0
+    compared = 0
+    for path in real_log_paths():
+        if not _comparable(path):
+            continue
+        compared += 1
+        result = _result(path)
+        logged = result.logged_max_total_num_tokens
+        predicted = result.predicted_max_total_num_tokens
+        assert logged is not None
+        if predicted is not None and abs(predicted - logged) <= TOLERANCE * logged:
+            matches += 1
+            assert result.mismatch is None, path.name
+        else:
+            assert result.mismatch, f"{path.name}: a miss without a reason"
+    assert compared >= 15
+    assert matches >= MIN_MATCHES
+
+
+@pytest.mark.parametrize(
+    ("name", "logged", "low", "high"),
+    [
+        ("single/012-qwen25-3b-tp1-notag-nohup-nocudagraph.log", 1_743_556, 1_743_000, 1_744_200),
+        ("single/022-grok2-tp8-h100-k8s-v0.5.2rc2.log", 903_439, 903_000, 905_000),
+        ("single/001-docker-r1-distill-qwen7b-3090.log", 105_531, 105_200, 105_900),
+    ],
+)
+def test_issue_hand_checks(name: str, logged: int, low: int, high: int) -> None:
+    """The issue's hand-redone figures (1,743,637 / 904,538 / 105,584) land in the same place."""
+    path = next(p for p in real_log_paths() if p.as_posix().endswith(name))
+    result = _result(path)
+    assert result.logged_max_total_num_tokens == logged
+    assert result.predicted_max_total_num_tokens is not None
+    assert low <= result.predicted_max_total_num_tokens <= high
+
+
+def test_kimi_min_mem_fraction_static() -> None:
+    """single/007: 1 - A/P = 1 - 209.96/283.53 (the review's 0.259)."""
+    path = next(p for p in real_log_paths() if "single/007" in p.as_posix())
+    assert _result(path).min_mem_fraction_static == pytest.approx(0.2595, abs=0.001)
+
+
+@pytest.mark.parametrize("path", [*real_log_paths(), *SAMPLES], ids=lambda p: p.name[:30])
+def test_whatif_identity(path: Path) -> None:
+    """The log's own settings reproduce every measured figure exactly."""
+    read = sizing_inputs(memledger.load(path))
+    base = size_log(read).settings
+    answer = whatif(
+        read, {"mem_fraction_static": base.mem_fraction_static, "page_size": base.page_size}
+    )
+    for row in answer.rows:
+        if row.measured is not None and row.predicted is not None:
+            assert row.predicted == row.measured, row.name
+            assert row.delta == 0
+
+
+def test_article_extra_slots_whatif() -> None:
+    """DP16, extra slots 8 -> 2: 6 slots x 0.64 GiB (about 3.8 GiB) move into the MLA KV pool."""
+    read = sizing_inputs(memledger.load(PROJECT_ROOT / "samples" / "dp16.log"))
+    answer = whatif(read, {"disaggregation_decode_extra_slots": 2})
+    rows = {row.name: row for row in answer.rows}
+    assert rows["state slots (K)"].predicted == 26
+    per_slot = rows["state per slot"].measured
+    assert per_slot is not None and 0.63 * GIB < per_slot < 0.65 * GIB
+    moved = rows["KV pool"].delta
+    assert moved is not None and 3.8 * GIB <= moved <= 3.9 * GIB
+    assert rows["state pool"].delta == pytest.approx(-moved, abs=0.01 * GIB)
+    tokens = rows["KV tokens per rank"]
+    assert tokens.measured == 3_192_320
+    assert tokens.delta is not None and tokens.delta % 64 == 0
+    assert tokens.delta == pytest.approx(moved / 13_824, abs=64)
+
+
+def test_samples_miss_is_named() -> None:
+    for path in SAMPLES:
+        result = _result(path)
+        assert result.mismatch is not None and "exceed SGLang's budget" in result.mismatch

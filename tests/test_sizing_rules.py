@@ -1,0 +1,351 @@
+"""One test per SGLang sizing rule (memledger/sglang/sizing_rules.py), each naming its source line.
+
+The inputs are built by hand, so each test checks the arithmetic of one rule in isolation.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+import memledger
+from memledger.sglang.sizing_rules import RULE, RULES, version_code
+from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
+from memledger.sizing.inputs import KVPool, MambaState, Reading
+from memledger.sizing.model import default_mem_fraction_static
+from memledger.sizing.version import VersionRange
+from memledger.units import GIB
+
+MIB = 1 << 20
+
+
+def gib(value: float) -> int:
+    return round(value * GIB)
+
+
+def inputs(
+    *,
+    version: tuple[str | None, str | None] = ("0.5.9", "0.5.9"),
+    p: float = 80.0,
+    a: float = 70.0,
+    knobs: dict[str, Any] | None = None,
+    target: list[tuple[int | None, int]] | None = None,
+    draft: list[tuple[int | None, int]] | None = None,
+    mamba: MambaState | None = None,
+    swa: tuple[int, int] | None = None,
+    logged: int | None = None,
+) -> SizingInputs:
+    """SizingInputs with exact (unrounded) readings; pools as (tokens, bytes)."""
+    first, last = version
+    return SizingInputs(
+        path="<test>",
+        version=VersionRange(
+            first=version_code(first) if first else None,
+            last=version_code(last) if last else None,
+        ),
+        load_begin=Reading(bytes=gib(p), line=1),
+        budget_avail=Reading(bytes=gib(a), line=2),
+        knobs={"mem_fraction_static": 0.8, "page_size": 1, **(knobs or {})},
+        target_kv=[KVPool(line=3, tokens=t, bytes=b, half_ulp=0) for t, b in (target or [])],
+        draft_kv=[KVPool(line=5, tokens=t, bytes=b, half_ulp=0) for t, b in (draft or [])],
+        swa_full_tokens=swa[0] if swa else None,
+        swa_swa_tokens=swa[1] if swa else None,
+        mamba=mamba,
+        logged_tokens=logged,
+        logged_context_len=(knobs or {}).get("context_length"),
+    )
+
+
+def pool(tokens: int, cell: int, pad: int = 1) -> tuple[int, int]:
+    return tokens, (tokens + pad) * cell
+
+
+def test_every_rule_has_a_test() -> None:
+    module = sys.modules[__name__]
+    missing = [r.id for r in RULES if not hasattr(module, f"test_rule_{r.id}")]
+    assert missing == []
+    assert all(rule.source.startswith("v0.") for rule in RULES)
+
+
+def test_rule_budget() -> None:
+    """rest = A - P x (1 - mfs): v0.5.8 model_executor/model_runner_kv_cache_mixin.py:138-140."""
+    pred = predict(inputs(p=80, a=70, target=[pool(100, 1 << 20)]))
+    assert pred.slack_bytes == gib(80 * 0.2)
+    assert pred.rest_bytes == gib(70) - gib(16)
+
+
+def test_rule_world_min() -> None:
+    """P and A are world minima: v0.5.8 model_runner_kv_cache_mixin.py:112-117."""
+    text = "\n".join(
+        [
+            "[2026-01-01 00:00:00 TP0] Load weight begin. avail mem=80.00 GB",
+            "[2026-01-01 00:00:00 TP1] Load weight begin. avail mem=79.50 GB",
+            "[2026-01-01 00:00:01 TP0] Load weight end. type=X, dtype=torch.bfloat16, "
+            "avail mem=70.00 GB, mem usage=10.00 GB.",
+            "[2026-01-01 00:00:01 TP1] Load weight end. type=X, dtype=torch.bfloat16, "
+            "avail mem=69.00 GB, mem usage=10.50 GB.",
+        ]
+    )
+    read = sizing_inputs(memledger.load_text(text))
+    assert read.load_begin is not None and read.budget_avail is not None
+    assert read.load_begin.bytes == gib(79.5)
+    assert read.budget_avail.bytes == gib(69)
+    assert "minimum over 2 ranks" in read.budget_avail.note
+
+
+def test_rule_tokens() -> None:
+    """tokens = int(rest x 2^30) // cell: v0.5.8 model_runner_kv_cache_mixin.py:144."""
+    cell = 36_864
+    pred = predict(
+        inputs(p=78.64, a=72.76, knobs={"mem_fraction_static": 0.836}, target=[pool(1000, cell)])
+    )
+    rest = gib(72.76) - round(gib(78.64) * (1 - 0.836))
+    assert pred.tokens == rest // cell
+
+
+def test_rule_kv_buffer_rows() -> None:
+    """K/V buffers hold #tokens + page_size rows: v0.5.8 mem_cache/memory_pool.py:765,773;
+    before 0.4.4 #tokens + 1 (v0.4.1 mem_cache/memory_pool.py:197)."""
+    paged = predict(inputs(knobs={"page_size": 64}, target=[pool(6400, 1000, pad=64)]))
+    assert paged.cell_bytes == pytest.approx(1000)
+    old = predict(inputs(version=("0.4.2", "0.4.3"), target=[(None, 101 * 1000)], logged=100))
+    assert old.cell_bytes == pytest.approx(1000)
+
+
+def _mamba(slots: int, per_slot: int) -> MambaState:
+    return MambaState(line=2, slots=slots, bytes=(slots + 1) * per_slot, half_ulp=0)
+
+
+def test_rule_mamba_first() -> None:
+    """State is taken first, K x per_req: v0.5.8 model_runner_kv_cache_mixin.py:199-204."""
+    per_slot = 100 * MIB
+    knobs = {"disable_radix_cache": True, "max_running_requests": 40}
+    pred = predict(
+        inputs(
+            version=("0.5.13", "0.5.16"),
+            knobs=knobs,
+            target=[pool(10, 4096)],
+            mamba=_mamba(40, per_slot),
+        )
+    )
+    assert pred.mamba_slots == 40
+    assert pred.state_bytes == 40 * per_slot
+    assert pred.kv_budget_bytes == pred.rest_bytes - 40 * per_slot  # type: ignore[operator]
+
+
+def test_rule_mamba_padding_slot() -> None:
+    """(K + 1) x per slot from 0.5.20: v0.5.23 mem_cache/kv_cache_configurator.py:3405-3409."""
+    per_slot = 100 * MIB
+    knobs = {"disable_radix_cache": True, "max_running_requests": 40}
+    pred = predict(
+        inputs(
+            version=("0.5.20", "0.5.23"),
+            knobs=knobs,
+            target=[pool(10, 4096)],
+            mamba=_mamba(40, per_slot),
+        )
+    )
+    assert pred.state_bytes == 41 * per_slot
+
+
+def test_rule_mamba_slots_fixed() -> None:
+    """Radix off: K = max_running_requests // dp (+ PD-decode extra slots):
+    v0.5.16 mem_cache/kv_cache_configurator.py:1733-1750; disaggregation/decode.py:135."""
+    knobs = {
+        "disable_radix_cache": True,
+        "max_running_requests": 384,
+        "dp_size": 16,
+        "enable_dp_attention": True,
+        "disaggregation_mode": "decode",
+        "disaggregation_decode_extra_slots": 8,
+    }
+    read = inputs(
+        version=("0.5.20", "0.5.20"), knobs=knobs, target=[pool(10, 4096)], mamba=_mamba(32, MIB)
+    )
+    assert predict(read).mamba_slots == 24 + 8
+    fewer = base_settings(read).model_copy(update={"disaggregation_decode_extra_slots": 2})
+    assert predict(read, fewer).mamba_slots == 24 + 2
+
+
+def test_rule_mamba_ratio_split() -> None:
+    """Radix on: K = int(rest x m/(1+m) // per_req):
+    v0.5.8 model_executor/model_runner_kv_cache_mixin.py:182-197."""
+    per_slot = 128 * MIB
+    read = inputs(
+        version=("0.5.11", "0.5.11"),
+        p=31.49,
+        a=16.98,
+        knobs={"mem_fraction_static": 0.85},
+        target=[pool(10, 4096)],
+        mamba=_mamba(40, per_slot),
+    )
+    pred = predict(read)
+    rest = pred.rest_bytes
+    assert rest is not None
+    assert pred.mamba_slots == int(rest / GIB * 0.9 / 1.9 * GIB // per_slot)
+
+
+def test_rule_swa_split() -> None:
+    """cell = F + r x S; full = rest // cell; swa = int(full x r):
+    v0.5.16 model_executor/pool_configurator.py:376-425."""
+    full_cell, swa_cell = 49_152, 147_456
+    read = inputs(
+        version=("0.5.16", "0.5.16"),
+        target=[pool(800, swa_cell), pool(1000, full_cell)],
+        swa=(1000, 800),
+    )
+    pred = predict(read)
+    assert pred.kv_budget_bytes is not None and pred.tokens is not None
+    assert pred.tokens == pred.kv_budget_bytes // (full_cell + 0.8 * swa_cell)
+    assert pred.swa_tokens == int(pred.tokens * 0.8)
+
+
+def test_rule_draft_in_cell() -> None:
+    """Draft KV in the cell from 0.5.14: v0.5.16 model_executor/pool_configurator.py:135-170;
+    SWA models only for EAGLE/STANDALONE (:349-374)."""
+    eagle = inputs(
+        version=("0.5.16", "0.5.16"),
+        knobs={"speculative_algorithm": "EAGLE"},
+        target=[pool(1000, 8000)],
+        draft=[pool(1000, 2000)],
+    )
+    assert predict(eagle).cell_bytes == pytest.approx(10_000)
+    dflash_swa = inputs(
+        version=("0.5.16", "0.5.16"),
+        knobs={"speculative_algorithm": "DFLASH"},
+        target=[pool(800, 3000), pool(1000, 1000)],
+        draft=[pool(1000, 500)],
+        swa=(1000, 800),
+    )
+    assert predict(dflash_swa).cell_bytes == pytest.approx(1000 + 0.8 * 3000)
+
+
+def test_rule_draft_outside() -> None:
+    """Draft KV outside the budget <= 0.5.13: v0.5.8 model_runner_kv_cache_mixin.py:291-297."""
+    read = inputs(
+        version=("0.5.3", "0.5.8"),
+        knobs={"speculative_algorithm": "EAGLE"},
+        target=[pool(1000, 8000)],
+        draft=[pool(1000, 2000)],
+    )
+    pred = predict(read)
+    assert pred.cell_bytes == pytest.approx(8000)
+    assert any("outside the budget" in note for note in pred.notes)
+
+
+def test_rule_spec_headroom() -> None:
+    """0.4.4-0.5.6 add R x steps x topk + R x draft + 100: v0.4.6.post2 model_runner.py:779-799."""
+    knobs = {
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 2,
+        "speculative_num_draft_tokens": 4,
+        "max_running_requests": 10,
+    }
+    base = inputs(version=("0.4.6", "0.4.6"), target=[pool(1000, 1 << 20)])
+    spec = inputs(version=("0.4.6", "0.4.6"), knobs=knobs, target=[pool(1000, 1 << 20)])
+    assert predict(spec).tokens == predict(base).tokens + 10 * 3 * 2 + 10 * 4 + 100  # type: ignore[operator]
+
+
+def test_rule_max_total_tokens() -> None:
+    """min(T, --max-total-tokens): v0.5.8 model_runner_kv_cache_mixin.py:299-306."""
+    read = inputs(knobs={"max_total_tokens": 5000}, target=[pool(1000, 1 << 20)])
+    assert predict(read).tokens == 5000
+    big = inputs(knobs={"max_total_tokens": 10**9}, target=[pool(1000, 1 << 20)])
+    assert predict(big).tokens == predict(inputs(target=[pool(1000, 1 << 20)])).tokens
+
+
+def test_rule_page_round() -> None:
+    """T // page_size x page_size: v0.5.8 model_runner_kv_cache_mixin.py:308-312."""
+    pred = predict(inputs(knobs={"page_size": 128}, target=[pool(1280, 70_000, pad=128)]))
+    assert pred.tokens is not None and pred.tokens % 128 == 0
+    raw = (pred.kv_budget_bytes or 0) // 70_000
+    assert raw - 128 < pred.tokens <= raw
+
+
+def test_rule_dcp_scope() -> None:
+    """Per rank x dcp per DP group, x dp per instance: v0.5.23 managers/tp_worker.py:553,576."""
+    knobs = {"dcp_size": 8, "dp_size": 2, "enable_dp_attention": True}
+    pred = predict(inputs(knobs=knobs, target=[pool(1000, 13_824)]))
+    assert pred.tokens_per_dp_group == pred.tokens * 8  # type: ignore[operator]
+    assert pred.tokens_per_instance == pred.tokens * 16  # type: ignore[operator]
+
+
+def test_rule_max_num_reqs_default() -> None:
+    """min(max(int(T / ctx x 512), 2048), 4096): v0.5.8 model_runner_kv_cache_mixin.py:254-263."""
+    read = inputs(
+        version=("0.5.8", "0.5.8"),
+        knobs={"context_length": 262_144},
+        target=[pool(1000, 70_272)],
+        p=283.56,
+        a=209.98,
+    )
+    pred = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.826}))
+    assert pred.tokens is not None
+    assert pred.max_num_reqs == min(max(int(pred.tokens / 262_144 * 512), 2048), 4096)
+    assert pred.req_to_token_bytes == pred.max_num_reqs * (262_144 + 4) * 4
+
+
+def test_rule_req_to_token_global() -> None:
+    """<= 0.5.9 the table has the global --max-running-requests rows:
+    v0.5.8 model_runner_kv_cache_mixin.py:253,336-338."""
+    knobs = {
+        "max_running_requests": 32,
+        "dp_size": 8,
+        "enable_dp_attention": True,
+        "context_length": 1000,
+    }
+    pred = predict(inputs(version=("0.5.3", "0.5.8"), knobs=knobs, target=[pool(1000, 1 << 20)]))
+    assert pred.req_to_token_rows == 32
+    assert pred.req_to_token_cols == 1004
+
+
+def test_rule_req_to_token_per_dp() -> None:
+    """>= 0.5.11 rows = mrr // dp + 1 (+ PD extra slots): v0.5.16 disaggregation/decode.py:135."""
+    knobs = {
+        "max_running_requests": 384,
+        "dp_size": 16,
+        "enable_dp_attention": True,
+        "context_length": 1_048_576,
+        "disaggregation_mode": "decode",
+        "disaggregation_decode_extra_slots": 8,
+        "speculative_algorithm": "DSPARK",
+        "speculative_num_draft_tokens": 5,
+    }
+    pred = predict(inputs(version=("0.5.20", "0.5.20"), knobs=knobs, target=[pool(1000, 1 << 20)]))
+    assert pred.req_to_token_rows == 24 + 8 + 1
+    assert pred.req_to_token_cols == 1_048_576 + 4 + 5
+
+
+def test_rule_mfs_default() -> None:
+    """reserved MiB -> round((gpu - reserved) / gpu, 3): v0.5.8 server_args.py:988-1031."""
+    read = inputs(
+        version=("0.5.9", "0.5.9"),
+        knobs={"mem_fraction_static": None, "chunked_prefill_size": 2048, "tp_size": 1},
+    )
+    small = Settings(gpu_memory_mib=16_384, cuda_graph_max_bs=8)
+    assert default_mem_fraction_static(read, small) == round(
+        (16_384 - (512 + 3072 + 16 + 128)) / 16_384, 3
+    )
+    big = Settings(gpu_memory_mib=81_559, cuda_graph_max_bs=256)
+    assert default_mem_fraction_static(read, big) == round((81_559 - 10_240) / 81_559, 3)
+    newer = inputs(version=("0.5.20", "0.5.23"))
+    assert default_mem_fraction_static(newer, small) is None
+    pred = predict(read, small)
+    assert pred.terms[2].kind == "inferred"
+
+
+def test_rules_are_unique_and_ranged() -> None:
+    assert len(RULE) == len(RULES)
+    for rule in RULES:
+        if rule.first and rule.last:
+            assert version_code(rule.first) <= version_code(rule.last)
+
+
+def test_size_log_reports_a_miss_with_a_reason() -> None:
+    read = inputs(target=[pool(1000, 1 << 20)], logged=1)
+    result = size_log(read)
+    assert result.mismatch is not None and "predicted" in result.mismatch
+    assert result.min_mem_fraction_static == round(1 - 70 / 80, 4)
