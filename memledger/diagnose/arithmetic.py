@@ -1,0 +1,30 @@
+"""Small pieces of arithmetic the suggestions share (each result carries its own working)."""
+
+from __future__ import annotations
+
+import math
+
+from memledger.sglang.failure_rules import MFS_STEP
+from memledger.units import GIB
+
+
+def floor_step(value: float, step: float = MFS_STEP) -> float:
+    return round(math.floor(round(value / step, 9)) * step, 4)
+
+
+def above_step(value: float, step: float = MFS_STEP) -> float:
+    """The first step strictly above `value`."""
+    return round((math.floor(round(value / step, 9)) + 1) * step, 4)
+
+
+def next_power_of_two(value: float) -> int:
+    return 1 << max(0, math.ceil(math.log2(value))) if value > 1 else 1
+
+
+def g(byte_count: int | float | None) -> str:
+    """`2.40 GiB`."""
+    return "?" if byte_count is None else f"{byte_count / GIB:.2f} GiB"
+
+
+def gib_ceil(byte_count: int) -> int:
+    return math.ceil(byte_count / GIB)

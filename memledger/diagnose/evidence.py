@@ -1,0 +1,178 @@
+"""What a parsed startup and its ledger say about a failure: the error events that matter, the
+budget figures SGLang sized with, and where the startup had got to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memledger.events import Event, EventKind, ParsedLog
+from memledger.ledger_model import Checkpoint, Ledger
+
+_OOM_EXCEPTION = "OutOfMemory"
+READY_TEXT = "The server is fired up"
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    lineno: int
+    function: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.path}:{self.lineno} in {self.function}"
+
+
+def frames_of(traceback: Event) -> list[Frame]:
+    """A traceback event's frames, outermost first."""
+    frames: list[Frame] = []
+    for part in str(traceback.values.get("frames") or "").split(" > "):
+        location, _, function = part.rpartition(" ")
+        path, _, lineno = location.rpartition(":")
+        if path and lineno.isdigit():
+            frames.append(Frame(path, int(lineno), function))
+    return frames
+
+
+def is_sglang_frame(frame: Frame) -> bool:
+    return frame.path.startswith("srt/")
+
+
+def innermost_sglang_frame(traceback: Event) -> Frame | None:
+    return next((f for f in reversed(frames_of(traceback)) if is_sglang_frame(f)), None)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The numbers of SGLang's KV budget `rest = A - P x (1 - mfs)` as this log printed them."""
+
+    pre_load: Checkpoint | None
+    """P: free before the weights (load begin)."""
+    after_load: Checkpoint | None
+    """A: free after the last load before the pool (the draft's when it loads first)."""
+    pool_end: Checkpoint | None
+    mem_fraction_static: float | None
+
+    @property
+    def slack_bytes(self) -> int | None:
+        """P x (1 - mfs): what everything sized after the KV budget must fit in."""
+        if self.pre_load is None or self.mem_fraction_static is None:
+            return None
+        return round(self.pre_load.avail_bytes * (1 - self.mem_fraction_static))
+
+    @property
+    def minimum_viable(self) -> float | None:
+        """1 - A/P: below this mfs the weights leave no KV budget."""
+        if self.pre_load is None or self.after_load is None or self.pre_load.avail_bytes <= 0:
+            return None
+        return 1 - self.after_load.avail_bytes / self.pre_load.avail_bytes
+
+    @property
+    def kv_budget_bytes(self) -> int | None:
+        slack = self.slack_bytes
+        if slack is None or self.after_load is None:
+            return None
+        return self.after_load.avail_bytes - slack
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything the rules read, gathered once."""
+
+    path: str
+    rank: str
+    outcome: str
+    outcome_line: int | None
+    events: list[Event]
+    """The selected rank's events plus every rank's error events, in line order."""
+    server_args: dict[str, object]
+    ledger: Ledger
+    budget: Budget
+    oom: Event | None
+    """The allocator OOM message used: the ledger rank's own, else the first."""
+    oom_messages: list[Event]
+    refusal: Event | None
+    traceback: Event | None
+    """The traceback that names the failure (the OOM's, else the first from SGLang code)."""
+    exit: Event | None
+
+    def at(self, line: int | None) -> str:
+        return f"{self.path}:{line}" if line is not None else self.path
+
+    @property
+    def failure_line(self) -> int | None:
+        lines = [e.line for e in (self.oom, self.refusal, self.traceback, self.exit) if e]
+        if self.outcome in ("oom", "crash") and self.outcome_line is not None:
+            lines.append(self.outcome_line)
+        return min(lines) if lines else None
+
+    @property
+    def memory_evidence(self) -> bool:
+        return self.oom is not None or self.refusal is not None or self.outcome == "oom"
+
+    def param(self, name: str) -> object:
+        return self.server_args.get(name)
+
+    def int_param(self, name: str) -> int | None:
+        value = self.server_args.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def before_failure(self, kinds: set[EventKind]) -> list[Event]:
+        stop = self.failure_line
+        return [e for e in self.events if e.kind in kinds and (stop is None or e.line <= stop)]
+
+
+def _checkpoint(ledger: Ledger, *ids: str, before: int | None = None) -> list[Checkpoint]:
+    return [c for c in ledger.checkpoints if c.id in ids and (before is None or c.line < before)]
+
+
+def _budget(ledger: Ledger, server_args: dict[str, object]) -> Budget:
+    pre = next(iter(_checkpoint(ledger, "load_begin")), None)
+    pool = next(iter(_checkpoint(ledger, "memory_pool_end")), None)
+    loads = _checkpoint(ledger, "load_end", "draft_load_end", before=pool.line if pool else None)
+    mfs = ledger.summary.mem_fraction_static
+    if mfs is None:
+        raw = server_args.get("mem_fraction_static")
+        mfs = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+    return Budget(pre, loads[-1] if loads else None, pool, mfs)
+
+
+def _choose_traceback(tracebacks: list[Event], oom: Event | None, rank: str) -> Event | None:
+    if not tracebacks:
+        return None
+    if oom is not None:
+        for event in tracebacks:
+            if event.rank == oom.rank and _OOM_EXCEPTION in str(event.values.get("exception")):
+                return event
+    from_sglang = [e for e in tracebacks if innermost_sglang_frame(e) is not None]
+    pool = from_sglang or tracebacks
+    own = [e for e in pool if e.rank == rank]
+    return (own or pool)[0]
+
+
+def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
+    startup = parsed.startup
+    events = startup.events
+    by_kind: dict[EventKind, list[Event]] = {}
+    for event in events:
+        by_kind.setdefault(event.kind, []).append(event)
+    ooms = by_kind.get(EventKind.OOM_MESSAGE, [])
+    oom = next((e for e in ooms if e.rank == startup.rank), ooms[0] if ooms else None)
+    refusals = by_kind.get(EventKind.KV_REFUSAL, [])
+    exits = by_kind.get(EventKind.PROCESS_EXIT, [])
+    server_args: dict[str, object] = dict(startup.server_args)
+    return Evidence(
+        path=parsed.path,
+        rank=startup.rank,
+        outcome=startup.outcome,
+        outcome_line=startup.outcome_line,
+        events=events,
+        server_args=server_args,
+        ledger=ledger,
+        budget=_budget(ledger, server_args),
+        oom=oom,
+        oom_messages=ooms,
+        refusal=refusals[0] if refusals else None,
+        traceback=_choose_traceback(by_kind.get(EventKind.TRACEBACK, []), oom, startup.rank),
+        exit=exits[0] if exits else None,
+    )

@@ -1,0 +1,136 @@
+"""Memory problems a startup can survive: memory freed after sizing, no headroom after the
+graphs, a fraction far below SGLang's default. Checked on every startup, failed or not."""
+
+from __future__ import annotations
+
+from memledger.diagnose.arithmetic import floor_step, g
+from memledger.diagnose.evidence import Evidence
+from memledger.diagnose.memory import lower_mfs
+from memledger.diagnose.model import Finding, Severity, Suggestion
+from memledger.events import EventKind
+from memledger.sglang.failure_rules import default_mem_fraction_static
+from memledger.units import GIB, MIB
+
+RISE_THRESHOLD = 64 * MIB
+"""A rise of free memory smaller than this is allocator noise, not a release."""
+ZERO_HEADROOM = 256 * MIB
+"""Free memory after capture below this: the first large batch will not fit."""
+HEADROOM_TARGET_FRACTION = 0.10
+HEADROOM_TARGET_CAP = GIB
+"""memledger's choice of headroom to restore: 10% of P, at most 1 GiB."""
+FAR_BELOW_DEFAULT = 0.10
+
+
+def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
+    """Free memory that rose after a `Memory pool end`: sized-away memory that never reaches
+    the pool (e.g. draft embedding/head released after the draft pool was sized)."""
+    points = evidence.ledger.checkpoints
+    findings: list[Finding] = []
+    for index, point in enumerate(points):
+        if not point.id.endswith("memory_pool_end"):
+            continue
+        later = points[index + 1 :]
+        stop = next((i for i, c in enumerate(later) if c.id.endswith("memory_pool_end")), None)
+        span = later[:stop] if stop is not None else later
+        if not span:
+            continue
+        peak = max(span, key=lambda c: c.avail_bytes)
+        rise = peak.avail_bytes - point.avail_bytes
+        if rise < RISE_THRESHOLD + point.error_bytes + peak.error_bytes:
+            continue
+        findings.append(
+            Finding(
+                id="free_rose_after_pool",
+                severity=Severity.WARNING,
+                message=(
+                    f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
+                    f"{peak.avail_gib:.2f} GiB at {peak.id}): memory freed after SGLang sized "
+                    "the pool never reaches it"
+                ),
+                bytes=rise,
+                evidence=[evidence.at(point.line), evidence.at(peak.line)],
+            )
+        )
+    return findings
+
+
+def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
+    """No free memory left once startup is done: the first batch's activations will OOM."""
+    points = evidence.ledger.checkpoints
+    if not points or evidence.outcome != "ready":
+        return [], []
+    last = points[-1]
+    summary = next(
+        (e for e in evidence.events if e.kind is EventKind.SUMMARY and e.line > last.line), None
+    )
+    reading = summary.sizes.get("available_gpu_mem") if summary is not None else None
+    free = reading.bytes if reading is not None else last.avail_bytes
+    line = summary.line if reading is not None and summary is not None else last.line
+    if free >= ZERO_HEADROOM:
+        return [], []
+    finding = Finding(
+        id="zero_headroom",
+        severity=Severity.WARNING,
+        message=(
+            f"only {g(free)} free after startup ({last.id}): the first large batch will run "
+            "out of memory"
+        ),
+        bytes=free,
+        evidence=[evidence.at(line)],
+    )
+    pre = evidence.budget.pre_load
+    suggestions: list[Suggestion] = []
+    if pre is not None:
+        target = min(HEADROOM_TARGET_CAP, round(pre.avail_bytes * HEADROOM_TARGET_FRACTION))
+        lowered = lower_mfs(
+            evidence,
+            target - free,
+            f"to leave {g(target)} free (min(1 GiB, 10% of P)) {g(target - free)} must move",
+        )
+        if lowered is not None:
+            suggestions.append(lowered)
+    return [finding], suggestions
+
+
+def mfs_below_default(evidence: Evidence) -> list[Finding]:
+    """mfs far below what SGLang would pick for this GPU: the pool came out small by choice."""
+    budget = evidence.budget
+    mfs, pre = budget.mem_fraction_static, budget.pre_load
+    device = evidence.param("device")
+    if mfs is None or pre is None or (isinstance(device, str) and device not in ("cuda", "")):
+        return []
+    chunk = evidence.int_param("chunked_prefill_size")
+    prefill = evidence.int_param("max_prefill_tokens")
+    max_bs = evidence.int_param("cuda_graph_max_bs")
+    if chunk is None or prefill is None or max_bs is None:
+        return []
+    capacity = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
+    # without the capacity, P (free before loading) is a lower bound: the default only grows
+    gpu_bytes = capacity.bytes if capacity is not None else pre.avail_bytes
+    algorithm = evidence.param("speculative_algorithm")
+    default = default_mem_fraction_static(
+        gpu_bytes / MIB,
+        chunked_prefill_size=chunk,
+        max_prefill_tokens=prefill,
+        cuda_graph_max_bs=max_bs,
+        tp_size=evidence.int_param("tp_size") or 1,
+        pp_size=evidence.int_param("pp_size") or 1,
+        dp_size=evidence.int_param("dp_size") or 1,
+        enable_dp_attention=evidence.param("enable_dp_attention") is True,
+        speculative_algorithm=algorithm if isinstance(algorithm, str) else None,
+    )
+    if mfs > default - FAR_BELOW_DEFAULT:
+        return []
+    kv_gain = round((floor_step(default) - mfs) * pre.avail_bytes)
+    return [
+        Finding(
+            id="mfs_far_below_default",
+            severity=Severity.INFO,
+            message=(
+                f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
+                f"(about {default:.3f} by the v0.5.8 rule, server_args.py:987-1031, for "
+                f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be"
+            ),
+            bytes=kv_gain,
+        )
+    ]

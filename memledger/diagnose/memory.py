@@ -1,0 +1,471 @@
+"""Findings and suggestions for a startup that ran out of memory, by phase.
+
+Every suggested value comes with its arithmetic: SGLang sizes the KV budget as
+`rest = A - P x (1 - mfs)` (see `memledger.sglang.failure_rules.BUDGET_CITATION`), so lowering
+mfs by d frees d x P for everything sized after the pool, and the weights fit only while
+`W < mfs x P`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from memledger.diagnose.arithmetic import above_step, floor_step, g, gib_ceil, next_power_of_two
+from memledger.diagnose.evidence import Evidence, frames_of, innermost_sglang_frame
+from memledger.diagnose.model import Direction, Finding, Severity, Suggestion
+from memledger.events import Event, EventKind
+from memledger.sglang.failure_rules import (
+    BUDGET_CITATION,
+    CAPTURE_ORDER_CITATION,
+    LOAD_SITES,
+    LoadSite,
+    Phase,
+)
+
+Result = tuple[list[Finding], list[Suggestion]]
+
+
+def shortfall(evidence: Evidence) -> int | None:
+    """Requested minus free at the failure (an allocator OOM), or the KV budget's deficit
+    P x (mfs_min - mfs) when SGLang refused to size the pool."""
+    oom = evidence.oom
+    if oom is not None and "requested" in oom.sizes and "free" in oom.sizes:
+        return max(0, oom.sizes["requested"].bytes - oom.sizes["free"].bytes)
+    refusal = evidence.refusal
+    budget = evidence.budget
+    if refusal is not None and budget.pre_load is not None:
+        minimum = _float(refusal.values.get("minimum_viable")) or budget.minimum_viable
+        current = _float(refusal.values.get("mem_fraction_static")) or budget.mem_fraction_static
+        if minimum is not None and current is not None:
+            return max(0, round(budget.pre_load.avail_bytes * (minimum - current)))
+    return None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def oom_findings(evidence: Evidence) -> list[Finding]:
+    """What the allocator's own message says, rank by rank."""
+    oom = evidence.oom
+    if oom is None:
+        return []
+    sizes = oom.sizes
+    rank = oom.rank or "the process"
+    device = f" ({oom.values['device']})" if "device" in oom.values else ""
+    parts = [f"{rank} ran out of GPU memory{device}: asked for {_t(oom, 'requested')}"]
+    if "free" in sizes:
+        parts.append(f" with {_t(oom, 'free')} free")
+    if "capacity" in sizes:
+        parts.append(f" of {_t(oom, 'capacity')}")
+    if "allocated" in sizes:
+        parts.append(f"; {_t(oom, 'allocated')} allocated by PyTorch")
+    if "private_pools" in sizes:
+        parts.append(f" ({_t(oom, 'private_pools')} in private pools: CUDA graphs)")
+    findings = [
+        Finding(
+            id="oom_message",
+            severity=Severity.ERROR,
+            message="".join(parts),
+            bytes=shortfall(evidence),
+            evidence=[evidence.at(oom.line)],
+        )
+    ]
+    others = sorted({e.rank for e in evidence.oom_messages if e.rank and e.rank != oom.rank})
+    if others:
+        findings.append(
+            Finding(
+                id="oom_other_ranks",
+                severity=Severity.INFO,
+                message=f"{len(others)} other rank(s) ran out of memory too: {', '.join(others)}",
+                evidence=[evidence.at(e.line) for e in evidence.oom_messages if e is not oom][:8],
+            )
+        )
+    unallocated = sizes.get("reserved_unallocated")
+    requested = sizes.get("requested")
+    if unallocated and requested and unallocated.bytes >= requested.bytes:
+        findings.append(
+            Finding(
+                id="fragmentation",
+                severity=Severity.WARNING,
+                message=(
+                    f"{unallocated.text} is reserved by PyTorch but unallocated, at least the "
+                    f"{requested.text} asked for: fragmentation (PyTorch's own advice: "
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"
+                ),
+                bytes=unallocated.bytes,
+                evidence=[evidence.at(oom.line)],
+            )
+        )
+    return findings
+
+
+def _t(event: Event, key: str) -> str:
+    size = event.sizes.get(key)
+    return size.text if size is not None else "?"
+
+
+def site_finding(evidence: Evidence) -> list[Finding]:
+    """Where in SGLang the failing call was made (the innermost SGLang frame)."""
+    traceback = evidence.traceback
+    frame = innermost_sglang_frame(traceback) if traceback is not None else None
+    if traceback is None or frame is None:
+        return []
+    return [
+        Finding(
+            id="failure_site",
+            severity=Severity.INFO,
+            message=f"innermost SGLang frame: {frame.text} ({traceback.rank or 'untagged'})",
+            evidence=[evidence.at(traceback.line)],
+        )
+    ]
+
+
+def _load_site(evidence: Evidence) -> tuple[LoadSite, str] | None:
+    """A known frame of the failing traceback that explains the load OOM, with its message."""
+    if evidence.traceback is None:
+        return None
+    frames = {(f.path, f.function) for f in frames_of(evidence.traceback)}
+    quantization = evidence.param("quantization")
+    for site in LOAD_SITES:
+        if (site.path, site.function) not in frames:
+            continue
+        if site.needs_quantization and not quantization:
+            continue
+        return site, site.message.format(quantization=repr(quantization))
+    return None
+
+
+def load_oom(evidence: Evidence) -> Result:
+    """Weights did not fit: only fewer bytes per rank help (more ranks, offload), not mfs."""
+    oom, budget = evidence.oom, evidence.budget
+    site = _load_site(evidence)
+    findings = []
+    if site is not None:
+        findings.append(
+            Finding(
+                id=site[0].finding_id,
+                severity=Severity.ERROR,
+                message=site[1],
+                evidence=[evidence.at(evidence.traceback.line)] if evidence.traceback else [],
+            )
+        )
+    findings += [
+        Finding(
+            id="mfs_not_the_lever",
+            severity=Severity.INFO,
+            message=(
+                "--mem-fraction-static does not help: the weights load before SGLang sizes "
+                "anything from it"
+            ),
+        )
+    ]
+    if oom is None or "allocated" not in oom.sizes or "requested" not in oom.sizes:
+        return findings, []
+    weights = oom.sizes["allocated"].bytes + oom.sizes["requested"].bytes
+    pre = budget.pre_load
+    mfs = budget.mem_fraction_static
+    room = round(pre.avail_bytes * mfs) if pre and mfs else pre.avail_bytes if pre else None
+    room_text = (
+        f"mfs x P = {mfs:g} x {g(pre.avail_bytes)} = {g(room)}" if pre and mfs else f"P = {g(room)}"
+    )
+    message = (
+        f"the weights need at least {g(weights)} a rank ({_t(oom, 'allocated')} allocated + "
+        f"{_t(oom, 'requested')} asked for when loading failed)"
+    )
+    if pre is not None:
+        message += f"; {g(pre.avail_bytes)} was free before loading"
+    findings.append(
+        Finding(
+            id="weights_exceed_budget",
+            severity=Severity.ERROR,
+            message=message,
+            bytes=weights - room if room is not None else None,
+            evidence=[evidence.at(oom.line)] + ([evidence.at(pre.line)] if pre else []),
+        )
+    )
+    if room is None or room <= 0 or weights <= room:
+        return findings, []
+    if site is not None and not site[0].more_ranks_help:
+        return findings, []
+    tp = evidence.int_param("tp_size") or 1
+    ratio = tp * weights / room
+    tp_value = next_power_of_two(ratio)
+    suggestions = []
+    if tp_value > tp:
+        suggestions.append(
+            Suggestion(
+                knob="tp_size",
+                direction=Direction.RAISE,
+                value=tp_value,
+                why=(
+                    f"weights must stay under {room_text} for a KV budget ({BUDGET_CITATION}); "
+                    f"tp {tp} x {g(weights)} / {g(room)} = {ratio:.2f} ranks -> {tp_value} "
+                    "(a lower bound: loading had not finished; assumes the weights shard evenly)"
+                ),
+            )
+        )
+    offload = gib_ceil(weights - room)
+    suggestions.append(
+        Suggestion(
+            knob="cpu_offload_gb",
+            direction=Direction.RAISE,
+            value=offload,
+            why=(
+                f"{g(weights)} needed - {g(room)} allowed ({room_text}) = "
+                f"{g(weights - room)} a rank to keep in host RAM, rounded up (a lower bound)"
+            ),
+        )
+    )
+    return findings, suggestions
+
+
+def kv_refusal(evidence: Evidence) -> Result:
+    refusal, budget = evidence.refusal, evidence.budget
+    assert refusal is not None
+    minimum = _float(refusal.values.get("minimum_viable")) or budget.minimum_viable
+    current = _float(refusal.values.get("mem_fraction_static")) or budget.mem_fraction_static
+    current_text = f"{current:g}" if current is not None else "its current value"
+    findings = [
+        Finding(
+            id="weights_exceed_budget",
+            severity=Severity.ERROR,
+            message=(
+                "SGLang refused to size the KV cache: the loaded weights leave no room under "
+                f"--mem-fraction-static={current_text}"
+                + (f" (minimum viable {minimum:.4f})" if minimum is not None else "")
+            ),
+            bytes=shortfall(evidence),
+            evidence=[evidence.at(refusal.line)],
+        )
+    ]
+    if minimum is None:
+        return findings, []
+    value = above_step(minimum)
+    working = f"minimum viable = 1 - A/P = {minimum:.4f}"
+    if budget.pre_load is not None and budget.after_load is not None:
+        working = (
+            f"minimum viable = 1 - A/P = 1 - {g(budget.after_load.avail_bytes)} / "
+            f"{g(budget.pre_load.avail_bytes)} = {minimum:.4f}"
+        )
+    pre = budget.pre_load.avail_bytes if budget.pre_load else None
+    gain = f"; each further 0.01 adds {g(pre * 0.01)} of KV" if pre else ""
+    suggestions = [
+        Suggestion(
+            knob="mem_fraction_static",
+            direction=Direction.RAISE,
+            value=value,
+            why=(
+                f"{working} ({BUDGET_CITATION}); {value:g} is the first 0.01 step above it: "
+                f"a KV budget of about {g(pre * (value - minimum)) if pre else '?'}{gain}; "
+                "the slack P x (1 - mfs) left for graphs shrinks by the same amount"
+            ),
+        ),
+        Suggestion(
+            knob="tp_size",
+            direction=Direction.RAISE,
+            value=None,
+            why="more ranks hold fewer weight bytes each, which leaves a KV budget at this mfs",
+        ),
+    ]
+    return findings, suggestions
+
+
+def lower_mfs(evidence: Evidence, missing: int, reason: str) -> Suggestion | None:
+    """The largest mfs that leaves `missing` more bytes free after the pool, if still viable."""
+    budget = evidence.budget
+    mfs, pre = budget.mem_fraction_static, budget.pre_load
+    if mfs is None or pre is None or pre.avail_bytes <= 0 or missing <= 0:
+        return None
+    delta = missing / pre.avail_bytes
+    value = floor_step(mfs - delta)
+    minimum = budget.minimum_viable
+    if minimum is not None and value <= minimum:
+        return None
+    kv = budget.kv_budget_bytes
+    loss = round((mfs - value) * pre.avail_bytes)
+    share = f" ({100 * loss / kv:.0f}% of its {g(kv)})" if kv and kv > 0 else ""
+    floor_text = f"; stays above the minimum viable {minimum:.4f}" if minimum is not None else ""
+    return Suggestion(
+        knob="mem_fraction_static",
+        direction=Direction.LOWER,
+        value=value,
+        why=(
+            f"{reason}: lowering mfs by d frees d x P after the pool ({BUDGET_CITATION}); "
+            f"{g(missing)} / P {g(pre.avail_bytes)} = {delta:.4f} -> {mfs:g} - {delta:.4f} = "
+            f"{mfs - delta:.4f}, rounded down to {value:g}; the KV pool shrinks by "
+            f"{g(loss)}{share}{floor_text}"
+        ),
+    )
+
+
+def _capture_state(evidence: Evidence) -> tuple[Event | None, list[int], Event | None]:
+    """The last graph capture begun before the failure, its batch sizes, the last bar state."""
+    begins = evidence.before_failure({EventKind.CAPTURE_BEGIN})
+    begin = begins[-1] if begins else None
+    sizes: list[int] = []
+    if begin is not None and isinstance(begin.values.get("bs"), list):
+        sizes = list(begin.values["bs"])  # type: ignore[arg-type]
+    for event in evidence.before_failure({EventKind.CAPTURE_BS}):
+        if begin is not None and event.line >= begin.line and isinstance(event.value("bs"), list):
+            sizes = list(event.values["bs"])  # type: ignore[arg-type]
+    bars = [
+        e
+        for e in evidence.before_failure({EventKind.CAPTURE_PROGRESS})
+        if begin is None or e.line >= begin.line
+    ]
+    return begin, sizes, bars[-1] if bars else None
+
+
+def capture_point(evidence: Evidence) -> tuple[list[Finding], int | None, list[int]]:
+    """Which graph and bucket the failure hit, and the free memory there."""
+    begin, sizes, bar = _capture_state(evidence)
+    if begin is None:
+        return [], None, sizes
+    role = str(begin.values.get("role") or "target")
+    kind = str(begin.values.get("phase") or "decode")
+    failing = bar.values.get("bs") if bar is not None else None
+    failing_bs = failing if isinstance(failing, int) else None
+    tokens = bar.values.get("num_tokens") if bar is not None else None
+    where = f"the {role} {kind} graph"
+    if isinstance(tokens, int):
+        where += f" at num_tokens={tokens}"
+    if failing_bs is not None:
+        position = (
+            f" (bucket {sizes[::-1].index(failing_bs) + 1} of {len(sizes)})"
+            if (failing_bs in sizes)
+            else ""
+        )
+        where += f" at bs={failing_bs}{position}"
+    free = bar.sizes.get("avail") if bar is not None else None
+    free = free or begin.sizes.get("avail")
+    message = f"capturing {where}" + (f", {free.text} free at that point" if free else "")
+    lines = [evidence.at(begin.line)] + ([evidence.at(bar.line)] if bar else [])
+    finding = Finding(
+        id="capture_point",
+        severity=Severity.INFO,
+        message=message,
+        bytes=free.bytes if free else None,
+        evidence=lines,
+    )
+    return [finding], failing_bs, sizes
+
+
+def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
+    """Something sized after the pool did not fit in the slack mfs left."""
+    missing = shortfall(evidence)
+    budget = evidence.budget
+    findings: list[Finding] = []
+    suggestions: list[Suggestion] = []
+    slack = budget.slack_bytes
+    if slack is not None and budget.pre_load is not None and budget.mem_fraction_static:
+        pool = budget.pool_end
+        findings.append(
+            Finding(
+                id="allocation_exceeds_slack",
+                severity=Severity.ERROR,
+                message=(
+                    f"an allocation after the pool did not fit the slack mfs leaves: "
+                    f"P x (1 - mfs) = {g(budget.pre_load.avail_bytes)} x "
+                    f"{1 - budget.mem_fraction_static:.4f} = {g(slack)}"
+                    + (f"; {pool.avail_gib:.2f} GiB was free at Memory pool end" if pool else "")
+                ),
+                bytes=missing,
+                evidence=[evidence.at(pool.line)] if pool else [],
+            )
+        )
+    failing_bs: int | None = None
+    sizes: list[int] = []
+    if phase is Phase.GRAPH_CAPTURE:
+        point, failing_bs, sizes = capture_point(evidence)
+        findings.extend(point)
+    if missing is not None:
+        lowered = lower_mfs(evidence, missing, f"{g(missing)} was missing")
+        if lowered is not None:
+            suggestions.append(lowered)
+    if phase is Phase.GRAPH_CAPTURE:
+        suggestions.extend(_graph_levers(evidence, failing_bs, sizes))
+    elif phase in (Phase.WARMUP, Phase.SERVING):
+        suggestions.extend(_batch_levers(evidence))
+    if not any(s.knob == "mem_fraction_static" for s in suggestions) and missing:
+        suggestions.append(
+            Suggestion(
+                knob="tp_size",
+                direction=Direction.RAISE,
+                value=None,
+                why=(
+                    "lowering --mem-fraction-static cannot free enough without leaving no KV "
+                    "budget (minimum viable 1 - A/P); more ranks hold fewer weight bytes each"
+                ),
+            )
+        )
+    return findings, suggestions
+
+
+def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) -> list[Suggestion]:
+    smaller = sorted(bs for bs in sizes if failing_bs is not None and bs < failing_bs)
+    levers: list[Suggestion] = []
+    current = evidence.int_param("cuda_graph_max_bs") or (max(sizes) if sizes else None)
+    if smaller:
+        value = smaller[-1]
+        levers.append(
+            Suggestion(
+                knob="cuda_graph_max_bs",
+                direction=Direction.LOWER,
+                value=value,
+                why=(
+                    f"{CAPTURE_ORDER_CITATION}; it failed at bs={failing_bs}"
+                    + (f" after the buckets up to {current} were captured" if current else "")
+                    + f": a cap of {value} skips bs={failing_bs} and every larger bucket"
+                ),
+            )
+        )
+    elif current is not None:
+        levers.append(
+            Suggestion(
+                knob="cuda_graph_max_bs",
+                direction=Direction.LOWER,
+                value=None,
+                why=(
+                    f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch "
+                    f"({current} now); the failing bucket is not in the log"
+                ),
+            )
+        )
+    levers.append(
+        Suggestion(
+            knob="disable_cuda_graph",
+            direction=Direction.ENABLE,
+            value=None,
+            why="no graphs, no graph memory; decode gets slower (the last resort)",
+        )
+    )
+    return levers
+
+
+def _batch_levers(evidence: Evidence) -> list[Suggestion]:
+    levers: list[Suggestion] = []
+    chunk = evidence.int_param("chunked_prefill_size")
+    if chunk is not None and chunk > 0:
+        value = max(chunk // 2, 256)
+        levers.append(
+            Suggestion(
+                knob="chunked_prefill_size",
+                direction=Direction.LOWER,
+                value=value,
+                why=(
+                    f"prefill activations grow with the chunk: {chunk} -> {value} halves the "
+                    "largest forward's activation memory (an estimate)"
+                ),
+            )
+        )
+    running = evidence.int_param("max_running_requests")
+    levers.append(
+        Suggestion(
+            knob="max_running_requests",
+            direction=Direction.LOWER,
+            value=math.ceil(running / 2) if running else None,
+            why="fewer requests at once: smaller decode batches and their activations",
+        )
+    )
+    return levers

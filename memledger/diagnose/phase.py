@@ -1,0 +1,84 @@
+"""Which startup phase a failure (or the end of a truncated log) falls in.
+
+The failing rank's traceback decides when one of its frames is a known phase function (the
+innermost such frame wins); otherwise the last startup milestone the ledger's rank printed
+before the failure does.
+"""
+
+from __future__ import annotations
+
+from memledger.diagnose.evidence import Evidence, frames_of
+from memledger.events import Event, EventKind
+from memledger.sglang.failure_rules import PHASE_FRAMES, WARMUP_CONTEXT, Phase
+
+# The phase a startup is in once it has printed a line of this kind (until the next milestone).
+_MILESTONE_PHASE: dict[EventKind, Phase] = {
+    EventKind.DIST_INIT_BEGIN: Phase.DIST_INIT,
+    EventKind.DIST_INIT_END: Phase.LOAD,
+    EventKind.MEMORY_BASELINE: Phase.LOAD,
+    EventKind.LOAD_BEGIN: Phase.LOAD,
+    EventKind.LOAD_END: Phase.MEMORY_POOL,
+    EventKind.KV_ALLOCATED: Phase.MEMORY_POOL,
+    EventKind.MAMBA_ALLOCATED: Phase.MEMORY_POOL,
+    EventKind.SWA_POOL: Phase.MEMORY_POOL,
+    EventKind.MEMORY_POOL_END: Phase.AFTER_POOL,
+    EventKind.ATTENTION_BACKEND_BEGIN: Phase.AFTER_POOL,
+    EventKind.ATTENTION_BACKEND_END: Phase.AFTER_POOL,
+    EventKind.SYMM_PREALLOC: Phase.AFTER_POOL,
+    EventKind.CAPTURE_BEGIN: Phase.GRAPH_CAPTURE,
+    EventKind.CAPTURE_BS: Phase.GRAPH_CAPTURE,
+    EventKind.CAPTURE_PROGRESS: Phase.GRAPH_CAPTURE,
+    EventKind.CAPTURE_END: Phase.GRAPH_CAPTURE,
+    EventKind.SUMMARY: Phase.WARMUP,
+}
+
+
+def traceback_phase(traceback: Event) -> Phase | None:
+    """The phase the innermost known phase function of a traceback names, if any."""
+    if WARMUP_CONTEXT in str(traceback.values.get("context") or ""):
+        return Phase.WARMUP
+    found: Phase | None = None
+    for frame in frames_of(traceback):
+        for function, fragment, phase in PHASE_FRAMES:
+            if frame.function == function and fragment in frame.path:
+                found = phase
+                break
+    return found
+
+
+def is_ready_line(event: Event) -> bool:
+    """The `fired up` line (not the summary line, which the outcome also counts as ready)."""
+    return event.kind is EventKind.READY and "fired up" in event.text
+
+
+def milestone(evidence: Evidence) -> tuple[Phase, Event | None]:
+    """The phase the ledger's rank was in at the failure (or at the end of the log)."""
+    stop = evidence.failure_line
+    phase, last = Phase.UNKNOWN, None
+    for event in evidence.events:
+        if stop is not None and event.line > stop:
+            break
+        if is_ready_line(event):
+            phase, last = Phase.SERVING, event
+        elif event.kind in _MILESTONE_PHASE:  # the ledger rank's own lines (and its bars)
+            phase, last = _MILESTONE_PHASE[event.kind], event
+    return phase, last
+
+
+def failure_phase(evidence: Evidence) -> Phase:
+    if evidence.refusal is not None:
+        return Phase.KV_SIZING
+    phase: Phase | None = None
+    if evidence.traceback is not None:
+        phase = traceback_phase(evidence.traceback)
+    if phase is None:
+        phase = milestone(evidence)[0]
+    if phase is Phase.SERVING and not _ready_before(evidence):
+        # the server never said it was up: the request that failed was the warmup request
+        phase = Phase.WARMUP
+    return phase
+
+
+def _ready_before(evidence: Evidence) -> bool:
+    stop = evidence.failure_line
+    return any(is_ready_line(e) and (stop is None or e.line < stop) for e in evidence.events)

@@ -1,0 +1,182 @@
+"""What a failed startup's traceback and milestones mean: SGLang's startup phases, which functions
+run each phase, and the rule SGLang picks its default `--mem-fraction-static` by.
+
+Startup order (v0.5.8 model_executor/model_runner.py: `initialize` :414 -> `load_model` :805 ->
+`init_memory_pool` (model_runner_kv_cache_mixin.py:252) -> `init_cublas` :1587 /
+`init_attention_backend` :1596 / `kernel_warmup` :1688 (FlashInfer autotune :1726) ->
+`init_device_graphs` :1979 -> `init_piecewise_cuda_graphs` :2018; then the HTTP server's
+`_execute_server_warmup` (entrypoints/http_server.py:1496) and "The server is fired up" :1665).
+v0.5.23 names: model_executor/model_runner.py `init_torch_distributed` :1261, `load_model` :1270,
+`init_attention_backends` :1105, `init_decode_cuda_graph` :1605, `init_prefill_cuda_graph` :1678;
+mem_cache/kv_cache_configurator.py `configure` :457; distributed/bootstrap.py
+`init_parallel_runtime` :90; distributed/device_communicators/pynccl_allocator.py
+`prealloc_symmetric_memory_pool` :510; managers/scheduler.py `run_event_loop` :1975.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """Where in the startup something happened (issue 11's vocabulary, in startup order)."""
+
+    DIST_INIT = "dist_init"
+    LOAD = "load"
+    KV_SIZING = "kv_sizing"
+    """SGLang refused to size the KV pool (no room left under --mem-fraction-static)."""
+    MEMORY_POOL = "memory_pool"
+    AFTER_POOL = "after_pool"
+    """Attention backends, workspaces, symmetric memory, autotuning: pool end -> first capture."""
+    GRAPH_CAPTURE = "graph_capture"
+    WARMUP = "warmup"
+    SERVING = "serving"
+    UNKNOWN = "unknown"
+
+
+PHASE_TEXT: dict[Phase, str] = {
+    Phase.DIST_INIT: "distributed init",
+    Phase.LOAD: "weight loading",
+    Phase.KV_SIZING: "KV-cache sizing",
+    Phase.MEMORY_POOL: "memory-pool allocation",
+    Phase.AFTER_POOL: "setup after the memory pool",
+    Phase.GRAPH_CAPTURE: "CUDA-graph capture",
+    Phase.WARMUP: "warmup",
+    Phase.SERVING: "serving",
+    Phase.UNKNOWN: "an unknown phase",
+}
+
+# (function name, a fragment the frame's file must contain or "", phase). The innermost frame
+# that matches names the phase: `initialize` -> `load_model` -> ... reads as load.
+PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
+    ("init_torch_distributed", "", Phase.DIST_INIT),
+    ("init_distributed_environment", "", Phase.DIST_INIT),
+    ("initialize_model_parallel", "", Phase.DIST_INIT),
+    ("init_parallel_runtime", "", Phase.DIST_INIT),
+    ("measure_pre_model_load_memory", "", Phase.DIST_INIT),
+    ("load_model", "", Phase.LOAD),
+    ("load_weights_and_postprocess", "", Phase.LOAD),
+    ("_initialize_model", "model_loader", Phase.LOAD),
+    ("process_weights_after_loading", "", Phase.LOAD),
+    ("init_memory_pool", "", Phase.MEMORY_POOL),
+    ("profile_max_num_token", "", Phase.MEMORY_POOL),
+    ("configure", "kv_cache_configurator", Phase.MEMORY_POOL),
+    ("init_cublas", "", Phase.AFTER_POOL),
+    ("init_attention_backend", "", Phase.AFTER_POOL),
+    ("init_attention_backends", "", Phase.AFTER_POOL),
+    ("kernel_warmup", "", Phase.AFTER_POOL),
+    ("_flashinfer_autotune", "", Phase.AFTER_POOL),
+    ("_autotune_buffers", "", Phase.AFTER_POOL),
+    ("prealloc_symmetric_memory_pool", "", Phase.AFTER_POOL),
+    ("_prepare_replicated_q_proj", "", Phase.AFTER_POOL),
+    ("init_cuda_graphs", "", Phase.GRAPH_CAPTURE),
+    ("init_device_graphs", "", Phase.GRAPH_CAPTURE),
+    ("init_piecewise_cuda_graphs", "", Phase.GRAPH_CAPTURE),
+    ("init_decode_cuda_graph", "", Phase.GRAPH_CAPTURE),
+    ("init_prefill_cuda_graph", "", Phase.GRAPH_CAPTURE),
+    ("capture_decode_graph", "", Phase.GRAPH_CAPTURE),
+    ("capture_prefill_graph", "", Phase.GRAPH_CAPTURE),
+    ("capture", "graph_runner", Phase.GRAPH_CAPTURE),
+    ("capture_one_batch_size", "", Phase.GRAPH_CAPTURE),
+    ("__init__", "graph_runner", Phase.GRAPH_CAPTURE),
+    ("_execute_server_warmup", "", Phase.WARMUP),
+    ("_wait_and_warmup", "", Phase.WARMUP),
+    ("run_event_loop", "", Phase.SERVING),
+    ("event_loop_normal", "", Phase.SERVING),
+    ("event_loop_overlap", "", Phase.SERVING),
+    ("run_batch", "scheduler", Phase.SERVING),
+    ("handle_request", "entrypoints", Phase.SERVING),
+    ("generate_request", "tokenizer_manager", Phase.SERVING),
+)
+WARMUP_CONTEXT = "warmup error"
+"""`Initialization failed. warmup error: Traceback ...` (v0.5.8 entrypoints/http_server.py:1516)."""
+
+CAPTURE_ORDER_CITATION = (
+    "graphs are captured largest batch first: v0.5.8 model_executor/cuda_graph_runner.py:485, "
+    "v0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1326 (reversed(capture_bs))"
+)
+BUDGET_CITATION = (
+    "KV budget rest = A - P x (1 - mem_fraction_static): v0.5.8 "
+    "model_executor/model_runner_kv_cache_mixin.py:138-140, v0.5.23 "
+    "mem_cache/kv_cache_configurator.py:3007-3038; minimum viable = 1 - A/P (:3044-3056)"
+)
+MFS_STEP = 0.01
+"""Suggested --mem-fraction-static values are rounded to this step (away from the failure)."""
+
+
+def default_mem_fraction_static(
+    gpu_mem_mib: float,
+    *,
+    chunked_prefill_size: int,
+    max_prefill_tokens: int,
+    cuda_graph_max_bs: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    dp_size: int = 1,
+    enable_dp_attention: bool = False,
+    speculative_algorithm: str | None = None,
+) -> float:
+    """SGLang's default --mem-fraction-static for a GPU of `gpu_mem_mib` MiB (v0.5.8
+    server_args.py:987-1031 `_handle_gpu_memory_settings`; piecewise graphs and the multimodal
+    adjustment are left out, both only lower it)."""
+    reserved = 512.0
+    prefill = chunked_prefill_size if chunked_prefill_size > 0 else max_prefill_tokens
+    reserved += max(prefill, 2048) * 1.5
+    reserved += cuda_graph_max_bs * 2
+    reserved += tp_size * pp_size / 8 * 1024
+    if enable_dp_attention:
+        reserved += cuda_graph_max_bs * dp_size * 3
+        if cuda_graph_max_bs > 300:
+            reserved += cuda_graph_max_bs * dp_size * 1.5
+    if gpu_mem_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if speculative_algorithm == "STANDALONE":
+        reserved += 6 * 1024
+    elif speculative_algorithm is not None and speculative_algorithm != "NGRAM":
+        reserved += 2 * 1024
+    return round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
+
+
+class LoadSite:
+    """A frame that explains a load-time OOM better than the byte count does."""
+
+    def __init__(
+        self,
+        path: str,
+        function: str,
+        finding_id: str,
+        message: str,
+        *,
+        more_ranks_help: bool,
+        needs_quantization: bool = False,
+    ) -> None:
+        self.path = path
+        self.function = function
+        self.finding_id = finding_id
+        self.message = message
+        self.more_ranks_help = more_ranks_help
+        self.needs_quantization = needs_quantization
+
+
+LOAD_SITES: tuple[LoadSite, ...] = (
+    LoadSite(
+        "srt/models/transformers.py",
+        "__init__",
+        "unsharded_fallback",
+        "the model is built by SGLang's Transformers fallback, which creates the whole model on "
+        "every GPU before sharding it (v0.5.8 models/transformers.py:157-168: "
+        "AutoModel.from_config, then tensor_parallel): more ranks or CPU offload do not lower "
+        "that peak; a native SGLang implementation of the model (a newer release) does",
+        more_ranks_help=False,
+    ),
+    LoadSite(
+        "srt/layers/quantization/unquant.py",
+        "create_weights",
+        "unquantized_layer",
+        "quantization={quantization} is set, but the failing layer's weights are created "
+        "unquantized (srt/layers/quantization/unquant.py create_weights): that layer takes "
+        "full-precision bytes; check that the checkpoint's quantization covers it",
+        more_ranks_help=True,
+        needs_quantization=True,
+    ),
+)
