@@ -22,10 +22,18 @@ from typing import Any, get_args
 
 from pydantic import Field
 
-from memledger.config_files import read_config_text
+from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
 from memledger.ledger_model import Summary
-from memledger.units import GIB, KIB, MIB, FrozenModel
+from memledger.units import (
+    GIB,
+    KIB,
+    MAX_MAGNITUDE,
+    MIB,
+    FrozenModel,
+    NumberOutOfRange,
+    checked_number,
+)
 
 BUDGET_VERSION = 1
 DEFAULT_BUDGET_FILE = "memledger.toml"
@@ -201,10 +209,14 @@ def discover_budget(directory: Path | None = None) -> Path:
         return candidate
     pyproject = base / PYPROJECT_FILE
     if pyproject.is_file():
+        # The PR's checkout supplies this file in CI: a hostile or broken one is an error that
+        # names it, never a traceback, and never silently "no budget file".
+        label = str(pyproject)
+        text = read_config_text(pyproject, "pyproject.toml")
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
-            data = {}
+            data = parse_nested(tomllib.loads, text, label)
+        except tomllib.TOMLDecodeError as exc:
+            raise _toml_error(exc, text, label) from None
         if isinstance(data.get("tool"), dict) and "memledger" in data["tool"]:
             return pyproject
     raise ConfigError(
@@ -233,7 +245,7 @@ def parse_budget(
 ) -> Budget:
     """Parse budget TOML text; every problem is a ConfigError with path:line."""
     try:
-        document = tomllib.loads(text)
+        document = parse_nested(tomllib.loads, text, path)
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(exc, text, path) from None
     locator = _Locator(text, prefix="tool.memledger." if in_pyproject else "")
@@ -342,7 +354,7 @@ class _BudgetBuilder:
                     self.locator.top_key(key),
                 )
         version = self.table.get("version", BUDGET_VERSION)
-        if version != BUDGET_VERSION or isinstance(version, bool):
+        if version != BUDGET_VERSION or type(version) is not int:
             raise self.error(
                 f"unsupported budget version {version!r} (this memledger reads version "
                 f"{BUDGET_VERSION})",
@@ -365,7 +377,7 @@ class _BudgetBuilder:
         tighten = defaults.get("tighten_headroom_pct", DEFAULT_TIGHTEN_HEADROOM_PCT)
         if not _is_number(tighten) or tighten < 0:
             raise self.error(
-                "tighten_headroom_pct must be a non-negative number",
+                f"tighten_headroom_pct must be a finite non-negative number, not {tighten!r}",
                 self.locator.defaults_key("tighten_headroom_pct"),
             )
         entries = [self._entry(index, raw, defaults) for index, raw in enumerate(entries_raw)]
@@ -423,7 +435,8 @@ class _BudgetBuilder:
         pct = merged.get("max_increase_pct")
         if pct is not None and (not _is_number(pct) or pct < 0):
             raise self.error(
-                "max_increase_pct must be a non-negative number (percent of the baseline)",
+                "max_increase_pct must be a finite non-negative number (percent of the "
+                f"baseline), not {pct!r}",
                 locate("max_increase_pct"),
             )
         if all(value is None for value in limits.values()) and pct is None:
@@ -496,15 +509,17 @@ class _BudgetBuilder:
         self, value: Any, kind: ItemKind, key: str, item: str, line: int | None
     ) -> Quantity:
         if kind is ItemKind.COUNT:
-            if not _is_number(value):
+            if not isinstance(value, int | float) or isinstance(value, bool):
                 raise self.error(
                     f"{key} for {item!r} must be a plain number ({item} is a count), not {value!r}",
                     line,
                 )
+            if not _is_number(value):
+                raise self.error(f"{key} for {item!r} must be a finite number, not {value!r}", line)
             if value < 0:
                 raise self.error(f"{key} for {item!r} must not be negative", line)
-            return value  # type: ignore[no-any-return]
-        if _is_number(value):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
             raise self.error(
                 f'{key} for {item!r} needs a unit: write "{value} GiB" (units: '
                 f"{', '.join(SIZE_UNITS)}; SGLang's GB is GiB)",
@@ -560,11 +575,23 @@ def parse_budget_size(text: str) -> int:
         value = Decimal(number.replace("_", ""))
     except InvalidOperation:
         raise ValueError(f"not a number: {number!r}") from None
-    return int((value * SIZE_UNITS[unit]).to_integral_value())
+    if value.adjusted() > 30:
+        raise ValueError(f"size out of range: {text!r}")
+    byte_count = int((value * SIZE_UNITS[unit]).to_integral_value())
+    if byte_count > MAX_MAGNITUDE:
+        raise ValueError(f"size out of range: {text!r}")
+    return byte_count
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite, bounded int or float (not a bool): TOML's nan and inf are no limit."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        checked_number(value)
+    except NumberOutOfRange:
+        return False
+    return True
 
 
 def _suggest(word: str, choices: Collection[str]) -> str:

@@ -1,9 +1,11 @@
-"""Reading the user's config files (budget, formulas, model config, grammar) as text."""
+"""Reading the user's config files (budget, formulas, model config, grammar), depth bounded."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from memledger.errors import ConfigError
 
@@ -24,3 +26,44 @@ def read_config_text(path: str | os.PathLike[str], what: str, *, directory_hint:
         raise ConfigError(f"{what} is not UTF-8 text", path=label) from None
     except OSError as exc:
         raise ConfigError(f"cannot read {what}: {exc.strerror or exc}", path=label) from None
+
+
+MAX_CONFIG_DEPTH = 32
+"""Deepest nesting of tables/arrays accepted in a config or saved-ledger document."""
+
+_Document = TypeVar("_Document")
+
+
+def parse_nested(
+    parse: Callable[[str], _Document], text: str, label: str, *, max_depth: int = MAX_CONFIG_DEPTH
+) -> _Document:
+    """`parse(text)` (tomllib.loads, json.loads) with its nesting bounded.
+
+    A document nested deeper than `max_depth` is a ConfigError, whether the parser itself gave
+    up (RecursionError) or later code would have: nothing memledger reads nests that deep.
+    The parser's own syntax errors pass through for the caller to place at file:line.
+    """
+    try:
+        document = parse(text)
+    except RecursionError:
+        raise ConfigError(f"nested more than {max_depth} levels deep", path=label) from None
+    if nesting_depth(document) > max_depth:
+        raise ConfigError(f"nested more than {max_depth} levels deep", path=label)
+    return document
+
+
+def nesting_depth(document: object) -> int:
+    """How many levels of dicts/lists `document` nests (a scalar is 0), without recursion."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(document, 0)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict):
+            children: Iterable[object] = value.values()
+        elif isinstance(value, list | tuple):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        pending.extend((child, depth + 1) for child in children)
+    return deepest

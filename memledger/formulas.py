@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memledger.config_files import read_config_text
+from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
 from memledger.ledger_model import RowGroup
 
@@ -36,6 +36,8 @@ MAX_NODES = 400
 MAX_INT = 1 << 96
 """Results beyond this are refused (a formula never needs more than a few exabytes)."""
 MAX_EXPONENT = 64
+MAX_ROUND_DIGITS = 30
+"""`round(x, n)` with |n| beyond this is refused: CPython computes 10 ** -n for an int x."""
 
 ExprValue = int | float | str | bool | None
 _ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -112,7 +114,7 @@ _FUNCTIONS: dict[str, Callable[..., ExprValue]] = {
     "abs": abs,
     "floor": math.floor,
     "ceil": math.ceil,
-    "round": round,
+    "round": lambda *args: _bounded_round(*args),
     "int": int,
     "float": float,
 }
@@ -173,6 +175,8 @@ def compile_expression(text: str, extra_names: frozenset[str] = frozenset()) -> 
             node.value, int | float | str | bool | type(None)
         ):
             raise ExpressionError(f"constant {node.value!r} is not allowed")
+        if isinstance(node, ast.Constant):
+            _checked(node.value, node)  # 1e400 is inf, a 2000-digit literal is out of range
         if isinstance(node, ast.Call):
             _check_call(node)
         if isinstance(node, ast.Name) and not _name_allowed(node, tree, extra_names):
@@ -227,9 +231,9 @@ class _Evaluator:
 
     def visit(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
-            return node.value
+            return _checked(node.value, node)
         if isinstance(node, ast.Name | ast.Attribute):
-            return self._lookup(node)
+            return _checked(self._lookup(node), node)
         if isinstance(node, ast.BinOp):
             return self._binary(node)
         if isinstance(node, ast.UnaryOp):
@@ -259,17 +263,17 @@ class _Evaluator:
         left, right = self.visit(node.left), self.visit(node.right)
         for operand in (left, right):
             if isinstance(operand, bool) or not isinstance(operand, int | float):
-                raise ExpressionError(
-                    f"arithmetic on a non-number ({operand!r}) in {ast.unparse(node)}"
-                )
+                raise ExpressionError(f"arithmetic on a non-number ({operand!r}) in {_shown(node)}")
         if isinstance(node.op, ast.Pow) and (
             not isinstance(right, int) or abs(right) > MAX_EXPONENT or abs(left) > MAX_INT
         ):
-            raise ExpressionError(f"exponent out of range in {ast.unparse(node)}")
+            raise ExpressionError(f"exponent out of range in {_shown(node)}")
         try:
             result = _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
-            raise ExpressionError(f"division by zero in {ast.unparse(node)}") from None
+            raise ExpressionError(f"division by zero in {_shown(node)}") from None
+        except OverflowError:  # float ** float, a huge int / int or int + float
+            raise ExpressionError(f"result out of range in {_shown(node)}") from None
         return _checked(result, node)
 
     def _unary(self, node: ast.UnaryOp) -> Any:
@@ -277,7 +281,7 @@ class _Evaluator:
         if isinstance(node.op, ast.Not):
             return not operand
         if isinstance(operand, bool) or not isinstance(operand, int | float):
-            raise ExpressionError(f"sign of a non-number in {ast.unparse(node)}")
+            raise ExpressionError(f"sign of a non-number in {_shown(node)}")
         return -operand if isinstance(node.op, ast.USub) else +operand
 
     def _boolean(self, node: ast.BoolOp) -> Any:
@@ -298,7 +302,7 @@ class _Evaluator:
                 if not _COMPARE[type(op)](left, right):
                     return False
             except TypeError:
-                raise ExpressionError(f"cannot compare in {ast.unparse(node)}") from None
+                raise ExpressionError(f"cannot compare in {_shown(node)}") from None
             left = right
         return True
 
@@ -323,12 +327,12 @@ class _Evaluator:
         if name == "version":
             if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
                 raise ExpressionError("version('MAJOR.MINOR.PATCH') takes one literal string")
-            return version_code(str(node.args[0].value))
+            return _checked(version_code(str(node.args[0].value)), node)
         arguments = [self.visit(arg) for arg in node.args]
         try:
             return _checked(_FUNCTIONS[name](*arguments), node)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ExpressionError(f"{name}() failed in {ast.unparse(node)}: {exc}") from None
+            raise ExpressionError(f"{name}() failed in {_shown(node)}: {exc}") from None
 
 
 def _dotted(node: ast.expr) -> str:
@@ -356,11 +360,24 @@ def _resolve(path: str, variables: Mapping[str, Any]) -> Any:
     return None
 
 
+def _bounded_round(number: Any, digits: Any = None) -> Any:
+    if digits is None:
+        return round(number)
+    if isinstance(digits, bool) or not isinstance(digits, int) or abs(digits) > MAX_ROUND_DIGITS:
+        raise ValueError(f"digits must be an integer within ±{MAX_ROUND_DIGITS}")
+    return round(number, digits)
+
+
 def _checked(result: Any, node: ast.AST) -> Any:
+    """`result` when it is a bounded number (or not a number); ExpressionError otherwise.
+
+    Every constant, variable, operation and call result goes through here, so each operand of
+    an operation is within MAX_INT and no later step can overflow or run for long."""
+    what = "number" if isinstance(node, ast.Constant) else "result"
     if isinstance(result, float) and not math.isfinite(result):
-        raise ExpressionError(f"result is not finite in {ast.unparse(node)}")
+        raise ExpressionError(f"{what} is not finite in {_shown(node)}")
     if isinstance(result, int) and abs(result) > MAX_INT:
-        raise ExpressionError(f"result out of range in {ast.unparse(node)}")
+        raise ExpressionError(f"{what} out of range in {_shown(node)}")
     return result
 
 
@@ -432,7 +449,7 @@ def read_formulas_file(path: str | os.PathLike[str]) -> list[Formula]:
 def parse_formulas(text: str, label: str) -> list[Formula]:
     """Formulas from TOML text (`[[formula]]` tables); ConfigError with file:line on problems."""
     try:
-        document = tomllib.loads(text)
+        document = parse_nested(tomllib.loads, text, label)
     except tomllib.TOMLDecodeError as exc:
         line_match = re.search(r"line (\d+)", str(exc))
         raise ConfigError(
@@ -534,9 +551,42 @@ def _validate(
     key: str,
 ) -> None:
     try:
-        compile_expression(expression, names)
+        tree = compile_expression(expression, names)
+        if _is_constant(tree):
+            # Nothing in it depends on a log: what fails now fails on every log, so say it
+            # at load time with the line (`1e20 ** 16`, `round(1, -10**8)`).
+            _Evaluator({}, {}).visit(tree.body)
     except ExpressionError as exc:
-        raise fail(f"{key}: {exc}: {expression!r}", key) from None
+        raise fail(f"{key}: {exc}: {_shown_text(expression)}", key) from None
+
+
+def _is_constant(tree: ast.Expression) -> bool:
+    """No variable in the tree (function names aside; `default`, `defined` look variables up)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in ("default", "defined"):
+                return False
+        elif isinstance(node, ast.Name) and not any(
+            isinstance(call, ast.Call) and call.func is node for call in ast.walk(tree)
+        ):
+            return False
+    return True
+
+
+def _shown(node: ast.AST) -> str:
+    return _elided(ast.unparse(node))
+
+
+def _shown_text(text: str) -> str:
+    return repr(_elided(text))
+
+
+def _elided(text: str) -> str:
+    """An expression for a message: a 400-digit literal is elided, not printed whole."""
+    text = re.sub(r"\d{25,}", lambda m: f"<{len(m.group(0))} digits>", text)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _key_line(text: str, header_line: int | None, key: str | None) -> int | None:

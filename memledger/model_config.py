@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memledger.config_files import read_config_text
+from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
+from memledger.units import MAX_MAGNITUDE, NumberOutOfRange, checked_number
 
 # config.json keys read as positive integers (name in config -> name in ModelDims).
 _INT_KEYS = (
@@ -96,7 +97,7 @@ def load_model_config(path: str | os.PathLike[str]) -> ModelDims:
     label = os.fspath(path)
     text = read_config_text(path, "model config", directory_hint="; pass its config.json")
     try:
-        document = json.loads(text)
+        document = parse_nested(json.loads, text, label)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", path=label, line=exc.lineno) from None
     if not isinstance(document, dict):
@@ -122,7 +123,9 @@ def model_dims_from_dict(document: dict[str, Any], *, label: str, text: str = ""
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise fail(key, f"must be a non-negative integer, got {value!r}")
+            raise fail(key, f"must be a non-negative integer, got {_shown(value)}")
+        if value > MAX_MAGNITUDE:
+            raise fail(key, f"out of range: {_shown(value)}")
         fields[key] = value
     architectures = config.get("architectures")
     if architectures is not None:
@@ -166,6 +169,11 @@ def model_dims_from_dict(document: dict[str, Any], *, label: str, text: str = ""
         for key, value in config.items()
         if key not in known and isinstance(value, int | float | str | bool)
     }
+    for key, value in extra.items():  # model.* names reach formulas: bounded like log numbers
+        try:
+            checked_number(value)
+        except NumberOutOfRange as exc:
+            raise fail(key, str(exc)) from None
     return ModelDims(path=label, extra=extra, **fields)
 
 
@@ -193,6 +201,11 @@ def _linear_dims(linear: dict[str, Any], fail: Any) -> dict[str, Any]:
             raise fail(f"linear_attn_config.{key}", f"must be a positive integer, got {value!r}")
         fields[target] = value
     return fields
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+import math
+from decimal import Context, Decimal, DecimalException
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field, model_validator
@@ -60,23 +61,116 @@ class Size(FrozenModel):
         return self.bytes / GIB
 
 
-def parse_size(number: str, unit: str) -> Size:
-    """Turn a printed number and unit into a Size; raises ValueError on garbage, inf or nan."""
+# --------------------------------------------------------------------------------------------
+# Bounded conversions: every number read from a log, a saved ledger or a config goes through
+# one of these, so `1e999999`, 400-digit integers, nan and inf are a clear "out of range",
+# never an OverflowError later in arithmetic.
+# --------------------------------------------------------------------------------------------
+
+MAX_MAGNITUDE = 1 << 62
+"""Largest magnitude accepted for any number (bytes, counts, parameters): 4 EiB."""
+MIN_FRACTION = 1e-30
+"""Smallest non-zero magnitude of a fractional number (page_size=1e-300 is garbage)."""
+_MAX_DIGITS = 40
+"""Longer digit strings are refused before conversion (converting them costs time for nothing)."""
+_SIZE_CONTEXT = Context(prec=80, Emax=999, Emin=-999, traps=[])
+
+
+class NumberOutOfRange(ValueError):
+    """A number that parses but is not finite or beyond what memledger accepts."""
+
+
+def bounded_int(text: str) -> int:
+    """A decimal integer literal as an int; NumberOutOfRange beyond MAX_MAGNITUDE."""
+    digits = text.strip().lstrip("+-").replace("_", "").lstrip("0")
+    if len(digits) > _MAX_DIGITS:
+        raise NumberOutOfRange(f"integer out of range: {_short(text)}")
     try:
-        value = Decimal(number)
-    except InvalidOperation as exc:
-        raise ValueError(f"not a number: {number!r}") from exc
-    if not value.is_finite():
-        raise ValueError(f"not a finite number: {number!r}")
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"not an integer: {_short(text)}") from None
+    return checked_int(value, text)
+
+
+def bounded_float(text: str) -> float:
+    """A finite decimal number as a float; NumberOutOfRange for nan, inf or beyond the bounds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"not a number: {_short(text)}") from None
+    return checked_float(value, text)
+
+
+def checked_int(value: int, shown: object = None) -> int:
+    """`value` when |value| <= MAX_MAGNITUDE, else NumberOutOfRange."""
+    if value > MAX_MAGNITUDE or value < -MAX_MAGNITUDE:
+        raise NumberOutOfRange(f"integer out of range: {_short(value if shown is None else shown)}")
+    return value
+
+
+def checked_float(value: float, shown: object = None) -> float:
+    """`value` when finite and within the bounds (zero included), else NumberOutOfRange."""
+    magnitude = abs(value)
+    if not math.isfinite(value) or magnitude > MAX_MAGNITUDE or 0 < magnitude < MIN_FRACTION:
+        raise NumberOutOfRange(f"number out of range: {_short(value if shown is None else shown)}")
+    return value
+
+
+def checked_number(value: Any) -> Any:
+    """An already-parsed value (JSON, literal_eval) with every number in it checked.
+
+    bools, strings and None pass; lists and dicts are checked element by element.
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return checked_int(value)
+    if isinstance(value, float):
+        return checked_float(value)
+    if isinstance(value, list | tuple):
+        return [checked_number(item) for item in value]
+    if isinstance(value, dict):
+        return {key: checked_number(item) for key, item in value.items()}
+    return value
+
+
+def _short(value: object) -> str:
+    if isinstance(value, int) and not -(10**24) < value < 10**24:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+
+
+def parse_size(number: str, unit: str, *, signed: bool = False) -> Size:
+    """Turn a printed number and unit into a Size.
+
+    ValueError on garbage; NumberOutOfRange (a ValueError) on inf, nan, a negative size unless
+    `signed` (a difference such as `mem usage`), or a size beyond MAX_MAGNITUDE bytes.
+    """
     if unit not in UNIT_BYTES:
         raise ValueError(f"unknown unit: {unit!r}")
-    scale = UNIT_BYTES[unit]
+    if len(number) > 2 * _MAX_DIGITS:
+        raise NumberOutOfRange(f"size out of range: {_short(number)} {unit}")
+    try:
+        value = Decimal(number)
+    except DecimalException as exc:
+        raise ValueError(f"not a number: {number!r}") from exc
+    if not value.is_finite():
+        raise NumberOutOfRange(f"not a finite number: {number!r}")
+    if value < 0 and not signed:
+        raise NumberOutOfRange(f"negative size: {number} {unit}")
     exponent = value.as_tuple().exponent
     assert isinstance(exponent, int)  # finite decimals have an int exponent
-    half_ulp = int(Decimal(scale) * Decimal(10) ** exponent / 2) if exponent < 0 else 0
-    byte_count = int((value * scale).to_integral_value())
-    if abs(byte_count) > 1 << 62:
-        raise ValueError(f"size out of range: {number} {unit}")
+    if exponent < -_MAX_DIGITS or (value and not -_MAX_DIGITS < value.adjusted() < _MAX_DIGITS):
+        raise NumberOutOfRange(f"size out of range: {number} {unit}")
+    # A private context: exact for every accepted input, and no trap can fire on an exponent.
+    context = _SIZE_CONTEXT
+    scale = Decimal(UNIT_BYTES[unit])
+    ulp = context.multiply(scale, context.power(Decimal(10), exponent))
+    half_ulp = int(context.divide(ulp, Decimal(2))) if exponent < 0 else 0
+    byte_count = int(context.multiply(value, scale).to_integral_value())
+    if abs(byte_count) > MAX_MAGNITUDE:
+        raise NumberOutOfRange(f"size out of range: {number} {unit}")
     unit_text = "GB" if unit == "GB_decimal" else unit
     return Size(bytes=byte_count, half_ulp=half_ulp, text=f"{number} {unit_text}")
 

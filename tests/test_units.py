@@ -22,7 +22,8 @@ def test_units_and_precision_follow_what_was_printed() -> None:
     raw = parse_size("627048448", "B")
     assert (raw.bytes, raw.half_ulp) == (627048448, 0)  # an integer byte count is exact
     assert parse_size("2.5", "GB_decimal").bytes == 2_500_000_000  # HiCache host lines: 1e9
-    assert parse_size("-1.86", "GB").bytes == -round(1.86 * GIB)  # mem usage can be negative
+    # mem usage (a difference) can be negative; the caller says which sizes are signed
+    assert parse_size("-1.86", "GB", signed=True).bytes == -round(1.86 * GIB)
 
 
 @pytest.mark.parametrize(

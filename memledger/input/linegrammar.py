@@ -9,7 +9,6 @@ generic `fields` part becomes sizes (integer bytes) and values under canonical k
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -21,7 +20,14 @@ from typing import Any
 
 from memledger.errors import ConfigError
 from memledger.events import EventKind, Value
-from memledger.units import UNIT_BYTES, Size, parse_size
+from memledger.units import (
+    UNIT_BYTES,
+    NumberOutOfRange,
+    Size,
+    bounded_float,
+    bounded_int,
+    parse_size,
+)
 
 GRAMMAR_FILE = "sglang.lark"
 
@@ -97,6 +103,9 @@ INT_KEYS = frozenset(
 )
 # Keys printed as raw byte counts: kept as an int value AND mirrored into sizes (half_ulp 0).
 RAW_BYTES_KEYS = frozenset({"capacity", "num_bytes", "total_bytes"})
+# Sizes that are differences and may print negative (`mem usage=-0.00 GB` after a free); any
+# other negative size is garbage.
+SIGNED_SIZE_KEYS = frozenset({"usage"})
 MEMORY_UNITS = frozenset({"GB", "GiB", "MB", "MiB", "KB", "KiB", "B", "bytes"})
 TIME_UNITS = {"s": 1.0, "ms": 0.001}
 
@@ -341,7 +350,9 @@ class _Builder:
             return
         unit = "GB_decimal" if (self.decimal_gb and raw.unit == "GB") else raw.unit
         try:
-            self.parse.sizes[key] = parse_size(raw.text, unit)
+            self.parse.sizes[key] = parse_size(raw.text, unit, signed=key in SIGNED_SIZE_KEYS)
+        except NumberOutOfRange:
+            self.problem(key, raw, "number out of range")
         except ValueError:
             self.problem(key, raw, "malformed number")
 
@@ -365,7 +376,10 @@ class _Builder:
             return
         if key in RAW_BYTES_KEYS:
             if raw.kind == "num" and INT_RE.fullmatch(raw.text):
-                count = int(raw.text)
+                count = _bounded_int(raw.text)
+                if count is None or count < 0:
+                    self.problem(key, raw, "number out of range")
+                    return
                 self.parse.values[key] = count
                 self.parse.sizes[key] = Size(bytes=count, half_ulp=0, text=f"{count} B")
             else:
@@ -373,7 +387,11 @@ class _Builder:
             return
         if key in INT_KEYS:
             if raw.kind == "num" and raw.unit is None and INT_RE.fullmatch(raw.text):
-                self.parse.values[key] = int(raw.text)
+                count = _bounded_int(raw.text)
+                if count is None or count < 0:  # every INT_KEYS value is a count
+                    self.problem(key, raw, "number out of range")
+                else:
+                    self.parse.values[key] = count
             elif raw.kind == "word" and raw.text == "None":
                 self.parse.values[key] = None
             else:
@@ -391,23 +409,35 @@ class _Bad:
 
 
 def _finite(text: str) -> float | None:
+    """A finite, bounded number, or None (see memledger.units.bounded_float)."""
     try:
-        number = float(text)
+        return bounded_float(text)
     except ValueError:
         return None
-    return number if math.isfinite(number) else None
+
+
+def _bounded_int(text: str) -> int | None:
+    try:
+        return bounded_int(text)
+    except ValueError:
+        return None
 
 
 def _typed(raw: RawValue) -> Value | _Bad:
     if raw.kind == "num":
         if raw.unit is None and INT_RE.fullmatch(raw.text):
-            return int(raw.text)
+            whole = _bounded_int(raw.text)
+            return _Bad() if whole is None else whole
         number = _finite(raw.text)
         return _Bad() if number is None else number
     if raw.kind == "list":
-        ints = [int(i.text) for i in raw.items if i.kind == "num" and INT_RE.fullmatch(i.text)]
+        ints = [
+            _bounded_int(i.text) for i in raw.items if i.kind == "num" and INT_RE.fullmatch(i.text)
+        ]
+        if None in ints:
+            return _Bad()
         if len(ints) == len(raw.items):
-            return ints
+            return [i for i in ints if i is not None]
         return raw.printed()
     if raw.text in ("True", "False"):
         return raw.text == "True"

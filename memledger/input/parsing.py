@@ -133,6 +133,7 @@ class _Collector:
 
     stored: list[_Stored] = field(default_factory=list)
     server_args_lines: list[int] = field(default_factory=list)
+    server_args_problems: list[UnrecognisedLine] = field(default_factory=list)
     init_lines: list[tuple[int, str, bool]] = field(default_factory=list)
     marker_lines: list[int] = field(default_factory=list)
     evidence: list[_Evidence] = field(default_factory=list)
@@ -241,14 +242,23 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
     if text.startswith("server_args="):
         out.mark(logical.line)
         out.server_args_lines.append(logical.line)
+        problems: list[str] = []
         event = Event(
             kind=EventKind.SERVER_ARGS,
             line=logical.line,
             rank=logical.rank,
-            params=parse_server_args(text),
+            params=parse_server_args(text, problems),
             text=text[:TEXT_CAP],
         )
         out.stored.append(_Stored(event, logical.prefixed, out.segment))
+        if problems and len(out.server_args_problems) < _PER_BUCKET_CAP:
+            # kept as text, so the engine treats them as absent: say so in every rank's coverage
+            reason = "malformed: " + "; ".join(problems[:3])
+            out.server_args_problems.append(
+                UnrecognisedLine(
+                    line=logical.line, rank=logical.rank, text=text[:TEXT_CAP], reason=reason
+                )
+            )
         return
     outcome = _outcome_kind(text)
     if outcome is not None:
@@ -532,6 +542,10 @@ def parse_log(
         if tag in selection.tags and bucket.lines and lo <= bucket.lines[0].line <= hi:
             unrecognised_count += bucket.count
             unrecognised.extend(bucket.lines)
+    for problem in collector.server_args_problems:
+        if lo <= problem.line <= hi:
+            unrecognised_count += 1
+            unrecognised.append(problem)
     unrecognised.sort(key=lambda u: u.line)
 
     ranks: dict[str, list[Event]] = {}
