@@ -18,8 +18,8 @@ from memledger.budget import parse_budget, parse_budget_size
 from memledger.config_files import MAX_CONFIG_DEPTH, nesting_depth, parse_nested
 from memledger.errors import EXIT_USAGE, ConfigError
 from memledger.formulas import ExpressionError, evaluate, parse_formulas
-from memledger.model_config import load_model_config
 from memledger.input.server_args import _split_top_level, parse_server_args
+from memledger.model_config import load_model_config
 from memledger.units import (
     MAX_MAGNITUDE,
     NumberOutOfRange,
