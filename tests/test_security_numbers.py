@@ -88,10 +88,10 @@ def test_F03_avail_1e999999_is_a_malformed_value_not_a_traceback(
     log = write_log(tmp_path, avail="1e999999")
     code, out, _ = run(capsys, "ledger", log)
     assert code == 0 and "balances" in out
-    code, out, _ = run(capsys, "parse", log, "--coverage")
+    code, out, _ = run(capsys, "parse", log, "--format", "json")
     assert code == 0
-    assert "1 memory-looking line of this rank not recognised" in out
-    assert "number out of range" in out
+    [problem] = json.loads(out)["coverage"]["listed"]
+    assert problem["line"] == 4 and "out of range avail='1e999999 GB'" in problem["reason"]
 
 
 @pytest.mark.parametrize(
@@ -150,8 +150,9 @@ def test_F24_negative_avail_is_malformed_not_a_negative_usable(
     code, out, _ = run(capsys, "ledger", log, "--format", "json")
     assert code == 0
     assert json.loads(out)["usable_bytes"] > 0
-    _, out, _ = run(capsys, "parse", log, "--coverage")
-    assert "number out of range avail" in out
+    _, out, _ = run(capsys, "parse", log, "--format", "json")
+    [problem] = json.loads(out)["coverage"]["listed"]
+    assert "out of range avail='-5.00 GB'" in problem["reason"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -352,7 +352,7 @@ class _Builder:
         try:
             self.parse.sizes[key] = parse_size(raw.text, unit, signed=key in SIGNED_SIZE_KEYS)
         except NumberOutOfRange:
-            self.problem(key, raw, "number out of range")
+            self.problem(key, raw, "malformed number (out of range)")
         except ValueError:
             self.problem(key, raw, "malformed number")
 
@@ -378,7 +378,7 @@ class _Builder:
             if raw.kind == "num" and INT_RE.fullmatch(raw.text):
                 count = _bounded_int(raw.text)
                 if count is None or count < 0:
-                    self.problem(key, raw, "number out of range")
+                    self.problem(key, raw, "malformed number (out of range)")
                     return
                 self.parse.values[key] = count
                 self.parse.sizes[key] = Size(bytes=count, half_ulp=0, text=f"{count} B")
@@ -389,7 +389,7 @@ class _Builder:
             if raw.kind == "num" and raw.unit is None and INT_RE.fullmatch(raw.text):
                 count = _bounded_int(raw.text)
                 if count is None or count < 0:  # every INT_KEYS value is a count
-                    self.problem(key, raw, "number out of range")
+                    self.problem(key, raw, "malformed number (out of range)")
                 else:
                     self.parse.values[key] = count
             elif raw.kind == "word" and raw.text == "None":
