@@ -91,7 +91,7 @@ def test_F03_avail_1e999999_is_a_malformed_value_not_a_traceback(
     code, out, _ = run(capsys, "parse", log, "--format", "json")
     assert code == 0
     [problem] = json.loads(out)["coverage"]["listed"]
-    assert problem["line"] == 4 and "out of range avail='1e999999 GB'" in problem["reason"]
+    assert problem["line"] == 4 and "out of range) avail='1e999999 GB'" in problem["reason"]
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ def test_F24_negative_avail_is_malformed_not_a_negative_usable(
     assert json.loads(out)["usable_bytes"] > 0
     _, out, _ = run(capsys, "parse", log, "--format", "json")
     [problem] = json.loads(out)["coverage"]["listed"]
-    assert "out of range avail='-5.00 GB'" in problem["reason"]
+    assert "out of range) avail='-5.00 GB'" in problem["reason"]
 
 
 # --------------------------------------------------------------------------------------------
