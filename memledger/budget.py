@@ -28,7 +28,7 @@ from memledger.ledger_model import Summary
 from memledger.units import (
     GIB,
     KIB,
-    MAX_MAGNITUDE,
+    MAX_BYTES,
     MIB,
     FrozenModel,
     NumberOutOfRange,
@@ -578,7 +578,7 @@ def parse_budget_size(text: str) -> int:
     if value.adjusted() > 30:
         raise ValueError(f"size out of range: {text!r}")
     byte_count = int((value * SIZE_UNITS[unit]).to_integral_value())
-    if byte_count > MAX_MAGNITUDE:
+    if byte_count > MAX_BYTES:
         raise ValueError(f"size out of range: {text!r}")
     return byte_count
 

@@ -67,8 +67,11 @@ class Size(FrozenModel):
 # never an OverflowError later in arithmetic.
 # --------------------------------------------------------------------------------------------
 
-MAX_MAGNITUDE = 1 << 62
-"""Largest magnitude accepted for any number (bytes, counts, parameters): 4 EiB."""
+MAX_MAGNITUDE = 1 << 64
+"""Largest magnitude accepted for any number (counts, parameters): uint64 range, because
+SGLang prints sys.maxsize for "unlimited" (`max_queued_requests=9223372036854775807`)."""
+MAX_BYTES = 1 << 62
+"""Largest size in bytes (4 EiB)."""
 MIN_FRACTION = 1e-30
 """Smallest non-zero magnitude of a fractional number (page_size=1e-300 is garbage)."""
 _MAX_DIGITS = 40
@@ -145,7 +148,7 @@ def parse_size(number: str, unit: str, *, signed: bool = False) -> Size:
     """Turn a printed number and unit into a Size.
 
     ValueError on garbage; NumberOutOfRange (a ValueError) on inf, nan, a negative size unless
-    `signed` (a difference such as `mem usage`), or a size beyond MAX_MAGNITUDE bytes.
+    `signed` (a difference such as `mem usage`), or a size beyond MAX_BYTES.
     """
     if unit not in UNIT_BYTES:
         raise ValueError(f"unknown unit: {unit!r}")
@@ -169,7 +172,7 @@ def parse_size(number: str, unit: str, *, signed: bool = False) -> Size:
     ulp = context.multiply(scale, context.power(Decimal(10), exponent))
     half_ulp = int(context.divide(ulp, Decimal(2))) if exponent < 0 else 0
     byte_count = int(context.multiply(value, scale).to_integral_value())
-    if abs(byte_count) > MAX_MAGNITUDE:
+    if abs(byte_count) > MAX_BYTES:
         raise NumberOutOfRange(f"size out of range: {number} {unit}")
     unit_text = "GB" if unit == "GB_decimal" else unit
     return Size(bytes=byte_count, half_ulp=half_ulp, text=f"{number} {unit_text}")

@@ -388,7 +388,7 @@ class _Builder:
         if key in INT_KEYS:
             if raw.kind == "num" and raw.unit is None and INT_RE.fullmatch(raw.text):
                 count = _bounded_int(raw.text)
-                if count is None or count < 0:  # every INT_KEYS value is a count
+                if count is None:  # -1 is SGLang's "off" (chunked_prefill_size=-1): kept
                     self.problem(key, raw, "malformed number (out of range)")
                 else:
                     self.parse.values[key] = count
