@@ -18,6 +18,9 @@ _EXPORTS: dict[str, str] = {
     "load_text": "memledger.api",
     "diff": "memledger.api",
     "check": "memledger.api",
+    "whatif": "memledger.api",
+    "WhatIf": "memledger.sizing",
+    "SizingResult": "memledger.sizing",
     "assert_budget": "memledger.api",
     "BudgetFailure": "memledger.api",
     "BudgetWarning": "memledger.api",
@@ -50,6 +53,9 @@ __all__ = [
     "load_text",
     "diff",
     "check",
+    "whatif",
+    "WhatIf",
+    "SizingResult",
     "assert_budget",
     "BudgetFailure",
     "BudgetWarning",
@@ -86,6 +92,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         ledger,
         load,
         load_text,
+        whatif,
     )
     from memledger.budget import Budget, BudgetEntry, load_budget, parse_budget
     from memledger.checking import Check, CheckReport, CheckStatus
@@ -93,6 +100,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from memledger.errors import ConfigError, InputError, MemledgerError
     from memledger.events import Event, EventKind, ParsedLog, Startup
     from memledger.ledger_model import Ledger, Row, Summary
+    from memledger.sizing import SizingResult, WhatIf
     from memledger.units import Size
 
 

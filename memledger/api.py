@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeAlias
@@ -36,6 +36,7 @@ from memledger.service import Source as Source
 
 if TYPE_CHECKING:
     from memledger.diffing import LedgerDiff
+    from memledger.sizing import WhatIf
 
 TEXT_LABEL = "<text>"
 GrammarFiles: TypeAlias = Sequence[PathLike]
@@ -253,3 +254,36 @@ def assert_budget(
     if lines:
         raise BudgetFailure(report, lines)
     return report
+
+
+def whatif(
+    source: PathLike | IO[bytes] | IO[str] | ParsedLog,
+    changes: Mapping[str, int | float | str | None] | None = None,
+    *,
+    rank: str | None = None,
+    startup: int | None = None,
+    model_config: PathLike | None = None,
+    grammars: GrammarFiles = (),
+    **settings: int | float | str | None,
+) -> WhatIf:
+    """SGLang's pools under other settings, anchored on the measured log.
+
+    Settings come as a mapping and/or keywords: `whatif(log, mem_fraction_static=0.85)`.
+    `answer.row("KV tokens per instance").predicted` is the figure a test can assert on.
+    """
+    from memledger.service import WhatIfOptions, whatif_of
+
+    merged = {**(changes or {}), **settings}
+    return whatif_of(
+        WhatIfOptions(
+            log=source,
+            changes=merged,
+            load=_options(
+                rank=rank,
+                startup=startup,
+                model_config=model_config,
+                formula_files=(),
+                grammars=_grammars(grammars, None),
+            ),
+        )
+    )

@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from pydantic import ConfigDict, Field, computed_field
 
+from memledger.sizing.result import SizingResult
 from memledger.units import GIB, FrozenModel
 
 LEDGER_SCHEMA_VERSION = 1
@@ -218,6 +219,9 @@ class Ledger(FrozenModel):
     """Parameters the engine used (dp_size, dcp_size, mem_fraction_static, ...), for diffs."""
     notes: list[str] = Field(default_factory=list)
     """Degradations: missing checkpoints, missing parameters, why a row is unknown."""
+    sizing: SizingResult | None = None
+    """SGLang's KV-pool sizing redone with this log's numbers (memledger.sizing); None in
+    ledgers saved before it existed."""
 
     def row(self, row_id: str) -> Row | None:
         """The row with this id, if any."""

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from memledger.budget import Budget
     from memledger.checking import CheckReport
     from memledger.diffing import LedgerDiff
+    from memledger.sizing import WhatIf
 
 Source: TypeAlias = str | os.PathLike[str] | IO[bytes] | IO[str] | ByteSource | ParsedLog | Ledger
 """Anything a ledger can come from: a path, `-` (stdin), a stream, a parsed log or a ledger."""
@@ -140,6 +141,16 @@ class DiffOptions:
     show_unchanged: bool = False
     marker: str | None = None
     max_chars: int | None = None
+
+
+@dataclass(frozen=True)
+class WhatIfOptions:
+    """`memledger whatif`: the log, and setting -> value changes (`--set NAME=VALUE`)."""
+
+    log: Source
+    changes: dict[str, Any] = field(default_factory=dict)
+    load: LoadOptions = LoadOptions()
+    fmt: str = "text"
 
 
 @dataclass(frozen=True)
@@ -521,6 +532,27 @@ def run_check(options: CheckOptions) -> Output:
         else ()
     )
     return Output(render(report), report.exit_code, extra)
+
+
+def whatif_of(options: WhatIfOptions) -> WhatIf:
+    """SGLang's pools under `changes`, anchored on the measured log (memledger.sizing)."""
+    from memledger.model_config import load_model_config
+    from memledger.sizing import sizing_inputs, whatif
+
+    source = options.log
+    if isinstance(source, Ledger):
+        raise ConfigError("whatif reads a log, not a ledger: it needs the log's events")
+    parsed = source if isinstance(source, ParsedLog) else load_parsed(source, options.load)
+    path = options.load.model_config
+    model = None if path is None else load_model_config(path)
+    return whatif(sizing_inputs(parsed, model), options.changes)
+
+
+def run_whatif(options: WhatIfOptions) -> Output:
+    """`memledger whatif`: the what-if table, its arithmetic and what is not modelled."""
+    from memledger.render.sizing import WHATIF_FORMATS
+
+    return Output(WHATIF_FORMATS.renderer(options.fmt, None)(whatif_of(options)))
 
 
 def run_schema(name: str) -> Output:

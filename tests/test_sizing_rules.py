@@ -14,7 +14,7 @@ import memledger
 from memledger.sglang.sizing_rules import RULE, RULES, version_code
 from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
 from memledger.sizing.inputs import KVPool, MambaState, Reading
-from memledger.sizing.model import default_mem_fraction_static
+from memledger.sizing.requests import default_mem_fraction_static
 from memledger.sizing.version import VersionRange
 from memledger.units import GIB
 
@@ -92,7 +92,7 @@ def test_rule_world_min() -> None:
     assert read.load_begin is not None and read.budget_avail is not None
     assert read.load_begin.bytes == gib(79.5)
     assert read.budget_avail.bytes == gib(69)
-    assert "minimum over 2 ranks" in read.budget_avail.note
+    assert "min of 2 ranks" in read.budget_avail.note
 
 
 def test_rule_tokens() -> None:

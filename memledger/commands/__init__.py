@@ -12,4 +12,5 @@ COMMANDS: dict[str, str] = {
     "diff": "memledger.commands.diff:diff_command",
     "check": "memledger.commands.check:check_command",
     "schema": "memledger.commands.schema:schema_command",
+    "whatif": "memledger.commands.whatif:whatif_command",
 }

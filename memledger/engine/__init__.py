@@ -22,6 +22,7 @@ from memledger.events import ParsedLog, Startup
 from memledger.formulas import Formula
 from memledger.ledger_model import Ledger, LedgerSource
 from memledger.model_config import ModelDims
+from memledger.sizing import size_log, sizing_inputs
 
 __all__ = ["build_ledger"]
 
@@ -103,6 +104,7 @@ def build_ledger(
         tolerance_bytes=tolerance,
         parameters=parameters(steps, inputs),
         notes=audit.notes,
+        sizing=size_log(sizing_inputs(parsed, model_config)),
     )
 
 

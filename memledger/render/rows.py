@@ -309,7 +309,12 @@ def ledger_tables(ledger: Ledger) -> list[Table]:
         tables.append(checkpoints_table(ledger))
     if ledger.intervals:
         tables.append(intervals_table(ledger))
-    return [*tables, summary_table(ledger.summary)]
+    tables.append(summary_table(ledger.summary))
+    if ledger.sizing is not None:
+        from memledger.render.sizing import sizing_table  # the sizing section renders itself
+
+        tables.append(sizing_table(ledger.sizing))
+    return tables
 
 
 # --- flat records (CSV) ----------------------------------------------------------------------

@@ -250,6 +250,17 @@ RULES: tuple[SizingRule, ...] = (
     ),
 )
 
+# chunked_prefill_size default by GPU capacity (MiB upper bound -> tokens): v0.5.8
+# server_args.py:904-950 (_handle_gpu_memory_settings); above the last bound: 16384.
+CHUNKED_PREFILL_BY_GPU: tuple[tuple[int, int], ...] = (
+    (20 * 1024, 2048),
+    (35 * 1024, 2048),
+    (60 * 1024, 4096),
+    (90 * 1024, 8192),
+    (160 * 1024, 8192),
+)
+CHUNKED_PREFILL_LARGE_GPU = 16384
+
 RULE: dict[str, SizingRule] = {rule.id: rule for rule in RULES}
 
 # --- constants the rules use -------------------------------------------------------------------
@@ -261,6 +272,9 @@ REQ_TO_TOKEN_BYTES = 4  # int32
 PD_PREALLOC_SMALL = 32
 """max_num_reqs <= this pre-allocates 2 x max_num_reqs rows on PD decode (<= 0.5.13)."""
 DEFAULT_MAMBA_SLOTS_NO_RADIX = 512
+MAMBA_REQS_RATIO = 3
+"""max_num_reqs <= K // 3 with radix cache (1 without): v0.5.11
+model_executor/model_runner_kv_cache_mixin.py:44 (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO)."""
 DEFAULT_MFS_WITHOUT_GPU = 0.88
 SPEC_HEADROOM_CONST = 100
 

@@ -6,8 +6,9 @@ predicts the pools under other settings, anchored on the measured log.
 """
 
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
-from memledger.sizing.model import Prediction, Settings, base_settings, predict
+from memledger.sizing.model import Prediction, predict
 from memledger.sizing.result import SizingResult, size_log
+from memledger.sizing.settings import Settings, base_settings
 from memledger.sizing.whatif import WhatIf, WhatIfRow, whatif
 
 __all__ = [

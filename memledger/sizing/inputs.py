@@ -105,6 +105,9 @@ class SizingInputs(BaseModel):
     logged_max_running_requests: int | None = None
     logged_context_len: int | None = None
     logged_kv_dtype: str | None = None
+    logged_chunked_prefill_size: int | None = None
+    logged_max_capture_bs: int | None = None
+    """The largest batch size a decode-graph capture line lists (cuda_graph_max_bs in effect)."""
     model_dtype: str | None = None
     logged_rest: Reading | None = None
     """`The available memory for KV cache is X GB` (Ascend builds print SGLang's rest)."""
@@ -134,13 +137,13 @@ def _min_over_ranks(parsed: ParsedLog, own: Reading | None, key: str) -> Reading
         if isinstance(info.key_values.get(key), int | float)
     ]
     if len(values) < 2:
-        return own.model_copy(update={"note": "rank 0's reading (no other rank printed it)"})
+        return own.model_copy(update={"note": "rank 0 only"})
     lowest = min(float(v) for v in values if v is not None)
     lowest_bytes = round(lowest * GIB)
     if lowest_bytes >= own.bytes:
-        return own.model_copy(update={"note": f"minimum over {len(values)} ranks (rank 0's)"})
+        return own.model_copy(update={"note": f"min of {len(values)} ranks"})
     return own.model_copy(
-        update={"bytes": lowest_bytes, "note": f"minimum over {len(values)} ranks (another rank's)"}
+        update={"bytes": lowest_bytes, "note": f"min of {len(values)} ranks (not rank 0)"}
     )
 
 
@@ -224,7 +227,7 @@ def sizing_inputs(
     if budget_event is not None and budget_event is first_load_end:
         a = _min_over_ranks(parsed, a_own, "load_end_avail")
     elif a_own is not None:
-        a = a_own.model_copy(update={"note": "rank 0's reading after the draft load"})
+        a = a_own.model_copy(update={"note": "rank 0, draft load end"})
     else:
         a = None
 
@@ -314,6 +317,14 @@ def sizing_inputs(
         if elem is not None:
             cell, cell_note = _mla_cell(model, float(elem), attn_tp)
 
+    capture_bs = [
+        bs
+        for e in events
+        if e.kind in (EventKind.CAPTURE_BS, EventKind.CAPTURE_BEGIN)
+        and isinstance(e.values.get("bs"), list)
+        for bs in e.values["bs"]  # type: ignore[union-attr]
+        if isinstance(bs, int)
+    ]
     rest_event = next((e for e in before if e.kind is EventKind.ASCEND_KV_AVAIL), None)
     return SizingInputs(
         path=parsed.path,
@@ -337,6 +348,10 @@ def sizing_inputs(
         else None,
         logged_context_len=_int(summary.values.get("context_len")) if summary else None,
         logged_kv_dtype=logged_kv_dtype,
+        logged_chunked_prefill_size=_int(summary.values.get("chunked_prefill_size"))
+        if summary
+        else None,
+        logged_max_capture_bs=max(capture_bs) if capture_bs else None,
         model_dtype=model_dtype if isinstance(model_dtype, str) else None,
         free_last=free_last,
         state_logged_bytes=state,

@@ -14,54 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from memledger.sglang.sizing_rules import (
     DEFAULT_MAMBA_SLOTS_NO_RADIX,
     KV_DTYPE_BYTES,
-    MAX_NUM_REQS_CAP,
-    MAX_NUM_REQS_FLOOR,
-    MAX_NUM_REQS_PER_CONTEXT,
-    PD_PREALLOC_SMALL,
-    REQ_TO_TOKEN_BYTES,
-    REQ_TO_TOKEN_EXTRA_COLS,
     RULE,
-    SPEC_HEADROOM_CONST,
     version_code,
 )
 from memledger.sizing.inputs import KVPool, SizingInputs, kv_element_bytes
+from memledger.sizing.requests import default_mem_fraction_static, req_to_token, spec_headroom
+from memledger.sizing.settings import Settings, Term, base_settings, dp_of
 from memledger.units import GIB
 
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP"}
-
-
-class Settings(BaseModel):
-    """The knobs a what-if may change (None: not given, SGLang's default applies)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    mem_fraction_static: float | None = None
-    max_running_requests: int | None = None
-    disaggregation_decode_extra_slots: int | None = None
-    context_length: int | None = None
-    cuda_graph_max_bs: int | None = None
-    kv_cache_dtype: str | None = None
-    max_total_tokens: int | None = None
-    page_size: int = 1
-    gpu_memory_mib: int | None = None
-    """GPU capacity (nvidia-smi MiB): lets SGLang's mem_fraction_static default be inferred."""
-
-
-SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
-
-
-class Term(BaseModel):
-    """One number of the arithmetic, with where it came from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    value: int | float | str | None
-    unit: str
-    """`bytes`, `tokens`, `slots`, `rows`, `fraction`, `bytes/token`."""
-    kind: str
-    """`measured` (a log line), `given` (server_args), `modelled` (a rule), `inferred`."""
-    source: str
 
 
 class Prediction(BaseModel):
@@ -94,30 +55,6 @@ class Prediction(BaseModel):
     notes: list[str] = Field(default_factory=list)
     missing: str | None = None
     """Why there is no token prediction (None when there is one)."""
-
-
-def base_settings(inputs: SizingInputs) -> Settings:
-    """The settings the log itself ran with (server_args; else what the log printed)."""
-    knobs = inputs.knobs
-
-    def num(name: str) -> int | None:
-        value = knobs.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    mfs = knobs.get("mem_fraction_static")
-    dtype = knobs.get("kv_cache_dtype")
-    return Settings(
-        mem_fraction_static=float(mfs)
-        if isinstance(mfs, int | float) and not isinstance(mfs, bool)
-        else None,
-        max_running_requests=num("max_running_requests"),
-        disaggregation_decode_extra_slots=num("disaggregation_decode_extra_slots"),
-        context_length=num("context_length") or inputs.logged_context_len,
-        cuda_graph_max_bs=num("cuda_graph_max_bs"),
-        kv_cache_dtype=dtype if isinstance(dtype, str) else None,
-        max_total_tokens=num("max_total_tokens"),
-        page_size=num("page_size") or 1,
-    )
 
 
 def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
@@ -193,7 +130,7 @@ def _cell(inputs: SizingInputs, settings: Settings, notes: list[str]) -> _Cell |
         value = sum(part[0] for part in parts if part is not None)
         half = sum(part[1] for part in parts if part is not None)
         rows = f"#tokens + {pad}" if pad > 1 else "#tokens + 1"
-        note = f"KV line bytes / ({rows} buffer rows)"
+        note = f"KV bytes / ({rows} rows)"
         full_pool = first
     target_tokens = full_pool.tokens if full_pool is not None else inputs.logged_tokens
     algo = str(inputs.knobs.get("speculative_algorithm") or "").upper()
@@ -244,20 +181,13 @@ def _model_elem(inputs: SizingInputs) -> float | None:
     return KV_DTYPE_BYTES.get(inputs.model_dtype.removeprefix("torch."))
 
 
-def _dp(inputs: SizingInputs) -> int:
-    dp = inputs.knobs.get("dp_size")
-    if inputs.knobs.get("enable_dp_attention") and isinstance(dp, int) and dp > 1:
-        return dp
-    return 1
-
-
 def _mamba_slots_rule(
     inputs: SizingInputs, settings: Settings, rest_gib: float, per_req: float
 ) -> int | None:
     """K as SGLang picks it (None: the rule needs an input this log lacks)."""
     knobs = inputs.knobs
     fixed = knobs.get("max_mamba_cache_size")
-    dp = _dp(inputs)
+    dp = dp_of(inputs)
     radix_off = (
         bool(knobs.get("disable_radix_cache")) or knobs.get("disaggregation_mode") == "decode"
     )
@@ -277,98 +207,6 @@ def _mamba_slots_rule(
     if per_req <= 0:
         return None
     return int(rest_gib * m / (1 + m) * GIB // per_req)
-
-
-def _max_num_reqs(
-    inputs: SizingInputs, settings: Settings, tokens: int, notes: list[str]
-) -> int | None:
-    ctx = settings.context_length
-    mrr = settings.max_running_requests
-    newer = inputs.version.within(RULE["req_to_token_global"]) is False
-    dp = _dp(inputs)
-    if mrr is not None:
-        if not newer:
-            return mrr
-        return min(max(1, mrr // dp), tokens // 2)
-    if ctx is None or ctx <= 0:
-        return None
-    estimate = min(
-        max(int(tokens / ctx * MAX_NUM_REQS_PER_CONTEXT), MAX_NUM_REQS_FLOOR), MAX_NUM_REQS_CAP
-    )
-    return min(estimate, tokens // 2) if newer else estimate
-
-
-def _req_to_token(
-    inputs: SizingInputs, settings: Settings, tokens: int, notes: list[str], pred: dict[str, int]
-) -> None:
-    reqs = _max_num_reqs(inputs, settings, tokens, notes)
-    ctx = settings.context_length
-    if reqs is None or ctx is None:
-        return
-    per_dp = inputs.version.within(RULE["req_to_token_per_dp"])
-    rows = reqs + (1 if per_dp is not False else 0)
-    if inputs.knobs.get("disaggregation_mode") == "decode":
-        if inputs.version.first is not None and inputs.version.first >= version_code("0.5.14"):
-            rows += settings.disaggregation_decode_extra_slots or 0
-        elif reqs <= PD_PREALLOC_SMALL:
-            rows += 2 * reqs
-    draft = inputs.knobs.get("speculative_num_draft_tokens")
-    spec = inputs.knobs.get("speculative_algorithm")
-    cols = ctx + REQ_TO_TOKEN_EXTRA_COLS + (draft if spec and isinstance(draft, int) else 0)
-    pred["max_num_reqs"] = reqs
-    pred["req_to_token_rows"] = rows
-    pred["req_to_token_cols"] = cols
-    pred["req_to_token_bytes"] = rows * cols * REQ_TO_TOKEN_BYTES
-
-
-def _spec_headroom(inputs: SizingInputs, settings: Settings, tokens: int) -> int:
-    """Tokens 0.4.4 - 0.5.6 add for concurrent draft and verify tokens (shared pool)."""
-    reqs = _max_num_reqs(inputs, settings, tokens, [])
-    knobs = inputs.knobs
-
-    def num(name: str) -> int:
-        value = knobs.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-    if reqs is None:
-        return 0
-    steps, topk, draft = (
-        num("speculative_num_steps"),
-        num("speculative_eagle_topk"),
-        num("speculative_num_draft_tokens"),
-    )
-    return reqs * steps * topk + reqs * draft + SPEC_HEADROOM_CONST
-
-
-def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> float | None:
-    """SGLang's mem_fraction_static default for a GPU of `gpu_memory_mib` (0.5.3 - 0.5.13)."""
-    gpu = settings.gpu_memory_mib
-    if gpu is None or gpu <= 0 or inputs.version.within(RULE["mfs_default"]) is False:
-        return None
-    knobs = inputs.knobs
-
-    def num(name: str, default: int) -> int:
-        value = knobs.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-    chunked = num("chunked_prefill_size", 0)
-    prefill = num("max_prefill_tokens", 16384)
-    max_bs = settings.cuda_graph_max_bs or 0
-    reserved = 512.0 + max(chunked if chunked > 0 else prefill, 2048) * 1.5 + max_bs * 2
-    reserved += num("tp_size", 1) * num("pp_size", 1) / 8 * 1024
-    dp = num("dp_size", 1)
-    if knobs.get("enable_dp_attention"):
-        reserved += max_bs * dp * 3
-        if max_bs > 300:
-            reserved += max_bs * dp * 1.5
-    if gpu > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    algo = str(knobs.get("speculative_algorithm") or "").upper()
-    if algo == "STANDALONE":
-        reserved += 6 * 1024
-    elif algo and algo != "NGRAM" and algo != "NONE":
-        reserved += 2 * 1024
-    return round((gpu - reserved) / gpu, 3)
 
 
 def _page_floor(tokens: int, page: int, applies: bool) -> int:
@@ -396,7 +234,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             value=p.bytes,
             unit="bytes",
             kind="measured",
-            source=f"line {p.line}; {p.note}",
+            source=f"line {p.line}, {p.note}",
         )
     )
     terms.append(
@@ -405,7 +243,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             value=a.bytes,
             unit="bytes",
             kind="measured",
-            source=f"line {a.line}; {a.note}",
+            source=f"line {a.line}, {a.note}",
         )
     )
     if mfs is None:
@@ -436,10 +274,24 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     slack = round(p.bytes * (1 - mfs))
     rest = a.bytes - slack
     terms.append(
-        Term(name="slack P x (1 - mfs)", value=slack, unit="bytes", kind="modelled", source=budget)
+        Term(
+            name="slack P x (1 - mfs)",
+            value=slack,
+            unit="bytes",
+            kind="modelled",
+            source=budget,
+            rule="budget",
+        )
     )
     terms.append(
-        Term(name="rest A - slack", value=rest, unit="bytes", kind="modelled", source=budget)
+        Term(
+            name="rest A - slack",
+            value=rest,
+            unit="bytes",
+            kind="modelled",
+            source=budget,
+            rule="budget",
+        )
     )
 
     def state_for(rest_bytes: int, per_slot: float, k_logged: int) -> tuple[int, int]:
@@ -464,17 +316,25 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     if inputs.mamba is not None:
         per_slot = (inputs.mamba.bytes + inputs.mamba.replay_bytes) / (inputs.mamba.slots + 1)
         k, state = state_for(rest, per_slot, inputs.mamba.slots)
+        radix_off = inputs.knobs.get("disable_radix_cache") or (
+            inputs.knobs.get("disaggregation_mode") == "decode"
+        )
+        slot_rule = "mamba_slots_fixed" if radix_off else "mamba_ratio_split"
+        state_rule = (
+            "mamba_padding_slot"
+            if inputs.version.within(RULE["mamba_padding_slot"]) is not False
+            and inputs.mamba.replay_bytes
+            or inputs.version.within(RULE["mamba_padding_slot"]) is True
+            else "mamba_first"
+        )
         terms.append(
             Term(
                 name="state slots K",
                 value=k,
                 unit="slots",
                 kind="modelled",
-                source=RULE[
-                    "mamba_slots_fixed"
-                    if inputs.knobs.get("disable_radix_cache")
-                    else "mamba_ratio_split"
-                ].source,
+                source=RULE[slot_rule].source,
+                rule=slot_rule,
             )
         )
         terms.append(
@@ -483,7 +343,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
                 value=round(per_slot),
                 unit="bytes",
                 kind="measured",
-                source=f"line {inputs.mamba.line} (printed state / (K + 1))",
+                source=f"line {inputs.mamba.line}, state / (K + 1)",
             )
         )
         terms.append(
@@ -492,7 +352,8 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
                 value=state,
                 unit="bytes",
                 kind="modelled",
-                source=RULE["mamba_first"].source,
+                source=RULE[state_rule].source,
+                rule=state_rule,
             )
         )
     if cell is None:
@@ -505,7 +366,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
         )
     terms.append(
         Term(
-            name="bytes per token (cell)",
+            name="bytes/token (KV line)",
             value=round(cell.bytes, 1),
             unit="bytes/token",
             kind="measured",
@@ -522,7 +383,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     def tokens_of(kv_budget_bytes: float, cell_bytes: float) -> int:
         raw = max(0, math.floor(kv_budget_bytes / cell_bytes)) if cell_bytes > 0 else 0
         if headroom:
-            raw += _spec_headroom(inputs, settings, raw)
+            raw += spec_headroom(inputs, settings, raw)
         if settings.max_total_tokens is not None:
             raw = min(raw, settings.max_total_tokens)
         return _page_floor(raw, settings.page_size, page_applies)
@@ -546,9 +407,9 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     dcp = inputs.knobs.get("dcp_size")
     dcp_n = dcp if isinstance(dcp, int) and not isinstance(dcp, bool) and dcp > 1 else 1
     per_group = tokens * dcp_n
-    instance = per_group * _dp(inputs)
+    instance = per_group * dp_of(inputs)
     extra: dict[str, int] = {}
-    _req_to_token(inputs, settings, tokens, notes, extra)
+    req_to_token(inputs, settings, tokens, k, extra)
     kv_bytes = round((tokens + pad) * cell.bytes)
     terms.append(
         Term(
@@ -557,6 +418,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             unit="tokens",
             kind="modelled",
             source=f"{RULE['tokens'].source}; {RULE['page_round'].source}",
+            rule="tokens",
         )
     )
     return Prediction(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.model import Prediction, Settings, base_settings, predict
+from memledger.sizing.model import Prediction, predict
+from memledger.sizing.settings import Settings, base_settings
 from memledger.units import GIB
 
 TOLERANCE = 0.005

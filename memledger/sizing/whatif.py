@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memledger.errors import ConfigError
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.model import SETTING_NAMES, Prediction, Settings, Term, base_settings, predict
+from memledger.sizing.model import Prediction, predict
+from memledger.sizing.settings import SETTING_NAMES, Settings, Term, base_settings
 
 # What each knob moves, for the notes on effects this model leaves out.
 UNMODELLED: dict[str, str] = {
@@ -66,6 +67,10 @@ class WhatIf(BaseModel):
     notes: list[str] = Field(default_factory=list)
     missing: str | None = None
     """Why no prediction could be made (then rows holds what the log measured only)."""
+
+    def row(self, name: str) -> WhatIfRow | None:
+        """The figure called `name` (e.g. `KV tokens per instance`), if any."""
+        return next((row for row in self.rows if row.name == name), None)
 
 
 def parse_setting(name: str, text: str | int | float | None) -> int | float | str | None:
@@ -197,10 +202,12 @@ def _rows(inputs: SizingInputs, pb: Prediction, pn: Prediction) -> list[WhatIfRo
     rows.append(_row("slack P x (1 - mfs)", "bytes", None, pb.slack_bytes, pn.slack_bytes))
     free = inputs.free_last.bytes if inputs.free_last is not None else None
     if free is not None and pb.slack_bytes is not None and pn.slack_bytes is not None:
-        table_delta = (pn.req_to_token_bytes or 0) - (pb.req_to_token_bytes or 0)
+        table_delta = 0
+        if pn.req_to_token_bytes is not None and pb.req_to_token_bytes is not None:
+            table_delta = pn.req_to_token_bytes - pb.req_to_token_bytes
         rows.append(
             _row(
-                "headroom (free at the last reading)",
+                "headroom (free at the end)",
                 "bytes",
                 free,
                 free,
@@ -210,6 +217,39 @@ def _rows(inputs: SizingInputs, pb: Prediction, pn: Prediction) -> list[WhatIfRo
     return rows
 
 
+def _capped(rows: list[WhatIfRow], new: Settings, pn: Prediction) -> list[WhatIfRow]:
+    """--max-total-tokens is a cap, not a change: an anchored figure above it is the cap."""
+    cap = new.max_total_tokens
+    if cap is None or pn.tokens is None:
+        return rows
+    cap = cap // new.page_size * new.page_size if new.page_size > 1 else cap
+    per_rank = next((r for r in rows if r.name == "KV tokens per rank"), None)
+    if per_rank is None or per_rank.predicted is None or per_rank.predicted <= cap:
+        return rows
+    scale = cap / per_rank.predicted
+    fixed: list[WhatIfRow] = []
+    for row in rows:
+        if row.name.startswith("KV tokens") or row.name == "KV pool":
+            assert row.predicted is not None
+            value = round(row.predicted * scale)
+            base = row.measured if row.measured is not None else row.modelled_base
+            delta = None if base is None else value - base
+            pct = None if delta is None or not base else round(delta / base * 100, 3)
+            modelled = None if row.modelled_new is None else round(row.modelled_new * scale)
+            row = row.model_copy(
+                update={
+                    "predicted": value,
+                    "modelled_new": modelled,
+                    "delta": delta,
+                    "delta_pct": pct,
+                    "low": None,
+                    "high": None,
+                }
+            )
+        fixed.append(row)
+    return fixed
+
+
 def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]) -> WhatIf:
     """The pools under `changes` (setting -> value), beside the measured log."""
     typed = {name: parse_setting(name, value) for name, value in changes.items()}
@@ -217,6 +257,12 @@ def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]
     new = base.model_copy(update=typed)
     pb = predict(inputs, base)
     pn = predict(inputs, new)
+    # the cap applies to the anchored figure: model the change without it, then cap
+    uncapped = pn
+    if new.max_total_tokens != base.max_total_tokens:
+        uncapped = predict(
+            inputs, new.model_copy(update={"max_total_tokens": base.max_total_tokens})
+        )
     notes = list(dict.fromkeys(pn.notes))
     notes.extend(
         UNMODELLED[name]
@@ -232,14 +278,32 @@ def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]
             "max_running_requests moves no pool of this log: no state slots, and the request "
             "table is sized without it"
         )
-    missing = pn.missing or pb.missing
+    if (pb.req_to_token_bytes is None) != (pn.req_to_token_bytes is None):
+        notes.append(
+            "the request table is known under one of the two settings only (context length or "
+            "max_running_requests missing): its change is left out of the headroom"
+        )
+    logged = inputs.logged_tokens
+    if pb.tokens is not None and logged and abs(pb.tokens - logged) > 0.005 * logged:
+        notes.insert(
+            0,
+            f"the model misses this log's own pool ({pb.tokens:,} vs {logged:,} tokens): the "
+            "figures are the measured log plus the modelled change, not absolute predictions",
+        )
+    if pb.missing and not pn.missing:
+        notes.insert(
+            0,
+            f"the log's own settings cannot be modelled ({pb.missing}): the figures are "
+            "modelled, not anchored on the log",
+        )
+    missing = pn.missing
     return WhatIf(
         path=inputs.path,
         version=inputs.version.text,
         changes=dict(typed),
         base=base,
         new=new,
-        rows=_rows(inputs, pb, pn),
+        rows=_capped(_rows(inputs, pb, uncapped), new, pn),
         arithmetic=pn.terms,
         notes=notes,
         missing=missing,

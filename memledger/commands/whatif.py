@@ -1,0 +1,86 @@
+"""`memledger whatif LOG --set NAME=VALUE ...`: SGLang's pools under other settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memledger.commands.options import (
+    grammar_option,
+    model_config_option,
+    output_option,
+    rank_option,
+    startup_option,
+)
+from memledger.errors import ConfigError
+from memledger.render.sizing import WHATIF_FORMATS
+from memledger.service import LoadOptions, WhatIfOptions, emit, run_whatif
+from memledger.sizing.settings import SETTING_NAMES
+
+
+def _changes(pairs: tuple[str, ...]) -> dict[str, str]:
+    changes: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip().replace("-", "_").removeprefix("__")
+        if not sep or not name:
+            raise ConfigError(f"--set needs NAME=VALUE, got {pair!r}")
+        if name in changes:
+            raise ConfigError(f"--set {name} given twice")
+        changes[name] = value.strip()
+    return changes
+
+
+@click.command("whatif")
+@click.argument("log", metavar="LOG")
+@click.option(
+    "--set",
+    "pairs",
+    metavar="NAME=VALUE",
+    multiple=True,
+    help=f"A setting to change (repeatable): {', '.join(SETTING_NAMES)}.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(WHATIF_FORMATS.names),
+    default="text",
+    show_default=True,
+    help=WHATIF_FORMATS.help,
+)
+@rank_option(help="Rank whose pools to model (default: rank 0).")
+@startup_option()
+@model_config_option()
+@grammar_option()
+@output_option()
+def whatif_command(
+    log: str,
+    pairs: tuple[str, ...],
+    fmt: str,
+    rank: str | None,
+    startup: int | None,
+    model_config: Path | None,
+    grammars: tuple[Path, ...],
+    output: Path | None,
+) -> int:
+    """Predict SGLang's KV pool, state pool and headroom of LOG under other settings.
+
+    Each figure is the measured log plus the modelled change (SGLang's sizing rules for this
+    log's release), with the arithmetic, a ± range from the printing precision, and what the
+    model leaves out. `--set gpu_memory_mib=N` lets a log without mem_fraction_static be sized
+    with SGLang's default for that GPU.
+    """
+    return emit(
+        run_whatif(
+            WhatIfOptions(
+                log=log,
+                changes=_changes(pairs),
+                load=LoadOptions(
+                    rank=rank, startup=startup, model_config=model_config, grammars=grammars
+                ),
+                fmt=fmt,
+            )
+        ),
+        output,
+    )

@@ -1,0 +1,266 @@
+"""Tables of the sizing section (ledger) and of `whatif`, as plain strings (no recomputation)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from enum import StrEnum
+
+from memledger.render.formats import Format, Formats
+from memledger.render.tables import Table, github_table, markdown_cell, text_table
+from memledger.sglang.sizing_rules import RULE
+from memledger.sizing.result import SizingResult
+from memledger.sizing.settings import Term
+from memledger.sizing.whatif import WhatIf, WhatIfRow
+from memledger.units import format_gib
+
+WIDTH = 100
+
+
+def _value(term: Term) -> str:
+    value = term.value
+    if value is None:
+        return "?"
+    if term.unit == "bytes" and isinstance(value, int | float):
+        return f"{format_gib(int(value))} GiB"
+    if term.unit == "bytes/token" and isinstance(value, int | float):
+        return f"{value:,.1f} B"
+    if term.unit == "fraction" and isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _source(term: Term) -> str:
+    """Short source: the log line, or the rule id (its citation goes in the footnote)."""
+    return f"rule {term.rule}" if term.rule else term.source
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _verdict(result: SizingResult) -> str:
+    predicted, logged = result.predicted_max_total_num_tokens, result.logged_max_total_num_tokens
+    if predicted is None:
+        return "no prediction"
+    if logged is None:
+        return f"predicted {predicted:,} tokens per rank (the log prints no total)"
+    off = (predicted - logged) / logged * 100 if logged else 0.0
+    state = "MISS" if result.mismatch else "matches"
+    return f"{state}, predicted {predicted:,} vs logged {logged:,} tokens/rank ({off:+.2f} %)"
+
+
+def sizing_table(result: SizingResult) -> Table:
+    """The budget arithmetic with this log's numbers, each term with its line or rule."""
+    pred = result.prediction
+    rows = [[t.name, _value(t), t.kind, _source(t)] for t in pred.terms]
+    if result.theoretical_bytes_per_token is not None:
+        rows.append(
+            [
+                "bytes/token (--model-config)",
+                f"{result.theoretical_bytes_per_token:,} B",
+                "modelled",
+                result.theoretical_note,
+            ]
+        )
+    if result.predicted_range is not None:
+        low, high = result.predicted_range
+        rows.append(["± range (printing)", f"{low:,} .. {high:,}", "modelled", "±"])
+    if result.logged_max_total_num_tokens is not None:
+        rows.append(
+            [
+                "logged max_total_num_tokens",
+                f"{result.logged_max_total_num_tokens:,}",
+                "measured",
+                result.logged_source,
+            ]
+        )
+    if pred.tokens_per_instance is not None and pred.tokens_per_instance != pred.tokens:
+        rows.append(
+            [
+                "KV tokens per DP group",
+                f"{pred.tokens_per_dp_group:,}",
+                "modelled",
+                "rule dcp_scope",
+            ]
+        )
+        rows.append(
+            [
+                "KV tokens per instance",
+                f"{pred.tokens_per_instance:,}",
+                "modelled",
+                "rule dcp_scope",
+            ]
+        )
+    if pred.req_to_token_bytes is not None:
+        rows.append(
+            [
+                "req_to_token table",
+                f"{format_gib(pred.req_to_token_bytes)} GiB",
+                "modelled",
+                f"{pred.req_to_token_rows:,} rows x {pred.req_to_token_cols:,} x 4 B",
+            ]
+        )
+    if result.min_mem_fraction_static is not None:
+        rows.append(
+            [
+                "minimum viable mfs = 1 - A/P",
+                f"{result.min_mem_fraction_static:.4f}",
+                "modelled",
+                "SGLang's refusal (see footnote)",
+            ]
+        )
+    if result.implied_mem_fraction_static is not None:
+        rows.append(
+            [
+                "mfs the logged pools imply",
+                f"{result.implied_mem_fraction_static:.4f}",
+                "inferred",
+                "1 - (A - pools as printed) / P",
+            ]
+        )
+    if result.slack_bytes is not None and result.slack_used_bytes is not None:
+        rows.append(
+            [
+                "slack used after sizing",
+                f"{format_gib(result.slack_used_bytes)} of {format_gib(result.slack_bytes)} GiB",
+                "measured",
+                f"A - pools - free at end {format_gib(result.free_last_bytes)} GiB",
+            ]
+        )
+    used = sorted({rule for _, _, _, rule in rows if rule.startswith("rule ")})
+    notes = [f"{name}: {RULE[name.removeprefix('rule ')].source}" for name in used]
+    if result.min_mem_fraction_static is not None:
+        notes.append(
+            "minimum viable mfs: SGLang's own refusal text, "
+            "v0.5.16 mem_cache/kv_cache_configurator.py:1553-1567"
+        )
+    footnote_parts = []
+    if result.mismatch:
+        footnote_parts.append(f"Why: {result.mismatch}")
+    footnote_parts += pred.notes
+    footnote_parts += notes
+    footnote = "\n".join(
+        textwrap.fill(part, WIDTH, subsequent_indent="  ") for part in footnote_parts
+    )
+    return Table(
+        headers=["term", "value", "kind", "source"],
+        rows=[[_fit(row[0], 28), _fit(row[1], 22), row[2], _fit(row[3], 36)] for row in rows],
+        align=["left", "right", "left", "left"],
+        title=_fit(f"KV sizing (SGLang {result.version}): {_verdict(result)}", WIDTH),
+        footnote=footnote or None,
+    )
+
+
+def _cell(row: WhatIfRow, value: int | float | None) -> str:
+    if value is None:
+        return "?"
+    if row.unit == "bytes":
+        return f"{format_gib(int(value))} GiB"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return f"{value:,}"
+
+
+def _delta(row: WhatIfRow) -> str:
+    if row.delta is None:
+        return ""
+    text = (
+        f"{format_gib(int(row.delta), signed=True)} GiB"
+        if row.unit == "bytes"
+        else f"{row.delta:+,}"
+    )
+    return text + (f" ({row.delta_pct:+.2f} %)" if row.delta_pct is not None else "")
+
+
+def whatif_table(answer: WhatIf) -> Table:
+    rows = []
+    for row in answer.rows:
+        spread = ""
+        if row.low is not None and row.high is not None and row.predicted is not None:
+            half = (row.high - row.low) / 2
+            spread = f"±{half / (1 << 30):.2f} GiB" if row.unit == "bytes" else f"±{half:,.0f}"
+        rows.append(
+            [
+                _fit(row.name, 30),
+                _cell(row, row.measured) if row.measured is not None else "-",
+                _cell(row, row.predicted),
+                _delta(row),
+                spread,
+                row.kind,
+            ]
+        )
+    changes = ", ".join(f"{k}={v}" for k, v in answer.changes.items()) or "no change"
+    return Table(
+        headers=["figure", "measured", "what-if", "Δ (Δ%)", "±", "kind"],
+        rows=rows,
+        align=["left", "right", "right", "right", "right", "left"],
+        title=f"What if {changes}",
+    )
+
+
+def _arithmetic_lines(answer: WhatIf) -> list[str]:
+    return [f"{t.name} = {_value(t)}  [{t.kind}; {_source(t)}]" for t in answer.arithmetic]
+
+
+def _verdict_whatif(answer: WhatIf) -> str:
+    rows = {row.name: row for row in answer.rows}
+    tokens = rows.get("KV tokens per rank")
+    if answer.missing or tokens is None or tokens.predicted is None:
+        return f"no prediction: {answer.missing or 'no KV pool'}"
+    return (
+        f"KV tokens per rank {_cell(tokens, tokens.measured)} -> {_cell(tokens, tokens.predicted)}"
+        f" {_delta(tokens)}"
+    )
+
+
+def render_whatif_text(answer: WhatIf) -> str:
+    table = whatif_table(answer)
+    parts = [_verdict_whatif(answer), "", table.title, "-" * len(table.title), text_table(table)]
+    parts += ["", "Arithmetic (new settings)", "-------------------------"]
+    parts += _arithmetic_lines(answer)
+    notes = [
+        "anchored = measured + (model(new) - model(log's settings)); modelled = no measured value",
+        *answer.notes,
+    ]
+    parts += ["", "Notes", "-----"]
+    parts += [textwrap.fill(f"- {n}", WIDTH, subsequent_indent="  ") for n in notes]
+    return "\n".join(parts) + "\n"
+
+
+def render_whatif_markdown(answer: WhatIf) -> str:
+    table = whatif_table(answer)
+    parts = [
+        f"## {markdown_cell(_verdict_whatif(answer))}",
+        "",
+        f"### {markdown_cell(table.title)}",
+    ]
+    parts += ["", github_table(table), "", "### Arithmetic (new settings)", ""]
+    parts += [f"- {markdown_cell(line)}" for line in _arithmetic_lines(answer)]
+    parts += ["", "### Notes", ""]
+    parts += [f"- {markdown_cell(n)}" for n in answer.notes] or ["- none"]
+    return "\n".join(parts) + "\n"
+
+
+def render_whatif_json(answer: WhatIf) -> str:
+    return json.dumps(answer.model_dump(mode="json"), indent=2) + "\n"
+
+
+class WhatIfFormat(StrEnum):
+    """`memledger whatif --format` choices."""
+
+    TEXT = "text"
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+WHATIF_FORMATS: Formats[WhatIfFormat, None, WhatIf] = Formats(
+    WhatIfFormat,
+    {
+        WhatIfFormat.TEXT: Format(lambda _: render_whatif_text, "terminal report"),
+        WhatIfFormat.MARKDOWN: Format(lambda _: render_whatif_markdown, "GitHub markdown"),
+        WhatIfFormat.JSON: Format(lambda _: render_whatif_json, "machine-readable"),
+    },
+)
