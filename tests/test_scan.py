@@ -28,11 +28,11 @@ from memledger.input.reader import (
 )
 from memledger.input.scan import (
     BORING_LINES,
-    PREFILTER_WORDS,
     LineFilter,
     aligned_reader,
     scan_lines,
 )
+from memledger.sglang.lines import PREFILTER_WORDS
 from tests.conftest import REAL_LOGS, real_log_paths
 
 Found = list[tuple[int, bytes]]

@@ -148,9 +148,9 @@ def _assign_loads(
 
 
 def capture_role(event: Event) -> tuple[str, str | None]:
-    role = event.value("role")
+    role = event.value("role")  # the transformer sets it on every capture line
     if not isinstance(role, str):
-        role = DRAFT if "draft" in event.text.lower() else TARGET
+        role = TARGET
     phase = event.value("phase")
     return role, phase if isinstance(phase, str) else None
 

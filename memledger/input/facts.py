@@ -92,12 +92,15 @@ def facts_of(parsed: ParsedLog) -> dict[str, Any]:
         (
             e
             for e in events
-            if e.kind is EventKind.CAPTURE_BEGIN and "graph begin" in e.text and "avail" in e.sizes
+            if e.kind is EventKind.CAPTURE_BEGIN
+            and e.values.get("graph_named")
+            and "avail" in e.sizes
         ),
         None,
     )
     capture_end = next(
-        (e for e in events if e.kind is EventKind.CAPTURE_END and "graph end" in e.text), None
+        (e for e in events if e.kind is EventKind.CAPTURE_END and e.values.get("graph_named")),
+        None,
     )
     summary = _nth(events, EventKind.SUMMARY)
     bs: list[int] | None = None
@@ -105,7 +108,7 @@ def facts_of(parsed: ParsedLog) -> dict[str, Any]:
         (
             e
             for e in events
-            if e.kind is EventKind.CAPTURE_BS and " graph bs" in e.text and "bs" in e.values
+            if e.kind is EventKind.CAPTURE_BS and e.values.get("graph_named") and "bs" in e.values
         ),
         None,
     )

@@ -28,7 +28,7 @@ from memledger.events import (
     UnrecognisedLine,
 )
 from memledger.input.error_texts import ErrorReading, ErrorTextReader
-from memledger.input.linegrammar import LineGrammar, LineParse, extra_keywords, load_grammar
+from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
 from memledger.input.reader import (
     ByteSource,
     LogicalLine,
@@ -40,6 +40,8 @@ from memledger.input.reader import (
     split_physical_line,
 )
 from memledger.input.server_args import parse_server_args
+from memledger.input.transform import LineParse
+from memledger.sglang.lines import KNOWN_HEAD_RE
 from memledger.units import GIB
 
 MAX_PARSE_CHARS = 4096
@@ -67,13 +69,6 @@ EXIT_CODE_RE = re.compile(r"Exit code:\s*(-?\d+)")
 READY_TEXT = "The server is fired up and ready to roll"
 MEMORY_LOOKING_RE = re.compile(
     r"\d\s*(?:GB|GiB|MB|MiB|KB|KiB|bytes)\b|(?i:avail|mem usage|size|capacity)"
-)
-# Heads of known shapes: a line starting like this that does not parse is malformed, not unknown.
-KNOWN_HEAD_RE = re.compile(
-    r"(?:Load weight (?:begin|end)|(?:\w+ )*KV Cache (?:is allocated|VA upper bound)"
-    r"|Memory pool end|Capture .*(?:begin|end)\b|max_total_num_tokens="
-    r"|Init torch distributed|Mamba Cache is allocated"
-    r"|SWAKVPool|FlatAGStagingPool|All Reduce config|Weight sharding|DSpark )"
 )
 _INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
 _ERROR_KINDS = frozenset(
@@ -248,6 +243,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
             line=logical.line,
             rank=logical.rank,
             params=parse_server_args(text, problems),
+            # `server_args={...}` (a resolved dict, SGLang >= 0.5.19) or `ServerArgs(...)`
+            values={"form": "dict" if text.startswith("server_args={") else "repr"},
             text=text[:TEXT_CAP],
         )
         out.stored.append(_Stored(event, logical.prefixed, out.segment))

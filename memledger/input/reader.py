@@ -29,7 +29,6 @@ from memledger.input.scan import (
     BORING_LINES,
     CHUNK_BYTES,
     OUT_OF_MEMORY_ERE,
-    PREFILTER_WORDS,
     LineFilter,
     aligned_reader,
     read_error,
@@ -37,6 +36,7 @@ from memledger.input.scan import (
     worker_command,
     worker_records,
 )
+from memledger.sglang.lines import PREFILTER_WORDS
 
 SNIFF_BYTES = 8192
 BINARY_CONTROL_RATIO = 0.05

@@ -18,6 +18,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import IO
 
 from memledger.errors import InputError
+from memledger.sglang.lines import PREFILTER_WORDS
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 32 << 20
@@ -29,60 +30,6 @@ SHAPE_MAX_BYTES = 1024
 SHAPE_CACHE_ENTRIES = 4096
 _FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 
-# Words that make a physical line worth decoding: memory lines, startup markers, outcome evidence
-# and anything memory-looking (for the coverage report). Everything else is skipped unread.
-PREFILTER_WORDS: tuple[str, ...] = (
-    "avail",
-    "mem usage",
-    "GB",
-    "GiB",
-    "MB",
-    "MiB",
-    "KB",
-    "bytes",
-    "size",
-    "capacity",
-    "Init ",
-    "Load weight",
-    "KV Cache",
-    "KV cache",
-    "Memory ",
-    "Captur",
-    "max_total_num_tokens",
-    "server_args",
-    "Mamba",
-    "SWA",
-    "sliding window",
-    "Sliding window",
-    "DSV4",
-    "DeepSeekV4",
-    "ReplaySSM",
-    "All Reduce",
-    "symmetric",
-    "ElasticBuffer",
-    "FlatAG",
-    "weight-sharded",
-    "requant",
-    "hoisted",
-    "DSpark",
-    "Post-capture",
-    "LoRA",
-    "unbalanced",
-    "fired up",
-    "OOM",
-    "OutOfMemory",
-    "Error",
-    "Exception",
-    "Traceback",
-    "sigquit",
-    "scheduler is dead",
-    "Exit code",
-    "Initialization failed",
-    "Killed",
-    'File "',
-    "terminated with",
-    "enough memory",
-)
 OUT_OF_MEMORY_ERE = "[Oo][Uu][Tt] [Oo][Ff] [Mm][Ee][Mm][Oo][Rr][Yy]"
 _OUT_OF_MEMORY_ANY_CASE = OUT_OF_MEMORY_ERE.encode()
 # Serving-time lines, the bulk of a long-running server's log: a physical line holding one is

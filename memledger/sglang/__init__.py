@@ -1,16 +1,42 @@
 """What memledger knows about SGLang's logs, as data, in one place.
 
+- `sglang.lark`: the line grammar, one rule per line shape, named after its event kind.
+- `lines.py`: one `LineSpec` per kind (head, prefilter words, checkpoint flag, unkeyed sizes) and
+  the key tables (aliases, size/int keys). Read by `input/` (scan, parsing, transform), `rows.py`.
+- `examples.py`: example lines and what each must parse to (the tests; the extension check).
+- `rows.py`, `versions.py`, `sizing_rules.py`: engine-side and sizing tables (below).
+
+## Adding a line
+A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a new kind:
+1. `sglang.lark`: an alternative of the rule, or a new rule named after its kind (`kind` or
+   `kind__variant`) added to `message`. Keep the head a fixed run of words ending in
+   punctuation or a distinct literal before `fields`: the contextual lexer must never be offered
+   WORD and WORDS in one state. `tests/test_parse_grammar.py::test_grammar_builds_in_strict_mode`
+   says when it is (at runtime a collision silently loses lines).
+2. `lines.py`: the kind's `LineSpec`: a `head` regex matching the new wording (so a garbled copy
+   is "malformed" in `parse --coverage`), and `words` holding a case-sensitive word of it (a
+   physical line without a prefilter word is never decoded). A new kind also needs an
+   `EventKind` member (`memledger/events.py`) and, if its sizes are rows, an entry in `rows.py`.
+3. `examples.py`: the line, its kind, its sizes as printed and the values that matter. The
+   example is the test (tests/test_parse_grammar.py, tests/test_sglang_lines.py) and protects the
+   line from `--grammar` extensions, which are refused when they change how an example parses.
+Head words that mean something (a role, a phase, a flag) become typed values in
+`input/transform.py` (`_HeadReader`, one method per rule): nothing after the transformer reads
+`Event.text`, so the facts, the engine and the version rules keep working for the new wording.
+
 ## Engine-side tables (`rows.py`, `versions.py`)
 - `rows.py`: which log lines become ledger rows as printed (`LINE_ROWS`), which lines reveal a
   setting that server_args does not hold (`LOG_SETTINGS`), which kinds are checkpoints
-  (`AVAIL_KINDS`) and which server_args keys a ledger keeps (`PARAMETER_KEYS`).
+  (`AVAIL_KINDS`, from `lines.py`) and which server_args keys a ledger keeps (`PARAMETER_KEYS`).
 - `versions.py`: the SGLang release a line's format implies (`FORMAT_MARKS`, one entry per
   format change with the SGLang source file that prints it) and the named version rules the
   engine applies (`RULES`, each with its release range and source file).
 
 ### Adding a version rule
 Add a `FormatMark` (or a `VersionRule`) with its release range and the SGLang source file, and
-a test on a log line of that format. The engine reads the table; no engine code changes.
+a test on a log line of that format. A mark tests an event's typed fields (kind, sizes, values),
+never its text: if a format differs only in words, have the transformer emit a typed value for
+it first (`input/transform.py`). The engine reads the table; no engine code changes.
 
 ## Sizing rules (`sizing_rules.py`, used by memledger/sizing/)
 - `RULES`: each step of SGLang's KV-pool sizing (budget, world minimum, Mamba slots, SWA split,

@@ -11,23 +11,10 @@ from dataclasses import dataclass
 
 from memledger.events import EventKind
 from memledger.ledger_model import RowGroup
+from memledger.sglang import lines
 
-AVAIL_KINDS = frozenset(
-    {
-        EventKind.LOAD_BEGIN,
-        EventKind.LOAD_END,
-        EventKind.MEMORY_POOL_END,
-        EventKind.ATTENTION_BACKEND_BEGIN,
-        EventKind.ATTENTION_BACKEND_END,
-        EventKind.CAPTURE_BEGIN,
-        EventKind.CAPTURE_END,
-        EventKind.POST_CAPTURE_KV,
-        EventKind.LORA,
-    }
-)
-"""Kinds whose `avail` reading is a checkpoint. The tqdm progress bars and the summary's
-`available_gpu_mem` are measured without emptying the cache, so they only refine (graphs) or
-annotate (headroom) the account."""
+AVAIL_KINDS = frozenset(EventKind(kind) for kind in lines.AVAIL_KINDS)
+"""Kinds whose `avail` reading is a checkpoint (the `checkpoint` flag of memledger.sglang.lines)."""
 
 DRAFT_TYPE = re.compile(r"eagle|nextn|mtp|draft|dflash|dspark|medusa|lookahead", re.IGNORECASE)
 """`type=` class names of draft models (EAGLE, MTP/NextN, DFlash/DSpark, Medusa, ...)."""

@@ -9,7 +9,6 @@ behaviours the engine applies by release, each with its range and source file. P
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -35,7 +34,6 @@ def _kinds(*kinds: EventKind) -> frozenset[EventKind]:
 
 
 _CAPTURE = _kinds(EventKind.CAPTURE_BEGIN, EventKind.CAPTURE_END)
-_NEW_CAPTURE_TEXT = re.compile(r"Capture (target|draft) (decode|verify|prefill|extend)")
 
 
 def _always(_: Event) -> bool:
@@ -60,7 +58,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
     FormatMark(
         _kinds(EventKind.SERVER_ARGS),
         "0.5.19",
-        lambda e: e.text.lstrip().startswith("server_args={"),
+        lambda e: e.values.get("form") == "dict",
         "server_args.py (printed by the launcher)",
         "`server_args={resolved dict}`",
     ),
@@ -81,7 +79,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
     FormatMark(
         _kinds(EventKind.KV_ALLOCATED),
         "0.5.13",
-        lambda e: e.values.get("dtype") is not None or "dtype:" in e.text,
+        lambda e: "dtype" in e.values,
         "mem_cache/memory_pool.py : KVCache._finalize_allocation_log",
         "`dtype:` inside the KV line",
     ),
@@ -102,21 +100,21 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
     FormatMark(
         _CAPTURE,
         "0.5.16",
-        lambda e: "num_tokens_per_req" in e.values or "num_tokens_per_req" in e.text,
+        lambda e: "num_tokens_per_req" in e.values,
         "model_executor/model_runner_components/cuda_graph_setup.py : capture_decode_graph",
         "`num_tokens_per_req=` in the capture line",
     ),
     FormatMark(
         _CAPTURE,
         "0.5.14",
-        lambda e: _NEW_CAPTURE_TEXT.match(e.text) is not None,
+        lambda e: e.values.get("role_named") is True,
         "model_executor/model_runner.py : ModelRunner.init_decode_cuda_graph",
         "`Capture {target|draft} {decode|verify|prefill|extend} CUDA graph ...`",
     ),
     FormatMark(
         _kinds(EventKind.CAPTURE_END),
         "0.5.22",
-        lambda e: "bs=" in e.text,
+        lambda e: "bs" in e.values,
         "model_executor/model_runner_components/cuda_graph_setup.py : capture_decode_graph",
         "the batch sizes on the capture end line",
     ),

@@ -74,6 +74,7 @@ class Log:
                     line=0,
                     rank="",
                     params=server_args,
+                    values={"form": "dict"},  # as the parser types `server_args={...}`
                     text="server_args={...}",
                 ),
             )
@@ -149,7 +150,7 @@ def speculative_log(*, release: float = 0.0) -> Log:
     log.add(
         EventKind.CAPTURE_BEGIN,
         "Capture target verify CUDA graph begin.",
-        values={"role": "target", "phase": "verify"},
+        values={"role": "target", "phase": "verify", "role_named": True},
         avail=3.70 + release,
     )
     log.add(EventKind.CAPTURE_PROGRESS, rank="", values={"bs": 8}, avail=3.60 + release)
@@ -158,20 +159,20 @@ def speculative_log(*, release: float = 0.0) -> Log:
     log.add(
         EventKind.CAPTURE_END,
         "Capture target verify CUDA graph end.",
-        values={"role": "target", "phase": "verify"},
+        values={"role": "target", "phase": "verify", "role_named": True},
         avail=1.70 + release,
         usage=2.00,
     )
     log.add(
         EventKind.CAPTURE_BEGIN,
         "Capture draft decode CUDA graph begin.",
-        values={"role": "draft", "phase": "decode"},
+        values={"role": "draft", "phase": "decode", "role_named": True},
         avail=1.70 + release,
     )
     log.add(
         EventKind.CAPTURE_END,
         "Capture draft decode CUDA graph end.",
-        values={"role": "draft", "phase": "decode"},
+        values={"role": "draft", "phase": "decode", "role_named": True},
         avail=1.30 + release,
         usage=0.40,
     )

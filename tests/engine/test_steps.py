@@ -56,7 +56,15 @@ def _event(kind: EventKind, text: str, **values: object) -> Event:
 
 
 def test_format_version_is_the_highest_release_any_line_implies() -> None:
-    new_capture = _event(EventKind.CAPTURE_BEGIN, "Capture target decode CUDA graph begin.")
+    # the typed fields the transformer gives `Capture target decode CUDA graph begin.`
+    new_capture = _event(
+        EventKind.CAPTURE_BEGIN,
+        "Capture target decode CUDA graph begin.",
+        role="target",
+        phase="decode",
+        graph_named=True,
+        role_named=True,
+    )
     load_end = _event(EventKind.LOAD_END, "Load weight end.", elapsed=1.0)
     assert version_text(format_version([load_end])) == "0.5.10"
     assert version_text(format_version([load_end, new_capture])) == "0.5.14"

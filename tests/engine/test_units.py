@@ -51,18 +51,23 @@ def test_checkpoint_ids_follow_the_0_5_14_order() -> None:
 
 
 def test_checkpoint_ids_follow_the_pre_0_5_14_order() -> None:
-    """Target load -> pool -> graphs, then the draft; old graph lines carry no role."""
+    """Target load -> pool -> graphs, then the draft; old graph lines name no phase (the
+    transformer reads the role from the words: `Capture draft cuda graph begin.` is the draft's)."""
+    target = {"role": "target", "phase": "decode"}
+    draft = {"role": "draft", "phase": "decode"}
     log = Log()
     log.add(EventKind.LOAD_BEGIN, avail=70.0)
     log.add(EventKind.LOAD_END, values={"type": "LlamaForCausalLM"}, avail=50.0, usage=20.0)
     log.add(EventKind.MEMORY_POOL_END, avail=10.0)
-    log.add(EventKind.CAPTURE_BEGIN, "Capture cuda graph begin.", avail=10.0)
-    log.add(EventKind.CAPTURE_END, "Capture cuda graph end.", avail=9.0, usage=1.0)
+    log.add(EventKind.CAPTURE_BEGIN, "Capture cuda graph begin.", values=target, avail=10.0)
+    log.add(EventKind.CAPTURE_END, "Capture cuda graph end.", values=target, avail=9.0, usage=1.0)
     log.add(EventKind.LOAD_BEGIN, avail=9.0)
     log.add(EventKind.LOAD_END, values={"type": "LlamaForCausalLMEagle"}, avail=8.5, usage=0.5)
     log.add(EventKind.MEMORY_POOL_END, avail=8.0)
-    log.add(EventKind.CAPTURE_BEGIN, "Capture draft cuda graph begin.", avail=8.0)
-    log.add(EventKind.CAPTURE_END, "Capture draft cuda graph end.", avail=7.8, usage=0.2)
+    log.add(EventKind.CAPTURE_BEGIN, "Capture draft cuda graph begin.", values=draft, avail=8.0)
+    log.add(
+        EventKind.CAPTURE_END, "Capture draft cuda graph end.", values=draft, avail=7.8, usage=0.2
+    )
     extend = {"role": "draft", "phase": "extend"}
     log.add(
         EventKind.CAPTURE_BEGIN, "Capture draft extend cuda graph begin.", values=extend, avail=7.8

@@ -1,0 +1,246 @@
+"""Every SGLang log line memledger reads: one `LineSpec` per line kind, and how keys are typed.
+
+This table is the source of the input layer's per-kind knowledge:
+* `words` -> `PREFILTER_WORDS`: a physical line holding none of them (and no memory-looking word)
+  is skipped unread by the scanner (memledger.input.scan), so a new wording needs its words here;
+* `head` -> `KNOWN_HEAD_RE`: a message starting like this that does not parse is reported as
+  "malformed" in `parse --coverage`, not as "unrecognised";
+* `checkpoint` -> `AVAIL_KINDS`: the line's `avail mem=` reading is a checkpoint of the engine's
+  chain of free-memory readings;
+* `loose_size`, `stray_size_is_problem`, `decimal_gb`: how the transformer types an unkeyed size.
+The grammar (`sglang.lark`) says what a line looks like; the example lines (`examples.py`) pin
+what each shape parses to, and extension grammars are checked against them.
+
+Stdlib only: the scan worker process imports this module, so it must stay cheap to import.
+`kind` is an `memledger.events.EventKind` value (tests check each kind has exactly one spec).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LineSpec:
+    """What memledger knows about one kind of SGLang line besides its grammar rule."""
+
+    kind: str
+    """The event kind (an `EventKind` value; the grammar rule name before any `__variant`)."""
+    head: str = ""
+    """A regex for how the message starts (matched at its start, after the prefix)."""
+    words: tuple[str, ...] = ()
+    """Prefilter words, case-sensitive substrings of the physical line."""
+    checkpoint: bool = False
+    """Its `avail` size is a checkpoint (a free-memory reading after emptying the cache)."""
+    loose_size: str = "size"
+    """The key for a size printed without a key (`Allocating 12.34 GB host memory`)."""
+    stray_size_is_problem: bool = False
+    """An unkeyed size is garbage here (a line cut mid-text), never a value."""
+    decimal_gb: bool = False
+    """`GB` means 10^9 bytes on this line (SGLang's host-memory lines), not 2^30."""
+
+
+_INIT = r"Init (?:torch distributed|nccl|parallel) "
+
+LINES: tuple[LineSpec, ...] = (
+    # ---- distributed init / baseline
+    LineSpec("dist_init_begin", _INIT + "begin", ("Init ",)),
+    LineSpec("dist_init_end", _INIT + "ends", ("Init ",)),
+    LineSpec("memory_baseline", "Memory baseline taken", ("Memory ",)),
+    # ---- weights
+    LineSpec("load_begin", "Load weight begin", ("Load weight",), checkpoint=True),
+    LineSpec(
+        "load_end", "Load weight end", ("Load weight",), checkpoint=True, stray_size_is_problem=True
+    ),
+    # ---- KV and state pools
+    LineSpec("kv_allocated", r"(?:\w+ )*KV Cache (?:is allocated|VA upper bound)", ("KV Cache",)),
+    LineSpec("kv_skipped", "KV Cache skipped", ("KV Cache",)),
+    LineSpec("kv_dtype", "Using KV cache dtype", ("KV cache",)),
+    LineSpec("mamba_allocated", "Mamba Cache is allocated", ("Mamba",)),
+    LineSpec("replay_ssm", "GDN ReplaySSM", ("ReplaySSM",)),
+    LineSpec(
+        "swa_split", "Use [Ss]liding window memory pool", ("sliding window", "Sliding window")
+    ),
+    LineSpec("swa_pool", "SWAKVPool", ("SWA",)),
+    LineSpec("dsv4_calc", "DSV4 memory calculation", ("DSV4",)),
+    LineSpec("dsv4_pool_sizes", "DSV4 pool sizes", ("DSV4",)),
+    LineSpec("dsv4_pool_init", "Initialize DeepSeekV4TokenToKVPool", ("DeepSeekV4",)),
+    LineSpec(
+        "ascend_kv_avail", "The available memory for KV cache", ("KV cache",), loose_size="avail_kv"
+    ),
+    LineSpec(
+        "hicache_host", r"Allocating .*host (?:pool|memory)", loose_size="host", decimal_gb=True
+    ),
+    LineSpec("memory_pool_end", "Memory pool end", ("Memory ",), checkpoint=True),
+    LineSpec("post_capture_kv", "Post-capture KV sizing", ("Post-capture",), checkpoint=True),
+    # ---- attention backend and graphs
+    LineSpec(
+        "attention_backend_begin", "Init attention backend begin", ("Init ",), checkpoint=True
+    ),
+    LineSpec("attention_backend_end", "Init attention backend end", ("Init ",), checkpoint=True),
+    LineSpec("capture_begin", r"Capture .*begin\b", ("Captur",), checkpoint=True),
+    LineSpec(
+        "capture_end", r"Capture .*end\b", ("Captur",), checkpoint=True, stray_size_is_problem=True
+    ),
+    LineSpec("capture_bs", r"Capture .* graph (?:bs|num tokens) \[", ("Captur",)),
+    LineSpec("capture_progress", r"Capturing \w", ("Captur",)),
+    # ---- summary and server arguments
+    LineSpec(
+        "summary", "max_total_num_tokens=", ("max_total_num_tokens",), stray_size_is_problem=True
+    ),
+    LineSpec("server_args", "server_args=", ("server_args",)),
+    # ---- communication, staging, weight sharding (fork lines)
+    LineSpec("all_reduce_config", "All Reduce config", ("All Reduce",)),
+    LineSpec("symm_prealloc", "Pre-allocating symmetric memory pool", ("symmetric",)),
+    LineSpec("deepep_buffer", r"Initialized DeepEP \S+ ElasticBuffer", ("ElasticBuffer",)),
+    LineSpec("staging_pool", "FlatAGStagingPool", ("FlatAG",)),
+    LineSpec(
+        "weight_shard_info",
+        r"Weight sharding|(?:DFlash|DFLASH|EAGLE|MTP|NextN|DSpark) draft: |requant-then-shard"
+        r"|(?:draft|target) hoisted ",
+        ("weight-sharded", "weight sharded", "requant", "hoisted"),
+    ),
+    LineSpec("dspark_reclaimed", "DSpark ", ("DSpark",), loose_size="reclaimed"),
+    LineSpec("dspark_slot_map", "DSpark draft SWA slot map", ("DSpark",)),
+    LineSpec("imbalance", "The memory capacity is unbalanced", ("unbalanced",)),
+    LineSpec("lora", "LoRA adapter loading", ("LoRA",), checkpoint=True),
+    # ---- outcome evidence (matched by memledger.input.parsing, not by the grammar)
+    LineSpec("ready", words=("fired up",)),
+    LineSpec("oom", words=("OOM", "OutOfMemory")),
+    LineSpec(
+        "crash",
+        words=(
+            "Error",
+            "Exception",
+            "Traceback",
+            "sigquit",
+            "scheduler is dead",
+            "Exit code",
+            "Initialization failed",
+            "Killed",
+        ),
+    ),
+    # ---- error texts (read by memledger.input.error_texts; the scanner adds `out of memory`)
+    LineSpec("oom_message", words=("OutOfMemory",)),
+    LineSpec("kv_refusal", words=("enough memory", "KV cache")),
+    LineSpec("traceback", words=("Traceback", 'File "')),
+    LineSpec("process_exit", words=("Killed", "Exit code", "terminated with")),
+)
+
+SPECS: dict[str, LineSpec] = {spec.kind: spec for spec in LINES}
+"""The spec of each kind."""
+
+MEMORY_WORDS: tuple[str, ...] = (
+    "avail",
+    "mem usage",
+    "GB",
+    "GiB",
+    "MB",
+    "MiB",
+    "KB",
+    "bytes",
+    "size",
+    "capacity",
+)
+"""Words of any memory-looking line: such lines are decoded even when no kind knows them, so
+`parse --coverage` can list them."""
+
+
+def _unique(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(words))
+
+
+PREFILTER_WORDS: tuple[str, ...] = _unique(
+    MEMORY_WORDS + tuple(word for spec in LINES for word in spec.words)
+)
+"""What makes a physical line worth decoding (the scanner adds a case-blind `out of memory`)."""
+
+KNOWN_HEAD_RE = re.compile("|".join(f"(?:{spec.head})" for spec in LINES if spec.head))
+"""Heads of known shapes: a message starting like this that does not parse is malformed."""
+
+AVAIL_KINDS: frozenset[str] = frozenset(spec.kind for spec in LINES if spec.checkpoint)
+"""Kinds whose `avail` reading is a checkpoint. The tqdm progress bars and the summary's
+`available_gpu_mem` are measured without emptying the cache, so they only refine (graphs) or
+annotate (headroom) the account."""
+
+# ---- keys: printed key -> canonical key -> type ---------------------------------------------
+
+KEY_ALIASES: dict[str, str] = {
+    "avail mem": "avail",
+    "avail_mem": "avail",
+    "mem usage": "usage",
+    "Time elapsed": "elapsed",
+    "elapsed": "elapsed",
+    "#tokens": "tokens",
+    "K size": "k",
+    "V size": "v",
+    "KV size": "kv",
+    "physical K/V size": "kv",
+    "conv_state size": "conv_state",
+    "ssm_state size": "ssm_state",
+    "intermediate_ssm_state_cache size": "intermediate_ssm",
+    "intermediate_conv_window_cache size": "intermediate_conv",
+    "swa size": "swa_size",
+    "full size": "full_size",
+    "free memory": "free",
+    "num_tokens_per_bs": "num_tokens_per_req",
+    "VA upper bound": "usage",
+}
+"""Printed key (or the last words of it) -> canonical key of memledger.events."""
+
+SIZE_KEYS = frozenset(
+    {
+        "avail",
+        "usage",
+        "k",
+        "v",
+        "kv",
+        "conv_state",
+        "ssm_state",
+        "intermediate_ssm",
+        "intermediate_conv",
+        "available_gpu_mem",
+        "available_bytes",
+        "free",
+        "symmetric_memory",
+        "local_buffer",
+        "total",
+        "rawv",
+        "rawk",
+        "beta",
+        "host",
+        "reclaimed",
+    }
+)
+"""Keys whose value must be a number with a memory unit; anything else there is garbage."""
+
+INT_KEYS = frozenset(
+    {
+        "tokens",
+        "max_total_num_tokens",
+        "chunked_prefill_size",
+        "max_prefill_tokens",
+        "max_running_requests",
+        "context_len",
+        "max_mamba_cache_size",
+        "swa_size",
+        "full_size",
+        "full_layer_tokens",
+        "swa_layer_tokens",
+        "buffers",
+        "slots_per_req",
+        "multiplier",
+        "num_tokens_per_req",
+        "record_len",
+        "full_token",
+    }
+)
+"""Keys whose value must be an integer (or `None`)."""
+
+RAW_BYTES_KEYS = frozenset({"capacity", "num_bytes", "total_bytes"})
+"""Keys printed as raw byte counts: kept as an int value AND mirrored into sizes (exact)."""
+
+SIGNED_SIZE_KEYS = frozenset({"usage"})
+"""Sizes that are differences and may print negative (`mem usage=-0.00 GB` after a free); any
+other negative size is garbage."""

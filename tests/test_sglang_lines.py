@@ -1,0 +1,62 @@
+"""memledger.sglang.lines: one LineSpec per kind, feeding the prefilter, head check and chain."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from memledger.events import EventKind
+from memledger.input.scan import LineFilter
+from memledger.sglang import lines
+from memledger.sglang.examples import EXAMPLES
+
+
+def test_every_event_kind_has_exactly_one_spec() -> None:
+    kinds = [spec.kind for spec in lines.LINES]
+    assert len(kinds) == len(set(kinds))
+    assert set(kinds) == {kind.value for kind in EventKind}
+
+
+def test_every_example_line_passes_the_prefilter_and_its_own_words() -> None:
+    line_filter = LineFilter()
+    prefixed = [f"[2026-01-01 00:00:00 TP0] {example.message}".encode() for example in EXAMPLES]
+    assert [number for number, _ in line_filter.candidates(prefixed, 1)] == list(
+        range(1, len(prefixed) + 1)
+    )
+    for example in EXAMPLES:
+        spec = lines.SPECS[example.kind]
+        # a spec's own words must catch its lines, not only a generic memory word
+        if spec.words:
+            assert any(word in example.message for word in spec.words), example.message
+
+
+def test_every_example_starts_with_its_kinds_head() -> None:
+    for example in EXAMPLES:
+        head = lines.SPECS[example.kind].head
+        assert head and re.match(head, example.message), example.message
+        assert lines.KNOWN_HEAD_RE.match(example.message)
+
+
+def test_checkpoint_kinds() -> None:
+    assert EventKind.LOAD_BEGIN in lines.AVAIL_KINDS and EventKind.CAPTURE_END in lines.AVAIL_KINDS
+    # tqdm progress and the summary's available_gpu_mem are not checkpoints (no empty_cache)
+    assert EventKind.CAPTURE_PROGRESS not in lines.AVAIL_KINDS
+    assert EventKind.SUMMARY not in lines.AVAIL_KINDS
+
+
+def test_lines_imports_only_the_standard_library() -> None:
+    # the scan worker process imports it: pydantic or lark would slow every worker start
+    probe = (
+        "import sys, memledger.sglang.lines; "
+        "print(sorted(m for m in ('pydantic', 'lark', 'memledger.events') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_engine_chain_uses_the_specs_checkpoints() -> None:
+    from memledger.sglang.rows import AVAIL_KINDS
+
+    assert AVAIL_KINDS == {EventKind(kind) for kind in lines.AVAIL_KINDS}
+    assert all(isinstance(kind, EventKind) for kind in AVAIL_KINDS)
