@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "Check": "memledger.checking",
     "CheckReport": "memledger.checking",
     "CheckStatus": "memledger.checking",
-    "LedgerDiff": "memledger.diffing",
+    "LedgerDiff": "memledger.compare",
     "MemledgerError": "memledger.errors",
     "ConfigError": "memledger.errors",
     "InputError": "memledger.errors",
@@ -96,7 +96,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     )
     from memledger.budget import Budget, BudgetEntry, load_budget, parse_budget
     from memledger.checking import Check, CheckReport, CheckStatus
-    from memledger.diffing import LedgerDiff
+    from memledger.compare import LedgerDiff
     from memledger.errors import ConfigError, InputError, MemledgerError
     from memledger.events import Event, EventKind, ParsedLog, Startup
     from memledger.ledger_model import Ledger, Row, Summary

@@ -35,7 +35,7 @@ from memledger.service import (
 from memledger.service import Source as Source
 
 if TYPE_CHECKING:
-    from memledger.diffing import LedgerDiff
+    from memledger.compare import LedgerDiff
     from memledger.sizing import WhatIf
 
 TEXT_LABEL = "<text>"

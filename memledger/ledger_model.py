@@ -20,6 +20,12 @@ def _gib(byte_count: int | None) -> float | None:
     return None if byte_count is None else round(byte_count / GIB, 6)
 
 
+LOG_PARAM_PREFIX = "log."
+"""`Ledger.parameters` names the engine read from log lines (env-driven values the log reveals)."""
+LEDGER_PARAM_PREFIX = "ledger."
+"""`Ledger.parameters` names the engine derived (per-DP requests, slots, KV tokens)."""
+
+
 class RowKind(StrEnum):
     """Where a row's number comes from."""
 

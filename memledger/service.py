@@ -36,7 +36,7 @@ from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger
 if TYPE_CHECKING:
     from memledger.budget import Budget
     from memledger.checking import CheckReport
-    from memledger.diffing import LedgerDiff
+    from memledger.compare import LedgerDiff
     from memledger.sizing import WhatIf
 
 Source: TypeAlias = str | os.PathLike[str] | IO[bytes] | IO[str] | ByteSource | ParsedLog | Ledger
@@ -448,7 +448,7 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> Ledger:
 
 def diff_of(options: DiffOptions) -> LedgerDiff:
     """Load both sides (log, saved ledger or object) and diff them: head - base."""
-    from memledger.diffing import diff_ledgers
+    from memledger.compare import diff_ledgers
 
     sides = (options.base.source, options.head.source)
     if all(isinstance(s, str | os.PathLike) and os.fspath(s) == STDIN for s in sides):

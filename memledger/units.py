@@ -178,11 +178,6 @@ def parse_size(number: str, unit: str, *, signed: bool = False) -> Size:
     return Size(bytes=byte_count, half_ulp=half_ulp, text=f"{number} {unit_text}")
 
 
-def gib(byte_count: int | None) -> float | None:
-    """Bytes to GiB for display (None stays None)."""
-    return None if byte_count is None else byte_count / GIB
-
-
 def format_gib(byte_count: int | None, digits: int = 2, *, signed: bool = False) -> str:
     """Bytes as GiB for display: `?` for unknown, `+`/`-` when signed, never `-0.00`."""
     if byte_count is None:

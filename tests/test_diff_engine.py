@@ -6,21 +6,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memledger.diffing import (
+from memledger.compare import (
     MIN_TOLERANCE_BYTES,
-    PARAM_EFFECTS,
     STATE_POOL_CATEGORIES,
     DiffStatus,
     LedgerDiff,
     SortKey,
     delta_pct,
     diff_ledgers,
-    param_effect,
     sort_rows,
 )
 from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
-from memledger.render.diff_common import round_parts
-from memledger.render.diff_json import render_diff_json
+from memledger.render.diff_common import round_parts, state_pool_statement, usable_note
+from memledger.render.diff_json import DiffDocument, render_diff_json
+from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.units import GIB, MIB
 from tests.diff_helpers import (
     CENTI,
@@ -95,7 +94,7 @@ def test_self_diff_of_the_article_ledgers_is_all_zeros() -> None:
         diff = diff_ledgers(side, side)
         _assert_all_zero(diff)
         assert diff.state_pool.larger_pool_side is None
-        assert "equal" in diff.state_pool.statement
+        assert "equal" in state_pool_statement(diff)
 
 
 @settings(max_examples=60, deadline=None)
@@ -155,7 +154,8 @@ def test_the_categories_cover_every_fixed_overhead_group_once() -> None:
 
 def test_article_pair_split_matches_the_figures_the_fixture_was_built_from() -> None:
     dp16, dp2 = article_pair()
-    analysis = diff_ledgers(dp16, dp2).state_pool
+    diff = diff_ledgers(dp16, dp2)
+    analysis = diff.state_pool
     by_id = {c.id: c for c in analysis.categories}
     # Expected values from the fixture table (diff_helpers docstring), head (DP2) - base (DP16).
     assert by_id["graphs_headroom"].delta_bytes == centi(590 + 400)
@@ -166,9 +166,9 @@ def test_article_pair_split_matches_the_figures_the_fixture_was_built_from() -> 
     assert analysis.fixed_overhead.delta_bytes == total
     assert analysis.state_pool.delta_bytes == -total  # usable is 177.70 on both sides
     assert analysis.larger_pool_side == "base"
-    assert analysis.statement.startswith("base (dp16)'s state pool is larger by 10.46 GiB")
-    assert "fixed overhead is smaller by 10.46 GiB" in analysis.statement
-    assert analysis.usable_note is None
+    assert state_pool_statement(diff).startswith("base (dp16)'s state pool is larger by 10.46 GiB")
+    assert "fixed overhead is smaller by 10.46 GiB" in state_pool_statement(diff)
+    assert usable_note(diff) is None
     # Article (per card): 9.9 + 3.6 - 3.1 = 10.4; this fixture rounds the same to 0.1 GiB.
     deltas = [c.delta_bytes for c in analysis.categories]
     assert [None if d is None else round(d / GIB, 1) for d in deltas] == [9.9, 3.6, -3.1]
@@ -284,15 +284,17 @@ def test_a_usable_difference_is_reported_and_the_arithmetic_still_closes() -> No
         [row("w", RowGroup.WEIGHTS, centi(4000)), row("kv", RowGroup.STATE_POOL, centi(3500))],
         path="head.log",
     )
-    analysis = diff_ledgers(base, head).state_pool
+    diff = diff_ledgers(base, head)
+    analysis = diff.state_pool
     assert analysis.fixed_overhead.delta_bytes == centi(-1000)
     assert analysis.partition.delta_bytes == centi(-500)
     assert analysis.usable.delta_bytes == centi(-500)
     assert analysis.state_pool.delta_bytes == centi(500)
     assert analysis.larger_pool_side == "head"
-    assert "fixed overhead is smaller by 10.00 GiB" in analysis.statement
-    assert "usable memory is smaller by 5.00 GiB" in analysis.statement
-    assert analysis.usable_note is not None and "usable memory differs" in analysis.usable_note
+    assert "fixed overhead is smaller by 10.00 GiB" in state_pool_statement(diff)
+    assert "usable memory is smaller by 5.00 GiB" in state_pool_statement(diff)
+    note = usable_note(diff)
+    assert note is not None and "usable memory differs" in note
 
 
 def test_checkpoints_and_intervals_are_matched_by_id() -> None:
@@ -414,10 +416,14 @@ def test_printed_parts_add_up_to_the_printed_total(parts: list[int]) -> None:
 def test_json_round_trips_and_the_schema_is_versioned() -> None:
     dp16, dp2 = article_pair()
     diff = diff_ledgers(dp16, dp2)
-    again = LedgerDiff.model_validate_json(render_diff_json(diff, sort=SortKey.ID))
+    # The JSON document is the model plus the state-pool sentences the renderers write.
+    document = DiffDocument.model_validate_json(render_diff_json(diff, sort=SortKey.ID))
+    assert document.state_pool.statement == state_pool_statement(diff)
+    prose = {"state_pool": {"statement", "usable_note"}}
+    again = LedgerDiff.model_validate(document.model_dump(exclude=prose))
     assert again.model_copy(update={"rows": diff.rows}) == diff
     assert [r.id for r in again.rows] == sorted(r.id for r in diff.rows)
-    schema = LedgerDiff.model_json_schema(mode="serialization")
+    schema = DiffDocument.model_json_schema(mode="serialization")
     for key in ("schema_version", "inputs", "rows", "state_pool", "parameters", "summary"):
         assert key in schema["properties"]
     # base, head and delta summaries share the ledger's Summary shape.

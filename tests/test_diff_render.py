@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from memledger.diffing import LedgerDiff, SortKey, diff_ledgers
+from memledger.compare import LedgerDiff, SortKey, diff_ledgers
 from memledger.errors import ConfigError
 from memledger.ledger_model import Row, RowGroup, RowKind
 from memledger.render.diff_common import category_table, headline, summary_table
@@ -214,7 +214,7 @@ def test_bad_format_or_sort_is_a_config_error() -> None:
 
 
 def test_renderers_do_not_import_click_or_lark() -> None:
-    import memledger.diffing
+    import memledger.compare
     import memledger.render.diff_common
     import memledger.render.diff_csv
     import memledger.render.diff_formats
@@ -223,7 +223,7 @@ def test_renderers_do_not_import_click_or_lark() -> None:
     import memledger.render.diff_text
 
     for module in (
-        memledger.diffing,
+        memledger.compare,
         memledger.render.diff_common,
         memledger.render.diff_csv,
         memledger.render.diff_formats,
@@ -233,7 +233,7 @@ def test_renderers_do_not_import_click_or_lark() -> None:
     ):
         source = open(module.__file__ or "", encoding="utf-8").read()
         assert not re.search(r"^\s*(import|from)\s+(click|lark)\b", source, flags=re.M)
-    engine_source = open(memledger.diffing.__file__ or "", encoding="utf-8").read()
+    engine_source = open(memledger.compare.__file__ or "", encoding="utf-8").read()
     assert not re.search(r"^\s*(import|from)\s+tabulate\b", engine_source, flags=re.M)
     assert GIB == 1 << 30
 

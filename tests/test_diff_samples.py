@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memledger.cli import main
-from memledger.diffing import DiffStatus, LedgerDiff, diff_ledgers
+from memledger.compare import DiffStatus, LedgerDiff, diff_ledgers
 from memledger.errors import EXIT_OK
 from memledger.ledger_model import Ledger
 from memledger.render.diff_formats import DiffFormat, render_diff

@@ -161,13 +161,13 @@ def test_load_ledger_reads_saved_json_with_leading_whitespace(tmp_path: Path) ->
 def test_schema_command_prints_the_schema_of_each_json_output(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from memledger.diffing import LedgerDiff
     from memledger.parse_document import ParseDocument
+    from memledger.render.diff_json import DiffDocument
 
     code, out, _ = run(["schema"], capsys)
     assert code == EXIT_OK
     assert json.loads(out) == Ledger.model_json_schema(by_alias=True, mode="serialization")
-    for name, model in (("parse", ParseDocument), ("diff", LedgerDiff)):
+    for name, model in (("parse", ParseDocument), ("diff", DiffDocument)):
         code, out, _ = run(["schema", name], capsys)
         assert code == EXIT_OK
         assert json.loads(out) == model.model_json_schema(by_alias=True, mode="serialization")

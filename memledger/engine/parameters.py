@@ -9,14 +9,12 @@ from typing import Any
 from memledger.engine.chain import Chain
 from memledger.engine.variables import Variables
 from memledger.events import Event
-from memledger.sglang.rows import LOG_PARAM_PREFIX, LOG_SETTINGS, PARAMETER_KEYS, SECRET_KEYS
+from memledger.ledger_model import LEDGER_PARAM_PREFIX, LOG_PARAM_PREFIX
+from memledger.sglang.rows import LOG_SETTINGS, PARAMETER_KEYS, SECRET_KEYS
 from memledger.sglang.versions import version_text
 
 MAX_PARAM_TEXT = 200
 """Longer list/dict parameter texts are cut (parameters are for reading, not computing)."""
-
-LEDGER_PARAM_PREFIX = "ledger."
-"""Prefix of the parameters the engine derived (the values its formulas used)."""
 
 _LEDGER_VALUES = (
     "dp_size",

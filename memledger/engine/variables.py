@@ -15,8 +15,8 @@ from memledger.engine.audit import Audit
 from memledger.engine.chain import Chain
 from memledger.engine.roles import TARGET
 from memledger.events import Event, EventKind
+from memledger.ledger_model import LOG_PARAM_PREFIX
 from memledger.model_config import ModelDims
-from memledger.sglang.rows import LOG_PARAM_PREFIX
 from memledger.sglang.versions import EXTRA_SLOTS, format_version
 from memledger.units import GIB
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memledger.diffing import (
+from memledger.compare import (
     DELTA_PCT_DEFINITION,
     ByteChange,
     DiffInput,
@@ -274,10 +274,62 @@ def contributions_table(diff: LedgerDiff) -> Table:
     return Table(["category", "row id", "row", "Δ", "status"], rows)
 
 
+def _fmt_gib(byte_count: int | None) -> str:
+    return "?" if byte_count is None else f"{byte_count / GIB:.2f}"
+
+
+def state_pool_statement(diff: LedgerDiff) -> str:
+    """The article's sentence: which side's state pool is larger, by how much, and why."""
+    analysis = diff.state_pool
+    if not analysis.available:
+        return "no state-pool comparison: one side has no state-pool or fixed-overhead rows"
+    delta_state = analysis.state_pool.delta_bytes or 0
+    larger = analysis.larger_pool_side
+    if larger is None:
+        return (
+            "the state pools are equal within printing precision "
+            f"(head - base = {_fmt_gib(delta_state)} GiB)"
+        )
+    sign = 1 if larger == "head" else -1
+    label = diff.inputs.head.label if larger == "head" else diff.inputs.base.label
+    text = f"{larger} ({label})'s state pool is larger by {_fmt_gib(sign * delta_state)} GiB"
+    delta_partition = analysis.partition.delta_bytes or 0
+    fixed_smaller = -sign * (analysis.fixed_overhead.delta_bytes or 0)
+    usable_larger = sign * delta_partition
+    parts = []
+    if fixed_smaller != 0:
+        word = "smaller" if fixed_smaller > 0 else "larger"
+        parts.append(f"its fixed overhead is {word} by {_fmt_gib(abs(fixed_smaller))} GiB")
+    if abs(delta_partition) > analysis.partition.tolerance_bytes:
+        word = "larger" if usable_larger > 0 else "smaller"
+        parts.append(f"its usable memory is {word} by {_fmt_gib(abs(usable_larger))} GiB")
+    if parts:
+        text += " because " + " and ".join(parts)
+    return text
+
+
+def usable_note(diff: LedgerDiff) -> str | None:
+    """When usable memory differs, how the state-pool delta still closes; None otherwise."""
+    analysis = diff.state_pool
+    delta_partition = analysis.partition.delta_bytes or 0
+    if not (
+        abs(delta_partition) > analysis.partition.tolerance_bytes
+        or analysis.usable.status is DiffStatus.CHANGED
+    ):
+        return None
+    return (
+        f"usable memory differs: head - base = {_fmt_gib(delta_partition)} GiB as the rows add "
+        f"up (stated usable: {_fmt_gib(analysis.usable.delta_bytes)} GiB), so the state-pool "
+        f"delta {_fmt_gib(analysis.state_pool.delta_bytes or 0)} = usable delta "
+        f"{_fmt_gib(delta_partition)} - fixed-overhead delta "
+        f"{_fmt_gib(analysis.fixed_overhead.delta_bytes or 0)} GiB"
+    )
+
+
 def balance_lines(diff: LedgerDiff) -> list[str]:
     """The arithmetic that closes: state-pool Δ = usable Δ - fixed-overhead Δ."""
     analysis = diff.state_pool
-    lines = [analysis.statement + "."]
+    lines = [state_pool_statement(diff) + "."]
     deltas, total_text = round_parts([c.delta_bytes or 0 for c in analysis.categories])
     terms = ""
     for i, (text, category) in enumerate(zip(deltas, analysis.categories, strict=True)):
@@ -293,8 +345,9 @@ def balance_lines(diff: LedgerDiff) -> list[str]:
         f"{gib_text(part.delta_bytes, signed=True)} - fixed overhead "
         f"{gib_text(analysis.fixed_overhead.delta_bytes, signed=True)}."
     )
-    if analysis.usable_note:
-        lines.append(f"Note: {analysis.usable_note}.")
+    note = usable_note(diff)
+    if note:
+        lines.append(f"Note: {note}.")
     if analysis.reason:
         lines.append(f"Caveat: {analysis.reason}.")
     return lines

@@ -11,7 +11,7 @@ import csv
 import io
 from collections.abc import Iterator
 
-from memledger.diffing import ByteChange, LedgerDiff, SortKey, sort_rows
+from memledger.compare import ByteChange, LedgerDiff, SortKey, sort_rows
 
 CSV_HEADERS = [
     "section",

@@ -1,11 +1,38 @@
-"""JSON rendering of a ledger diff: the full, versioned `LedgerDiff` model."""
+"""JSON rendering of a ledger diff: the full, versioned `LedgerDiff` model, with the state-pool
+sentences the text and markdown renderers print (prose is rendering, not part of the model)."""
 
 from __future__ import annotations
 
-from memledger.diffing import LedgerDiff, SortKey, sort_rows
+from memledger.compare import LedgerDiff, SortKey, StatePoolAnalysis, sort_rows
+from memledger.render.diff_common import state_pool_statement, usable_note
+
+
+class StatePoolDocument(StatePoolAnalysis):
+    """The state-pool analysis as `diff --format json` writes it."""
+
+    statement: str
+    """The article's sentence: which side's pool is larger, by how much, and why."""
+    usable_note: str | None = None
+    """When usable memory differs: how the state-pool delta still closes."""
+
+
+class DiffDocument(LedgerDiff):
+    """The document `memledger diff --format json` writes (`memledger schema diff`)."""
+
+    state_pool: StatePoolDocument
+
+
+def diff_document(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> DiffDocument:
+    """The diff with every row sorted by `sort` and the state-pool sentences."""
+    state_pool = StatePoolDocument(
+        **dict(diff.state_pool),
+        statement=state_pool_statement(diff),
+        usable_note=usable_note(diff),
+    )
+    fields = {**dict(diff), "rows": sort_rows(diff.rows, sort), "state_pool": state_pool}
+    return DiffDocument(**fields)
 
 
 def render_diff_json(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> str:
     """Every row (unchanged ones too), sorted by `sort`, as indented JSON."""
-    ordered = diff.model_copy(update={"rows": sort_rows(diff.rows, sort)})
-    return ordered.model_dump_json(indent=2) + "\n"
+    return diff_document(diff, sort=sort).model_dump_json(indent=2) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memledger.diffing import DiffInput, LedgerDiff, SortKey, group_label
+from memledger.compare import DiffInput, LedgerDiff, SortKey, group_label
 from memledger.errors import ConfigError
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from memledger.diffing import LedgerDiff, SortKey, group_label
+from memledger.compare import LedgerDiff, SortKey, group_label
 from memledger.ledger_model import RowGroup
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,

@@ -7,9 +7,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel
 
-from memledger.diffing import LedgerDiff
 from memledger.ledger_model import Ledger
 from memledger.parse_document import ParseDocument
+from memledger.render.diff_json import DiffDocument
 from memledger.render.formats import choose
 
 
@@ -32,7 +32,7 @@ def schema_model(name: SchemaName) -> type[BaseModel]:
         case SchemaName.PARSE:
             return ParseDocument
         case SchemaName.DIFF:
-            return LedgerDiff
+            return DiffDocument
 
 
 def render_schema(name: str) -> str:

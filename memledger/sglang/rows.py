@@ -155,10 +155,6 @@ LINE_ROWS: dict[EventKind, tuple[LineRow, ...]] = {
 """Lines whose sizes become rows as they are (`memledger.engine.lines` reads them)."""
 
 
-LOG_PARAM_PREFIX = "log."
-"""Prefix of the `Ledger.parameters` the log reveals (env-driven or auto-chosen settings)."""
-
-
 @dataclass(frozen=True)
 class LogSetting:
     """A setting no server_args field holds but a log line reveals: `log.<name>` in parameters."""

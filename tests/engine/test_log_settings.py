@@ -14,18 +14,17 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from memledger.diffing import (
-    PARAM_EFFECTS,
+from memledger.compare import (
     DiffStatus,
     LedgerDiff,
     ParamDiff,
     diff_ledgers,
-    param_effect,
 )
 from memledger.ledger_model import Ledger
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
 from memledger.service import load_ledger
+from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.sglang.rows import LOG_SETTINGS
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, SAMPLES, real_log_paths

@@ -11,7 +11,7 @@ from functools import cache
 
 import pytest
 
-from memledger.diffing import diff_ledgers
+from memledger.compare import diff_ledgers
 from memledger.ledger_model import Ledger, RowGroup
 from memledger.render import render_ledger
 from memledger.service import LoadOptions, load_ledger
