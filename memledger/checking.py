@@ -164,8 +164,10 @@ class CheckReport(FrozenModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def exit_code(self) -> int:
-        """3 if an item could not be read, else 1 on a failing breach, else 0."""
-        if any(check.status is CheckStatus.MISSING for check in self.checks):
+        """3 if an item could not be read or nothing was checked, else 1 on a failing breach,
+        else 0. A budget that applies to none of the given logs (a `logs` glob matching no
+        file) checks nothing: that is no pass."""
+        if not self.checks or any(check.status is CheckStatus.MISSING for check in self.checks):
             return EXIT_INPUT
         if any(self.is_failing(check) for check in self.checks):
             return EXIT_BUDGET_FAILED

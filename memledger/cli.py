@@ -6,13 +6,16 @@ The click layer only parses options, calls one function and maps errors to exit 
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
+from types import FrameType
 
 import click
 
 from memledger import __version__
 from memledger.commands import COMMANDS
-from memledger.errors import EXIT_USAGE, MemledgerError, exit_codes_help
+from memledger.errors import EXIT_INTERRUPTED, EXIT_USAGE, MemledgerError, exit_codes_help
 
 
 class LazyGroup(click.Group):
@@ -41,8 +44,42 @@ def cli() -> None:
     """Turn SGLang startup logs into a GPU-memory ledger."""
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C, so every `finally` stops its scan worker or grep."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.exit_code = 128 + signum
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: later writes (and the flush at exit) go nowhere, silently."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code instead of raising (usable in-process by tests)."""
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (an embedding caller): leave signals alone
+        pass
+    try:
+        return _run(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         result = cli.main(args=argv, prog_name="memledger", standalone_mode=False)
     except MemledgerError as exc:
@@ -53,15 +90,25 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return EXIT_USAGE if exc.exit_code == 2 else exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("memledger: aborted", err=True)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # click turns Ctrl-C into Abort; either way it is an interrupt, not a usage error
+        _say("memledger: interrupted")
+        return EXIT_INTERRUPTED
+    except Terminated as exc:
+        _say("memledger: terminated")
+        return exc.exit_code
     except BrokenPipeError:
+        _quiet_stdout()  # the reader went away (`| head`): nothing more to say
         return 0
     # A command may return its own exit code (check: 1 on a breach).
     return result if isinstance(result, int) else 0
+
+
+def _say(message: str) -> None:
+    try:
+        click.echo(message, err=True)
+    except (OSError, ValueError, AttributeError):
+        pass  # stderr closed too
 
 
 if __name__ == "__main__":  # pragma: no cover

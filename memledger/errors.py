@@ -14,6 +14,8 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 """Input not understood: missing/empty/binary file, no SGLang lines, unknown rank/startup,
 or a budgeted item the log cannot provide."""
+EXIT_INTERRUPTED = 130
+"""Interrupted: Ctrl-C (128 + SIGINT); SIGTERM gives 143 (128 + 15)."""
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         EXIT_INPUT,
         "input not understood (missing/empty/binary file, no SGLang lines,\n"
         "unknown --rank/--startup, budget item the log cannot provide)",
-        "a log not understood, or a budgeted item this log cannot provide",
+        "a log not understood, a budgeted item this log cannot provide, nothing checked,\n"
+        "or a --require-baseline baseline that does not exist",
         verdict="INCOMPLETE",
     ),
+    ExitCode(EXIT_INTERRUPTED, "interrupted (Ctrl-C; 143 on SIGTERM)", "interrupted"),
 )
 """Every exit code memledger documents, in order."""
 

@@ -15,10 +15,13 @@ so `memledger parse` does not pay for `diff`.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -164,6 +167,9 @@ class CheckOptions:
     strict: bool = False
     today: date | None = None
     fmt: str = "text"
+    require_baseline: bool = False
+    """A missing baseline (not given, or a path that does not exist) is an InputError instead
+    of "relative limits not compared": a CI job whose artifact download failed must not pass."""
 
 
 # --- the input opener ---------------------------------------------------------------------------
@@ -493,6 +499,20 @@ def check_report(options: CheckOptions) -> CheckReport:
     inputs = [(label_of(item), load_ledger(item, options.load)) for item in options.logs]
     baseline = options.baseline
     base: Ledger | None = None
+    if options.require_baseline and (
+        baseline is None
+        or (
+            isinstance(baseline, str | os.PathLike)
+            and os.fspath(baseline) != STDIN
+            and not Path(baseline).exists()
+        )
+    ):
+        raise InputError(
+            "no baseline to compare against (--require-baseline)"
+            if baseline is None
+            else "baseline not found (--require-baseline)",
+            path=None if baseline is None else os.fspath(baseline),
+        )
     if baseline is None:
         info = BaselineInfo(note="no baseline given: relative limits not compared")
     elif (
@@ -562,15 +582,54 @@ def run_schema(name: str) -> Output:
     return Output(render_schema(name))
 
 
+def _write_stdout(text: str) -> None:
+    """Write to stdout; a closed stdout (`>&-`) takes nothing, a full disk is a one-line error.
+
+    A closed pipe (BrokenPipeError) propagates: the CLI ends quietly on it."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"cannot write output: {exc.strerror or exc}", path="<stdout>") from None
+
+
+def _write_file(path: Path, text: str) -> None:
+    """Replace a regular file whole (a temporary file renamed over it), so a failed write never
+    leaves half a report; anything else (a device, a FIFO) is written as it is."""
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if path.exists() and not path.is_file():
+        path.write_text(text, encoding="utf-8")
+        return
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def emit(output: Output, destination: PathLike | None = None) -> int:
     """Write the report to `destination` (stdout when None or `-`), append the extra files;
     return the exit code."""
     if destination is None or os.fspath(destination) == STDIN:
-        sys.stdout.write(output.text)
-        sys.stdout.flush()
+        _write_stdout(output.text)
     else:
         try:
-            Path(destination).write_text(output.text, encoding="utf-8")
+            _write_file(Path(destination), output.text)
         except OSError as exc:
             raise ConfigError(
                 f"cannot write output: {exc.strerror or exc}", path=os.fspath(destination)

@@ -25,7 +25,8 @@ HELP_EPILOG = (
 \b
 max_increase_pct is (head - base) / base x 100 against --baseline; an entry with both
 max_increase and max_increase_pct is breached only when BOTH are exceeded.
-A --baseline file that does not exist means "no comparison" (noted), not an error."""
+A --baseline file that does not exist means "no comparison" (noted, and a warning annotation
+with --format github), not an error; --require-baseline makes it one (exit 3)."""
 )
 
 
@@ -41,6 +42,11 @@ A --baseline file that does not exist means "no comparison" (noted), not an erro
     "--baseline",
     metavar="BASE.log|BASE.json",
     help="Log or saved ledger of the base branch, for max_increase / max_increase_pct.",
+)
+@click.option(
+    "--require-baseline",
+    is_flag=True,
+    help="A missing --baseline (not given, or not found) is an error (exit 3), not a skip.",
 )
 @click.option("--strict", is_flag=True, help="Warn-level breaches fail too (exit 1).")
 @click.option(
@@ -73,6 +79,7 @@ def check_command(
     logs: tuple[str, ...],
     budget: str | None,
     baseline: str | None,
+    require_baseline: bool,
     strict: bool,
     fmt: str,
     rank: str | None,
@@ -99,6 +106,7 @@ def check_command(
                     saved_ledger_skips_grammars=True,
                 ),
                 strict=strict,
+                require_baseline=require_baseline,
                 today=None if today is None else today.date(),
                 fmt=fmt,
             )

@@ -14,7 +14,7 @@ import click
 
 FC = TypeVar("FC", bound=Callable[..., Any] | click.Command)
 
-FILE = click.Path(dir_okay=False, path_type=Path)
+FILE = click.Path(path_type=Path)
 """A file option's type: a path (not checked to exist: the loader says what is wrong)."""
 
 STARTUP_HELP = "Which startup of the file, 0-based (default: the last)."

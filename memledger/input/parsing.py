@@ -208,7 +208,14 @@ def _event(kind: EventKind, logical: LogicalLine, parsed: LineParse | None = Non
     )
 
 
+# A quoted value (`text="how do I fix an OOM?"` in a logged request, a model path) is data the
+# server echoes, not what happened to it: outcome phrases are not looked for inside one.
+_QUOTED_VALUE_RE = re.compile(r"""(?<=[=(\[{,:])\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
+
+
 def _outcome_kind(text: str) -> tuple[EventKind, str] | None:
+    if "'" in text or '"' in text:
+        text = _QUOTED_VALUE_RE.sub(" ''", text)
     oom = OOM_RE.search(text)
     if oom:
         return EventKind.OOM, oom.group(0)

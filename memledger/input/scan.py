@@ -186,6 +186,7 @@ def worker_records(
 def main(argv: list[str]) -> int:
     """The worker: scan stdin (a log file) from a byte offset and print the records."""
     global CHUNK_BYTES, MAX_LINE_BYTES
+    _exit_with_parent()
     scanner_file, start, chunk, max_line, head_bytes, extra_json = argv
     if os.path.realpath(scanner_file) != os.path.realpath(__file__):
         print("memledger scan worker: another memledger installation", file=sys.stderr)
@@ -216,6 +217,20 @@ def main(argv: list[str]) -> int:
     except BrokenPipeError:
         return 1  # the parent stopped reading
     return 0
+
+
+def _exit_with_parent() -> None:
+    """Linux: SIGTERM this worker when its parent dies (even by SIGKILL), never orphan it."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+    except (OSError, AttributeError):
+        pass  # no prctl: a dead parent still ends this worker at its next write (SIGPIPE)
 
 
 if __name__ == "__main__":

@@ -363,6 +363,29 @@ def render_github(report: CheckReport) -> str:
                 title=f"memledger: {check.item} {STATUS_LABEL[check.status].lower()}",
             )
         )
+    # Fail-open cases are warnings in the job, not only a note at the end of the text: a
+    # baseline that did not download, a budget entry that applies to no given log.
+    if report.baseline.source is None and report.skipped():
+        note = report.baseline.note or "no baseline: relative limits not compared"
+        lines.append(
+            annotation(
+                "warning",
+                note,
+                file=report.budget_path,
+                line=None,
+                title="memledger: relative limits not compared",
+            )
+        )
+    if not report.checks:
+        lines.append(
+            annotation(
+                "error",
+                "no budget entry applies to the given logs: nothing was checked",
+                file=report.budget_path,
+                line=None,
+                title="memledger: nothing checked",
+            )
+        )
     return "\n".join(lines) + ("\n" if lines else "") + render_text(report)
 
 
