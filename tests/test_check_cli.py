@@ -211,5 +211,9 @@ def test_several_logs_and_json(
 def test_help_documents_exit_codes_and_pct(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "check", "--help")
     assert code == EXIT_OK
-    assert "3  a log not understood, or a budgeted item this log cannot provide" in out
+    assert (
+        "3  a log not understood, a budgeted item this log cannot provide, nothing checked," in out
+    )
+    assert "or a --require-baseline baseline that does not exist" in out
+    assert "130  interrupted" in out
     assert "(head - base) / base x 100" in out and "BOTH" in out
