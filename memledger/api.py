@@ -4,7 +4,7 @@ Every function takes a path (str or PathLike), `"-"` for stdin, a binary or text
 object already built (a `ParsedLog` or a `Ledger`), so notebooks and tests can mix them:
 
     import memledger
-    assert memledger.ledger("server.log").summary.cuda_graph < 8
+    assert memledger.ledger("server.log").summary.cuda_graph_gib < 8
     memledger.assert_budget("server.log", budget="memledger.toml")
 """
 

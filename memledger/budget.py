@@ -18,13 +18,13 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import Field
 
 from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
-from memledger.ledger_model import Summary
+from memledger.ledger_model import Summary, SummaryUnit
 from memledger.units import (
     GIB,
     KIB,
@@ -104,12 +104,11 @@ Quantity = int | float
 
 
 def _summary_item_kinds() -> dict[str, ItemKind]:
-    # Summary int fields are counts (slots, tokens); float fields are GiB except the fraction.
-    kinds: dict[str, ItemKind] = {}
-    for name, field in Summary.model_fields.items():
-        is_int = int in get_args(field.annotation) or field.annotation is int
-        kinds[name] = ItemKind.COUNT if is_int or name == "mem_fraction_static" else ItemKind.SIZE
-    return kinds
+    # Sizes are the fields whose unit is bytes; slots, tokens and the fraction are counts.
+    return {
+        name: ItemKind.SIZE if Summary.unit(name) is SummaryUnit.BYTES else ItemKind.COUNT
+        for name in Summary.model_fields
+    }
 
 
 SUMMARY_ITEM_KINDS: Mapping[str, ItemKind] = _summary_item_kinds()

@@ -218,17 +218,16 @@ class ItemReading(FrozenModel):
 def read_item(ledger: Ledger, item: str, kind: ItemKind) -> ItemReading:
     """The value of a summary key or row id in a ledger (bytes for sizes).
 
-    A summary key wins; a row of the same id supplies its exact bytes (summary sizes are GiB
-    floats) or stands in when the summary has no value.
+    A summary key wins (its ± is the row's when a row of the same id has the same bytes); a
+    row stands in when the summary has no value.
     """
     row = ledger.row(item)
     value = getattr(ledger.summary, item, None) if item in SUMMARY_ITEM_KINDS else None
     if value is not None:
         if kind is ItemKind.COUNT:
             return ItemReading(value=value)
-        if row is not None and row.bytes is not None and abs(row.bytes / GIB - value) < 1e-5:
-            return ItemReading(value=row.bytes, error=row.error_bytes)
-        return ItemReading(value=round(value * GIB))
+        error = row.error_bytes if row is not None and row.bytes == value else 0
+        return ItemReading(value=value, error=error)
     if row is None or row.bytes is None or kind is ItemKind.COUNT:
         return ItemReading(value=None, reason=_why_unknown(ledger, item, row))
     return ItemReading(value=row.bytes, error=row.error_bytes)

@@ -7,13 +7,16 @@ integers; every `*_gib` is a display view of a byte field.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
-from pydantic import ConfigDict, Field, computed_field
+from pydantic import ConfigDict, Field, computed_field, model_validator
 
 from memledger.sizing.result import SizingResult
 from memledger.units import GIB, FrozenModel
 
-LEDGER_SCHEMA_VERSION = 1
+LEDGER_SCHEMA_VERSION = 2
+"""2: `Summary` sizes are integer bytes (with `*_gib` views) and `Ledger.groups` holds the
+group totals. Version 1 files (GiB floats, no groups) are upgraded on load."""
 
 
 def _gib(byte_count: int | None) -> float | None:
@@ -165,33 +168,196 @@ class Interval(FrozenModel):
         return round(self.unexplained_bytes / GIB, 6)
 
 
-class Summary(FrozenModel):
-    """Headline figures (GiB unless noted; None when not applicable or unknown)."""
+class SummaryUnit(StrEnum):
+    """What a summary figure counts (each field carries its unit as metadata)."""
 
-    usable: float | None = None
-    nccl_init: float | None = None
-    weights_load_peak: float | None = None
-    weights_released: float | None = None
-    weights_resident: float | None = None
-    weight_staging: float | None = None
-    draft_weights: float | None = None
-    draft_staging: float | None = None
-    cuda_graph: float | None = None
-    cuda_graph_largest_bucket: float | None = None
-    cuda_graph_static: float | None = None
-    workspace: float | None = None
-    runtime_headroom: float | None = None
-    fixed_overhead: float | None = None
-    state_pool: float | None = None
-    kv_pool: float | None = None
-    draft_kv: float | None = None
-    state_per_slot: float | None = None
-    slots: int | None = None
-    req_to_token: float | None = None
-    mem_fraction_static: float | None = None
-    kv_tokens_per_rank: int | None = None
-    kv_tokens_per_dp_group: int | None = None
-    kv_tokens_per_instance: int | None = None
+    BYTES = "bytes"
+    SLOTS = "slots"
+    TOKENS = "tokens"
+    FRACTION = "fraction"
+
+
+def _figure(unit: SummaryUnit) -> Any:
+    return Field(default=None, json_schema_extra={"unit": unit.value})
+
+
+class Summary(FrozenModel):
+    """Headline figures: sizes in integer bytes (each with a `*_gib` view), counts as counts;
+    None when not applicable or unknown."""
+
+    usable: int | None = _figure(SummaryUnit.BYTES)
+    nccl_init: int | None = _figure(SummaryUnit.BYTES)
+    weights_load_peak: int | None = _figure(SummaryUnit.BYTES)
+    weights_released: int | None = _figure(SummaryUnit.BYTES)
+    weights_resident: int | None = _figure(SummaryUnit.BYTES)
+    weight_staging: int | None = _figure(SummaryUnit.BYTES)
+    draft_weights: int | None = _figure(SummaryUnit.BYTES)
+    draft_staging: int | None = _figure(SummaryUnit.BYTES)
+    cuda_graph: int | None = _figure(SummaryUnit.BYTES)
+    cuda_graph_largest_bucket: int | None = _figure(SummaryUnit.BYTES)
+    cuda_graph_static: int | None = _figure(SummaryUnit.BYTES)
+    workspace: int | None = _figure(SummaryUnit.BYTES)
+    runtime_headroom: int | None = _figure(SummaryUnit.BYTES)
+    fixed_overhead: int | None = _figure(SummaryUnit.BYTES)
+    state_pool: int | None = _figure(SummaryUnit.BYTES)
+    kv_pool: int | None = _figure(SummaryUnit.BYTES)
+    draft_kv: int | None = _figure(SummaryUnit.BYTES)
+    state_per_slot: int | None = _figure(SummaryUnit.BYTES)
+    slots: int | None = _figure(SummaryUnit.SLOTS)
+    req_to_token: int | None = _figure(SummaryUnit.BYTES)
+    mem_fraction_static: float | None = _figure(SummaryUnit.FRACTION)
+    kv_tokens_per_rank: int | None = _figure(SummaryUnit.TOKENS)
+    kv_tokens_per_dp_group: int | None = _figure(SummaryUnit.TOKENS)
+    kv_tokens_per_instance: int | None = _figure(SummaryUnit.TOKENS)
+
+    @classmethod
+    def unit(cls, name: str) -> SummaryUnit:
+        """The unit of a summary field."""
+        extra = cls.model_fields[name].json_schema_extra
+        assert isinstance(extra, dict)
+        return SummaryUnit(str(extra["unit"]))
+
+    @classmethod
+    def byte_fields(cls) -> list[str]:
+        return [name for name in cls.model_fields if cls.unit(name) is SummaryUnit.BYTES]
+
+    def gib(self, name: str) -> float | None:
+        """A size field in GiB (6 decimals), for display."""
+        assert Summary.unit(name) is SummaryUnit.BYTES, name
+        value = getattr(self, name)
+        return _gib(value)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usable_gib(self) -> float | None:
+        return _gib(self.usable)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def nccl_init_gib(self) -> float | None:
+        return _gib(self.nccl_init)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_load_peak_gib(self) -> float | None:
+        return _gib(self.weights_load_peak)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_released_gib(self) -> float | None:
+        return _gib(self.weights_released)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_resident_gib(self) -> float | None:
+        return _gib(self.weights_resident)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weight_staging_gib(self) -> float | None:
+        return _gib(self.weight_staging)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def draft_weights_gib(self) -> float | None:
+        return _gib(self.draft_weights)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def draft_staging_gib(self) -> float | None:
+        return _gib(self.draft_staging)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cuda_graph_gib(self) -> float | None:
+        return _gib(self.cuda_graph)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cuda_graph_largest_bucket_gib(self) -> float | None:
+        return _gib(self.cuda_graph_largest_bucket)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cuda_graph_static_gib(self) -> float | None:
+        return _gib(self.cuda_graph_static)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def workspace_gib(self) -> float | None:
+        return _gib(self.workspace)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def runtime_headroom_gib(self) -> float | None:
+        return _gib(self.runtime_headroom)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fixed_overhead_gib(self) -> float | None:
+        return _gib(self.fixed_overhead)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state_pool_gib(self) -> float | None:
+        return _gib(self.state_pool)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kv_pool_gib(self) -> float | None:
+        return _gib(self.kv_pool)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def draft_kv_gib(self) -> float | None:
+        return _gib(self.draft_kv)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state_per_slot_gib(self) -> float | None:
+        return _gib(self.state_per_slot)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def req_to_token_gib(self) -> float | None:
+        return _gib(self.req_to_token)
+
+
+class GroupTotal(FrozenModel):
+    """One row group's total over the partition rows (computed once, by the engine)."""
+
+    group: RowGroup
+    bytes: int
+    error_bytes: int = 0
+    rows: int = 0
+    """Rows of the group (informational and unknown ones included)."""
+    unknown: int = 0
+    """Unknown rows of the group (not in `bytes`)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gib(self) -> float:
+        return round(self.bytes / GIB, 6)
+
+
+def group_totals(rows: list[Row]) -> list[GroupTotal]:
+    """Every group that has rows, in `RowGroup` order: partition bytes, ±, row counts."""
+    totals: list[GroupTotal] = []
+    for group in RowGroup:
+        chosen = [row for row in rows if row.group == group]
+        if not chosen:
+            continue
+        summed = [row for row in chosen if row.in_partition and row.bytes is not None]
+        totals.append(
+            GroupTotal(
+                group=group,
+                bytes=sum(row.bytes for row in summed if row.bytes is not None),
+                error_bytes=sum(row.error_bytes for row in summed),
+                rows=len(chosen),
+                unknown=sum(1 for row in chosen if row.kind == RowKind.UNKNOWN),
+            )
+        )
+    return totals
 
 
 class LedgerSource(FrozenModel):
@@ -215,6 +381,8 @@ class Ledger(FrozenModel):
     intervals: list[Interval]
     rows: list[Row]
     summary: Summary
+    groups: list[GroupTotal] = Field(default_factory=list)
+    """Per-group totals of the partition rows, in `RowGroup` order (groups with rows only)."""
     usable_bytes: int | None
     """The total the partition sums to (None when it cannot be known)."""
     balance_error_bytes: int = 0
@@ -229,6 +397,56 @@ class Ledger(FrozenModel):
     """SGLang's KV-pool sizing redone with this log's numbers (memledger.sizing); None in
     ledgers saved before it existed."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _groups_from_rows(cls, data: Any) -> Any:
+        # A ledger built by hand (tests, API users) gets the same group totals the engine
+        # writes; a ledger that carries its groups (engine, saved file) keeps them.
+        if isinstance(data, dict) and "groups" not in data and isinstance(data.get("rows"), list):
+            rows = [
+                row if isinstance(row, Row) else Row.model_validate(row) for row in data["rows"]
+            ]
+            return {**data, "groups": group_totals(rows)}
+        return data
+
+    def group(self, group: RowGroup) -> GroupTotal | None:
+        """The total of one group, if the ledger has rows in it."""
+        return next((g for g in self.groups if g.group == group), None)
+
     def row(self, row_id: str) -> Row | None:
         """The row with this id, if any."""
         return next((r for r in self.rows if r.id == row_id), None)
+
+
+def upgrade_document(document: dict[str, Any]) -> dict[str, Any]:
+    """A saved ledger's JSON object in the current schema (version 1 -> 2), else unchanged.
+
+    Version 1 summaries hold GiB floats rounded to 6 decimals: sizes become bytes (exact for
+    `usable`, which v1 also saved as `usable_bytes`; within ~1 KiB otherwise) and the group
+    totals are computed from the saved rows.
+    """
+    if document.get("schema_version") != 1:
+        return document
+    upgraded = dict(document)
+    summary = dict(upgraded.get("summary") or {})
+    if not isinstance(upgraded.get("summary"), dict):
+        return {**upgraded, "schema_version": LEDGER_SCHEMA_VERSION}  # validation reports it
+    for name in Summary.byte_fields():
+        value = summary.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            summary[name] = round(value * GIB)
+    if isinstance(upgraded.get("usable_bytes"), int):
+        summary["usable"] = upgraded["usable_bytes"]
+    for name in list(summary):
+        if name.endswith("_gib"):
+            del summary[name]
+    upgraded["summary"] = summary
+    rows = upgraded.get("rows")
+    if isinstance(rows, list):
+        try:
+            parsed = [Row.model_validate(row) for row in rows]
+        except ValueError:
+            return {**upgraded, "schema_version": LEDGER_SCHEMA_VERSION}
+        upgraded["groups"] = [g.model_dump() for g in group_totals(parsed)]
+    upgraded["schema_version"] = LEDGER_SCHEMA_VERSION
+    return upgraded

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from memledger.errors import EXIT_OK, ConfigError, InputError
 from memledger.events import ParsedLog
 from memledger.input.reader import ByteSource, OpenedLog, PeekedStream, open_log
-from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger
+from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
 
 if TYPE_CHECKING:
     from memledger.budget import Budget
@@ -273,7 +273,10 @@ def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
 
 
 def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
-    """Validate a saved ledger JSON object; InputError naming the first problem otherwise."""
+    """Validate a saved ledger JSON object; InputError naming the first problem otherwise.
+
+    Version 1 files are upgraded first (`ledger_model.upgrade_document`)."""
+    document = upgrade_document(document)
     version = document.get("schema_version")
     if version != LEDGER_SCHEMA_VERSION:
         raise InputError(

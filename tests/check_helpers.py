@@ -50,7 +50,7 @@ def make_ledger(
         checkpoints=[],
         intervals=[],
         rows=default_rows() if rows is None else rows,
-        summary=Summary(**values),
+        summary=summary_from_gib(values, default_rows() if rows is None else rows),
         usable_bytes=round(values.get("usable", 0) * GIB) or None,
     )
 
@@ -105,3 +105,19 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 def save_ledger(tmp_path: Path, name: str, ledger: Ledger) -> Path:
     """A saved ledger JSON, as `memledger ledger --format json` writes it."""
     return write(tmp_path, name, ledger.model_dump_json(indent=2))
+
+
+def summary_from_gib(values: dict[str, Any], rows: list[Row] | None = None) -> Summary:
+    """A Summary from figures written as GiB floats (sizes) and counts, as tests write them.
+
+    A size with a row of the same id takes that row's exact bytes (as the engine's would)."""
+    exact = {row.id: row.bytes for row in rows or [] if row.bytes is not None}
+    converted: dict[str, Any] = {}
+    for name, value in values.items():
+        if name in Summary.byte_fields() and value is not None:
+            near = exact.get(name)
+            value = (
+                near if near is not None and abs(near / GIB - value) < 1e-5 else round(value * GIB)
+            )
+        converted[name] = value
+    return Summary(**converted)

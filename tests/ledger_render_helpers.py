@@ -21,9 +21,9 @@ from memledger.ledger_model import (
     RowGroup,
     RowKind,
     SourceLine,
-    Summary,
 )
 from memledger.units import GIB
+from tests.check_helpers import summary_from_gib
 
 LOG = "samples/tiny.log"
 REQ_TO_TOKEN_BYTES = 209 * 1048580 * 4
@@ -199,15 +199,17 @@ def small_ledger() -> Ledger:
         checkpoints=checkpoints,
         intervals=intervals,
         rows=rows,
-        summary=Summary(
-            usable=10.0,
-            nccl_init=0.5,
-            weights_resident=5.0,
-            cuda_graph=0.5,
-            runtime_headroom=0.9,
-            slots=209,
-            mem_fraction_static=0.88,
-            kv_tokens_per_rank=3_194_880,
+        summary=summary_from_gib(
+            {
+                "usable": 10.0,
+                "nccl_init": 0.5,
+                "weights_resident": 5.0,
+                "cuda_graph": 0.5,
+                "runtime_headroom": 0.9,
+                "slots": 209,
+                "mem_fraction_static": 0.88,
+                "kv_tokens_per_rank": 3_194_880,
+            }
         ),
         usable_bytes=gib(1000),
         balance_error_bytes=0,

@@ -58,7 +58,7 @@ def test_ledger_is_the_api_function_and_models_live_apart() -> None:
 
 def test_summary_sizes_compare_in_gib(tmp_path: Path) -> None:
     saved = save_ledger(tmp_path, "head.json", head_ledger())
-    cuda_graph = memledger.ledger(saved).summary.cuda_graph
+    cuda_graph = memledger.ledger(saved).summary.cuda_graph_gib  # sizes are bytes; *_gib views
     assert cuda_graph is not None and cuda_graph < 8
     assert memledger.ledger(str(saved)).summary.kv_tokens_per_instance == 51_000_000
     with saved.open("rb") as stream:

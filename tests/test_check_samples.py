@@ -18,6 +18,7 @@ import memledger
 from memledger.checking import CheckStatus
 from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
+from memledger.units import GIB
 from tests.check_helpers import write
 from tests.conftest import REAL_LOGS, SAMPLES
 
@@ -65,9 +66,9 @@ def test_figures_behind_the_budget_match_the_article(ledgers: dict[str, memledge
     assert dp16.kv_tokens_per_instance == pytest.approx(51.1e6, rel=0.01)
     assert dp2.kv_tokens_per_instance == pytest.approx(43.0e6, rel=0.01)
     assert dp2.fixed_overhead is not None and dp16.fixed_overhead is not None
-    assert dp2.fixed_overhead - dp16.fixed_overhead == pytest.approx(10.4, abs=0.05)
+    assert (dp2.fixed_overhead - dp16.fixed_overhead) / GIB == pytest.approx(10.4, abs=0.05)
     assert dp2.cuda_graph is not None and dp16.cuda_graph is not None
-    assert dp2.cuda_graph - dp16.cuda_graph == pytest.approx(5.9, abs=0.05)
+    assert (dp2.cuda_graph - dp16.cuda_graph) / GIB == pytest.approx(5.9, abs=0.05)
 
 
 def test_relative_budget_dp2_against_dp16(tmp_path: Path) -> None:

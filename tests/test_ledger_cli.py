@@ -95,7 +95,7 @@ def test_log_options_on_a_saved_ledger_are_refused(
 @pytest.mark.parametrize(
     ("document", "fragment"),
     [
-        ({"schema_version": 99, "rows": []}, "schema_version 99; this memledger reads version 1"),
+        ({"schema_version": 99, "rows": []}, "schema_version 99; this memledger reads version 2"),
         ({"schema_version": 1, "rows": []}, "not a valid saved ledger: source: Field required"),
         ({"events": []}, "JSON, but not a saved ledger"),
     ],

@@ -226,7 +226,7 @@ def test_json_validates_back_into_an_equal_ledger() -> None:
     ledger = small_ledger()
     text = render_ledger(ledger, "json")
     document = json.loads(text)
-    assert document["schema_version"] == 1
+    assert document["schema_version"] == 2  # schema 2: summary sizes in bytes
     assert document["intervals"][0]["from"] == "load_begin"
     assert document["rows"][0]["gib"] == pytest.approx(0.5, abs=1e-6)
     assert Ledger.model_validate_json(text) == ledger

@@ -54,6 +54,7 @@ from memledger.ledger_model import (
     Row,
     RowGroup,
     Summary,
+    SummaryUnit,
 )
 from memledger.sglang.effects import DERIVED_ALIASES, ParamEffect, param_effect
 from memledger.units import GIB
@@ -216,8 +217,11 @@ def _summary_sides(base: Summary, head: Summary) -> tuple[SummarySides, list[Sum
     keys = list(SUMMARY_LABELS) + [k for k in Summary.model_fields if k not in SUMMARY_LABELS]
     for key in keys:
         label, unit = SUMMARY_LABELS.get(key, (key.replace("_", " "), "GiB"))
-        base_value = getattr(base, key)
-        head_value = getattr(head, key)
+        # Sizes are bytes in the ledger; the diff's summary fields show them in GiB (`unit`).
+        in_bytes = Summary.unit(key) is SummaryUnit.BYTES
+        base_value = base.gib(key) if in_bytes else getattr(base, key)
+        head_value = head.gib(key) if in_bytes else getattr(head, key)
+        base_raw, head_raw = getattr(base, key), getattr(head, key)
         if base_value is None or head_value is None:
             diff_value: SummaryNumber = None
             status = DiffStatus.UNKNOWN
@@ -231,7 +235,7 @@ def _summary_sides(base: Summary, head: Summary) -> tuple[SummarySides, list[Sum
                 diff_value = round(diff_value, 6)
             threshold = MIN_TOLERANCE_BYTES / GIB if unit == "GiB" else 0
             status = DiffStatus.UNCHANGED if abs(diff_value) <= threshold else DiffStatus.CHANGED
-        delta[key] = diff_value
+        delta[key] = None if base_raw is None or head_raw is None else head_raw - base_raw
         fields.append(
             SummaryField(
                 key=key,
@@ -268,6 +272,15 @@ def _contributions(rows: Iterable[RowDiff], *, to_totals: bool = True) -> list[R
     return sorted(moved, key=lambda c: (-abs(c.delta_bytes), c.id))
 
 
+def _group_change(
+    rows: Sequence[RowDiff], base: Ledger, head: Ledger, groups: frozenset[RowGroup]
+) -> ByteChange:
+    def total(ledger: Ledger) -> int:
+        return sum(g.bytes for g in ledger.groups if g.group in groups)
+
+    return _byte_change(total(base), total(head), sum(r.error_bytes for r in rows))
+
+
 def _state_pool_analysis(
     rows: Sequence[RowDiff],
     base: Ledger,
@@ -277,8 +290,9 @@ def _state_pool_analysis(
     partition = [r for r in rows if r.in_partition]
     fixed = [r for r in partition if r.group in FIXED_OVERHEAD_GROUPS]
     state = [r for r in partition if r.group is RowGroup.STATE_POOL]
-    fixed_change = _aggregate(fixed)
-    state_change = _aggregate(state)
+    # Totals are the ledgers' own group totals (the engine's figures); the ± is the rows'.
+    fixed_change = _group_change(fixed, base, head, FIXED_OVERHEAD_GROUPS)
+    state_change = _group_change(state, base, head, frozenset({RowGroup.STATE_POOL}))
     partition_change = _aggregate(partition)
     usable_change = _byte_change(
         base.usable_bytes,

@@ -17,7 +17,7 @@ from memledger.engine import assemble, chain, derived, graphs, lines, loads, var
 from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve, Placed
 from memledger.engine.parameters import parameters
-from memledger.engine.summary import summarise
+from memledger.engine.summary import groups, summarise
 from memledger.events import ParsedLog, Startup
 from memledger.formulas import Formula
 from memledger.ledger_model import Ledger, LedgerSource
@@ -99,6 +99,7 @@ def build_ledger(
         intervals=intervals,
         rows=assembled.rows,
         summary=summary,
+        groups=groups(assembled),
         usable_bytes=usable,
         balance_error_bytes=balance,
         tolerance_bytes=tolerance,

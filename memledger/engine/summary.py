@@ -11,9 +11,20 @@ from memledger.engine.carve import Figure
 from memledger.engine.chain import Chain
 from memledger.engine.loads import LoadRows
 from memledger.engine.variables import Variables
-from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Row, RowGroup, Summary
+from memledger.ledger_model import (
+    FIXED_OVERHEAD_GROUPS,
+    GroupTotal,
+    Row,
+    RowGroup,
+    Summary,
+    group_totals,
+)
 from memledger.model_config import ModelDims
-from memledger.units import GIB
+
+
+def groups(assembled: Assembled) -> list[GroupTotal]:
+    """The group totals the renderers, explain, diff and check read (never re-added there)."""
+    return group_totals(assembled.rows)
 
 
 def summarise(
@@ -37,9 +48,6 @@ def summarise(
 
     def by_figure(figure: Figure) -> int | None:
         return total(lambda row: assembled.figures.get(row.id) == figure)
-
-    def gib(byte_count: int | None) -> float | None:
-        return None if byte_count is None else round(byte_count / GIB, 6)
 
     # The article's weights figures: the target load's peak (load-end usage, staging
     # included), what it gave back right after, and the difference.
@@ -80,26 +88,26 @@ def summarise(
     tokens_group = None if tokens_rank is None else tokens_rank * dcp
     tokens_instance = None if tokens_group is None else tokens_group * dp
     return Summary(
-        usable=gib(usable),
-        nccl_init=gib(by_id("nccl_init")),
-        weights_load_peak=gib(peak),
-        weights_released=gib(released),
-        weights_resident=gib(resident),
-        weight_staging=gib(by_id("weight_staging")),
-        draft_weights=gib(by_figure(Figure.DRAFT_WEIGHTS)),
-        draft_staging=gib(by_id("draft_staging")),
-        cuda_graph=gib(total(lambda row: row.group == RowGroup.CUDA_GRAPH)),
-        cuda_graph_largest_bucket=gib(by_id("cuda_graph_largest_bucket")),
-        cuda_graph_static=gib(by_id("cuda_graph_static")),
-        workspace=gib(total(lambda row: row.group in (RowGroup.WORKSPACE, RowGroup.UNEXPLAINED))),
-        runtime_headroom=gib(by_id("runtime_headroom")),
-        fixed_overhead=gib(total(lambda row: row.group in FIXED_OVERHEAD_GROUPS)),
-        state_pool=gib(total(lambda row: row.group == RowGroup.STATE_POOL)),
-        kv_pool=gib(kv_pool),
-        draft_kv=gib(by_figure(Figure.DRAFT_KV)),
-        state_per_slot=None if state_per_slot is None else round(state_per_slot / GIB, 6),
+        usable=usable,
+        nccl_init=by_id("nccl_init"),
+        weights_load_peak=peak,
+        weights_released=released,
+        weights_resident=resident,
+        weight_staging=by_id("weight_staging"),
+        draft_weights=by_figure(Figure.DRAFT_WEIGHTS),
+        draft_staging=by_id("draft_staging"),
+        cuda_graph=total(lambda row: row.group == RowGroup.CUDA_GRAPH),
+        cuda_graph_largest_bucket=by_id("cuda_graph_largest_bucket"),
+        cuda_graph_static=by_id("cuda_graph_static"),
+        workspace=total(lambda row: row.group in (RowGroup.WORKSPACE, RowGroup.UNEXPLAINED)),
+        runtime_headroom=by_id("runtime_headroom"),
+        fixed_overhead=total(lambda row: row.group in FIXED_OVERHEAD_GROUPS),
+        state_pool=total(lambda row: row.group == RowGroup.STATE_POOL),
+        kv_pool=kv_pool,
+        draft_kv=by_figure(Figure.DRAFT_KV),
+        state_per_slot=None if state_per_slot is None else round(state_per_slot),
         slots=slots if isinstance(slots, int) else None,
-        req_to_token=gib(req_to_token),
+        req_to_token=req_to_token,
         mem_fraction_static=float(mfs) if isinstance(mfs, int | float) else None,
         kv_tokens_per_rank=tokens_rank,
         kv_tokens_per_dp_group=tokens_group,

@@ -117,14 +117,14 @@ def group_blocks(ledger: Ledger) -> list[GroupBlock]:
         rows = [row for row in ledger.rows if row.group == group]
         if not rows:
             continue
-        summed = [row for row in rows if row.in_partition and row.bytes is not None]
+        total = ledger.group(group)  # the engine's group total, not re-added here
         blocks.append(
             GroupBlock(
                 group=group,
                 rows=rows,
-                subtotal_bytes=sum(row.bytes for row in summed if row.bytes is not None),
-                subtotal_error_bytes=sum(row.error_bytes for row in summed),
-                unknown_count=sum(1 for row in rows if row.kind == RowKind.UNKNOWN),
+                subtotal_bytes=0 if total is None else total.bytes,
+                subtotal_error_bytes=0 if total is None else total.error_bytes,
+                unknown_count=0 if total is None else total.unknown,
             )
         )
     return blocks
@@ -285,7 +285,7 @@ def summary_cell(key: str, value: float | int | None) -> str:
         return "n/a"
     unit = SUMMARY_UNITS.get(key, SummaryUnit.GIB)
     if unit is SummaryUnit.GIB:
-        return gib_cell(round(value * GIB))
+        return gib_cell(int(value))  # sizes are bytes in the ledger
     if unit is SummaryUnit.FRACTION:
         return f"{value:g}"
     return count_cell(int(value))
@@ -295,7 +295,7 @@ def summary_table(summary: Summary) -> Table:
     """Every summary key in model order with its unit."""
     rows = [
         [key, summary_cell(key, value), SUMMARY_UNITS.get(key, SummaryUnit.GIB).value]
-        for key, value in summary.model_dump().items()
+        for key, value in summary.model_dump(exclude=set(Summary.model_computed_fields)).items()
     ]
     align: list[Align] = ["left", "right", "left"]
     return Table(["figure", "value", "unit"], rows, align, title="Summary")

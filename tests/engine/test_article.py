@@ -16,7 +16,7 @@ import pytest
 from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
 from memledger.input.parsing import parse_log
-from memledger.ledger_model import Ledger
+from memledger.ledger_model import Ledger, Summary
 from memledger.model_config import load_model_config
 from memledger.units import GIB, MIB
 from tests.conftest import SAMPLES
@@ -50,7 +50,7 @@ Figure = Callable[[Ledger], Any]
 
 
 def summary(field: str) -> Figure:
-    return lambda ledger: getattr(ledger.summary, field)
+    return lambda ledger: _figure(ledger.summary, field)
 
 
 def residual(to_id: str) -> Figure:
@@ -135,7 +135,7 @@ def test_kv_token_figure(
     ledgers: dict[str, Ledger], figure: str, field: str, dp16: int, dp2: int
 ) -> None:
     for name, expected in (("dp16", dp16), ("dp2", dp2)):
-        value = getattr(ledgers[name].summary, field)
+        value = _figure(ledgers[name].summary, field)
         assert value == pytest.approx(expected, rel=TOKEN_TOLERANCE), f"{figure} ({name})"
 
 
@@ -165,17 +165,19 @@ def test_fixed_overhead_split_adds_up_to_the_state_pool_gap(ledgers: dict[str, L
     dp16, dp2 = ledgers["dp16"].summary, ledgers["dp2"].summary
 
     def gap(field: str) -> float:
-        return float(getattr(dp2, field)) - float(getattr(dp16, field))
+        return float(dp2.gib(field) or 0) - float(dp16.gib(field) or 0)
 
     graphs_headroom = gap("cuda_graph") + gap("runtime_headroom")
     comm_workspace = gap("nccl_init") + gap("workspace")
     weights = gap("weights_resident") + gap("draft_weights")
-    weights += (dp2.draft_staging or 0) - (dp16.draft_staging or 0)
+    weights += gap("draft_staging")
     assert graphs_headroom == pytest.approx(9.9, abs=GIB_TOLERANCE)
     assert comm_workspace == pytest.approx(3.6, abs=GIB_TOLERANCE)
     assert weights == pytest.approx(-3.1, abs=GIB_TOLERANCE)
     assert dp16.state_pool is not None and dp2.state_pool is not None
-    assert dp16.state_pool - dp2.state_pool == pytest.approx(10.4, abs=GIB_TOLERANCE)
+    assert (dp16.gib("state_pool") or 0) - (dp2.gib("state_pool") or 0) == pytest.approx(
+        10.4, abs=GIB_TOLERANCE
+    )
 
 
 def test_both_samples_balance_within_printing_precision(ledgers: dict[str, Ledger]) -> None:
@@ -199,3 +201,8 @@ def test_req_to_token_evidence_reads_rows_by_columns_by_four_bytes(
         # context_len 1048576 + 4 + 5 speculative draft tokens (SGLang 0.5.1+ columns).
         assert int(match.group(2)) == 1048576 + 4 + 5
         assert row.bytes == rows * int(match.group(2)) * 4
+
+
+def _figure(summary: Summary, field: str) -> float | int | None:
+    """A summary figure as the article writes it: sizes in GiB, counts as counts."""
+    return summary.gib(field) if field in Summary.byte_fields() else getattr(summary, field)

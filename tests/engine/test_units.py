@@ -102,7 +102,7 @@ def test_checkpoint_ids_follow_the_pre_0_5_14_order() -> None:
 def test_usable_is_dist_init_usage_plus_load_begin_avail() -> None:
     ledger = ledger_of(speculative_log(), server_args=SPEC_ARGS)
     assert ledger.usable_bytes == gb(0.50).bytes + gb(70.00).bytes
-    assert ledger.summary.usable == pytest.approx(70.50)
+    assert ledger.summary.usable_gib == pytest.approx(70.50)
     assert row(ledger, "nccl_init").bytes == gb(0.50).bytes
 
 
@@ -142,11 +142,11 @@ def test_staging_is_split_out_of_the_load_and_weights_peak_keeps_it() -> None:
     assert peak.bytes == gb(41.00).bytes and not peak.in_partition
     assert peak.interval == "load_begin->load_end"
     assert ledger.row("weights_released") is None
-    assert ledger.summary.weights_load_peak == pytest.approx(41.00)
-    assert ledger.summary.weights_resident == pytest.approx(41.00)
+    assert ledger.summary.weights_load_peak_gib == pytest.approx(41.00)
+    assert ledger.summary.weights_resident_gib == pytest.approx(41.00)
     assert ledger.summary.weights_released is None
-    assert ledger.summary.weight_staging == pytest.approx(1.00)
-    assert ledger.summary.draft_weights == pytest.approx(0.80)
+    assert ledger.summary.weight_staging_gib == pytest.approx(1.00)
+    assert ledger.summary.draft_weights_gib == pytest.approx(0.80)
     # Nothing was split out of the draft load and nothing given back: no peak row beside it.
     assert ledger.row("draft_weights_load_peak") is None
 
@@ -181,10 +181,10 @@ def test_memory_given_back_after_load_nets_into_the_resident_weights_row() -> No
     assert not [r for r in ledger.rows if r.in_partition and (r.bytes or 0) < 0]
     assert ledger.usable_bytes is not None
     assert partition_sum(ledger) == ledger.usable_bytes + ledger.balance_error_bytes
-    assert ledger.summary.weights_load_peak == pytest.approx(41.00)
-    assert ledger.summary.weights_released == pytest.approx(5.00)
-    assert ledger.summary.weights_resident == pytest.approx(36.00)
-    assert ledger.summary.runtime_headroom == pytest.approx(6.30)
+    assert ledger.summary.weights_load_peak_gib == pytest.approx(41.00)
+    assert ledger.summary.weights_released_gib == pytest.approx(5.00)
+    assert ledger.summary.weights_resident_gib == pytest.approx(36.00)
+    assert ledger.summary.runtime_headroom_gib == pytest.approx(6.30)
 
 
 def test_draft_release_nets_into_the_draft_weights_row() -> None:
@@ -204,7 +204,7 @@ def test_draft_release_nets_into_the_draft_weights_row() -> None:
     }
     assert row(ledger, "draft_weights_released").bytes == gb(1.00).bytes
     assert row(ledger, "draft_weights_load_peak").bytes == gb(3.00).bytes
-    assert ledger.summary.draft_weights == pytest.approx(2.00)
+    assert ledger.summary.draft_weights_gib == pytest.approx(2.00)
     # The target load gave nothing back: its row is its load-end usage, no informational rows.
     assert row(ledger, "weights").bytes == gb(20.00).bytes
     assert ledger.row("weights_load_peak") is None
@@ -232,7 +232,7 @@ def test_release_after_a_load_without_its_begin_line_nets_into_the_usage_row() -
         "(avail rise load_end -> capture_begin, hand.log:3, hand.log:4)"
     )
     assert row(ledger, "weights_released").bytes == gb(2.00).bytes
-    assert ledger.summary.weights_resident == pytest.approx(8.00)
+    assert ledger.summary.weights_resident_gib == pytest.approx(8.00)
     assert ledger.usable_bytes is not None
     assert partition_sum(ledger) == ledger.usable_bytes + ledger.balance_error_bytes
 
@@ -243,9 +243,9 @@ def test_graph_rows_split_by_progress_readings() -> None:
     assert gib(row(ledger, "cuda_graph_largest_bucket").bytes) == pytest.approx(1.50)
     assert gib(row(ledger, "cuda_graph_buckets").bytes) == pytest.approx(0.40)
     assert gib(row(ledger, "draft_cuda_graph").bytes) == pytest.approx(0.40)
-    assert ledger.summary.cuda_graph == pytest.approx(2.40)
-    assert ledger.summary.cuda_graph_largest_bucket == pytest.approx(1.50)
-    assert ledger.summary.cuda_graph_static == pytest.approx(0.10)
+    assert ledger.summary.cuda_graph_gib == pytest.approx(2.40)
+    assert ledger.summary.cuda_graph_largest_bucket_gib == pytest.approx(1.50)
+    assert ledger.summary.cuda_graph_static_gib == pytest.approx(0.10)
     largest = row(ledger, "cuda_graph_largest_bucket")
     assert largest.evidence.inputs["first_batch"] == "bs=8"  # evidence, not the label:
     assert "bs=" not in largest.label  # labels stay the same across deployments (diffs)
@@ -255,14 +255,14 @@ def test_graph_rows_split_by_progress_readings() -> None:
 def test_summary_groups_and_slots() -> None:
     ledger = ledger_of(speculative_log(), server_args=SPEC_ARGS)
     s = ledger.summary
-    assert s.state_pool == pytest.approx(3.00 + 20.00 + 1.00)
-    assert s.fixed_overhead == pytest.approx(70.50 - 24.00)
-    assert s.kv_pool == pytest.approx(20.00) and s.draft_kv == pytest.approx(1.00)
+    assert s.state_pool_gib == pytest.approx(3.00 + 20.00 + 1.00)
+    assert s.fixed_overhead_gib == pytest.approx(70.50 - 24.00)
+    assert s.kv_pool_gib == pytest.approx(20.00) and s.draft_kv_gib == pytest.approx(1.00)
     assert s.slots == 7 + 0 + 1
-    assert s.state_per_slot == pytest.approx(3.00 / 8)
-    assert s.runtime_headroom == pytest.approx(1.30)
+    assert s.state_per_slot_gib == pytest.approx(3.00 / 8)
+    assert s.runtime_headroom_gib == pytest.approx(1.30)
     # workspace = every residual: 0.30 (pool) + 0 (draft pool) + 0.20 (backend -> capture).
-    assert s.workspace == pytest.approx(0.50)
+    assert s.workspace_gib == pytest.approx(0.50)
     assert s.mem_fraction_static == 0.9
     assert (s.kv_tokens_per_rank, s.kv_tokens_per_dp_group, s.kv_tokens_per_instance) == (
         100000,
@@ -279,7 +279,7 @@ def test_state_per_slot_uses_the_state_pools_own_slots() -> None:
             log.events[index] = event.model_copy(update={"values": {"max_mamba_cache_size": 99}})
     ledger = ledger_of(log, server_args=SPEC_ARGS)
     assert ledger.summary.slots == 8
-    assert ledger.summary.state_per_slot == pytest.approx(3.00 / 100)
+    assert ledger.summary.state_per_slot_gib == pytest.approx(3.00 / 100)
     assert any("differ from the Mamba pool" in note for note in ledger.notes)
 
 
@@ -551,4 +551,4 @@ def test_crash_after_the_summary_line_keeps_the_runtime_headroom() -> None:
     ledger = ledger_of(log, server_args=SPEC_ARGS, outcome="crash", outcome_line=log.line)
     assert ledger.stopped_at is not None
     assert ledger.stopped_at.startswith(f"after the startup finished (summary line {log.line - 1})")
-    assert ledger.summary.runtime_headroom == pytest.approx(1.30)
+    assert ledger.summary.runtime_headroom_gib == pytest.approx(1.30)
