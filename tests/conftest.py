@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from memledger.cli import main
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT_ROOT / "samples"
@@ -119,3 +121,12 @@ def pytest_report_header(config: pytest.Config) -> str:
     if real_logs_present():
         return f"real logs: {REAL_LOGS} ({len(real_log_paths())} logs)"
     return f"real logs: none at {REAL_LOGS}" + (" (CI=true: their tests fail)" if in_ci() else "")
+
+
+def run_cli(
+    argv: Sequence[str | os.PathLike[str]], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """Run `memledger ARGV` in-process: (exit code, stdout, stderr). The one CLI runner."""
+    code = main([os.fspath(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -9,17 +9,9 @@ from typing import Any
 
 import pytest
 
-from memledger.cli import main
-from tests.conftest import REAL_LOGS, require_real_logs
+from tests.conftest import REAL_LOGS, require_real_logs, run_cli
 
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run `memledger ARGS` in-process; (exit code, stdout, stderr)."""
-    code = main(args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def parse_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memledger.cli import main
+from tests.conftest import run_cli
 
 # The review's `mklog.py` template: a complete single-GPU startup, 11 lines.
 BASE_LOG = """\
@@ -55,6 +55,4 @@ def write_log(tmp_path: Path, name: str = "base.log", **fields: str) -> Path:
 
 def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
     """The CLI in-process; a traceback would propagate and fail the test."""
-    code = main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run_cli(args, capsys)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
+from tests.conftest import run_cli
 
 PASSING = '[[budget]]\nitem = "cuda_graph"\nmax = "8 GiB"\n'  # 7.50 GiB
 FAILING = (
@@ -36,17 +36,11 @@ def base(tmp_path: Path) -> Path:
     return save_ledger(tmp_path, "base.json", base_ledger())
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_exit_0_for_a_passing_budget(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", PASSING)
-    code, out, err = run(capsys, "check", head, "--budget", budget)
+    code, out, err = run_cli(["check", head, "--budget", budget], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert out.startswith("memledger check: PASS (exit 0) -- 1 passed of 1 check on 1 log")
 
@@ -55,7 +49,7 @@ def test_exit_1_for_a_failing_budget(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", FAILING + PASSING)
-    code, out, _ = run(capsys, "check", head, "--budget", budget)
+    code, out, _ = run_cli(["check", head, "--budget", budget], capsys)
     assert code == EXIT_BUDGET_FAILED
     first_breach = out.splitlines()[1]
     assert first_breach == (
@@ -68,9 +62,9 @@ def test_warn_only_exits_0_and_strict_exits_1(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", WARN_ONLY)
-    code, out, _ = run(capsys, "check", head, "--budget", budget)
+    code, out, _ = run_cli(["check", head, "--budget", budget], capsys)
     assert code == EXIT_OK and "WARN slots" in out
-    code, _, _ = run(capsys, "check", head, "--budget", budget, "--strict")
+    code, _, _ = run_cli(["check", head, "--budget", budget, "--strict"], capsys)
     assert code == EXIT_BUDGET_FAILED
 
 
@@ -78,9 +72,9 @@ def test_waiver_and_expired_waiver_by_date(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", WAIVER)
-    code, out, _ = run(capsys, "check", head, "--budget", budget, "--today", "2026-12-31")
+    code, out, _ = run_cli(["check", head, "--budget", budget, "--today", "2026-12-31"], capsys)
     assert code == EXIT_OK and "WAIVED slots" in out
-    code, out, _ = run(capsys, "check", head, "--budget", budget, "--today", "2027-01-01")
+    code, out, _ = run_cli(["check", head, "--budget", budget, "--today", "2027-01-01"], capsys)
     assert code == EXIT_BUDGET_FAILED
     assert "EXPIRED slots" in out and "waiver expired 2026-12-31 (bs list grows, #123)" in out
 
@@ -90,7 +84,7 @@ def test_relative_budget_against_a_saved_baseline(
 ) -> None:
     # fixed_overhead 10.50 vs 10.00 GiB: +0.50 GiB and +5 % exceed 0.25 GiB and 2 %.
     budget = write(tmp_path, "b.toml", RELATIVE)
-    code, out, _ = run(capsys, "check", head, "--budget", budget, "--baseline", base)
+    code, out, _ = run_cli(["check", head, "--budget", budget, "--baseline", base], capsys)
     assert code == EXIT_BUDGET_FAILED
     assert "+0.50 GiB (+5.0%) vs baseline 10.00 GiB > max_increase +0.25 GiB and +2%" in out
     assert f"baseline: {base} (startup 0, rank DP0 TP0 EP0)" in out
@@ -101,7 +95,7 @@ def test_missing_baseline_is_a_note_not_an_error(
 ) -> None:
     budget = write(tmp_path, "b.toml", RELATIVE)
     absent = tmp_path / "base-branch" / "ledger.json"
-    code, out, err = run(capsys, "check", head, "--budget", budget, "--baseline", absent)
+    code, out, err = run_cli(["check", head, "--budget", budget, "--baseline", absent], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert f"note: baseline {absent} not found: no comparison" in out
 
@@ -110,7 +104,7 @@ def test_exit_2_for_a_malformed_budget_with_file_and_line(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", PASSING + '[[budget]]\nitem = "slots"\nmax = "lots"\n')
-    code, out, err = run(capsys, "check", head, "--budget", budget)
+    code, out, err = run_cli(["check", head, "--budget", budget], capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert err == (
         f"memledger: error: {budget}:6: max for 'slots' must be a plain number "
@@ -122,11 +116,11 @@ def test_exit_2_for_bad_toml_and_bad_options(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", "[[budget]\n")
-    code, _, err = run(capsys, "check", head, "--budget", budget)
+    code, _, err = run_cli(["check", head, "--budget", budget], capsys)
     assert code == EXIT_USAGE and err.startswith(f"memledger: error: {budget}:1: malformed TOML")
-    code, _, _ = run(capsys, "check", head, "--budget", budget, "--format", "yaml")
+    code, _, _ = run_cli(["check", head, "--budget", budget, "--format", "yaml"], capsys)
     assert code == EXIT_USAGE
-    code, _, _ = run(capsys, "check", "--budget", budget)  # no LOG
+    code, _, _ = run_cli(["check", "--budget", budget], capsys)  # no LOG
     assert code == EXIT_USAGE
 
 
@@ -134,7 +128,7 @@ def test_exit_2_without_any_budget_file(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(capsys, "check", head)
+    code, _, err = run_cli(["check", head], capsys)
     assert code == EXIT_USAGE and "no budget file: pass --budget FILE" in err
 
 
@@ -143,7 +137,7 @@ def test_memledger_toml_is_found_in_the_working_directory(
 ) -> None:
     write(tmp_path, "memledger.toml", FAILING)
     monkeypatch.chdir(tmp_path)
-    code, out, _ = run(capsys, "check", head)
+    code, out, _ = run_cli(["check", head], capsys)
     assert code == EXIT_BUDGET_FAILED and "budget memledger.toml" in out.splitlines()[0]
 
 
@@ -151,7 +145,7 @@ def test_exit_3_for_an_item_the_log_cannot_provide(
     tmp_path: Path, head: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", MISSING_ITEM)
-    code, out, _ = run(capsys, "check", head, "--budget", budget)
+    code, out, _ = run_cli(["check", head, "--budget", budget], capsys)
     assert code == EXIT_INPUT
     assert "MISSING draft_slot_map" in out and "needs dspark_slot_map" in out
 
@@ -160,11 +154,11 @@ def test_exit_3_for_a_log_that_is_not_understood(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", PASSING)
-    code, out, err = run(capsys, "check", tmp_path / "absent.log", "--budget", budget)
+    code, out, err = run_cli(["check", tmp_path / "absent.log", "--budget", budget], capsys)
     assert (code, out) == (EXIT_INPUT, "")
     assert err == f"memledger: error: {tmp_path / 'absent.log'}: no such file\n"
     not_a_ledger = write(tmp_path, "other.json", '{"hello": 1}')
-    code, _, err = run(capsys, "check", not_a_ledger, "--budget", budget)
+    code, _, err = run_cli(["check", not_a_ledger, "--budget", budget], capsys)
     assert code == EXIT_INPUT and "not a saved ledger" in err
 
 
@@ -174,14 +168,14 @@ def test_github_format_appends_the_step_summary(
     summary = write(tmp_path, "step_summary.md", "# earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     budget = write(tmp_path, "b.toml", FAILING)
-    code, out, _ = run(capsys, "check", head, "--budget", budget, "--format", "github")
+    code, out, _ = run_cli(["check", head, "--budget", budget, "--format", "github"], capsys)
     assert code == EXIT_BUDGET_FAILED
     assert out.startswith(f"::error file={budget},line=1,title=memledger%3A ")
     text = summary.read_text()
     assert text.startswith("# earlier step\n<!-- memledger-check -->\n")  # appended, not replaced
     assert "| ❌ fail | `kv_tokens_per_instance` |" in text
     # Other formats leave the summary alone.
-    run(capsys, "check", head, "--budget", budget, "--format", "text")
+    run_cli(["check", head, "--budget", budget, "--format", "text"], capsys)
     assert summary.read_text() == text
 
 
@@ -190,7 +184,9 @@ def test_output_file_and_junit(
 ) -> None:
     budget = write(tmp_path, "b.toml", FAILING + PASSING)
     report = tmp_path / "junit.xml"
-    code, out, _ = run(capsys, "check", head, "--budget", budget, "--format", "junit", "-o", report)
+    code, out, _ = run_cli(
+        ["check", head, "--budget", budget, "--format", "junit", "-o", report], capsys
+    )
     assert (code, out) == (EXIT_BUDGET_FAILED, "")
     root = ET.parse(report).getroot()
     assert (root.get("tests"), root.get("failures")) == ("2", "1")
@@ -200,7 +196,7 @@ def test_several_logs_and_json(
     tmp_path: Path, head: Path, base: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     budget = write(tmp_path, "b.toml", FAILING)
-    code, out, _ = run(capsys, "check", head, base, "--budget", budget, "--format", "json")
+    code, out, _ = run_cli(["check", head, base, "--budget", budget, "--format", "json"], capsys)
     document = json.loads(out)
     # head has 51.0 M tokens (fail), base 52.0 M (pass: min is inclusive).
     assert [c["status"] for c in document["checks"]] == ["fail", "pass"]
@@ -209,7 +205,7 @@ def test_several_logs_and_json(
 
 
 def test_help_documents_exit_codes_and_pct(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "check", "--help")
+    code, out, _ = run_cli(["check", "--help"], capsys)
     assert code == EXIT_OK
     assert (
         "3  a log not understood, a budgeted item this log cannot provide, nothing checked," in out

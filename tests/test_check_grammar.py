@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 
 import memledger
-from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.service import LoadOptions, load_ledger
 from memledger.units import MIB
-from tests.conftest import PROJECT_ROOT, SAMPLES
+from tests.conftest import PROJECT_ROOT, SAMPLES, run_cli
 
 PARSE_DOCS = PROJECT_ROOT / "docs" / "parse.md"
 FORK_STAGING = 512 * MIB
@@ -29,12 +28,6 @@ RANK0_TARGET_STAGING = re.compile(
 )
 WITHIN = 'version = 1\n[[budget]]\nitem = "weight_staging"\nmax = "1.5 GiB"\n'
 TIGHT = 'version = 1\n[[budget]]\nitem = "weight_staging"\nmax = "256 MiB"\n'
-
-
-def run(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture
@@ -66,16 +59,16 @@ def test_the_fork_line_is_a_budgeted_row_only_with_the_grammar(
 ) -> None:
     log, extra = fork
     within = budget(tmp_path, WITHIN)
-    code, out, _ = run(["check", log, "--budget", within], capsys)
+    code, out, _ = run_cli(["check", log, "--budget", within], capsys)
     assert code == EXIT_INPUT
     assert f"MISSING weight_staging [{log}]" in out
-    code, out, err = run(
+    code, out, err = run_cli(
         ["check", log, "--budget", within, "--grammar", extra, "--format", "json"], capsys
     )
     assert (code, err) == (EXIT_OK, "")
     [check] = json.loads(out)["checks"]
     assert (check["status"], check["actual"]) == ("pass", FORK_STAGING)
-    code, out, _ = run(
+    code, out, _ = run_cli(
         ["check", log, "--budget", budget(tmp_path, TIGHT), "--grammar", extra], capsys
     )
     assert code == EXIT_BUDGET_FAILED
@@ -88,19 +81,19 @@ def test_saved_ledgers_keep_their_rows_and_a_saved_baseline_is_not_refused(
     log, extra = fork
     with_rows, without_rows = tmp_path / "with.json", tmp_path / "without.json"
     save: list[str | Path] = ["ledger", log, "--format", "json", "-o"]
-    assert run([*save, with_rows, "--grammar", extra], capsys)[0] == EXIT_OK
-    assert run([*save, without_rows], capsys)[0] == EXIT_OK
+    assert run_cli([*save, with_rows, "--grammar", extra], capsys)[0] == EXIT_OK
+    assert run_cli([*save, without_rows], capsys)[0] == EXIT_OK
     within = budget(tmp_path, WITHIN)
     # The CI recipe: the PR's log against the base branch's saved ledger, one --grammar for both.
     argv: list[str | Path] = ["check", log, with_rows, "--baseline", with_rows, "--budget", within]
-    code, out, err = run([*argv, "--grammar", extra, "--format", "json"], capsys)
+    code, out, err = run_cli([*argv, "--grammar", extra, "--format", "json"], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert [c["actual"] for c in json.loads(out)["checks"]] == [FORK_STAGING, FORK_STAGING]
     # A ledger saved without the grammar keeps lacking the row: the grammar is not re-applied.
-    code, out, _ = run(["check", without_rows, "--budget", within, "--grammar", extra], capsys)
+    code, out, _ = run_cli(["check", without_rows, "--budget", within, "--grammar", extra], capsys)
     assert code == EXIT_INPUT and "MISSING weight_staging" in out
     # `ledger` (one input, nothing to mix) still refuses it, as before.
-    code, _, err = run(["ledger", with_rows, "--grammar", extra], capsys)
+    code, _, err = run_cli(["ledger", with_rows, "--grammar", extra], capsys)
     assert code == EXIT_USAGE and "--grammar cannot apply to a saved ledger" in err
     noted = load_ledger(with_rows, LoadOptions(grammars=(extra,), saved_ledger_skips_grammars=True))
     assert f"grammars not applied ({extra}): a saved ledger keeps the rows it was built with" in (

@@ -20,18 +20,12 @@ from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.units import GIB
 from tests.check_helpers import write
-from tests.conftest import REAL_LOGS, SAMPLES
+from tests.conftest import REAL_LOGS, SAMPLES, run_cli
 
 DP16 = SAMPLES / "dp16.log"
 DP2 = SAMPLES / "dp2.log"
 BUDGET = SAMPLES / "budget.toml"
 TODAY = date(2026, 11, 5)
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +34,13 @@ def ledgers() -> dict[str, memledger.Ledger]:
 
 
 def test_sample_budget_passes_for_dp16(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "check", DP16, "--budget", BUDGET)
+    code, out, err = run_cli(["check", DP16, "--budget", BUDGET], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert out.startswith("memledger check: PASS (exit 0) -- 6 passed of 6 checks on 1 log")
 
 
 def test_sample_budget_fails_for_dp2(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "check", DP2, "--budget", BUDGET)
+    code, out, _ = run_cli(["check", DP2, "--budget", BUDGET], capsys)
     assert code == EXIT_BUDGET_FAILED
     breaches = [line.split(" [")[0] for line in out.splitlines()[1:4]]
     # 43.0 M < 45 M tokens and the larger fixed overhead fail; CUDA graphs above 10 GiB warn.
@@ -54,7 +48,7 @@ def test_sample_budget_fails_for_dp2(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_both_samples_in_one_run(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "check", DP16, DP2, "--budget", BUDGET, "--format", "json")
+    code, out, _ = run_cli(["check", DP16, DP2, "--budget", BUDGET, "--format", "json"], capsys)
     document = json.loads(out)
     failing = {(c["log"], c["item"]) for c in document["checks"] if c["status"] == "fail"}
     assert failing == {(str(DP2), "kv_tokens_per_instance"), (str(DP2), "fixed_overhead")}
@@ -92,14 +86,14 @@ def test_relative_budget_dp2_against_dp16(tmp_path: Path) -> None:
 def test_item_a_sample_cannot_provide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # DP16 has no decode context parallelism: no replicated-Q row (the article: "none").
     budget = write(tmp_path, "b.toml", '[[budget]]\nitem = "dcp_q_replica"\nmax = "1 GiB"\n')
-    code, out, _ = run(capsys, "check", DP16, "--budget", budget)
+    code, out, _ = run_cli(["check", DP16, "--budget", budget], capsys)
     assert code == EXIT_INPUT
     assert f"MISSING dcp_q_replica [{DP16}]: this log cannot provide dcp_q_replica" in out
     # DP2 x DCP8 has one, but its formula needs the model's MLA layer count.
-    code, out, _ = run(capsys, "check", DP2, "--budget", budget)
+    code, out, _ = run_cli(["check", DP2, "--budget", budget], capsys)
     assert code == EXIT_INPUT and "pass --model-config config.json" in out
     config = SAMPLES / "k3-config.json"
-    code, out, _ = run(capsys, "check", DP2, "--budget", budget, "--model-config", config)
+    code, out, _ = run_cli(["check", DP2, "--budget", budget, "--model-config", config], capsys)
     assert code == EXIT_OK
     assert "0.91 GiB <= max 1.00 GiB" in out  # the article: 0.91 GiB
 
@@ -111,14 +105,14 @@ def test_crashed_real_log_cannot_provide_cuda_graphs(
     # truth.jsonl: this startup crashed during graph capture (capture_end_* are null).
     log = REAL_LOGS / "single" / "007-kimi-k25-tp8-mi355x-crash-capture.log"
     budget = write(tmp_path, "b.toml", '[[budget]]\nitem = "cuda_graph"\nmax = "20 GiB"\n')
-    code, out, _ = run(capsys, "check", log, "--budget", budget)
+    code, out, _ = run_cli(["check", log, "--budget", budget], capsys)
     assert code == EXIT_INPUT
     assert "MISSING cuda_graph" in out and "the startup stopped at" in out
 
 
 def test_log_not_understood_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     not_sglang = write(tmp_path, "nginx.log", "GET / HTTP/1.1 200\n" * 5)
-    code, out, err = run(capsys, "check", not_sglang, "--budget", BUDGET)
+    code, out, err = run_cli(["check", not_sglang, "--budget", BUDGET], capsys)
     assert (code, out) == (EXIT_INPUT, "")
     assert err.startswith(f"memledger: error: {not_sglang}") and err.count("\n") == 1
 

@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from tests.conftest import run_cli
 from tests.diff_helpers import article_pair, check_markdown
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def one_line_error(err: str, *fragments: str) -> None:
@@ -40,7 +33,7 @@ def saved_pair(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_help_defines_delta_pct(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["diff", "--help"], capsys)
+    code, out, _ = run_cli(["diff", "--help"], capsys)
     assert code == EXIT_OK
     assert "Δ% = (head - base) / base" in out
     for option in ("--base-rank", "--head-startup", "--head-model-config", "--max-chars"):
@@ -51,7 +44,7 @@ def test_text_diff_of_two_saved_ledgers(
     saved_pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, head = saved_pair
-    code, out, err = run(["diff", str(base), str(head)], capsys)
+    code, out, err = run_cli(["diff", str(base), str(head)], capsys)
     assert code == EXIT_OK and err == ""
     # The saved ledgers keep the paths of the logs they were built from.
     assert "base dp16: samples/dp16.log (startup #0 of 1, rank TP0, ready)" in out
@@ -64,7 +57,7 @@ def test_markdown_to_file_with_marker_and_cap(
     base, head = saved_pair
     target = tmp_path / "comment.md"
     argv = ["diff", str(base), str(head), "--format", "markdown", "--marker", "mem:decode"]
-    code, out, err = run([*argv, "--max-chars", "5000", "-o", str(target)], capsys)
+    code, out, err = run_cli([*argv, "--max-chars", "5000", "-o", str(target)], capsys)
     assert code == EXIT_OK and out == "" and err == ""
     text = target.read_text()
     assert len(text) <= 5000
@@ -75,11 +68,13 @@ def test_json_and_csv_formats(
     saved_pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, head = saved_pair
-    code, out, _ = run(["diff", str(base), str(head), "--format", "json", "--sort", "id"], capsys)
+    code, out, _ = run_cli(
+        ["diff", str(base), str(head), "--format", "json", "--sort", "id"], capsys
+    )
     assert code == EXIT_OK
     document = json.loads(out)
     assert [r["id"] for r in document["rows"]] == sorted(r["id"] for r in document["rows"])
-    code, out, _ = run(["diff", str(base), str(head), "--format", "csv"], capsys)
+    code, out, _ = run_cli(["diff", str(base), str(head), "--format", "csv"], capsys)
     assert code == EXIT_OK
     records = list(csv.DictReader(io.StringIO(out)))
     assert records and records[0]["section"] == "row"
@@ -90,11 +85,11 @@ def test_labels_and_show_unchanged(
 ) -> None:
     base, _ = saved_pair
     argv = ["diff", str(base), str(base), "--base-label", "main", "--head-label", "pr"]
-    code, out, _ = run([*argv, "--show-unchanged"], capsys)
+    code, out, _ = run_cli([*argv, "--show-unchanged"], capsys)
     assert code == EXIT_OK
     assert "pr vs main: state pool and fixed overhead unchanged" in out
     assert "weights_resident" in out  # unchanged rows listed
-    code, out, _ = run(argv, capsys)
+    code, out, _ = run_cli(argv, capsys)
     assert "unchanged rows hidden (--show-unchanged)" in out
 
 
@@ -102,9 +97,9 @@ def test_shared_log_options_skip_saved_ledgers_but_per_side_ones_are_refused(
     saved_pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, head = saved_pair
-    code, _, err = run(["diff", str(base), str(head), "--rank", "TP1"], capsys)
+    code, _, err = run_cli(["diff", str(base), str(head), "--rank", "TP1"], capsys)
     assert code == EXIT_OK and err == ""
-    code, out, err = run(["diff", str(base), str(head), "--head-rank", "TP1"], capsys)
+    code, out, err = run_cli(["diff", str(base), str(head), "--head-rank", "TP1"], capsys)
     assert code == EXIT_USAGE and out == ""
     one_line_error(err, str(head), "--rank", "saved ledger")
 
@@ -114,7 +109,7 @@ def test_missing_input_is_one_line_exit_3(
 ) -> None:
     base, _ = saved_pair
     missing = tmp_path / "nope.log"
-    code, out, err = run(["diff", str(base), str(missing)], capsys)
+    code, out, err = run_cli(["diff", str(base), str(missing)], capsys)
     assert code == EXIT_INPUT and out == ""
     one_line_error(err, f"{missing}: no such file")
 
@@ -125,7 +120,7 @@ def test_json_that_is_not_a_ledger_is_exit_3(
     base, _ = saved_pair
     other = tmp_path / "other.json"
     other.write_text('{"hello": 1}')
-    code, _, err = run(["diff", str(base), str(other)], capsys)
+    code, _, err = run_cli(["diff", str(base), str(other)], capsys)
     assert code == EXIT_INPUT
     one_line_error(err, str(other), "not a saved ledger")
 
@@ -145,7 +140,7 @@ def test_bad_options_are_usage_errors(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     base, head = saved_pair
-    code, out, err = run(["diff", str(base), str(head), *extra], capsys)
+    code, out, err = run_cli(["diff", str(base), str(head), *extra], capsys)
     assert code == EXIT_USAGE and out == ""
     assert fragment in err and "Traceback" not in err
 
@@ -155,12 +150,12 @@ def test_bad_marker_is_a_usage_error(
 ) -> None:
     base, head = saved_pair
     argv = ["diff", str(base), str(head), "--format", "markdown", "--marker", "a--b"]
-    code, _, err = run(argv, capsys)
+    code, _, err = run_cli(argv, capsys)
     assert code == EXIT_USAGE
     one_line_error(err, "marker")
 
 
 def test_stdin_for_both_sides_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["diff", "-", "-"], capsys)
+    code, out, err = run_cli(["diff", "-", "-"], capsys)
     assert code == EXIT_USAGE and out == ""
     assert "only one of BASE and HEAD" in err

@@ -21,7 +21,7 @@ from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS
 from memledger.service import LoadOptions, load_ledger
 from memledger.units import GIB
-from tests.conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths
+from tests.conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths, run_cli
 from tests.diff_helpers import check_markdown
 
 DP16 = SAMPLES / "dp16.log"
@@ -40,13 +40,6 @@ ARTICLE_SPLIT = {
 }
 ARTICLE_FIXED_GAP = 10.4
 ARTICLE_KV_PER_INSTANCE = (51.1e6, 43.0e6)  # "KV tokens per instance: 51.1 M vs 43.0 M"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +86,9 @@ def test_samples_reproduce_kv_tokens_per_instance(sample_diff_json: dict[str, An
 
 
 def test_samples_text_prints_a_split_that_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["diff", str(DP16), str(DP2), "--model-config", str(K3_CONFIG)], capsys)
+    code, out, err = run_cli(
+        ["diff", str(DP16), str(DP2), "--model-config", str(K3_CONFIG)], capsys
+    )
     assert code == EXIT_OK and err == ""
     match = re.search(
         r"Fixed overhead, head - base: ([+-][\d.]+) GiB = ([\d.]+) \(CUDA graphs \+ runtime "
@@ -132,7 +127,7 @@ def test_samples_split_does_not_depend_on_the_model_config() -> None:
 
 def test_samples_markdown_is_a_well_formed_comment(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["diff", str(DP16), str(DP2), "--model-config", str(K3_CONFIG), "--format", "markdown"]
-    code, out, _ = run(argv, capsys)
+    code, out, _ = run_cli(argv, capsys)
     assert code == EXIT_OK
     counts = check_markdown(out)
     assert counts["mermaid"] == 2
@@ -244,7 +239,7 @@ def test_crashed_against_ready_through_the_cli(capsys: pytest.CaptureFixture[str
     assert pairs
     for base, head in pairs:
         for fmt in ("text", "markdown"):
-            code, out, err = run(["diff", base, head, "--format", fmt], capsys)
+            code, out, err = run_cli(["diff", base, head, "--format", fmt], capsys)
             assert code == EXIT_OK, (base, head, err)
             assert err == ""
             assert not re.search(r'^\s*File ".*", line \d+', out, flags=re.M)  # no stack frames

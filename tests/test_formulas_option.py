@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 
 import memledger
-from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE, ConfigError
 from memledger.formulas import FORMULAS_ENV, load_formulas
 from memledger.units import MIB
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, run_cli
 
 DP16 = str(SAMPLES / "dp16.log")
 DP2 = str(SAMPLES / "dp2.log")
@@ -47,12 +46,6 @@ why = "w"
 """
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def write(tmp_path: Path, name: str, text: str) -> str:
     path = tmp_path / name
     path.write_text(text)
@@ -64,7 +57,7 @@ def rows_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def ledger_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    code, out, err = run(["ledger", *argv, "--format", "json"], capsys)
+    code, out, err = run_cli(["ledger", *argv, "--format", "json"], capsys)
     assert code == EXIT_OK, err
     document: dict[str, Any] = json.loads(out)
     return document
@@ -101,7 +94,9 @@ def test_user_formula_adds_a_row_carved_from_the_unexplained_residual(
 
 def test_explain_shows_the_user_formula(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mine = write(tmp_path, "mine.toml", SCRATCH)
-    code, out, _ = run(["ledger", DP16, "--formulas", mine, "--explain", "sampler_scratch"], capsys)
+    code, out, _ = run_cli(
+        ["ledger", DP16, "--formulas", mine, "--explain", "sampler_scratch"], capsys
+    )
     assert code == EXIT_OK
     assert "33 slots x 1 MiB" in out and "the fork's sampler keeps 1 MiB" in out
 
@@ -140,7 +135,7 @@ def test_a_malformed_file_exits_2_with_file_and_line(
     command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = write(tmp_path, "bad.toml", BAD)
-    code, out, err = run([*command, "--formulas", bad], capsys)
+    code, out, err = run_cli([*command, "--formulas", bad], capsys)
     assert code == EXIT_USAGE == ConfigError.exit_code
     assert out == ""
     lines = err.splitlines()
@@ -161,13 +156,13 @@ def test_other_bad_files_name_their_line(
     text: str, line: int, fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = write(tmp_path, "bad.toml", text)
-    code, _, err = run(["ledger", DP2, "--formulas", bad], capsys)
+    code, _, err = run_cli(["ledger", DP2, "--formulas", bad], capsys)
     assert code == EXIT_USAGE
     assert err.startswith(f"memledger: error: {bad}:{line}: ") and fragment in err
 
 
 def test_a_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(["ledger", DP2, "--formulas", str(tmp_path / "nope.toml")], capsys)
+    code, _, err = run_cli(["ledger", DP2, "--formulas", str(tmp_path / "nope.toml")], capsys)
     assert code == EXIT_USAGE and "formulas file not found" in err
 
 
@@ -176,7 +171,7 @@ def test_diff_applies_the_file_to_both_sides(
 ) -> None:
     mine = write(tmp_path, "mine.toml", SCRATCH)
     argv = ["diff", DP16, DP2, "--model-config", K3, "--formulas", mine, "--format", "json"]
-    code, out, err = run(argv, capsys)
+    code, out, err = run_cli(argv, capsys)
     assert code == EXIT_OK, err
     row = next(r for r in json.loads(out)["rows"] if r["id"] == "sampler_scratch")
     assert row["base_bytes"] == SLOTS["dp16"] * MIB
@@ -193,10 +188,10 @@ def test_check_budgets_a_user_formula_row(
         'version = 1\n[[budget]]\nitem = "sampler_scratch"\nmax = "100 MiB"\n',
     )
     # DP16: 33 MiB passes; DP2: 209 MiB breaches; without the file the row does not exist.
-    assert run(["check", DP16, "--budget", budget, "--formulas", mine], capsys)[0] == EXIT_OK
-    code, out, _ = run(["check", DP2, "--budget", budget, "--formulas", mine], capsys)
+    assert run_cli(["check", DP16, "--budget", budget, "--formulas", mine], capsys)[0] == EXIT_OK
+    code, out, _ = run_cli(["check", DP2, "--budget", budget, "--formulas", mine], capsys)
     assert code == EXIT_BUDGET_FAILED and "sampler_scratch" in out
-    assert run(["check", DP2, "--budget", budget], capsys)[0] == EXIT_INPUT
+    assert run_cli(["check", DP2, "--budget", budget], capsys)[0] == EXIT_INPUT
 
 
 def test_a_saved_ledger_keeps_its_rows_and_says_so(
@@ -204,7 +199,7 @@ def test_a_saved_ledger_keeps_its_rows_and_says_so(
 ) -> None:
     mine = write(tmp_path, "mine.toml", SCRATCH)
     saved = tmp_path / "dp16.json"
-    assert run(["ledger", DP16, "--format", "json", "-o", str(saved)], capsys)[0] == EXIT_OK
+    assert run_cli(["ledger", DP16, "--format", "json", "-o", str(saved)], capsys)[0] == EXIT_OK
     document = ledger_json([str(saved), "--formulas", mine], capsys)
     assert "sampler_scratch" not in rows_of(document)
     assert any(
@@ -212,7 +207,7 @@ def test_a_saved_ledger_keeps_its_rows_and_says_so(
     )
     # diff mixing it with a log: the log side gets the row, the saved side keeps its own.
     argv = ["diff", str(saved), DP2, "--formulas", mine, "--format", "json"]
-    code, out, err = run(argv, capsys)
+    code, out, err = run_cli(argv, capsys)
     assert code == EXIT_OK, err
     row = next(r for r in json.loads(out)["rows"] if r["id"] == "sampler_scratch")
     assert row["base_bytes"] is None and row["head_bytes"] == SLOTS["dp2"] * MIB

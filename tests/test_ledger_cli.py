@@ -14,20 +14,12 @@ from typing import Any
 
 import pytest
 
-from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.ledger_model import Ledger
 from memledger.render import render_ledger
 from memledger.service import load_ledger
-from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths
+from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, run_cli
 from tests.ledger_render_helpers import markdown_tables, small_ledger
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def assert_one_line_error(err: str, *fragments: str) -> None:
@@ -58,19 +50,19 @@ def _write_json(tmp_path: Path, document: Any) -> Path:
 
 def test_missing_file_is_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.log"
-    code, out, err = run(["ledger", str(missing)], capsys)
+    code, out, err = run_cli(["ledger", str(missing)], capsys)
     assert code == EXIT_INPUT and out == ""
     assert_one_line_error(err, f"{missing}: no such file")
 
 
 def test_directory_is_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(["ledger", str(tmp_path)], capsys)
+    code, _, err = run_cli(["ledger", str(tmp_path)], capsys)
     assert code == EXIT_INPUT
     assert_one_line_error(err, str(tmp_path), "is a directory")
 
 
 def test_bad_format_is_usage_error(saved_ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["ledger", str(saved_ledger), "--format", "yaml"], capsys)
+    code, out, err = run_cli(["ledger", str(saved_ledger), "--format", "yaml"], capsys)
     assert code == EXIT_USAGE and out == ""
     assert "'yaml' is not one of 'text', 'markdown', 'json', 'csv'" in err
     assert "Traceback" not in err
@@ -79,7 +71,7 @@ def test_bad_format_is_usage_error(saved_ledger: Path, capsys: pytest.CaptureFix
 def test_unknown_explain_row_lists_valid_ids(
     saved_ledger: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(["ledger", str(saved_ledger), "--explain", "nope"], capsys)
+    code, out, err = run_cli(["ledger", str(saved_ledger), "--explain", "nope"], capsys)
     assert code == EXIT_USAGE and out == ""
     assert_one_line_error(err, "no row 'nope'", "req_to_token", "kv_pool", "draft_slot_map")
 
@@ -87,7 +79,7 @@ def test_unknown_explain_row_lists_valid_ids(
 def test_log_options_on_a_saved_ledger_are_refused(
     saved_ledger: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(["ledger", str(saved_ledger), "--rank", "TP1", "--startup", "0"], capsys)
+    code, _, err = run_cli(["ledger", str(saved_ledger), "--rank", "TP1", "--startup", "0"], capsys)
     assert code == EXIT_USAGE
     assert_one_line_error(err, "--rank, --startup cannot apply to a saved ledger")
 
@@ -104,7 +96,7 @@ def test_bad_saved_ledgers_are_input_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], document: Any, fragment: str
 ) -> None:
     path = _write_json(tmp_path, document)
-    code, _, err = run(["ledger", str(path)], capsys)
+    code, _, err = run_cli(["ledger", str(path)], capsys)
     assert code == EXIT_INPUT
     assert_one_line_error(err, str(path), fragment)
 
@@ -113,7 +105,7 @@ def test_unwritable_output_is_usage_error(
     saved_ledger: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "no-such-dir" / "out.txt"
-    code, _, err = run(["ledger", str(saved_ledger), "-o", str(target)], capsys)
+    code, _, err = run_cli(["ledger", str(saved_ledger), "-o", str(target)], capsys)
     assert code == EXIT_USAGE
     assert_one_line_error(err, str(target), "cannot write output")
 
@@ -125,7 +117,7 @@ def test_unwritable_output_is_usage_error(
 def test_saved_ledger_renders_like_the_original(
     saved_ledger: Path, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:
-    code, out, err = run(["ledger", str(saved_ledger), "--format", fmt], capsys)
+    code, out, err = run_cli(["ledger", str(saved_ledger), "--format", fmt], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert out == render_ledger(small_ledger(), fmt)
 
@@ -137,13 +129,15 @@ def test_output_file_and_stdin(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     target = tmp_path / "out.csv"
-    code, out, _ = run(["ledger", str(saved_ledger), "--format", "csv", "-o", str(target)], capsys)
+    code, out, _ = run_cli(
+        ["ledger", str(saved_ledger), "--format", "csv", "-o", str(target)], capsys
+    )
     assert (code, out) == (EXIT_OK, "")
     assert len(list(csv.DictReader(target.open()))) == len(small_ledger().rows)
 
     stdin = io.TextIOWrapper(io.BytesIO(saved_ledger.read_bytes()))
     monkeypatch.setattr(sys, "stdin", stdin)
-    code, out, _ = run(["ledger", "-", "--explain", "req_to_token"], capsys)
+    code, out, _ = run_cli(["ledger", "-", "--explain", "req_to_token"], capsys)
     assert code == EXIT_OK
     assert "209 rows x 1048580 cols x 4 B = 876,612,880 B" in out
 
@@ -164,14 +158,14 @@ def test_schema_command_prints_the_schema_of_each_json_output(
     from memledger.parse_document import ParseDocument
     from memledger.render.diff_json import DiffDocument
 
-    code, out, _ = run(["schema"], capsys)
+    code, out, _ = run_cli(["schema"], capsys)
     assert code == EXIT_OK
     assert json.loads(out) == Ledger.model_json_schema(by_alias=True, mode="serialization")
     for name, model in (("parse", ParseDocument), ("diff", DiffDocument)):
-        code, out, _ = run(["schema", name], capsys)
+        code, out, _ = run_cli(["schema", name], capsys)
         assert code == EXIT_OK
         assert json.loads(out) == model.model_json_schema(by_alias=True, mode="serialization")
-    code, _, err = run(["schema", "budget"], capsys)
+    code, _, err = run_cli(["schema", "budget"], capsys)
     assert code == EXIT_USAGE and "'budget' is not one of" in err
 
 
@@ -179,10 +173,10 @@ def test_parse_schema_describes_what_parse_json_prints(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     log = next(path for path in real_log_paths() if "001-docker" in path.name)
-    code, out, _ = run(["parse", str(log), "--format", "json"], capsys)
+    code, out, _ = run_cli(["parse", str(log), "--format", "json"], capsys)
     assert code == EXIT_OK
     document = json.loads(out)
-    code, out, _ = run(["schema", "parse"], capsys)
+    code, out, _ = run_cli(["schema", "parse"], capsys)
     properties = json.loads(out)["properties"]
     assert set(document) == set(properties)
 
@@ -267,7 +261,7 @@ def test_commands_only_parse_options_and_call_one_function(name: str) -> None:
 def test_every_real_log_gives_a_ledger_or_one_documented_error(
     log: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(["ledger", str(log)], capsys)
+    code, out, err = run_cli(["ledger", str(log)], capsys)
     assert "Traceback" not in err
     if code == EXIT_OK:
         assert err == ""
@@ -279,7 +273,7 @@ def test_every_real_log_gives_a_ledger_or_one_documented_error(
 
 def test_unknown_rank_is_input_error(capsys: pytest.CaptureFixture[str]) -> None:
     log = real_log_paths()[0]
-    code, _, err = run(["ledger", str(log), "--rank", "TP99"], capsys)
+    code, _, err = run_cli(["ledger", str(log), "--rank", "TP99"], capsys)
     assert code == EXIT_INPUT
     assert_one_line_error(err, "TP99")
 
@@ -289,13 +283,15 @@ def test_json_of_a_real_log_round_trips_through_the_cli(
 ) -> None:
     log = next(path for path in real_log_paths() if "001-docker" in path.name)
     saved = tmp_path / "base.json"
-    assert run(["ledger", str(log), "--format", "json", "-o", str(saved)], capsys)[0] == EXIT_OK
+    assert run_cli(["ledger", str(log), "--format", "json", "-o", str(saved)], capsys)[0] == EXIT_OK
     assert load_ledger(saved) == load_ledger(log)
-    assert run(["ledger", str(saved)], capsys)[1] == run(["ledger", str(log)], capsys)[1]
+    assert run_cli(["ledger", str(saved)], capsys)[1] == run_cli(["ledger", str(log)], capsys)[1]
 
 
 def test_explain_req_to_token_on_the_dp2_sample(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["ledger", str(SAMPLES / "dp2.log"), "--explain", "req_to_token"], capsys)
+    code, out, _ = run_cli(
+        ["ledger", str(SAMPLES / "dp2.log"), "--explain", "req_to_token"], capsys
+    )
     assert code == EXIT_OK
     # 192 running requests + 16 decode extra slots + 1 padding slot = 209 rows of 4-byte entries.
     arithmetic = out.split("Arithmetic\n", 1)[1].splitlines()[0]
@@ -323,7 +319,7 @@ def test_every_real_log_renders_in_every_format_and_explains_every_row(log: Path
 
 
 def test_rank_option_selects_another_rank(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["ledger", str(SAMPLES / "dp16.log"), "--rank", "DP3 TP3 EP3"], capsys)
+    code, out, err = run_cli(["ledger", str(SAMPLES / "dp16.log"), "--rank", "DP3 TP3 EP3"], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert re.search(r"^rank: +DP3 TP3 EP3$", out, re.MULTILINE)
 
@@ -333,6 +329,6 @@ def test_a_log_that_starts_with_a_brace_is_still_parsed_as_a_log(
 ) -> None:
     path = tmp_path / "brace.log"
     path.write_text('{"not": "closed"\nplain text\n')
-    code, _, err = run(["ledger", str(path)], capsys)
+    code, _, err = run_cli(["ledger", str(path)], capsys)
     assert code == EXIT_INPUT
     assert_one_line_error(err, str(path), "no SGLang log lines")

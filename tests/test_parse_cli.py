@@ -13,7 +13,8 @@ from memledger.events import EventKind
 from memledger.input.facts import FACT_KEYS, facts_of
 from memledger.input.parsing import parse_log
 from memledger.parse_document import ParseDocument
-from tests.parse_helpers import parse_json, real_log, run_cli, truth_facts
+from tests.conftest import run_cli
+from tests.parse_helpers import parse_json, real_log, truth_facts
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "parse.md"
 

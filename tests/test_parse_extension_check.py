@@ -11,8 +11,7 @@ from memledger.errors import EXIT_USAGE, ConfigError
 from memledger.events import EventKind
 from memledger.input.linegrammar import LineGrammar, example_mismatches
 from memledger.sglang.examples import EXAMPLES
-from tests.conftest import SAMPLES
-from tests.parse_helpers import run_cli
+from tests.conftest import SAMPLES, run_cli
 
 GRAMMAR = LineGrammar()
 

@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 import memledger
-from memledger.cli import main
 from memledger.errors import EXIT_OK, EXIT_USAGE
 from memledger.sizing.settings import SETTING_NAMES
 from memledger.units import GIB
-from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths
+from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, run_cli
 
 DP16 = SAMPLES / "dp16.log"
 K3_CONFIG = PROJECT_ROOT / "samples" / "k3-config.json"
@@ -26,18 +25,14 @@ CONTRACT = (
 )
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def _log(fragment: str) -> Path:
     return next(p for p in real_log_paths() if fragment in p.as_posix())
 
 
 def test_text_verdict_first_and_fits_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "whatif", DP16, "--set", "disaggregation_decode_extra_slots=2")
+    code, out, err = run_cli(
+        ["whatif", DP16, "--set", "disaggregation_decode_extra_slots=2"], capsys
+    )
     assert (code, err) == (EXIT_OK, "")
     assert out.splitlines()[0] == "KV tokens per rank 3,192,320 -> 3,491,392 +299,072 (+9.37 %)"
     assert max(len(line) for line in out.splitlines()) <= 100
@@ -45,8 +40,8 @@ def test_text_verdict_first_and_fits_100_columns(capsys: pytest.CaptureFixture[s
 
 
 def test_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys, "whatif", DP16, "--set", "mem_fraction_static=0.9", "--format", "json"
+    code, out, _ = run_cli(
+        ["whatif", DP16, "--set", "mem_fraction_static=0.9", "--format", "json"], capsys
     )
     assert code == EXIT_OK
     answer = json.loads(out)
@@ -54,7 +49,7 @@ def test_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
     slack = rows["slack P x (1 - mfs)"]
     assert slack["delta"] == pytest.approx(-0.02 * 176.08 * GIB, rel=1e-3)
     assert rows["KV pool"]["delta"] == pytest.approx(0.02 * 176.08 * GIB, rel=2e-3)
-    code, out, _ = run(capsys, "whatif", DP16, "--format", "markdown")
+    code, out, _ = run_cli(["whatif", DP16, "--format", "markdown"], capsys)
     assert code == EXIT_OK
     assert "| figure | measured | what-if |" in out
 
@@ -72,7 +67,7 @@ def test_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_settings_are_usage_errors(
     capsys: pytest.CaptureFixture[str], pair: str, message: str
 ) -> None:
-    code, out, err = run(capsys, "whatif", DP16, "--set", pair)
+    code, out, err = run_cli(["whatif", DP16, "--set", pair], capsys)
     assert code == EXIT_USAGE
     assert out == ""
     assert message in err and len(err.strip().splitlines()) == 1
@@ -136,7 +131,7 @@ def test_every_knob_answers_or_says_it_is_not_modelled(name: str) -> None:
 @pytest.mark.real_logs
 def test_ledger_json_carries_the_sizing_contract(capsys: pytest.CaptureFixture[str]) -> None:
     for path in [*real_log_paths(), DP16]:
-        code, out, _ = run(capsys, "ledger", path, "--format", "json")
+        code, out, _ = run_cli(["ledger", path, "--format", "json"], capsys)
         assert code == EXIT_OK
         sizing = json.loads(out)["sizing"]
         assert all(key in sizing for key in CONTRACT), path.name
@@ -148,7 +143,7 @@ def test_ledger_json_carries_the_sizing_contract(capsys: pytest.CaptureFixture[s
 
 
 def test_ledger_text_shows_the_sizing_section(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "ledger", DP16, "--model-config", K3_CONFIG)
+    code, out, _ = run_cli(["ledger", DP16, "--model-config", K3_CONFIG], capsys)
     assert code == EXIT_OK
     section = out[out.index("KV sizing (SGLang") :]
     assert section.startswith("KV sizing (SGLang 0.5.20): MISS")
@@ -161,7 +156,7 @@ def test_saved_ledger_round_trip_keeps_sizing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     saved = tmp_path / "dp16.json"
-    code, _, _ = run(capsys, "ledger", DP16, "--format", "json", "-o", saved)
+    code, _, _ = run_cli(["ledger", DP16, "--format", "json", "-o", saved], capsys)
     assert code == EXIT_OK
     again = memledger.ledger(saved)
     assert again.sizing is not None
@@ -170,7 +165,7 @@ def test_saved_ledger_round_trip_keeps_sizing(
 
 def test_whatif_refuses_a_saved_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     saved = tmp_path / "dp16.json"
-    run(capsys, "ledger", DP16, "--format", "json", "-o", saved)
-    code, out, err = run(capsys, "whatif", saved)
+    run_cli(["ledger", DP16, "--format", "json", "-o", saved], capsys)
+    code, out, err = run_cli(["whatif", saved], capsys)
     assert code != EXIT_OK and out == ""
     assert "saved ledger" in err
