@@ -13,7 +13,7 @@ from tests.conftest import PROJECT_ROOT
 
 # a module of each kind: truth-parametrized (empty lists at collection), real_log() in bodies,
 # a marked test, and tests that never read a real log
-MODULES = ["tests/test_parse_facts.py", "tests/test_units.py", "tests/test_check_samples.py"]
+MODULES = ["tests/test_parse_facts.py", "tests/test_units.py", "tests/check/test_samples.py"]
 
 
 def _pytest(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
