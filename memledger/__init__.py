@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "load": "memledger.api",
     "load_text": "memledger.api",
     "diff": "memledger.api",
+    "diagnose": "memledger.api",
+    "Diagnosis": "memledger.diagnosis",
     "check": "memledger.api",
     "whatif": "memledger.api",
     "WhatIf": "memledger.sizing",
@@ -52,6 +54,8 @@ __all__ = [
     "load",
     "load_text",
     "diff",
+    "diagnose",
+    "Diagnosis",
     "check",
     "whatif",
     "WhatIf",
@@ -88,6 +92,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         Source,
         assert_budget,
         check,
+        diagnose,
         diff,
         ledger,
         load,
@@ -97,6 +102,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from memledger.budget import Budget, BudgetEntry, load_budget, parse_budget
     from memledger.checking import Check, CheckReport, CheckStatus
     from memledger.compare import LedgerDiff
+    from memledger.diagnosis import Diagnosis
     from memledger.errors import ConfigError, InputError, MemledgerError
     from memledger.events import Event, EventKind, ParsedLog, Startup
     from memledger.ledger_model import Ledger, Row, Summary

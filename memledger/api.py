@@ -1,4 +1,4 @@
-"""The Python API: typed access to parsed logs, ledgers, diffs and budget checks.
+"""The Python API: typed access to parsed logs, ledgers, diagnoses, diffs and budget checks.
 
 Every function takes a path (str or PathLike), `"-"` for stdin, a binary or text stream, or an
 object already built (a `ParsedLog` or a `Ledger`), so notebooks and tests can mix them:
@@ -23,11 +23,13 @@ from memledger.events import ParsedLog
 from memledger.ledger_model import Ledger
 from memledger.service import (
     CheckOptions,
+    DiagnoseOptions,
     DiffOptions,
     DiffSide,
     LoadOptions,
     PathLike,
     check_report,
+    diagnosis_of,
     diff_of,
     load_ledger,
     load_parsed,
@@ -36,6 +38,7 @@ from memledger.service import Source as Source
 
 if TYPE_CHECKING:
     from memledger.compare import LedgerDiff
+    from memledger.diagnosis import Diagnosis
     from memledger.sizing import WhatIf
 
 TEXT_LABEL = "<text>"
@@ -120,6 +123,28 @@ def ledger(
             grammars=_grammars(grammars, extra_grammars),
         ),
     )
+
+
+def diagnose(
+    source: PathLike | IO[bytes] | IO[str] | ParsedLog,
+    *,
+    rank: str | None = None,
+    startup: int | None = None,
+    model_config: PathLike | None = None,
+    formula_files: Sequence[PathLike] = (),
+    grammars: GrammarFiles = (),
+) -> Diagnosis:
+    """Why a startup failed or came out small: `verdict`, `phase`, `shortfall_bytes`,
+    `findings` and `suggestions` (a log, stream or `ParsedLog`; a saved ledger has no error
+    text and is refused)."""
+    options = _options(
+        rank=rank,
+        startup=startup,
+        model_config=model_config,
+        formula_files=formula_files,
+        grammars=_grammars(grammars, None),
+    )
+    return diagnosis_of(DiagnoseOptions(log=source, load=options))
 
 
 def diff(

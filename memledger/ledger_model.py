@@ -369,6 +369,19 @@ class LedgerSource(FrozenModel):
     rank: str
 
 
+class LedgerDiagnosis(FrozenModel):
+    """The diagnosis of a failed or starved startup in brief (`memledger diagnose` has it all)."""
+
+    outcome: str
+    """`oom`, `crash` or `starved`."""
+    phase: str
+    """`dist_init`, `load`, `kv_sizing`, `memory_pool`, `after_pool`, `graph_capture`,
+    `warmup`, `serving` or `unknown`."""
+    shortfall_bytes: int | None = None
+    verdict: str
+    """One line: what went wrong, how much was missing, which knob."""
+
+
 class Ledger(FrozenModel):
     """The full account for one rank of one startup."""
 
@@ -396,6 +409,8 @@ class Ledger(FrozenModel):
     sizing: SizingResult | None = None
     """SGLang's KV-pool sizing redone with this log's numbers (memledger.sizing); None in
     ledgers saved before it existed."""
+    diagnosis: LedgerDiagnosis | None = None
+    """Set when the startup failed (oom, crash) or came out starved; None otherwise."""
 
     @model_validator(mode="before")
     @classmethod

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from memledger.budget import Budget
     from memledger.checking import CheckReport
     from memledger.compare import LedgerDiff
+    from memledger.diagnosis import Diagnosis
     from memledger.sizing import WhatIf
 
 Source: TypeAlias = str | os.PathLike[str] | IO[bytes] | IO[str] | ByteSource | ParsedLog | Ledger
@@ -119,6 +120,15 @@ class LedgerOptions:
     load: LoadOptions = LoadOptions()
     fmt: str = "text"
     explain: str | None = None
+
+
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """`memledger diagnose`."""
+
+    log: PathLike | IO[bytes] | IO[str] | ByteSource | ParsedLog
+    load: LoadOptions = LoadOptions()
+    fmt: str = "text"
 
 
 @dataclass(frozen=True)
@@ -339,7 +349,16 @@ def build(parsed: ParsedLog, options: LoadOptions) -> Ledger:
     from memledger.model_config import load_model_config
 
     model = None if options.model_config is None else load_model_config(options.model_config)
-    return build_ledger(parsed, formulas=load_formulas(options.formula_files), model_config=model)
+    ledger = build_ledger(parsed, formulas=load_formulas(options.formula_files), model_config=model)
+    return _with_diagnosis(parsed, ledger)
+
+
+def _with_diagnosis(parsed: ParsedLog, ledger: Ledger) -> Ledger:
+    """The ledger with its diagnosis in brief when the startup failed or came out starved."""
+    from memledger.diagnosis import brief, diagnose
+
+    summary = brief(diagnose(parsed, ledger))
+    return ledger if summary is None else ledger.model_copy(update={"diagnosis": summary})
 
 
 def load_ledger(source: Source, options: LoadOptions = LoadOptions()) -> Ledger:
@@ -432,6 +451,23 @@ def run_ledger(options: LedgerOptions) -> Output:
 
     render = FORMATS.renderer(options.fmt, LedgerView(explain=options.explain))
     return Output(render(load_ledger(options.log, options.load)))
+
+
+def diagnosis_of(options: DiagnoseOptions) -> Diagnosis:
+    """Parse the log (a saved ledger has no error text: refused), build its ledger, diagnose."""
+    from memledger.diagnosis import diagnose
+
+    log = options.log
+    parsed = log if isinstance(log, ParsedLog) else load_parsed(log, options.load)
+    return diagnose(parsed, build(parsed, options.load))
+
+
+def run_diagnose(options: DiagnoseOptions) -> Output:
+    """`memledger diagnose`: why the startup failed or came out small."""
+    from memledger.render.diagnose import FORMATS
+
+    render = FORMATS.renderer(options.fmt, None)  # a bad format fails before a long parse
+    return Output(render(diagnosis_of(options)))
 
 
 def _side_ledger(side: DiffSide, shared: LoadOptions) -> Ledger:

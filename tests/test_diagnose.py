@@ -1,4 +1,4 @@
-"""memledger.diagnose: verdict, phase, shortfall, findings and suggestions.
+"""memledger.diagnosis: verdict, phase, shortfall, findings and suggestions.
 
 The corpus table below was checked against each log by hand (line numbers are the logs').
 Synthetic failures are built in the test from real lines of ../shared/real-logs (never copied
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memledger.diagnose import Diagnosis, diagnose
-from memledger.diagnose.model import MEMORY_KNOBS
+from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.parsing import parse_log
 from memledger.service import LoadOptions, build
 from memledger.units import GIB, MIB

@@ -11,6 +11,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "memledger.commands.ledger:ledger_command",
     "diff": "memledger.commands.diff:diff_command",
     "check": "memledger.commands.check:check_command",
+    "diagnose": "memledger.commands.diagnose:diagnose_command",
     "schema": "memledger.commands.schema:schema_command",
     "whatif": "memledger.commands.whatif:whatif_command",
 }

@@ -154,6 +154,8 @@ def headline(ledger: Ledger) -> Headline:
         ("rank", source.rank or "(untagged)"),
         ("outcome", ledger.outcome),
     ]
+    if ledger.diagnosis is not None:
+        facts.append(("diagnosis", ledger.diagnosis.verdict))
     if ledger.stopped_at:
         facts.append(("stopped at", ledger.stopped_at))
     usable = "unknown" if ledger.usable_bytes is None else f"{gib_cell(ledger.usable_bytes)} GiB"

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel
 
+from memledger.diagnosis.model import Diagnosis
 from memledger.ledger_model import Ledger
 from memledger.parse_document import ParseDocument
 from memledger.render.diff_json import DiffDocument
@@ -22,6 +23,8 @@ class SchemaName(StrEnum):
     """`memledger parse --format json`."""
     DIFF = "diff"
     """`memledger diff --format json`."""
+    DIAGNOSE = "diagnose"
+    """`memledger diagnose --format json`."""
 
 
 def schema_model(name: SchemaName) -> type[BaseModel]:
@@ -33,6 +36,8 @@ def schema_model(name: SchemaName) -> type[BaseModel]:
             return ParseDocument
         case SchemaName.DIFF:
             return DiffDocument
+        case SchemaName.DIAGNOSE:
+            return Diagnosis
 
 
 def render_schema(name: str) -> str:

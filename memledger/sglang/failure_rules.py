@@ -96,9 +96,11 @@ CAPTURE_ORDER_CITATION = (
     "v0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1326 (reversed(capture_bs))"
 )
 BUDGET_CITATION = (
-    "KV budget rest = A - P x (1 - mem_fraction_static): v0.5.8 "
-    "model_executor/model_runner_kv_cache_mixin.py:138-140, v0.5.23 "
-    "mem_cache/kv_cache_configurator.py:3007-3038; minimum viable = 1 - A/P (:3044-3056)"
+    "SGLang's budget rest = A - P x (1 - mfs): v0.5.8 "
+    "model_executor/model_runner_kv_cache_mixin.py:138-140"
+)
+MINIMUM_VIABLE_CITATION = (
+    "minimum viable = 1 - A/P: v0.5.23 mem_cache/kv_cache_configurator.py:3044-3056"
 )
 MFS_STEP = 0.01
 """Suggested --mem-fraction-static values are rounded to this step (away from the failure)."""

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import math
 
-from memledger.diagnose.arithmetic import above_step, floor_step, g, gib_ceil, next_power_of_two
-from memledger.diagnose.evidence import Evidence, frames_of, innermost_sglang_frame
-from memledger.diagnose.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.arithmetic import above_step, floor_step, g, gib_ceil, next_power_of_two
+from memledger.diagnosis.evidence import Evidence, frames_of, innermost_sglang_frame
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     BUDGET_CITATION,
     CAPTURE_ORDER_CITATION,
     LOAD_SITES,
+    MINIMUM_VIABLE_CITATION,
     LoadSite,
     Phase,
 )
@@ -256,7 +257,8 @@ def kv_refusal(evidence: Evidence) -> Result:
             direction=Direction.RAISE,
             value=value,
             why=(
-                f"{working} ({BUDGET_CITATION}); {value:g} is the first 0.01 step above it: "
+                f"{working} ({MINIMUM_VIABLE_CITATION}); {value:g} is the first 0.01 step "
+                "above it: "
                 f"a KV budget of about {g(pre * (value - minimum)) if pre else '?'}{gain}; "
                 "the slack P x (1 - mfs) left for graphs shrinks by the same amount"
             ),

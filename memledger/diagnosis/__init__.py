@@ -7,10 +7,10 @@ A failure without memory evidence gets no memory knob.
 
 from __future__ import annotations
 
-from memledger.diagnose.arithmetic import g
-from memledger.diagnose.evidence import Evidence, gather
-from memledger.diagnose.health import free_rose_after_pool, mfs_below_default, zero_headroom
-from memledger.diagnose.memory import (
+from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.evidence import Evidence, gather
+from memledger.diagnosis.health import free_rose_after_pool, mfs_below_default, zero_headroom
+from memledger.diagnosis.memory import (
     after_pool_oom,
     capture_point,
     kv_refusal,
@@ -19,19 +19,27 @@ from memledger.diagnose.memory import (
     shortfall,
     site_finding,
 )
-from memledger.diagnose.model import (
+from memledger.diagnosis.model import (
     Diagnosis,
     Direction,
     Finding,
     Severity,
     Suggestion,
 )
-from memledger.diagnose.phase import failure_phase, milestone
+from memledger.diagnosis.phase import failure_phase, milestone
 from memledger.events import ParsedLog
-from memledger.ledger_model import Ledger
+from memledger.ledger_model import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 
-__all__ = ["Diagnosis", "Direction", "Finding", "Severity", "Suggestion", "diagnose"]
+__all__ = [
+    "Diagnosis",
+    "Direction",
+    "Finding",
+    "Severity",
+    "Suggestion",
+    "brief",
+    "diagnose",
+]
 
 MESSAGE_CLIP = 70
 
@@ -46,6 +54,18 @@ def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
     if evidence.outcome == "truncated":
         return _truncated(evidence)
     return _ready(evidence)
+
+
+def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:
+    """What a ledger carries of its diagnosis: only a failed or starved startup has one."""
+    if diagnosis.outcome not in ("oom", "crash", "starved"):
+        return None
+    return LedgerDiagnosis(
+        outcome=diagnosis.outcome,
+        phase=diagnosis.phase.value,
+        shortfall_bytes=diagnosis.shortfall_bytes,
+        verdict=diagnosis.verdict,
+    )
 
 
 def _diagnosis(evidence: Evidence, **fields: object) -> Diagnosis:

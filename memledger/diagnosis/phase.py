@@ -7,7 +7,7 @@ before the failure does.
 
 from __future__ import annotations
 
-from memledger.diagnose.evidence import Evidence, frames_of
+from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.events import Event, EventKind
 from memledger.sglang.failure_rules import PHASE_FRAMES, WARMUP_CONTEXT, Phase
 

@@ -3,10 +3,10 @@ graphs, a fraction far below SGLang's default. Checked on every startup, failed 
 
 from __future__ import annotations
 
-from memledger.diagnose.arithmetic import floor_step, g
-from memledger.diagnose.evidence import Evidence
-from memledger.diagnose.memory import lower_mfs
-from memledger.diagnose.model import Finding, Severity, Suggestion
+from memledger.diagnosis.arithmetic import floor_step, g
+from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.memory import lower_mfs
+from memledger.diagnosis.model import Finding, Severity, Suggestion
 from memledger.events import EventKind
 from memledger.sglang.failure_rules import default_mem_fraction_static
 from memledger.units import GIB, MIB

@@ -1,6 +1,6 @@
 """The diagnosis of one startup: a verdict, the phase, the shortfall, findings and suggestions.
 
-Pure data; built by `memledger.diagnose.diagnose`. The JSON keys are a contract other tools read:
+Pure data; built by `memledger.diagnosis.diagnose`. The JSON keys are a contract other tools read:
 `outcome`, `phase`, `shortfall_bytes`, `findings` [{id, severity, message, bytes, evidence}],
 `suggestions` [{knob, direction, value, why}].
 """
@@ -69,7 +69,11 @@ MEMORY_KNOBS = frozenset(
 """Knobs that trade memory; a diagnosis without memory evidence suggests none of them."""
 
 
+DIAGNOSIS_SCHEMA_VERSION = 1
+
+
 class Diagnosis(FrozenModel):
+    schema_version: int = DIAGNOSIS_SCHEMA_VERSION
     path: str
     rank: str
     """The rank the ledger describes (the failing rank may differ: see findings)."""

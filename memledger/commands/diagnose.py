@@ -1,0 +1,68 @@
+"""`memledger diagnose LOG`: why a startup failed or came out small."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memledger.commands.options import (
+    formulas_option,
+    grammar_option,
+    model_config_option,
+    output_option,
+    rank_option,
+    startup_option,
+)
+from memledger.render.diagnose import FORMATS
+from memledger.service import DiagnoseOptions, LoadOptions, emit, run_diagnose
+
+
+@click.command("diagnose")
+@click.argument("log", metavar="LOG")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS.names),
+    default="text",
+    show_default=True,
+    help=FORMATS.help,
+)
+@rank_option(help="Rank whose ledger the diagnosis uses (default: rank 0).")
+@startup_option()
+@model_config_option()
+@grammar_option()
+@formulas_option()
+@output_option()
+def diagnose_command(
+    log: str,
+    fmt: str,
+    rank: str | None,
+    startup: int | None,
+    model_config: Path | None,
+    grammars: tuple[Path, ...],
+    formula_files: tuple[Path, ...],
+    output: Path | None,
+) -> int:
+    """Say why a startup in LOG failed or came out small: the phase, the bytes missing, the knob.
+
+    LOG is an SGLang log (`-` for stdin; .gz works), whole or pasted in part: error text of
+    any rank is read (allocator OOM messages, SGLang's refusals, tracebacks, kills). A failure
+    without memory evidence gets no memory knob.
+    """
+    return emit(
+        run_diagnose(
+            DiagnoseOptions(
+                log=log,
+                load=LoadOptions(
+                    rank=rank,
+                    startup=startup,
+                    model_config=model_config,
+                    formula_files=formula_files,
+                    grammars=grammars,
+                ),
+                fmt=fmt,
+            )
+        ),
+        output,
+    )

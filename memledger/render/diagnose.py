@@ -1,0 +1,141 @@
+"""`memledger diagnose` output: the verdict first, then phase, shortfall, findings, suggestions.
+
+`FORMATS` is the registry of `memledger diagnose --format`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from enum import StrEnum
+
+from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
+from memledger.render.formats import Format, Formats
+from memledger.render.tables import Table, github_table, markdown_cell
+from memledger.units import format_gib
+
+WIDTH = 100
+INDENT = "    "
+
+
+class DiagnoseFormat(StrEnum):
+    """The formats `memledger diagnose --format` accepts."""
+
+    TEXT = "text"
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+def _bytes(byte_count: int | None) -> str:
+    return "" if byte_count is None else f"{format_gib(byte_count)} GiB"
+
+
+def suggestion_title(suggestion: Suggestion) -> str:
+    """`lower --mem-fraction-static to 0.8`, `set --disable-cuda-graph`."""
+    if suggestion.direction is Direction.ENABLE:
+        return f"set {suggestion.flag}"
+    if suggestion.value is None:
+        return f"{suggestion.direction.value} {suggestion.flag}"
+    return f"{suggestion.direction.value} {suggestion.flag} to {suggestion.value:g}"
+
+
+def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
+    rank = diagnosis.rank or "(untagged)"
+    if diagnosis.failed_rank is not None and diagnosis.failed_rank != diagnosis.rank:
+        rank += f"; the error text is {diagnosis.failed_rank or 'untagged'}'s"
+    facts = [
+        ("log", diagnosis.path),
+        ("outcome", diagnosis.outcome),
+        ("phase", diagnosis.phase.value),
+        ("rank", rank),
+    ]
+    if diagnosis.shortfall_bytes is not None:
+        facts.append(("shortfall", f"{_bytes(diagnosis.shortfall_bytes)} (requested - free)"))
+    return facts
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+    )
+
+
+def _finding_lines(finding: Finding) -> list[str]:
+    amount = f" [{_bytes(finding.bytes)}]" if finding.bytes is not None else ""
+    lines = _wrap(f"{finding.severity.value}[{finding.id}]: {finding.message}{amount}", "  ")
+    if finding.evidence:
+        lines += _wrap("at " + ", ".join(finding.evidence), INDENT)
+    return lines
+
+
+def render_text(diagnosis: Diagnosis) -> str:
+    """The verdict, the key facts, findings with evidence, suggestions with their arithmetic."""
+    lines = [diagnosis.verdict, ""]
+    width = max(len(label) for label, _ in _facts(diagnosis))
+    lines += [f"{label + ':':<{width + 1}} {value}" for label, value in _facts(diagnosis)]
+    if diagnosis.findings:
+        lines += ["", "Findings"]
+        for finding in diagnosis.findings:
+            lines += _finding_lines(finding)
+    lines += ["", "Suggestions"]
+    if not diagnosis.suggestions:
+        lines.append("  none: no memory knob helps with what the log shows")
+    for suggestion in diagnosis.suggestions:
+        lines += _wrap(suggestion_title(suggestion), "  ")
+        lines += _wrap(suggestion.why, INDENT)
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(diagnosis: Diagnosis) -> str:
+    """The same as GitHub markdown: the verdict in bold, tables of findings and suggestions."""
+    parts = [
+        f"## memledger diagnose: {markdown_cell(diagnosis.path)}",
+        "",
+        f"**{markdown_cell(diagnosis.verdict)}**",
+        "",
+    ]
+    parts += [f"- **{label}**: {markdown_cell(value)}" for label, value in _facts(diagnosis)]
+    if diagnosis.findings:
+        findings = Table(
+            headers=["severity", "finding", "message", "GiB", "evidence"],
+            rows=[
+                [
+                    f.severity.value,
+                    f.id,
+                    f.message,
+                    "" if f.bytes is None else format_gib(f.bytes),
+                    ", ".join(f.evidence),
+                ]
+                for f in diagnosis.findings
+            ],
+            align=["left", "left", "left", "right", "left"],
+            code=(1,),
+        )
+        parts += ["", "### Findings", "", github_table(findings)]
+    parts += ["", "### Suggestions", ""]
+    if diagnosis.suggestions:
+        suggestions = Table(
+            headers=["change", "why"],
+            rows=[[suggestion_title(s), s.why] for s in diagnosis.suggestions],
+        )
+        parts.append(github_table(suggestions))
+    else:
+        parts.append("None: no memory knob helps with what the log shows.")
+    return "\n".join(parts) + "\n"
+
+
+def render_json(diagnosis: Diagnosis) -> str:
+    """The diagnosis model as indented JSON (`schema_version` versions it)."""
+    return diagnosis.model_dump_json(indent=2) + "\n"
+
+
+FORMATS: Formats[DiagnoseFormat, None, Diagnosis] = Formats(
+    DiagnoseFormat,
+    {
+        DiagnoseFormat.TEXT: Format(lambda _: render_text, "verdict, findings, suggestions"),
+        DiagnoseFormat.MARKDOWN: Format(lambda _: render_markdown, "the same as GitHub markdown"),
+        DiagnoseFormat.JSON: Format(
+            lambda _: render_json,
+            "outcome, phase, shortfall_bytes, findings, suggestions (versioned)",
+        ),
+    },
+)
