@@ -24,7 +24,7 @@ HELP = """Compare two deployments: BASE and HEAD are SGLang logs or ledgers save
 \b
 Every row is matched by ledger id: base, head, Δ = head - base and
 Δ% = (head - base) / base (in percent; empty when base is 0 or unknown).
-Rows only in head are `new`, only in base `removed`; rows within the printing
+A row on one side only is `not comparable` (never the biggest mover); rows within the printing
 precision of the logs (at least 0.01 GiB) are `unchanged` and collapsed into
 a count unless --show-unchanged.
 

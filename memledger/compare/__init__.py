@@ -35,6 +35,9 @@ from memledger.compare.compute import (
     diff_ledgers as diff_ledgers,
 )
 from memledger.compare.compute import (
+    kv_token_split as kv_token_split,
+)
+from memledger.compare.compute import (
     sort_rows as sort_rows,
 )
 from memledger.compare.models import (
@@ -72,6 +75,9 @@ from memledger.compare.models import (
 )
 from memledger.compare.models import (
     IntervalDiff as IntervalDiff,
+)
+from memledger.compare.models import (
+    KvTokenSplit as KvTokenSplit,
 )
 from memledger.compare.models import (
     LedgerDiff as LedgerDiff,

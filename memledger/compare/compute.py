@@ -31,6 +31,7 @@ from memledger.compare.models import (
     DiffStatus,
     GroupDiff,
     IntervalDiff,
+    KvTokenSplit,
     LedgerDiff,
     ParamDiff,
     RowContribution,
@@ -89,6 +90,8 @@ def _row_diff(base: Row | None, head: Row | None) -> RowDiff:
             notes.append(f"{side}: {row.evidence.note or 'unknown'}")
     if base is not None and head is not None and base.group != head.group:
         notes.append(f"group changed: {base.group.value} -> {head.group.value}")
+    if base is None or head is None:
+        notes.append(f"only in {'head' if base is None else 'base'}: not comparable")
     change = _byte_change(
         None if base is None else base.bytes,
         None if head is None else head.bytes,
@@ -96,8 +99,11 @@ def _row_diff(base: Row | None, head: Row | None) -> RowDiff:
         on_base=base is not None,
         on_head=head is not None,
     )
+    fields = change.model_dump(exclude=set(ByteChange.model_computed_fields))
+    if base is None or head is None:
+        fields["status"] = DiffStatus.NOT_COMPARABLE
     return RowDiff(
-        **change.model_dump(exclude=set(ByteChange.model_computed_fields)),
+        **fields,
         id=some.id,
         label=some.label,
         group=some.group,
@@ -336,6 +342,30 @@ def _state_pool_analysis(
         destination=[by_key[k] for k in DESTINATION_KEYS if k in by_key],
         state_rows=_contributions(state),
         incomplete_rows=incomplete,
+        kv_tokens=kv_token_split(base.summary, head.summary),
+    )
+
+
+def kv_token_split(base: Summary, head: Summary) -> KvTokenSplit | None:
+    """Bytes per KV token on each side, and how much of the token change is the pool's size and
+    how much each token's cost (None when a side lacks the KV pool or its token count)."""
+    sides = [(s.kv_pool, s.kv_tokens_per_rank) for s in (base, head)]
+    if any(pool is None or not tokens or pool <= 0 for pool, tokens in sides):
+        return None
+    (base_pool, base_tokens), (head_pool, head_tokens) = sides
+    assert base_pool is not None and head_pool is not None and base_tokens and head_tokens
+    base_cost, head_cost = base_pool / base_tokens, head_pool / head_tokens
+    from_pool = round((head_pool - base_pool) / base_cost)
+    return KvTokenSplit(
+        base_pool_bytes=base_pool,
+        head_pool_bytes=head_pool,
+        base_tokens=base_tokens,
+        head_tokens=head_tokens,
+        base_bytes_per_token=round(base_cost, 3),
+        head_bytes_per_token=round(head_cost, 3),
+        from_pool_tokens=from_pool,
+        # The rest, so the two parts add up to head - base exactly in integers.
+        from_cost_tokens=head_tokens - base_tokens - from_pool,
     )
 
 
@@ -372,7 +402,10 @@ def _parameter_diffs(base: Ledger, head: Ledger, rows: Sequence[RowDiff]) -> lis
     base_params: dict[str, ParamValue] = dict(base.parameters)
     head_params: dict[str, ParamValue] = dict(head.parameters)
     moved = [
-        r for r in rows if r.status in (DiffStatus.CHANGED, DiffStatus.NEW, DiffStatus.REMOVED)
+        r
+        for r in rows
+        if r.status in (DiffStatus.CHANGED, DiffStatus.NOT_COMPARABLE, DiffStatus.NEW)
+        or r.status is DiffStatus.REMOVED
     ]
     diffs = []
     for name in sorted(set(base_params) | set(head_params)):
@@ -502,14 +535,26 @@ def diff_ledgers(
 def _biggest_mover(
     groups: Sequence[GroupDiff], partition: Sequence[RowDiff]
 ) -> tuple[str | None, str | None]:
-    """The moved group with the largest |Δ| (fixed-overhead groups first) and its top row."""
-    moved = [g for g in groups if g.status is DiffStatus.CHANGED and g.delta_bytes]
+    """The moved group with the largest |Δ| (fixed-overhead groups first) and its top row.
+
+    Only rows on both sides count: a row present on one side only is not comparable, so a
+    startup that stopped before its CUDA graphs does not make "CUDA graphs" the biggest mover.
+    """
+    comparable: dict[str, int] = {}
+    for row in partition:
+        if row.status is DiffStatus.CHANGED:
+            comparable[row.group.value] = comparable.get(row.group.value, 0) + (
+                row.delta_bytes or 0
+            )
+    moved = [g for g in groups if g.status is DiffStatus.CHANGED and comparable.get(g.id)]
     fixed = [g for g in moved if g.id != RowGroup.STATE_POOL.value]
     candidates = fixed or moved
     if not candidates:
         return None, None
-    group = max(candidates, key=lambda g: (abs(g.delta_bytes or 0), g.id))
-    shares = _contributions(r for r in partition if r.group.value == group.id)
+    group = max(candidates, key=lambda g: (abs(comparable[g.id]), g.id))
+    shares = _contributions(
+        r for r in partition if r.group.value == group.id and r.status is DiffStatus.CHANGED
+    )
     return group.id, shares[0].id if shares else None
 
 

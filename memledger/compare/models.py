@@ -48,6 +48,10 @@ class DiffStatus(StrEnum):
     """Only in base."""
     UNKNOWN = "unknown"
     """On both sides, but at least one side could not compute it."""
+    NOT_COMPARABLE = "not_comparable"
+    """A ledger row on one side only (a startup that stopped earlier, a fork's own row): its
+    bytes count in that side's totals, but there is nothing to compare it with, so it is never
+    the biggest mover."""
 
 
 class SortKey(StrEnum):
@@ -240,6 +244,31 @@ class SummarySides(FrozenModel):
     delta: Summary
 
 
+class KvTokenSplit(FrozenModel):
+    """KV tokens per rank = KV pool bytes / bytes per KV token, on each side; the change in
+    tokens split into the pool growing or shrinking (at base's cost per token) and each token
+    costing more or less (at head's pool). The two parts add up to the change exactly."""
+
+    base_pool_bytes: int
+    head_pool_bytes: int
+    base_tokens: int
+    head_tokens: int
+    base_bytes_per_token: float
+    head_bytes_per_token: float
+    from_pool_tokens: int
+    """Tokens gained (+) or lost (-) because the pool grew or shrank: (head pool - base pool) /
+    base bytes per token."""
+    from_cost_tokens: int
+    """Tokens gained (+) or lost (-) because each token costs less or more: the rest of the
+    change (head pool / head cost - head pool / base cost)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def delta_tokens(self) -> int:
+        """head - base."""
+        return self.head_tokens - self.base_tokens
+
+
 class StatePoolAnalysis(FrozenModel):
     """Why one side's state pool is larger: the fixed-overhead delta, split into categories."""
 
@@ -259,6 +288,9 @@ class StatePoolAnalysis(FrozenModel):
     state_rows: list[RowContribution]
     """State-pool rows that moved, largest |Δ| first."""
     incomplete_rows: list[str] = Field(default_factory=list)
+    kv_tokens: KvTokenSplit | None = None
+    """Bytes per KV token on each side and the token change split (None without a KV pool and
+    its token count on both sides)."""
 
 
 class ParamDiff(FrozenModel):

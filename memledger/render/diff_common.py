@@ -214,8 +214,12 @@ def _summary_row(item: SummaryField) -> list[str]:
 
 def _change_cells(change: ByteChange) -> list[str]:
     # A side the item is absent from is blank; `?` means present but unknown.
-    absent_base = change.status is DiffStatus.NEW
-    absent_head = change.status is DiffStatus.REMOVED
+    absent_base = change.status is DiffStatus.NEW or (
+        isinstance(change, RowDiff) and change.base_kind is None
+    )
+    absent_head = change.status is DiffStatus.REMOVED or (
+        isinstance(change, RowDiff) and change.head_kind is None
+    )
     return [
         "" if absent_base else gib_text(change.base_bytes),
         "" if absent_head else gib_text(change.head_bytes),
@@ -268,7 +272,13 @@ def contributions_table(diff: LedgerDiff) -> Table:
     rows: list[list[str]] = []
     for category in diff.state_pool.categories:
         rows.extend(
-            [category.label, c.id, c.label, gib_text(c.delta_bytes, signed=True), c.status.value]
+            [
+                category.label,
+                c.id,
+                c.label,
+                gib_text(c.delta_bytes, signed=True),
+                status_text(c.status),
+            ]
             for c in category.rows
         )
     return Table(["category", "row id", "row", "Δ", "status"], rows)
@@ -326,6 +336,51 @@ def usable_note(diff: LedgerDiff) -> str | None:
     )
 
 
+def status_text(status: DiffStatus) -> str:
+    """A status as a table shows it (`not comparable`)."""
+    return status.value.replace("_", " ")
+
+
+COST_SAME_BYTES = 0.5
+"""Bytes per token closer than this are the same cost (the token counts are rounded)."""
+
+
+def _tokens_text(tokens: int) -> str:
+    return f"{tokens:+,}"
+
+
+def kv_token_lines(diff: LedgerDiff) -> list[str]:
+    """Bytes per KV token on each side, and the token change split into the pool's size and
+    each token's cost (the two parts add up to the change)."""
+    split = diff.state_pool.kv_tokens
+    if split is None:
+        return []
+    lines = [
+        f"Bytes per KV token: base {split.base_bytes_per_token:,.1f} B, "
+        f"head {split.head_bytes_per_token:,.1f} B."
+    ]
+    if split.delta_tokens == 0:
+        return lines
+    pool_delta = split.head_pool_bytes - split.base_pool_bytes
+    pool_word = "grew" if pool_delta > 0 else "shrank" if pool_delta < 0 else "stayed"
+    cost_delta = split.head_bytes_per_token - split.base_bytes_per_token
+    cost_word = "more" if cost_delta > 0 else "less"
+    if abs(cost_delta) < COST_SAME_BYTES:
+        # Token counts are whole pages: a cost within half a byte is the same cost.
+        cost = f"{_tokens_text(split.from_cost_tokens)} from rounding (each token costs the same)"
+    else:
+        cost = (
+            f"{_tokens_text(split.from_cost_tokens)} because each token costs "
+            f"{abs(cost_delta):,.1f} B {cost_word}"
+        )
+    lines.append(
+        f"KV tokens per rank, head - base: {_tokens_text(split.delta_tokens)} = "
+        f"{_tokens_text(split.from_pool_tokens)} because the pool {pool_word} by "
+        f"{gib_text(abs(pool_delta))} GiB, {cost}."
+    )
+    return lines
+
+
 def balance_lines(diff: LedgerDiff) -> list[str]:
     """The arithmetic that closes: state-pool Δ = usable Δ - fixed-overhead Δ."""
     analysis = diff.state_pool
@@ -371,7 +426,7 @@ def destination_table(diff: LedgerDiff) -> Table:
 
 def _row_cells(row: RowDiff) -> list[str]:
     label = row.label if row.in_partition else f"{row.label} (info, not summed)"
-    return [row.id, label, group_label(row.group), *_change_cells(row), row.status.value]
+    return [row.id, label, group_label(row.group), *_change_cells(row), status_text(row.status)]
 
 
 ROW_HEADERS = ["id", "row", "group"]

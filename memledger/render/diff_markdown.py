@@ -26,6 +26,7 @@ from memledger.render.diff_common import (
     groups_table,
     headline,
     intervals_table,
+    kv_token_lines,
     params_table,
     rows_view,
     summary_table,
@@ -181,6 +182,10 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
     ]
     if view.notes:
         rows_blocks.append("\n".join(f"- {markdown_cell(n)}" for n in view.notes))
+    kv_lines = kv_token_lines(diff)
+    kv_blocks: list[Block] = []
+    if kv_lines:
+        kv_blocks.append("\n".join(f"- {markdown_cell(line)}" for line in kv_lines))
     rows_blocks += ["**Group totals** (TOTAL = sum of partition rows)", _table(groups_table(diff))]
     coverage: list[Block] = [_table(coverage_table(diff))]
     notes = coverage_notes(diff)
@@ -188,7 +193,7 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
         coverage.append("\n".join(f"- {markdown_cell(n)}" for n in notes))
     return [
         Section("Rows behind each category", [_table(contributions_table(diff))]),
-        Section("Where the state pool goes", [_table(destination_table(diff))]),
+        Section("Where the state pool goes", [_table(destination_table(diff)), *kv_blocks]),
         Section("Composition of both cards (chart)", [composition_chart(diff)]),
         Section(f"Full ledger diff ({len(diff.rows)} rows)", rows_blocks),
         Section(

@@ -73,7 +73,7 @@ def _known(values: list[int | None]) -> int:
 
 
 def _assert_all_zero(diff: LedgerDiff) -> None:
-    assert diff.counts["changed"] == diff.counts["new"] == diff.counts["removed"] == 0
+    assert diff.counts["changed"] == diff.counts["not_comparable"] == 0
     for item in diff.rows:
         assert item.status in (DiffStatus.UNCHANGED, DiffStatus.UNKNOWN)
         assert item.delta_bytes in (0, None)
@@ -124,7 +124,7 @@ def test_totals_equal_the_sum_of_their_rows(base: Ledger, head: Ledger) -> None:
     assert diff.total.head_bytes == _known([r.bytes for r in head.rows if r.in_partition])
     # With no unknown row and no row leaving the partition, the Δ column adds up too.
     if not any(g.unknown_rows for g in diff.groups) and all(
-        r.base_in_partition == r.head_in_partition or r.status in ("new", "removed")
+        r.base_in_partition == r.head_in_partition or r.status == "not_comparable"
         for r in partition
     ):
         assert diff.total.delta_bytes == _known([r.delta_bytes for r in partition])
@@ -178,14 +178,19 @@ def test_article_pair_row_statuses_and_parameter_effects() -> None:
     dp16, dp2 = article_pair()
     diff = diff_ledgers(dp16, dp2)
     by_id = {r.id: r for r in diff.rows}
-    assert by_id["draft_staging"].status is DiffStatus.REMOVED
+    # Issue 11: a row on one side only is not comparable (it was new / removed); the side it is
+    # on still counts it, so its delta is what it adds to or takes from that side's total.
+    assert by_id["draft_staging"].status is DiffStatus.NOT_COMPARABLE
+    assert by_id["draft_staging"].head_kind is None
     assert by_id["draft_staging"].delta_bytes == -1288 * MIB
-    assert by_id["dcp_q_replica"].status is DiffStatus.NEW
+    assert by_id["dcp_q_replica"].status is DiffStatus.NOT_COMPARABLE
+    assert by_id["dcp_q_replica"].base_kind is None
     assert by_id["dcp_q_replica"].delta_bytes == centi(91)
     assert by_id["dcp_q_replica"].delta_pct is None
     assert by_id["cuda_graph"].delta_pct == pytest.approx(100 * 590 / 800)
     # Ledger order: base rows first, then head-only rows in head order.
-    new_ids = [r.id for r in diff.rows if r.status is DiffStatus.NEW]
+    new_ids = [r.id for r in diff.rows if r.base_kind is None]
+    assert all(diff.rows[-1 - i].status is DiffStatus.NOT_COMPARABLE for i in range(len(new_ids)))
     assert [r.id for r in diff.rows[-len(new_ids) :]] == new_ids
     assert new_ids == ["dcp_q_replica", "draft_slot_map", "graph_gap_residual"]
     params = {p.name: p for p in diff.parameters}
