@@ -180,6 +180,7 @@ class CheckOptions:
     require_baseline: bool = False
     """A missing baseline (not given, or a path that does not exist) is an InputError instead
     of "relative limits not compared": a CI job whose artifact download failed must not pass."""
+    max_chars: int | None = None  # markdown only: size cap (a PR comment has a limit)
 
 
 # --- the input opener ---------------------------------------------------------------------------
@@ -583,6 +584,9 @@ def run_check(options: CheckOptions) -> Output:
 
     fmt = FORMATS.pick(options.fmt)
     render = FORMATS.renderer(fmt, None)
+    if fmt is CheckFormat.MARKDOWN and options.max_chars is not None:
+        max_chars = options.max_chars
+        render = lambda report: render_markdown(report, max_chars)  # noqa: E731
     report = check_report(options)
     summary_path = os.environ.get(STEP_SUMMARY_ENV)
     extra = (

@@ -68,6 +68,13 @@ with --format github), not an error; --require-baseline makes it one (exit 3).""
     help="Extra .lark grammar for fork-specific lines, for every LOG and the baseline "
     "(repeatable; a saved ledger keeps the rows it was built with)."
 )
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=1000),
+    metavar="N",
+    help="markdown: size cap; passes and the not-compared list give way first, then breach "
+    "rows; the headline is never cut (default: no cap).",
+)
 @output_option(help="Write the report to FILE instead of stdout.")
 @click.option(
     "--today",
@@ -87,6 +94,7 @@ def check_command(
     model_config: Path | None,
     formula_files: tuple[Path, ...],
     grammars: tuple[Path, ...],
+    max_chars: int | None,
     output: Path | None,
     today: datetime | None,
 ) -> int:
@@ -109,6 +117,7 @@ def check_command(
                 require_baseline=require_baseline,
                 today=None if today is None else today.date(),
                 fmt=fmt,
+                max_chars=max_chars,
             )
         ),
         output,

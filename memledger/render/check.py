@@ -400,35 +400,81 @@ _STATUS_ICON = {
 }
 
 
-def render_markdown(report: CheckReport) -> str:
-    """A PR-comment / step-summary report: marker, headline, breaches table, passes in details."""
+def render_markdown(report: CheckReport, max_chars: int | None = None) -> str:
+    """A PR-comment / step-summary report: marker, headline, breaches table, passes in details.
+
+    With `max_chars`, the report fits in that many characters: the passes and the not-compared
+    list give way first (named by count), then breach rows from the end; the marker and the
+    headline are never cut.
+    """
     icon = {0: "✅", 1: "❌", 3: "❓"}[report.exit_code]
-    lines = [CHECK_MARKER, f"### {icon} {markdown_cell(headline(report))}", ""]
-    breaches = report.breaches()
-    if breaches:
-        rows = []
-        for check in breaches:
-            detail = check.message or ""
-            if check.status is CheckStatus.WAIVED:
-                detail = f"waived until {check.waived_until}: {check.reason}"
-            elif check.status is CheckStatus.EXPIRED_WAIVER:
-                detail = f"waiver expired {check.waived_until} ({check.reason}) {detail}".strip()
-            elif check.status is CheckStatus.MISSING:
-                detail = check.note or ""
-            rows.append(
-                [
-                    _STATUS_ICON[check.status],
-                    check.item,
-                    check.log,
-                    value_text(check),
-                    margin_text(check),
-                    detail,
-                ]
-            )
-        headers = ["Status", "Item", "Log", "Actual vs limit", "Margin", "Note"]
-        lines.append(github_table(Table(headers, rows, code=(1, 2))))
-        lines.append("")
+    top = [CHECK_MARKER, f"### {icon} {markdown_cell(headline(report))}", ""]
+    breach_rows = [_breach_row(check) for check in report.breaches()]
     passes = _pass_rows(report)
+    skipped = report.skipped()
+    context = [
+        line[len("note: ") :] if line.startswith("note: ") else line
+        for line in _context_lines(report)
+        if line
+    ]
+    footer = [f"_{markdown_cell(line)}_  " for line in context]
+
+    def assemble(n_breaches: int, details: bool) -> str:
+        lines = list(top)
+        if breach_rows:
+            headers = ["Status", "Item", "Log", "Actual vs limit", "Margin", "Note"]
+            shown = breach_rows[:n_breaches]
+            lines.append(github_table(Table(headers, shown, code=(1, 2))))
+            if n_breaches < len(breach_rows):
+                lines.append(
+                    f"_... {len(breach_rows) - n_breaches} more breaches not shown (size cap): "
+                    "`memledger check --format text` lists them all_"
+                )
+            lines.append("")
+        if details:
+            lines.extend(_details_sections(passes, skipped))
+        elif passes or skipped:
+            lines.append(
+                f"_{len(passes)} within budget and {len(skipped)} not compared: "
+                "not listed (size cap)_"
+            )
+            lines.append("")
+        lines.extend(footer)
+        return "\n".join(lines).rstrip() + "\n"
+
+    text = assemble(len(breach_rows), details=True)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    text = assemble(len(breach_rows), details=False)
+    if len(text) <= max_chars:
+        return text
+    fits, cut = 0, len(breach_rows)  # the most rows that fit: assemble(fits) fits, (cut) not
+    while cut - fits > 1:
+        middle = (fits + cut) // 2
+        fits, cut = (middle, cut) if len(assemble(middle, False)) <= max_chars else (fits, middle)
+    return assemble(fits, details=False)
+
+
+def _breach_row(check: Check) -> list[str]:
+    detail = check.message or ""
+    if check.status is CheckStatus.WAIVED:
+        detail = f"waived until {check.waived_until}: {check.reason}"
+    elif check.status is CheckStatus.EXPIRED_WAIVER:
+        detail = f"waiver expired {check.waived_until} ({check.reason}) {detail}".strip()
+    elif check.status is CheckStatus.MISSING:
+        detail = check.note or ""
+    return [
+        _STATUS_ICON[check.status],
+        check.item,
+        check.log,
+        value_text(check),
+        margin_text(check),
+        detail,
+    ]
+
+
+def _details_sections(passes: list[list[str]], skipped: list[Check]) -> list[str]:
+    lines: list[str] = []
     if passes:
         lines.append(f"<details><summary>Within budget ({len(passes)})</summary>")
         lines.append("")
@@ -437,7 +483,6 @@ def render_markdown(report: CheckReport) -> str:
         lines.append("")
         lines.append("</details>")
         lines.append("")
-    skipped = report.skipped()
     if skipped:
         lines.append(f"<details><summary>Not compared ({len(skipped)})</summary>")
         lines.append("")
@@ -448,13 +493,7 @@ def render_markdown(report: CheckReport) -> str:
         lines.append("")
         lines.append("</details>")
         lines.append("")
-    context = [
-        line[len("note: ") :] if line.startswith("note: ") else line
-        for line in _context_lines(report)
-        if line
-    ]
-    lines.extend(f"_{markdown_cell(line)}_  " for line in context)
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 FORMATS: Formats[CheckFormat, None, CheckReport] = Formats(
