@@ -9,11 +9,10 @@ and held as integer bytes; counts (tokens, slots, fractions) are plain numbers.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
@@ -25,6 +24,8 @@ from pydantic import Field
 from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
 from memledger.ledger_model import Summary, SummaryUnit
+from memledger.spelling import suggest_one as _suggest
+from memledger.spelling import typo_of
 from memledger.units import (
     GIB,
     KIB,
@@ -59,26 +60,10 @@ SIZE_UNITS: dict[str, int] = {
 # resolved per log: a row id the log's ledger lacks is exit 3, not a config error.
 NAMED_ROW_IDS = frozenset({"req_to_token", "dcp_q_replica", "draft_slot_map"})
 ROW_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:>-]*$")
-TYPO_DISTANCE = 2
-"""An unknown item this close (edits) to a known one is taken as a typo of it: a config error."""
 
-ENTRY_KEYS = frozenset(
-    {
-        "item",
-        "max",
-        "min",
-        "max_increase",
-        "max_increase_pct",
-        "level",
-        "message",
-        "logs",
-        "waived_until",
-        "reason",
-    }
-)
-DEFAULT_KEYS = frozenset(
-    {"level", "message", "logs", "max_increase", "max_increase_pct", "tighten_headroom_pct"}
-)
+_SHARED_KEYS = {"level", "message", "logs", "max_increase", "max_increase_pct", "if_absent"}
+ENTRY_KEYS = frozenset({"item", "max", "min", "waived_until", "reason", *_SHARED_KEYS})
+DEFAULT_KEYS = frozenset({"tighten_headroom_pct", *_SHARED_KEYS})
 TOP_LEVEL_KEYS = frozenset({"version", "defaults", "budget"})
 
 ROW_ITEM_PREFIX = "row:"
@@ -90,6 +75,16 @@ class Level(StrEnum):
 
     FAIL = "fail"
     WARN = "warn"
+
+
+class IfAbsent(StrEnum):
+    """What an entry means on a complete ledger without its item (a pool the deployment does not
+    allocate, such as a fork's weight staging on upstream SGLang). A partial ledger's missing item
+    is always `missing`: the startup stopped before it, which no budget may wave through."""
+
+    MISSING = "missing"  # exit 3: this log cannot provide a budgeted item
+    SKIP = "skip"  # not compared, with a note
+    ZERO = "zero"  # counts as 0
 
 
 class ItemKind(StrEnum):
@@ -133,29 +128,6 @@ def _formula_ids() -> frozenset[str]:
         return frozenset()
 
 
-def edit_distance(left: str, right: str) -> int:
-    """Optimal-string-alignment distance: insertions, deletions, substitutions, transpositions."""
-    previous2: list[int] = []
-    previous = list(range(len(right) + 1))
-    for i, char in enumerate(left, 1):
-        current = [i]
-        for j, other in enumerate(right, 1):
-            cost = 0 if char == other else 1
-            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if i > 1 and j > 1 and char == right[j - 2] and left[i - 2] == other:
-                value = min(value, previous2[j - 2] + 1)
-            current.append(value)
-        previous2, previous = previous, current
-    return previous[-1]
-
-
-def typo_of(item: str, names: Collection[str]) -> str | None:
-    """The known name `item` is most likely a misspelling of, if any."""
-    close = [(edit_distance(item, name), name) for name in names if abs(len(name) - len(item)) <= 2]
-    best = min(close, default=None)
-    return best[1] if best is not None and best[0] <= TYPO_DISTANCE else None
-
-
 class BudgetEntry(FrozenModel):
     """One `[[budget]]` entry after defaults were applied; limits in bytes (sizes) or numbers."""
 
@@ -174,6 +146,7 @@ class BudgetEntry(FrozenModel):
     """Glob: the entry applies only to logs whose path or file name matches."""
     waived_until: date | None = None
     reason: str | None = None
+    if_absent: IfAbsent = IfAbsent.MISSING
     line: int | None = None
     """Line of the entry's `[[budget]]` header in the budget file."""
     index: int = 0
@@ -451,6 +424,12 @@ class _BudgetBuilder:
         level_text = merged.get("level", Level.FAIL.value)
         if level_text not in {level.value for level in Level}:
             raise self.error(f'level must be "fail" or "warn", not {level_text!r}', locate("level"))
+        if_absent = merged.get("if_absent", IfAbsent.MISSING.value)
+        if if_absent not in {choice.value for choice in IfAbsent}:
+            raise self.error(
+                f'if_absent must be "missing", "skip" or "zero", not {if_absent!r}',
+                locate("if_absent"),
+            )
         message = self._text(merged, "message", locate)
         logs = self._text(merged, "logs", locate)
         reason = self._text(merged, "reason", locate)
@@ -474,6 +453,7 @@ class _BudgetBuilder:
             logs=logs,
             waived_until=waived_until,
             reason=reason,
+            if_absent=IfAbsent(if_absent),
             line=self.locator.entry(index),
             index=index,
         )
@@ -593,14 +573,10 @@ def _is_number(value: object) -> bool:
     return True
 
 
-def _suggest(word: str, choices: Collection[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 __all__ = [
     "Budget",
     "BudgetEntry",
+    "IfAbsent",
     "ItemKind",
     "Level",
     "discover_budget",

@@ -18,7 +18,15 @@ from typing import TypedDict
 
 from pydantic import Field, computed_field
 
-from memledger.budget import SUMMARY_ITEM_KINDS, Budget, BudgetEntry, ItemKind, Level, Quantity
+from memledger.budget import (
+    SUMMARY_ITEM_KINDS,
+    Budget,
+    BudgetEntry,
+    IfAbsent,
+    ItemKind,
+    Level,
+    Quantity,
+)
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.ledger_model import Ledger, LedgerSource, Row, RowKind
 from memledger.units import GIB, FrozenModel
@@ -153,6 +161,9 @@ class CheckReport(FrozenModel):
     baseline: BaselineInfo = Field(default_factory=BaselineInfo)
     checks: list[Check]
     notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    """Things the user asked for that did not happen (a --baseline file that does not exist):
+    shown in every format, though they do not change the exit code."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -233,6 +244,15 @@ def read_item(ledger: Ledger, item: str, kind: ItemKind) -> ItemReading:
     return ItemReading(value=row.bytes, error=row.error_bytes)
 
 
+def _entry_reading(entry: BudgetEntry, ledger: Ledger) -> ItemReading:
+    """The item's reading, with `if_absent = "zero"` applied on a complete ledger (the reason
+    then says the value was counted as 0)."""
+    reading = read_item(ledger, entry.item, entry.kind)
+    if reading.value is not None or entry.if_absent is not IfAbsent.ZERO or ledger.stopped_at:
+        return reading
+    return ItemReading(value=0, reason=f'counted as 0 (if_absent = "zero"): {reading.reason}')
+
+
 def _why_unknown(ledger: Ledger, item: str, row: Row | None) -> str:
     parts: list[str] = []
     if row is not None and row.kind is RowKind.UNKNOWN and row.evidence.note:
@@ -285,7 +305,11 @@ def check_budget(
                 _check_entry(entry, path, ledger, baseline, today, budget.tighten_headroom_pct)
             )
     info = baseline_info or BaselineInfo(source=None if baseline is None else baseline.source)
-    if baseline is None and any(entry.has_relative for entry in budget.entries):
+    warnings: list[str] = []
+    if baseline is None and info.path is not None:
+        # a --baseline that was given but not found: a typo must not pass as "no comparison"
+        warnings.append(info.note or f"baseline {info.path} not found: no comparison")
+    elif baseline is None and any(entry.has_relative for entry in budget.entries):
         notes.append(info.note or "no baseline given: relative limits (max_increase) not compared")
     return CheckReport(
         budget_path=budget.path,
@@ -298,6 +322,7 @@ def check_budget(
         baseline=info,
         checks=checks,
         notes=notes,
+        warnings=warnings,
     )
 
 
@@ -322,7 +347,7 @@ def _check_entry(
     today: date,
     tighten_headroom_pct: float,
 ) -> list[Check]:
-    reading = read_item(ledger, entry.item, entry.kind)
+    reading = _entry_reading(entry, ledger)
     common = _CheckBase(
         item=entry.item,
         kind=entry.kind,
@@ -342,6 +367,15 @@ def _check_entry(
         )
         if present
     ]
+    if reading.value is None and entry.if_absent is IfAbsent.SKIP and not ledger.stopped_at:
+        return [
+            Check(
+                **common,
+                bound=bounds[0],
+                status=CheckStatus.SKIPPED,
+                note=f'not in this log (if_absent = "skip"): {reading.reason}',
+            )
+        ]
     if reading.value is None:
         # One line per entry, not per bound: the item is missing whatever the limit.
         return [
@@ -374,7 +408,7 @@ def _check_entry(
                 tighten_to=_tighten_to(entry.kind, bound, actual, limit, tighten_headroom_pct)
                 if status is CheckStatus.PASS
                 else None,
-                note=_waiver_note(entry, status, today),
+                note=_waiver_note(entry, status, today) or reading.reason,
             )
         )
     return checks
@@ -400,7 +434,7 @@ def _check_increase(
             actual_error=reading.error,
             note="no baseline to compare against",
         )
-    base = read_item(baseline, entry.item, entry.kind)
+    base = _entry_reading(entry, baseline)
     if base.value is None:
         return Check(
             **common,

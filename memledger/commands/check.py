@@ -25,8 +25,8 @@ HELP_EPILOG = (
 \b
 max_increase_pct is (head - base) / base x 100 against --baseline; an entry with both
 max_increase and max_increase_pct is breached only when BOTH are exceeded.
-A --baseline file that does not exist means "no comparison" (noted, and a warning annotation
-with --format github), not an error; --require-baseline makes it one (exit 3)."""
+A --baseline file that does not exist means "no comparison" (a warning in every format), not
+an error; --require-baseline makes it one (exit 3)."""
 )
 
 

@@ -225,6 +225,7 @@ def _pass_rows(report: CheckReport) -> list[list[str]]:
 def render_text(report: CheckReport) -> str:
     """Breaches first (one line each), then passes with their headroom, then notes."""
     lines = [headline(report)]
+    lines.extend(f"warning: {warning}" for warning in report.warnings)
     lines.extend(breach_line(check) for check in report.breaches())
     passes = _pass_rows(report)
     if passes:
@@ -273,6 +274,8 @@ def render_junit(report: CheckReport) -> str:
         suite = ET.SubElement(suites, "testsuite", name=f"memledger check: {log}")
         properties = ET.SubElement(suite, "properties")
         ET.SubElement(properties, "property", name="budget", value=report.budget_path)
+        for warning in report.warnings:
+            ET.SubElement(properties, "property", name="warning", value=warning)
         if report.baseline.source is not None:
             ET.SubElement(
                 properties,
@@ -386,6 +389,19 @@ def render_github(report: CheckReport) -> str:
                 title="memledger: nothing checked",
             )
         )
+    # a --baseline given but not found, when the warning above did not already say it
+    covered = report.baseline.source is None and bool(report.skipped())
+    for warning in report.warnings:
+        if not (covered and warning == report.baseline.note):
+            lines.append(
+                annotation(
+                    "warning",
+                    warning,
+                    file=report.budget_path,
+                    line=None,
+                    title="memledger: baseline not found",
+                )
+            )
     return "\n".join(lines) + ("\n" if lines else "") + render_text(report)
 
 
@@ -409,6 +425,7 @@ def render_markdown(report: CheckReport, max_chars: int | None = None) -> str:
     """
     icon = {0: "✅", 1: "❌", 3: "❓"}[report.exit_code]
     top = [CHECK_MARKER, f"### {icon} {markdown_cell(headline(report))}", ""]
+    top += [f"> ⚠️ {markdown_cell(warning)}\n" for warning in report.warnings]
     breach_rows = [_breach_row(check) for check in report.breaches()]
     passes = _pass_rows(report)
     skipped = report.skipped()

@@ -13,14 +13,13 @@ from memledger.budget import (
     ItemKind,
     Level,
     discover_budget,
-    edit_distance,
     item_kind,
     load_budget,
     parse_budget,
     parse_budget_size,
-    typo_of,
 )
 from memledger.errors import EXIT_USAGE, ConfigError
+from memledger.spelling import edit_distance, typo_of
 from memledger.units import GIB, MIB
 from tests.check_helpers import write
 
