@@ -391,17 +391,17 @@ def render_github(report: CheckReport) -> str:
         )
     # a --baseline given but not found, when the warning above did not already say it
     covered = report.baseline.source is None and bool(report.skipped())
-    for warning in report.warnings:
-        if not (covered and warning == report.baseline.note):
-            lines.append(
-                annotation(
-                    "warning",
-                    warning,
-                    file=report.budget_path,
-                    line=None,
-                    title="memledger: baseline not found",
-                )
-            )
+    lines.extend(
+        annotation(
+            "warning",
+            warning,
+            file=report.budget_path,
+            line=None,
+            title="memledger: baseline not found",
+        )
+        for warning in report.warnings
+        if not (covered and warning == report.baseline.note)
+    )
     return "\n".join(lines) + ("\n" if lines else "") + render_text(report)
 
 
