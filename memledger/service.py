@@ -120,6 +120,8 @@ class LedgerOptions:
     load: LoadOptions = LoadOptions()
     fmt: str = "text"
     explain: str | None = None
+    more_logs: Sequence[Source] = ()
+    """More logs: with them (or when `log` is a folder) the fleet view, one line per log."""
 
 
 @dataclass(frozen=True)
@@ -448,8 +450,14 @@ def run_parse(options: ParseOptions) -> Output:
 
 def run_ledger(options: LedgerOptions) -> Output:
     """`memledger ledger`: load or build the ledger, then render it (or explain one row)."""
+    from memledger.fleet import is_fleet, run_fleet
     from memledger.render import FORMATS, LedgerView
 
+    sources = [options.log, *options.more_logs]
+    if is_fleet(sources):
+        if options.explain is not None:
+            raise ConfigError("--explain takes one LOG, not several")
+        return run_fleet(sources, options.load, options.fmt)
     render = FORMATS.renderer(options.fmt, LedgerView(explain=options.explain))
     return Output(render(load_ledger(options.log, options.load)))
 

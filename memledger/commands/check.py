@@ -112,6 +112,7 @@ def check_command(
                     formula_files=formula_files,
                     grammars=grammars,
                     saved_ledger_skips_grammars=True,
+                    progress=None,  # a meter on stderr for large inputs, when it is a terminal
                 ),
                 strict=strict,
                 require_baseline=require_baseline,

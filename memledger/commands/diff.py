@@ -132,6 +132,7 @@ def diff_command(
                     model_config=model_config,
                     formula_files=formula_files,
                     grammars=grammars,
+                    progress=None,  # a meter on stderr for large inputs, when it is a terminal
                 ),
                 fmt=fmt,
                 sort=sort,

@@ -19,7 +19,7 @@ from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger
 
 
 @click.command("ledger")
-@click.argument("log", metavar="LOG")
+@click.argument("logs", nargs=-1, required=True, metavar="LOG...")
 @click.option(
     "--format",
     "fmt",
@@ -40,7 +40,7 @@ from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger
 @formulas_option()
 @output_option()
 def ledger_command(
-    log: str,
+    logs: tuple[str, ...],
     fmt: str,
     rank: str | None,
     startup: int | None,
@@ -55,17 +55,22 @@ def ledger_command(
     LOG is an SGLang server log (`-` for stdin; .gz works) or a ledger saved with
     `--format json`. Rows are logged (file:line), derived (a formula) or residual; they sum to
     the usable memory within the log's printing precision.
+
+    Several LOGs, or a folder (its *.log and *.log.gz files), give one summary line per log
+    (text, csv, or json as JSON Lines), read on up to two cores.
     """
     return emit(
         run_ledger(
             LedgerOptions(
-                log=log,
+                log=logs[0],
+                more_logs=logs[1:],
                 load=LoadOptions(
                     rank=rank,
                     startup=startup,
                     model_config=model_config,
                     formula_files=formula_files,
                     grammars=grammars,
+                    progress=None,  # a meter on stderr for large inputs, when it is a terminal
                 ),
                 fmt=fmt,
                 explain=explain,

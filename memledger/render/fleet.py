@@ -1,0 +1,165 @@
+"""The fleet view: one summary line per log (text table, CSV, JSON Lines), each naming its log.
+
+Figures come from the rows (exact bytes, whatever the summary's schema): usable memory, the
+weights, the state pool (KV cache and Mamba/SWA state), CUDA graphs, the runtime headroom left
+after the last capture, the fixed overhead (everything but the state pool) and what no line or
+formula explained.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from memledger.ledger_model import Ledger
+from memledger.render.formats import Format, Formats
+from memledger.render.tables import Align, Table, text_table
+from memledger.units import format_gib
+
+if TYPE_CHECKING:
+    from memledger.fleet import FleetEntry
+
+ABSENT = "-"
+"""The cell of a figure a log does not have (explained under the table)."""
+
+# (key, text header): the byte figures of each line
+FIGURES: tuple[tuple[str, str], ...] = (
+    ("usable", "usable"),
+    ("weights", "weights"),
+    ("state_pool", "state pool"),
+    ("cuda_graph", "graphs"),
+    ("runtime_headroom", "headroom"),
+    ("fixed_overhead", "fixed"),
+    ("unexplained", "unexpl."),
+)
+
+
+def figures(ledger: Ledger) -> dict[str, int | None]:
+    """Byte figures of one ledger, from its partition rows; None where the ledger has none."""
+    totals: Counter[str] = Counter()
+    present: set[str] = set()
+    for row in ledger.rows:
+        if row.in_partition and row.bytes is not None:
+            totals[row.group.value] += row.bytes
+            present.add(row.group.value)
+    values: dict[str, int | None] = {
+        key: totals[key] if key in present else None for key, _ in FIGURES
+    }
+    usable = ledger.usable_bytes
+    values["usable"] = usable
+    pool = values["state_pool"]
+    values["fixed_overhead"] = None if usable is None else usable - (pool or 0)
+    return values
+
+
+def record(entry: FleetEntry) -> dict[str, Any]:
+    """One log's line as data: name, path, outcome, where it stopped, figures, or its error."""
+    ledger = entry.ledger
+    if ledger is None:
+        empty: dict[str, Any] = dict.fromkeys(key for key, _ in FIGURES)
+        return {
+            "log": entry.name,
+            "path": entry.path,
+            "outcome": "unreadable",
+            "stopped_at": None,
+            "error": entry.error,
+            **empty,
+            "kv_tokens_per_rank": None,
+        }
+    return {
+        "log": entry.name,
+        "path": entry.path,
+        "outcome": ledger.outcome,
+        "stopped_at": ledger.stopped_at,
+        "error": None,
+        **figures(ledger),
+        "kv_tokens_per_rank": ledger.summary.kv_tokens_per_rank,
+    }
+
+
+def _headline(entries: Sequence[FleetEntry]) -> str:
+    outcomes = Counter(
+        "unreadable"
+        if e.ledger is None
+        else ("ready" if e.ledger.stopped_at is None else "partial")
+        for e in entries
+    )
+    parts = [f"{outcomes[k]} {k}" for k in ("ready", "partial", "unreadable") if outcomes[k]]
+    noun = "log" if len(entries) == 1 else "logs"
+    return f"memledger ledger: {len(entries)} {noun} -- {', '.join(parts)}"
+
+
+def _tokens(value: int | None) -> str:
+    if value is None:
+        return ABSENT
+    return f"{value / 1e6:.2f} M" if value >= 1_000_000 else f"{value:,}"
+
+
+def render_fleet_text(entries: Sequence[FleetEntry]) -> str:
+    """Verdict line, then one row per log (GiB per card), the log's name last; then why any
+    log is partial or unreadable."""
+    rows = []
+    for entry in entries:
+        line = record(entry)
+        cells = [ABSENT if line[key] is None else format_gib(line[key]) for key, _ in FIGURES]
+        rows.append([line["outcome"], *cells, _tokens(line["kv_tokens_per_rank"]), line["log"]])
+    headers = ["outcome", *(header for _, header in FIGURES), "KV tok/rank", "log"]
+    numbers: list[Align] = ["right"] * (len(FIGURES) + 1)
+    align: list[Align] = ["left", *numbers, "left"]
+    table = text_table(Table(headers, rows, align=align))
+    notes = [
+        f"  {entry.name}: {entry.error if entry.ledger is None else entry.ledger.stopped_at}"
+        for entry in entries
+        if entry.ledger is None or entry.ledger.stopped_at is not None
+    ]
+    lines = [
+        _headline(entries),
+        "",
+        table,
+        "",
+        f"GiB per card of the selected rank (rank 0 unless --rank); {ABSENT}: the log has none.",
+    ]
+    if notes:
+        lines += ["", "stopped or unreadable:", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_fleet_csv(entries: Sequence[FleetEntry]) -> str:
+    """A header and one record per log; sizes in exact bytes, empty where the log has none."""
+    buffer = io.StringIO()
+    records = [record(entry) for entry in entries]
+    writer = csv.DictWriter(buffer, fieldnames=list(records[0]), lineterminator="\n")
+    writer.writeheader()
+    for line in records:
+        writer.writerow(
+            {k: "" if v is None else str(v).replace("\n", " ") for k, v in line.items()}
+        )
+    return buffer.getvalue()
+
+
+def render_fleet_jsonl(entries: Sequence[FleetEntry]) -> str:
+    """JSON Lines: one object per log (sizes in bytes, null where the log has none)."""
+    return "".join(json.dumps(record(entry), ensure_ascii=False) + "\n" for entry in entries)
+
+
+class FleetFormat(StrEnum):
+    """Formats of `memledger ledger` over several logs."""
+
+    TEXT = "text"
+    CSV = "csv"
+    JSON = "json"
+
+
+FLEET_FORMATS: Formats[FleetFormat, None, Sequence[FleetEntry]] = Formats(
+    FleetFormat,
+    {
+        FleetFormat.TEXT: Format(lambda _: render_fleet_text, "one line per log"),
+        FleetFormat.CSV: Format(lambda _: render_fleet_csv, "one record per log, bytes"),
+        FleetFormat.JSON: Format(lambda _: render_fleet_jsonl, "JSON Lines: one object per log"),
+    },
+)
