@@ -1,4 +1,4 @@
-"""The example budgets (the CI recipe itself: tests/test_ci_recipe.py)."""
+"""The example budgets (the CI recipe itself: tests/check/test_ci_recipe.py)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def test_missing_file_is_input_error(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_directory_without_logs_is_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # a folder is the fleet view since issue 13 (tests/cli/test_fleet.py); one without logs is exit 3
+    # a folder is the fleet view (issue 13, tests/cli/test_fleet.py); one without logs: exit 3
     code, _, err = run_cli(["ledger", str(tmp_path)], capsys)
     assert code == EXIT_INPUT
     assert_one_line_error(err, str(tmp_path), "a folder without *.log or *.log.gz files")
