@@ -30,7 +30,7 @@ a count unless --show-unchanged.
 
 The state-pool section explains the difference the way the seed article does: one side's
 state pool is larger by X GiB because its fixed overhead is smaller by X, split into
-CUDA graphs + runtime headroom, DCP/per-slot structures + NCCL + workspace, and weights +
+CUDA graphs + runtime headroom, communication + workspace + unexplained, and weights +
 weight staging, which add up exactly. --rank/--startup/--model-config apply to both sides;
 --base-*/--head-* override them for one side (shared options skip saved ledgers).
 """

@@ -26,7 +26,7 @@ STATE_POOL_CATEGORIES: tuple[Category, ...] = (
     ),
     Category(
         "dcp_slots_comm_workspace",
-        "DCP/per-slot structures + NCCL + workspace",
+        "communication + workspace + unexplained",
         (RowGroup.COMMUNICATION, RowGroup.WORKSPACE, RowGroup.UNEXPLAINED),
     ),
     Category(
@@ -44,7 +44,7 @@ GROUP_LABELS: dict[RowGroup, str] = {
     RowGroup.WEIGHTS: "weights",
     RowGroup.WEIGHT_STAGING: "weight staging",
     RowGroup.DRAFT_WEIGHTS: "draft weights",
-    RowGroup.COMMUNICATION: "communication (NCCL)",
+    RowGroup.COMMUNICATION: "communication",
     RowGroup.WORKSPACE: "workspace",
     RowGroup.UNEXPLAINED: "unexplained",
     RowGroup.CUDA_GRAPH: "CUDA graphs",
@@ -79,7 +79,7 @@ SUMMARY_LABELS: dict[str, tuple[str, Literal["GiB", "tokens", "count", "fraction
     "cuda_graph": ("CUDA graphs", "GiB"),
     "cuda_graph_largest_bucket": ("CUDA graph largest bucket", "GiB"),
     "cuda_graph_static": ("CUDA graph static buffers", "GiB"),
-    "workspace": ("workspace (interval residuals)", "GiB"),
+    "workspace": ("workspace + unexplained", "GiB"),
     "runtime_headroom": ("runtime headroom", "GiB"),
     "req_to_token": ("req_to_token", "GiB"),
     "mem_fraction_static": ("mem_fraction_static", "fraction"),

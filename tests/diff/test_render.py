@@ -152,7 +152,7 @@ def test_text_has_inputs_split_and_bars_on_one_scale() -> None:
     assert "Δ% = (head - base) / base" in text
     assert (
         "Fixed overhead, head - base: +10.46 GiB = 9.90 (CUDA graphs + runtime headroom) + 3.63 "
-        "(DCP/per-slot structures + NCCL + workspace) - 3.07 (weights + weight staging)." in text
+        "(communication + workspace + unexplained) - 3.07 (weights + weight staging)." in text
     )
     bars = composition_bars(_diff(), width=60)
     base_bar = re.search(r"\|([^|]*)\| 177\.70", bars[1])

@@ -92,7 +92,7 @@ def test_samples_text_prints_a_split_that_adds_up(capsys: pytest.CaptureFixture[
     assert code == EXIT_OK and err == ""
     match = re.search(
         r"Fixed overhead, head - base: ([+-][\d.]+) GiB = ([\d.]+) \(CUDA graphs \+ runtime "
-        r"headroom\) ([+-]) ([\d.]+) \(DCP/per-slot structures \+ NCCL \+ workspace\) ([+-]) "
+        r"headroom\) ([+-]) ([\d.]+) \(communication \+ workspace \+ unexplained\) ([+-]) "
         r"([\d.]+) \(weights \+ weight staging\)\.",
         out,
     )
