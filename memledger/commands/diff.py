@@ -28,7 +28,7 @@ A row on one side only is `not comparable` (never the biggest mover); rows withi
 precision of the logs (at least 0.01 GiB) are `unchanged` and collapsed into
 a count unless --show-unchanged.
 
-The state-pool section explains the difference the way the seed article does: one side's
+The state-pool section explains the difference: one side's
 state pool is larger by X GiB because its fixed overhead is smaller by X, split into
 CUDA graphs + runtime headroom, communication + workspace + unexplained, and weights +
 weight staging, which add up exactly. --rank/--startup/--model-config apply to both sides;
