@@ -13,14 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memledger.engine import assemble, chain, derived, graphs, lines, loads, variables
+from memledger.engine import (
+    assemble,
+    chain,
+    derived,
+    graphs,
+    kv_inferred,
+    lines,
+    loads,
+    variables,
+)
 from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve, Placed
 from memledger.engine.parameters import parameters
 from memledger.engine.summary import groups, summarise
 from memledger.events import ParsedLog, Startup
 from memledger.formulas import Formula
-from memledger.ledger_model import Ledger, LedgerSource
+from memledger.ledger_model import Ledger, LedgerSource, RowKind
 from memledger.model_config import ModelDims
 from memledger.sizing import size_log, sizing_inputs
 
@@ -50,7 +59,14 @@ def build_ledger(
     graph = graphs.graph_rows(steps, logged, usages, audit)
     # 5. Derived rows from the formulas file.
     formula = derived.formula_rows(steps, formulas, inputs, model_config, audit)
-    # 6. Each span's rows and residual; the tail; all rows merged.
+    # 6. The KV pool of a log without KV lines (from tokens, or the pool interval's remainder).
+    explained = {
+        span.key: [*logged.by_span[span.key], *formula.by_span.get(span.key, [])]
+        for span in steps.spans
+    }
+    kv_pool = kv_inferred.kv_pool_rows(steps, explained, inputs, model_config)
+    # 7. Each span's rows and residual; the tail; all rows merged.
+    unknown = frozenset(c.row_id for c in formula.outside if c.kind == RowKind.UNKNOWN)
     placed: list[Placed] = []
     nccl = assemble.nccl_row(steps)
     if nccl is not None:
@@ -69,10 +85,12 @@ def build_ledger(
                 *logged.by_span[span.key],
                 *([release] if release is not None else []),
                 *formula.by_span.get(span.key, []),
+                *([kv_pool[span.key]] if span.key in kv_pool else []),
             ],
             usages.get(span.key),
             audit,
             released=release is not None,
+            unknown_rows=unknown,
         )
         placed += [(carve, span.key) for carve in carves]
         intervals.append(assemble.interval(span, carves, usages.get(span.key)))
@@ -80,8 +98,9 @@ def build_ledger(
     placed += [(carve, None) for carve in tail]
     placed += [(carve, None) for carve in formula.outside]
     placed += [*pre_load_info, *logged.info, *weights.info, *tail_info]
+    assemble.platform_labels(placed, assemble.platform(steps))
     assembled = assemble.merge(parsed.path, placed)
-    # 7. Balance, summary and parameters.
+    # 8. Balance, summary and parameters.
     partition = [row for row in assembled.rows if row.in_partition and row.bytes is not None]
     balance = 0 if usable is None else sum(row.bytes or 0 for row in partition) - usable
     tolerance = 0 if usable is None else audit.tolerance()

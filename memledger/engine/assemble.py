@@ -19,9 +19,17 @@ from memledger.ledger_model import (
     RowKind,
     SourceLine,
 )
+from memledger.sglang.hints import hint_for
+from memledger.sglang.rows import PLATFORM_WORDS, platform_of
 from memledger.units import GIB
 
-NCCL_LABEL = "distributed init (NCCL/Gloo communicators, custom all-reduce)"
+
+def nccl_label(platform: str) -> str:
+    """Gloo's groups live in host memory: only the device collectives are named."""
+    return (
+        f"distributed init ({PLATFORM_WORDS[platform].collectives} communicators, "
+        "custom all-reduce)"
+    )
 
 
 def span_rows(
@@ -31,6 +39,7 @@ def span_rows(
     audit: Audit,
     *,
     released: bool,
+    unknown_rows: frozenset[str] = frozenset(),
 ) -> list[Carve]:
     """A span's rows in order (its own load/graph rows first), then its residual row.
 
@@ -44,6 +53,7 @@ def span_rows(
     if residual == 0 and (released or span.closing is not None):
         return carves
     error = span.error + sum(carve.error for carve in carves if carve.in_partition)
+    hint = hint_for(span.end.event.kind, residual, unknown_rows)
     audit.use_number(span.start.event, "avail", span.start.avail)
     audit.use_number(span.end.event, "avail", span.end.avail)
     residual_row = Carve(
@@ -54,11 +64,19 @@ def span_rows(
         residual,
         error,
         [span.start.event, span.end.event],
-        note=negative_note(
-            residual,
-            "the rows carved from this interval exceed its avail drop (memory freed, "
-            "or a formula over-estimates)",
-        ),
+        note="; ".join(
+            part
+            for part in (
+                negative_note(
+                    residual,
+                    "the rows carved from this interval exceed its avail drop (memory freed, "
+                    "or a formula over-estimates)",
+                ),
+                hint,
+            )
+            if part
+        )
+        or None,
     )
     return [*carves, residual_row]
 
@@ -72,34 +90,134 @@ def tail(chain: Chain, audit: Audit) -> tuple[list[Carve], list[Placed]]:
     remaining = last.avail.bytes - sum(carve.bytes for carve in carves)
     error = last.avail.half_ulp + sum(carve.error for carve in carves)
     audit.use_number(last.event, "avail", last.avail)
+    kind = RowKind.LOGGED
     if chain.complete():
         captured = any(p.event.kind == EventKind.CAPTURE_END for p in chain.points)
+        later = next(
+            (
+                e
+                for e in chain.events
+                if e.line > last.event.line
+                and e.kind in (EventKind.CAPTURE_BEGIN, EventKind.CAPTURE_END)
+            ),
+            None,
+        )
         note = (
             f"avail after the last checkpoint ({last.id})"
             if captured
             else f"avail at {last.id}: no CUDA graph was captured in this startup"
         )
+        label = "runtime headroom (free after startup)"
+        if later is not None:
+            note = (
+                f"avail at {last.id}, before graph capture: graphs were captured after the last "
+                f"avail reading (line {later.line}), their memory is unknown and still inside "
+                "this row"
+            )
+            label = "free before graph capture (graphs captured later: not measured)"
+        if last.avail.bytes == 0:
+            kind = RowKind.UNKNOWN
+            note = (
+                f"avail read 0.00 at {last.id}: the reading bottomed out (free memory cannot "
+                "go below 0; e.g. WSL spilling into shared memory), so the headroom is unknown"
+            )
         available = chain.summary_event()
         if available is not None and (gpu := available.size("available_gpu_mem")):
             note += (
                 f"; the summary line's available_gpu_mem={gpu.bytes / GIB:.2f} GiB is read "
                 "without emptying the cache"
             )
-        row_id, label = "runtime_headroom", "runtime headroom (free after startup)"
+        row_id = "runtime_headroom"
     else:
+        oom = own_oom(chain)
+        free = None if oom is None else oom.size("free")
+        if oom is not None and free is not None and free.bytes <= remaining:
+            # This rank's own OOM text says what was free when it struck: the rest of the
+            # last reading was allocated in between (a load in flight, usually).
+            in_flight = Carve(
+                "allocated_before_oom",
+                f"allocated after {last.id} until the OOM (line {oom.line})",
+                RowGroup.WEIGHTS
+                if last.event.kind == EventKind.LOAD_BEGIN
+                else RowGroup.UNEXPLAINED,
+                RowKind.LOGGED,
+                remaining - free.bytes,
+                error + free.half_ulp,
+                [last.event, oom],
+                inputs=_oom_inputs(oom),
+                note=(
+                    f"avail at {last.id} less the free memory this rank's OOM message reports"
+                    + (
+                        ": the weights being loaded"
+                        if last.event.kind == EventKind.LOAD_BEGIN
+                        else ""
+                    )
+                ),
+            )
+            free_row = Carve(
+                "free_at_stop",
+                "free when the OOM struck (this rank's OOM message)",
+                RowGroup.RUNTIME_HEADROOM,
+                RowKind.LOGGED,
+                free.bytes,
+                free.half_ulp,
+                [oom],
+                note=f"the startup did not finish ({chain.startup.outcome}): not runtime headroom",
+            )
+            audit.use_number(oom, "free", free)
+            return [*carves, in_flight, free_row], info
         note = f"the startup did not finish ({chain.startup.outcome}): not runtime headroom"
         row_id, label = "free_at_stop", f"free when the log stopped (after {last.id})"
     headroom = Carve(
         row_id,
         label,
         RowGroup.RUNTIME_HEADROOM,
-        RowKind.LOGGED,
+        kind,
         remaining,
         error,
         [last.event],
         note=note,
+        in_partition=kind != RowKind.UNKNOWN,
     )
     return [*carves, headroom], info
+
+
+def platform(chain: Chain) -> str:
+    devices = {str(e.values.get("device")) for e in chain.events if e.kind == EventKind.OOM_MESSAGE}
+    return platform_of(dict(chain.args), devices)
+
+
+def platform_labels(placed: list[Placed], name: str) -> None:
+    """Graph rows say what the platform calls its graphs (ids stay `cuda_graph*`)."""
+    word = PLATFORM_WORDS[name].graphs
+    if word == "CUDA graphs":
+        return
+    for carve, _ in placed:
+        if carve.group == RowGroup.CUDA_GRAPH:
+            carve.label = carve.label.replace("CUDA graphs", word)
+
+
+def own_oom(chain: Chain) -> Event | None:
+    """This rank's own allocator OOM message after the last reading (not another GPU's)."""
+    last_line = chain.points[-1].event.line if chain.points else -1
+    rank = chain.startup.rank
+    return next(
+        (
+            e
+            for e in chain.events
+            if e.kind == EventKind.OOM_MESSAGE and e.line > last_line and e.rank == rank
+        ),
+        None,
+    )
+
+
+def _oom_inputs(oom: Event) -> dict[str, int | float | str | None]:
+    found: dict[str, int | float | str | None] = {}
+    for key in ("capacity", "free", "allocated", "requested"):
+        size = oom.size(key)
+        if size is not None:
+            found[key] = size.text
+    return found
 
 
 def nccl_row(chain: Chain) -> Carve | None:
@@ -109,7 +227,7 @@ def nccl_row(chain: Chain) -> Carve | None:
         assert usage is not None
         return Carve(
             "nccl_init",
-            NCCL_LABEL,
+            nccl_label(platform(chain)),
             RowGroup.COMMUNICATION,
             RowKind.LOGGED,
             usage.bytes,
@@ -120,7 +238,7 @@ def nccl_row(chain: Chain) -> Carve | None:
         return None
     return Carve(
         "nccl_init",
-        NCCL_LABEL,
+        nccl_label(platform(chain)),
         RowGroup.COMMUNICATION,
         RowKind.UNKNOWN,
         0,

@@ -276,7 +276,13 @@ def stopped_at(chain: Chain) -> str | None:
         where = "before any avail reading"
     if startup.outcome == "truncated":
         return f"{where}: the log ends (truncated)"
-    line = f" at line {startup.outcome_line}" if startup.outcome_line else ""
-    text = startup.outcome_text.strip()
+    line_number, text = startup.outcome_line, startup.outcome_text.strip()
+    own = next(
+        (e for e in chain.events if e.kind == EventKind.OOM_MESSAGE and e.rank == startup.rank),
+        None,
+    )
+    if startup.outcome == "oom" and own is not None:
+        line_number, text = own.line, own.text.strip()  # this rank's own words, not GPU 3's
+    line = f" at line {line_number}" if line_number else ""
     text = f": {text[:120]}" if text else ""
     return f"{where}: {startup.outcome}{line}{text}"

@@ -12,7 +12,7 @@ from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve
 from memledger.engine.chain import Chain
 from memledger.engine.variables import Variables, missing_reason
-from memledger.events import Event
+from memledger.events import Event, EventKind
 from memledger.formulas import (
     ExpressionError,
     Formula,
@@ -24,6 +24,9 @@ from memledger.formulas import (
 from memledger.ledger_model import RowKind
 from memledger.model_config import ModelDims
 from memledger.sglang.versions import version_text
+
+FIRST_CAPTURE = "first_capture_begin"
+"""An `interval` alias: the interval ending at the first capture begin, whatever its prefix."""
 
 
 @dataclass
@@ -44,6 +47,13 @@ def formula_rows(
     """Derived rows: carved from their interval, or unknown with the reason."""
     spans = chain.spans
     by_end = {span.end.id: span for span in spans}
+    first_capture = next(
+        (s for s in spans if s.end.event.kind == EventKind.CAPTURE_BEGIN and s.closing is None),
+        None,
+    )
+    if first_capture is not None:
+        # Attention backends are built right before the first graph capture (whichever kind).
+        by_end.setdefault(FIRST_CAPTURE, first_capture)
     by_key = {span.key: span for span in spans}
     result = DerivedRows()
     for formula in formulas:

@@ -48,6 +48,23 @@ def _capture(
         )
         progress = []
     begin, end = span.start, span.end
+    if begin.avail.bytes == 0 and end.avail.bytes == 0:
+        return [
+            Carve(
+                f"{prefix}cuda_graph",
+                what,
+                RowGroup.CUDA_GRAPH,
+                RowKind.UNKNOWN,
+                0,
+                0,
+                [begin.event, end.event],
+                note=(
+                    "avail read 0.00 before and after the capture (and mem usage 0.00): the "
+                    "readings bottomed out, so the graphs' memory is unknown, not zero"
+                ),
+                in_partition=False,
+            )
+        ]
     if not progress:
         return [
             Carve(

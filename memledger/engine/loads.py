@@ -21,6 +21,7 @@ from memledger.engine.carve import (
 )
 from memledger.engine.chain import Chain, Span, Usage
 from memledger.engine.lines import LoggedRows
+from memledger.engine.roles import DRAFT
 from memledger.events import Event, EventKind
 from memledger.ledger_model import RowKind
 from memledger.units import GIB
@@ -45,6 +46,8 @@ class Load:
     release: Carve | None = None
     """The negative piece: the avail rise right after `Load weight end`."""
     release_interval: str | None = None
+    release_after: str = "`Load weight end`"
+    """What the avail rise followed (the load end, or the draft's pool end)."""
 
     @property
     def row_id(self) -> str:
@@ -89,10 +92,56 @@ def weights_rows(
             and not any(carve.in_partition and carve.bytes for carve in carves)
         ):
             result.releases[span.key] = _release(chain, span, loads, audit)
+    for span in chain.spans:
+        if _draft_head_release(span, logged.by_span[span.key]):
+            draft = next(
+                (
+                    load
+                    for load in loads.values()
+                    if load.role == DRAFT and load.end.line <= span.start.event.line
+                ),
+                None,
+            )
+            if draft is not None and draft.release is None and draft.usage is not None:
+                result.releases[span.key] = _shared_release(span, draft, audit)
     result.loads = list(loads.values())
     for load in result.loads:
         result.info += _finish(chain, load)
     return result
+
+
+def _draft_head_release(span: Span, carves: list[Carve]) -> bool:
+    """An avail rise right after the draft's pool end, with nothing logged inside it."""
+    return (
+        span.closing is None
+        and span.start.region == DRAFT
+        and span.drop < 0
+        and not any(carve.in_partition and carve.bytes for carve in carves)
+    )
+
+
+def _shared_release(span: Span, draft: Load, audit: Audit) -> Carve:
+    """EAGLE/MTP drafts share the target's embedding and lm_head: after the draft's pools are
+    built, `set_embed_and_head` replaces the draft's own copies and `del`s them, then
+    `torch.cuda.empty_cache()` (v0.5.8 speculative/eagle_worker.py:162-179; models/llama.py
+    :759-769, deepseek_v2.py:2925-2931): the avail rise is the draft weights' release."""
+    piece = Carve(
+        draft.carve.row_id,
+        "draft embed/lm_head released (shared with the target)",
+        draft.carve.group,
+        RowKind.LOGGED,
+        span.drop,
+        span.error,
+        [span.start.event, span.end.event],
+        part_of=draft.carve,
+        figure=weights_figure(DRAFT),
+    )
+    draft.release = piece
+    draft.release_interval = span.key
+    draft.release_after = "the draft's `Memory pool end` (set_embed_and_head)"
+    audit.use_number(span.start.event, "avail", span.start.avail)
+    audit.use_number(span.end.event, "avail", span.end.avail)
+    return piece
 
 
 def _load(chain: Chain, span: Span, carves: list[Carve], usage: Usage) -> Load:
@@ -116,6 +165,12 @@ def _load(chain: Chain, span: Span, carves: list[Carve], usage: Usage) -> Load:
         ),
         figure=weights_figure(role),
     )
+    offload = chain.args.get("cpu_offload_gb")
+    if role == "target" and isinstance(offload, int | float) and offload > 0:
+        carve.note = (
+            f"cpu_offload_gb={offload}: that much of the weights lives in host RAM (offloaded, "
+            "streamed in per layer); this row is the GPU part only"
+        )
     printed = span.end.event.size("usage") is not None
     end = span.end.event
     return Load(
@@ -182,12 +237,21 @@ def _finish(chain: Chain, load: Load) -> list[Placed]:
             f"{chain.where(load.release.sources)})"
         )
     carve.formula = " - ".join(terms)
-    carve.label = f"{load.role} weights resident ({_resident_shape(load)})"
+    carve.label = (
+        f"{load.role} weights net of staging ({_resident_shape(load)})"
+        if load.split
+        else f"{load.role} weights resident ({_resident_shape(load)})"
+    )
     more = [e for piece in load.split for e in piece.sources]
     more += [] if load.release is None else load.release.sources
     carve.sources = sorted({id(e): e for e in [*carve.sources, *more]}.values(), key=_line)
     carve.note = negative_note(
         resident, "the load and what it released leave less than nothing resident"
+    ) or (
+        "the summary's weights_resident keeps the staging (load-end usage - released, as the "
+        "article counts it); this row has it split out"
+        if load.split
+        else carve.note
     )
     peak = Carve(
         f"{load.row_id}_load_peak",
@@ -209,7 +273,9 @@ def _finish(chain: Chain, load: Load) -> list[Placed]:
         return info
     given_back = Carve(
         f"{load.row_id}_released",
-        f"{load.role} weights released after load",
+        f"{load.role} weights released after load"
+        if load.release_after.startswith("`Load")
+        else "draft embed/lm_head released (shared with the target)",
         carve.group,
         RowKind.LOGGED,
         released,
@@ -217,13 +283,19 @@ def _finish(chain: Chain, load: Load) -> list[Placed]:
         list(load.release.sources),
         note=(
             f"informational: avail rose by {gib_text(released)} right after "
-            "`Load weight end` (the loader freed load-time copies, e.g. "
-            f"requant-then-shard); netted into `{load.row_id}`, whose release part "
+            f"{load.release_after} ({_release_why(load)}); netted into `{load.row_id}`, "
+            "whose release part "
             f"(-{gib_text(released)}) is the logged amount of {load.release_interval}"
         ),
         in_partition=False,
     )
     return [*info, (given_back, load.release_interval)]
+
+
+def _release_why(load: Load) -> str:
+    if load.release_after.startswith("`Load"):
+        return "the loader freed load-time copies, e.g. requant-then-shard"
+    return "the draft's own embedding/lm_head freed: it shares the target's"
 
 
 def _usage_term(chain: Chain, load: Load) -> str:

@@ -17,7 +17,14 @@ from memledger.engine.roles import TARGET
 from memledger.events import Event, EventKind
 from memledger.ledger_model import LOG_PARAM_PREFIX
 from memledger.model_config import ModelDims
-from memledger.sglang.versions import EXTRA_SLOTS, format_version
+from memledger.sglang.versions import (
+    EXTRA_SLOTS,
+    GLOBAL_REQ_ROWS,
+    REQ_PADDING_ROW,
+    format_ceiling,
+    format_version,
+    holds,
+)
 from memledger.units import GIB
 
 
@@ -29,6 +36,8 @@ class Variables:
     sources: dict[str, Event] = field(default_factory=dict)
     format_version: int = 0
     """A lower bound of the SGLang release the log's formats imply (0 = unknown)."""
+    format_ceiling: int = 0
+    """The first release the log's formats predate (an exclusive upper bound; 0 = unknown)."""
 
     def log(self, name: str, default: Any = None) -> Any:
         return self.values.get(LOG_PARAM_PREFIX + name, default)
@@ -119,6 +128,26 @@ def _max_running_requests(r: Reading) -> Found:
     return per_dp, r.args_event
 
 
+def _max_running_requests_global(r: Reading) -> Found:
+    """The whole server's --max-running-requests (what releases < 0.5.10 sized req_to_token by)."""
+    user = _positive_int(r.chain.args.get("max_running_requests"))
+    if user is not None:
+        return user, r.args_event
+    per_dp = r.found.log("max_running_requests")
+    if not isinstance(per_dp, int):
+        return None
+    dp = r.found.log("dp_size", 1) if r.chain.args.get("enable_dp_attention") else 1
+    return per_dp * dp, r.found.sources.get(LOG_PARAM_PREFIX + "max_running_requests")
+
+
+def _table_requests(r: Reading) -> int | None:
+    """The request count the req_to_token pool was sized by, at this log's release."""
+    found = r.found
+    known_old = holds(GLOBAL_REQ_ROWS, found.format_version, found.format_ceiling)
+    value = found.log("max_running_requests_global" if known_old else "max_running_requests")
+    return value if isinstance(value, int) else None
+
+
 def _extra_slots(r: Reading) -> Found:
     """PD decode's pre-allocated request slots (0 on other servers)."""
     args = r.chain.args
@@ -127,10 +156,10 @@ def _extra_slots(r: Reading) -> Found:
     given = args.get("disaggregation_decode_extra_slots")
     if isinstance(given, int) and not isinstance(given, bool):
         return given, r.args_event
-    per_dp_reqs = r.found.log("max_running_requests")
-    if not isinstance(per_dp_reqs, int):
+    reqs = _table_requests(r)
+    if reqs is None:
         return None
-    extra = 2 * per_dp_reqs if per_dp_reqs <= 32 else 0
+    extra = 2 * reqs if reqs <= 32 else 0
     r.audit.note(
         f"PD decode pre-allocated slots not in server_args: assumed {extra} "
         f"({EXTRA_SLOTS.what}, the rule before {EXTRA_SLOTS.replaced_in})"
@@ -138,11 +167,17 @@ def _extra_slots(r: Reading) -> Found:
     return extra, r.args_event
 
 
+def _req_padding(r: Reading) -> Found:
+    return (1 if holds(REQ_PADDING_ROW, r.found.format_version) else 0), None
+
+
 def _slots(r: Reading) -> Found:
-    reqs, extra = r.found.log("max_running_requests"), r.found.log("extra_slots")
-    if not isinstance(reqs, int) or extra is None:
+    """The req_to_token rows: requests (global or per DP by release) + extra + padding row."""
+    reqs, extra = _table_requests(r), r.found.log("extra_slots")
+    if reqs is None or extra is None:
         return None
-    return reqs + extra + 1, r.found.sources.get(LOG_PARAM_PREFIX + "max_running_requests")
+    rows = reqs + extra + r.found.log("req_padding", 0)
+    return rows, r.found.sources.get(LOG_PARAM_PREFIX + "max_running_requests")
 
 
 def _kv_tokens(r: Reading) -> Found:
@@ -152,6 +187,12 @@ def _kv_tokens(r: Reading) -> Found:
         return tokens, kv_event
     total = r.summary_value("max_total_num_tokens")
     return (total, r.summary) if isinstance(total, int) else None
+
+
+def _kv_line(r: Reading) -> Found:
+    """1 when the log printed a `KV Cache is allocated` line (0.4.2+), else not given."""
+    line = r.first(EventKind.KV_ALLOCATED)
+    return None if line is None else (1, line)
 
 
 def _max_total_num_tokens(r: Reading) -> Found:
@@ -192,6 +233,7 @@ def _format_version(r: Reading) -> Found:
 
 
 LOG_INPUTS: tuple[LogInput, ...] = (
+    LogInput("format_version", _format_version),
     LogInput("dp_size", _dp_size),
     LogInput("tp_size", _tp_size),
     LogInput("dcp_size", _dcp_size),
@@ -206,16 +248,22 @@ LOG_INPUTS: tuple[LogInput, ...] = (
         _max_running_requests,
         "no summary line and no max_running_requests in server_args",
     ),
+    LogInput(
+        "max_running_requests_global",
+        _max_running_requests_global,
+        "no summary line and no max_running_requests in server_args",
+    ),
     LogInput("extra_slots", _extra_slots, "PD decode slots unknown"),
+    LogInput("req_padding", _req_padding),
     LogInput("slots", _slots, "max_running_requests unknown"),
     LogInput("kv_tokens", _kv_tokens, "no KV #tokens and no max_total_num_tokens in the log"),
     LogInput("max_total_num_tokens", _max_total_num_tokens),
+    LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),
     LogInput("dspark_slots_per_req", _slot_map("slots_per_req")),
     LogInput("dspark_multiplier", _slot_map("multiplier")),
     LogInput("load_begin_avail_bytes", _load_begin_avail(False), "no load-begin avail reading"),
     LogInput("load_begin_avail_gib", _load_begin_avail(True), "no load-begin avail reading"),
-    LogInput("format_version", _format_version),
 )
 """Every `log.*` name a formula may use, in the order they are read."""
 
@@ -225,6 +273,7 @@ _MISSING = {LOG_PARAM_PREFIX + entry.name: entry.missing for entry in LOG_INPUTS
 def collect(chain: Chain, model: ModelDims | None, audit: Audit) -> Variables:
     """`args.*`, `log.*` and `model.*` names for formulas, with the line each came from."""
     found = Variables(values={f"args.{key}": value for key, value in chain.args.items()})
+    found.format_ceiling = format_ceiling(chain.events)
     args_event = next((e for e in chain.events if e.kind == EventKind.SERVER_ARGS), None)
     if args_event is not None:
         for key in chain.args:
@@ -240,7 +289,8 @@ def collect(chain: Chain, model: ModelDims | None, audit: Audit) -> Variables:
         found.values[LOG_PARAM_PREFIX + entry.name] = value
         if source is not None:
             found.sources[LOG_PARAM_PREFIX + entry.name] = source
-    found.format_version = found.log("format_version", 0)
+        if entry.name == "format_version":
+            found.format_version = value
     return found
 
 

@@ -31,7 +31,7 @@ PARAMETER_KEYS = re.compile(
     r"|disaggregation_mode|disaggregation_decode_extra_slots|speculative_algorithm"
     r"|speculative_num_draft_tokens|speculative_num_steps|speculative_eagle_topk"
     r"|speculative_\w*block_size|speculative_draft_model_path|moe_a2a_backend|deepep_mode"
-    r"|moe_runner_backend|model_path|device|nnodes)$"
+    r"|moe_runner_backend|model_path|device|nnodes|cpu_offload_gb)$"
 )
 """The server_args keys a ledger copies into `parameters` (memory-relevant ones, for diffs)."""
 
@@ -153,6 +153,36 @@ LINE_ROWS: dict[EventKind, tuple[LineRow, ...]] = {
     ),
 }
 """Lines whose sizes become rows as they are (`memledger.engine.lines` reads them)."""
+
+
+@dataclass(frozen=True)
+class PlatformWords:
+    """What a platform calls the things rows are about (labels only; row ids stay)."""
+
+    graphs: str
+    collectives: str
+
+
+PLATFORM_WORDS: dict[str, PlatformWords] = {
+    "cuda": PlatformWords("CUDA graphs", "NCCL"),
+    # torch_npu captures ACL graphs ("NPU graph" in SGLang's lines); collectives are HCCL.
+    "ascend": PlatformWords("NPU graphs", "HCCL"),
+    # ROCm: torch.cuda graphs are HIP graphs, collectives RCCL.
+    "rocm": PlatformWords("HIP graphs", "RCCL"),
+}
+
+
+def platform_of(args: dict[str, object], oom_devices: set[str]) -> str:
+    """`ascend` (--device npu), `rocm` (HIP OOM text, aiter backends) or `cuda`."""
+    if args.get("device") == "npu":
+        return "ascend"
+    if (
+        "HIP" in oom_devices
+        or args.get("attention_backend") == "aiter"
+        or args.get("enable_aiter_allreduce_fusion") is True
+    ):
+        return "rocm"
+    return "cuda"
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,13 @@ def _always(_: Event) -> bool:
     return True
 
 
+def _device_in_capitals(event: Event) -> bool:
+    """0.5.14+ writes the graph's device word in capitals (`draft extend CUDA graph`, `NPU
+    graph`); 0.4.7-0.5.13 already printed `Capture draft extend cuda graph begin.`"""
+    words = str(event.values.get("graph") or "").split()
+    return any(word.isupper() and len(word) > 1 for word in words[:-1])
+
+
 FORMAT_MARKS: tuple[FormatMark, ...] = (
     FormatMark(
         _kinds(EventKind.MEMORY_BASELINE),
@@ -107,7 +114,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
     FormatMark(
         _CAPTURE,
         "0.5.14",
-        lambda e: e.values.get("role_named") is True,
+        lambda e: e.values.get("role_named") is True and _device_in_capitals(e),
         "model_executor/model_runner.py : ModelRunner.init_decode_cuda_graph",
         "`Capture {target|draft} {decode|verify|prefill|extend} CUDA graph ...`",
     ),
@@ -177,6 +184,37 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
 )
 
 
+CEILING_MARKS: tuple[FormatMark, ...] = (
+    FormatMark(
+        _kinds(EventKind.LOAD_END),
+        "0.5.9",
+        lambda e: e.size("usage") is not None and e.values.get("elapsed") is None,
+        "model_executor/model_runner.py : ModelRunner.load_model",
+        "`Load weight end. type=...` without `elapsed=` (0.5.9 added it first)",
+    ),
+    FormatMark(
+        _kinds(EventKind.DIST_INIT_END),
+        "0.5.9",
+        lambda e: e.size("usage") is not None and e.values.get("elapsed") is None,
+        "model_executor/model_runner.py : ModelRunner.init_torch_distributed",
+        "`Init torch distributed ends. mem usage=...` without `elapsed=`",
+    ),
+)
+"""Formats that later releases stopped printing: `release` is the first release without it."""
+
+
+def format_ceiling(events: Iterable[Event]) -> int:
+    """The first release whose formats these lines predate (0 = not known): an exclusive upper
+    bound of the release that wrote the log."""
+    found = 0
+    for event in events:
+        for mark in CEILING_MARKS:
+            if event.kind in mark.kinds and mark.matches(event):
+                code = version_code(mark.release)
+                found = code if found == 0 else min(found, code)
+    return found
+
+
 def format_version(events: Iterable[Event]) -> int:
     """A lower bound of the SGLang release whose log formats these lines use (0 = unknown)."""
     found = 0
@@ -232,4 +270,45 @@ MEMORY_BASELINE = VersionRule(
 )
 """From 0.5.21 the distributed-init cost is no longer logged."""
 
-RULES: tuple[VersionRule, ...] = (EXTRA_SLOTS, SWA_ORDER, MEMORY_BASELINE)
+GLOBAL_REQ_ROWS = VersionRule(
+    "req_to_token_global_rows",
+    "< 0.5.10",
+    "model_executor/model_runner_kv_cache_mixin.py : init_memory_pool (max_num_reqs)",
+    "the req_to_token pool has the global --max-running-requests rows; only the printed value "
+    "is per DP (model_runner.py prints max_running_requests // dp_size)",
+    replaced_in="0.5.10",
+)
+"""v0.5.2 model_runner.py:378-382, v0.5.8 model_runner_kv_cache_mixin.py:253, v0.5.9 :340;
+per DP from v0.5.10 :849. Known to hold only when the formats bound the release below 0.5.10."""
+
+REQ_PADDING_ROW = VersionRule(
+    "req_to_token_padding_row",
+    ">= 0.5.11",
+    "mem_cache/memory_pool.py : ReqToTokenPool.__init__ (size + 1)",
+    "one padding row (row 0) on top of the request slots",
+)
+"""v0.5.11 mem_cache/memory_pool.py:150. In 0.3.2-0.4.6 the pool also had max_num_reqs + 1 rows,
+but the printed max_running_requests already is the pool size (v0.4.1 tp_worker.py:92-98)."""
+
+RULES: tuple[VersionRule, ...] = (
+    EXTRA_SLOTS,
+    SWA_ORDER,
+    MEMORY_BASELINE,
+    GLOBAL_REQ_ROWS,
+    REQ_PADDING_ROW,
+)
+
+
+def holds(rule: VersionRule, lower: int, ceiling: int = 0) -> bool:
+    """Whether the log's release is known to be in the rule's range: `lower` is the formats'
+    lower bound (`format_version`), `ceiling` their exclusive upper bound (0 = unknown)."""
+    for bound in rule.releases.split(","):
+        operator, release = bound.split()
+        limit = version_code(release)
+        if operator == ">=" and not 0 < limit <= lower:
+            return False
+        if operator == "<" and not 0 < ceiling <= limit:
+            return False
+        if operator == "<=" and not 0 < ceiling <= limit + 1:
+            return False
+    return True

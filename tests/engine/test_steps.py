@@ -62,9 +62,21 @@ def test_format_version_is_the_highest_release_any_line_implies() -> None:
         "Capture target decode CUDA graph begin.",
         role="target",
         phase="decode",
+        graph="target decode CUDA graph",
         graph_named=True,
         role_named=True,
     )
+    # 0.4.7-0.5.13 already printed `Capture draft extend cuda graph begin.` (lower-case device)
+    old_extend = _event(
+        EventKind.CAPTURE_BEGIN,
+        "Capture draft extend cuda graph begin.",
+        role="draft",
+        phase="extend",
+        graph="draft extend cuda graph",
+        graph_named=True,
+        role_named=True,
+    )
+    assert version_text(format_version([old_extend])) == "unknown"
     load_end = _event(EventKind.LOAD_END, "Load weight end.", elapsed=1.0)
     assert version_text(format_version([load_end])) == "0.5.10"
     assert version_text(format_version([load_end, new_capture])) == "0.5.14"
