@@ -91,6 +91,7 @@ def build_ledger(
             audit,
             released=release is not None,
             unknown_rows=unknown,
+            usable=usable,
         )
         placed += [(carve, span.key) for carve in carves]
         intervals.append(assemble.interval(span, carves, usages.get(span.key)))

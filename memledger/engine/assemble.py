@@ -40,6 +40,7 @@ def span_rows(
     *,
     released: bool,
     unknown_rows: frozenset[str] = frozenset(),
+    usable: int | None = None,
 ) -> list[Carve]:
     """A span's rows in order (its own load/graph rows first), then its residual row.
 
@@ -53,7 +54,7 @@ def span_rows(
     if residual == 0 and (released or span.closing is not None):
         return carves
     error = span.error + sum(carve.error for carve in carves if carve.in_partition)
-    hint = hint_for(span.end.event.kind, residual, unknown_rows)
+    hint = hint_for(span.end.event.kind, residual, unknown_rows, usable)
     audit.use_number(span.start.event, "avail", span.start.avail)
     audit.use_number(span.end.event, "avail", span.end.avail)
     residual_row = Carve(

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from memledger.events import EventKind
 
 HINT_THRESHOLD_BYTES = (1 << 30) // 10
-"""0.1 GiB: residuals below it are printing noise, never hinted."""
+"""0.1 GiB: residuals below it (and below `HINT_THRESHOLD_SHARE` of usable) are not hinted."""
+
+HINT_THRESHOLD_SHARE = 0.005
+"""0.5 % of usable memory: on a small GPU a residual under 0.1 GiB can still matter."""
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,12 @@ HINTS: tuple[ResidualHint, ...] = (
 )
 
 
-def hint_for(end_kind: EventKind, residual: int, unknown_rows: frozenset[str]) -> str | None:
+def hint_for(
+    end_kind: EventKind, residual: int, unknown_rows: frozenset[str], usable: int | None
+) -> str | None:
     """The hint for a residual of this size at this interval, or None when it is noise."""
-    if abs(residual) <= HINT_THRESHOLD_BYTES:
+    share = abs(residual) / usable if usable else 0.0
+    if abs(residual) <= HINT_THRESHOLD_BYTES and share <= HINT_THRESHOLD_SHARE:
         return None
     for hint in HINTS:
         if hint.negative != (residual < 0):
