@@ -67,7 +67,8 @@ def summarise(
         )
     elif isinstance(slots, int) and isinstance(mamba_slots, int) and mamba_slots + 1 != slots:
         audit.note(
-            f"slots {slots} (max_running_requests + extra + 1) differ from the Mamba pool's "
+            f"slots {slots} (the req_to_token rows: requests + extra + padding) differ from the "
+            "Mamba pool's "
             f"max_mamba_cache_size {mamba_slots} + 1"
         )
     # Per-slot state divides by the state pool's own slots (K + 1 padding slot) when the

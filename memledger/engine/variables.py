@@ -255,7 +255,11 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     ),
     LogInput("extra_slots", _extra_slots, "PD decode slots unknown"),
     LogInput("req_padding", _req_padding),
-    LogInput("slots", _slots, "max_running_requests unknown"),
+    LogInput(
+        "slots",
+        _slots,
+        "max_running_requests unknown: no summary line and none in server_args",
+    ),
     LogInput("kv_tokens", _kv_tokens, "no KV #tokens and no max_total_num_tokens in the log"),
     LogInput("max_total_num_tokens", _max_total_num_tokens),
     LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
