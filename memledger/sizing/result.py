@@ -69,11 +69,16 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
             f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the Ascend pool's "
             "bytes per token differ from the KV line's; the NPU sizing is not modelled"
         )
-    if inputs.mamba is not None:
+    a = inputs.budget_avail
+    if a is not None and pred.cell_bytes and pred.slack_bytes is not None:
+        implied = logged * pred.cell_bytes + (pred.state_bytes or 0) + pred.slack_bytes
+        gap = (a.bytes - implied) / GIB
         return (
-            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the state-slot "
-            f"accounting of release {inputs.version.text} is not reproduced from the printed "
-            "state sizes"
+            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the logged pool "
+            f"fits only if {abs(gap):.2f} GiB {'less' if gap > 0 else 'more'} was free when "
+            "SGLang sized it than the load-end "
+            f"reading (line {a.line}) shows: memory taken in between, or a rule of release "
+            f"{inputs.version.text} this model lacks"
         )
     return (
         f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %), outside the printing "
