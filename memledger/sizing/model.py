@@ -247,11 +247,17 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
         )
     )
     if mfs is None:
+        why = (
+            "mem_fraction_static is not in the log, and SGLang's default depends on the GPU "
+            "capacity, which the log does not print"
+        )
+        if settings.gpu_memory_mib is not None:
+            why = (
+                f"SGLang's mem_fraction_static default is modelled for 0.5.3 - 0.5.13 only; "
+                f"this log's release is {inputs.version.text}"
+            )
         return Prediction(
-            missing=(
-                "mem_fraction_static is not in the log, and SGLang's default depends on the GPU "
-                "capacity, which the log does not print"
-            ),
+            missing=why,
             terms=terms,
             notes=notes,
         )

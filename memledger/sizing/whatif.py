@@ -278,6 +278,10 @@ def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]
             "max_running_requests moves no pool of this log: no state slots, and the request "
             "table is sized without it"
         )
+    if "gpu_memory_mib" in typed and base.mem_fraction_static is not None:
+        notes.append(
+            "gpu_memory_mib only matters when mem_fraction_static is not given; this log gives it"
+        )
     if (pb.req_to_token_bytes is None) != (pn.req_to_token_bytes is None):
         notes.append(
             "the request table is known under one of the two settings only (context length or "
