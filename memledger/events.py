@@ -192,6 +192,10 @@ class Startup(BaseModel):
     unrecognised: list[UnrecognisedLine] = Field(default_factory=list)
     unrecognised_count: int = 0
     """May exceed len(unrecognised): the list is capped, the count is not."""
+    skipped: list[UnrecognisedLine] = Field(default_factory=list)
+    """Memory-looking lines that were not read, each with why (a bare line in a prefixed log)."""
+    skipped_count: int = 0
+    """May exceed len(skipped): the list is capped, the count is not."""
     ranks: list[RankInfo] = Field(default_factory=list)
 
 
@@ -209,3 +213,6 @@ class ParsedLog(BaseModel):
     startup: Startup
     invalid_utf8_bytes: int = 0
     """Bytes that were not valid UTF-8 and were replaced."""
+    notes: list[str] = Field(default_factory=list)
+    """How the input was read where the default rules did not apply: `no SGLang prefix: read N
+    pasted lines`, `no rank 0 in this input: read TP3, the only rank present`."""

@@ -30,6 +30,10 @@ class Coverage(BaseModel):
 
     count: int
     listed: list[UnrecognisedLine]
+    skipped_count: int = 0
+    """Memory-looking lines that were not read (bare lines of a prefixed input)."""
+    skipped: list[UnrecognisedLine] = []
+    """The first of them, each with why."""
 
 
 class ParseDocument(BaseModel):
@@ -52,6 +56,8 @@ class ParseDocument(BaseModel):
     server_args: dict[str, ParamValue]
     coverage: Coverage
     ranks: list[RankInfo]
+    notes: list[str] = []
+    """How the input was read where the default rules did not apply (see ParsedLog.notes)."""
 
 
 def parse_document(parsed: ParsedLog) -> ParseDocument:
@@ -72,6 +78,12 @@ def parse_document(parsed: ParsedLog) -> ParseDocument:
         facts=facts_of(parsed),
         events=startup.events,
         server_args=startup.server_args,
-        coverage=Coverage(count=startup.unrecognised_count, listed=startup.unrecognised),
+        coverage=Coverage(
+            count=startup.unrecognised_count,
+            listed=startup.unrecognised,
+            skipped_count=startup.skipped_count,
+            skipped=startup.skipped,
+        ),
         ranks=startup.ranks,
+        notes=parsed.notes,
     )

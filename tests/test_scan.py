@@ -32,7 +32,7 @@ from memledger.input.scan import (
     aligned_reader,
     scan_lines,
 )
-from memledger.sglang.lines import PREFILTER_WORDS
+from memledger.sglang.lines import MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 from tests.conftest import REAL_LOGS, real_log_paths
 
 Found = list[tuple[int, bytes]]
@@ -42,7 +42,8 @@ HAVE_GREP = shutil.which("grep") is not None
 
 def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[Found, int]:
     """(candidates, number of physical lines): a line is kept when it holds a keyword (or `out of
-    memory` in any case) and no serving-time marker."""
+    memory` or a memory-looking word in any case) and is not a serving-time line alone (a marker
+    and no second `[`: a line glued to another SGLang line is kept, security review F11)."""
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()  # the newline ends the last line; it does not start another
@@ -50,8 +51,11 @@ def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[
     found = [
         (number, line)
         for number, line in enumerate(lines, 1)
-        if not any(marker in line for marker in BORING_LINES)
-        and (any(word in line for word in words) or b"out of memory" in line.lower())
+        if not (any(marker in line for marker in BORING_LINES) and line.count(b"[") <= 1)
+        and (
+            any(word in line for word in words)
+            or any(w.encode() in line.lower() for w in ("out of memory", *MEMORY_WORDS_ANY_CASE))
+        )
     ]
     return found, len(lines)
 

@@ -44,6 +44,8 @@ def build_ledger(
 ) -> Ledger:
     """The account of the selected rank of the selected startup (pure; never raises on data)."""
     audit = Audit()
+    for note in parsed.notes:  # how the input was read (a paste, no rank 0)
+        audit.note(note)
     _note_unrecognised(parsed.startup, audit)
     # 1. Checkpoints, roles and spans; rows logged before the first reading; usable memory.
     steps = chain.build_chain(parsed.path, parsed.startup, audit)

@@ -29,20 +29,25 @@ from memledger.events import (
 )
 from memledger.input.error_texts import ErrorReading, ErrorTextReader
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
+from memledger.input.logical import LogicalLine, split_physical_line
+from memledger.input.pasted import tidy_pasted
+from memledger.input.ranks import (
+    RankSelection,
+    rank_key_values,
+    rank_sort_key,
+    select_rank,
+)
 from memledger.input.reader import (
     ByteSource,
-    LogicalLine,
     OpenedLog,
     ReadStats,
     decode_line,
     iter_candidate_lines,
     open_log,
-    split_physical_line,
 )
 from memledger.input.server_args import parse_server_args
 from memledger.input.transform import LineParse
-from memledger.sglang.lines import KNOWN_HEAD_RE
-from memledger.units import GIB
+from memledger.sglang.lines import KNOWN_HEAD_RE, MEMORY_LOOKING_RE
 
 MAX_PARSE_CHARS = 4096
 """Messages longer than this are no SGLang memory line (server_args is parsed separately)."""
@@ -67,10 +72,6 @@ CRASH_RE = re.compile(
 )
 EXIT_CODE_RE = re.compile(r"Exit code:\s*(-?\d+)")
 READY_TEXT = "The server is fired up and ready to roll"
-MEMORY_LOOKING_RE = re.compile(
-    r"\d\s*(?:GB|GiB|MB|MiB|KB|KiB|bytes)\b|(?i:avail|mem usage|size|capacity)"
-)
-_INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
 _ERROR_KINDS = frozenset(
     {EventKind.OOM_MESSAGE, EventKind.KV_REFUSAL, EventKind.TRACEBACK, EventKind.PROCESS_EXIT}
 )
@@ -82,20 +83,6 @@ _BARE_RANK0 = frozenset({EventKind.CAPTURE_PROGRESS, EventKind.SUMMARY})
 _PROGRESS_EVERY = 64 << 20
 
 
-def is_rank0_tag(tag: str) -> bool:
-    """README rule: tags contain TP0 and every tag has index 0, or `gpu_id=0`."""
-    if tag.startswith("gpu"):
-        return tag.split("=", 1)[-1] == "0"
-    parts = tag.split()
-    if "TP0" not in parts:
-        return False
-    for part in parts:
-        match = _INDEXED_TAG_RE.fullmatch(part)
-        if match is None or int(match.group(1)) != 0:
-            return False
-    return True
-
-
 @dataclass
 class _Stored:
     """A recognised line of any rank, with what selection needs."""
@@ -103,6 +90,8 @@ class _Stored:
     event: Event
     prefixed: bool
     segment: int
+    pasted: bool = False
+    """Read from a bare line while no line had shown a prefix (kept only if none ever does)."""
 
 
 @dataclass
@@ -139,6 +128,12 @@ class _Collector:
     last_progress_desc: tuple[int, str] | None = None
     kept_per_kind: dict[tuple[int, str, str], int] = field(default_factory=dict)
     errors: ErrorTextReader = field(default_factory=ErrorTextReader)
+    pasted_lines: int = 0
+    """Bare lines read while no line had a prefix (the input may be a paste)."""
+    pasted_init_lines: list[tuple[int, str, bool]] = field(default_factory=list)
+    pasted_unrecognised: _Bucket = field(default_factory=_Bucket)
+    skipped: dict[int, _Bucket] = field(default_factory=dict)
+    """Memory-looking lines not read, with why (bare lines of a prefixed log), per segment."""
 
     @property
     def segment(self) -> int:
@@ -183,8 +178,11 @@ class _Collector:
             )
             self.stored.append(_Stored(event, bool(reading.rank), self.segment))
 
-    def add_unrecognised(self, logical: LogicalLine, reason: str) -> None:
-        bucket = self.coverage.setdefault((self.segment, logical.rank), _Bucket())
+    def add_unrecognised(
+        self, logical: LogicalLine, reason: str, bucket: _Bucket | None = None
+    ) -> None:
+        if bucket is None:
+            bucket = self.coverage.setdefault((self.segment, logical.rank), _Bucket())
         bucket.count += 1
         if len(bucket.lines) < _PER_BUCKET_CAP:
             bucket.lines.append(
@@ -267,24 +265,57 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
     outcome = _outcome_kind(text)
     if outcome is not None:
         out.add_evidence(outcome[0], logical, outcome[1])
-    out.add_errors(out.errors.feed(logical.line, text, logical.rank, logical.prefixed))
+    readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed)
+    out.add_errors(readings)
 
     if not logical.prefixed and not (
         text.startswith("Capturing") or text.startswith("max_total_num_tokens=")
     ):
+        if out.saw_prefix:
+            if MEMORY_LOOKING_RE.search(text):
+                out.add_unrecognised(
+                    logical, SKIPPED_BARE, out.skipped.setdefault(out.segment, _Bucket())
+                )
+            return
+        parsed = _parse_pasted(logical, grammar, out)
+        if parsed is not None or outcome is not None or readings:
+            out.pasted_lines += 1
+        if parsed is not None:
+            _store(logical, tidy_pasted(text), parsed, out, pasted=True)
         return
     message = _progress_message(text) if text.startswith("Capturing") else text
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:
         if logical.prefixed and MEMORY_LOOKING_RE.search(text):
-            if len(message) > MAX_PARSE_CHARS:
-                reason = f"too long to parse ({len(message)} characters)"
-            elif KNOWN_HEAD_RE.match(text):
-                reason = "malformed: a known line shape that does not parse"
-            else:
-                reason = "unrecognised"
-            out.add_unrecognised(logical, reason)
+            out.add_unrecognised(logical, _why_not_parsed(message))
         return
+    _store(logical, message, parsed, out, pasted=False)
+
+
+SKIPPED_BARE = "skipped: no SGLang prefix (the input's other lines have one)"
+
+
+def _why_not_parsed(message: str) -> str:
+    if len(message) > MAX_PARSE_CHARS:
+        return f"too long to parse ({len(message)} characters)"
+    if KNOWN_HEAD_RE.match(message):
+        return "malformed: a known line shape that does not parse"
+    return "unrecognised"
+
+
+def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> LineParse | None:
+    """A bare line of an input without prefixes, read as the message it holds (input/pasted)."""
+    message = tidy_pasted(logical.text)
+    parsed = grammar.parse(message) if 0 < len(message) <= MAX_PARSE_CHARS else None
+    if parsed is None and MEMORY_LOOKING_RE.search(logical.text):
+        out.add_unrecognised(logical, _why_not_parsed(message), out.pasted_unrecognised)
+    return parsed
+
+
+def _store(
+    logical: LogicalLine, message: str, parsed: LineParse, out: _Collector, *, pasted: bool
+) -> None:
+    """Keep a recognised line (bounded per kind), with its startup and evidence bookkeeping."""
     if parsed.kind is EventKind.CAPTURE_PROGRESS:
         # one event per description change (tqdm repeats the same description per update)
         desc = (logical.line, message)
@@ -296,109 +327,48 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
         "torch_distributed",
         "nccl",
     ):
-        out.mark(logical.line)
-        out.init_lines.append((logical.line, logical.rank, logical.prefixed))
+        if pasted:  # a startup marker only if the whole input turns out to be a paste
+            out.pasted_init_lines.append((logical.line, logical.rank, True))
+        else:
+            out.mark(logical.line)
+            out.init_lines.append((logical.line, logical.rank, logical.prefixed))
     if parsed.kind is EventKind.SUMMARY:
         out.add_evidence(EventKind.SUMMARY, logical, "max_total_num_tokens=")
-    if parsed.problems and logical.prefixed:
-        out.add_unrecognised(logical, "malformed: " + "; ".join(parsed.problems))
+    coverage = out.pasted_unrecognised if pasted else None
+    if parsed.problems and (logical.prefixed or pasted):
+        out.add_unrecognised(logical, "malformed: " + "; ".join(parsed.problems), coverage)
     kept_key = (out.segment, logical.rank, parsed.kind.value)
     kept = out.kept_per_kind.get(kept_key, 0)
     if kept >= EVENTS_PER_KIND_CAP:
         out.add_unrecognised(
-            logical, f"not kept: more than {EVENTS_PER_KIND_CAP} {parsed.kind} lines"
+            logical, f"not kept: more than {EVENTS_PER_KIND_CAP} {parsed.kind} lines", coverage
         )
         return
     out.kept_per_kind[kept_key] = kept + 1
-    out.stored.append(_Stored(_event(parsed.kind, logical, parsed), logical.prefixed, out.segment))
+    event = _event(parsed.kind, logical, parsed)
+    out.stored.append(_Stored(event, logical.prefixed or pasted, out.segment, pasted))
 
 
-@dataclass(frozen=True)
-class _Selection:
-    tags: frozenset[str]
-    label: str
-    rank0: bool
-
-
-def _select_rank(spec: str | None, tags_first_line: dict[str, int]) -> _Selection:
-    seen = sorted(tags_first_line, key=lambda t: tags_first_line[t])
-    tagged = [t for t in seen if t]
-    if spec is None:
-        if not tagged:
-            return _Selection(frozenset({""}), "", True)
-        rank0 = [t for t in tagged if is_rank0_tag(t)]
-        return _Selection(frozenset(rank0), rank0[0] if rank0 else "", True)
-    wanted = spec.split()
-    wanted_set = set(wanted)
-    exact = [t for t in seen if set(t.split()) == wanted_set]
-    candidates = exact or [t for t in tagged if wanted_set <= set(t.split())]
-    if len(candidates) == 1:
-        tag = candidates[0]
-        return _Selection(frozenset({tag}), tag, is_rank0_tag(tag) or not tagged)
-    in_rank_order = sorted(tagged, key=_natural_key)
-    shown = ", ".join(repr(t) for t in in_rank_order[:12]) + (" ..." if len(tagged) > 12 else "")
-    if not candidates:
-        raise SelectionError(
-            f"rank {spec!r} does not occur in this log (ranks seen: {shown or 'none'})"
-        )
-    listed = ", ".join(repr(t) for t in candidates[:12])
-    raise SelectionError(f"rank {spec!r} is ambiguous: matches {listed}; give the full tag")
-
-
-def _natural_key(tag: str) -> list[int | str]:
-    """`DP2 TP10` after `DP2 TP9`: digits compare as numbers."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", tag)]
-
-
-def _startup_starts(collector: _Collector, any_tag: bool) -> list[int]:
+def _startup_starts(collector: _Collector, selection: RankSelection, any_tag: bool) -> list[int]:
     if collector.server_args_lines:
         return sorted(set(collector.server_args_lines))
     starts = [
         line
         for line, tag, prefixed in collector.init_lines
-        if prefixed and (is_rank0_tag(tag) if any_tag else True)
+        if prefixed and selection.leads(tag, any_tag)
     ]
     return sorted(set(starts)) or [1]
 
 
-def _rank_key_values(events: list[Event]) -> dict[str, float | int | None]:
-    def first(kind: EventKind, key: str, nth: int = 0) -> float | None:
-        found = [e for e in events if e.kind is kind and key in e.sizes]
-        return round(found[nth].sizes[key].bytes / GIB, 4) if len(found) > nth else None
-
-    kv_events = [e for e in events if e.kind is EventKind.KV_ALLOCATED]
-    kv_gib: float | None = None
-    tokens: int | None = None
-    if kv_events:
-        sizes = kv_events[0].sizes
-        total = sum(sizes[k].bytes for k in ("k", "v", "kv") if k in sizes)
-        kv_gib = round(total / GIB, 4) if sizes else None
-        raw_tokens = kv_events[0].values.get("tokens")
-        tokens = raw_tokens if isinstance(raw_tokens, int) else None
-    return {
-        "load_begin_avail": first(EventKind.LOAD_BEGIN, "avail"),
-        "load_end_avail": first(EventKind.LOAD_END, "avail"),
-        "load_end_usage": first(EventKind.LOAD_END, "usage"),
-        "kv_tokens": tokens,
-        "kv_gib": kv_gib,
-        "mempool_end_avail": first(EventKind.MEMORY_POOL_END, "avail"),
-        "capture_end_usage": first(EventKind.CAPTURE_END, "usage"),
-        "capture_end_avail": first(EventKind.CAPTURE_END, "avail"),
-    }
-
-
 def _outcome(
-    collector: _Collector, lo: int, hi: int, any_tag: bool
+    collector: _Collector, lo: int, hi: int, selection: RankSelection, any_tag: bool
 ) -> tuple[str, int | None, str, list[Event]]:
     evidence = [e for e in collector.evidence if lo <= e.line <= hi]
     ready_like = [
         e
         for e in evidence
         if e.kind is EventKind.READY
-        or (
-            e.kind is EventKind.SUMMARY
-            and (not e.prefixed or (is_rank0_tag(e.rank) if any_tag else True))
-        )
+        or (e.kind is EventKind.SUMMARY and (not e.prefixed or selection.leads(e.rank, any_tag)))
     ]
     outcome_events: list[Event] = []
     decided: tuple[str, int | None, str] = ("truncated", None, "")
@@ -494,6 +464,7 @@ def parse_log(
         finally:
             meter.finish()
     collector.add_errors(collector.errors.finish())
+    notes = _settle_pasted(collector)
 
     if not collector.saw_prefix and not collector.stored:
         raise InputError(
@@ -502,10 +473,12 @@ def parse_log(
 
     any_tag = any(tag for tag in collector.tags_first_line)
     try:
-        selection = _select_rank(rank, collector.tags_first_line)
+        selection = select_rank(rank, collector.tags_first_line)
     except SelectionError as exc:
         raise SelectionError(exc.message, path=display) from None
-    starts = _startup_starts(collector, any_tag)
+    if selection.note:
+        notes.append(selection.note)
+    starts = _startup_starts(collector, selection, any_tag)
     n_startups = len(starts)
     if startup is None:
         index = n_startups - 1
@@ -530,7 +503,9 @@ def parse_log(
 
     in_range = [s for s in collector.stored if lo <= s.event.line <= hi]
     events = [s.event for s in in_range if selected(s)]
-    outcome, outcome_line, outcome_text, outcome_events = _outcome(collector, lo, hi, any_tag)
+    outcome, outcome_line, outcome_text, outcome_events = _outcome(
+        collector, lo, hi, selection, any_tag
+    )
     events = sorted(events + outcome_events, key=lambda e: e.line)
 
     server_args: dict[str, ParamValue] = {}
@@ -551,14 +526,21 @@ def parse_log(
             unrecognised_count += 1
             unrecognised.append(problem)
     unrecognised.sort(key=lambda u: u.line)
+    skipped: list[UnrecognisedLine] = []
+    skipped_count = 0
+    for bucket in collector.skipped.values():
+        if bucket.lines and lo <= bucket.lines[0].line <= hi:
+            skipped_count += bucket.count
+            skipped.extend(bucket.lines)
+    skipped.sort(key=lambda u: u.line)
 
     ranks: dict[str, list[Event]] = {}
     for item in in_range:
         if item.prefixed and item.event.kind not in _RANK_AGNOSTIC:
             ranks.setdefault(item.event.rank, []).append(item.event)
     rank_infos = [
-        RankInfo(rank=tag, n_events=len(tag_events), key_values=_rank_key_values(tag_events))
-        for tag, tag_events in sorted(ranks.items(), key=lambda kv: _rank_sort_key(kv[0]))
+        RankInfo(rank=tag, n_events=len(tag_events), key_values=rank_key_values(tag_events))
+        for tag, tag_events in sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))
     ]
 
     chosen = Startup(
@@ -573,6 +555,8 @@ def parse_log(
         outcome_text=outcome_text[:TEXT_CAP],
         unrecognised=unrecognised[:UNRECOGNISED_CAP],
         unrecognised_count=unrecognised_count,
+        skipped=skipped[:UNRECOGNISED_CAP],
+        skipped_count=skipped_count,
         ranks=rank_infos,
     )
     return ParsedLog(
@@ -582,12 +566,28 @@ def parse_log(
         selected=index,
         startup=chosen,
         invalid_utf8_bytes=stats.invalid_utf8_bytes,
+        notes=notes,
     )
 
 
-def _rank_sort_key(tag: str) -> tuple[tuple[str, int], ...]:
-    parts: list[tuple[str, int]] = []
-    for part in tag.split():
-        match = re.fullmatch(r"([A-Za-z_]+?)(\d+)", part)
-        parts.append((match.group(1), int(match.group(2))) if match else (part, -1))
-    return tuple(parts)
+def _settle_pasted(collector: _Collector) -> list[str]:
+    """Bare lines read before any prefix: the input's lines if none ever came, else skipped."""
+    pasted = [item for item in collector.stored if item.pasted]
+    if not collector.saw_prefix:
+        collector.init_lines.extend(collector.pasted_init_lines)
+        bucket = collector.coverage.setdefault((0, ""), _Bucket())
+        bucket.count += collector.pasted_unrecognised.count
+        bucket.lines.extend(collector.pasted_unrecognised.lines[:_PER_BUCKET_CAP])
+        bucket.lines.sort(key=lambda u: u.line)
+        n = collector.pasted_lines
+        return [f"no SGLang prefix: read {n} pasted line{'s' if n != 1 else ''}"] if n else []
+    collector.stored = [item for item in collector.stored if not item.pasted]
+    # they all come before the first prefixed line: the first segment
+    first = collector.skipped.setdefault(0, _Bucket())
+    early = [
+        UnrecognisedLine(line=i.event.line, rank="", text=i.event.text, reason=SKIPPED_BARE)
+        for i in pasted
+    ] + [u.model_copy(update={"reason": SKIPPED_BARE}) for u in collector.pasted_unrecognised.lines]
+    first.count += len(pasted) + collector.pasted_unrecognised.count
+    first.lines = sorted([*early, *first.lines], key=lambda u: u.line)[:_PER_BUCKET_CAP]
+    return []

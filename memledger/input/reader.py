@@ -4,7 +4,7 @@ Memory stays flat: a keyword scan (memledger.input.scan; a `grep` pipeline with
 MEMLEDGER_PREFILTER=grep) streams the input in 1 MiB chunks and keeps only the physical lines
 that can matter, skipping serving-time lines (`Decode batch ...`, HTTP access lines) undecoded;
 a big regular file is scanned by two processes, half each. Only candidate lines are decoded
-(invalid UTF-8 replaced), stripped of ANSI codes, split on CR (tqdm) and at every SGLang prefix.
+(invalid UTF-8 replaced) and handed to memledger.input.logical (ANSI, CR, prefixes).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import IO, Protocol
 
 from memledger.errors import InputError
 from memledger.input.scan import (
-    BORING_LINES,
+    BORING_ERE,
     CHUNK_BYTES,
     OUT_OF_MEMORY_ERE,
     LineFilter,
@@ -41,22 +41,6 @@ from memledger.sglang.lines import PREFILTER_WORDS
 SNIFF_BYTES = 8192
 BINARY_CONTROL_RATIO = 0.05
 
-# `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`.
-PREFIX_RE = re.compile(
-    r"\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
-    r"(?P<tags>(?: [A-Za-z_][\w\-]*(?:\[\d+\])?)*)\]"
-    r"|\[(?P<gpu>gpu(?:_id)?=\d+)\]"
-)
-LEVEL_FILE_RE = re.compile(
-    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?"
-)
-ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-# Text other tools put before a bare line: docker/kubectl timestamps, Ray actor tags, journald.
-JUNK_PREFIX_RE = re.compile(
-    r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? ?"
-    r"|\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) ?"
-    r"|(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} )?[\w.\-]+ [\w\-.@/]+\[\d+\]: ?)+"
-)
 _SURROGATE_RE = re.compile("[\udc80-\udcff]")
 _CONTROL_BYTES = frozenset(range(0x20)) - frozenset(b"\t\n\r\x0c\x1b\x08") | {0x7F}
 
@@ -65,20 +49,6 @@ class ByteSource(Protocol):
     """Anything with `read(n) -> bytes`."""
 
     def read(self, size: int = -1, /) -> bytes: ...
-
-
-@dataclass(frozen=True, slots=True)
-class LogicalLine:
-    """One SGLang line (or one bare line) with the physical line it came from."""
-
-    line: int
-    """1-based physical line number."""
-    text: str
-    """The message after the prefix (level/file dropped), or the bare text."""
-    rank: str = ""
-    """Rank tag text (`TP0`, `DP0 TP0 EP0`, `gpu_id=0`); empty when untagged or bare."""
-    prefixed: bool = False
-    """True when the line carried an SGLang `[...]` prefix."""
 
 
 @dataclass
@@ -446,7 +416,7 @@ def _grep_candidates(
     # grep -v drops the serving-time lines (the bulk of a long log) at C speed; a second grep
     # keeps the lines holding a keyword; both stream, so memory stays flat.
     env = {**os.environ, "LC_ALL": "C"}
-    boring = [arg for word in BORING_LINES for arg in ("-e", word.decode())]
+    boring = ["-e", BORING_ERE]
     feed = log.path is None
     target = "-" if feed else str(log.path)
     finish_count: Callable[[], None] | None = None
@@ -454,7 +424,7 @@ def _grep_candidates(
         assert log.path is not None
         finish_count = _count_file_lines(log.path, stats)
     first = subprocess.Popen(
-        [grep, "-n", "-a", "-v", "-F", *boring, "--", target],
+        [grep, "-n", "-a", "-v", "-E", *boring, "--", target],
         stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -577,47 +547,6 @@ def _counted(lines: Iterator[tuple[int, bytes]], stats: ReadStats) -> Iterator[t
     for item in lines:
         stats.n_candidates += 1
         yield item
-
-
-def rank_tag_of(match: re.Match[str]) -> str:
-    """The rank tag text of a prefix match (`DP0 TP0 EP0`, `gpu_id=0`, or empty)."""
-    gpu = match.group("gpu")
-    if gpu is not None:
-        return gpu
-    return " ".join(match.group("tags").split())
-
-
-def _message(text: str) -> str:
-    text = text.strip()
-    level = LEVEL_FILE_RE.match(text)
-    return text[level.end() :] if level else text
-
-
-def split_physical_line(line: int, text: str) -> list[LogicalLine]:
-    """One decoded physical line -> its logical lines (ANSI removed, CR and prefix split)."""
-    if "\x1b" in text:
-        text = ANSI_RE.sub("", text)
-    segments = text.split("\r")
-    last = len(segments) - 1
-    out: list[LogicalLine] = []
-    for index, segment in enumerate(segments):
-        if not segment:
-            continue
-        matches = list(PREFIX_RE.finditer(segment))
-        bare = segment[: matches[0].start()] if matches else segment
-        if index == 0:
-            junk = JUNK_PREFIX_RE.match(bare)
-            if junk:
-                bare = bare[junk.end() :]
-        bare = bare.strip()
-        # tqdm: only the last CR state counts, except `Capturing ...` descriptions (each bs matters)
-        if bare and (index == last or bool(matches) or bare.startswith("Capturing")):
-            out.append(LogicalLine(line, bare))
-        for position, match in enumerate(matches):
-            end = matches[position + 1].start() if position + 1 < len(matches) else len(segment)
-            message = _message(segment[match.end() : end])
-            out.append(LogicalLine(line, message, rank_tag_of(match), True))
-    return out
 
 
 def decode_line(raw: bytes, stats: ReadStats | None = None) -> str:

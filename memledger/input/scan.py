@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import IO
 
 from memledger.errors import InputError
-from memledger.sglang.lines import PREFILTER_WORDS
+from memledger.sglang.lines import MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 32 << 20
@@ -30,16 +30,25 @@ SHAPE_MAX_BYTES = 1024
 SHAPE_CACHE_ENTRIES = 4096
 _FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 
-OUT_OF_MEMORY_ERE = "[Oo][Uu][Tt] [Oo][Ff] [Mm][Ee][Mm][Oo][Rr][Yy]"
-_OUT_OF_MEMORY_ANY_CASE = OUT_OF_MEMORY_ERE.encode()
+
+def _any_case(word: str) -> str:
+    """An ERE matching the word in any case (grep -E and Python agree on bracket sets)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+OUT_OF_MEMORY_ERE = "|".join(_any_case(w) for w in ("out of memory", *MEMORY_WORDS_ANY_CASE))
+"""Keywords matched in any case, as one ERE: `out of memory` and the memory-looking words."""
+_ANY_CASE_KEYWORDS = OUT_OF_MEMORY_ERE.encode()
 # Serving-time lines, the bulk of a long-running server's log: a physical line holding one is
 # skipped whole (they carry no startup memory fact and no crash evidence).
 BORING_LINES: tuple[bytes, ...] = (b"] Decode batch", b"] Prefill batch")
+BORING_ERE = r"^[^[]*\[[^[]*\] (Decode|Prefill) batch[^[]*$"
+"""A serving-time line alone on its physical line (one `[`); the grep path drops these."""
 
 
 def _keyword_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:
     ordered = sorted(set(words), key=len, reverse=True)
-    alternatives = [re.escape(w) for w in ordered] + [_OUT_OF_MEMORY_ANY_CASE]
+    alternatives = [re.escape(w) for w in ordered] + [_ANY_CASE_KEYWORDS]
     return re.compile(b"|".join(alternatives))
 
 
@@ -67,7 +76,10 @@ class LineFilter:
         for raw in lines:
             # find, not `in`: bytes.__contains__ first tries its operand as an int (slower)
             if raw.find(decode) >= 0 or raw.find(prefill) >= 0:
-                continue
+                # alone on its line, skipped; glued to another SGLang line (a second `[`), the
+                # line is read and the serving-time part yields nothing (security review F11)
+                if raw.find(b"[", raw.find(b"[") + 1) < 0:
+                    continue
             if len(raw) <= SHAPE_MAX_BYTES:
                 shape = raw.translate(_FOLD_DIGITS)
                 verdict = verdicts.get(shape)

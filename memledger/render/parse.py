@@ -96,10 +96,14 @@ def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = 
         f"outcome:   {outcome}",
     ]
     count = startup.unrecognised_count
-    hint = "" if coverage or count == 0 else " (list them with --coverage)"
+    skipped = startup.skipped_count
+    hint = "" if coverage or count + skipped == 0 else " (list them with --coverage)"
+    also = f"; {skipped} not read" if skipped else ""
     lines.append(
-        f"coverage:  {_plural(count, 'memory-looking line')} of this rank not recognised{hint}"
+        f"coverage:  {_plural(count, 'memory-looking line')} of this rank not recognised"
+        f"{also}{hint}"
     )
+    lines.extend(f"note:      {note}" for note in parsed.notes)
     if parsed.invalid_utf8_bytes:
         lines.append(f"note:      {parsed.invalid_utf8_bytes} invalid UTF-8 bytes replaced")
     lines.append("")
@@ -117,6 +121,13 @@ def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = 
             [str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.unrecognised
         ]
         lines.append(text_table(Table(["line", "reason", "text"], coverage_rows), numparse=True))
+    if coverage and startup.skipped:
+        lines.append("")
+        lines.append(f"Not read ({skipped}; first {len(startup.skipped)} listed):")
+        skipped_rows = [
+            [str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.skipped
+        ]
+        lines.append(text_table(Table(["line", "reason", "text"], skipped_rows), numparse=True))
     if all_ranks:
         lines.append("")
         lines.append(render_ranks(startup.ranks))

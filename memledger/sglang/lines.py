@@ -139,12 +139,20 @@ MEMORY_WORDS: tuple[str, ...] = (
     "MB",
     "MiB",
     "KB",
+    "KiB",
     "bytes",
-    "size",
-    "capacity",
 )
-"""Words of any memory-looking line: such lines are decoded even when no kind knows them, so
+"""Units of any memory-looking line: such lines are decoded even when no kind knows them, so
 `parse --coverage` can list them."""
+
+MEMORY_WORDS_ANY_CASE: tuple[str, ...] = ("avail", "mem usage", "size", "capacity")
+"""Words of a memory-looking line in any case (`Size`, `AVAIL`): the scanner matches them so."""
+
+MEMORY_LOOKING_RE = re.compile(
+    r"\d\s*(?:GB|GiB|MB|MiB|KB|KiB|bytes)\b|(?i:" + "|".join(MEMORY_WORDS_ANY_CASE) + ")"
+)
+"""A line that looks like memory; every such line passes the prefilter (MEMORY_WORDS and
+MEMORY_WORDS_ANY_CASE), so coverage can account for each one."""
 
 
 def _unique(words: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,0 +1,79 @@
+"""Physical lines -> logical SGLang lines: ANSI codes removed, tqdm CR states split, and a line
+cut at every SGLang `[date time TAGS]` prefix (glued lines), each with its rank tag."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`.
+PREFIX_RE = re.compile(
+    r"\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
+    r"(?P<tags>(?: [A-Za-z_][\w\-]*(?:\[\d+\])?)*)\]"
+    r"|\[(?P<gpu>gpu(?:_id)?=\d+)\]"
+)
+LEVEL_FILE_RE = re.compile(
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?"
+)
+ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# Text other tools put before a bare line: docker/kubectl timestamps, Ray actor tags, journald.
+JUNK_PREFIX_RE = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? ?"
+    r"|\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) ?"
+    r"|(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} )?[\w.\-]+ [\w\-.@/]+\[\d+\]: ?)+"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LogicalLine:
+    """One SGLang line (or one bare line) with the physical line it came from."""
+
+    line: int
+    """1-based physical line number."""
+    text: str
+    """The message after the prefix (level/file dropped), or the bare text."""
+    rank: str = ""
+    """Rank tag text (`TP0`, `DP0 TP0 EP0`, `gpu_id=0`); empty when untagged or bare."""
+    prefixed: bool = False
+    """True when the line carried an SGLang `[...]` prefix."""
+
+
+def rank_tag_of(match: re.Match[str]) -> str:
+    """The rank tag text of a prefix match (`DP0 TP0 EP0`, `gpu_id=0`, or empty)."""
+    gpu = match.group("gpu")
+    if gpu is not None:
+        return gpu
+    return " ".join(match.group("tags").split())
+
+
+def _message(text: str) -> str:
+    text = text.strip()
+    level = LEVEL_FILE_RE.match(text)
+    return text[level.end() :] if level else text
+
+
+def split_physical_line(line: int, text: str) -> list[LogicalLine]:
+    """One decoded physical line -> its logical lines (ANSI removed, CR and prefix split)."""
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    segments = text.split("\r")
+    last = len(segments) - 1
+    out: list[LogicalLine] = []
+    for index, segment in enumerate(segments):
+        if not segment:
+            continue
+        matches = list(PREFIX_RE.finditer(segment))
+        bare = segment[: matches[0].start()] if matches else segment
+        if index == 0:
+            junk = JUNK_PREFIX_RE.match(bare)
+            if junk:
+                bare = bare[junk.end() :]
+        bare = bare.strip()
+        # tqdm: only the last CR state counts, except `Capturing ...` descriptions (each bs matters)
+        if bare and (index == last or bool(matches) or bare.startswith("Capturing")):
+            out.append(LogicalLine(line, bare))
+        for position, match in enumerate(matches):
+            end = matches[position + 1].start() if position + 1 < len(matches) else len(segment)
+            message = _message(segment[match.end() : end])
+            out.append(LogicalLine(line, message, rank_tag_of(match), True))
+    return out

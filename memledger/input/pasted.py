@@ -1,0 +1,36 @@
+"""Reading lines as people paste them: without the SGLang prefix, aligned, annotated, abridged.
+
+When no line of an input carries an SGLang `[date time TAGS]` prefix, the input is a paste (an
+issue comment, a chat message, a terminal copy) and every bare line is read as a message of the
+one rank present. A pasted line is first tidied into the message SGLang printed:
+
+* a quote marker or a prompt before it (`> `, `$ `) is dropped;
+* a trailing annotation is cut: `avail mem=0.91 GB  <- here`, `... # after the fix`, `// why?`;
+* an elided value is dropped with its key (`type=..., avail mem=20.40 GB`), and a stray `...` or
+  `…` where words were cut becomes a space.
+
+Alignment spaces need nothing: the grammar ignores whitespace between tokens. The tidied text is
+what is parsed; the event keeps the line as pasted, for evidence.
+"""
+
+from __future__ import annotations
+
+import re
+
+_LEAD_RE = re.compile(r"^(?:>+|\$|#)\s+")
+# an arrow or a comment marker after a space: the user's note, never SGLang's text
+_ANNOTATION_RE = re.compile(r"\s+(?:<-|<=|←|-->|==>|//|#\s).*$")
+_ELIDED_VALUE_RE = re.compile(
+    r"(?:[A-Za-z_#][\w#/\-]*(?: [A-Za-z_#][\w#/\-]*)*)\s*[=:]\s*(?:\.{3,}|…)\s*[,;]?"
+)
+_ELLIPSIS_RE = re.compile(r"\.{3,}|…")
+
+
+def tidy_pasted(text: str) -> str:
+    """The SGLang message a pasted line holds (see the module docstring); the text if untouched."""
+    tidied = _LEAD_RE.sub("", text)
+    tidied = _ANNOTATION_RE.sub("", tidied)
+    if "..." in tidied or "…" in tidied:
+        tidied = _ELIDED_VALUE_RE.sub("", tidied)
+        tidied = _ELLIPSIS_RE.sub(" ", tidied)
+    return tidied.strip()

@@ -1,0 +1,133 @@
+"""Which rank's lines a parse reads: rank 0 by the real-logs rule, a `--rank` tag, or (when the
+input has no rank 0, as pastes often do) the only rank present, said in a note."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memledger.errors import SelectionError
+from memledger.events import Event, EventKind
+from memledger.units import GIB
+
+_INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
+
+
+def is_rank0_tag(tag: str) -> bool:
+    """README rule: tags contain TP0 and every tag has index 0, or `gpu_id=0`."""
+    if tag.startswith("gpu"):
+        return tag.split("=", 1)[-1] == "0"
+    parts = tag.split()
+    if "TP0" not in parts:
+        return False
+    for part in parts:
+        match = _INDEXED_TAG_RE.fullmatch(part)
+        if match is None or int(match.group(1)) != 0:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class RankSelection:
+    """The tags whose lines are read, and what to say about the choice."""
+
+    tags: frozenset[str]
+    label: str
+    rank0: bool
+    """The selected lines are rank 0's (untagged progress bars and summaries belong to it)."""
+    leaders: frozenset[str] | None = None
+    """Tags whose init and summary lines mark startups and readiness; None: rank 0's."""
+    note: str = ""
+    """Why this rank, when it is not the default rule's (no rank 0 in the input)."""
+
+    def leads(self, tag: str, any_tag: bool) -> bool:
+        """Whether this tag's init/summary lines decide startups and readiness."""
+        if not any_tag:
+            return True
+        return tag in self.leaders if self.leaders is not None else is_rank0_tag(tag)
+
+
+def select_rank(spec: str | None, tags_first_line: dict[str, int]) -> RankSelection:
+    """The rank to read: `spec` (a tag or some of its parts), else rank 0, else the lowest."""
+    seen = sorted(tags_first_line, key=lambda t: tags_first_line[t])
+    tagged = [t for t in seen if t]
+    if spec is None:
+        if not tagged:
+            return RankSelection(frozenset({""}), "", True)
+        rank0 = [t for t in tagged if is_rank0_tag(t)]
+        if rank0:
+            return RankSelection(frozenset(rank0), rank0[0], True)
+        return _without_rank0(tagged)
+    wanted_set = set(spec.split())
+    exact = [t for t in seen if set(t.split()) == wanted_set]
+    candidates = exact or [t for t in tagged if wanted_set <= set(t.split())]
+    if len(candidates) == 1:
+        tag = candidates[0]
+        rank0_present = any(is_rank0_tag(t) for t in tagged)
+        leaders = None if rank0_present or not tagged else frozenset({tag})
+        return RankSelection(frozenset({tag}), tag, is_rank0_tag(tag) or not tagged, leaders)
+    in_rank_order = sorted(tagged, key=natural_key)
+    shown = ", ".join(repr(t) for t in in_rank_order[:12]) + (" ..." if len(tagged) > 12 else "")
+    if not candidates:
+        raise SelectionError(
+            f"rank {spec!r} does not occur in this log (ranks seen: {shown or 'none'})"
+        )
+    listed = ", ".join(repr(t) for t in candidates[:12])
+    raise SelectionError(f"rank {spec!r} is ambiguous: matches {listed}; give the full tag")
+
+
+def _without_rank0(tagged: list[str]) -> RankSelection:
+    """No rank 0 in the input (a paste of another rank's lines): read the lowest rank present."""
+    ordered = sorted(tagged, key=natural_key)
+    chosen = ordered[0]
+    if len(ordered) == 1:
+        note = f"no rank 0 in this input: read {chosen}, the only rank present"
+    else:
+        shown = ", ".join(ordered[:6]) + (", ..." if len(ordered) > 6 else "")
+        note = (
+            f"no rank 0 in this input: {len(ordered)} ranks present ({shown}), fragments of "
+            f"different ranks; read {chosen}, the lowest (--rank reads another)"
+        )
+    return RankSelection(frozenset({chosen}), chosen, False, frozenset({chosen}), note)
+
+
+def natural_key(tag: str) -> list[int | str]:
+    """`DP2 TP10` after `DP2 TP9`: digits compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", tag)]
+
+
+def rank_sort_key(tag: str) -> tuple[tuple[str, int], ...]:
+    """Order of the per-rank table: by each tag part's name, then its index."""
+    parts: list[tuple[str, int]] = []
+    for part in tag.split():
+        match = re.fullmatch(r"([A-Za-z_]+?)(\d+)", part)
+        parts.append((match.group(1), int(match.group(2))) if match else (part, -1))
+    return tuple(parts)
+
+
+def rank_key_values(events: list[Event]) -> dict[str, float | int | None]:
+    """A rank's key readings (GiB), for the skew view of `parse --all-ranks`."""
+
+    def first(kind: EventKind, key: str, nth: int = 0) -> float | None:
+        found = [e for e in events if e.kind is kind and key in e.sizes]
+        return round(found[nth].sizes[key].bytes / GIB, 4) if len(found) > nth else None
+
+    kv_events = [e for e in events if e.kind is EventKind.KV_ALLOCATED]
+    kv_gib: float | None = None
+    tokens: int | None = None
+    if kv_events:
+        sizes = kv_events[0].sizes
+        total = sum(sizes[k].bytes for k in ("k", "v", "kv") if k in sizes)
+        kv_gib = round(total / GIB, 4) if sizes else None
+        raw_tokens = kv_events[0].values.get("tokens")
+        tokens = raw_tokens if isinstance(raw_tokens, int) else None
+    return {
+        "load_begin_avail": first(EventKind.LOAD_BEGIN, "avail"),
+        "load_end_avail": first(EventKind.LOAD_END, "avail"),
+        "load_end_usage": first(EventKind.LOAD_END, "usage"),
+        "kv_tokens": tokens,
+        "kv_gib": kv_gib,
+        "mempool_end_avail": first(EventKind.MEMORY_POOL_END, "avail"),
+        "capture_end_usage": first(EventKind.CAPTURE_END, "usage"),
+        "capture_end_avail": first(EventKind.CAPTURE_END, "avail"),
+    }
