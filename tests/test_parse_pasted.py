@@ -17,7 +17,8 @@ from memledger.input.facts import facts_of
 from memledger.input.logical import split_physical_line
 from memledger.input.parsing import parse_log
 from memledger.input.ranks import is_rank0_tag
-from tests.parse_helpers import physical_lines, real_log, run_cli, truth_facts
+from tests.conftest import run_cli
+from tests.parse_helpers import physical_lines, real_log, truth_facts
 
 pytestmark = pytest.mark.real_logs
 
