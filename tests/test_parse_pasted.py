@@ -207,3 +207,9 @@ def test_two_fragments_of_different_ranks_are_said(tmp_path: Path) -> None:
     assert note.startswith("no rank 0 in this input: 2 ranks present (")
     assert first in note and second in note and "fragments of different ranks" in note
     assert parsed.startup.rank in (first, second)
+
+
+def test_error_text_under_a_traceback_is_read_not_listed_as_skipped() -> None:
+    parsed = parse_log(real_log("single/015-qwen36-35b-a3b-awq-tp2-r9700-oom-load"))
+    assert parsed.startup.outcome == "oom"
+    assert not any("out of memory" in u.text for u in parsed.startup.skipped)

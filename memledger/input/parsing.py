@@ -272,7 +272,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
         text.startswith("Capturing") or text.startswith("max_total_num_tokens=")
     ):
         if out.saw_prefix:
-            if MEMORY_LOOKING_RE.search(text):
+            # error text (an allocator message under a traceback) is read above: not skipped
+            if outcome is None and not readings and MEMORY_LOOKING_RE.search(text):
                 out.add_unrecognised(
                     logical, SKIPPED_BARE, out.skipped.setdefault(out.segment, _Bucket())
                 )
