@@ -78,7 +78,7 @@ class LineFilter:
             if raw.find(decode) >= 0 or raw.find(prefill) >= 0:
                 # alone on its line, skipped; glued to another SGLang line (a second `[`), the
                 # line is read and the serving-time part yields nothing (security review F11)
-                if raw.find(b"[", raw.find(b"[") + 1) < 0:
+                if raw.count(b"[") < 2:
                     continue
             if len(raw) <= SHAPE_MAX_BYTES:
                 shape = raw.translate(_FOLD_DIGITS)
