@@ -28,7 +28,7 @@ from memledger.budget import (
     Quantity,
 )
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
-from memledger.ledger_model import Ledger, LedgerSource, Row, RowKind
+from memledger.ledger_model import Ledger, LedgerDiagnosis, LedgerSource, Row, RowKind
 from memledger.units import GIB, FrozenModel
 
 CHECK_SCHEMA_VERSION = 1
@@ -43,6 +43,8 @@ class Bound(StrEnum):
     MIN = "min"
     MAX_INCREASE = "max_increase"
     """max_increase and/or max_increase_pct against the baseline (both must be exceeded)."""
+    READY = "ready"
+    """The startup itself must come up: an OOM or a crash fails it (item `startup`)."""
 
 
 class CheckStatus(StrEnum):
@@ -139,6 +141,8 @@ class CheckedInput(FrozenModel):
     path: str
     source: LedgerSource
     outcome: str
+    diagnosis: LedgerDiagnosis | None = None
+    """Why the startup failed, when it did (its budget entries are then not checked)."""
 
 
 class BaselineInfo(FrozenModel):
@@ -291,10 +295,16 @@ def check_budget(
     strict: bool = False,
 ) -> CheckReport:
     """Evaluate every budget entry on every input ledger; never raises on a breach."""
-    checks: list[Check] = []
+    checks: list[Check] = [
+        _startup_failure(path, ledger) for path, ledger in inputs if _failed(ledger)
+    ]
     notes: list[str] = []
     for entry in budget.entries:
         matched = [(path, ledger) for path, ledger in inputs if applies_to(entry, path, ledger)]
+        if any(_failed(ledger) for _, ledger in matched):
+            matched = [(path, ledger) for path, ledger in matched if not _failed(ledger)]
+            if not matched:
+                continue  # its only log failed to start: that FAIL is the finding
         if not matched:
             notes.append(
                 f"budget for {entry.item!r} (line {entry.line}) applies to no given log "
@@ -316,13 +326,45 @@ def check_budget(
         today=today,
         strict=strict,
         inputs=[
-            CheckedInput(path=path, source=ledger.source, outcome=ledger.outcome)
+            CheckedInput(
+                path=path, source=ledger.source, outcome=ledger.outcome, diagnosis=ledger.diagnosis
+            )
             for path, ledger in inputs
         ],
         baseline=info,
         checks=checks,
         notes=notes,
         warnings=warnings,
+    )
+
+
+def _failed(ledger: Ledger) -> bool:
+    """The startup ran out of memory or crashed (memledger.diagnosis said so)."""
+    return ledger.diagnosis is not None and ledger.diagnosis.outcome in ("oom", "crash")
+
+
+def _startup_failure(path: str, ledger: Ledger) -> Check:
+    """One FAIL for a startup that did not come up, naming the phase and the shortfall: a
+    change that makes the server OOM is the regression a memory budget exists for."""
+    diagnosis = ledger.diagnosis
+    assert diagnosis is not None
+    short = (
+        "unknown"
+        if diagnosis.shortfall_bytes is None
+        else f"{diagnosis.shortfall_bytes / GIB:.2f} GiB"
+    )
+    return Check(
+        item="startup",
+        kind=ItemKind.SIZE,
+        bound=Bound.READY,
+        log=path,
+        status=CheckStatus.FAIL,
+        level=Level.FAIL,
+        note=f"{diagnosis.verdict} [phase {diagnosis.phase}, shortfall {short}]",
+        message=None,
+        waived_until=None,
+        reason=None,
+        budget_line=None,
     )
 
 

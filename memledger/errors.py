@@ -8,7 +8,8 @@ from dataclasses import dataclass
 EXIT_OK = 0
 """Everything ran; for `check`, every budget passed (warnings allowed)."""
 EXIT_BUDGET_FAILED = 1
-"""`check` only: a fail-level budget was breached (or any breach with --strict)."""
+"""`check` only: a fail-level budget was breached (or any breach with --strict), or a checked
+startup ran out of memory or crashed."""
 EXIT_USAGE = 2
 """Bad command line or option value; malformed config (budget, grammar, model config)."""
 EXIT_INPUT = 3
@@ -40,8 +41,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ),
     ExitCode(
         EXIT_BUDGET_FAILED,
-        "check: a fail-level budget was breached",
-        "a fail-level breach (or any warn-level breach with --strict)",
+        "check: a fail-level budget was breached, or a startup OOMed/crashed",
+        "a fail-level breach (or any warn-level breach with --strict), or a\n"
+        "startup that ran out of memory or crashed (one line: phase, shortfall)",
         verdict="FAIL",
     ),
     ExitCode(EXIT_USAGE, "usage or config error", "usage or budget-file error (file:line)"),

@@ -101,3 +101,51 @@ def test_schema_names_the_diagnosis(capsys: pytest.CaptureFixture[str]) -> None:
     assert {"outcome", "phase", "shortfall_bytes", "findings", "suggestions"} <= set(
         json.loads(out)["properties"]
     )
+
+
+BUDGET = str(SAMPLES / "budget.toml")
+
+
+def test_check_fails_an_oom_startup_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["check", str(real_log("single/008")), "--budget", BUDGET], capsys)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("memledger check: FAIL (exit 1) -- 1 failed of 1 check")
+    assert lines[1].startswith(f"FAIL startup [{real_log('single/008')}]: OOM during weight")
+    assert lines[1].endswith("[phase load, shortfall 8.09 GiB]")
+    assert "MISSING" not in out
+
+
+def test_check_fails_a_crash_and_keeps_checking_the_other_logs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["check", str(real_log("single/007")), str(SAMPLES / "dp2.log"), "--budget", BUDGET]
+    code, out, _ = _run(args + ["--format", "json"], capsys)
+    assert code == 1
+    doc = json.loads(out)
+    startup = [c for c in doc["checks"] if c["item"] == "startup"]
+    assert len(startup) == 1 and startup[0]["status"] == "fail"
+    assert startup[0]["note"].endswith("[phase graph_capture, shortfall unknown]")
+    others = {c["log"] for c in doc["checks"] if c["item"] != "startup"}
+    assert others == {str(SAMPLES / "dp2.log")}  # the crashed log's entries are not checked
+    assert doc["inputs"][0]["diagnosis"]["outcome"] == "crash"
+
+
+def test_check_of_a_saved_failed_ledger_and_of_a_truncated_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "oom.json"
+    assert main(["ledger", str(real_log("single/015")), "--format", "json", "-o", str(saved)]) == 0
+    code, out, _ = _run(["check", str(saved), "--budget", BUDGET], capsys)
+    assert code == 1 and "[phase load, shortfall 0.18 GiB]" in out
+    # a truncated log did not fail: its missing items stay exit 3, as before
+    code, out, _ = _run(["check", str(real_log("single/003")), "--budget", BUDGET], capsys)
+    assert code == EXIT_INPUT and "FAIL startup" not in out
+    code, _, err = _run(["check", str(tmp_path / "absent.log"), "--budget", BUDGET], capsys)
+    assert code == EXIT_INPUT and "absent.log" in err
+
+
+def test_assert_budget_raises_on_an_oom_startup() -> None:
+    with pytest.raises(memledger.BudgetFailure) as failure:
+        memledger.assert_budget(real_log("single/015"), budget=BUDGET)
+    assert failure.value.lines[0].startswith("FAIL startup")

@@ -134,6 +134,9 @@ def _budget(ledger: Ledger, server_args: dict[str, object]) -> Budget:
     if mfs is None:
         raw = server_args.get("mem_fraction_static")
         mfs = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+    if mfs is None and ledger.sizing is not None:
+        # no server_args: the fraction the logged pools imply (memledger.sizing)
+        mfs = ledger.sizing.implied_mem_fraction_static
     return Budget(pre, loads[-1] if loads else None, pool, mfs)
 
 

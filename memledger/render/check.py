@@ -478,7 +478,7 @@ def _breach_row(check: Check) -> list[str]:
         detail = f"waived until {check.waived_until}: {check.reason}"
     elif check.status is CheckStatus.EXPIRED_WAIVER:
         detail = f"waiver expired {check.waived_until} ({check.reason}) {detail}".strip()
-    elif check.status is CheckStatus.MISSING:
+    elif check.status is CheckStatus.MISSING or check.bound is Bound.READY:
         detail = check.note or ""
     return [
         _STATUS_ICON[check.status],

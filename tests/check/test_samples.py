@@ -99,15 +99,17 @@ def test_item_a_sample_cannot_provide(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.real_logs
-def test_crashed_real_log_cannot_provide_cuda_graphs(
+def test_crashed_real_log_is_a_startup_fail_not_missing_items(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # truth.jsonl: this startup crashed during graph capture (capture_end_* are null).
+    # Issue 11: a crashed startup is a FAIL (exit 1) naming the phase, not MISSING items (exit 3).
     log = REAL_LOGS / "single" / "007-kimi-k25-tp8-mi355x-crash-capture.log"
     budget = write(tmp_path, "b.toml", '[[budget]]\nitem = "cuda_graph"\nmax = "20 GiB"\n')
     code, out, _ = run_cli(["check", log, "--budget", budget], capsys)
-    assert code == EXIT_INPUT
-    assert "MISSING cuda_graph" in out and "the startup stopped at" in out
+    assert code == EXIT_BUDGET_FAILED
+    assert "FAIL startup" in out and "[phase graph_capture, shortfall unknown]" in out
+    assert "MISSING cuda_graph" not in out
 
 
 def test_log_not_understood_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
