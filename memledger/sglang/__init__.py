@@ -48,4 +48,11 @@ it first (`input/transform.py`). The engine reads the table; no engine code chan
 Add a `SizingRule` (a moved rule gets a new entry; the old one keeps its `last`), apply it in
 memledger/sizing/model.py via `inputs.version.within(RULE[id])`, and add `test_rule_<id>` in
 tests/test_sizing_rules.py (a meta-test fails when a rule has none).
+
+## Failure rules (`failure_rules.py`, used by memledger/diagnosis/)
+- `PHASE_FRAMES`: which SGLang function (and file fragment) a traceback frame must name for a
+  startup phase; the innermost match wins. `LOAD_SITES`: frames that explain a load-time OOM
+  (the Transformers fallback, unquantized layers). `default_mem_fraction_static`: SGLang's rule.
+- Add a row with the function's `vX path:line` in the module docstring and a test in
+  tests/test_diagnose.py on a traceback that names it.
 """
