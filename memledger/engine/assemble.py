@@ -117,10 +117,12 @@ def tail(chain: Chain, audit: Audit) -> tuple[list[Carve], list[Placed]]:
             )
             label = "free before graph capture (graphs captured later: not measured)"
         if last.avail.bytes == 0:
-            kind = RowKind.UNKNOWN
+            # Free memory is truly ~0 here (< 0.005 GiB); what the readings cannot show is how
+            # much more was allocated past the floor (e.g. WSL spilling into shared memory).
             note = (
-                f"avail read 0.00 at {last.id}: the reading bottomed out (free memory cannot "
-                "go below 0; e.g. WSL spilling into shared memory), so the headroom is unknown"
+                f"avail read 0.00 at {last.id}: the readings bottomed out, the device memory is "
+                "exhausted; allocations past that point (e.g. WSL spilling into shared memory) "
+                "are not measured"
             )
         available = chain.summary_event()
         if available is not None and (gpu := available.size("available_gpu_mem")):
