@@ -27,6 +27,7 @@ from benchcommon import (
     Pair,
     fleet_templates,
     pair,
+    pairs,
     print_header,
     print_pair,
     varied_startup,
@@ -85,12 +86,15 @@ def main() -> int:
         check = [*MEMLEDGER, "check", *files, "--budget", str(budget), "--format", "json"]
         grep = ["grep", "-cE", GREP_PATTERN, *files]
         naive = [sys.executable, "-c", NAIVE_LOOP, GREP_PATTERN, *files]
-        result = pair(f"check {n_logs} logs", check, "grep -cE", grep, runs=args.runs)
-        print_pair(result, args.record)
-        print_pair(
-            pair(f"check {n_logs} logs", check, "naive python loop", naive, runs=args.runs),
-            args.record,
+        results = pairs(
+            f"check {n_logs} logs",
+            check,
+            [("grep -cE", grep), ("naive python loop", naive)],
+            runs=args.runs,
         )
+        for result in results:
+            print_pair(result, args.record)
+        result = results[0]
         checks[n_logs] = result
         print(f"  check: {1000 * result.memledger / n_logs:.1f} ms per log")
         if with_ledger:

@@ -25,7 +25,7 @@ from benchcommon import (
     MEMLEDGER,
     NAIVE_LOOP,
     STARTUP,
-    pair,
+    pairs,
     pinned,
     print_header,
     print_pair,
@@ -82,17 +82,19 @@ def main() -> int:
     for shape in args.shape or sorted(SHAPES):
         log = build(here / f"{shape}-{args.lines}.log", shape, args.lines)
         ours = pinned([*MEMLEDGER, "parse", str(log), "--format", "json"], args.core)
-        for name, yardstick in (
-            ("grep -cE", ["grep", "-cE", GREP_PATTERN, str(log)]),
-            ("naive python loop", [sys.executable, "-c", NAIVE_LOOP, GREP_PATTERN, str(log)]),
-        ):
-            result = pair(
-                f"{args.lines} {shape} lines",
-                ours,
-                name,
-                pinned(yardstick, args.core),
-                runs=args.runs,
-            )
+        results = pairs(
+            f"{args.lines} {shape} lines",
+            ours,
+            [
+                ("grep -cE", pinned(["grep", "-cE", GREP_PATTERN, str(log)], args.core)),
+                (
+                    "naive python loop",
+                    pinned([sys.executable, "-c", NAIVE_LOOP, GREP_PATTERN, str(log)], args.core),
+                ),
+            ],
+            runs=args.runs,
+        )
+        for result in results:
             print_pair(result, args.record)
         net = max(result.memledger - base, 1e-9)
         rate = args.lines / net

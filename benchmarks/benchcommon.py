@@ -142,27 +142,45 @@ def pair(
     env: dict[str, str] | None = None,
 ) -> Pair:
     """Alternate memledger and its yardstick `runs` times each; medians, paired ratio, peak RSS."""
+    return pairs(case, memledger, [(yardstick_name, yardstick)], runs=runs, env=env)[0]
+
+
+def pairs(
+    case: str,
+    memledger: Command,
+    yardsticks: Sequence[tuple[str, Command]],
+    *,
+    runs: int = 3,
+    env: dict[str, str] | None = None,
+) -> list[Pair]:
+    """One memledger run per round, each yardstick after it (A/B/C, A/B/C): one Pair each."""
     load = load_average()
     ours: list[Run] = []
-    theirs: list[Run] = []
+    theirs: list[list[Run]] = [[] for _ in yardsticks]
     for _ in range(runs):
         ours.append(run(memledger, env=env))
-        theirs.append(run(yardstick))
-    ratios = [a.wall / b.wall for a, b in zip(ours, theirs, strict=True) if b.wall > 0]
-    return Pair(
-        case=case,
-        memledger=statistics.median(r.wall for r in ours),
-        memledger_min=min(r.wall for r in ours),
-        memledger_cpu=statistics.median(r.cpu for r in ours),
-        yardstick_name=yardstick_name,
-        yardstick=statistics.median(r.wall for r in theirs),
-        ratio=statistics.median(ratios) if ratios else float("inf"),
-        ratio_min=min(ratios) if ratios else float("inf"),
-        rss_mib=max(r.rss_kib for r in ours) / 1024,
-        yardstick_rss_mib=max(r.rss_kib for r in theirs) / 1024,
-        load=load,
-        runs=runs,
-    )
+        for mine, (_name, command) in zip(theirs, yardsticks, strict=True):
+            mine.append(run(command))
+    results: list[Pair] = []
+    for (name, _command), their_runs in zip(yardsticks, theirs, strict=True):
+        ratios = [a.wall / b.wall for a, b in zip(ours, their_runs, strict=True) if b.wall > 0]
+        results.append(
+            Pair(
+                case=case,
+                memledger=statistics.median(r.wall for r in ours),
+                memledger_min=min(r.wall for r in ours),
+                memledger_cpu=statistics.median(r.cpu for r in ours),
+                yardstick_name=name,
+                yardstick=statistics.median(r.wall for r in their_runs),
+                ratio=statistics.median(ratios) if ratios else float("inf"),
+                ratio_min=min(ratios) if ratios else float("inf"),
+                rss_mib=max(r.rss_kib for r in ours) / 1024,
+                yardstick_rss_mib=max(r.rss_kib for r in their_runs) / 1024,
+                load=load,
+                runs=runs,
+            )
+        )
+    return results
 
 
 HEADER = (
