@@ -93,6 +93,8 @@ def _size(match: re.Match[str]) -> Size | None:
 
 def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | None:
     """The numbers of an allocator OOM message, or None when `text` is not one."""
+    if text.isascii() and "out of memory" not in text.lower():
+        return None  # the regex below needs these words (a cheap test: most lines are no error)
     head = OUT_OF_MEMORY_RE.search(text)
     if head is None:
         return None
@@ -117,6 +119,8 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
 
 def read_kv_refusal(text: str) -> dict[str, Value] | None:
     """SGLang refusing to size the KV pool (weights left no room), or None."""
+    if "Loaded weights leave no GPU memory" not in text and "Not enough memory." not in text:
+        return None  # what both regexes start with
     match = NO_ROOM_FOR_KV_RE.search(text)
     values: dict[str, Value] = {}
     if match:
@@ -140,6 +144,8 @@ def read_kv_refusal(text: str) -> dict[str, Value] | None:
 
 def read_process_exit(text: str) -> dict[str, Value] | None:
     """A process end the log reports (`Killed`, a non-zero exit code), or None."""
+    if "Killed" not in text and "xit" not in text and "terminated with" not in text:
+        return None  # each head of the two regexes holds one of these
     if KILLED_RE.match(text.strip()):
         return {"killed": True}
     match = EXIT_CODE_RE.search(text)
@@ -201,7 +207,7 @@ class ErrorTextReader:
             # a bare line belongs to no rank unless it continues the record just before it
             rank = opener[1] if opener is not None and opener[0] == line - 1 else ""
         found: list[ErrorReading] = []
-        start = TRACEBACK_RE.search(text)
+        start = TRACEBACK_RE.search(text) if "Traceback" in text else None
         if start is not None:
             found.extend(self.finish())
             context = text[: start.start()].strip().rstrip(":").strip()

@@ -18,6 +18,7 @@ from typing import Any
 from memledger.errors import ConfigError
 from memledger.events import EventKind
 from memledger.input.grammar_cache import load_tables, store_tables
+from memledger.input.shapecache import ParseCache, digit_blind
 from memledger.input.transform import LineParse, transform
 from memledger.sglang.examples import EXAMPLES
 
@@ -73,6 +74,7 @@ class LineGrammar:
         where = ", ".join(str(p) for p, _ in extras) or GRAMMAR_FILE
         self._errors: tuple[type[Exception], ...] = (lark.exceptions.LarkError,)
         self.keywords = extra_keywords(t for _, t in extras)
+        self._cache: ParseCache[LineParse] | None = None  # once the parser is settled
         # only the packaged grammar is cached: extension files are the user's and change freely
         cached = not strict and not extras
         self._lark: Any = _from_cache(lark, text) if cached else None
@@ -86,6 +88,13 @@ class LineGrammar:
                 raise ConfigError(f"grammar does not build: {first}", path=where) from exc
             if cached:
                 store_tables(text, lark.__version__, _tables(self._lark))
+        patterns = [terminal.pattern for terminal in self._lark.terminals]
+        self._cache = ParseCache(
+            digit_blind(
+                (p.value for p in patterns if p.type == "str"),
+                (p.value for p in patterns if p.type == "re"),
+            )
+        )
         unknown = [name for name in self.line_rules() if _kind_of(name) is None]
         if unknown:
             raise ConfigError(
@@ -109,13 +118,25 @@ class LineGrammar:
         ]
 
     def parse(self, message: str) -> LineParse | None:
-        """Parse one message; None when it is no known shape."""
+        """Parse one message; None when it is no known shape (repeated shapes skip Lark)."""
+        if self._cache is None:
+            return self.parse_uncached(message)
+        return self._cache.parse(message, self._tree, self._from_tree)
+
+    def parse_uncached(self, message: str) -> LineParse | None:
+        """`parse` by the grammar alone (the reference the caches are tested against)."""
+        tree = self._tree(message)
+        return None if tree is None else self._from_tree(tree, message)
+
+    def _tree(self, message: str) -> Any:
         try:
-            tree = self._lark.parse(message)
+            return self._lark.parse(message)
         except self._errors:
             return None
         except RecursionError:
             return None
+
+    def _from_tree(self, tree: Any, message: str) -> LineParse | None:
         node: Any = tree.children[0]
         name = str(getattr(node, "data", ""))
         kind = _kind_of(name)

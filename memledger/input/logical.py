@@ -4,6 +4,7 @@ cut at every SGLang `[date time TAGS]` prefix (glued lines), each with its rank 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 # `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`.
@@ -54,26 +55,40 @@ def _message(text: str) -> str:
 
 def split_physical_line(line: int, text: str) -> list[LogicalLine]:
     """One decoded physical line -> its logical lines (ANSI removed, CR and prefix split)."""
+    return list(iter_logical_lines(line, text))
+
+
+def _cr_segments(text: str) -> Iterator[tuple[bool, bool, str]]:
+    """(first, last, segment) of each CR-separated segment, without a list of them all (a tqdm
+    bar redrawn for hours is one line of a million states)."""
+    start = 0
+    while True:
+        cut = text.find("\r", start)
+        if cut < 0:
+            yield start == 0, True, text[start:]
+            return
+        yield start == 0, False, text[start:cut]
+        start = cut + 1
+
+
+def iter_logical_lines(line: int, text: str) -> Iterator[LogicalLine]:
+    """`split_physical_line`, one logical line at a time (memory flat in the line's length)."""
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
-    segments = text.split("\r")
-    last = len(segments) - 1
-    out: list[LogicalLine] = []
-    for index, segment in enumerate(segments):
+    for first, last, segment in _cr_segments(text):
         if not segment:
             continue
         matches = list(PREFIX_RE.finditer(segment))
         bare = segment[: matches[0].start()] if matches else segment
-        if index == 0:
+        if first:
             junk = JUNK_PREFIX_RE.match(bare)
             if junk:
                 bare = bare[junk.end() :]
         bare = bare.strip()
         # tqdm: only the last CR state counts, except `Capturing ...` descriptions (each bs matters)
-        if bare and (index == last or bool(matches) or bare.startswith("Capturing")):
-            out.append(LogicalLine(line, bare))
+        if bare and (last or bool(matches) or bare.startswith("Capturing")):
+            yield LogicalLine(line, bare)
         for position, match in enumerate(matches):
             end = matches[position + 1].start() if position + 1 < len(matches) else len(segment)
             message = _message(segment[match.end() : end])
-            out.append(LogicalLine(line, message, rank_tag_of(match), True))
-    return out
+            yield LogicalLine(line, message, rank_tag_of(match), True)

@@ -29,7 +29,7 @@ from memledger.events import (
 )
 from memledger.input.error_texts import ErrorReading, ErrorTextReader
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
-from memledger.input.logical import LogicalLine, split_physical_line
+from memledger.input.logical import LogicalLine, iter_logical_lines
 from memledger.input.pasted import tidy_pasted
 from memledger.input.ranks import (
     RankSelection,
@@ -211,7 +211,22 @@ def _event(kind: EventKind, logical: LogicalLine, parsed: LineParse | None = Non
 _QUOTED_VALUE_RE = re.compile(r"""(?<=[=(\[{,:])\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 
 
+_CRASH_WORDS = ("Error", "Exception", "Traceback", "Scheduler hit", "sigquit", "scheduler is dead")
+"""Every CRASH_RE branch holds one of these (or is `Initialization failed` / `Killed`)."""
+
+
 def _outcome_kind(text: str) -> tuple[EventKind, str] | None:
+    if text.isascii() and not (
+        "OOM" in text
+        or "OutOfMemory" in text
+        or "out of memory" in text.lower()
+        or "Exit code" in text
+        or READY_TEXT in text
+        or "Initialization failed" in text
+        or "Killed" in text
+        or any(word in text for word in _CRASH_WORDS)
+    ):
+        return None  # the common case, without the regexes below (quoted values only remove)
     if "'" in text or '"' in text:
         text = _QUOTED_VALUE_RE.sub(" ''", text)
     oom = OOM_RE.search(text)
@@ -458,7 +473,7 @@ def parse_log(
             grammar = load_grammar(extra_grammars)
             for line_number, raw in lines:
                 text = decode_line(raw, stats)
-                for logical in split_physical_line(line_number, text):
+                for logical in iter_logical_lines(line_number, text):
                     _handle(logical, grammar, collector)
         except InputError as exc:
             raise InputError(exc.message, path=display) from exc

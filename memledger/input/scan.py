@@ -21,7 +21,7 @@ from memledger.errors import InputError
 from memledger.sglang.lines import MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 
 CHUNK_BYTES = 1 << 20
-MAX_LINE_BYTES = 32 << 20
+MAX_LINE_BYTES = 4 << 20
 """A physical line longer than this is processed in pieces (same line number) to bound memory.
 At least CHUNK_BYTES: only a read without newline can then cut a line, which keeps the cuts of a
 worker starting mid-file equal to a whole-file scan's."""
