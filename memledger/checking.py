@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 from datetime import date
 from enum import StrEnum
 from fnmatch import fnmatch
@@ -287,33 +287,48 @@ def applies_to(entry: BudgetEntry, path: str, ledger: Ledger) -> bool:
 
 def check_budget(
     budget: Budget,
-    inputs: Sequence[tuple[str, Ledger]],
+    inputs: Iterable[tuple[str, Ledger]],
     *,
     today: date,
     baseline: Ledger | None = None,
     baseline_info: BaselineInfo | None = None,
     strict: bool = False,
 ) -> CheckReport:
-    """Evaluate every budget entry on every input ledger; never raises on a breach."""
-    checks: list[Check] = [
-        _startup_failure(path, ledger) for path, ledger in inputs if _failed(ledger)
+    """Evaluate every budget entry on every input ledger; never raises on a breach.
+
+    `inputs` is read once, one ledger at a time, so a fleet's ledgers need not all be in memory
+    (the CLI passes a generator). Checks: each failed startup's FAIL, then entry by entry, logs in
+    input order; a failed startup gets no entry checks (its FAIL is the finding).
+    """
+    failures: list[Check] = []
+    per_entry: list[list[Check]] = [[] for _ in budget.entries]
+    matched = [False] * len(budget.entries)
+    checked: list[CheckedInput] = []
+    for path, ledger in inputs:
+        failed = _failed(ledger)
+        checked.append(
+            CheckedInput(
+                path=path, source=ledger.source, outcome=ledger.outcome, diagnosis=ledger.diagnosis
+            )
+        )
+        if failed:
+            failures.append(_startup_failure(path, ledger))
+        for index, entry in enumerate(budget.entries):
+            if applies_to(entry, path, ledger):
+                matched[index] = True
+                if not failed:
+                    per_entry[index].extend(
+                        _check_entry(
+                            entry, path, ledger, baseline, today, budget.tighten_headroom_pct
+                        )
+                    )
+    checks = failures + [check for found in per_entry for check in found]
+    notes = [
+        f"budget for {entry.item!r} (line {entry.line}) applies to no given log "
+        f"(logs = {entry.logs!r})"
+        for entry, hit in zip(budget.entries, matched, strict=True)
+        if not hit
     ]
-    notes: list[str] = []
-    for entry in budget.entries:
-        matched = [(path, ledger) for path, ledger in inputs if applies_to(entry, path, ledger)]
-        if any(_failed(ledger) for _, ledger in matched):
-            matched = [(path, ledger) for path, ledger in matched if not _failed(ledger)]
-            if not matched:
-                continue  # its only log failed to start: that FAIL is the finding
-        if not matched:
-            notes.append(
-                f"budget for {entry.item!r} (line {entry.line}) applies to no given log "
-                f"(logs = {entry.logs!r})"
-            )
-        for path, ledger in matched:
-            checks.extend(
-                _check_entry(entry, path, ledger, baseline, today, budget.tighten_headroom_pct)
-            )
     info = baseline_info or BaselineInfo(source=None if baseline is None else baseline.source)
     warnings: list[str] = []
     if baseline is None and info.path is not None:
@@ -325,12 +340,7 @@ def check_budget(
         budget_path=budget.path,
         today=today,
         strict=strict,
-        inputs=[
-            CheckedInput(
-                path=path, source=ledger.source, outcome=ledger.outcome, diagnosis=ledger.diagnosis
-            )
-            for path, ledger in inputs
-        ],
+        inputs=checked,
         baseline=info,
         checks=checks,
         notes=notes,

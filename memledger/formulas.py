@@ -420,12 +420,7 @@ def load_formulas(
     Later files add entries; an entry whose id is already defined (packaged, or by an earlier
     file) replaces that entry. ConfigError (file:line) on a bad file or entry.
     """
-    formulas: list[Formula] = []
-    if include_packaged:
-        packaged = resources.files("memledger").joinpath("data", "formulas.toml")
-        formulas = parse_formulas(
-            packaged.read_text(encoding="utf-8"), "memledger/data/formulas.toml"
-        )
+    formulas: list[Formula] = list(_packaged_formulas()) if include_packaged else []
     files: list[str | os.PathLike[str]] = []
     env_path = os.environ.get(FORMULAS_ENV) if include_env else None
     if env_path:
@@ -439,6 +434,15 @@ def load_formulas(
         replaced = {formula.id for formula in user}
         formulas = [f for f in formulas if f.id not in replaced] + user
     return formulas
+
+
+@lru_cache(maxsize=1)
+def _packaged_formulas() -> tuple[Formula, ...]:
+    """The packaged formulas, read once per process (a fleet builds many ledgers)."""
+    packaged = resources.files("memledger").joinpath("data", "formulas.toml")
+    return tuple(
+        parse_formulas(packaged.read_text(encoding="utf-8"), "memledger/data/formulas.toml")
+    )
 
 
 def read_formulas_file(path: str | os.PathLike[str]) -> list[Formula]:

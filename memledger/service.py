@@ -544,7 +544,6 @@ def check_report(options: CheckOptions) -> CheckReport:
     from memledger.checking import BaselineInfo, check_budget
 
     budget = _budget(options.budget)  # a bad budget fails before a long parse, not after
-    inputs = [(label_of(item), load_ledger(item, options.load)) for item in options.logs]
     baseline = options.baseline
     base: Ledger | None = None
     if options.require_baseline and (
@@ -575,6 +574,8 @@ def check_report(options: CheckOptions) -> CheckReport:
     else:
         base = load_ledger(baseline, options.load)
         info = BaselineInfo(path=label_of(baseline), source=base.source)
+    # one ledger at a time: memory stays flat in the number of logs (the baseline comes first)
+    inputs = ((label_of(item), load_ledger(item, options.load)) for item in options.logs)
     return check_budget(
         budget,
         inputs,
