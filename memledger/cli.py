@@ -66,17 +66,35 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code instead of raising (usable in-process by tests)."""
+    """Run the CLI; return the exit code instead of raising (usable in-process by tests).
+
+    Without `argv` (the console script, `python -m memledger`) the process ends as soon as the
+    output is flushed: the interpreter's teardown (freeing every module and object, ~50 ms of a
+    0.3 s run) does nothing a finished command needs.
+    """
     previous = None
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread (an embedding caller): leave signals alone
         pass
     try:
-        return _run(argv)
+        code = _run(argv)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+    if argv is None:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None when the process started with that fd closed
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe: what could not be written is lost either way
+    os._exit(code)
 
 
 def _run(argv: list[str] | None) -> int:
