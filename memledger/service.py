@@ -590,6 +590,7 @@ def run_check(options: CheckOptions) -> Output:
     """`memledger check`: the report, its exit code and, for `--format github` under GitHub
     Actions, the markdown report appended to the job summary."""
     from memledger.render.check import FORMATS, CheckFormat, render_markdown
+    from memledger.render.escape import Destination, finish
 
     fmt = FORMATS.pick(options.fmt)
     render = FORMATS.renderer(fmt, None)
@@ -599,7 +600,13 @@ def run_check(options: CheckOptions) -> Output:
     report = check_report(options)
     summary_path = os.environ.get(STEP_SUMMARY_ENV)
     extra = (
-        (ExtraFile(Path(summary_path), render_markdown(report) + "\n", f"${STEP_SUMMARY_ENV}"),)
+        (
+            ExtraFile(
+                Path(summary_path),
+                finish(Destination.MARKDOWN, render_markdown(report)) + "\n",
+                f"${STEP_SUMMARY_ENV}",
+            ),
+        )
         if fmt is CheckFormat.GITHUB and summary_path
         else ()
     )

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from memledger.events import EventKind, Value
-from memledger.units import Size, parse_size
+from memledger.units import Size, bounded_float, bounded_int, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
 OUT_OF_MEMORY_RE = re.compile(
@@ -84,6 +84,21 @@ MAX_FRAMES = 100
 MESSAGE_CAP = 300
 
 
+def _count(text: str) -> int | None:
+    """A log integer, bounded (memledger.units); None when out of range."""
+    try:
+        return bounded_int(text)
+    except ValueError:
+        return None
+
+
+def _fraction(text: str) -> float | None:
+    try:
+        return bounded_float(text)
+    except ValueError:
+        return None
+
+
 def _size(match: re.Match[str]) -> Size | None:
     try:
         return parse_size(match.group(1), match.group(2))
@@ -113,7 +128,9 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
         values["device"] = head.group("device").upper()
     index = _OOM_DEVICE_INDEX_RE.search(text, head.start())
     if index:
-        values["gpu"] = int(index.group(1))
+        gpu = _count(index.group(1))
+        if gpu is not None:
+            values["gpu"] = gpu
     return sizes, values
 
 
@@ -131,14 +148,17 @@ def read_kv_refusal(text: str) -> dict[str, Value] | None:
             ("minimum_viable", "minimum"),
         ):
             if match.group(group):
-                values[key] = float(match.group(group))
+                number = _fraction(match.group(group))
+                if number is not None:
+                    values[key] = number
         return values
     match = NOT_ENOUGH_MEMORY_RE.search(text)
     if match is None:
         return None
     values["shape"] = "not_enough_memory"
-    if match.group("mfs"):
-        values["mem_fraction_static"] = float(match.group("mfs"))
+    number = _fraction(match.group("mfs")) if match.group("mfs") else None
+    if number is not None:
+        values["mem_fraction_static"] = number
     return values
 
 
@@ -149,9 +169,9 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
     if KILLED_RE.match(text.strip()):
         return {"killed": True}
     match = EXIT_CODE_RE.search(text)
-    if match is None or int(match.group(1)) == 0:
+    code = None if match is None else _count(match.group(1))
+    if code is None or code == 0:
         return None
-    code = int(match.group(1))
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from memledger.errors import SelectionError
 from memledger.events import Event, EventKind
-from memledger.units import GIB
+from memledger.units import GIB, digits_key
 
 _INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
 
@@ -22,7 +22,7 @@ def is_rank0_tag(tag: str) -> bool:
         return False
     for part in parts:
         match = _INDEXED_TAG_RE.fullmatch(part)
-        if match is None or int(match.group(1)) != 0:
+        if match is None or match.group(1).strip("0"):  # not int(): a tag may hold 5,000 digits
             return False
     return True
 
@@ -91,17 +91,17 @@ def _without_rank0(tagged: list[str]) -> RankSelection:
     return RankSelection(frozenset({chosen}), chosen, False, frozenset({chosen}), note)
 
 
-def natural_key(tag: str) -> list[int | str]:
-    """`DP2 TP10` after `DP2 TP9`: digits compare as numbers."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", tag)]
+def natural_key(tag: str) -> list[tuple[int, str]]:
+    """`DP2 TP10` after `DP2 TP9`: digits compare as numbers (without int(), see digits_key)."""
+    return [digits_key(part) if part.isdigit() else (-1, part) for part in re.split(r"(\d+)", tag)]
 
 
-def rank_sort_key(tag: str) -> tuple[tuple[str, int], ...]:
+def rank_sort_key(tag: str) -> tuple[tuple[str, tuple[int, str]], ...]:
     """Order of the per-rank table: by each tag part's name, then its index."""
-    parts: list[tuple[str, int]] = []
+    parts: list[tuple[str, tuple[int, str]]] = []
     for part in tag.split():
         match = re.fullmatch(r"([A-Za-z_]+?)(\d+)", part)
-        parts.append((match.group(1), int(match.group(2))) if match else (part, -1))
+        parts.append((match.group(1), digits_key(match.group(2))) if match else (part, (-1, "")))
     return tuple(parts)
 
 

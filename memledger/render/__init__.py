@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -55,7 +56,10 @@ def _with_explain(
 
 
 def _explain_markdown(ledger: Ledger, target: str) -> str:
-    return f"```text\n{explain_text(ledger, target)}```\n"
+    text = explain_text(ledger, target)
+    # a fence longer than any backtick run in the text: a saved ledger's ``` cannot close it
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    return f"{fence}text\n{text}{fence}\n"
 
 
 FORMATS: Formats[OutputFormat, LedgerView, Ledger] = Formats(

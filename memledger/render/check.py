@@ -14,6 +14,7 @@ from pathlib import PurePath
 from memledger.budget import ItemKind, Quantity
 from memledger.checking import Bound, Check, CheckReport, CheckStatus
 from memledger.errors import CHECK_VERDICTS
+from memledger.render.escape import terminal_text
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell, markdown_code, text_table
 from memledger.units import GIB
@@ -402,7 +403,9 @@ def render_github(report: CheckReport) -> str:
         for warning in report.warnings
         if not (covered and warning == report.baseline.note)
     )
-    return "\n".join(lines) + ("\n" if lines else "") + render_text(report)
+    # The text after the annotations is untrusted text too: none of its lines may start a
+    # workflow command (a saved ledger's strings can hold newlines).
+    return "\n".join(lines) + ("\n" if lines else "") + terminal_text(render_text(report))
 
 
 _STATUS_ICON = {

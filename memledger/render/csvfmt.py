@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import csv
-import io
-
 from memledger.ledger_model import Ledger
+from memledger.render.escape import write_csv
 from memledger.render.rows import CSV_HEADERS, csv_records
 
 
 def render_csv(ledger: Ledger) -> str:
     """A header line and one line per row (minimal quoting, `\\n` line ends)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_HEADERS)
     # Cells are single-line so that any CSV reader (not only RFC 4180 ones) splits rows right.
-    writer.writerows([[_one_line(cell) for cell in record] for record in csv_records(ledger)])
-    return buffer.getvalue()
+    return write_csv(
+        CSV_HEADERS, ([_one_line(cell) for cell in record] for record in csv_records(ledger))
+    )
 
 
 def _one_line(cell: str) -> str:

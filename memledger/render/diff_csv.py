@@ -7,11 +7,10 @@ repeats which inputs were compared, so a record read alone still says what it co
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 
 from memledger.compare import ByteChange, LedgerDiff, SortKey, sort_rows
+from memledger.render.escape import write_csv
 
 CSV_HEADERS = [
     "section",
@@ -117,8 +116,6 @@ def render_diff_csv(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> str:
     """A header line and one record per (section, id); every row, unchanged ones too."""
     base, head = diff.inputs.base, diff.inputs.head
     identity = [base.path, str(base.startup), base.rank, head.path, str(head.startup), head.rank]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_HEADERS)
-    writer.writerows(record + [_text(c) for c in identity] for record in _records(diff, sort))
-    return buffer.getvalue()
+    return write_csv(
+        CSV_HEADERS, (record + [_text(c) for c in identity] for record in _records(diff, sort))
+    )

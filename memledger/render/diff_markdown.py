@@ -31,7 +31,8 @@ from memledger.render.diff_common import (
     rows_view,
     summary_table,
 )
-from memledger.render.tables import Table, github_table, markdown_cell
+from memledger.render.escape import mermaid_label
+from memledger.render.tables import Table, github_table, markdown_cell, markdown_code
 from memledger.units import GIB
 
 DEFAULT_MARKER = "memledger"
@@ -54,7 +55,7 @@ def marker_comment(marker: str) -> str:
 
 
 def _code(text: str) -> str:
-    return "`" + text.replace("`", "'") + "`"
+    return markdown_code(text)
 
 
 @dataclass
@@ -121,18 +122,19 @@ def _table(table: Table) -> Block:
 
 
 def _input_text(side: str, item: DiffInput) -> str:
-    stopped = f", stopped at {item.stopped_at}" if item.stopped_at else ""
+    stopped = f", stopped at {markdown_cell(item.stopped_at)}" if item.stopped_at else ""
     name = side if item.label == side else f"{side} **{markdown_cell(item.label)}**"
     return (
-        f"{name} {_code(item.path)} (startup #{item.startup} of "
-        f"{item.n_startups}, rank {_code(item.rank or '-')}, {item.outcome}{stopped})"
+        f"{name} {_code(item.path)} (startup {item.startup} of "
+        f"{item.n_startups}, rank {_code(item.rank or '-')}, {markdown_cell(item.outcome)}"
+        f"{stopped})"
     )
 
 
 def _pie(title: str, groups: Sequence[str], values: Sequence[int]) -> str:
-    lines = [f"pie showData title {title.replace(chr(34), '')}"]
+    lines = [f"pie showData title {mermaid_label(title)}"]
     lines += [
-        f'    "{name}" : {value / GIB:.2f}'
+        f'    "{mermaid_label(name)}" : {value / GIB:.2f}'
         for name, value in zip(groups, values, strict=True)
         if value > 0
     ]

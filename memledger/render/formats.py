@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Generic, TypeVar
 
 from memledger.errors import ConfigError
+from memledger.render.escape import Destination, finish
 
 K = TypeVar("K", bound=StrEnum)
 O = TypeVar("O")  # noqa: E741 - the render options of a command
@@ -35,12 +36,25 @@ def choose(kind: type[K], name: str, what: str = "format") -> K:
         raise ConfigError(f"unknown {what} {name!r}; choose one of {choices}") from None
 
 
+DESTINATION_OF: dict[str, Destination] = {
+    "text": Destination.TERMINAL,
+    "markdown": Destination.MARKDOWN,
+    "github": Destination.GITHUB,
+    "json": Destination.JSON,
+    "junit": Destination.JUNIT,
+    "csv": Destination.CSV,
+}
+"""Where each format name's output goes (a format of another name must say so itself)."""
+
+
 @dataclass(frozen=True)
 class Format(Generic[O, M]):
     """One output format: how to build its renderer from the options, and one help phrase."""
 
     make: Callable[[O], Callable[[M], str]]
     help: str
+    destination: Destination | None = None
+    """How its output is made inert (memledger.render.escape); None: by the format's name."""
 
 
 class Formats(Generic[K, O, M]):
@@ -52,6 +66,12 @@ class Formats(Generic[K, O, M]):
             raise TypeError(f"{kind.__name__}: no renderer for {', '.join(missing)}")
         self.kind = kind
         self.entries = dict(entries)
+        self.destinations: dict[K, Destination] = {}
+        for member, entry in self.entries.items():
+            destination = entry.destination or DESTINATION_OF.get(member.value)
+            if destination is None:
+                raise TypeError(f"{kind.__name__}.{member.name}: say where its output goes")
+            self.destinations[member] = destination
 
     @property
     def names(self) -> list[str]:
@@ -68,5 +88,9 @@ class Formats(Generic[K, O, M]):
         return choose(self.kind, name)
 
     def renderer(self, name: str, options: O) -> Callable[[M], str]:
-        """The renderer of the format called `name`, built with `options`."""
-        return self.entries[self.pick(name)].make(options)
+        """The renderer of the format called `name`, built with `options`; its output always
+        passes the format's escaping (`memledger.render.escape.finish`)."""
+        member = self.pick(name)
+        render = self.entries[member].make(options)
+        destination = self.destinations[member]
+        return lambda model: finish(destination, render(model))

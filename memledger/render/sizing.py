@@ -52,6 +52,11 @@ def _verdict(result: SizingResult) -> str:
     return f"{state}, predicted {predicted:,} vs logged {logged:,} tokens/rank ({off:+.2f} %)"
 
 
+def _rule_source(name: str) -> str:
+    rule = RULE.get(name)
+    return rule.source if rule is not None else "not a rule of this memledger"
+
+
 def sizing_table(result: SizingResult) -> Table:
     """The budget arithmetic with this log's numbers, each term with its line or rule."""
     pred = result.prediction
@@ -131,7 +136,8 @@ def sizing_table(result: SizingResult) -> Table:
             ]
         )
     used = sorted({rule for _, _, _, rule in rows if rule.startswith("rule ")})
-    notes = [f"{name}: {RULE[name.removeprefix('rule ')].source}" for name in used]
+    # a saved ledger may name a rule this memledger does not know: say so, never KeyError
+    notes = [f"{name}: {_rule_source(name.removeprefix('rule '))}" for name in used]
     if result.min_mem_fraction_static is not None:
         notes.append(
             "minimum viable mfs: SGLang's own refusal text, "

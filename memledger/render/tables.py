@@ -7,6 +7,7 @@ renderers interpolate into headings and paragraphs).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,17 +30,43 @@ class Table:
     """Columns shown as code spans in markdown (ids, paths)."""
 
 
+# Text GitHub turns into a notification, a cross-reference or a link even when escaped: a
+# zero-width space after `@` (mentions), `#` before a digit (issue refs), `://` and `www.`
+# (autolinks) keeps the text as printed and inert.
+_GITHUB_REFERENCE = re.compile(r"@(?=[\w-])|#(?=\d)|:(?=//)|www(?=\.)", re.IGNORECASE)
+
+
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+
+
 def markdown_cell(text: str) -> str:
-    """Escape what would break a GitHub table cell or turn into markup (one line)."""
+    """Untrusted text as inert GitHub markdown on one line (a table cell or inline text).
+
+    Nothing in it can become markup: no HTML (`<`, `&`), link or image (`[`), code span, table
+    cell break, emphasis, mention, issue reference or autolink.
+    """
     flat = " ".join(text.split())
-    for char, escaped in (("\\", "\\\\"), ("|", "\\|"), ("*", "\\*"), ("`", "\\`")):
+    for char, escaped in (
+        ("\\", "\\\\"),
+        ("&", "&amp;"),
+        ("|", "\\|"),
+        ("*", "\\*"),
+        ("`", "\\`"),
+        ("[", "\\["),
+        ("]", "\\]"),
+        ("~", "\\~"),
+    ):
         flat = flat.replace(char, escaped)
+    # `_` opens emphasis only next to a non-alphanumeric: `mem_fraction_static` stays as is
+    flat = _EMPHASIS_UNDERSCORE.sub(r"\\_", flat)
     # A `<word>` would be taken for an HTML tag and hidden by GitHub.
-    return flat.replace("<", "&lt;")
+    flat = flat.replace("<", "&lt;")
+    return _GITHUB_REFERENCE.sub(lambda m: m.group(0) + "\u200b", flat)
 
 
 def markdown_code(text: str) -> str:
     """A code span (one line; a backtick inside becomes `'`, a pipe stays out of the table)."""
+    # Inside a code span GitHub renders no HTML, link, mention or reference.
     return "`" + " ".join(text.split()).replace("`", "'").replace("|", "\\|") + "`"
 
 

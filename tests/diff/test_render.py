@@ -52,8 +52,9 @@ def test_markdown_is_well_formed_with_marker_details_and_two_charts() -> None:
     assert lines[1].startswith("**memledger diff** · dp2 vs dp16: state pool -10.46 GiB")
     assert lines[1].endswith("biggest mover: CUDA graphs +5.90 GiB (+73.8%)")
     # Inputs recorded: path, startup and rank of both sides.
-    assert "`samples/dp16.log` (startup #0 of 1, rank `TP0`, ready)" in text
-    assert "`samples/dp2.log` (startup #0 of 1, rank `TP0`, ready)" in text
+    # no `#0`: GitHub would link it to issue 0 (issue 12, class 1)
+    assert "`samples/dp16.log` (startup 0 of 1, rank `TP0`, ready)" in text
+    assert "`samples/dp2.log` (startup 0 of 1, rank `TP0`, ready)" in text
     # The split's printed parts add up to its printed total.
     assert "| CUDA graphs + runtime headroom | 18.00 | 27.90 | +9.90 |" in text
     assert "| fixed overhead (sum) | 119.48 | 129.93 | +10.46 |" in text

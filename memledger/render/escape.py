@@ -1,0 +1,168 @@
+"""Escaping by destination: the one place per output format that makes untrusted text inert.
+
+Log lines, saved ledgers, budget and file names can carry anything a pull request's author put
+there. Each format has one last pass (`finish`, applied by the format registries to every
+renderer's output) that enforces its invariant whatever a renderer interpolated:
+
+- terminal text: C0/C1 controls, DEL and bidi overrides are shown (`␛`, `<U+009B>`), never
+  emitted; tab and the renderer's own newlines stay.
+- every format that can end up in a CI job log: no line starts a GitHub workflow command (`::`
+  after leading blanks) and no `##[` (the runner's older syntax, matched anywhere in a line).
+- JSON: the same data, with C1/DEL/U+2028/U+2029 and `[` after `##` written as `\\u` escapes.
+- JUnit XML: characters XML 1.0 forbids are shown as text; C1 controls become character
+  references (same data, no raw bytes).
+- CSV: every cell on one line, controls shown, and a cell a spreadsheet would run as a
+  formula (`= + - @`, tab, CR first) gets a `'` first (OWASP), plain numbers excepted.
+
+Markdown structure (tables, links, mentions, HTML) is escaped where text is interpolated, by
+`memledger.render.tables.markdown_cell` / `markdown_code`; Mermaid labels by `mermaid_label`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Iterable, Sequence
+from enum import StrEnum
+
+
+class Destination(StrEnum):
+    """Where a format's output goes, which decides how untrusted text is made inert."""
+
+    TERMINAL = "terminal"
+    MARKDOWN = "markdown"
+    GITHUB = "github"
+    JSON = "json"
+    JUNIT = "junit"
+    CSV = "csv"
+
+
+# C0 except TAB and LF, DEL, C1, and the bidirectional overrides/isolates ("Trojan source").
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_CONTROL_WITH_NEWLINE = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+)
+_WORKFLOW_LINE = re.compile(r"^(\s*)::", re.MULTILINE)
+_ZERO_WIDTH_SPACE = "\u200b"
+"""Not whitespace to the Actions runner's TrimStart, invisible to a reader."""
+
+
+def _shown(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = ord(char)
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Control Pictures block: ␛ for ESC, ␍ for CR
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return f"<U+{code:04X}>"
+
+
+def visible_controls(text: str, *, keep_newlines: bool = True) -> str:
+    """Control characters (and bidi overrides) as visible symbols; tab (and newlines) kept."""
+    pattern = _CONTROL if keep_newlines else _CONTROL_WITH_NEWLINE
+    return pattern.sub(_shown, text)
+
+
+def inert_workflow_commands(text: str) -> str:
+    """No line starts a workflow command and no `##[` remains (the runner reads both)."""
+    text = _WORKFLOW_LINE.sub(lambda m: m.group(1) + _ZERO_WIDTH_SPACE + "::", text)
+    return text.replace("##[", "##" + _ZERO_WIDTH_SPACE + "[")
+
+
+def terminal_text(text: str) -> str:
+    """Text for a terminal or a CI job log: controls shown, no workflow command."""
+    return inert_workflow_commands(visible_controls(text))
+
+
+def one_line(text: str) -> str:
+    """One untrusted string on one line, controls shown (newlines too): for interpolation."""
+    return visible_controls(text, keep_newlines=False)
+
+
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(text: str) -> str:
+    """JSON text with the same data, but no raw C1/DEL/line separators and no `##[`.
+
+    `\\u` escapes are only valid inside JSON strings, and only strings can hold these
+    characters (or `#`), so a text-wide replacement is exact.
+    """
+    text = _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    return text.replace("##[", "##\\u005b")
+
+
+# XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_XML_DISCOURAGED = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def xml_text(text: str) -> str:
+    """Serialized XML that any XML 1.0 parser accepts: forbidden characters shown as text;
+    C1 controls, CR, a `:` starting a line and the `[` of `##[` as character references (the
+    same data)."""
+    text = _XML_FORBIDDEN.sub(
+        lambda m: _shown(m) if ord(m.group(0)) < 0x20 else f"<U+{ord(m.group(0)):04X}>", text
+    )
+    # `<U+...>` inside an attribute or element must itself be escaped: write it as entities
+    text = text.replace("<U+", "&lt;U+")
+    text = _XML_DISCOURAGED.sub(lambda m: f"&#{ord(m.group(0))};", text).replace("\r", "&#13;")
+    # printed in a job log, a line of element text must not start a workflow command either
+    text = _WORKFLOW_LINE.sub(lambda m: m.group(1) + "&#58;:", text)
+    return text.replace("##[", "##&#91;")
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def csv_cell(cell: str) -> str:
+    """One CSV cell: on one line, controls shown, no formula, no workflow command."""
+    cell = inert_workflow_commands(one_line(cell))
+    if cell.startswith(_FORMULA_START) and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def write_csv(headers: Sequence[str], records: Iterable[Sequence[str]]) -> str:
+    """The one CSV writer: a header line, then one line per record, every cell `csv_cell`
+    (minimal quoting, `\\n` line ends; one line per record for any CSV reader)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([csv_cell(cell) for cell in headers])
+    writer.writerows([csv_cell(cell) for cell in record] for record in records)
+    return buffer.getvalue()
+
+
+def csv_text(text: str) -> str:
+    """The CSV pass: every cell re-checked by `csv_cell` (idempotent on `write_csv` output)."""
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    return write_csv(rows[0], rows[1:]) if rows else text
+
+
+_MERMAID_UNSAFE = re.compile(r"[^\w .,:/+()%-]")
+
+
+def mermaid_label(text: str, limit: int = 60) -> str:
+    """A Mermaid label or title: one line of letters, digits and harmless punctuation only
+    (no quote, backtick, `#`, `;`, brackets or newline can end it or start a directive)."""
+    cleaned = _MERMAID_UNSAFE.sub("_", one_line(text)).strip()
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+_FINISH: dict[Destination, Callable[[str], str]] = {
+    Destination.TERMINAL: terminal_text,
+    Destination.MARKDOWN: terminal_text,
+    # The github format's annotations are ours and escaped; its text part is made inert by
+    # render_github itself (it alone knows which lines are annotations).
+    Destination.GITHUB: lambda text: visible_controls(text).replace("##[", "##\u200b["),
+    Destination.JSON: json_text,
+    Destination.JUNIT: xml_text,
+    Destination.CSV: csv_text,
+}
+
+
+def finish(destination: Destination, text: str) -> str:
+    """The last pass of every renderer's output for `destination`."""
+    return _FINISH[destination](text)
