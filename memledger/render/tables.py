@@ -36,7 +36,16 @@ class Table:
 _GITHUB_REFERENCE = re.compile(r"@(?=[\w-])|#(?=\d)|:(?=//)|www(?=\.)", re.IGNORECASE)
 
 
-_EMPHASIS_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+_UNDERSCORES = re.compile("_+")
+
+
+def _underscores(match: re.Match[str], text: str) -> str:
+    """A run of `_` inside a word (`end__capture`) cannot open or close emphasis: kept."""
+    before = text[match.start() - 1] if match.start() else " "
+    after = text[match.end()] if match.end() < len(text) else " "
+    if before.isalnum() and after.isalnum():
+        return match.group(0)
+    return match.group(0).replace("_", "\\_")
 
 
 def markdown_cell(text: str) -> str:
@@ -58,7 +67,7 @@ def markdown_cell(text: str) -> str:
     ):
         flat = flat.replace(char, escaped)
     # `_` opens emphasis only next to a non-alphanumeric: `mem_fraction_static` stays as is
-    flat = _EMPHASIS_UNDERSCORE.sub(r"\\_", flat)
+    flat = _UNDERSCORES.sub(lambda m: _underscores(m, flat), flat)
     # A `<word>` would be taken for an HTML tag and hidden by GitHub.
     flat = flat.replace("<", "&lt;")
     return _GITHUB_REFERENCE.sub(lambda m: m.group(0) + "\u200b", flat)
