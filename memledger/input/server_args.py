@@ -7,6 +7,7 @@ Each top-level value is read with `ast.literal_eval` (literals only); a repr tha
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from memledger.events import ParamValue
@@ -14,6 +15,8 @@ from memledger.units import NumberOutOfRange, checked_number
 
 MAX_VALUE_CHARS = 20_000
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_PLAIN_RUN = re.compile(r"[^\\'\"()\[\]{}<>,]+")
+_LT_RUN = re.compile("<+")
 
 
 def _split_top_level(body: str) -> list[str]:
@@ -30,6 +33,12 @@ def _split_top_level(body: str) -> list[str]:
     length = len(body)
     last_solid = ""  # the last non-whitespace character before `index`
     while index < length:
+        plain = _PLAIN_RUN.match(body, index)
+        if plain:  # characters that change no state: skipped in C, not one by one
+            tail = body[index : plain.end()].rstrip()
+            last_solid = tail[-1] if tail else last_solid
+            index = plain.end()
+            continue
         char = body[index]
         if quote:
             if char == "\\":
@@ -44,6 +53,10 @@ def _split_top_level(body: str) -> list[str]:
         elif char in _OPEN:
             if char != "<" or not last_solid or last_solid in _VALUE_STARTS_AFTER:
                 stack.append(_OPEN[char])
+            elif not quote:  # a `<` that opens nothing: so does the rest of its run
+                index = _LT_RUN.match(body, index).end()  # type: ignore[union-attr]
+                last_solid = "<"
+                continue
         elif stack and char == stack[-1]:
             stack.pop()
         elif char in ")]}" and not stack:
