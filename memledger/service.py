@@ -35,6 +35,7 @@ from memledger.errors import EXIT_OK, ConfigError, InputError
 from memledger.events import ParsedLog
 from memledger.input.reader import ByteSource, OpenedLog, PeekedStream, open_log
 from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
+from memledger.render.terminal import PLAIN, Terminal
 
 if TYPE_CHECKING:
     from memledger.budget import Budget
@@ -110,6 +111,8 @@ class ParseOptions:
     fmt: str = "text"
     all_ranks: bool = False
     coverage: bool = False
+    terminal: Terminal = PLAIN
+    """Text output: the width to fit and whether to colour (`terminal_for`)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,8 @@ class LedgerOptions:
     explain: str | None = None
     more_logs: Sequence[Source] = ()
     """More logs: with them (or when `log` is a folder) the fleet view, one line per log."""
+    terminal: Terminal = PLAIN
+    """Text output: the width to fit and whether to colour (`terminal_for`)."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,8 @@ class DiffOptions:
     show_unchanged: bool = False
     marker: str | None = None
     max_chars: int | None = None
+    terminal: Terminal = PLAIN
+    """Text output: the width to fit and whether to colour (`terminal_for`)."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,8 @@ class CheckOptions:
     """A missing baseline (not given, or a path that does not exist) is an InputError instead
     of "relative limits not compared": a CI job whose artifact download failed must not pass."""
     max_chars: int | None = None  # markdown only: size cap (a PR comment has a limit)
+    terminal: Terminal = PLAIN
+    """Text output: the width to fit and whether to colour (`terminal_for`)."""
 
 
 # --- the input opener ---------------------------------------------------------------------------
@@ -441,7 +450,9 @@ def run_parse(options: ParseOptions) -> Output:
     """`memledger parse`: the selected rank's events, with the log's facts."""
     from memledger.render.parse import FORMATS, ParseView
 
-    view = ParseView(all_ranks=options.all_ranks, coverage=options.coverage)
+    view = ParseView(
+        all_ranks=options.all_ranks, coverage=options.coverage, terminal=options.terminal
+    )
     render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
     if isinstance(options.log, Ledger | ParsedLog):
         raise ConfigError("parse reads a log, not an object already built")
@@ -458,7 +469,8 @@ def run_ledger(options: LedgerOptions) -> Output:
         if options.explain is not None:
             raise ConfigError("--explain takes one LOG, not several")
         return run_fleet(sources, options.load, options.fmt)
-    render = FORMATS.renderer(options.fmt, LedgerView(explain=options.explain))
+    view = LedgerView(explain=options.explain, terminal=options.terminal)
+    render = FORMATS.renderer(options.fmt, view)
     return Output(render(load_ledger(options.log, options.load)))
 
 
@@ -520,6 +532,7 @@ def run_diff(options: DiffOptions) -> Output:
     from memledger.render.diff_formats import FORMATS, diff_view
 
     view = diff_view(sort=options.sort, show_unchanged=options.show_unchanged)
+    view = replace(view, terminal=options.terminal)
     if options.marker is not None:
         view = replace(view, marker=options.marker)
     if options.max_chars is not None:
@@ -593,7 +606,7 @@ def run_check(options: CheckOptions) -> Output:
     from memledger.render.escape import Destination, finish
 
     fmt = FORMATS.pick(options.fmt)
-    render = FORMATS.renderer(fmt, None)
+    render = FORMATS.renderer(fmt, options.terminal)
     if fmt is CheckFormat.MARKDOWN and options.max_chars is not None:
         max_chars = options.max_chars
         render = lambda report: render_markdown(report, max_chars)  # noqa: E731
@@ -679,6 +692,14 @@ def _write_file(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def terminal_for(destination: PathLike | None) -> Terminal:
+    """The terminal a report goes to: stdout's width and colour, or 100 columns and no colour
+    for a file."""
+    if destination is None or os.fspath(destination) == STDIN:
+        return Terminal.detect(sys.stdout)
+    return PLAIN
 
 
 def emit(output: Output, destination: PathLike | None = None) -> int:

@@ -130,3 +130,21 @@ def run_cli(
     code = main([os.fspath(arg) for arg in argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def unwrapped(text: str, width: int = 100) -> str:
+    """Text output with the terminal wrapping undone, so a sentence can be matched whole: a line
+    indented two spaces deeper than the one before continues it when its first word did not fit
+    on that line (`render.terminal.fit_lines`)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        if out and line.strip():
+            previous = out[-1]
+            first = line.split()[0]
+            deeper = indent == len(previous) - len(previous.lstrip(" ")) + 2
+            if deeper and len(previous) + 1 + len(first) > width:
+                out[-1] = previous + " " + line.strip()
+                continue
+        out.append(line)
+    return "\n".join(out)

@@ -17,7 +17,7 @@ from memledger.commands.options import (
 )
 from memledger.errors import exit_codes_help
 from memledger.render.check import FORMATS
-from memledger.service import CheckOptions, LoadOptions, emit, run_check
+from memledger.service import CheckOptions, LoadOptions, emit, run_check, terminal_for
 
 HELP_EPILOG = (
     exit_codes_help(check=True)
@@ -119,6 +119,7 @@ def check_command(
                 today=None if today is None else today.date(),
                 fmt=fmt,
                 max_chars=max_chars,
+                terminal=terminal_for(output),
             )
         ),
         output,

@@ -16,7 +16,7 @@ from memledger.commands.options import (
 )
 from memledger.render.diff_formats import FORMATS, SORT_KEYS
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS
-from memledger.service import DiffOptions, DiffSide, LoadOptions, emit, run_diff
+from memledger.service import DiffOptions, DiffSide, LoadOptions, emit, run_diff, terminal_for
 
 HELP = """Compare two deployments: BASE and HEAD are SGLang logs or ledgers saved with
 `memledger ledger LOG --format json -o FILE` (one of each works too; `-` reads stdin).
@@ -139,6 +139,7 @@ def diff_command(
                 show_unchanged=show_unchanged,
                 marker=marker,
                 max_chars=max_chars,
+                terminal=terminal_for(output),
             )
         ),
         output,

@@ -15,7 +15,7 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.render import FORMATS
-from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger
+from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger, terminal_for
 
 
 @click.command("ledger")
@@ -74,6 +74,7 @@ def ledger_command(
                 ),
                 fmt=fmt,
                 explain=explain,
+                terminal=terminal_for(output),
             )
         ),
         output,

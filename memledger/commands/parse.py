@@ -8,7 +8,7 @@ import click
 
 from memledger.commands.options import grammar_option, output_option, rank_option, startup_option
 from memledger.render.parse import FORMATS
-from memledger.service import LoadOptions, ParseOptions, emit, run_parse
+from memledger.service import LoadOptions, ParseOptions, emit, run_parse, terminal_for
 
 
 @click.command("parse")
@@ -57,6 +57,7 @@ def parse_command(
                 fmt=fmt,
                 all_ranks=all_ranks,
                 coverage=coverage,
+                terminal=terminal_for(output),
             )
         ),
         output,

@@ -17,6 +17,7 @@ from memledger.render.explain import UnknownRowError, explain_json, explain_text
 from memledger.render.formats import Format, Formats
 from memledger.render.jsonfmt import render_json
 from memledger.render.markdown import render_markdown
+from memledger.render.terminal import Terminal
 from memledger.render.text import render_text
 
 __all__ = ["FORMATS", "LedgerView", "OutputFormat", "UnknownRowError", "render_ledger"]
@@ -36,18 +37,24 @@ class LedgerView:
     """What to show of a ledger: all of it, or only the arithmetic behind one row."""
 
     explain: str | None = None
+    terminal: Terminal = Terminal()
+    """Width and colour of text output."""
 
 
 LedgerRenderer = Callable[[Ledger], str]
 
 
 def _with_explain(
-    whole: LedgerRenderer, explain: Callable[[Ledger, str], str] | None, fmt: str
+    whole: LedgerRenderer | Callable[[Ledger, Terminal], str],
+    explain: Callable[[Ledger, str], str] | None,
+    fmt: str,
 ) -> Callable[[LedgerView], LedgerRenderer]:
     def make(view: LedgerView) -> LedgerRenderer:
         target = view.explain
         if target is None:
-            return whole
+            if whole is render_text:
+                return lambda ledger: render_text(ledger, view.terminal)
+            return whole  # type: ignore[return-value]
         if explain is None:
             raise ConfigError(f"--explain prints text, markdown or json, not {fmt}")
         return lambda ledger: explain(ledger, target)

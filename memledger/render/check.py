@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from enum import StrEnum
+from functools import partial
 from pathlib import PurePath
 
 from memledger.budget import ItemKind, Quantity
@@ -17,6 +18,7 @@ from memledger.errors import CHECK_VERDICTS
 from memledger.render.escape import terminal_text
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell, markdown_code, text_table
+from memledger.render.terminal import FAIL, PASS, PLAIN, WARN, Terminal, fit_lines
 from memledger.units import GIB
 
 CHECK_MARKER = "<!-- memledger-check -->"
@@ -223,17 +225,24 @@ def _pass_rows(report: CheckReport) -> list[list[str]]:
     ]
 
 
-def render_text(report: CheckReport) -> str:
-    """Breaches first (one line each), then passes with their headroom, then notes."""
-    lines = [headline(report)]
+def render_text(report: CheckReport, terminal: Terminal = PLAIN) -> str:
+    """Breaches first (one line each), then passes with their headroom, then notes; fitted to
+    the terminal's width, FAIL and WARN coloured on a colour terminal."""
+    verdict = CHECK_VERDICTS[report.exit_code]
+    tone = FAIL if report.exit_code else PASS
+    lines = [headline(report).replace(verdict, terminal.paint(verdict, tone), 1)]
     lines.extend(f"warning: {warning}" for warning in report.warnings)
-    lines.extend(breach_line(check) for check in report.breaches())
+    for check in report.breaches():
+        line = breach_line(check)
+        word = STATUS_LABEL[check.status]
+        failing = report.is_failing(check) or check.status is CheckStatus.MISSING
+        lines.append(line.replace(word, terminal.paint(word, FAIL if failing else WARN), 1))
     passes = _pass_rows(report)
     if passes:
         lines.append("")
         lines.append(f"within budget ({len(passes)}):")
         headers = ["item", "log", "actual vs limit", "headroom", "hint"]
-        table = text_table(Table(headers, passes), style="plain")
+        table = text_table(Table(headers, passes), style="plain", width=terminal.width - 2)
         lines.extend("  " + row.rstrip() for row in table.splitlines())
     skipped = report.skipped()
     if skipped:
@@ -241,7 +250,7 @@ def render_text(report: CheckReport) -> str:
         lines.append(f"not compared ({len(skipped)}):")
         lines.extend(f"  {check.item} [{check.log}]: {check.note}" for check in skipped)
     lines.extend(_context_lines(report))
-    return "\n".join(lines) + "\n"
+    return fit_lines("\n".join(lines), terminal.width) + "\n"
 
 
 def _context_lines(report: CheckReport) -> list[str]:
@@ -516,10 +525,12 @@ def _details_sections(passes: list[list[str]], skipped: list[Check]) -> list[str
     return lines
 
 
-FORMATS: Formats[CheckFormat, None, CheckReport] = Formats(
+FORMATS: Formats[CheckFormat, Terminal, CheckReport] = Formats(
     CheckFormat,
     {
-        CheckFormat.TEXT: Format(lambda _: render_text, "breaches first, then passes"),
+        CheckFormat.TEXT: Format(
+            lambda terminal: partial(render_text, terminal=terminal), "breaches first, then passes"
+        ),
         CheckFormat.JSON: Format(lambda _: render_json, "the full report"),
         CheckFormat.JUNIT: Format(lambda _: render_junit, "JUnit XML for CI test reports"),
         CheckFormat.GITHUB: Format(
@@ -539,4 +550,4 @@ def check_format(name: str) -> CheckFormat:
 
 def render_check(report: CheckReport, fmt: CheckFormat | str = CheckFormat.TEXT) -> str:
     """Render a check report in one of the formats."""
-    return FORMATS.renderer(fmt, None)(report)
+    return FORMATS.renderer(fmt, PLAIN)(report)

@@ -447,7 +447,11 @@ def rows_view(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> RowsV
     shown = [r for r in ordered if show_unchanged or r.status is not DiffStatus.UNCHANGED]
     notes = [f"{r.id}: {r.note}" for r in shown if r.note]
     return RowsView(
-        table=Table([*ROW_HEADERS, *_side_headers(diff), "status"], [_row_cells(r) for r in shown]),
+        table=Table(
+            [*ROW_HEADERS, *_side_headers(diff), "status"],
+            [_row_cells(r) for r in shown],
+            keep=(0,),
+        ),
         hidden_unchanged=len(ordered) - len(shown),
         notes=notes,
     )
@@ -584,10 +588,11 @@ def coverage_table(diff: LedgerDiff) -> Table:
 
 
 def coverage_notes(diff: LedgerDiff) -> list[str]:
-    """The ledgers' own notes (degradations), prefixed by side."""
-    return [f"base: {n}" for n in diff.coverage.base.notes] + [
-        f"head: {n}" for n in diff.coverage.head.notes
-    ]
+    """Where a partial side stopped, in full (the table cell may be shortened to fit), then the
+    ledgers' own notes (degradations), prefixed by side."""
+    sides = (("base", diff.coverage.base), ("head", diff.coverage.head))
+    stops = [f"{side}: stopped at {c.stopped_at}" for side, c in sides if c.stopped_at]
+    return stops + [f"{side}: {n}" for side, c in sides for n in c.notes]
 
 
 def composition(diff: LedgerDiff) -> tuple[list[RowGroup], list[int], list[int]]:

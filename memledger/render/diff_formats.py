@@ -13,6 +13,7 @@ from memledger.render.diff_json import render_diff_json
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS, render_diff_markdown
 from memledger.render.diff_text import render_diff_text
 from memledger.render.formats import Format, Formats, choose
+from memledger.render.terminal import Terminal
 
 
 class DiffFormat(StrEnum):
@@ -38,13 +39,17 @@ class DiffView:
     """Text and markdown: list unchanged rows instead of a count (json/csv list every row)."""
     marker: str = DEFAULT_MARKER
     max_chars: int = DEFAULT_MAX_CHARS
+    terminal: Terminal = Terminal()
+    """Text: the width to fit and whether to colour."""
 
 
 FORMATS: Formats[DiffFormat, DiffView, LedgerDiff] = Formats(
     DiffFormat,
     {
         DiffFormat.TEXT: Format(
-            lambda v: partial(render_diff_text, sort=v.sort, show_unchanged=v.show_unchanged),
+            lambda v: partial(
+                render_diff_text, sort=v.sort, show_unchanged=v.show_unchanged, terminal=v.terminal
+            ),
             "tables and composition bars for a terminal",
         ),
         DiffFormat.MARKDOWN: Format(

@@ -29,6 +29,7 @@ from memledger.render.diff_common import (
     summary_table,
 )
 from memledger.render.tables import Table, text_table
+from memledger.render.terminal import DEFAULT_WIDTH, PLAIN, Terminal, fit_lines
 from memledger.units import GIB
 
 BAR_WIDTH = 60
@@ -48,8 +49,8 @@ GROUP_GLYPHS: dict[RowGroup, str] = {
 """One letter per group, so the bars read without colour."""
 
 
-def _table(table: Table) -> str:
-    return text_table(table) if table.rows else "  (none)"
+def _table(table: Table, width: int = DEFAULT_WIDTH) -> str:
+    return text_table(table, width=width) if table.rows else "  (none)"
 
 
 def _allocate(values: Sequence[int], units: int) -> list[int]:
@@ -99,9 +100,14 @@ def composition_bars(diff: LedgerDiff, width: int = BAR_WIDTH) -> list[str]:
 
 
 def render_diff_text(
-    diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA, show_unchanged: bool = False
+    diff: LedgerDiff,
+    *,
+    sort: SortKey = SortKey.DELTA,
+    show_unchanged: bool = False,
+    terminal: Terminal = PLAIN,
 ) -> str:
-    """The diff as terminal text."""
+    """The diff as terminal text, fitted to the terminal's width."""
+    width = terminal.width
     out: list[str] = [
         "memledger diff",
         "  " + input_line("base", diff.inputs.base),
@@ -111,15 +117,15 @@ def render_diff_text(
         headline(diff),
         "",
         "Summary",
-        _table(summary_table(diff)),
+        _table(summary_table(diff), width),
         "",
         "Where the state-pool difference comes from",
         *("  " + line for line in balance_lines(diff)),
         "",
-        _table(category_table(diff, with_rows=True)),
+        _table(category_table(diff, with_rows=True), width),
         "",
         "Where the state pool goes",
-        _table(destination_table(diff)),
+        _table(destination_table(diff), width),
         *("  " + line for line in kv_token_lines(diff)),
         "",
         *composition_bars(diff),
@@ -131,13 +137,18 @@ def render_diff_text(
         if view.hidden_unchanged
         else ""
     )
-    out += [f"Rows (sorted by {sort.value}{hidden})", _table(view.table)]
+    out += [f"Rows (sorted by {sort.value}{hidden})", _table(view.table, width)]
     out += [f"  note {n}" for n in view.notes]
-    out += ["", "Group totals (TOTAL = sum of partition rows)", _table(groups_table(diff)), ""]
-    out += ["Checkpoints", _table(checkpoints_table(diff)), ""]
-    out += ["Intervals", _table(intervals_table(diff)), ""]
-    out += ["Configuration (parameters that differ)", _table(params_table(diff))]
+    out += [
+        "",
+        "Group totals (TOTAL = sum of partition rows)",
+        _table(groups_table(diff), width),
+        "",
+    ]
+    out += ["Checkpoints", _table(checkpoints_table(diff), width), ""]
+    out += ["Intervals", _table(intervals_table(diff), width), ""]
+    out += ["Configuration (parameters that differ)", _table(params_table(diff), width)]
     out += [f"  {PARAM_SOURCE_NOTE}", ""] if diff.parameters else [""]
-    out += ["Coverage", _table(coverage_table(diff))]
+    out += ["Coverage", _table(coverage_table(diff), width)]
     out += [f"  {n}" for n in coverage_notes(diff)]
-    return "\n".join(out) + "\n"
+    return fit_lines("\n".join(out), width) + "\n"

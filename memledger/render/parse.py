@@ -10,6 +10,7 @@ from memledger.events import Event, EventKind, ParsedLog, RankInfo
 from memledger.parse_document import parse_document
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, text_table
+from memledger.render.terminal import DEFAULT_WIDTH, PLAIN, Terminal, fit_lines
 
 TEXT_WIDTH = 90
 
@@ -27,6 +28,7 @@ class ParseView:
 
     all_ranks: bool = False
     coverage: bool = False
+    terminal: Terminal = PLAIN
 
 
 def _clip(text: str, width: int = TEXT_WIDTH) -> str:
@@ -81,8 +83,15 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = False) -> str:
-    """A readable summary and event table for a terminal."""
+def render_text(
+    parsed: ParsedLog,
+    *,
+    all_ranks: bool = False,
+    coverage: bool = False,
+    terminal: Terminal = PLAIN,
+) -> str:
+    """A readable summary and event table for a terminal, fitted to its width."""
+    width = terminal.width
     startup = parsed.startup
     rank = startup.rank or "(untagged lines: single-rank log)"
     outcome = startup.outcome
@@ -110,7 +119,11 @@ def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = 
     rows = _event_rows(startup.events)
     if rows:
         lines.append(
-            text_table(Table(["line", "kind", "rank", "sizes", "values"], rows), numparse=True)
+            text_table(
+                Table(["line", "kind", "rank", "sizes", "values"], rows, keep=(0, 1)),
+                numparse=True,
+                width=width,
+            )
         )
     else:
         lines.append("(no memory events for this rank in this startup)")
@@ -120,21 +133,33 @@ def render_text(parsed: ParsedLog, *, all_ranks: bool = False, coverage: bool = 
         coverage_rows = [
             [str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.unrecognised
         ]
-        lines.append(text_table(Table(["line", "reason", "text"], coverage_rows), numparse=True))
+        lines.append(
+            text_table(
+                Table(["line", "reason", "text"], coverage_rows, keep=(0,)),
+                numparse=True,
+                width=width,
+            )
+        )
     if coverage and startup.skipped:
         lines.append("")
         lines.append(f"Not read ({skipped}; first {len(startup.skipped)} listed):")
         skipped_rows = [
             [str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.skipped
         ]
-        lines.append(text_table(Table(["line", "reason", "text"], skipped_rows), numparse=True))
+        lines.append(
+            text_table(
+                Table(["line", "reason", "text"], skipped_rows, keep=(0,)),
+                numparse=True,
+                width=width,
+            )
+        )
     if all_ranks:
         lines.append("")
-        lines.append(render_ranks(startup.ranks))
-    return "\n".join(lines) + "\n"
+        lines.append(render_ranks(startup.ranks, width))
+    return fit_lines("\n".join(lines), width) + "\n"
 
 
-def render_ranks(ranks: list[RankInfo]) -> str:
+def render_ranks(ranks: list[RankInfo], width: int = DEFAULT_WIDTH) -> str:
     """Every rank seen in the startup with its key values (GiB), so skew between ranks shows."""
     if not ranks:
         return "(no tagged ranks in this startup)"
@@ -149,7 +174,7 @@ def render_ranks(ranks: list[RankInfo]) -> str:
     ]
     table = Table(["rank", "events", *keys], rows)
     # Raw values, re-parsed by tabulate so numbers align as numbers.
-    return f"Ranks ({len(ranks)}; sizes in GiB):\n" + text_table(table, numparse=True)
+    return f"Ranks ({len(ranks)}; sizes in GiB):\n" + text_table(table, numparse=True, width=width)
 
 
 def render_json(parsed: ParsedLog) -> str:
@@ -162,7 +187,9 @@ FORMATS: Formats[ParseFormat, ParseView, ParsedLog] = Formats(
     {
         ParseFormat.TEXT: Format(
             lambda v: (
-                lambda parsed: render_text(parsed, all_ranks=v.all_ranks, coverage=v.coverage)
+                lambda parsed: render_text(
+                    parsed, all_ranks=v.all_ranks, coverage=v.coverage, terminal=v.terminal
+                )
             ),
             "a table of events",
         ),

@@ -82,8 +82,10 @@ def shorten(text: str, width: int = SOURCE_WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
 
 
-def source_cell(row: Row) -> str:
-    """Where the number comes from, short: file:line, the formula, the residual, or the reason."""
+def source_cell(row: Row, log_name: str | None = None) -> str:
+    """Where the number comes from, short: file:line, the formula, the residual, or the reason.
+
+    `log_name`: the file the report's header names; a line of it is `:line` (no repeat)."""
     evidence = row.evidence
     match row.kind:
         case RowKind.LOGGED:
@@ -91,7 +93,8 @@ def source_cell(row: Row) -> str:
                 return "log"
             first = evidence.sources[0]
             more = f" (+{len(evidence.sources) - 1} lines)" if len(evidence.sources) > 1 else ""
-            return f"{posixpath.basename(first.path.replace(chr(92), '/'))}:{first.line}{more}"
+            name = posixpath.basename(first.path.replace(chr(92), "/"))
+            return f"{'' if name == log_name else name}:{first.line}{more}"
         case RowKind.DERIVED:
             return shorten(evidence.formula or evidence.note or "formula")
         case RowKind.RESIDUAL:
@@ -187,6 +190,7 @@ def balance_text(ledger: Ledger) -> str:
 def ledger_rows_table(ledger: Ledger) -> Table:
     """Every row, grouped, with group subtotals, fixed overhead, state pool and the total."""
     blocks = group_blocks(ledger)
+    log_name = posixpath.basename(ledger.source.path.replace(chr(92), "/"))
     rows: list[list[str]] = []
     for block in blocks:
         for index, row in enumerate(block.rows):
@@ -198,7 +202,7 @@ def ledger_rows_table(ledger: Ledger) -> Table:
                     gib_cell(row.bytes),
                     error_cell(row.error_bytes),
                     kind_cell(row),
-                    source_cell(row),
+                    source_cell(row, log_name),
                     shorten(row.label, LABEL_WIDTH),
                 ]
             )
@@ -227,7 +231,9 @@ def ledger_rows_table(ledger: Ledger) -> Table:
     footnote = None
     if any(not row.in_partition for row in ledger.rows):
         footnote = f"{INFORMATIONAL_MARK} informational: shown, not part of any sum"
-    return Table(ROW_HEADERS, rows, ROW_ALIGN, title="Rows", footnote=footnote)
+    return Table(
+        ROW_HEADERS, rows, ROW_ALIGN, title="Rows", footnote=footnote, keep=(0, 1), optional=(6,)
+    )
 
 
 def checkpoints_table(ledger: Ledger) -> Table:

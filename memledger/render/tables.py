@@ -28,6 +28,11 @@ class Table:
     footnote: str | None = None
     code: tuple[int, ...] = ()
     """Columns shown as code spans in markdown (ids, paths)."""
+    keep: tuple[int, ...] = ()
+    """Columns never shortened to fit a terminal (ids the user types back, e.g. --explain)."""
+    optional: tuple[int, ...] = ()
+    """Columns left out of text output when the table cannot fit with them (their content is
+    also elsewhere: --explain, markdown, JSON)."""
 
 
 # Text GitHub turns into a notification, a cross-reference or a link even when escaped: a
@@ -79,14 +84,91 @@ def markdown_code(text: str) -> str:
     return "`" + " ".join(text.split()).replace("`", "'").replace("|", "\\|") + "`"
 
 
+ELLIPSIS = "…"
+
+
+def _drop_column(table: Table, index: int) -> Table:
+    def cut(cells: list[str]) -> list[str]:
+        return cells[:index] + cells[index + 1 :]
+
+    def shift(columns: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(c - (c > index) for c in columns if c != index)
+
+    align = None if table.align is None else table.align[:index] + table.align[index + 1 :]
+    return Table(
+        cut(table.headers),
+        [cut(row) for row in table.rows],
+        align,
+        table.title,
+        table.footnote,
+        shift(table.code),
+        shift(table.keep),
+        shift(table.optional),
+    )
+
+
+def fit_columns(table: Table, width: int, *, gap: int = 2) -> Table:
+    """The table fitted to `width` columns: optional columns left out (rightmost first) while
+    it cannot fit with them, then the widest columns shortened a character at a time (cells cut
+    with `…`), never the `keep` columns; numbers are narrow, so long text gives way first."""
+
+    def natural(t: Table) -> list[int]:
+        # tabulate makes a column at least its header + 2 wide.
+        return [
+            max([len(header) + 2, *(len(row[i]) for row in t.rows if i < len(row))])
+            for i, header in enumerate(t.headers)
+        ]
+
+    def floors(t: Table, widths: list[int]) -> list[int]:
+        return [
+            widths[i] if i in t.keep else min(widths[i], max(len(h) + 2, 8))
+            for i, h in enumerate(t.headers)
+        ]
+
+    widths = natural(table)
+    while table.optional and sum(floors(table, widths)) + gap * (len(widths) - 1) > width:
+        table = _drop_column(table, max(table.optional))
+        widths = natural(table)
+    floor = floors(table, widths)
+    total = sum(widths) + gap * (len(widths) - 1)
+    while total > width:
+        shrinkable = [i for i, w in enumerate(widths) if w > floor[i]]
+        if not shrinkable:
+            break
+        widest = max(shrinkable, key=lambda i: (widths[i], i))
+        widths[widest] -= 1
+        total -= 1
+    if all(
+        len(row[i]) <= widths[i] for row in table.rows for i in range(min(len(row), len(widths)))
+    ):
+        return table
+    rows = [
+        [
+            cell if i >= len(widths) or len(cell) <= widths[i] else cell[: widths[i] - 1] + ELLIPSIS
+            for i, cell in enumerate(row)
+        ]
+        for row in table.rows
+    ]
+    return Table(
+        table.headers, rows, table.align, table.title, table.footnote, table.code, table.keep
+    )
+
+
 def text_table(
-    table: Table, *, numparse: bool = False, style: Literal["simple", "plain"] = "simple"
+    table: Table,
+    *,
+    numparse: bool = False,
+    style: Literal["simple", "plain"] = "simple",
+    width: int | None = None,
 ) -> str:
     """The table body (no title) for a terminal (tabulate `simple`).
 
     Cells are pre-rounded strings, so numbers are not re-parsed ("0.10" would become "0.1")
-    unless `numparse` (tables of raw values, as `parse` prints them).
+    unless `numparse` (tables of raw values, as `parse` prints them). `width`: the widest
+    columns are shortened until the table fits (`fit_columns`).
     """
+    if width is not None:
+        table = fit_columns(table, width, gap=1 if style == "plain" else 2)
     return tabulate(
         table.rows,
         headers=table.headers,

@@ -5,19 +5,27 @@ from __future__ import annotations
 from memledger.ledger_model import Ledger
 from memledger.render.rows import headline, ledger_tables
 from memledger.render.tables import text_table
+from memledger.render.terminal import PLAIN, WARN, Terminal, fit_lines
 
 
-def render_text(ledger: Ledger) -> str:
-    """Headline facts, then the rows, checkpoints, intervals and summary tables, then notes."""
+def render_text(ledger: Ledger, terminal: Terminal = PLAIN) -> str:
+    """Headline facts, then the rows, checkpoints, intervals and summary tables, then notes;
+    fitted to the terminal's width, unexplained rows coloured on a colour terminal."""
     head = headline(ledger)
     width = max(len(label) for label, _ in head.facts)
-    parts = [head.title, "=" * len(head.title)]
+    parts = [head.title, "=" * min(len(head.title), terminal.width)]
     parts += [f"{label + ':':<{width + 1}} {value}" for label, value in head.facts]
     for table in ledger_tables(ledger):
-        parts += ["", table.title, "-" * len(table.title), text_table(table)]
+        body = text_table(table, width=terminal.width)
+        if terminal.colour:
+            body = "\n".join(
+                terminal.paint(line, WARN) if " unexplained." in line else line
+                for line in body.split("\n")
+            )
+        parts += ["", table.title, "-" * min(len(table.title), terminal.width), body]
         if table.footnote:
             parts.append(table.footnote)
     if ledger.notes:
         parts += ["", "Notes", "-----"]
         parts += [f"- {note}" for note in ledger.notes]
-    return "\n".join(parts) + "\n"
+    return fit_lines("\n".join(parts), terminal.width) + "\n"

@@ -15,7 +15,7 @@ from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, ConfigErro
 from memledger.ledger_model import Ledger
 from memledger.service import load_ledger
 from memledger.units import GIB
-from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths
+from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, unwrapped
 
 EXAMPLE_BUDGET = PROJECT_ROOT / "examples" / "memledger.toml"
 DP16 = SAMPLES / "dp16.log"
@@ -137,6 +137,6 @@ def test_a_mistyped_baseline_is_a_warning_in_every_format(
         "junit": f'<property name="warning" value="{warning}',
         "markdown": f"> ⚠️ {warning}",
     }[fmt]
-    assert expected in out, out[:1500]
+    assert expected in unwrapped(out), out[:1500]
     if fmt == "text":
         assert out.splitlines()[1].startswith("warning: ")  # right under the verdict

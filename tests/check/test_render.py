@@ -25,6 +25,7 @@ from memledger.render.check import (
 )
 from memledger.units import GIB
 from tests.check_helpers import base_ledger, head_ledger
+from tests.conftest import unwrapped
 
 TODAY = date(2026, 11, 5)
 
@@ -112,7 +113,8 @@ def test_breach_lines() -> None:
 
 
 def test_text_puts_breaches_first_then_passes_with_headroom() -> None:
-    lines = render_check(report(), "text").splitlines()
+    # Wrapped at 100 columns: each breach and the verdict are one line once unwrapped.
+    lines = unwrapped(render_check(report(), "text")).splitlines()
     assert lines[0] == (
         "memledger check: INCOMPLETE (exit 3) -- 1 not provided by the log, 1 failed, 1 warned, "
         "1 waived, 1 passed, 1 not compared of 6 checks on 1 log; budget ci/memledger.toml"

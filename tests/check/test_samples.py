@@ -20,7 +20,7 @@ from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.units import GIB
 from tests.check_helpers import write
-from tests.conftest import REAL_LOGS, SAMPLES, run_cli
+from tests.conftest import REAL_LOGS, SAMPLES, run_cli, unwrapped
 
 DP16 = SAMPLES / "dp16.log"
 DP2 = SAMPLES / "dp2.log"
@@ -42,7 +42,7 @@ def test_sample_budget_passes_for_dp16(capsys: pytest.CaptureFixture[str]) -> No
 def test_sample_budget_fails_for_dp2(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["check", DP2, "--budget", BUDGET], capsys)
     assert code == EXIT_BUDGET_FAILED
-    breaches = [line.split(" [")[0] for line in out.splitlines()[1:4]]
+    breaches = [line.split(" [")[0] for line in unwrapped(out).splitlines()[1:4]]
     # 43.0 M < 45 M tokens and the larger fixed overhead fail; CUDA graphs above 10 GiB warn.
     assert breaches == ["FAIL kv_tokens_per_instance", "FAIL fixed_overhead", "WARN cuda_graph"]
 
@@ -136,5 +136,6 @@ def test_assert_budget_on_the_samples(capsys: pytest.CaptureFixture[str]) -> Non
         with pytest.raises(memledger.BudgetFailure) as caught:
             memledger.assert_budget(DP2, budget=BUDGET, today=TODAY)
     main(["check", str(DP2), "--budget", str(BUDGET)])
-    cli_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
+    cli_out = unwrapped(capsys.readouterr().out)
+    cli_lines = [line for line in cli_out.splitlines() if line.startswith("FAIL")]
     assert str(caught.value).splitlines() == cli_lines

@@ -24,6 +24,7 @@ from memledger.render.diff_markdown import (
 from memledger.render.diff_text import composition_bars, render_diff_text
 from memledger.render.tables import Table, github_table
 from memledger.units import GIB
+from tests.conftest import unwrapped
 from tests.diff_helpers import (
     HALF_ULP,
     article_pair,
@@ -148,7 +149,7 @@ def test_a_tiny_cap_drops_whole_sections_but_never_the_top() -> None:
 
 
 def test_text_has_inputs_split_and_bars_on_one_scale() -> None:
-    text = render_diff_text(_diff())
+    text = unwrapped(render_diff_text(_diff()))
     assert "base dp16: samples/dp16.log (startup #0 of 1, rank TP0, ready)" in text
     assert "Δ% = (head - base) / base" in text
     assert (

@@ -21,7 +21,7 @@ from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS
 from memledger.service import LoadOptions, load_ledger
 from memledger.units import GIB
-from tests.conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths, run_cli
+from tests.conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths, run_cli, unwrapped
 from tests.diff_helpers import check_markdown
 
 DP16 = SAMPLES / "dp16.log"
@@ -94,7 +94,7 @@ def test_samples_text_prints_a_split_that_adds_up(capsys: pytest.CaptureFixture[
         r"Fixed overhead, head - base: ([+-][\d.]+) GiB = ([\d.]+) \(CUDA graphs \+ runtime "
         r"headroom\) ([+-]) ([\d.]+) \(communication \+ workspace \+ unexplained\) ([+-]) "
         r"([\d.]+) \(weights \+ weight staging\)\.",
-        out,
+        unwrapped(out),
     )
     assert match, out[:2000]
     total = float(match.group(1))
@@ -193,7 +193,7 @@ def _assert_sensible(diff: LedgerDiff, base: Ledger, head: Ledger) -> None:
     )
     assert diff.total.base_bytes == sum(r.bytes or 0 for r in base.rows if r.in_partition)
     assert diff.total.head_bytes == sum(r.bytes or 0 for r in head.rows if r.in_partition)
-    text = render_diff(diff, DiffFormat.TEXT)
+    text = unwrapped(render_diff(diff, DiffFormat.TEXT))
     for ledger in (base, head):
         assert ledger.source.path in text
         assert ledger.outcome in text
@@ -215,7 +215,7 @@ def test_real_log_pairs_diff_sensibly(pair: tuple[str, str]) -> None:
     diff = diff_ledgers(base, head)
     _assert_sensible(diff, base, head)
     if base.stopped_at or head.stopped_at:
-        headline = render_diff(diff, DiffFormat.TEXT).splitlines()[5]
+        headline = unwrapped(render_diff(diff, DiffFormat.TEXT)).splitlines()[5]
         for side, ledger in (("base", base), ("head", head)):
             if ledger.stopped_at:
                 assert f"{side} partial ({ledger.outcome}, stopped " in headline

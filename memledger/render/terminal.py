@@ -1,0 +1,97 @@
+"""Text output for a terminal: how wide it may be, whether it may be coloured, and fitting
+rendered text into that width. Renderers stay pure: the width and colour are inputs
+(`Terminal`), read from the environment once by the service (`Terminal.detect`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import IO
+
+DEFAULT_WIDTH = 100
+"""Columns when the output is not a terminal (a file, a pipe, CI logs)."""
+MIN_WIDTH = 60
+"""Narrower terminals still get 60 columns: below that the tables cannot say anything."""
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """Where text output goes: its width in columns and whether ANSI colour is wanted."""
+
+    width: int = DEFAULT_WIDTH
+    colour: bool = False
+
+    @classmethod
+    def detect(cls, stream: IO[str], environ: Mapping[str, str] | None = None) -> Terminal:
+        """The terminal's width (100 when `stream` is not a tty; `COLUMNS` wins when set) and
+        colour on a tty, honouring `NO_COLOR` (off) and `FORCE_COLOR` (on) — no-color.org."""
+        env = os.environ if environ is None else environ
+        tty = _isatty(stream)
+        width = DEFAULT_WIDTH
+        columns = env.get("COLUMNS", "")
+        if columns.isdigit():
+            width = int(columns)
+        elif tty:
+            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+        colour = tty
+        if env.get("NO_COLOR"):
+            colour = False
+        elif env.get("FORCE_COLOR"):
+            colour = True
+        return cls(width=max(MIN_WIDTH, width), colour=colour)
+
+    def paint(self, text: str, tone: Tone) -> str:
+        """`text` in the tone's colour when colour is on (the text is unchanged otherwise)."""
+        return f"\x1b[{tone.value}m{text}\x1b[0m" if self.colour else text
+
+
+PLAIN = Terminal()
+"""100 columns, no colour: files, pipes, tests."""
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Tone:
+    """An ANSI SGR colour code."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+FAIL = Tone("1;31")
+"""Bold red: a failed check, an OOM."""
+WARN = Tone("33")
+"""Yellow: a warning, an unexplained row."""
+PASS = Tone("32")
+"""Green: a passed check."""
+
+
+def fit_lines(text: str, width: int, *, whole: frozenset[str] = frozenset()) -> str:
+    """Wrap every line longer than `width`, continuing under its indentation plus two spaces
+    (tables are fitted before, so only prose is still too long). Lines in `whole` stay one line:
+    a verdict or a breach is one greppable line, as ruff prints a diagnostic."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width or line in whole:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        out.extend(
+            textwrap.wrap(
+                line.strip(),
+                width=width,
+                initial_indent=indent,
+                subsequent_indent=indent + "  ",
+                break_on_hyphens=False,
+                break_long_words=False,  # a path stays whole, on a line of its own
+            )
+        )
+    return "\n".join(out)

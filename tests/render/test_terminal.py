@@ -1,0 +1,117 @@
+"""Text output fits the terminal: 100 columns when not a tty; colour only on a tty, honouring
+NO_COLOR and FORCE_COLOR (issue 13, 'Reading it')."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from memledger.render.tables import Table, fit_columns, text_table
+from memledger.render.terminal import DEFAULT_WIDTH, FAIL, Terminal, fit_lines
+from tests.conftest import SAMPLES, real_log_paths, require_real_logs, run_cli
+
+REAL = ["single/001", "single/007", "single/013", "complex/001", "complex/014"]
+"""Five real logs: a ready one, a crash in capture, a Mamba log, a multi-node MTP log, a fork."""
+
+
+def real_logs() -> list[Path]:
+    require_real_logs()
+    paths = real_log_paths()
+    chosen = [next(p for p in paths if f"{p.parent.name}/{p.name}".startswith(k)) for k in REAL]
+    assert len(chosen) == 5
+    return chosen
+
+
+def commands(log: Path) -> list[list[str | Path]]:
+    budget = SAMPLES / "budget.toml"
+    return [
+        ["parse", log],
+        ["parse", log, "--coverage", "--all-ranks"],
+        ["ledger", log],
+        ["check", log, "--budget", budget],
+        ["diff", SAMPLES / "dp16.log", log],
+    ]
+
+
+def widest(text: str) -> tuple[int, str]:
+    return max((len(line), line) for line in text.split("\n"))
+
+
+@pytest.mark.parametrize("log", [SAMPLES / "dp16.log", SAMPLES / "dp2.log"], ids=lambda p: p.name)
+def test_every_text_output_of_the_samples_fits_100_columns(
+    log: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    config = SAMPLES / "k3-config.json"
+    sample_diff: list[str | Path] = ["diff", SAMPLES / "dp16.log", SAMPLES / "dp2.log"]
+    argvs = [*commands(log), [*sample_diff, "--model-config", config]]
+    for argv in argvs:
+        code, out, err = run_cli(argv, capsys)
+        assert code in (0, 1, 3), err
+        width, line = widest(out)
+        assert width <= DEFAULT_WIDTH, f"{argv[0]}: {width} columns: {line!r}"
+
+
+@pytest.mark.real_logs
+def test_every_text_output_of_five_real_logs_fits_100_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    for log in real_logs():
+        for argv in commands(log):
+            code, out, err = run_cli(argv, capsys)
+            assert code in (0, 1, 3), err
+            width, line = widest(out)
+            assert width <= DEFAULT_WIDTH, f"{log.name} {argv[0]}: {width} columns: {line!r}"
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_width_and_colour_follow_the_terminal_and_the_environment() -> None:
+    assert Terminal.detect(io.StringIO(), {}) == Terminal(width=100, colour=False)
+    assert Terminal.detect(io.StringIO(), {"COLUMNS": "160"}).width == 160
+    assert Terminal.detect(io.StringIO(), {"FORCE_COLOR": "1"}).colour is True
+    assert Terminal.detect(Tty(), {"COLUMNS": "120"}) == Terminal(width=120, colour=True)
+    assert Terminal.detect(Tty(), {"NO_COLOR": "1", "FORCE_COLOR": "1"}).colour is False
+    assert Terminal(colour=True).paint("FAIL", FAIL) == "\x1b[1;31mFAIL\x1b[0m"
+    assert Terminal().paint("FAIL", FAIL) == "FAIL"
+
+
+def test_colour_reaches_check_text_only_when_forced(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv: list[str | Path] = ["check", SAMPLES / "dp2.log", "--budget", SAMPLES / "budget.toml"]
+    _, plain, _ = run_cli(argv, capsys)
+    assert "\x1b[" not in plain
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    _, coloured, _ = run_cli(argv, capsys)
+    assert "\x1b[1;31mFAIL\x1b[0m kv_tokens_per_instance" in coloured
+    assert "\x1b[33mWARN\x1b[0m cuda_graph" in coloured
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert run_cli(argv, capsys)[1] == plain
+
+
+def test_tables_give_way_in_their_long_text_columns_never_in_kept_ones() -> None:
+    table = Table(
+        ["id", "GiB", "what"],
+        [["a_long_row_identifier_kept_whole", "1.00", "x" * 200]],
+        keep=(0,),
+    )
+    fitted = fit_columns(table, 60)
+    assert fitted.rows[0][0] == "a_long_row_identifier_kept_whole"
+    assert fitted.rows[0][2].endswith("…")
+    assert max(len(line) for line in text_table(table, width=60).split("\n")) <= 60
+    optional = Table(["id", "what"], [["x" * 50, "y" * 50]], keep=(0,), optional=(1,))
+    assert fit_columns(optional, 56).headers == ["id"]
+
+
+def test_prose_wraps_under_its_indentation() -> None:
+    text = "  " + " ".join(["word"] * 40)
+    lines = fit_lines(text, 40).split("\n")
+    assert all(len(line) <= 40 for line in lines)
+    assert lines[0].startswith("  word") and lines[1].startswith("    word")
