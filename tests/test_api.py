@@ -19,7 +19,7 @@ from memledger.checking import CheckStatus
 from memledger.cli import main
 from memledger.errors import ConfigError, InputError
 from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
-from tests.conftest import REAL_LOGS
+from tests.conftest import REAL_LOGS, unwrapped
 
 TODAY = date(2026, 11, 5)
 FAILING = '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 52_000_000\n'  # head: 51.0 M
@@ -109,7 +109,7 @@ def test_assert_budget_fails_with_the_cli_line(
         assert_budget(saved, budget=budget, today=TODAY)
     assert isinstance(caught.value, AssertionError)
     main(["check", str(saved), "--budget", str(budget)])
-    cli_breach = capsys.readouterr().out.splitlines()[1]
+    cli_breach = unwrapped(capsys.readouterr().out).splitlines()[1]
     assert str(caught.value) == cli_breach
     assert caught.value.report.exit_code == 1
 

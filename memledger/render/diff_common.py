@@ -451,6 +451,7 @@ def rows_view(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> RowsV
             [*ROW_HEADERS, *_side_headers(diff), "status"],
             [_row_cells(r) for r in shown],
             keep=(0,),
+            optional=(1, 2),  # label and group make way for the numbers on a narrow terminal
         ),
         hidden_unchanged=len(ordered) - len(shown),
         notes=notes,
@@ -509,7 +510,8 @@ def intervals_table(diff: LedgerDiff) -> Table:
         "unexplained Δ",
         "status",
     ]
-    return Table(headers, rows)
+    # The residual columns are left out of a narrow terminal (their Δ stays).
+    return Table(headers, rows, optional=(4, 5))
 
 
 PARAM_SOURCE_NOTE = (
@@ -554,7 +556,7 @@ def params_table(diff: LedgerDiff) -> Table:
         f"head {diff.inputs.head.label}",
         "rows it plausibly moved (Δ GiB)",
     ]
-    return Table(headers, rows)
+    return Table(headers, rows, keep=(0, 1))
 
 
 def coverage_table(diff: LedgerDiff) -> Table:

@@ -120,10 +120,8 @@ def fit_columns(table: Table, width: int, *, gap: int = 2) -> Table:
         ]
 
     def floors(t: Table, widths: list[int]) -> list[int]:
-        return [
-            widths[i] if i in t.keep else min(widths[i], max(len(h) + 2, 8))
-            for i, h in enumerate(t.headers)
-        ]
+        # A column gives way down to 8 (its header is cut too), a kept one not at all.
+        return [widths[i] if i in t.keep else min(widths[i], 8) for i in range(len(t.headers))]
 
     widths = natural(table)
     while table.optional and sum(floors(table, widths)) + gap * (len(widths) - 1) > width:
@@ -138,9 +136,14 @@ def fit_columns(table: Table, width: int, *, gap: int = 2) -> Table:
         widest = max(shrinkable, key=lambda i: (widths[i], i))
         widths[widest] -= 1
         total -= 1
-    if all(
+    headers = [
+        h if len(h) + 2 <= widths[i] else h[: max(1, widths[i] - 3)] + ELLIPSIS
+        for i, h in enumerate(table.headers)
+    ]
+    fits = all(
         len(row[i]) <= widths[i] for row in table.rows for i in range(min(len(row), len(widths)))
-    ):
+    )
+    if fits and headers == table.headers:
         return table
     rows = [
         [
@@ -149,9 +152,7 @@ def fit_columns(table: Table, width: int, *, gap: int = 2) -> Table:
         ]
         for row in table.rows
     ]
-    return Table(
-        table.headers, rows, table.align, table.title, table.footnote, table.code, table.keep
-    )
+    return Table(headers, rows, table.align, table.title, table.footnote, table.code, table.keep)
 
 
 def text_table(
@@ -167,15 +168,28 @@ def text_table(
     unless `numparse` (tables of raw values, as `parse` prints them). `width`: the widest
     columns are shortened until the table fits (`fit_columns`).
     """
-    if width is not None:
-        table = fit_columns(table, width, gap=1 if style == "plain" else 2)
-    return tabulate(
-        table.rows,
-        headers=table.headers,
-        tablefmt=style,
-        disable_numparse=not numparse,
-        colalign=table.align,
-    )
+
+    def render(t: Table) -> str:
+        return tabulate(
+            t.rows,
+            headers=t.headers,
+            tablefmt=style,
+            disable_numparse=not numparse,
+            colalign=t.align,
+        )
+
+    if width is None:
+        return render(table)
+    # tabulate's padding rules vary by style: fit, render, and fit tighter by what is left over.
+    target = width
+    text = render(fit_columns(table, target))
+    for _ in range(8):
+        excess = max(len(line) for line in text.split("\n")) - width
+        if excess <= 0:
+            break
+        target -= excess
+        text = render(fit_columns(table, target))
+    return text
 
 
 _RULE: dict[Align | None, str] = {None: "---", "left": ":---", "right": "---:"}

@@ -5,6 +5,7 @@ rendered text into that width. Renderers stay pure: the width and colour are inp
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
 from collections.abc import Mapping
@@ -74,13 +75,20 @@ PASS = Tone("32")
 """Green: a passed check."""
 
 
+_COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
+"""Two or more such gaps: a table row, not prose (`label:  value` has one)."""
+
+
 def fit_lines(text: str, width: int, *, whole: frozenset[str] = frozenset()) -> str:
     """Wrap every line longer than `width`, continuing under its indentation plus two spaces
-    (tables are fitted before, so only prose is still too long). Lines in `whole` stay one line:
+    (tables are fitted before; a row that still does not fit is not wrapped). Lines in `whole`
+    stay one line:
     a verdict or a breach is one greppable line, as ruff prints a diagnostic."""
     out: list[str] = []
     for line in text.split("\n"):
-        if len(line) <= width or line in whole:
+        # A table row (columns two spaces apart) that could not be fitted is left whole: a
+        # wrapped row would put its cells under the wrong headers.
+        if len(line) <= width or line in whole or len(_COLUMN_GAP.findall(line)) >= 2:
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip(" "))]

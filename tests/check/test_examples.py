@@ -139,4 +139,4 @@ def test_a_mistyped_baseline_is_a_warning_in_every_format(
     }[fmt]
     assert expected in unwrapped(out), out[:1500]
     if fmt == "text":
-        assert out.splitlines()[1].startswith("warning: ")  # right under the verdict
+        assert unwrapped(out).splitlines()[1].startswith("warning: ")  # right under the verdict

@@ -23,6 +23,7 @@ from memledger.compare import (
 from memledger.ledger_model import Ledger
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
+from memledger.render.terminal import Terminal
 from memledger.service import load_ledger
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.sglang.rows import LOG_SETTINGS
@@ -151,7 +152,8 @@ def test_equal_settings_are_not_listed_and_requant_moves_the_load_peak() -> None
 
 
 def test_sample_text_config_lines_carry_the_log_source() -> None:
-    text = render_diff_text(_sample_diff())
+    # A wide terminal: this test reads whole cells (a 100-column one shortens long values).
+    text = render_diff_text(_sample_diff(), terminal=Terminal(width=240))
     section = text.split("Configuration (parameters that differ)\n", 1)[1].split("\n\n", 1)[0]
     lines = section.splitlines()
     cells = {line.split()[0]: re.split(r"\s{2,}", line.strip()) for line in lines[2:-1]}

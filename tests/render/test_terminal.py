@@ -28,7 +28,7 @@ def commands(log: Path) -> list[list[str | Path]]:
     budget = SAMPLES / "budget.toml"
     return [
         ["parse", log],
-        ["parse", log, "--coverage", "--all-ranks"],
+        ["parse", log, "--coverage"],
         ["ledger", log],
         ["check", log, "--budget", budget],
         ["diff", SAMPLES / "dp16.log", log],
