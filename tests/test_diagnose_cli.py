@@ -11,7 +11,7 @@ import pytest
 import memledger
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, unwrapped
 from tests.parse_helpers import real_log
 
 
@@ -109,7 +109,7 @@ BUDGET = str(SAMPLES / "budget.toml")
 def test_check_fails_an_oom_startup_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["check", str(real_log("single/008")), "--budget", BUDGET], capsys)
     assert code == 1
-    lines = out.splitlines()
+    lines = unwrapped(out).splitlines()  # wrapped at 100 columns since issue 13
     assert lines[0].startswith("memledger check: FAIL (exit 1) -- 1 failed of 1 check")
     assert lines[1].startswith(f"FAIL startup [{real_log('single/008')}]: OOM during weight")
     assert lines[1].endswith("[phase load, shortfall 8.09 GiB]")
@@ -137,7 +137,7 @@ def test_check_of_a_saved_failed_ledger_and_of_a_truncated_log(
     saved = tmp_path / "oom.json"
     assert main(["ledger", str(real_log("single/015")), "--format", "json", "-o", str(saved)]) == 0
     code, out, _ = _run(["check", str(saved), "--budget", BUDGET], capsys)
-    assert code == 1 and "[phase load, shortfall 0.18 GiB]" in out
+    assert code == 1 and "[phase load, shortfall 0.18 GiB]" in unwrapped(out)
     # a truncated log did not fail: its missing items stay exit 3, as before
     code, out, _ = _run(["check", str(real_log("single/003")), "--budget", BUDGET], capsys)
     assert code == EXIT_INPUT and "FAIL startup" not in out
