@@ -471,7 +471,10 @@ def run_ledger(options: LedgerOptions) -> Output:
         return run_fleet(sources, options.load, options.fmt)
     view = LedgerView(explain=options.explain, terminal=options.terminal)
     render = FORMATS.renderer(options.fmt, view)
-    return Output(render(load_ledger(options.log, options.load)))
+    text = render(load_ledger(options.log, options.load))
+    if options.fmt == "text" and options.explain is None:
+        text = options.terminal.colourise(text)
+    return Output(text)
 
 
 def diagnosis_of(options: DiagnoseOptions) -> Diagnosis:
@@ -623,7 +626,10 @@ def run_check(options: CheckOptions) -> Output:
         if fmt is CheckFormat.GITHUB and summary_path
         else ()
     )
-    return Output(render(report), report.exit_code, extra)
+    text = render(report)
+    if fmt is CheckFormat.TEXT:
+        text = options.terminal.colourise(text)
+    return Output(text, report.exit_code, extra)
 
 
 def whatif_of(options: WhatIfOptions) -> WhatIf:

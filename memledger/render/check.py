@@ -18,7 +18,7 @@ from memledger.errors import CHECK_VERDICTS
 from memledger.render.escape import terminal_text
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell, markdown_code, text_table
-from memledger.render.terminal import FAIL, PASS, PLAIN, WARN, Terminal, fit_lines
+from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import GIB
 
 CHECK_MARKER = "<!-- memledger-check -->"
@@ -228,15 +228,9 @@ def _pass_rows(report: CheckReport) -> list[list[str]]:
 def render_text(report: CheckReport, terminal: Terminal = PLAIN) -> str:
     """Breaches first (one line each), then passes with their headroom, then notes; fitted to
     the terminal's width, FAIL and WARN coloured on a colour terminal."""
-    verdict = CHECK_VERDICTS[report.exit_code]
-    tone = FAIL if report.exit_code else PASS
-    lines = [headline(report).replace(verdict, terminal.paint(verdict, tone), 1)]
+    lines = [headline(report)]
     lines.extend(f"warning: {warning}" for warning in report.warnings)
-    for check in report.breaches():
-        line = breach_line(check)
-        word = STATUS_LABEL[check.status]
-        failing = report.is_failing(check) or check.status is CheckStatus.MISSING
-        lines.append(line.replace(word, terminal.paint(word, FAIL if failing else WARN), 1))
+    lines.extend(breach_line(check) for check in report.breaches())
     passes = _pass_rows(report)
     if passes:
         lines.append("")
@@ -525,11 +519,12 @@ def _details_sections(passes: list[list[str]], skipped: list[Check]) -> list[str
     return lines
 
 
-FORMATS: Formats[CheckFormat, Terminal, CheckReport] = Formats(
+FORMATS: Formats[CheckFormat, Terminal | None, CheckReport] = Formats(
     CheckFormat,
     {
         CheckFormat.TEXT: Format(
-            lambda terminal: partial(render_text, terminal=terminal), "breaches first, then passes"
+            lambda terminal: partial(render_text, terminal=terminal or PLAIN),
+            "breaches first, then passes",
         ),
         CheckFormat.JSON: Format(lambda _: render_json, "the full report"),
         CheckFormat.JUNIT: Format(lambda _: render_junit, "JUnit XML for CI test reports"),

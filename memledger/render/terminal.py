@@ -44,6 +44,28 @@ class Terminal:
             colour = True
         return cls(width=max(MIN_WIDTH, width), colour=colour)
 
+    def colourise(self, text: str) -> str:
+        """Colour a rendered (and escaped) text report: FAIL/MISSING/EXPIRED red and WARN
+        yellow at a line's start or as the verdict, unexplained rows yellow. Applied after the
+        terminal escaping, so only these codes reach the terminal, never the input's."""
+        if not self.colour:
+            return text
+        out = []
+        for line in text.split("\n"):
+            word = line.split(" ", 1)[0]
+            if line.startswith("memledger check: "):
+                verdict = line.split()[2]
+                tone = PASS if verdict == "PASS" else FAIL
+                line = line.replace(verdict, self.paint(verdict, tone), 1)
+            elif word in ("FAIL", "MISSING", "EXPIRED"):
+                line = self.paint(word, FAIL) + line[len(word) :]
+            elif word == "WARN":
+                line = self.paint(word, WARN) + line[len(word) :]
+            elif " unexplained." in line:
+                line = self.paint(line, WARN)
+            out.append(line)
+        return "\n".join(out)
+
     def paint(self, text: str, tone: Tone) -> str:
         """`text` in the tone's colour when colour is on (the text is unchanged otherwise)."""
         return f"\x1b[{tone.value}m{text}\x1b[0m" if self.colour else text

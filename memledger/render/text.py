@@ -5,7 +5,7 @@ from __future__ import annotations
 from memledger.ledger_model import Ledger
 from memledger.render.rows import headline, ledger_tables
 from memledger.render.tables import text_table
-from memledger.render.terminal import PLAIN, WARN, Terminal, fit_lines
+from memledger.render.terminal import PLAIN, Terminal, fit_lines
 
 
 def render_text(ledger: Ledger, terminal: Terminal = PLAIN) -> str:
@@ -17,11 +17,6 @@ def render_text(ledger: Ledger, terminal: Terminal = PLAIN) -> str:
     parts += [f"{label + ':':<{width + 1}} {value}" for label, value in head.facts]
     for table in ledger_tables(ledger):
         body = text_table(table, width=terminal.width)
-        if terminal.colour:
-            body = "\n".join(
-                terminal.paint(line, WARN) if " unexplained." in line else line
-                for line in body.split("\n")
-            )
         parts += ["", table.title, "-" * min(len(table.title), terminal.width), body]
         if table.footnote:
             parts.append(table.footnote)
