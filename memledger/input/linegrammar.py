@@ -1,7 +1,7 @@
 """The Lark message grammar: built once per process, checked, cached; one message -> LineParse.
 
 The reader strips the `[date time TAGS]` prefix; this module parses what follows with the
-grammar of `memledger/sglang/sglang.lark` (plus any `--grammar` extensions) and hands the tree
+grammar of `grammars/sglang.lark` (plus any `--grammar` extensions) and hands the tree
 to memledger.input.transform. Rule names are event kinds (`load_end`,
 `weight_shard_info__draft`).
 """
@@ -27,19 +27,30 @@ GRAMMAR_FILE = "sglang.lark"
 _LITERAL_RE = re.compile(r'"((?:[^"\\]|\\.)+)"')
 
 
-def grammar_dir() -> Path:
-    """Where the packaged grammar is: `memledger/sglang/` (package data, inside the wheel too)."""
-    return Path(str(resources.files("memledger.sglang")))
+def grammar_dir() -> Path | None:
+    """Where the packaged grammar is: inside the wheel, else the repo's top-level `grammars/`.
+
+    The design card keeps the grammar at the top level (`grammars/`); the wheel force-includes it
+    as `memledger/grammars/`.
+    """
+    packaged = resources.files("memledger").joinpath("grammars")
+    if packaged.joinpath(GRAMMAR_FILE).is_file():
+        return Path(str(packaged))
+    repo = Path(__file__).resolve().parents[2] / "grammars"
+    if (repo / GRAMMAR_FILE).is_file():
+        return repo
+    return None
 
 
 def base_grammar_text() -> str:
     """The text of the packaged message grammar."""
+    directory = grammar_dir()
+    if directory is None:
+        raise ConfigError(f"grammar file {GRAMMAR_FILE} not found in the package or the repository")
     try:
-        return (grammar_dir() / GRAMMAR_FILE).read_text(encoding="utf-8")
+        return (directory / GRAMMAR_FILE).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(
-            f"grammar file {GRAMMAR_FILE} not readable in the package: {exc}"
-        ) from exc
+        raise ConfigError(f"grammar file {GRAMMAR_FILE} not readable: {exc}") from exc
 
 
 def _read_extra(path: Path) -> str:

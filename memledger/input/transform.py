@@ -1,6 +1,6 @@
 """The transformer: one parsed message tree -> `LineParse` (kind, typed sizes and values).
 
-The grammar (memledger/sglang/sglang.lark) gives each line a fixed head of words and a generic
+The grammar (grammars/sglang.lark) gives each line a fixed head of words and a generic
 `fields` part. `fields` becomes sizes (integer bytes) and values under canonical keys, typed by
 the key tables of memledger.sglang.lines. A head says something only for a few kinds: those
 have a reader method named after their rule in `_HeadReader` (Lark's Transformer idiom), which

@@ -1,6 +1,7 @@
 """What memledger knows about SGLang's logs, as data, in one place.
 
-- `sglang.lark`: the line grammar, one rule per line shape, named after its event kind.
+- `grammars/sglang.lark` (top level, shipped in the wheel): the line grammar, one rule per line
+  shape, named after its event kind.
 - `lines.py`: one `LineSpec` per kind (head, prefilter words, checkpoint flag, unkeyed sizes) and
   the key tables (aliases, size/int keys). Read by `input/` (scan, parsing, transform), `rows.py`.
 - `examples.py`: example lines and what each must parse to (the tests; the extension check).
@@ -8,7 +9,7 @@
 
 ## Adding a line
 A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a new kind:
-1. `sglang.lark`: an alternative of the rule, or a new rule named after its kind (`kind` or
+1. `grammars/sglang.lark`: an alternative of the rule, or a new rule named after its kind (`kind` or
    `kind__variant`) added to `message`. Keep the head a fixed run of words ending in
    punctuation or a distinct literal before `fields`: the contextual lexer must never be offered
    WORD and WORDS in one state. `tests/test_parse_grammar.py::test_grammar_builds_in_strict_mode`
