@@ -9,7 +9,6 @@ end, because the rank-0 rule ("no tag anywhere -> untagged lines are rank 0") an
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from memledger.events import (
 from memledger.input.error_texts import ErrorReading, ErrorTextReader
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
 from memledger.input.logical import LogicalLine, iter_logical_lines
+from memledger.input.outcome import outcome_kind
 from memledger.input.pasted import tidy_pasted
 from memledger.input.ranks import (
     RankSelection,
@@ -59,19 +59,6 @@ EVENTS_PER_KIND_CAP = 2000
 """Recognised lines kept per kind, rank and startup segment; a startup prints far fewer. Beyond it
 (a runtime line repeated for days) lines are counted as not kept, so memory stays flat."""
 
-OOM_RE = re.compile(r"(?i:out of memory)|OutOfMemoryError|\bOOM\b")
-CRASH_RE = re.compile(
-    r"Traceback \(most recent call last\)"
-    r"|Scheduler hit an exception"
-    r"|^Exception in "
-    r"|Received sigquit from a child process"
-    r"|scheduler is dead"
-    r"|Initialization failed"
-    r"|^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?::|$)"
-    r"|^Killed$"
-)
-EXIT_CODE_RE = re.compile(r"Exit code:\s*(-?\d+)")
-READY_TEXT = "The server is fired up and ready to roll"
 _ERROR_KINDS = frozenset(
     {EventKind.OOM_MESSAGE, EventKind.KV_REFUSAL, EventKind.TRACEBACK, EventKind.PROCESS_EXIT}
 )
@@ -206,43 +193,6 @@ def _event(kind: EventKind, logical: LogicalLine, parsed: LineParse | None = Non
     )
 
 
-# A quoted value (`text="how do I fix an OOM?"` in a logged request, a model path) is data the
-# server echoes, not what happened to it: outcome phrases are not looked for inside one.
-_QUOTED_VALUE_RE = re.compile(r"""(?<=[=(\[{,:])\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
-
-
-_CRASH_WORDS = ("Error", "Exception", "Traceback", "Scheduler hit", "sigquit", "scheduler is dead")
-"""Every CRASH_RE branch holds one of these (or is `Initialization failed` / `Killed`)."""
-
-
-def _outcome_kind(text: str) -> tuple[EventKind, str] | None:
-    if text.isascii() and not (
-        "OOM" in text
-        or "OutOfMemory" in text
-        or "out of memory" in text.lower()
-        or "Exit code" in text
-        or READY_TEXT in text
-        or "Initialization failed" in text
-        or "Killed" in text
-        or any(word in text for word in _CRASH_WORDS)
-    ):
-        return None  # the common case, without the regexes below (quoted values only remove)
-    if "'" in text or '"' in text:
-        text = _QUOTED_VALUE_RE.sub(" ''", text)
-    oom = OOM_RE.search(text)
-    if oom:
-        return EventKind.OOM, oom.group(0)
-    crash = CRASH_RE.search(text)
-    if crash:
-        return EventKind.CRASH, crash.group(0)
-    exit_code = EXIT_CODE_RE.search(text)
-    if exit_code and int(exit_code.group(1)) != 0:
-        return EventKind.CRASH, exit_code.group(0)
-    if READY_TEXT in text:
-        return EventKind.READY, READY_TEXT
-    return None
-
-
 def _progress_message(text: str) -> str:
     # tqdm line: keep the description only, `Capturing batches (bs=8 avail_mem=7.19 GB)`
     close = text.find(")")
@@ -277,7 +227,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
                 )
             )
         return
-    outcome = _outcome_kind(text)
+    outcome = outcome_kind(text)
     if outcome is not None:
         out.add_evidence(outcome[0], logical, outcome[1])
     readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed)

@@ -1,0 +1,62 @@
+"""What a line says about how the startup ended: OOM, crash, non-zero exit or ready.
+
+Rank-agnostic outcome phrases, read from every line before the grammar; `parsing` keeps the
+first of each per startup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memledger.events import EventKind
+
+OOM_RE = re.compile(r"(?i:out of memory)|OutOfMemoryError|\bOOM\b")
+CRASH_RE = re.compile(
+    r"Traceback \(most recent call last\)"
+    r"|Scheduler hit an exception"
+    r"|^Exception in "
+    r"|Received sigquit from a child process"
+    r"|scheduler is dead"
+    r"|Initialization failed"
+    r"|^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?::|$)"
+    r"|^Killed$"
+)
+EXIT_CODE_RE = re.compile(r"Exit code:\s*(-?\d+)")
+READY_TEXT = "The server is fired up and ready to roll"
+
+# A quoted value (`text="how do I fix an OOM?"` in a logged request, a model path) is data the
+# server echoes, not what happened to it: outcome phrases are not looked for inside one.
+_QUOTED_VALUE_RE = re.compile(r"""(?<=[=(\[{,:])\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
+
+
+_CRASH_WORDS = ("Error", "Exception", "Traceback", "Scheduler hit", "sigquit", "scheduler is dead")
+"""Every CRASH_RE branch holds one of these (or is `Initialization failed` / `Killed`)."""
+
+
+def outcome_kind(text: str) -> tuple[EventKind, str] | None:
+    """The outcome a line states (kind and the phrase that says it), or None."""
+    if text.isascii() and not (
+        "OOM" in text
+        or "OutOfMemory" in text
+        or "out of memory" in text.lower()
+        or "Exit code" in text
+        or READY_TEXT in text
+        or "Initialization failed" in text
+        or "Killed" in text
+        or any(word in text for word in _CRASH_WORDS)
+    ):
+        return None  # the common case, without the regexes below (quoted values only remove)
+    if "'" in text or '"' in text:
+        text = _QUOTED_VALUE_RE.sub(" ''", text)
+    oom = OOM_RE.search(text)
+    if oom:
+        return EventKind.OOM, oom.group(0)
+    crash = CRASH_RE.search(text)
+    if crash:
+        return EventKind.CRASH, crash.group(0)
+    exit_code = EXIT_CODE_RE.search(text)
+    if exit_code and int(exit_code.group(1)) != 0:
+        return EventKind.CRASH, exit_code.group(0)
+    if READY_TEXT in text:
+        return EventKind.READY, READY_TEXT
+    return None
