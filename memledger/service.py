@@ -15,26 +15,25 @@ so `memledger parse` does not pay for `diff`.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import io
-import json
 import os
 import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import ValidationError
-
 from memledger.errors import EXIT_OK, ConfigError, InputError
 from memledger.events import ParsedLog
-from memledger.input.reader import ByteSource, OpenedLog, PeekedStream, open_log
-from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
+from memledger.input.reader import ByteSource, OpenedLog
+from memledger.ledger_model import Ledger
+from memledger.opener import (
+    SAVED_LEDGER_KEYS,
+    SAVED_LEDGER_MAX_BYTES,
+    Input,
+    ledger_from_document,
+    open_input,
+)
 from memledger.render.terminal import PLAIN, Terminal
 
 if TYPE_CHECKING:
@@ -49,11 +48,6 @@ Source: TypeAlias = str | os.PathLike[str] | IO[bytes] | IO[str] | ByteSource | 
 PathLike: TypeAlias = str | os.PathLike[str]
 
 STDIN = "-"
-SAVED_LEDGER_KEYS = ("schema_version", "rows")
-"""A JSON object with these keys is a saved ledger (`memledger ledger --format json`)."""
-SAVED_LEDGER_MAX_BYTES = 32 << 20
-"""A brace-led input longer than this is not taken for a saved ledger (those are kilobytes): it
-is streamed as a log, so a hostile or huge input is never held whole."""
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 """GitHub Actions' job summary file; `check --format github` appends its markdown report there."""
 
@@ -192,129 +186,6 @@ class CheckOptions:
     max_chars: int | None = None  # markdown only: size cap (a PR comment has a limit)
     terminal: Terminal = PLAIN
     """Text output: the width to fit and whether to colour (`terminal_for`)."""
-
-
-# --- the input opener ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Input:
-    """An opened input: a saved ledger's JSON object, or a log ready to scan."""
-
-    label: str
-    document: dict[str, Any] | None = None
-    log: OpenedLog | None = None
-
-
-class _EncodedText:
-    """A text stream read as UTF-8 bytes, chunk by chunk: the parser reads bytes, and a log must
-    not be held whole in memory."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._stream = stream
-        self._pending = b""
-        self.name = getattr(stream, "name", None) or "<stream>"
-
-    def read(self, size: int = -1, /) -> bytes:
-        if size < 0:
-            data, self._pending = self._pending + self._stream.read().encode("utf-8"), b""
-            return data
-        while len(self._pending) < size:
-            text = self._stream.read(size)
-            if not text:
-                break
-            self._pending += text.encode("utf-8")
-        data, self._pending = self._pending[:size], self._pending[size:]
-        return data
-
-
-def _byte_source(source: PathLike | IO[bytes] | IO[str] | ByteSource) -> PathLike | ByteSource:
-    """A path unchanged; a text stream re-encoded as bytes (the parser reads bytes)."""
-    if isinstance(source, str | os.PathLike):
-        return source
-    if isinstance(source, io.TextIOBase) or isinstance(source.read(0), str):
-        return _EncodedText(source)  # type: ignore[arg-type]
-    return source  # type: ignore[return-value]
-
-
-def _read_up_to(stream: ByteSource, limit: int) -> bytes:
-    """At most `limit` bytes (fewer only at the end of the input)."""
-    chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = stream.read(min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-@contextmanager
-def open_input(
-    source: PathLike | IO[bytes] | IO[str] | ByteSource, *, label: str | None = None
-) -> Iterator[Input]:
-    """Open a path, `-` (stdin) or a stream; gunzip by magic; tell a saved ledger from a log.
-
-    Only a brace-led input is read further than the first block, and at most
-    SAVED_LEDGER_MAX_BYTES of it: a saved ledger is a small JSON object, a log is streamed.
-    Raises InputError for a missing, empty or binary input, or JSON that is not a saved ledger.
-    """
-    with open_log(_byte_source(source)) as log:
-        name = label or log.name
-        if not log.head.lstrip().startswith(b"{"):
-            yield Input(label=name, log=log)
-            return
-        data = _read_up_to(log.stream, SAVED_LEDGER_MAX_BYTES + 1)
-        document = None if len(data) > SAVED_LEDGER_MAX_BYTES else _saved_ledger(name, data)
-        if document is not None:
-            yield Input(label=name, document=document)
-            return
-        # A log whose first line starts with `{`: scan on from what was read (one stream).
-        yield Input(
-            label=name,
-            log=OpenedLog(name=log.name, stream=PeekedStream(data, log.stream), head=log.head),
-        )
-
-
-def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
-    """The JSON object if `data` is a saved ledger; None if it is (presumably) a log."""
-    try:
-        document = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None  # a log line that happens to start with `{`: let the parser judge it
-    if not isinstance(document, dict):
-        return None
-    if not all(key in document for key in SAVED_LEDGER_KEYS):
-        raise InputError(
-            "JSON, but not a saved ledger (expected the object written by "
-            "`memledger ledger --format json`, with schema_version and rows)",
-            path=label,
-        )
-    return document
-
-
-def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
-    """Validate a saved ledger JSON object; InputError naming the first problem otherwise.
-
-    Version 1 files are upgraded first (`ledger_model.upgrade_document`)."""
-    document = upgrade_document(document)
-    version = document.get("schema_version")
-    if version != LEDGER_SCHEMA_VERSION:
-        raise InputError(
-            f"saved ledger has schema_version {version!r}; this memledger reads version "
-            f"{LEDGER_SCHEMA_VERSION} (re-run `memledger ledger LOG --format json`)",
-            path=label,
-        )
-    try:
-        return Ledger.model_validate(document)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise InputError(
-            f"not a valid saved ledger: {where}: {first['msg']}{more}", path=label
-        ) from None
 
 
 # --- loading ------------------------------------------------------------------------------------
@@ -660,72 +531,19 @@ def run_schema(name: str) -> Output:
     return Output(render_schema(name))
 
 
-def _write_stdout(text: str) -> None:
-    """Write to stdout; a closed stdout (`>&-`) takes nothing, a full disk is a one-line error.
+from memledger.emitter import (  # noqa: E402 - re-exported: commands call service.emit
+    emit as emit,
+)
 
-    A closed pipe (BrokenPipeError) propagates: the CLI ends quietly on it."""
-    if sys.stdout is None:
-        return
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise ConfigError(f"cannot write output: {exc.strerror or exc}", path="<stdout>") from None
+# After the definitions: the emitter uses Output and STDIN from here (a cycle at import).
+from memledger.emitter import terminal_for  # noqa: E402
 
-
-def _write_file(path: Path, text: str) -> None:
-    """Replace a regular file whole (a temporary file renamed over it), so a failed write never
-    leaves half a report; anything else (a device, a FIFO) is written as it is."""
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if path.exists() and not path.is_file():
-        path.write_text(text, encoding="utf-8")
-        return
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def terminal_for(destination: PathLike | None) -> Terminal:
-    """The terminal a report goes to: stdout's width and colour, or 100 columns and no colour
-    for a file."""
-    if destination is None or os.fspath(destination) == STDIN:
-        return Terminal.detect(sys.stdout)
-    return PLAIN
-
-
-def emit(output: Output, destination: PathLike | None = None) -> int:
-    """Write the report to `destination` (stdout when None or `-`), append the extra files;
-    return the exit code."""
-    if destination is None or os.fspath(destination) == STDIN:
-        _write_stdout(output.text)
-    else:
-        try:
-            _write_file(Path(destination), output.text)
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot write output: {exc.strerror or exc}", path=os.fspath(destination)
-            ) from None
-    for extra in output.extra_files:
-        try:
-            with extra.path.open("a", encoding="utf-8") as handle:
-                handle.write(extra.text)
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot append to {extra.what}: {exc.strerror or exc}", path=str(extra.path)
-            ) from None
-    return output.exit_code
+__all__ = [
+    "SAVED_LEDGER_KEYS",
+    "SAVED_LEDGER_MAX_BYTES",
+    "Input",
+    "emit",
+    "ledger_from_document",
+    "open_input",
+    "terminal_for",
+]

@@ -4,7 +4,7 @@ sentences the text and markdown renderers print (prose is rendering, not part of
 from __future__ import annotations
 
 from memledger.compare import LedgerDiff, SortKey, StatePoolAnalysis, sort_rows
-from memledger.render.diff_common import state_pool_statement, usable_note
+from memledger.render.diff_prose import state_pool_statement, usable_note
 
 
 class StatePoolDocument(StatePoolAnalysis):

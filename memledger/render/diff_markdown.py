@@ -26,11 +26,11 @@ from memledger.render.diff_common import (
     groups_table,
     headline,
     intervals_table,
-    kv_token_lines,
     params_table,
     rows_view,
     summary_table,
 )
+from memledger.render.diff_prose import kv_token_lines
 from memledger.render.escape import mermaid_label
 from memledger.render.tables import Table, github_table, markdown_cell, markdown_code
 from memledger.units import GIB

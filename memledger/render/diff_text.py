@@ -22,12 +22,12 @@ from memledger.render.diff_common import (
     headline,
     input_line,
     intervals_table,
-    kv_token_lines,
     params_table,
     rows_view,
     side_header,
     summary_table,
 )
+from memledger.render.diff_prose import kv_token_lines
 from memledger.render.tables import Table, text_table
 from memledger.render.terminal import DEFAULT_WIDTH, PLAIN, Terminal, fit_lines
 from memledger.units import GIB

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memledger import service
+from memledger import opener, service
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE, InputError
 from memledger.input.reader import SNIFF_BYTES
@@ -83,7 +83,7 @@ def test_a_brace_led_log_longer_than_the_bound_is_streamed_as_a_log(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     log = b"{not json at all}\n" + (SAMPLES / "dp2.log").read_bytes()
-    monkeypatch.setattr(service, "SAVED_LEDGER_MAX_BYTES", 2 * SNIFF_BYTES)
+    monkeypatch.setattr(opener, "SAVED_LEDGER_MAX_BYTES", 2 * SNIFF_BYTES)
     stream = CountingStream(log)
     with open_input(stream) as opened:
         assert opened.log is not None

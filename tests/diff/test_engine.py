@@ -17,8 +17,9 @@ from memledger.compare import (
     sort_rows,
 )
 from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
-from memledger.render.diff_common import round_parts, state_pool_statement, usable_note
+from memledger.render.diff_common import round_parts
 from memledger.render.diff_json import DiffDocument, render_diff_json
+from memledger.render.diff_prose import state_pool_statement, usable_note
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.units import GIB, MIB
 from tests.diff_helpers import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from memledger.compare import DiffStatus, diff_ledgers, kv_token_split
 from memledger.ledger_model import RowGroup, Summary
-from memledger.render.diff_common import headline, kv_token_lines
+from memledger.render.diff_common import headline
+from memledger.render.diff_prose import kv_token_lines
 from memledger.render.diff_text import render_diff_text
 from memledger.units import GIB, MIB
 from tests.diff_helpers import centi, ledger, row

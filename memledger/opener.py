@@ -1,0 +1,146 @@
+"""The one input opener: a path, `-` (stdin) or a stream; gunzipped by magic (`reader.open_log`),
+then a saved ledger JSON told from a log by a bounded peek. A log is never read whole here."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from memledger.errors import InputError
+from memledger.input.reader import ByteSource, OpenedLog, PeekedStream, open_log
+from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
+
+PathLike = str | os.PathLike[str]
+
+SAVED_LEDGER_KEYS = ("schema_version", "rows")
+"""A JSON object with these keys is a saved ledger (`memledger ledger --format json`)."""
+SAVED_LEDGER_MAX_BYTES = 32 << 20
+"""A brace-led input longer than this is not taken for a saved ledger (those are kilobytes): it
+is streamed as a log, so a hostile or huge input is never held whole."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """An opened input: a saved ledger's JSON object, or a log ready to scan."""
+
+    label: str
+    document: dict[str, Any] | None = None
+    log: OpenedLog | None = None
+
+
+class _EncodedText:
+    """A text stream read as UTF-8 bytes, chunk by chunk: the parser reads bytes, and a log must
+    not be held whole in memory."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._pending = b""
+        self.name = getattr(stream, "name", None) or "<stream>"
+
+    def read(self, size: int = -1, /) -> bytes:
+        if size < 0:
+            data, self._pending = self._pending + self._stream.read().encode("utf-8"), b""
+            return data
+        while len(self._pending) < size:
+            text = self._stream.read(size)
+            if not text:
+                break
+            self._pending += text.encode("utf-8")
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+
+def _byte_source(source: PathLike | IO[bytes] | IO[str] | ByteSource) -> PathLike | ByteSource:
+    """A path unchanged; a text stream re-encoded as bytes (the parser reads bytes)."""
+    if isinstance(source, str | os.PathLike):
+        return source
+    if isinstance(source, io.TextIOBase) or isinstance(source.read(0), str):
+        return _EncodedText(source)  # type: ignore[arg-type]
+    return source  # type: ignore[return-value]
+
+
+def _read_up_to(stream: ByteSource, limit: int) -> bytes:
+    """At most `limit` bytes (fewer only at the end of the input)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+@contextmanager
+def open_input(
+    source: PathLike | IO[bytes] | IO[str] | ByteSource, *, label: str | None = None
+) -> Iterator[Input]:
+    """Open a path, `-` (stdin) or a stream; gunzip by magic; tell a saved ledger from a log.
+
+    Only a brace-led input is read further than the first block, and at most
+    SAVED_LEDGER_MAX_BYTES of it: a saved ledger is a small JSON object, a log is streamed.
+    Raises InputError for a missing, empty or binary input, or JSON that is not a saved ledger.
+    """
+    with open_log(_byte_source(source)) as log:
+        name = label or log.name
+        if not log.head.lstrip().startswith(b"{"):
+            yield Input(label=name, log=log)
+            return
+        data = _read_up_to(log.stream, SAVED_LEDGER_MAX_BYTES + 1)
+        document = None if len(data) > SAVED_LEDGER_MAX_BYTES else _saved_ledger(name, data)
+        if document is not None:
+            yield Input(label=name, document=document)
+            return
+        # A log whose first line starts with `{`: scan on from what was read (one stream).
+        yield Input(
+            label=name,
+            log=OpenedLog(name=log.name, stream=PeekedStream(data, log.stream), head=log.head),
+        )
+
+
+def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
+    """The JSON object if `data` is a saved ledger; None if it is (presumably) a log."""
+    try:
+        document = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None  # a log line that happens to start with `{`: let the parser judge it
+    if not isinstance(document, dict):
+        return None
+    if not all(key in document for key in SAVED_LEDGER_KEYS):
+        raise InputError(
+            "JSON, but not a saved ledger (expected the object written by "
+            "`memledger ledger --format json`, with schema_version and rows)",
+            path=label,
+        )
+    return document
+
+
+def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
+    """Validate a saved ledger JSON object; InputError naming the first problem otherwise.
+
+    Version 1 files are upgraded first (`ledger_model.upgrade_document`)."""
+    document = upgrade_document(document)
+    version = document.get("schema_version")
+    if version != LEDGER_SCHEMA_VERSION:
+        raise InputError(
+            f"saved ledger has schema_version {version!r}; this memledger reads version "
+            f"{LEDGER_SCHEMA_VERSION} (re-run `memledger ledger LOG --format json`)",
+            path=label,
+        )
+    try:
+        return Ledger.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        raise InputError(
+            f"not a valid saved ledger: {where}: {first['msg']}{more}", path=label
+        ) from None
