@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    format_option,
     formulas_option,
     grammar_option,
     model_config_option,
@@ -49,14 +50,7 @@ an error; --require-baseline makes it one (exit 3)."""
     help="A missing --baseline (not given, or not found) is an error (exit 3), not a skip.",
 )
 @click.option("--strict", is_flag=True, help="Warn-level breaches fail too (exit 1).")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS.names),
-    default="text",
-    show_default=True,
-    help=FORMATS.help,
-)
+@format_option(FORMATS)
 @rank_option(help="Rank to check, in every LOG (default: rank 0).")
 @startup_option(help="Which startup of each file, 0-based (default: the last).")
 @model_config_option()

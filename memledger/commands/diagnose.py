@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    format_option,
     formulas_option,
     grammar_option,
     model_config_option,
@@ -20,14 +21,7 @@ from memledger.service import DiagnoseOptions, LoadOptions, emit, run_diagnose
 
 @click.command("diagnose")
 @click.argument("log", metavar="LOG")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS.names),
-    default="text",
-    show_default=True,
-    help=FORMATS.help,
-)
+@format_option(FORMATS)
 @rank_option(help="Rank whose ledger the diagnosis uses (default: rank 0).")
 @startup_option()
 @model_config_option()

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    format_option,
     formulas_option,
     grammar_option,
     model_config_option,
@@ -39,14 +40,7 @@ weight staging, which add up exactly. --rank/--startup/--model-config apply to b
 @click.command("diff", help=HELP)
 @click.argument("base", metavar="BASE")
 @click.argument("head", metavar="HEAD")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS.names),
-    default="text",
-    show_default=True,
-    help=FORMATS.help,
-)
+@format_option(FORMATS)
 @click.option(
     "--sort",
     type=click.Choice(SORT_KEYS),

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    format_option,
     formulas_option,
     grammar_option,
     model_config_option,
@@ -20,14 +21,7 @@ from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger, term
 
 @click.command("ledger")
 @click.argument("logs", nargs=-1, required=True, metavar="LOG...")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS.names),
-    default="text",
-    show_default=True,
-    help=FORMATS.help,
-)
+@format_option(FORMATS)
 @rank_option(help="Rank to account for (default: rank 0).")
 @startup_option()
 @model_config_option()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import click
 
@@ -25,6 +25,28 @@ FORMULAS_HELP = (
     "with an existing id replaces it)."
 )
 OUTPUT_HELP = "Write to FILE instead of stdout."
+
+
+class FormatChoices(Protocol):
+    """What `--format` needs of a command's format registry (`memledger.render.formats.Formats`)."""
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def help(self) -> str: ...
+
+
+def format_option(formats: FormatChoices) -> Callable[[FC], FC]:
+    """`--format`: the choices and the help come from the command's format registry."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(formats.names),
+        default="text",
+        show_default=True,
+        help=formats.help,
+    )
 
 
 def rank_option(*param_decls: str, help: str) -> Callable[[FC], FC]:

@@ -6,21 +6,20 @@ from pathlib import Path
 
 import click
 
-from memledger.commands.options import grammar_option, output_option, rank_option, startup_option
+from memledger.commands.options import (
+    format_option,
+    grammar_option,
+    output_option,
+    rank_option,
+    startup_option,
+)
 from memledger.render.parse import FORMATS
 from memledger.service import LoadOptions, ParseOptions, emit, run_parse, terminal_for
 
 
 @click.command("parse")
 @click.argument("log", metavar="LOG")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS.names),
-    default="text",
-    show_default=True,
-    help=FORMATS.help,
-)
+@format_option(FORMATS)
 @rank_option(help='Rank tag, e.g. TP3 or "DP1 TP8 EP8" (default: rank 0).')
 @startup_option(
     help="Which startup of the file, 0-based; negative counts from the end (default: the last)."

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    format_option,
     grammar_option,
     model_config_option,
     output_option,
@@ -41,14 +42,7 @@ def _changes(pairs: tuple[str, ...]) -> dict[str, str]:
     multiple=True,
     help=f"A setting to change (repeatable): {', '.join(SETTING_NAMES)}.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(WHATIF_FORMATS.names),
-    default="text",
-    show_default=True,
-    help=WHATIF_FORMATS.help,
-)
+@format_option(WHATIF_FORMATS)
 @rank_option(help="Rank whose pools to model (default: rank 0).")
 @startup_option()
 @model_config_option()
