@@ -108,8 +108,10 @@ def open_input(
 
 def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
     """The JSON object if `data` is a saved ledger; None if it is (presumably) a log."""
+    from memledger.saved_ledger import read_document
+
     try:
-        document = json.loads(data)
+        document = read_document(data, label)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None  # a log line that happens to start with `{`: let the parser judge it
     if not isinstance(document, dict):
@@ -135,8 +137,13 @@ def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
             f"{LEDGER_SCHEMA_VERSION} (re-run `memledger ledger LOG --format json`)",
             path=label,
         )
+    from memledger.saved_ledger import check_consistent, check_strings
+
+    check_strings(document, label)
     try:
-        return Ledger.model_validate(document)
+        ledger = Ledger.model_validate(document)
+        check_consistent(ledger, label)
+        return ledger
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"

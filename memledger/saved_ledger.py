@@ -1,0 +1,98 @@
+"""A saved ledger is untrusted input (an artifact of another job, a cache from another branch):
+read it bounded and believe it only when it is consistent (issue 12, F12).
+
+`read_document` parses the JSON with NaN/Infinity refused, nesting and numbers bounded;
+`check_consistent` refuses control characters in its strings, duplicate row ids, and a balance,
+groups or usable figure that the rows do not give.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from memledger.config_files import parse_nested
+from memledger.errors import ConfigError, InputError
+from memledger.ledger_model import Ledger, group_totals
+from memledger.units import NumberOutOfRange, checked_number
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a saved ledger holds")
+
+
+def _load_json(text: str) -> Any:
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def read_document(data: bytes | str, label: str) -> Any:
+    """The JSON value; json.JSONDecodeError when it is not JSON, InputError when it is hostile."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        document = parse_nested(_load_json, text, label)
+    except ConfigError as exc:
+        raise InputError(f"not a valid saved ledger: {exc.message}", path=label) from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        raise InputError(f"not a valid saved ledger: {exc}", path=label) from None
+    try:
+        checked_number(document)
+    except NumberOutOfRange as exc:
+        raise InputError(f"not a valid saved ledger: {exc}", path=label) from None
+    return document
+
+
+def _strings(value: Any, where: str) -> Any:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, where)
+            yield from _strings(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{where}[{index}]")
+    elif isinstance(value, str):
+        yield where, value
+
+
+def check_strings(document: dict[str, Any], label: str) -> None:
+    """No control character (newline included), bidi override or lone surrogate anywhere:
+    memledger never writes one, and each could forge output lines or escape sequences."""
+    for where, text in _strings(document, ""):
+        found = _CONTROL.search(text)
+        if found:
+            raise InputError(
+                f"not a valid saved ledger: {where or '(a key)'} holds control character "
+                f"U+{ord(found.group(0)):04X}",
+                path=label,
+            )
+
+
+def check_consistent(ledger: Ledger, label: str) -> None:
+    """The figures a saved ledger states must be the ones its rows give."""
+
+    def refuse(why: str) -> InputError:
+        return InputError(f"saved ledger is inconsistent: {why}", path=label)
+
+    ids = [row.id for row in ledger.rows]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) < len(ids) else []
+    if duplicates:
+        raise refuse(f"row id {duplicates[0]!r} appears more than once")
+    partition = sum(r.bytes for r in ledger.rows if r.in_partition and r.bytes is not None)
+    if ledger.usable_bytes is not None:
+        if partition - ledger.usable_bytes != ledger.balance_error_bytes:
+            raise refuse(
+                f"rows sum to {partition} bytes, usable is {ledger.usable_bytes}, but the "
+                f"stated balance error is {ledger.balance_error_bytes}"
+            )
+        if ledger.summary.usable is not None and ledger.summary.usable != ledger.usable_bytes:
+            raise refuse("summary.usable differs from usable_bytes")
+    if ledger.usable_bytes is not None and ledger.usable_bytes < 0:
+        raise refuse("usable memory is negative")
+    if [g.model_dump() for g in ledger.groups] != [
+        g.model_dump() for g in group_totals(ledger.rows)
+    ]:
+        raise refuse("group totals differ from the sums of their rows")
