@@ -6,6 +6,7 @@ integers; every `*_gib` is a display view of a byte field.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -360,6 +361,41 @@ def group_totals(rows: list[Row]) -> list[GroupTotal]:
     return totals
 
 
+def _row_base_id(row_id: str) -> str:
+    return row_id.split(".", 1)[0]
+
+
+def summary_from_rows(rows: list[Row]) -> dict[str, int | None]:
+    """The summary figures that are sums of rows, computed as the engine computes them
+    (`engine/summary.py:summarise`; tests/test_security_saved_ledger.py holds the two equal on
+    every sample and real log). The other figures (weights peak, slots, KV tokens, kv_pool by
+    figure) come from log lines a saved ledger does not keep, so they are not re-derived."""
+    partition = [row for row in rows if row.in_partition and row.bytes is not None]
+
+    def total(predicate: Callable[[Row], bool]) -> int | None:
+        chosen = [row.bytes for row in partition if predicate(row) and row.bytes is not None]
+        return sum(chosen) if chosen else None
+
+    def by_id(row_id: str) -> int | None:
+        return total(lambda row: _row_base_id(row.id) == row_id)
+
+    return {
+        "nccl_init": by_id("nccl_init"),
+        "weight_staging": by_id("weight_staging"),
+        "draft_staging": by_id("draft_staging"),
+        "cuda_graph": total(lambda row: row.group == RowGroup.CUDA_GRAPH),
+        "cuda_graph_largest_bucket": by_id("cuda_graph_largest_bucket"),
+        "cuda_graph_static": by_id("cuda_graph_static"),
+        "workspace": total(lambda row: row.group in (RowGroup.WORKSPACE, RowGroup.UNEXPLAINED)),
+        "runtime_headroom": by_id("runtime_headroom"),
+        "fixed_overhead": total(lambda row: row.group in FIXED_OVERHEAD_GROUPS),
+        "state_pool": total(lambda row: row.group == RowGroup.STATE_POOL),
+        "req_to_token": next(
+            (row.bytes for row in rows if row.id == "req_to_token" and row.bytes is not None), None
+        ),
+    }
+
+
 class LedgerSource(FrozenModel):
     """Which input this ledger describes."""
 
@@ -437,8 +473,8 @@ def upgrade_document(document: dict[str, Any]) -> dict[str, Any]:
     """A saved ledger's JSON object in the current schema (version 1 -> 2), else unchanged.
 
     Version 1 summaries hold GiB floats rounded to 6 decimals: sizes become bytes (exact for
-    `usable`, which v1 also saved as `usable_bytes`; within ~1 KiB otherwise) and the group
-    totals are computed from the saved rows.
+    `usable`, which v1 also saved as `usable_bytes`, and for the sums of rows the v1 value rounds
+    from; within ~1 KiB otherwise) and the group totals are computed from the saved rows.
     """
     if document.get("schema_version") != 1:
         return document
@@ -463,5 +499,17 @@ def upgrade_document(document: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             return {**upgraded, "schema_version": LEDGER_SCHEMA_VERSION}
         upgraded["groups"] = [g.model_dump() for g in group_totals(parsed)]
+        # A figure that is a sum of rows takes the rows' exact bytes when the v1 GiB value is
+        # that sum at v1's precision (6 decimals); otherwise it stays, and validation refuses it.
+        v1_summary = document["summary"]
+        for name, exact in summary_from_rows(parsed).items():
+            stated = v1_summary.get(name)
+            if (
+                exact is not None
+                and isinstance(stated, int | float)
+                and not isinstance(stated, bool)
+            ):
+                if round(exact / GIB, 6) == round(stated, 6):
+                    summary[name] = exact
     upgraded["schema_version"] = LEDGER_SCHEMA_VERSION
     return upgraded

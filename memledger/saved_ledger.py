@@ -2,19 +2,20 @@
 read it bounded and believe it only when it is consistent (issue 12, F12).
 
 `read_document` parses the JSON with NaN/Infinity refused, nesting and numbers bounded;
-`check_consistent` refuses control characters in its strings, duplicate row ids, and a balance,
-groups or usable figure that the rows do not give.
+`check_strings` refuses control characters in its strings; `check_consistent` refuses duplicate
+row ids, and a balance, group total, usable figure or summary figure that the rows do not give.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Any
 
 from memledger.config_files import parse_nested
 from memledger.errors import ConfigError, InputError
-from memledger.ledger_model import Ledger, group_totals
+from memledger.ledger_model import Ledger, group_totals, summary_from_rows
 from memledger.units import NumberOutOfRange, checked_number
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
@@ -77,10 +78,9 @@ def check_consistent(ledger: Ledger, label: str) -> None:
     def refuse(why: str) -> InputError:
         return InputError(f"saved ledger is inconsistent: {why}", path=label)
 
-    ids = [row.id for row in ledger.rows]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) < len(ids) else []
-    if duplicates:
-        raise refuse(f"row id {duplicates[0]!r} appears more than once")
+    repeated = [row_id for row_id, count in Counter(r.id for r in ledger.rows).items() if count > 1]
+    if repeated:
+        raise refuse(f"row id {sorted(repeated)[0]!r} appears more than once")
     partition = sum(r.bytes for r in ledger.rows if r.in_partition and r.bytes is not None)
     if ledger.usable_bytes is not None:
         if partition - ledger.usable_bytes != ledger.balance_error_bytes:
@@ -96,3 +96,7 @@ def check_consistent(ledger: Ledger, label: str) -> None:
         g.model_dump() for g in group_totals(ledger.rows)
     ]:
         raise refuse("group totals differ from the sums of their rows")
+    stated = ledger.summary.model_dump()
+    for name, value in summary_from_rows(ledger.rows).items():
+        if stated[name] != value:
+            raise refuse(f"summary.{name} is {stated[name]}, but its rows give {value}")

@@ -9,12 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memledger.ledger_model import Evidence, Ledger, LedgerSource, Row, RowGroup, RowKind, Summary
+from memledger.ledger_model import (
+    Evidence,
+    Ledger,
+    LedgerSource,
+    Row,
+    RowGroup,
+    RowKind,
+    Summary,
+    summary_from_rows,
+)
 from memledger.units import GIB
 
 CENTI = GIB // 100
 """0.01 GiB in bytes: every size below is a whole number of hundredths, so sums are exact."""
 
+# The fixed overhead (10.50 GiB) is cuda_graph 7.50 + runtime_headroom 2.00 + req_to_token 0.13
+# + resident weights 0.87; the state pool (167.20 GiB) is kv_pool 41.10 + other state 126.10;
+# the two make usable 177.70 GiB.
 HEAD_SUMMARY: dict[str, Any] = {
     "usable": 177.70,
     "cuda_graph": 7.50,
@@ -24,65 +36,118 @@ HEAD_SUMMARY: dict[str, Any] = {
     "kv_tokens_per_instance": 51_000_000,
     "slots": 33,
     "mem_fraction_static": 0.88,
-    "runtime_headroom": 4.00,
+    "runtime_headroom": 2.00,
 }
 BASE_SUMMARY: dict[str, Any] = {
     **HEAD_SUMMARY,
-    "fixed_overhead": 10.00,  # head grows by 0.50 GiB = +5.0 %
+    "fixed_overhead": 10.00,  # head grows by 0.50 GiB = +5.0 % (resident weights 0.37)
+    "state_pool": 167.70,  # so that usable stays 177.70
     "cuda_graph": 7.50,
     "kv_tokens_per_instance": 52_000_000,
 }
+REQ_TO_TOKEN = 0.13
+"""GiB of the req_to_token row that every fixed overhead here includes."""
 
 
 def make_ledger(
     path: str = "logs/head.log",
     summary: dict[str, Any] | None = None,
     *,
-    rows: list[Row] | None = None,
     stopped_at: str | None = None,
 ) -> Ledger:
-    """A ledger with the given summary (GiB floats / counts) and rows."""
+    """A consistent ledger with the given summary (GiB floats / counts): its rows
+    (`rows_for`) realise every figure that is a sum of rows, the summary holds those sums as
+    the engine computes them (`summary_from_rows`) and the balance error is the rows' sum minus
+    usable, as a saved ledger must (memledger refuses one its rows do not give, F12)."""
     values = HEAD_SUMMARY if summary is None else summary
+    rows = rows_for(values)
+    sums = summary_from_rows(rows)
+    converted = summary_from_gib(values, rows)
+    for name in values:  # the fixture's written arithmetic holds
+        if name in sums:
+            assert sums[name] == getattr(converted, name), name
+    partition = sum(row.bytes for row in rows if row.in_partition and row.bytes is not None)
+    usable = converted.usable
     return Ledger(
         source=LedgerSource(path=path, startup=0, n_startups=1, rank="DP0 TP0 EP0"),
         outcome="ready" if stopped_at is None else "crash",
         stopped_at=stopped_at,
         checkpoints=[],
         intervals=[],
-        rows=default_rows() if rows is None else rows,
-        summary=summary_from_gib(values, default_rows() if rows is None else rows),
-        usable_bytes=round(values.get("usable", 0) * GIB) or None,
+        rows=rows,
+        summary=converted.model_copy(update=sums),
+        usable_bytes=usable,
+        balance_error_bytes=0 if usable is None else partition - usable,
     )
 
 
-def default_rows() -> list[Row]:
-    """req_to_token (derived, 13 hundredths), draft_slot_map (unknown), cuda_graph (logged)."""
-    return [
-        Row(
-            id="req_to_token",
-            label="req_to_token",
-            group=RowGroup.WORKSPACE,
-            kind=RowKind.DERIVED,
-            bytes=13 * CENTI,
-            evidence=Evidence(formula="33 rows x 1048580 cols x 4 B"),
-        ),
-        Row(
-            id="draft_slot_map",
-            label="draft slot map",
-            group=RowGroup.WORKSPACE,
-            kind=RowKind.UNKNOWN,
-            bytes=None,
-            evidence=Evidence(note="needs dspark_slot_map slots_per_req (not in this log)"),
-        ),
-        Row(
-            id="cuda_graph",
-            label="CUDA graphs",
-            group=RowGroup.CUDA_GRAPH,
-            kind=RowKind.LOGGED,
-            bytes=750 * CENTI,
-            error_bytes=GIB // 200,
-        ),
-    ]
+def _centi(gib: float) -> int:
+    return round(gib * 100) * CENTI
+
+
+def rows_for(values: dict[str, Any]) -> list[Row]:
+    """Rows giving the figures in `values`: req_to_token (derived, 13 hundredths),
+    draft_slot_map (unknown), cuda_graph (logged), runtime_headroom, resident weights (the
+    rest of the fixed overhead), kv_pool and other state (the state pool). A figure that is
+    None (or absent) has no rows; no fixed overhead means none of its rows."""
+    fixed = values.get("fixed_overhead")
+    rows: list[Row] = []
+    if fixed is not None:
+        rows += [
+            Row(
+                id="req_to_token",
+                label="req_to_token",
+                group=RowGroup.WORKSPACE,
+                kind=RowKind.DERIVED,
+                bytes=_centi(REQ_TO_TOKEN),
+                evidence=Evidence(formula="33 rows x 1048580 cols x 4 B"),
+            ),
+            Row(
+                id="draft_slot_map",
+                label="draft slot map",
+                group=RowGroup.WORKSPACE,
+                kind=RowKind.UNKNOWN,
+                bytes=None,
+                evidence=Evidence(note="needs dspark_slot_map slots_per_req (not in this log)"),
+            ),
+        ]
+        for row_id, label, group in (
+            ("cuda_graph", "CUDA graphs", RowGroup.CUDA_GRAPH),
+            ("runtime_headroom", "runtime headroom", RowGroup.RUNTIME_HEADROOM),
+        ):
+            if values.get(row_id) is not None:
+                rows.append(
+                    Row(
+                        id=row_id,
+                        label=label,
+                        group=group,
+                        kind=RowKind.LOGGED,
+                        bytes=_centi(values[row_id]),
+                        error_bytes=GIB // 200,
+                    )
+                )
+        # the remainder rows make the group figures exactly round(GiB x 2^30), as written
+        weights = round(fixed * GIB) - sum(row.bytes or 0 for row in rows)
+        assert weights >= 0, "the fixed overhead must hold its named rows"
+        rows.append(_row("weights_resident", RowGroup.WEIGHTS, weights))
+    state = values.get("state_pool")
+    if state is not None:
+        kv_pool = _centi(values.get("kv_pool") or 0)
+        rows += [
+            _row("kv_pool", RowGroup.STATE_POOL, kv_pool),
+            _row("other_state", RowGroup.STATE_POOL, round(state * GIB) - kv_pool),
+        ]
+    return rows
+
+
+def _row(row_id: str, group: RowGroup, byte_count: int) -> Row:
+    return Row(
+        id=row_id,
+        label=row_id.replace("_", " "),
+        group=group,
+        kind=RowKind.DERIVED,
+        bytes=byte_count,
+    )
 
 
 def head_ledger(path: str = "logs/head.log") -> Ledger:

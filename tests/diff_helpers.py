@@ -39,6 +39,7 @@ from memledger.ledger_model import (
     RowGroup,
     RowKind,
     Summary,
+    summary_from_rows,
 )
 from memledger.units import GIB, MIB
 
@@ -86,8 +87,11 @@ def ledger(
     stopped_at: str | None = None,
     outcome: str = "ready",
 ) -> Ledger:
-    """A ledger whose usable memory defaults to the sum of its partition rows."""
+    """A ledger whose usable memory defaults to the sum of its partition rows; the summary's
+    figures that are sums of rows are the rows' (as the engine writes them), the rest `summary`."""
     partition_sum = sum(r.bytes or 0 for r in rows if r.in_partition)
+    summary = (summary or Summary()).model_copy(update=summary_from_rows(list(rows)))
+    usable = partition_sum if usable_bytes is None else usable_bytes
     return Ledger(
         source=LedgerSource(path=path, startup=0, n_startups=1, rank="TP0"),
         outcome=outcome,
@@ -95,8 +99,9 @@ def ledger(
         checkpoints=list(checkpoints),
         intervals=list(intervals),
         rows=list(rows),
-        summary=summary or Summary(),
-        usable_bytes=partition_sum if usable_bytes is None else usable_bytes,
+        summary=summary.model_copy(update={"usable": usable}),
+        usable_bytes=usable,
+        balance_error_bytes=partition_sum - usable,
         parameters=dict(parameters or {}),
     )
 

@@ -21,6 +21,7 @@ from memledger.ledger_model import (
     RowGroup,
     RowKind,
     SourceLine,
+    summary_from_rows,
 )
 from memledger.units import GIB
 from tests.check_helpers import summary_from_gib
@@ -209,8 +210,9 @@ def small_ledger() -> Ledger:
                 "slots": 209,
                 "mem_fraction_static": 0.88,
                 "kv_tokens_per_rank": 3_194_880,
-            }
-        ),
+            },
+            rows,
+        ).model_copy(update={**summary_from_rows(rows), "usable": gib(1000)}),
         usable_bytes=gib(1000),
         balance_error_bytes=0,
         tolerance_bytes=2 * HALF_ULP,

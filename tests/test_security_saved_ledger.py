@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
+from memledger.api import ledger
 from memledger.errors import EXIT_INPUT, EXIT_OK
+from memledger.ledger_model import summary_from_rows
+from memledger.saved_ledger import check_consistent
+from tests.conftest import SAMPLES, real_log_paths
 from tests.security_helpers import run, write_log
 
 
@@ -41,6 +45,9 @@ FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "unbalanced": (_set(["rows", 0, "bytes"], 999 << 30), "inconsistent"),
     "duplicate": (lambda d: d["rows"].append(d["rows"][0]), "more than once"),
     "usable": (_set(["summary", "usable"], 1), "summary.usable"),
+    "summary": (_set(["summary", "cuda_graph"], 1), "summary.cuda_graph is 1, but its rows give"),
+    "groups": (_set(["groups", 0, "bytes"], 1), "group totals differ"),
+    "schema": (_set(["schema_version"], 99), "schema_version 99"),
 }
 
 
@@ -75,3 +82,17 @@ def test_F12_an_honest_saved_ledger_still_reads(
     path.write_text(json.dumps(saved))
     code, out, _ = run(capsys, "ledger", path)
     assert code == EXIT_OK and "balances" in out
+
+
+@pytest.mark.parametrize(
+    "path", [*sorted(SAMPLES.glob("*.log")), *real_log_paths()], ids=lambda path: path.name
+)
+def test_F12_the_engine_writes_ledgers_the_check_accepts(path: Path) -> None:
+    # The recomputation must be the engine's own arithmetic: on every sample and real log the
+    # summary figures that are sums of rows equal summary_from_rows, and the ledger passes.
+    built = ledger(path)
+    stated = built.summary.model_dump()
+    assert {name: stated[name] for name in summary_from_rows(built.rows)} == summary_from_rows(
+        built.rows
+    )
+    check_consistent(built, str(path))

@@ -24,7 +24,6 @@ from tests.check_helpers import (
     CENTI,
     HEAD_SUMMARY,
     base_ledger,
-    default_rows,
     head_ledger,
     make_ledger,
 )
@@ -174,7 +173,8 @@ def test_no_baseline_skips_relative_limits_with_a_note() -> None:
 
 
 def test_baseline_without_the_item_skips_the_comparison() -> None:
-    summary = {**BASE_SUMMARY, "fixed_overhead": None}
+    # no fixed overhead in the baseline: none of its rows either (cuda graphs, headroom)
+    summary = {**BASE_SUMMARY, "fixed_overhead": None, "cuda_graph": None, "runtime_headroom": None}
     report = run(
         '[[budget]]\nitem = "fixed_overhead"\nmax_increase_pct = 1\n',
         baseline=make_ledger("base.log", summary),
@@ -205,7 +205,6 @@ def test_null_summary_key_is_missing_and_names_where_the_startup_stopped() -> No
     ledger = make_ledger(
         "crash.log",
         {**HEAD_SUMMARY, "cuda_graph": None},
-        rows=[row for row in default_rows() if row.id != "cuda_graph"],
         stopped_at="capture_begin (OOM)",
     )
     report = run('[[budget]]\nitem = "cuda_graph"\nmax = "8 GiB"\n', ledger)
@@ -275,7 +274,12 @@ def test_read_item_row_and_summary() -> None:
     ledger = head_ledger()
     assert read_item(ledger, "req_to_token", ItemKind.SIZE).value == 13 * CENTI
     assert read_item(ledger, "usable", ItemKind.SIZE).value == round(177.70 * GIB)
-    # A summary key wins over a same-named row; a row stands in when the summary is null.
+    # A summary key wins over a same-named row; a row stands in when the summary is null
+    # (an in-memory ledger: a saved one whose summary misses a row's figure is refused, F12).
+    ledger = ledger.model_copy(
+        update={"summary": ledger.summary.model_copy(update={"req_to_token": None})}
+    )
+    assert read_item(ledger, "req_to_token", ItemKind.SIZE).value == 13 * CENTI
     assert ledger.summary.req_to_token is None
     missing = read_item(ledger, "no_such_row", ItemKind.SIZE)
     assert missing.value is None and missing.reason == "the ledger has no row 'no_such_row'"

@@ -17,6 +17,7 @@ from memledger.ledger_model import (
     RowGroup,
     Summary,
     group_totals,
+    summary_from_rows,
 )
 from memledger.service import ledger_from_document
 from memledger.units import GIB
@@ -62,9 +63,15 @@ def test_a_version_1_file_is_upgraded_on_load() -> None:
     assert loaded.schema_version == LEDGER_SCHEMA_VERSION == 2
     assert loaded.groups == group_totals(loaded.rows)  # from the saved rows
     assert loaded.summary.usable == document["usable_bytes"]  # exact
+    exact = summary_from_rows(loaded.rows)
     for name in Summary.byte_fields():
         if old.get(name) is None:
             assert getattr(loaded.summary, name) is None, name
+        elif name in exact:
+            # a sum of rows takes the rows' exact bytes (v1's value is that sum at 6 decimals)
+            value = exact[name]
+            assert value is not None and getattr(loaded.summary, name) == value, name
+            assert round(value / GIB, 6) == old[name], name
         elif name != "usable":
             assert getattr(loaded.summary, name) == round(old[name] * GIB), name
     assert loaded.summary.slots == old["slots"]
