@@ -106,7 +106,10 @@ def _run(argv: list[str] | None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        if isinstance(exc, _NO_ARGS_IS_HELP):
+            exc.show()  # `memledger` alone: the help itself (click >= 8.2 raises it as an error)
+        else:
+            _say(usage_error_line(exc))
         return EXIT_USAGE if exc.exit_code == 2 else exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
         # click turns Ctrl-C into Abort; either way it is an interrupt, not a usage error
@@ -120,6 +123,30 @@ def _run(argv: list[str] | None) -> int:
         return 0
     # A command may return its own exit code (check: 1 on a breach).
     return result if isinstance(result, int) else 0
+
+
+_NO_ARGS_IS_HELP: tuple[type[click.ClickException], ...] = (
+    (click.exceptions.NoArgsIsHelpError,)
+    if hasattr(click.exceptions, "NoArgsIsHelpError")
+    else ()  # click 8.1 prints the help itself
+)
+"""click >= 8.2's exception for a group called without a command: its message is the help."""
+
+
+def usage_error_line(exc: click.ClickException) -> str:
+    """A click error as one line, like every other error: `memledger: error: MESSAGE (see
+    'memledger CMD --help')`. click's own form is three lines (Usage / Try / Error)."""
+    message = " ".join(exc.format_message().split()).removesuffix(".")
+    if not isinstance(exc, click.UsageError):
+        return f"memledger: error: {message}"  # a file click could not open, ...
+    ctx = exc.ctx
+    help_hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    if ctx is not None and message.startswith("Missing argument"):
+        # which arguments, in the order the usage line names them
+        help_hint = (
+            f" (usage: {ctx.command_path} {' '.join(ctx.command.collect_usage_pieces(ctx))})"
+        )
+    return f"memledger: error: {message}{help_hint}"
 
 
 def _say(message: str) -> None:
