@@ -61,18 +61,17 @@ def _options(
     *,
     rank: str | None,
     startup: int | None,
-    model_config: PathLike | None,
-    formula_files: Sequence[PathLike],
-    grammars: tuple[Path, ...],
-    saved_ledger_skips_grammars: bool = False,
+    model_config: PathLike | None = None,
+    formula_files: Sequence[PathLike] = (),
+    grammars: tuple[Path, ...] = (),
 ) -> LoadOptions:
+    """The API's keywords as the LoadOptions the CLI's options make (paths as `Path`)."""
     return LoadOptions(
         rank=rank,
         startup=startup,
         model_config=None if model_config is None else Path(model_config),
         formula_files=tuple(Path(file) for file in formula_files),
         grammars=grammars,
-        saved_ledger_skips_grammars=saved_ledger_skips_grammars,
     )
 
 
@@ -86,7 +85,7 @@ def load(
     extra_grammars: GrammarFiles | None = None,
 ) -> ParsedLog:
     """Parse a log (path, "-" or stream): its startups and the selected startup's events."""
-    options = LoadOptions(rank=rank, startup=startup, grammars=_grammars(grammars, extra_grammars))
+    options = _options(rank=rank, startup=startup, grammars=_grammars(grammars, extra_grammars))
     return load_parsed(source, options, label=label)
 
 
@@ -202,7 +201,6 @@ def check(
         model_config=model_config,
         formula_files=formula_files,
         grammars=_grammars(grammars, extra_grammars),
-        saved_ledger_skips_grammars=True,
     )
     return check_report(
         CheckOptions(
@@ -307,7 +305,6 @@ def whatif(
                 rank=rank,
                 startup=startup,
                 model_config=model_config,
-                formula_files=(),
                 grammars=_grammars(grammars, None),
             ),
         )

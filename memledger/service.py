@@ -72,9 +72,9 @@ class LoadOptions:
     progress: bool | None = False
     """Show a progress meter on stderr; None: when stderr is a terminal."""
     saved_ledger_skips_grammars: bool = False
-    """For commands that mix logs and saved ledgers under one command line (`check`): a saved
-    ledger keeps its rows and notes that the grammars were not applied, instead of refusing
-    `--grammar` as a one-input command does."""
+    """For commands that mix logs and saved ledgers under one command line (`check_report` sets
+    it): a saved ledger keeps its rows and notes that the grammars were not applied, instead of
+    refusing `--grammar` as a one-input command does."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ class CheckOptions:
     logs: Sequence[Source]
     budget: PathLike | Budget | None = None
     baseline: Source | None = None
-    load: LoadOptions = field(default_factory=lambda: LoadOptions(saved_ledger_skips_grammars=True))
+    load: LoadOptions = LoadOptions()
     strict: bool = False
     today: date | None = None
     fmt: str = "text"
@@ -431,6 +431,8 @@ def check_report(options: CheckOptions) -> CheckReport:
     from memledger.checking import BaselineInfo, check_budget
 
     budget = _budget(options.budget)  # a bad budget fails before a long parse, not after
+    # check mixes logs and saved ledgers under one command line: a saved ledger keeps its rows
+    load = replace(options.load, saved_ledger_skips_grammars=True)
     baseline = options.baseline
     base: Ledger | None = None
     if options.require_baseline and (
@@ -459,10 +461,10 @@ def check_report(options: CheckOptions) -> CheckReport:
             path=path, note=f"baseline {path} not found: no comparison (relative limits skipped)"
         )
     else:
-        base = load_ledger(baseline, options.load)
+        base = load_ledger(baseline, load)
         info = BaselineInfo(path=label_of(baseline), source=base.source)
     # one ledger at a time: memory stays flat in the number of logs (the baseline comes first)
-    inputs = ((label_of(item), load_ledger(item, options.load)) for item in options.logs)
+    inputs = ((label_of(item), load_ledger(item, load)) for item in options.logs)
     return check_budget(
         budget,
         inputs,

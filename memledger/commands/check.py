@@ -11,6 +11,7 @@ from memledger.commands.options import (
     format_option,
     formulas_option,
     grammar_option,
+    load_options,
     model_config_option,
     output_option,
     rank_option,
@@ -51,16 +52,18 @@ an error; --require-baseline makes it one (exit 3)."""
 )
 @click.option("--strict", is_flag=True, help="Warn-level breaches fail too (exit 1).")
 @format_option(FORMATS)
-@rank_option(help="Rank to check, in every LOG (default: rank 0).")
-@startup_option(help="Which startup of each file, 0-based (default: the last).")
-@model_config_option()
-@formulas_option(
-    help="Formulas TOML with named fixed costs, added to the packaged set for every LOG and the "
-    "baseline (repeatable; an entry with an existing id replaces it)."
-)
-@grammar_option(
-    help="Extra .lark grammar for fork-specific lines, for every LOG and the baseline "
-    "(repeatable; a saved ledger keeps the rows it was built with)."
+@load_options(
+    rank_option(help="Rank to check, in every LOG (default: rank 0)."),
+    startup_option(help="Which startup of each file, 0-based (default: the last)."),
+    model_config_option(),
+    formulas_option(
+        help="Formulas TOML with named fixed costs, added to the packaged set for every LOG and "
+        "the baseline (repeatable; an entry with an existing id replaces it)."
+    ),
+    grammar_option(
+        help="Extra .lark grammar for fork-specific lines, for every LOG and the baseline "
+        "(repeatable; a saved ledger keeps the rows it was built with)."
+    ),
 )
 @click.option(
     "--max-chars",
@@ -83,11 +86,7 @@ def check_command(
     require_baseline: bool,
     strict: bool,
     fmt: str,
-    rank: str | None,
-    startup: int | None,
-    model_config: Path | None,
-    formula_files: tuple[Path, ...],
-    grammars: tuple[Path, ...],
+    load: LoadOptions,
     max_chars: int | None,
     output: Path | None,
     today: datetime | None,
@@ -99,15 +98,7 @@ def check_command(
                 logs=logs,
                 budget=budget,
                 baseline=baseline,
-                load=LoadOptions(
-                    rank=rank,
-                    startup=startup,
-                    model_config=model_config,
-                    formula_files=formula_files,
-                    grammars=grammars,
-                    saved_ledger_skips_grammars=True,
-                    progress=None,  # a meter on stderr for large inputs, when it is a terminal
-                ),
+                load=load,
                 strict=strict,
                 require_baseline=require_baseline,
                 today=None if today is None else today.date(),

@@ -10,6 +10,7 @@ from memledger.commands.options import (
     format_option,
     formulas_option,
     grammar_option,
+    load_options,
     model_config_option,
     output_option,
     rank_option,
@@ -22,22 +23,15 @@ from memledger.service import DiagnoseOptions, LoadOptions, emit, run_diagnose
 @click.command("diagnose")
 @click.argument("log", metavar="LOG")
 @format_option(FORMATS)
-@rank_option(help="Rank whose ledger the diagnosis uses (default: rank 0).")
-@startup_option()
-@model_config_option()
-@grammar_option()
-@formulas_option()
+@load_options(
+    rank_option(help="Rank whose ledger the diagnosis uses (default: rank 0)."),
+    startup_option(),
+    model_config_option(),
+    grammar_option(),
+    formulas_option(),
+)
 @output_option()
-def diagnose_command(
-    log: str,
-    fmt: str,
-    rank: str | None,
-    startup: int | None,
-    model_config: Path | None,
-    grammars: tuple[Path, ...],
-    formula_files: tuple[Path, ...],
-    output: Path | None,
-) -> int:
+def diagnose_command(log: str, fmt: str, load: LoadOptions, output: Path | None) -> int:
     """Say why a startup in LOG failed or came out small: the phase, the bytes missing, the knob.
 
     LOG is an SGLang log (`-` for stdin; .gz works), whole or pasted in part: error text of
@@ -48,13 +42,7 @@ def diagnose_command(
         run_diagnose(
             DiagnoseOptions(
                 log=log,
-                load=LoadOptions(
-                    rank=rank,
-                    startup=startup,
-                    model_config=model_config,
-                    formula_files=formula_files,
-                    grammars=grammars,
-                ),
+                load=load,
                 fmt=fmt,
             )
         ),

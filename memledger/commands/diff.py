@@ -10,6 +10,7 @@ from memledger.commands.options import (
     format_option,
     formulas_option,
     grammar_option,
+    load_options,
     model_config_option,
     output_option,
     rank_option,
@@ -49,9 +50,16 @@ weight staging, which add up exactly. --rank/--startup/--model-config apply to b
     help="Row order: largest |Δ| first, by id, or largest base/head value first.",
 )
 @click.option("--show-unchanged", is_flag=True, help="List unchanged rows instead of a count.")
-@rank_option(help="Rank for both sides (default: rank 0).")
-@startup_option(help="Startup for both sides, 0-based.")
-@model_config_option(help="Hugging Face config.json for both sides.")
+@load_options(
+    rank_option(help="Rank for both sides (default: rank 0)."),
+    startup_option(help="Startup for both sides, 0-based."),
+    model_config_option(help="Hugging Face config.json for both sides."),
+    grammar_option(help="Extra .lark grammar for fork-specific lines (repeatable, both sides)."),
+    formulas_option(
+        help="Formulas TOML with named fixed costs, added to the packaged set for both sides "
+        "(repeatable; an entry with an existing id replaces it)."
+    ),
+)
 @rank_option("--base-rank", help="Rank of BASE (overrides --rank).")
 @rank_option("--head-rank", help="Rank of HEAD (overrides --rank).")
 @startup_option("--base-startup", help="Startup of BASE, 0-based.")
@@ -73,11 +81,6 @@ weight staging, which add up exactly. --rank/--startup/--model-config apply to b
     show_default=True,
     help="markdown: size cap; the middle of the details is cut, never the headline or summary.",
 )
-@grammar_option(help="Extra .lark grammar for fork-specific lines (repeatable, both sides).")
-@formulas_option(
-    help="Formulas TOML with named fixed costs, added to the packaged set for both sides "
-    "(repeatable; an entry with an existing id replaces it)."
-)
 @output_option()
 def diff_command(
     base: str,
@@ -85,9 +88,7 @@ def diff_command(
     fmt: str,
     sort: str,
     show_unchanged: bool,
-    rank: str | None,
-    startup: int | None,
-    model_config: Path | None,
+    load: LoadOptions,
     base_rank: str | None,
     head_rank: str | None,
     base_startup: int | None,
@@ -98,8 +99,6 @@ def diff_command(
     head_label: str | None,
     marker: str,
     max_chars: int,
-    grammars: tuple[Path, ...],
-    formula_files: tuple[Path, ...],
     output: Path | None,
 ) -> int:
     """Click entry point: build the options, render, write."""
@@ -120,14 +119,7 @@ def diff_command(
                     model_config=head_model_config,
                     label=head_label,
                 ),
-                load=LoadOptions(
-                    rank=rank,
-                    startup=startup,
-                    model_config=model_config,
-                    formula_files=formula_files,
-                    grammars=grammars,
-                    progress=None,  # a meter on stderr for large inputs, when it is a terminal
-                ),
+                load=load,
                 fmt=fmt,
                 sort=sort,
                 show_unchanged=show_unchanged,

@@ -10,6 +10,7 @@ from memledger.commands.options import (
     format_option,
     formulas_option,
     grammar_option,
+    load_options,
     model_config_option,
     output_option,
     rank_option,
@@ -22,26 +23,24 @@ from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger, term
 @click.command("ledger")
 @click.argument("logs", nargs=-1, required=True, metavar="LOG...")
 @format_option(FORMATS)
-@rank_option(help="Rank to account for (default: rank 0).")
-@startup_option()
-@model_config_option()
+@load_options(
+    rank_option(help="Rank to account for (default: rank 0)."),
+    startup_option(),
+    model_config_option(),
+    grammar_option(),
+    formulas_option(),
+)
 @click.option(
     "--explain",
     metavar="ROW",
     help="Print the arithmetic and source lines behind one row (or a group, or an interval).",
 )
-@grammar_option()
-@formulas_option()
 @output_option()
 def ledger_command(
     logs: tuple[str, ...],
     fmt: str,
-    rank: str | None,
-    startup: int | None,
-    model_config: Path | None,
+    load: LoadOptions,
     explain: str | None,
-    grammars: tuple[Path, ...],
-    formula_files: tuple[Path, ...],
     output: Path | None,
 ) -> int:
     """Account for every GiB of one rank's GPU at one startup of LOG.
@@ -58,14 +57,7 @@ def ledger_command(
             LedgerOptions(
                 log=logs[0],
                 more_logs=logs[1:],
-                load=LoadOptions(
-                    rank=rank,
-                    startup=startup,
-                    model_config=model_config,
-                    formula_files=formula_files,
-                    grammars=grammars,
-                    progress=None,  # a meter on stderr for large inputs, when it is a terminal
-                ),
+                load=load,
                 fmt=fmt,
                 explain=explain,
                 terminal=terminal_for(output),

@@ -6,13 +6,17 @@ parameters only where a command's wording genuinely differs (e.g. what `--rank` 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import click
 
+from memledger.service import LoadOptions
+
 FC = TypeVar("FC", bound=Callable[..., Any] | click.Command)
+R = TypeVar("R")
 
 FILE = click.Path(path_type=Path)
 """A file option's type: a path (not checked to exist: the loader says what is wrong)."""
@@ -81,3 +85,40 @@ def formulas_option(*, help: str = FORMULAS_HELP) -> Callable[[FC], FC]:
 def output_option(*, help: str = OUTPUT_HELP) -> Callable[[FC], FC]:
     """`-o/--output FILE` -> `output: Path | None` (None or `-`: stdout)."""
     return click.option("-o", "--output", type=FILE, metavar="FILE", help=help)
+
+
+def load_options(*options: Callable[[FC], FC]) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """The options that say how an input becomes a ledger (`rank_option`, `startup_option`,
+    `model_config_option`, `grammar_option`, `formulas_option`: the ones a command has), given
+    to the command as one `load: LoadOptions` argument instead of one argument each.
+
+    The meter on stderr shows when stderr is a terminal (`progress=None`).
+    """
+
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        @functools.wraps(command)
+        def with_load(
+            *args: Any,
+            rank: str | None,
+            startup: int | None,
+            grammars: tuple[Path, ...],
+            model_config: Path | None = None,
+            formula_files: tuple[Path, ...] = (),
+            **kwargs: Any,
+        ) -> R:
+            load = LoadOptions(
+                rank=rank,
+                startup=startup,
+                model_config=model_config,
+                formula_files=formula_files,
+                grammars=grammars,
+                progress=None,
+            )
+            return command(*args, load=load, **kwargs)
+
+        # click lists options in decorator order: the first given is applied last
+        return functools.reduce(
+            lambda wrapped, option: option(wrapped), reversed(options), with_load
+        )
+
+    return decorate

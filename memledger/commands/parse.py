@@ -9,6 +9,7 @@ import click
 from memledger.commands.options import (
     format_option,
     grammar_option,
+    load_options,
     output_option,
     rank_option,
     startup_option,
@@ -20,9 +21,12 @@ from memledger.service import LoadOptions, ParseOptions, emit, run_parse, termin
 @click.command("parse")
 @click.argument("log", metavar="LOG")
 @format_option(FORMATS)
-@rank_option(help='Rank tag, e.g. TP3 or "DP1 TP8 EP8" (default: rank 0).')
-@startup_option(
-    help="Which startup of the file, 0-based; negative counts from the end (default: the last)."
+@load_options(
+    rank_option(help='Rank tag, e.g. TP3 or "DP1 TP8 EP8" (default: rank 0).'),
+    startup_option(
+        help="Which startup of the file, 0-based; negative counts from the end (default: the last)."
+    ),
+    grammar_option(),
 )
 @click.option("--all-ranks", is_flag=True, help="Also list every rank seen with its key values.")
 @click.option(
@@ -30,16 +34,13 @@ from memledger.service import LoadOptions, ParseOptions, emit, run_parse, termin
     is_flag=True,
     help="List the memory-looking lines of this rank that were not recognised.",
 )
-@grammar_option()
 @output_option()
 def parse_command(
     log: str,
     fmt: str,
-    rank: str | None,
-    startup: int | None,
+    load: LoadOptions,
     all_ranks: bool,
     coverage: bool,
-    grammars: tuple[Path, ...],
     output: Path | None,
 ) -> int:
     """Parse LOG (an SGLang server log; `-` for stdin; .gz works) into memory events.
@@ -51,8 +52,7 @@ def parse_command(
         run_parse(
             ParseOptions(
                 log=log,
-                # progress=None: a meter on stderr when it is a terminal.
-                load=LoadOptions(rank=rank, startup=startup, grammars=grammars, progress=None),
+                load=load,
                 fmt=fmt,
                 all_ranks=all_ranks,
                 coverage=coverage,

@@ -9,6 +9,7 @@ import click
 from memledger.commands.options import (
     format_option,
     grammar_option,
+    load_options,
     model_config_option,
     output_option,
     rank_option,
@@ -43,20 +44,15 @@ def _changes(pairs: tuple[str, ...]) -> dict[str, str]:
     help=f"A setting to change (repeatable): {', '.join(SETTING_NAMES)}.",
 )
 @format_option(WHATIF_FORMATS)
-@rank_option(help="Rank whose pools to model (default: rank 0).")
-@startup_option()
-@model_config_option()
-@grammar_option()
+@load_options(
+    rank_option(help="Rank whose pools to model (default: rank 0)."),
+    startup_option(),
+    model_config_option(),
+    grammar_option(),
+)
 @output_option()
 def whatif_command(
-    log: str,
-    pairs: tuple[str, ...],
-    fmt: str,
-    rank: str | None,
-    startup: int | None,
-    model_config: Path | None,
-    grammars: tuple[Path, ...],
-    output: Path | None,
+    log: str, pairs: tuple[str, ...], fmt: str, load: LoadOptions, output: Path | None
 ) -> int:
     """Predict SGLang's KV pool, state pool and headroom of LOG under other settings.
 
@@ -70,9 +66,7 @@ def whatif_command(
             WhatIfOptions(
                 log=log,
                 changes=_changes(pairs),
-                load=LoadOptions(
-                    rank=rank, startup=startup, model_config=model_config, grammars=grammars
-                ),
+                load=load,
                 fmt=fmt,
             )
         ),

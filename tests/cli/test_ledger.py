@@ -216,9 +216,11 @@ ALLOWED_IMPORTS = {"__future__", "pathlib", "datetime", "click", "memledger.serv
 ALLOWED_IMPORTS |= {"memledger.render", "memledger.render.parse", "memledger.render.check"}
 ALLOWED_IMPORTS |= {"memledger.render.diff_formats", "memledger.render.diff_markdown"}
 ALLOWED_IMPORTS |= {"memledger.render.schema", "memledger.errors"}
-# The shared option declarations; the test below holds that module to click and the stdlib.
+# The shared option declarations; the test below holds that module to click, the stdlib and
+# the LoadOptions its load options stand for.
 ALLOWED_IMPORTS |= {"memledger.commands.options"}
 OPTIONS_MODULE_IMPORTS = {"__future__", "collections.abc", "pathlib", "typing", "click"}
+OPTIONS_MODULE_IMPORTS |= {"functools", "memledger.service"}
 
 
 def _imports(path: Path) -> set[str | None]:
