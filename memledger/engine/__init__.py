@@ -61,6 +61,7 @@ def build_ledger(
     graph = graphs.graph_rows(steps, logged, usages, audit)
     # 5. Derived rows from the formulas file.
     formula = derived.formula_rows(steps, formulas, inputs, model_config, audit)
+    formula.outside += graphs.carve_from_largest_bucket(steps, graph, formula.in_graph, audit)
     # 6. The KV pool of a log without KV lines (from tokens, or the pool interval's remainder).
     explained = {
         span.key: [*logged.by_span[span.key], *formula.by_span.get(span.key, [])]
@@ -69,6 +70,7 @@ def build_ledger(
     kv_pool = kv_inferred.kv_pool_rows(steps, explained, inputs, model_config)
     # 7. Each span's rows and residual; the tail; all rows merged.
     unknown = frozenset(c.row_id for c in formula.outside if c.kind == RowKind.UNKNOWN)
+    around = assemble.residual_context(steps, inputs, unknown)
     placed: list[Placed] = []
     nccl = assemble.nccl_row(steps)
     if nccl is not None:
@@ -92,7 +94,7 @@ def build_ledger(
             usages.get(span.key),
             audit,
             released=release is not None,
-            unknown_rows=unknown,
+            around=around,
             usable=usable,
         )
         placed += [(carve, span.key) for carve in carves]

@@ -3,12 +3,13 @@ reading), and the ledger's rows, checkpoints and intervals."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve, Figure, Placed, negative_note
 from memledger.engine.chain import Chain, Span, Usage
 from memledger.engine.lines import tail_rows
+from memledger.engine.variables import Variables
 from memledger.events import Event, EventKind
 from memledger.ledger_model import (
     Checkpoint,
@@ -19,7 +20,7 @@ from memledger.ledger_model import (
     RowKind,
     SourceLine,
 )
-from memledger.sglang.hints import hint_for
+from memledger.sglang.hints import Residual, hint_for
 from memledger.sglang.rows import PLATFORM_WORDS, platform_of
 from memledger.units import GIB
 
@@ -39,13 +40,15 @@ def span_rows(
     audit: Audit,
     *,
     released: bool,
-    unknown_rows: frozenset[str] = frozenset(),
+    around: Residual | None = None,
     usable: int | None = None,
 ) -> list[Carve]:
     """A span's rows in order (its own load/graph rows first), then its residual row.
 
     The residual is what no row explains: a row of its own. A span closed by its own printed
     usage keeps only printing rounding; a release's drop is the weights row's release part.
+    `around` is what the log says around every interval (platform, backend, unsized rows): the
+    residual's hint is chosen from it.
     """
     if usage is not None and usage.closed:
         return carves
@@ -54,7 +57,13 @@ def span_rows(
     if residual == 0 and (released or span.closing is not None):
         return carves
     error = span.error + sum(carve.error for carve in carves if carve.in_partition)
-    hint = hint_for(span.end.event.kind, residual, unknown_rows, usable)
+    facts = replace(
+        around or Residual(span.end.event.kind, residual),
+        end_kind=span.end.event.kind,
+        bytes=residual,
+        end_at_floor=span.end.avail.bytes == 0,
+    )
+    hint = hint_for(facts, usable)
     audit.use_number(span.start.event, "avail", span.start.avail)
     audit.use_number(span.end.event, "avail", span.end.avail)
     residual_row = Carve(
@@ -183,6 +192,21 @@ def tail(chain: Chain, audit: Audit) -> tuple[list[Carve], list[Placed]]:
         in_partition=kind != RowKind.UNKNOWN,
     )
     return [*carves, headroom], info
+
+
+def residual_context(chain: Chain, variables: Variables, unknown: frozenset[str]) -> Residual:
+    """What the log says around every interval, for the residual hints (sglang/hints.py)."""
+    backend = chain.args.get("attention_backend")
+    rows = variables.log("slots")
+    return Residual(
+        EventKind.MEMORY_POOL_END,
+        0,
+        unknown_rows=unknown,
+        platform=platform(chain),
+        integrated=variables.log("integrated_gpu") is not None,
+        attention_backend=backend if isinstance(backend, str) else None,
+        request_rows=rows if isinstance(rows, int) else None,
+    )
 
 
 def platform(chain: Chain) -> str:

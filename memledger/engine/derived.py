@@ -28,6 +28,10 @@ from memledger.sglang.versions import version_text
 FIRST_CAPTURE = "first_capture_begin"
 """An `interval` alias: the interval ending at the first capture begin, whatever its prefix."""
 
+LARGEST_BUCKET = "largest_graph_bucket"
+"""An `interval` alias: carved out of the first capture's largest bucket (its graph row when
+the capture printed no progress): for what the first forward allocates lazily (DeepEP)."""
+
 
 @dataclass
 class DerivedRows:
@@ -35,6 +39,8 @@ class DerivedRows:
     """span key -> formula rows carved from it, in formula order."""
     outside: list[Carve] = field(default_factory=list)
     """Unknown and informational formula rows (not carved from an interval)."""
+    in_graph: list[Carve] = field(default_factory=list)
+    """Rows carved out of the first capture's largest bucket (`LARGEST_BUCKET`)."""
 
 
 def formula_rows(
@@ -75,6 +81,9 @@ def formula_rows(
         if formula.informational:
             carve.in_partition = False
             result.outside.append(carve)
+            continue
+        if formula.interval == LARGEST_BUCKET:
+            result.in_graph.append(carve)
             continue
         if span is None:
             reason = f"no interval ending at `{formula.interval}` in this log" + (

@@ -12,6 +12,7 @@ from memledger.engine.lines import LoggedRows
 from memledger.engine.roles import capture_label
 from memledger.events import Event, EventKind
 from memledger.ledger_model import RowGroup, RowKind
+from memledger.sglang.hints import deepep_graph_note
 
 _TQDM = "tqdm avail is read without emptying the cache"
 
@@ -147,3 +148,47 @@ def _batch_text(event: Event) -> str:
         if value is not None:
             return f"{key}={value}"
     return "first batch"
+
+
+def carve_from_largest_bucket(
+    chain: Chain, graphs: dict[str, list[Carve]], lazy: list[Carve], audit: Audit
+) -> list[Carve]:
+    """Carve what the first forward allocates lazily (formula rows with the
+    `largest_graph_bucket` interval) out of the first capture's largest bucket, in place.
+
+    Returns the rows that found no bucket (no graph was captured and measured), as unknown."""
+    first = next((key for key in graphs if not _is_unknown(graphs[key])), None)
+    unplaced: list[Carve] = []
+    rows = graphs.get(first, []) if first is not None else []
+    note = deepep_graph_note(dict(chain.args), any(c.row_id == "deepep_ll_buffer" for c in lazy))
+    target = _bucket(rows)
+    if note is not None and target is not None:
+        target.note = "; ".join(part for part in (target.note, note) if part)
+    for carve in lazy:
+        bucket = _bucket(rows)
+        if bucket is None:
+            reason = "no measured graph capture: allocated at the first forward, after the account"
+            audit.note(f"{carve.row_id} unknown: {reason}")
+            carve.kind, carve.note, carve.in_partition = RowKind.UNKNOWN, reason, False
+            unplaced.append(carve)
+            continue
+        bucket.bytes -= carve.bytes
+        bucket.note = "; ".join(
+            part
+            for part in (bucket.note, f"{carve.row_id} ({carve.label}) carved out of it")
+            if part
+        )
+        rows.insert(rows.index(bucket) + 1, carve)
+    return unplaced
+
+
+def _bucket(rows: list[Carve]) -> Carve | None:
+    """The largest bucket's row, else the capture's one graph row."""
+    return next(
+        (r for r in rows if r.row_id.endswith("cuda_graph_largest_bucket")),
+        next((r for r in rows if r.row_id.endswith("cuda_graph")), None),
+    )
+
+
+def _is_unknown(rows: list[Carve]) -> bool:
+    return all(r.kind == RowKind.UNKNOWN for r in rows)

@@ -228,6 +228,15 @@ def _load_begin_avail(gib: bool) -> Callable[[Reading], Found]:
     return read
 
 
+def _model_type(r: Reading) -> Found:
+    """The target's model class as the load-end line prints it (`type=Qwen3ForCausalLM`)."""
+    # The target loads first (a draft's load follows it: engine.roles).
+    for event in r.chain.events:
+        if event.kind == EventKind.LOAD_END and isinstance(event.value("type"), str):
+            return event.value("type"), event
+    return None
+
+
 def _format_version(r: Reading) -> Found:
     return format_version(r.chain.events), None
 
@@ -264,6 +273,7 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     LogInput("max_total_num_tokens", _max_total_num_tokens),
     LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),
+    LogInput("model_type", _model_type, "no `type=` on the target's load-end line"),
     LogInput("dspark_slots_per_req", _slot_map("slots_per_req")),
     LogInput("dspark_multiplier", _slot_map("multiplier")),
     LogInput("load_begin_avail_bytes", _load_begin_avail(False), "no load-begin avail reading"),

@@ -1,12 +1,18 @@
-"""What an unexplained residual most likely is, by where it sits: hints, not rows.
+"""What an unexplained residual most likely is: hints, not rows.
 
 A cost memledger can derive is a formula (`data/formulas.toml`); one it can only suspect is a
-hint on the residual row ("likely: ..."), with the reason, so no residual over
-`HINT_THRESHOLD_BYTES` is silently absorbed. The first hint whose conditions hold is used.
+hint on the residual row ("likely: ...", with the reason), so no residual over
+`HINT_THRESHOLD_BYTES` (or `HINT_THRESHOLD_SHARE` of usable memory) is silently absorbed.
+
+Each hint holds only where its condition does (the interval, the sign, what the log says about
+the platform, the backend and the rows the ledger could not size), and names SGLang's source for
+what it suspects: `vX path:line` under `python/sglang/srt/` at tag vX (the PyPI wheel). The first
+hint whose condition holds is used; the last one always does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memledger.events import EventKind
@@ -17,69 +23,187 @@ HINT_THRESHOLD_BYTES = (1 << 30) // 10
 HINT_THRESHOLD_SHARE = 0.005
 """0.5 % of usable memory: on a small GPU a residual under 0.1 GiB can still matter."""
 
+MIB = 1 << 20
+FLASHINFER_DEFAULT_WORKSPACE = 384 * MIB
+"""SGLANG_FLASHINFER_WORKSPACE_SIZE's default (v0.5.10 environ.py:349)."""
+
+
+@dataclass(frozen=True)
+class Residual:
+    """What a hint may look at: one interval's residual and what the log says around it."""
+
+    end_kind: EventKind
+    """The kind of the interval's closing checkpoint."""
+    bytes: int
+    unknown_rows: frozenset[str] = frozenset()
+    """Formula rows the ledger could not size (unknown rows)."""
+    platform: str = "cuda"
+    """`cuda`, `rocm` or `ascend` (sglang.rows.platform_of)."""
+    integrated: bool = False
+    """The GPU shares host memory (GB10, Jetson): SGLang reads host RAM as avail."""
+    end_at_floor: bool = False
+    """The interval's closing reading is 0.00: free memory bottomed out."""
+    attention_backend: str | None = None
+    """server_args' attention_backend (None: not given, or the log has no server_args)."""
+    request_rows: int | None = None
+    """The req_to_token table's rows when known (its columns may still be unknown)."""
+
 
 @dataclass(frozen=True)
 class ResidualHint:
+    name: str
+    """Stable id (tests and docs refer to hints by it)."""
     text: str
-    """`likely: ...` and why."""
-    end_kind: EventKind | None = None
-    """The interval's closing checkpoint kind (None: any)."""
-    negative: bool = False
-    unknown_row: str | None = None
-    """Only when this formula row is unknown in the ledger."""
+    """`likely: ...` and why, with the SGLang source it rests on."""
+    holds: Callable[[Residual], bool]
+
+
+_MAX_CONTEXT = 1 << 20
+"""Upper bound of a context length in tokens (1 M): bounds a table whose columns are unknown."""
+
+
+def _req_to_token_could_be(r: Residual) -> bool:
+    """req_to_token is unknown and could be this big (rows x context x 4 B, int32)."""
+    if "req_to_token" not in r.unknown_rows or r.end_kind != EventKind.MEMORY_POOL_END:
+        return False
+    return r.request_rows is None or r.request_rows * (_MAX_CONTEXT + 8) * 4 >= r.bytes // 2
+
+
+def _default_backend_may_be_flashinfer(r: Residual) -> bool:
+    return (
+        r.end_kind == EventKind.CAPTURE_BEGIN
+        and r.attention_backend is None
+        and r.platform == "cuda"
+        and r.bytes >= FLASHINFER_DEFAULT_WORKSPACE * 9 // 10
+    )
 
 
 HINTS: tuple[ResidualHint, ...] = (
     ResidualHint(
-        "likely: the req_to_token table (request slots x (context_len + 4) x 4 B, int32), "
-        "built with the pools; the ledger cannot size it here (see its unknown row)",
-        EventKind.MEMORY_POOL_END,
-        unknown_row="req_to_token",
+        "free_memory_at_floor",
+        # A reading is free memory, which cannot go below 0: once it reads 0.00 the drop into it
+        # is capped at what was free before (the WSL driver lets allocations continue in shared
+        # system memory while reporting 0 free).
+        "likely: the free memory that was left, not a sized allocation: avail read 0.00 at the "
+        "end of this interval, so the drop is capped at what was free (allocations past that "
+        "point are not seen)",
+        lambda r: r.end_at_floor and r.bytes > 0,
     ),
     ResidualHint(
-        "likely: pool metadata SGLang does not print (allocator free lists and page tables, "
-        "SWA full_to_swa mappings, hybrid/draft request tables) and allocator rounding",
-        EventKind.MEMORY_POOL_END,
+        "integrated_gpu_host_ram",
+        # v0.5.16 utils/common.py:414-419 (and from 0.5.9, utils/common.py:528): when
+        # torch.cuda.get_device_properties(gpu).is_integrated, avail is
+        # psutil.virtual_memory().available.
+        "likely: host-memory movement, not a GPU allocation: on an integrated GPU SGLang reads "
+        "avail as the host's available RAM (psutil.virtual_memory().available, v0.5.16 "
+        "utils/common.py:414-419), which page cache and other processes move",
+        lambda r: r.integrated,
     ),
     ResidualHint(
-        "likely: a logged pool size above what was newly allocated (a pool sharing memory), or "
-        "avail moving with host memory (integrated GPUs such as GB10 report host RAM)",
-        EventKind.MEMORY_POOL_END,
-        negative=True,
+        "req_to_token_unsized",
+        # v0.5.8 mem_cache/memory_pool.py:137: torch.zeros((size, max_context_len), int32);
+        # rows default to min(max(int(T / ctx * 512), 2048), 4096) when --max-running-requests
+        # is not given (v0.5.8 model_executor/model_runner_kv_cache_mixin.py:252-265).
+        "likely: the req_to_token table (request slots x (context_len + 4) x 4 B, int32; "
+        "v0.5.8 mem_cache/memory_pool.py:137), built with the pools; the ledger cannot size it "
+        "here (see its unknown row)",
+        _req_to_token_could_be,
     ),
     ResidualHint(
-        "likely: attention-backend buffers built before the first capture (sized by the max "
-        "batch size and heads: triton/aiter decode buffers, FA/FlashInfer metadata) and the "
-        "graph runner's static inputs",
-        EventKind.CAPTURE_BEGIN,
+        "pool_release",
+        "likely: memory returned inside the pool interval: a logged pool size above what was "
+        "newly allocated, or a buffer freed before `Memory pool end` emptied the cache "
+        "(get_available_gpu_memory empties it by default: v0.5.10 utils/common.py:498-516)",
+        lambda r: r.end_kind == EventKind.MEMORY_POOL_END and r.bytes < 0,
     ),
     ResidualHint(
-        "likely: the target's post-load processing and the draft runner's own init before its "
-        "load (device context, process groups), which print no size",
-        EventKind.LOAD_BEGIN,
+        "pool_bookkeeping",
+        # Pool tensors SGLang does not print: v0.5.10 mem_cache/memory_pool.py:327 (Mamba
+        # free_slots, int64), :511 (request -> mamba slot map, int32), v0.5.16
+        # mem_cache/allocator/swa.py:82 (full -> SWA index map, int64 per full slot).
+        "likely: pool bookkeeping SGLang does not print (free-slot lists, the request-to-mamba "
+        "and full-to-SWA index maps: v0.5.10 mem_cache/memory_pool.py:327/511, v0.5.16 "
+        "mem_cache/allocator/swa.py:82) and allocator block rounding; not sized from the log",
+        lambda r: r.end_kind == EventKind.MEMORY_POOL_END,
     ),
     ResidualHint(
+        "default_backend_flashinfer",
+        # v0.5.10 server_args.py:2237-2258: for MHA models SGLang picks fa3 on Hopper, trtllm_mha
+        # on SM100, else flashinfer when installed; flashinfer_backend.py:203-210 allocates its
+        # 384 MiB workspace when the backend is built (model_runner.py:651-655).
+        "likely: FlashInfer's 384 MiB workspace (v0.5.10 layers/attention/flashinfer_backend.py"
+        ":203-210), if the attention backend SGLang chose by default was FlashInfer (its choice "
+        "for MHA models on CUDA GPUs other than Hopper/Blackwell: v0.5.10 server_args.py:"
+        "2237-2258); the log does not say which backend it chose",
+        _default_backend_may_be_flashinfer,
+    ),
+    ResidualHint(
+        "before_first_capture",
+        # v0.5.10 model_executor/model_runner.py:651-655: init_cublas (a first matmul: the cuBLAS
+        # handle and its workspace), init_attention_backend, kernel_warmup, then capture begins.
+        "likely: what SGLang builds between the pools and the first capture without printing a "
+        "size: the cuBLAS handle and workspace of init_cublas, the attention backend's buffers "
+        "and kernel modules loaded on first use (v0.5.10 model_executor/model_runner.py:651-655)",
+        lambda r: r.end_kind == EventKind.CAPTURE_BEGIN and r.bytes > 0,
+    ),
+    ResidualHint(
+        "draft_runner_init",
+        # v0.5.8 speculative/eagle_worker.py:140: the draft's ModelRunner is built (its own
+        # device context, process groups) before its `Load weight begin`.
+        "likely: the draft runner's own start before its weights load (its ModelRunner and "
+        "process groups: v0.5.8 speculative/eagle_worker.py:140), which prints no size",
+        lambda r: r.end_kind == EventKind.LOAD_BEGIN and r.bytes > 0,
+    ),
+    ResidualHint(
+        "unlogged_release",
         "likely: memory freed inside the interval (a release SGLang does not log, returned by "
         "torch.cuda.empty_cache before the next reading)",
-        negative=True,
+        lambda r: r.bytes < 0,
     ),
-    ResidualHint("likely: an allocation SGLang does not log in this interval"),
+    ResidualHint(
+        "unlogged_allocation",
+        "likely: an allocation SGLang does not log in this interval (not identified)",
+        lambda r: True,
+    ),
 )
 
 
-def hint_for(
-    end_kind: EventKind, residual: int, unknown_rows: frozenset[str], usable: int | None
-) -> str | None:
+def hint_for(residual: Residual, usable: int | None) -> str | None:
     """The hint for a residual of this size at this interval, or None when it is noise."""
-    share = abs(residual) / usable if usable else 0.0
-    if abs(residual) <= HINT_THRESHOLD_BYTES and share <= HINT_THRESHOLD_SHARE:
+    share = abs(residual.bytes) / usable if usable else 0.0
+    if abs(residual.bytes) <= HINT_THRESHOLD_BYTES and share <= HINT_THRESHOLD_SHARE:
         return None
-    for hint in HINTS:
-        if hint.negative != (residual < 0):
-            continue
-        if hint.end_kind is not None and hint.end_kind != end_kind:
-            continue
-        if hint.unknown_row is not None and hint.unknown_row not in unknown_rows:
-            continue
-        return hint.text
-    return None
+    return next(hint.text for hint in HINTS if hint.holds(residual))
+
+
+def hint_named(name: str) -> ResidualHint:
+    """The hint with this name (tests and docs)."""
+    return next(hint for hint in HINTS if hint.name == name)
+
+
+# ---- the graph row that holds what the first forward allocates lazily -------------------------
+
+DEEPEP_IN_GRAPH = (
+    "includes the DeepEP buffer, created at the first MoE dispatch, i.e. in this bucket's "
+    "warmup (v0.5.23 layers/moe/token_dispatcher/deepep.py:204-304, reached from _get_buffer "
+    "at :733 and :963)"
+)
+DEEPEP_UNSIZED = {
+    "npu": "Ascend builds it from sgl-kernel-npu's deep_ep, whose sizes memledger does not model",
+    "auto": "deepep_mode auto adds the normal-mode NVLink/RDMA buffers, not modelled",
+    "model": "its size (formula deepep_ll_buffer) needs --model-config",
+}
+"""Why the DeepEP buffer is not split out of the graph row, by case."""
+
+
+def deepep_graph_note(args: dict[str, object], sized: bool) -> str | None:
+    """The note for the first capture's largest bucket when DeepEP is in use and not split out."""
+    if args.get("moe_a2a_backend") != "deepep" or sized:
+        return None
+    if args.get("device") == "npu":
+        why = DEEPEP_UNSIZED["npu"]
+    elif args.get("deepep_mode", "auto") != "low_latency":
+        why = DEEPEP_UNSIZED["auto"]
+    else:
+        why = DEEPEP_UNSIZED["model"]
+    return f"{DEEPEP_IN_GRAPH}; not split out: {why}"

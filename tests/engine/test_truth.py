@@ -12,7 +12,7 @@ from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
 from memledger.input.parsing import parse_log
 from memledger.ledger_model import Ledger, Row, RowGroup, RowKind
-from memledger.model_config import ModelDims
+from memledger.model_config import ModelDims, load_model_config
 from memledger.units import GIB, MIB
 from tests.conftest import REAL_LOGS, SAMPLES
 
@@ -174,9 +174,13 @@ def test_16_kv_free_pages_not_on_the_gpu_before_0_4_2() -> None:
     assert ledger("single/012").row("kv_free_pages") is not None
 
 
-def test_flashinfer_workspace_is_a_formula_before_the_first_capture() -> None:
-    workspace = row(ledger("single/003"), "flashinfer_workspace")
-    assert workspace.bytes == 384 * MIB and workspace.interval == "memory_pool_end->capture_begin"
+@pytest.mark.parametrize(("name", "mib"), [("single/003", 512), ("single/005", 384)])
+def test_flashinfer_workspace_is_a_formula_before_the_first_capture(name: str, mib: int) -> None:
+    # 384 MiB by default, 512 MiB for Qwen2/Qwen3 classes (v0.5.10 flashinfer_backend.py:170-180):
+    # single/003 loads Qwen3ForCausalLM, single/005 LagunaForCausalLM.
+    workspace = row(ledger(name), "flashinfer_workspace")
+    assert workspace.bytes == mib * MIB
+    assert workspace.interval is not None and workspace.interval.endswith("capture_begin")
 
 
 def test_every_residual_over_0_1_gib_or_half_a_percent_has_a_named_hint() -> None:
@@ -188,3 +192,28 @@ def test_every_residual_over_0_1_gib_or_half_a_percent_has_a_named_hint() -> Non
             if residual.kind is RowKind.RESIDUAL and (size > 0.1 * GIB or size > 0.005 * usable):
                 note = residual.evidence.note or ""
                 assert "likely: " in note, (path.name, residual.id)
+
+
+def test_12_deepep_buffer_is_split_out_of_the_largest_bucket() -> None:
+    dims = load_model_config(SAMPLES / "k3-config.json")
+    found = build_ledger(
+        parse_log(SAMPLES / "dp16.log"), formulas=load_formulas(), model_config=dims
+    )
+    deepep = row(found, "deepep_ll_buffer")
+    # DeepEP v1.2.1 csrc/config.hpp:130-187 for hidden 7168, 384 experts, 128 tokens per rank:
+    # combine message 56 x 4 + 7168 x 2 = 14560 B; send = recv = 384 x 128 x 14560 B;
+    # signalling align(384 x 4, 128) = 1536 B; 2 x (send + recv + signal), rounded up to 128 B.
+    send = 384 * 128 * 14560
+    assert deepep.bytes == (2 * (send + send + 1536) + 128) // 128 * 128
+    assert deepep.kind is RowKind.DERIVED and deepep.group is not RowGroup.CUDA_GRAPH
+    bucket = row(found, "cuda_graph_largest_bucket")
+    assert gib(bucket.bytes) + gib(deepep.bytes) == pytest.approx(7.19, abs=0.01)  # as measured
+    assert bucket.interval == deepep.interval
+    assert abs(found.balance_error_bytes) <= found.tolerance_bytes
+    # Not derivable: without model dims, and on Ascend (sgl-kernel-npu's own deep_ep).
+    plain = build_ledger(parse_log(SAMPLES / "dp16.log"), formulas=load_formulas())
+    assert row(plain, "deepep_ll_buffer").kind is RowKind.UNKNOWN
+    assert "DeepEP buffer" in (row(plain, "cuda_graph_largest_bucket").evidence.note or "")
+    ascend = row(ledger("complex/004"), "cuda_graph_largest_bucket").evidence.note or ""
+    assert "DeepEP buffer" in ascend and "sgl-kernel-npu" in ascend
+    assert ledger("complex/004").row("deepep_ll_buffer") is None
