@@ -113,7 +113,9 @@ HINTS: tuple[ResidualHint, ...] = (
         "pool_release",
         "likely: memory returned inside the pool interval: a logged pool size above what was "
         "newly allocated, or a buffer freed before `Memory pool end` emptied the cache "
-        "(get_available_gpu_memory empties it by default: v0.5.10 utils/common.py:498-516)",
+        "(get_available_gpu_memory empties it by default: v0.5.10 utils/common.py:498-516); on "
+        "an integrated GPU (GB10) avail is host RAM and moves with it (v0.5.16 "
+        "utils/common.py:414-419)",
         lambda r: r.end_kind == EventKind.MEMORY_POOL_END and r.bytes < 0,
     ),
     ResidualHint(
@@ -150,8 +152,9 @@ HINTS: tuple[ResidualHint, ...] = (
         "draft_runner_init",
         # v0.5.8 speculative/eagle_worker.py:140: the draft's ModelRunner is built (its own
         # device context, process groups) before its `Load weight begin`.
-        "likely: the draft runner's own start before its weights load (its ModelRunner and "
-        "process groups: v0.5.8 speculative/eagle_worker.py:140), which prints no size",
+        "likely: the target's post-load steps and the draft worker's own start before its "
+        "weights load, which print no size (EAGLE builds the draft ModelRunner there: v0.5.8 "
+        "speculative/eagle_worker.py:140)",
         lambda r: r.end_kind == EventKind.LOAD_BEGIN and r.bytes > 0,
     ),
     ResidualHint(
