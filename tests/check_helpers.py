@@ -12,7 +12,6 @@ from typing import Any
 from memledger.ledger_model import (
     Evidence,
     Ledger,
-    LedgerSource,
     Row,
     RowGroup,
     RowKind,
@@ -20,6 +19,7 @@ from memledger.ledger_model import (
     summary_from_rows,
 )
 from memledger.units import GIB
+from tests.conftest import make_ledger as hand_built_ledger
 
 CENTI = GIB // 100
 """0.01 GiB in bytes: every size below is a whole number of hundredths, so sums are exact."""
@@ -68,13 +68,12 @@ def make_ledger(
             assert sums[name] == getattr(converted, name), name
     partition = sum(row.bytes for row in rows if row.in_partition and row.bytes is not None)
     usable = converted.usable
-    return Ledger(
-        source=LedgerSource(path=path, startup=0, n_startups=1, rank="DP0 TP0 EP0"),
+    return hand_built_ledger(
+        rows,
+        path=path,
+        rank="DP0 TP0 EP0",
         outcome="ready" if stopped_at is None else "crash",
         stopped_at=stopped_at,
-        checkpoints=[],
-        intervals=[],
-        rows=rows,
         summary=converted.model_copy(update=sums),
         usable_bytes=usable,
         balance_error_bytes=0 if usable is None else partition - usable,

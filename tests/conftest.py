@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Generator, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memledger.cli import main
+from memledger.ledger_model import Checkpoint, Interval, Ledger, LedgerSource, Row, Summary
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT_ROOT / "samples"
@@ -76,6 +79,67 @@ def real_log_paths() -> list[Path]:
     return sorted(REAL_LOGS.rglob("*.log"))
 
 
+_SHORT_NAME = re.compile(r"(single|complex)/\d+")
+
+
+def real_log(name: str) -> Path:
+    """A real log by its short name (`single/022`: folder and number); the running test skips
+    when the corpus is absent (fails under CI=true)."""
+    require_real_logs()
+    folder, prefix = name.split("/")
+    matches = sorted((REAL_LOGS / folder).glob(f"{prefix}*.log"))
+    assert len(matches) == 1, f"{name}: {matches}"
+    return matches[0]
+
+
+def ledger_for(
+    log: str | os.PathLike[str], *, model_config: str | os.PathLike[str] | None = None
+) -> Ledger:
+    """The ledger `memledger ledger LOG [--model-config FILE]` builds of a log (parsed, packaged
+    formulas, diagnosis), built once per log and model config in a session: the one way tests
+    get the ledger of a log file. `log` is a path or a real log's short name (`single/022`)."""
+    path = real_log(log) if isinstance(log, str) and _SHORT_NAME.fullmatch(log) else log
+    config = None if model_config is None else os.fspath(model_config)
+    return _cached_ledger(os.fspath(path), config)
+
+
+@cache
+def _cached_ledger(path: str, model_config: str | None) -> Ledger:
+    from memledger.service import LoadOptions, load_ledger
+
+    options = LoadOptions(model_config=None if model_config is None else Path(model_config))
+    return load_ledger(path, options)
+
+
+def make_ledger(
+    rows: Sequence[Row] = (),
+    *,
+    path: str = "x.log",
+    rank: str = "TP0",
+    outcome: str = "ready",
+    stopped_at: str | None = None,
+    checkpoints: Sequence[Checkpoint] = (),
+    intervals: Sequence[Interval] = (),
+    summary: Summary | None = None,
+    usable_bytes: int | None = None,
+    **fields: Any,
+) -> Ledger:
+    """A hand-built ledger (one startup of one file, rank `rank`): the one constructor the
+    helpers' made-up ledgers go through. `fields` are further Ledger fields (parameters, notes,
+    balance_error_bytes, ...)."""
+    return Ledger(
+        source=LedgerSource(path=path, startup=0, n_startups=1, rank=rank),
+        outcome=outcome,
+        stopped_at=stopped_at,
+        checkpoints=list(checkpoints),
+        intervals=list(intervals),
+        rows=list(rows),
+        summary=Summary() if summary is None else summary,
+        usable_bytes=usable_bytes,
+        **fields,
+    )
+
+
 @pytest.fixture(scope="session")
 def truth() -> list[dict[str, Any]]:
     return load_truth()
@@ -112,8 +176,14 @@ def pytest_runtest_makereport(
     if report.skipped and isinstance(report.longrepr, tuple) and isinstance(report.keywords, dict):
         if report.longrepr[2].endswith(REAL_LOGS_MISSING):
             # pytest folds skips by (file, line, reason) but files skip-marked tests apart: drop
-            # the keyword so the summary shows the missing corpus once, not once per module
+            # the keyword, and give every such skip one place (a fixture's skip is reported at
+            # the fixture), so the summary shows the missing corpus once, not once per module
             report.keywords.pop("skip", None)
+            report.longrepr = (
+                __file__,
+                require_real_logs.__code__.co_firstlineno,
+                REAL_LOGS_MISSING,
+            )
     return report
 
 

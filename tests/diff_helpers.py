@@ -34,7 +34,6 @@ from memledger.ledger_model import (
     Evidence,
     Interval,
     Ledger,
-    LedgerSource,
     Row,
     RowGroup,
     RowKind,
@@ -42,6 +41,7 @@ from memledger.ledger_model import (
     summary_from_rows,
 )
 from memledger.units import GIB, MIB
+from tests.conftest import make_ledger
 
 CENTI = GIB // 100
 HALF_ULP = GIB // 200
@@ -92,13 +92,13 @@ def ledger(
     partition_sum = sum(r.bytes or 0 for r in rows if r.in_partition)
     summary = (summary or Summary()).model_copy(update=summary_from_rows(list(rows)))
     usable = partition_sum if usable_bytes is None else usable_bytes
-    return Ledger(
-        source=LedgerSource(path=path, startup=0, n_startups=1, rank="TP0"),
+    return make_ledger(
+        rows,
+        path=path,
         outcome=outcome,
         stopped_at=stopped_at,
-        checkpoints=list(checkpoints),
-        intervals=list(intervals),
-        rows=list(rows),
+        checkpoints=checkpoints,
+        intervals=intervals,
         summary=summary.model_copy(update={"usable": usable}),
         usable_bytes=usable,
         balance_error_bytes=partition_sum - usable,

@@ -16,7 +16,6 @@ from memledger.ledger_model import (
     Evidence,
     Interval,
     Ledger,
-    LedgerSource,
     Row,
     RowGroup,
     RowKind,
@@ -25,6 +24,7 @@ from memledger.ledger_model import (
 )
 from memledger.units import GIB
 from tests.check_helpers import summary_from_gib
+from tests.conftest import make_ledger
 
 LOG = "samples/tiny.log"
 REQ_TO_TOKEN_BYTES = 209 * 1048580 * 4
@@ -194,12 +194,11 @@ def small_ledger() -> Ledger:
             }
         ),
     ]
-    return Ledger(
-        source=LedgerSource(path=LOG, startup=0, n_startups=1, rank="TP0"),
-        outcome="ready",
+    return make_ledger(
+        rows,
+        path=LOG,
         checkpoints=checkpoints,
         intervals=intervals,
-        rows=rows,
         summary=summary_from_gib(
             {
                 "usable": 10.0,

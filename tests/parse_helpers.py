@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REAL_LOGS, require_real_logs, run_cli
+from tests.conftest import real_log as real_log  # re-exported: the parser tests import it here
 
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
@@ -20,15 +21,6 @@ def parse_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str,
     assert code == 0, err
     document: dict[str, Any] = json.loads(out)
     return document
-
-
-def real_log(name: str) -> Path:
-    """A real log by file name prefix, e.g. `single/022`."""
-    require_real_logs()
-    folder, prefix = name.split("/")
-    matches = sorted((REAL_LOGS / folder).glob(f"{prefix}*.log"))
-    assert len(matches) == 1, f"{name}: {matches}"
-    return matches[0]
 
 
 def truth_facts(path: Path) -> dict[str, Any]:

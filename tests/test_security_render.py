@@ -51,8 +51,8 @@ from memledger.render.escape import csv_cell, mermaid_label
 from memledger.render.parse import FORMATS as PARSE_FORMATS
 from memledger.render.parse import ParseView
 from memledger.render.tables import markdown_cell
-from memledger.service import load_ledger, load_parsed
-from tests.conftest import SAMPLES
+from memledger.service import load_parsed
+from tests.conftest import SAMPLES, ledger_for
 
 PAYLOADS = [
     '</details><img src="https://attacker.example/p.png"> @octocat #1 `x` | a | '
@@ -134,9 +134,8 @@ def _replace_strings(value: Any, draw: Draw) -> Any:
     return value
 
 
-@cache
 def _base_ledgers() -> tuple[Ledger, Ledger]:
-    return load_ledger(SAMPLES / "dp2.log"), load_ledger(SAMPLES / "dp16.log")
+    return ledger_for(SAMPLES / "dp2.log"), ledger_for(SAMPLES / "dp16.log")
 
 
 @cache

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import date
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,8 @@ from memledger.checking import CheckStatus, check_budget
 from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, ConfigError
 from memledger.ledger_model import Ledger
-from memledger.service import load_ledger
 from memledger.units import GIB
-from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, unwrapped
+from tests.conftest import PROJECT_ROOT, SAMPLES, ledger_for, real_log_paths, unwrapped
 
 EXAMPLE_BUDGET = PROJECT_ROOT / "examples" / "memledger.toml"
 DP16 = SAMPLES / "dp16.log"
@@ -41,17 +39,12 @@ def test_example_budget_loads() -> None:
 SHIPPED_BUDGETS = [BUDGET, EXAMPLE_BUDGET]
 
 
-@cache
-def _real_ledger(path: Path) -> Ledger:
-    return load_ledger(path)
-
-
 @pytest.mark.parametrize("budget_path", SHIPPED_BUDGETS, ids=lambda p: p.parent.name)
 @pytest.mark.parametrize("log", real_log_paths(), ids=lambda p: p.name)
 def test_shipped_budgets_work_on_every_real_log(budget_path: Path, log: Path) -> None:
     # a complete startup gets an honest pass or fail; only a startup that stopped early may
     # leave a budgeted item missing (exit 3), and then the note says where it stopped
-    ledger = _real_ledger(log)
+    ledger = ledger_for(log)
     report = check_budget(load_budget(budget_path), [(str(log), ledger)], today=date(2026, 12, 1))
     missing = [c for c in report.checks if c.status is CheckStatus.MISSING]
     if ledger.stopped_at is None:
@@ -71,7 +64,7 @@ def _budget_file(tmp_path: Path, if_absent: str | None, item: str = "weight_stag
 
 def _no_staging_ledger() -> Ledger:
     # dp16 with its fork-only staging rows removed: what an upstream SGLang ledger looks like
-    ledger = load_ledger(DP16)
+    ledger = ledger_for(DP16)
     summary = ledger.summary.model_copy(update={"weight_staging": None})
     rows = [row for row in ledger.rows if row.id != "weight_staging" and "staging" not in row.id]
     return ledger.model_copy(update={"summary": summary, "rows": rows})

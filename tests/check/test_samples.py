@@ -20,7 +20,7 @@ from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.units import GIB
 from tests.check_helpers import write
-from tests.conftest import REAL_LOGS, SAMPLES, run_cli, unwrapped
+from tests.conftest import REAL_LOGS, SAMPLES, ledger_for, run_cli, unwrapped
 
 DP16 = SAMPLES / "dp16.log"
 DP2 = SAMPLES / "dp2.log"
@@ -30,7 +30,7 @@ TODAY = date(2026, 11, 5)
 
 @pytest.fixture(scope="module")
 def ledgers() -> dict[str, memledger.Ledger]:
-    return {"dp16": memledger.ledger(DP16), "dp2": memledger.ledger(DP2)}
+    return {"dp16": ledger_for(DP16), "dp2": ledger_for(DP2)}
 
 
 def test_sample_budget_passes_for_dp16(capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,7 +88,9 @@ def test_item_a_sample_cannot_provide(tmp_path: Path, capsys: pytest.CaptureFixt
     budget = write(tmp_path, "b.toml", '[[budget]]\nitem = "dcp_q_replica"\nmax = "1 GiB"\n')
     code, out, _ = run_cli(["check", DP16, "--budget", budget], capsys)
     assert code == EXIT_INPUT
-    assert f"MISSING dcp_q_replica [{DP16}]: this log cannot provide dcp_q_replica" in out
+    assert f"MISSING dcp_q_replica [{DP16}]: this log cannot provide dcp_q_replica" in unwrapped(
+        out
+    )
     # DP2 x DCP8 has one, but its formula needs the model's MLA layer count.
     code, out, _ = run_cli(["check", DP2, "--budget", budget], capsys)
     assert code == EXIT_INPUT and "pass --model-config config.json" in out

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-from functools import cache
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,17 @@ from memledger.errors import EXIT_OK
 from memledger.ledger_model import Ledger
 from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS
-from memledger.service import LoadOptions, load_ledger
+from memledger.service import load_ledger
 from memledger.units import GIB
-from tests.conftest import REAL_LOGS, SAMPLES, load_truth, real_log_paths, run_cli, unwrapped
+from tests.conftest import (
+    REAL_LOGS,
+    SAMPLES,
+    ledger_for,
+    load_truth,
+    real_log_paths,
+    run_cli,
+    unwrapped,
+)
 from tests.diff_helpers import check_markdown
 
 DP16 = SAMPLES / "dp16.log"
@@ -113,10 +120,9 @@ def test_samples_split_does_not_depend_on_the_model_config() -> None:
     # Without model dims the DCP Q replica is unknown and stays inside the interval's unexplained
     # residual, which is in the same category: the split must not move.
     with_dims = diff_ledgers(
-        load_ledger(DP16, LoadOptions(model_config=K3_CONFIG)),
-        load_ledger(DP2, LoadOptions(model_config=K3_CONFIG)),
+        ledger_for(DP16, model_config=K3_CONFIG), ledger_for(DP2, model_config=K3_CONFIG)
     )
-    without = diff_ledgers(load_ledger(DP16), load_ledger(DP2))
+    without = diff_ledgers(ledger_for(DP16), ledger_for(DP2))
     assert [c.delta_bytes for c in with_dims.state_pool.categories] == [
         c.delta_bytes for c in without.state_pool.categories
     ]
@@ -145,19 +151,14 @@ def test_a_saved_ledger_diffs_like_its_log(
     saved = tmp_path / "dp16.json"
     code = main(["ledger", str(DP16), "--format", "json", "-o", str(saved)])
     assert code == EXIT_OK
-    from_logs = diff_ledgers(load_ledger(DP16), load_ledger(DP2))
-    from_saved = diff_ledgers(load_ledger(saved), load_ledger(DP2))
+    from_logs = diff_ledgers(ledger_for(DP16), ledger_for(DP2))
+    from_saved = diff_ledgers(load_ledger(saved), ledger_for(DP2))
     assert from_saved.rows == from_logs.rows
     assert from_saved.state_pool == from_logs.state_pool
     assert from_saved.inputs.base.path == str(DP16)  # the saved ledger remembers its log
 
 
 # --- real logs --------------------------------------------------------------------------------
-
-
-@cache
-def _ledger(path: str) -> Ledger:
-    return load_ledger(path)
 
 
 def _outcomes() -> dict[str, str]:
@@ -211,7 +212,7 @@ def _assert_sensible(diff: LedgerDiff, base: Ledger, head: Ledger) -> None:
 
 @pytest.mark.parametrize("pair", REAL_PAIRS, ids=[_pair_id(p) for p in REAL_PAIRS])
 def test_real_log_pairs_diff_sensibly(pair: tuple[str, str]) -> None:
-    base, head = (_ledger(p) for p in pair)
+    base, head = (ledger_for(p) for p in pair)
     diff = diff_ledgers(base, head)
     _assert_sensible(diff, base, head)
     if base.stopped_at or head.stopped_at:
@@ -223,7 +224,7 @@ def test_real_log_pairs_diff_sensibly(pair: tuple[str, str]) -> None:
 
 @pytest.mark.parametrize("path", [str(p) for p in real_log_paths()], ids=lambda p: Path(p).name)
 def test_real_log_self_diff_is_all_zeros(path: str) -> None:
-    ledger = _ledger(path)
+    ledger = ledger_for(path)
     diff = diff_ledgers(ledger, ledger)
     assert diff.counts[DiffStatus.CHANGED] == diff.counts[DiffStatus.NEW] == 0
     assert diff.counts[DiffStatus.REMOVED] == diff.counts[DiffStatus.NOT_COMPARABLE] == 0

@@ -13,13 +13,9 @@ from typing import Any
 
 import pytest
 
-from memledger.engine import build_ledger
-from memledger.formulas import load_formulas
-from memledger.input.parsing import parse_log
 from memledger.ledger_model import Ledger, Summary
-from memledger.model_config import load_model_config
 from memledger.units import GIB, MIB
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, ledger_for
 
 GIB_TOLERANCE = 0.05
 TOKEN_TOLERANCE = 0.01
@@ -27,11 +23,9 @@ TOKEN_TOLERANCE = 0.01
 
 @pytest.fixture(scope="module")
 def ledgers() -> dict[str, Ledger]:
-    dims = load_model_config(SAMPLES / "k3-config.json")
-    formulas = load_formulas()
+    config = SAMPLES / "k3-config.json"
     return {
-        name: build_ledger(parse_log(SAMPLES / f"{name}.log"), formulas=formulas, model_config=dims)
-        for name in ("dp16", "dp2")
+        name: ledger_for(SAMPLES / f"{name}.log", model_config=config) for name in ("dp16", "dp2")
     }
 
 

@@ -20,7 +20,6 @@ from memledger.compare import (
     ParamDiff,
     diff_ledgers,
 )
-from memledger.ledger_model import Ledger
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
 from memledger.render.terminal import Terminal
@@ -28,7 +27,7 @@ from memledger.service import load_ledger
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.sglang.rows import LOG_SETTINGS
 from memledger.units import GIB
-from tests.conftest import REAL_LOGS, SAMPLES, real_log_paths
+from tests.conftest import REAL_LOGS, SAMPLES, ledger_for, real_log_paths
 from tests.diff_helpers import check_markdown, gfm_cell_count
 
 DP16 = SAMPLES / "dp16.log"
@@ -59,13 +58,8 @@ FORK_SETTINGS = set(LINE_OF_SETTING) - {"kv_cache_dtype", "cuda_graph_bs"}
 
 
 @cache
-def _ledger(path: str) -> Ledger:
-    return load_ledger(path)
-
-
-@cache
 def _sample_diff() -> LedgerDiff:
-    return diff_ledgers(_ledger(str(DP16)), _ledger(str(DP2)))
+    return diff_ledgers(ledger_for(DP16), ledger_for(DP2))
 
 
 def _rank_lines(path: Path, rank: str) -> list[str]:
@@ -225,7 +219,7 @@ def test_every_log_setting_has_a_raw_line_pattern_and_an_effect_entry() -> None:
 @pytest.mark.parametrize("path", real_log_paths(), ids=lambda p: p.name)
 def test_real_logs_get_log_settings_only_from_lines_they_printed(path: Path) -> None:
     text = path.read_text(errors="replace")
-    revealed = {k: v for k, v in _ledger(str(path)).parameters.items() if k.startswith("log.")}
+    revealed = {k: v for k, v in ledger_for(path).parameters.items() if k.startswith("log.")}
     for name in revealed:
         pattern = LINE_OF_SETTING[name.removeprefix("log.")]
         assert re.search(pattern, text), f"{name} recorded but no such line in {path.name}"
@@ -246,7 +240,7 @@ def test_real_logs_without_fork_lines_have_no_fork_settings() -> None:
     ]
     assert len(upstream) >= 20, REAL_LOGS  # upstream SGLang logs: none prints these lines
     for path in upstream:
-        names = {k.removeprefix("log.") for k in _ledger(str(path)).parameters}
+        names = {k.removeprefix("log.") for k in ledger_for(path).parameters}
         assert not names & FORK_SETTINGS, path.name
 
 
@@ -262,13 +256,13 @@ def test_cuda_graph_bs_comes_from_the_capture_line_when_server_args_leave_it_uns
     assert "cuda_graph_bs=None" in text
     listed = re.search(r"Capture cuda graph bs (\[[\d, ]*\])", text)
     assert listed is not None
-    assert _ledger(str(path)).parameters["log.cuda_graph_bs"] == listed.group(1)
+    assert ledger_for(path).parameters["log.cuda_graph_bs"] == listed.group(1)
 
 
 def test_cuda_graph_bs_is_not_repeated_when_server_args_already_say_it() -> None:
     # dp16 sets cuda_graph_bs [1, 2, 4, 8, 16, 24] and captures exactly those sizes.
     assert "'cuda_graph_bs': [1, 2, 4, 8, 16, 24]" in DP16.read_text()
-    assert "log.cuda_graph_bs" not in _ledger(str(DP16)).parameters
+    assert "log.cuda_graph_bs" not in ledger_for(DP16).parameters
 
 
 @pytest.mark.real_logs
@@ -277,7 +271,7 @@ def test_kv_cache_dtype_auto_resolves_to_the_logged_dtype() -> None:
     text = path.read_text(errors="replace")
     printed = re.search(r"Using KV cache dtype: (\S+)", text)
     assert printed is not None and "kv_cache_dtype='auto'" in text
-    parameters = _ledger(str(path)).parameters
+    parameters = ledger_for(path).parameters
     assert parameters["kv_cache_dtype"] == "auto"
     assert parameters["log.kv_cache_dtype"] == printed.group(1)
 

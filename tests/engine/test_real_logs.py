@@ -7,18 +7,14 @@ truth.jsonl: no avail reading at all, or none at load begin that a load-end usag
 from __future__ import annotations
 
 from collections import Counter
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memledger.engine import build_ledger
-from memledger.formulas import load_formulas
-from memledger.input.parsing import parse_log
 from memledger.ledger_model import Ledger, RowKind
 from memledger.units import GIB
-from tests.conftest import REAL_LOGS, load_truth, real_log_paths
+from tests.conftest import REAL_LOGS, ledger_for, load_truth, real_log_paths
 from tests.engine.helpers import assert_intervals_add_up
 
 CANNOT_BALANCE = "cannot balance: "
@@ -30,11 +26,6 @@ AVAIL_FACTS = (
     "capture_begin_avail",
     "capture_end_avail",
 )
-
-
-@cache
-def ledger_of(path: Path) -> Ledger:
-    return build_ledger(parse_log(path), formulas=load_formulas())
 
 
 def reason_of(ledger: Ledger) -> str | None:
@@ -57,7 +48,7 @@ def expected_reason(facts: dict[str, Any]) -> str | None:
 
 @pytest.mark.parametrize("path", real_log_paths(), ids=lambda p: p.name)
 def test_real_log_balances_or_says_why(path: Path) -> None:
-    ledger = ledger_of(path)
+    ledger = ledger_for(path)
     partition = [r for r in ledger.rows if r.in_partition]
     assert all(r.bytes is not None for r in partition)
     if ledger.usable_bytes is None:
@@ -84,7 +75,7 @@ def test_reasons_match_the_hand_checked_facts() -> None:
     measured: Counter[str] = Counter()
     expected: Counter[str] = Counter()
     for file, facts in truth.items():
-        ledger = ledger_of(REAL_LOGS / file)
+        ledger = ledger_for(REAL_LOGS / file)
         assert reason_of(ledger) == expected_reason(facts), file
         measured[reason_of(ledger) or "balances"] += 1
         expected[expected_reason(facts) or "balances"] += 1
@@ -94,9 +85,9 @@ def test_reasons_match_the_hand_checked_facts() -> None:
 
 def test_worst_balance_error_is_a_few_printed_hundredths() -> None:
     errors = [
-        abs(ledger_of(path).balance_error_bytes)
+        abs(ledger_for(path).balance_error_bytes)
         for path in real_log_paths()
-        if ledger_of(path).usable_bytes is not None
+        if ledger_for(path).usable_bytes is not None
     ]
     # Each usage line can disagree with its two avail readings by 0.015 GiB of rounding.
     assert max(errors) / GIB <= 0.05

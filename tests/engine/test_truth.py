@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import re
-from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -13,20 +11,14 @@ from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
 from memledger.input.parsing import parse_log
 from memledger.ledger_model import Ledger, Row, RowGroup, RowKind
-from memledger.model_config import ModelDims, load_model_config
+from memledger.model_config import ModelDims
 from memledger.sglang.hints import HINTS, hint_named
 from memledger.units import GIB, MIB
-from tests.conftest import REAL_LOGS, SAMPLES
+from tests.conftest import SAMPLES, ledger_for, real_log, real_log_paths
 
 
-def log_path(name: str) -> Path:
-    folder, number = name.split("/")
-    return next((REAL_LOGS / folder).glob(f"{number}-*.log"))
-
-
-@cache
 def ledger(name: str) -> Ledger:
-    return build_ledger(parse_log(log_path(name)), formulas=load_formulas())
+    return ledger_for(name)
 
 
 def row(found: Ledger, row_id: str) -> Row:
@@ -76,7 +68,7 @@ def test_2_kv_pool_without_a_kv_line_is_inferred_with_its_bytes_per_token() -> N
         dtype_bytes=2,
     )
     dims = build_ledger(
-        parse_log(log_path("single/017")), formulas=load_formulas(), model_config=mistral
+        parse_log(real_log("single/017")), formulas=load_formulas(), model_config=mistral
     )
     assert row(dims, "kv_pool").bytes == 56_524 * 131_072
 
@@ -130,7 +122,7 @@ def test_9_readings_at_the_floor_are_unknown_not_zero() -> None:
 
 
 def test_10_weights_row_with_staging_split_out_is_not_called_resident() -> None:
-    found = build_ledger(parse_log(SAMPLES / "dp16.log"), formulas=load_formulas())
+    found = ledger_for(SAMPLES / "dp16.log")
     weights = row(found, "weights")
     assert "resident" not in weights.label and "net of staging" in weights.label
     assert weights.evidence.note is not None and "weights_resident" in weights.evidence.note
@@ -186,8 +178,8 @@ def test_flashinfer_workspace_is_a_formula_before_the_first_capture(name: str, m
 
 
 def test_every_residual_over_0_1_gib_or_half_a_percent_has_a_named_hint() -> None:
-    for path in sorted(REAL_LOGS.glob("*/*.log")):
-        found = build_ledger(parse_log(path), formulas=load_formulas())
+    for path in real_log_paths():
+        found = ledger_for(path)
         usable = found.usable_bytes or 0
         for residual in found.rows:
             size = abs(residual.bytes or 0)
@@ -197,10 +189,7 @@ def test_every_residual_over_0_1_gib_or_half_a_percent_has_a_named_hint() -> Non
 
 
 def test_12_deepep_buffer_is_split_out_of_the_largest_bucket() -> None:
-    dims = load_model_config(SAMPLES / "k3-config.json")
-    found = build_ledger(
-        parse_log(SAMPLES / "dp16.log"), formulas=load_formulas(), model_config=dims
-    )
+    found = ledger_for(SAMPLES / "dp16.log", model_config=SAMPLES / "k3-config.json")
     deepep = row(found, "deepep_ll_buffer")
     # DeepEP v1.2.1 csrc/config.hpp:130-187 for hidden 7168, 384 experts, 128 tokens per rank:
     # combine message 56 x 4 + 7168 x 2 = 14560 B; send = recv = 384 x 128 x 14560 B;
@@ -213,7 +202,7 @@ def test_12_deepep_buffer_is_split_out_of_the_largest_bucket() -> None:
     assert bucket.interval == deepep.interval
     assert abs(found.balance_error_bytes) <= found.tolerance_bytes
     # Not derivable: without model dims, and on Ascend (sgl-kernel-npu's own deep_ep).
-    plain = build_ledger(parse_log(SAMPLES / "dp16.log"), formulas=load_formulas())
+    plain = ledger_for(SAMPLES / "dp16.log")
     assert row(plain, "deepep_ll_buffer").kind is RowKind.UNKNOWN
     assert "DeepEP buffer" in (row(plain, "cuda_graph_largest_bucket").evidence.note or "")
     ascend = row(ledger("complex/004"), "cuda_graph_largest_bucket").evidence.note or ""

@@ -7,16 +7,14 @@ these tests do not copy the engine's output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 import pytest
 
 from memledger.compare import diff_ledgers
 from memledger.ledger_model import Ledger, RowGroup
 from memledger.render import render_ledger
-from memledger.service import LoadOptions, load_ledger
 from memledger.units import GIB, MIB, parse_size
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, ledger_for
 from tests.engine.helpers import assert_intervals_add_up
 
 
@@ -44,9 +42,8 @@ DP16 = Printed("dp16.log", "145.20", 1196.0, "30.90", "78.60", (40, 67, 76, 86))
 DP2 = Printed("dp2.log", "109.91", 350.0, "65.55", "80.15", (56, 82, 89, 96))
 
 
-@cache
 def ledger_of(name: str) -> Ledger:
-    return load_ledger(SAMPLES / name, LoadOptions(model_config=SAMPLES / "k3-config.json"))
+    return ledger_for(SAMPLES / name, model_config=SAMPLES / "k3-config.json")
 
 
 @pytest.mark.parametrize("printed", [DP16, DP2], ids=lambda p: p.log)

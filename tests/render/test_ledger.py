@@ -16,11 +16,9 @@ from memledger.ledger_model import (
     FIXED_OVERHEAD_GROUPS,
     Evidence,
     Ledger,
-    LedgerSource,
     Row,
     RowGroup,
     RowKind,
-    Summary,
 )
 from memledger.render import (
     FORMATS,
@@ -40,6 +38,7 @@ from memledger.render.rows import (
 )
 from memledger.render.schema import render_schema
 from memledger.units import GIB
+from tests.conftest import make_ledger
 from tests.ledger_render_helpers import (
     CENTI,
     LOG,
@@ -350,15 +349,7 @@ _rows = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(rows=_rows)
 def test_any_ledger_renders_and_its_totals_add_up(rows: list[Row]) -> None:
-    ledger = Ledger(
-        source=LedgerSource(path="x.log", startup=0, n_startups=1, rank=""),
-        outcome="truncated",
-        checkpoints=[],
-        intervals=[],
-        rows=rows,
-        summary=Summary(),
-        usable_bytes=None,
-    )
+    ledger = make_ledger(rows, rank="", outcome="truncated")
     partition = [r.bytes for r in rows if r.in_partition and r.bytes is not None]
     blocks = group_blocks(ledger)
     assert sum(block.subtotal_bytes for block in blocks) == sum(partition)
