@@ -1,5 +1,11 @@
 """Physical lines -> logical SGLang lines: ANSI codes removed, tqdm CR states split, and a line
-cut at every SGLang `[date time TAGS]` prefix (glued lines), each with its rank tag."""
+cut at every SGLang `[date time TAGS]` prefix (glued lines), each with its rank tag.
+
+What a paste adds around each line is removed first: a Windows line end (CRLF), GitHub quote
+markers (`> `), a docker compose service column (`sglang-1  | `), a `kubectl logs --prefix`
+column (`[pod/NAME/CONTAINER] `), and the timestamps docker, kubectl and journald put first.
+A prefix whose timestamp the user cut (`[TP0] `, `[DP0 TP0 EP0] `) still counts as a prefix.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,9 @@ PREFIX_RE = re.compile(
     r"\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
     r"(?P<tags>(?: [A-Za-z_][\w\-]*(?:\[\d+\])?)*)\]"
     r"|\[(?P<gpu>gpu(?:_id)?=\d+)\]"
+    # rank tags alone: the user cut the timestamp (`[TP0] `, `[DP0 TP0 EP0] `); parallel kinds
+    # only, so a bracketed word of prose (`[H100]`, `[Bug]`) is no prefix
+    r"|\[(?P<bare_tags>(?:[A-Z]+_)?(?:TP|DP|EP|PP|CP)\d+(?: (?:[A-Z]+_)?(?:TP|DP|EP|PP|CP)\d+)*)\] "
 )
 LEVEL_FILE_RE = re.compile(
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?"
@@ -23,6 +32,16 @@ JUNK_PREFIX_RE = re.compile(
     r"|\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) ?"
     r"|(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} )?[\w.\-]+ [\w\-.@/]+\[\d+\]: ?)+"
 )
+
+
+# Columns a paste puts before each line (see the module docstring), peeled off the line start.
+PASTE_COLUMN_RE = re.compile(
+    r"(?:>[ \t]?)+"  # GitHub / e-mail quote markers, nested
+    r"|[\w.\-]+[ \t]+\|[ \t]"  # docker compose: `sglang-1  | `, `sglang_1 | `
+    r"|\[pod/[^\]\s]+\][ \t]"  # kubectl logs --prefix
+)
+_MAX_COLUMNS = 4
+"""Columns peeled per line (`> sglang-1  | 2025-...Z [...]` has three)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +63,21 @@ def rank_tag_of(match: re.Match[str]) -> str:
     gpu = match.group("gpu")
     if gpu is not None:
         return gpu
-    return " ".join(match.group("tags").split())
+    tags = match.group("tags")
+    return " ".join((tags if tags is not None else match.group("bare_tags")).split())
+
+
+def strip_paste_columns(text: str) -> str:
+    """The line without what a paste put around it: CRLF, quote/compose/kubectl columns and
+    tool timestamps at its start (the module docstring)."""
+    if text.endswith("\r"):
+        text = text[:-1]
+    for _ in range(_MAX_COLUMNS):
+        column = PASTE_COLUMN_RE.match(text) or JUNK_PREFIX_RE.match(text)
+        if column is None or not column.end():
+            break
+        text = text[column.end() :]
+    return text
 
 
 def _message(text: str) -> str:
@@ -75,6 +108,7 @@ def iter_logical_lines(line: int, text: str) -> Iterator[LogicalLine]:
     """`split_physical_line`, one logical line at a time (memory flat in the line's length)."""
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
+    text = strip_paste_columns(text)
     for first, last, segment in _cr_segments(text):
         if not segment:
             continue

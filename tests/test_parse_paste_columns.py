@@ -1,0 +1,122 @@
+"""What a paste puts around SGLang's lines: Windows line ends, GitHub quote markers, docker compose
+and kubectl columns, a prefix whose timestamp was cut. Each input is a short line written in the
+shape found in a GitHub thread (the thread is cited); no third-party log is copied here.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memledger.diagnosis import Diagnosis, diagnose
+from memledger.events import EventKind, ParsedLog
+from memledger.input.logical import split_physical_line, strip_paste_columns
+from memledger.input.parsing import parse_log
+from memledger.service import LoadOptions, build
+
+# A startup that OOMs while SGLang allocates req_to_token, in the shape of
+# https://github.com/sgl-project/sglang/pull/6744 (numbers made up).
+OOM_STARTUP = [
+    "[2025-05-29 14:59:00 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+    "avail mem=22.00 GB, mem usage=57.00 GB.",
+    "[2025-05-29 14:59:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2344, in run_scheduler_process',
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, pp_rank, dp_rank)",
+    '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 1002, in '
+    "init_memory_pool",
+    "    self.req_to_token_pool = ReqToTokenPool(",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 40.00 GiB. GPU 0 has a total "
+    "capacity of 79.44 GiB of which 22.00 GiB is free. Of the allocated memory 55.80 GiB is "
+    "allocated by PyTorch, and 50.00 MiB is reserved by PyTorch but unallocated.",
+]
+
+
+def _parse(data: bytes) -> ParsedLog:
+    return parse_log(io.BytesIO(data), label="paste.txt")
+
+
+def _diagnose(data: bytes) -> Diagnosis:
+    parsed = _parse(data)
+    return diagnose(parsed, build(parsed, LoadOptions()))
+
+
+def _joined(lines: list[str], end: str = "\n") -> bytes:
+    return (end.join(lines) + end).encode()
+
+
+def test_the_plain_startup_reads_as_an_oom_in_the_memory_pool() -> None:
+    result = _diagnose(_joined(OOM_STARTUP))
+    assert (result.outcome, result.phase.value) == ("oom", "memory_pool")
+    assert result.shortfall_bytes == 18 << 30
+
+
+@pytest.mark.parametrize(
+    ("shape", "decorate"),
+    [
+        # a reply quoting the log, https://github.com/sgl-project/sglang/issues/5285
+        ("github quote", lambda line: "> " + line),
+        ("nested quote", lambda line: "> > " + line),
+        # `docker compose logs`, https://github.com/ggml-org/llama.cpp/issues/1866 (same column)
+        ("docker compose", lambda line: "sglang-1  | " + line),
+        ("kubectl --prefix", lambda line: "[pod/sglang-0/sglang] " + line),
+        ("kubectl --timestamps", lambda line: "2025-05-29T14:59:00.123456789Z " + line),
+        ("compose + timestamps", lambda line: "sglang-1  | 2025-05-29T14:59:00Z " + line),
+    ],
+)
+def test_paste_columns_do_not_hide_the_traceback(shape: str, decorate: object) -> None:
+    assert callable(decorate)
+    result = _diagnose(_joined([decorate(line) for line in OOM_STARTUP]))
+    assert (result.outcome, result.phase.value) == ("oom", "memory_pool"), shape
+    assert result.shortfall_bytes == 18 << 30, shape
+
+
+def test_windows_line_ends_keep_bare_error_lines() -> None:
+    # a CRLF paste (Windows), the allocator's message alone too; shape of
+    # https://github.com/sgl-project/sglang/issues/5285
+    result = _diagnose(_joined(OOM_STARTUP, end="\r\n"))
+    assert (result.outcome, result.phase.value) == ("oom", "memory_pool")
+    alone = _parse(_joined(OOM_STARTUP[-1:], end="\r\n"))
+    assert alone.startup.outcome == "oom"
+    assert EventKind.OOM_MESSAGE in {e.kind for e in alone.startup.events}
+
+
+def test_a_crlf_line_end_is_no_tqdm_redraw() -> None:
+    (logical,) = split_physical_line(1, "KV Cache is allocated. #tokens: 46045, KV size: 2.99 GB\r")
+    assert logical.text == "KV Cache is allocated. #tokens: 46045, KV size: 2.99 GB"
+
+
+def test_a_prefix_without_its_timestamp_is_still_a_prefix() -> None:
+    # `[TP0] ...`, `[DP0 TP0 EP0] ...`: a user cut the timestamps before pasting
+    # (shapes of https://github.com/sgl-project/sglang/issues/6017)
+    lines = [
+        "[DP1 TP1 EP1] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=31.87 GB, mem usage=105.59 GB.",
+        "[DP0 TP0 EP0] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=31.96 GB, mem usage=105.59 GB.",
+        "[DP0 TP0 EP0] KV Cache is allocated. #tokens: 161488, KV size: 10.57 GB",
+    ]
+    parsed = _parse(_joined(lines))
+    assert parsed.startup.rank == "DP0 TP0 EP0"
+    assert [e.line for e in parsed.startup.events] == [2, 3]
+    assert parsed.startup.events[1].values["tokens"] == 161488
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        # https://github.com/sgl-project/sglang/issues/29575 put the summary line in its title
+        "[Bug] max_total_num_tokens=2086558, chunked_prefill_size=8192",
+        "[H100] KV Cache is allocated. #tokens: 46045, KV size: 2.99 GB",
+    ],
+)
+def test_a_bracketed_word_is_no_rank_prefix(prose: str) -> None:
+    logical = split_physical_line(1, prose)
+    assert not any(part.prefixed for part in logical)
+
+
+def test_columns_are_peeled_only_at_the_line_start() -> None:
+    assert strip_paste_columns("sglang-1  | > [TP0] x\r") == "[TP0] x"
+    # a pipe later in the line (a tqdm bar) is SGLang's text
+    bar = "Capturing batches (bs=4 avail_mem=1.00 GB): 100%|#####| 4/4"
+    assert strip_paste_columns(bar) == bar
