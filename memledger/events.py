@@ -121,6 +121,7 @@ class EventKind(StrEnum):
     KV_REFUSAL = "kv_refusal"
     TRACEBACK = "traceback"
     PROCESS_EXIT = "process_exit"
+    POOL_EXHAUSTED = "pool_exhausted"
 
 
 class Event(BaseModel):

@@ -27,7 +27,15 @@ from memledger.diagnosis.model import (
     Suggestion,
 )
 from memledger.diagnosis.phase import failure_phase, milestone
-from memledger.events import ParsedLog
+from memledger.diagnosis.pools import (
+    host_finding,
+    host_memory,
+    pool_failure,
+    pool_ran_out,
+    req_to_token_oom,
+    serving_notes,
+)
+from memledger.events import Event, EventKind, ParsedLog
 from memledger.ledger_model import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 
@@ -47,6 +55,9 @@ MESSAGE_CLIP = 70
 def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
     """The diagnosis of the parsed startup (the ledger must be built from the same parse)."""
     evidence = gather(parsed, ledger)
+    failure = pool_failure(evidence)
+    if failure is not None and evidence.oom is None and evidence.refusal is None:
+        return _pool_ran_out(evidence, failure)
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
     if evidence.outcome == "crash":
@@ -88,13 +99,17 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     phase = failure_phase(evidence)
     missing = shortfall(evidence)
     findings = oom_findings(evidence)
+    table = req_to_token_oom(evidence)
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
+    elif table is not None:
+        extra, suggestions = table
     elif phase in (Phase.LOAD, Phase.DIST_INIT):
         extra, suggestions = load_oom(evidence)
     else:
         extra, suggestions = after_pool_oom(evidence, phase)
     findings += extra + site_finding(evidence) + free_rose_after_pool(evidence)
+    findings += serving_notes(evidence)
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
     else:
@@ -133,10 +148,34 @@ def _clip(text: str) -> str:
     return text if len(text) <= MESSAGE_CLIP else text[: MESSAGE_CLIP - 3] + "..."
 
 
+def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
+    """SGLang's own pool ran out while serving: the lever is a bigger pool or smaller batches."""
+    phase = failure_phase(evidence)
+    if phase is Phase.UNKNOWN:
+        phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
+    findings, suggestions = pool_ran_out(evidence, event)
+    findings += site_finding(evidence) + serving_notes(evidence)
+    what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
+    levers = [_phrase(s) for s in suggestions][:2]
+    return _diagnosis(
+        evidence,
+        outcome="oom",
+        phase=phase,
+        verdict=(
+            f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
+            + " or ".join(levers)
+        ),
+        failed_rank=event.rank or _failed_rank(evidence),
+        findings=findings,
+        suggestions=suggestions,
+    )
+
+
 def _crash(evidence: Evidence) -> Diagnosis:
     phase = failure_phase(evidence)
     traceback = evidence.traceback
     findings: list[Finding] = []
+    known = True
     if traceback is not None and traceback.values.get("exception"):
         what = f"{traceback.values['exception']}: {traceback.values.get('message') or ''}"
         where = f"{traceback.rank}, " if traceback.rank else ""
@@ -144,10 +183,15 @@ def _crash(evidence: Evidence) -> Diagnosis:
     elif traceback is not None:
         where = f"{traceback.rank}, " if traceback.rank else ""
         cause = f"the traceback is cut off before its exception ({where}line {traceback.line})"
+        known = False
     else:
         cause = _clip(evidence.ledger.stopped_at or "no traceback in the log")
     exit_event = evidence.exit
-    if exit_event is not None and exit_event.values.get("killed"):
+    killed = exit_event is not None and bool(exit_event.values.get("killed"))
+    host = host_memory(evidence)
+    if host is not None:
+        findings.append(host_finding(host, evidence))
+    if exit_event is not None and killed:
         findings.append(
             Finding(
                 id="killed",
@@ -159,20 +203,42 @@ def _crash(evidence: Evidence) -> Diagnosis:
                 evidence=[evidence.at(exit_event.line)],
             )
         )
-    findings.append(
-        Finding(
-            id="not_memory",
-            severity=Severity.INFO,
-            message=f"not a memory problem: {cause}; no out-of-memory text in the log",
-            evidence=[evidence.at(traceback.line if traceback else evidence.outcome_line)],
+    at = [evidence.at(traceback.line if traceback else evidence.outcome_line)]
+    if host is not None or killed:
+        verdict_end = (
+            "host RAM, not GPU memory"
+            if host is not None
+            else ("killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory")
         )
-    )
-    findings += site_finding(evidence) + free_rose_after_pool(evidence)
+    elif known:
+        findings.append(
+            Finding(
+                id="not_memory",
+                severity=Severity.INFO,
+                message=f"not a memory problem: {cause}; no out-of-memory text in the log",
+                evidence=at,
+            )
+        )
+        verdict_end = "not a memory problem"
+    else:
+        findings.append(
+            Finding(
+                id="error_not_in_log",
+                severity=Severity.INFO,
+                message=(
+                    f"the error that ended the startup is not in the log: {cause}; no "
+                    "out-of-memory text either"
+                ),
+                evidence=at,
+            )
+        )
+        verdict_end = "the error is not in the log"
+    findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
     return _diagnosis(
         evidence,
         outcome="crash",
         phase=phase,
-        verdict=f"crash during {PHASE_TEXT[phase]}: {cause} - not a memory problem",
+        verdict=f"crash during {PHASE_TEXT[phase]}: {cause} - {verdict_end}",
         failed_rank=_failed_rank(evidence),
         findings=findings,
     )
@@ -181,32 +247,46 @@ def _crash(evidence: Evidence) -> Diagnosis:
 def _truncated(evidence: Evidence) -> Diagnosis:
     phase, last = milestone(evidence)
     at = f" (last memory line: {last.line})" if last is not None else ""
+    # `Capture cuda graph end` is the last line: the graphs are done, the ready line is not
+    where = (
+        "after CUDA-graph capture"
+        if last is not None and last.kind is EventKind.CAPTURE_END
+        else f"during {PHASE_TEXT[phase]}"
+    )
     findings = [
         Finding(
             id="truncated",
             severity=Severity.INFO,
             message=(
-                f"the log ends during {PHASE_TEXT[phase]}{at} with no error and no ready line: "
+                f"the log ends {where}{at} with no error and no ready line: "
                 "whether the startup failed is not in the log"
             ),
             evidence=[evidence.at(last.line)] if last is not None else [],
         )
     ]
-    if phase is Phase.GRAPH_CAPTURE:
+    if phase is Phase.GRAPH_CAPTURE and where.startswith("during"):
         findings += capture_point(evidence)[0]
-    findings += free_rose_after_pool(evidence)
+    headroom, suggestions = zero_headroom(evidence)
+    findings += headroom + free_rose_after_pool(evidence) + serving_notes(evidence)
+    verdict = f"log ends {where}{at}: no error text, outcome unknown"
+    if headroom:
+        verdict = f"log ends {where}{at}: {headroom[0].message}"
+        levers = [_phrase(s) for s in suggestions if s.value is not None][:1]
+        verdict += f"; {levers[0]}" if levers else ""
     return _diagnosis(
         evidence,
         outcome="truncated",
         phase=phase,
-        verdict=f"log ends during {PHASE_TEXT[phase]}{at}: no error text, outcome unknown",
+        verdict=verdict,
         findings=findings,
+        suggestions=suggestions,
     )
 
 
 def _ready(evidence: Evidence) -> Diagnosis:
     headroom, suggestions = zero_headroom(evidence)
     findings = headroom + free_rose_after_pool(evidence) + mfs_below_default(evidence)
+    findings += serving_notes(evidence)
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
     if warnings:

@@ -95,6 +95,8 @@ class Evidence:
     traceback: Event | None
     """The traceback that names the failure (the OOM's, else the first from SGLang code)."""
     exit: Event | None
+    exhausted: list[Event]
+    """SGLang's pools (or the host's memory) running out: `pool_exhausted` events."""
 
     def at(self, line: int | None) -> str:
         return f"{self.path}:{line}" if line is not None else self.path
@@ -178,4 +180,5 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
         refusal=refusals[0] if refusals else None,
         traceback=_choose_traceback(by_kind.get(EventKind.TRACEBACK, []), oom, startup.rank),
         exit=exits[0] if exits else None,
+        exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),
     )

@@ -13,6 +13,7 @@ import math
 from memledger.diagnosis.arithmetic import above_step, floor_step, g, gib_ceil, next_power_of_two
 from memledger.diagnosis.evidence import Evidence, frames_of, innermost_sglang_frame
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.pools import unknown_budget_mfs
 from memledger.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     BUDGET_CITATION,
@@ -385,6 +386,9 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
         lowered = lower_mfs(evidence, missing, f"{g(missing)} was missing")
         if lowered is not None:
             suggestions.append(lowered)
+        elif budget.mem_fraction_static is None or budget.pre_load is None:
+            # no P or mfs in the log: the lever without a value (never a tp claim it cannot make)
+            suggestions.append(unknown_budget_mfs(evidence, missing, phase))
     if phase is Phase.GRAPH_CAPTURE:
         suggestions.extend(_graph_levers(evidence, failing_bs, sizes))
     elif phase in (Phase.WARMUP, Phase.SERVING):

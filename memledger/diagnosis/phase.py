@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.events import Event, EventKind
-from memledger.sglang.failure_rules import PHASE_FRAMES, WARMUP_CONTEXT, Phase
+from memledger.sglang.failure_rules import PHASE_FRAMES, SERVING_SHAPES, WARMUP_CONTEXT, Phase
 
 # The phase a startup is in once it has printed a line of this kind (until the next milestone).
 _MILESTONE_PHASE: dict[EventKind, Phase] = {
@@ -21,6 +21,7 @@ _MILESTONE_PHASE: dict[EventKind, Phase] = {
     EventKind.KV_ALLOCATED: Phase.MEMORY_POOL,
     EventKind.MAMBA_ALLOCATED: Phase.MEMORY_POOL,
     EventKind.SWA_POOL: Phase.MEMORY_POOL,
+    EventKind.SWA_SPLIT: Phase.MEMORY_POOL,
     EventKind.MEMORY_POOL_END: Phase.AFTER_POOL,
     EventKind.ATTENTION_BACKEND_BEGIN: Phase.AFTER_POOL,
     EventKind.ATTENTION_BACKEND_END: Phase.AFTER_POOL,
@@ -73,8 +74,13 @@ def failure_phase(evidence: Evidence) -> Phase:
         phase = traceback_phase(evidence.traceback)
     if phase is None:
         phase = milestone(evidence)[0]
-    if phase is Phase.SERVING and not _ready_before(evidence):
-        # the server never said it was up: the request that failed was the warmup request
+    if phase is Phase.UNKNOWN and any(
+        e.values.get("shape") in SERVING_SHAPES for e in evidence.exhausted
+    ):
+        phase = Phase.SERVING  # a request was refused or retracted: the server was serving
+    if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
+        # the server never said it was up: the request that failed was the warmup request (a
+        # traceback pasted alone, without startup lines, says nothing about that)
         phase = Phase.WARMUP
     return phase
 

@@ -20,6 +20,19 @@ Shapes, with where they come from:
   in v0.5.23 model_executor/pool_configurator.py:96) and `Loaded weights leave no GPU memory
   for the KV cache under --mem-fraction-static=F. Raise --mem-fraction-static above S
   (minimum viable = 1 - available/pre = M).` (v0.5.23 mem_cache/kv_cache_configurator.py:3042-3058).
+* SGLang's own pools running out while serving (not the allocator: a pool sized at startup is
+  full): `Prefill out of memory. Try to lower your batch size.` / `Decode out of memory. Try to
+  lower your batch size.` (v0.5.8 mem_cache/common.py:284, :413; v0.4.6 schedule_batch.py:901,
+  :936), `alloc_req_slots runs out of memory. Please set a smaller number for
+  `--max-running-requests`.` (v0.5.8 mem_cache/common.py:321), the retraction notes `KV cache
+  pool is full. Retract requests.` (v0.5.8 managers/scheduler.py:2209) and `Decode out of memory
+  happened. #retracted_reqs: N` (v0.4.6 managers/scheduler.py:1499), and a request longer than
+  the pool: `Input length (N tokens) exceeds the maximum allowed length (M tokens).` (v0.5.8
+  managers/utils.py:121, where M = min(context_len - 1, max_total_num_tokens - 1) - 5,
+  managers/tp_worker.py:286-290). Host memory: `[Errno 12] Cannot allocate memory`,
+  `DefaultCPUAllocator: can't allocate memory`, `std::bad_alloc`.
+* A traceback frame whose code line builds the request-to-token table (`ReqToTokenPool(`,
+  `self.req_to_token = torch.zeros(`) marks the traceback `pool=req_to_token`.
 * Process ends: a standalone `Killed` (the shell reporting SIGKILL), `Exit code: -9`
   (v0.5.8 entrypoints/engine.py:853), `... terminated with -9`
   (v0.5.8 managers/data_parallel_controller.py:582).
@@ -74,6 +87,43 @@ EXCEPTION_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
     r"(?::\s*(?P<message>.*))?$"
 )
+# (regex, pool, shape): SGLang's own pools exhausted, and the host's memory (module docstring)
+POOL_EXHAUSTED_TEXTS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(r"Prefill out of memory\.(?:.*?Try to allocate (?P<tokens>\d+) tokens)?"),
+        "kv",
+        "prefill",
+    ),
+    (re.compile(r"Decode out of memory\. Try to lower"), "kv", "decode"),
+    (re.compile(r"alloc_req_slots runs out of memory"), "req_slots", "alloc_req_slots"),
+    (re.compile(r"KV cache pool is full\. Retract requests"), "kv", "retract"),
+    (
+        re.compile(r"Decode out of memory happened\.(?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
+        "kv",
+        "retract",
+    ),
+    (
+        re.compile(
+            r"Input length \((?P<tokens>\d+) tokens\) exceeds the maximum allowed length "
+            r"\((?P<limit>\d+) tokens\)"
+        ),
+        "request_length",
+        "too_long",
+    ),
+    (
+        re.compile(
+            r"\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: can't allocate memory"
+            r"|std::bad_alloc"
+        ),
+        "host",
+        "host_memory",
+    ),
+)
+_POOL_WORDS = ("of memory", "pool is full", "allowed length", "allocate memory", "bad_alloc")
+"""Every POOL_EXHAUSTED_TEXTS pattern holds one of these (a cheap test first)."""
+REQ_TO_TOKEN_CODE_RE = re.compile(r"ReqToTokenPool\(|self\.req_to_token\s*=")
+"""A frame's code line that builds the request-to-token table (v0.5.8 mem_cache/memory_pool.py:136,
+model_executor/model_runner_kv_cache_mixin.py:384)."""
 KILLED_RE = re.compile(r"^Killed\b")
 EXIT_CODE_RE = re.compile(r"(?:Exit code:|terminated with|exitcode=|exit code)\s*(-?\d+)")
 SIGKILL_EXIT_CODES = frozenset({-9, 137})
@@ -162,6 +212,24 @@ def read_kv_refusal(text: str) -> dict[str, Value] | None:
     return values
 
 
+def read_pool_exhausted(text: str) -> dict[str, Value] | None:
+    """SGLang's own pool (or the host's memory) running out, or None (module docstring)."""
+    if not any(word in text for word in _POOL_WORDS):
+        return None  # every pattern holds one of these
+    for pattern, pool, shape in POOL_EXHAUSTED_TEXTS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        values: dict[str, Value] = {"pool": pool, "shape": shape}
+        for key in ("tokens", "limit"):
+            group = match.groupdict().get(key)
+            number = _count(group) if group else None
+            if number is not None:
+                values[key] = number
+        return values
+    return None
+
+
 def read_process_exit(text: str) -> dict[str, Value] | None:
     """A process end the log reports (`Killed`, a non-zero exit code), or None."""
     if "Killed" not in text and "xit" not in text and "terminated with" not in text:
@@ -205,6 +273,9 @@ class _Block:
     context: str
     frames: list[tuple[str, int, str]] = field(default_factory=list)
     n_frames: int = 0
+    after_frame: bool = False
+    """The previous line was a frame (this one is its code line)."""
+    pool: str = ""
 
 
 @dataclass
@@ -228,12 +299,15 @@ class ErrorTextReader:
             rank = opener[1] if opener is not None and opener[0] == line - 1 else ""
         found: list[ErrorReading] = []
         start = TRACEBACK_RE.search(text) if "Traceback" in text else None
+        frame = FRAME_RE.match(text) if start is None else None
         if start is not None:
             found.extend(self.finish())
             context = text[: start.start()].strip().rstrip(":").strip()
             self._block = _Block(line=line, rank=rank, context=context)
-        elif self._block is not None:
-            frame = FRAME_RE.match(text)
+        elif frame is not None and self._block is None:
+            # a traceback pasted without its `Traceback (most recent call last):` head
+            self._block = _Block(line=line, rank=rank, context="")
+        if start is None and self._block is not None:
             if frame is not None:
                 block = self._block
                 block.n_frames += 1
@@ -241,7 +315,11 @@ class ErrorTextReader:
                     (short_path(frame["path"]), int(frame["lineno"]), frame["func"])
                 )
                 del block.frames[:-MAX_FRAMES]
+                block.after_frame = True
                 return found
+            if self._block.after_frame and REQ_TO_TOKEN_CODE_RE.search(text):
+                self._block.pool = "req_to_token"
+            self._block.after_frame = False
             exception = EXCEPTION_RE.match(text.strip())
             if exception is not None:
                 found.append(self._close(exception["type"], exception["message"] or ""))
@@ -251,6 +329,9 @@ class ErrorTextReader:
         refusal = read_kv_refusal(text)
         if refusal is not None:
             found.append(ErrorReading(EventKind.KV_REFUSAL, line, rank, text, values=refusal))
+        exhausted = read_pool_exhausted(text)
+        if exhausted is not None:
+            found.append(ErrorReading(EventKind.POOL_EXHAUSTED, line, rank, text, values=exhausted))
         ended = read_process_exit(text)
         if ended is not None:
             found.append(ErrorReading(EventKind.PROCESS_EXIT, line, rank, text, values=ended))
@@ -271,5 +352,7 @@ class ErrorTextReader:
             "exception": exception,
             "message": message[:MESSAGE_CAP],
         }
+        if block.pool:
+            values["pool"] = block.pool
         summary = f"{exception}: {message}" if exception else "traceback cut off (no exception)"
         return ErrorReading(EventKind.TRACEBACK, block.line, block.rank, summary, values=values)

@@ -23,6 +23,9 @@ CRASH_RE = re.compile(
 )
 EXIT_CODE_RE = re.compile(r"Exit code:\s*(-?\d+)")
 READY_TEXT = "The server is fired up and ready to roll"
+RETRACTION_TEXT = "Decode out of memory happened"
+"""SGLang retracting requests when the KV pool fills while serving (v0.4.6
+managers/scheduler.py:1499, an INFO line): the server goes on, so it is no OOM outcome."""
 
 # A quoted value (`text="how do I fix an OOM?"` in a logged request, a model path) is data the
 # server echoes, not what happened to it: outcome phrases are not looked for inside one.
@@ -48,7 +51,7 @@ def outcome_kind(text: str) -> tuple[EventKind, str] | None:
         return None  # the common case, without the regexes below (quoted values only remove)
     if "'" in text or '"' in text:
         text = _QUOTED_VALUE_RE.sub(" ''", text)
-    oom = OOM_RE.search(text)
+    oom = OOM_RE.search(text) if RETRACTION_TEXT not in text else None
     if oom:
         return EventKind.OOM, oom.group(0)
     crash = CRASH_RE.search(text)

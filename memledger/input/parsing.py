@@ -60,7 +60,13 @@ EVENTS_PER_KIND_CAP = 2000
 (a runtime line repeated for days) lines are counted as not kept, so memory stays flat."""
 
 _ERROR_KINDS = frozenset(
-    {EventKind.OOM_MESSAGE, EventKind.KV_REFUSAL, EventKind.TRACEBACK, EventKind.PROCESS_EXIT}
+    {
+        EventKind.OOM_MESSAGE,
+        EventKind.KV_REFUSAL,
+        EventKind.TRACEBACK,
+        EventKind.PROCESS_EXIT,
+        EventKind.POOL_EXHAUSTED,
+    }
 )
 _RANK_AGNOSTIC = (
     frozenset({EventKind.SERVER_ARGS, EventKind.READY, EventKind.OOM, EventKind.CRASH})

@@ -81,6 +81,10 @@ PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
     ("__init__", "graph_runner", Phase.GRAPH_CAPTURE),
     ("_execute_server_warmup", "", Phase.WARMUP),
     ("_wait_and_warmup", "", Phase.WARMUP),
+    # the scheduler's forward pass (v0.5.8 managers/tp_worker.py forward_batch_generation; the
+    # overlap thread's forward_thread_func_): a batch being served (or the warmup request)
+    ("forward_batch_generation", "tp_worker", Phase.SERVING),
+    ("forward_thread_func_", "tp_worker", Phase.SERVING),
     ("run_event_loop", "", Phase.SERVING),
     ("event_loop_normal", "", Phase.SERVING),
     ("event_loop_overlap", "", Phase.SERVING),
@@ -102,6 +106,24 @@ BUDGET_CITATION = (
 MINIMUM_VIABLE_CITATION = (
     "minimum viable = 1 - A/P: v0.5.23 mem_cache/kv_cache_configurator.py:3044-3056"
 )
+SERVING_SHAPES = frozenset({"too_long", "retract", "prefill", "decode", "alloc_req_slots"})
+"""`pool_exhausted` shapes SGLang prints only while scheduling requests."""
+POOL_RAN_OUT_CITATION = (
+    "v0.5.8 mem_cache/common.py:284 (prefill), :321 (alloc_req_slots), :413 (decode)"
+)
+MAX_REQ_INPUT_LEN_CITATION = (
+    "max_req_input_len = min(context_len - 1, max_total_num_tokens - 1) - 5: v0.5.8 "
+    "managers/tp_worker.py:286-290"
+)
+REQ_TO_TOKEN_CITATION = (
+    "v0.5.8 mem_cache/memory_pool.py:136 torch.zeros((size, max_context_len), int32), sized in "
+    "model_executor/model_runner_kv_cache_mixin.py:336-386"
+)
+REQ_TO_TOKEN_EXTRA_LEN = 4
+"""max_context_len = context_len + 4 (+ speculative draft tokens), v0.5.8
+model_runner_kv_cache_mixin.py:336-338."""
+REQ_TO_TOKEN_BYTES_PER_SLOT = 4
+"""int32 entries."""
 MFS_STEP = 0.01
 """Suggested --mem-fraction-static values are rounded to this step (away from the failure)."""
 

@@ -126,6 +126,19 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec("kv_refusal", words=("enough memory", "KV cache")),
     LineSpec("traceback", words=("Traceback", 'File "')),
     LineSpec("process_exit", words=("Killed", "Exit code", "terminated with")),
+    LineSpec(
+        "pool_exhausted",
+        words=(
+            "of memory",
+            "pool is full",
+            "maximum allowed length",
+            "allocate memory",
+            "bad_alloc",
+            # a traceback's code line that builds the request-to-token table
+            "ReqToTokenPool(",
+            "self.req_to_token =",
+        ),
+    ),
 )
 
 SPECS: dict[str, LineSpec] = {spec.kind: spec for spec in LINES}

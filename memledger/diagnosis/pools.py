@@ -1,0 +1,233 @@
+"""Memory that is not the allocator's free GPU memory: SGLang's own pools running out while
+serving (the KV pool, request slots), requests longer than the pool, the request-to-token table,
+and the host's RAM. Each has the opposite lever of an allocator OOM, or no GPU lever at all.
+"""
+
+from __future__ import annotations
+
+import math
+
+from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.events import Event
+from memledger.sglang.failure_rules import (
+    MAX_REQ_INPUT_LEN_CITATION,
+    POOL_RAN_OUT_CITATION,
+    REQ_TO_TOKEN_BYTES_PER_SLOT,
+    REQ_TO_TOKEN_CITATION,
+    REQ_TO_TOKEN_EXTRA_LEN,
+    Phase,
+)
+
+Result = tuple[list[Finding], list[Suggestion]]
+
+
+def pool_failure(evidence: Evidence) -> Event | None:
+    """SGLang's KV pool or request slots ran out and the server raised (not a retraction)."""
+    return next(
+        (
+            e
+            for e in evidence.exhausted
+            if e.values.get("pool") in ("kv", "req_slots") and e.values.get("shape") != "retract"
+        ),
+        None,
+    )
+
+
+def host_memory(evidence: Evidence) -> Event | None:
+    return next((e for e in evidence.exhausted if e.values.get("pool") == "host"), None)
+
+
+def pool_ran_out(evidence: Evidence, event: Event) -> Result:
+    """A pool sized at startup is full: a bigger pool or fewer tokens at once, never less mfs."""
+    shape = str(event.values.get("shape"))
+    if event.values.get("pool") == "req_slots":
+        message = (
+            "SGLang ran out of request slots (alloc_req_slots): more requests were admitted than "
+            "the request-to-token table has rows; SGLang's own advice is a smaller "
+            "--max-running-requests"
+        )
+        levers = [
+            Suggestion(
+                knob="max_running_requests",
+                direction=Direction.LOWER,
+                value=_half(evidence.int_param("max_running_requests")),
+                why=f"fewer requests than table rows ({POOL_RAN_OUT_CITATION})",
+            )
+        ]
+    else:
+        asked = event.values.get("tokens")
+        message = (
+            f"SGLang's KV pool was full at {shape}"
+            + (f" ({asked:,} tokens asked for)" if isinstance(asked, int) else "")
+            + ": the pool sized at startup, not the allocator, ran out; a bigger pool or "
+            "fewer tokens at once helps, a lower --mem-fraction-static makes it worse"
+        )
+        pre = evidence.budget.pre_load
+        gain = f"; each 0.01 adds about {g(pre.avail_bytes * 0.01)} of KV" if pre else ""
+        levers = [
+            Suggestion(
+                knob="mem_fraction_static",
+                direction=Direction.RAISE,
+                value=None,
+                why=(
+                    "the KV pool is mfs x P minus the weights: a higher mfs buys tokens"
+                    f"{gain}, at the cost of the slack left for graphs and activations"
+                ),
+            ),
+            Suggestion(
+                knob="max_running_requests",
+                direction=Direction.LOWER,
+                value=_half(evidence.int_param("max_running_requests")),
+                why="fewer requests in a batch hold fewer KV tokens at once",
+            ),
+        ]
+        chunk = evidence.int_param("chunked_prefill_size")
+        if shape == "prefill":
+            levers.append(
+                Suggestion(
+                    knob="chunked_prefill_size",
+                    direction=Direction.LOWER,
+                    value=max(chunk // 2, 256) if chunk and chunk > 0 else None,
+                    why="a prefill chunk takes its tokens from the pool at once",
+                )
+            )
+    finding = Finding(
+        id="pool_ran_out",
+        severity=Severity.ERROR,
+        message=message,
+        evidence=[evidence.at(event.line)],
+    )
+    return [finding], levers
+
+
+def _half(value: int | None) -> int | None:
+    return math.ceil(value / 2) if value else None
+
+
+def serving_notes(evidence: Evidence) -> list[Finding]:
+    """Requests refused as longer than the pool, and KV-pool retractions, on any startup."""
+    findings: list[Finding] = []
+    too_long = [e for e in evidence.exhausted if e.values.get("shape") == "too_long"]
+    if too_long:
+        first = too_long[0]
+        limit = first.values.get("limit")
+        bound = ""
+        if isinstance(limit, int):
+            bound = (
+                f": {limit:,} + 6 = {limit + 6:,} is the smaller of the context length and the "
+                f"KV pool's max_total_num_tokens ({MAX_REQ_INPUT_LEN_CITATION})"
+            )
+            tokens = evidence.ledger.summary.kv_tokens_per_rank
+            if isinstance(tokens, int) and tokens == limit + 6:
+                bound += "; here it is the KV pool: a bigger pool accepts longer requests"
+        findings.append(
+            Finding(
+                id="request_exceeds_pool",
+                severity=Severity.INFO,
+                message=(
+                    f"{len(too_long)} request(s) refused as too long "
+                    f"({first.values.get('tokens', '?'):,} tokens, at most "
+                    f"{limit if isinstance(limit, int) else '?':,} accepted){bound}"
+                ),
+                evidence=[evidence.at(e.line) for e in too_long][:4],
+            )
+        )
+    retracts = [e for e in evidence.exhausted if e.values.get("shape") == "retract"]
+    if retracts:
+        findings.append(
+            Finding(
+                id="kv_pool_full",
+                severity=Severity.WARNING,
+                message=(
+                    f"the KV pool filled while serving and SGLang retracted requests "
+                    f"({len(retracts)} time(s)): the pool is small for this load"
+                ),
+                evidence=[evidence.at(e.line) for e in retracts][:4],
+            )
+        )
+    return findings
+
+
+def req_to_token_oom(evidence: Evidence) -> Result | None:
+    """The OOM came from building the request-to-token table: its size is set by the context
+    length and the request count, not by --mem-fraction-static or the tp size."""
+    traceback, oom = evidence.traceback, evidence.oom
+    if traceback is None or traceback.values.get("pool") != "req_to_token":
+        return None
+    requested = oom.sizes.get("requested") if oom is not None else None
+    free = oom.sizes.get("free") if oom is not None else None
+    ratio = free.bytes / requested.bytes if requested and free and requested.bytes else None
+    context = evidence.int_param("context_length")
+    running = evidence.int_param("max_running_requests")
+    table = (
+        f"max_running_requests x (context_len + {REQ_TO_TOKEN_EXTRA_LEN}) x "
+        f"{REQ_TO_TOKEN_BYTES_PER_SLOT} B ({REQ_TO_TOKEN_CITATION})"
+    )
+    finding = Finding(
+        id="req_to_token_table",
+        severity=Severity.ERROR,
+        message=(
+            f"the allocation that failed is the request-to-token table, {table}"
+            + (f": {requested.text} asked for" if requested else "")
+            + "; a long --context-length or many --max-running-requests make it large"
+        ),
+        bytes=requested.bytes if requested else None,
+        evidence=[evidence.at(traceback.line)],
+    )
+    scale = f" (x {ratio:.3f} = free / asked)" if ratio is not None else ""
+    suggestions = [
+        Suggestion(
+            knob="context_length",
+            direction=Direction.LOWER,
+            value=math.floor(context * ratio) if context and ratio is not None else None,
+            why=f"the table's width is the context length{scale}",
+        ),
+        Suggestion(
+            knob="max_running_requests",
+            direction=Direction.LOWER,
+            value=math.floor(running * ratio) if running and ratio is not None else None,
+            why=f"the table's rows are the request slots{scale}",
+        ),
+    ]
+    return [finding], suggestions
+
+
+def host_finding(event: Event, evidence: Evidence) -> Finding:
+    return Finding(
+        id="host_memory",
+        severity=Severity.WARNING,
+        message=(
+            "the host ran out of RAM (not the GPU): no GPU memory knob helps; check the host's "
+            "free memory and the container's limits"
+        ),
+        evidence=[evidence.at(event.line)],
+    )
+
+
+def unknown_budget_mfs(evidence: Evidence, missing: int, phase: Phase) -> Suggestion:
+    """Lower mfs, without a value: the log does not show P or the current fraction."""
+    oom = evidence.oom
+    capacity = oom.sizes.get("capacity") if oom is not None else None
+    bound = ""
+    if capacity is not None and capacity.bytes > 0:
+        d = missing / capacity.bytes
+        bound = (
+            f"; with P at most the GPU's {capacity.text}, {g(missing)} needs d >= {d:.4f} "
+            "(more, since P is below the capacity)"
+        )
+    when = (
+        " (if the OOM came after loading: during loading no mfs helps)"
+        if phase is Phase.UNKNOWN
+        else ""
+    )
+    return Suggestion(
+        knob="mem_fraction_static",
+        direction=Direction.LOWER,
+        value=None,
+        why=(
+            "lowering mfs by d leaves d x P more free after the pool; the log shows neither P "
+            f"(free before loading) nor the current fraction, so no value{bound}{when}"
+        ),
+    )
