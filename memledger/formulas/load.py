@@ -28,6 +28,7 @@ from memledger.formulas.expr import (
     _shown_text,
     compile_expression,
 )
+from memledger.formulas.reserved import reserved_reason
 from memledger.ledger_model import RowGroup
 
 _REQUIRED_KEYS = ("id", "label", "expression", "text", "why")
@@ -67,7 +68,9 @@ def _packaged_formulas() -> tuple[Formula, ...]:
     """The packaged formulas, read once per process (a fleet builds many ledgers)."""
     packaged = resources.files("memledger").joinpath("data", "formulas.toml")
     return tuple(
-        parse_formulas(packaged.read_text(encoding="utf-8"), "memledger/data/formulas.toml")
+        parse_formulas(
+            packaged.read_text(encoding="utf-8"), "memledger/data/formulas.toml", packaged=True
+        )
     )
 
 
@@ -76,8 +79,11 @@ def read_formulas_file(path: str | os.PathLike[str]) -> list[Formula]:
     return parse_formulas(read_config_text(path, "formulas file"), os.fspath(path))
 
 
-def parse_formulas(text: str, label: str) -> list[Formula]:
-    """Formulas from TOML text (`[[formula]]` tables); ConfigError with file:line on problems."""
+def parse_formulas(text: str, label: str, *, packaged: bool = False) -> list[Formula]:
+    """Formulas from TOML text (`[[formula]]` tables); ConfigError with file:line on problems.
+
+    A user file (not `packaged`) may redefine a packaged formula, but not take the id of a row
+    the engine reads from the log or of a summary figure (`formulas.reserved`)."""
     try:
         document = parse_nested(tomllib.loads, text, label)
     except tomllib.TOMLDecodeError as exc:
@@ -108,9 +114,21 @@ def parse_formulas(text: str, label: str) -> list[Formula]:
         formula = _formula_from_entry(entry, label, line, text)
         if formula.id in seen:
             raise ConfigError(f"duplicate formula id {formula.id!r}", path=label, line=line)
+        if not packaged:
+            _refuse_reserved(formula.id, label, _key_line(text, line, "id"))
         seen.add(formula.id)
         formulas.append(formula)
     return formulas
+
+
+def _refuse_reserved(formula_id: str, label: str, line: int | None) -> None:
+    if formula_id in {formula.id for formula in _packaged_formulas()}:
+        return
+    reason = reserved_reason(formula_id)
+    if reason is not None:
+        raise ConfigError(
+            f"formula id {formula_id!r} {reason}; choose another id", path=label, line=line
+        )
 
 
 def _formula_from_entry(entry: Any, label: str, line: int | None, text: str) -> Formula:
