@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memledger.api import ledger
-from memledger.errors import EXIT_USAGE, EXIT_OK
+from memledger.errors import EXIT_OK, EXIT_USAGE
 from memledger.formulas import load_formulas, parse_formulas
 from memledger.formulas.reserved import is_engine_row_id, reserved_reason
 from tests.conftest import SAMPLES, real_log_paths
