@@ -48,6 +48,7 @@ Per kind, the keys the engine relies on (names are stable API):
 | dspark_slot_map | `size` | `slots_per_req`, `global_slots`, ... |
 | imbalance | | `min_per_gpu_memory`, `local_gpu_memory` |
 | lora | `avail` | `phase` |
+| gpu_capacity_fallback | `using_min` (MiB, the total torch reports) | (nvidia-smi gave no memory total: GB10, MIG; printed before `server_args`, kept with the startup it precedes) |
 | ready | | |
 | oom | | `reason` (the matched text) |
 | crash | | `reason` |
@@ -114,6 +115,7 @@ class EventKind(StrEnum):
     DSPARK_SLOT_MAP = "dspark_slot_map"
     IMBALANCE = "imbalance"
     LORA = "lora"
+    GPU_CAPACITY_FALLBACK = "gpu_capacity_fallback"
     READY = "ready"
     OOM = "oom"
     CRASH = "crash"

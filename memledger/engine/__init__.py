@@ -31,6 +31,7 @@ from memledger.events import ParsedLog, Startup
 from memledger.formulas import Formula
 from memledger.ledger_model import Ledger, LedgerSource, RowKind
 from memledger.model_config import ModelDims
+from memledger.sglang.hints import INTEGRATED_NOTE, INTEGRATED_READING_ERROR
 from memledger.sizing import size_log, sizing_inputs
 
 __all__ = ["build_ledger"]
@@ -55,6 +56,10 @@ def build_ledger(
     logged = lines.span_rows(steps, audit)
     # 3. Formula inputs (`args.*`, `log.*`, `model.*`).
     inputs = variables.collect(steps, model_config, audit)
+    unified = inputs.sources.get("log.unified_memory")
+    if unified is not None:  # an integrated GPU: avail readings are host RAM
+        audit.reading_noise = INTEGRATED_READING_ERROR
+        audit.note(INTEGRATED_NOTE.format(line=unified.line))
     # 4. Load and capture spans: their own printed usage, the weights and the graph rows.
     usages = chain.span_usages(steps, audit)
     weights = loads.weights_rows(steps, logged, usages, audit)
@@ -98,12 +103,14 @@ def build_ledger(
             usable=usable,
         )
         placed += [(carve, span.key) for carve in carves]
-        intervals.append(assemble.interval(span, carves, usages.get(span.key)))
+        intervals.append(assemble.interval(span, carves, usages.get(span.key), audit.reading_noise))
     tail, tail_info = assemble.tail(steps, audit)
     placed += [(carve, None) for carve in tail]
     placed += [(carve, None) for carve in formula.outside]
     placed += [*pre_load_info, *logged.info, *weights.info, *tail_info]
     assemble.platform_labels(placed, assemble.platform(steps))
+    if audit.reading_noise:
+        assemble.note_small_releases(placed, 2 * audit.reading_noise)
     assembled = assemble.merge(parsed.path, placed)
     # 8. Balance, summary and parameters.
     partition = [row for row in assembled.rows if row.in_partition and row.bytes is not None]
@@ -119,7 +126,7 @@ def build_ledger(
         ),
         outcome=parsed.startup.outcome,
         stopped_at=chain.stopped_at(steps),
-        checkpoints=assemble.checkpoints(steps),
+        checkpoints=assemble.checkpoints(steps, audit.reading_noise),
         intervals=intervals,
         rows=assembled.rows,
         summary=summary,

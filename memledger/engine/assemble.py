@@ -20,7 +20,12 @@ from memledger.ledger_model import (
     RowKind,
     SourceLine,
 )
-from memledger.sglang.hints import Residual, hint_for
+from memledger.sglang.hints import (
+    INTEGRATED_READING_ERROR,
+    INTEGRATED_RELEASE_NOTE,
+    Residual,
+    hint_for,
+)
 from memledger.sglang.rows import PLATFORM_WORDS, platform_of
 from memledger.units import GIB
 
@@ -57,6 +62,8 @@ def span_rows(
     if residual == 0 and (released or span.closing is not None):
         return carves
     error = span.error + sum(carve.error for carve in carves if carve.in_partition)
+    if around is not None and around.integrated:
+        error += 2 * INTEGRATED_READING_ERROR
     facts = replace(
         around or Residual(span.end.event.kind, residual),
         end_kind=span.end.event.kind,
@@ -98,7 +105,7 @@ def tail(chain: Chain, audit: Audit) -> tuple[list[Carve], list[Placed]]:
     last = chain.points[-1]
     carves, info = tail_rows(chain, audit)
     remaining = last.avail.bytes - sum(carve.bytes for carve in carves)
-    error = last.avail.half_ulp + sum(carve.error for carve in carves)
+    error = last.avail.half_ulp + audit.reading_noise + sum(carve.error for carve in carves)
     audit.use_number(last.event, "avail", last.avail)
     kind = RowKind.LOGGED
     if chain.complete():
@@ -203,10 +210,17 @@ def residual_context(chain: Chain, variables: Variables, unknown: frozenset[str]
         0,
         unknown_rows=unknown,
         platform=platform(chain),
-        integrated=variables.log("integrated_gpu") is not None,
+        integrated=variables.log("unified_memory") is not None,
         attention_backend=backend if isinstance(backend, str) else None,
         request_rows=rows if isinstance(rows, int) else None,
     )
+
+
+def note_small_releases(placed: list[Placed], noise: int) -> None:
+    """On an integrated GPU a release smaller than one interval's host movement is not shown."""
+    for carve, _ in placed:
+        if carve.row_id.endswith("weights_released") and abs(carve.bytes) < noise:
+            carve.note = "; ".join(p for p in (carve.note, INTEGRATED_RELEASE_NOTE) if p)
 
 
 def platform(chain: Chain) -> str:
@@ -334,7 +348,8 @@ def _row(path: str, carve: Carve, row_id: str, interval: str | None) -> Row:
     )
 
 
-def checkpoints(chain: Chain) -> list[Checkpoint]:
+def checkpoints(chain: Chain, noise: int = 0) -> list[Checkpoint]:
+    """Every avail reading; `noise` widens each one's error (integrated GPUs)."""
     points, dist_event = chain.points, chain.dist_event
     found: list[Checkpoint] = []
     if dist_event is not None and points and points[0].event.kind == EventKind.LOAD_BEGIN:
@@ -343,7 +358,7 @@ def checkpoints(chain: Chain) -> list[Checkpoint]:
             Checkpoint(
                 id="dist_init_end",
                 avail_bytes=points[0].avail.bytes,
-                error_bytes=points[0].avail.half_ulp,
+                error_bytes=points[0].avail.half_ulp + noise,
                 line=dist_event.line,
                 text=f"{dist_event.text} (avail not printed: the load-begin reading)",
             )
@@ -356,7 +371,7 @@ def checkpoints(chain: Chain) -> list[Checkpoint]:
             Checkpoint(
                 id=point.id,
                 avail_bytes=point.avail.bytes,
-                error_bytes=point.avail.half_ulp,
+                error_bytes=point.avail.half_ulp + noise,
                 line=point.event.line,
                 text=text,
             )
@@ -364,7 +379,8 @@ def checkpoints(chain: Chain) -> list[Checkpoint]:
     return found
 
 
-def interval(span: Span, carves: list[Carve], usage: Usage | None) -> Interval:
+def interval(span: Span, carves: list[Carve], usage: Usage | None, noise: int = 0) -> Interval:
+    """The interval's account; `noise` widens each of its two readings' error."""
     partition = [carve for carve in carves if carve.in_partition]
     slack = usage.rounding_slack if usage is not None and usage.closed else 0
     return Interval(
@@ -373,7 +389,7 @@ def interval(span: Span, carves: list[Carve], usage: Usage | None) -> Interval:
         drop_bytes=span.drop,
         logged_bytes=sum(c.bytes for c in partition if c.kind == RowKind.LOGGED),
         named_bytes=sum(c.bytes for c in partition if c.kind == RowKind.DERIVED),
-        error_bytes=span.error + slack,
+        error_bytes=span.error + slack + 2 * noise,
     )
 
 

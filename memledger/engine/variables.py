@@ -237,6 +237,12 @@ def _model_type(r: Reading) -> Found:
     return None
 
 
+def _unified_memory(r: Reading) -> Found:
+    """1 when nvidia-smi gave SGLang no memory total (the GB10 / unified-memory fallback line)."""
+    line = r.first(EventKind.GPU_CAPACITY_FALLBACK)
+    return None if line is None else (1, line)
+
+
 def _format_version(r: Reading) -> Found:
     return format_version(r.chain.events), None
 
@@ -274,6 +280,11 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),
     LogInput("model_type", _model_type, "no `type=` on the target's load-end line"),
+    LogInput(
+        "unified_memory",
+        _unified_memory,
+        "no `Failed to get GPU memory capacity from nvidia-smi` line",
+    ),
     LogInput("dspark_slots_per_req", _slot_map("slots_per_req")),
     LogInput("dspark_multiplier", _slot_map("multiplier")),
     LogInput("load_begin_avail_bytes", _load_begin_avail(False), "no load-begin avail reading"),

@@ -69,10 +69,21 @@ _ERROR_KINDS = frozenset(
     }
 )
 _RANK_AGNOSTIC = (
-    frozenset({EventKind.SERVER_ARGS, EventKind.READY, EventKind.OOM, EventKind.CRASH})
+    frozenset(
+        {
+            EventKind.SERVER_ARGS,
+            EventKind.READY,
+            EventKind.OOM,
+            EventKind.CRASH,
+            EventKind.GPU_CAPACITY_FALLBACK,
+        }
+    )
     | _ERROR_KINDS
 )
 _BARE_RANK0 = frozenset({EventKind.CAPTURE_PROGRESS, EventKind.SUMMARY})
+_BEFORE_STARTUP = frozenset({EventKind.GPU_CAPACITY_FALLBACK})
+"""Rank-agnostic lines SGLang prints while building ServerArgs, before the `server_args` line
+that starts a startup: they belong to the startup that follows them."""
 _PROGRESS_EVERY = 64 << 20
 
 
@@ -473,7 +484,13 @@ def parse_log(
             return selection.rank0 and event.kind in _BARE_RANK0
         return event.rank in selection.tags
 
-    in_range = [s for s in collector.stored if lo <= s.event.line <= hi]
+    def in_startup(item: _Stored) -> bool:
+        line = item.event.line
+        if item.event.kind in _BEFORE_STARTUP:
+            return next((start for start in starts if start >= line), starts[-1]) == lo
+        return lo <= line <= hi
+
+    in_range = [s for s in collector.stored if in_startup(s)]
     events = [s.event for s in in_range if selected(s)]
     outcome, outcome_line, outcome_text, outcome_events = _outcome(
         collector, lo, hi, selection, any_tag

@@ -403,4 +403,12 @@ EXAMPLES: tuple[Example, ...] = (
         {"avail": "10.00 GB"},
         {"phase": "starts"},
     ),
+    Example(
+        "Failed to get GPU memory capacity from nvidia-smi. Falling back to "
+        "torch.cuda.mem_get_info(). Reported total GPU memory per device (MiB): [124546], "
+        "using min: 124546 MiB.",
+        EventKind.GPU_CAPACITY_FALLBACK,
+        {"using_min": "124546 MiB"},
+        {},
+    ),
 )

@@ -28,6 +28,26 @@ FLASHINFER_DEFAULT_WORKSPACE = 384 * MIB
 """SGLANG_FLASHINFER_WORKSPACE_SIZE's default (v0.5.10 environ.py:349)."""
 
 
+INTEGRATED_READING_ERROR = (1 << 30) // 4
+"""± bytes added to every avail reading on an integrated GPU. SGLang's source bounds nothing
+here (host RAM moves with page cache and other processes); memledger's choice, so that one
+interval (two readings, ±0.5 GiB) covers the largest movement the real GB10 logs show: single/005's
+KV pool logged 0.40 GiB above its interval's drop."""
+
+INTEGRATED_RELEASE_NOTE = (
+    "within the host-RAM movement of an integrated GPU (±0.5 GiB an interval): not shown to be "
+    "a weight release"
+)
+
+INTEGRATED_NOTE = (
+    "integrated GPU (nvidia-smi reported no memory total, line {line}: GB10-style unified "
+    "memory): SGLang reads avail as the host's available RAM, psutil.virtual_memory().available "
+    "(v0.5.16 utils/common.py:414-419, from 0.5.9), which page cache and other processes move; "
+    "every reading's error is widened by ±0.25 GiB and residuals within it are host movement "
+    "as much as GPU allocations"
+)
+
+
 @dataclass(frozen=True)
 class Residual:
     """What a hint may look at: one interval's residual and what the log says around it."""
@@ -88,16 +108,6 @@ HINTS: tuple[ResidualHint, ...] = (
         "end of this interval, so the drop is capped at what was free (allocations past that "
         "point are not seen)",
         lambda r: r.end_at_floor and r.bytes > 0,
-    ),
-    ResidualHint(
-        "integrated_gpu_host_ram",
-        # v0.5.16 utils/common.py:414-419 (and from 0.5.9, utils/common.py:528): when
-        # torch.cuda.get_device_properties(gpu).is_integrated, avail is
-        # psutil.virtual_memory().available.
-        "likely: host-memory movement, not a GPU allocation: on an integrated GPU SGLang reads "
-        "avail as the host's available RAM (psutil.virtual_memory().available, v0.5.16 "
-        "utils/common.py:414-419), which page cache and other processes move",
-        lambda r: r.integrated,
     ),
     ResidualHint(
         "req_to_token_unsized",
@@ -171,12 +181,23 @@ HINTS: tuple[ResidualHint, ...] = (
 )
 
 
+# v0.5.16 utils/common.py:414-419 (from 0.5.9, utils/common.py:528): when
+# torch.cuda.get_device_properties(gpu).is_integrated, avail is psutil.virtual_memory().available.
+INTEGRATED_HINT = (
+    "likely: host-memory movement as much as a GPU allocation: on an integrated GPU SGLang "
+    "reads avail as the host's available RAM (psutil.virtual_memory().available, v0.5.16 "
+    "utils/common.py:414-419), which page cache and other processes move; otherwise"
+)
+"""Put before the interval's own hint when the GPU is integrated (GB10)."""
+
+
 def hint_for(residual: Residual, usable: int | None) -> str | None:
     """The hint for a residual of this size at this interval, or None when it is noise."""
     share = abs(residual.bytes) / usable if usable else 0.0
     if abs(residual.bytes) <= HINT_THRESHOLD_BYTES and share <= HINT_THRESHOLD_SHARE:
         return None
-    return next(hint.text for hint in HINTS if hint.holds(residual))
+    text = next(hint.text for hint in HINTS if hint.holds(residual))
+    return f"{INTEGRATED_HINT} {text.removeprefix('likely: ')}" if residual.integrated else text
 
 
 def hint_named(name: str) -> ResidualHint:

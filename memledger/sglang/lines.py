@@ -105,6 +105,11 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec("dspark_slot_map", "DSpark draft SWA slot map", ("DSpark",)),
     LineSpec("imbalance", "The memory capacity is unbalanced", ("unbalanced",)),
     LineSpec("lora", "LoRA adapter loading", ("LoRA",), checkpoint=True),
+    # nvidia-smi gave no memory total (unified-memory GPUs such as GB10 print [N/A]; MIG):
+    # v0.5.16 utils/common.py:656-662, the fallback's warning at :621-625.
+    LineSpec(
+        "gpu_capacity_fallback", "Failed to get GPU memory capacity", ("GPU memory capacity",)
+    ),
     # ---- outcome evidence (matched by memledger.input.parsing, not by the grammar)
     LineSpec("ready", words=("fired up",)),
     LineSpec("oom", words=("OOM", "OutOfMemory")),
