@@ -15,9 +15,11 @@ from memledger.engine.audit import Audit
 from memledger.engine.chain import Chain
 from memledger.engine.roles import TARGET
 from memledger.events import Event, EventKind
+from memledger.formulas import version_code
 from memledger.ledger_model import LOG_PARAM_PREFIX
 from memledger.model_config import ModelDims
 from memledger.sglang.versions import (
+    DEFAULT_REQUESTS,
     EXTRA_SLOTS,
     GLOBAL_REQ_ROWS,
     REQ_PADDING_ROW,
@@ -106,7 +108,46 @@ def _context_len(r: Reading) -> Found:
     if isinstance(context_len, int):
         return context_len, r.summary
     given = r.chain.args.get("context_length")
-    return (given, r.args_event) if isinstance(given, int) else None
+    if isinstance(given, int):
+        return given, r.args_event
+    model = r.found.values.get("model.max_position_embeddings")
+    if isinstance(model, int) and not isinstance(model, bool) and model > 0:
+        # SGLang's context_len without --context-length: the model's max_position_embeddings
+        # (model_config.get_context_length; rope-scaling factors are not applied here).
+        r.audit.note(
+            f"context_len {model} from the model config's max_position_embeddings "
+            "(no summary line and no context_length in server_args)"
+        )
+        return model, None
+    return None
+
+
+def _default_requests(r: Reading) -> int | None:
+    """SGLang's request count when --max-running-requests is not given (versions.DEFAULT_REQUESTS),
+    for a log whose server_args say so and whose release and model the rule is known for."""
+    args = r.chain.args
+    if (
+        r.args_event is None
+        or args.get("max_running_requests") is not None
+        or args.get("speculative_algorithm") is not None
+        or r.first(EventKind.MAMBA_ALLOCATED) is not None
+        or not holds(DEFAULT_REQUESTS, r.found.format_version)
+    ):
+        return None
+    context_len, tokens = r.found.log("context_len"), _kv_tokens(r)
+    if not isinstance(context_len, int) or context_len <= 0 or tokens is None:
+        return None
+    total = tokens[0]
+    if not isinstance(total, int):
+        return None
+    requests = min(max(int(total / context_len * 512), 2048), 4096)
+    if r.found.format_version >= version_code("0.5.10"):
+        requests = min(requests, total // 2)
+    r.audit.note(
+        f"max_running_requests {requests}: SGLang's default ({DEFAULT_REQUESTS.what}) with "
+        f"T={total} and context_len {context_len}: no summary line"
+    )
+    return requests
 
 
 def _max_running_requests(r: Reading) -> Found:
@@ -116,7 +157,8 @@ def _max_running_requests(r: Reading) -> Found:
         return mrr, r.summary
     user = _positive_int(r.chain.args.get("max_running_requests"))
     if user is None:
-        return None
+        default = _default_requests(r)
+        return None if default is None else (default, r.args_event)
     dp_size = r.found.log("dp_size", 1)
     per_dp = max(1, user // dp_size) if r.chain.args.get("enable_dp_attention") else user
     if r.summary is None:
@@ -133,6 +175,10 @@ def _max_running_requests_global(r: Reading) -> Found:
     user = _positive_int(r.chain.args.get("max_running_requests"))
     if user is not None:
         return user, r.args_event
+    if r.summary is None and r.chain.args.get("max_running_requests") is None:
+        # SGLang's own default is per rank: never multiplied by dp_size.
+        per_rank = r.found.log("max_running_requests")
+        return None if per_rank is None else (per_rank, r.args_event)
     per_dp = r.found.log("max_running_requests")
     if not isinstance(per_dp, int):
         return None
@@ -273,7 +319,8 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     LogInput(
         "slots",
         _slots,
-        "max_running_requests unknown: no summary line and none in server_args",
+        "max_running_requests unknown: no summary line and none in server_args; SGLang's "
+        "default count needs context_len (--model-config gives max_position_embeddings)",
     ),
     LogInput("kv_tokens", _kv_tokens, "no KV #tokens and no max_total_num_tokens in the log"),
     LogInput("max_total_num_tokens", _max_total_num_tokens),

@@ -290,12 +290,24 @@ REQ_PADDING_ROW = VersionRule(
 """v0.5.11 mem_cache/memory_pool.py:150. In 0.3.2-0.4.6 the pool also had max_num_reqs + 1 rows,
 but the printed max_running_requests already is the pool size (v0.4.1 tp_worker.py:92-98)."""
 
+DEFAULT_REQUESTS = VersionRule(
+    "default_max_running_requests",
+    ">= 0.5.2",
+    "model_executor/model_runner_kv_cache_mixin.py : init_memory_pool (max_num_reqs)",
+    "without --max-running-requests the pools are sized for min(max(int(T / context_len x 512), "
+    "2048), 4096) requests (T: the KV tokens; from 0.5.10 also at most T // 2)",
+)
+"""v0.5.2 model_runner.py:1252-1261, v0.5.8 model_runner_kv_cache_mixin.py:252-265, v0.5.10
+:840-851 (and the T // 2 cap), v0.5.16 mem_cache/kv_cache_configurator.py:1626-1635. Not applied
+to hybrid Mamba/GDN models or speculative decoding, which cap or adjust it further."""
+
 RULES: tuple[VersionRule, ...] = (
     EXTRA_SLOTS,
     SWA_ORDER,
     MEMORY_BASELINE,
     GLOBAL_REQ_ROWS,
     REQ_PADDING_ROW,
+    DEFAULT_REQUESTS,
 )
 
 

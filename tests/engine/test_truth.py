@@ -105,6 +105,22 @@ def test_4_6_13_req_to_token_rows_by_version(name: str, rows: int) -> None:
     assert ledger(name).summary.slots == rows
 
 
+def test_4_req_to_token_rows_by_sglangs_default_when_mrr_is_not_given() -> None:
+    # single/007 (Kimi-K2.5, crashed before its summary line): --max-running-requests None, so
+    # SGLang sized the table for min(max(int(T / ctx x 512), 2048), 4096) = 4096 requests
+    # (v0.5.8 model_runner_kv_cache_mixin.py:252-265); ctx from the model's config.
+    kimi = ModelDims(path="kimi.json", extra={"max_position_embeddings": 262_144})
+    found = build_ledger(
+        parse_log(real_log("single/007")), formulas=load_formulas(), model_config=kimi
+    )
+    table = row(found, "req_to_token")
+    assert table.evidence.inputs["rows"] == 4096 and table.bytes == 4096 * 262_148 * 4
+    residual = row(found, "unexplained.memory_pool_end")
+    assert residual.bytes is not None and residual.bytes < 0.1 * GIB  # was 4.08 GiB
+    unknown = row(ledger("single/007"), "req_to_token")  # without the context: said why
+    assert unknown.kind is RowKind.UNKNOWN and "--model-config" in (unknown.evidence.note or "")
+
+
 def test_7_old_draft_extend_capture_text_is_not_taken_for_0_5_14() -> None:
     for name in ("complex/001", "complex/007"):
         assert ledger(name).parameters["ledger.format_version_at_least"] != "0.5.14"
