@@ -13,8 +13,8 @@ import pytest
 import memledger
 from memledger.sglang.sizing_rules import RULE, RULES, version_code
 from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
+from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.inputs import KVPool, MambaState, Reading
-from memledger.sizing.requests import default_mem_fraction_static
 from memledger.sizing.version import VersionRange
 from memledger.units import GIB
 
@@ -319,22 +319,71 @@ def test_rule_req_to_token_per_dp() -> None:
     assert pred.req_to_token_cols == 1_048_576 + 4 + 5
 
 
+def _default(read: SizingInputs, settings: Settings) -> float | None:
+    found = default_mem_fraction_static(read, settings)
+    return None if found is None else found.value
+
+
 def test_rule_mfs_default() -> None:
-    """reserved MiB -> round((gpu - reserved) / gpu, 3): v0.5.8 server_args.py:988-1031."""
+    """reserved MiB -> round((gpu - reserved) / gpu, 3): v0.5.8 server_args.py:988-1031;
+    0.5.10 adds the piecewise-graph term and a 4 GiB speculative reserve (v0.5.10
+    server_args.py:1280-1329)."""
     read = inputs(
         version=("0.5.9", "0.5.9"),
         knobs={"mem_fraction_static": None, "chunked_prefill_size": 2048, "tp_size": 1},
     )
     small = Settings(gpu_memory_mib=16_384, cuda_graph_max_bs=8)
-    assert default_mem_fraction_static(read, small) == round(
-        (16_384 - (512 + 3072 + 16 + 128)) / 16_384, 3
-    )
+    assert _default(read, small) == round((16_384 - (512 + 3072 + 16 + 128)) / 16_384, 3)
     big = Settings(gpu_memory_mib=81_559, cuda_graph_max_bs=256)
-    assert default_mem_fraction_static(read, big) == round((81_559 - 10_240) / 81_559, 3)
-    newer = inputs(version=("0.5.20", "0.5.23"))
-    assert default_mem_fraction_static(newer, small) is None
+    assert _default(read, big) == round((81_559 - 10_240) / 81_559, 3)
+    old = inputs(version=("0.4.7", "0.5.2"))
+    assert _default(old, small) is None
     pred = predict(read, small)
-    assert pred.terms[2].kind == "inferred"
+    assert pred.terms[2].kind == "inferred" and pred.terms[2].rule == "mfs_default"
+    assert "server_args.py:988-1031" in pred.terms[2].source
+    # 0.5.10: piecewise graphs on (not disabled): 2048 max tokens -> 39 sizes x 8 MiB
+    piecewise = inputs(
+        version=("0.5.10", "0.5.10"),
+        knobs={
+            "mem_fraction_static": None,
+            "chunked_prefill_size": 2048,
+            "disable_piecewise_cuda_graph": False,
+            "speculative_algorithm": "EAGLE",
+        },
+        target=[pool(10, 4096)],
+    )
+    sizes = len([*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32)])
+    sizes += len([*range(576, 1025, 64), *range(1280, 2049, 256)])
+    reserved = 512 + 3072 + 16 + 128 + sizes * 8 + 4096
+    assert _default(piecewise, small) == round((16_384 - reserved) / 16_384, 3)
+
+
+def test_rule_mfs_default_graphs() -> None:
+    """0.5.14+: graphs from reserve_for_graph_mb, no speculative reserve, DeepEP + 2 GiB:
+    v0.5.16 server_args.py:4053-4088, :4164-4196, :4198-4210."""
+    knobs: dict[str, Any] = {
+        "mem_fraction_static": None,
+        "chunked_prefill_size": 8192,
+        "tp_size": 8,
+        "speculative_algorithm": "EAGLE",
+        "moe_a2a_backend": "deepep",
+        "disable_piecewise_cuda_graph": True,
+    }
+    read = inputs(version=("0.5.16", "0.5.16"), knobs=knobs, target=[pool(10, 4096)])
+    h200 = Settings(gpu_memory_mib=143_771, cuda_graph_max_bs=512)
+    reserved = max(512 + 8192 * 1.5 + 8 / 8 * 1024 + 512 * 2, 10_240) + 2048
+    assert _default(read, h200) == round((143_771 - reserved) / 143_771, 3)
+    found = default_mem_fraction_static(read, h200)
+    assert found is not None and found.rule == "mfs_default_graphs"
+    # PD decode: activation from max_running_requests x draft tokens, no prefill graphs
+    decode = inputs(
+        version=("0.5.20", "0.5.23"),
+        knobs={**knobs, "disaggregation_mode": "decode", "speculative_num_draft_tokens": 4},
+        target=[pool(10, 4096)],
+    )
+    settings = h200.model_copy(update={"max_running_requests": 1024})
+    reserved = max(512 + 4096 * 1.5 + 1024 + 512 * 2, 10_240) + 2048
+    assert _default(decode, settings) == round((143_771 - reserved) / 143_771, 3)
 
 
 def test_rules_are_unique_and_ranged() -> None:
@@ -349,3 +398,151 @@ def test_size_log_reports_a_miss_with_a_reason() -> None:
     result = size_log(read)
     assert result.mismatch is not None and "predicted" in result.mismatch
     assert result.min_mem_fraction_static == round(1 - 70 / 80, 4)
+
+
+def test_rule_swa_split_memory() -> None:
+    """0.5.9 - 0.5.10: T = rest // (F + S), full = int(T x (F + S) / (F + r S)):
+    v0.5.9 model_executor/model_runner_kv_cache_mixin.py:86-95, :251-333."""
+    full_cell, swa_cell = 49_152, 147_456
+    read = inputs(
+        version=("0.5.9", "0.5.10"),
+        target=[pool(800, swa_cell), pool(1000, full_cell)],
+        swa=(1000, 800),
+    )
+    pred = predict(read)
+    assert pred.kv_budget_bytes is not None
+    profiled = pred.kv_budget_bytes // (full_cell + swa_cell)
+    full = int(profiled * (full_cell + swa_cell) / (full_cell + 0.8 * swa_cell))
+    assert pred.tokens == full
+    assert pred.swa_tokens == int(full * 0.8)
+    # one floor before the split: not the configurator's rest // (F + r S)
+    assert pred.tokens <= pred.kv_budget_bytes // (full_cell + 0.8 * swa_cell)
+
+
+def test_rule_swa_split_layers() -> None:
+    """<= 0.5.8: total = T x n_layers split by r x n_swa + n_full (same tokens when SWA layers
+    hold as many bytes per layer as full ones): v0.5.8 model_runner_kv_cache_mixin.py:206-249."""
+    layer = 8_192
+    full_cell, swa_cell = 4 * layer, 12 * layer  # 4 full layers, 12 SWA layers
+    read = inputs(
+        version=("0.5.3", "0.5.8"),
+        target=[pool(800, swa_cell), pool(1000, full_cell)],
+        swa=(1000, 800),
+    )
+    pred = predict(read)
+    assert pred.kv_budget_bytes is not None
+    profiled = pred.kv_budget_bytes // (16 * layer)
+    assert pred.tokens == int(profiled * 16 / (0.8 * 12 + 4))
+    assert any("head count" in note for note in pred.notes)
+
+
+def test_rule_fp4_cell() -> None:
+    """fp4_e2m1: cell // 2 + elements / 16 (9/16 B per element): v0.5.8
+    model_executor/model_runner_kv_cache_mixin.py:56-67 (MLA), :88-96 (MHA)."""
+    read = inputs(
+        version=("0.5.9", "0.5.9"),
+        knobs={"kv_cache_dtype": "bf16"},
+        target=[pool(1000, 2 * 16_384)],
+    )
+    base = predict(read)
+    fp4 = predict(read, base_settings(read).model_copy(update={"kv_cache_dtype": "fp4_e2m1"}))
+    assert fp4.cell_bytes == pytest.approx(2 * 16_384 * (0.5 + 1 / 16) / 2)
+    assert fp4.tokens is not None and base.tokens is not None
+    assert fp4.tokens == pytest.approx(base.tokens * 2 / 0.5625, rel=1e-6)
+    too_old = inputs(
+        version=("0.5.2", "0.5.4"),
+        knobs={"kv_cache_dtype": "bf16"},
+        target=[pool(1000, 2 * 16_384)],
+    )
+    kept = predict(
+        too_old, base_settings(too_old).model_copy(update={"kv_cache_dtype": "fp4_e2m1"})
+    )
+    assert kept.cell_bytes == pytest.approx(2 * 16_384)
+    assert any("fp4 before 0.5.6" in note for note in kept.notes)
+
+
+def _npu_mla(layers: int, row: int, tokens: int = 68_096, page: int = 128) -> SizingInputs:
+    read = inputs(
+        version=("0.5.7", "0.5.8"),
+        p=60.78,
+        a=21.40,
+        knobs={
+            "mem_fraction_static": 0.73,
+            "device": "npu",
+            "page_size": page,
+            "attention_backend": "ascend",
+            "kv_cache_dtype": "auto",
+        },
+    )
+    kv = KVPool(
+        line=3,
+        tokens=tokens,
+        bytes=(tokens + page) * layers * row,
+        half_ulp=0,
+        dtype="torch.bfloat16",
+        combined=True,
+    )
+    return read.model_copy(update={"target_kv": [kv], "logged_kv_dtype": "torch.bfloat16"})
+
+
+def test_rule_dsa_indexer_cell() -> None:
+    """DSA sizing cell = 576 x 2 B + (128 + 128/128 x 4) x 1 B per layer (bf16): v0.5.8
+    model_executor/model_runner_kv_cache_mixin.py:70-79 (NSA indexer, uint8 + scales)."""
+    pred = predict(_npu_mla(61, 1408))
+    assert pred.cell_bytes == 61 * (576 * 2 + 132)
+    assert pred.kv_budget_bytes is not None and pred.tokens is not None
+    assert pred.tokens == pred.kv_budget_bytes // (61 * 1284) // 128 * 128
+    assert any(t.rule == "dsa_indexer_cell" for t in pred.terms)
+
+
+def test_rule_npu_dsa_pool() -> None:
+    """The Ascend pool allocates index_k in the KV dtype: (512 + 64 + 128) x 2 B per layer:
+    v0.5.8 hardware_backend/npu/memory_pool_npu.py:224-235."""
+    pred = predict(_npu_mla(61, 1408))
+    assert pred.tokens is not None
+    assert pred.kv_bytes == (pred.tokens + 128) * 61 * 1408  # allocated, not the sizing cell
+    plain = predict(_npu_mla(61, 1152))  # DeepSeek V3 MLA on NPU: no indexer
+    assert plain.cell_bytes == pytest.approx(61 * 1152)
+    newer = _npu_mla(61, 1408).model_copy(
+        update={"version": VersionRange(first=version_code("0.5.23"), last=None)}
+    )
+    assert predict(newer).cell_bytes == pytest.approx(61 * 1408)
+
+
+def _ratio_reqs(version: str, knobs: dict[str, Any]) -> int | None:
+    read = inputs(
+        version=(version, version),
+        knobs={"context_length": 4096, "max_mamba_cache_size": 60, **knobs},
+        target=[pool(100_000, 4096)],
+        mamba=_mamba(60, MIB),
+    )
+    return predict(read).max_num_reqs
+
+
+def test_rule_mamba_ratio_v057() -> None:
+    """0.5.7: ratio 5 (3 + 2) unless extra_buffer with speculative decoding (4):
+    v0.5.7 model_executor/model_runner_kv_cache_mixin.py:289-302."""
+    assert _ratio_reqs("0.5.7", {}) == 60 // 5
+    spec = {"mamba_scheduler_strategy": "extra_buffer", "speculative_algorithm": "EAGLE"}
+    assert _ratio_reqs("0.5.7", spec) == 60 // 4
+    assert _ratio_reqs("0.5.7", {"disable_radix_cache": True}) == 60
+
+
+def test_rule_mamba_ratio_spec() -> None:
+    """0.5.8 - 0.5.9: 3, +2 with extra_buffer (+1 with spec):
+    v0.5.8 model_executor/model_runner_kv_cache_mixin.py:268-281."""
+    assert _ratio_reqs("0.5.8", {}) == 60 // 3
+    assert _ratio_reqs("0.5.8", {"mamba_scheduler_strategy": "extra_buffer"}) == 60 // 5
+    spec = {"mamba_scheduler_strategy": "extra_buffer", "speculative_algorithm": "EAGLE"}
+    assert _ratio_reqs("0.5.9", spec) == 60 // 4
+
+
+def test_rule_mamba_ratio_overlap() -> None:
+    """0.5.10+: 3, +2 with extra_buffer (+1 without overlap schedule, or lazy):
+    v0.5.10 model_executor/model_runner_kv_cache_mixin.py:373-386; v0.5.13 :233-252."""
+    extra = {"mamba_scheduler_strategy": "extra_buffer"}
+    assert _ratio_reqs("0.5.11", extra) == 60 // 5
+    assert _ratio_reqs("0.5.11", {**extra, "disable_overlap_schedule": True}) == 60 // 4
+    assert _ratio_reqs("0.5.13", {"mamba_scheduler_strategy": "extra_buffer_lazy"}) == 60 // 4
+    assert _ratio_reqs("0.5.16", {"mamba_radix_cache_strategy": "extra_buffer"}) == 60 // 5
+    assert _ratio_reqs("0.5.11", {}) == 60 // 3

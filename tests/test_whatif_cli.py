@@ -169,3 +169,42 @@ def test_whatif_refuses_a_saved_ledger(tmp_path: Path, capsys: pytest.CaptureFix
     code, out, err = run_cli(["whatif", saved], capsys)
     assert code != EXIT_OK and out == ""
     assert "saved ledger" in err
+
+
+def test_schema_whatif_describes_what_whatif_json_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memledger.sizing.whatif import WhatIf
+
+    code, out, _ = run_cli(["schema", "whatif"], capsys)
+    assert code == EXIT_OK
+    schema = json.loads(out)
+    assert schema == WhatIf.model_json_schema(by_alias=True, mode="serialization")
+    code, out, _ = run_cli(
+        ["whatif", DP16, "--set", "disaggregation_decode_extra_slots=2", "--format", "json"],
+        capsys,
+    )
+    answer = json.loads(out)
+    assert set(answer) == set(schema["properties"])
+    row_properties = set(schema["$defs"]["WhatIfRow"]["properties"])
+    assert all(set(row) == row_properties for row in answer["rows"])
+    term_properties = set(schema["$defs"]["Term"]["properties"])
+    assert all(set(term) == term_properties for term in answer["arithmetic"])
+
+
+def test_markdown_sizing_footnote_is_a_list_of_its_parts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The reason, the notes and each rule citation are separate items, not one paragraph."""
+    code, out, _ = run_cli(["ledger", DP16, "--format", "markdown"], capsys)
+    assert code == EXIT_OK
+    section = out[out.index("### KV sizing") :]
+    items = [line for line in section.splitlines() if line.startswith("- ")]
+    assert items[0].startswith("- Why: predicted 2,752,960 vs logged 3,192,320")
+    assert any(item.startswith("- rule budget: v0.4.1") for item in items)
+    assert any(item.startswith("- minimum viable mfs:") for item in items)
+    # a wrapped part is one item: the rule citation keeps its second half
+    budget = next(item for item in items if item.startswith("- rule budget:"))
+    assert budget.endswith("v0.5.23 :3007/3038")
+    code, out, _ = run_cli(["whatif", DP16, "--format", "markdown"], capsys)
+    assert "- anchored = measured + (model(new) - model(log's settings))" in out

@@ -1,4 +1,4 @@
-"""`memledger schema [ledger|parse|diff]`: the JSON Schema of a JSON output."""
+"""`memledger schema [ledger|parse|diff|diagnose|whatif]`: the JSON Schema of a JSON output."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from memledger.service import emit, run_schema
 @click.argument("name", type=click.Choice([n.value for n in SchemaName]), default="ledger")
 @output_option()
 def schema_command(name: str, output: Path | None) -> int:
-    """Print the JSON Schema of `ledger`, `parse` or `diff` JSON output (default: ledger).
+    """Print the JSON Schema of a JSON output: ledger (default), parse, diff, diagnose, whatif.
 
     Fields may be added in later versions (schema_version says which); none are removed.
     """

@@ -15,8 +15,25 @@ def render_markdown(ledger: Ledger) -> str:
     for table in ledger_tables(ledger):
         parts += ["", f"### {table.title}", "", github_table(table)]
         if table.footnote:
-            parts += ["", markdown_cell(table.footnote)]
+            parts += ["", *footnote_lines(table.footnote)]
     if ledger.notes:
         parts += ["", "### Notes", ""]
         parts += [f"- {markdown_cell(note)}" for note in ledger.notes]
     return "\n".join(parts) + "\n"
+
+
+def footnote_lines(footnote: str) -> list[str]:
+    """A table footnote as markdown: one paragraph, or a list when it has several parts.
+
+    In the text footnote a line starts a part and an indented line continues it (wrapping);
+    markdown would run the parts together into one paragraph, so each becomes a list item.
+    """
+    parts: list[str] = []
+    for line in footnote.splitlines():
+        if line[:1].isspace() and parts:
+            parts[-1] += " " + line.strip()
+        elif line.strip():
+            parts.append(line.strip())
+    if len(parts) <= 1:
+        return [markdown_cell(" ".join(parts))]
+    return [f"- {markdown_cell(part)}" for part in parts]

@@ -12,6 +12,7 @@ from memledger.ledger_model import Ledger
 from memledger.parse_document import ParseDocument
 from memledger.render.diff_json import DiffDocument
 from memledger.render.formats import choose
+from memledger.sizing.whatif import WhatIf
 
 
 class SchemaName(StrEnum):
@@ -25,6 +26,8 @@ class SchemaName(StrEnum):
     """`memledger diff --format json`."""
     DIAGNOSE = "diagnose"
     """`memledger diagnose --format json`."""
+    WHATIF = "whatif"
+    """`memledger whatif --format json`."""
 
 
 def schema_model(name: SchemaName) -> type[BaseModel]:
@@ -38,6 +41,8 @@ def schema_model(name: SchemaName) -> type[BaseModel]:
             return DiffDocument
         case SchemaName.DIAGNOSE:
             return Diagnosis
+        case SchemaName.WHATIF:
+            return WhatIf
 
 
 def render_schema(name: str) -> str:

@@ -222,15 +222,17 @@ def _verdict_whatif(answer: WhatIf) -> str:
     )
 
 
+ANCHORED_NOTE = (
+    "anchored = measured + (model(new) - model(log's settings)); modelled = no measured value"
+)
+
+
 def render_whatif_text(answer: WhatIf) -> str:
     table = whatif_table(answer)
     parts = [_verdict_whatif(answer), "", table.title, "-" * len(table.title), text_table(table)]
     parts += ["", "Arithmetic (new settings)", "-------------------------"]
     parts += _arithmetic_lines(answer)
-    notes = [
-        "anchored = measured + (model(new) - model(log's settings)); modelled = no measured value",
-        *answer.notes,
-    ]
+    notes = [ANCHORED_NOTE, *answer.notes]
     parts += ["", "Notes", "-----"]
     parts += [textwrap.fill(f"- {n}", WIDTH, subsequent_indent="  ") for n in notes]
     return "\n".join(parts) + "\n"
@@ -246,7 +248,7 @@ def render_whatif_markdown(answer: WhatIf) -> str:
     parts += ["", github_table(table), "", "### Arithmetic (new settings)", ""]
     parts += [f"- {markdown_cell(line)}" for line in _arithmetic_lines(answer)]
     parts += ["", "### Notes", ""]
-    parts += [f"- {markdown_cell(n)}" for n in answer.notes] or ["- none"]
+    parts += [f"- {markdown_cell(n)}" for n in (ANCHORED_NOTE, *answer.notes)]
     return "\n".join(parts) + "\n"
 
 

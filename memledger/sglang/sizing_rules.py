@@ -128,9 +128,116 @@ RULES: tuple[SizingRule, ...] = (
             "cell = F x n_full + r x S x n_swa; full = page_floor(rest // cell); swa = "
             "page_floor(int(full x r))"
         ),
-        first="0.5.12",
+        first="0.5.11",
         last=None,
-        source="v0.5.16 model_executor/pool_configurator.py:376-425",
+        source=(
+            "v0.5.11 model_executor/pool_configurator.py:191-236,275-279; "
+            "v0.5.16 model_executor/pool_configurator.py:376-425"
+        ),
+    ),
+    SizingRule(
+        id="swa_split_memory",
+        title="Hybrid SWA before the configurator: tokens as if one pool, then split by memory",
+        formula=(
+            "T = rest // (F x n_full + S x n_swa); full = page_floor(int(T x (F x n_full + "
+            "S x n_swa) / (F x n_full + r x S x n_swa))); swa = page_floor(int(full x r))"
+        ),
+        first="0.5.9",
+        last="0.5.10",
+        source=(
+            "v0.5.9 model_executor/model_runner_kv_cache_mixin.py:86-95 (cell), :251-333 "
+            "(split); v0.5.10 model_executor/model_runner_kv_cache_mixin.py:287-371"
+        ),
+    ),
+    SizingRule(
+        id="swa_split_layers",
+        title="Hybrid SWA split by layer count (every layer sized as a full layer)",
+        formula=(
+            "T = rest // (F x n_layers); full = page_floor(int(T x n_layers / (r x n_swa + "
+            "n_full))); swa = page_floor(int(full x r))"
+        ),
+        first="0.5.2",
+        last="0.5.8",
+        source=(
+            "v0.5.2 model_executor/model_runner.py:1142-1222 (set_num_token_hybrid); "
+            "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:206-249"
+        ),
+    ),
+    SizingRule(
+        id="fp4_cell",
+        title="fp4_e2m1 KV cache: packed 4-bit elements plus one scale byte per 16",
+        formula="cell = cell_1B // 2 + elements / 16 (9/16 B per element, K and V alike)",
+        first="0.5.6",
+        last=None,
+        source=(
+            "v0.5.6 model_executor/model_runner.py:1392-1399 (MLA), :1427-1434 (MHA); "
+            "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:56-67,88-96; "
+            "v0.5.23 model_executor/pool_configurator.py:387-396"
+        ),
+    ),
+    SizingRule(
+        id="dsa_indexer_cell",
+        title="DSA (DeepSeek V3.2) sizing cell adds the indexer keys as uint8 with scales",
+        formula=(
+            "cell = (kv_lora_rank + rope) x L x e + (index_head_dim + index_head_dim / 128 x 4)"
+            " x L x 1 B"
+        ),
+        first="0.5.4",
+        last=None,
+        source=(
+            "v0.5.4 model_executor/model_runner.py:1400-1416; "
+            "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:70-79; "
+            "v0.5.16 model_executor/pool_configurator.py:205-215"
+        ),
+    ),
+    SizingRule(
+        id="npu_dsa_pool",
+        title="Ascend DSA pool keeps the indexer keys in the KV dtype (sized as uint8)",
+        formula=(
+            "allocated cell = (kv_lora_rank + rope + index_head_dim) x L x e, while the tokens "
+            "come from the dsa_indexer_cell (bf16: 1,408 B vs 1,284 B per layer)"
+        ),
+        first="0.5.4",
+        last="0.5.16",
+        source=(
+            "v0.5.4 mem_cache/memory_pool.py:1574-1584; "
+            "v0.5.8 hardware_backend/npu/memory_pool_npu.py:224-235; "
+            "v0.5.16 hardware_backend/npu/memory_pool_npu.py:347-355 (v0.5.23 "
+            "model_executor/pool_configurator.py:575-580 sizes the NPU indexer in bf16)"
+        ),
+    ),
+    SizingRule(
+        id="mamba_ratio_v057",
+        title="Mamba requests cap K // 5 (K // 4 with extra_buffer and speculative decoding)",
+        formula="ratio = 3 + (1 if extra_buffer and speculative else 2); 1 without radix cache",
+        first="0.5.7",
+        last="0.5.7",
+        source="v0.5.7 model_executor/model_runner_kv_cache_mixin.py:289-302",
+    ),
+    SizingRule(
+        id="mamba_ratio_spec",
+        title="Mamba requests cap K // ratio, extra_buffer adds 2 slots (1 with spec)",
+        formula=(
+            "ratio = 3 + (extra_buffer ? (1 if speculative else 2) : 0); 1 without radix cache"
+        ),
+        first="0.5.8",
+        last="0.5.9",
+        source="v0.5.8 model_executor/model_runner_kv_cache_mixin.py:268-281",
+    ),
+    SizingRule(
+        id="mamba_ratio_overlap",
+        title="Mamba requests cap K // ratio, extra_buffer adds 2 slots (1 without overlap)",
+        formula=(
+            "ratio = 3 + (extra_buffer ? (1 if disable_overlap_schedule or lazy else 2) : 0); "
+            "1 without radix cache"
+        ),
+        first="0.5.10",
+        last="0.5.16",
+        source=(
+            "v0.5.10 model_executor/model_runner_kv_cache_mixin.py:373-386; "
+            "v0.5.13 :233-252 (extra_buffer_lazy); "
+            "v0.5.16 mem_cache/kv_cache_configurator.py:1572-1592"
+        ),
     ),
     SizingRule(
         id="draft_in_cell",
@@ -241,14 +348,48 @@ RULES: tuple[SizingRule, ...] = (
         title="mem_fraction_static default from GPU capacity (inferred when not printed)",
         formula=(
             "reserved = 512 + max(chunked_prefill, 2048) x 1.5 + cuda_graph_max_bs x 2 "
-            "+ tp x pp / 8 x 1024 (+ DP-attention terms); >60 GiB GPU: max(reserved, 10240); "
-            "+ speculative 2048 (STANDALONE 6144); mfs = round((gpu_mib - reserved) / gpu_mib, 3)"
+            "+ tp x pp / 8 x 1024 (+ DP-attention terms) (+ piecewise graphs: #tokens x 8, "
+            "MLA 1536, 0.5.10+); >60 GiB GPU: max(reserved, 10240); + speculative 2048 "
+            "(4096 from 0.5.10; STANDALONE 6144); mfs = round((gpu_mib - reserved) / gpu_mib, 3)"
         ),
         first="0.5.3",
         last="0.5.13",
-        source="v0.5.8 server_args.py:988-1031",
+        source="v0.5.8 server_args.py:988-1031; v0.5.10 server_args.py:1280-1329",
+    ),
+    SizingRule(
+        id="mfs_default_graphs",
+        title="mem_fraction_static default with the graph reserve, no speculative reserve",
+        formula=(
+            "reserved = 512 + activation_tokens x 1.5 + tp x pp / 8 x 1024 + graphs "
+            "(decode max_bs x 2 unless PD prefill; DP attention max_bs x dp x 3 (+1.5 when "
+            "max_bs > 300); prefill graphs #tokens x 8, MLA 1536, unless PD decode); >60 GiB GPU: "
+            "max(reserved, 10240); + DeepEP 2048; activation_tokens = max(chunked_prefill, 2048) "
+            "(PD decode: max(max_running_requests x draft_tokens, 2048))"
+        ),
+        first="0.5.14",
+        last=None,
+        source=(
+            "v0.5.16 server_args.py:4053-4088 (main), :4164-4196 (reserve_for_graph_mb), "
+            ":4198-4210 (DeepEP)"
+        ),
     ),
 )
+
+# Ascend DSA geometry (DeepSeek-V3.2 config.json: kv_lora_rank 512, qk_rope_head_dim 64,
+# index_head_dim 128) and the indexer's quant block: v0.5.8 mem_cache/memory_pool.py:1677
+# (NSATokenToKVPool.quant_block_size = 128, 4 scale bytes per block).
+DSA_KV_LORA_RANK = 512
+DSA_ROPE_DIM = 64
+DSA_INDEX_HEAD_DIM = 128
+DSA_QUANT_BLOCK = 128
+DSA_SCALE_BYTES = 4
+
+# fp4_e2m1: half a byte per element plus one scale byte per 16 elements (rule fp4_cell).
+FP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16
+
+# Mamba requests-per-slot ratio terms: v0.5.8 model_executor/model_runner_kv_cache_mixin.py:37-39.
+MAMBA_EXTRA_BUFFER_OVERLAP = 2
+MAMBA_EXTRA_BUFFER_NO_OVERLAP = 1
 
 # chunked_prefill_size default by GPU capacity (MiB upper bound -> tokens): v0.5.8
 # server_args.py:904-950 (_handle_gpu_memory_settings); above the last bound: 16384.
@@ -260,6 +401,52 @@ CHUNKED_PREFILL_BY_GPU: tuple[tuple[int, int], ...] = (
     (160 * 1024, 8192),
 )
 CHUNKED_PREFILL_LARGE_GPU = 16384
+CHUNKED_PREFILL_NO_GPU = 4096
+
+# cuda_graph_max_bs default by GPU capacity (MiB upper bound -> (tp < 4, tp >= 4)): v0.5.10
+# server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981 (same table); above: 512.
+CUDA_GRAPH_MAX_BS_BY_GPU: tuple[tuple[int, int, int], ...] = (
+    (20 * 1024, 8, 8),
+    (35 * 1024, 24, 80),
+    (60 * 1024, 32, 160),
+    (90 * 1024, 256, 512),
+    (160 * 1024, 256, 512),
+)
+CUDA_GRAPH_MAX_BS_LARGE_GPU = 512
+CUDA_GRAPH_MAX_BS_TP_SPLIT = 4
+
+# Piecewise (prefill) graph token sizes as (start, stop, step) ranges, capped at the max tokens
+# (chunked_prefill_size; 2048 for MLA): v0.5.10 server_args.py:1397-1413.
+PIECEWISE_TOKEN_RANGES: tuple[tuple[int, int | None, int], ...] = (
+    (4, 33, 4),
+    (48, 257, 16),
+    (288, 513, 32),
+    (576, 1025, 64),
+    (1280, 4097, 256),
+    (4608, None, 512),
+)
+PIECEWISE_MLA_MAX_TOKENS = 2048
+
+# mem_fraction_static default terms (MiB): v0.5.10 server_args.py:1280-1329,
+# v0.5.16 server_args.py:4053-4210.
+MFS_BASE_MIB = 512
+MFS_ACTIVATION_MIB_PER_TOKEN = 1.5
+MFS_ACTIVATION_MIN_TOKENS = 2048
+MFS_GRAPH_MIB_PER_BS = 2
+MFS_DP_MIB_PER_BS = 3
+MFS_DP_LARGE_BS = 300
+MFS_DP_LARGE_MIB_PER_BS = 1.5
+MFS_PIECEWISE_MIB_PER_SIZE = 8
+MFS_PIECEWISE_MLA_MIB = 1536
+MFS_LARGE_GPU_MIB = 60 * 1024
+MFS_LARGE_GPU_FLOOR_MIB = 10 * 1024
+MFS_SPEC_MIB_OLD = 2048
+"""Speculative reserve before 0.5.10 (v0.5.8 server_args.py:1019-1025)."""
+MFS_SPEC_MIB = 4096
+"""Speculative reserve 0.5.10 - 0.5.13 (v0.5.10 server_args.py:1316-1322)."""
+MFS_STANDALONE_MIB = 6144
+MFS_DEEPEP_MIB = 2048
+MFS_PIECEWISE_SINCE = "0.5.10"
 
 RULE: dict[str, SizingRule] = {rule.id: rule for rule in RULES}
 
@@ -292,8 +479,10 @@ KV_DTYPE_BYTES: dict[str, float] = {
     "float8_e4m3fnuz": 1,
     "uint8": 1,
     "float32": 4,
+    "fp4_e2m1": FP4_BYTES_PER_ELEMENT,
+    "float4_e2m1fn_x2": FP4_BYTES_PER_ELEMENT,
 }
-"""fp4_e2m1 is packed 4-bit plus scales (cell/2 + 1/16): not modelled here, said so instead."""
+"""fp4_e2m1 is 9/16 B per element (rule fp4_cell): the packed nibble plus its share of a scale."""
 
 # The SGLang log-format markers that bound a log's release, as (marker, first, last).
 # memledger.sizing.version checks each marker against the parsed events.

@@ -37,6 +37,13 @@ KNOBS: tuple[str, ...] = (
     "mamba_full_memory_ratio",
     "max_mamba_cache_size",
     "device",
+    "attention_backend",
+    "mamba_scheduler_strategy",
+    "mamba_radix_cache_strategy",
+    "disable_overlap_schedule",
+    "disable_piecewise_cuda_graph",
+    "disable_cuda_graph",
+    "moe_a2a_backend",
 )
 
 
@@ -61,6 +68,8 @@ class KVPool(BaseModel):
     bytes: int
     half_ulp: int
     dtype: str | None = None
+    combined: bool = False
+    """One `KV size` (an MLA-style latent pool) rather than K and V sizes."""
 
 
 class MambaState(BaseModel):
@@ -109,6 +118,10 @@ class SizingInputs(BaseModel):
     logged_max_capture_bs: int | None = None
     """The largest batch size a decode-graph capture line lists (cuda_graph_max_bs in effect)."""
     model_dtype: str | None = None
+    model_type: str | None = None
+    """The model class the load-end line names (`type=...`)."""
+    logged_prefill_graph_sizes: int | None = None
+    """How many prefill/piecewise graph sizes the first such capture line lists."""
     logged_rest: Reading | None = None
     """`The available memory for KV cache is X GB` (Ascend builds print SGLang's rest)."""
     free_last: Reading | None = None
@@ -147,6 +160,16 @@ def _min_over_ranks(parsed: ParsedLog, own: Reading | None, key: str) -> Reading
     )
 
 
+def _tp_ranks_seen(parsed: ParsedLog) -> int:
+    """Distinct TP indices among the rank tags of this startup (`TP0`, `DP1 TP3 EP3`)."""
+    indices: set[str] = set()
+    for info in parsed.startup.ranks:
+        for tag in info.rank.split():
+            if tag.startswith("TP") and tag[2:].isdigit():
+                indices.add(tag[2:])
+    return len(indices)
+
+
 def _pool(event: Event) -> KVPool:
     sizes = [event.sizes[k] for k in ("k", "v", "kv") if k in event.sizes]
     tokens = event.values.get("tokens")
@@ -157,6 +180,7 @@ def _pool(event: Event) -> KVPool:
         bytes=sum(s.bytes for s in sizes),
         half_ulp=sum(s.half_ulp for s in sizes),
         dtype=dtype if isinstance(dtype, str) else None,
+        combined="kv" in event.sizes and "k" not in event.sizes,
     )
 
 
@@ -232,6 +256,10 @@ def sizing_inputs(
         a = None
 
     knobs = {k: startup.server_args[k] for k in KNOBS if k in startup.server_args}
+    tp_seen = _tp_ranks_seen(parsed)
+    if "tp_size" not in knobs and tp_seen > 1:
+        # no server_args: the TP ranks the log tagged stand in for --tp (a lower bound)
+        knobs["tp_size"] = tp_seen
     if "dcp_size" not in knobs and "attn_cp_size" in startup.server_args:
         knobs["dcp_size"] = startup.server_args["attn_cp_size"]
     server_args_line = next((e.line for e in events if e.kind is EventKind.SERVER_ARGS), None)
@@ -325,6 +353,17 @@ def sizing_inputs(
         for bs in e.values["bs"]  # type: ignore[union-attr]
         if isinstance(bs, int)
     ]
+    prefill_sizes = next(
+        (
+            len(e.values["num_tokens"])  # type: ignore[arg-type]
+            for e in events
+            if e.kind is EventKind.CAPTURE_BEGIN
+            and isinstance(e.values.get("num_tokens"), list)
+            and e.values.get("role") in (None, "target")
+        ),
+        None,
+    )
+    model_type = first_load_end.values.get("type") if first_load_end is not None else None
     rest_event = next((e for e in before if e.kind is EventKind.ASCEND_KV_AVAIL), None)
     return SizingInputs(
         path=parsed.path,
@@ -353,6 +392,8 @@ def sizing_inputs(
         else None,
         logged_max_capture_bs=max(capture_bs) if capture_bs else None,
         model_dtype=model_dtype if isinstance(model_dtype, str) else None,
+        model_type=model_type if isinstance(model_type, str) else None,
+        logged_prefill_graph_sizes=prefill_sizes,
         free_last=free_last,
         state_logged_bytes=state,
         theoretical_cell_bytes=cell,

@@ -7,22 +7,16 @@ a step whose rule the range cannot decide says so in `notes` and uses the newer 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memledger.sglang.sizing_rules import (
-    DEFAULT_MAMBA_SLOTS_NO_RADIX,
-    KV_DTYPE_BYTES,
-    RULE,
-    version_code,
-)
-from memledger.sizing.inputs import KVPool, SizingInputs, kv_element_bytes
-from memledger.sizing.requests import default_mem_fraction_static, req_to_token, spec_headroom
+from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE, version_code
+from memledger.sizing.cell import build_cell, pad_rows
+from memledger.sizing.defaults import default_mem_fraction_static
+from memledger.sizing.inputs import SizingInputs
+from memledger.sizing.requests import req_to_token, spec_headroom
 from memledger.sizing.settings import Settings, Term, base_settings, dp_of
 from memledger.units import GIB
-
-EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP"}
 
 
 class Prediction(BaseModel):
@@ -70,117 +64,6 @@ def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
     return verdict
 
 
-@dataclass(frozen=True)
-class _Cell:
-    bytes: float
-    half: float
-    """± from the printed KV sizes."""
-    full_tokens_pool: KVPool | None
-    swa_ratio: float | None
-    note: str
-
-
-def _pad_rows(inputs: SizingInputs, page_size: int) -> int:
-    return page_size if inputs.version.within(RULE["kv_buffer_rows"]) is not False else 1
-
-
-def _cell(inputs: SizingInputs, settings: Settings, notes: list[str]) -> _Cell | None:
-    """Bytes per token SGLang divided the budget by, from the KV lines this log printed."""
-    pools = inputs.target_kv
-    if not pools:
-        return None
-    base_page = base_settings(inputs).page_size
-    pad = _pad_rows(inputs, base_page)
-
-    def per_token(pool: KVPool, tokens: int | None) -> tuple[float, float] | None:
-        count = pool.tokens if pool.tokens is not None else tokens
-        if not count:
-            return None
-        return pool.bytes / (count + pad), pool.half_ulp / (count + pad)
-
-    ratio = inputs.knobs.get("swa_full_tokens_ratio")
-    swa_ratio = (
-        float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.8
-    )
-    full_pool: KVPool | None = None
-    if inputs.swa_full_tokens is not None and len(pools) >= 2:
-        full_pool = next((p for p in pools if p.tokens == inputs.swa_full_tokens), None)
-        swa_pool = next((p for p in pools if p.tokens == inputs.swa_swa_tokens), None)
-        if full_pool is None or swa_pool is None or full_pool is swa_pool:
-            notes.append("sliding-window pools could not be told apart: split not modelled")
-            return None
-        if inputs.version.within(RULE["swa_split"]) is False:
-            notes.append("sliding-window split before 0.5.12 (token-based) is not modelled")
-            return None
-        full = per_token(full_pool, None)
-        swa = per_token(swa_pool, None)
-        assert full is not None and swa is not None
-        value = full[0] + swa_ratio * swa[0]
-        half = full[1] + swa_ratio * swa[1]
-        note = (
-            f"full {full[0]:.0f} B + {swa_ratio:g} x SWA {swa[0]:.0f} B "
-            f"({RULE['swa_split'].source})"
-        )
-    else:
-        first = pools[0]
-        same = [p for p in pools if p.tokens == first.tokens]
-        parts = [per_token(p, inputs.logged_tokens) for p in same]
-        if any(part is None for part in parts):
-            return None
-        value = sum(part[0] for part in parts if part is not None)
-        half = sum(part[1] for part in parts if part is not None)
-        rows = f"#tokens + {pad}" if pad > 1 else "#tokens + 1"
-        note = f"KV bytes / ({rows} rows)"
-        full_pool = first
-    target_tokens = full_pool.tokens if full_pool is not None else inputs.logged_tokens
-    algo = str(inputs.knobs.get("speculative_algorithm") or "").upper()
-    if inputs.draft_kv and inputs.version.within(RULE["draft_in_cell"]):
-        draft = inputs.draft_kv[0]
-        proportional = draft.tokens is not None and draft.tokens == target_tokens
-        swa_excludes = inputs.swa_full_tokens is not None and algo not in EAGLE_FAMILY
-        if proportional and not swa_excludes:
-            part = per_token(draft, None)
-            assert part is not None
-            value += part[0]
-            half += part[1]
-            note += f" + draft {part[0]:.0f} B ({RULE['draft_in_cell'].source})"
-        elif not proportional:
-            notes.append(
-                "the draft KV pool does not hold the target's token count: sized by its own "
-                "rule, kept out of the cell"
-            )
-    elif inputs.draft_kv:
-        notes.append(
-            f"draft KV is outside the budget in this release ({RULE['draft_outside'].source})"
-        )
-    old_elem = kv_element_bytes(
-        inputs.logged_kv_dtype, inputs.knobs.get("kv_cache_dtype"), _model_elem(inputs)
-    )
-    base_dtype = base_settings(inputs).kv_cache_dtype
-    if settings.kv_cache_dtype is not None and settings.kv_cache_dtype != base_dtype:
-        new_elem = (
-            _model_elem(inputs)
-            if settings.kv_cache_dtype == "auto"
-            else KV_DTYPE_BYTES.get(settings.kv_cache_dtype)
-        )
-        if new_elem is None or old_elem is None:
-            notes.append(
-                f"kv_cache_dtype={settings.kv_cache_dtype}: bytes per element not modelled "
-                "(fp4 packs scales; unknown dtype); cell kept"
-            )
-        else:
-            value *= new_elem / old_elem
-            half *= new_elem / old_elem
-            note += f" x {new_elem:g}/{old_elem:g} B per element"
-    return _Cell(value, half, full_pool, swa_ratio if inputs.swa_full_tokens else None, note)
-
-
-def _model_elem(inputs: SizingInputs) -> float | None:
-    if inputs.model_dtype is None:
-        return None
-    return KV_DTYPE_BYTES.get(inputs.model_dtype.removeprefix("torch."))
-
-
 def _mamba_slots_rule(
     inputs: SizingInputs, settings: Settings, rest_gib: float, per_req: float
 ) -> int | None:
@@ -219,10 +102,12 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     notes: list[str] = []
     terms: list[Term] = []
     p, a, mfs = inputs.load_begin, inputs.budget_avail, settings.mem_fraction_static
-    inferred = False
+    default = None
     if mfs is None:
-        mfs = default_mem_fraction_static(inputs, settings)
-        inferred = mfs is not None
+        default = default_mem_fraction_static(inputs, settings)
+        if default is not None:
+            mfs = default.value
+            notes.extend(default.notes)
     budget = RULE["budget"].source
     if p is None:
         return Prediction(missing="the log has no load-begin avail reading (P)", notes=notes)
@@ -248,12 +133,13 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     )
     if mfs is None:
         why = (
-            "mem_fraction_static is not in the log, and SGLang's default depends on the GPU "
-            "capacity, which the log does not print"
+            "mem_fraction_static is not in the log (no server_args) and SGLang's default for it "
+            "depends on the GPU capacity, which the log does not print (--set gpu_memory_mib=N "
+            "infers it: rules mfs_default, mfs_default_graphs)"
         )
         if settings.gpu_memory_mib is not None:
             why = (
-                f"SGLang's mem_fraction_static default is modelled for 0.5.3 - 0.5.13 only; "
+                f"SGLang's mem_fraction_static default is modelled from 0.5.3 on; "
                 f"this log's release is {inputs.version.text}"
             )
         return Prediction(
@@ -267,16 +153,17 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             name="mem_fraction_static",
             value=mfs,
             unit="fraction",
-            kind="inferred" if inferred else ("given" if given else "what-if"),
+            kind="inferred" if default else ("given" if given else "what-if"),
             source=(
-                f"SGLang's default for a {settings.gpu_memory_mib} MiB GPU "
-                f"({RULE['mfs_default'].source})"
-                if inferred
+                f"SGLang's default for a {default.gpu_mib} MiB GPU, reserved "
+                f"{default.reserved_mib:,.0f} MiB ({RULE[default.rule].source})"
+                if default
                 else (f"server_args line {inputs.server_args_line}" if given else "--set")
             ),
+            rule=default.rule if default else None,
         )
     )
-    cell = _cell(inputs, settings, notes)
+    cell = build_cell(inputs, settings, notes)
     slack = round(p.bytes * (1 - mfs))
     rest = a.bytes - slack
     terms.append(
@@ -370,28 +257,46 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             terms=terms,
             notes=notes,
         )
+    if cell.alloc_bytes is not None:
+        terms.append(
+            Term(
+                name="bytes/token (KV line)",
+                value=round(cell.alloc_bytes, 1),
+                unit="bytes/token",
+                kind="measured",
+                source="KV bytes / (#tokens + page rows)",
+            )
+        )
     terms.append(
         Term(
-            name="bytes/token (KV line)",
+            name="bytes/token (KV line)" if cell.alloc_bytes is None else "bytes/token (sized)",
             value=round(cell.bytes, 1),
             unit="bytes/token",
-            kind="measured",
+            kind="measured" if cell.alloc_bytes is None else "inferred",
             source=cell.note,
+            rule=None if cell.alloc_bytes is None else "dsa_indexer_cell",
         )
     )
     kv_budget = rest - state
-    pad = _pad_rows(inputs, settings.page_size)
+    pad = pad_rows(inputs, settings.page_size)
     page_applies = inputs.version.within(RULE["page_round"]) is not False
 
     spec = inputs.knobs.get("speculative_algorithm")
     headroom = bool(spec) and inputs.version.within(RULE["spec_headroom"]) is True
 
+    one_pool = cell.swa_one_pool
+    # before 0.5.11 the tokens are profiled as one pool (F + S), then split by the ratio
+    split = None if one_pool is None else one_pool / cell.bytes
+
     def tokens_of(kv_budget_bytes: float, cell_bytes: float) -> int:
-        raw = max(0, math.floor(kv_budget_bytes / cell_bytes)) if cell_bytes > 0 else 0
+        divisor = cell_bytes if split is None else cell_bytes * split
+        raw = max(0, math.floor(kv_budget_bytes / divisor)) if divisor > 0 else 0
         if headroom:
             raw += spec_headroom(inputs, settings, raw)
         if settings.max_total_tokens is not None:
             raw = min(raw, settings.max_total_tokens)
+        if split is not None:
+            raw = int(raw * split)
         return _page_floor(raw, settings.page_size, page_applies)
 
     tokens = tokens_of(kv_budget, cell.bytes)
@@ -416,7 +321,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     instance = per_group * dp_of(inputs)
     extra: dict[str, int] = {}
     req_to_token(inputs, settings, tokens, k, extra)
-    kv_bytes = round((tokens + pad) * cell.bytes)
+    kv_bytes = round((tokens + pad) * cell.pool_bytes)
     terms.append(
         Term(
             name="KV tokens per rank",

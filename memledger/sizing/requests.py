@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from memledger.sglang.sizing_rules import (
-    CHUNKED_PREFILL_BY_GPU,
-    CHUNKED_PREFILL_LARGE_GPU,
+    MAMBA_EXTRA_BUFFER_NO_OVERLAP,
+    MAMBA_EXTRA_BUFFER_OVERLAP,
     MAMBA_REQS_RATIO,
     MAX_NUM_REQS_CAP,
     MAX_NUM_REQS_FLOOR,
@@ -27,10 +27,30 @@ def max_num_reqs(
     reqs = _max_num_reqs_uncapped(inputs, settings, tokens)
     if reqs is None or slots is None:
         return reqs
-    radix_off = bool(inputs.knobs.get("disable_radix_cache")) or (
-        inputs.knobs.get("disaggregation_mode") == "decode"
+    return min(reqs, slots // mamba_ratio(inputs))
+
+
+def mamba_ratio(inputs: SizingInputs) -> int:
+    """State slots per running request (rules mamba_ratio_v057 / _spec / _overlap)."""
+    knobs = inputs.knobs
+    if knobs.get("disable_radix_cache") or knobs.get("disaggregation_mode") == "decode":
+        return 1
+    strategy = str(
+        knobs.get("mamba_scheduler_strategy") or knobs.get("mamba_radix_cache_strategy") or ""
     )
-    return min(reqs, slots // (1 if radix_off else MAMBA_REQS_RATIO))
+    extra = strategy.startswith("extra_buffer")
+    spec = str(knobs.get("speculative_algorithm") or "").upper() not in ("", "NONE")
+    version = inputs.version
+    if version.within(RULE["mamba_ratio_v057"]) is True:
+        return MAMBA_REQS_RATIO + (MAMBA_EXTRA_BUFFER_NO_OVERLAP if extra and spec else 2)
+    if not extra:
+        return MAMBA_REQS_RATIO
+    if version.within(RULE["mamba_ratio_spec"]) is True:
+        return MAMBA_REQS_RATIO + (
+            MAMBA_EXTRA_BUFFER_NO_OVERLAP if spec else MAMBA_EXTRA_BUFFER_OVERLAP
+        )
+    one = bool(knobs.get("disable_overlap_schedule")) or strategy == "extra_buffer_lazy"
+    return MAMBA_REQS_RATIO + (MAMBA_EXTRA_BUFFER_NO_OVERLAP if one else MAMBA_EXTRA_BUFFER_OVERLAP)
 
 
 def _max_num_reqs_uncapped(inputs: SizingInputs, settings: Settings, tokens: int) -> int | None:
@@ -90,37 +110,3 @@ def spec_headroom(inputs: SizingInputs, settings: Settings, tokens: int) -> int:
         num("speculative_num_draft_tokens"),
     )
     return reqs * steps * topk + reqs * draft + SPEC_HEADROOM_CONST
-
-
-def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> float | None:
-    """SGLang's mem_fraction_static default for a GPU of `gpu_memory_mib` (0.5.3 - 0.5.13)."""
-    gpu = settings.gpu_memory_mib
-    if gpu is None or gpu <= 0 or inputs.version.within(RULE["mfs_default"]) is False:
-        return None
-    knobs = inputs.knobs
-
-    def num(name: str, default: int) -> int:
-        value = knobs.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-    by_gpu = next(
-        (c for bound, c in CHUNKED_PREFILL_BY_GPU if gpu < bound), CHUNKED_PREFILL_LARGE_GPU
-    )
-    chunked = num("chunked_prefill_size", inputs.logged_chunked_prefill_size or by_gpu)
-    prefill = num("max_prefill_tokens", 16384)
-    max_bs = settings.cuda_graph_max_bs or inputs.logged_max_capture_bs or 0
-    reserved = 512.0 + max(chunked if chunked > 0 else prefill, 2048) * 1.5 + max_bs * 2
-    reserved += num("tp_size", 1) * num("pp_size", 1) / 8 * 1024
-    dp = num("dp_size", 1)
-    if knobs.get("enable_dp_attention"):
-        reserved += max_bs * dp * 3
-        if max_bs > 300:
-            reserved += max_bs * dp * 1.5
-    if gpu > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    algo = str(knobs.get("speculative_algorithm") or "").upper()
-    if algo == "STANDALONE":
-        reserved += 6 * 1024
-    elif algo and algo != "NGRAM" and algo != "NONE":
-        reserved += 2 * 1024
-    return round((gpu - reserved) / gpu, 3)

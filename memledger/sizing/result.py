@@ -43,6 +43,29 @@ class SizingResult(BaseModel):
     settings: Settings = Field(default_factory=Settings)
 
 
+def _whole_ratio_share(
+    inputs: SizingInputs, pred: Prediction, logged: int
+) -> tuple[int, int] | None:
+    """(share, tokens) when taking the whole Mamba ratio share explains the logged pool."""
+    mamba = inputs.mamba
+    radix_off = inputs.knobs.get("disable_radix_cache") or (
+        inputs.knobs.get("disaggregation_mode") == "decode"
+    )
+    if (
+        mamba is None
+        or radix_off
+        or inputs.knobs.get("max_mamba_cache_size") is not None
+        or pred.rest_bytes is None
+        or not pred.cell_bytes
+    ):
+        return None
+    ratio = inputs.knobs.get("mamba_full_memory_ratio")
+    m = float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.9
+    share = round(pred.rest_bytes * m / (1 + m))
+    alt = int((pred.rest_bytes - share - mamba.intermediate_bytes) // pred.cell_bytes)
+    return (share, alt) if abs(alt - logged) <= TOLERANCE * logged else None
+
+
 def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
     assert pred.tokens is not None and pred.rest_bytes is not None
     off = (pred.tokens - logged) / logged * 100 if logged else 0.0
@@ -62,6 +85,18 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
             f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the logged pools "
             f"exceed SGLang's budget by {over / GIB:.2f} GiB, so this build sizes them by its "
             "own rule (a fork or a backend-specific pool)"
+        )
+    whole = _whole_ratio_share(inputs, pred, logged)
+    if whole is not None:
+        share, alt = whole
+        alt_off = (alt - logged) / logged * 100
+        return (
+            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): SGLang takes "
+            f"K x per slot = {(pred.state_bytes or 0) / GIB:.2f} GiB of state out of the budget "
+            "(rule mamba_first), but the logged pool fits "
+            f"({alt_off:+.2f} %) only "
+            f"if the whole ratio share rest x m/(1+m) = {share / GIB:.2f} GiB was taken: this "
+            "build's own Mamba accounting"
         )
     device = str(inputs.knobs.get("device") or "")
     if device == "npu":

@@ -1,0 +1,236 @@
+"""Bytes per token SGLang divided the budget by, rebuilt from the KV lines a log printed (pure).
+
+The KV lines give the allocated bytes per token. SGLang's sizing cell is the same number except
+where a rule says otherwise: the Ascend DSA pool (allocated wider than sized), the hybrid-SWA
+splits, the draft KV inside the cell, and a what-if change of the KV dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memledger.sglang.sizing_rules import (
+    DSA_INDEX_HEAD_DIM,
+    DSA_KV_LORA_RANK,
+    DSA_QUANT_BLOCK,
+    DSA_ROPE_DIM,
+    DSA_SCALE_BYTES,
+    KV_DTYPE_BYTES,
+    RULE,
+)
+from memledger.sizing.inputs import KVPool, SizingInputs, kv_element_bytes
+from memledger.sizing.settings import Settings, base_settings
+
+EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP"}
+MAX_DSA_LAYERS = 256
+
+
+@dataclass(frozen=True)
+class Cell:
+    bytes: float
+    """The sizing cell: the budget is divided by it."""
+    half: float
+    """± from the printed KV sizes."""
+    full_tokens_pool: KVPool | None
+    swa_ratio: float | None
+    note: str
+    alloc_bytes: float | None = None
+    """Allocated bytes per token where they differ from the sizing cell (Ascend DSA)."""
+    swa_one_pool: float | None = None
+    """Before 0.5.11: F + S, the cell the tokens are first profiled with, then split."""
+    swa_rule: str | None = None
+
+    @property
+    def pool_bytes(self) -> float:
+        return self.alloc_bytes if self.alloc_bytes is not None else self.bytes
+
+
+def pad_rows(inputs: SizingInputs, page_size: int) -> int:
+    return page_size if inputs.version.within(RULE["kv_buffer_rows"]) is not False else 1
+
+
+def model_elem(inputs: SizingInputs) -> float | None:
+    if inputs.model_dtype is None:
+        return None
+    return KV_DTYPE_BYTES.get(inputs.model_dtype.removeprefix("torch."))
+
+
+def _swa_rule(inputs: SizingInputs) -> str:
+    """Which SWA split this release uses (an undecided range takes the newest, with a note)."""
+    if inputs.version.within(RULE["swa_split"]) is not False:
+        return "swa_split"
+    if inputs.version.within(RULE["swa_split_memory"]) is not False:
+        return "swa_split_memory"
+    return "swa_split_layers"
+
+
+def npu_dsa_layers(inputs: SizingInputs, alloc: float, half: float) -> int | None:
+    """Layers of an Ascend DSA pool: its bf16 row is (512 + 64 + 128) x 2 B per layer.
+
+    The allocated cell must be a whole number of those rows (within printing) and not a whole
+    number of plain MLA rows (576 x 2 B), so a DeepSeek V3 pool is never taken for one.
+    """
+    knobs = inputs.knobs
+    if knobs.get("device") != "npu" and knobs.get("attention_backend") != "ascend":
+        return None
+    elem = kv_element_bytes(inputs.logged_kv_dtype, knobs.get("kv_cache_dtype"), None)
+    if elem != 2:
+        return None
+    row = (DSA_KV_LORA_RANK + DSA_ROPE_DIM + DSA_INDEX_HEAD_DIM) * elem
+    mla_row = (DSA_KV_LORA_RANK + DSA_ROPE_DIM) * elem
+    layers = round(alloc / row)
+    slack = half + 1
+    if not 1 <= layers <= MAX_DSA_LAYERS or abs(alloc - layers * row) > slack:
+        return None
+    if abs(alloc - round(alloc / mla_row) * mla_row) <= slack:
+        return None
+    return layers
+
+
+def dsa_sizing_cell(layers: int, elem: float) -> int:
+    """Rule dsa_indexer_cell: the latent and rope in the KV dtype, the indexer as uint8 + scales."""
+    indexer = DSA_INDEX_HEAD_DIM + DSA_INDEX_HEAD_DIM // DSA_QUANT_BLOCK * DSA_SCALE_BYTES
+    return int((DSA_KV_LORA_RANK + DSA_ROPE_DIM) * layers * elem + indexer * layers)
+
+
+def build_cell(inputs: SizingInputs, settings: Settings, notes: list[str]) -> Cell | None:
+    """Bytes per token SGLang divided the budget by, from the KV lines this log printed."""
+    pools = inputs.target_kv
+    if not pools:
+        return None
+    base_page = base_settings(inputs).page_size
+    pad = pad_rows(inputs, base_page)
+
+    def per_token(pool: KVPool, tokens: int | None) -> tuple[float, float] | None:
+        count = pool.tokens if pool.tokens is not None else tokens
+        if not count:
+            return None
+        return pool.bytes / (count + pad), pool.half_ulp / (count + pad)
+
+    ratio = inputs.knobs.get("swa_full_tokens_ratio")
+    swa_ratio = (
+        float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.8
+    )
+    full_pool: KVPool | None = None
+    alloc: float | None = None
+    one_pool: float | None = None
+    swa_rule: str | None = None
+    if inputs.swa_full_tokens is not None and len(pools) >= 2:
+        full_pool = next((p for p in pools if p.tokens == inputs.swa_full_tokens), None)
+        swa_pool = next((p for p in pools if p.tokens == inputs.swa_swa_tokens), None)
+        if full_pool is None or swa_pool is None or full_pool is swa_pool:
+            notes.append("sliding-window pools could not be told apart: split not modelled")
+            return None
+        full = per_token(full_pool, None)
+        swa = per_token(swa_pool, None)
+        assert full is not None and swa is not None
+        swa_rule = _swa_rule(inputs)
+        if swa_rule == "swa_split" and inputs.version.within(RULE["swa_split"]) is None:
+            notes.append(
+                f"release {inputs.version.text} may predate the SWA configurator (0.5.11); "
+                "its split applied"
+            )
+        value = full[0] + swa_ratio * swa[0]
+        half = full[1] + swa_ratio * swa[1]
+        note = (
+            f"full {full[0]:.0f} B + {swa_ratio:g} x SWA {swa[0]:.0f} B ({RULE[swa_rule].source})"
+        )
+        if swa_rule != "swa_split":
+            one_pool = full[0] + swa[0]
+            note = (
+                f"full {full[0]:.0f} B + SWA {swa[0]:.0f} B profiled as one pool, split "
+                f"{swa_ratio:g} ({RULE[swa_rule].source})"
+            )
+            if swa_rule == "swa_split_layers":
+                notes.append(
+                    "SWA split by layer count: assumes SWA layers hold as many KV bytes per "
+                    "layer as full layers (true unless their head count differs)"
+                )
+    else:
+        first = pools[0]
+        same = [p for p in pools if p.tokens == first.tokens]
+        parts = [per_token(p, inputs.logged_tokens) for p in same]
+        if any(part is None for part in parts):
+            return None
+        value = sum(part[0] for part in parts if part is not None)
+        half = sum(part[1] for part in parts if part is not None)
+        rows = f"#tokens + {pad}" if pad > 1 else "#tokens + 1"
+        note = f"KV bytes / ({rows} rows)"
+        full_pool = first
+        layers = npu_dsa_layers(inputs, value, half) if len(same) == 1 else None
+        if layers is not None and inputs.version.within(RULE["npu_dsa_pool"]) is not False:
+            alloc = value
+            value = dsa_sizing_cell(layers, 2)
+            half = 0.0
+            note = (
+                f"Ascend DSA: allocated {alloc:,.0f} B = {layers} layers x (512 + 64 + 128) x 2 B, "
+                f"sized as {layers} x (576 x 2 + 132) B (rules npu_dsa_pool, dsa_indexer_cell)"
+            )
+            notes.append(note)
+            if inputs.version.within(RULE["npu_dsa_pool"]) is None:
+                notes.append(
+                    f"release {inputs.version.text} may predate or follow rule 'npu_dsa_pool' "
+                    "(0.5.4 .. 0.5.16; 0.5.23 sizes the NPU indexer in bf16); applied it"
+                )
+    target_tokens = full_pool.tokens if full_pool is not None else inputs.logged_tokens
+    algo = str(inputs.knobs.get("speculative_algorithm") or "").upper()
+    if inputs.draft_kv and inputs.version.within(RULE["draft_in_cell"]):
+        draft = inputs.draft_kv[0]
+        proportional = draft.tokens is not None and draft.tokens == target_tokens
+        swa_excludes = inputs.swa_full_tokens is not None and algo not in EAGLE_FAMILY
+        if proportional and not swa_excludes:
+            part = per_token(draft, None)
+            assert part is not None
+            value += part[0]
+            half += part[1]
+            if alloc is not None:
+                alloc += part[0]
+            if one_pool is not None:
+                one_pool += part[0]
+            note += f" + draft {part[0]:.0f} B ({RULE['draft_in_cell'].source})"
+        elif not proportional:
+            notes.append(
+                "the draft KV pool does not hold the target's token count: sized by its own "
+                "rule, kept out of the cell"
+            )
+    elif inputs.draft_kv:
+        notes.append(
+            f"draft KV is outside the budget in this release ({RULE['draft_outside'].source})"
+        )
+    old_elem = kv_element_bytes(
+        inputs.logged_kv_dtype, inputs.knobs.get("kv_cache_dtype"), model_elem(inputs)
+    )
+    base_dtype = base_settings(inputs).kv_cache_dtype
+    if settings.kv_cache_dtype is not None and settings.kv_cache_dtype != base_dtype:
+        new_elem = (
+            model_elem(inputs)
+            if settings.kv_cache_dtype == "auto"
+            else KV_DTYPE_BYTES.get(settings.kv_cache_dtype)
+        )
+        fp4 = settings.kv_cache_dtype.startswith(("fp4", "float4"))
+        if fp4 and inputs.version.within(RULE["fp4_cell"]) is False:
+            new_elem = None
+        if new_elem is None or old_elem is None:
+            notes.append(
+                f"kv_cache_dtype={settings.kv_cache_dtype}: bytes per element not modelled "
+                "for this log (unknown dtype, or fp4 before 0.5.6); cell kept"
+            )
+        else:
+            scale = new_elem / old_elem
+            value *= scale
+            half *= scale
+            alloc = None if alloc is None else alloc * scale
+            one_pool = None if one_pool is None else one_pool * scale
+            note += f" x {new_elem:g}/{old_elem:g} B per element"
+            if fp4:
+                note += f" ({RULE['fp4_cell'].source})"
+    return Cell(
+        value,
+        half,
+        full_pool,
+        swa_ratio if inputs.swa_full_tokens else None,
+        note,
+        alloc_bytes=alloc,
+        swa_one_pool=one_pool,
+        swa_rule=swa_rule,
+    )
