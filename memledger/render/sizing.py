@@ -149,7 +149,9 @@ def sizing_table(result: SizingResult) -> Table:
     footnote_parts += pred.notes
     footnote_parts += notes
     footnote = "\n".join(
-        textwrap.fill(part, WIDTH, subsequent_indent="  ") for part in footnote_parts
+        # a part never starts with whitespace, so an indented line is always its wrapping
+        textwrap.fill(" ".join(part.split()), WIDTH, subsequent_indent="  ")
+        for part in footnote_parts
     )
     return Table(
         headers=["term", "value", "kind", "source"],
