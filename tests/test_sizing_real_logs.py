@@ -78,16 +78,22 @@ def test_kimi_min_mem_fraction_static() -> None:
 
 @pytest.mark.parametrize("path", [*real_log_paths(), *SAMPLES], ids=lambda p: p.name[:30])
 def test_whatif_identity(path: Path) -> None:
-    """The log's own settings reproduce every measured figure exactly."""
+    """Every setting the log ran with, set to its own value, reproduces every measured figure
+    exactly and changes no modelled one."""
     read = sizing_inputs(memledger.load(path))
     base = size_log(read).settings
-    answer = whatif(
-        read, {"mem_fraction_static": base.mem_fraction_static, "page_size": base.page_size}
-    )
+    own = {name: value for name, value in base.model_dump().items() if value is not None}
+    answer = whatif(read, own)
+    assert answer.new == base
+    compared = 0
     for row in answer.rows:
+        assert row.modelled_new == row.modelled_base, row.name
         if row.measured is not None and row.predicted is not None:
             assert row.predicted == row.measured, row.name
             assert row.delta == 0
+            compared += 1
+    if read.target_kv and answer.missing is None:
+        assert compared >= 1  # at least the KV tokens per rank were reproduced
 
 
 def test_article_extra_slots_whatif() -> None:
@@ -138,7 +144,16 @@ def test_logs_without_server_args_say_what_infers_mfs(fragment: str) -> None:
     result = _result(path)
     assert result.predicted_max_total_num_tokens is None
     assert result.mismatch is not None and "--set gpu_memory_mib=N" in result.mismatch
+    assert result.fitted_mem_fraction_static is not None
+    assert "SGLang's arithmetic gives the logged" in result.mismatch
     read = sizing_inputs(memledger.load(path))
+    fitted = result.fitted_mem_fraction_static
+    at = whatif(read, {"mem_fraction_static": fitted}).row("KV tokens per rank")
+    below = whatif(read, {"mem_fraction_static": fitted - 0.0002}).row("KV tokens per rank")
+    logged = result.logged_max_total_num_tokens
+    assert at is not None and below is not None and logged is not None
+    assert at.modelled_new is not None and below.modelled_new is not None
+    assert below.modelled_new < logged <= at.modelled_new  # the smallest mfs that reaches it
     answer = whatif(read, {"gpu_memory_mib": 24_564})
     mfs = next(t for t in answer.arithmetic if t.name == "mem_fraction_static")
     assert mfs.kind == "inferred" and mfs.rule == "mfs_default"

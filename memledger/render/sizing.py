@@ -117,6 +117,15 @@ def sizing_table(result: SizingResult) -> Table:
                 "SGLang's refusal (see footnote)",
             ]
         )
+    if result.fitted_mem_fraction_static is not None:
+        rows.append(
+            [
+                "mfs that gives the logged pool",
+                f"{result.fitted_mem_fraction_static:.4f}",
+                "inferred",
+                "SGLang's arithmetic solved for mfs",
+            ]
+        )
     if result.implied_mem_fraction_static is not None:
         rows.append(
             [

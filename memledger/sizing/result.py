@@ -35,6 +35,9 @@ class SizingResult(BaseModel):
     theoretical_note: str = ""
     implied_mem_fraction_static: float | None = None
     """The mfs the logged pools imply: 1 - (A - pools) / P (when server_args does not say)."""
+    fitted_mem_fraction_static: float | None = None
+    """The mfs under which SGLang's arithmetic gives the logged token count (only computed
+    when the log does not give mem_fraction_static)."""
     slack_used_bytes: int | None = None
     """Allocated after the weights, beyond the state pools: A - last free reading - pools."""
     free_last_bytes: int | None = None
@@ -121,6 +124,33 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
     )
 
 
+FIT_STEPS = 24
+FIT_LOW, FIT_HIGH = 0.01, 0.999
+
+
+def fitted_mem_fraction_static(
+    inputs: SizingInputs, settings: Settings, logged: int
+) -> float | None:
+    """Bisect the mfs whose predicted tokens reach `logged` (tokens grow with mfs)."""
+
+    def tokens(mfs: float) -> int | None:
+        return predict(inputs, settings.model_copy(update={"mem_fraction_static": mfs})).tokens
+
+    low, high = FIT_LOW, FIT_HIGH
+    at_low, at_high = tokens(low), tokens(high)
+    if at_low is None or at_high is None or not at_low <= logged <= at_high:
+        return None
+    for _ in range(FIT_STEPS):
+        middle = (low + high) / 2
+        reached = tokens(middle)
+        assert reached is not None
+        if reached < logged:
+            low = middle
+        else:
+            high = middle
+    return round(high, 4)
+
+
 def size_log(inputs: SizingInputs) -> SizingResult:
     """SGLang's sizing redone with this log's own numbers, beside the logged result."""
     settings = base_settings(inputs)
@@ -134,9 +164,17 @@ def size_log(inputs: SizingInputs) -> SizingResult:
     if p is not None and a is not None and p.bytes > 0 and inputs.state_logged_bytes:
         implied = round(1 - (a.bytes - inputs.state_logged_bytes) / p.bytes, 4)
     mismatch: str | None = None
+    fitted: float | None = None
     if pred.tokens is None:
         mismatch = pred.missing
-        if implied is not None and settings.mem_fraction_static is None:
+        if settings.mem_fraction_static is None and logged is not None:
+            fitted = fitted_mem_fraction_static(inputs, settings, logged)
+        if fitted is not None:
+            mismatch = (
+                f"{mismatch}; SGLang's arithmetic gives the logged {logged:,} tokens with "
+                f"mem_fraction_static ~ {fitted:.3f}"
+            )
+        elif implied is not None and settings.mem_fraction_static is None:
             mismatch = f"{mismatch}; the logged pools imply mem_fraction_static ~ {implied:.3f}"
     elif logged is None:
         mismatch = None
@@ -167,6 +205,7 @@ def size_log(inputs: SizingInputs) -> SizingResult:
         theoretical_bytes_per_token=inputs.theoretical_cell_bytes,
         theoretical_note=inputs.theoretical_cell_note,
         implied_mem_fraction_static=implied,
+        fitted_mem_fraction_static=fitted,
         slack_used_bytes=used,
         free_last_bytes=free,
         version=inputs.version.text,
