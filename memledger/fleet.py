@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
 from memledger.ledger_model import Ledger
+from memledger.render.terminal import PLAIN, Terminal
 from memledger.service import LoadOptions, Output, Source, load_ledger
 
 LOG_SUFFIXES = (".log", ".log.gz")
@@ -85,12 +86,14 @@ def load_fleet(paths: Sequence[str], options: LoadOptions) -> Iterator[FleetEntr
         yield from pool.map(_load, paths, [options] * len(paths))
 
 
-def run_fleet(sources: Sequence[Source], options: LoadOptions, fmt: str) -> Output:
+def run_fleet(
+    sources: Sequence[Source], options: LoadOptions, fmt: str, terminal: Terminal = PLAIN
+) -> Output:
     """`memledger ledger LOG LOG...` / `memledger ledger DIR`: the fleet table; exit 3 when a
     log could not be read (its line says why)."""
     from memledger.render.fleet import FLEET_FORMATS
 
-    render = FLEET_FORMATS.renderer(fmt, None)
+    render = FLEET_FORMATS.renderer(fmt, terminal)
     entries = list(load_fleet(expand_inputs(sources), options))
     failed = any(entry.error is not None for entry in entries)
     return Output(render(entries), EXIT_INPUT if failed else EXIT_OK)

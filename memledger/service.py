@@ -121,6 +121,8 @@ class LedgerOptions:
     """More logs: with them (or when `log` is a folder) the fleet view, one line per log."""
     terminal: Terminal = PLAIN
     """Text output: the width to fit and whether to colour (`terminal_for`)."""
+    full: bool = False
+    """Text output: every table (`--full`), not only the verdict and the rows that matter."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,8 @@ class DiffOptions:
     max_chars: int | None = None
     terminal: Terminal = PLAIN
     """Text output: the width to fit and whether to colour (`terminal_for`)."""
+    full: bool = False
+    """Text output: every table (`--full`), not only the verdict and the rows that matter."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,8 @@ class CheckOptions:
     max_chars: int | None = None  # markdown only: size cap (a PR comment has a limit)
     terminal: Terminal = PLAIN
     """Text output: the width to fit and whether to colour (`terminal_for`)."""
+    full: bool = False
+    """Text output: every table (`--full`), not only the verdict and the rows that matter."""
 
 
 # --- loading ------------------------------------------------------------------------------------
@@ -339,8 +345,8 @@ def run_ledger(options: LedgerOptions) -> Output:
     if is_fleet(sources):
         if options.explain is not None:
             raise ConfigError("--explain takes one LOG, not several")
-        return run_fleet(sources, options.load, options.fmt)
-    view = LedgerView(explain=options.explain, terminal=options.terminal)
+        return run_fleet(sources, options.load, options.fmt, options.terminal)
+    view = LedgerView(explain=options.explain, terminal=options.terminal, full=options.full)
     render = FORMATS.renderer(options.fmt, view)
     text = render(load_ledger(options.log, options.load))
     if options.fmt == "text" and options.explain is None:
@@ -406,7 +412,7 @@ def run_diff(options: DiffOptions) -> Output:
     from memledger.render.diff_formats import FORMATS, diff_view
 
     view = diff_view(sort=options.sort, show_unchanged=options.show_unchanged)
-    view = replace(view, terminal=options.terminal)
+    view = replace(view, terminal=options.terminal, full=options.full)
     if options.marker is not None:
         view = replace(view, marker=options.marker)
     if options.max_chars is not None:
@@ -478,11 +484,11 @@ def check_report(options: CheckOptions) -> CheckReport:
 def run_check(options: CheckOptions) -> Output:
     """`memledger check`: the report, its exit code and, for `--format github` under GitHub
     Actions, the markdown report appended to the job summary."""
-    from memledger.render.check import FORMATS, CheckFormat, render_markdown
+    from memledger.render.check import FORMATS, CheckFormat, CheckView, render_markdown
     from memledger.render.escape import Destination, finish
 
     fmt = FORMATS.pick(options.fmt)
-    render = FORMATS.renderer(fmt, options.terminal)
+    render = FORMATS.renderer(fmt, CheckView(options.terminal, options.full))
     if fmt is CheckFormat.MARKDOWN and options.max_chars is not None:
         max_chars = options.max_chars
         render = lambda report: render_markdown(report, max_chars)  # noqa: E731

@@ -285,7 +285,11 @@ def _shape(tokens: list[Token]) -> list[Any]:
 
 
 _LIVE_REFERENCE = re.compile(r"@[\w-]|#\d|https?://|www\.", re.IGNORECASE)
-_MERMAID_LINE = re.compile(r'^(pie showData title [^"`\n]*|    "[^"`\n]*" : -?[0-9.]+)$')
+_MERMAID_LINE = re.compile(
+    r'^(pie showData title [^"`\n]*|    "[^"`\n]*" : -?[0-9.]+'
+    # the per-pie palette (memledger's own constants: one colour per group in both pies)
+    r'|%%\{init: \{"theme": "base", "themeVariables": \{("pie\d+": "#[0-9a-f]{6}"(, )?)*\}\}\}%%)$'
+)
 
 
 def check_markdown(text: str, benign: str) -> None:

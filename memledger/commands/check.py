@@ -8,8 +8,10 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    CHECK_FULL_HELP,
     format_option,
     formulas_option,
+    full_option,
     grammar_option,
     load_options,
     model_config_option,
@@ -18,7 +20,7 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.errors import exit_codes_help
-from memledger.render.check import FORMATS
+from memledger.render.check import CHECK_MAX_CHARS, FORMATS
 from memledger.service import CheckOptions, LoadOptions, emit, run_check, terminal_for
 
 HELP_EPILOG = (
@@ -52,6 +54,7 @@ an error; --require-baseline makes it one (exit 3)."""
 )
 @click.option("--strict", is_flag=True, help="Warn-level breaches fail too (exit 1).")
 @format_option(FORMATS)
+@full_option(help=CHECK_FULL_HELP)
 @load_options(
     rank_option(help="Rank to check, in every LOG (default: rank 0)."),
     startup_option(help="Which startup of each file, 0-based (default: the last)."),
@@ -69,8 +72,10 @@ an error; --require-baseline makes it one (exit 3)."""
     "--max-chars",
     type=click.IntRange(min=1000),
     metavar="N",
-    help="markdown: size cap; passes and the not-compared list give way first, then breach "
-    "rows; the headline is never cut (default: no cap).",
+    default=CHECK_MAX_CHARS,
+    show_default=True,
+    help="markdown: size cap (GitHub refuses comments over 65,536 characters); passes and the "
+    "not-compared list give way first, then breach rows; the headline is never cut.",
 )
 @output_option(help="Write the report to FILE instead of stdout.")
 @click.option(
@@ -87,6 +92,7 @@ def check_command(
     strict: bool,
     fmt: str,
     load: LoadOptions,
+    full: bool,
     max_chars: int | None,
     output: Path | None,
     today: datetime | None,
@@ -103,6 +109,7 @@ def check_command(
                 require_baseline=require_baseline,
                 today=None if today is None else today.date(),
                 fmt=fmt,
+                full=full,
                 max_chars=max_chars,
                 terminal=terminal_for(output),
             )

@@ -7,8 +7,10 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    DIFF_FULL_HELP,
     format_option,
     formulas_option,
+    full_option,
     grammar_option,
     load_options,
     model_config_option,
@@ -42,6 +44,7 @@ weight staging, which add up exactly. --rank/--startup/--model-config apply to b
 @click.argument("base", metavar="BASE")
 @click.argument("head", metavar="HEAD")
 @format_option(FORMATS)
+@full_option(help=DIFF_FULL_HELP)
 @click.option(
     "--sort",
     type=click.Choice(SORT_KEYS),
@@ -49,7 +52,11 @@ weight staging, which add up exactly. --rank/--startup/--model-config apply to b
     show_default=True,
     help="Row order: largest |Δ| first, by id, or largest base/head value first.",
 )
-@click.option("--show-unchanged", is_flag=True, help="List unchanged rows instead of a count.")
+@click.option(
+    "--show-unchanged",
+    is_flag=True,
+    help="List unchanged rows instead of a count (text: in the full tables, as with --full).",
+)
 @load_options(
     rank_option(help="Rank for both sides (default: rank 0)."),
     startup_option(help="Startup for both sides, 0-based."),
@@ -86,6 +93,7 @@ def diff_command(
     base: str,
     head: str,
     fmt: str,
+    full: bool,
     sort: str,
     show_unchanged: bool,
     load: LoadOptions,
@@ -121,6 +129,7 @@ def diff_command(
                 ),
                 load=load,
                 fmt=fmt,
+                full=full,
                 sort=sort,
                 show_unchanged=show_unchanged,
                 marker=marker,

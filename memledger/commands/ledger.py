@@ -7,8 +7,10 @@ from pathlib import Path
 import click
 
 from memledger.commands.options import (
+    LEDGER_FULL_HELP,
     format_option,
     formulas_option,
+    full_option,
     grammar_option,
     load_options,
     model_config_option,
@@ -23,6 +25,7 @@ from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger, term
 @click.command("ledger")
 @click.argument("logs", nargs=-1, required=True, metavar="LOG...")
 @format_option(FORMATS)
+@full_option(help=LEDGER_FULL_HELP)
 @load_options(
     rank_option(help="Rank to account for (default: rank 0)."),
     startup_option(),
@@ -40,6 +43,7 @@ def ledger_command(
     logs: tuple[str, ...],
     fmt: str,
     load: LoadOptions,
+    full: bool,
     explain: str | None,
     output: Path | None,
 ) -> int:
@@ -59,6 +63,7 @@ def ledger_command(
                 more_logs=logs[1:],
                 load=load,
                 fmt=fmt,
+                full=full,
                 explain=explain,
                 terminal=terminal_for(output),
             )

@@ -122,3 +122,27 @@ def load_options(*options: Callable[[FC], FC]) -> Callable[[Callable[..., R]], C
         )
 
     return decorate
+
+
+FULL_HELP = "text: every table, not only the verdict and the rows that matter."
+LEDGER_FULL_HELP = (
+    "text: every table (rows, checkpoints, intervals, summary, KV sizing). Without it: the "
+    "verdict, each group's total largest first with its largest row, the split of usable memory "
+    "into fixed overhead, runtime headroom and state pool, the KV figures, unexplained rows of "
+    "0.10 GiB or more, the sizing verdict and the notes."
+)
+DIFF_FULL_HELP = (
+    "text: every table (all changed rows, group totals, checkpoints, intervals, configuration, "
+    "coverage). Without it: the verdict, the summary, where the state-pool difference comes "
+    "from, the five largest movers, the composition bars and the notes."
+)
+CHECK_FULL_HELP = (
+    "text: every check within budget and every one not compared. Without it: the verdict, "
+    "every breach and missing item, the five passes closest to their limit and the count of "
+    "the rest."
+)
+
+
+def full_option(*, help: str = FULL_HELP) -> Callable[[FC], FC]:
+    """`--full` -> `full: bool`: text output with every table, not only the short view."""
+    return click.option("--full", is_flag=True, help=help)

@@ -31,7 +31,7 @@ STATE_POOL_CATEGORIES: tuple[Category, ...] = (
     ),
     Category(
         "weights_staging",
-        "weights + weight staging",
+        "weights + draft weights + staging",
         (RowGroup.WEIGHTS, RowGroup.WEIGHT_STAGING, RowGroup.DRAFT_WEIGHTS),
     ),
 )

@@ -39,6 +39,8 @@ class LedgerView:
     explain: str | None = None
     terminal: Terminal = Terminal()
     """Width and colour of text output."""
+    full: bool = False
+    """Text: every table (`--full`); default: the verdict and the rows that matter."""
 
 
 LedgerRenderer = Callable[[Ledger], str]
@@ -53,7 +55,7 @@ def _with_explain(
         target = view.explain
         if target is None:
             if whole is render_text:
-                return lambda ledger: render_text(ledger, view.terminal)
+                return lambda ledger: render_text(ledger, view.terminal, full=view.full)
             return whole  # type: ignore[return-value]
         if explain is None:
             raise ConfigError(f"--explain prints text, markdown or json, not {fmt}")
@@ -73,7 +75,8 @@ FORMATS: Formats[OutputFormat, LedgerView, Ledger] = Formats(
     OutputFormat,
     {
         OutputFormat.TEXT: Format(
-            _with_explain(render_text, explain_text, "text"), "tables for a terminal"
+            _with_explain(render_text, explain_text, "text"),
+            "for a terminal: the verdict and the rows that matter (--full: every table)",
         ),
         OutputFormat.MARKDOWN: Format(
             _with_explain(render_markdown, _explain_markdown, "markdown"),
@@ -89,6 +92,9 @@ FORMATS: Formats[OutputFormat, LedgerView, Ledger] = Formats(
 )
 
 
-def render_ledger(ledger: Ledger, fmt: str = "text", *, explain: str | None = None) -> str:
-    """Render a ledger in `fmt`; with `explain`, only the arithmetic behind that row."""
-    return FORMATS.renderer(fmt, LedgerView(explain=explain))(ledger)
+def render_ledger(
+    ledger: Ledger, fmt: str = "text", *, explain: str | None = None, full: bool = False
+) -> str:
+    """Render a ledger in `fmt`; with `explain`, only the arithmetic behind that row; `full`:
+    every table in text (as `--full`), not only the verdict and the rows that matter."""
+    return FORMATS.renderer(fmt, LedgerView(explain=explain, full=full))(ledger)

@@ -8,6 +8,8 @@ output, the GitHub annotations and `memledger.testing.assert_budget`.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 from pathlib import PurePath
@@ -225,24 +227,67 @@ def _pass_rows(report: CheckReport) -> list[list[str]]:
     ]
 
 
-def render_text(report: CheckReport, terminal: Terminal = PLAIN) -> str:
+CHECK_MAX_CHARS = 60_000
+"""`check --format markdown`'s default size cap, as `diff`'s: under GitHub's 65,536-character
+comment limit with room for CI's own text."""
+
+BRIEF_PASSES = 5
+"""Passes the short text view lists: the ones closest to their limit."""
+BRIEF_SKIPPED = 3
+"""Not-compared checks the short text view lists before a count."""
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """Text options: the terminal, and whether every pass and skip is listed (`--full`)."""
+
+    terminal: Terminal = PLAIN
+    full: bool = False
+
+
+def _closeness(check: Check) -> float:
+    """How close a pass is to its limit: its headroom as a share of the limit (smaller first)."""
+    if check.margin is not None and check.limit:
+        return abs(check.margin) / abs(check.limit)
+    if check.margin_pct is not None and check.limit_pct:
+        return abs(check.margin_pct) / abs(check.limit_pct)
+    return float("inf")
+
+
+def render_text(report: CheckReport, terminal: Terminal = PLAIN, *, full: bool = False) -> str:
     """Breaches first (one line each), then passes with their headroom, then notes; fitted to
-    the terminal's width, FAIL and WARN coloured on a colour terminal."""
+    the terminal's width, FAIL and WARN coloured on a colour terminal. Without `full`, only the
+    passes closest to their limit and the first not-compared checks are listed, with counts."""
     lines = [headline(report)]
     lines.extend(f"warning: {warning}" for warning in report.warnings)
     lines.extend(breach_line(check) for check in report.breaches())
-    passes = _pass_rows(report)
-    if passes:
+    checks = report.passes()
+    if checks:
+        shown = checks if full else sorted(checks, key=_closeness)[:BRIEF_PASSES]
+        order = {id(check): i for i, check in enumerate(checks)}
+        shown = sorted(shown, key=lambda check: order[id(check)])  # in budget order
+        rows = [
+            [check.item, check.log, value_text(check), margin_text(check), tighten_text(check)]
+            for check in shown
+        ]
         lines.append("")
-        lines.append(f"within budget ({len(passes)}):")
+        if len(shown) == len(checks):
+            lines.append(f"within budget ({len(checks)}):")
+        else:
+            lines.append(
+                f"within budget ({len(checks)}; the {len(shown)} closest to their limit, "
+                "--full lists all):"
+            )
         headers = ["item", "log", "actual vs limit", "headroom", "hint"]
-        table = text_table(Table(headers, passes), style="plain", width=terminal.width - 2)
+        table = text_table(Table(headers, rows), style="plain", width=terminal.width - 2)
         lines.extend("  " + row.rstrip() for row in table.splitlines())
     skipped = report.skipped()
     if skipped:
+        listed = skipped if full else skipped[:BRIEF_SKIPPED]
+        more = "" if len(listed) == len(skipped) else f"; the first {len(listed)}, --full lists all"
         lines.append("")
-        lines.append(f"not compared ({len(skipped)}):")
-        lines.extend(f"  {check.item} [{check.log}]: {check.note}" for check in skipped)
+        lines.append(f"not compared ({len(skipped)}{more}):")
+        lines.extend(f"  {check.item} [{check.log}]: {check.note}" for check in listed)
     lines.extend(_context_lines(report))
     return fit_lines("\n".join(lines), terminal.width) + "\n"
 
@@ -408,7 +453,8 @@ def render_github(report: CheckReport) -> str:
     )
     # The text after the annotations is untrusted text too: none of its lines may start a
     # workflow command (a saved ledger's strings can hold newlines).
-    return "\n".join(lines) + ("\n" if lines else "") + terminal_text(render_text(report))
+    text = terminal_text(render_text(report, full=True))
+    return "\n".join(lines) + ("\n" if lines else "") + text
 
 
 _STATUS_ICON = {
@@ -519,12 +565,16 @@ def _details_sections(passes: list[list[str]], skipped: list[Check]) -> list[str
     return lines
 
 
-FORMATS: Formats[CheckFormat, Terminal | None, CheckReport] = Formats(
+def _text_renderer(view: CheckView) -> Callable[[CheckReport], str]:
+    return partial(render_text, terminal=view.terminal, full=view.full)
+
+
+FORMATS: Formats[CheckFormat, CheckView | None, CheckReport] = Formats(
     CheckFormat,
     {
         CheckFormat.TEXT: Format(
-            lambda terminal: partial(render_text, terminal=terminal or PLAIN),
-            "breaches first, then passes",
+            lambda view: _text_renderer(view or CheckView()),
+            "breaches first, then the passes closest to their limit (--full: every pass)",
         ),
         CheckFormat.JSON: Format(lambda _: render_json, "the full report"),
         CheckFormat.JUNIT: Format(lambda _: render_junit, "JUnit XML for CI test reports"),
@@ -543,6 +593,8 @@ def check_format(name: str) -> CheckFormat:
     return FORMATS.pick(name)
 
 
-def render_check(report: CheckReport, fmt: CheckFormat | str = CheckFormat.TEXT) -> str:
-    """Render a check report in one of the formats."""
-    return FORMATS.renderer(fmt, PLAIN)(report)
+def render_check(
+    report: CheckReport, fmt: CheckFormat | str = CheckFormat.TEXT, *, full: bool = False
+) -> str:
+    """Render a check report in one of the formats (`full`: every pass in text)."""
+    return FORMATS.renderer(fmt, CheckView(PLAIN, full))(report)

@@ -11,6 +11,7 @@ from enum import StrEnum
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell
+from memledger.render.terminal import DEFAULT_WIDTH, fit_lines
 from memledger.units import format_gib
 
 WIDTH = 100
@@ -82,7 +83,7 @@ def render_text(diagnosis: Diagnosis) -> str:
     for suggestion in diagnosis.suggestions:
         lines += _wrap(suggestion_title(suggestion), "  ")
         lines += _wrap(suggestion.why, INDENT)
-    return "\n".join(lines) + "\n"
+    return fit_lines("\n".join(lines), DEFAULT_WIDTH) + "\n"  # a long verdict wraps too
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:

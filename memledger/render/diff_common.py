@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memledger.compare import (
-    DELTA_PCT_DEFINITION,
     ByteChange,
     DiffInput,
     DiffStatus,
@@ -24,7 +23,8 @@ from memledger.compare import (
 )
 from memledger.ledger_model import RowGroup
 from memledger.render.diff_prose import state_pool_statement, usable_note
-from memledger.render.tables import Table
+from memledger.render.rows import ABSENT
+from memledger.render.tables import Align, Table
 from memledger.units import GIB, format_gib
 
 SUMMARY_TABLE_KEYS = (
@@ -44,6 +44,11 @@ SUMMARY_TABLE_KEYS = (
 )
 """Summary keys in the short summary table (the full list goes in the details)."""
 
+FIXED_AND_HEADROOM = "fixed overhead + headroom"
+"""Usable memory minus the state pool: every group but the state pool, the free runtime
+headroom included. Named so, because free headroom is not overhead (the Rows table of a ledger
+shows the fixed overhead without it)."""
+
 COMPOSITION_ORDER: tuple[RowGroup, ...] = (
     RowGroup.WEIGHTS,
     RowGroup.WEIGHT_STAGING,
@@ -59,19 +64,19 @@ COMPOSITION_ORDER: tuple[RowGroup, ...] = (
 
 
 def gib_text(byte_count: int | None, *, signed: bool = False, digits: int = 2) -> str:
-    """Bytes as GiB; `+`/`-` when signed; `?` for unknown; never `-0.00`."""
-    return format_gib(byte_count, digits, signed=signed)
+    """Bytes as GiB; `+`/`-` when signed; `ABSENT` for no value; never `-0.00`."""
+    return ABSENT if byte_count is None else format_gib(byte_count, digits, signed=signed)
 
 
 def pct_text(pct: float | None) -> str:
-    """A Δ% as `+12.3%`, empty when undefined."""
-    return "" if pct is None else f"{pct:+.1f}%"
+    """A Δ% as `+12.3%`, `ABSENT` when undefined (a base of 0 or no value)."""
+    return ABSENT if pct is None else f"{pct:+.1f}%"
 
 
 def number_text(value: int | float | None, unit: str, *, signed: bool = False) -> str:
     """A summary figure in its unit: GiB with 2 decimals, token counts in millions."""
     if value is None:
-        return "?"
+        return ABSENT
     sign = "+" if signed else ""
     if unit == "tokens":
         if abs(value) >= 1_000_000:
@@ -120,8 +125,11 @@ def input_line(side: str, item: DiffInput) -> str:
 
 
 def definition_line() -> str:
-    """What Δ and Δ% mean."""
-    return f"Δ = head - base; {DELTA_PCT_DEFINITION}; sizes in GiB"
+    """What Δ and Δ% mean, and the one placeholder for a value a cell does not have."""
+    return (
+        "Δ = head - base; Δ% = (head - base) / base, in percent; sizes in GiB; "
+        f"{ABSENT} = no value (not on that side, not known, or Δ% of a base of 0)"
+    )
 
 
 def short_stop(stopped_at: str) -> str:
@@ -137,11 +145,11 @@ def headline(diff: LedgerDiff) -> str:
     if not analysis.available:
         verdict = "no state-pool comparison"
     elif pool.status is DiffStatus.UNCHANGED and fixed.status is DiffStatus.UNCHANGED:
-        verdict = "state pool and fixed overhead unchanged (within printing precision)"
+        verdict = "state pool and fixed overhead + headroom unchanged (within printing precision)"
     else:
         verdict = (
             f"state pool {gib_text(pool.delta_bytes, signed=True)} GiB "
-            f"(fixed overhead {gib_text(fixed.delta_bytes, signed=True)} GiB)"
+            f"(fixed overhead + headroom {gib_text(fixed.delta_bytes, signed=True)} GiB)"
         )
     mover_text = (
         f"biggest mover: {_mover_text(diff)}" if diff.biggest_mover_group else ("nothing moved")
@@ -158,8 +166,7 @@ def headline(diff: LedgerDiff) -> str:
 def _mover_text(diff: LedgerDiff) -> str:
     """`CUDA graphs +5.88 GiB (+72.8%; most from cuda_graph_largest_bucket +3.05)`."""
     group = next(g for g in diff.groups if g.id == diff.biggest_mover_group)
-    pct = pct_text(group.delta_pct)
-    details = [pct] if pct else []
+    details = [] if group.delta_pct is None else [pct_text(group.delta_pct)]
     row = next((r for r in diff.rows if r.id == diff.biggest_mover), None)
     if row is not None and group.n_rows > 1:
         details.append(f"most from {row.id} {gib_text(row.delta_bytes, signed=True)}")
@@ -186,7 +193,7 @@ def summary_table(diff: LedgerDiff, keys: Sequence[str] | None = SUMMARY_TABLE_K
     chosen = list(by_key) if keys is None else [k for k in keys if k in by_key]
     totals: dict[str, tuple[str, ByteChange]] = {
         "usable": ("usable, sum of rows", analysis.partition),
-        "fixed_overhead": ("fixed overhead", analysis.fixed_overhead),
+        "fixed_overhead": (FIXED_AND_HEADROOM, analysis.fixed_overhead),
         "state_pool": ("state pool", analysis.state_pool),
     }
     rows = []
@@ -199,7 +206,13 @@ def summary_table(diff: LedgerDiff, keys: Sequence[str] | None = SUMMARY_TABLE_K
         if item.base is None and item.head is None:
             continue
         rows.append(_summary_row(item))
-    return Table(["figure", *_side_headers(diff)], rows)
+    return Table(["figure", *_side_headers(diff)], rows, _numbers_right(5, first=1))
+
+
+def _numbers_right(n: int, *, first: int, last: int | None = None) -> list[Align]:
+    """Text columns left, number columns (`first` up to `last`, exclusive) right-aligned."""
+    end = n if last is None else last
+    return ["right" if first <= i < end else "left" for i in range(n)]
 
 
 def _summary_row(item: SummaryField) -> list[str]:
@@ -214,16 +227,10 @@ def _summary_row(item: SummaryField) -> list[str]:
 
 
 def _change_cells(change: ByteChange) -> list[str]:
-    # A side the item is absent from is blank; `?` means present but unknown.
-    absent_base = change.status is DiffStatus.NEW or (
-        isinstance(change, RowDiff) and change.base_kind is None
-    )
-    absent_head = change.status is DiffStatus.REMOVED or (
-        isinstance(change, RowDiff) and change.head_kind is None
-    )
+    # A side the item is absent from, or whose bytes are unknown, has no value: `ABSENT`.
     return [
-        "" if absent_base else gib_text(change.base_bytes),
-        "" if absent_head else gib_text(change.head_bytes),
+        gib_text(change.base_bytes),
+        gib_text(change.head_bytes),
         gib_text(change.delta_bytes, signed=True),
         pct_text(change.delta_pct),
     ]
@@ -245,44 +252,44 @@ def category_table(diff: LedgerDiff, *, with_rows: bool = False) -> Table:
             ]
         )
         if with_rows:
+            by_id = {r.id: r for r in diff.rows}
             rows.extend(
-                [
-                    f"  {c.label} ({c.id})",
-                    "",
-                    "",
-                    gib_text(c.delta_bytes, signed=True),
-                    "",
-                ]
+                [f"· {c.id}", *_change_cells(by_id[c.id])]
+                if c.id in by_id
+                else [f"· {c.id}", ABSENT, ABSENT, gib_text(c.delta_bytes, signed=True), ABSENT]
                 for c in category.rows
             )
     fixed = analysis.fixed_overhead
     rows.append(
         [
-            "fixed overhead (sum)",
+            f"{FIXED_AND_HEADROOM} (sum)",
             gib_text(fixed.base_bytes),
             gib_text(fixed.head_bytes),
             total_text,
             pct_text(fixed.delta_pct),
         ]
     )
-    return Table(["fixed-overhead category", *_side_headers(diff)], rows)
+    headers = [f"category ({FIXED_AND_HEADROOM})", *_side_headers(diff)]
+    return Table(headers, rows, _numbers_right(5, first=1))
 
 
 def contributions_table(diff: LedgerDiff) -> Table:
-    """Every row's share of each category delta."""
+    """Every row's share of each category delta; each category named once, on its first row."""
     rows: list[list[str]] = []
     for category in diff.state_pool.categories:
         rows.extend(
             [
-                category.label,
+                category.label if index == 0 else "",
                 c.id,
                 c.label,
                 gib_text(c.delta_bytes, signed=True),
                 status_text(c.status),
             ]
-            for c in category.rows
+            for index, c in enumerate(category.rows)
         )
-    return Table(["category", "row id", "row", "Δ", "status"], rows)
+    return Table(
+        ["category", "row id", "row", "Δ", "status"], rows, _numbers_right(5, first=3, last=4)
+    )
 
 
 def status_text(status: DiffStatus) -> str:
@@ -301,12 +308,12 @@ def balance_lines(diff: LedgerDiff) -> list[str]:
             terms = f"{text.lstrip('+')} ({category.label})"
         else:
             terms += f" {text[0]} {text[1:]} ({category.label})"
-    lines.append(f"Fixed overhead, head - base: {total_text} GiB = {terms}.")
+    lines.append(f"Fixed overhead + headroom, head - base: {total_text} GiB = {terms}.")
     part = analysis.partition
     pool = analysis.state_pool
     lines.append(
         f"State pool, head - base: {gib_text(pool.delta_bytes, signed=True)} GiB = usable "
-        f"{gib_text(part.delta_bytes, signed=True)} - fixed overhead "
+        f"{gib_text(part.delta_bytes, signed=True)} - (fixed overhead + headroom) "
         f"{gib_text(analysis.fixed_overhead.delta_bytes, signed=True)}."
     )
     note = usable_note(diff)
@@ -330,7 +337,7 @@ def destination_table(diff: LedgerDiff) -> Table:
     for contribution in diff.state_pool.state_rows:
         row = by_id[contribution.id]
         rows.append([f"{row.label} ({row.id})", *_change_cells(row)])
-    return Table(headers, rows)
+    return Table(headers, rows, _numbers_right(5, first=1))
 
 
 def _row_cells(row: RowDiff) -> list[str]:
@@ -348,22 +355,30 @@ class RowsView:
     table: Table
     hidden_unchanged: int
     notes: list[str] = field(default_factory=list)
+    total: int = 0
+    """Rows the table would list without a limit."""
 
 
-def rows_view(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> RowsView:
-    """Row diffs sorted, unchanged ones collapsed into a count unless show_unchanged."""
+def rows_view(
+    diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool, limit: int | None = None
+) -> RowsView:
+    """Row diffs sorted, unchanged ones collapsed into a count unless show_unchanged; `limit`:
+    only the first rows of that order."""
     ordered = sort_rows(diff.rows, sort)
-    shown = [r for r in ordered if show_unchanged or r.status is not DiffStatus.UNCHANGED]
+    listed = [r for r in ordered if show_unchanged or r.status is not DiffStatus.UNCHANGED]
+    shown = listed if limit is None else listed[:limit]
     notes = [f"{r.id}: {r.note}" for r in shown if r.note]
     return RowsView(
         table=Table(
             [*ROW_HEADERS, *_side_headers(diff), "status"],
             [_row_cells(r) for r in shown],
-            keep=(0,),
+            _numbers_right(8, first=3, last=7),
+            keep=(0, 7),
             optional=(1, 2),  # label and group make way for the numbers on a narrow terminal
         ),
-        hidden_unchanged=len(ordered) - len(shown),
+        hidden_unchanged=len(ordered) - len(listed),
         notes=notes,
+        total=len(listed),
     )
 
 
@@ -373,7 +388,8 @@ def groups_table(diff: LedgerDiff) -> Table:
         [g.label, str(g.n_rows), *_change_cells(g), g.status.value]
         for g in [*diff.groups, diff.total]
     ]
-    return Table(["group", "rows", *_side_headers(diff), "status"], rows)
+    headers = ["group", "rows", *_side_headers(diff), "status"]
+    return Table(headers, rows, _numbers_right(len(headers), first=1, last=len(headers) - 1))
 
 
 def checkpoints_table(diff: LedgerDiff) -> Table:
@@ -389,7 +405,7 @@ def checkpoints_table(diff: LedgerDiff) -> Table:
         for c in diff.checkpoints
     ]
     headers = ["checkpoint (avail)", *_side_headers(diff), "base line", "head line", "status"]
-    return Table(headers, rows)
+    return Table(headers, rows, _numbers_right(len(headers), first=1, last=len(headers) - 1))
 
 
 def intervals_table(diff: LedgerDiff) -> Table:
@@ -420,7 +436,8 @@ def intervals_table(diff: LedgerDiff) -> Table:
         "status",
     ]
     # The residual columns are left out of a narrow terminal (their Δ stays).
-    return Table(headers, rows, optional=(4, 5))
+    align = _numbers_right(len(headers), first=1, last=len(headers) - 1)
+    return Table(headers, rows, align, optional=(4, 5))
 
 
 PARAM_SOURCE_NOTE = (
@@ -432,10 +449,11 @@ PARAM_SOURCE_NOTE = (
 
 
 def _param_text(value: object, source: str) -> str:
+    # Whole values: a terminal table shortens its widest cells itself (with `…`); markdown
+    # wraps them.
     if value is None:
         return "(not logged)" if source == "log" else "(not set)"
-    text = str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return str(value)
 
 
 def params_table(diff: LedgerDiff) -> Table:

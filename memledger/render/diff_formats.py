@@ -3,7 +3,7 @@ one entry point that renders a `LedgerDiff` in any of them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import partial
 
@@ -41,6 +41,8 @@ class DiffView:
     max_chars: int = DEFAULT_MAX_CHARS
     terminal: Terminal = Terminal()
     """Text: the width to fit and whether to colour."""
+    full: bool = False
+    """Text: every table (`--full`); default: the verdict and the rows that matter."""
 
 
 FORMATS: Formats[DiffFormat, DiffView, LedgerDiff] = Formats(
@@ -48,9 +50,13 @@ FORMATS: Formats[DiffFormat, DiffView, LedgerDiff] = Formats(
     {
         DiffFormat.TEXT: Format(
             lambda v: partial(
-                render_diff_text, sort=v.sort, show_unchanged=v.show_unchanged, terminal=v.terminal
+                render_diff_text,
+                sort=v.sort,
+                show_unchanged=v.show_unchanged,
+                terminal=v.terminal,
+                full=v.full,
             ),
-            "tables and composition bars for a terminal",
+            "for a terminal: the verdict, the summary and the largest movers (--full: every table)",
         ),
         DiffFormat.MARKDOWN: Format(
             lambda v: partial(
@@ -92,7 +98,9 @@ def render_diff(
     show_unchanged: bool = False,
     marker: str = DEFAULT_MARKER,
     max_chars: int = DEFAULT_MAX_CHARS,
+    full: bool = False,
 ) -> str:
-    """Render a diff in `fmt` (the Python-API convenience over `FORMATS`)."""
+    """Render a diff in `fmt` (the Python-API convenience over `FORMATS`); `full`: every table
+    in text."""
     view = diff_view(sort=sort, show_unchanged=show_unchanged, marker=marker, max_chars=max_chars)
-    return FORMATS.renderer(fmt, view)(diff)
+    return FORMATS.renderer(fmt, replace(view, full=full))(diff)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from memledger.compare import DiffInput, LedgerDiff, SortKey, group_label
 from memledger.errors import ConfigError
+from memledger.ledger_model import RowGroup
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
     balance_lines,
@@ -28,6 +29,7 @@ from memledger.render.diff_common import (
     intervals_table,
     params_table,
     rows_view,
+    side_header,
     summary_table,
 )
 from memledger.render.diff_prose import kv_token_lines
@@ -131,42 +133,67 @@ def _input_text(side: str, item: DiffInput) -> str:
     )
 
 
-def _pie(title: str, groups: Sequence[str], values: Sequence[int]) -> str:
-    lines = [f"pie showData title {mermaid_label(title)}"]
-    lines += [
-        f'    "{mermaid_label(name)}" : {value / GIB:.2f}'
-        for name, value in zip(groups, values, strict=True)
-        if value > 0
+GROUP_COLOURS: dict[RowGroup, str] = {
+    RowGroup.WEIGHTS: "#4e79a7",
+    RowGroup.WEIGHT_STAGING: "#a0cbe8",
+    RowGroup.DRAFT_WEIGHTS: "#76b7b2",
+    RowGroup.COMMUNICATION: "#f28e2b",
+    RowGroup.WORKSPACE: "#ffbe7d",
+    RowGroup.UNEXPLAINED: "#e15759",
+    RowGroup.CUDA_GRAPH: "#b07aa1",
+    RowGroup.RUNTIME_HEADROOM: "#bab0ac",
+    RowGroup.STATE_POOL: "#59a14f",
+}
+"""One colour per group, the same in both pies (Tableau 10: distinct, none near white)."""
+OTHER_COLOUR = "#9c755f"
+PIE_COLOURS = 12
+"""Mermaid's pie palette has 12 entries (`pie1` .. `pie12`)."""
+DRAWN_BYTES = GIB // 200
+"""A slice is drawn (and a negative group named) only when it prints as at least 0.01 GiB."""
+
+
+def _pie(title: str, groups: Sequence[RowGroup], values: Sequence[int]) -> str:
+    """One Mermaid pie whose slices keep their group's colour: Mermaid colours slices by rank
+    (largest first, `pie1`, `pie2`, ...; pieRenderer.ts sorts by value), so the palette is given
+    in that same order for this pie."""
+    slices = [(g, v) for g, v in zip(groups, values, strict=True) if v >= DRAWN_BYTES]
+    slices.sort(key=lambda slice_: -slice_[1])  # stable, as JavaScript's sort is
+    palette = [GROUP_COLOURS.get(g, OTHER_COLOUR) for g, _ in slices][:PIE_COLOURS]
+    variables = ", ".join(f'"pie{i}": "{colour}"' for i, colour in enumerate(palette, 1))
+    lines = [
+        '%%{init: {"theme": "base", "themeVariables": {' + variables + "}}}%%",
+        f"pie showData title {mermaid_label(title)}",
     ]
+    lines += [f'    "{mermaid_label(group_label(g))}" : {v / GIB:.2f}' for g, v in slices]
     return "\n".join(lines)
 
 
 def composition_chart(diff: LedgerDiff) -> str:
-    """Two Mermaid pie charts: each card's memory by group.
+    """Two Mermaid pie charts: each card's memory by group, each group in one colour in both.
 
     A pie cannot draw a negative slice (memory freed, e.g. a negative unexplained row), so such
-    groups are left out of the chart and named under it: nothing disappears without a word.
+    groups are left out of the chart and named under it: nothing disappears without a word. The
+    title gives the card's usable memory as its rows add up (negative groups included).
     """
     groups, base_bytes, head_bytes = composition(diff)
-    names = [group_label(g) for g in groups]
     charts = []
     for side, item, values in (
         ("base", diff.inputs.base, base_bytes),
         ("head", diff.inputs.head, head_bytes),
     ):
-        total = sum(v for v in values if v > 0)
-        title = f"{side} {item.label}: {total / GIB:.2f} GiB per card"
-        charts.append("```mermaid\n" + _pie(title, names, values) + "\n```")
+        title = f"{side_header(side, item)}: {sum(values) / GIB:.2f} GiB usable per card"
+        charts.append("```mermaid\n" + _pie(title, groups, values) + "\n```")
         negative = [
-            f"{name} {value / GIB:.2f} GiB"
-            for name, value in zip(names, values, strict=True)
-            if value < 0
+            f"{group_label(g)} {value / GIB:.2f} GiB"
+            for g, value in zip(groups, values, strict=True)
+            if value <= -DRAWN_BYTES
         ]
         if negative:
+            drawn = sum(v for v in values if v >= DRAWN_BYTES)
             charts.append(
-                f"_{side} {markdown_cell(item.label)}: not drawn (negative): "
-                f"{', '.join(negative)}; "
-                "the slices above add up to more than the card's usable memory by that much._"
+                f"_{markdown_cell(side_header(side, item))}: not drawn (negative): "
+                f"{', '.join(negative)}; the slices add up to {drawn / GIB:.2f} GiB, more than "
+                "the usable memory by that much._"
             )
     return "\n\n".join(charts)
 

@@ -4,11 +4,12 @@ Prose is rendering: the diff model carries the numbers, these functions write th
 from __future__ import annotations
 
 from memledger.compare import DiffStatus, LedgerDiff
+from memledger.render.rows import ABSENT
 from memledger.units import GIB, format_gib
 
 
 def _fmt_gib(byte_count: int | None) -> str:
-    return "?" if byte_count is None else f"{byte_count / GIB:.2f}"
+    return ABSENT if byte_count is None else f"{byte_count / GIB:.2f}"
 
 
 def state_pool_statement(diff: LedgerDiff) -> str:
@@ -25,14 +26,17 @@ def state_pool_statement(diff: LedgerDiff) -> str:
         )
     sign = 1 if larger == "head" else -1
     label = diff.inputs.head.label if larger == "head" else diff.inputs.base.label
-    text = f"{larger} ({label})'s state pool is larger by {_fmt_gib(sign * delta_state)} GiB"
+    name = larger if label == larger else f"{larger} ({label})"  # never "head (head)"
+    text = f"{name}'s state pool is larger by {_fmt_gib(sign * delta_state)} GiB"
     delta_partition = analysis.partition.delta_bytes or 0
     fixed_smaller = -sign * (analysis.fixed_overhead.delta_bytes or 0)
     usable_larger = sign * delta_partition
     parts = []
     if fixed_smaller != 0:
         word = "smaller" if fixed_smaller > 0 else "larger"
-        parts.append(f"its fixed overhead is {word} by {_fmt_gib(abs(fixed_smaller))} GiB")
+        parts.append(
+            f"its fixed overhead + headroom is {word} by {_fmt_gib(abs(fixed_smaller))} GiB"
+        )
     if abs(delta_partition) > analysis.partition.tolerance_bytes:
         word = "larger" if usable_larger > 0 else "smaller"
         parts.append(f"its usable memory is {word} by {_fmt_gib(abs(usable_larger))} GiB")
@@ -54,7 +58,7 @@ def usable_note(diff: LedgerDiff) -> str | None:
         f"usable memory differs: head - base = {_fmt_gib(delta_partition)} GiB as the rows add "
         f"up (stated usable: {_fmt_gib(analysis.usable.delta_bytes)} GiB), so the state-pool "
         f"delta {_fmt_gib(analysis.state_pool.delta_bytes or 0)} = usable delta "
-        f"{_fmt_gib(delta_partition)} - fixed-overhead delta "
+        f"{_fmt_gib(delta_partition)} - (fixed overhead + headroom) delta "
         f"{_fmt_gib(analysis.fixed_overhead.delta_bytes or 0)} GiB"
     )
 

@@ -66,8 +66,11 @@ def _allocate(values: Sequence[int], units: int) -> list[int]:
     return counts
 
 
-def composition_bars(diff: LedgerDiff, width: int = BAR_WIDTH) -> list[str]:
-    """Both cards' memory by group as letter bars on one scale, plus a legend."""
+def composition_bars(
+    diff: LedgerDiff, width: int = BAR_WIDTH, *, columns: int = DEFAULT_WIDTH
+) -> list[str]:
+    """Both cards' memory by group as letter bars on one scale, plus a legend; the bars are
+    narrowed so a line fits `columns`."""
     groups, base_bytes, head_bytes = composition(diff)
     sides = [
         (side_header("base", diff.inputs.base), [max(0, b) for b in base_bytes]),
@@ -76,8 +79,11 @@ def composition_bars(diff: LedgerDiff, width: int = BAR_WIDTH) -> list[str]:
     largest = max(sum(values) for _, values in sides)
     if largest <= 0:
         return ["  (no rows to draw)"]
-    per_char = largest / width
     name_width = max(len(name) for name, _ in sides)
+    # `  name  |bar| 177.70`: the bar gives way to a long side name
+    total_width = max(len(gib_text(sum(values))) for _, values in sides)
+    width = max(10, min(width, columns - name_width - total_width - 7))
+    per_char = largest / width
     lines = [f"Composition per card (1 char = {per_char / GIB:.2f} GiB; same scale for both)"]
     for name, values in sides:
         counts = _allocate(values, round(sum(values) / per_char))
@@ -99,15 +105,27 @@ def composition_bars(diff: LedgerDiff, width: int = BAR_WIDTH) -> list[str]:
     return lines
 
 
+BRIEF_MOVERS = 5
+"""Row movers the short view lists: the largest |Δ| among changed and one-side-only rows."""
+
+BRIEF_FOOTER = (
+    "every changed row, group totals, checkpoints, intervals, configuration and coverage: --full"
+)
+
+
 def render_diff_text(
     diff: LedgerDiff,
     *,
     sort: SortKey = SortKey.DELTA,
     show_unchanged: bool = False,
     terminal: Terminal = PLAIN,
+    full: bool = False,
 ) -> str:
-    """The diff as terminal text, fitted to the terminal's width."""
+    """The diff as terminal text, fitted to the terminal's width: the verdict, the summary,
+    the state-pool explanation, the largest movers and the composition bars, then (`full`)
+    every table."""
     width = terminal.width
+    full = full or show_unchanged  # the unchanged rows are listed in the full Rows table
     out: list[str] = [
         "memledger diff",
         "  " + input_line("base", diff.inputs.base),
@@ -122,13 +140,28 @@ def render_diff_text(
         "Where the state-pool difference comes from",
         *("  " + line for line in balance_lines(diff)),
         "",
-        _table(category_table(diff, with_rows=True), width),
+        _table(category_table(diff, with_rows=full), width),
         "",
+    ]
+    if not full:
+        movers = rows_view(diff, sort=SortKey.DELTA, show_unchanged=False, limit=BRIEF_MOVERS)
+        if movers.total:
+            out += [f"Largest movers ({len(movers.table.rows)} of {movers.total} changed rows)"]
+            out += [_table(movers.table, width), ""]
+        else:
+            out += ["Largest movers: none (every row unchanged within printing precision)", ""]
+        out += [*composition_bars(diff, columns=width), ""]
+        notes = coverage_notes(diff)
+        if notes:
+            out += ["Notes", *(f"  {n}" for n in notes), ""]
+        out += [BRIEF_FOOTER]
+        return fit_lines("\n".join(out), width) + "\n"
+    out += [
         "Where the state pool goes",
         _table(destination_table(diff), width),
         *("  " + line for line in kv_token_lines(diff)),
         "",
-        *composition_bars(diff),
+        *composition_bars(diff, columns=width),
         "",
     ]
     view = rows_view(diff, sort=sort, show_unchanged=show_unchanged)

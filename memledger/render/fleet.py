@@ -14,29 +14,31 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from memledger.ledger_model import Ledger
 from memledger.render.formats import Format, Formats
+from memledger.render.rows import ABSENT
 from memledger.render.tables import Align, Table, text_table
+from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import format_gib
 
 if TYPE_CHECKING:
     from memledger.fleet import FleetEntry
 
-ABSENT = "-"
-"""The cell of a figure a log does not have (explained under the table)."""
-
 # (key, text header): the byte figures of each line
 FIGURES: tuple[tuple[str, str], ...] = (
     ("usable", "usable"),
     ("weights", "weights"),
-    ("state_pool", "state pool"),
+    ("state_pool", "pool"),
     ("cuda_graph", "graphs"),
-    ("runtime_headroom", "headroom"),
+    ("runtime_headroom", "free"),
     ("fixed_overhead", "fixed"),
-    ("unexplained", "unexpl."),
+    ("unexplained", "unexpl"),
 )
+MIN_NAME = 16
+"""A log's name is shortened in the middle to fit the terminal, never below this."""
 
 
 def figures(ledger: Ledger) -> dict[str, int | None]:
@@ -100,18 +102,42 @@ def _tokens(value: int | None) -> str:
     return f"{value / 1e6:.2f} M" if value >= 1_000_000 else f"{value:,}"
 
 
-def render_fleet_text(entries: Sequence[FleetEntry]) -> str:
-    """Verdict line, then one row per log (GiB per card), the log's name last; then why any
-    log is partial or unreadable."""
+def _middle(name: str, width: int) -> str:
+    """`001-docker-r1…-3090.log`: the start and the end of a name say which log it is."""
+    if len(name) <= width:
+        return name
+    head = (2 * (width - 1)) // 3  # the start (its number, the model) says more than the end
+    return name[:head] + "…" + name[len(name) - (width - 1 - head) :]
+
+
+def render_fleet_text(entries: Sequence[FleetEntry], terminal: Terminal = PLAIN) -> str:
+    """Verdict line, then one row per log (GiB per card), the log's name last (shortened in the
+    middle to fit the terminal; CSV and JSON have it whole); then why any log is partial or
+    unreadable."""
     rows = []
     for entry in entries:
         line = record(entry)
-        cells = [ABSENT if line[key] is None else format_gib(line[key]) for key, _ in FIGURES]
-        rows.append([line["outcome"], *cells, _tokens(line["kv_tokens_per_rank"]), line["log"]])
-    headers = ["outcome", *(header for _, header in FIGURES), "KV tok/rank", "log"]
-    numbers: list[Align] = ["right"] * (len(FIGURES) + 1)
-    align: list[Align] = ["left", *numbers, "left"]
-    table = text_table(Table(headers, rows, align=align))
+        values = dict(line)
+        if line["fixed_overhead"] is not None:  # free headroom is not overhead
+            values["fixed_overhead"] = line["fixed_overhead"] - (line["runtime_headroom"] or 0)
+        cells = [ABSENT if values[key] is None else format_gib(values[key]) for key, _ in FIGURES]
+        rows.append([line["outcome"], *cells, _tokens(line["kv_tokens_per_rank"])])
+    headers = ["outcome", *(header for _, header in FIGURES), "KV/rank"]
+    # Columns that make way for the log's name on a narrow terminal (KV tokens, then graphs).
+    for drop in (None, len(headers) - 1, 1 + [k for k, _ in FIGURES].index("cuda_graph")):
+        if drop is not None:
+            headers.pop(drop)
+            for row in rows:
+                row.pop(drop)
+        right: list[Align] = ["right"] * (len(headers) - 1)
+        align: list[Align] = ["left", *right]
+        figures_only = text_table(Table(headers, rows, align=align))
+        room = terminal.width - 2 - max(len(x) for x in figures_only.split("\n"))
+        if room >= MIN_NAME:
+            break
+    for row, entry in zip(rows, entries, strict=True):
+        row.append(_middle(entry.name, max(MIN_NAME, room)))
+    table = text_table(Table([*headers, "log"], rows, align=[*align, "left"]))
     notes = [
         f"  {entry.name}: {entry.error if entry.ledger is None else entry.ledger.stopped_at}"
         for entry in entries
@@ -122,11 +148,13 @@ def render_fleet_text(entries: Sequence[FleetEntry]) -> str:
         "",
         table,
         "",
-        f"GiB per card of the selected rank (rank 0 unless --rank); {ABSENT}: the log has none.",
+        "GiB per card of the selected rank (rank 0 unless --rank); pool: the state pool; free: the "
+        "runtime headroom; fixed: the fixed overhead (usable - pool - free; JSON and CSV "
+        f"`fixed_overhead` include the free headroom); {ABSENT} = no value (the log has none).",
     ]
     if notes:
         lines += ["", "stopped or unreadable:", *notes]
-    return "\n".join(lines) + "\n"
+    return fit_lines("\n".join(lines), terminal.width) + "\n"
 
 
 def render_fleet_csv(entries: Sequence[FleetEntry]) -> str:
@@ -155,10 +183,12 @@ class FleetFormat(StrEnum):
     JSON = "json"
 
 
-FLEET_FORMATS: Formats[FleetFormat, None, Sequence[FleetEntry]] = Formats(
+FLEET_FORMATS: Formats[FleetFormat, Terminal, Sequence[FleetEntry]] = Formats(
     FleetFormat,
     {
-        FleetFormat.TEXT: Format(lambda _: render_fleet_text, "one line per log"),
+        FleetFormat.TEXT: Format(
+            lambda terminal: partial(render_fleet_text, terminal=terminal), "one line per log"
+        ),
         FleetFormat.CSV: Format(lambda _: render_fleet_csv, "one record per log, bytes"),
         FleetFormat.JSON: Format(lambda _: render_fleet_jsonl, "JSON Lines: one object per log"),
     },

@@ -24,6 +24,12 @@ SOURCE_WIDTH = 56
 LABEL_WIDTH = 60
 """Longest label cell in tables (the last column, so long labels do not push numbers away)."""
 
+ABSENT = "-"
+"""The one placeholder for a value a table does not have: not in the log (an item this side or
+this build lacks), or not known (a row whose bytes could not be read). Explained once, under the
+table (`ABSENT_LEGEND`), never as `?`, `n/a` or a blank cell."""
+ABSENT_LEGEND = f"{ABSENT} = no value (not in this log, or not known)"
+
 INFORMATIONAL_MARK = "*"
 """Appended to the kind of rows that are shown but not summed (in_partition False)."""
 
@@ -57,13 +63,13 @@ class Headline:
 
 
 def gib_cell(byte_count: int | None) -> str:
-    """Bytes as GiB with two decimals; `?` for unknown; never `-0.00`."""
-    return format_gib(byte_count, GIB_DIGITS)
+    """Bytes as GiB with two decimals; `ABSENT` for unknown; never `-0.00`."""
+    return ABSENT if byte_count is None else format_gib(byte_count, GIB_DIGITS)
 
 
 def signed_gib_cell(byte_count: int | None) -> str:
     """Bytes as GiB with an explicit sign (for differences and balance errors)."""
-    return format_gib(byte_count, GIB_DIGITS, signed=True)
+    return ABSENT if byte_count is None else format_gib(byte_count, GIB_DIGITS, signed=True)
 
 
 def error_cell(error_bytes: int) -> str:
@@ -72,20 +78,21 @@ def error_cell(error_bytes: int) -> str:
 
 
 def count_cell(value: int | None) -> str:
-    """An integer count with thousands separators; `n/a` for None."""
-    return "n/a" if value is None else f"{value:,}"
+    """An integer count with thousands separators; `ABSENT` for None."""
+    return ABSENT if value is None else f"{value:,}"
 
 
-def shorten(text: str, width: int = SOURCE_WIDTH) -> str:
-    """One line of at most `width` characters, cut with `...`."""
+def shorten(text: str, width: int | None = SOURCE_WIDTH) -> str:
+    """One line of at most `width` characters (None: whole), cut with `...`."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 3].rstrip() + "..."
+    return flat if width is None or len(flat) <= width else flat[: width - 3].rstrip() + "..."
 
 
-def source_cell(row: Row, log_name: str | None = None) -> str:
+def source_cell(row: Row, log_name: str | None = None, *, width: int | None = SOURCE_WIDTH) -> str:
     """Where the number comes from, short: file:line, the formula, the residual, or the reason.
 
-    `log_name`: the file the report's header names; a line of it is `:line` (no repeat)."""
+    `log_name`: the file the report's header names; a line of it is `:line` (no repeat).
+    `width`: the longest text (None: whole, for tables that fit themselves)."""
     evidence = row.evidence
     match row.kind:
         case RowKind.LOGGED:
@@ -96,11 +103,11 @@ def source_cell(row: Row, log_name: str | None = None) -> str:
             name = posixpath.basename(first.path.replace(chr(92), "/"))
             return f"{'' if name == log_name else name}:{first.line}{more}"
         case RowKind.DERIVED:
-            return shorten(evidence.formula or evidence.note or "formula")
+            return shorten(evidence.formula or evidence.note or "formula", width)
         case RowKind.RESIDUAL:
-            return shorten(f"residual of {row.interval}" if row.interval else "residual")
+            return shorten(f"residual of {row.interval}" if row.interval else "residual", width)
         case RowKind.UNKNOWN:
-            return shorten(evidence.note or "unknown")
+            return shorten(evidence.note or "unknown", width)
         case _:
             assert_never(row.kind)
 
@@ -202,8 +209,9 @@ def ledger_rows_table(ledger: Ledger) -> Table:
                     gib_cell(row.bytes),
                     error_cell(row.error_bytes),
                     kind_cell(row),
-                    source_cell(row, log_name),
-                    shorten(row.label, LABEL_WIDTH),
+                    # whole cells: text tables are fitted to the terminal, markdown wraps
+                    source_cell(row, log_name, width=None),
+                    row.label,
                 ]
             )
         unknown = f"{block.unknown_count} unknown not summed" if block.unknown_count else ""
@@ -218,19 +226,27 @@ def ledger_rows_table(ledger: Ledger) -> Table:
                 f"{block.group.value} subtotal",
             ]
         )
-    fixed_bytes, fixed_error = partition_total(blocks, FIXED_OVERHEAD_GROUPS)
+    # Free runtime headroom is not overhead: the TOTAL names it apart (the JSON summary's
+    # `fixed_overhead` is "fixed overhead + headroom", everything but the state pool).
+    overhead = FIXED_OVERHEAD_GROUPS - {RowGroup.RUNTIME_HEADROOM}
+    fixed_bytes, fixed_error = partition_total(blocks, overhead)
+    free_bytes, free_error = partition_total(blocks, frozenset({RowGroup.RUNTIME_HEADROOM}))
     pool_bytes, pool_error = partition_total(blocks, frozenset({RowGroup.STATE_POOL}))
     usable = "" if ledger.usable_bytes is None else f"usable {gib_cell(ledger.usable_bytes)}"
+    total_bytes = fixed_bytes + free_bytes + pool_bytes
     rows += [
-        ["TOTAL", "fixed_overhead", gib_cell(fixed_bytes), error_cell(fixed_error), "", ""]
-        + ["every group but the state pool"],
-        ["", "state_pool", gib_cell(pool_bytes), error_cell(pool_error), "", "", "state pool"],
-        ["", "sum", gib_cell(fixed_bytes + pool_bytes), error_cell(fixed_error + pool_error)]
+        ["TOTAL", "fixed overhead", gib_cell(fixed_bytes), error_cell(fixed_error), "", ""]
+        + ["every group but runtime headroom and the state pool"],
+        ["", "runtime headroom", gib_cell(free_bytes), error_cell(free_error), "", ""]
+        + ["free after startup (not overhead)"],
+        ["", "state pool", gib_cell(pool_bytes), error_cell(pool_error), "", "", "state pool"],
+        ["", "sum", gib_cell(total_bytes), error_cell(fixed_error + free_error + pool_error)]
         + ["", usable, "sum of rows"],
     ]
-    footnote = None
+    notes = [ABSENT_LEGEND] if any(row.bytes is None for row in ledger.rows) else []
     if any(not row.in_partition for row in ledger.rows):
-        footnote = f"{INFORMATIONAL_MARK} informational: shown, not part of any sum"
+        notes.append(f"{INFORMATIONAL_MARK} informational: shown, not part of any sum")
+    footnote = "\n".join(notes) or None
     return Table(
         ROW_HEADERS, rows, ROW_ALIGN, title="Rows", footnote=footnote, keep=(0, 1), optional=(6,)
     )
@@ -290,7 +306,7 @@ SUMMARY_UNITS: dict[str, SummaryUnit] = {
 def summary_cell(key: str, value: float | int | None) -> str:
     """A summary figure: GiB with two decimals, counts with separators, fractions as printed."""
     if value is None:
-        return "n/a"
+        return ABSENT
     unit = SUMMARY_UNITS.get(key, SummaryUnit.GIB)
     if unit is SummaryUnit.GIB:
         return gib_cell(int(value))  # sizes are bytes in the ledger
@@ -299,14 +315,29 @@ def summary_cell(key: str, value: float | int | None) -> str:
     return count_cell(int(value))
 
 
+SUMMARY_NAMES: dict[str, str] = {
+    "fixed_overhead": "fixed overhead + headroom",
+    "workspace": "workspace + unexplained",
+    "weights_resident": "weights + staging resident",
+}
+"""Summary figures whose key is a shorter word than what they hold (the JSON keys stay): the
+same words mean the same numbers in the Rows table and here (`workspace` there is the group)."""
+
+
 def summary_table(summary: Summary) -> Table:
-    """Every summary key in model order with its unit."""
+    """Every summary key in model order with its unit (and its meaning where the key is short);
+    absent figures are `ABSENT`, explained under the table."""
     rows = [
-        [key, summary_cell(key, value), SUMMARY_UNITS.get(key, SummaryUnit.GIB).value]
+        [
+            f"{SUMMARY_NAMES[key]} ({key})" if key in SUMMARY_NAMES else key,
+            summary_cell(key, value),
+            SUMMARY_UNITS.get(key, SummaryUnit.GIB).value,
+        ]
         for key, value in summary.model_dump(exclude=set(Summary.model_computed_fields)).items()
     ]
     align: list[Align] = ["left", "right", "left"]
-    return Table(["figure", "value", "unit"], rows, align, title="Summary")
+    footnote = ABSENT_LEGEND if any(row[1] == ABSENT for row in rows) else None
+    return Table(["figure", "value", "unit"], rows, align, title="Summary", footnote=footnote)
 
 
 def ledger_tables(ledger: Ledger) -> list[Table]:

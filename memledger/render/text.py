@@ -1,26 +1,53 @@
-"""The text renderer: a terminal report of a ledger (tabulate `simple`)."""
+"""The text renderer: a terminal report of a ledger (tabulate `simple`).
+
+By default the verdict and the rows that matter (`memledger.render.brief`); with `full`, every
+table: rows, checkpoints, intervals, summary and the KV-sizing arithmetic."""
 
 from __future__ import annotations
 
 from memledger.ledger_model import Ledger
+from memledger.render.brief import (
+    BRIEF_FOOTER,
+    groups_table,
+    pool_line,
+    split_line,
+    unexplained_lines,
+)
 from memledger.render.rows import headline, ledger_tables
-from memledger.render.tables import text_table
+from memledger.render.tables import Table, text_table
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
 
 
-def render_text(ledger: Ledger, terminal: Terminal = PLAIN) -> str:
-    """Headline facts, then the rows, checkpoints, intervals and summary tables, then notes;
-    fitted to the terminal's width, unexplained rows coloured on a colour terminal."""
+def _section(table: Table, width: int) -> list[str]:
+    parts = ["", table.title, "-" * min(len(table.title), width), text_table(table, width=width)]
+    return parts + ([table.footnote] if table.footnote else [])
+
+
+def render_text(ledger: Ledger, terminal: Terminal = PLAIN, *, full: bool = False) -> str:
+    """Headline facts (the verdict), then the groups largest first with the usable split, the
+    state pool's figures, notable unexplained rows and the sizing verdict, then notes; with
+    `full`, the rows, checkpoints, intervals, summary and sizing tables instead. Fitted to the
+    terminal's width."""
     head = headline(ledger)
     width = max(len(label) for label, _ in head.facts)
     parts = [head.title, "=" * min(len(head.title), terminal.width)]
     parts += [f"{label + ':':<{width + 1}} {value}" for label, value in head.facts]
-    for table in ledger_tables(ledger):
-        body = text_table(table, width=terminal.width)
-        parts += ["", table.title, "-" * min(len(table.title), terminal.width), body]
-        if table.footnote:
-            parts.append(table.footnote)
+    if full:
+        for table in ledger_tables(ledger):
+            parts += _section(table, terminal.width)
+    else:
+        parts += _section(groups_table(ledger), terminal.width)
+        parts.append(split_line(ledger))
+        pool = pool_line(ledger)
+        parts += [pool] if pool else []
+        parts += unexplained_lines(ledger)
+        if ledger.sizing is not None:
+            from memledger.render.sizing import sizing_table  # the sizing section renders itself
+
+            parts += ["", sizing_table(ledger.sizing).title]
     if ledger.notes:
         parts += ["", "Notes", "-----"]
         parts += [f"- {note}" for note in ledger.notes]
+    if not full:
+        parts += ["", BRIEF_FOOTER]
     return fit_lines("\n".join(parts), terminal.width) + "\n"

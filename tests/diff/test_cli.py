@@ -87,10 +87,13 @@ def test_labels_and_show_unchanged(
     argv = ["diff", str(base), str(base), "--base-label", "main", "--head-label", "pr"]
     code, out, _ = run_cli([*argv, "--show-unchanged"], capsys)
     assert code == EXIT_OK
-    assert "pr vs main: state pool and fixed overhead unchanged" in out
+    assert "pr vs main: state pool and fixed overhead + headroom unchanged" in out
     assert "weights_resident" in out  # unchanged rows listed
-    code, out, _ = run_cli(argv, capsys)
+    code, out, _ = run_cli([*argv, "--full"], capsys)
     assert "unchanged rows hidden (--show-unchanged)" in out
+    code, out, _ = run_cli(argv, capsys)  # the short view: no row table, no mover
+    assert "Largest movers: none (every row unchanged" in out
+    assert "weights_resident" not in out and "Rows (sorted" not in out
 
 
 def test_shared_log_options_skip_saved_ledgers_but_per_side_ones_are_refused(

@@ -168,7 +168,7 @@ def test_article_pair_split_matches_the_figures_the_fixture_was_built_from() -> 
     assert analysis.state_pool.delta_bytes == -total  # usable is 177.70 on both sides
     assert analysis.larger_pool_side == "base"
     assert state_pool_statement(diff).startswith("base (dp16)'s state pool is larger by 10.46 GiB")
-    assert "fixed overhead is smaller by 10.46 GiB" in state_pool_statement(diff)
+    assert "fixed overhead + headroom is smaller by 10.46 GiB" in state_pool_statement(diff)
     assert usable_note(diff) is None
     # Article (per card): 9.9 + 3.6 - 3.1 = 10.4; this fixture rounds the same to 0.1 GiB.
     deltas = [c.delta_bytes for c in analysis.categories]
@@ -297,7 +297,7 @@ def test_a_usable_difference_is_reported_and_the_arithmetic_still_closes() -> No
     assert analysis.usable.delta_bytes == centi(-500)
     assert analysis.state_pool.delta_bytes == centi(500)
     assert analysis.larger_pool_side == "head"
-    assert "fixed overhead is smaller by 10.00 GiB" in state_pool_statement(diff)
+    assert "fixed overhead + headroom is smaller by 10.00 GiB" in state_pool_statement(diff)
     assert "usable memory is smaller by 5.00 GiB" in state_pool_statement(diff)
     note = usable_note(diff)
     assert note is not None and "usable memory differs" in note
@@ -354,6 +354,8 @@ def test_param_effects_table_is_reachable() -> None:
 
 
 def test_labels_default_to_file_stems_and_fall_back_to_base_head() -> None:
+    # File names, never "head (head)": a long stem is cut to 24 characters, equal stems are told
+    # apart by their folder; only inputs nothing tells apart are `base`/`head`.
     dp16, dp2 = article_pair()
     inputs = diff_ledgers(dp16, dp2).inputs
     assert (inputs.base.label, inputs.head.label) == ("dp16", "dp2")
@@ -368,7 +370,12 @@ def test_labels_default_to_file_stems_and_fall_back_to_base_head() -> None:
         update={"source": dp2.source.model_copy(update={"path": "logs/" + "x" * 25 + ".log"})}
     )
     long_inputs = diff_ledgers(dp16, long_stem).inputs
-    assert (long_inputs.base.label, long_inputs.head.label) == ("dp16", "head")
+    assert (long_inputs.base.label, long_inputs.head.label) == ("dp16", "x" * 23 + "…")
+    elsewhere = dp16.model_copy(
+        update={"source": dp16.source.model_copy(update={"path": "pr/dp16.log"})}
+    )
+    folders = diff_ledgers(dp16, elsewhere).inputs
+    assert (folders.base.label, folders.head.label) == ("samples/dp16", "pr/dp16")
     named = diff_ledgers(dp16, dp2, base_label="old", head_label="new").inputs
     assert (named.base.label, named.head.label) == ("old", "new")
 

@@ -58,7 +58,7 @@ def test_markdown_is_well_formed_with_marker_details_and_two_charts() -> None:
     assert "`samples/dp2.log` (startup 0 of 1, rank `TP0`, ready)" in text
     # The split's printed parts add up to its printed total.
     assert "| CUDA graphs + runtime headroom | 18.00 | 27.90 | +9.90 |" in text
-    assert "| fixed overhead (sum) | 119.48 | 129.93 | +10.46 |" in text
+    assert "| fixed overhead + headroom (sum) | 119.48 | 129.93 | +10.46 |" in text
     assert "Truncated" not in text
 
 
@@ -112,7 +112,7 @@ def _big_pair(n_rows: int) -> tuple[LedgerDiff, int]:
 
 
 def test_a_3mb_diff_stays_under_the_cap_with_headline_and_summary_intact() -> None:
-    diff, ledger_json_chars = _big_pair(12_000)
+    diff, ledger_json_chars = _big_pair(13_000)  # the comment names each category once
     assert ledger_json_chars > 3_000_000  # each input ledger is a ~3 MB JSON document
     full = render_diff_markdown(diff, max_chars=10**9)
     assert len(full) > 3_000_000
@@ -153,8 +153,9 @@ def test_text_has_inputs_split_and_bars_on_one_scale() -> None:
     assert "base dp16: samples/dp16.log (startup #0 of 1, rank TP0, ready)" in text
     assert "Δ% = (head - base) / base" in text
     assert (
-        "Fixed overhead, head - base: +10.46 GiB = 9.90 (CUDA graphs + runtime headroom) + 3.63 "
-        "(communication + workspace + unexplained) - 3.07 (weights + weight staging)." in text
+        "Fixed overhead + headroom, head - base: +10.46 GiB = 9.90 (CUDA graphs + runtime "
+        "headroom) + 3.63 (communication + workspace + unexplained) - 3.07 (weights + draft "
+        "weights + staging)." in text
     )
     bars = composition_bars(_diff(), width=60)
     base_bar = re.search(r"\|([^|]*)\| 177\.70", bars[1])
@@ -168,7 +169,7 @@ def test_text_has_inputs_split_and_bars_on_one_scale() -> None:
 
 
 def test_text_sort_option_orders_rows() -> None:
-    by_id = render_diff_text(_diff(), sort=SortKey.ID)
+    by_id = render_diff_text(_diff(), sort=SortKey.ID, full=True)
     section = by_id[by_id.index("Rows (sorted by id)") :]
     ids = re.findall(r"^(\w+)\s{2,}", section.split("\n\n")[0], flags=re.M)[2:]
     assert ids == sorted(ids)

@@ -98,9 +98,10 @@ def test_samples_text_prints_a_split_that_adds_up(capsys: pytest.CaptureFixture[
     )
     assert code == EXIT_OK and err == ""
     match = re.search(
-        r"Fixed overhead, head - base: ([+-][\d.]+) GiB = ([\d.]+) \(CUDA graphs \+ runtime "
+        r"Fixed overhead \+ headroom, head - base: ([+-][\d.]+) GiB = ([\d.]+) \(CUDA graphs \+ "
+        r"runtime "
         r"headroom\) ([+-]) ([\d.]+) \(communication \+ workspace \+ unexplained\) ([+-]) "
-        r"([\d.]+) \(weights \+ weight staging\)\.",
+        r"([\d.]+) \(weights \+ draft weights \+ staging\)\.",
         unwrapped(out),
     )
     assert match, out[:2000]

@@ -56,7 +56,7 @@ def test_gib_cell_rounds_to_two_decimals_and_never_prints_negative_zero() -> Non
     assert gib_cell(GIB // 200 - 1) == "0.00"  # just under 0.005 GiB rounds down
     assert gib_cell(-(GIB // 1000)) == "0.00"
     assert gib_cell(-GIB // 2) == "-0.50"
-    assert gib_cell(None) == "?"
+    assert gib_cell(None) == "-"  # the one placeholder for an absent value (m1)
     assert signed_gib_cell(GIB // 4) == "+0.25"
     assert signed_gib_cell(-GIB // 4) == "-0.25"
     assert error_cell(0) == ""
@@ -94,13 +94,17 @@ def test_rows_table_matches_the_hand_worked_account() -> None:
     # State pool: 2.00 + 209 x 1048580 x 4 B (0.8164 GiB) = 2.82; the unknown row is not summed.
     assert cell(subtotals["state_pool"], "GiB") == "2.82"
     assert cell(subtotals["state_pool"], "source") == "1 unknown not summed"
-    # Fixed overhead: 10.00 - 2.8164 = 7.18; all rows sum to usable 10.00.
-    assert cell(by_id["fixed_overhead"], "GiB") == "7.18"
-    assert cell(by_id["state_pool"], "GiB") == "2.82"
+    # Fixed overhead: 10.00 - 2.8164 - 0.90 free runtime headroom (not overhead) = 6.28; all
+    # rows sum to usable 10.00.
+    assert cell(by_id["fixed overhead"], "GiB") == "6.28"
+    assert cell(by_id["runtime headroom"], "GiB") == "0.90"
+    assert cell(by_id["state pool"], "GiB") == "2.82"
     assert cell(by_id["sum"], "GiB") == "10.00"
     assert cell(by_id["sum"], "source") == "usable 10.00"
-    # Errors add up: six summed ±0.005/±0.010 fixed rows, one ±0.005 state-pool row.
-    assert cell(by_id["fixed_overhead"], "±GiB") == "±0.040"
+    # Errors add up: five summed ±0.005/±0.010 fixed rows, the ±0.005 headroom, one ±0.005
+    # state-pool row.
+    assert cell(by_id["fixed overhead"], "±GiB") == "±0.035"
+    assert cell(by_id["runtime headroom"], "±GiB") == "±0.005"
     assert cell(by_id["sum"], "±GiB") == "±0.045"
     assert table.footnote is not None and "informational" in table.footnote
 
@@ -170,7 +174,7 @@ def test_out_of_balance_and_partial_ledgers_say_so() -> None:
 
 
 def test_text_lists_every_table_and_note() -> None:
-    text = render_ledger(small_ledger(), "text")
+    text = render_ledger(small_ledger(), "text", full=True)
     for title in ("Rows", "Checkpoints", "Intervals", "Summary", "Notes"):
         assert f"\n{title}\n{'-' * len(title)}\n" in text
     assert "- draft_slot_map: needs speculative_num_draft_tokens" in text
@@ -353,10 +357,13 @@ def test_any_ledger_renders_and_its_totals_add_up(rows: list[Row]) -> None:
     partition = [r.bytes for r in rows if r.in_partition and r.bytes is not None]
     blocks = group_blocks(ledger)
     assert sum(block.subtotal_bytes for block in blocks) == sum(partition)
-    fixed = sum(b.subtotal_bytes for b in blocks if b.group in FIXED_OVERHEAD_GROUPS)
+    overhead = FIXED_OVERHEAD_GROUPS - {RowGroup.RUNTIME_HEADROOM}
+    fixed = sum(b.subtotal_bytes for b in blocks if b.group in overhead)
     table = ledger_rows_table(ledger)
-    total = next(row for row in table.rows if row[1] == "fixed_overhead")
+    total = next(row for row in table.rows if row[1] == "fixed overhead")
     assert total[table.headers.index("GiB")] == gib_cell(fixed)
+    last = next(row for row in table.rows if row[1] == "sum")
+    assert last[table.headers.index("GiB")] == gib_cell(sum(partition))
     for fmt in OutputFormat:
         assert render_ledger(ledger, fmt.value)
     assert len(list(csv.DictReader(io.StringIO(render_ledger(ledger, "csv"))))) == len(rows)

@@ -25,13 +25,21 @@ def real_logs() -> list[Path]:
 
 
 def commands(log: Path) -> list[list[str | Path]]:
+    """Every text output of one log: the short views, the `--full` ones, the rank table and the
+    fleet view (this log beside a sample)."""
     budget = SAMPLES / "budget.toml"
     return [
         ["parse", log],
         ["parse", log, "--coverage"],
+        ["parse", log, "--all-ranks"],
         ["ledger", log],
+        ["ledger", log, "--full"],
+        ["ledger", log, SAMPLES / "dp2.log"],
         ["check", log, "--budget", budget],
+        ["check", log, "--budget", budget, "--full"],
         ["diff", SAMPLES / "dp16.log", log],
+        ["diff", SAMPLES / "dp16.log", log, "--full"],
+        ["diagnose", log],
     ]
 
 

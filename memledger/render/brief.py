@@ -1,0 +1,109 @@
+"""The short text view of a ledger (the default; `--full` adds every table): the verdict, then
+the handful of rows that matter, as ruff and pip-audit print findings before details.
+
+What matters, in this order: every group's total, largest first, with its largest row (the
+answer to "where did my memory go"); the split of usable memory into fixed overhead, runtime
+headroom (free, so not overhead) and state pool; the state pool's KV figures; any unexplained
+row of 0.10 GiB or more; the KV-sizing verdict.
+"""
+
+from __future__ import annotations
+
+from memledger.ledger_model import Ledger, Row, RowGroup
+from memledger.render.rows import ABSENT, gib_cell, group_blocks, summary_cell
+from memledger.render.tables import Align, Table
+from memledger.units import GIB
+
+NOTABLE_UNEXPLAINED_BYTES = GIB // 10
+"""An unexplained row this large (either sign) is listed by name in the short view."""
+
+BRIEF_FOOTER = "every row, checkpoint, interval and summary figure: --full; one row: --explain ROW"
+
+
+def _largest(rows: list[Row]) -> Row | None:
+    summed = [r for r in rows if r.in_partition and r.bytes is not None]
+    return max(summed, key=lambda r: abs(r.bytes or 0), default=None)
+
+
+def _share(byte_count: int, usable: int | None) -> str:
+    if not usable or usable <= 0:
+        return ABSENT
+    return f"{100 * byte_count / usable:.1f}%"
+
+
+def groups_table(ledger: Ledger) -> Table:
+    """Each group's total, largest first, its share of usable memory and its largest row."""
+    blocks = sorted(group_blocks(ledger), key=lambda b: -abs(b.subtotal_bytes))
+    rows = []
+    for block in blocks:
+        largest = _largest(block.rows)
+        several = sum(r.in_partition for r in block.rows) > 1
+        detail = f"{largest.id} {gib_cell(largest.bytes)}" if largest and several else ""
+        if block.unknown_count:
+            detail += f"{'; ' if detail else ''}{block.unknown_count} unknown, not summed"
+        rows.append(
+            [
+                block.group.value,
+                gib_cell(block.subtotal_bytes),
+                _share(block.subtotal_bytes, ledger.usable_bytes),
+                detail,
+            ]
+        )
+    align: list[Align] = ["left", "right", "right", "left"]
+    return Table(
+        ["group", "GiB", "share", "largest row"],
+        rows,
+        align,
+        title="Where the memory went",
+        keep=(0,),
+    )
+
+
+def split_line(ledger: Ledger) -> str:
+    """`usable 177.70 GiB = fixed overhead 109.92 + runtime headroom 4.00 + state pool 63.78`."""
+    totals = {b.group: b.subtotal_bytes for b in group_blocks(ledger)}
+    headroom = totals.get(RowGroup.RUNTIME_HEADROOM, 0)
+    pool = totals.get(RowGroup.STATE_POOL, 0)
+    fixed = sum(totals.values()) - headroom - pool
+    usable = ABSENT if ledger.usable_bytes is None else gib_cell(ledger.usable_bytes)
+    return (
+        f"usable {usable} GiB = fixed overhead {gib_cell(fixed)} + runtime headroom (free) "
+        f"{gib_cell(headroom)} + state pool {gib_cell(pool)}"
+    )
+
+
+def pool_line(ledger: Ledger) -> str | None:
+    """The state pool's KV figures in one sentence (None when the ledger has none)."""
+    s = ledger.summary
+    parts = []
+    if s.kv_pool is not None:
+        parts.append(f"KV pool {gib_cell(s.kv_pool)} GiB")
+    if s.kv_tokens_per_rank is not None:
+        tokens = f"{s.kv_tokens_per_rank:,} KV tokens per rank"
+        if s.kv_tokens_per_instance not in (None, s.kv_tokens_per_rank):
+            tokens += f" ({s.kv_tokens_per_instance:,} per instance)"
+        parts.append(tokens)
+    if s.draft_kv is not None:
+        parts.append(f"draft KV {gib_cell(s.draft_kv)} GiB")
+    if s.slots is not None:
+        slots = f"{s.slots:,} request slots"
+        if s.state_per_slot is not None:
+            slots += f" x {gib_cell(s.state_per_slot)} GiB of state"
+        parts.append(slots)
+    if s.mem_fraction_static is not None:
+        mfs = summary_cell("mem_fraction_static", s.mem_fraction_static)
+        parts.append(f"mem_fraction_static {mfs}")
+    return "state pool: " + "; ".join(parts) if parts else None
+
+
+def unexplained_lines(ledger: Ledger) -> list[str]:
+    """Unexplained rows of 0.10 GiB or more (either sign), largest first."""
+    notable = [
+        r
+        for r in ledger.rows
+        if r.group is RowGroup.UNEXPLAINED
+        and r.bytes is not None
+        and abs(r.bytes) >= NOTABLE_UNEXPLAINED_BYTES
+    ]
+    notable.sort(key=lambda r: -abs(r.bytes or 0))
+    return [f"{r.label}: {gib_cell(r.bytes)} GiB (--explain {r.id})" for r in notable]

@@ -1,0 +1,149 @@
+"""Verdict first, details on request (issue 13, 'Reading it'): the short text views of `ledger`,
+`diff` and `check`, the `--full` tables, one placeholder for an absent value (m1), one meaning
+per word (M5), file names as labels (m2), pie colours per group (m3) and markdown tables (m4)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from memledger.compare import diff_ledgers
+from memledger.ledger_model import RowGroup
+from memledger.render.diff_markdown import GROUP_COLOURS, composition_chart
+from memledger.render.diff_text import BRIEF_MOVERS
+from memledger.render.rows import ABSENT
+from tests.conftest import SAMPLES, run_cli, unwrapped
+
+DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"
+CONFIG = SAMPLES / "k3-config.json"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> str:
+    code, out, err = run_cli(list(argv), capsys)
+    assert code in (0, 1), err
+    return out
+
+
+def test_ledger_short_view_puts_the_groups_largest_first_and_the_split_that_adds_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = cli(capsys, "ledger", DP16)
+    assert out.index("balance:") < out.index("Where the memory went")
+    table = out[out.index("Where the memory went") :].split("\n\n")[0]
+    gib = [float(m) for m in re.findall(r"^\w+ +(-?[\d.]+) +[\d.]+%", table, flags=re.M)]
+    assert gib == sorted(gib, key=abs, reverse=True) and len(gib) == 9  # every group, largest first
+    assert re.search(r"^weights +96\.33 +54\.2%", table, flags=re.M)
+    assert re.search(r"^cuda_graph +8\.08 +4\.5% +cuda_graph_largest_bucket 7\.19$", table, re.M)
+    # fixed overhead without the free headroom: 177.70 - 4.00 - 63.78 = 109.92
+    assert (
+        "usable 177.70 GiB = fixed overhead 109.92 + runtime headroom (free) 4.00 + state pool "
+        "63.78" in out
+    )
+    assert "3,192,320 KV tokens per rank" in out
+    flat = unwrapped(out)
+    assert "capture_begin: 0.34 GiB (--explain unexplained.capture_begin)" in flat
+    assert "(--explain unexplained.draft_capture_begin)" not in flat  # 0.00 GiB: not notable
+    assert out.splitlines()[-1].endswith("--full; one row: --explain ROW")
+    for table_title in ("Rows", "Checkpoints", "Intervals", "Summary"):
+        assert f"\n{table_title}\n" not in out
+    full = cli(capsys, "ledger", DP16, "--full")
+    for table_title in ("Rows", "Checkpoints", "Intervals", "Summary"):
+        assert f"\n{table_title}\n" in full
+
+
+def test_one_meaning_per_word_in_the_full_ledger(capsys: pytest.CaptureFixture[str]) -> None:
+    full = cli(capsys, "ledger", DP16, "--full")
+    # Rows TOTAL: fixed overhead (no free headroom), the headroom, the pool, their sum.
+    assert re.search(r"^TOTAL +fixed overhead +109\.92 ", full, flags=re.M)
+    assert re.search(r"^ +runtime headroom +4\.00 ", full, flags=re.M)
+    assert re.search(r"^ +sum +177\.70 ", full, flags=re.M)
+    # The summary's short keys say what they hold (the workspace group alone is 0.15).
+    assert re.search(r"^fixed overhead \+ headroom \(fixed_overhead\) +113\.92", full, re.M)
+    assert re.search(r"^workspace \+ unexplained \(workspace\) +0\.64", full, flags=re.M)
+    assert re.search(r"^weights \+ staging resident \(weights_resident\) +97\.50", full, re.M)
+    assert re.search(r"^ +subtotal +0\.15$", full[full.index("workspace   ") :], flags=re.M)
+
+
+def test_diff_short_view_lists_the_largest_movers_and_full_lists_every_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = cli(capsys, "diff", DP16, DP2, "--model-config", CONFIG)
+    assert "(fixed overhead + headroom +10.44 GiB)" in out.split("\n\n")[1]
+    movers = out[out.index("Largest movers") :].split("\n\n")[0].splitlines()
+    assert movers[0] == f"Largest movers ({BRIEF_MOVERS} of 28 changed rows)"
+    assert [line.split()[0] for line in movers[3:]] == [
+        "kv_pool",
+        "runtime_headroom",
+        "cuda_graph_largest_bucket",
+        "mamba_ssm_state",
+        "weights",
+    ]
+    assert "Composition per card" in out and "Checkpoints" not in out
+    full = cli(capsys, "diff", DP16, DP2, "--model-config", CONFIG, "--full")
+    for title in ("Rows (sorted by delta", "Group totals", "Checkpoints", "Intervals", "Coverage"):
+        assert title in full and title not in out
+    # The category rows carry both sides' values, numbers right-aligned, absent as `-`.
+    assert re.search(r"^· draft_staging +1\.26 +- +-1\.26 +-$", full, flags=re.M)
+    assert not re.search(r" (\?|n/a)( |$)", full.split("Composition per card")[0], flags=re.M)
+
+
+def test_check_short_view_lists_breaches_and_the_passes_closest_to_their_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.toml"
+    entries = [("usable", 'min = "100 GiB"'), ("cuda_graph", 'max = "8.5 GiB"')]
+    entries += [("fixed_overhead", f'max = "{200 + n} GiB"') for n in range(6)]
+    entries += [("runtime_headroom", 'max = "1 GiB"')]
+    budget.write_text("".join(f'[[budget]]\nitem = "{i}"\n{b}\n\n' for i, b in entries))
+    argv: list[str | Path] = ["check", DP16, "--budget", budget]
+    code, out, _ = run_cli(argv, capsys)
+    assert code == 1
+    assert out.startswith("memledger check: FAIL (exit 1)")
+    assert re.search(r"^FAIL runtime_headroom \[\S*dp16\.log\]: 4\.00 GiB > max", out, re.M)
+    assert "within budget (8; the 5 closest to their limit, --full lists all):" in out
+    listed = re.findall(r"^  (\w+) +\S*/sa", out, flags=re.M)
+    # Headroom as a share of the limit: cuda_graph 0.42 of 8.5, fixed_overhead 86-91 of 200-205,
+    # usable 77.7 of 100 (the farthest, left out with the widest fixed_overhead limit).
+    assert listed == ["cuda_graph", *["fixed_overhead"] * 4]
+    _, full, _ = run_cli([*argv, "--full"], capsys)
+    assert "within budget (8):" in full
+    assert len(re.findall(r"^  \w+ +\S*/sa", full, flags=re.M)) == 8
+
+
+def test_markdown_tables_align_numbers_name_a_category_once_and_cut_no_cell(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    diff = cli(capsys, "diff", DP16, DP2, "--model-config", CONFIG, "--format", "markdown")
+    assert "|:---|---:|---:|---:|---:|" in diff  # summary: figure left, numbers right
+    behind = diff[diff.index("Rows behind each category") :].split("</details>")[0]
+    named = re.findall(r"^\| ([^|]*) \|", behind, flags=re.M)[1:]  # after the header
+    assert sum(1 for cell in named if cell) == 3  # three categories, each named once
+    ledger = cli(capsys, "ledger", DP16, "--format", "markdown")
+    assert "..." not in ledger and "…" not in ledger
+    assert "| target weights net of staging (load end - staging - released) |" in ledger
+
+
+def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.diff_helpers import centi, ledger, row
+
+    rows = [row("weights", RowGroup.WEIGHTS, centi(3000)), row("kv_pool", RowGroup.STATE_POOL, 0)]
+    base = ledger([rows[0], row("kv_pool", RowGroup.STATE_POOL, centi(1000))])
+    head = ledger([rows[0], row("kv_pool", RowGroup.STATE_POOL, centi(5000))])
+    chart = composition_chart(diff_ledgers(base, head))
+    for block in re.findall(r"```mermaid\n(.*?)```", chart, flags=re.S):
+        palette = re.findall(r'"pie\d+": "(#[0-9a-f]{6})"', block)
+        slices = re.findall(r'^    "([^"]+)" :', block, flags=re.M)
+        names = {"weights": RowGroup.WEIGHTS, "state pool": RowGroup.STATE_POOL}
+        # Mermaid colours slices by rank (largest first): the palette follows that order.
+        assert palette == [GROUP_COLOURS[names[s]] for s in slices]
+    # weights is the larger slice in base and the smaller in head: the palettes swap with it
+    assert chart.index('"weights" : 30.00') < chart.index('"state pool" : 10.00')
+    assert chart.index('"state pool" : 50.00') < chart.rindex('"weights" : 30.00')
+    assert "title base: 40.00 GiB usable per card" in chart
+    out = cli(capsys, "diff", DP16, DP2, "--format", "markdown")
+    assert "title base dp16: 177.70 GiB usable per card" in out
+    assert ABSENT == "-"
