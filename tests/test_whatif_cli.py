@@ -145,6 +145,10 @@ def test_ledger_json_carries_the_sizing_contract(capsys: pytest.CaptureFixture[s
 def test_ledger_text_shows_the_sizing_section(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["ledger", DP16, "--model-config", K3_CONFIG], capsys)
     assert code == EXIT_OK
+    # The short view keeps the sizing verdict; the arithmetic is in the full tables.
+    assert "\nKV sizing (SGLang 0.5.20): MISS, predicted" in out
+    code, out, _ = run_cli(["ledger", DP16, "--model-config", K3_CONFIG, "--full"], capsys)
+    assert code == EXIT_OK
     section = out[out.index("KV sizing (SGLang") :]
     assert section.startswith("KV sizing (SGLang 0.5.20): MISS")
     assert "bytes/token (--model-config)" in section and "13,824 B" in section

@@ -147,7 +147,7 @@ def test_equal_settings_are_not_listed_and_requant_moves_the_load_peak() -> None
 
 def test_sample_text_config_lines_carry_the_log_source() -> None:
     # A wide terminal: this test reads whole cells (a 100-column one shortens long values).
-    text = render_diff_text(_sample_diff(), terminal=Terminal(width=240))
+    text = render_diff_text(_sample_diff(), terminal=Terminal(width=240), full=True)
     section = text.split("Configuration (parameters that differ)\n", 1)[1].split("\n\n", 1)[0]
     lines = section.splitlines()
     cells = {line.split()[0]: re.split(r"\s{2,}", line.strip()) for line in lines[2:-1]}
