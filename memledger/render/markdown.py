@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memledger.ledger_model import Ledger
-from memledger.render.rows import headline, ledger_tables
+from memledger.render.rows import ABSENT, headline, ledger_tables
 from memledger.render.tables import github_table, markdown_cell
 
 
@@ -34,6 +34,13 @@ def footnote_lines(footnote: str) -> list[str]:
             parts[-1] += " " + line.strip()
         elif line.strip():
             parts.append(line.strip())
+
+    def cell(part: str) -> str:
+        # `- = no value`: the placeholder as code, or a leading `-` would read as markup
+        if part.startswith(ABSENT + " "):
+            return f"`{ABSENT}` {markdown_cell(part[len(ABSENT) + 1 :])}"
+        return markdown_cell(part)
+
     if len(parts) <= 1:
-        return [markdown_cell(" ".join(parts))]
-    return [f"- {markdown_cell(part)}" for part in parts]
+        return [cell(" ".join(parts))]
+    return [f"- {cell(part)}" for part in parts]
