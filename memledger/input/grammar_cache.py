@@ -38,8 +38,8 @@ def cache_directory() -> Path | None:
     return Path(base) / "memledger"
 
 
-def _digest(grammar_text: str, lark_version: str) -> str:
-    return hashlib.sha256(f"{FORMAT}\n{lark_version}\n{grammar_text}".encode()).hexdigest()
+def _digest(grammar_text: str, lark_version: str, format_: str = FORMAT) -> str:
+    return hashlib.sha256(f"{format_}\n{lark_version}\n{grammar_text}".encode()).hexdigest()
 
 
 def _open_private_directory(directory: Path) -> int | None:
@@ -61,7 +61,7 @@ def _open_private_directory(directory: Path) -> int | None:
     return fd
 
 
-def _read(fd: int, name: str, digest: str) -> dict[str, Any] | None:
+def _read(fd: int, name: str, digest: str, format_: str = FORMAT) -> dict[str, Any] | None:
     try:
         handle = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=fd)
     except OSError:
@@ -82,7 +82,7 @@ def _read(fd: int, name: str, digest: str) -> dict[str, Any] | None:
     finally:
         os.close(handle)
     header, _, body = raw.partition(b"\n")
-    if header != f"{FORMAT} {digest}".encode():
+    if header != f"{format_} {digest}".encode():
         return None
     try:
         data = _decoded(json.loads(body))
@@ -117,7 +117,7 @@ def _decoded(value: Any) -> Any:
     return value
 
 
-def _write(fd: int, name: str, digest: str, tables: dict[str, Any]) -> None:
+def _write(fd: int, name: str, digest: str, tables: dict[str, Any], format_: str = FORMAT) -> None:
     try:
         text = json.dumps(_encoded(tables))
         if _decoded(json.loads(text)) != tables:
@@ -133,7 +133,7 @@ def _write(fd: int, name: str, digest: str, tables: dict[str, Any]) -> None:
         return
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(f"{FORMAT} {digest}\n".encode() + text.encode("utf-8"))
+            stream.write(f"{format_} {digest}\n".encode() + text.encode("utf-8"))
         os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
     except OSError:
         try:
@@ -168,5 +168,40 @@ def store_tables(grammar_text: str, lark_version: str, tables: dict[str, Any]) -
     try:
         digest = _digest(grammar_text, lark_version)
         _write(fd, f"grammar-{digest[:24]}.tables", digest, tables)
+    finally:
+        os.close(fd)
+
+
+def load_data(
+    format_: str, prefix: str, grammar_text: str, lark_version: str
+) -> dict[str, Any] | None:
+    """Another kind of per-grammar file in the same private directory (memledger.input.shapestore):
+    `format_` names its layout, `prefix` its file name."""
+    directory = cache_directory()
+    if directory is None:
+        return None
+    fd = _open_private_directory(directory)
+    if fd is None:
+        return None
+    try:
+        digest = _digest(grammar_text, lark_version, format_)
+        return _read(fd, f"{prefix}-{digest[:24]}.json", digest, format_)
+    finally:
+        os.close(fd)
+
+
+def store_data(
+    format_: str, prefix: str, grammar_text: str, lark_version: str, data: dict[str, Any]
+) -> None:
+    """Save a `load_data` file (silently nothing when the cache is unusable)."""
+    directory = cache_directory()
+    if directory is None:
+        return
+    fd = _open_private_directory(directory)
+    if fd is None:
+        return
+    try:
+        digest = _digest(grammar_text, lark_version, format_)
+        _write(fd, f"{prefix}-{digest[:24]}.json", digest, data, format_)
     finally:
         os.close(fd)

@@ -19,8 +19,8 @@ from memledger.errors import ConfigError
 from memledger.events import EventKind
 from memledger.input.grammar_cache import load_tables, store_tables
 from memledger.input.shapecache import ParseCache, digit_blind
+from memledger.input.shapestore import ShapeStore
 from memledger.input.transform import LineParse, transform
-from memledger.sglang.examples import EXAMPLES
 
 GRAMMAR_FILE = "sglang.lark"
 
@@ -77,18 +77,38 @@ class LineGrammar:
     packaged example line (memledger.sglang.examples) parses differently with it.
     """
 
-    def __init__(self, extra_grammars: Sequence[Path] = (), *, strict: bool = False) -> None:
+    def __init__(
+        self, extra_grammars: Sequence[Path] = (), *, strict: bool = False, stored: bool = True
+    ) -> None:
+        extras = [(Path(p), _read_extra(Path(p))) for p in extra_grammars]
+        self._text = base_grammar_text() + "".join(f"\n// ---- {p}\n{t}\n" for p, t in extras)
+        self._extras = extras
+        self._strict = strict
+        self.keywords = extra_keywords(t for _, t in extras)
+        self._lark: Any = None
+        self._errors: tuple[type[Exception], ...] = ()
+        # only the packaged grammar is cached: extension files are the user's and change freely
+        self._cached = not strict and not extras
+        # The shapes of earlier runs (memledger.input.shapestore): while every line's shape is
+        # there, lark is never imported. A store exists only for a grammar that built and was
+        # digit-blind (it is written by `_build` below), so the checks are done by then.
+        store = ShapeStore.open(self._text) if self._cached and stored else None
+        self._cache: ParseCache[LineParse] | None = (
+            ParseCache(True, store) if store is not None and len(store) else None
+        )
+        if self._cache is None:
+            self._build(store)
+
+    def _build(self, store: ShapeStore | None = None) -> None:
+        """Import lark and build (or load from the table cache) the parser; check it."""
         import lark  # heavy import kept out of module import time
 
-        extras = [(Path(p), _read_extra(Path(p))) for p in extra_grammars]
-        text = base_grammar_text() + "".join(f"\n// ---- {p}\n{t}\n" for p, t in extras)
+        text, extras, strict, cached = self._text, self._extras, self._strict, self._cached
         where = ", ".join(str(p) for p, _ in extras) or GRAMMAR_FILE
-        self._errors: tuple[type[Exception], ...] = (lark.exceptions.LarkError,)
-        self.keywords = extra_keywords(t for _, t in extras)
-        self._cache: ParseCache[LineParse] | None = None  # once the parser is settled
-        # only the packaged grammar is cached: extension files are the user's and change freely
-        cached = not strict and not extras
-        self._lark: Any = _from_cache(lark, text) if cached else None
+        self._errors = (lark.exceptions.LarkError,)
+        previous = self._cache
+        self._cache = None  # the examples below are checked by the grammar alone
+        self._lark = _from_cache(lark, text) if cached else None
         if self._lark is not None and example_mismatches(self):
             self._lark = None  # a damaged or tampered cache file: rebuild
         if self._lark is None:
@@ -100,11 +120,9 @@ class LineGrammar:
             if cached:
                 store_tables(text, lark.__version__, _tables(self._lark))
         patterns = [terminal.pattern for terminal in self._lark.terminals]
-        self._cache = ParseCache(
-            digit_blind(
-                (p.value for p in patterns if p.type == "str"),
-                (p.value for p in patterns if p.type == "re"),
-            )
+        blind = digit_blind(
+            (p.value for p in patterns if p.type == "str"),
+            (p.value for p in patterns if p.type == "re"),
         )
         unknown = [name for name in self.line_rules() if _kind_of(name) is None]
         if unknown:
@@ -119,9 +137,20 @@ class LineGrammar:
                 raise ConfigError(
                     f"grammar extension changes how a built-in line parses: {changed}", path=where
                 )
+        if previous is not None:  # built for a shape the store lacked: keep what was cached
+            self._cache = previous
+        else:
+            self._cache = ParseCache(blind, store if blind else None)
+
+    def save_shapes(self) -> None:
+        """Keep the shapes this run parsed for the next (memledger.input.shapestore)."""
+        if self._cache is not None and self._cache.store is not None:
+            self._cache.store.save()
 
     def line_rules(self) -> list[str]:
         """The rule names of every line shape (the alternatives of `message`)."""
+        if self._lark is None:
+            self._build()
         return [
             str(rule.expansion[0].name)
             for rule in self._lark.rules
@@ -140,6 +169,8 @@ class LineGrammar:
         return None if tree is None else self._from_tree(tree, message)
 
     def _tree(self, message: str) -> Any:
+        if self._lark is None:
+            self._build()
         try:
             return self._lark.parse(message)
         except self._errors:
@@ -177,6 +208,8 @@ def _tables(parser: Any) -> dict[str, Any]:
 
 def example_mismatches(grammar: LineGrammar) -> list[str]:
     """The packaged example lines this grammar does not parse as they must (empty: all hold)."""
+    from memledger.sglang.examples import EXAMPLES  # only when a grammar is built
+
     wrong: list[str] = []
     for example in EXAMPLES:
         parsed = grammar.parse(example.message)
@@ -203,6 +236,8 @@ def _described(parsed: LineParse | None) -> str:
 
 def _changed_examples(base: LineGrammar, extended: LineGrammar) -> str:
     """The first example line the extension parses differently, described; empty if none."""
+    from memledger.sglang.examples import EXAMPLES
+
     for example in EXAMPLES:
         before, after = base.parse(example.message), extended.parse(example.message)
         if before != after:

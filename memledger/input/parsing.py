@@ -442,6 +442,7 @@ def parse_log(
                 text = decode_line(raw, stats)
                 for logical in iter_logical_lines(line_number, text):
                     _handle(logical, grammar, collector)
+            grammar.save_shapes()  # for the next run: known shapes skip lark
         except InputError as exc:
             raise InputError(exc.message, path=display) from exc
         finally:

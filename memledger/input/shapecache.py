@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
+from memledger.input.shapestore import ABSENT, ShapeStore
+
 _FOLD_RE = re.compile(r"(?<![A-Za-z_])\d")
 _REPEAT_RE = re.compile(r"\{\d+(?:,\d*)?\}")
 EXACT_ENTRIES = 4096
@@ -55,12 +57,14 @@ def retext(node: Any, message: str) -> Any:
 
 
 class ParseCache(Generic[Result]):
-    """The exact and shape caches of one grammar."""
+    """The exact and shape caches of one grammar; `store` keeps the shapes between runs
+    (memledger.input.shapestore), so `parse_tree` (Lark) runs only for a shape new to both."""
 
-    def __init__(self, shapes: bool) -> None:
+    def __init__(self, shapes: bool, store: ShapeStore | None = None) -> None:
         self.shapes_enabled = shapes
         self.exact: dict[str, Result | None] = {}
         self.shapes: dict[str, Any] = {}
+        self.store = store if shapes else None
 
     def parse(
         self,
@@ -80,7 +84,11 @@ class ParseCache(Generic[Result]):
             shape = fold(message)
             tree = self.shapes.get(shape, _MISSING)
             if tree is _MISSING:
-                tree = parse_tree(message)
+                tree = ABSENT if self.store is None else self.store.tree(shape, message)
+                if tree is ABSENT:
+                    tree = parse_tree(message)
+                    if self.store is not None:
+                        self.store.add(shape, tree)
                 if len(self.shapes) >= SHAPE_ENTRIES:
                     self.shapes.clear()
                 self.shapes[shape] = tree

@@ -1,0 +1,196 @@
+"""The shape cache kept between runs, so that a run whose line shapes are all known skips Lark.
+
+Importing lark, loading its tables and checking them costs ~60 ms of a ~0.3 s `memledger ledger`
+on a small log, for a handful of lines whose shapes (digits folded, memledger.input.shapecache)
+the previous run already parsed. This store keeps, per shape, the parse tree the grammar gave, in
+the same private per-user directory as the grammar tables (memledger.input.grammar_cache). A run
+that finds every shape it meets here never imports lark; a new shape builds the grammar then, as
+before, and is added.
+
+What is stored says nothing of the log: a shape is kept as a 128-bit digest, a tree as rule names,
+terminal types and (start, end) positions, never text. A message of a known shape gets its tree
+with every token's text read from its own characters at those positions, which is exactly what
+the in-process shape cache does (`shapecache.retext`), so the result is the grammar's: the shape
+argument holds across processes as within one. The key is the grammar text and lark's version
+(read from lark's `__init__.py` without importing it): another grammar or lark is another file.
+A damaged file, or an entry that does not fit its message, is a miss (Lark decides), never an
+error. tests/test_shape_store.py compares the stored path with the grammar on every real log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from memledger.input import grammar_cache
+
+FORMAT = "memledger-shapes 1"
+MAX_ENTRIES = 4096
+"""Shapes kept (the most recently added); a startup log has 20-200, the real corpus ~1,000."""
+MAX_TREE_NODES = 512
+"""An entry with more nodes than this is not stored (a parse of a long, odd line)."""
+_VERSION_RE = re.compile(
+    rb"""^__version__(?:\s*:\s*str)?\s*=\s*["']([^"']{1,40})["']""", re.MULTILINE
+)
+
+
+class StoredToken(str):
+    """A token rebuilt from the store: its text, terminal type and positions (as Lark's Token)."""
+
+    __slots__ = ("type", "start_pos", "end_pos")
+    type: str
+    start_pos: int
+    end_pos: int
+
+    def __new__(cls, text: str, type_: str, start: int, end: int) -> StoredToken:
+        token = super().__new__(cls, text)
+        token.type, token.start_pos, token.end_pos = type_, start, end
+        return token
+
+    def update(self, value: str) -> StoredToken:
+        """This token with another text (`shapecache.retext`, as Lark's `Token.update`)."""
+        return StoredToken(value, self.type, self.start_pos, self.end_pos)
+
+
+class StoredTree:
+    """A tree rebuilt from the store: what memledger.input.transform reads of Lark's `Tree`."""
+
+    __slots__ = ("data", "children")
+
+    def __init__(self, data: str, children: list[Any]) -> None:
+        self.data = data
+        self.children = children
+
+    def scan_values(self, pred: Any) -> Iterator[Any]:
+        """The tokens under this tree, depth first, that satisfy `pred` (as Lark's)."""
+        for child in self.children:
+            if isinstance(child, StoredTree):
+                yield from child.scan_values(pred)
+            elif pred(child):
+                yield child
+
+
+def lark_version() -> str | None:
+    """The installed lark's `__version__`, read from its source (importing lark costs ~25 ms)."""
+    try:
+        spec = importlib.util.find_spec("lark")
+        origin = None if spec is None else spec.origin
+        if origin is None:
+            return None
+        with open(origin, "rb") as source:
+            found = _VERSION_RE.search(source.read(1 << 16))
+    except (OSError, ImportError, ValueError):
+        return None
+    return None if found is None else found.group(1).decode("ascii", "replace")
+
+
+def shape_key(shape: str) -> str:
+    """How a shape is named in the store: a digest (the store holds no text of any log)."""
+    return hashlib.blake2b(shape.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def encode(node: Any, budget: list[int]) -> Any:
+    """A Lark tree as plain data: [rule, [children]] and [type, start, end] for a token."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError("tree too large to store")
+    children = getattr(node, "children", None)
+    if children is None:
+        start, end = node.start_pos, node.end_pos
+        if not isinstance(start, int) or not isinstance(end, int):
+            raise ValueError("token without positions")
+        return [str(node.type), start, end]
+    return [str(node.data), [encode(child, budget) for child in children]]
+
+
+def decode(data: Any, message: str) -> Any:
+    """The tree of `message` from stored data; ValueError when the data does not fit it."""
+    if not isinstance(data, list):
+        raise ValueError("not a tree")
+    if len(data) == 3:
+        type_, start, end = data
+        if not (
+            isinstance(type_, str)
+            and type(start) is int
+            and type(end) is int
+            and 0 <= start <= end <= len(message)
+        ):
+            raise ValueError("token does not fit the message")
+        return StoredToken(message[start:end], type_, start, end)
+    if len(data) == 2 and isinstance(data[0], str) and isinstance(data[1], list):
+        return StoredTree(data[0], [decode(child, message) for child in data[1]])
+    raise ValueError("not a tree")
+
+
+_ABSENT: Any = object()
+
+
+class ShapeStore:
+    """The stored trees of one grammar (None for a shape that did not parse)."""
+
+    def __init__(self, grammar_text: str, version: str, entries: dict[str, Any]) -> None:
+        self._grammar_text = grammar_text
+        self._version = version
+        self._entries = entries
+        self._added = 0
+
+    @classmethod
+    def open(cls, grammar_text: str) -> ShapeStore | None:
+        """The store of this grammar (empty when there is no file yet); None when unusable."""
+        if grammar_cache.cache_directory() is None:
+            return None
+        version = lark_version()
+        if version is None:
+            return None
+        found = grammar_cache.load_data(FORMAT, "shapes", grammar_text, version)
+        entries = found.get("shapes") if isinstance(found, dict) else None
+        return cls(grammar_text, version, entries if isinstance(entries, dict) else {})
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def tree(self, shape: str, message: str) -> Any:
+        """The tree of `message` (None: its shape does not parse), or `_ABSENT` when unknown."""
+        data = self._entries.get(shape_key(shape), _ABSENT)
+        if data is _ABSENT or data is None:
+            return data
+        try:
+            return decode(data, message)
+        except (ValueError, TypeError, RecursionError):
+            return _ABSENT  # damaged: let the grammar decide
+
+    def add(self, shape: str, tree: Any) -> None:
+        """Remember what the grammar gave for this shape (a tree, or None)."""
+        try:
+            data = None if tree is None else encode(tree, [MAX_TREE_NODES])
+        except (ValueError, AttributeError, RecursionError):
+            return
+        key = shape_key(shape)
+        self._entries.pop(key, None)  # re-added last: kept longest
+        self._entries[key] = data
+        self._added += 1
+
+    def save(self) -> None:
+        """Write the store back when this run added shapes (silently nothing when it cannot)."""
+        if not self._added:
+            return
+        self._added = 0
+        # merge with what other runs wrote meanwhile (a fleet's workers share the file)
+        found = grammar_cache.load_data(FORMAT, "shapes", self._grammar_text, self._version)
+        theirs = found.get("shapes") if isinstance(found, dict) else None
+        merged = dict(theirs) if isinstance(theirs, dict) else {}
+        for key in self._entries:
+            merged.pop(key, None)
+        merged.update(self._entries)
+        kept = dict(list(merged.items())[-MAX_ENTRIES:])
+        self._entries = kept
+        grammar_cache.store_data(
+            FORMAT, "shapes", self._grammar_text, self._version, {"shapes": kept}
+        )
+
+
+ABSENT = _ABSENT
+"""What `ShapeStore.tree` returns for a shape the store does not know."""
