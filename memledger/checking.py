@@ -14,7 +14,7 @@ from datetime import date
 from enum import StrEnum
 from fnmatch import fnmatch
 from pathlib import PurePath
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from pydantic import Field, computed_field
 
@@ -285,43 +285,65 @@ def applies_to(entry: BudgetEntry, path: str, ledger: Ledger) -> bool:
     return any(fnmatch(name, entry.logs) for name in names)
 
 
+class LogChecks(NamedTuple):
+    """One input's part of a report, computed where its ledger was built (a fleet's worker):
+    its checks per budget entry (empty where the entry does not apply, see `matched`)."""
+
+    checked: CheckedInput
+    failure: Check | None
+    per_entry: list[list[Check]]
+    matched: list[bool]
+
+
+def check_log(
+    budget: Budget, path: str, ledger: Ledger, *, today: date, baseline: Ledger | None = None
+) -> LogChecks:
+    """Every budget entry on one input ledger; a failed startup gets no entry checks (its FAIL
+    is the finding)."""
+    failed = _failed(ledger)
+    checked = CheckedInput(
+        path=path, source=ledger.source, outcome=ledger.outcome, diagnosis=ledger.diagnosis
+    )
+    matched = [applies_to(entry, path, ledger) for entry in budget.entries]
+    per_entry = [
+        _check_entry(entry, path, ledger, baseline, today, budget.tighten_headroom_pct)
+        if hit and not failed
+        else []
+        for entry, hit in zip(budget.entries, matched, strict=True)
+    ]
+    return LogChecks(
+        checked, _startup_failure(path, ledger) if failed else None, per_entry, matched
+    )
+
+
 def check_budget(
     budget: Budget,
-    inputs: Iterable[tuple[str, Ledger]],
+    inputs: Iterable[tuple[str, Ledger] | LogChecks],
     *,
     today: date,
     baseline: Ledger | None = None,
     baseline_info: BaselineInfo | None = None,
     strict: bool = False,
 ) -> CheckReport:
-    """Evaluate every budget entry on every input ledger; never raises on a breach.
-
-    `inputs` is read once, one ledger at a time, so a fleet's ledgers need not all be in memory
-    (the CLI passes a generator). Checks: each failed startup's FAIL, then entry by entry, logs in
-    input order; a failed startup gets no entry checks (its FAIL is the finding).
-    """
+    """Evaluate every budget entry on every input ledger (or `check_log` result); never raises
+    on a breach. `inputs` is read once, one at a time, so a fleet's ledgers need not all be in
+    memory. Checks: each failed startup's FAIL, then entry by entry, logs in input order."""
     failures: list[Check] = []
     per_entry: list[list[Check]] = [[] for _ in budget.entries]
     matched = [False] * len(budget.entries)
     checked: list[CheckedInput] = []
-    for path, ledger in inputs:
-        failed = _failed(ledger)
-        checked.append(
-            CheckedInput(
-                path=path, source=ledger.source, outcome=ledger.outcome, diagnosis=ledger.diagnosis
-            )
+    for item in inputs:
+        log = (
+            item
+            if isinstance(item, LogChecks)
+            else check_log(budget, *item, today=today, baseline=baseline)
         )
-        if failed:
-            failures.append(_startup_failure(path, ledger))
-        for index, entry in enumerate(budget.entries):
-            if applies_to(entry, path, ledger):
-                matched[index] = True
-                if not failed:
-                    per_entry[index].extend(
-                        _check_entry(
-                            entry, path, ledger, baseline, today, budget.tighten_headroom_pct
-                        )
-                    )
+        checked.append(log.checked)
+        if log.failure is not None:
+            failures.append(log.failure)
+        for index, (found, hit) in enumerate(zip(log.per_entry, log.matched, strict=True)):
+            matched[index] = matched[index] or hit
+            per_entry[index].extend(found)
     checks = failures + [check for found in per_entry for check in found]
     notes = [
         f"budget for {entry.item!r} (line {entry.line}) applies to no given log "

@@ -469,12 +469,15 @@ def check_report(options: CheckOptions) -> CheckReport:
     else:
         base = load_ledger(baseline, load)
         info = BaselineInfo(path=label_of(baseline), source=base.source)
-    # one ledger at a time: memory stays flat in the number of logs (the baseline comes first)
-    inputs = ((label_of(item), load_ledger(item, load)) for item in options.logs)
+    from memledger.fleet import check_inputs
+
+    today = date.today() if options.today is None else options.today
+    # one ledger at a time (on up to two cores): memory stays flat in the number of logs
+    inputs = check_inputs(options.logs, load, budget, today=today, baseline=base)
     return check_budget(
         budget,
         inputs,
-        today=date.today() if options.today is None else options.today,
+        today=today,
         baseline=base,
         baseline_info=info,
         strict=options.strict,

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memledger.ledger_model import Ledger
@@ -59,23 +60,12 @@ def figures(ledger: Ledger) -> dict[str, int | None]:
     return values
 
 
-def record(entry: FleetEntry) -> dict[str, Any]:
-    """One log's line as data: name, path, outcome, where it stopped, figures, or its error."""
-    ledger = entry.ledger
-    if ledger is None:
-        empty: dict[str, Any] = dict.fromkeys(key for key, _ in FIGURES)
-        return {
-            "log": entry.name,
-            "path": entry.path,
-            "outcome": "unreadable",
-            "stopped_at": None,
-            "error": entry.error,
-            **empty,
-            "kv_tokens_per_rank": None,
-        }
+def line_of(path: str, ledger: Ledger) -> dict[str, Any]:
+    """One log's line as data (what the fleet view shows of it): computed where the ledger is
+    built, so a fleet's ledgers need not be kept (or sent between processes)."""
     return {
-        "log": entry.name,
-        "path": entry.path,
+        "log": Path(path).name,
+        "path": path,
         "outcome": ledger.outcome,
         "stopped_at": ledger.stopped_at,
         "error": None,
@@ -84,11 +74,25 @@ def record(entry: FleetEntry) -> dict[str, Any]:
     }
 
 
+def record(entry: FleetEntry) -> dict[str, Any]:
+    """One log's line as data: name, path, outcome, where it stopped, figures, or its error."""
+    if entry.line is not None:
+        return entry.line
+    empty: dict[str, Any] = dict.fromkeys(key for key, _ in FIGURES)
+    return {
+        "log": entry.name,
+        "path": entry.path,
+        "outcome": "unreadable",
+        "stopped_at": None,
+        "error": entry.error,
+        **empty,
+        "kv_tokens_per_rank": None,
+    }
+
+
 def _headline(entries: Sequence[FleetEntry]) -> str:
     outcomes = Counter(
-        "unreadable"
-        if e.ledger is None
-        else ("ready" if e.ledger.stopped_at is None else "partial")
+        "unreadable" if e.line is None else ("ready" if e.line["stopped_at"] is None else "partial")
         for e in entries
     )
     parts = [f"{outcomes[k]} {k}" for k in ("ready", "partial", "unreadable") if outcomes[k]]
@@ -139,9 +143,9 @@ def render_fleet_text(entries: Sequence[FleetEntry], terminal: Terminal = PLAIN)
         row.append(_middle(entry.name, max(MIN_NAME, room)))
     table = text_table(Table([*headers, "log"], rows, align=[*align, "left"]))
     notes = [
-        f"  {entry.name}: {entry.error if entry.ledger is None else entry.ledger.stopped_at}"
+        f"  {entry.name}: {entry.error if entry.line is None else entry.line['stopped_at']}"
         for entry in entries
-        if entry.ledger is None or entry.ledger.stopped_at is not None
+        if entry.line is None or entry.line["stopped_at"] is not None
     ]
     lines = [
         _headline(entries),
