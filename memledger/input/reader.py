@@ -12,11 +12,8 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import shutil
 import subprocess
 import sys
-import threading
-import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -25,10 +22,10 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
+from memledger.input.grep_scan import grep_candidates, rest_of_file
+from memledger.input.grep_scan import grep_program as grep_program
 from memledger.input.scan import (
-    BORING_ERE,
     CHUNK_BYTES,
-    OUT_OF_MEMORY_ERE,
     LineFilter,
     aligned_reader,
     read_error,
@@ -328,199 +325,39 @@ def _scan_with_worker(
         stats.n_lines = head_lines + (yield from scan_lines(read, line_filter, head_lines + 1))
 
 
-def _ere(words: Iterable[str]) -> str:
-    escaped = [re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", w) for w in words]
-    return "|".join([*escaped, OUT_OF_MEMORY_ERE])
-
-
-def _feed(
-    log: OpenedLog,
-    sink: IO[bytes],
-    stats: ReadStats,
-    errors: list[BaseException],
-    progress: ProgressCallback | None,
-) -> None:
-    """Writer thread: copy the stream into grep, counting bytes and lines."""
-    newlines = 0
-    last = b""
-    try:
-        while True:
-            chunk = log.stream.read(CHUNK_BYTES)
-            if not chunk:
-                break
-            stats.n_bytes += len(chunk)
-            newlines += chunk.count(b"\n")
-            last = chunk[-1:]
-            sink.write(chunk)
-            if progress is not None:
-                progress(stats.n_bytes, log.size)
-    except BrokenPipeError:
-        pass
-    except (OSError, EOFError, zlib.error) as exc:
-        errors.append(exc)
-    finally:
-        stats.n_lines = newlines + (1 if last and last != b"\n" else 0)
-        try:
-            sink.close()
-        except OSError:
-            pass
-
-
-def _count_file_lines(path: Path, stats: ReadStats) -> Callable[[], None]:
-    """Start counting a file's lines (wc -l when present); returns a function that finishes."""
-    size = path.stat().st_size
-    stats.n_bytes = size
-    with path.open("rb") as handle:
-        if size:
-            handle.seek(size - 1)
-            unterminated = handle.read(1) != b"\n"
-        else:
-            unterminated = False
-    wc = shutil.which("wc")
-    if wc is None:
-
-        def python_count() -> None:
-            newlines = 0
-            with path.open("rb") as counted:
-                while chunk := counted.read(CHUNK_BYTES):
-                    newlines += chunk.count(b"\n")
-            stats.n_lines = newlines + int(unterminated)
-
-        return python_count
-    counter = subprocess.Popen(
-        [wc, "-l", "--", str(path)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "LC_ALL": "C"},
-    )
-
-    def finish() -> None:
-        out, _ = counter.communicate()
-        try:
-            stats.n_lines = int(out.split()[0]) + int(unterminated)
-        except (ValueError, IndexError):
-            stats.n_lines = 0
-
-    return finish
-
-
 def _grep_candidates(
     log: OpenedLog,
     grep: str,
-    words: Iterable[str],
+    extra_words: list[str],
     stats: ReadStats,
     progress: ProgressCallback | None,
 ) -> Iterator[tuple[int, bytes]]:
-    """Start the grep pipeline now (it overlaps the grammar build) and return its line reader."""
-    # grep -v drops the serving-time lines (the bulk of a long log) at C speed; a second grep
-    # keeps the lines holding a keyword; both stream, so memory stays flat.
-    env = {**os.environ, "LC_ALL": "C"}
-    boring = ["-e", BORING_ERE]
-    feed = log.path is None
-    target = "-" if feed else str(log.path)
-    finish_count: Callable[[], None] | None = None
-    if not feed:
-        assert log.path is not None
-        finish_count = _count_file_lines(log.path, stats)
-    first = subprocess.Popen(
-        [grep, "-n", "-a", "-v", "-E", *boring, "--", target],
-        stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    second = subprocess.Popen(
-        [grep, "-a", "-E", "-e", _ere(words)],
-        stdin=first.stdout,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    assert first.stdout is not None and second.stdout is not None
-    first.stdout.close()
-    errors: list[BaseException] = []
-    writer: threading.Thread | None = None
-    if feed:
-        assert first.stdin is not None
-        writer = threading.Thread(
-            target=_feed, args=(log, first.stdin, stats, errors, progress), daemon=True
-        )
-        writer.start()
-    elif progress is not None and log.size:
-        _watch_progress(first, log.size, progress)
-    return _drain(log, first, second, writer, errors, finish_count)
+    """The grep pipeline (memledger.input.grep_scan) with this reader's totals and progress."""
 
+    def totals(n_lines: int, n_bytes: int) -> None:
+        stats.n_lines, stats.n_bytes = n_lines, n_bytes
 
-def _watch_progress(
-    process: subprocess.Popen[bytes], total: int, progress: ProgressCallback
-) -> None:
-    """Report how far grep has read the file (Linux /proc; silently nothing elsewhere)."""
-    io_file = Path(f"/proc/{process.pid}/io")
+    words = [*PREFILTER_WORDS, *extra_words]
+    if log.path is not None:
+        fallback = rest_of_file(log.path, log.name, extra_words, totals, SNIFF_BYTES)
+        watch = (progress, log.size) if progress is not None and log.size else None
+        return grep_candidates(log.path, None, grep, words, totals, fallback, watch)
 
-    def watch() -> None:
-        while process.poll() is None:
-            try:
-                fields = dict(
-                    line.split(": ", 1) for line in io_file.read_text().splitlines() if ": " in line
-                )
-                progress(min(int(fields["rchar"]), total), total)
-            except (OSError, KeyError, ValueError):
-                return
-            time.sleep(0.5)
+    def copy(sink: IO[bytes]) -> None:
+        """Feed grep the stream, counting its bytes and lines."""
+        newlines, last = 0, b""
+        try:
+            while chunk := log.stream.read(CHUNK_BYTES):
+                stats.n_bytes += len(chunk)
+                newlines += chunk.count(b"\n")
+                last = chunk[-1:]
+                sink.write(chunk)
+                if progress is not None:
+                    progress(stats.n_bytes, log.size)
+        finally:
+            stats.n_lines = newlines + (1 if last and last != b"\n" else 0)
 
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def _drain(
-    log: OpenedLog,
-    first: subprocess.Popen[bytes],
-    second: subprocess.Popen[bytes],
-    writer: threading.Thread | None,
-    errors: list[BaseException],
-    finish_count: Callable[[], None] | None,
-) -> Iterator[tuple[int, bytes]]:
-    assert second.stdout is not None
-    completed = False
-    try:
-        for raw in second.stdout:
-            number, _, content = raw.partition(b":")
-            if content.endswith(b"\n"):
-                content = content[:-1]
-            try:
-                line = int(number)
-            except ValueError:
-                continue
-            yield line, content
-        completed = True
-    finally:
-        if not completed:
-            for process in (first, second):
-                process.kill()
-        second.stdout.close()
-        second.wait()
-        first.wait()
-        if writer is not None:
-            writer.join()
-        if finish_count is not None:
-            finish_count()
-        first_err = first.stderr.read().decode(errors="replace").strip() if first.stderr else ""
-        second_err = second.stderr.read().decode(errors="replace").strip() if second.stderr else ""
-        for process in (first, second):
-            if process.stderr is not None:
-                process.stderr.close()
-    if errors:
-        raise InputError(f"read failed ({errors[0]})", path=log.name)
-    if first.returncode not in (0, 1) or second.returncode not in (0, 1):
-        detail = first_err or second_err or f"exit {first.returncode}/{second.returncode}"
-        raise InputError(f"scan failed: {detail.splitlines()[0]}", path=log.name)
-
-
-def grep_program() -> str | None:
-    """The grep to prefilter with (MEMLEDGER_PREFILTER=grep and grep on PATH), else None."""
-    if os.environ.get("MEMLEDGER_PREFILTER", "python") != "grep":
-        return None
-    return shutil.which("grep")
+    return grep_candidates(None, copy, grep, words, totals, None)
 
 
 def iter_candidate_lines(
@@ -535,9 +372,9 @@ def iter_candidate_lines(
     iterating (parse_log builds the grammar). stats is complete once the iterator is exhausted.
     """
     extra = list(extra_words)
-    grep = grep_program()
+    grep = grep_program(log.path, log.size)
     if grep is not None:
-        lines = _grep_candidates(log, grep, [*PREFILTER_WORDS, *extra], stats, progress)
+        lines = _grep_candidates(log, grep, extra, stats, progress)
     else:
         lines = _python_candidates(log, extra, stats, progress)
     return _counted(lines, stats)

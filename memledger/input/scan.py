@@ -42,8 +42,11 @@ _ANY_CASE_KEYWORDS = OUT_OF_MEMORY_ERE.encode()
 # Serving-time lines, the bulk of a long-running server's log: a physical line holding one is
 # skipped whole (they carry no startup memory fact and no crash evidence).
 BORING_LINES: tuple[bytes, ...] = (b"] Decode batch", b"] Prefill batch")
-BORING_ERE = r"^[^[]*\[[^[]*\] (Decode|Prefill) batch[^[]*$"
-"""A serving-time line alone on its physical line (one `[`); the grep path drops these."""
+BORING_ERE = (
+    r"^[^[]*\] (Decode|Prefill) batch[^[]*(\[[^[]*)?$|^[^[]*\[[^[]*\] (Decode|Prefill) batch[^[]*$"
+)
+"""A serving-time line alone on its physical line (a marker, at most one `[`, as
+`LineFilter.candidates` tests it); the grep path drops these."""
 
 
 def _keyword_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:

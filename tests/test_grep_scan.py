@@ -1,0 +1,121 @@
+"""The grep prefilter as the default for big files: same lines as the built-in scanner, bounded
+memory on hostile lines (the built-in scanner takes over), started before the imports."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from memledger.input import grep_scan
+from memledger.input.reader import ReadStats, iter_candidate_lines, open_log
+from memledger.input.scan import BORING_ERE, MAX_LINE_BYTES
+from memledger.sglang.lines import PREFILTER_WORDS
+
+GREP = shutil.which("grep")
+pytestmark = pytest.mark.skipif(
+    GREP is None or not grep_scan.has_pcre(GREP), reason="no grep with -P on PATH"
+)
+
+STAMP = b"[2026-11-05 10:12:07 TP0]"
+TRICKY = [
+    STAMP + b" Decode batch. #running-req: 7, token usage: 0.12, avail mem=1.00 GB",
+    STAMP + b" Decode batch. #running-req: 7 " + STAMP + b" Load weight end. avail mem=9.00 GB",
+    b"junk ] Decode batch, avail mem=1.00 GB " + STAMP + b" x",
+    b"no bracket ] Decode batch, avail mem=1.00 GB",
+    b"[a] x ] Prefill batch avail mem",
+    b"[[ts] Decode batch avail mem",
+    b"[a] b [c] Prefill batch avail mem",
+    STAMP + b" Prefill batch. #new-seq: 1, avail mem=2.00 GB ] Decode batch",
+    STAMP + b" Load weight begin. avail mem=78.41 GB",
+]
+
+
+def _dropped_by(flags: list[str], lines: list[bytes]) -> list[bytes]:
+    assert GREP is not None
+    out = subprocess.run(
+        [GREP, "-a", *flags],
+        input=b"\n".join(lines) + b"\n",
+        capture_output=True,
+        env={"LC_ALL": "C"},
+        check=False,
+    ).stdout
+    return out.splitlines()
+
+
+def test_the_pcre_serving_line_test_is_the_ere_one() -> None:
+    matched_pcre = _dropped_by(["-P", grep_scan.BORING_PCRE], TRICKY)
+    matched_ere = _dropped_by(["-E", "-e", BORING_ERE], TRICKY)
+    assert matched_pcre == matched_ere
+    assert 0 < len(matched_pcre) < len(TRICKY)  # some serving lines, some kept (glued, odd)
+
+
+def test_grep_is_the_default_for_a_big_regular_file_only(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    with mock.patch.dict("os.environ", {"PATH": os.environ["PATH"]}, clear=True):
+        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES) == GREP
+        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES - 1) is None
+        assert grep_scan.grep_program(None, None) is None  # a stream: the built-in scanner
+    with mock.patch.dict("os.environ", {"MEMLEDGER_PREFILTER": "python"}):
+        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES) is None
+
+
+def _candidates(path: Path, prefilter: str) -> tuple[list[tuple[int, bytes]], int, int]:
+    stats = ReadStats()
+    with mock.patch.dict("os.environ", {"MEMLEDGER_PREFILTER": prefilter}), open_log(path) as log:
+        found = list(iter_candidate_lines(log, stats))
+    return found, stats.n_lines, stats.n_bytes
+
+
+def _hostile_log(tmp_path: Path) -> Path:
+    """Startup lines around one 6 MiB line holding keywords in its pieces."""
+    long_line = STAMP + b" Capturing " + b"x avail mem=1.00 GB " * (6 * MAX_LINE_BYTES // 80)
+    lines = [
+        STAMP + b" Load weight begin. avail mem=78.41 GB",
+        *TRICKY,
+        long_line,
+        STAMP + b" Memory pool end. avail mem=9.83 GB",
+        STAMP + b" Decode batch. #running-req: 7, token usage: 0.12",
+    ]
+    path = tmp_path / "hostile.log"
+    path.write_bytes(b"\n".join(lines))  # no newline at the end
+    return path
+
+
+def test_an_over_long_line_is_handed_to_the_built_in_scanner(tmp_path: Path) -> None:
+    path = _hostile_log(tmp_path)
+    expected = _candidates(path, "python")
+    assert any(len(raw) > MAX_LINE_BYTES // 2 for _, raw in expected[0])  # pieces of the line
+    assert _candidates(path, "grep") == expected
+
+
+def test_grep_out_of_memory_hands_over_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _hostile_log(tmp_path)
+    expected = _candidates(path, "python")
+    monkeypatch.setattr(grep_scan, "GREP_DATA_LIMIT", 4 << 20)  # the 6 MiB line does not fit
+    assert _candidates(path, "grep") == expected
+
+
+def test_the_cli_starts_grep_before_the_imports_and_the_reader_claims_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    path = _hostile_log(tmp_path)
+    words = tuple(PREFILTER_WORDS)
+    grep_scan.prestart(["parse", "--format", "json", str(path)])
+    assert len(grep_scan._STARTED) == 1
+    expected = _candidates(path, "python")
+    assert _candidates(path, "grep") == expected  # read from the pipeline started above
+    assert grep_scan._STARTED == {}
+    grep_scan.prestart(["parse", str(path), "--grammar", "x.lark"])  # more keywords: not started
+    grep_scan.prestart(["schema", str(path)])  # reads no log
+    assert grep_scan._STARTED == {}
+    grep_scan.prestart(["ledger", str(path)])
+    [pipeline] = grep_scan._STARTED.values()
+    grep_scan.stop_unclaimed()
+    assert grep_scan._STARTED == {} and pipeline.second.returncode is not None
+    assert grep_scan.claim(path, words) is None
