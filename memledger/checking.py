@@ -286,8 +286,7 @@ def applies_to(entry: BudgetEntry, path: str, ledger: Ledger) -> bool:
 
 
 class LogChecks(NamedTuple):
-    """One input's part of a report, computed where its ledger was built (a fleet's worker):
-    its checks per budget entry (empty where the entry does not apply, see `matched`)."""
+    """One input's checks per budget entry, computed where its ledger was built (a worker)."""
 
     checked: CheckedInput
     failure: Check | None
@@ -298,8 +297,7 @@ class LogChecks(NamedTuple):
 def check_log(
     budget: Budget, path: str, ledger: Ledger, *, today: date, baseline: Ledger | None = None
 ) -> LogChecks:
-    """Every budget entry on one input ledger; a failed startup gets no entry checks (its FAIL
-    is the finding)."""
+    """Every budget entry on one ledger; a failed startup gets only its FAIL (the finding)."""
     failed = _failed(ledger)
     checked = CheckedInput(
         path=path, source=ledger.source, outcome=ledger.outcome, diagnosis=ledger.diagnosis
