@@ -2,19 +2,22 @@
 
 Builds a synthetic log (a realistic TP2 startup followed by hundreds of MB of `Decode batch` /
 `Prefill batch` / access lines, as a server writes during days of serving) under
-/tmp/memledger-bench, then times memledger beside grep in four ways:
-* the file, both cores (the default: memledger may scan with two processes);
+/tmp/memledger-bench, then times memledger beside grep in four ways (two more on request):
+* the file, both cores (a file of 32 MiB or more goes through the grep prefilter, started
+  before memledger's imports; grep -v and grep -E then run on both cores);
 * the file, one core (`taskset -c 0` for both commands);
 * stdin (`cat F | memledger parse -` against `cat F | grep -cE`);
-* gzip (`memledger parse F.gz` against `zcat F.gz | grep -cE`).
-Peak RSS is the largest process's (the parser or its scan worker).
+* gzip (`memledger parse F.gz` against `zcat F.gz | grep -cE`);
+* optionally (`--case builtin`, `--case builtin-pinned`) the built-in scanner
+  (MEMLEDGER_PREFILTER=python), which a file below 32 MiB, stdin and .gz use.
+Peak RSS is the largest process's (the parser, its scan worker or a grep).
 
 Targets (issue 14): the file within 2x grep on two cores and 3x on one, on a busy machine too;
 peak RSS < 100 MiB in every case.
 
     python benchmarks/bench_parse.py                     # ~300 MB, all four cases
     python benchmarks/bench_parse.py --case file --case pinned --runs 5
-    MEMLEDGER_PREFILTER=grep python benchmarks/bench_parse.py   # the grep pipeline
+    python benchmarks/bench_parse.py --case builtin --case builtin-pinned   # no grep
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from benchcommon import (
     workdir,
 )
 
-CASES = ("file", "pinned", "stdin", "gz")
+CASES = ("file", "pinned", "stdin", "gz", "builtin", "builtin-pinned")
+DEFAULT_CASES = CASES[:4]
 TARGET_TWO_CORES = 2.0
 TARGET_ONE_CORE = 3.0
 RSS_TARGET_MIB = 100.0
@@ -96,6 +100,16 @@ def measure(case: str, log: Path, packed: Path, runs: int) -> Pair:
         return pair(
             case, [*parse, str(log), "--format", "json"], "grep -cE", [*grep, str(log)], runs=runs
         )
+    if case in ("builtin", "builtin-pinned"):  # the built-in scanner (no grep), for comparison
+        command = ["env", "MEMLEDGER_PREFILTER=python", *parse, str(log), "--format", "json"]
+        core = 0 if case == "builtin-pinned" else None
+        return pair(
+            f"file, built-in scanner{', taskset -c 0' if core is not None else ''}",
+            pinned(command, core),
+            "grep -cE",
+            pinned([*grep, str(log)], core),
+            runs=runs,
+        )
     if case == "pinned":
         return pair(
             "file, taskset -c 0",
@@ -128,13 +142,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=300, help="log size in MiB (default 300)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each command (median)")
-    parser.add_argument("--case", choices=CASES, action="append", help="default: all four")
+    parser.add_argument(
+        "--case", choices=CASES, action="append", help="default: file, pinned, stdin, gz"
+    )
     parser.add_argument("--record", type=Path, help="append each result as JSON to this file")
     args = parser.parse_args()
     if shutil.which("grep") is None:
         print("grep not found", file=sys.stderr)
         return 2
-    cases = args.case or list(CASES)
+    cases = args.case or list(DEFAULT_CASES)
     log, packed = inputs(args.size_mb, "gz" in cases)
     print(f"log: {log} ({log.stat().st_size / 2**20:.0f} MiB)")
     print_header()

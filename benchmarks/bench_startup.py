@@ -46,6 +46,11 @@ def main() -> int:
         ("parse (text)", [*MEMLEDGER, "parse", str(log)]),
         ("parse --format json", [*MEMLEDGER, "parse", str(log), "--format", "json"]),
         ("ledger (text)", [*MEMLEDGER, "ledger", str(log)]),
+        # no stored line shapes, no grammar tables: what the first run after an upgrade pays
+        (
+            "ledger, cold caches",
+            ["env", "MEMLEDGER_NO_GRAMMAR_CACHE=1", *MEMLEDGER, "ledger", str(log)],
+        ),
         ("ledger --format json", [*MEMLEDGER, "ledger", str(log), "--format", "json"]),
         ("diff log log", [*MEMLEDGER, "diff", str(log), str(log)]),
         ("check --budget", [*MEMLEDGER, "check", str(log), "--budget", str(budget)]),

@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        if "memledger.input.grep_scan" in sys.modules:
-            sys.modules["memledger.input.grep_scan"].stop_unclaimed()
+        if "memledger.input.grep_scan" in sys.modules:  # no grep outlives the command
+            sys.modules["memledger.input.grep_scan"].stop_all()
     if argv is None:
         _exit_now(code)
     return code

@@ -11,6 +11,7 @@ the fleet view cannot read is a line with its error, not the end of the run.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -181,15 +182,15 @@ def _worker_signals() -> None:
 
 
 def _warm(options: LoadOptions) -> None:
-    import memledger.diagnosis
-    import memledger.engine
-    import memledger.input.parsing  # noqa: F401  (imported for the workers)
     from memledger.formulas import load_formulas
+    from memledger.input.grep_scan import stop_unclaimed
     from memledger.input.linegrammar import load_grammar
 
-    del memledger
+    for module in ("memledger.diagnosis", "memledger.engine", "memledger.input.parsing"):
+        importlib.import_module(module)
     load_formulas(options.formula_files)
     load_grammar(options.grammars)
+    stop_unclaimed()  # a grep the CLI started belongs to this process: a worker starts its own
 
 
 def _usable_cpus() -> int:

@@ -119,3 +119,16 @@ def test_the_cli_starts_grep_before_the_imports_and_the_reader_claims_it(
     grep_scan.stop_unclaimed()
     assert grep_scan._STARTED == {} and pipeline.second.returncode is not None
     assert grep_scan.claim(path, words) is None
+
+
+def test_a_pipeline_whose_reader_never_ran_is_stopped_at_exit(tmp_path: Path) -> None:
+    path = _hostile_log(tmp_path)
+    assert GREP is not None
+    lines = grep_scan.grep_candidates(
+        path, None, GREP, PREFILTER_WORDS, lambda _n, _b: None, None
+    )  # started, never iterated (Ctrl-C during the grammar build)
+    [pipeline] = grep_scan._RUNNING
+    grep_scan.stop_all()
+    assert grep_scan._RUNNING == []
+    assert pipeline.first.returncode is not None and pipeline.second.returncode is not None
+    del lines

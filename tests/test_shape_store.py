@@ -8,6 +8,7 @@ grammar that reads the store with Lark forbidden; all three must give identical 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -66,6 +67,7 @@ def test_stored_shapes_give_the_grammars_events_on_every_real_log(
     filling = LineGrammar()  # no store yet: builds the grammar, fills the store
     assert filling._lark is not None
     assert _parsed(paths, filling, monkeypatch) == reference
+    filling.save_shapes(force=True)  # parse_log saves at most every 2 s
     [stored] = private_cache.glob("shapes-*.json")
     assert stored.stat().st_mode & 0o077 == 0  # private, like the grammar tables
     monkeypatch.setattr(LineGrammar, "_build", _no_lark)
@@ -88,6 +90,7 @@ def test_stored_shapes_hold_for_other_numbers_and_no_text(
         patch.setattr(LineGrammar, "parse", recording)
         for path in _corpus():
             parsing.parse_log(path)  # fills the store
+    linegrammar.load_grammar().save_shapes(force=True)
     reference = _grammar_alone()
     monkeypatch.setattr(LineGrammar, "_build", _no_lark)
     fresh = LineGrammar()
@@ -110,9 +113,9 @@ def test_a_damaged_entry_is_parsed_by_the_grammar(
     key = shapestore.shape_key(fold(message))
     # a token beyond the message's end, and data that is no tree
     for forged in (["start", [["load_end", [["NUMBER", 0, 9999]]]]], "junk"):
-        store._entries = {key: forged}
+        store._entries = {key: forged if isinstance(forged, str) else json.dumps(forged)}
         store._added = 1
-        store.save()
+        store.save(force=True)
         linegrammar._cached_grammar.cache_clear()
         assert LineGrammar().parse(message) == expected
 
@@ -138,3 +141,22 @@ def test_a_warm_run_never_imports_lark(private_cache: Path) -> None:
     ]
     assert [run.stderr.split() for run in runs] == [["True", "0"], ["False", "0"]]
     assert runs[0].stdout == runs[1].stdout
+
+
+def test_a_recursion_error_is_not_remembered(
+    private_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = "Memory pool end. avail mem=9.83 GB"
+    grammar = LineGrammar()
+    assert grammar._lark is not None
+
+    def too_deep(_text: str) -> None:
+        raise RecursionError
+
+    with monkeypatch.context() as patch:
+        patch.setattr(grammar._lark, "parse", too_deep)
+        assert grammar.parse(message) is None  # not parsed, as before the store
+    grammar.save_shapes(force=True)
+    assert grammar.parse(message) is not None  # neither cached nor stored as "no parse"
+    linegrammar._cached_grammar.cache_clear()
+    assert LineGrammar().parse(message) == grammar.parse(message)

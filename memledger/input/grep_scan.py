@@ -119,6 +119,7 @@ class Pipeline:
 
     def stop(self, *, close: bool = True) -> None:
         """Kill the processes (and close their pipes unless the reader still drains them)."""
+        _finished(self)
         for process in (self.first, self.second, self.counter):
             if process is not None and process.poll() is None:
                 process.kill()
@@ -166,7 +167,26 @@ def start(grep: str, target: str | None, words: Sequence[str]) -> Pipeline:
             env=env,
         )
     )
-    return Pipeline(first, second, counter, tuple(words))
+    pipeline = Pipeline(first, second, counter, tuple(words))
+    _RUNNING.append(pipeline)
+    return pipeline
+
+
+_RUNNING: list[Pipeline] = []
+"""Pipelines started and not yet drained or stopped: `stop_all` ends them when a command is
+interrupted before its reader ran (Ctrl-C during the imports or the grammar build)."""
+
+
+def _finished(pipeline: Pipeline) -> None:
+    if any(p is pipeline for p in _RUNNING):
+        _RUNNING[:] = [p for p in _RUNNING if p is not pipeline]
+
+
+def stop_all() -> None:
+    """Stop every pipeline still running (the CLI calls this as it exits)."""
+    stop_unclaimed()
+    while _RUNNING:
+        _RUNNING[-1].stop()
 
 
 # --- started at CLI entry ------------------------------------------------------------------------
@@ -306,6 +326,7 @@ def _drain(
             if process.stderr is not None:
                 complaint = complaint or process.stderr.read().strip()
                 process.stderr.close()
+    _finished(pipeline)  # its processes have ended (the counter is waited for below)
     if errors:
         error = errors[0]
         raise error if isinstance(error, InputError) else InputError(f"read failed ({error})")

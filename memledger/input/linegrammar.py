@@ -18,7 +18,7 @@ from typing import Any
 from memledger.errors import ConfigError
 from memledger.events import EventKind
 from memledger.input.grammar_cache import load_tables, store_tables
-from memledger.input.shapecache import ParseCache, digit_blind
+from memledger.input.shapecache import ParseCache, Transient, digit_blind
 from memledger.input.shapestore import ShapeStore
 from memledger.input.transform import LineParse, transform
 
@@ -142,10 +142,10 @@ class LineGrammar:
         else:
             self._cache = ParseCache(blind, store if blind else None)
 
-    def save_shapes(self) -> None:
+    def save_shapes(self, *, force: bool = False) -> None:
         """Keep the shapes this run parsed for the next (memledger.input.shapestore)."""
         if self._cache is not None and self._cache.store is not None:
-            self._cache.store.save()
+            self._cache.store.save(force=force)
 
     def line_rules(self) -> list[str]:
         """The rule names of every line shape (the alternatives of `message`)."""
@@ -165,7 +165,10 @@ class LineGrammar:
 
     def parse_uncached(self, message: str) -> LineParse | None:
         """`parse` by the grammar alone (the reference the caches are tested against)."""
-        tree = self._tree(message)
+        try:
+            tree = self._tree(message)
+        except Transient:
+            return None
         return None if tree is None else self._from_tree(tree, message)
 
     def _tree(self, message: str) -> Any:
@@ -176,7 +179,7 @@ class LineGrammar:
         except self._errors:
             return None
         except RecursionError:
-            return None
+            raise Transient from None  # this process's stack, not the shape: never cached
 
     def _from_tree(self, tree: Any, message: str) -> LineParse | None:
         node: Any = tree.children[0]

@@ -56,6 +56,11 @@ def retext(node: Any, message: str) -> Any:
     return type(node)(node.data, [retext(child, message) for child in children])
 
 
+class Transient(Exception):
+    """Raised by a `parse_tree` whose failure says nothing of the shape (recursion too deep in
+    this process): the message counts as not parsed, and nothing is cached or stored."""
+
+
 class ParseCache(Generic[Result]):
     """The exact and shape caches of one grammar; `store` keeps the shapes between runs
     (memledger.input.shapestore), so `parse_tree` (Lark) runs only for a shape new to both."""
@@ -80,6 +85,17 @@ class ParseCache(Generic[Result]):
         result = self.exact.get(message, _MISSING)
         if result is not _MISSING:
             return result
+        try:
+            return self._parse(message, parse_tree, from_tree)
+        except Transient:
+            return None
+
+    def _parse(
+        self,
+        message: str,
+        parse_tree: Callable[[str], Any],
+        from_tree: Callable[[Any, str], Result | None],
+    ) -> Result | None:
         if self.shapes_enabled:
             shape = fold(message)
             tree = self.shapes.get(shape, _MISSING)

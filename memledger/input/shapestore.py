@@ -21,15 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from memledger.input import grammar_cache
 
-FORMAT = "memledger-shapes 1"
-MAX_ENTRIES = 4096
-"""Shapes kept (the most recently added); a startup log has 20-200, the real corpus ~1,000."""
+FORMAT = "memledger-shapes 2"
+MAX_ENTRIES = 2048
+"""Shapes kept (the most recently added); a startup log has 20-200, the real corpus ~1,000.
+Each entry is a JSON string, parsed only when its shape is met (2,048 load in a few ms)."""
+SAVE_EVERY = 2.0
+"""Seconds between two writes of the store by one process (the first write is at once)."""
 MAX_TREE_NODES = 512
 """An entry with more nodes than this is not stored (a parse of a long, odd line)."""
 _VERSION_RE = re.compile(
@@ -136,6 +141,7 @@ class ShapeStore:
         self._version = version
         self._entries = entries
         self._added = 0
+        self._saved_at: float | None = None
 
     @classmethod
     def open(cls, grammar_text: str) -> ShapeStore | None:
@@ -154,11 +160,11 @@ class ShapeStore:
 
     def tree(self, shape: str, message: str) -> Any:
         """The tree of `message` (None: its shape does not parse), or `_ABSENT` when unknown."""
-        data = self._entries.get(shape_key(shape), _ABSENT)
-        if data is _ABSENT or data is None:
-            return data
+        text = self._entries.get(shape_key(shape), _ABSENT)
+        if text is _ABSENT or text is None:
+            return text
         try:
-            return decode(data, message)
+            return decode(json.loads(text), message)  # each tree is read only when met
         except (ValueError, TypeError, RecursionError):
             return _ABSENT  # damaged: let the grammar decide
 
@@ -168,16 +174,21 @@ class ShapeStore:
             data = None if tree is None else encode(tree, [MAX_TREE_NODES])
         except (ValueError, AttributeError, RecursionError):
             return
+        text = None if data is None else json.dumps(data, separators=(",", ":"))
         key = shape_key(shape)
         self._entries.pop(key, None)  # re-added last: kept longest
-        self._entries[key] = data
+        self._entries[key] = text
         self._added += 1
 
-    def save(self) -> None:
-        """Write the store back when this run added shapes (silently nothing when it cannot)."""
-        if not self._added:
+    def save(self, *, force: bool = False) -> None:
+        """Write the store back when this run added shapes (silently nothing when it cannot);
+        at most every SAVE_EVERY seconds unless `force`: a fleet's worker parses log after log."""
+        now = time.monotonic()
+        recent = self._saved_at is not None and now - self._saved_at < SAVE_EVERY
+        if not self._added or (recent and not force):
             return
         self._added = 0
+        self._saved_at = now
         # merge with what other runs wrote meanwhile (a fleet's workers share the file)
         found = grammar_cache.load_data(FORMAT, "shapes", self._grammar_text, self._version)
         theirs = found.get("shapes") if isinstance(found, dict) else None
