@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "MemledgerError": "memledger.errors",
     "ConfigError": "memledger.errors",
     "InputError": "memledger.errors",
+    "NoSuchRowError": "memledger.errors",
     "Event": "memledger.events",
     "EventKind": "memledger.events",
     "ParsedLog": "memledger.events",
@@ -75,6 +76,7 @@ __all__ = [
     "MemledgerError",
     "ConfigError",
     "InputError",
+    "NoSuchRowError",
     "Event",
     "EventKind",
     "ParsedLog",
@@ -103,7 +105,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from memledger.checking import Check, CheckReport, CheckStatus
     from memledger.compare import LedgerDiff
     from memledger.diagnosis import Diagnosis
-    from memledger.errors import ConfigError, InputError, MemledgerError
+    from memledger.errors import ConfigError, InputError, MemledgerError, NoSuchRowError
     from memledger.events import Event, EventKind, ParsedLog, Startup
     from memledger.ledger_model import Ledger, Row, Summary
     from memledger.sizing import SizingResult, WhatIf

@@ -109,3 +109,10 @@ class ConfigError(MemledgerError):
     """A malformed budget file, grammar extension, model config or option value."""
 
     exit_code = EXIT_USAGE
+
+
+class NoSuchRowError(KeyError):
+    """`ledger["typo"]`: a row id the ledger does not have; the message lists the ids it has."""
+
+    def __str__(self) -> str:  # KeyError's own str() is the repr of its argument
+        return str(self.args[0]) if self.args else ""

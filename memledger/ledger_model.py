@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, computed_field, model_validator
 
+from memledger.errors import NoSuchRowError
 from memledger.sizing.result import SizingResult
 from memledger.units import GIB, FrozenModel
 
@@ -465,8 +466,19 @@ class Ledger(FrozenModel):
         return next((g for g in self.groups if g.group == group), None)
 
     def row(self, row_id: str) -> Row | None:
-        """The row with this id, if any."""
+        """The row with this id, or None when the ledger has none (`ledger[row_id]` raises)."""
         return next((r for r in self.rows if r.id == row_id), None)
+
+    def __getitem__(self, row_id: str) -> Row:
+        """The row with this id; a `NoSuchRowError` (a KeyError) naming the ledger's row ids
+        when it has none, so a mistyped id is an error that says what exists, not a None."""
+        found = self.row(row_id)
+        if found is None:
+            ids = ", ".join(r.id for r in self.rows) or "(none)"
+            raise NoSuchRowError(
+                f"no row {row_id!r} in the ledger of {self.source.path}; its rows: {ids}"
+            )
+        return found
 
 
 def upgrade_document(document: dict[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from memledger.checking import CheckStatus
 from memledger.cli import main
 from memledger.errors import ConfigError, InputError
 from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
-from tests.conftest import REAL_LOGS, unwrapped
+from tests.conftest import REAL_LOGS, SAMPLES, unwrapped
 
 TODAY = date(2026, 11, 5)
+SAMPLES_DP2 = str(SAMPLES / "dp2.log")
 FAILING = '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 52_000_000\n'  # head: 51.0 M
 WARN = '[[budget]]\nitem = "slots"\nmax = 32\nlevel = "warn"\n'  # head: 33
 
@@ -178,3 +179,16 @@ def test_load_selects_rank_and_rejects_unknown_ones() -> None:
     assert memledger.load(QWEN_3090, rank="TP0").startup.rank == "TP0"
     with pytest.raises(InputError):
         memledger.load(QWEN_3090, rank="TP7")
+
+
+def test_a_mistyped_row_id_is_an_error_naming_the_rows() -> None:
+    # review m13: `ledger.row("typo").evidence` was an AttributeError on None
+    ledger = memledger.ledger(SAMPLES_DP2)
+    assert ledger["req_to_token"] is ledger.row("req_to_token")
+    with pytest.raises(KeyError) as raised:
+        ledger["req_to_tokn"]
+    assert isinstance(raised.value, memledger.NoSuchRowError)
+    message = str(raised.value)
+    assert message.startswith(f"no row 'req_to_tokn' in the ledger of {SAMPLES_DP2}; its rows: ")
+    assert "req_to_token" in message.split("its rows: ")[1].split(", ")
+    assert ledger.row("req_to_tokn") is None  # the optional lookup stays
