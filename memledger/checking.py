@@ -34,6 +34,13 @@ from memledger.units import GIB, FrozenModel
 CHECK_SCHEMA_VERSION = 1
 TIGHTEN_SLACK = 0.10
 """A "could be tightened to X" hint leaves this much slack around the actual value."""
+FREE_MEMORY_ITEMS = frozenset({"runtime_headroom"})
+"""Items that are memory nothing uses: a `min` on one is a safety floor, and a value far above
+it is memory the KV/state pools could have had (SGLang sizes them from mem_fraction_static),
+not a level to lock in by raising the floor."""
+SPARE_HINT = "spare: raise mem_fraction_static"
+"""The hint on a free-memory item far above its floor (the headroom column shows how much),
+instead of "could be tightened"."""
 
 
 class Bound(StrEnum):
@@ -102,6 +109,9 @@ class Check(FrozenModel):
     reason: str | None = None
     tighten_to: Quantity | None = None
     """A tighter limit that would still pass with slack, when the item sits far inside budget."""
+    hint: str | None = None
+    """Advice on a passing check other than a tighter limit: free memory far above its floor
+    (`runtime_headroom`) is spare for the pools, not a floor to raise."""
     note: str | None = None
     """Why a check is missing or skipped, or a remark (a waiver no longer needed...)."""
     budget_line: int | None = None
@@ -468,6 +478,14 @@ def _check_entry(
         assert limit is not None
         margin = limit - actual if bound is Bound.MAX else actual - limit
         status = _status(entry, breached=margin < 0, today=today)
+        tighten = (
+            _tighten_to(entry.kind, bound, actual, limit, tighten_headroom_pct)
+            if status is CheckStatus.PASS
+            else None
+        )
+        spare = bound is Bound.MIN and entry.item in FREE_MEMORY_ITEMS and tighten is not None
+        if spare:
+            tighten = None
         checks.append(
             Check(
                 **common,
@@ -477,9 +495,8 @@ def _check_entry(
                 actual_error=reading.error,
                 limit=limit,
                 margin=margin,
-                tighten_to=_tighten_to(entry.kind, bound, actual, limit, tighten_headroom_pct)
-                if status is CheckStatus.PASS
-                else None,
+                tighten_to=tighten,
+                hint=SPARE_HINT if spare else None,
                 note=_waiver_note(entry, status, today) or reading.reason,
             )
         )

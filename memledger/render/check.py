@@ -143,9 +143,9 @@ def margin_text(check: Check) -> str:
 
 
 def tighten_text(check: Check) -> str:
-    """`could be tightened to max = "7.9 GiB"`, or '' without a hint."""
+    """`could be tightened to max = "7.9 GiB"`, another hint of the check's, or ''."""
     if check.tighten_to is None:
-        return ""
+        return check.hint or ""
     if check.kind is ItemKind.SIZE:
         gib = check.tighten_to / GIB
         value = f'"{gib:.{_hint_decimals(gib)}f} GiB"'

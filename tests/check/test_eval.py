@@ -335,3 +335,22 @@ def test_both_relative_limits_must_be_exceeded(
     )
     both = head - base > allowed and (head - base) * 100 > allowed_pct * base
     assert (report.checks[0].status is CheckStatus.FAIL) is both
+
+
+def test_free_memory_far_above_its_floor_is_spare_not_a_floor_to_raise() -> None:
+    # review m12: runtime_headroom 2.00 GiB against min 1 GiB (100 % above, past the 25 %
+    # threshold) is memory the pools could have had: no "tighten the floor to 1.8 GiB"
+    from memledger.checking import SPARE_HINT
+    from memledger.render.check import tighten_text
+
+    report = run(
+        '[[budget]]\nitem = "runtime_headroom"\nmin = "1 GiB"\n'
+        '[[budget]]\nitem = "runtime_headroom"\nmax = "8 GiB"\n'
+        '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 30_000_000\n'
+    )
+    floor, ceiling, tokens = report.checks
+    assert (floor.tighten_to, floor.hint) == (None, SPARE_HINT)
+    assert tighten_text(floor) == "spare: raise mem_fraction_static"
+    # a ceiling on free memory, and a floor on capacity, still get a tighter limit
+    assert ceiling.tighten_to == round(2.2 * GIB) and ceiling.hint is None
+    assert tokens.tighten_to == 45_000_000 and tokens.hint is None
