@@ -1,4 +1,4 @@
-"""`memledger schema [ledger|parse|diff|diagnose|whatif]`: the JSON Schema of a JSON output."""
+"""`memledger schema [NAME]`: the JSON Schema of a command's JSON output."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from memledger.service import emit, run_schema
 @click.argument("name", type=click.Choice([n.value for n in SchemaName]), default="ledger")
 @output_option()
 def schema_command(name: str, output: Path | None) -> int:
-    """Print the JSON Schema of a JSON output: ledger (default), parse, diff, diagnose, whatif.
+    """Print the JSON Schema of a command's JSON output (default: ledger).
 
-    Fields may be added in later versions (schema_version says which); none are removed.
+    Fields may be added in later versions (schema_version says which; the schemas allow
+    them); none are removed.
     """
     return emit(run_schema(name), output)

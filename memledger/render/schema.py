@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel
 
+from memledger.checking import CheckReport
 from memledger.diagnosis.model import Diagnosis
 from memledger.ledger_model import Ledger
 from memledger.parse_document import ParseDocument
@@ -28,6 +30,8 @@ class SchemaName(StrEnum):
     """`memledger diagnose --format json`."""
     WHATIF = "whatif"
     """`memledger whatif --format json`."""
+    CHECK = "check"
+    """`memledger check --format json`."""
 
 
 def schema_model(name: SchemaName) -> type[BaseModel]:
@@ -43,10 +47,47 @@ def schema_model(name: SchemaName) -> type[BaseModel]:
             return Diagnosis
         case SchemaName.WHATIF:
             return WhatIf
+        case SchemaName.CHECK:
+            return CheckReport
+
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+"""The dialect pydantic writes (`$defs`, `prefixItems`)."""
+
+
+def output_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of one JSON output (the serialisation view: what the output contains),
+    named by `$schema` and a versioned `$id`, and open to the fields later versions add.
+
+    The models forbid unknown fields when memledger reads a document back (a saved ledger is
+    validated strictly); a consumer of the output must not: `schema_version` promises that fields
+    may be added and none removed, so `additionalProperties: false` is left out here.
+    """
+    chosen = choose(SchemaName, name, "schema")
+    model = schema_model(chosen)
+    schema = _open(model.model_json_schema(by_alias=True, mode="serialization"))
+    versioned = model.model_fields.get("schema_version")
+    version = "" if versioned is None else f":v{versioned.default}"  # whatif has none yet
+    return {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "$id": f"urn:memledger:schema:{chosen.value}{version}",
+        **schema,
+    }
+
+
+def _open(node: Any) -> Any:
+    """The schema without `additionalProperties: false`, at every depth."""
+    if isinstance(node, dict):
+        return {
+            key: _open(value)
+            for key, value in node.items()
+            if not (key == "additionalProperties" and value is False)
+        }
+    if isinstance(node, list):
+        return [_open(item) for item in node]
+    return node
 
 
 def render_schema(name: str) -> str:
-    """The JSON Schema (serialisation view: what the output contains) as indented JSON."""
-    model = schema_model(choose(SchemaName, name, "schema"))
-    schema = model.model_json_schema(by_alias=True, mode="serialization")
-    return json.dumps(schema, indent=2) + "\n"
+    """`output_schema` as indented JSON."""
+    return json.dumps(output_schema(name), indent=2) + "\n"
