@@ -49,3 +49,22 @@ def test_workflow_installs_memledger_from_the_repository_url() -> None:
     specs = re.findall(r"MEMLEDGER_SPEC:\s*(\S+)", text)
     assert specs and all(spec.startswith(f"git+{REPOSITORY}@") for spec in specs)
     assert "setup-python" not in text  # it would put a Python without SGLang first on PATH
+
+
+def test_readme_links_work_on_pypi() -> None:
+    # review m18: the README is the PyPI long description, where a relative link points at
+    # pypi.org; every link is to the repository (or an anchor on the page)
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme)
+    assert len(targets) >= 10
+    for target in targets:
+        assert target.startswith((f"{REPOSITORY}/blob/main/", "https://", "#")), target
+        if target.startswith(f"{REPOSITORY}/blob/main/"):
+            assert (PROJECT_ROOT / target.removeprefix(f"{REPOSITORY}/blob/main/")).is_file()
+
+
+def test_requires_python_matches_the_classifiers() -> None:
+    assert PYPROJECT["requires-python"] == ">=3.11"
+    python = "Programming Language :: Python :: "
+    versions = [c.removeprefix(python) for c in PYPROJECT["classifiers"] if c.startswith(python)]
+    assert versions[0] == "3" and all(v.startswith("3.") and v >= "3.11" for v in versions[1:])

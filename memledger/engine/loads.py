@@ -248,8 +248,8 @@ def _finish(chain: Chain, load: Load) -> list[Placed]:
     carve.note = negative_note(
         resident, "the load and what it released leave less than nothing resident"
     ) or (
-        "the summary's weights_resident keeps the staging (load-end usage - released, as the "
-        "article counts it); this row has it split out"
+        "the summary's weights_resident keeps the staging (load-end usage - released, as a "
+        "hand-made account counts it); this row has it split out"
         if load.split
         else carve.note
     )
