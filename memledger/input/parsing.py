@@ -369,7 +369,7 @@ def _outcome(
                 )
             )
             if decided[0] == "truncated":
-                decided = (name, first.line, first.text)
+                decided = (name, first.line, _reason(collector, first, selection))
     if ready_like:
         first_ready = min(ready_like, key=lambda e: e.line)
         outcome_events.append(
@@ -383,6 +383,32 @@ def _outcome(
         if decided[0] == "truncated":
             decided = ("ready", first_ready.line, first_ready.text)
     return decided[0], decided[1], decided[2], outcome_events
+
+
+def _reason(collector: _Collector, hit: _Evidence, selection: RankSelection) -> str:
+    """What the deciding line says happened, in words to act on: a traceback's exception line
+    instead of its header (`Scheduler hit an exception: TypeError: cannot unpack ...`, not
+    `... Traceback (most recent call last):`), after the rank it came from when that is not the
+    selected rank (`TP6: ...` in TP0's account)."""
+    text = hit.text.strip()
+    if hit.kind is EventKind.CRASH:
+        traceback = next(
+            (
+                stored.event
+                for stored in collector.stored
+                if stored.event.kind is EventKind.TRACEBACK
+                # the header's own line, or the `Traceback ...` line right after it
+                and hit.line <= stored.event.line <= hit.line + 1
+                and stored.event.values.get("exception")
+            ),
+            None,
+        )
+        if traceback is not None:
+            context = traceback.values.get("context")
+            text = f"{context}: {traceback.text}" if context else traceback.text
+    if hit.rank and hit.rank not in selection.tags:
+        text = f"{hit.rank}: {text}"
+    return text
 
 
 class _Progress:
