@@ -90,7 +90,10 @@ def _load(path: str, options: LoadOptions) -> FleetEntry:
     try:
         return FleetEntry(path, line=line_of(path, load_ledger(path, options)))
     except (InputError, ConfigError) as exc:
-        return FleetEntry(path, error=str(exc))
+        # the line is already the log's: `a.log: no such file`, not `a.log: a.log: no such file`
+        own = exc.path == path
+        where = f"line {exc.line}: " if own and exc.line is not None else ""
+        return FleetEntry(path, error=f"{where}{exc.message}" if own else str(exc))
 
 
 def load_fleet(paths: Sequence[str], options: LoadOptions) -> Iterator[FleetEntry]:
