@@ -90,6 +90,8 @@ def pool_line(ledger: Ledger) -> str | None:
         if s.state_per_slot is not None:
             slots += f" x {gib_cell(s.state_per_slot)} GiB of state"
         parts.append(slots)
+    if not parts and not any(r.group is RowGroup.STATE_POOL for r in ledger.rows):
+        parts.append("none (no pool in this ledger)")
     if s.mem_fraction_static is not None:
         mfs = summary_cell("mem_fraction_static", s.mem_fraction_static)
         parts.append(f"mem_fraction_static {mfs}")

@@ -160,7 +160,10 @@ def render_text(
 
 
 def render_ranks(ranks: list[RankInfo], width: int = DEFAULT_WIDTH) -> str:
-    """Every rank seen in the startup with its key values (GiB), so skew between ranks shows."""
+    """Every rank seen in the startup with its key values (GiB), so skew between ranks shows.
+
+    A table wider than the terminal is split into several, each with the rank column, so no
+    header or value is cut."""
     if not ranks:
         return "(no tagged ranks in this startup)"
     keys = list(ranks[0].key_values)
@@ -172,9 +175,26 @@ def render_ranks(ranks: list[RankInfo], width: int = DEFAULT_WIDTH) -> str:
         ]
         for info in ranks
     ]
-    table = Table(["rank", "events", *keys], rows)
-    # Raw values, re-parsed by tabulate so numbers align as numbers.
-    return f"Ranks ({len(ranks)}; sizes in GiB):\n" + text_table(table, numparse=True, width=width)
+    headers = ["rank", "events", *keys]
+    natural = [max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(headers)]
+    chunks: list[list[int]] = [[]]
+    used = natural[0]
+    for column in range(1, len(headers)):
+        if chunks[-1] and used + natural[column] > width:
+            chunks.append([])
+            used = natural[0]
+        chunks[-1].append(column)
+        used += natural[column]
+    tables = []
+    for columns in chunks:
+        table = Table(
+            [headers[0], *(headers[i] for i in columns)],
+            [[row[0], *(row[i] for i in columns)] for row in rows],
+            keep=(0,),
+        )
+        # Raw values, re-parsed by tabulate so numbers align as numbers.
+        tables.append(text_table(table, numparse=True, width=width))
+    return f"Ranks ({len(ranks)}; sizes in GiB):\n" + "\n\n".join(tables)
 
 
 def render_json(parsed: ParsedLog) -> str:

@@ -147,3 +147,33 @@ def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
     out = cli(capsys, "diff", DP16, DP2, "--format", "markdown")
     assert "title base dp16: 177.70 GiB usable per card" in out
     assert ABSENT == "-"
+
+
+def test_all_ranks_splits_a_wide_rank_table_and_cuts_no_header_or_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = cli(capsys, "parse", DP16, "--all-ranks")
+    ranks = out[out.index("Ranks (8; sizes in GiB):") :]
+    tables = ranks.split("\n", 1)[1].split("\n\n")
+    assert len(tables) == 2  # 10 key columns do not fit 100 columns: two tables
+    for table in tables:
+        lines = table.strip("\n").split("\n")
+        assert lines[0].startswith("rank ") and len(lines) == 10  # header, rule, 8 ranks
+        assert all(len(line) <= 100 for line in lines)
+    assert "…" not in ranks
+    assert "capture_end_avail" in tables[1] and "DP7 TP7 EP7" in tables[1]
+    assert re.search(r"^DP5 TP5 EP5 +14\.05 ", tables[1], flags=re.M)
+
+
+def test_the_short_ledger_says_when_there_is_no_state_pool(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memledger.ledger_model import Summary
+    from memledger.render.brief import pool_line
+    from tests.ledger_render_helpers import small_ledger
+
+    ledger = small_ledger()
+    rows = [r for r in ledger.rows if r.group is not RowGroup.STATE_POOL]
+    no_pool = ledger.model_copy(update={"rows": rows, "summary": Summary(mem_fraction_static=0.88)})
+    line = pool_line(no_pool)
+    assert line == "state pool: none (no pool in this ledger); mem_fraction_static 0.88"
