@@ -220,21 +220,11 @@ HEADLINE_WORDS: dict[CheckStatus, str] = {
 # ---------------------------------------------------------------------------------------------
 
 
-def _pass_rows(report: CheckReport) -> list[list[str]]:
-    return [
-        [check.item, check.log, value_text(check), margin_text(check), tighten_text(check)]
-        for check in report.passes()
-    ]
-
-
 CHECK_MAX_CHARS = 60_000
-"""`check --format markdown`'s default size cap, as `diff`'s: under GitHub's 65,536-character
-comment limit with room for CI's own text."""
+"""`check --format markdown`'s default size cap, as `diff`'s (GitHub: 65,536 characters)."""
 
-BRIEF_PASSES = 5
-"""Passes the short text view lists: the ones closest to their limit."""
-BRIEF_SKIPPED = 3
-"""Not-compared checks the short text view lists before a count."""
+BRIEF_PASSES, BRIEF_SKIPPED = 5, 3
+"""Passes (the closest to their limit) and not-compared checks the short text view lists."""
 
 
 @dataclass(frozen=True)
@@ -266,10 +256,7 @@ def render_text(report: CheckReport, terminal: Terminal = PLAIN, *, full: bool =
         shown = checks if full else sorted(checks, key=_closeness)[:BRIEF_PASSES]
         order = {id(check): i for i, check in enumerate(checks)}
         shown = sorted(shown, key=lambda check: order[id(check)])  # in budget order
-        rows = [
-            [check.item, check.log, value_text(check), margin_text(check), tighten_text(check)]
-            for check in shown
-        ]
+        rows = [[check.item, check.log, value_text(check), margin_text(check)] for check in shown]
         lines.append("")
         if len(shown) == len(checks):
             lines.append(f"within budget ({len(checks)}):")
@@ -278,9 +265,18 @@ def render_text(report: CheckReport, terminal: Terminal = PLAIN, *, full: bool =
                 f"within budget ({len(checks)}; the {len(shown)} closest to their limit, "
                 "--full lists all):"
             )
-        headers = ["item", "log", "actual vs limit", "headroom", "hint"]
-        table = text_table(Table(headers, rows), style="plain", width=terminal.width - 2)
-        lines.extend("  " + row.rstrip() for row in table.splitlines())
+        headers = ["item", "log", "actual vs limit", "headroom"]
+        table = Table(headers, rows, keep=(0, 2, 3))  # the log's path gives way first
+        lines.extend(
+            "  " + row.rstrip()
+            for row in text_table(table, style="plain", width=terminal.width - 2).splitlines()
+        )
+        # hints under the table, whole: a cut "could be tightened to m…" says nothing
+        lines.extend(
+            f"  hint {check.item} [{check.log}]: {tighten_text(check)}"
+            for check in shown
+            if tighten_text(check)
+        )
     skipped = report.skipped()
     if skipped:
         listed = skipped if full else skipped[:BRIEF_SKIPPED]
@@ -479,7 +475,10 @@ def render_markdown(report: CheckReport, max_chars: int | None = None) -> str:
     top = [CHECK_MARKER, f"### {icon} {markdown_cell(headline(report))}", ""]
     top += [f"> ⚠️ {markdown_cell(warning)}\n" for warning in report.warnings]
     breach_rows = [_breach_row(check) for check in report.breaches()]
-    passes = _pass_rows(report)
+    passes = [
+        [check.item, check.log, value_text(check), margin_text(check), tighten_text(check)]
+        for check in report.passes()
+    ]
     skipped = report.skipped()
     context = [
         line[len("note: ") :] if line.startswith("note: ") else line

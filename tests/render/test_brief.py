@@ -107,6 +107,12 @@ def test_check_short_view_lists_breaches_and_the_passes_closest_to_their_limit(
     # Headroom as a share of the limit: cuda_graph 0.42 of 8.5, fixed_overhead 86-91 of 200-205,
     # usable 77.7 of 100 (the farthest, left out with the widest fixed_overhead limit).
     assert listed == ["cuda_graph", *["fixed_overhead"] * 4]
+    # hints stand under the table, whole (a table cell cut them to "could be tightened to m…")
+    assert re.search(
+        r'^  hint fixed_overhead \[\S*dp16\.log\]: could be tightened to max = "[\d.]+ GiB"$',
+        out,
+        re.M,
+    )
     _, full, _ = run_cli([*argv, "--full"], capsys)
     assert "within budget (8):" in full
     assert len(re.findall(r"^  \w+ +\S*/sa", full, flags=re.M)) == 8
