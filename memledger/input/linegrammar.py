@@ -17,6 +17,7 @@ from typing import Any
 
 from memledger.errors import ConfigError
 from memledger.events import EventKind
+from memledger.input.extension_regex import backtracking_problem, regexp_literals
 from memledger.input.grammar_cache import load_tables, store_tables
 from memledger.input.shapecache import ParseCache, Transient, digit_blind
 from memledger.input.shapestore import ShapeStore
@@ -61,10 +62,11 @@ def _read_extra(path: Path) -> str:
 
 
 def extra_keywords(texts: Iterable[str]) -> tuple[str, ...]:
-    """Literal words of extension grammars: lines holding one are worth parsing (prefilter)."""
+    """Literal words of extension grammars, from `"strings"` and the literal runs of
+    `/regexps/`: lines holding one are worth parsing (prefilter)."""
     found: list[str] = []
     for text in texts:
-        for literal in _LITERAL_RE.findall(text):
+        for literal in [*_LITERAL_RE.findall(text), *regexp_literals(text)]:
             if len(literal) >= 4 and literal not in found:
                 found.append(literal)
     return tuple(found)
@@ -81,7 +83,7 @@ class LineGrammar:
         self, extra_grammars: Sequence[Path] = (), *, strict: bool = False, stored: bool = True
     ) -> None:
         extras = [(Path(p), _read_extra(Path(p))) for p in extra_grammars]
-        self._text = base_grammar_text() + "".join(f"\n// ---- {p}\n{t}\n" for p, t in extras)
+        self._text, self._starts = _concatenated(base_grammar_text(), extras)
         self._extras = extras
         self._strict = strict
         self.keywords = extra_keywords(t for _, t in extras)
@@ -104,6 +106,7 @@ class LineGrammar:
         import lark  # heavy import kept out of module import time
 
         text, extras, strict, cached = self._text, self._extras, self._strict, self._cached
+        starts = self._starts
         where = ", ".join(str(p) for p, _ in extras) or GRAMMAR_FILE
         self._errors = (lark.exceptions.LarkError,)
         previous = self._cache
@@ -116,9 +119,12 @@ class LineGrammar:
                 self._lark = lark.Lark(text, parser="lalr", lexer="contextual", strict=strict)
             except Exception as exc:  # lark raises many types for grammar errors
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise ConfigError(f"grammar does not build: {first}", path=where) from exc
+                path, line, first = _placed(first, starts, where)
+                raise ConfigError(f"grammar does not build: {first}", path=path, line=line) from exc
             if cached:
                 store_tables(text, lark.__version__, _tables(self._lark))
+        if extras:
+            _refuse_backtracking(self._lark, _cached_grammar(()), extras, where)
         patterns = [terminal.pattern for terminal in self._lark.terminals]
         blind = digit_blind(
             (p.value for p in patterns if p.type == "str"),
@@ -189,6 +195,59 @@ class LineGrammar:
             return None
         variant = name.split("__", 1)[1] if "__" in name else ""
         return transform(kind, variant, node, message)
+
+
+def _concatenated(base: str, extras: list[tuple[Path, str]]) -> tuple[str, list[tuple[int, Path]]]:
+    """The grammar text with the extensions appended, and the line each extension starts at."""
+    text = base
+    starts: list[tuple[int, Path]] = []
+    for path, extra in extras:
+        text += f"\n// ---- {path}\n"
+        starts.append((text.count("\n") + 1, path))
+        text += f"{extra}\n"
+    return text, starts
+
+
+def _placed(
+    message: str, starts: list[tuple[int, Path]], where: str
+) -> tuple[str, int | None, str]:
+    """(file, line, message) with lark's `line N` of the concatenated grammar made relative to
+    the extension file that holds it (F23: a 1-line file reported line 127)."""
+    found = re.search(r"\bline (\d+)(?:, column (\d+))?", message)
+    if found is None or not starts:
+        return where, None, message
+    number = int(found.group(1))
+    holding = [(start, path) for start, path in starts if start <= number]
+    if not holding:
+        return GRAMMAR_FILE, number, message
+    start, path = holding[-1]
+    line = number - start + 1
+    column = f", column {found.group(2)}" if found.group(2) else ""
+    return str(path), line, message.replace(found.group(0), f"line {line}{column}")
+
+
+def _refuse_backtracking(
+    parser: Any, base: LineGrammar, extras: list[tuple[Path, str]], where: str
+) -> None:
+    """An extension's regexp terminal that could backtrack catastrophically is a config error
+    (F22): Python's re cannot be stopped mid-match, so it never reaches a log line."""
+    if base._lark is None:  # the packaged grammar ran from its shape store so far
+        base._build()
+    terminals = base._lark.terminals
+    packaged = {t.pattern.to_regexp() for t in terminals if t.pattern.type == "re"}
+    for terminal in parser.terminals:
+        pattern = terminal.pattern
+        if pattern.type != "re" or pattern.to_regexp() in packaged:
+            continue
+        problem = backtracking_problem(pattern.to_regexp())
+        if problem is None:
+            continue
+        source = next((str(p) for p, text in extras if f"/{pattern.value}/" in text), where)
+        raise ConfigError(
+            f"regexp /{pattern.value}/ could backtrack catastrophically: it has {problem}; "
+            "rewrite it so each character has one way to match",
+            path=source,
+        )
 
 
 def _from_cache(lark: Any, text: str) -> Any:

@@ -1,0 +1,126 @@
+"""F22 and F23: user grammar extensions (`--grammar`) cannot hang a run with a backtracking
+regexp, report errors at their own lines, and their regexp-only lines reach the parser."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memledger.errors import EXIT_OK, EXIT_USAGE
+from memledger.input.extension_regex import backtracking_problem, regexp_literals
+from memledger.input.linegrammar import load_grammar
+from tests.security_helpers import log_text, run, write_log
+
+# Shapes whose backtracking is exponential or polynomial on a 4096-character message.
+CATASTROPHIC = [
+    r"(a+)+b",  # the review's reproduction
+    r"(a*)*",
+    r"(a|ab)*c",
+    r"(\w+\s?)+$",
+    r"(.*,){9}",
+    r"(x+x+)+y",
+    r"(\d+)*\d",
+    r"([^,]+)+,",
+    r".*.*.*x",
+    r"\s*.*\s*x",
+    r"a*a*b",
+    r"\s*.*x",
+]
+# Shapes a fork's line really needs: fenced repeats, disjoint alternatives and neighbours.
+SAFE = [
+    r"MyFork staging buffer ready",
+    r"\d+(\.\d+)?",
+    r"(?:GB|MB)+",
+    r"[0-9]+\s*GB",
+    r"\d+\.\d+\.\d+\.\d+",
+    r"(\d+\.){3}\d+",
+    r"(\d+,\s*)*",
+    r"(?:\s|,)+",
+    r"[^,]+,\s*[^,]+",
+    r"\s*.*\s*",  # nothing after the repeats can fail, so nothing backtracks into them
+    r"[A-Za-z_#][\w#+\-\/]*(?:\.[\w#+\-\/]+)*",
+]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_F22_catastrophic_shapes_are_named(pattern: str) -> None:
+    assert backtracking_problem(pattern) is not None
+
+
+@pytest.mark.parametrize("pattern", SAFE)
+def test_F22_safe_shapes_pass(pattern: str) -> None:
+    assert backtracking_problem(pattern) is None
+
+
+def test_F22_no_packaged_terminal_is_refused() -> None:
+    # the check runs on extensions only, but a packaged regexp it flagged would refuse every
+    # extension: each one passes
+    grammar = load_grammar()
+    grammar.line_rules()  # builds the parser when the shape store served every line so far
+    packaged = grammar._lark.terminals
+    regexps = [t.pattern.to_regexp() for t in packaged if t.pattern.type == "re"]
+    assert regexps and [r for r in regexps if backtracking_problem(r)] == []
+
+
+def test_F22_review_reproduction_is_refused_at_load_and_never_hangs(tmp_path: Path) -> None:
+    grammar = tmp_path / "redos.lark"
+    grammar.write_text(
+        '%extend message: staging_pool__redos\nstaging_pool__redos: "ReDoS" "probe" EVIL\n'
+        "EVIL: /(a+)+b/\n",
+        encoding="utf-8",
+    )
+    log = tmp_path / "redos.log"
+    log.write_text(log_text() + "[2025-02-04 05:29:22 TP0] ReDoS probe " + "a" * 40 + "c\n")
+    # a subprocess with a timeout: a regression fails here instead of hanging the suite
+    done = subprocess.run(
+        [sys.executable, "-m", "memledger", "parse", str(log), "--grammar", str(grammar)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and f"{grammar}: regexp /(a+)+b/" in done.stderr
+    assert "backtrack catastrophically" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_F23_grammar_errors_name_the_line_of_the_users_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "notgrammar.lark"
+    bad.write_text("// a comment\nthis is not a grammar {{{\n", encoding="utf-8")
+    code, _, err = run(capsys, "parse", write_log(tmp_path), "--grammar", bad)
+    assert code == EXIT_USAGE and err.count("\n") == 1
+    assert f"{bad}:2: grammar does not build" in err and "at line 2, column" in err
+
+
+def test_F23_a_line_matched_only_by_a_regexp_terminal_reaches_the_parser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grammar = tmp_path / "fork.lark"
+    grammar.write_text(
+        '%extend message: staging_pool__myfork\nstaging_pool__myfork: XFORK ":" fields\n'
+        "XFORK.5: /Xfork_buf\\d/\n",
+        encoding="utf-8",
+    )
+    # no quoted word of four letters and nothing memory-looking: only the regexp's literal
+    # run `Xfork_buf` can bring this line past the prefilter
+    extra = "[2025-02-04 05:29:21 TP0] Xfork_buf7: role=target, count=2\n"
+    log = write_log(tmp_path, extra=extra)
+    code, out, _ = run(capsys, "parse", log, "--grammar", grammar)
+    assert code == EXIT_OK
+    assert any(" staging_pool " in line and "count=2" in line for line in out.splitlines())
+
+
+def test_F23_regexp_literals_are_the_runs_a_match_always_contains() -> None:
+    text = (
+        "// /a commented regexp/\n"
+        "A: /Xfork_buf\\d+ ready/\n"
+        "B: /(?i)case blind/\n"
+        "C: /abc/i\n"
+        "D: /total=\\d+ bytes/\n"
+    )
+    assert regexp_literals(text) == ["Xfork_buf", " ready", "total=", " bytes"]
