@@ -3,9 +3,11 @@ then a saved ledger JSON told from a log by a bounded peek. A log is never read 
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,7 +16,13 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from memledger.errors import InputError
-from memledger.input.reader import ByteSource, OpenedLog, PeekedStream, open_log
+from memledger.input.reader import (
+    SNIFF_BYTES,
+    ByteSource,
+    OpenedLog,
+    PeekedStream,
+    open_log,
+)
 from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
 
 PathLike = str | os.PathLike[str]
@@ -91,7 +99,7 @@ def open_input(
     """
     with open_log(_byte_source(source)) as log:
         name = label or log.name
-        if not log.head.lstrip().startswith(b"{"):
+        if not log.head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"{"):
             yield Input(label=name, log=log)
             return
         data = _read_up_to(log.stream, SAVED_LEDGER_MAX_BYTES + 1)
@@ -112,8 +120,16 @@ def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
 
     try:
         document = read_document(data, label)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except json.JSONDecodeError as exc:
+        if _malformed_json(data, exc):
+            raise InputError(
+                f"neither a saved ledger nor a log: not valid JSON (line {exc.lineno}, column "
+                f"{exc.colno}: {exc.msg}), and no SGLang log lines found",
+                path=label,
+            ) from None
         return None  # a log line that happens to start with `{`: let the parser judge it
+    except UnicodeDecodeError:
+        return None
     if not isinstance(document, dict):
         return None
     if not all(key in document for key in SAVED_LEDGER_KEYS):
@@ -123,6 +139,24 @@ def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
             path=label,
         )
     return document
+
+
+_SGLANG_PREFIX = re.compile(rb"^\[\d{4}-\d\d-\d\d ", re.MULTILINE)
+
+
+def _malformed_json(data: bytes, error: json.JSONDecodeError) -> bool:
+    """A JSON document that does not parse (a truncated saved ledger, `{"a": 1`), not a log
+    whose first line is a JSON object (Docker's JSON lines: "Extra data" after the first) or
+    holds a brace (F29: such a file was reported as "no SGLang log lines")."""
+    if error.msg == "Extra data":
+        return False
+    first_line = data.removeprefix(codecs.BOM_UTF8).split(b"\n", 1)[0]
+    try:
+        json.loads(first_line)
+        return False  # JSON lines: a log
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        pass
+    return _SGLANG_PREFIX.search(data, 0, SNIFF_BYTES) is None
 
 
 def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:

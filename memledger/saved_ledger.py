@@ -31,7 +31,7 @@ def _load_json(text: str) -> Any:
 
 def read_document(data: bytes | str, label: str) -> Any:
     """The JSON value; json.JSONDecodeError when it is not JSON, InputError when it is hostile."""
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data.removeprefix("\ufeff")
     try:
         document = parse_nested(_load_json, text, label)
     except ConfigError as exc:

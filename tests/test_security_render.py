@@ -17,6 +17,13 @@ Each format's output must keep its invariant:
 - junit: a strict XML 1.0 parser accepts it; no raw C1; no `##[`.
 - csv: as many records and fields as with benign strings; no cell a spreadsheet runs as a
   formula; no control; no line starts `::`; no `##[`.
+- jsonl (`ledger` over several logs, `--format json`): each line parses to the data the
+  renderer produced; no raw C1/DEL; no `##[`.
+
+Registries covered: ledger (text, markdown incl. --explain, json, csv), diff (text, markdown
+with Mermaid, json, csv), check (text, github, markdown = the step summary, json, junit), parse
+(text, json), diagnose (text, markdown, json), whatif (text, markdown, json), fleet (text, csv,
+jsonl).
 """
 
 from __future__ import annotations
@@ -36,20 +43,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from pydantic import BaseModel
 
+from memledger.api import diagnose, whatif
 from memledger.budget import parse_budget
 from memledger.checking import check_budget
 from memledger.compare.compute import diff_ledgers
 from memledger.events import ParsedLog
+from memledger.fleet import FleetEntry
 from memledger.ledger_model import Ledger
 from memledger.render import FORMATS as LEDGER_FORMATS
 from memledger.render import LedgerView
 from memledger.render.check import FORMATS as CHECK_FORMATS
+from memledger.render.diagnose import FORMATS as DIAGNOSE_FORMATS
 from memledger.render.diff_formats import FORMATS as DIFF_FORMATS
 from memledger.render.diff_formats import DiffView
 from memledger.render.escape import csv_cell, mermaid_label
+from memledger.render.fleet import FLEET_FORMATS
 from memledger.render.parse import FORMATS as PARSE_FORMATS
 from memledger.render.parse import ParseView
+from memledger.render.sizing import WHATIF_FORMATS
 from memledger.render.tables import markdown_cell
 from memledger.service import load_parsed
 from tests.conftest import SAMPLES, ledger_for
@@ -143,6 +156,38 @@ def _base_parsed() -> ParsedLog:
     return load_parsed(SAMPLES / "dp2.log")
 
 
+@cache
+def _base_answers() -> tuple[BaseModel, BaseModel]:
+    """The diagnosis and a what-if of the dp2 sample (their free text replaced per test)."""
+    return diagnose(SAMPLES / "dp2.log"), whatif(SAMPLES / "dp2.log", mem_fraction_static=0.85)
+
+
+def _hostile_model(model: BaseModel, draw: Draw) -> Any:
+    return type(model).model_validate(_replace_strings(json.loads(model.model_dump_json()), draw))
+
+
+def _other_renders(head: Ledger, draw: Draw, only: str | None = None) -> dict[str, str]:
+    """diagnose, whatif and fleet (several logs) outputs; `only`: that format alone."""
+    diagnosis, answer = (_hostile_model(model, draw) for model in _base_answers())
+    fleet = [
+        FleetEntry(path=draw("fleet path a"), ledger=head),
+        FleetEntry(path=draw("fleet path b"), error=draw("fleet error")),
+    ]
+    out: dict[str, str] = {}
+    registries: list[tuple[str, Any, Any]] = [
+        ("diagnose", DIAGNOSE_FORMATS, diagnosis),
+        ("whatif", WHATIF_FORMATS, answer),
+        ("fleet", FLEET_FORMATS, fleet),
+    ]
+    for prefix, formats, model in registries:
+        for name in formats.names:
+            if only is None:
+                out[f"{prefix}.{name}"] = formats.renderer(name, None)(model)
+            elif name == only:
+                out[f"{prefix}.{name}"] = formats.entries[formats.pick(name)].make(None)(model)
+    return out
+
+
 def _hostile_ledger(ledger: Ledger, draw: Draw) -> Ledger:
     document = _replace_strings(json.loads(ledger.model_dump_json()), draw)
     return Ledger.model_validate(document)
@@ -206,8 +251,11 @@ def _raw_json(sample: Sample) -> dict[str, str]:
         ("parse.json", PARSE_FORMATS, ParseView(all_ranks=True, coverage=True), parsed),
     ]
     return {
-        name: formats.entries[formats.pick("json")].make(options)(model)
-        for name, formats, options, model in pairs
+        **{
+            name: formats.entries[formats.pick("json")].make(options)(model)
+            for name, formats, options, model in pairs
+        },
+        **_other_renders(head, draw, only="json"),
     }
 
 
@@ -239,7 +287,7 @@ def _renders(sample: Sample, benign: bool) -> dict[str, str]:
     for name in PARSE_FORMATS.names:
         view = ParseView(all_ranks=True, coverage=True)
         out[f"parse.{name}"] = PARSE_FORMATS.renderer(name, view)(parsed)
-    return out
+    return {**out, **_other_renders(head, draw)}
 
 
 # ------------------------------------------------------------------ invariants per destination
@@ -309,6 +357,14 @@ def check_json(text: str, raw: str) -> None:
     assert json.loads(text) == json.loads(raw)
 
 
+def check_jsonl(text: str, raw: str) -> None:
+    _ci_log_safe(text)
+    # split on newlines only: str.splitlines would also cut at U+0085 and U+2028 in strings
+    assert [json.loads(line) for line in text.split("\n") if line] == [
+        json.loads(line) for line in raw.split("\n") if line
+    ]
+
+
 def check_junit(text: str) -> None:
     check_terminal(text)
     ET.fromstring(text.encode("utf-8"))  # expat: a strict XML 1.0 parser
@@ -326,7 +382,7 @@ def check_csv(text: str, benign: str) -> None:
 
 
 def _destination(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
+    return "jsonl" if name == "fleet.json" else name.rsplit(".", 1)[-1]
 
 
 @settings(
@@ -352,6 +408,8 @@ def test_F01_F02_F13_F14_F19_F20_hostile_strings_keep_every_format_invariant(
             check_markdown(text, benign[name])
         elif kind == "json":
             check_json(text, raw_json[name])
+        elif kind == "jsonl":
+            check_jsonl(text, raw_json[name])
         elif kind == "junit":
             check_junit(text)
         elif kind == "csv":
@@ -367,6 +425,9 @@ def test_every_registered_format_has_an_invariant() -> None:
         *DIFF_FORMATS.names,
         *CHECK_FORMATS.names,
         *PARSE_FORMATS.names,
+        *DIAGNOSE_FORMATS.names,
+        *WHATIF_FORMATS.names,
+        *FLEET_FORMATS.names,
     }
     assert names <= {"text", "github", "markdown", "json", "junit", "csv"}
 

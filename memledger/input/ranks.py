@@ -59,6 +59,10 @@ def select_rank(spec: str | None, tags_first_line: dict[str, int]) -> RankSelect
             return RankSelection(frozenset(rank0), rank0[0], True)
         return _without_rank0(tagged)
     wanted_set = set(spec.split())
+    if not wanted_set and tagged:
+        # F29: `--rank ""` selected only the untagged lines (server_args): an empty ledger
+        shown = ", ".join(repr(t) for t in sorted(tagged, key=natural_key)[:12])
+        raise SelectionError(f"rank {spec!r} is empty; give a tag (ranks seen: {shown})")
     exact = [t for t in seen if set(t.split()) == wanted_set]
     candidates = exact or [t for t in tagged if wanted_set <= set(t.split())]
     if len(candidates) == 1:

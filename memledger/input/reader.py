@@ -377,13 +377,32 @@ def iter_candidate_lines(
         lines = _grep_candidates(log, grep, extra, stats, progress)
     else:
         lines = _python_candidates(log, extra, stats, progress)
-    return _counted(lines, stats)
+    return _counted(lines, stats, log)
 
 
-def _counted(lines: Iterator[tuple[int, bytes]], stats: ReadStats) -> Iterator[tuple[int, bytes]]:
+def _counted(
+    lines: Iterator[tuple[int, bytes]], stats: ReadStats, log: OpenedLog
+) -> Iterator[tuple[int, bytes]]:
     for item in lines:
         stats.n_candidates += 1
         yield item
+    _refuse_truncated(log)
+
+
+def _refuse_truncated(log: OpenedLog) -> None:
+    """A regular file that shrank while it was read (rotated, truncated) gave lines of two
+    different files (F29): an InputError, not a ledger. A growing file (a live log) is fine."""
+    if log.path is None or log.size is None:
+        return
+    try:
+        now = log.path.stat().st_size
+    except OSError:
+        return
+    if now < log.size:
+        raise InputError(
+            f"file was truncated while it was read ({log.size} bytes when opened, {now} now)",
+            path=log.name,
+        )
 
 
 def decode_line(raw: bytes, stats: ReadStats | None = None) -> str:

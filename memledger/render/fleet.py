@@ -8,8 +8,6 @@ formula explained.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memledger.ledger_model import Ledger
+from memledger.render.escape import write_csv
 from memledger.render.formats import Format, Formats
 from memledger.render.rows import ABSENT
 from memledger.render.tables import Align, Table, text_table
@@ -163,15 +162,13 @@ def render_fleet_text(entries: Sequence[FleetEntry], terminal: Terminal = PLAIN)
 
 def render_fleet_csv(entries: Sequence[FleetEntry]) -> str:
     """A header and one record per log; sizes in exact bytes, empty where the log has none."""
-    buffer = io.StringIO()
     records = [record(entry) for entry in entries]
-    writer = csv.DictWriter(buffer, fieldnames=list(records[0]), lineterminator="\n")
-    writer.writeheader()
-    for line in records:
-        writer.writerow(
-            {k: "" if v is None else str(v).replace("\n", " ") for k, v in line.items()}
-        )
-    return buffer.getvalue()
+    # the one CSV writer (render.escape): cells on one line, no formula (a path or an error
+    # text is the user's); a CR left in a cell split the record when the CSV pass re-read it
+    return write_csv(
+        list(records[0]),
+        [["" if v is None else str(v) for v in line.values()] for line in records],
+    )
 
 
 def render_fleet_jsonl(entries: Sequence[FleetEntry]) -> str:
