@@ -64,6 +64,7 @@ from memledger.render.parse import FORMATS as PARSE_FORMATS
 from memledger.render.parse import ParseView
 from memledger.render.sizing import WHATIF_FORMATS
 from memledger.render.tables import markdown_cell
+from memledger.render.terminal import PLAIN
 from memledger.service import load_parsed
 from tests.conftest import SAMPLES, ledger_for
 
@@ -174,17 +175,17 @@ def _other_renders(head: Ledger, draw: Draw, only: str | None = None) -> dict[st
         FleetEntry(path=draw("fleet path b"), error=draw("fleet error")),
     ]
     out: dict[str, str] = {}
-    registries: list[tuple[str, Any, Any]] = [
-        ("diagnose", DIAGNOSE_FORMATS, diagnosis),
-        ("whatif", WHATIF_FORMATS, answer),
-        ("fleet", FLEET_FORMATS, fleet),
+    registries: list[tuple[str, Any, Any, Any]] = [
+        ("diagnose", DIAGNOSE_FORMATS, None, diagnosis),
+        ("whatif", WHATIF_FORMATS, None, answer),
+        ("fleet", FLEET_FORMATS, PLAIN, fleet),
     ]
-    for prefix, formats, model in registries:
+    for prefix, formats, options, model in registries:
         for name in formats.names:
             if only is None:
-                out[f"{prefix}.{name}"] = formats.renderer(name, None)(model)
+                out[f"{prefix}.{name}"] = formats.renderer(name, options)(model)
             elif name == only:
-                out[f"{prefix}.{name}"] = formats.entries[formats.pick(name)].make(None)(model)
+                out[f"{prefix}.{name}"] = formats.entries[formats.pick(name)].make(options)(model)
     return out
 
 
