@@ -59,7 +59,7 @@ from memledger.render.diagnose import FORMATS as DIAGNOSE_FORMATS
 from memledger.render.diff_formats import FORMATS as DIFF_FORMATS
 from memledger.render.diff_formats import DiffView
 from memledger.render.escape import csv_cell, mermaid_label
-from memledger.render.fleet import FLEET_FORMATS
+from memledger.render.fleet import FLEET_FORMATS, line_of
 from memledger.render.parse import FORMATS as PARSE_FORMATS
 from memledger.render.parse import ParseView
 from memledger.render.sizing import WHATIF_FORMATS
@@ -171,7 +171,7 @@ def _other_renders(head: Ledger, draw: Draw, only: str | None = None) -> dict[st
     """diagnose, whatif and fleet (several logs) outputs; `only`: that format alone."""
     diagnosis, answer = (_hostile_model(model, draw) for model in _base_answers())
     fleet = [
-        FleetEntry(path=draw("fleet path a"), ledger=head),
+        FleetEntry(path=draw("fleet path a"), line=line_of(draw("fleet path a"), head)),
         FleetEntry(path=draw("fleet path b"), error=draw("fleet error")),
     ]
     out: dict[str, str] = {}
