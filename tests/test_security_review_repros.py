@@ -43,18 +43,22 @@ def test_F05_a_planted_pickle_never_runs_and_a_planted_symlink_is_never_written(
 ) -> None:
     cache, log = tmp_path / "xdg", write_log(tmp_path)
     assert _parse_with_cache(cache, log).returncode == 0
-    (cached,) = list((cache / "memledger").iterdir())
+    # the grammar tables and the shape store: the review's payload at each file's own path
+    files = sorted((cache / "memledger").iterdir())
+    assert any(path.name.startswith("grammar-") for path in files)
     proof = tmp_path / "rce_proof.txt"
-    with cached.open("wb") as planted:  # the review's payload, at the cache file's own path
-        planted.write(b"whatever\n")
-        pickle.dump(_Planted(proof), planted)
+    for cached in files:
+        with cached.open("wb") as planted:
+            planted.write(b"whatever\n")
+            pickle.dump(_Planted(proof), planted)
     done = _parse_with_cache(cache, log)
     assert done.returncode == 0 and "ready" in done.stdout
     assert not proof.exists()
     victim = tmp_path / "victim.txt"
     victim.write_text("precious data")
-    cached.unlink()
-    cached.symlink_to(victim)
+    for cached in files:
+        cached.unlink()
+        cached.symlink_to(victim)
     assert _parse_with_cache(cache, log).returncode == 0
     assert victim.read_text() == "precious data"
 
@@ -78,9 +82,11 @@ def test_F09_repeated_memory_lines_reach_lark_once_per_shape(
         for i in range(5000)
     )
     log.write_text(log_text() + extra, encoding="utf-8")
-    parse_log(log)
-    repeated = [m for m in calls if m.startswith("Memory pool end.")]
-    assert 1 <= len(repeated) <= 3
+    parsed = parse_log(log)
+    kept = [e for e in parsed.startup.events if e.kind == "memory_pool_end"]
+    assert len(kept) > 100  # the lines were read (up to the per-kind cap)
+    # once per shape at most (none when an earlier run's shape store knows it), not 5,000
+    assert len([m for m in calls if m.startswith("Memory pool end.")]) <= 3
 
 
 def test_F11_a_glued_decode_batch_drops_only_itself(
