@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from memledger.ledger_model import Ledger
-from memledger.render.rows import ABSENT, headline, ledger_tables
+from memledger.render.rows import headline, ledger_tables
 from memledger.render.tables import github_table, markdown_cell
 
 
@@ -18,7 +20,7 @@ def render_markdown(ledger: Ledger) -> str:
             parts += ["", *footnote_lines(table.footnote)]
     if ledger.notes:
         parts += ["", "### Notes", ""]
-        parts += [f"- {markdown_cell(note)}" for note in ledger.notes]
+        parts += [f"- {inert_block_start(markdown_cell(note))}" for note in ledger.notes]
     return "\n".join(parts) + "\n"
 
 
@@ -35,12 +37,25 @@ def footnote_lines(footnote: str) -> list[str]:
         elif line.strip():
             parts.append(line.strip())
 
-    def cell(part: str) -> str:
-        # `- = no value`: the placeholder as code, or a leading `-` would read as markup
-        if part.startswith(ABSENT + " "):
-            return f"`{ABSENT}` {markdown_cell(part[len(ABSENT) + 1 :])}"
-        return markdown_cell(part)
-
     if len(parts) <= 1:
-        return [cell(" ".join(parts))]
-    return [f"- {cell(part)}" for part in parts]
+        return [inert_block_start(markdown_cell(" ".join(parts)))]
+    return [f"- {inert_block_start(markdown_cell(part))}" for part in parts]
+
+
+# What opens a block at the start of a paragraph or list item: a list marker, heading,
+# quote, setext underline or ordered-list number (markdown_cell already escapes `*`).
+_BLOCK_START = re.compile(r"[-+#>=]|\d+[.)]")
+
+
+def inert_block_start(text: str) -> str:
+    """`text` (already inline-escaped) with a backslash before a leading block marker.
+
+    `- = no value` (the placeholder legend) or an untrusted note starting with `- `, `# ` or
+    `1.` stays plain text: no nested list, heading or code span (the shape of the document
+    does not depend on what the text says).
+    """
+    match = _BLOCK_START.match(text)
+    if match is None:
+        return text
+    end = match.end() - 1
+    return text[:end] + "\\" + text[end:]
