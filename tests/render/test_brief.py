@@ -90,8 +90,11 @@ def test_diff_short_view_lists_the_largest_movers_and_full_lists_every_table(
 
 
 def test_check_short_view_lists_breaches_and_the_passes_closest_to_their_limit(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # wide enough for the log column whatever the clone's path (at 100 columns it gives way
+    # first, and a long checkout path cut it before the `/samples` the rows are found by)
+    monkeypatch.setenv("COLUMNS", "300")
     budget = tmp_path / "b.toml"
     entries = [("usable", 'min = "100 GiB"'), ("cuda_graph", 'max = "8.5 GiB"')]
     entries += [("fixed_overhead", f'max = "{200 + n} GiB"') for n in range(6)]
