@@ -90,9 +90,10 @@ def _phrase(suggestion: Suggestion) -> str:
         return f"set {flag}"
     if value is None:
         return f"{suggestion.direction.value} {flag}"
+    shown = f"{value}" if isinstance(value, int) else f"{value:g}"  # no 1.74356e+06
     if suggestion.knob == "cuda_graph_max_bs":
-        return f"cap {flag} at {value:g}"
-    return f"{suggestion.direction.value} {flag} to {value:g}"
+        return f"cap {flag} at {shown}"
+    return f"{suggestion.direction.value} {flag} to {shown}"
 
 
 def _out_of_memory(evidence: Evidence) -> Diagnosis:

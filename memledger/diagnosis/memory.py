@@ -12,6 +12,12 @@ import math
 
 from memledger.diagnosis.arithmetic import above_step, floor_step, g, gib_ceil, next_power_of_two
 from memledger.diagnosis.evidence import Evidence, frames_of, innermost_sglang_frame
+from memledger.diagnosis.levers import (
+    failed_in_prefill,
+    inferred_chunk,
+    inferred_graph_max_bs,
+    kv_cap_lever,
+)
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
 from memledger.events import Event, EventKind
@@ -227,14 +233,16 @@ def kv_refusal(evidence: Evidence) -> Result:
     assert refusal is not None
     minimum = _float(refusal.values.get("minimum_viable")) or budget.minimum_viable
     current = _float(refusal.values.get("mem_fraction_static")) or budget.mem_fraction_static
-    current_text = f"{current:g}" if current is not None else "its current value"
+    current_text = (
+        f"={current:g}" if current is not None else " in effect (its value is not in the log)"
+    )
     findings = [
         Finding(
             id="weights_exceed_budget",
             severity=Severity.ERROR,
             message=(
                 "SGLang refused to size the KV cache: the loaded weights leave no room under "
-                f"--mem-fraction-static={current_text}"
+                f"--mem-fraction-static{current_text}"
                 + (f" (minimum viable {minimum:.4f})" if minimum is not None else "")
             ),
             bytes=shortfall(evidence),
@@ -393,6 +401,14 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
         suggestions.extend(_graph_levers(evidence, failing_bs, sizes))
     elif phase in (Phase.WARMUP, Phase.SERVING):
         suggestions.extend(_batch_levers(evidence))
+    capped = kv_cap_lever(evidence, missing) if missing else None
+    if capped is not None:
+        # after the phase's own valued levers (graph cap, chunk), before the value-less ones
+        last = next(
+            (i for i, s in enumerate(suggestions) if s.value is None or s.knob == "tp_size"),
+            len(suggestions),
+        )
+        suggestions.insert(last, capped)
     if not any(s.knob == "mem_fraction_static" for s in suggestions) and missing:
         suggestions.append(
             Suggestion(
@@ -412,6 +428,7 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
     smaller = sorted(bs for bs in sizes if failing_bs is not None and bs < failing_bs)
     levers: list[Suggestion] = []
     current = evidence.int_param("cuda_graph_max_bs") or (max(sizes) if sizes else None)
+    inferred = inferred_graph_max_bs(evidence) if current is None else None
     if smaller:
         value = smaller[-1]
         levers.append(
@@ -426,15 +443,34 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
                 ),
             )
         )
-    elif current is not None:
+    elif current is not None or inferred is not None:
+        if current is not None:
+            largest, origin = current, f"{current} now"
+        else:
+            assert inferred is not None
+            largest, origin = inferred
+        half = largest // 2 if largest > 1 else None
+        levers.append(
+            Suggestion(
+                knob="cuda_graph_max_bs",
+                direction=Direction.LOWER,
+                value=half,
+                why=(
+                    f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch "
+                    f"({origin}); the failing bucket is not in the log, so {half} (half) is "
+                    "a first step, not a computed fit"
+                ),
+            )
+        )
+    else:
         levers.append(
             Suggestion(
                 knob="cuda_graph_max_bs",
                 direction=Direction.LOWER,
                 value=None,
                 why=(
-                    f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch "
-                    f"({current} now); the failing bucket is not in the log"
+                    f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch; "
+                    "neither the captured batch sizes nor the GPU's capacity are in the log"
                 ),
             )
         )
@@ -452,6 +488,11 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
 def _batch_levers(evidence: Evidence) -> list[Suggestion]:
     levers: list[Suggestion] = []
     chunk = evidence.int_param("chunked_prefill_size")
+    origin = ""
+    if chunk is None and failed_in_prefill(evidence):
+        inferred = inferred_chunk(evidence)
+        if inferred is not None:
+            chunk, origin = inferred[0], f" ({inferred[1]})"  # the text has no parentheses
     if chunk is not None and chunk > 0:
         value = max(chunk // 2, 256)
         levers.append(
@@ -460,8 +501,8 @@ def _batch_levers(evidence: Evidence) -> list[Suggestion]:
                 direction=Direction.LOWER,
                 value=value,
                 why=(
-                    f"prefill activations grow with the chunk: {chunk} -> {value} halves the "
-                    "largest forward's activation memory (an estimate)"
+                    f"prefill activations grow with the chunk: {chunk}{origin} -> {value} halves "
+                    "the largest forward's activation memory (an estimate)"
                 ),
             )
         )

@@ -36,7 +36,10 @@ def suggestion_title(suggestion: Suggestion) -> str:
         return f"set {suggestion.flag}"
     if suggestion.value is None:
         return f"{suggestion.direction.value} {suggestion.flag}"
-    return f"{suggestion.direction.value} {suggestion.flag} to {suggestion.value:g}"
+    value = suggestion.value
+    # an int stays an int (a token count of 1,743,556 is not 1.74356e+06)
+    shown = f"{value}" if isinstance(value, int) else f"{value:g}"
+    return f"{suggestion.direction.value} {suggestion.flag} to {shown}"
 
 
 def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:

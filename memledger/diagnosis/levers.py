@@ -1,0 +1,106 @@
+"""Levers with values for an OOM after the pool, the way SGLang maintainers answer these threads.
+
+- `max_total_tokens`: cap the KV pool by exactly the tokens whose bytes were missing; the token
+  count and bytes per token are the log's own (the `--max-total-tokens` clamp, see
+  `memledger.sglang.sizing_rules` rule `max_total_tokens`). Maintainer advice for a runtime OOM:
+  https://github.com/sgl-project/sglang/issues/6027 ("use --max-total-tokens to control kv size").
+- `cuda_graph_max_bs`: when the log names neither the captured batch sizes nor the flag, SGLang's
+  own default for this GPU (inferred from the OOM text's capacity) is the starting point; graph
+  memory grows with the largest batch (https://github.com/sgl-project/sglang/pull/5634 and
+  /pull/10990: capture OOMs fixed by a smaller capture bs).
+- `chunked_prefill_size`: a prefill (extend) OOM scales with the chunk; when the flag is not in
+  the log, SGLang's default for this GPU is inferred the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.evidence import Evidence, frames_of
+from memledger.diagnosis.model import Direction, Suggestion
+from memledger.sglang.sizing_rules import (
+    CHUNKED_PREFILL_BY_GPU,
+    CHUNKED_PREFILL_LARGE_GPU,
+    RULE,
+)
+from memledger.sizing.defaults import default_cuda_graph_max_bs
+from memledger.units import MIB
+
+GRAPH_DEFAULT_SOURCE = "v0.5.10 server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981"
+CHUNK_DEFAULT_SOURCE = "v0.5.10 server_args.py:904-950 (_handle_gpu_memory_settings)"
+PREFILL_FUNCTIONS = ("forward_extend", "run_batch_prefill")
+"""Frames that run a prefill (model_executor/model_runner.py `forward_extend`: the traceback in
+https://github.com/sgl-project/sglang/issues/6027)."""
+
+
+def gpu_capacity_mib(evidence: Evidence) -> int | None:
+    """The GPU's capacity as the allocator's OOM text printed it, in MiB (else unknown)."""
+    oom = evidence.oom
+    capacity = oom.sizes.get("capacity") if oom is not None else None
+    return capacity.bytes // MIB if capacity is not None and capacity.bytes > 0 else None
+
+
+def kv_cap_lever(evidence: Evidence, missing: int) -> Suggestion | None:
+    """`--max-total-tokens` = the logged tokens minus the tokens whose bytes were missing."""
+    ledger = evidence.ledger
+    tokens = ledger.summary.kv_tokens_per_rank
+    cell = ledger.sizing.bytes_per_token if ledger.sizing is not None else None
+    pool = ledger.summary.kv_pool
+    if cell is None and pool and tokens:
+        cell = pool / tokens  # the KV line's K + V bytes over its #tokens
+    if tokens is None or tokens <= 0 or cell is None or cell <= 0 or missing <= 0:
+        return None
+    page = evidence.int_param("page_size") or 1
+    cut = math.ceil(missing / cell)
+    value = (tokens - cut) // page * page
+    if value <= 0:
+        return None
+    rule = RULE["max_total_tokens"]
+    page_text = f", rounded down to page_size {page}" if page > 1 else ""
+    return Suggestion(
+        knob="max_total_tokens",
+        direction=Direction.LOWER,
+        value=value,
+        why=(
+            f"{g(missing)} / {cell:,.0f} B per KV token (this log's KV lines) = {cut:,} tokens "
+            f"-> {tokens:,} - {cut:,} = {value:,}{page_text}; SGLang caps the pool at it "
+            f"({rule.formula}: {rule.source}), leaving those bytes free after the pool; "
+            "the KV pool holds fewer tokens, nothing else changes"
+        ),
+    )
+
+
+def inferred_graph_max_bs(evidence: Evidence) -> tuple[int, str] | None:
+    """SGLang's default cuda_graph_max_bs for this GPU and tp, when the log does not say."""
+    gpu = gpu_capacity_mib(evidence)
+    if gpu is None:
+        return None
+    tp = evidence.int_param("tp_size") or 1
+    value = default_cuda_graph_max_bs(gpu, tp)
+    tp_text = f"tp {tp}" if evidence.int_param("tp_size") else "tp assumed 1"
+    return value, (
+        f"not in the log; SGLang's default for a {gpu / 1024:.0f} GiB GPU at {tp_text} is "
+        f"{value}, inferred by {GRAPH_DEFAULT_SOURCE}, releases 0.5.5-0.5.19"
+    )
+
+
+def failed_in_prefill(evidence: Evidence) -> bool:
+    """Whether the failing traceback runs a prefill (extend) forward."""
+    traceback = evidence.traceback
+    if traceback is None:
+        return False
+    return any(frame.function in PREFILL_FUNCTIONS for frame in frames_of(traceback))
+
+
+def inferred_chunk(evidence: Evidence) -> tuple[int, str] | None:
+    """SGLang's default chunked_prefill_size for this GPU, when the log does not say."""
+    gpu = gpu_capacity_mib(evidence)
+    if gpu is None:
+        return None
+    by_gpu = (c for bound, c in CHUNKED_PREFILL_BY_GPU if gpu < bound)
+    value = next(by_gpu, CHUNKED_PREFILL_LARGE_GPU)
+    return value, (
+        f"not in the log; SGLang's default for a {gpu / 1024:.0f} GiB GPU is {value}, "
+        f"inferred by {CHUNK_DEFAULT_SOURCE}"
+    )
