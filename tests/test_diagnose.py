@@ -108,7 +108,10 @@ def test_load_oom_suggestions_carry_their_arithmetic() -> None:
 def test_ready_logs_findings() -> None:
     wsl = _diagnose_path(real_log("single/020"))
     assert wsl.outcome == "starved" and "zero_headroom" in [f.id for f in wsl.findings]
-    (lower,) = wsl.suggestions
+    lower, cap = wsl.suggestions
+    # the same 0.32 GiB as KV tokens at this log's 114,436 B a token (15,387 logged)
+    assert (cap.knob, cap.direction.value) == ("max_total_tokens", "lower")
+    assert cap.value == 15387 - 3031
     # P = 3.23 GiB, target min(1 GiB, 0.323 GiB); 0.88 - 0.323/3.23 = 0.78
     assert (lower.knob, lower.direction.value, lower.value) == (
         "mem_fraction_static",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Finding, Severity, Suggestion
 from memledger.events import EventKind
@@ -89,10 +90,13 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         lowered = lower_mfs(
             evidence,
             target - free,
-            f"to leave {g(target)} free (min(1 GiB, 10% of P)) {g(target - free)} must move",
+            f"to leave {g(target)} free (min(1 GiB, 10% of P)), {g(target - free)} must move",
         )
         if lowered is not None:
             suggestions.append(lowered)
+        capped = kv_cap_lever(evidence, target - free)
+        if capped is not None:
+            suggestions.append(capped)
     return [finding], suggestions
 
 
