@@ -133,3 +133,34 @@ def test_a_token_count_over_a_million_reads_as_an_integer() -> None:
     assert isinstance(cap.value, int) and cap.value > 1_000_000
     assert suggestion_title(cap) == f"lower --max-total-tokens to {cap.value}"
     assert "e+06" not in suggestion_title(cap)
+
+
+def test_refusal_where_no_fraction_leaves_sglangs_own_reserve() -> None:
+    # https://github.com/sgl-project/sglang/issues/4330: CUDA OOM at 0.85, "Not enough memory"
+    # at 0.84 on a 48 GB L40S. Here 1 - A/P = 1 - 6.20/44.00 = 0.859, so 0.86 is the first
+    # fraction that sizes a pool; its slack 44.00 x 0.14 = 6.16 GiB is below SGLang's own
+    # reserve for a 44 GiB GPU (512 + 4096 x 1.5 + 32 x 2 + 1/8 x 1024 MiB = 6.69 GiB).
+    lines = [
+        PREFIX + "Load weight begin. avail mem=44.00 GB",
+        PREFIX + "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=6.20 GB, mem usage=37.80 GB.",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    ]
+    result = _diagnose(lines)
+    assert _by_knob(result)["mem_fraction_static"] == 0.86
+    (stuck,) = [f for f in result.findings if f.id == "no_fraction_fits"]
+    reserve = round(44.0 * GIB * (1 - round((44.0 * 1024 - 6848) / (44.0 * 1024), 3)))
+    assert stuck.bytes == reserve - round(44.0 * GIB * (1 - 0.86))
+    assert "raise --tp-size" in result.verdict
+
+
+def test_refusal_with_room_for_sglangs_reserve_has_no_such_warning() -> None:
+    lines = [
+        PREFIX + "Load weight begin. avail mem=23.05 GB",
+        PREFIX + "Load weight end. type=Gemma3ForConditionalGeneration, dtype=torch.bfloat16, "
+        "avail mem=4.10 GB, mem usage=18.95 GB.",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    ]
+    result = _diagnose(lines)
+    assert "no_fraction_fits" not in [f.id for f in result.findings]
+    assert "tp-size" not in result.verdict

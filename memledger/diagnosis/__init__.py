@@ -119,7 +119,14 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         head += f": {g(missing)} short"
     levers = [_phrase(s) for s in suggestions if s.value is not None][:2]
     blocking = next((f for f in findings if f.id == "unsharded_fallback"), None)
-    if levers:
+    stuck = next((f for f in findings if f.id == "no_fraction_fits"), None)
+    raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
+    if levers and stuck is not None and raised is not None:
+        verdict = head + (
+            f"; even at --mem-fraction-static {raised} the slack is {g(stuck.bytes)} short of "
+            "SGLang's own reserve for graphs and activations: raise --tp-size"
+        )
+    elif levers:
         verdict = head + f"; {' or '.join(levers)}"
     elif blocking is not None:
         verdict = head + "; the Transformers fallback builds the whole model on each GPU"

@@ -17,6 +17,7 @@ from memledger.diagnosis.levers import (
     inferred_chunk,
     inferred_graph_max_bs,
     kv_cap_lever,
+    stuck_between,
 )
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
@@ -233,17 +234,17 @@ def kv_refusal(evidence: Evidence) -> Result:
     assert refusal is not None
     minimum = _float(refusal.values.get("minimum_viable")) or budget.minimum_viable
     current = _float(refusal.values.get("mem_fraction_static")) or budget.mem_fraction_static
-    current_text = (
-        f"={current:g}" if current is not None else " in effect (its value is not in the log)"
-    )
+    current_text = f"={current:g}" if current is not None else " in effect"
+    notes = [] if current is not None else ["its value is not in the log"]
+    if minimum is not None:
+        notes.append(f"minimum viable {minimum:.4f}")
     findings = [
         Finding(
             id="weights_exceed_budget",
             severity=Severity.ERROR,
             message=(
                 "SGLang refused to size the KV cache: the loaded weights leave no room under "
-                f"--mem-fraction-static{current_text}"
-                + (f" (minimum viable {minimum:.4f})" if minimum is not None else "")
+                f"--mem-fraction-static{current_text}" + (f" ({'; '.join(notes)})" if notes else "")
             ),
             bytes=shortfall(evidence),
             evidence=[evidence.at(refusal.line)],
@@ -252,6 +253,9 @@ def kv_refusal(evidence: Evidence) -> Result:
     if minimum is None:
         return findings, []
     value = above_step(minimum)
+    stuck = stuck_between(evidence, value)
+    if stuck is not None:
+        findings.append(stuck)
     working = f"minimum viable = 1 - A/P = {minimum:.4f}"
     if budget.pre_load is not None and budget.after_load is not None:
         working = (
