@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import memledger
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.parsing import parse_log
@@ -204,3 +205,15 @@ def test_killed_without_oom_text_suggests_no_knob() -> None:
     assert result.outcome == "crash"
     assert "killed" in [f.id for f in result.findings]
     assert result.suggestions == []
+
+
+def test_the_kv_cap_and_the_lower_fraction_buy_the_same_tokens_as_whatif() -> None:
+    # the two levers of single/020 move the same 0.32 GiB; the sizing model (memledger.whatif)
+    # must agree with diagnose's own arithmetic on the token count either one leaves
+    log = real_log("single/020")
+    lower, cap = _diagnose_path(log).suggestions
+    by_fraction = memledger.whatif(log, mem_fraction_static=lower.value)
+    by_cap = memledger.whatif(log, max_total_tokens=cap.value)
+    for answer in (by_fraction, by_cap):
+        row = answer.row("KV tokens per rank")
+        assert row is not None and row.predicted == cap.value
