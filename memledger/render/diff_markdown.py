@@ -152,20 +152,39 @@ DRAWN_BYTES = GIB // 200
 """A slice is drawn (and a negative group named) only when it prints as at least 0.01 GiB."""
 
 
-def _pie(title: str, groups: Sequence[RowGroup], values: Sequence[int]) -> str:
-    """One Mermaid pie whose slices keep their group's colour: Mermaid colours slices by rank
-    (largest first, `pie1`, `pie2`, ...; pieRenderer.ts sorts by value), so the palette is given
-    in that same order for this pie."""
-    slices = [(g, v) for g, v in zip(groups, values, strict=True) if v >= DRAWN_BYTES]
+SMALL_SHARE = 0.01
+"""Slices under this share of a pie become one `other` slice: Mermaid's percentage labels of
+small neighbouring slices overlap (each is still named under the pie, with its size)."""
+OTHER_SLICE = "other groups (under 1% each)"
+
+
+def _pie(title: str, groups: Sequence[RowGroup], values: Sequence[int]) -> tuple[str, list[str]]:
+    """One Mermaid pie whose slices keep their group's colour, and the groups folded into its
+    `other` slice. Mermaid colours slices by rank (largest first, `pie1`, `pie2`, ...;
+    pieRenderer.ts sorts by value), so the palette is given in that same order for this pie."""
+    drawn = [(g, v) for g, v in zip(groups, values, strict=True) if v >= DRAWN_BYTES]
+    total = sum(v for _, v in drawn)
+    small = [(g, v) for g, v in drawn if v < SMALL_SHARE * total]
+    slices: list[tuple[RowGroup | None, int]] = [(g, v) for g, v in drawn if (g, v) not in small]
+    if len(small) > 1:
+        slices.append((None, sum(v for _, v in small)))
+    else:
+        slices += small
     slices.sort(key=lambda slice_: -slice_[1])  # stable, as JavaScript's sort is
-    palette = [GROUP_COLOURS.get(g, OTHER_COLOUR) for g, _ in slices][:PIE_COLOURS]
-    variables = ", ".join(f'"pie{i}": "{colour}"' for i, colour in enumerate(palette, 1))
+    palette = [OTHER_COLOUR if g is None else GROUP_COLOURS.get(g, OTHER_COLOUR) for g, _ in slices]
+    variables = ", ".join(
+        f'"pie{i}": "{colour}"' for i, colour in enumerate(palette[:PIE_COLOURS], 1)
+    )
     lines = [
         '%%{init: {"theme": "base", "themeVariables": {' + variables + "}}}%%",
         f"pie showData title {mermaid_label(title)}",
     ]
-    lines += [f'    "{mermaid_label(group_label(g))}" : {v / GIB:.2f}' for g, v in slices]
-    return "\n".join(lines)
+    lines += [
+        f'    "{mermaid_label(OTHER_SLICE if g is None else group_label(g))}" : {v / GIB:.2f}'
+        for g, v in slices
+    ]
+    folded = [f"{group_label(g)} {v / GIB:.2f} GiB" for g, v in small] if len(small) > 1 else []
+    return "\n".join(lines), folded
 
 
 def composition_chart(diff: LedgerDiff) -> str:
@@ -182,7 +201,13 @@ def composition_chart(diff: LedgerDiff) -> str:
         ("head", diff.inputs.head, head_bytes),
     ):
         title = f"{side_header(side, item)}: {sum(values) / GIB:.2f} GiB usable per card"
-        charts.append("```mermaid\n" + _pie(title, groups, values) + "\n```")
+        chart, folded = _pie(title, groups, values)
+        charts.append("```mermaid\n" + chart + "\n```")
+        if folded:
+            charts.append(
+                f"_{markdown_cell(side_header(side, item))}: {OTHER_SLICE}: "
+                f"{markdown_cell(', '.join(folded))}._"
+            )
         negative = [
             f"{group_label(g)} {value / GIB:.2f} GiB"
             for g, value in zip(groups, values, strict=True)

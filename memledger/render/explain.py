@@ -141,7 +141,10 @@ def _explain_fixed_overhead(ledger: Ledger) -> str:
     blocks = [block for block in group_blocks(ledger) if block.group in FIXED_OVERHEAD_GROUPS]
     total = sum(block.subtotal_bytes for block in blocks)
     error = sum(block.subtotal_error_bytes for block in blocks)
-    lines = [f"{FIXED_OVERHEAD}: every group but the state pool: {_bytes_text(total, error)}"]
+    lines = [
+        f"{FIXED_OVERHEAD} (fixed overhead + headroom): every group but the state pool, the free "
+        f"runtime headroom included: {_bytes_text(total, error)}"
+    ]
     width = max((len(block.group.value) for block in blocks), default=0)
     lines += [
         f"  {block.group.value:<{width}}  {gib_cell(block.subtotal_bytes):>8}" for block in blocks

@@ -155,6 +155,9 @@ def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
     assert "title base: 40.00 GiB usable per card" in chart
     out = cli(capsys, "diff", DP16, DP2, "--format", "markdown")
     assert "title base dp16: 177.70 GiB usable per card" in out
+    # groups under 1% of the card are one slice (their % labels overlapped), named under the pie
+    assert '"other groups (under 1% each)" : 3.40' in out
+    assert "_base dp16: other groups (under 1% each): weight staging 1.17 GiB, communication" in out
     assert ABSENT == "-"
 
 
