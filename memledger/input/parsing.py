@@ -225,19 +225,23 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
         out.mark(logical.line)
         out.server_args_lines.append(logical.line)
         problems: list[str] = []
+        not_kept: list[str] = []
         event = Event(
             kind=EventKind.SERVER_ARGS,
             line=logical.line,
             rank=logical.rank,
-            params=parse_server_args(text, problems),
+            params=parse_server_args(text, problems, not_kept),
             # `server_args={...}` (a resolved dict, SGLang >= 0.5.19) or `ServerArgs(...)`
             values={"form": "dict" if text.startswith("server_args={") else "repr"},
             text=text[:TEXT_CAP],
         )
         out.stored.append(_Stored(event, logical.prefixed, out.segment))
-        if problems and len(out.server_args_problems) < _PER_BUCKET_CAP:
-            # kept as text, so the engine treats them as absent: say so in every rank's coverage
-            reason = "malformed: " + "; ".join(problems[:3])
+        if (problems or not_kept) and len(out.server_args_problems) < _PER_BUCKET_CAP:
+            # kept as text, so the engine treats them as absent: say so in every rank's coverage;
+            # what the memory bound left out is said the same way (issue 12)
+            reasons = ["malformed: " + "; ".join(problems[:3])] if problems else []
+            reasons += [f"server_args: {why}" for why in not_kept]
+            reason = "; ".join(reasons)
             out.server_args_problems.append(
                 UnrecognisedLine(
                     line=logical.line, rank=logical.rank, text=text[:TEXT_CAP], reason=reason

@@ -2,34 +2,67 @@
 
 Each top-level value is read with `ast.literal_eval` (literals only); a repr that is not a literal
 (`<Enum.X: 1>`, `PosixPath('x')`) stays a string. A line cut mid-way yields the complete items.
+
+Memory is bounded whatever the line (issue 12): the parameters memledger reads are always kept,
+others up to `MAX_KEPT_PARAMS`; each value is cut at `MAX_VALUE_CHARS`. What is not kept is
+counted and said (`not_kept`), never dropped silently. A real ServerArgs has under 500 fields.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from memledger.events import ParamValue
+from memledger.sglang.rows import PARAMETER_KEYS
 from memledger.units import NumberOutOfRange, checked_number
 
-MAX_VALUE_CHARS = 20_000
+MAX_VALUE_CHARS = 4096
+"""A value longer than this is kept as its first characters (real values stay under 600)."""
+MAX_KEPT_PARAMS = 512
+"""Parameters kept beyond the ones memledger reads (the largest real ServerArgs has ~460)."""
+
+READ_KEYS = frozenset(
+    {
+        # read by the engine, formulas (`args.*`), sizing KNOBS, diagnosis and hints, beyond
+        # `sglang.rows.PARAMETER_KEYS` (tests/test_security_server_args.py checks the union)
+        "attention_backend",
+        "disable_overlap_schedule",
+        "enable_aiter_allreduce_fusion",
+        "ep_num_redundant_experts",
+        "mamba_radix_cache_strategy",
+        "mamba_scheduler_strategy",
+    }
+)
+
+
+def is_read_key(name: str) -> bool:
+    """True for a parameter memledger reads somewhere: kept whatever its position."""
+    return name in READ_KEYS or PARAMETER_KEYS.match(name) is not None
+
+
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _PLAIN_RUN = re.compile(r"[^\\'\"()\[\]{}<>,]+")
 _LT_RUN = re.compile("<+")
 
 
 def _split_top_level(body: str) -> list[str]:
+    return list(_iter_top_level(body, 0))
+
+
+def _iter_top_level(body: str, begin: int) -> Iterator[str]:
     """Split on commas outside quotes and brackets (`<...>` counts only where a value starts).
 
     One pass, constant work per character: the character before a `<` is tracked as the scan
-    goes (slicing the prefix for each `<` made a 1.6 MB line take 68 s).
+    goes (slicing the prefix for each `<` made a 1.6 MB line take 68 s). Items are yielded, not
+    collected: 100,000 of them held at once cost ~20 MB.
     """
-    items: list[str] = []
     stack: list[str] = []
     quote = ""
-    start = 0
-    index = 0
+    start = begin
+    index = begin
     length = len(body)
     last_solid = ""  # the last non-whitespace character before `index`
     while index < length:
@@ -61,18 +94,21 @@ def _split_top_level(body: str) -> list[str]:
             stack.pop()
         elif char in ")]}" and not stack:
             # closing bracket of the container itself: stop here
-            items.append(body[start:index])
-            return [i for i in items if i.strip()]
+            item = body[start:index]
+            if item.strip():
+                yield item
+            return
         elif char == "," and not stack:
-            items.append(body[start:index])
+            item = body[start:index]
+            if item.strip():
+                yield item
             start = index + 1
         if not char.isspace():
             last_solid = char
         index += 1
-    if not quote and not stack:
-        items.append(body[start:])
     # an unfinished trailing item (line cut mid-value) is dropped: never guessed
-    return [i for i in items if i.strip()]
+    if not quote and not stack and body[start:].strip():
+        yield body[start:]
 
 
 _VALUE_STARTS_AFTER = frozenset("=:,([{")
@@ -97,9 +133,11 @@ def _json_value(value: Any, problems: list[str]) -> ParamValue:
     return repr(value)
 
 
-def _literal(text: str, problems: list[str]) -> ParamValue:
+def _literal(text: str, problems: list[str], cut: list[int] | None = None) -> ParamValue:
     text = text.strip()
     if len(text) > MAX_VALUE_CHARS:
+        if cut is not None:
+            cut[0] += 1
         return text[:MAX_VALUE_CHARS]
     try:
         value = ast.literal_eval(text)
@@ -108,46 +146,75 @@ def _literal(text: str, problems: list[str]) -> ParamValue:
     return _json_value(value, problems)
 
 
-def parse_server_args(message: str, problems: list[str] | None = None) -> dict[str, ParamValue]:
+def parse_server_args(
+    message: str, problems: list[str] | None = None, not_kept: list[str] | None = None
+) -> dict[str, ParamValue]:
     """The parameter map of a `server_args=...` message (empty when nothing parses).
 
     A number out of range (`dp_size=<400 digits>`, `1e999`) is kept as text and described in
-    `problems`, when given, as `key: why`.
+    `problems`, when given, as `key: why`. What the bounds left out (parameters beyond
+    `MAX_KEPT_PARAMS`, values cut at `MAX_VALUE_CHARS`) is counted in `not_kept`, when given.
     """
     found: list[str] = []
-    params = _parameters(message, found)
+    params = _Params()
+    params.read(message, found)
     if problems is not None:
         problems.extend(found)
-    return params
+    if not_kept is not None:
+        if params.dropped:
+            not_kept.append(
+                f"{params.dropped:,} parameters beyond the first {MAX_KEPT_PARAMS} not kept"
+            )
+        if params.cut[0]:
+            not_kept.append(f"{params.cut[0]:,} values cut at {MAX_VALUE_CHARS} characters")
+    return params.kept
 
 
-def _parameters(message: str, problems: list[str]) -> dict[str, ParamValue]:
-    text = message.strip()
-    if text.startswith("server_args="):
-        text = text[len("server_args=") :].lstrip()
-    params: dict[str, ParamValue] = {}
-    if text.startswith("{"):
-        for item in _split_top_level(text[1:]):
-            key, sep, value = item.partition(":")
-            if not sep:
-                continue
-            name = _literal(key, [])
-            if isinstance(name, str) and name:
-                params[name] = _value(name, value, problems)
-        return params
-    open_paren = text.find("(")
-    if open_paren < 0:
-        return params
-    for item in _split_top_level(text[open_paren + 1 :]):
-        key, sep, value = item.partition("=")
-        name = key.strip()
-        if sep and name.isidentifier():
-            params[name] = _value(name, value, problems)
-    return params
+def _key(text: str, cut: list[int]) -> ParamValue:
+    """A dict key: `'name'` read directly (the common case, 100,000 times on a hostile line)."""
+    text = text.strip()
+    if len(text) > 2 and text[0] == text[-1] and text[0] in "'\"" and text[1:-1].isidentifier():
+        return text[1:-1]
+    return _literal(text, [], cut)
 
 
-def _value(name: str, text: str, problems: list[str]) -> ParamValue:
-    found: list[str] = []
-    value = _literal(text, found)
-    problems.extend(f"{name}: {why}" for why in found)
-    return value
+class _Params:
+    """The kept parameters of one line, and counts of what was not kept."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, ParamValue] = {}
+        self.dropped = 0
+        self.cut = [0]
+
+    def _keeps(self, name: str) -> bool:
+        if len(self.kept) < MAX_KEPT_PARAMS or name in self.kept or is_read_key(name):
+            return True
+        self.dropped += 1
+        return False
+
+    def _store(self, name: str, text: str, problems: list[str]) -> None:
+        found: list[str] = []
+        self.kept[name] = _literal(text, found, self.cut)
+        problems.extend(f"{name}: {why}" for why in found)
+
+    def read(self, message: str, problems: list[str]) -> None:
+        text = message.strip()
+        if text.startswith("server_args="):
+            text = text[len("server_args=") :].lstrip()
+        if text.startswith("{"):
+            for item in _iter_top_level(text, 1):
+                key, sep, value = item.partition(":")
+                if not sep:
+                    continue
+                name = _key(key, self.cut)
+                if isinstance(name, str) and name and self._keeps(name):
+                    self._store(name, value, problems)
+            return
+        open_paren = text.find("(")
+        if open_paren < 0:
+            return
+        for item in _iter_top_level(text, open_paren + 1):
+            key, sep, value = item.partition("=")
+            name = key.strip()
+            if sep and name.isidentifier() and self._keeps(name):
+                self._store(name, value, problems)
