@@ -4,7 +4,8 @@
 
 Shapes (from shared/docs/review-security.md): a 2 MB server_args line of `<`; 100,000 startups
 (server_args + load begin each); 10,000 ranks (two lines each); one line of `GB size ` of
---gib-line GiB. Goal: linear time, peak RSS under 100 MiB. Not a test: figures go to the report.
+--gib-line GiB; server_args lines of `key='value<i>'` pairs (repr and dict forms) of --pairs-mb
+MB each. Goal: linear time, peak RSS under 100 MiB. Not a test: figures go to the report.
 """
 
 from __future__ import annotations
@@ -27,7 +28,22 @@ def _base_log() -> str:
     return log_text()
 
 
-def _write_inputs(directory: Path, gib_line: float) -> dict[str, Path]:
+def _pairs_line(form: str, size: int) -> str:
+    """`key='value<i>'` pairs up to `size` characters: every parameter a distinct name."""
+    parts: list[str] = []
+    total = 0
+    while total < size:
+        i = len(parts)
+        parts.append(f"k{i}='v{i}'" if form == "repr" else f"'k{i}': 'v{i}'")
+        total += len(parts[-1]) + 2
+    body = ", ".join(parts)
+    text = f"ServerArgs({body})" if form == "repr" else f"{{{body}}}"
+    return f"[2026-01-01 00:00:00] server_args={text}\n"
+
+
+def _write_inputs(
+    directory: Path, gib_line: float, pairs_mb: tuple[float, ...] = (2,)
+) -> dict[str, Path]:
     base = _base_log()
     first, rest = base.split("\n", 1)
     paths = {
@@ -36,6 +52,11 @@ def _write_inputs(directory: Path, gib_line: float) -> dict[str, Path]:
         "10,000 ranks": directory / "ranks.log",
         f"{gib_line:g} GiB single line": directory / "one_line.log",
     }
+    for megabytes in pairs_mb:
+        for form in ("repr", "dict"):
+            path = directory / f"pairs_{form}_{megabytes:g}mb.log"
+            path.write_text(_pairs_line(form, int(megabytes * 1_000_000)))
+            paths[f"{megabytes:g} MB pairs ({form})"] = path
     prefix = "[2025-02-04 05:21:39] server_args=ServerArgs(tp_size=1, x="
     paths["2 MB server_args line"].write_text(prefix + "<" * 2_000_000 + ")\n" + rest)
     with paths["100,000 startups"].open("w") as out:
@@ -72,9 +93,12 @@ def _measure(path: Path) -> tuple[float, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gib-line", type=float, default=2.0)
+    parser.add_argument("--pairs-mb", type=float, nargs="*", default=[2.0])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir="/tmp") as directory:
-        for name, path in _write_inputs(Path(directory), args.gib_line).items():
+        for name, path in _write_inputs(
+            Path(directory), args.gib_line, tuple(args.pairs_mb)
+        ).items():
             # ru_maxrss of children is the largest so far: run each shape in a fresh process
             code = (
                 "import sys; sys.path.insert(0, sys.argv[2]); "
