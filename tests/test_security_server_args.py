@@ -94,3 +94,18 @@ def test_F06_what_was_not_kept_is_in_the_coverage(
     assert f"server_args: {PAIRS - MAX_KEPT_PARAMS:,} parameters beyond the first 512" in (
         " ".join(reasons)
     )
+
+
+def test_F06_the_ledger_notes_what_server_args_did_not_keep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, rest = log_text().split("\n", 1)
+    log = tmp_path / "hostile.log"
+    log.write_text(first[: first.index("server_args=")] + _hostile("dict") + "\n" + rest)
+    code, out, _ = run(capsys, "ledger", log, "--format", "json")
+    assert code == 0
+    notes = json.loads(out)["notes"]
+    expected = f"server_args: {PAIRS - MAX_KEPT_PARAMS:,} parameters beyond the first 512 not kept"
+    assert [note for note in notes if note.startswith(expected)] != []
+    # the line was read, so it is no grammar gap
+    assert not any("matched no known line shape" in note for note in notes)

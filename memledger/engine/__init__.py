@@ -27,7 +27,7 @@ from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve, Placed
 from memledger.engine.parameters import parameters
 from memledger.engine.summary import groups, summarise
-from memledger.events import ParsedLog, Startup
+from memledger.events import ParsedLog, Startup, UnrecognisedLine
 from memledger.formulas import Formula
 from memledger.ledger_model import Ledger, LedgerSource, RowKind
 from memledger.model_config import ModelDims
@@ -144,9 +144,19 @@ def _note_unrecognised(startup: Startup, audit: Audit) -> None:
     """A grammar gap shows where the numbers are: lines that look like memory but matched
     no known shape may be rows the account is missing."""
     count = startup.unrecognised_count
+    listed: list[UnrecognisedLine] = []
+    for line in startup.unrecognised:
+        # what input.server_args' memory bound left out of a server_args line (issue 12)
+        bounded = [part for part in line.reason.split("; ") if part.startswith("server_args: ")]
+        for part in bounded:
+            audit.note(f"{part} (line {line.line}: memory stays bounded whatever the line)")
+        if bounded and not line.reason.startswith("malformed: "):
+            count -= 1  # the line itself was read: not a grammar gap
+        else:
+            listed.append(line)
     if count <= 0:
         return
-    numbers = [str(line.line) for line in startup.unrecognised[:3]]
+    numbers = [str(line.line) for line in listed[:3]]
     where = f" (line{'s' if len(numbers) > 1 else ''} {', '.join(numbers)}"
     where = "" if not numbers else where + (", ...)" if count > len(numbers) else ")")
     audit.note(

@@ -45,7 +45,7 @@ from memledger.input.reader import (
     iter_candidate_lines,
     open_log,
 )
-from memledger.input.server_args import parse_server_args
+from memledger.input.server_args import coverage_reason, parse_server_args
 from memledger.input.transform import LineParse
 from memledger.sglang.lines import KNOWN_HEAD_RE, MEMORY_LOOKING_RE
 
@@ -237,11 +237,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
         )
         out.stored.append(_Stored(event, logical.prefixed, out.segment))
         if (problems or not_kept) and len(out.server_args_problems) < _PER_BUCKET_CAP:
-            # kept as text, so the engine treats them as absent: say so in every rank's coverage;
-            # what the memory bound left out is said the same way (issue 12)
-            reasons = ["malformed: " + "; ".join(problems[:3])] if problems else []
-            reasons += [f"server_args: {why}" for why in not_kept]
-            reason = "; ".join(reasons)
+            # kept as text, so the engine treats them as absent: say so in every rank's coverage
+            reason = coverage_reason(problems, not_kept)
             out.server_args_problems.append(
                 UnrecognisedLine(
                     line=logical.line, rank=logical.rank, text=text[:TEXT_CAP], reason=reason

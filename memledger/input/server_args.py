@@ -178,6 +178,13 @@ def _key(text: str, cut: list[int]) -> ParamValue:
     return _literal(text, [], cut)
 
 
+def coverage_reason(problems: list[str], not_kept: list[str]) -> str:
+    """The coverage reason of a server_args line: numbers kept as text, then what the bound
+    left out (`server_args: ...`, which the engine also notes)."""
+    reasons = ["malformed: " + "; ".join(problems[:3])] if problems else []
+    return "; ".join(reasons + [f"server_args: {why}" for why in not_kept])
+
+
 class _Params:
     """The kept parameters of one line, and counts of what was not kept."""
 
