@@ -29,6 +29,9 @@ from memledger.sglang.hints import (
 from memledger.sglang.rows import PLATFORM_WORDS, platform_of
 from memledger.units import GIB
 
+NO_GRAPH = "no CUDA graph was captured"
+"""The headroom note's words when no graph was captured (platform_labels renames the graph)."""
+
 
 def nccl_label(platform: str) -> str:
     """Gloo's groups live in host memory: only the device collectives are named."""
@@ -122,7 +125,7 @@ def tail(chain: Chain, audit: Audit) -> tuple[list[Carve], list[Placed]]:
         note = (
             f"avail after the last checkpoint ({last.id})"
             if captured
-            else f"avail at {last.id}: no CUDA graph was captured in this startup"
+            else f"avail at {last.id}: {NO_GRAPH} in this startup"
         )
         label = "runtime headroom (free after startup)"
         if later is not None:
@@ -225,17 +228,23 @@ def note_small_releases(placed: list[Placed], noise: int) -> None:
 
 def platform(chain: Chain) -> str:
     devices = {str(e.values.get("device")) for e in chain.events if e.kind == EventKind.OOM_MESSAGE}
-    return platform_of(dict(chain.args), devices)
+    markers = frozenset(
+        str(e.values.get("platform")) for e in chain.events if e.kind == EventKind.PLATFORM_MARKER
+    )
+    return platform_of(dict(chain.args), devices, markers)
 
 
 def platform_labels(placed: list[Placed], name: str) -> None:
-    """Graph rows say what the platform calls its graphs (ids stay `cuda_graph*`)."""
+    """Graph rows (and the headroom's no-graph note) say what the platform calls its graphs
+    (ids stay `cuda_graph*`)."""
     word = PLATFORM_WORDS[name].graphs
     if word == "CUDA graphs":
         return
     for carve, _ in placed:
         if carve.group == RowGroup.CUDA_GRAPH:
             carve.label = carve.label.replace("CUDA graphs", word)
+        if carve.note and NO_GRAPH in carve.note:
+            carve.note = carve.note.replace(NO_GRAPH, f"no {word.removesuffix('s')} was captured")
 
 
 def own_oom(chain: Chain) -> Event | None:

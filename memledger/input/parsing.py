@@ -25,6 +25,7 @@ from memledger.events import (
     RankInfo,
     Startup,
     UnrecognisedLine,
+    Value,
 )
 from memledger.input.error_texts import ErrorReading, ErrorTextReader
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
@@ -47,7 +48,7 @@ from memledger.input.reader import (
 )
 from memledger.input.server_args import coverage_reason, parse_server_args
 from memledger.input.transform import LineParse
-from memledger.sglang.lines import KNOWN_HEAD_RE, MEMORY_LOOKING_RE
+from memledger.sglang.lines import KNOWN_HEAD_RE, MEMORY_LOOKING_RE, platform_marker
 
 MAX_PARSE_CHARS = 4096
 """Messages longer than this are no SGLang memory line (server_args is parsed separately)."""
@@ -76,6 +77,7 @@ _RANK_AGNOSTIC = (
             EventKind.OOM,
             EventKind.CRASH,
             EventKind.GPU_CAPACITY_FALLBACK,
+            EventKind.PLATFORM_MARKER,
         }
     )
     | _ERROR_KINDS
@@ -126,6 +128,7 @@ class _Collector:
     marker_lines: list[int] = field(default_factory=list)
     evidence: list[_Evidence] = field(default_factory=list)
     evidence_seen: set[tuple[int, str, str, bool]] = field(default_factory=set)
+    platforms_seen: set[tuple[int, str]] = field(default_factory=set)
     coverage: dict[tuple[int, str], _Bucket] = field(default_factory=dict)
     tags_first_line: dict[str, int] = field(default_factory=dict)
     saw_prefix: bool = False
@@ -163,6 +166,16 @@ class _Collector:
                 self.segment,
             )
         )
+
+    def add_platform(self, logical: LogicalLine) -> None:
+        """One event per platform per segment (sglang.lines.PLATFORM_MARKERS), prefixed or bare."""
+        marker = platform_marker(logical.text)
+        if marker is not None and (self.segment, marker.platform) not in self.platforms_seen:
+            self.platforms_seen.add((self.segment, marker.platform))
+            values: dict[str, Value] = {"platform": marker.platform, "marker": marker.text}
+            event = Event(kind=EventKind.PLATFORM_MARKER, line=logical.line, rank=logical.rank,
+                          values=values, text=logical.text[:TEXT_CAP])  # fmt: skip
+            self.stored.append(_Stored(event, logical.prefixed, self.segment))
 
     def add_errors(self, readings: list[ErrorReading]) -> None:
         """Error events of any rank (diagnosis needs the rank that failed), capped per kind."""
@@ -248,6 +261,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
     outcome = outcome_kind(text)
     if outcome is not None:
         out.add_evidence(outcome[0], logical, outcome[1])
+    out.add_platform(logical)
     readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed)
     out.add_errors(readings)
 

@@ -41,6 +41,36 @@ class LineSpec:
     """`GB` means 10^9 bytes on this line (SGLang's host-memory lines), not 2^30."""
 
 
+@dataclass(frozen=True)
+class PlatformMarker:
+    """A line only one platform's stack prints: evidence of the platform when server_args and
+    the OOM text do not say it (memledger.input.parsing reads it; sglang.rows.platform_of)."""
+
+    text: str
+    """A case-sensitive substring of the physical line."""
+    platform: str
+    """`rocm` or `ascend` (a key of sglang.rows.PLATFORM_WORDS)."""
+
+
+PLATFORM_MARKERS: tuple[PlatformMarker, ...] = (
+    # logged only `if _is_hip` (python/sglang/srt/distributed/device_communicators/
+    # custom_all_reduce_utils.py, the amdsmi import beside CUDA's pynvml one)
+    PlatformMarker("Failed to import amdsmi with", "rocm"),
+    # AMD's aiter kernel library (ROCm only) logs with this prefix: `[aiter] import [module_...]`
+    PlatformMarker("[aiter] ", "rocm"),
+    # Hygon DCU (HIP) stack: its fused-MoE patch prints this when its aiter import fails
+    PlatformMarker("Please install aiter if you want to infer with aiter_moe", "rocm"),
+    # SGLang's scheduler prewarms HCCL (Ascend collectives) on NPU: `HCCL DP prewarm start: rank=N`
+    PlatformMarker("HCCL DP prewarm start", "ascend"),
+)
+"""Platform evidence in lines no grammar rule reads; each is checked against every real log."""
+
+
+def platform_marker(text: str) -> PlatformMarker | None:
+    """The first marker this line holds, if any."""
+    return next((m for m in PLATFORM_MARKERS if m.text in text), None)
+
+
 _INIT = r"Init (?:torch distributed|nccl|parallel) "
 
 LINES: tuple[LineSpec, ...] = (
@@ -110,7 +140,8 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec(
         "gpu_capacity_fallback", "Failed to get GPU memory capacity", ("GPU memory capacity",)
     ),
-    # ---- outcome evidence (matched by memledger.input.parsing, not by the grammar)
+    # ---- platform and outcome evidence (matched by memledger.input.parsing, not by the grammar)
+    LineSpec("platform_marker", words=tuple(m.text for m in PLATFORM_MARKERS)),
     LineSpec("ready", words=("fired up",)),
     LineSpec("oom", words=("OOM", "OutOfMemory")),
     LineSpec(

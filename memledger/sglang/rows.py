@@ -172,12 +172,16 @@ PLATFORM_WORDS: dict[str, PlatformWords] = {
 }
 
 
-def platform_of(args: dict[str, object], oom_devices: set[str]) -> str:
-    """`ascend` (--device npu), `rocm` (HIP OOM text, aiter backends) or `cuda`."""
-    if args.get("device") == "npu":
+def platform_of(
+    args: dict[str, object], oom_devices: set[str], markers: frozenset[str] = frozenset()
+) -> str:
+    """`ascend` (--device npu, an Ascend-only line), `rocm` (HIP OOM text, aiter backends, a
+    ROCm-only line: sglang.lines.PLATFORM_MARKERS) or `cuda`."""
+    if args.get("device") == "npu" or "ascend" in markers:
         return "ascend"
     if (
-        "HIP" in oom_devices
+        "rocm" in markers
+        or "HIP" in oom_devices
         or args.get("attention_backend") == "aiter"
         or args.get("enable_aiter_allreduce_fusion") is True
     ):
