@@ -49,7 +49,7 @@ Per kind, the keys the engine relies on (names are stable API):
 | imbalance | | `min_per_gpu_memory`, `local_gpu_memory` |
 | lora | `avail` | `phase` |
 | gpu_capacity_fallback | `using_min` (MiB, the total torch reports) | (nvidia-smi gave no memory total: GB10, MIG; printed before `server_args`, kept with the startup it precedes) |
-| platform_marker | | `platform` (`rocm`/`ascend`), `marker` (the text matched; sglang.lines.PLATFORM_MARKERS), once per platform per startup, any rank |
+| platform_marker | | `platform` (`rocm`/`ascend`), `marker` (the text matched; sglang.lines.PLATFORM_MARKERS), once per platform per `server_args` line, any rank |
 | ready | | |
 | oom | | `reason` (the matched text) |
 | crash | | `reason` |

@@ -168,10 +168,12 @@ class _Collector:
         )
 
     def add_platform(self, logical: LogicalLine) -> None:
-        """One event per platform per segment (sglang.lines.PLATFORM_MARKERS), prefixed or bare."""
+        """One event per platform per `server_args` line (sglang.lines.PLATFORM_MARKERS: every
+        rank prints them), prefixed or bare."""
         marker = platform_marker(logical.text)
-        if marker is not None and (self.segment, marker.platform) not in self.platforms_seen:
-            self.platforms_seen.add((self.segment, marker.platform))
+        key = (len(self.server_args_lines), marker.platform if marker else "")
+        if marker is not None and key not in self.platforms_seen:
+            self.platforms_seen.add(key)
             values: dict[str, Value] = {"platform": marker.platform, "marker": marker.text}
             event = Event(kind=EventKind.PLATFORM_MARKER, line=logical.line, rank=logical.rank,
                           values=values, text=logical.text[:TEXT_CAP])  # fmt: skip
