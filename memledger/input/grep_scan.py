@@ -50,9 +50,10 @@ GREP_MIN_BYTES = 32 << 20
 GREP_DATA_LIMIT = 32 << 20
 """RLIMIT_DATA of each grep: grep holds a whole line, so a hostile multi-GB line makes it fail
 (the built-in scanner takes over) instead of growing."""
-BORING_PCRE = r"^(?=[^[]*+(?:\[[^[]*+)?$).*?\] (?:Decode|Prefill) batch"
-"""BORING_ERE for `grep -P`: at most one `[` on the line (the lookahead), and a marker. Linear,
-where the ERE's trailing `[^[]*$` makes GNU grep re-scan every serving line."""
+BORING_PCRE = r"^(?=.*?\] (?:Decode|Prefill) batch)[^[]*+(?:\[[^[]*+)?$"
+"""BORING_ERE for `grep -P`: a marker (the lookahead, tested first: a serving line holds it near
+its start) and at most one `[` on the line. Linear (possessive), where the ERE's trailing
+`[^[]*$` makes GNU grep re-scan every serving line: 0.2 s of cpu per 300 MB against 1.0 s."""
 _COMMANDS = frozenset({"parse", "ledger", "diff", "check", "diagnose", "whatif"})
 
 
