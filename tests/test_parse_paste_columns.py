@@ -120,3 +120,54 @@ def test_columns_are_peeled_only_at_the_line_start() -> None:
     # a pipe later in the line (a tqdm bar) is SGLang's text
     bar = "Capturing batches (bs=4 avail_mem=1.00 GB): 100%|#####| 4/4"
     assert strip_paste_columns(bar) == bar
+
+
+def test_an_oom_message_and_frames_wrapped_by_a_narrow_terminal_are_joined() -> None:
+    # a paste hard-wrapped at 80 columns (tmux, a web console); shape of
+    # https://github.com/sgl-project/sglang/issues/5285
+    wrapped = [
+        "Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py",',
+        " line 934, in init_cuda_graphs",
+        "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate",
+        "448.00 MiB. GPU 7 has a total capacity of 95.00 GiB of which 312.00 MiB is fr",
+        "ee. Of the allocated memory 88.20 GiB is allocated by PyTorch.",
+    ]
+    result = _diagnose(_joined(wrapped))
+    assert (result.outcome, result.phase.value) == ("oom", "graph_capture")
+    assert result.shortfall_bytes == (448 - 312) << 20
+
+
+def test_a_wrap_never_swallows_the_next_record() -> None:
+    # an OOM text without its free figure, then a record of its own: read apart
+    lines = [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB on this GPU",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/managers/tp_worker.py", line 238, in forward_batch_generation',
+    ]
+    kinds = [e.kind for e in _parse(_joined(lines)).startup.events]
+    assert kinds.count(EventKind.OOM_MESSAGE) == 1 and EventKind.TRACEBACK in kinds
+
+
+def test_an_issue_title_tag_before_a_bare_line_is_dropped() -> None:
+    # https://github.com/sgl-project/sglang/issues/29575 pasted its summary line after `[Bug] `
+    parsed = _parse(
+        b"[Bug] max_total_num_tokens=2086558, chunked_prefill_size=8192, max_prefill_tokens=16384,"
+        b" max_running_requests=33, context_len=256000, available_gpu_mem=17.22 GB\n"
+    )
+    (event,) = [e for e in parsed.startup.events if e.kind is EventKind.SUMMARY]
+    assert event.values["max_total_num_tokens"] == 2086558
+
+
+def test_prose_saying_out_of_memory_does_not_move_the_failure() -> None:
+    # https://github.com/sgl-project/sglang/issues/1828 shape: the user's sentence mentions the
+    # OOM before the quoted log; the phase comes from the log, not from the sentence
+    lines = [
+        'I get an "out of memory" error with --mem-fraction-static 0.9 on a 24GB GPU:',
+        "> [2024-10-28 10:12:01 TP0] Memory pool end. avail mem=1.02 GB",
+        "> [2024-10-28 10:12:02 TP0] Capture cuda graph begin. avail mem=1.01 GB",
+        "> torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 1.01 GiB is free.",
+    ]
+    result = _diagnose(_joined(lines))
+    assert (result.outcome, result.phase.value) == ("oom", "graph_capture")

@@ -104,7 +104,9 @@ class Evidence:
     @property
     def failure_line(self) -> int | None:
         lines = [e.line for e in (self.oom, self.refusal, self.traceback, self.exit) if e]
-        if self.outcome in ("oom", "crash") and self.outcome_line is not None:
+        if not lines and self.outcome in ("oom", "crash") and self.outcome_line is not None:
+            # only without an error text: the outcome phrase is any line saying "out of memory"
+            # or "Error:", prose of a paste included (`I got an "out of memory" error`)
             lines.append(self.outcome_line)
         return min(lines) if lines else None
 

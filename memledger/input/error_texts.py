@@ -81,7 +81,8 @@ NO_ROOM_FOR_KV_RE = re.compile(
     r"(?:.*?minimum viable = [^=]*= (?P<minimum>\d+(?:\.\d+)?))?"
 )
 
-TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):?")
+# `Traceback (most recent` alone: a wrap cut the head (`call last):` is on the next line)
+TRACEBACK_RE = re.compile(r"Traceback \(most recent(?:\s+call)?(?:\s+last\):?)?")
 FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<func>[\w<>.]+)')
 EXCEPTION_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
@@ -243,6 +244,55 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}
 
 
+MAX_REJOINS = 8
+"""Wrapped lines joined back into one error text at most (an OOM message over 8 lines)."""
+WRAP_MIN_CHARS = 40
+"""A line shorter than this was not cut by a wrap."""
+
+
+def _oom_cut(text: str) -> bool:
+    """An allocator OOM message that stops before its free figure (the rest on the next line)."""
+    if "Tried to allocate" not in text or OUT_OF_MEMORY_RE.search(text) is None:
+        return False
+    reading = read_oom_message(text)
+    return reading is None or "free" not in reading[0]
+
+
+def _looks_cut(text: str) -> bool:
+    """A frame or an OOM message a narrow terminal's wrap cut (read once the next line came)."""
+    if len(text) < WRAP_MIN_CHARS:
+        return False
+    if text.lstrip().startswith('File "') and FRAME_RE.match(text) is None:
+        return True
+    return _oom_cut(text)
+
+
+def _rejoin(start: str, rest: str) -> str | None:
+    """`start` completed by the wrapped `rest`: glued (a wrap mid-word) or with the space a wrap
+    at a word boundary dropped, whichever reads; None when `rest` is no continuation of it."""
+    rest = rest.strip()
+    if not rest or TRACEBACK_RE.search(rest) or FRAME_RE.match(rest) or EXCEPTION_RE.match(rest):
+        return None  # a record of its own
+    candidates = (start + rest, start + " " + rest)
+    if start.lstrip().startswith('File "'):
+        return next((c for c in candidates if FRAME_RE.match(c)), None)
+    before = read_oom_message(start)
+    known = len(before[0]) if before is not None else 0
+    # the candidate that reads the most figures (`allocate` + `448.00 MiB` needs the space)
+    counts = [len(reading[0]) if (reading := read_oom_message(c)) else 0 for c in candidates]
+    best = max(range(2), key=lambda i: (counts[i], -i))
+    if counts[best] > known:
+        return candidates[best]
+    # a message wrapped over several lines: prose goes on (lower-case or a digit first)
+    return candidates[1] if known and _mid_sentence(rest) else None
+
+
+def _mid_sentence(rest: str) -> bool:
+    """A wrapped piece of prose (`memory in use. Of the allocated`): starts lower-case or with
+    a digit, the way no log record does."""
+    return rest[:1].islower() or rest[:1].isdigit()
+
+
 def short_path(path: str) -> str:
     """A frame's file without the install prefix: `srt/model_executor/model_runner.py` for
     SGLang, `torch/utils/_device.py` for site-packages, else the last two components."""
@@ -286,8 +336,29 @@ class ErrorTextReader:
     _opener: tuple[int, str] | None = None
     """(line, rank) of the last prefixed line ending in `:` (`Exception in run_tp_server:`),
     whose record a bare `Traceback` on the next line continues."""
+    _held: tuple[int, str, str, bool, int] | None = None
+    """(line, text, rank, prefixed, joins) of an error text that looks cut by a line wrap (a
+    paste from a narrow terminal): the next bare line may complete it (`_rejoin`)."""
 
     def feed(self, line: int, text: str, rank: str, prefixed: bool) -> list[ErrorReading]:
+        held, self._held = self._held, None
+        if held is not None:
+            first, start, held_rank, held_prefixed, joins = held
+            joined = _rejoin(start, text) if not prefixed and line == first + joins + 1 else None
+            if joined is not None:
+                if joins + 1 < MAX_REJOINS and _looks_cut(joined):
+                    self._held = (first, joined, held_rank, held_prefixed, joins + 1)
+                    return []
+                return self._read(first, joined, held_rank, held_prefixed)
+            return self._read(first, start, held_rank, held_prefixed) + self.feed(
+                line, text, rank, prefixed
+            )
+        if _looks_cut(text):
+            self._held = (line, text, rank, prefixed, 0)
+            return []
+        return self._read(line, text, rank, prefixed)
+
+    def _read(self, line: int, text: str, rank: str, prefixed: bool) -> list[ErrorReading]:
         opener, self._opener = self._opener, None
         if prefixed:
             if text.rstrip().endswith(":"):
@@ -339,7 +410,12 @@ class ErrorTextReader:
 
     def finish(self) -> list[ErrorReading]:
         """Close a traceback the input stopped inside (its exception line never came)."""
-        return [self._close(None, "")] if self._block is not None else []
+        found: list[ErrorReading] = []
+        if self._held is not None:
+            line, text, rank, prefixed, _ = self._held
+            self._held = None
+            found = self._read(line, text, rank, prefixed)
+        return found + ([self._close(None, "")] if self._block is not None else [])
 
     def _close(self, exception: str | None, message: str) -> ErrorReading:
         block = self._block

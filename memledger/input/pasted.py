@@ -4,7 +4,7 @@ When no line of an input carries an SGLang `[date time TAGS]` prefix, the input 
 issue comment, a chat message, a terminal copy) and every bare line is read as a message of the
 one rank present. A pasted line is first tidied into the message SGLang printed:
 
-* a quote marker or a prompt before it (`> `, `$ `) is dropped;
+* a quote marker, a prompt or an issue title's tag before it (`> `, `$ `, `[Bug] `) is dropped;
 * a trailing annotation is cut: `avail mem=0.91 GB  <- here`, `... # after the fix`, `// why?`;
 * an elided value is dropped with its key (`type=..., avail mem=20.40 GB`), and a stray `...` or
   `…` where words were cut becomes a space.
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 
-_LEAD_RE = re.compile(r"^(?:>+|\$|#)\s+")
+# a quote or prompt marker, or an issue title's tag (`[Bug] `, `[Question] `: letters only)
+_LEAD_RE = re.compile(r"^(?:>+|\$|#|\[[A-Za-z][A-Za-z ]*\])\s+")
 # an arrow or a comment marker after a space: the user's note, never SGLang's text
 _ANNOTATION_RE = re.compile(r"\s+(?:<-|<=|←|-->|==>|//|#\s).*$")
 _ELIDED_VALUE_RE = re.compile(

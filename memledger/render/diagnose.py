@@ -45,7 +45,8 @@ def suggestion_title(suggestion: Suggestion) -> str:
 def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     rank = diagnosis.rank or "(untagged)"
     if diagnosis.failed_rank is not None and diagnosis.failed_rank != diagnosis.rank:
-        rank += f"; the error text is {diagnosis.failed_rank or 'untagged'}'s"
+        owner = f"{diagnosis.failed_rank}'s" if diagnosis.failed_rank else "untagged"
+        rank += f"; the error text is {owner}"
     facts = [
         ("log", diagnosis.path),
         ("outcome", diagnosis.outcome),

@@ -158,9 +158,10 @@ LINES: tuple[LineSpec, ...] = (
         ),
     ),
     # ---- error texts (read by memledger.input.error_texts; the scanner adds `out of memory`)
-    LineSpec("oom_message", words=("OutOfMemory",)),
+    # `PyTorch`, `", line `: what the second half of a wrapped OOM message or frame still holds
+    LineSpec("oom_message", words=("OutOfMemory", "PyTorch")),
     LineSpec("kv_refusal", words=("enough memory", "KV cache")),
-    LineSpec("traceback", words=("Traceback", 'File "')),
+    LineSpec("traceback", words=("Traceback", 'File "', '", line ', ", in ")),
     LineSpec("process_exit", words=("Killed", "Exit code", "terminated with")),
     LineSpec(
         "pool_exhausted",
