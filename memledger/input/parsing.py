@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -22,20 +21,17 @@ from memledger.events import (
     EventKind,
     ParamValue,
     ParsedLog,
-    RankInfo,
     Startup,
     UnrecognisedLine,
     Value,
 )
-from memledger.input.error_texts import ErrorReading, ErrorTextReader
+from memledger.input.error_texts import ErrorReading
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
 from memledger.input.logical import LogicalLine, iter_logical_lines
 from memledger.input.outcome import outcome_kind
 from memledger.input.pasted import tidy_pasted
 from memledger.input.ranks import (
     RankSelection,
-    rank_key_values,
-    rank_sort_key,
     select_rank,
 )
 from memledger.input.reader import (
@@ -47,171 +43,65 @@ from memledger.input.reader import (
     open_log,
 )
 from memledger.input.server_args import coverage_reason, parse_server_args
+from memledger.input.store import (
+    BEFORE_STARTUP,
+    RANK_AGNOSTIC,
+    RETAINED_CAP,
+    TEXT_CAP,
+    UNRECOGNISED_CAP,
+    Bucket,
+    Collector,
+    Evidence,
+    RankCandidates,
+    Stored,
+    Window,
+    bound_notes,
+    rank_table,
+)
 from memledger.input.transform import LineParse
 from memledger.sglang.lines import KNOWN_HEAD_RE, MEMORY_LOOKING_RE, platform_marker
 
 MAX_PARSE_CHARS = 4096
 """Messages longer than this are no SGLang memory line (server_args is parsed separately)."""
-TEXT_CAP = 400
-UNRECOGNISED_CAP = 50
-"""How many unrecognised lines a startup lists (the count is exact)."""
-_PER_BUCKET_CAP = UNRECOGNISED_CAP
 EVENTS_PER_KIND_CAP = 2000
-"""Recognised lines kept per kind, rank and startup segment; a startup prints far fewer. Beyond it
-(a runtime line repeated for days) lines are counted as not kept, so memory stays flat."""
+"""Recognised lines kept per kind, rank and startup (a segment between startup markers while no
+server_args line is seen); a startup prints far fewer. Beyond it (a runtime line repeated for
+days) lines are counted as not kept, so memory stays flat."""
 
-_ERROR_KINDS = frozenset(
-    {
-        EventKind.OOM_MESSAGE,
-        EventKind.KV_REFUSAL,
-        EventKind.TRACEBACK,
-        EventKind.PROCESS_EXIT,
-        EventKind.POOL_EXHAUSTED,
-    }
-)
-_RANK_AGNOSTIC = (
-    frozenset(
-        {
-            EventKind.SERVER_ARGS,
-            EventKind.READY,
-            EventKind.OOM,
-            EventKind.CRASH,
-            EventKind.GPU_CAPACITY_FALLBACK,
-            EventKind.PLATFORM_MARKER,
-        }
-    )
-    | _ERROR_KINDS
-)
 _BARE_RANK0 = frozenset({EventKind.CAPTURE_PROGRESS, EventKind.SUMMARY})
-_BEFORE_STARTUP = frozenset({EventKind.GPU_CAPACITY_FALLBACK})
-"""Rank-agnostic lines SGLang prints while building ServerArgs, before the `server_args` line
-that starts a startup: they belong to the startup that follows them."""
 _PROGRESS_EVERY = 64 << 20
 
 
-@dataclass
-class _Stored:
-    """A recognised line of any rank, with what selection needs."""
-
-    event: Event
-    prefixed: bool
-    segment: int
-    pasted: bool = False
-    """Read from a bare line while no line had shown a prefix (kept only if none ever does)."""
-
-
-@dataclass
-class _Evidence:
-    kind: EventKind
-    line: int
-    rank: str
-    prefixed: bool
-    reason: str
-    text: str
-    segment: int
-
-
-@dataclass
-class _Bucket:
-    count: int = 0
-    lines: list[UnrecognisedLine] = field(default_factory=list)
-
-
-@dataclass
-class _Collector:
-    """Everything one pass keeps; bounded by the number of recognised lines."""
-
-    stored: list[_Stored] = field(default_factory=list)
-    server_args_lines: list[int] = field(default_factory=list)
-    server_args_problems: list[UnrecognisedLine] = field(default_factory=list)
-    init_lines: list[tuple[int, str, bool]] = field(default_factory=list)
-    marker_lines: list[int] = field(default_factory=list)
-    evidence: list[_Evidence] = field(default_factory=list)
-    evidence_seen: set[tuple[int, str, str, bool]] = field(default_factory=set)
-    platforms_seen: set[tuple[int, str]] = field(default_factory=set)
-    coverage: dict[tuple[int, str], _Bucket] = field(default_factory=dict)
-    tags_first_line: dict[str, int] = field(default_factory=dict)
-    saw_prefix: bool = False
-    last_progress_desc: tuple[int, str] | None = None
-    kept_per_kind: dict[tuple[int, str, str], int] = field(default_factory=dict)
-    errors: ErrorTextReader = field(default_factory=ErrorTextReader)
-    pasted_lines: int = 0
-    """Bare lines read while no line had a prefix (the input may be a paste)."""
-    pasted_init_lines: list[tuple[int, str, bool]] = field(default_factory=list)
-    pasted_unrecognised: _Bucket = field(default_factory=_Bucket)
-    skipped: dict[int, _Bucket] = field(default_factory=dict)
-    """Memory-looking lines not read, with why (bare lines of a prefixed log), per segment."""
-
-    @property
-    def segment(self) -> int:
-        return len(self.marker_lines)
-
-    def mark(self, line: int) -> None:
-        if not self.marker_lines or self.marker_lines[-1] != line:
-            self.marker_lines.append(line)
-
-    def add_evidence(self, kind: EventKind, logical: LogicalLine, reason: str) -> None:
-        key = (self.segment, kind.value, logical.rank, logical.prefixed)
-        if key in self.evidence_seen:
-            return
-        self.evidence_seen.add(key)
-        self.evidence.append(
-            _Evidence(
-                kind,
-                logical.line,
-                logical.rank,
-                logical.prefixed,
-                reason,
-                logical.text[:TEXT_CAP],
-                self.segment,
-            )
+def _add_errors(out: Collector, readings: list[ErrorReading]) -> None:
+    """Error events of any rank (diagnosis needs the rank that failed), capped per kind and rank
+    and, over all ranks, per kind."""
+    for reading in readings:
+        key = (out.segment, reading.rank, reading.kind.value)
+        every_rank = (out.segment, "\0every rank", reading.kind.value)
+        kept = out.kept_per_kind.get(key, 0)
+        if kept >= EVENTS_PER_KIND_CAP or out.kept_per_kind.get(every_rank, 0) >= RETAINED_CAP:
+            continue
+        out.kept_per_kind[key] = kept + 1
+        out.kept_per_kind[every_rank] = out.kept_per_kind.get(every_rank, 0) + 1
+        event = Event(
+            kind=reading.kind,
+            line=reading.line,
+            rank=reading.rank,
+            sizes=reading.sizes,
+            values=reading.values,
+            text=reading.text[:TEXT_CAP],
         )
+        out.keep(Stored(event, bool(reading.rank), out.segment))
 
-    def add_platform(self, logical: LogicalLine) -> None:
-        """One event per platform per `server_args` line (sglang.lines.PLATFORM_MARKERS: every
-        rank prints them), prefixed or bare."""
-        marker = platform_marker(logical.text)
-        key = (len(self.server_args_lines), marker.platform if marker else "")
-        if marker is not None and key not in self.platforms_seen:
-            self.platforms_seen.add(key)
-            values: dict[str, Value] = {"platform": marker.platform, "marker": marker.text}
-            event = Event(kind=EventKind.PLATFORM_MARKER, line=logical.line, rank=logical.rank,
-                          values=values, text=logical.text[:TEXT_CAP])  # fmt: skip
-            self.stored.append(_Stored(event, logical.prefixed, self.segment))
 
-    def add_errors(self, readings: list[ErrorReading]) -> None:
-        """Error events of any rank (diagnosis needs the rank that failed), capped per kind."""
-        for reading in readings:
-            key = (self.segment, reading.rank, reading.kind.value)
-            kept = self.kept_per_kind.get(key, 0)
-            if kept >= EVENTS_PER_KIND_CAP:
-                continue
-            self.kept_per_kind[key] = kept + 1
-            event = Event(
-                kind=reading.kind,
-                line=reading.line,
-                rank=reading.rank,
-                sizes=reading.sizes,
-                values=reading.values,
-                text=reading.text[:TEXT_CAP],
-            )
-            self.stored.append(_Stored(event, bool(reading.rank), self.segment))
+def _unrecognised(
+    out: Collector, logical: LogicalLine, reason: str, bucket: Bucket | None = None
+) -> None:
+    out.add_unrecognised(logical.line, logical.rank, logical.text, reason, bucket)
 
-    def add_unrecognised(
-        self, logical: LogicalLine, reason: str, bucket: _Bucket | None = None
-    ) -> None:
-        if bucket is None:
-            bucket = self.coverage.setdefault((self.segment, logical.rank), _Bucket())
-        bucket.count += 1
-        if len(bucket.lines) < _PER_BUCKET_CAP:
-            bucket.lines.append(
-                UnrecognisedLine(
-                    line=logical.line,
-                    rank=logical.rank,
-                    text=logical.text[:TEXT_CAP],
-                    reason=reason,
-                )
-            )
+
+def _evidence(out: Collector, kind: EventKind, logical: LogicalLine, reason: str) -> None:
+    out.add_evidence(kind, logical.line, logical.rank, logical.prefixed, reason, logical.text)
 
 
 def _event(kind: EventKind, logical: LogicalLine, parsed: LineParse | None = None) -> Event:
@@ -225,47 +115,78 @@ def _event(kind: EventKind, logical: LogicalLine, parsed: LineParse | None = Non
     )
 
 
+def _server_args_event(
+    line: int, rank: str, text: str, params: dict[str, ParamValue] | None
+) -> Event:
+    return Event(
+        kind=EventKind.SERVER_ARGS,
+        line=line,
+        rank=rank,
+        params=params,
+        # `server_args={...}` (a resolved dict, SGLang >= 0.5.19) or `ServerArgs(...)`
+        values={"form": "dict" if text.startswith("server_args={") else "repr"},
+        text=text[:TEXT_CAP],
+    )
+
+
+def _read_server_args(collector: Collector, lo: int, hi: int) -> None:
+    """Parse the kept server_args lines of the selected startup (the store keeps their text)."""
+    for item in collector.stored:
+        text = item.server_args_text
+        if text is None or not lo <= item.event.line <= hi:
+            continue
+        problems: list[str] = []
+        not_kept: list[str] = []
+        params = parse_server_args(text, problems, not_kept)
+        item.event = _server_args_event(item.event.line, item.event.rank, text, params)
+        item.server_args_text = None
+        if (problems or not_kept) and len(collector.server_args_problems) < UNRECOGNISED_CAP:
+            # kept as text, so the engine treats them as absent: say so in every rank's coverage
+            collector.server_args_problems.append(
+                UnrecognisedLine(
+                    line=item.event.line,
+                    rank=item.event.rank,
+                    text=text[:TEXT_CAP],
+                    reason=coverage_reason(problems, not_kept),
+                )
+            )
+
+
 def _progress_message(text: str) -> str:
     # tqdm line: keep the description only, `Capturing batches (bs=8 avail_mem=7.19 GB)`
     close = text.find(")")
     return text[: close + 1] if close > 0 else text
 
 
-def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None:
+def _add_platform(out: Collector, logical: LogicalLine) -> None:
+    """One event per platform per `server_args` line (sglang.lines.PLATFORM_MARKERS: every
+    rank prints them), prefixed or bare."""
+    marker = platform_marker(logical.text)
+    if marker is None or not out.first_platform_marker(marker.platform):
+        return
+    values: dict[str, Value] = {"platform": marker.platform, "marker": marker.text}
+    event = Event(kind=EventKind.PLATFORM_MARKER, line=logical.line, rank=logical.rank,
+                  values=values, text=logical.text[:TEXT_CAP])  # fmt: skip
+    out.keep(Stored(event, logical.prefixed, out.segment))
+
+
+def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     text = logical.text
     if logical.prefixed:
         out.saw_prefix = True
-        out.tags_first_line.setdefault(logical.rank, logical.line)
+        out.see_tag(logical.rank, logical.line)
     if text.startswith("server_args="):
-        out.mark(logical.line)
-        out.server_args_lines.append(logical.line)
-        problems: list[str] = []
-        not_kept: list[str] = []
-        event = Event(
-            kind=EventKind.SERVER_ARGS,
-            line=logical.line,
-            rank=logical.rank,
-            params=parse_server_args(text, problems, not_kept),
-            # `server_args={...}` (a resolved dict, SGLang >= 0.5.19) or `ServerArgs(...)`
-            values={"form": "dict" if text.startswith("server_args={") else "repr"},
-            text=text[:TEXT_CAP],
-        )
-        out.stored.append(_Stored(event, logical.prefixed, out.segment))
-        if (problems or not_kept) and len(out.server_args_problems) < _PER_BUCKET_CAP:
-            # kept as text, so the engine treats them as absent: say so in every rank's coverage
-            reason = coverage_reason(problems, not_kept)
-            out.server_args_problems.append(
-                UnrecognisedLine(
-                    line=logical.line, rank=logical.rank, text=text[:TEXT_CAP], reason=reason
-                )
-            )
+        out.start_server_args(logical.line)
+        # parsed at the end if its startup is the one selected (100,000 startups: one parse)
+        event = _server_args_event(logical.line, logical.rank, text, None)
+        out.keep(Stored(event, logical.prefixed, out.segment, server_args_text=text))
         return
     outcome = outcome_kind(text)
     if outcome is not None:
-        out.add_evidence(outcome[0], logical, outcome[1])
-    out.add_platform(logical)
+        _evidence(out, outcome[0], logical, outcome[1])
+    _add_platform(out, logical)
     readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed)
-    out.add_errors(readings)
+    _add_errors(out, readings)
 
     if not logical.prefixed and not (
         text.startswith("Capturing") or text.startswith("max_total_num_tokens=")
@@ -273,8 +194,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
         if out.saw_prefix:
             # error text (an allocator message under a traceback) is read above: not skipped
             if outcome is None and not readings and MEMORY_LOOKING_RE.search(text):
-                out.add_unrecognised(
-                    logical, SKIPPED_BARE, out.skipped.setdefault(out.segment, _Bucket())
+                _unrecognised(
+                    out, logical, SKIPPED_BARE, out.skipped.setdefault(out.segment, Bucket())
                 )
             return
         parsed = _parse_pasted(logical, grammar, out)
@@ -287,7 +208,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> None
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:
         if logical.prefixed and MEMORY_LOOKING_RE.search(text):
-            out.add_unrecognised(logical, _why_not_parsed(message))
+            _unrecognised(out, logical, _why_not_parsed(message))
         return
     _store(logical, message, parsed, out, pasted=False)
 
@@ -303,17 +224,17 @@ def _why_not_parsed(message: str) -> str:
     return "unrecognised"
 
 
-def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: _Collector) -> LineParse | None:
+def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> LineParse | None:
     """A bare line of an input without prefixes, read as the message it holds (input/pasted)."""
     message = tidy_pasted(logical.text)
     parsed = grammar.parse(message) if 0 < len(message) <= MAX_PARSE_CHARS else None
     if parsed is None and MEMORY_LOOKING_RE.search(logical.text):
-        out.add_unrecognised(logical, _why_not_parsed(message), out.pasted_unrecognised)
+        _unrecognised(out, logical, _why_not_parsed(message), out.pasted_unrecognised)
     return parsed
 
 
 def _store(
-    logical: LogicalLine, message: str, parsed: LineParse, out: _Collector, *, pasted: bool
+    logical: LogicalLine, message: str, parsed: LineParse, out: Collector, *, pasted: bool
 ) -> None:
     """Keep a recognised line (bounded per kind), with its startup and evidence bookkeeping."""
     if parsed.kind is EventKind.CAPTURE_PROGRESS:
@@ -333,35 +254,97 @@ def _store(
             out.mark(logical.line)
             out.init_lines.append((logical.line, logical.rank, logical.prefixed))
     if parsed.kind is EventKind.SUMMARY:
-        out.add_evidence(EventKind.SUMMARY, logical, "max_total_num_tokens=")
+        _evidence(out, EventKind.SUMMARY, logical, "max_total_num_tokens=")
+    if not out.keeping:
+        return
     coverage = out.pasted_unrecognised if pasted else None
     if parsed.problems and (logical.prefixed or pasted):
-        out.add_unrecognised(logical, "malformed: " + "; ".join(parsed.problems), coverage)
+        _unrecognised(out, logical, "malformed: " + "; ".join(parsed.problems), coverage)
+    if logical.prefixed and logical.rank not in out.tags_first_line:
+        out.untracked_rank_lines += 1  # a rank past RANKS_CAP: counted, not summarised
+        return
     kept_key = (out.segment, logical.rank, parsed.kind.value)
     kept = out.kept_per_kind.get(kept_key, 0)
     if kept >= EVENTS_PER_KIND_CAP:
-        out.add_unrecognised(
-            logical, f"not kept: more than {EVENTS_PER_KIND_CAP} {parsed.kind} lines", coverage
+        _unrecognised(
+            out, logical, f"not kept: more than {EVENTS_PER_KIND_CAP} {parsed.kind} lines", coverage
         )
         return
     out.kept_per_kind[kept_key] = kept + 1
     event = _event(parsed.kind, logical, parsed)
-    out.stored.append(_Stored(event, logical.prefixed or pasted, out.segment, pasted))
+    out.keep(Stored(event, logical.prefixed or pasted, out.segment, pasted))
 
 
-def _startup_starts(collector: _Collector, selection: RankSelection, any_tag: bool) -> list[int]:
-    if collector.server_args_lines:
-        return sorted(set(collector.server_args_lines))
-    starts = [
-        line
-        for line, tag, prefixed in collector.init_lines
-        if prefixed and selection.leads(tag, any_tag)
-    ]
-    return sorted(set(starts)) or [1]
+def _startup_range(
+    collector: Collector,
+    selection: RankSelection,
+    any_tag: bool,
+    startup: int | None,
+    n_lines: int,
+    display: str,
+) -> tuple[int, int, int, int, Callable[[Stored], bool]]:
+    """(number of startups, selected index, first line, last line) of the startup asked for,
+    and which kept items are in it."""
+    window = collector.window
+    if window.count:  # startups begin at server_args lines; the store kept the one(s) asked for
+        n_startups = window.count
+        index = _startup_index(startup, n_startups, display)
+        starts = {position: (line, segment) for position, line, segment in window.starts}
+        lo, segment = starts[index]
+        hi = starts[index + 1][0] - 1 if index + 1 in starts else max(n_lines, lo)
+
+        def in_kept_startup(item: Stored) -> bool:
+            if item.event.kind in BEFORE_STARTUP:  # the store gave them the next startup's
+                return item.segment == segment
+            return lo <= item.event.line <= hi
+
+        return n_startups, index, lo, hi, in_kept_startup
+    let_go = sum(n for tag, n in collector.let_go_init.items() if selection.leads(tag, any_tag))
+    kept = sorted(
+        {
+            line
+            for line, tag, prefixed in collector.init_lines
+            if prefixed and selection.leads(tag, any_tag)
+        }
+    )
+    if not kept and not let_go:
+        kept = [1]
+    n_startups = let_go + len(kept)
+    index = _startup_index(startup, n_startups, display)
+    if index < let_go:
+        raise SelectionError(
+            f"startup {index} was not kept: this log has {n_startups} startups and no "
+            f"server_args lines, and memledger keeps only its newest {RETAINED_CAP} events "
+            f"(from line {collector.let_go_before})",
+            path=display,
+        )
+    position = index - let_go
+    lo = kept[position]
+    hi = kept[position + 1] - 1 if position + 1 < len(kept) else max(n_lines, lo)
+
+    def in_startup(item: Stored) -> bool:
+        line = item.event.line
+        if item.event.kind in BEFORE_STARTUP:  # the startup that follows them
+            return next((start for start in kept if start >= line), kept[-1]) == lo
+        return lo <= line <= hi
+
+    return n_startups, index, lo, hi, in_startup
+
+
+def _startup_index(startup: int | None, n_startups: int, display: str) -> int:
+    if startup is None:
+        return n_startups - 1
+    if -n_startups <= startup < n_startups:
+        return startup % n_startups
+    raise SelectionError(
+        f"startup {startup} does not exist: this log has {n_startups} startup(s), "
+        f"numbered 0 to {n_startups - 1}",
+        path=display,
+    )
 
 
 def _outcome(
-    collector: _Collector, lo: int, hi: int, selection: RankSelection, any_tag: bool
+    collector: Collector, lo: int, hi: int, selection: RankSelection, any_tag: bool
 ) -> tuple[str, int | None, str, list[Event]]:
     evidence = [e for e in collector.evidence if lo <= e.line <= hi]
     ready_like = [
@@ -402,7 +385,7 @@ def _outcome(
     return decided[0], decided[1], decided[2], outcome_events
 
 
-def _reason(collector: _Collector, hit: _Evidence, selection: RankSelection) -> str:
+def _reason(collector: Collector, hit: Evidence, selection: RankSelection) -> str:
     """What the deciding line says happened, in words to act on: a traceback's exception line
     instead of its header (`Scheduler hit an exception: TypeError: cannot unpack ...`, not
     `... Traceback (most recent call last):`), after the rank it came from when that is not the
@@ -472,7 +455,7 @@ def parse_log(
     not in the log), ConfigError (a --grammar that does not build).
     """
     extra_texts = [_read_grammar_text(Path(p)) for p in extra_grammars]
-    collector = _Collector()
+    collector = Collector(RankCandidates(rank), Window(-1 if startup is None else startup))
     stats = ReadStats()
     with open_log(source) as log:
         display = label or log.name
@@ -490,7 +473,7 @@ def parse_log(
             raise InputError(exc.message, path=display) from exc
         finally:
             meter.finish()
-    collector.add_errors(collector.errors.finish())
+    _add_errors(collector, collector.errors.finish())
     notes = _settle_pasted(collector)
 
     if not collector.saw_prefix and not collector.stored:
@@ -499,40 +482,27 @@ def parse_log(
         )
 
     any_tag = any(tag for tag in collector.tags_first_line)
+    overflow = collector.candidates.overflowed
+    selectable_tags = {t: n for t, n in collector.tags_first_line.items() if t not in overflow}
     try:
-        selection = select_rank(rank, collector.tags_first_line)
+        selection = select_rank(rank, selectable_tags)
     except SelectionError as exc:
         raise SelectionError(exc.message, path=display) from None
     if selection.note:
         notes.append(selection.note)
-    starts = _startup_starts(collector, selection, any_tag)
-    n_startups = len(starts)
-    if startup is None:
-        index = n_startups - 1
-    elif -n_startups <= startup < n_startups:
-        index = startup % n_startups
-    else:
-        raise SelectionError(
-            f"startup {startup} does not exist: this log has {n_startups} startup(s), "
-            f"numbered 0 to {n_startups - 1}",
-            path=display,
-        )
-    lo = starts[index]
-    hi = starts[index + 1] - 1 if index + 1 < n_startups else max(stats.n_lines, lo)
+    n_startups, index, lo, hi, in_startup = _startup_range(
+        collector, selection, any_tag, startup, stats.n_lines, display
+    )
+    notes.extend(bound_notes(collector, lo))
+    _read_server_args(collector, lo, hi)
 
-    def selected(item: _Stored) -> bool:
+    def selected(item: Stored) -> bool:
         event = item.event
-        if event.kind in _RANK_AGNOSTIC:
+        if event.kind in RANK_AGNOSTIC:
             return True
         if not item.prefixed:
             return selection.rank0 and event.kind in _BARE_RANK0
         return event.rank in selection.tags
-
-    def in_startup(item: _Stored) -> bool:
-        line = item.event.line
-        if item.event.kind in _BEFORE_STARTUP:
-            return next((start for start in starts if start >= line), starts[-1]) == lo
-        return lo <= line <= hi
 
     in_range = [s for s in collector.stored if in_startup(s)]
     events = [s.event for s in in_range if selected(s)]
@@ -567,14 +537,7 @@ def parse_log(
             skipped.extend(bucket.lines)
     skipped.sort(key=lambda u: u.line)
 
-    ranks: dict[str, list[Event]] = {}
-    for item in in_range:
-        if item.prefixed and item.event.kind not in _RANK_AGNOSTIC:
-            ranks.setdefault(item.event.rank, []).append(item.event)
-    rank_infos = [
-        RankInfo(rank=tag, n_events=len(tag_events), key_values=rank_key_values(tag_events))
-        for tag, tag_events in sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))
-    ]
+    rank_infos = rank_table(collector, in_range, lo, hi)
 
     chosen = Startup(
         index=index,
@@ -603,24 +566,24 @@ def parse_log(
     )
 
 
-def _settle_pasted(collector: _Collector) -> list[str]:
+def _settle_pasted(collector: Collector) -> list[str]:
     """Bare lines read before any prefix: the input's lines if none ever came, else skipped."""
     pasted = [item for item in collector.stored if item.pasted]
     if not collector.saw_prefix:
         collector.init_lines.extend(collector.pasted_init_lines)
-        bucket = collector.coverage.setdefault((0, ""), _Bucket())
+        bucket = collector.coverage.setdefault((0, ""), Bucket())
         bucket.count += collector.pasted_unrecognised.count
-        bucket.lines.extend(collector.pasted_unrecognised.lines[:_PER_BUCKET_CAP])
+        bucket.lines.extend(collector.pasted_unrecognised.lines[:UNRECOGNISED_CAP])
         bucket.lines.sort(key=lambda u: u.line)
         n = collector.pasted_lines
         return [f"no SGLang prefix: read {n} pasted line{'s' if n != 1 else ''}"] if n else []
     collector.stored = [item for item in collector.stored if not item.pasted]
     # they all come before the first prefixed line: the first segment
-    first = collector.skipped.setdefault(0, _Bucket())
+    first = collector.skipped.setdefault(0, Bucket())
     early = [
         UnrecognisedLine(line=i.event.line, rank="", text=i.event.text, reason=SKIPPED_BARE)
         for i in pasted
     ] + [u.model_copy(update={"reason": SKIPPED_BARE}) for u in collector.pasted_unrecognised.lines]
     first.count += len(pasted) + collector.pasted_unrecognised.count
-    first.lines = sorted([*early, *first.lines], key=lambda u: u.line)[:_PER_BUCKET_CAP]
+    first.lines = sorted([*early, *first.lines], key=lambda u: u.line)[:UNRECOGNISED_CAP]
     return []
