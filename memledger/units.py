@@ -186,9 +186,10 @@ def parse_size(number: str, unit: str, *, signed: bool = False) -> Size:
 
 
 def format_gib(byte_count: int | None, digits: int = 2, *, signed: bool = False) -> str:
-    """Bytes as GiB for display: `?` for unknown, `+`/`-` when signed, never `-0.00`."""
+    """Bytes as GiB for display: `-` (the one placeholder, memledger.render.rows.ABSENT) for
+    unknown, `+`/`-` when signed, never `-0.00`."""
     if byte_count is None:
-        return "?"
+        return "-"
     value = byte_count / GIB
     if abs(value) < 0.5 * 10**-digits:
         value = 0.0  # a negative amount that rounds to zero prints as zero

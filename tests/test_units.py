@@ -42,7 +42,7 @@ def test_size_json_round_trips_with_its_display_field() -> None:
 
 
 def test_format_gib() -> None:
-    assert format_gib(None) == "?"
+    assert format_gib(None) == "-"  # the one placeholder (issue 13 m1)
     assert format_gib(GIB) == "1.00"
     assert format_gib(GIB, 3) == "1.000"
     assert format_gib(-(GIB // 1000)) == "0.00"  # rounds to zero: never "-0.00"

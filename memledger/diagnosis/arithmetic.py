@@ -23,7 +23,7 @@ def next_power_of_two(value: float) -> int:
 
 def g(byte_count: int | float | None) -> str:
     """`2.40 GiB`."""
-    return "?" if byte_count is None else f"{byte_count / GIB:.2f} GiB"
+    return "an unknown amount" if byte_count is None else f"{byte_count / GIB:.2f} GiB"
 
 
 def gib_ceil(byte_count: int) -> int:

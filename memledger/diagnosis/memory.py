@@ -111,7 +111,7 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
 
 def _t(event: Event, key: str) -> str:
     size = event.sizes.get(key)
-    return size.text if size is not None else "?"
+    return size.text if size is not None else "unknown"
 
 
 def site_finding(evidence: Evidence) -> list[Finding]:

@@ -7,6 +7,7 @@ import textwrap
 from enum import StrEnum
 
 from memledger.render.formats import Format, Formats
+from memledger.render.rows import ABSENT
 from memledger.render.tables import Table, github_table, markdown_cell, text_table
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.result import SizingResult
@@ -20,7 +21,7 @@ WIDTH = 100
 def _value(term: Term) -> str:
     value = term.value
     if value is None:
-        return "?"
+        return ABSENT
     if term.unit == "bytes" and isinstance(value, int | float):
         return f"{format_gib(int(value))} GiB"
     if term.unit == "bytes/token" and isinstance(value, int | float):
@@ -173,7 +174,7 @@ def sizing_table(result: SizingResult) -> Table:
 
 def _cell(row: WhatIfRow, value: int | float | None) -> str:
     if value is None:
-        return "?"
+        return ABSENT
     if row.unit == "bytes":
         return f"{format_gib(int(value))} GiB"
     if isinstance(value, float):

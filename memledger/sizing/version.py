@@ -32,6 +32,10 @@ class VersionRange(BaseModel):
             return f"inconsistent formats ({show(self.first)}+ and <= {show(self.last)}: a fork?)"
         if self.first == self.last:
             return show(self.first)
+        if self.first is None:
+            return f"<= {show(self.last)}"
+        if self.last is None:
+            return f">= {show(self.first)}"
         return f"{show(self.first)} .. {show(self.last)}"
 
     def within(self, rule: SizingRule) -> bool | None:
