@@ -27,13 +27,12 @@ from memledger.budget import (
     Level,
     Quantity,
 )
+from memledger.check_limits import tighten_to
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.ledger_model import Ledger, LedgerDiagnosis, LedgerSource, Row, RowKind
 from memledger.units import GIB, FrozenModel
 
 CHECK_SCHEMA_VERSION = 1
-TIGHTEN_SLACK = 0.10
-"""A "could be tightened to X" hint leaves this much slack around the actual value."""
 FREE_MEMORY_ITEMS = frozenset({"runtime_headroom"})
 """Items that are memory nothing uses: a `min` on one is a safety floor, and a value far above
 it is memory the KV/state pools could have had (SGLang sizes them from mem_fraction_static),
@@ -479,7 +478,7 @@ def _check_entry(
         margin = limit - actual if bound is Bound.MAX else actual - limit
         status = _status(entry, breached=margin < 0, today=today)
         tighten = (
-            _tighten_to(entry.kind, bound, actual, limit, tighten_headroom_pct)
+            tighten_to(entry.kind, bound is Bound.MAX, actual, limit, tighten_headroom_pct)
             if status is CheckStatus.PASS
             else None
         )
@@ -582,35 +581,3 @@ def _waiver_note(entry: BudgetEntry, status: CheckStatus, today: date) -> str | 
     if today > entry.waived_until:
         return f"within budget; the waiver (expired {entry.waived_until}) can be removed"
     return f"within budget; the waiver until {entry.waived_until} is no longer needed"
-
-
-def _tighten_to(
-    kind: ItemKind, bound: Bound, actual: Quantity, limit: Quantity, headroom_pct: float
-) -> Quantity | None:
-    """A rounded limit near the actual value when the item sits far inside its budget."""
-    if limit <= 0 or actual <= 0:
-        return None
-    headroom = (limit - actual) / limit if bound is Bound.MAX else (actual - limit) / limit
-    if headroom * 100 <= headroom_pct:
-        return None
-    scale = GIB if kind is ItemKind.SIZE else 1
-    if bound is Bound.MAX:
-        target = _round_significant(actual * (1 + TIGHTEN_SLACK) / scale, up=True) * scale
-        suggestion = target if target < limit else None
-    else:
-        target = _round_significant(actual * (1 - TIGHTEN_SLACK) / scale, up=False) * scale
-        suggestion = target if target > limit else None
-    if suggestion is None:
-        return None
-    if kind is ItemKind.SIZE or (isinstance(actual, int) and float(suggestion).is_integer()):
-        return round(suggestion)
-    return suggestion
-
-
-def _round_significant(value: float, *, up: bool, digits: int = 2) -> float:
-    """Round to `digits` significant digits, upwards or downwards."""
-    if value <= 0:
-        return 0.0
-    step = 10 ** (math.floor(math.log10(value)) - digits + 1)
-    steps = math.ceil(value / step - 1e-9) if up else math.floor(value / step + 1e-9)
-    return float(round(steps * step, 12))
