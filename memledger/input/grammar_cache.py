@@ -18,12 +18,15 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 FORMAT = "memledger-grammar-tables 2"
 MAX_CACHE_BYTES = 4 << 20
 """A cache file larger than this is not read (today's tables take ~130 KB)."""
+T = TypeVar("T")
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
@@ -142,8 +145,8 @@ def _write(fd: int, name: str, digest: str, tables: dict[str, Any], format_: str
             pass
 
 
-def load_tables(grammar_text: str, lark_version: str) -> dict[str, Any] | None:
-    """The cached serialised tables of this grammar and lark version, if a usable file has them."""
+def _with_directory(use: Callable[[int], T]) -> T | None:
+    """`use(fd)` on the private cache directory, closed after; None when it is unusable."""
     directory = cache_directory()
     if directory is None:
         return None
@@ -151,25 +154,21 @@ def load_tables(grammar_text: str, lark_version: str) -> dict[str, Any] | None:
     if fd is None:
         return None
     try:
-        digest = _digest(grammar_text, lark_version)
-        return _read(fd, f"grammar-{digest[:24]}.tables", digest)
+        return use(fd)
     finally:
         os.close(fd)
+
+
+def load_tables(grammar_text: str, lark_version: str) -> dict[str, Any] | None:
+    """The cached serialised tables of this grammar and lark version, if a usable file has them."""
+    digest = _digest(grammar_text, lark_version)
+    return _with_directory(lambda fd: _read(fd, f"grammar-{digest[:24]}.tables", digest))
 
 
 def store_tables(grammar_text: str, lark_version: str, tables: dict[str, Any]) -> None:
     """Save serialised tables for the next run (silently nothing when the cache is unusable)."""
-    directory = cache_directory()
-    if directory is None:
-        return
-    fd = _open_private_directory(directory)
-    if fd is None:
-        return
-    try:
-        digest = _digest(grammar_text, lark_version)
-        _write(fd, f"grammar-{digest[:24]}.tables", digest, tables)
-    finally:
-        os.close(fd)
+    digest = _digest(grammar_text, lark_version)
+    _with_directory(lambda fd: _write(fd, f"grammar-{digest[:24]}.tables", digest, tables))
 
 
 def load_data(
@@ -177,31 +176,13 @@ def load_data(
 ) -> dict[str, Any] | None:
     """Another kind of per-grammar file in the same private directory (memledger.input.shapestore):
     `format_` names its layout, `prefix` its file name."""
-    directory = cache_directory()
-    if directory is None:
-        return None
-    fd = _open_private_directory(directory)
-    if fd is None:
-        return None
-    try:
-        digest = _digest(grammar_text, lark_version, format_)
-        return _read(fd, f"{prefix}-{digest[:24]}.json", digest, format_)
-    finally:
-        os.close(fd)
+    digest = _digest(grammar_text, lark_version, format_)
+    return _with_directory(lambda fd: _read(fd, f"{prefix}-{digest[:24]}.json", digest, format_))
 
 
 def store_data(
     format_: str, prefix: str, grammar_text: str, lark_version: str, data: dict[str, Any]
 ) -> None:
     """Save a `load_data` file (silently nothing when the cache is unusable)."""
-    directory = cache_directory()
-    if directory is None:
-        return
-    fd = _open_private_directory(directory)
-    if fd is None:
-        return
-    try:
-        digest = _digest(grammar_text, lark_version, format_)
-        _write(fd, f"{prefix}-{digest[:24]}.json", digest, data, format_)
-    finally:
-        os.close(fd)
+    digest = _digest(grammar_text, lark_version, format_)
+    _with_directory(lambda fd: _write(fd, f"{prefix}-{digest[:24]}.json", digest, data, format_))
