@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memledger.events import EventKind, ParsedLog
-from memledger.input.facts import facts_of
+from memledger.input.facts import FACT_KEYS, facts_of
 from memledger.input.logical import split_physical_line
 from memledger.input.parsing import parse_log
 from memledger.input.ranks import is_rank0_tag
@@ -22,24 +22,12 @@ from tests.parse_helpers import physical_lines, real_log, truth_facts
 
 pytestmark = pytest.mark.real_logs
 
-# Memory facts a paste keeps; rank_tag and n_startups describe the file, not the startup.
-MEMORY_FACTS = (
-    "load_begin_avail",
-    "load_end_avail",
-    "load_end_mem_usage",
-    "kv_tokens",
-    "k_size",
-    "v_size",
-    "kv_size",
-    "mempool_end_avail",
-    "capture_begin_avail",
-    "capture_end_mem_usage",
-    "capture_end_avail",
-    "max_total_num_tokens",
-    "max_running_requests",
-    "context_len",
-    "available_gpu_mem",
-    "cuda_graph_bs",
+# Memory facts a paste keeps (the README's facts, memledger.input.facts.FACT_KEYS, without the ones
+# that describe the file, rank_tag and n_startups, and without the draft and outcome facts).
+MEMORY_FACTS = tuple(
+    key
+    for key in FACT_KEYS
+    if key not in {"rank_tag", "n_startups", "outcome"} and not key.startswith("draft_")
 )
 # Single-startup logs of different shapes and releases (docker prefix, no tag, old format, TP2).
 LOGS = [
