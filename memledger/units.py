@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from decimal import Context, Decimal, DecimalException
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
@@ -25,6 +25,21 @@ UNIT_BYTES: dict[str, int] = {
     "bytes": 1,
     "GB_decimal": 1_000_000_000,
 }
+
+
+GIB_VIEW_DIGITS = 6
+"""Decimals of the `*_gib` views in JSON (a view of integer bytes, never the value itself)."""
+
+
+@overload
+def gib_view(byte_count: float) -> float: ...
+@overload
+def gib_view(byte_count: None) -> None: ...
+@overload
+def gib_view(byte_count: float | None) -> float | None: ...
+def gib_view(byte_count: float | None) -> float | None:
+    """The GiB a JSON document shows for a size in bytes (None stays None)."""
+    return None if byte_count is None else round(byte_count / GIB, GIB_VIEW_DIGITS)
 
 
 class FrozenModel(BaseModel):
@@ -102,6 +117,22 @@ def bounded_float(text: str) -> float:
     except ValueError:
         raise ValueError(f"not a number: {_short(text)}") from None
     return checked_float(value, text)
+
+
+def int_or_none(text: str) -> int | None:
+    """`bounded_int(text)`, or None where it is not an integer or out of range."""
+    try:
+        return bounded_int(text)
+    except ValueError:
+        return None
+
+
+def float_or_none(text: str) -> float | None:
+    """`bounded_float(text)`, or None where it is not a number or out of range."""
+    try:
+        return bounded_float(text)
+    except ValueError:
+        return None
 
 
 def checked_int(value: int, shown: object = None) -> int:

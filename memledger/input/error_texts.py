@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass, field
 
 from memledger.events import EventKind, Value
-from memledger.units import Size, bounded_float, bounded_int, parse_size
+from memledger.units import Size, float_or_none, int_or_none, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
 OUT_OF_MEMORY_RE = re.compile(
@@ -135,21 +135,6 @@ MAX_FRAMES = 100
 MESSAGE_CAP = 300
 
 
-def _count(text: str) -> int | None:
-    """A log integer, bounded (memledger.units); None when out of range."""
-    try:
-        return bounded_int(text)
-    except ValueError:
-        return None
-
-
-def _fraction(text: str) -> float | None:
-    try:
-        return bounded_float(text)
-    except ValueError:
-        return None
-
-
 def _size(match: re.Match[str]) -> Size | None:
     try:
         return parse_size(match.group(1), match.group(2))
@@ -179,7 +164,7 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
         values["device"] = head.group("device").upper()
     index = _OOM_DEVICE_INDEX_RE.search(text, head.start())
     if index:
-        gpu = _count(index.group(1))
+        gpu = int_or_none(index.group(1))
         if gpu is not None:
             values["gpu"] = gpu
     return sizes, values
@@ -199,7 +184,7 @@ def read_kv_refusal(text: str) -> dict[str, Value] | None:
             ("minimum_viable", "minimum"),
         ):
             if match.group(group):
-                number = _fraction(match.group(group))
+                number = float_or_none(match.group(group))
                 if number is not None:
                     values[key] = number
         return values
@@ -207,7 +192,7 @@ def read_kv_refusal(text: str) -> dict[str, Value] | None:
     if match is None:
         return None
     values["shape"] = "not_enough_memory"
-    number = _fraction(match.group("mfs")) if match.group("mfs") else None
+    number = float_or_none(match.group("mfs")) if match.group("mfs") else None
     if number is not None:
         values["mem_fraction_static"] = number
     return values
@@ -224,7 +209,7 @@ def read_pool_exhausted(text: str) -> dict[str, Value] | None:
         values: dict[str, Value] = {"pool": pool, "shape": shape}
         for key in ("tokens", "limit"):
             group = match.groupdict().get(key)
-            number = _count(group) if group else None
+            number = int_or_none(group) if group else None
             if number is not None:
                 values[key] = number
         return values
@@ -238,7 +223,7 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
     if KILLED_RE.match(text.strip()):
         return {"killed": True}
     match = EXIT_CODE_RE.search(text)
-    code = None if match is None else _count(match.group(1))
+    code = None if match is None else int_or_none(match.group(1))
     if code is None or code == 0:
         return None
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}

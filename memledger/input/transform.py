@@ -22,7 +22,7 @@ from memledger.sglang.lines import (
     SIZE_KEYS,
     SPECS,
 )
-from memledger.units import NumberOutOfRange, Size, bounded_float, bounded_int, parse_size
+from memledger.units import NumberOutOfRange, Size, float_or_none, int_or_none, parse_size
 
 MEMORY_UNITS = frozenset({"GB", "GiB", "MB", "MiB", "KB", "KiB", "B", "bytes"})
 TIME_UNITS = {"s": 1.0, "ms": 0.001}
@@ -160,7 +160,7 @@ class _Builder:
             self.size(key, raw)
             return
         if raw.kind == "num" and raw.unit in TIME_UNITS:
-            seconds = _finite(raw.text)
+            seconds = float_or_none(raw.text)
             if seconds is None:
                 self.problem(key, raw, "malformed number")
             else:
@@ -168,7 +168,7 @@ class _Builder:
             return
         if key in RAW_BYTES_KEYS:
             if raw.kind == "num" and INT_RE.fullmatch(raw.text):
-                count = _bounded_int(raw.text)
+                count = int_or_none(raw.text)
                 if count is None or count < 0:
                     self.problem(key, raw, "malformed number (out of range)")
                     return
@@ -179,7 +179,7 @@ class _Builder:
             return
         if key in INT_KEYS:
             if raw.kind == "num" and raw.unit is None and INT_RE.fullmatch(raw.text):
-                count = _bounded_int(raw.text)
+                count = int_or_none(raw.text)
                 if count is None:  # -1 is SGLang's "off" (chunked_prefill_size=-1): kept
                     self.problem(key, raw, "malformed number (out of range)")
                 else:
@@ -200,31 +200,16 @@ class _Bad:
     """Marker: a number that is not finite or not representable."""
 
 
-def _finite(text: str) -> float | None:
-    """A finite, bounded number, or None (see memledger.units.bounded_float)."""
-    try:
-        return bounded_float(text)
-    except ValueError:
-        return None
-
-
-def _bounded_int(text: str) -> int | None:
-    try:
-        return bounded_int(text)
-    except ValueError:
-        return None
-
-
 def _typed(raw: RawValue) -> Value | _Bad:
     if raw.kind == "num":
         if raw.unit is None and INT_RE.fullmatch(raw.text):
-            whole = _bounded_int(raw.text)
+            whole = int_or_none(raw.text)
             return _Bad() if whole is None else whole
-        number = _finite(raw.text)
+        number = float_or_none(raw.text)
         return _Bad() if number is None else number
     if raw.kind == "list":
         ints = [
-            _bounded_int(i.text) for i in raw.items if i.kind == "num" and INT_RE.fullmatch(i.text)
+            int_or_none(i.text) for i in raw.items if i.kind == "num" and INT_RE.fullmatch(i.text)
         ]
         if None in ints:
             return _Bad()
