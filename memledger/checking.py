@@ -30,7 +30,7 @@ from memledger.budget import (
 from memledger.check_limits import tighten_to
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.ledger_model import Ledger, LedgerDiagnosis, LedgerSource, Row, RowKind
-from memledger.units import GIB, FrozenModel
+from memledger.units import GIB, FrozenModel, gib_view
 
 CHECK_SCHEMA_VERSION = 1
 FREE_MEMORY_ITEMS = frozenset({"runtime_headroom"})
@@ -123,7 +123,7 @@ class Check(FrozenModel):
         return self.status in BREACH_STATUSES
 
     def _gib(self, value: Quantity | None) -> float | None:
-        return None if value is None or self.kind is ItemKind.COUNT else round(value / GIB, 6)
+        return None if value is None or self.kind is ItemKind.COUNT else gib_view(value)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -14,15 +14,11 @@ from pydantic import ConfigDict, Field, computed_field, model_validator
 
 from memledger.errors import NoSuchRowError
 from memledger.sizing.result import SizingResult
-from memledger.units import GIB, FrozenModel
+from memledger.units import GIB, FrozenModel, gib_view
 
 LEDGER_SCHEMA_VERSION = 2
 """2: `Summary` sizes are integer bytes (with `*_gib` views) and `Ledger.groups` holds the
 group totals. Version 1 files (GiB floats, no groups) are upgraded on load."""
-
-
-def _gib(byte_count: int | None) -> float | None:
-    return None if byte_count is None else round(byte_count / GIB, 6)
 
 
 LOG_PARAM_PREFIX = "log."
@@ -105,7 +101,7 @@ class Row(FrozenModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def gib(self) -> float | None:
-        return _gib(self.bytes)
+        return gib_view(self.bytes)
 
 
 class Checkpoint(FrozenModel):
@@ -121,7 +117,7 @@ class Checkpoint(FrozenModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def avail_gib(self) -> float:
-        return round(self.avail_bytes / GIB, 6)
+        return gib_view(self.avail_bytes)
 
 
 class Interval(FrozenModel):
@@ -147,27 +143,27 @@ class Interval(FrozenModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def drop_gib(self) -> float:
-        return round(self.drop_bytes / GIB, 6)
+        return gib_view(self.drop_bytes)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def logged_gib(self) -> float:
-        return round(self.logged_bytes / GIB, 6)
+        return gib_view(self.logged_bytes)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def named_gib(self) -> float:
-        return round(self.named_bytes / GIB, 6)
+        return gib_view(self.named_bytes)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def residual_gib(self) -> float:
-        return round(self.residual_bytes / GIB, 6)
+        return gib_view(self.residual_bytes)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def unexplained_gib(self) -> float:
-        return round(self.unexplained_bytes / GIB, 6)
+        return gib_view(self.unexplained_bytes)
 
 
 class SummaryUnit(StrEnum):
@@ -226,103 +222,103 @@ class Summary(FrozenModel):
     def gib(self, name: str) -> float | None:
         """A size field in GiB (6 decimals), for display."""
         assert Summary.unit(name) is SummaryUnit.BYTES, name
-        value = getattr(self, name)
-        return _gib(value)
+        value: int | None = getattr(self, name)
+        return gib_view(value)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def usable_gib(self) -> float | None:
-        return _gib(self.usable)
+        return gib_view(self.usable)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def nccl_init_gib(self) -> float | None:
-        return _gib(self.nccl_init)
+        return gib_view(self.nccl_init)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def weights_load_peak_gib(self) -> float | None:
-        return _gib(self.weights_load_peak)
+        return gib_view(self.weights_load_peak)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def weights_released_gib(self) -> float | None:
-        return _gib(self.weights_released)
+        return gib_view(self.weights_released)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def weights_resident_gib(self) -> float | None:
-        return _gib(self.weights_resident)
+        return gib_view(self.weights_resident)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def weight_staging_gib(self) -> float | None:
-        return _gib(self.weight_staging)
+        return gib_view(self.weight_staging)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def draft_weights_gib(self) -> float | None:
-        return _gib(self.draft_weights)
+        return gib_view(self.draft_weights)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def draft_staging_gib(self) -> float | None:
-        return _gib(self.draft_staging)
+        return gib_view(self.draft_staging)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cuda_graph_gib(self) -> float | None:
-        return _gib(self.cuda_graph)
+        return gib_view(self.cuda_graph)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cuda_graph_largest_bucket_gib(self) -> float | None:
-        return _gib(self.cuda_graph_largest_bucket)
+        return gib_view(self.cuda_graph_largest_bucket)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cuda_graph_static_gib(self) -> float | None:
-        return _gib(self.cuda_graph_static)
+        return gib_view(self.cuda_graph_static)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def workspace_gib(self) -> float | None:
-        return _gib(self.workspace)
+        return gib_view(self.workspace)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def runtime_headroom_gib(self) -> float | None:
-        return _gib(self.runtime_headroom)
+        return gib_view(self.runtime_headroom)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def fixed_overhead_gib(self) -> float | None:
-        return _gib(self.fixed_overhead)
+        return gib_view(self.fixed_overhead)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def state_pool_gib(self) -> float | None:
-        return _gib(self.state_pool)
+        return gib_view(self.state_pool)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def kv_pool_gib(self) -> float | None:
-        return _gib(self.kv_pool)
+        return gib_view(self.kv_pool)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def draft_kv_gib(self) -> float | None:
-        return _gib(self.draft_kv)
+        return gib_view(self.draft_kv)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def state_per_slot_gib(self) -> float | None:
-        return _gib(self.state_per_slot)
+        return gib_view(self.state_per_slot)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def req_to_token_gib(self) -> float | None:
-        return _gib(self.req_to_token)
+        return gib_view(self.req_to_token)
 
 
 class GroupTotal(FrozenModel):
@@ -339,7 +335,7 @@ class GroupTotal(FrozenModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def gib(self) -> float:
-        return round(self.bytes / GIB, 6)
+        return gib_view(self.bytes)
 
 
 def group_totals(rows: list[Row]) -> list[GroupTotal]:

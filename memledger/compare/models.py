@@ -17,16 +17,12 @@ from memledger.ledger_model import (
     Summary,
 )
 from memledger.sglang.effects import ParamSource, param_source
-from memledger.units import GIB, FrozenModel
+from memledger.units import GIB, FrozenModel, gib_view
 
 DIFF_SCHEMA_VERSION = 1
 DELTA_PCT_DEFINITION = "Δ% = (head - base) / base, in percent; empty when base is 0 or unknown"
 MIN_TOLERANCE_BYTES = GIB // 100
 """Smallest difference that counts as a change: the 0.01 GiB SGLang prints its sizes at."""
-
-
-def _gib(byte_count: int | None) -> float | None:
-    return None if byte_count is None else round(byte_count / GIB, 6)
 
 
 def delta_pct(base: int | float | None, head: int | float | None) -> float | None:
@@ -103,17 +99,17 @@ class ByteChange(FrozenModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def base_gib(self) -> float | None:
-        return _gib(self.base_bytes)
+        return gib_view(self.base_bytes)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def head_gib(self) -> float | None:
-        return _gib(self.head_bytes)
+        return gib_view(self.head_bytes)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def delta_gib(self) -> float | None:
-        return _gib(self.delta_bytes)
+        return gib_view(self.delta_bytes)
 
 
 def _byte_change(
@@ -207,7 +203,7 @@ class RowContribution(FrozenModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def delta_gib(self) -> float:
-        return round(self.delta_bytes / GIB, 6)
+        return gib_view(self.delta_bytes)
 
 
 class CategoryDiff(ByteChange):
