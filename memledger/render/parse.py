@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memledger.events import Event, EventKind, ParsedLog, RankInfo
+from memledger.events import Event, EventKind, ParsedLog, RankInfo, UnrecognisedLine
 from memledger.parse_document import parse_document
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, text_table
@@ -83,6 +83,13 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
+def _coverage_table(listed: list[UnrecognisedLine], width: int) -> str:
+    rows = [[str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in listed]
+    return text_table(
+        Table(["line", "reason", "text"], rows, keep=(0,)), numparse=True, width=width
+    )
+
+
 def render_text(
     parsed: ParsedLog,
     *,
@@ -127,32 +134,14 @@ def render_text(
         )
     else:
         lines.append("(no memory events for this rank in this startup)")
-    if coverage and startup.unrecognised:
-        lines.append("")
-        lines.append(f"Not recognised ({count}; first {len(startup.unrecognised)} listed):")
-        coverage_rows = [
-            [str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.unrecognised
-        ]
-        lines.append(
-            text_table(
-                Table(["line", "reason", "text"], coverage_rows, keep=(0,)),
-                numparse=True,
-                width=width,
-            )
-        )
-    if coverage and startup.skipped:
-        lines.append("")
-        lines.append(f"Not read ({skipped}; first {len(startup.skipped)} listed):")
-        skipped_rows = [
-            [str(u.line), _clip(u.reason, 40), _clip(u.text, 80)] for u in startup.skipped
-        ]
-        lines.append(
-            text_table(
-                Table(["line", "reason", "text"], skipped_rows, keep=(0,)),
-                numparse=True,
-                width=width,
-            )
-        )
+    if coverage:
+        for title, total, listed in (
+            ("Not recognised", count, startup.unrecognised),
+            ("Not read", skipped, startup.skipped),
+        ):
+            if listed:
+                lines += ["", f"{title} ({total}; first {len(listed)} listed):"]
+                lines.append(_coverage_table(listed, width))
     if all_ranks:
         lines.append("")
         lines.append(render_ranks(startup.ranks, width))
