@@ -511,7 +511,8 @@ def _check_increase(
 ) -> Check:
     actual = reading.value
     assert actual is not None
-    if baseline is None:
+
+    def skipped(note: str) -> Check:
         return Check(
             **common,
             limit=entry.max_increase,
@@ -520,20 +521,14 @@ def _check_increase(
             status=CheckStatus.SKIPPED,
             actual=actual,
             actual_error=reading.error,
-            note="no baseline to compare against",
+            note=note,
         )
+
+    if baseline is None:
+        return skipped("no baseline to compare against")
     base = _entry_reading(entry, baseline)
     if base.value is None:
-        return Check(
-            **common,
-            limit=entry.max_increase,
-            limit_pct=entry.max_increase_pct,
-            bound=Bound.MAX_INCREASE,
-            status=CheckStatus.SKIPPED,
-            actual=actual,
-            actual_error=reading.error,
-            note=f"the baseline cannot provide {entry.item}: {base.reason}",
-        )
+        return skipped(f"the baseline cannot provide {entry.item}: {base.reason}")
     increase = actual - base.value
     increase_pct = increase / base.value * 100 if base.value else None
     exceeded: list[bool] = []
