@@ -54,6 +54,17 @@ def assign_roles(events: list[Event], args: dict[str, ParamValue]) -> Roles:
     backend_count = {EventKind.ATTENTION_BACKEND_BEGIN: 0, EventKind.ATTENTION_BACKEND_END: 0}
     open_captures: list[int] = []
     target_main_done = False
+
+    def fresh_prefix(event: Event) -> str:
+        """The id prefix of a capture no earlier one pairs with: the first target decode (or
+        verify) capture is the main one and has none."""
+        nonlocal target_main_done
+        role, phase = capture_role(event)
+        if role == TARGET and phase in (None, "decode", "verify") and not target_main_done:
+            target_main_done = True
+            return ""
+        return _capture_prefix(role, phase, event.value("step"))
+
     for index, event in enumerate(events):
         kind = event.kind
         if kind == EventKind.MEMORY_POOL_END:
@@ -74,12 +85,7 @@ def assign_roles(events: list[Event], args: dict[str, ParamValue]) -> Roles:
             draft = count > 0 and (roles.has_draft or speculative)
             roles.ids[index] = unique(("draft_" if draft else "") + stem)
         elif kind == EventKind.CAPTURE_BEGIN:
-            role, phase = capture_role(event)
-            if role == TARGET and phase in (None, "decode", "verify") and not target_main_done:
-                prefix = ""
-                target_main_done = True
-            else:
-                prefix = _capture_prefix(role, phase, event.value("step"))
+            prefix = fresh_prefix(event)
             roles.capture_prefix[index] = prefix
             roles.ids[index] = unique(prefix + "capture_begin")
             roles.progress[index] = []
@@ -88,7 +94,7 @@ def assign_roles(events: list[Event], args: dict[str, ParamValue]) -> Roles:
             if open_captures:
                 roles.progress[open_captures[-1]].append(event)
         elif kind == EventKind.CAPTURE_END:
-            role, phase = capture_role(event)
+            role = capture_role(event)[0]
             begin = next(
                 (c for c in reversed(open_captures) if capture_role(events[c])[0] == role),
                 open_captures[-1] if open_captures else None,
@@ -97,11 +103,8 @@ def assign_roles(events: list[Event], args: dict[str, ParamValue]) -> Roles:
                 open_captures.remove(begin)
                 roles.capture_pairs[begin] = index
                 prefix = roles.capture_prefix[begin]
-            elif role == TARGET and phase in (None, "decode", "verify") and not target_main_done:
-                prefix = ""
-                target_main_done = True
             else:
-                prefix = _capture_prefix(role, phase, event.value("step"))
+                prefix = fresh_prefix(event)
             roles.capture_prefix[index] = prefix
             roles.ids[index] = unique(prefix + "capture_end")
         elif kind == EventKind.POST_CAPTURE_KV:
