@@ -267,9 +267,17 @@ def load_ledger(source: Source, options: LoadOptions = LoadOptions()) -> Ledger:
         from memledger.formulas import load_formulas
 
         load_formulas(options.formula_files)  # a bad formulas file fails before a long parse
+    return _opened_ledger(source, options, options)
+
+
+def _opened_ledger(
+    source: PathLike | IO[bytes] | IO[str] | ByteSource, options: LoadOptions, saved: LoadOptions
+) -> Ledger:
+    """Open `source`: a log is parsed and built with `options`; a saved ledger is checked
+    against `saved` (the options given for it)."""
     with open_input(source) as opened:
         if opened.document is not None:
-            return _saved(opened.label, opened.document, options)
+            return _saved(opened.label, opened.document, saved)
         assert opened.log is not None
         parsed = _parse(opened.log, opened.label, options)
     return build(parsed, options)
@@ -384,12 +392,7 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> Ledger:
     source = side.source
     if isinstance(source, Ledger | ParsedLog):
         return load_ledger(source, merged)
-    with open_input(source) as opened:
-        if opened.document is not None:
-            return _saved(opened.label, opened.document, own)
-        assert opened.log is not None
-        parsed = _parse(opened.log, opened.label, merged)
-    return build(parsed, merged)
+    return _opened_ledger(source, merged, own)
 
 
 def diff_of(options: DiffOptions) -> LedgerDiff:
