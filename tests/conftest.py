@@ -7,6 +7,7 @@ skips with one reason (shown once in pytest's summary) and everything else runs;
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -218,3 +219,16 @@ def unwrapped(text: str, width: int = 100) -> str:
                 continue
         out.append(line)
     return "\n".join(out)
+
+
+class CountingStream:
+    """A byte stream that records how much was read from it."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+        self.bytes_read = 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        chunk = self._data.read(size)
+        self.bytes_read += len(chunk)
+        return chunk

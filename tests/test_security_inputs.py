@@ -21,6 +21,7 @@ from memledger import opener
 from memledger.errors import EXIT_INPUT, EXIT_OK
 from memledger.input.reader import SNIFF_BYTES
 from memledger.service import load_ledger, open_input
+from tests.conftest import CountingStream
 from tests.security_helpers import log_text, run, write_log
 
 # The review's padded.log: base.log with 60 padding lines after line 1, so nccl_init (the
@@ -31,19 +32,6 @@ PADDING = "".join(f"[2025-02-04 05:21:39] padding line {i} with nothing in it\n"
 def padded_text() -> str:
     first, rest = log_text().split("\n", 1)
     return f"{first}\n{PADDING}{rest}"
-
-
-class CountingStream:
-    """A byte stream that records how much was read from it."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = io.BytesIO(data)
-        self.bytes_read = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        chunk = self._data.read(size)
-        self.bytes_read += len(chunk)
-        return chunk
 
 
 def _memledger(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE, InputError
 from memledger.input.reader import SNIFF_BYTES
 from memledger.service import LoadOptions, load_ledger, open_input
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, CountingStream
 
 
 def saved_pair(tmp_path: Path) -> tuple[Path, Path]:
@@ -55,19 +55,6 @@ def test_log_options_are_refused_for_a_gzipped_saved_ledger(
     capsys.readouterr()
     assert main(["ledger", str(zipped), "--rank", "TP1"]) == EXIT_USAGE
     assert "--rank cannot apply to a saved ledger" in capsys.readouterr().err
-
-
-class CountingStream:
-    """A byte stream that records how much was read from it."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = io.BytesIO(data)
-        self.bytes_read = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        chunk = self._data.read(size)
-        self.bytes_read += len(chunk)
-        return chunk
 
 
 def test_a_log_is_sniffed_from_its_first_block_only() -> None:
