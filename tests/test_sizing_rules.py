@@ -13,7 +13,7 @@ import pytest
 import memledger
 from memledger.sglang.sizing_rules import RULE, RULES, version_code
 from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
-from memledger.sizing.defaults import default_mem_fraction_static
+from memledger.sizing.defaults import default_mem_fraction_static, default_mfs_by_v058_rule
 from memledger.sizing.inputs import KVPool, MambaState, Reading
 from memledger.sizing.version import VersionRange
 from memledger.units import GIB
@@ -356,6 +356,46 @@ def test_rule_mfs_default() -> None:
     sizes += len([*range(576, 1025, 64), *range(1280, 2049, 256)])
     reserved = 512 + 3072 + 16 + 128 + sizes * 8 + 4096
     assert _default(piecewise, small) == round((16_384 - reserved) / 16_384, 3)
+
+
+def test_mfs_default_has_one_implementation() -> None:
+    """diagnose's default (no release range: the v0.5.8 rule, server_args.py:988-1031) is the
+    sizing model's rule at 0.5.9, not a copy: same inputs, same value, including DP attention
+    and the 2 GiB speculative reserve of that release."""
+    knobs = {
+        "mem_fraction_static": None,
+        "chunked_prefill_size": 4096,
+        "tp_size": 4,
+        "dp_size": 4,
+        "enable_dp_attention": True,
+        "speculative_algorithm": "EAGLE",
+    }
+    read = inputs(version=("0.5.9", "0.5.9"), knobs=knobs)
+    for gpu, max_bs in ((24_564, 80), (81_559, 320), (143_771, 512)):
+        found = _default(read, Settings(gpu_memory_mib=gpu, cuda_graph_max_bs=max_bs))
+        alone = default_mfs_by_v058_rule(
+            gpu,
+            chunked_prefill_size=4096,
+            max_prefill_tokens=16384,
+            cuda_graph_max_bs=max_bs,
+            tp_size=4,
+            dp_size=4,
+            enable_dp_attention=True,
+            speculative_algorithm="EAGLE",
+        )
+        assert found == alone
+    reserved = 512 + 4096 * 1.5 + 4 / 8 * 1024 + 80 * 2 + 80 * 4 * 3 + 2048
+    first = default_mfs_by_v058_rule(
+        24_564,
+        chunked_prefill_size=4096,
+        max_prefill_tokens=16384,
+        cuda_graph_max_bs=80,
+        tp_size=4,
+        dp_size=4,
+        enable_dp_attention=True,
+        speculative_algorithm="EAGLE",
+    )
+    assert first == round((24_564 - reserved) / 24_564, 3)
 
 
 def test_rule_mfs_default_graphs() -> None:

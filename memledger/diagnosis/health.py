@@ -9,7 +9,7 @@ from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Finding, Severity, Suggestion
 from memledger.events import EventKind
-from memledger.sglang.failure_rules import default_mem_fraction_static
+from memledger.sizing.defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
 
 RISE_THRESHOLD = 64 * MIB
@@ -116,7 +116,7 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
     # without the capacity, P (free before loading) is a lower bound: the default only grows
     gpu_bytes = capacity.bytes if capacity is not None else pre.avail_bytes
     algorithm = evidence.param("speculative_algorithm")
-    default = default_mem_fraction_static(
+    default = default_mfs_by_v058_rule(
         gpu_bytes / MIB,
         chunked_prefill_size=chunk,
         max_prefill_tokens=prefill,

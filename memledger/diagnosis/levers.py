@@ -19,13 +19,12 @@ import math
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
-from memledger.sglang.failure_rules import default_mem_fraction_static
 from memledger.sglang.sizing_rules import (
     CHUNKED_PREFILL_BY_GPU,
     CHUNKED_PREFILL_LARGE_GPU,
     RULE,
 )
-from memledger.sizing.defaults import default_cuda_graph_max_bs
+from memledger.sizing.defaults import default_cuda_graph_max_bs, default_mfs_by_v058_rule
 from memledger.units import MIB
 
 GRAPH_DEFAULT_SOURCE = "v0.5.10 server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981"
@@ -126,7 +125,7 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
     chunk = chunk if chunk is not None else next(by_gpu, CHUNKED_PREFILL_LARGE_GPU)
     max_bs = evidence.int_param("cuda_graph_max_bs") or default_cuda_graph_max_bs(int(gpu_mib), tp)
     algorithm = evidence.param("speculative_algorithm")
-    default = default_mem_fraction_static(
+    default = default_mfs_by_v058_rule(
         gpu_mib,
         chunked_prefill_size=chunk,
         max_prefill_tokens=evidence.int_param("max_prefill_tokens") or 16384,

@@ -53,7 +53,8 @@ tests/test_sizing_rules.py (a meta-test fails when a rule has none).
 ## Failure rules (`failure_rules.py`, used by memledger/diagnosis/)
 - `PHASE_FRAMES`: which SGLang function (and file fragment) a traceback frame must name for a
   startup phase; the innermost match wins. `LOAD_SITES`: frames that explain a load-time OOM
-  (the Transformers fallback, unquantized layers). `default_mem_fraction_static`: SGLang's rule.
+  (the Transformers fallback, unquantized layers). The mem_fraction_static default is a
+  sizing rule (`mfs_default`; memledger.sizing.defaults applies it).
 - Add a row with the function's `vX path:line` in the module docstring and a test in
   tests/test_diagnose.py on a traceback that names it.
 """

@@ -128,39 +128,6 @@ MFS_STEP = 0.01
 """Suggested --mem-fraction-static values are rounded to this step (away from the failure)."""
 
 
-def default_mem_fraction_static(
-    gpu_mem_mib: float,
-    *,
-    chunked_prefill_size: int,
-    max_prefill_tokens: int,
-    cuda_graph_max_bs: int,
-    tp_size: int = 1,
-    pp_size: int = 1,
-    dp_size: int = 1,
-    enable_dp_attention: bool = False,
-    speculative_algorithm: str | None = None,
-) -> float:
-    """SGLang's default --mem-fraction-static for a GPU of `gpu_mem_mib` MiB (v0.5.8
-    server_args.py:987-1031 `_handle_gpu_memory_settings`; piecewise graphs and the multimodal
-    adjustment are left out, both only lower it)."""
-    reserved = 512.0
-    prefill = chunked_prefill_size if chunked_prefill_size > 0 else max_prefill_tokens
-    reserved += max(prefill, 2048) * 1.5
-    reserved += cuda_graph_max_bs * 2
-    reserved += tp_size * pp_size / 8 * 1024
-    if enable_dp_attention:
-        reserved += cuda_graph_max_bs * dp_size * 3
-        if cuda_graph_max_bs > 300:
-            reserved += cuda_graph_max_bs * dp_size * 1.5
-    if gpu_mem_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    if speculative_algorithm == "STANDALONE":
-        reserved += 6 * 1024
-    elif speculative_algorithm is not None and speculative_algorithm != "NGRAM":
-        reserved += 2 * 1024
-    return round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
-
-
 class LoadSite:
     """A frame that explains a load-time OOM better than the byte count does."""
 

@@ -88,6 +88,92 @@ def _is_mla(inputs: SizingInputs) -> bool:
     return bool(inputs.target_kv) and all(pool.combined for pool in inputs.target_kv)
 
 
+def reserved_mib(
+    gpu_mib: float,
+    *,
+    rule: str,
+    activation_tokens: int,
+    cuda_graph_max_bs: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    dp_size: int = 1,
+    enable_dp_attention: bool = False,
+    decode_graphs: bool = True,
+    disaggregation_mode: str | None = None,
+    prefill_graph_mib: float = 0.0,
+    speculative_algorithm: str | None = None,
+    speculative_mib: int = MFS_SPEC_MIB_OLD,
+    deepep: bool = False,
+) -> float:
+    """The MiB SGLang keeps out of mem_fraction_static on a `gpu_mib` GPU (pure arithmetic).
+
+    `rule` is `mfs_default` (0.5.3 - 0.5.13: v0.5.8 server_args.py:988-1031, v0.5.10
+    :1280-1329) or `mfs_default_graphs` (0.5.14+: v0.5.16 server_args.py:4053-4210);
+    `activation_tokens` is max(chunked_prefill (or max_prefill), 2048), the PD-decode form
+    under the newer rule; `speculative_mib` the older rule's speculative reserve (2048 before
+    0.5.10, 4096 from it)."""
+    reserved = MFS_BASE_MIB + activation_tokens * MFS_ACTIVATION_MIB_PER_TOKEN
+    reserved += tp_size * pp_size / 8 * 1024
+    if decode_graphs or rule == "mfs_default":
+        reserved += cuda_graph_max_bs * MFS_GRAPH_MIB_PER_BS
+    if enable_dp_attention and (rule == "mfs_default" or disaggregation_mode != "prefill"):
+        reserved += cuda_graph_max_bs * dp_size * MFS_DP_MIB_PER_BS
+        if cuda_graph_max_bs > MFS_DP_LARGE_BS:
+            reserved += cuda_graph_max_bs * dp_size * MFS_DP_LARGE_MIB_PER_BS
+    reserved += prefill_graph_mib
+    if gpu_mib > MFS_LARGE_GPU_MIB:
+        reserved = max(reserved, MFS_LARGE_GPU_FLOOR_MIB)
+    algo = (speculative_algorithm or "").upper()
+    if rule == "mfs_default":
+        if algo == "STANDALONE":
+            reserved += MFS_STANDALONE_MIB
+        elif algo and algo not in ("NGRAM", "NONE"):
+            reserved += speculative_mib
+    elif decode_graphs and deepep:
+        reserved += MFS_DEEPEP_MIB
+    return reserved
+
+
+def mfs_from_reserved(gpu_mib: float, reserved: float) -> float:
+    """mem_fraction_static = round((gpu - reserved) / gpu, 3), as SGLang rounds it."""
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def prefill_activation_tokens(chunked_prefill_size: int, max_prefill_tokens: int) -> int:
+    """max(chunked_prefill_size (max_prefill_tokens when chunking is off), 2048)."""
+    tokens = chunked_prefill_size if chunked_prefill_size > 0 else max_prefill_tokens
+    return max(tokens, MFS_ACTIVATION_MIN_TOKENS)
+
+
+def default_mfs_by_v058_rule(
+    gpu_mib: float,
+    *,
+    chunked_prefill_size: int,
+    max_prefill_tokens: int,
+    cuda_graph_max_bs: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    dp_size: int = 1,
+    enable_dp_attention: bool = False,
+    speculative_algorithm: str | None = None,
+) -> float:
+    """SGLang's default --mem-fraction-static by the v0.5.8 rule (server_args.py:988-1031),
+    for a caller without a release range: no piecewise-graph term and no multimodal
+    adjustment (both only lower it), the 2 GiB speculative reserve of that release."""
+    reserved = reserved_mib(
+        gpu_mib,
+        rule="mfs_default",
+        activation_tokens=prefill_activation_tokens(chunked_prefill_size, max_prefill_tokens),
+        cuda_graph_max_bs=cuda_graph_max_bs,
+        tp_size=tp_size,
+        pp_size=pp_size,
+        dp_size=dp_size,
+        enable_dp_attention=enable_dp_attention,
+        speculative_algorithm=speculative_algorithm,
+    )
+    return mfs_from_reserved(gpu_mib, reserved)
+
+
 def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> DefaultMfs | None:
     """SGLang's default for a GPU of `settings.gpu_memory_mib` MiB at this log's release."""
     gpu = settings.gpu_memory_mib
@@ -105,7 +191,7 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
             "0.5.14+); the 0.5.14+ rule applied"
         )
     knobs = inputs.knobs
-    tp, pp, dp = _num(knobs, "tp_size", 1), _num(knobs, "pp_size", 1), _num(knobs, "dp_size", 1)
+    tp = _num(knobs, "tp_size", 1)
     by_gpu = next(
         (c for bound, c in CHUNKED_PREFILL_BY_GPU if gpu < bound), CHUNKED_PREFILL_LARGE_GPU
     )
@@ -117,38 +203,36 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
         or default_cuda_graph_max_bs(gpu, tp)
     )
     mode = knobs.get("disaggregation_mode")
-    decode_graphs = not knobs.get("disable_cuda_graph") and mode != "prefill"
-    dp_attention = bool(knobs.get("enable_dp_attention"))
-    algo = str(knobs.get("speculative_algorithm") or "").upper()
-    activation = max(chunked if chunked > 0 else prefill, MFS_ACTIVATION_MIN_TOKENS)
+    activation = prefill_activation_tokens(chunked, prefill)
     if rule == "mfs_default_graphs" and mode == "decode":
         running = settings.max_running_requests or max_bs or 1
         draft = _num(knobs, "speculative_num_draft_tokens", 1)
         activation = max(running * draft, MFS_ACTIVATION_MIN_TOKENS)
-    reserved = MFS_BASE_MIB + activation * MFS_ACTIVATION_MIB_PER_TOKEN + tp * pp / 8 * 1024
-    if decode_graphs or rule == "mfs_default":
-        reserved += max_bs * MFS_GRAPH_MIB_PER_BS
-    if dp_attention and (rule == "mfs_default" or mode != "prefill"):
-        reserved += max_bs * dp * MFS_DP_MIB_PER_BS
-        if max_bs > MFS_DP_LARGE_BS:
-            reserved += max_bs * dp * MFS_DP_LARGE_MIB_PER_BS
-    reserved += _prefill_graph_reserve(inputs, rule, chunked, notes)
-    if gpu > MFS_LARGE_GPU_MIB:
-        reserved = max(reserved, MFS_LARGE_GPU_FLOOR_MIB)
-    if rule == "mfs_default":
-        if algo == "STANDALONE":
-            reserved += MFS_STANDALONE_MIB
-        elif algo and algo not in ("NGRAM", "NONE"):
-            newer = _since(inputs, MFS_PIECEWISE_SINCE)
-            reserved += MFS_SPEC_MIB if newer is not False else MFS_SPEC_MIB_OLD
-    elif decode_graphs and knobs.get("moe_a2a_backend") == "deepep":
-        reserved += MFS_DEEPEP_MIB
+    algo = knobs.get("speculative_algorithm")
+    reserved = reserved_mib(
+        gpu,
+        rule=rule,
+        activation_tokens=activation,
+        cuda_graph_max_bs=max_bs,
+        tp_size=tp,
+        pp_size=_num(knobs, "pp_size", 1),
+        dp_size=_num(knobs, "dp_size", 1),
+        enable_dp_attention=bool(knobs.get("enable_dp_attention")),
+        decode_graphs=not knobs.get("disable_cuda_graph") and mode != "prefill",
+        disaggregation_mode=mode if isinstance(mode, str) else None,
+        prefill_graph_mib=_prefill_graph_reserve(inputs, rule, chunked, notes),
+        speculative_algorithm=algo if isinstance(algo, str) else None,
+        speculative_mib=(
+            MFS_SPEC_MIB if _since(inputs, MFS_PIECEWISE_SINCE) is not False else MFS_SPEC_MIB_OLD
+        ),
+        deepep=knobs.get("moe_a2a_backend") == "deepep",
+    )
     if inputs.model_type and inputs.model_type.endswith("ForConditionalGeneration"):
         notes.append(
             f"{inputs.model_type} may be multimodal: SGLang then scales the default by 0.95 x a "
             "ViT-size factor (adjust_mem_fraction_for_vlm), not applied here"
         )
-    return DefaultMfs(round((gpu - reserved) / gpu, 3), rule, gpu, reserved, notes)
+    return DefaultMfs(mfs_from_reserved(gpu, reserved), rule, gpu, reserved, notes)
 
 
 def _prefill_graph_reserve(
