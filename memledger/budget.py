@@ -19,11 +19,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
 from memledger.ledger_model import Summary, SummaryUnit
+from memledger.record import Field
 from memledger.spelling import suggest_one as _suggest
 from memledger.spelling import typo_of
 from memledger.units import (

@@ -16,8 +16,6 @@ from fnmatch import fnmatch
 from pathlib import PurePath
 from typing import NamedTuple, TypedDict
 
-from pydantic import Field, computed_field
-
 from memledger.budget import (
     SUMMARY_ITEM_KINDS,
     Budget,
@@ -30,6 +28,7 @@ from memledger.budget import (
 from memledger.check_limits import tighten_to
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.ledger_model import Ledger, LedgerDiagnosis, LedgerSource, Row, RowKind
+from memledger.record import Field, computed_field
 from memledger.units import GIB, FrozenModel, gib_view
 
 CHECK_SCHEMA_VERSION = 1

@@ -67,8 +67,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from memledger.record import ConfigDict, Field, Record
 from memledger.units import Size
 
 SCHEMA_VERSION = 1
@@ -128,7 +127,7 @@ class EventKind(StrEnum):
     POOL_EXHAUSTED = "pool_exhausted"
 
 
-class Event(BaseModel):
+class Event(Record):
     """One recognised line of the log."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -154,7 +153,7 @@ class Event(BaseModel):
         return self.values.get(key)
 
 
-class UnrecognisedLine(BaseModel):
+class UnrecognisedLine(Record):
     """A line of the selected rank that looks like memory but matched no known shape."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -166,7 +165,7 @@ class UnrecognisedLine(BaseModel):
     """`unrecognised`, or why a known shape was rejected (e.g. `malformed number 'nan'`)."""
 
 
-class RankInfo(BaseModel):
+class RankInfo(Record):
     """One rank seen in the log, with its key values (for --all-ranks skew views)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -176,7 +175,7 @@ class RankInfo(BaseModel):
     key_values: dict[str, float | int | None] = Field(default_factory=dict)
 
 
-class Startup(BaseModel):
+class Startup(Record):
     """One startup (server launch) inside a log file, with the events of the selected rank."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -204,7 +203,7 @@ class Startup(BaseModel):
     ranks: list[RankInfo] = Field(default_factory=list)
 
 
-class ParsedLog(BaseModel):
+class ParsedLog(Record):
     """A whole log reduced to what memledger needs: every startup, one selected."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

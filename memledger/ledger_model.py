@@ -1,7 +1,7 @@
 """The ledger model: what memledger concluded about one rank's GPU memory at one startup.
 
-Pure data (pydantic); built by `memledger.engine`, rendered by `memledger.render`. Bytes are
-integers; every `*_gib` is a display view of a byte field.
+Pure data (records: memledger.record); built by `memledger.engine`, rendered by
+`memledger.render`. Bytes are integers; every `*_gib` is a display view of a byte field.
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict, Field, computed_field, model_validator
-
 from memledger.errors import NoSuchRowError
+from memledger.record import ConfigDict, Field, computed_field, model_validator
 from memledger.sizing.result import SizingResult
 from memledger.units import GIB, FrozenModel, gib_view
 

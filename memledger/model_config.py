@@ -7,10 +7,9 @@ import os
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
+from memledger.record import ConfigDict, Field, Record
 from memledger.units import MAX_MAGNITUDE, NumberOutOfRange, checked_number
 
 # config.json keys read as positive integers (name in config -> name in ModelDims).
@@ -44,7 +43,7 @@ _ONE_BYTE_QUANT = {"fp8", "w8a8_fp8", "fbgemm_fp8", "modelopt_fp8", "w8a8_int8",
 _HALF_BYTE_QUANT = {"modelopt_fp4", "mxfp4", "nvfp4", "awq", "gptq", "w4a8", "w4afp8"}
 
 
-class ModelDims(BaseModel):
+class ModelDims(Record):
     """The model dimensions formulas may use; None where config.json does not say."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -13,8 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
-from pydantic import ValidationError
-
 from memledger.errors import InputError
 from memledger.input.reader import (
     SNIFF_BYTES,
@@ -174,6 +172,8 @@ def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
     from memledger.saved_ledger import check_consistent, check_strings
 
     check_strings(document, label)
+    from pydantic import ValidationError  # a saved ledger is the JSON contract: pydantic reads it
+
     try:
         ledger = Ledger.model_validate(document)
         check_consistent(ledger, label)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from memledger.events import Event, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
 from memledger.input.facts import facts_of
+from memledger.record import ConfigDict, Record
 
 PARSE_SCHEMA_VERSION = 1
 
 
-class Outcome(BaseModel):
+class Outcome(Record):
     """How the startup ended and the line that decided it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -23,7 +22,7 @@ class Outcome(BaseModel):
     text: str
 
 
-class Coverage(BaseModel):
+class Coverage(Record):
     """Memory-looking lines of the selected rank that matched no known shape (or held garbage)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -36,7 +35,7 @@ class Coverage(BaseModel):
     """The first of them, each with why."""
 
 
-class ParseDocument(BaseModel):
+class ParseDocument(Record):
     """The JSON document of `memledger parse --format json` (versioned)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

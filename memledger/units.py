@@ -6,7 +6,7 @@ import math
 from decimal import Context, Decimal, DecimalException
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, computed_field, model_validator
+from memledger.record import Record, computed_field, model_validator
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -42,20 +42,19 @@ def gib_view(byte_count: float | None) -> float | None:
     return None if byte_count is None else round(byte_count / GIB, GIB_VIEW_DIGITS)
 
 
-class FrozenModel(BaseModel):
+class FrozenModel(Record):
     """Immutable, strict model whose computed (display) fields are accepted back on input.
 
     JSON output includes computed fields such as `gib`; reading that JSON back (saved ledgers)
     must not fail on them, while any other unknown key still does.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     @model_validator(mode="before")
     @classmethod
     def _drop_computed_fields(cls, data: Any) -> Any:
-        if isinstance(data, dict) and cls.__pydantic_computed_fields__:
-            return {k: v for k, v in data.items() if k not in cls.__pydantic_computed_fields__}
+        computed = cls.model_computed_fields
+        if computed and isinstance(data, dict) and not computed.keys().isdisjoint(data):
+            return {k: v for k, v in data.items() if k not in computed}
         return data
 
 

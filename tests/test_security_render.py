@@ -43,7 +43,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
-from pydantic import BaseModel
 
 from memledger.api import diagnose, whatif
 from memledger.budget import parse_budget
@@ -52,6 +51,7 @@ from memledger.compare.compute import diff_ledgers
 from memledger.events import ParsedLog
 from memledger.fleet import FleetEntry
 from memledger.ledger_model import Ledger
+from memledger.record import Record
 from memledger.render import FORMATS as LEDGER_FORMATS
 from memledger.render import LedgerView
 from memledger.render.check import FORMATS as CHECK_FORMATS
@@ -158,12 +158,12 @@ def _base_parsed() -> ParsedLog:
 
 
 @cache
-def _base_answers() -> tuple[BaseModel, BaseModel]:
+def _base_answers() -> tuple[Record, Record]:
     """The diagnosis and a what-if of the dp2 sample (their free text replaced per test)."""
     return diagnose(SAMPLES / "dp2.log"), whatif(SAMPLES / "dp2.log", mem_fraction_static=0.85)
 
 
-def _hostile_model(model: BaseModel, draw: Draw) -> Any:
+def _hostile_model(model: Record, draw: Draw) -> Any:
     return type(model).model_validate(_replace_strings(json.loads(model.model_dump_json()), draw))
 
 

@@ -1,4 +1,4 @@
-"""The diff's models (what `memledger diff --format json` writes): pure pydantic, no prose.
+"""The diff's models (what `memledger diff --format json` writes): pure records, no prose.
 
 Every delta is head - base; Δ% = (head - base) / base in percent.
 """
@@ -8,14 +8,13 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field, computed_field
-
 from memledger.events import ParamValue
 from memledger.ledger_model import (
     RowGroup,
     RowKind,
     Summary,
 )
+from memledger.record import Field, computed_field
 from memledger.sglang.effects import ParamSource, param_source
 from memledger.units import GIB, FrozenModel, gib_view
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
-
+from memledger.record import Field
 from memledger.sglang.failure_rules import Phase
 from memledger.units import FrozenModel
 

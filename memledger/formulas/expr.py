@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from memledger.ledger_model import RowGroup
+from memledger.record import ConfigDict, Field, Record
 
 FORMULAS_ENV = "MEMLEDGER_FORMULAS"
 """Environment variable naming a user formulas file, applied before any file passed to
@@ -51,7 +50,7 @@ class MissingVariable(ExpressionError):
         super().__init__(f"needs {name}")
 
 
-class Formula(BaseModel):
+class Formula(Record):
     """One named fixed cost: what it is, where it is carved from, and how to compute it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -6,12 +6,11 @@ import json
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel
-
 from memledger.checking import CheckReport
 from memledger.diagnosis.model import Diagnosis
 from memledger.ledger_model import Ledger
 from memledger.parse_document import ParseDocument
+from memledger.record import Record
 from memledger.render.diff_json import DiffDocument
 from memledger.render.formats import choose
 from memledger.sizing.whatif import WhatIf
@@ -34,8 +33,8 @@ class SchemaName(StrEnum):
     """`memledger check --format json`."""
 
 
-def schema_model(name: SchemaName) -> type[BaseModel]:
-    """The pydantic model behind a JSON output."""
+def schema_model(name: SchemaName) -> type[Record]:
+    """The model behind a JSON output (its schema is its pydantic view's)."""
     match name:
         case SchemaName.LEDGER:
             return Ledger

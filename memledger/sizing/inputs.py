@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from memledger.events import Event, EventKind, ParamValue, ParsedLog
 from memledger.model_config import ModelDims
+from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
 from memledger.sizing.version import VersionRange, version_range
 from memledger.units import GIB
@@ -47,7 +46,7 @@ KNOBS: tuple[str, ...] = (
 )
 
 
-class Reading(BaseModel):
+class Reading(Record):
     """A printed byte figure: integer bytes, its ± half unit, and where it was printed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,7 +57,7 @@ class Reading(BaseModel):
     note: str = ""
 
 
-class KVPool(BaseModel):
+class KVPool(Record):
     """One `KV Cache is allocated` line."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -72,7 +71,7 @@ class KVPool(BaseModel):
     """One `KV size` (an MLA-style latent pool) rather than K and V sizes."""
 
 
-class MambaState(BaseModel):
+class MambaState(Record):
     """The Mamba/linear-attention state pool (plus a ReplaySSM ring, when printed)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -89,7 +88,7 @@ class MambaState(BaseModel):
     replay_line: int | None = None
 
 
-class SizingInputs(BaseModel):
+class SizingInputs(Record):
     """Everything the sizing model needs, each with the log line it came from."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE, version_code
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
@@ -19,7 +18,7 @@ from memledger.sizing.settings import Settings, Term, base_settings, dp_of
 from memledger.units import GIB
 
 
-class Prediction(BaseModel):
+class Prediction(Record):
     """What SGLang's arithmetic gives for these inputs and settings."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from memledger.record import ConfigDict, Field, Record
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
 from memledger.sizing.settings import Settings, base_settings
@@ -13,7 +12,7 @@ TOLERANCE = 0.005
 """A prediction within 0.5 % of the logged value (or inside its printing range) is a match."""
 
 
-class SizingResult(BaseModel):
+class SizingResult(Record):
     """`ledger --format json` key `sizing` (the first six keys are the contract)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

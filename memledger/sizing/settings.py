@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from memledger.record import ConfigDict, Record
 from memledger.sizing.inputs import SizingInputs
 
 
-class Settings(BaseModel):
+class Settings(Record):
     """The knobs a what-if may change (None: not given, SGLang's default applies)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -27,7 +26,7 @@ class Settings(BaseModel):
 SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
 
 
-class Term(BaseModel):
+class Term(Record):
     """One number of the arithmetic, with where it came from."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

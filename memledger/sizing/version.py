@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from pydantic import BaseModel, ConfigDict
-
 from memledger.events import Event, EventKind
+from memledger.record import ConfigDict, Record
 from memledger.sglang.sizing_rules import FORMAT_MARKERS, SizingRule, version_code
 
 
-class VersionRange(BaseModel):
+class VersionRange(Record):
     """Releases consistent with every format marker seen (codes from `version_code`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from memledger.errors import ConfigError
+from memledger.record import ConfigDict, Field, Record
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
 from memledger.sizing.settings import SETTING_NAMES, Settings, Term, base_settings
@@ -30,7 +29,7 @@ UNMODELLED: dict[str, str] = {
 }
 
 
-class WhatIfRow(BaseModel):
+class WhatIfRow(Record):
     """One figure: the log, the model under the log's settings and under the new ones."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -52,7 +51,7 @@ class WhatIfRow(BaseModel):
     """`anchored` (measured + modelled change) or `modelled` (no measured value to anchor on)."""
 
 
-class WhatIf(BaseModel):
+class WhatIf(Record):
     """The answer to `memledger whatif LOG --set NAME=VALUE ...`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
