@@ -11,10 +11,13 @@ What is stored says nothing of the log: a shape is kept as a 128-bit digest, a t
 terminal types and (start, end) positions, never text. A message of a known shape gets its tree
 with every token's text read from its own characters at those positions, which is exactly what
 the in-process shape cache does (`shapecache.retext`), so the result is the grammar's: the shape
-argument holds across processes as within one. The key is the grammar text and lark's version
-(read from lark's `__init__.py` without importing it): another grammar or lark is another file.
-A damaged file, or an entry that does not fit its message, is a miss (Lark decides), never an
-error. tests/test_shape_store.py compares the stored path with the grammar on every real log.
+argument holds across processes as within one. The file is named by the grammar text, lark's
+version (read from lark's `__init__.py` without importing it) and a digest of the memledger code
+that makes and reads trees (CODE_FILES): another grammar, lark or memledger is another file. Each
+entry carries a digest binding it to its shape and file, and its tree is checked against the
+grammar's text before use (memledger.input.shapecheck). A damaged, foreign or doubtful entry is a
+miss (Lark decides, and the entry is rewritten), never an error. tests/test_shape_store.py
+compares the stored path with the grammar on every real log; tests/test_security_shapes.py tampers.
 """
 
 from __future__ import annotations
@@ -22,14 +25,18 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from memledger.input import grammar_cache
+from memledger.input import grammar_cache, shapecheck
 
-FORMAT = "memledger-shapes 2"
+FORMAT = "memledger-shapes 3"
+CODE_FILES = ("shapestore.py", "shapecheck.py", "shapecache.py", "linegrammar.py")
+"""The memledger modules (of memledger/input) whose code decides what a stored tree means: the
+folding, the tree encoding and checks, and how the grammar is built; they name the store."""
 MAX_ENTRIES = 2048
 """Shapes kept (the most recently added); a startup log has 20-200, the real corpus ~1,000.
 Each entry is a JSON string, parsed only when its shape is met (2,048 load in a few ms)."""
@@ -92,6 +99,18 @@ def lark_version() -> str | None:
     return None if found is None else found.group(1).decode("ascii", "replace")
 
 
+def code_digest() -> str | None:
+    """A digest of CODE_FILES as installed (None when they cannot be read: no store)."""
+    digest = hashlib.blake2b(digest_size=16)
+    try:
+        for name in CODE_FILES:
+            with open(os.path.join(os.path.dirname(__file__), name), "rb") as source:
+                digest.update(name.encode() + b"\0" + source.read() + b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
 def shape_key(shape: str) -> str:
     """How a shape is named in the store: a digest (the store holds no text of any log)."""
     return hashlib.blake2b(shape.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
@@ -136,10 +155,17 @@ _ABSENT: Any = object()
 class ShapeStore:
     """The stored trees of one grammar (None for a shape that did not parse)."""
 
-    def __init__(self, grammar_text: str, version: str, entries: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        grammar_text: str,
+        version: str,
+        entries: dict[str, Any],
+        vocabulary: shapecheck.Vocabulary,
+    ) -> None:
         self._grammar_text = grammar_text
         self._version = version
         self._entries = entries
+        self._vocabulary = vocabulary
         self._added = 0
         self._saved_at: float | None = None
 
@@ -148,25 +174,40 @@ class ShapeStore:
         """The store of this grammar (empty when there is no file yet); None when unusable."""
         if grammar_cache.cache_directory() is None:
             return None
-        version = lark_version()
-        if version is None:
+        lark, code = lark_version(), code_digest()
+        vocabulary = shapecheck.vocabulary(grammar_text)
+        if lark is None or code is None or vocabulary is None:
             return None
+        version = f"{lark} {code}"
         found = grammar_cache.load_data(FORMAT, "shapes", grammar_text, version)
         entries = found.get("shapes") if isinstance(found, dict) else None
-        return cls(grammar_text, version, entries if isinstance(entries, dict) else {})
+        return cls(grammar_text, version, entries if isinstance(entries, dict) else {}, vocabulary)
+
+    def _binding(self, key: str, text: str | None) -> str:
+        """What ties an entry to its shape and to this store (a moved or stale entry fails)."""
+        material = f"{FORMAT}\0{self._version}\0{key}\0{text}"
+        return hashlib.blake2b(material.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def tree(self, shape: str, message: str) -> Any:
         """The tree of `message` (None: its shape does not parse), or `_ABSENT` when unknown."""
-        text = self._entries.get(shape_key(shape), _ABSENT)
-        if text is _ABSENT or text is None:
-            return text
+        key = shape_key(shape)
+        entry = self._entries.get(key, _ABSENT)
+        if not (isinstance(entry, list) and len(entry) == 2):
+            return _ABSENT  # unknown, or not of this format: the grammar decides
+        binding, text = entry
+        if not isinstance(text, str | None) or binding != self._binding(key, text):
+            return _ABSENT
+        if text is None:  # "does not parse": believed only where no line rule could match
+            return _ABSENT if shapecheck.could_parse(message, self._vocabulary) else None
         try:
-            return decode(json.loads(text), message)  # each tree is read only when met
+            data = json.loads(text)  # each tree is read only when met
+            shapecheck.check_tree(data, message, self._vocabulary)
+            return decode(data, message)
         except (ValueError, TypeError, RecursionError):
-            return _ABSENT  # damaged: let the grammar decide
+            return _ABSENT  # damaged, foreign or doubtful: the grammar decides
 
     def add(self, shape: str, tree: Any) -> None:
         """Remember what the grammar gave for this shape (a tree, or None)."""
@@ -177,7 +218,7 @@ class ShapeStore:
         text = None if data is None else json.dumps(data, separators=(",", ":"))
         key = shape_key(shape)
         self._entries.pop(key, None)  # re-added last: kept longest
-        self._entries[key] = text
+        self._entries[key] = [self._binding(key, text), text]
         self._added += 1
 
     def save(self, *, force: bool = False) -> None:

@@ -1,0 +1,186 @@
+"""A shape store from elsewhere cannot change an event (memledger.input.shapecheck).
+
+The store sits in a private per-user directory, but a cache restored from another branch (a CI
+cache), an older memledger or a planted file can hold anything. Each case below writes entries
+as an attacker who knows the code would (valid bindings, valid JSON), then a fresh process-wide
+grammar parses the message: the result must be the grammar's own, with no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memledger.input import grammar_cache, linegrammar, shapestore
+from memledger.input.linegrammar import LineGrammar, LineParse
+from memledger.input.shapecache import fold
+
+LOAD_END = "Load weight end. avail mem=47.63 GB, mem usage=30.78 GB."
+# What the grammar gives for LOAD_END (positions: avail mem 17-26, 47.63 27-32, GB 33-35, ...).
+GENUINE: Any = [
+    "start",
+    [["load_end", [["fields", [
+        ["item", [["WORDS", 17, 26], ["value", [["number", [["NUMBER", 27, 32], ["unit", [["UNIT", 33, 35]]]]]]]]],  # noqa: E501
+        ["item", [["WORDS", 37, 46], ["value", [["number", [["NUMBER", 47, 52], ["unit", [["UNIT", 53, 55]]]]]]]]],  # noqa: E501
+    ]]]]],
+]  # fmt: skip
+
+
+def _relabel(tree: Any, old: str, new: str) -> Any:
+    return json.loads(json.dumps(tree).replace(f'"{old}"', f'"{new}"'))
+
+
+def _nested(node: Any, depth: int) -> Any:
+    for _ in range(depth):
+        node = ["fields", [node]]
+    return node
+
+
+FORGED: dict[str, Any] = {
+    "another line rule": _relabel(GENUINE, "load_end", "load_begin"),
+    "a rule the grammar lacks": _relabel(GENUINE, "load_end", "oom_message"),
+    "another terminal": _relabel(GENUINE, "UNIT", "WORD"),
+    "a terminal the grammar lacks": _relabel(GENUINE, "NUMBER", "FLOAT"),
+    "a token cut short": json.loads(json.dumps(GENUINE).replace("27, 32", "27, 29")),
+    "tokens out of order": json.loads(
+        json.dumps(GENUINE).replace("27, 32", "47, 52").replace("47, 52]", "27, 32]", 1)
+    ),
+    "a token past the end": json.loads(json.dumps(GENUINE).replace("53, 55", "53, 9999")),
+    "a dropped token": json.loads(
+        json.dumps(GENUINE).replace(', ["unit", [["UNIT", 33, 35]]]', "")
+    ),
+    "no tree": "junk",
+    "a deep nest": ["start", [_nested(["load_end", []], 300)]],
+    "a huge tree": ["start", [["load_end", [["WORDS", 0, 4]] * 10_000]]],
+}
+
+
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("MEMLEDGER_NO_GRAMMAR_CACHE", raising=False)
+    linegrammar._cached_grammar.cache_clear()
+    yield tmp_path / "memledger"
+    linegrammar._cached_grammar.cache_clear()
+
+
+def _grammars_own(message: str) -> LineParse | None:
+    return LineGrammar(stored=False).parse_uncached(message)
+
+
+def _plant(message: str, forged: Any, *, as_shape: str | None = None) -> None:
+    """Write one entry for `message`'s shape (or `as_shape`'s) with a binding that holds."""
+    store = shapestore.ShapeStore.open(linegrammar.base_grammar_text())
+    assert store is not None
+    key = shapestore.shape_key(fold(as_shape or message))
+    text = forged if forged is None or isinstance(forged, str) else json.dumps(forged)
+    store._entries = {key: [store._binding(key, text), text]}
+    store._added = 1
+    store.save(force=True)
+    linegrammar._cached_grammar.cache_clear()
+
+
+def _stored_parse(message: str) -> LineParse | None:
+    """What a fresh process gets for `message` (the store read first, lark when in doubt)."""
+    return LineGrammar().parse(message)
+
+
+def test_the_genuine_entry_is_used_without_lark(
+    private_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the forged cases below fail because they are forged, not because no entry is ever used
+    expected = _grammars_own(LOAD_END)
+    _plant(LOAD_END, GENUINE)
+    monkeypatch.setattr(LineGrammar, "_build", lambda self, store=None: pytest.fail("lark ran"))
+    assert _stored_parse(LOAD_END) == expected
+
+
+@pytest.mark.parametrize("case", list(FORGED))
+def test_a_forged_tree_cannot_change_the_event(private_cache: Path, case: str) -> None:
+    expected = _grammars_own(LOAD_END)
+    assert expected is not None and expected.sizes["avail"].text == "47.63 GB"
+    _plant(LOAD_END, FORGED[case])
+    assert _stored_parse(LOAD_END) == expected
+
+
+def test_a_stored_no_parse_cannot_hide_a_known_line(private_cache: Path) -> None:
+    expected = _grammars_own(LOAD_END)
+    _plant(LOAD_END, None)  # "this shape does not parse": the line would vanish from the ledger
+    assert _stored_parse(LOAD_END) == expected is not None
+
+
+def test_a_stored_no_parse_still_spares_lark_for_a_line_no_rule_starts(
+    private_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = "Decode batch. #running-req: 1, #token: 2048, token usage: 0.01, gen throughput: 3.2"
+    assert _grammars_own(message) is None
+    _plant(message, None)
+    monkeypatch.setattr(LineGrammar, "_build", lambda self, store=None: pytest.fail("lark ran"))
+    assert _stored_parse(message) is None
+
+
+def test_an_entry_moved_from_another_shape_is_refused(private_cache: Path) -> None:
+    other = "Memory pool end. avail mem=9.83 GB"
+    other_tree = shapestore.encode(LineGrammar(stored=False)._tree(other), [512])
+    # the entry of `other`, bound to `other`'s key, filed under LOAD_END's shape
+    store = shapestore.ShapeStore.open(linegrammar.base_grammar_text())
+    assert store is not None
+    own, foreign = shapestore.shape_key(fold(LOAD_END)), shapestore.shape_key(fold(other))
+    text = json.dumps(other_tree)
+    store._entries = {own: [store._binding(foreign, text), text]}
+    store._added = 1
+    store.save(force=True)
+    linegrammar._cached_grammar.cache_clear()
+    assert _stored_parse(LOAD_END) == _grammars_own(LOAD_END)
+
+
+def test_another_memledgers_store_is_another_file(
+    private_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patch:
+        patch.setattr(shapestore, "code_digest", lambda: "0" * 32)  # another build of memledger
+        _plant(LOAD_END, _relabel(GENUINE, "load_end", "load_begin"))
+    assert len(list(private_cache.glob("shapes-*.json"))) == 1
+    store = shapestore.ShapeStore.open(linegrammar.base_grammar_text())
+    assert store is not None and len(store) == 0  # this code does not read that file
+    assert _stored_parse(LOAD_END) == _grammars_own(LOAD_END)
+
+
+def test_an_entry_of_the_old_layout_is_reparsed(private_cache: Path) -> None:
+    # format 2 stored the tree's JSON text bare, without a binding
+    store = shapestore.ShapeStore.open(linegrammar.base_grammar_text())
+    assert store is not None
+    key = shapestore.shape_key(fold(LOAD_END))
+    grammar_cache.store_data(
+        shapestore.FORMAT,
+        "shapes",
+        linegrammar.base_grammar_text(),
+        store._version,
+        {"shapes": {key: json.dumps(_relabel(GENUINE, "load_end", "load_begin"))}},
+    )
+    linegrammar._cached_grammar.cache_clear()
+    assert _stored_parse(LOAD_END) == _grammars_own(LOAD_END)
+
+
+def test_a_planted_store_costs_no_traceback(
+    private_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memledger.cli import main
+
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2025-02-04 05:21:40 TP0] Load weight begin. avail mem=78.50 GB\n"
+        f"[2025-02-04 05:29:17 TP0] {LOAD_END}\n"
+    )
+    assert main(["parse", str(log), "--format", "json"]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    for case, forged in FORGED.items():
+        _plant(LOAD_END, forged)
+        assert main(["parse", str(log), "--format", "json"]) == 0, case
+        out, err = capsys.readouterr()
+        assert json.loads(out)["events"] == expected["events"], case
+        assert "Traceback" not in err
