@@ -95,6 +95,10 @@ def _entries(fields_node: Any) -> list[_Entry]:
         data = getattr(child, "data", None)
         if data == "item":
             key = _tok(child.children[0])
+            if len(child.children) == 3:  # `label: key=value`: the label is text, the key its own
+                entries.append(_Entry(key, None))
+                entries.append(_Entry(_tok(child.children[1]), _raw_value(child.children[2])))
+                continue
             value = _raw_value(child.children[1]) if len(child.children) > 1 else None
             entries.append(_Entry(key, value))
         elif data == "loose":
@@ -334,8 +338,10 @@ class _HeadReader:
             head.values["role"] = first_word
 
     def lora(self, head: _Head) -> None:
+        # `loading starts:` -> `starts`; `unloading completes:` -> `unloading_completes`
         phase = head.tokens("WORD")
-        head.values["phase"] = phase[0] if phase else ""
+        action = "unloading_" if "unloading" in head.tokens("LORA_ACTION") else ""
+        head.values["phase"] = action + phase[0] if phase else ""
 
     def swa_pool(self, head: _Head) -> None:
         head.values["va_upper_bound"] = "VA upper bound" in head.message

@@ -404,6 +404,21 @@ EXAMPLES: tuple[Example, ...] = (
         {"phase": "starts"},
     ),
     Example(
+        # v0.5.16 lora/lora_manager.py:264
+        "LoRA adapter unloading completes: lora0. avail mem=10.00 GB",
+        EventKind.LORA,
+        {"avail": "10.00 GB"},
+        {"phase": "unloading_completes"},
+    ),
+    Example(
+        # v0.5.20 mem_cache/pool_host/base.py:186: a label, then `key=value`s of its own
+        "Allocating MHA hierarchical KV host pool: 1000 tokens, 12.34 GB host memory, packed MTP "
+        "KV layers: target_layers=61, draft_layers=1, total_layers=62.",
+        EventKind.HICACHE_HOST,
+        {"host": "12.34 GB"},
+        {"tokens": 1000, "target_layers": 61, "draft_layers": 1, "total_layers": 62},
+    ),
+    Example(
         "Failed to get GPU memory capacity from nvidia-smi. Falling back to "
         "torch.cuda.mem_get_info(). Reported total GPU memory per device (MiB): [124546], "
         "using min: 124546 MiB.",

@@ -134,7 +134,7 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec("dspark_reclaimed", "DSpark ", ("DSpark",), loose_size="reclaimed"),
     LineSpec("dspark_slot_map", "DSpark draft SWA slot map", ("DSpark",)),
     LineSpec("imbalance", "The memory capacity is unbalanced", ("unbalanced",)),
-    LineSpec("lora", "LoRA adapter loading", ("LoRA",), checkpoint=True),
+    LineSpec("lora", "LoRA adapter (?:un)?loading", ("LoRA",), checkpoint=True),
     # nvidia-smi gave no memory total (unified-memory GPUs such as GB10 print [N/A]; MIG):
     # v0.5.16 utils/common.py:656-662, the fallback's warning at :621-625.
     LineSpec(
