@@ -13,9 +13,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-# `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`.
+# `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`,
+# `[12-27 11:24:23]` (datefmt `%m-%d %H:%M:%S`, v0.5.23 multimodal_gen/runtime/utils/
+# logging_utils.py:459; users shorten pastes the same way).
 PREFIX_RE = re.compile(
-    r"\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
+    r"\[(?:(?:\d{4}-)?\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
     r"(?P<tags>(?: [A-Za-z_][\w\-]*(?:\[\d+\])?)*)\]"
     r"|\[(?P<gpu>gpu(?:_id)?=\d+)\]"
     # rank tags alone: the user cut the timestamp (`[TP0] `, `[DP0 TP0 EP0] `); parallel kinds

@@ -27,7 +27,7 @@ from memledger.events import (
 )
 from memledger.input.error_texts import ErrorReading
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
-from memledger.input.logical import LogicalLine, iter_logical_lines
+from memledger.input.logical import LogicalLine
 from memledger.input.outcome import outcome_kind
 from memledger.input.pasted import tidy_pasted
 from memledger.input.ranks import (
@@ -59,6 +59,7 @@ from memledger.input.store import (
     rank_table,
 )
 from memledger.input.transform import LineParse
+from memledger.input.wrapped import CutLines
 from memledger.sglang.lines import KNOWN_HEAD_RE, MEMORY_LOOKING_RE, platform_marker
 
 MAX_PARSE_CHARS = 4096
@@ -464,17 +465,17 @@ def parse_log(
             # start scanning first: a grep prefilter runs while the grammar builds
             lines = iter_candidate_lines(log, stats, extra_keywords(extra_texts), meter)
             grammar = load_grammar(extra_grammars)
-            for line_number, raw in lines:
-                text = decode_line(raw, stats)
-                for logical in iter_logical_lines(line_number, text):
-                    _handle(logical, grammar, collector)
+            cut_lines = CutLines(grammar)
+            decoded = ((number, decode_line(raw, stats)) for number, raw in lines)
+            for logical in cut_lines.lines(decoded):
+                _handle(logical, grammar, collector)
             grammar.save_shapes()  # for the next run: known shapes skip lark
         except InputError as exc:
             raise InputError(exc.message, path=display) from exc
         finally:
             meter.finish()
     _add_errors(collector, collector.errors.finish())
-    notes = _settle_pasted(collector)
+    notes = _settle_pasted(collector) + cut_lines.notes()
 
     if not collector.saw_prefix and not collector.stored:
         raise InputError(

@@ -385,7 +385,21 @@ def transform(kind: EventKind, variant: str, node: Any, message: str) -> LinePar
     if reader is not None:
         reader(_Head(variant, head, message, builder))
     _apply_entries(kind, entries, builder, spec.loose_size, spec.stray_size_is_problem)
+    _drop_half_pair(builder.parse)
     return builder.parse
+
+
+def _drop_half_pair(parse: LineParse) -> None:
+    """SGLang prints K and V sizes together (v0.5.8 mem_cache/memory_pool.py:351-355): one alone
+    is a cut or garbled line, and would understate the pool as the whole of it."""
+    sizes = parse.sizes
+    if ("k" in sizes) != ("v" in sizes) and parse.kind in _KV_PAIR_KINDS:
+        parse.problems.append(f"{'K' if 'k' in sizes else 'V'} size without its pair")
+        sizes.pop("k", None)
+        sizes.pop("v", None)
+
+
+_KV_PAIR_KINDS = frozenset({EventKind.KV_ALLOCATED, EventKind.POST_CAPTURE_KV})
 
 
 def _apply_entries(

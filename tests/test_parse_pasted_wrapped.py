@@ -1,0 +1,187 @@
+"""Pasted lines cut across two physical lines (a terminal or copy hard-wrap), and prefixes that
+tools and shortened pastes put before SGLang's lines. Each input is written here in a shape found
+in a public thread (cited) with made-up numbers; no third-party log is copied.
+
+A cut line is rejoined only when exactly one reading makes sense; otherwise its cut value is
+dropped with a note, never read as a wrong number (memledger.input.wrapped).
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memledger.events import Event, EventKind, ParsedLog
+from memledger.input.parsing import parse_log
+
+
+def _parse(lines: list[str]) -> ParsedLog:
+    return parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.log")
+
+
+def _one(parsed: ParsedLog, kind: EventKind) -> Event:
+    (event,) = [e for e in parsed.startup.events if e.kind is kind]
+    return event
+
+
+def _sizes(event: Event) -> dict[str, str]:
+    return {key: size.text for key, size in event.sizes.items()}
+
+
+P = "[2026-01-14 05:25:51 TP0] "
+
+
+def test_a_server_args_repr_cut_inside_a_number_is_rejoined() -> None:
+    # https://github.com/LMCache/LMCache/issues/2400 pasted `max_prefill_tokens=1638` / `4, ...`
+    parsed = _parse(
+        [
+            "[2026-01-14 05:25:33] server_args=ServerArgs(model_path='Qwen/Qwen3-14B', "
+            "mem_fraction_static=0.835, chunked_prefill_size=8192, max_prefill_tokens=1638",
+            "4, prefill_max_requests=None, schedule_policy='fcfs', tp_size=1)",
+            P + "Load weight begin. avail mem=78.00 GB",
+        ]
+    )
+    params = _one(parsed, EventKind.SERVER_ARGS).params
+    assert params is not None and params["max_prefill_tokens"] == 16384
+    assert params["tp_size"] == 1
+    assert parsed.notes == ["rejoined 1 line cut across two physical lines (line 1)"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "kind", "sizes", "values"),
+    [
+        # a number cut in two: `max_total_num_tokens=16` alone would be 16 tokens
+        (
+            "max_total_num_tokens=16",
+            "1488, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            "max_running_requests=4096, context_len=40960, available_gpu_mem=3.00 GB",
+            EventKind.SUMMARY,
+            {"available_gpu_mem": "3.00 GB"},
+            {"max_total_num_tokens": 161488, "context_len": 40960},
+        ),
+        (
+            "KV Cache is allocated. #tokens: 161488, K size: 5.27 GB, V size: 5.2",
+            "7 GB",
+            EventKind.KV_ALLOCATED,
+            {"k": "5.27 GB", "v": "5.27 GB"},
+            {"tokens": 161488},
+        ),
+        (
+            "Memory pool end. avail mem=3",
+            "9.00 GB",
+            EventKind.MEMORY_POOL_END,
+            {"avail": "39.00 GB"},
+            {},
+        ),
+        # a cut at a space the copy dropped: only `mem usage` is a key SGLang prints
+        (
+            "Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=50.00 GB, mem",
+            "usage=28.00 GB.",
+            EventKind.LOAD_END,
+            {"avail": "50.00 GB", "usage": "28.00 GB"},
+            {"type": "Qwen3ForCausalLM"},
+        ),
+    ],
+)
+def test_a_memory_line_cut_in_two_is_rejoined(
+    first: str, second: str, kind: EventKind, sizes: dict[str, str], values: dict[str, object]
+) -> None:
+    # a terminal wrap of a pasted log, shape of https://github.com/sgl-project/sglang/issues/5285
+    parsed = _parse([P + "Load weight begin. avail mem=78.00 GB", P + first, second])
+    event = _one(parsed, kind)
+    assert _sizes(event) == sizes
+    assert {key: event.values.get(key) for key in values} == values
+    assert event.line == 2
+    assert parsed.notes == ["rejoined 1 line cut across two physical lines (line 2)"]
+    assert parsed.startup.skipped_count == 0  # the tail is part of the line, not a skipped line
+
+
+def test_a_cut_with_two_readings_loses_its_value_with_a_note() -> None:
+    # `Qwen3For` + `CausalLM` or `Qwen3For CausalLM`: both read, so neither is taken
+    parsed = _parse(
+        [
+            P + "Load weight end. avail mem=50.00 GB, type=Qwen3For",
+            "CausalLM, dtype=torch.bfloat16, mem usage=28.00 GB.",
+        ]
+    )
+    event = _one(parsed, EventKind.LOAD_END)
+    assert "type" not in event.values and _sizes(event) == {"avail": "50.00 GB"}
+    assert parsed.notes == ["1 line cut at the end (line 1): the cut value was not read"]
+
+
+def test_a_cut_number_that_no_reading_accepts_is_not_read() -> None:
+    parsed = _parse([P + "Memory pool end. avail mem=3", "9.00 GB + ? ( [ ="])
+    assert _sizes(_one(parsed, EventKind.MEMORY_POOL_END)) == {}
+    assert parsed.notes == ["1 line cut at the end (line 1): the cut value was not read"]
+
+
+def test_half_a_kv_pair_never_stands_for_the_pool() -> None:
+    # the V size cut off: K alone would read as the whole KV pool
+    parsed = _parse([P + "KV Cache is allocated. #tokens: 161488, K size: 5.27 GB, V size: 5.2"])
+    event = _one(parsed, EventKind.KV_ALLOCATED)
+    assert _sizes(event) == {} and event.values["tokens"] == 161488
+    reasons = [u.reason for u in parsed.startup.unrecognised]
+    assert any("K size without its pair" in reason for reason in reasons)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "Killed",  # the shell reporting SIGKILL: a record of its own
+        "100%|##########| 4/4 [00:02<00:00,  1.50it/s]",
+        "Traceback (most recent call last):",
+        "  continued but indented",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ],
+)
+def test_a_complete_line_keeps_the_next_record_apart(after: str) -> None:
+    parsed = _parse(
+        [
+            P + "max_total_num_tokens=161488, max_prefill_tokens=8192, "
+            "max_running_requests=16384, context_len=48",
+            after,
+        ]
+    )
+    assert _one(parsed, EventKind.SUMMARY).values["context_len"] == 48
+    assert not any(note.startswith("rejoined") for note in parsed.notes)
+
+
+def test_only_the_very_next_physical_line_continues_a_line() -> None:
+    parsed = _parse(
+        [P + "Memory pool end. avail mem=3", P + "Init attention backend begin.", "9.00 GB"]
+    )
+    assert _sizes(_one(parsed, EventKind.MEMORY_POOL_END)) == {}
+    assert not any(note.startswith("rejoined") for note in parsed.notes)
+
+
+# ---- prefixes -------------------------------------------------------------------------------
+
+
+def test_a_month_day_prefix_is_a_prefix() -> None:
+    # `[12-27 11:24:23] ` (datefmt `%m-%d %H:%M:%S`, v0.5.23 multimodal_gen/runtime/utils/
+    # logging_utils.py:459), printed so in https://github.com/sgl-project/sglang/pull/15936 and
+    # https://github.com/gpustack/gpustack/issues/3848
+    parsed = _parse(
+        [
+            "[12-27 11:24:20 TP0] Load weight begin. avail mem=78.00 GB",
+            "[12-27 11:24:23 TP0] Load weight end. type=Qwen3ForCausalLM, avail mem=50.00 GB",
+            "[12-27 11:24:23] some bare line from the launcher: 1.00 GB",
+        ]
+    )
+    assert [e.kind for e in parsed.startup.events] == [EventKind.LOAD_BEGIN, EventKind.LOAD_END]
+    assert parsed.startup.rank == "TP0" and parsed.notes == []
+
+
+def test_a_ray_actor_column_before_each_line() -> None:
+    # verl's SGLang rollout under Ray: `(WorkerDict pid=559716) ` before every scheduler line,
+    # https://github.com/verl-project/verl/pull/490
+    lines = [
+        "(WorkerDict pid=559716) " + P + "Load weight begin. avail mem=78.00 GB",
+        "(WorkerDict pid=559716) "
+        + P
+        + "KV Cache is allocated. #tokens: 161488, KV size: 10.57 GB",
+    ]
+    parsed = _parse(lines)
+    assert _sizes(_one(parsed, EventKind.KV_ALLOCATED)) == {"kv": "10.57 GB"}
+    assert parsed.startup.rank == "TP0"
