@@ -97,23 +97,35 @@ class CutLines:
     def lines(self, physical: Iterable[tuple[int, str]]) -> Iterator[LogicalLine]:
         held: LogicalLine | None = None
         for number, text in physical:
-            logicals = list(iter_logical_lines(number, text))
+            # lazily: a tqdm line redrawn for hours holds a million states (memory stays flat)
+            logicals = iter_logical_lines(number, text)
+            first = next(logicals, None)
+            second = next(logicals, None) if first is not None else None
             if held is not None:
-                tail = self._tail(held, number, text, logicals)
+                tail = None
+                if first is not None and second is None:
+                    tail = self._tail(held, number, text, first)
                 if tail is not None:
                     held = self._joined(held, tail)
-                    if held.text.startswith("server_args=") and self._open(held):
-                        continue
-                    yield held
-                    held = None
+                    if not (held.text.startswith("server_args=") and self._open(held)):
+                        yield held
+                        held = None
                     continue
-                yield self._settled(held, logicals)
+                yield self._settled(held)
                 held = None
-            if logicals and self._open(logicals[-1]):
-                held = logicals.pop()
-            yield from logicals
+            last = first
+            if first is not None and second is not None:
+                yield first
+                last = second
+                for logical in logicals:
+                    yield last
+                    last = logical
+            if last is not None and self._open(last):
+                held = last
+            elif last is not None:
+                yield last
         if held is not None:
-            yield held
+            yield self._settled(held)
 
     def notes(self) -> list[str]:
         notes = []
@@ -136,14 +148,13 @@ class CutLines:
             return not text.endswith((")", "}")) and len(text) < MAX_SERVER_ARGS_CHARS
         return bool(_TOKEN_END_RE.search(text)) and bool(KNOWN_HEAD_RE.match(text))
 
-    def _tail(
-        self, held: LogicalLine, number: int, text: str, logicals: list[LogicalLine]
-    ) -> str | None:
-        """The next physical line's text when it is the held line's continuation."""
-        if number != held.line + 1 or len(logicals) != 1 or logicals[0].prefixed:
+    def _tail(self, held: LogicalLine, number: int, text: str, only: LogicalLine) -> str | None:
+        """The next physical line's text when it is the held line's continuation (`only`: the
+        one logical line of that physical line)."""
+        if number != held.line + 1 or only.prefixed:
             return None
         tail = strip_paste_columns(text)
-        if not tail or tail[0].isspace() or tail != logicals[0].text:
+        if not tail or tail[0].isspace() or tail != only.text:
             return None
         if _RECORD_START_RE.match(tail) or "%|" in tail or KNOWN_HEAD_RE.match(tail):
             return None
@@ -162,8 +173,8 @@ class CutLines:
                 continue
             readings.setdefault(reading, (joined, _keys(parse) - _keys(first)))
         ambiguous = len(readings) > 1
-        if ambiguous:  # a cut at a word: keep the reading whose new keys are all known
-            readings = {r: v for r, v in readings.items() if v[1] <= _KNOWN_KEYS}
+        # a reading that invents a key SGLang never prints (`memusage=`) is not the line
+        readings = {r: v for r, v in readings.items() if v[1] <= _KNOWN_KEYS}
         if len(readings) == 1:
             ((joined, _),) = readings.values()
             return joined[len(held.text) :]
@@ -185,7 +196,7 @@ class CutLines:
             self.rejoined.append(held.line)
         return replace(held, text=held.text + tail)
 
-    def _settled(self, held: LogicalLine, logicals: list[LogicalLine]) -> LogicalLine:
+    def _settled(self, held: LogicalLine) -> LogicalLine:
         """The held line when no continuation came: as it is, or without its cut value."""
         if not self._cut:
             return held
