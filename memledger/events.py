@@ -54,7 +54,7 @@ Per kind, the keys the engine relies on (names are stable API):
 | oom | | `reason` (the matched text) |
 | crash | | `reason` |
 | oom_message | `requested`, `capacity`, `free`, `process_in_use`, `allocated`, `private_pools`, `reserved_unallocated`, `reserved_total` | `device` (`CUDA`/`HIP`/`NPU`), `gpu` (device index) |
-| kv_refusal | | `shape` (`not_enough_memory`/`no_room_for_kv`), `mem_fraction_static`, `raise_above`, `minimum_viable` |
+| kv_refusal | | `shape` (`not_enough_memory`/`no_room_for_kv`/`negative_profile`), `mem_fraction_static`, `raise_above`, `minimum_viable`, `profiled_tokens`, `max_total_tokens` |
 | traceback | | `context` (text before `Traceback`), `frames` (`path:line func > ...`, outermost first), `n_frames`, `exception` (type, None when cut off), `message` |
 | process_exit | | `exit_code`, `killed` (bool) |
 

@@ -8,6 +8,7 @@ A failure without memory evidence gets no memory knob.
 from __future__ import annotations
 
 from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
 from memledger.diagnosis.evidence import Evidence, gather
 from memledger.diagnosis.health import free_rose_after_pool, mfs_below_default, zero_headroom
 from memledger.diagnosis.memory import (
@@ -30,6 +31,7 @@ from memledger.diagnosis.phase import failure_phase, milestone
 from memledger.diagnosis.pools import (
     host_finding,
     host_memory,
+    larger_than_gpu,
     pool_failure,
     pool_ran_out,
     req_to_token_oom,
@@ -60,7 +62,7 @@ def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
         return _pool_ran_out(evidence, failure)
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
-    if evidence.outcome == "crash":
+    if evidence.outcome == "crash" or _ends_in_exception(evidence) or shm_exhausted(evidence):
         return _crash(evidence)
     if evidence.outcome == "truncated":
         return _truncated(evidence)
@@ -101,10 +103,13 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     missing = shortfall(evidence)
     findings = oom_findings(evidence)
     table = req_to_token_oom(evidence)
+    oversize = larger_than_gpu(evidence) if table is None else None
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
     elif table is not None:
         extra, suggestions = table
+    elif oversize is not None:
+        extra, suggestions = oversize
     elif phase in (Phase.LOAD, Phase.DIST_INIT):
         extra, suggestions = load_oom(evidence)
     else:
@@ -117,6 +122,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         head = f"OOM during {PHASE_TEXT[phase]}"
     if missing:
         head += f": {g(missing)} short"
+    oversized = next((f for f in findings if f.id == "allocation_exceeds_gpu"), None)
+    if oversized is not None:
+        head += "; one allocation is larger than the whole GPU"
     levers = [_phrase(s) for s in suggestions if s.value is not None][:2]
     blocking = next((f for f in findings if f.id == "unsharded_fallback"), None)
     stuck = next((f for f in findings if f.id == "no_fraction_fits"), None)
@@ -124,12 +132,18 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     if levers and stuck is not None and raised is not None:
         verdict = head + (
             f"; even at --mem-fraction-static {raised} the slack is {g(stuck.bytes)} short of "
-            "SGLang's own reserve for graphs and activations: raise --tp-size"
+            "SGLang's own reserve for graphs and activations: raise --tp-size or load fewer "
+            "weight bytes a rank (a quantized checkpoint)"
         )
     elif levers:
         verdict = head + f"; {' or '.join(levers)}"
     elif blocking is not None:
         verdict = head + "; the Transformers fallback builds the whole model on each GPU"
+    elif suggestions:
+        # no value without the numbers, but still the change to make
+        verdict = head + f"; {_phrase(suggestions[0])} (no value: the log lacks the numbers)"
+    elif oversized is not None and oversized.message.find("computed wrong") >= 0:
+        verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
     return _diagnosis(
@@ -141,6 +155,17 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         failed_rank=_failed_rank(evidence),
         findings=findings,
         suggestions=suggestions,
+    )
+
+
+def _ends_in_exception(evidence: Evidence) -> bool:
+    """A log with no outcome phrase whose traceback still names its exception (a pasted
+    `triton...OutOfResources: ...` line): the startup crashed."""
+    traceback = evidence.traceback
+    return (
+        evidence.outcome in ("truncated", "unknown")
+        and traceback is not None
+        and bool(traceback.values.get("exception"))
     )
 
 
@@ -199,6 +224,12 @@ def _crash(evidence: Evidence) -> Diagnosis:
     host = host_memory(evidence)
     if host is not None:
         findings.append(host_finding(host, evidence))
+    shm = shm_exhausted(evidence)
+    if shm is not None:
+        findings.append(shm_finding(shm, evidence))
+    hit = known_cause(evidence) if shm is None else None
+    if hit is not None:
+        findings.append(cause_finding(hit[0], hit[1], evidence))
     if exit_event is not None and killed:
         findings.append(
             Finding(
@@ -212,7 +243,11 @@ def _crash(evidence: Evidence) -> Diagnosis:
             )
         )
     at = [evidence.at(traceback.line if traceback else evidence.outcome_line)]
-    if host is not None or killed:
+    if shm is not None:
+        verdict_end = "the host's shared memory (/dev/shm), not GPU memory: docker --shm-size 32g"
+    elif hit is not None:
+        verdict_end = f"not GPU memory: {hit[0].fix}"
+    elif host is not None or killed:
         verdict_end = (
             "host RAM, not GPU memory"
             if host is not None
@@ -281,6 +316,13 @@ def _truncated(evidence: Evidence) -> Diagnosis:
         verdict = f"log ends {where}{at}: {headroom[0].message}"
         levers = [_phrase(s) for s in suggestions if s.value is not None][:1]
         verdict += f"; {levers[0]}" if levers else ""
+    refused = next((f for f in findings if f.id == "request_exceeds_pool"), None)
+    if refused is not None and not headroom:
+        verdict = (
+            f"log ends {where}{at}: a request was refused as longer than the limit, the smaller "
+            "of the context length and the KV pool; a bigger pool (raise "
+            "--mem-fraction-static) or a longer --context-length accepts it"
+        )
     return _diagnosis(
         evidence,
         outcome="truncated",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memledger.events import Event, EventKind, ParsedLog
+from memledger.events import Event, EventKind, ParsedLog, Value
 from memledger.ledger_model import Checkpoint, Ledger
 
 _OOM_EXCEPTION = "OutOfMemory"
@@ -157,6 +157,17 @@ def _choose_traceback(tracebacks: list[Event], oom: Event | None, rank: str) -> 
     return (own or pool)[0]
 
 
+def _merged(refusals: list[Event]) -> Event | None:
+    """The first refusal, with what later ones add (the `profiled value -N` warning comes
+    before the `Not enough memory ... Current value: 0.88` that names the fraction)."""
+    if len(refusals) < 2:
+        return refusals[0] if refusals else None
+    values: dict[str, Value] = {}
+    for event in reversed(refusals):
+        values.update(event.values)
+    return refusals[0].model_copy(update={"values": values})
+
+
 def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
     startup = parsed.startup
     events = startup.events
@@ -179,7 +190,7 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
         budget=_budget(ledger, server_args),
         oom=oom,
         oom_messages=ooms,
-        refusal=refusals[0] if refusals else None,
+        refusal=_merged(refusals),
         traceback=_choose_traceback(by_kind.get(EventKind.TRACEBACK, []), oom, startup.rank),
         exit=exits[0] if exits else None,
         exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),

@@ -9,6 +9,7 @@ from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Finding, Severity, Suggestion
 from memledger.events import EventKind
+from memledger.sglang.failure_rules import HEADROOM_DOCS_CAP_GIB
 from memledger.sizing.defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
 
@@ -17,8 +18,9 @@ RISE_THRESHOLD = 64 * MIB
 ZERO_HEADROOM = 256 * MIB
 """Free memory after capture below this: the first large batch will not fit."""
 HEADROOM_TARGET_FRACTION = 0.10
-HEADROOM_TARGET_CAP = GIB
-"""memledger's choice of headroom to restore: 10% of P, at most 1 GiB."""
+HEADROOM_TARGET_CAP = HEADROOM_DOCS_CAP_GIB * GIB
+"""The headroom to restore: 10% of P, at most 5 GiB, the low end of SGLang's own 5-8 GB advice
+(memledger.sglang.failure_rules.HEADROOM_DOCS_CAP_GIB); 10% keeps a small GPU's pool."""
 FAR_BELOW_DEFAULT = 0.10
 
 
@@ -90,7 +92,8 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         lowered = lower_mfs(
             evidence,
             target - free,
-            f"to leave {g(target)} free (min(1 GiB, 10% of P)), {g(target - free)} must move",
+            f"to leave {g(target)} free (min(5 GiB, 10% of P); SGLang's tuning guide advises "
+            f"5-8 GB), {g(target - free)} must move",
         )
         if lowered is not None:
             suggestions.append(lowered)

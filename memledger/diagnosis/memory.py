@@ -62,7 +62,11 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
     sizes = oom.sizes
     rank = oom.rank or "the process"
     device = f" ({oom.values['device']})" if "device" in oom.values else ""
-    parts = [f"{rank} ran out of GPU memory{device}: asked for {_t(oom, 'requested')}"]
+    if "runtime" in oom.values:
+        device = f" ({oom.values.get('device')} runtime: {oom.values['runtime']})"
+    parts = [f"{rank} ran out of GPU memory{device}"]
+    if "requested" in sizes:
+        parts.append(f": asked for {_t(oom, 'requested')}")
     if "free" in sizes:
         parts.append(f" with {_t(oom, 'free')} free")
     if "capacity" in sizes:
@@ -238,6 +242,13 @@ def kv_refusal(evidence: Evidence) -> Result:
     notes = [] if current is not None else ["its value is not in the log"]
     if minimum is not None:
         notes.append(f"minimum viable {minimum:.4f}")
+    profiled = refusal.values.get("profiled_tokens")
+    if isinstance(profiled, int):
+        # v0.4.8 model_executor/model_runner.py:914-932: a pool of <= 0 tokens is refused
+        notes.append(
+            f"the profiled pool was {profiled:,} tokens: the budget A - P x (1 - mfs) is "
+            "negative, and --max-total-tokens only lowers it"
+        )
     findings = [
         Finding(
             id="weights_exceed_budget",
@@ -251,7 +262,19 @@ def kv_refusal(evidence: Evidence) -> Result:
         )
     ]
     if minimum is None:
-        return findings, []
+        # SGLang's own advice, without a value: the log lacks P or A (1 - A/P)
+        return findings, [
+            Suggestion(
+                knob="mem_fraction_static",
+                direction=Direction.RAISE,
+                value=None,
+                why=(
+                    "the KV budget is A - P x (1 - mfs) "
+                    f"({BUDGET_CITATION}); a higher mfs leaves room once it passes the minimum "
+                    "viable 1 - A/P, which needs the `Load weight begin`/`end` readings"
+                ),
+            )
+        ]
     value = above_step(minimum)
     stuck = stuck_between(evidence, value)
     if stuck is not None:
@@ -401,6 +424,9 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
         elif budget.mem_fraction_static is None or budget.pre_load is None:
             # no P or mfs in the log: the lever without a value (never a tp claim it cannot make)
             suggestions.append(unknown_budget_mfs(evidence, missing, phase))
+    elif evidence.oom is not None and "requested" not in evidence.oom.sizes:
+        # an OOM text without sizes (ROCm's HSA runtime): the direction, no value
+        suggestions.append(unknown_budget_mfs(evidence, None, phase))
     if phase is Phase.GRAPH_CAPTURE:
         suggestions.extend(_graph_levers(evidence, failing_bs, sizes))
     elif phase in (Phase.WARMUP, Phase.SERVING):

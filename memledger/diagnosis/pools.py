@@ -13,6 +13,7 @@ from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.events import Event
 from memledger.sglang.failure_rules import (
     MAX_REQ_INPUT_LEN_CITATION,
+    OVERSIZE_FACTOR,
     POOL_RAN_OUT_CITATION,
     REQ_TO_TOKEN_BYTES_PER_SLOT,
     REQ_TO_TOKEN_CITATION,
@@ -206,12 +207,12 @@ def host_finding(event: Event, evidence: Evidence) -> Finding:
     )
 
 
-def unknown_budget_mfs(evidence: Evidence, missing: int, phase: Phase) -> Suggestion:
+def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) -> Suggestion:
     """Lower mfs, without a value: the log does not show P or the current fraction."""
     oom = evidence.oom
     capacity = oom.sizes.get("capacity") if oom is not None else None
     bound = ""
-    if capacity is not None and capacity.bytes > 0:
+    if capacity is not None and capacity.bytes > 0 and missing is not None:
         d = missing / capacity.bytes
         bound = (
             f"; with P at most the GPU's {capacity.text}, {g(missing)} needs d >= {d:.4f} "
@@ -231,3 +232,67 @@ def unknown_budget_mfs(evidence: Evidence, missing: int, phase: Phase) -> Sugges
             f"(free before loading) nor the current fraction, so no value{bound}{when}"
         ),
     )
+
+
+def larger_than_gpu(evidence: Evidence) -> Result | None:
+    """One allocation asked for more than the whole GPU: no fraction, graph cap or chunk makes it
+    fit. At startup it is a buffer sized by a length, most often the request-to-token table
+    (the 80 GiB ask of Llama-4 Scout's 10M-token context,
+    https://github.com/sgl-project/sglang/issues/5755, fixed with --context-length 1000000)."""
+    oom = evidence.oom
+    if oom is None or evidence.refusal is not None:
+        return None
+    requested, capacity = oom.sizes.get("requested"), oom.sizes.get("capacity")
+    if requested is None or capacity is None or requested.bytes <= capacity.bytes:
+        return None
+    if requested.bytes >= OVERSIZE_FACTOR * capacity.bytes:
+        message = (
+            f"one allocation of {requested.text} is {requested.bytes / capacity.bytes:,.0f} "
+            f"times the whole GPU ({capacity.text}): a size computed wrong (a bug, or a "
+            "configuration value far out of range), not something a memory flag makes fit"
+        )
+        return [
+            Finding(
+                id="allocation_exceeds_gpu",
+                severity=Severity.ERROR,
+                message=message,
+                bytes=requested.bytes,
+                evidence=[evidence.at(oom.line)],
+            )
+        ], []
+    context = evidence.int_param("context_length")
+    message = (
+        f"one allocation of {requested.text} is larger than the whole GPU ({capacity.text}): no "
+        "--mem-fraction-static, graph cap or chunk size makes it fit; it is a buffer sized by "
+        "a length, at startup most often the request-to-token table, "
+        f"max_running_requests x (context_len + {REQ_TO_TOKEN_EXTRA_LEN}) x "
+        f"{REQ_TO_TOKEN_BYTES_PER_SLOT} B ({REQ_TO_TOKEN_CITATION})"
+    )
+    finding = Finding(
+        id="allocation_exceeds_gpu",
+        severity=Severity.ERROR,
+        message=message,
+        bytes=requested.bytes,
+        evidence=[evidence.at(oom.line)],
+    )
+    free = oom.sizes.get("free")
+    ratio = free.bytes / requested.bytes if free is not None and free.bytes > 0 else None
+    why = (
+        "the table's width is the context length; a model's own default can be millions of "
+        "tokens (Llama-4 Scout's 10M: #5755 ran with --context-length 1000000)"
+    )
+    suggestions = [
+        Suggestion(
+            knob="context_length",
+            direction=Direction.LOWER,
+            value=math.floor(context * ratio) if context and ratio is not None else None,
+            why=why + (f"; x {ratio:.3f} = free / asked" if context and ratio else ""),
+        ),
+        Suggestion(
+            knob="max_running_requests",
+            direction=Direction.LOWER,
+            value=None,
+            why="the table's rows are the request slots",
+        ),
+    ]
+    return [finding], suggestions

@@ -31,6 +31,14 @@ Shapes, with where they come from:
   managers/utils.py:121, where M = min(context_len - 1, max_total_num_tokens - 1) - 5,
   managers/tp_worker.py:286-290). Host memory: `[Errno 12] Cannot allocate memory`,
   `DefaultCPUAllocator: can't allocate memory`, `std::bad_alloc`.
+* An exception line without its traceback (`RuntimeError: ...` pasted alone) is a traceback
+  event of no frames.
+* `max_total_tokens=N is larger than the profiled value -M. Use the profiled value instead.`
+  with M >= 0: the profiled KV pool had no tokens, SGLang's refusal follows (v0.4.8
+  model_executor/model_runner.py:914-932).
+* The host's shared memory: `Error while creating shared memory segment /dev/shm/nccl-X (size
+  N)` and `failed to extend /dev/shm/...` (NCCL misc/shmutils.cc), PyTorch's `insufficient
+  shared memory (shm)`, a `Bus error` (SIGBUS when a /dev/shm segment cannot grow).
 * A traceback frame whose code line builds the request-to-token table (`ReqToTokenPool(`,
   `self.req_to_token = torch.zeros(`) marks the traceback `pool=req_to_token`.
 * Process ends: a standalone `Killed` (the shell reporting SIGKILL), `Exit code: -9`
@@ -67,6 +75,10 @@ _OOM_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("free", re.compile(r"; " + _NUM + r" free")),
     ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
 )
+HSA_OUT_OF_RESOURCES = "HSA_STATUS_ERROR_OUT_OF_RESOURCES"
+"""ROCm's `HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary
+resources.` (then `Available Free mem: N MB`): a kernel's device allocation failed, an OOM
+(https://github.com/sgl-project/sglang/issues/25797, fixed by a lower --mem-fraction-static)."""
 _OOM_DEVICE_INDEX_RE = re.compile(r"(?:GPU|NPU|Device|device)\s+(\d+)(?: has a total|;)")
 
 NOT_ENOUGH_MEMORY_RE = re.compile(
@@ -74,6 +86,13 @@ NOT_ENOUGH_MEMORY_RE = re.compile(
     r"(?:\.\s*Current value:\s*(?:self\.server_args\.)?mem_fraction_static\s*=\s*"
     r"(?P<mfs>\d+(?:\.\d+)?))?"
 )
+PROFILED_NEGATIVE_RE = re.compile(
+    r"max_total_tokens=(?P<cap>\d+) is larger than the profiled value (?P<profiled>-\d+|0)\b"
+)
+"""SGLang's `--max-total-tokens` warning with a profiled pool of no tokens: the KV budget
+rest = A - P x (1 - mfs) came out negative, and the refusal follows (v0.4.8
+model_executor/model_runner.py:914-932, v0.5.8 model_runner_kv_cache_mixin.py:299-305 then
+:328-331: `if self.max_total_num_tokens <= 0: raise RuntimeError("Not enough memory...")`)."""
 NO_ROOM_FOR_KV_RE = re.compile(
     r"Loaded weights leave no GPU memory for the KV cache"
     r"(?: under --mem-fraction-static=(?P<mfs>\d+(?:\.\d+)?))?"
@@ -84,8 +103,10 @@ NO_ROOM_FOR_KV_RE = re.compile(
 # `Traceback (most recent` alone: a wrap cut the head (`call last):` is on the next line)
 TRACEBACK_RE = re.compile(r"Traceback \(most recent(?:\s+call)?(?:\s+last\):?)?")
 FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<func>[\w<>.]+)')
+# a bare `Exception:` too: SGLang raises `Exception("Capture cuda graph failed: ...")`
+# (v0.5.8 model_executor/cuda_graph_runner.py:460-470)
 EXCEPTION_RE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Interrupt|Exit|OutOfResources))"
     r"(?::\s*(?P<message>.*))?$"
 )
 # (regex, pool, shape): SGLang's own pools exhausted, and the host's memory (module docstring)
@@ -112,6 +133,16 @@ POOL_EXHAUSTED_TEXTS: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "too_long",
     ),
     (
+        # the host's shared memory (/dev/shm: docker's default is 64 MB): NCCL's segments
+        # (`misc/shmutils.cc`), PyTorch's workers, a SIGBUS when a segment cannot grow
+        re.compile(
+            r"Error while creating shared memory segment \S*(?: \(size (?P<size>\d+)\))?"
+            r"|failed to extend /dev/shm|insufficient shared memory \(shm\)|\bBus error\b"
+        ),
+        "shm",
+        "shm",
+    ),
+    (
         re.compile(
             r"\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: can't allocate memory"
             r"|std::bad_alloc"
@@ -120,7 +151,16 @@ POOL_EXHAUSTED_TEXTS: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "host_memory",
     ),
 )
-_POOL_WORDS = ("of memory", "pool is full", "allowed length", "allocate memory", "bad_alloc")
+_POOL_WORDS = (
+    "of memory",
+    "pool is full",
+    "allowed length",
+    "allocate memory",
+    "bad_alloc",
+    "shared memory",
+    "/dev/shm",
+    "Bus error",
+)
 """Every POOL_EXHAUSTED_TEXTS pattern holds one of these (a cheap test first)."""
 REQ_TO_TOKEN_CODE_RE = re.compile(r"ReqToTokenPool\(|self\.req_to_token\s*=")
 """A frame's code line that builds the request-to-token table (v0.5.8 mem_cache/memory_pool.py:136,
@@ -144,6 +184,9 @@ def _size(match: re.Match[str]) -> Size | None:
 
 def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | None:
     """The numbers of an allocator OOM message, or None when `text` is not one."""
+    if HSA_OUT_OF_RESOURCES in text:
+        # ROCm's runtime failing a device allocation: no sizes on this line
+        return {}, {"device": "HIP", "runtime": HSA_OUT_OF_RESOURCES}
     if text.isascii() and "out of memory" not in text.lower():
         return None  # the regex below needs these words (a cheap test: most lines are no error)
     head = OUT_OF_MEMORY_RE.search(text)
@@ -172,6 +215,16 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
 
 def read_kv_refusal(text: str) -> dict[str, Value] | None:
     """SGLang refusing to size the KV pool (weights left no room), or None."""
+    if "profiled value" in text:
+        profiled = PROFILED_NEGATIVE_RE.search(text)
+        if profiled is None:
+            return None  # a cap above a positive profiled value: no refusal
+        found: dict[str, Value] = {"shape": "negative_profile"}
+        for key, group in (("profiled_tokens", "profiled"), ("max_total_tokens", "cap")):
+            tokens = int_or_none(profiled.group(group))
+            if tokens is not None:
+                found[key] = tokens
+        return found
     if "Loaded weights leave no GPU memory" not in text and "Not enough memory." not in text:
         return None  # what both regexes start with
     match = NO_ROOM_FOR_KV_RE.search(text)
@@ -207,7 +260,7 @@ def read_pool_exhausted(text: str) -> dict[str, Value] | None:
         if match is None:
             continue
         values: dict[str, Value] = {"pool": pool, "shape": shape}
-        for key in ("tokens", "limit"):
+        for key in ("tokens", "limit", "size"):
             group = match.groupdict().get(key)
             number = int_or_none(group) if group else None
             if number is not None:
@@ -363,7 +416,13 @@ class ErrorTextReader:
         elif frame is not None and self._block is None:
             # a traceback pasted without its `Traceback (most recent call last):` head
             self._block = _Block(line=line, rank=rank, context="")
-        if start is None and self._block is not None:
+        if start is None and self._block is None and frame is None:
+            exception = EXCEPTION_RE.match(text.strip())
+            if exception is not None:
+                # an exception line pasted without its traceback: the error is still named
+                self._block = _Block(line=line, rank=rank, context="")
+                found.append(self._close(exception["type"], exception["message"] or ""))
+        elif start is None and self._block is not None:
             if frame is not None:
                 block = self._block
                 block.n_frames += 1

@@ -42,6 +42,30 @@ def suggestion_title(suggestion: Suggestion) -> str:
     return f"{suggestion.direction.value} {suggestion.flag} to {shown}"
 
 
+def command_change(suggestion: Suggestion) -> str | None:
+    """The launch-flag change a valued suggestion makes (`--mem-fraction-static 0.83`)."""
+    if suggestion.direction is Direction.ENABLE:
+        return suggestion.flag
+    value = suggestion.value
+    if value is None:
+        return None
+    return f"{suggestion.flag} {value if isinstance(value, int) else f'{value:g}'}"
+
+
+def _changes(diagnosis: Diagnosis) -> str | None:
+    """Each valued suggestion as the flag to pass, alternatives apart (`A | B`), first knob wins."""
+    seen: set[str] = set()
+    changes: list[str] = []
+    for suggestion in diagnosis.suggestions:
+        change = command_change(suggestion)
+        if change is not None and suggestion.knob not in seen:
+            seen.add(suggestion.knob)
+            changes.append(change)
+    if len(changes) > 1:
+        return " | ".join(changes) + " (alternatives: each alone)"
+    return changes[0] if changes else None
+
+
 def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     rank = diagnosis.rank or "(untagged)"
     if diagnosis.failed_rank is not None and diagnosis.failed_rank != diagnosis.rank:
@@ -55,6 +79,9 @@ def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     ]
     if diagnosis.shortfall_bytes is not None:
         facts.append(("shortfall", f"{_bytes(diagnosis.shortfall_bytes)} (requested - free)"))
+    changes = _changes(diagnosis)
+    if changes is not None:
+        facts.append(("try", changes))
     return facts
 
 

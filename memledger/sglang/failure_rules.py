@@ -15,6 +15,7 @@ mem_cache/kv_cache_configurator.py `configure` :457; distributed/bootstrap.py
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 
@@ -171,3 +172,92 @@ LOAD_SITES: tuple[LoadSite, ...] = (
         needs_quantization=True,
     ),
 )
+
+
+class CrashCause:
+    """A known error text that ends a startup without a GPU out-of-memory, and its fix."""
+
+    def __init__(self, finding_id: str, pattern: str, message: str, fix: str, source: str) -> None:
+        self.finding_id = finding_id
+        self.pattern = re.compile(pattern)
+        self.message = message
+        self.fix = fix
+        """The change, short enough for the verdict."""
+        self.source = source
+
+
+CRASH_CAUSES: tuple[CrashCause, ...] = (
+    CrashCause(
+        "deepep_dispatch_cap",
+        r"num_max_dispatch_tokens_per_rank",
+        "DeepEP's low-latency dispatch got more tokens a rank than its buffer is sized for "
+        "(SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128: v0.5.8 environ.py:342), "
+        "not a GPU "
+        "out-of-memory: raise that variable above the per-rank decode batch, or cap "
+        "--max-running-requests and --cuda-graph-max-bs at it",
+        "raise SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
+        "https://github.com/sgl-project/sglang/pull/28985 (recipes raise the value or cap "
+        "--max-running-requests to dodge the assertion), "
+        "https://github.com/NVIDIA/srt-slurm/issues/44",
+    ),
+    CrashCause(
+        "torch_compile_quantized",
+        r"FakeScriptObject|(?:gptq|awq)_marlin_gemm\(\) Expected a value",
+        "torch.compile cannot trace the GPTQ/AWQ Marlin kernel, so graph capture fails at any "
+        "--mem-fraction-static: drop --enable-torch-compile (or use an unquantized checkpoint)",
+        "drop --enable-torch-compile",
+        "https://github.com/sgl-project/sglang/issues/1522 (maintainer: torch.compile is not "
+        "compatible with awq or gptq)",
+    ),
+    CrashCause(
+        "flashinfer_workspace",
+        r"batch_prefill_tmp_[vs]|in AlignedAllocator|Increase the workspace buffer size",
+        "FlashInfer's fixed workspace buffer is too small for this prefill batch "
+        "(SGLANG_FLASHINFER_WORKSPACE_SIZE, 384 MiB by default, 512 MiB for Qwen3: v0.5.8 "
+        "environ.py:309, layers/attention/flashinfer_backend.py:172, :196-206), not free GPU "
+        "memory: raise SGLANG_FLASHINFER_WORKSPACE_SIZE above the bytes the text asks for, or "
+        "lower --chunked-prefill-size",
+        "raise SGLANG_FLASHINFER_WORKSPACE_SIZE",
+        "https://github.com/sgl-project/sglang/issues/2102, "
+        "https://github.com/sgl-project/sglang/issues/1405",
+    ),
+    CrashCause(
+        "not_capturable",
+        r"operation not permitted when stream is capturing|during CUDA graph capture",
+        "a kernel that cannot run inside a CUDA-graph capture was captured (seen with "
+        "--enable-torch-compile), not GPU memory: drop --enable-torch-compile, or "
+        "--disable-cuda-graph",
+        "drop --enable-torch-compile or set --disable-cuda-graph",
+        "https://github.com/sgl-project/sglang/issues/7918, "
+        "https://github.com/sgl-project/sglang/issues/6342",
+    ),
+    CrashCause(
+        "kernel_shared_memory",
+        r"OutOfResources: out of resource: shared memory",
+        "a Triton kernel asked for more on-chip shared memory per block than this GPU has "
+        "(the `Required` vs `Hardware limit` bytes): not GPU memory, no memory flag changes it; "
+        "a kernel config tuned for this GPU (SGLang's fused-MoE tuning script) or another "
+        "backend does",
+        "tune the kernel config for this GPU",
+        "https://github.com/sgl-project/sglang/issues/6001",
+    ),
+)
+"""Matched against the failing traceback's `exception: message` text."""
+
+SHM_SHAPE = "shm"
+SHM_FIX = (
+    "give the container a bigger /dev/shm: `docker run --shm-size 32g` (or --ipc=host); in "
+    "Kubernetes mount an emptyDir of medium Memory at /dev/shm"
+)
+SHM_SOURCE = (
+    "SGLang's docker instructions run with --shm-size 32g "
+    "(https://github.com/sgl-project/sglang/pull/1986: 'with 70B TP 8, the default setup can "
+    "cause NCCL errors'); NCCL's segments need it "
+    "(https://github.com/sgl-project/sgl-project.github.io/issues/5)"
+)
+HEADROOM_DOCS_CAP_GIB = 5
+"""SGLang's tuning guide: 'reserving 5-8 GB of memory for activations is typically sufficient',
+read off the logs just before the server is ready (docs/advanced_features/hyperparameter_tuning.md,
+https://github.com/sgl-project/sglang/pull/9083)."""
+OVERSIZE_FACTOR = 4
+"""An allocation this many times the GPU's capacity is a size computed wrong, not a fit problem."""

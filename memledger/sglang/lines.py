@@ -159,8 +159,8 @@ LINES: tuple[LineSpec, ...] = (
     ),
     # ---- error texts (read by memledger.input.error_texts; the scanner adds `out of memory`)
     # `PyTorch`, `", line `: what the second half of a wrapped OOM message or frame still holds
-    LineSpec("oom_message", words=("OutOfMemory", "PyTorch")),
-    LineSpec("kv_refusal", words=("enough memory", "KV cache")),
+    LineSpec("oom_message", words=("OutOfMemory", "PyTorch", "HSA_STATUS_ERROR_OUT_OF_RESOURCES")),
+    LineSpec("kv_refusal", words=("enough memory", "KV cache", "profiled value")),
     LineSpec("traceback", words=("Traceback", 'File "', '", line ', ", in ")),
     LineSpec("process_exit", words=("Killed", "Exit code", "terminated with")),
     LineSpec(
@@ -171,6 +171,9 @@ LINES: tuple[LineSpec, ...] = (
             "maximum allowed length",
             "allocate memory",
             "bad_alloc",
+            "shared memory",
+            "/dev/shm",
+            "Bus error",
             # a traceback's code line that builds the request-to-token table
             "ReqToTokenPool(",
             "self.req_to_token =",

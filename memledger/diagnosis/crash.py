@@ -1,0 +1,52 @@
+"""Crashes with a known cause that is not GPU memory: the host's shared memory (/dev/shm), and
+the error texts of `memledger.sglang.failure_rules.CRASH_CAUSES` (each with its fix)."""
+
+from __future__ import annotations
+
+from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.model import Finding, Severity
+from memledger.events import Event, EventKind
+from memledger.sglang.failure_rules import CRASH_CAUSES, SHM_FIX, SHM_SHAPE, SHM_SOURCE, CrashCause
+from memledger.units import MIB
+
+
+def shm_exhausted(evidence: Evidence) -> Event | None:
+    """The first sign that the host's /dev/shm ran out (NCCL segment, SIGBUS, PyTorch worker)."""
+    return next((e for e in evidence.exhausted if e.values.get("pool") == SHM_SHAPE), None)
+
+
+def shm_finding(event: Event, evidence: Evidence) -> Finding:
+    size = event.values.get("size")
+    segment = f" (a {size / MIB:.1f} MiB segment)" if isinstance(size, int) and size > 0 else ""
+    return Finding(
+        id="shared_memory",
+        severity=Severity.ERROR,
+        message=(
+            f"the host's shared memory /dev/shm ran out{segment}, not the GPU's: {SHM_FIX} "
+            f"({SHM_SOURCE})"
+        ),
+        bytes=size if isinstance(size, int) and size > 0 else None,
+        evidence=[evidence.at(event.line)],
+    )
+
+
+def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:
+    """The first traceback (the chosen one first) whose error text is a known crash cause."""
+    tracebacks = [e for e in evidence.events if e.kind is EventKind.TRACEBACK]
+    if evidence.traceback is not None:
+        tracebacks.insert(0, evidence.traceback)
+    for event in tracebacks:
+        text = f"{event.values.get('exception') or ''}: {event.values.get('message') or ''}"
+        for cause in CRASH_CAUSES:
+            if cause.pattern.search(text) or cause.pattern.search(event.text):
+                return cause, event
+    return None
+
+
+def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Finding:
+    return Finding(
+        id=cause.finding_id,
+        severity=Severity.ERROR,
+        message=f"{cause.message} ({cause.source})",
+        evidence=[evidence.at(event.line)],
+    )
