@@ -193,6 +193,7 @@ def test_schema_whatif_describes_what_whatif_json_prints(
         capsys,
     )
     answer = json.loads(out)
+    assert answer["schema_version"] == 1 and schema["$id"] == "urn:memledger:schema:whatif:v1"
     assert set(answer) == set(schema["properties"])
     row_properties = set(schema["$defs"]["WhatIfRow"]["properties"])
     assert all(set(row) == row_properties for row in answer["rows"])

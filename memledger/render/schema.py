@@ -66,7 +66,7 @@ def output_schema(name: str) -> dict[str, Any]:
     model = schema_model(chosen)
     schema = _open(model.model_json_schema(by_alias=True, mode="serialization"))
     versioned = model.model_fields.get("schema_version")
-    version = "" if versioned is None else f":v{versioned.default}"  # whatif has none yet
+    version = "" if versioned is None else f":v{versioned.default}"
     return {
         "$schema": JSON_SCHEMA_DIALECT,
         "$id": f"urn:memledger:schema:{chosen.value}{version}",

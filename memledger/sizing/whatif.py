@@ -51,11 +51,17 @@ class WhatIfRow(Record):
     """`anchored` (measured + modelled change) or `modelled` (no measured value to anchor on)."""
 
 
+WHATIF_SCHEMA_VERSION = 1
+"""Versions `memledger whatif --format json` like the other JSON outputs: fields may be added,
+none removed or retyped without a new version."""
+
+
 class WhatIf(Record):
     """The answer to `memledger whatif LOG --set NAME=VALUE ...`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    schema_version: int = WHATIF_SCHEMA_VERSION
     path: str
     version: str
     changes: dict[str, int | float | str | None]
