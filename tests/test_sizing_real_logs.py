@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import memledger
+from memledger.render.sizing import sizing_table
 from memledger.sizing import SizingResult, size_log, sizing_inputs, whatif
 from memledger.sizing.result import TOLERANCE
 from memledger.units import GIB
@@ -130,12 +131,16 @@ def test_ascend_dsa_pool_is_sized_with_the_indexer_cell() -> None:
 
 
 def test_fork_mamba_accounting_is_named() -> None:
-    """complex/009: upstream's K x per-slot state predicts +1.2 %; the reason says the pool fits
-    only if the whole ratio share was taken (this build's own accounting)."""
+    """complex/009 (an RDNA4 patch set on v0.5.11, per its repository's scripts/setup.sh):
+    upstream's K x per-slot state predicts +1.2 %; every release 0.5.4 - 0.5.16 takes K x
+    per_req (v0.5.11 model_executor/model_runner_kv_cache_mixin.py:126-131) and 0.5.17+ takes
+    K + 1 slots, so the reason names the two ways the pool fits, neither a release's rule."""
     result = _result(next(p for p in real_log_paths() if "complex/009" in p.as_posix()))
     assert result.mismatch is not None
     assert "whole ratio share rest x m/(1+m) = 5.81 GiB" in result.mismatch
     assert "K x per slot = 5.74 GiB" in result.mismatch
+    assert "no release 0.5.4 - 0.5.23 takes the whole share" in result.mismatch
+    assert "0.08 GiB less was free" in result.mismatch
 
 
 @pytest.mark.parametrize("fragment", ["complex/017", "single/013"])
@@ -158,3 +163,31 @@ def test_logs_without_server_args_say_what_infers_mfs(fragment: str) -> None:
     mfs = next(t for t in answer.arithmetic if t.name == "mem_fraction_static")
     assert mfs.kind == "inferred" and mfs.rule == "mfs_default"
     assert "server_args.py:988-1031" in mfs.source
+
+
+@pytest.mark.parametrize(
+    ("fragment", "rows", "predicted_rows"),
+    [("single/022", 3_529, 3_532), ("single/001", 2_049, 2_049), ("single/020", 2_049, 2_049)],
+)
+def test_request_table_from_the_logged_tokens(
+    fragment: str, rows: int, predicted_rows: int
+) -> None:
+    """The sizing section's req_to_token comes from the logged token count (single/022:
+    int(903,439 / 131,072 x 512) = 3,529, which the log prints as max_running_requests), the
+    predicted count's table (3,532) is a separate, labelled row; both equal the ledger's
+    req_to_token row where the rule is the same (0.4.x: max_num_reqs + 1 rows)."""
+    path = next(p for p in real_log_paths() if fragment in p.as_posix())
+    result = _result(path)
+    assert result.logged_req_to_token_rows == rows
+    assert result.prediction.req_to_token_rows == predicted_rows
+    ledger_row = next(row for row in memledger.ledger(path).rows if row.id == "req_to_token")
+    assert result.logged_req_to_token_bytes == ledger_row.bytes
+    table = sizing_table(result)
+    labels = {row[0]: row for row in table.rows}
+    assert labels["req_to_token (logged)"][2] == "derived"
+    assert f"{rows:,} rows" in labels["req_to_token (logged)"][3]
+    if predicted_rows != rows:
+        assert labels["req_to_token (predicted)"][2] == "modelled"
+        assert f"{predicted_rows:,} rows" in labels["req_to_token (predicted)"][3]
+    else:
+        assert "req_to_token (predicted)" not in labels

@@ -135,8 +135,37 @@ def test_rule_mamba_first() -> None:
     assert pred.kv_budget_bytes == pred.rest_bytes - 40 * per_slot  # type: ignore[operator]
 
 
+def test_rule_mamba_padding_ring() -> None:
+    """0.5.17 - 0.5.19 take K + 1 slots (the pool's padding slot) and solve K with it:
+    K = int((share - per_slot) // per_slot), v0.5.17 mem_cache/kv_cache_configurator.py:1950-1956;
+    taken (K + 1) x per_slot, :1977-1982. 0.5.16 still takes K x per_req (:1808-1813)."""
+    per_slot = 128 * MIB
+    read = inputs(
+        version=("0.5.17", "0.5.19"),
+        p=31.49,
+        a=16.98,
+        knobs={"mem_fraction_static": 0.85},
+        target=[pool(10, 4096)],
+        mamba=_mamba(40, per_slot),
+    )
+    pred = predict(read)
+    assert pred.rest_bytes is not None
+    share = pred.rest_bytes / GIB * 0.9 / 1.9 * GIB
+    k = int((share - per_slot) // per_slot)
+    assert pred.mamba_slots == k
+    assert pred.state_bytes == (k + 1) * per_slot
+    older = predict(read.model_copy(update={"version": VersionRange(first=5016, last=5016)}))
+    assert older.mamba_slots == int(share // per_slot)
+    assert older.state_bytes == older.mamba_slots * per_slot  # type: ignore[operator]
+    # a range across 0.5.16/0.5.17 keeps K and says the newer rule would take one slot more
+    across = predict(read.model_copy(update={"version": VersionRange(first=5013, last=5020)}))
+    assert across.state_bytes == older.state_bytes
+    assert any("may take K + 1 Mamba slots" in note for note in across.notes)
+
+
 def test_rule_mamba_padding_slot() -> None:
-    """(K + 1) x per slot from 0.5.20: v0.5.23 mem_cache/kv_cache_configurator.py:3405-3409."""
+    """(K + 1) x per slot from 0.5.20: v0.5.20 mem_cache/kv_cache_configurator.py:2535-2540,
+    v0.5.23 :3405-3409."""
     per_slot = 100 * MIB
     knobs = {"disable_radix_cache": True, "max_running_requests": 40}
     pred = predict(
@@ -300,6 +329,19 @@ def test_rule_req_to_token_global() -> None:
     pred = predict(inputs(version=("0.5.3", "0.5.8"), knobs=knobs, target=[pool(1000, 1 << 20)]))
     assert pred.req_to_token_rows == 32
     assert pred.req_to_token_cols == 1004
+
+
+def test_rule_req_to_token_plus_one() -> None:
+    """0.3.6 - 0.4.6 the table has max_num_reqs + 1 rows (v0.4.1
+    model_executor/model_runner.py:537-539, v0.4.6.post2 :823-825); 0.4.7 drops the extra row
+    (v0.4.7 :926). Default max_num_reqs = max(int(T / ctx x 512), 2048) = 2048 here."""
+    knobs = {"context_length": 131_072}
+    old = predict(inputs(version=("0.4.2", "0.4.3"), knobs=knobs, target=[pool(1000, 1 << 20)]))
+    assert old.max_num_reqs == 2048
+    assert old.req_to_token_rows == 2049
+    assert old.req_to_token_bytes == 2049 * (131_072 + 4) * 4
+    later = predict(inputs(version=("0.4.7", "0.5.8"), knobs=knobs, target=[pool(1000, 1 << 20)]))
+    assert later.req_to_token_rows == 2048
 
 
 def test_rule_req_to_token_per_dp() -> None:

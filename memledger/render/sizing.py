@@ -16,6 +16,12 @@ from memledger.sizing.whatif import WhatIf, WhatIfRow
 from memledger.units import format_gib
 
 WIDTH = 100
+REQ_TABLE_LOGGED = "req_to_token (logged)"
+REQ_TABLE_PREDICTED = "req_to_token (predicted)"
+REQ_TABLE_NOTE = (
+    "req_to_token (logged): SGLang's request-table rule applied to the logged "
+    "max_total_num_tokens; (predicted): to the predicted count"
+)
 
 
 def _value(term: Term) -> str:
@@ -56,6 +62,26 @@ def _verdict(result: SizingResult) -> str:
 def _rule_source(name: str) -> str:
     rule = RULE.get(name)
     return rule.source if rule is not None else "not a rule of this memledger"
+
+
+def _request_table_rows(result: SizingResult) -> list[list[str]]:
+    """req_to_token from the logged token count (derived) and, where it differs, from the
+    predicted one (modelled): each row says which count it was sized from."""
+    pred, found = result.prediction, []
+    logged = result.logged_req_to_token_bytes
+    if logged is not None:
+        shape = (
+            f"{result.logged_req_to_token_rows:,} rows x {result.logged_req_to_token_cols:,} x 4 B"
+        )
+        found.append([REQ_TABLE_LOGGED, f"{format_gib(logged)} GiB", "derived", shape])
+    if pred.req_to_token_bytes is not None and (
+        logged is None or pred.req_to_token_rows != result.logged_req_to_token_rows
+    ):
+        shape = f"{pred.req_to_token_rows:,} rows x {pred.req_to_token_cols:,} x 4 B"
+        found.append(
+            [REQ_TABLE_PREDICTED, f"{format_gib(pred.req_to_token_bytes)} GiB", "modelled", shape]
+        )
+    return found
 
 
 def sizing_table(result: SizingResult) -> Table:
@@ -100,15 +126,7 @@ def sizing_table(result: SizingResult) -> Table:
                 "rule dcp_scope",
             ]
         )
-    if pred.req_to_token_bytes is not None:
-        rows.append(
-            [
-                "req_to_token table",
-                f"{format_gib(pred.req_to_token_bytes)} GiB",
-                "modelled",
-                f"{pred.req_to_token_rows:,} rows x {pred.req_to_token_cols:,} x 4 B",
-            ]
-        )
+    rows.extend(_request_table_rows(result))
     if result.min_mem_fraction_static is not None:
         rows.append(
             [
@@ -148,6 +166,8 @@ def sizing_table(result: SizingResult) -> Table:
     used = sorted({rule for _, _, _, rule in rows if rule.startswith("rule ")})
     # a saved ledger may name a rule this memledger does not know: say so, never KeyError
     notes = [f"{name}: {_rule_source(name.removeprefix('rule '))}" for name in used]
+    if any(row[0] in (REQ_TABLE_LOGGED, REQ_TABLE_PREDICTED) for row in rows):
+        notes.append(REQ_TABLE_NOTE)
     if result.min_mem_fraction_static is not None:
         notes.append(
             "minimum viable mfs: SGLang's own refusal text, "

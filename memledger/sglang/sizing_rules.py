@@ -79,21 +79,40 @@ RULES: tuple[SizingRule, ...] = (
         title="Mamba/linear-attention state is taken out of the budget first",
         formula="rest -= max_mamba_cache_size x per_req (the pool itself has K+1 slots)",
         first="0.5.2",
+        last="0.5.16",
+        source=(
+            "v0.5.4 model_executor/model_runner.py:1474-1480; "
+            "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:141-142,199-204; "
+            "v0.5.11 :126-131; v0.5.15 :238-243; "
+            "v0.5.16 mem_cache/kv_cache_configurator.py:1549-1550,1808-1813"
+        ),
+    ),
+    SizingRule(
+        id="mamba_padding_ring",
+        title="Mamba state taken with its padding slot (and the ReplaySSM ring per slot)",
+        formula=(
+            "rest -= (K + 1) x (per_req + ring_per_req); ratio split: K = int((share - per_slot)"
+            " // per_slot)"
+        ),
+        first="0.5.17",
         last="0.5.19",
         source=(
-            "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:141-142,199-204; "
-            "v0.5.11 :126-130; v0.5.16 mem_cache/kv_cache_configurator.py:1549-1550,1809-1813"
+            "v0.5.17 mem_cache/kv_cache_configurator.py:1950-1956 (K), :1977-1982 (taken); "
+            "v0.5.19 :2344-2350, :2371-2376"
         ),
     ),
     SizingRule(
         id="mamba_padding_slot",
-        title="Mamba state taken with its padding slot and the ReplaySSM ring",
-        formula="rest -= (K + 1) x (per_req + extra_per_slot) + replayssm_fixed_bytes",
+        title="Mamba state taken with its padding slot, the ReplaySSM ring and its fixed part",
+        formula=(
+            "rest -= (K + 1) x (per_req + extra_per_slot) + replayssm_fixed_bytes; ratio split: "
+            "K = int((share - replayssm_fixed_bytes - per_slot) // per_slot)"
+        ),
         first="0.5.20",
         last=None,
         source=(
-            "v0.5.23 mem_cache/kv_cache_configurator.py:3405-3409 (first release per the catalog "
-            "§3.4)"
+            "v0.5.20 mem_cache/kv_cache_configurator.py:2509-2515 (K), :2535-2540 (taken); "
+            "v0.5.23 :3379-3385, :3405-3409"
         ),
     ),
     SizingRule(
@@ -316,6 +335,17 @@ RULES: tuple[SizingRule, ...] = (
             "v0.4.1 model_executor/model_runner.py:526-531; "
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:254-263; "
             "v0.5.16 mem_cache/kv_cache_configurator.py:1626-1635 (then min(., T // 2))"
+        ),
+    ),
+    SizingRule(
+        id="req_to_token_plus_one",
+        title="Request table with one row beyond the request count",
+        formula="rows = max_num_reqs + 1; cols = context_len + 4",
+        first="0.3.6",
+        last="0.4.6",
+        source=(
+            "v0.3.6 model_executor/model_runner.py:478-480; v0.4.1 :537-539; v0.4.6.post2 "
+            ":823-825 (ReqToTokenPool(size=max_num_reqs + 1)); v0.4.7 :926 (size=max_num_reqs)"
         ),
     ),
     SizingRule(

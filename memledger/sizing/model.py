@@ -64,9 +64,14 @@ def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
 
 
 def _mamba_slots_rule(
-    inputs: SizingInputs, settings: Settings, rest_gib: float, per_req: float
+    inputs: SizingInputs,
+    settings: Settings,
+    rest_gib: float,
+    per_req: float,
+    padded_slot: float | None = None,
 ) -> int | None:
-    """K as SGLang picks it (None: the rule needs an input this log lacks)."""
+    """K as SGLang picks it (None: the rule needs an input this log lacks); `padded_slot`: the
+    per-slot bytes when the release takes K + 1 slots (rules mamba_padding_ring/_slot)."""
     knobs = inputs.knobs
     fixed = knobs.get("max_mamba_cache_size")
     dp = dp_of(inputs)
@@ -88,7 +93,27 @@ def _mamba_slots_rule(
     m = float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.9
     if per_req <= 0:
         return None
-    return int(rest_gib * m / (1 + m) * GIB // per_req)
+    share = rest_gib * m / (1 + m) * GIB
+    if padded_slot:
+        return int((share - padded_slot) // padded_slot)
+    return int(share // per_req)
+
+
+def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
+    """Which Mamba accounting this release uses: K or K + 1 slots taken out of the budget."""
+    ring = inputs.version.within(RULE["mamba_padding_ring"])
+    slot = inputs.version.within(RULE["mamba_padding_slot"])
+    if slot is True or (slot is None and inputs.mamba is not None and inputs.mamba.replay_bytes):
+        return "mamba_padding_slot"  # a ReplaySSM line is 0.5.20+ (FORMAT_MARKERS replay_ssm)
+    if ring is True:
+        return "mamba_padding_ring"
+    if (ring is None or slot is None) and notes is not None:
+        notes.append(
+            f"release {inputs.version.text} may take K + 1 Mamba slots out of the budget "
+            "(0.5.17+, rules mamba_padding_ring/_slot) instead of K (rule mamba_first): one "
+            "slot fewer tokens there; K applied"
+        )
+    return "mamba_first"
 
 
 def _page_floor(tokens: int, page: int, applies: bool) -> int:
@@ -190,21 +215,22 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
         """(slots, bytes taken out of the budget) under the rule of this release."""
         assert inputs.mamba is not None
         per_req = inputs.mamba.bytes / (k_logged + 1)
-        k_model = _mamba_slots_rule(inputs, settings, rest_bytes / GIB, per_req)
+        padded = state_rule != "mamba_first"
+        k_model = _mamba_slots_rule(
+            inputs, settings, rest_bytes / GIB, per_req, per_slot if padded else None
+        )
         k = k_logged if k_model is None else k_model
         if k_model is None:
             notes.append(
                 "state slots: the rule needs an input this log lacks; the logged K is kept"
             )
-        padded = inputs.version.within(RULE["mamba_padding_slot"]) is True or (
-            bool(inputs.mamba.replay_bytes) and _rule(inputs, "mamba_padding_slot", notes)
-        )
         slots_taken = k + 1 if padded else k
         return k, round(slots_taken * per_slot) + inputs.mamba.intermediate_bytes
 
     state = 0
     k: int | None = None
     per_slot = 0.0
+    state_rule = _state_rule(inputs, notes) if inputs.mamba is not None else "mamba_first"
     if inputs.mamba is not None:
         per_slot = (inputs.mamba.bytes + inputs.mamba.replay_bytes) / (inputs.mamba.slots + 1)
         k, state = state_for(rest, per_slot, inputs.mamba.slots)
@@ -212,13 +238,6 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             inputs.knobs.get("disaggregation_mode") == "decode"
         )
         slot_rule = "mamba_slots_fixed" if radix_off else "mamba_ratio_split"
-        state_rule = (
-            "mamba_padding_slot"
-            if inputs.version.within(RULE["mamba_padding_slot"]) is not False
-            and inputs.mamba.replay_bytes
-            or inputs.version.within(RULE["mamba_padding_slot"]) is True
-            else "mamba_first"
-        )
         terms.append(
             Term(
                 name="state slots K",

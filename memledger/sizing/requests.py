@@ -78,7 +78,8 @@ def req_to_token(
     if reqs is None or ctx is None:
         return
     per_dp = inputs.version.within(RULE["req_to_token_per_dp"])
-    rows = reqs + (1 if per_dp is not False else 0)
+    plus_one = inputs.version.within(RULE["req_to_token_plus_one"])
+    rows = reqs + (1 if per_dp is not False or plus_one is True else 0)
     if inputs.knobs.get("disaggregation_mode") == "decode":
         if inputs.version.first is not None and inputs.version.first >= version_code("0.5.14"):
             rows += settings.disaggregation_decode_extra_slots or 0

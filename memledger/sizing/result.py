@@ -5,6 +5,7 @@ from __future__ import annotations
 from memledger.record import ConfigDict, Field, Record
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
+from memledger.sizing.requests import req_to_token
 from memledger.sizing.settings import Settings, base_settings
 from memledger.units import GIB
 
@@ -40,6 +41,11 @@ class SizingResult(Record):
     slack_used_bytes: int | None = None
     """Allocated after the weights, beyond the state pools: A - last free reading - pools."""
     free_last_bytes: int | None = None
+    logged_req_to_token_rows: int | None = None
+    """The request table's rows by SGLang's rule from the logged token count (the predicted
+    count's table is `prediction.req_to_token_rows`)."""
+    logged_req_to_token_cols: int | None = None
+    logged_req_to_token_bytes: int | None = None
     version: str = "unknown"
     prediction: Prediction = Field(default_factory=Prediction)
     settings: Settings = Field(default_factory=Settings)
@@ -92,13 +98,15 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
     if whole is not None:
         share, alt = whole
         alt_off = (alt - logged) / logged * 100
+        gap = (logged - pred.tokens) * pred.cell_bytes / GIB if pred.cell_bytes else 0.0
         return (
             f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): SGLang takes "
             f"K x per slot = {(pred.state_bytes or 0) / GIB:.2f} GiB of state out of the budget "
-            "(rule mamba_first), but the logged pool fits "
-            f"({alt_off:+.2f} %) only "
-            f"if the whole ratio share rest x m/(1+m) = {share / GIB:.2f} GiB was taken: this "
-            "build's own Mamba accounting"
+            "(rule mamba_first; K + 1 slots from 0.5.17: no release 0.5.4 - 0.5.23 takes the "
+            "whole share), but the logged pool fits only if the whole ratio share rest x "
+            f"m/(1+m) = {share / GIB:.2f} GiB was taken ({alt_off:+.2f} %) or {abs(gap):.2f} GiB "
+            "less was free when SGLang sized it than the load-end reading shows: this build's "
+            "own accounting or memory taken in between, not a rule of a release"
         )
     device = str(inputs.knobs.get("device") or "")
     if device == "npu":
@@ -182,6 +190,9 @@ def size_log(inputs: SizingInputs) -> SizingResult:
         close = abs(pred.tokens - logged) <= TOLERANCE * logged
         if not (inside or close):
             mismatch = _miss_reason(inputs, pred, logged)
+    table: dict[str, int] = {}
+    if logged is not None:
+        req_to_token(inputs, settings, logged, inputs.mamba.slots if inputs.mamba else None, table)
     used = None
     free = inputs.free_last.bytes if inputs.free_last is not None else None
     if a is not None and free is not None and inputs.state_logged_bytes:
@@ -207,6 +218,9 @@ def size_log(inputs: SizingInputs) -> SizingResult:
         fitted_mem_fraction_static=fitted,
         slack_used_bytes=used,
         free_last_bytes=free,
+        logged_req_to_token_rows=table.get("req_to_token_rows"),
+        logged_req_to_token_cols=table.get("req_to_token_cols"),
+        logged_req_to_token_bytes=table.get("req_to_token_bytes"),
         version=inputs.version.text,
         prediction=pred,
         settings=settings,
