@@ -110,8 +110,8 @@ def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
     if (ring is None or slot is None) and notes is not None:
         notes.append(
             f"release {inputs.version.text} may take K + 1 Mamba slots out of the budget "
-            "(0.5.17+, rules mamba_padding_ring/_slot) instead of K (rule mamba_first): one "
-            "slot fewer tokens there; K applied"
+            "(0.5.17+, rules mamba_padding_ring/_slot) instead of K (rule mamba_first); K "
+            "applied"
         )
     return "mamba_first"
 
