@@ -156,7 +156,7 @@ def test_rule_mamba_padding_ring() -> None:
     assert pred.state_bytes == (k + 1) * per_slot
     older = predict(read.model_copy(update={"version": VersionRange(first=5016, last=5016)}))
     assert older.mamba_slots == int(share // per_slot)
-    assert older.state_bytes == older.mamba_slots * per_slot  # type: ignore[operator]
+    assert older.state_bytes == older.mamba_slots * per_slot
     # a range across 0.5.16/0.5.17 keeps K and says the newer rule would take one slot more
     across = predict(read.model_copy(update={"version": VersionRange(first=5013, last=5020)}))
     assert across.state_bytes == older.state_bytes
