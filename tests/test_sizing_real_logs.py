@@ -191,3 +191,39 @@ def test_request_table_from_the_logged_tokens(
         assert f"{predicted_rows:,} rows" in labels["req_to_token (predicted)"][3]
     else:
         assert "req_to_token (predicted)" not in labels
+
+
+def test_capacities_whose_default_reproduces_a_bench_log() -> None:
+    """single/013 (bench_one_batch, no server_args, no GPU name): SGLang's default is not
+    determined (it grows with the capacity inside each bucket); the sizing names the
+    capacities whose default reproduces the logged tokens within 0.5 %, and each end of that
+    span does while the MiB just outside does not."""
+    path = next(p for p in real_log_paths() if "single/013" in p.as_posix())
+    result = _result(path)
+    assert result.predicted_max_total_num_tokens is None and result.mismatch is not None
+    assert "ranges 0.761 - 0.918" in result.mismatch
+    span = result.mismatch.rsplit("only for a GPU of ", 1)[1]
+    first, last = (int(part.replace(",", "")) for part in span.removesuffix(" MiB").split(" - "))
+    read = sizing_inputs(memledger.load(path))
+    logged = result.logged_max_total_num_tokens
+    assert logged is not None
+
+    def off(gpu: int) -> float:
+        row = whatif(read, {"gpu_memory_mib": gpu}).row("KV tokens per rank")
+        assert row is not None and row.predicted is not None
+        return abs(row.predicted - logged) / logged
+
+    assert off(first) <= TOLERANCE and off(last) <= TOLERANCE
+    assert off(first - 1) > TOLERANCE and off(last + 1) > TOLERANCE
+
+
+def test_multimodal_fragment_default_is_bounded_not_guessed() -> None:
+    """complex/017 (Qwen3_5ForConditionalGeneration, no server_args): the default's span over
+    capacities from P up is named, and the ViT factor it would be scaled by is a range, since
+    the vision_config is not in the log: no prediction, no capacity named."""
+    path = next(p for p in real_log_paths() if "complex/017" in p.as_posix())
+    result = _result(path)
+    assert result.predicted_max_total_num_tokens is None and result.mismatch is not None
+    assert "from 23,481 MiB (P, free before the weights, is a lower bound)" in result.mismatch
+    assert "0.76 - 0.9975 times that (rule mfs_vlm_factor)" in result.mismatch
+    assert "only for a GPU of" not in result.mismatch

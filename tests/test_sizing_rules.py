@@ -440,6 +440,51 @@ def test_mfs_default_has_one_implementation() -> None:
     assert first == round((24_564 - reserved) / 24_564, 3)
 
 
+def test_rule_bench_one_batch_graphs() -> None:
+    """bench_one_batch sets cuda_graph_max_bs = max(--batch-size) after ServerArgs computed its
+    defaults (v0.5.9 bench_one_batch.py:754, after :801): the default used the GPU's table
+    (256 at 81,559 MiB, tp 1), not the 8 the bench captured."""
+    knobs = {"mem_fraction_static": None, "chunked_prefill_size": 8192}
+    served = inputs(version=("0.5.9", "0.5.9"), knobs=knobs, target=[pool(10, 4096)])
+    served = served.model_copy(update={"logged_max_capture_bs": 8})
+    bench = served.model_copy(update={"bench_one_batch": True})
+    h100 = Settings(gpu_memory_mib=81_559)
+    assert _default(served, h100) == round((81_559 - (512 + 12_288 + 8 * 2 + 128)) / 81_559, 3)
+    assert _default(bench, h100) == round((81_559 - (512 + 12_288 + 256 * 2 + 128)) / 81_559, 3)
+    found = default_mem_fraction_static(bench, h100)
+    assert found is not None and any("bench_one_batch_graphs" in n for n in found.notes)
+    # the bench's own marker: a summary event with max_total_num_tokens and nothing else
+    text = "\n".join(
+        [
+            "[2026-01-01 00:00:00 TP0] Load weight begin. avail mem=15.24 GB",
+            "[2026-01-01 00:00:01 TP0] Load weight end. type=X, dtype=torch.bfloat16, "
+            "avail mem=9.26 GB, mem usage=5.98 GB.",
+            "max_total_num_tokens=399740",
+        ]
+    )
+    assert sizing_inputs(memledger.load_text(text)).bench_one_batch
+
+
+def test_rule_mfs_vlm_factor() -> None:
+    """A ...ForConditionalGeneration model's default is scaled by 0.95 x a ViT factor clamped
+    to [0.8, 1.05] (v0.5.10 server_args.py:6396-6431): without its vision_config the log can
+    only bound it, and the sizing says so instead of applying a guess."""
+    read = inputs(
+        version=("0.5.10", "0.5.12"),
+        knobs={"mem_fraction_static": None, "chunked_prefill_size": 2048, "tp_size": 2},
+        target=[pool(10, 4096)],
+    ).model_copy(update={"model_type": "Qwen3_5ForConditionalGeneration"})
+    found = default_mem_fraction_static(read, Settings(gpu_memory_mib=24_564))
+    assert found is not None
+    assert found.value == round((24_564 - (512 + 3072 + 24 * 2 + 2 / 8 * 1024)) / 24_564, 3)
+    assert any("rule mfs_vlm_factor" in note for note in found.notes)
+    result = size_log(read)
+    assert result.mismatch is not None
+    assert "0.76 - 0.9975 times that (rule mfs_vlm_factor)" in result.mismatch
+    plain = size_log(read.model_copy(update={"model_type": "Qwen3ForCausalLM"}))
+    assert plain.mismatch is not None and "mfs_vlm_factor" not in plain.mismatch
+
+
 def test_rule_mfs_default_graphs() -> None:
     """0.5.14+: graphs from reserve_for_graph_mb, no speculative reserve, DeepEP + 2 GiB:
     v0.5.16 server_args.py:4053-4088, :4164-4196, :4198-4210."""

@@ -387,6 +387,36 @@ RULES: tuple[SizingRule, ...] = (
         source="v0.5.8 server_args.py:988-1031; v0.5.10 server_args.py:1280-1329",
     ),
     SizingRule(
+        id="mfs_vlm_factor",
+        title="A multimodal model's default mem_fraction_static is scaled by its ViT size",
+        formula=(
+            "mfs x 0.95 x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05); L, H: "
+            "vision_config num_hidden_layers (24 when absent), hidden_size (1024 when absent)"
+        ),
+        first="0.5.3",
+        last="0.5.13",
+        source=(
+            "v0.5.10 server_args.py:6396-6431 (adjust_mem_fraction_for_vlm), applied at "
+            ":1331-1334 when model_config.is_multimodal and not language_only; v0.5.9 :5483, "
+            "v0.5.13 :7774 (same code)"
+        ),
+    ),
+    SizingRule(
+        id="bench_one_batch_graphs",
+        title="bench_one_batch: the default saw the GPU's cuda_graph_max_bs, not --batch-size",
+        formula=(
+            "ServerArgs defaults (mem_fraction_static included) first, then cuda_graph_max_bs = "
+            "max(--batch-size): the captured graphs are the bench's batch sizes"
+        ),
+        first="0.5.3",
+        last="0.5.14",
+        source=(
+            "v0.5.9 bench_one_batch.py:801 (ServerArgs.from_cli_args), :754 (then "
+            "cuda_graph_max_bs = max(batch_size)), :266 (the bare max_total_num_tokens= print); "
+            "v0.5.13 :943; v0.5.14 :956 (cuda_graph_config decode max_bs)"
+        ),
+    ),
+    SizingRule(
         id="mfs_default_graphs",
         title="mem_fraction_static default with the graph reserve, no speculative reserve",
         formula=(
@@ -404,6 +434,16 @@ RULES: tuple[SizingRule, ...] = (
         ),
     ),
 )
+
+MFS_VLM_BASE = 0.95
+MFS_VLM_SENSITIVITY = 0.1
+MFS_VLM_FACTOR_MIN = 0.8
+MFS_VLM_FACTOR_MAX = 1.05
+MFS_VLM_BASELINE_LAYERS = 24
+MFS_VLM_BASELINE_HIDDEN = 1024
+"""adjust_mem_fraction_for_vlm: v0.5.10 server_args.py:6396-6431 (the same code 0.5.9 - 0.5.13)."""
+CAPACITY_CAP_MIB = 288 * 1024
+"""The largest capacity the default's range is reported up to (an MI355X: 288 GiB)."""
 
 # Ascend DSA geometry (DeepSeek-V3.2 config.json: kv_lora_rank 512, qk_rope_head_dim 64,
 # index_head_dim 128) and the indexer's quant block: v0.5.8 mem_cache/memory_pool.py:1677

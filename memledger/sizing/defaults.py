@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from memledger.events import ParamValue
 from memledger.sglang.sizing_rules import (
+    CAPACITY_CAP_MIB,
     CHUNKED_PREFILL_BY_GPU,
     CHUNKED_PREFILL_LARGE_GPU,
     CUDA_GRAPH_MAX_BS_BY_GPU,
@@ -197,11 +198,21 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
     )
     chunked = _num(knobs, "chunked_prefill_size", inputs.logged_chunked_prefill_size or by_gpu)
     prefill = _num(knobs, "max_prefill_tokens", DEFAULT_MAX_PREFILL_TOKENS)
+    # bench_one_batch sets cuda_graph_max_bs = max(--batch-size) only after the defaults
+    bench = (
+        inputs.bench_one_batch
+        and inputs.version.within(RULE["bench_one_batch_graphs"]) is not False
+    )
     max_bs = (
         settings.cuda_graph_max_bs
-        or inputs.logged_max_capture_bs
+        or (None if bench else inputs.logged_max_capture_bs)
         or default_cuda_graph_max_bs(gpu, tp)
     )
+    if bench and not settings.cuda_graph_max_bs:
+        notes.append(
+            f"bench_one_batch: the default saw this GPU's cuda_graph_max_bs {max_bs}, the "
+            "captured graphs are its --batch-size (rule bench_one_batch_graphs)"
+        )
     mode = knobs.get("disaggregation_mode")
     activation = prefill_activation_tokens(chunked, prefill)
     if rule == "mfs_default_graphs" and mode == "decode":
@@ -227,12 +238,74 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
         ),
         deepep=knobs.get("moe_a2a_backend") == "deepep",
     )
-    if inputs.model_type and inputs.model_type.endswith("ForConditionalGeneration"):
+    if may_be_multimodal(inputs):
         notes.append(
             f"{inputs.model_type} may be multimodal: SGLang then scales the default by 0.95 x a "
-            "ViT-size factor (adjust_mem_fraction_for_vlm), not applied here"
+            "ViT-size factor from the model's vision_config (rule mfs_vlm_factor), which the "
+            "log does not show: not applied here"
         )
     return DefaultMfs(mfs_from_reserved(gpu, reserved), rule, gpu, reserved, notes)
+
+
+def may_be_multimodal(inputs: SizingInputs) -> bool:
+    """A `...ForConditionalGeneration` class: SGLang may treat it as multimodal."""
+    return bool(inputs.model_type and inputs.model_type.endswith("ForConditionalGeneration"))
+
+
+@dataclass(frozen=True)
+class CapacityPiece:
+    """Capacities (MiB, inclusive) over which the default's tables do not change: one reserve,
+    so the default round((G - reserved) / G, 3) only grows with G inside the piece."""
+
+    first_mib: int
+    last_mib: int
+    reserved_mib: float
+    rule: str
+
+    def default_at(self, gpu_mib: int) -> float:
+        return mfs_from_reserved(gpu_mib, self.reserved_mib)
+
+
+def capacity_pieces(
+    inputs: SizingInputs, settings: Settings, low_mib: int, high_mib: int = CAPACITY_CAP_MIB
+) -> list[CapacityPiece]:
+    """SGLang's default over every capacity from `low_mib` to `high_mib`, piece by piece."""
+    bounds = {bound for bound, _ in CHUNKED_PREFILL_BY_GPU}
+    bounds |= {bound for bound, _, _ in CUDA_GRAPH_MAX_BS_BY_GPU}
+    bounds |= {MFS_LARGE_GPU_MIB + 1}
+    starts = [low_mib, *sorted(b for b in bounds if low_mib < b <= high_mib)]
+    pieces: list[CapacityPiece] = []
+    for index, start in enumerate(starts):
+        last = starts[index + 1] - 1 if index + 1 < len(starts) else high_mib
+        found = default_mem_fraction_static(
+            inputs, settings.model_copy(update={"gpu_memory_mib": start})
+        )
+        if found is None:
+            return []
+        pieces.append(CapacityPiece(start, last, found.reserved_mib, found.rule))
+    return pieces
+
+
+def capacities_giving(pieces: list[CapacityPiece], low: float, high: float) -> list[range]:
+    """The capacities (MiB) whose default lies in [low, high): one range per piece at most
+    (the default is monotone inside a piece, so two bisections bound it)."""
+
+    def first_reaching(piece: CapacityPiece, value: float) -> int:
+        lo, hi = piece.first_mib, piece.last_mib + 1
+        while lo < hi:
+            middle = (lo + hi) // 2
+            if piece.default_at(middle) >= value:
+                hi = middle
+            else:
+                lo = middle + 1
+        return lo
+
+    found: list[range] = []
+    for piece in pieces:
+        span = range(first_reaching(piece, low), first_reaching(piece, high))
+        if len(span):
+            found.append(span)
+    return found
 
 
 def _prefill_graph_reserve(

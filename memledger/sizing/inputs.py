@@ -116,6 +116,9 @@ class SizingInputs(Record):
     logged_chunked_prefill_size: int | None = None
     logged_max_capture_bs: int | None = None
     """The largest batch size a decode-graph capture line lists (cuda_graph_max_bs in effect)."""
+    bench_one_batch: bool = False
+    """The token count is bench_one_batch's bare `max_total_num_tokens=N` print (v0.5.9
+    bench_one_batch.py:266), not the scheduler's summary line."""
     model_dtype: str | None = None
     model_type: str | None = None
     """The model class the load-end line names (`type=...`)."""
@@ -305,7 +308,10 @@ def sizing_inputs(
     summary = next((e for e in events if e.kind is EventKind.SUMMARY), None)
     logged = _int(summary.values.get("max_total_num_tokens")) if summary else None
     logged_line = summary.line if summary and logged is not None else None
+    bench = summary is not None and set(summary.values) == {"max_total_num_tokens"}
     source = "scheduler summary line" if logged is not None else ""
+    if bench and logged is not None:
+        source = "bench_one_batch print"
     if logged is None and target and target[-1].tokens is not None and swa is None:
         logged, logged_line, source = target[-1].tokens, target[-1].line, "KV line #tokens"
     if logged is None and swa is not None:
@@ -390,6 +396,7 @@ def sizing_inputs(
         if summary
         else None,
         logged_max_capture_bs=max(capture_bs) if capture_bs else None,
+        bench_one_batch=bench,
         model_dtype=model_dtype if isinstance(model_dtype, str) else None,
         model_type=model_type if isinstance(model_type, str) else None,
         logged_prefill_graph_sizes=prefill_sizes,

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 from memledger.record import ConfigDict, Field, Record
+from memledger.sglang.sizing_rules import (
+    CAPACITY_CAP_MIB,
+    MFS_VLM_BASE,
+    MFS_VLM_FACTOR_MAX,
+    MFS_VLM_FACTOR_MIN,
+)
+from memledger.sizing.defaults import capacities_giving, capacity_pieces, may_be_multimodal
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
 from memledger.sizing.requests import req_to_token
 from memledger.sizing.settings import Settings, base_settings
-from memledger.units import GIB
+from memledger.units import GIB, MIB
 
 TOLERANCE = 0.005
 """A prediction within 0.5 % of the logged value (or inside its printing range) is a match."""
@@ -131,6 +140,45 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
     )
 
 
+def _default_span(inputs: SizingInputs, settings: Settings, logged: int | None) -> str | None:
+    """What SGLang's default could have been for every capacity this log allows (P <= G)."""
+    p = inputs.load_begin
+    if p is None or settings.gpu_memory_mib is not None:
+        return None
+    pieces = capacity_pieces(inputs, settings, math.ceil(p.bytes / MIB))
+    if not pieces:
+        return None
+    ends = [piece.default_at(g) for piece in pieces for g in (piece.first_mib, piece.last_mib)]
+    text = (
+        f"for a capacity from {pieces[0].first_mib:,} MiB (P, free before the weights, is a "
+        f"lower bound) to {CAPACITY_CAP_MIB // 1024} GiB SGLang's default (rule "
+        f"{pieces[0].rule}) ranges {min(ends):.3f} - {max(ends):.3f}: it grows with the "
+        "capacity inside every bucket of its tables, so this log does not determine it"
+    )
+    if may_be_multimodal(inputs):
+        low, high = MFS_VLM_BASE * MFS_VLM_FACTOR_MIN, MFS_VLM_BASE * MFS_VLM_FACTOR_MAX
+        return (
+            f"{text}; a multimodal model's default is {low:.2f} - {high:.4f} times that "
+            "(rule mfs_vlm_factor), from a vision_config the log does not show"
+        )
+    if logged is None:
+        return text
+    at_least = fitted_mem_fraction_static(inputs, settings, math.ceil(logged * (1 - TOLERANCE)))
+    beyond = fitted_mem_fraction_static(inputs, settings, int(logged * (1 + TOLERANCE)) + 1)
+    if at_least is None:
+        return text
+    spans = capacities_giving(pieces, at_least, beyond if beyond is not None else 1.0)
+    if not spans:
+        return (
+            f"{text}; no capacity's default reproduces the logged tokens within 0.5 %: "
+            "mem_fraction_static was probably given"
+        )
+    shown = ", ".join(f"{span.start:,} - {span.stop - 1:,} MiB" for span in spans)
+    return (
+        f"{text}; its default reproduces the logged tokens (within 0.5 %) only for a GPU of {shown}"
+    )
+
+
 FIT_STEPS = 24
 FIT_LOW, FIT_HIGH = 0.01, 0.999
 
@@ -183,6 +231,13 @@ def size_log(inputs: SizingInputs) -> SizingResult:
             )
         elif implied is not None and settings.mem_fraction_static is None:
             mismatch = f"{mismatch}; the logged pools imply mem_fraction_static ~ {implied:.3f}"
+        span = (
+            _default_span(inputs, settings, logged)
+            if settings.mem_fraction_static is None
+            else None
+        )
+        if span is not None:
+            mismatch = f"{mismatch}; {span}"
     elif logged is None:
         mismatch = None
     else:
