@@ -287,16 +287,21 @@ def whatif(
     startup: int | None = None,
     model_config: PathLike | None = None,
     grammars: GrammarFiles = (),
+    solve: str | None = None,
+    target: Mapping[str, int] | None = None,
     **settings: int | float | str | None,
 ) -> WhatIf:
     """SGLang's pools under other settings, anchored on the measured log.
 
     Settings come as a mapping and/or keywords: `whatif(log, mem_fraction_static=0.85)`.
     `answer.row("KV tokens per instance").predicted` is the figure a test can assert on.
+    `whatif(log, solve="mem_fraction_static", target={"max_total_num_tokens": N})` finds the
+    lowest mem_fraction_static giving N KV tokens per rank (`answer.solved.value`).
     """
     from memledger.service import WhatIfOptions, whatif_of
 
     merged = {**(changes or {}), **settings}
+    wanted = None if target is None else ",".join(f"{k}={v}" for k, v in target.items())
     return whatif_of(
         WhatIfOptions(
             log=source,
@@ -307,5 +312,7 @@ def whatif(
                 model_config=model_config,
                 grammars=_grammars(grammars, None),
             ),
+            solve=solve,
+            target=wanted,
         )
     )

@@ -171,6 +171,10 @@ class WhatIfOptions:
     changes: dict[str, Any] = field(default_factory=dict)
     load: LoadOptions = LoadOptions()
     fmt: str = "text"
+    solve: str | None = None
+    """`--solve SETTING`: find the lowest SETTING that reaches `target`."""
+    target: str | None = None
+    """`--for FIGURE=N` (with `solve`)."""
 
 
 @dataclass(frozen=True)
@@ -521,14 +525,21 @@ def whatif_of(options: WhatIfOptions) -> WhatIf:
     """SGLang's pools under `changes`, anchored on the measured log (memledger.sizing)."""
     from memledger.model_config import load_model_config
     from memledger.sizing import sizing_inputs, whatif
+    from memledger.sizing.solve import parse_target, solve
 
+    if (options.solve is None) != (options.target is None):
+        raise ConfigError("--solve SETTING and --for FIGURE=N go together")
+    wanted = None if options.solve is None else parse_target(options.solve, options.target or "")
     source = options.log
     if isinstance(source, Ledger):
         raise ConfigError("whatif reads a log, not a ledger: it needs the log's events")
     parsed = source if isinstance(source, ParsedLog) else load_parsed(source, options.load)
     path = options.load.model_config
     model = None if path is None else load_model_config(path)
-    return whatif(sizing_inputs(parsed, model), options.changes)
+    inputs = sizing_inputs(parsed, model)
+    if options.solve is not None and wanted is not None:
+        return solve(inputs, options.changes, options.solve, *wanted)
+    return whatif(inputs, options.changes)
 
 
 def run_whatif(options: WhatIfOptions) -> Output:

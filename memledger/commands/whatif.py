@@ -43,6 +43,20 @@ def _changes(pairs: tuple[str, ...]) -> dict[str, str]:
     multiple=True,
     help=f"A setting to change (repeatable): {', '.join(SETTING_NAMES)}.",
 )
+@click.option(
+    "--solve",
+    "solve",
+    metavar="SETTING",
+    default=None,
+    help="Find the lowest SETTING that reaches --for (mem_fraction_static).",
+)
+@click.option(
+    "--for",
+    "target",
+    metavar="FIGURE=N",
+    default=None,
+    help="With --solve: the figure to reach (max_total_num_tokens=N, KV tokens per rank).",
+)
 @format_option(WHATIF_FORMATS)
 @load_options(
     rank_option(help="Rank whose pools to model (default: rank 0)."),
@@ -52,14 +66,21 @@ def _changes(pairs: tuple[str, ...]) -> dict[str, str]:
 )
 @output_option()
 def whatif_command(
-    log: str, pairs: tuple[str, ...], fmt: str, load: LoadOptions, output: Path | None
+    log: str,
+    pairs: tuple[str, ...],
+    solve: str | None,
+    target: str | None,
+    fmt: str,
+    load: LoadOptions,
+    output: Path | None,
 ) -> int:
     """Predict SGLang's KV pool, state pool and headroom of LOG under other settings.
 
     Each figure is the measured log plus the modelled change (SGLang's sizing rules for this
     log's release), with the arithmetic, a ± range from the printing precision, and what the
     model leaves out. `--set gpu_memory_mib=N` lets a log without mem_fraction_static be sized
-    with SGLang's default for that GPU.
+    with SGLang's default for that GPU. `--solve mem_fraction_static --for
+    max_total_num_tokens=N` finds the lowest value (0.001 steps) that gives N KV tokens per rank.
     """
     return emit(
         run_whatif(
@@ -68,6 +89,8 @@ def whatif_command(
                 changes=_changes(pairs),
                 load=load,
                 fmt=fmt,
+                solve=solve.strip().replace("-", "_").removeprefix("__") if solve else None,
+                target=target,
             )
         ),
         output,

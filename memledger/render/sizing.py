@@ -244,6 +244,14 @@ def _arithmetic_lines(answer: WhatIf) -> list[str]:
 
 
 def _verdict_whatif(answer: WhatIf) -> str:
+    solved = answer.solved
+    if solved is not None:
+        if solved.value is None or solved.reached is None:
+            return solved.note
+        return (
+            f"lowest {solved.setting} for {solved.figure} >= {solved.target:,}: "
+            f"{solved.value:.3f} (gives {solved.reached:,})"
+        )
     rows = {row.name: row for row in answer.rows}
     tokens = rows.get("KV tokens per rank")
     if answer.missing or tokens is None or tokens.predicted is None:
@@ -259,12 +267,17 @@ ANCHORED_NOTE = (
 )
 
 
+def _solved_notes(answer: WhatIf) -> list[str]:
+    solved = answer.solved
+    return [] if solved is None or solved.value is None else [solved.note]
+
+
 def render_whatif_text(answer: WhatIf) -> str:
     table = whatif_table(answer)
     parts = [_verdict_whatif(answer), "", table.title, "-" * len(table.title), text_table(table)]
     parts += ["", "Arithmetic (new settings)", "-------------------------"]
     parts += _arithmetic_lines(answer)
-    notes = [ANCHORED_NOTE, *answer.notes]
+    notes = [ANCHORED_NOTE, *_solved_notes(answer), *answer.notes]
     parts += ["", "Notes", "-----"]
     parts += [textwrap.fill(f"- {n}", WIDTH, subsequent_indent="  ") for n in notes]
     return "\n".join(parts) + "\n"
@@ -280,7 +293,8 @@ def render_whatif_markdown(answer: WhatIf) -> str:
     parts += ["", github_table(table), "", "### Arithmetic (new settings)", ""]
     parts += [f"- {markdown_cell(line)}" for line in _arithmetic_lines(answer)]
     parts += ["", "### Notes", ""]
-    parts += [f"- {markdown_cell(n)}" for n in (ANCHORED_NOTE, *answer.notes)]
+    notes = (ANCHORED_NOTE, *_solved_notes(answer), *answer.notes)
+    parts += [f"- {markdown_cell(n)}" for n in notes]
     return "\n".join(parts) + "\n"
 
 

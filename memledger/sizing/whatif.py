@@ -51,6 +51,22 @@ class WhatIfRow(Record):
     """`anchored` (measured + modelled change) or `modelled` (no measured value to anchor on)."""
 
 
+class Solved(Record):
+    """`whatif --solve SETTING --for FIGURE=N`: the lowest SETTING that reaches N."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    setting: str
+    figure: str
+    """The figure solved for, by SGLang's name (`max_total_num_tokens`: KV tokens per rank)."""
+    target: int
+    value: float | None
+    """The lowest value (in 0.001 steps) that reaches the target; None: none below 1 does."""
+    reached: int | None
+    """The figure at `value` (anchored on the measured log, as the rows are)."""
+    note: str
+
+
 WHATIF_SCHEMA_VERSION = 1
 """Versions `memledger whatif --format json` like the other JSON outputs: fields may be added,
 none removed or retyped without a new version."""
@@ -72,6 +88,8 @@ class WhatIf(Record):
     notes: list[str] = Field(default_factory=list)
     missing: str | None = None
     """Why no prediction could be made (then rows holds what the log measured only)."""
+    solved: Solved | None = None
+    """Set by `--solve`: the value found, and the rows are the what-if at it."""
 
     def row(self, name: str) -> WhatIfRow | None:
         """The figure called `name` (e.g. `KV tokens per instance`), if any."""
