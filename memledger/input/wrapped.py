@@ -146,7 +146,7 @@ class CutLines:
         text = logical.text
         if text.startswith("server_args="):
             return not text.endswith((")", "}")) and len(text) < MAX_SERVER_ARGS_CHARS
-        return bool(_TOKEN_END_RE.search(text)) and bool(KNOWN_HEAD_RE.match(text))
+        return bool(_TOKEN_END_RE.search(text[-2:])) and bool(KNOWN_HEAD_RE.match(text))
 
     def _tail(self, held: LogicalLine, number: int, text: str, only: LogicalLine) -> str | None:
         """The next physical line's text when it is the held line's continuation (`only`: the
@@ -163,7 +163,7 @@ class CutLines:
         if _MARKUP_START_RE.match(tail) or self.grammar.parse(tail) is not None:
             return None
         first = self.grammar.parse(held.text)
-        digit_cut = bool(_DIGIT_CUT_RE.search(held.text)) and tail[0].isdigit()
+        digit_cut = bool(_DIGIT_CUT_RE.search(held.text[-2:])) and tail[0].isdigit()
         joins = [held.text + tail] if digit_cut else [held.text + tail, f"{held.text} {tail}"]
         readings: dict[tuple[object, ...], tuple[str, set[str]]] = {}
         for joined in joins:
