@@ -156,13 +156,10 @@ def render_ranks(ranks: list[RankInfo], width: int = DEFAULT_WIDTH) -> str:
     if not ranks:
         return "(no tagged ranks in this startup)"
     keys = list(ranks[0].key_values)
+    columns = [_one_precision([info.key_values.get(k) for info in ranks]) for k in keys]
     rows = [
-        [
-            info.rank,
-            str(info.n_events),
-            *("" if info.key_values.get(k) is None else str(info.key_values[k]) for k in keys),
-        ]
-        for info in ranks
+        [info.rank, str(info.n_events), *(column[i] for column in columns)]
+        for i, info in enumerate(ranks)
     ]
     headers = ["rank", "events", *keys]
     natural = [max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(headers)]
@@ -179,11 +176,23 @@ def render_ranks(ranks: list[RankInfo], width: int = DEFAULT_WIDTH) -> str:
         table = Table(
             [headers[0], *(headers[i] for i in columns)],
             [[row[0], *(row[i] for i in columns)] for row in rows],
+            align=["left", *("right" for _ in columns)],
             keep=(0,),
         )
-        # Raw values, re-parsed by tabulate so numbers align as numbers.
-        tables.append(text_table(table, numparse=True, width=width))
+        tables.append(text_table(table, width=width))
     return f"Ranks ({len(ranks)}; sizes in GiB):\n" + "\n\n".join(tables)
+
+
+def _one_precision(values: list[float | int | None]) -> list[str]:
+    """One column of rank values at one precision: the most decimals any of them has, so
+    `53.90` stands beside `53.81` (not `53.9`); counts stay integers; absent is blank."""
+    floats = [v for v in values if isinstance(v, float)]
+    decimals = max((len(repr(v).partition(".")[2].rstrip("0")) for v in floats), default=0)
+    decimals = min(max(decimals, 2 if floats else 0), 4)
+    return [
+        "" if v is None else (f"{v:.{decimals}f}" if isinstance(v, float) else str(v))
+        for v in values
+    ]
 
 
 def render_json(parsed: ParsedLog) -> str:

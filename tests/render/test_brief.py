@@ -175,6 +175,11 @@ def test_all_ranks_splits_a_wide_rank_table_and_cuts_no_header_or_value(
     assert "…" not in ranks
     assert "capture_end_avail" in tables[1] and "DP7 TP7 EP7" in tables[1]
     assert re.search(r"^DP5 TP5 EP5 +14\.05 ", tables[1], flags=re.M)
+    # one precision per column (m21): 4.30 beside 4.32, 176.10 beside 176.12, never 4.3
+    assert re.search(r"^DP0 TP0 EP0 +14\.07 +7\.78 +4\.30$", tables[1], flags=re.M)
+    assert re.search(
+        r"^DP0 TP0 EP0 +29 +176\.10 +30\.90 +145\.20 +3192320 +41\.10$", tables[0], re.M
+    )
 
 
 def test_the_short_ledger_says_when_there_is_no_state_pool(
