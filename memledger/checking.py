@@ -276,7 +276,7 @@ def _why_unknown(ledger: Ledger, item: str, row: Row | None) -> str:
         hint = f" (similar: {', '.join(similar)})" if similar else ""
         parts.append(f"the ledger has no row {item!r}{hint}")
     if ledger.stopped_at:
-        parts.append(f"the startup stopped at {ledger.stopped_at}")
+        parts.append(f"the startup stopped {ledger.stopped_at}")
     return "; ".join(parts)
 
 

@@ -47,7 +47,10 @@ def test_single_007_says_which_rank_crashed_and_why(capsys: pytest.CaptureFixtur
     )
     assert parse_log(log).startup.outcome_text == f"{reason} object"
     stopped = ledger_for(log).stopped_at or ""
-    assert stopped == f"after capture_begin (line 449): crash at line 539: {reason} object"
+    assert (
+        stopped
+        == f"after checkpoint capture_begin (line 449); crashed at line 539: {reason} object"
+    )
     code, out, _ = run_cli(["parse", log], capsys)
     assert (
         code == 0

@@ -323,7 +323,7 @@ def _state_pool_analysis(
         reasons.append(f"rows unknown on a side (counted as 0 there): {', '.join(incomplete)}")
     for side, ledger in (("base", base), ("head", head)):
         if ledger.stopped_at is not None:
-            reasons.append(f"{side} ledger is partial (stopped at {ledger.stopped_at})")
+            reasons.append(f"{side} ledger is partial (stopped {ledger.stopped_at})")
     available = bool(state) and bool(fixed)
     delta_state = state_change.delta_bytes or 0
     larger: Literal["base", "head"] | None = None

@@ -25,8 +25,9 @@ MIN_TOLERANCE_BYTES = GIB // 100
 
 
 def delta_pct(base: int | float | None, head: int | float | None) -> float | None:
-    """100 x (head - base) / base; None when either side is unknown or base is 0."""
-    if base is None or head is None or base == 0:
+    """100 x (head - base) / base; None when either side is unknown or base is 0 or less (a
+    negative base, memory freed, would flip the sign: -2.06 -> 0.00 is not -100 %)."""
+    if base is None or head is None or base <= 0:
         return None
     return round(100.0 * (head - base) / base, 4)
 

@@ -263,7 +263,8 @@ def _usage(span: Span, audit: Audit) -> Usage:
 
 
 def stopped_at(chain: Chain) -> str | None:
-    """For a startup that did not finish: where the account stops and why."""
+    """For a startup that did not finish, in words: where the account stops and why
+    (`after checkpoint load_begin (line 372); out of memory at line 536: torch.OutOf...`)."""
     startup = chain.startup
     if startup.outcome == "ready":
         return None
@@ -271,11 +272,11 @@ def stopped_at(chain: Chain) -> str | None:
     if summary is not None:
         where = f"after the startup finished (summary line {summary.line})"
     elif chain.points:
-        where = f"after {chain.points[-1].id} (line {chain.points[-1].event.line})"
+        where = f"after checkpoint {chain.points[-1].id} (line {chain.points[-1].event.line})"
     else:
-        where = "before any avail reading"
+        where = "before any memory reading"
     if startup.outcome == "truncated":
-        return f"{where}: the log ends (truncated)"
+        return f"{where}; the log ends there (truncated)"
     line_number, text = startup.outcome_line, startup.outcome_text.strip()
     own = next(
         (e for e in chain.events if e.kind == EventKind.OOM_MESSAGE and e.rank == startup.rank),
@@ -283,6 +284,27 @@ def stopped_at(chain: Chain) -> str | None:
     )
     if startup.outcome == "oom" and own is not None:
         line_number, text = own.line, own.text.strip()  # this rank's own words, not GPU 3's
+    what = STOP_WORDS.get(startup.outcome, startup.outcome)
     line = f" at line {line_number}" if line_number else ""
-    text = f": {text[:120]}" if text else ""
-    return f"{where}: {startup.outcome}{line}{text}"
+    text = f": {excerpt(text)}" if text else ""
+    return f"{where}; {what}{line}{text}"
+
+
+STOP_WORDS = {"oom": "out of memory", "crash": "crashed"}
+"""What ended a startup, in words (the outcome field keeps its one-word value)."""
+
+EXCERPT_CHARS = 160
+"""The quoted line's length in `stopped_at`: the line itself is one `parse` away."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """`text` cut to `limit` characters at a sentence's end when one ends past half of it
+    (`... Tried to allocate 12.00 GiB.`), else at a word, with `…`; never mid-word."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]
+    sentence = head.rfind(". ", 0, limit)
+    if sentence >= limit // 2:
+        return text[: sentence + 1]
+    space = head.rfind(" ", 0, limit)
+    return (text[:space] if space > 0 else text[: limit - 1]).rstrip() + " …"

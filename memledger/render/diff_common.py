@@ -117,7 +117,7 @@ def _units_text(units: int, digits: int) -> str:
 
 def input_line(side: str, item: DiffInput) -> str:
     """`base dp16: samples/dp16.log (startup 0 of 1, rank TP0, ready)`."""
-    extra = f", stopped at {item.stopped_at}" if item.stopped_at else ""
+    extra = f", stopped {item.stopped_at}" if item.stopped_at else ""
     return (
         f"{side_header(side, item)}: {item.path} (startup #{item.startup} of {item.n_startups}, "
         f"rank {item.rank or '-'}, {item.outcome}{extra})"
@@ -128,13 +128,25 @@ def definition_line() -> str:
     """What Δ and Δ% mean, and the one placeholder for a value a cell does not have."""
     return (
         "Δ = head - base; Δ% = (head - base) / base, in percent; sizes in GiB; "
-        f"{ABSENT} = no value (not on that side, not known, or Δ% of a base of 0)"
+        f"{ABSENT} = no value (not on that side, not known, or Δ% of a base of 0 or less)"
     )
 
 
 def short_stop(stopped_at: str) -> str:
-    """`after load_begin (line 372)` out of the engine's longer `after ...: oom at ...: text`."""
-    return stopped_at.split(": ", 1)[0]
+    """`after checkpoint load_begin (line 372)` out of the engine's longer
+    `after ...; out of memory at ...: text`."""
+    return stopped_at.split("; ", 1)[0]
+
+
+def _unsized_sides(diff: LedgerDiff) -> list[str]:
+    """The sides that stopped before SGLang sized their pools: a partial ledger whose state
+    pool is empty has no pool to compare, only a startup that never got that far."""
+    pool = diff.state_pool.state_pool
+    sides = (
+        ("base", diff.inputs.base, pool.base_bytes),
+        ("head", diff.inputs.head, pool.head_bytes),
+    )
+    return [side for side, item, size in sides if item.stopped_at and not size]
 
 
 def headline(diff: LedgerDiff) -> str:
@@ -142,8 +154,11 @@ def headline(diff: LedgerDiff) -> str:
     analysis = diff.state_pool
     pool = analysis.state_pool
     fixed = analysis.fixed_overhead
+    unsized = _unsized_sides(diff)
     if not analysis.available:
         verdict = "no state-pool comparison"
+    elif unsized:
+        verdict = f"no state-pool comparison ({' and '.join(unsized)} stopped before its pools)"
     elif pool.status is DiffStatus.UNCHANGED and fixed.status is DiffStatus.UNCHANGED:
         verdict = "state pool and fixed overhead + headroom unchanged (within printing precision)"
     else:
@@ -151,8 +166,13 @@ def headline(diff: LedgerDiff) -> str:
             f"state pool {gib_text(pool.delta_bytes, signed=True)} GiB "
             f"(fixed overhead + headroom {gib_text(fixed.delta_bytes, signed=True)} GiB)"
         )
+    partial_sides = [
+        s for s, i in (("base", diff.inputs.base), ("head", diff.inputs.head)) if i.stopped_at
+    ]
     mover_text = (
-        f"biggest mover: {_mover_text(diff)}" if diff.biggest_mover_group else ("nothing moved")
+        f"biggest mover: {_mover_text(diff)}"
+        if diff.biggest_mover_group
+        else ("no row on both sides moved" if partial_sides else "nothing moved")
     )
     partial = [
         f"{side} partial ({item.outcome}, stopped {short_stop(item.stopped_at)})"
@@ -495,7 +515,7 @@ def coverage_table(diff: LedgerDiff) -> Table:
 
     rows = [
         both("outcome", base.outcome, head.outcome),
-        both("stopped at", base.stopped_at or "-", head.stopped_at or "-"),
+        both("stopped", base.stopped_at or "-", head.stopped_at or "-"),
         both("checkpoints", str(base.n_checkpoints), str(head.n_checkpoints)),
         both("intervals", str(base.n_intervals), str(head.n_intervals)),
         both("rows", str(base.n_rows), str(head.n_rows)),
@@ -520,7 +540,7 @@ def coverage_notes(diff: LedgerDiff) -> list[str]:
     """Where a partial side stopped, in full (the table cell may be shortened to fit), then the
     ledgers' own notes (degradations), prefixed by side."""
     sides = (("base", diff.coverage.base), ("head", diff.coverage.head))
-    stops = [f"{side}: stopped at {c.stopped_at}" for side, c in sides if c.stopped_at]
+    stops = [f"{side}: stopped {c.stopped_at}" for side, c in sides if c.stopped_at]
     return stops + [f"{side}: {n}" for side, c in sides for n in c.notes]
 
 

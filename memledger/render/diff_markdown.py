@@ -124,7 +124,7 @@ def _table(table: Table) -> Block:
 
 
 def _input_text(side: str, item: DiffInput) -> str:
-    stopped = f", stopped at {markdown_cell(item.stopped_at)}" if item.stopped_at else ""
+    stopped = f", stopped {markdown_cell(item.stopped_at)}" if item.stopped_at else ""
     name = side if item.label == side else f"{side} **{markdown_cell(item.label)}**"
     return (
         f"{name} {_code(item.path)} (startup {item.startup} of "

@@ -167,7 +167,7 @@ def headline(ledger: Ledger) -> Headline:
     if ledger.diagnosis is not None:
         facts.append(("diagnosis", ledger.diagnosis.verdict))
     if ledger.stopped_at:
-        facts.append(("stopped at", ledger.stopped_at))
+        facts.append(("stopped", ledger.stopped_at))
     usable = "unknown" if ledger.usable_bytes is None else f"{gib_cell(ledger.usable_bytes)} GiB"
     facts.append(("usable", usable))
     facts.append(("balance", balance_text(ledger)))

@@ -3,7 +3,7 @@ KV token change is split into the pool's size and each token's cost."""
 
 from __future__ import annotations
 
-from memledger.compare import DiffStatus, diff_ledgers, kv_token_split
+from memledger.compare import DiffStatus, delta_pct, diff_ledgers, kv_token_split
 from memledger.ledger_model import RowGroup, Summary
 from memledger.render.diff_common import headline
 from memledger.render.diff_prose import kv_token_lines
@@ -39,7 +39,19 @@ def test_nothing_comparable_moved_means_no_biggest_mover() -> None:
     base = ledger([*weights, row("cuda_graph_largest_bucket", RowGroup.CUDA_GRAPH, centi(800))])
     head = ledger(weights, stopped_at="capture_begin", outcome="crash")
     diff = diff_ledgers(base, head)
-    assert diff.biggest_mover_group is None and "nothing moved" in headline(diff)
+    # a partial side: the words say no row on both sides moved, not that nothing did
+    assert diff.biggest_mover_group is None and "no row on both sides moved" in headline(diff)
+
+
+def test_a_side_that_stopped_before_its_pools_gets_no_state_pool_verdict() -> None:
+    # review M2: a head that OOMed while loading was told its state pool shrank by all of it
+    weights = [row("weights", RowGroup.WEIGHTS, centi(3000))]
+    base = ledger([*weights, row("kv_pool", RowGroup.STATE_POOL, centi(4000))])
+    head = ledger(weights, stopped_at="after checkpoint load_begin (line 3); out of memory")
+    verdict = headline(diff_ledgers(base, head))
+    assert "no state-pool comparison (head stopped before its pools)" in verdict
+    assert "state pool -40.00" not in verdict
+    assert "head partial (ready, stopped after checkpoint load_begin (line 3))" in verdict
 
 
 def summary(pool_gib: float, tokens: int) -> Summary:
@@ -71,3 +83,10 @@ def test_kv_token_change_splits_into_pool_size_and_cost_per_token_exactly() -> N
 def test_no_split_without_a_kv_pool_on_both_sides() -> None:
     assert kv_token_split(summary(40, 1000), Summary()) is None
     assert kv_token_split(Summary(kv_pool=MIB, kv_tokens_per_rank=0), summary(1, 10)) is None
+
+
+def test_no_delta_pct_from_a_base_of_zero_or_less() -> None:
+    # review M8: an unexplained row of -2.06 GiB (memory freed) going to 0.00 read "-100.0%",
+    # the sign flipped against its Δ of +2.06
+    assert delta_pct(-2.06, 0.0) is None and delta_pct(0, 5) is None
+    assert delta_pct(4.0, 5.0) == 25.0

@@ -201,7 +201,7 @@ def _assert_sensible(diff: LedgerDiff, base: Ledger, head: Ledger) -> None:
         assert ledger.source.path in text
         assert ledger.outcome in text
         if ledger.stopped_at:
-            assert f"stopped at {ledger.stopped_at}" in text
+            assert f"stopped {ledger.stopped_at}" in text
     markdown = render_diff(diff, DiffFormat.MARKDOWN)
     check_markdown(markdown)
     assert len(markdown) <= DEFAULT_MAX_CHARS

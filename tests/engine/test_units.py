@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from memledger.engine import build_ledger
+from memledger.engine.chain import EXCERPT_CHARS, excerpt
 from memledger.events import EventKind
 from memledger.formulas import parse_formulas
 from memledger.ledger_model import RowGroup, RowKind
@@ -392,8 +393,26 @@ def test_oom_while_loading_names_the_line() -> None:
     log.add(EventKind.LOAD_BEGIN, avail=40.00)
     log.add(EventKind.OOM, values={"reason": "out of memory"})
     ledger = ledger_of(log, outcome="oom", outcome_line=2, outcome_text="torch.OutOfMemoryError")
-    assert ledger.stopped_at == ("after load_begin (line 1): oom at line 2: torch.OutOfMemoryError")
+    assert ledger.stopped_at == (
+        "after checkpoint load_begin (line 1); out of memory at line 2: torch.OutOfMemoryError"
+    )
     assert row(ledger, "free_at_stop").bytes == gb(40.00).bytes
+
+
+def test_stopped_at_quotes_whole_sentences_or_words_never_half_a_word() -> None:
+    # review M2: "... of which 3.88 GiB is free" was cut at "of whic"
+    oom = (
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 12.00 GiB. GPU 0 has a "
+        "total capacity of 287.98 GiB of which 3.91 GiB is free. Of the allocated memory 280.38 "
+        "GiB is allocated by PyTorch, and 6.32 MiB is reserved by PyTorch but unallocated."
+    )
+    assert excerpt(oom).endswith(
+        "GPU 0 has a total capacity of 287.98 GiB of which 3.91 GiB is free."
+    )
+    words = "RuntimeError: " + "aclnnInplaceCopy failed " * 10
+    cut = excerpt(words)
+    assert cut.endswith(" failed …") and len(cut) <= EXCERPT_CHARS + 2
+    assert excerpt("short text") == "short text"
 
 
 def test_no_avail_reading_cannot_balance_and_says_why() -> None:
@@ -403,7 +422,7 @@ def test_no_avail_reading_cannot_balance_and_says_why() -> None:
     ledger = ledger_of(log, outcome="crash", outcome_line=2)
     assert ledger.usable_bytes is None
     assert "cannot balance: no avail reading in this log" in ledger.notes
-    assert ledger.stopped_at is not None and "before any avail reading" in ledger.stopped_at
+    assert ledger.stopped_at is not None and "before any memory reading" in ledger.stopped_at
 
 
 def test_fragment_starting_at_load_end_recovers_load_begin_from_usage() -> None:

@@ -167,7 +167,7 @@ def test_out_of_balance_and_partial_ledgers_say_so() -> None:
     )
     text = render_ledger(partial, "text")
     assert re.search(r"^outcome: +oom$", text, re.MULTILINE)
-    assert re.search(r"^stopped at: load_end: out of memory at line 21$", text, re.MULTILINE)
+    assert re.search(r"^stopped: +load_end: out of memory at line 21$", text, re.MULTILINE)
     assert "error +0.10 GiB (tolerance ±0.010 GiB): OUT OF BALANCE" in text
     unknown_usable = small_ledger().model_copy(update={"usable_bytes": None})
     assert "not checked (usable memory unknown)" in render_ledger(unknown_usable, "text")
