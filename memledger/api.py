@@ -294,7 +294,8 @@ def whatif(
     """SGLang's pools under other settings, anchored on the measured log.
 
     Settings come as a mapping and/or keywords: `whatif(log, mem_fraction_static=0.85)`.
-    `answer.row("KV tokens per instance").predicted` is the figure a test can assert on.
+    `answer["KV tokens per instance"].predicted` is the figure a test can assert on (a name it
+    lacks raises `NoSuchRowError`; `answer.row(name)` returns None instead).
     `whatif(log, solve="mem_fraction_static", target={"max_total_num_tokens": N})` finds the
     lowest mem_fraction_static giving N KV tokens per rank (`answer.solved.value`).
     """

@@ -23,6 +23,7 @@ from tests.conftest import REAL_LOGS, SAMPLES, unwrapped
 
 TODAY = date(2026, 11, 5)
 SAMPLES_DP2 = str(SAMPLES / "dp2.log")
+SAMPLES_DP16 = str(SAMPLES / "dp16.log")
 FAILING = '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 52_000_000\n'  # head: 51.0 M
 WARN = '[[budget]]\nitem = "slots"\nmax = 32\nlevel = "warn"\n'  # head: 33
 
@@ -192,3 +193,21 @@ def test_a_mistyped_row_id_is_an_error_naming_the_rows() -> None:
     assert message.startswith(f"no row 'req_to_tokn' in the ledger of {SAMPLES_DP2}; its rows: ")
     assert "req_to_token" in message.split("its rows: ")[1].split(", ")
     assert ledger.row("req_to_tokn") is None  # the optional lookup stays
+
+
+def test_row_access_is_the_same_on_a_ledger_a_diff_and_a_whatif() -> None:
+    # review m13: `[...]` raises NoSuchRowError naming what exists, `.row(...)` returns None
+    diff = memledger.diff(SAMPLES_DP16, SAMPLES_DP2)
+    assert diff["kv_pool"] is diff.row("kv_pool") and diff["kv_pool"].delta_bytes is not None
+    with pytest.raises(memledger.NoSuchRowError, match=r"no row 'kv_pol' in the diff; its rows: "):
+        diff["kv_pol"]
+    assert diff.row("kv_pol") is None
+    answer = memledger.whatif(SAMPLES_DP2, mem_fraction_static=0.85)
+    assert answer["KV tokens per rank"] is answer.row("KV tokens per rank")
+    with pytest.raises(memledger.NoSuchRowError) as raised:
+        answer["KV tokens"]
+    assert str(raised.value).startswith(
+        f"no row 'KV tokens' in the what-if of {SAMPLES_DP2}; its rows: "
+    )
+    assert "KV tokens per rank" in str(raised.value)
+    assert answer.row("KV tokens") is None

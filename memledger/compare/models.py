@@ -8,6 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
+from memledger.errors import NoSuchRowError
 from memledger.events import ParamValue
 from memledger.ledger_model import (
     RowGroup,
@@ -377,3 +378,17 @@ class LedgerDiff(FrozenModel):
     offset each other (weights at load end and weights released)."""
     biggest_mover: str | None
     """Id of the row with the largest |Δ| share inside `biggest_mover_group`."""
+
+    def row(self, row_id: str) -> RowDiff | None:
+        """The diff of the row with this id, or None when neither side has it (`diff[row_id]`
+        raises), as `Ledger.row` is."""
+        return next((r for r in self.rows if r.id == row_id), None)
+
+    def __getitem__(self, row_id: str) -> RowDiff:
+        """The diff of the row with this id; a `NoSuchRowError` (a KeyError) naming the rows
+        when neither side has it, as `ledger[row_id]` does."""
+        found = self.row(row_id)
+        if found is None:
+            ids = ", ".join(r.id for r in self.rows) or "(none)"
+            raise NoSuchRowError(f"no row {row_id!r} in the diff; its rows: {ids}")
+        return found

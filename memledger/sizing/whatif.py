@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memledger.errors import ConfigError
+from memledger.errors import ConfigError, NoSuchRowError
 from memledger.record import ConfigDict, Field, Record
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
@@ -92,8 +92,20 @@ class WhatIf(Record):
     """Set by `--solve`: the value found, and the rows are the what-if at it."""
 
     def row(self, name: str) -> WhatIfRow | None:
-        """The figure called `name` (e.g. `KV tokens per instance`), if any."""
+        """The figure called `name` (e.g. `KV tokens per instance`), or None when the answer
+        has none (`answer[name]` raises), as `Ledger.row` is."""
         return next((row for row in self.rows if row.name == name), None)
+
+    def __getitem__(self, name: str) -> WhatIfRow:
+        """The figure called `name`; a `NoSuchRowError` (a KeyError) naming the figures the
+        answer has when it has none, as `ledger[row_id]` does."""
+        found = self.row(name)
+        if found is None:
+            names = ", ".join(row.name for row in self.rows) or "(none)"
+            raise NoSuchRowError(
+                f"no row {name!r} in the what-if of {self.path}; its rows: {names}"
+            )
+        return found
 
 
 def parse_setting(name: str, text: str | int | float | None) -> int | float | str | None:
