@@ -9,7 +9,7 @@ from enum import StrEnum
 from memledger.events import Event, EventKind, ParsedLog, RankInfo, UnrecognisedLine
 from memledger.parse_document import parse_document
 from memledger.render.formats import Format, Formats
-from memledger.render.tables import Table, text_table
+from memledger.render.tables import Align, Table, text_table
 from memledger.render.terminal import DEFAULT_WIDTH, PLAIN, Terminal, fit_lines
 
 TEXT_WIDTH = 90
@@ -156,9 +156,9 @@ def render_ranks(ranks: list[RankInfo], width: int = DEFAULT_WIDTH) -> str:
     if not ranks:
         return "(no tagged ranks in this startup)"
     keys = list(ranks[0].key_values)
-    columns = [_one_precision([info.key_values.get(k) for info in ranks]) for k in keys]
+    by_key = [_one_precision([info.key_values.get(k) for info in ranks]) for k in keys]
     rows = [
-        [info.rank, str(info.n_events), *(column[i] for column in columns)]
+        [info.rank, str(info.n_events), *(column[i] for column in by_key)]
         for i, info in enumerate(ranks)
     ]
     headers = ["rank", "events", *keys]
@@ -176,11 +176,14 @@ def render_ranks(ranks: list[RankInfo], width: int = DEFAULT_WIDTH) -> str:
         table = Table(
             [headers[0], *(headers[i] for i in columns)],
             [[row[0], *(row[i] for i in columns)] for row in rows],
-            align=["left", *("right" for _ in columns)],
+            align=["left", *(RIGHT for _ in columns)],
             keep=(0,),
         )
         tables.append(text_table(table, width=width))
     return f"Ranks ({len(ranks)}; sizes in GiB):\n" + "\n\n".join(tables)
+
+
+RIGHT: Align = "right"
 
 
 def _one_precision(values: list[float | int | None]) -> list[str]:
