@@ -152,16 +152,21 @@ DRAWN_BYTES = GIB // 200
 """A slice is drawn (and a negative group named) only when it prints as at least 0.01 GiB."""
 
 
-SMALL_SHARE = 0.01
-"""Slices under this share of a pie become one `other` slice: Mermaid's percentage labels of
-small neighbouring slices overlap (each is still named under the pie, with its size)."""
-OTHER_SLICE = "other groups (under 1% each)"
+SMALL_SHARE = 0.03
+"""Slices under this share of a pie become one `other` slice: Mermaid prints each slice's
+percentage at 0.75 of the radius, and neighbouring slices of 1-2% overlapped there ("2%1%1%"
+on the samples, rendered with mermaid 11.17.2); each is still named under the pie, with its
+size."""
+OTHER_SLICE = f"other groups (under {SMALL_SHARE:.0%} each)"
 
 
 def _pie(title: str, groups: Sequence[RowGroup], values: Sequence[int]) -> tuple[str, list[str]]:
     """One Mermaid pie whose slices keep their group's colour, and the groups folded into its
-    `other` slice. Mermaid colours slices by rank (largest first, `pie1`, `pie2`, ...;
-    pieRenderer.ts sorts by value), so the palette is given in that same order for this pie."""
+    `other` slice. Mermaid 11 gives `pie1`, `pie2`, ... to the slices in the order they are
+    written (pieRenderer.ts: `d3pie().sort(null)`, a scaleOrdinal over the section keys); older
+    releases sorted them by size first. Slices are written largest first, so both orders agree
+    (checked by rendering both pies of the samples and of complex/004 -> 007 with mermaid
+    11.17.2: every group has one colour in both)."""
     drawn = [(g, v) for g, v in zip(groups, values, strict=True) if v >= DRAWN_BYTES]
     total = sum(v for _, v in drawn)
     small = [(g, v) for g, v in drawn if v < SMALL_SHARE * total]
@@ -223,6 +228,16 @@ def composition_chart(diff: LedgerDiff) -> str:
     return "\n\n".join(charts)
 
 
+def _one_row_column(table: Table) -> Table:
+    """The rows table for a comment: the id (code) and its label in one `row` cell, so the
+    table fits GitHub's comment width (eight columns with a long id column overflowed it)."""
+    rows = [
+        [f"{markdown_code(cells[0])} {markdown_cell(cells[1])}", *cells[2:]] for cells in table.rows
+    ]
+    align = None if table.align is None else table.align[1:]
+    return Table(["row", *table.headers[2:]], rows, align, markdown=(0,))
+
+
 def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[Section]:
     view = rows_view(diff, sort=sort, show_unchanged=show_unchanged)
     hidden = (
@@ -232,7 +247,7 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
     )
     rows_blocks: list[Block] = [
         f"Sorted by {sort.value}{hidden}.",
-        _table(view.table),
+        _table(_one_row_column(view.table)),
     ]
     if view.notes:
         rows_blocks.append("\n".join(f"- {markdown_cell(n)}" for n in view.notes))

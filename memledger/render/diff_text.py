@@ -94,7 +94,7 @@ def composition_bars(
         for g, b, h in zip(groups, base_bytes, head_bytes, strict=True)
     ]
     lines.append("  legend (base|head GiB):")
-    lines += ["    " + "   ".join(legend[i : i + 3]) for i in range(0, len(legend), 3)]
+    lines += _legend_lines(legend, columns)
     negative = [
         group_label(g)
         for g, b, h in zip(groups, base_bytes, head_bytes, strict=True)
@@ -103,6 +103,23 @@ def composition_bars(
     if negative:
         lines.append(f"  (negative totals drawn as empty: {', '.join(negative)})")
     return lines
+
+
+LEGEND_PER_LINE = 3
+
+
+def _legend_lines(entries: Sequence[str], columns: int) -> list[str]:
+    """Legend entries three to a line, fewer where three would pass `columns` (the entries are
+    spaced like table cells, so the line wrapper leaves them alone)."""
+    lines: list[list[str]] = []
+    for entry in entries:
+        last = lines[-1] if lines else None
+        if last is not None and len(last) < LEGEND_PER_LINE:
+            if len("    " + "   ".join([*last, entry])) <= columns:
+                last.append(entry)
+                continue
+        lines.append([entry])
+    return ["    " + "   ".join(line) for line in lines]
 
 
 BRIEF_MOVERS = 5

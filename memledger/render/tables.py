@@ -33,6 +33,9 @@ class Table:
     optional: tuple[int, ...] = ()
     """Columns left out of text output when the table cannot fit with them (their content is
     also elsewhere: --explain, markdown, JSON)."""
+    markdown: tuple[int, ...] = ()
+    """Columns whose cells the renderer already made markdown out of escaped pieces (a code
+    span and a label in one cell); `github_table` puts them in as they are."""
 
 
 # Text GitHub turns into a notification, a cross-reference or a link even when escaped: a
@@ -215,11 +218,16 @@ def github_table(table: Table, *, keep: int | None = None) -> str:
         "| " + " | ".join(markdown_cell(h) for h in table.headers) + " |",
         "|" + "|".join(_RULE[a] for a in aligns) + "|",
     ]
-    code = set(table.code)
+    code, ready = set(table.code), set(table.markdown)
     lines += [
         "| "
         + " | ".join(
-            markdown_code(c) if i in code and c else markdown_cell(c) for i, c in enumerate(row)
+            c  # the size cap's gap row is ours too: plain words
+            if i in ready
+            else markdown_code(c)
+            if i in code and c
+            else markdown_cell(c)
+            for i, c in enumerate(row)
         )
         + " |"
         for row in rows

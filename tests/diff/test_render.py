@@ -79,9 +79,9 @@ def test_markdown_collapses_unchanged_rows_unless_asked() -> None:
     diff = diff_ledgers(base, head)
     collapsed = render_diff_markdown(diff)
     assert "3 unchanged rows collapsed" in collapsed
-    assert "| same_0 |" not in collapsed
+    assert "| `same_0` " not in collapsed
     shown = render_diff_markdown(diff, show_unchanged=True)
-    assert "| same_0 |" in shown and "unchanged rows collapsed" not in shown
+    assert "| `same_0` " in shown and "unchanged rows collapsed" not in shown
 
 
 def test_cells_escape_pipes_and_html() -> None:

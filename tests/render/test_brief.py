@@ -132,6 +132,11 @@ def test_markdown_tables_align_numbers_name_a_category_once_and_cut_no_cell(
     ledger = cli(capsys, "ledger", DP16, "--format", "markdown")
     assert "..." not in ledger and "…" not in ledger
     assert "| target weights net of staging (load end - staging - released) |" in ledger
+    # the full ledger diff fits a comment: id and label share one `row` cell, seven columns
+    full = diff[diff.index("Full ledger diff") :].split("</details>")[0]
+    assert "| row | group | base dp16 | head dp2 | Δ | Δ% | status |" in full
+    assert "|:---|:---|---:|---:|---:|---:|:---|" in full
+    assert "| `kv_pool` KV cache | state pool | 41.10 | 34.60 | -6.50 | -15.8% | changed |" in full
 
 
 def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
@@ -147,7 +152,7 @@ def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
         palette = re.findall(r'"pie\d+": "(#[0-9a-f]{6})"', block)
         slices = re.findall(r'^    "([^"]+)" :', block, flags=re.M)
         names = {"weights": RowGroup.WEIGHTS, "state pool": RowGroup.STATE_POOL}
-        # Mermaid colours slices by rank (largest first): the palette follows that order.
+        # Mermaid colours slices in the order written (largest first): the palette follows it.
         assert palette == [GROUP_COLOURS[names[s]] for s in slices]
     # weights is the larger slice in base and the smaller in head: the palettes swap with it
     assert chart.index('"weights" : 30.00') < chart.index('"state pool" : 10.00')
@@ -155,9 +160,14 @@ def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
     assert "title base: 40.00 GiB usable per card" in chart
     out = cli(capsys, "diff", DP16, DP2, "--format", "markdown")
     assert "title base dp16: 177.70 GiB usable per card" in out
-    # groups under 1% of the card are one slice (their % labels overlapped), named under the pie
-    assert '"other groups (under 1% each)" : 3.40' in out
-    assert "_base dp16: other groups (under 1% each): weight staging 1.17 GiB, communication" in out
+    # groups under 3% of the card are one slice (their % labels overlapped when rendered),
+    # named under the pie with their sizes
+    assert '"other groups (under 3% each)" : 9.51' in out
+    assert (
+        "_base dp16: other groups (under 3% each): weight staging 1.17 GiB, draft weights 2.11 "
+        "GiB, communication 1.60 GiB, workspace 0.15 GiB, unexplained 0.48 GiB, runtime headroom "
+        "4.00 GiB._"
+    ) in out
     assert ABSENT == "-"
 
 

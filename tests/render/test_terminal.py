@@ -25,8 +25,8 @@ def real_logs() -> list[Path]:
 
 
 def commands(log: Path) -> list[list[str | Path]]:
-    """Every text output of one log: the short views, the `--full` ones, the rank table and the
-    fleet view (this log beside a sample)."""
+    """Every text output of one log: the short views, the `--full` ones, the rank table, the
+    fleet view (this log beside a sample), the diagnosis and a what-if."""
     budget = SAMPLES / "budget.toml"
     return [
         ["parse", log],
@@ -40,6 +40,8 @@ def commands(log: Path) -> list[list[str | Path]]:
         ["diff", SAMPLES / "dp16.log", log],
         ["diff", SAMPLES / "dp16.log", log, "--full"],
         ["diagnose", log],
+        ["whatif", log, "--set", "mem_fraction_static=0.8"],
+        ["whatif", log, "--set", "max_running_requests=64", "--set", "gpu_memory_mib=81559"],
     ]
 
 
@@ -123,3 +125,14 @@ def test_prose_wraps_under_its_indentation() -> None:
     lines = fit_lines(text, 40).split("\n")
     assert all(len(line) <= 40 for line in lines)
     assert lines[0].startswith("  word") and lines[1].startswith("    word")
+
+
+def test_the_diff_composition_legend_fits_a_narrow_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the legend's entries are spaced like table cells, so the wrapper left an 86-column line
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run_cli(["diff", SAMPLES / "dp16.log", SAMPLES / "dp2.log"], capsys)
+    legend = out[out.index("  legend (base|head GiB):") :].split("\n\n")[0].split("\n")[1:]
+    assert legend and all(len(line) <= 80 for line in legend), legend
+    assert sum(line.count("|") for line in legend) == 9  # every group's entry is still there
