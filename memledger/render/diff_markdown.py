@@ -34,6 +34,7 @@ from memledger.render.diff_common import (
 )
 from memledger.render.diff_prose import kv_token_lines
 from memledger.render.escape import mermaid_label
+from memledger.render.markdown import inert_block_start
 from memledger.render.tables import Table, github_table, markdown_cell, markdown_code
 from memledger.units import GIB
 
@@ -250,16 +251,20 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
         _table(_one_row_column(view.table)),
     ]
     if view.notes:
-        rows_blocks.append("\n".join(f"- {markdown_cell(n)}" for n in view.notes))
+        rows_blocks.append(
+            "\n".join(f"- {inert_block_start(markdown_cell(n))}" for n in view.notes)
+        )
     kv_lines = kv_token_lines(diff)
     kv_blocks: list[Block] = []
     if kv_lines:
-        kv_blocks.append("\n".join(f"- {markdown_cell(line)}" for line in kv_lines))
+        kv_blocks.append(
+            "\n".join(f"- {inert_block_start(markdown_cell(line))}" for line in kv_lines)
+        )
     rows_blocks += ["**Group totals** (TOTAL = sum of partition rows)", _table(groups_table(diff))]
     coverage: list[Block] = [_table(coverage_table(diff))]
     notes = coverage_notes(diff)
     if notes:
-        coverage.append("\n".join(f"- {markdown_cell(n)}" for n in notes))
+        coverage.append("\n".join(f"- {inert_block_start(markdown_cell(n))}" for n in notes))
     return [
         Section("Rows behind each category", [_table(contributions_table(diff))]),
         Section("Where the state pool goes", [_table(destination_table(diff)), *kv_blocks]),
@@ -293,7 +298,7 @@ def _top(diff: LedgerDiff, marker: str, note: str | None) -> str:
         "",
         "**Where the state-pool difference comes from**",
         "",
-        "\n".join(f"- {markdown_cell(line)}" for line in balance_lines(diff)),
+        "\n".join(f"- {inert_block_start(markdown_cell(line))}" for line in balance_lines(diff)),
         "",
         github_table(category_table(diff)),
         "",

@@ -7,6 +7,7 @@ import textwrap
 from enum import StrEnum
 
 from memledger.render.formats import Format, Formats
+from memledger.render.markdown import inert_block_start
 from memledger.render.rows import ABSENT
 from memledger.render.tables import Table, github_table, markdown_cell, text_table
 from memledger.sglang.sizing_rules import RULE
@@ -291,10 +292,10 @@ def render_whatif_markdown(answer: WhatIf) -> str:
         f"### {markdown_cell(table.title)}",
     ]
     parts += ["", github_table(table), "", "### Arithmetic (new settings)", ""]
-    parts += [f"- {markdown_cell(line)}" for line in _arithmetic_lines(answer)]
+    parts += [f"- {inert_block_start(markdown_cell(line))}" for line in _arithmetic_lines(answer)]
     parts += ["", "### Notes", ""]
     notes = (ANCHORED_NOTE, *_solved_notes(answer), *answer.notes)
-    parts += [f"- {markdown_cell(n)}" for n in notes]
+    parts += [f"- {inert_block_start(markdown_cell(n))}" for n in notes]
     return "\n".join(parts) + "\n"
 
 
