@@ -37,6 +37,8 @@ def test_7691_a_negative_profiled_pool_is_sglangs_refusal() -> None:
             "dtype=torch.bfloat16, avail mem=21.73 GB, mem usage=166.59 GB.",
             "[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled "
             "value -561981. Use the profiled value instead.",
+            "[2025-07-02 07:41:59 DP7 TP7] max_total_tokens=131072 is larger than the profiled "
+            "value -561981. Use the profiled value instead.",
         ]
     )
     assert (result.outcome, result.phase.value) == ("oom", "kv_sizing")
@@ -46,6 +48,8 @@ def test_7691_a_negative_profiled_pool_is_sglangs_refusal() -> None:
     # 166.59 GB of weights a rank leave less than SGLang's own reserve at any viable fraction
     assert "no_fraction_fits" in _ids(result)
     assert "quantized checkpoint" in result.verdict
+    # the paste's rank tags show DP7 TP7: tp is at least 8, so "more tp" means above 8
+    assert "raise --tp-size above 8" in result.verdict
 
 
 def test_7691_a_positive_profiled_value_is_no_refusal() -> None:
@@ -373,3 +377,22 @@ def test_the_new_error_shapes_read_into_events() -> None:
     assert (lone[0].values["exception"], lone[0].values["n_frames"]) == ("RuntimeError", 0)
     # a bare `Exception:` is an exception line too (SGLang raises Exception("Capture ..."))
     assert bare[0].values["exception"] == "Exception"
+
+
+def test_rank_tags_bound_the_tp_size_a_paste_without_server_args_runs() -> None:
+    # a load OOM pasted from rank TP3 with no server_args: tp is at least 4, so the tp lever
+    # scales from 4 ranks, not from an assumed 1 (4 x 24.00 / 23.50 = 4.09 -> 8)
+    result = _diagnose(
+        [
+            "[2025-05-01 10:00:00 TP3] Load weight begin. avail mem=23.50 GB",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a "
+            "total capacity of 23.65 GiB of which 1.20 GiB is free. Of the allocated memory "
+            "22.00 GiB is allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but "
+            "unallocated.",
+            '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 643, in '
+            "load_model",
+        ]
+    )
+    assert result.phase.value == "load"
+    tp = next(s for s in result.suggestions if s.knob == "tp_size")
+    assert tp.value == 8 and "tp 4 x" in tp.why

@@ -129,11 +129,12 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     blocking = next((f for f in findings if f.id == "unsharded_fallback"), None)
     stuck = next((f for f in findings if f.id == "no_fraction_fits"), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
+    above = f" above {evidence.tp_size}" if evidence.tp_size else ""
     if levers and stuck is not None and raised is not None:
         verdict = head + (
             f"; even at --mem-fraction-static {raised} the slack is {g(stuck.bytes)} short of "
-            "SGLang's own reserve for graphs and activations: raise --tp-size or load fewer "
-            "weight bytes a rank (a quantized checkpoint)"
+            f"SGLang's own reserve for graphs and activations: raise --tp-size{above} or load "
+            "fewer weight bytes a rank (a quantized checkpoint)"
         )
     elif levers:
         verdict = head + f"; {' or '.join(levers)}"

@@ -3,6 +3,7 @@ budget figures SGLang sized with, and where the startup had got to."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from memledger.events import Event, EventKind, ParsedLog, Value
@@ -97,6 +98,8 @@ class Evidence:
     exit: Event | None
     exhausted: list[Event]
     """SGLang's pools (or the host's memory) running out: `pool_exhausted` events."""
+    tp_seen: int | None = None
+    """The highest `TPn` in the log's rank tags, plus one: a lower bound of the tp size."""
 
     def at(self, line: int | None) -> str:
         return f"{self.path}:{line}" if line is not None else self.path
@@ -116,6 +119,11 @@ class Evidence:
 
     def param(self, name: str) -> object:
         return self.server_args.get(name)
+
+    @property
+    def tp_size(self) -> int | None:
+        """--tp-size from server_args, else at least the highest `TPn` rank tag + 1."""
+        return self.int_param("tp_size") or self.tp_seen
 
     def int_param(self, name: str) -> int | None:
         value = self.server_args.get(name)
@@ -168,6 +176,14 @@ def _merged(refusals: list[Event]) -> Event | None:
     return refusals[0].model_copy(update={"values": values})
 
 
+_TP_TAG_RE = re.compile(r"\bTP(\d+)\b")
+
+
+def _tp_seen(ranks: list[str]) -> int | None:
+    indices = [int(m.group(1)) for rank in ranks for m in _TP_TAG_RE.finditer(rank)]
+    return max(indices) + 1 if indices else None
+
+
 def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
     startup = parsed.startup
     events = startup.events
@@ -194,4 +210,5 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
         traceback=_choose_traceback(by_kind.get(EventKind.TRACEBACK, []), oom, startup.rank),
         exit=exits[0] if exits else None,
         exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),
+        tp_seen=_tp_seen([r.rank for r in startup.ranks] + [e.rank for e in events]),
     )

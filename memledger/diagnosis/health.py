@@ -124,7 +124,7 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
         chunked_prefill_size=chunk,
         max_prefill_tokens=prefill,
         cuda_graph_max_bs=max_bs,
-        tp_size=evidence.int_param("tp_size") or 1,
+        tp_size=evidence.tp_size or 1,
         pp_size=evidence.int_param("pp_size") or 1,
         dp_size=evidence.int_param("dp_size") or 1,
         enable_dp_attention=evidence.param("enable_dp_attention") is True,

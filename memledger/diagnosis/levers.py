@@ -76,9 +76,9 @@ def inferred_graph_max_bs(evidence: Evidence) -> tuple[int, str] | None:
     gpu = gpu_capacity_mib(evidence)
     if gpu is None:
         return None
-    tp = evidence.int_param("tp_size") or 1
+    tp = evidence.tp_size or 1
     value = default_cuda_graph_max_bs(gpu, tp)
-    tp_text = f"tp {tp}" if evidence.int_param("tp_size") else "tp assumed 1"
+    tp_text = f"tp {tp}" if evidence.tp_size else "tp assumed 1"
     return value, (
         f"not in the log; SGLang's default for a {gpu / 1024:.0f} GiB GPU at {tp_text} is "
         f"{value}, inferred by {GRAPH_DEFAULT_SOURCE}, releases 0.5.5-0.5.19"
@@ -119,7 +119,7 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
     # the GPU's capacity is not in a refusal log: P (free before loading) stands in, a lower
     # bound; SGLang's reserve only grows with the capacity
     gpu_mib = pre.avail_bytes / MIB
-    tp = evidence.int_param("tp_size") or 1
+    tp = evidence.tp_size or 1
     chunk = evidence.int_param("chunked_prefill_size")
     by_gpu = (c for bound, c in CHUNKED_PREFILL_BY_GPU if gpu_mib < bound)
     chunk = chunk if chunk is not None else next(by_gpu, CHUNKED_PREFILL_LARGE_GPU)

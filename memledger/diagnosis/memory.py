@@ -201,7 +201,7 @@ def load_oom(evidence: Evidence) -> Result:
         return findings, []
     if site is not None and not site[0].more_ranks_help:
         return findings, []
-    tp = evidence.int_param("tp_size") or 1
+    tp = evidence.tp_size or 1
     ratio = tp * weights / room
     tp_value = next_power_of_two(ratio)
     suggestions = []
