@@ -9,7 +9,6 @@ a big regular file is scanned by two processes, half each. Only candidate lines 
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import subprocess
@@ -24,6 +23,7 @@ from typing import IO, Protocol
 from memledger.errors import InputError
 from memledger.input.grep_scan import grep_candidates, rest_of_file
 from memledger.input.grep_scan import grep_program as grep_program
+from memledger.input.gunzip import BoundedGunzip, GunzipLimits
 from memledger.input.scan import (
     CHUNK_BYTES,
     LineFilter,
@@ -144,7 +144,7 @@ def open_log(
         if head[:2] == b"\x1f\x8b":
             path = None
             size = None
-            gunzip = gzip.GzipFile(fileobj=peek, mode="rb")
+            gunzip = BoundedGunzip(peek, name, GunzipLimits.from_environment())
             try:
                 inner = gunzip.read(SNIFF_BYTES)
             except (OSError, EOFError, zlib.error) as exc:
