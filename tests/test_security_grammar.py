@@ -3,15 +3,16 @@ regexp, report errors at their own lines, and their regexp-only lines reach the 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from memledger.errors import EXIT_OK, EXIT_USAGE
+from memledger.errors import EXIT_OK, EXIT_USAGE, ConfigError
 from memledger.input.extension_regex import backtracking_problem, regexp_literals
-from memledger.input.linegrammar import load_grammar
+from memledger.input.linegrammar import LineGrammar, load_grammar
 from tests.security_helpers import log_text, run, write_log
 
 # Shapes whose backtracking is exponential or polynomial on a 4096-character message.
@@ -124,3 +125,73 @@ def test_F23_regexp_literals_are_the_runs_a_match_always_contains() -> None:
         "D: /total=\\d+ bytes/\n"
     )
     assert regexp_literals(text) == ["Xfork_buf", " ready", "total=", " bytes"]
+
+
+# What the example check cannot see: an extension that changes only built-in lines unlike any
+# example (big loads, a chosen avail) is accepted at load, so at run time a line the packaged
+# grammar knows always parses as the packaged grammar says.
+BITES_SOME_LINES = {
+    "ignore": "%ignore /, mem usage=9\\d\\.\\d\\d GB/\n",
+    "override": (
+        '%override load_end: "Load" "weight" "end" fields?'
+        ' | "Load" "weight" "end" "." BIG fields?\n'
+        "BIG.9: /type=\\S+ dtype=\\S+ avail mem=\\S+ GB, mem usage=9\\d/\n"
+    ),
+    "priority": (
+        "%extend message: staging_pool__steal\n"
+        "staging_pool__steal: STEAL fields?\n"
+        "STEAL.9: /Load weight end\\. [^\\n]*mem usage=9\\d\\.\\d\\d GB/\n"
+    ),
+}
+BIG_LOAD = (
+    "Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=8.37 GB, "
+    "mem usage=93.20 GB."
+)
+
+
+@pytest.mark.parametrize("case", list(BITES_SOME_LINES))
+def test_an_extension_cannot_change_a_built_in_line_no_example_shows(
+    tmp_path: Path, case: str
+) -> None:
+    extra = tmp_path / "extra.lark"
+    extra.write_text(BITES_SOME_LINES[case], encoding="utf-8")
+    try:
+        extended = LineGrammar([extra], stored=False)
+    except ConfigError as refused:  # refused at load is fine too: it changed an example
+        assert "changes how a built-in line parses" in refused.one_line()
+        return
+    packaged = LineGrammar(stored=False).parse(BIG_LOAD)
+    assert packaged is not None and packaged.sizes["usage"].text == "93.20 GB"
+    raw = extended._own_parse(BIG_LOAD)
+    assert raw != packaged  # the extension alone would change the line ...
+    assert extended.parse(BIG_LOAD) == packaged  # ... but the packaged grammar wins
+    assert extended.parse_uncached(BIG_LOAD) == packaged
+
+
+def test_an_extension_still_parses_its_own_lines_beside_a_hidden_ignore(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.lark"
+    extra.write_text(
+        BITES_SOME_LINES["ignore"]
+        + "%extend message: staging_pool__myfork\n"
+        + 'staging_pool__myfork: "MyFork" "staging" "buffer" "ready" ":" fields\n',
+        encoding="utf-8",
+    )
+    grammar = LineGrammar([extra], stored=False)
+    mine = grammar.parse("MyFork staging buffer ready: role=target, buffers=2, total=512.0 MiB")
+    assert mine is not None and mine.variant == "myfork" and mine.sizes["total"].text == "512.0 MiB"
+
+
+def test_a_hidden_ignore_changes_no_figure_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = tmp_path / "extra.lark"
+    extra.write_text(BITES_SOME_LINES["ignore"], encoding="utf-8")
+    log = write_log(tmp_path)
+    text = Path(log).read_text().replace("mem usage=14.00 GB", "mem usage=93.20 GB")
+    Path(log).write_text(text)
+    plain = run(capsys, "ledger", log, "--format", "json")
+    extended = run(capsys, "ledger", log, "--format", "json", "--grammar", str(extra))
+    assert plain[0] == extended[0] == EXIT_OK
+    weights = [r for r in json.loads(plain[1])["rows"] if r["id"] == "weights"]
+    assert weights and weights[0]["bytes"] == round(93.20 * (1 << 30))
+    assert json.loads(extended[1])["rows"] == json.loads(plain[1])["rows"]

@@ -164,13 +164,31 @@ class LineGrammar:
         ]
 
     def parse(self, message: str) -> LineParse | None:
-        """Parse one message; None when it is no known shape (repeated shapes skip Lark)."""
+        """Parse one message; None when it is no known shape (repeated shapes skip Lark).
+
+        With extensions, a message the packaged grammar knows parses as it says: an extension
+        adds lines and never changes a built-in one, even where no example line would show it
+        (an `%ignore`, `%override` or higher-priority terminal that only bites some lines)."""
+        if self._extras:
+            known = _cached_grammar(()).parse(message)
+            if known is not None:
+                return known
+        return self._own_parse(message)
+
+    def _own_parse(self, message: str) -> LineParse | None:
         if self._cache is None:
-            return self.parse_uncached(message)
+            return self._own_parse_uncached(message)
         return self._cache.parse(message, self._tree, self._from_tree)
 
     def parse_uncached(self, message: str) -> LineParse | None:
-        """`parse` by the grammar alone (the reference the caches are tested against)."""
+        """`parse` by the grammars alone (the reference the caches are tested against)."""
+        if self._extras:
+            known = _cached_grammar(()).parse_uncached(message)
+            if known is not None:
+                return known
+        return self._own_parse_uncached(message)
+
+    def _own_parse_uncached(self, message: str) -> LineParse | None:
         try:
             tree = self._tree(message)
         except Transient:
@@ -297,11 +315,12 @@ def _described(parsed: LineParse | None) -> str:
 
 
 def _changed_examples(base: LineGrammar, extended: LineGrammar) -> str:
-    """The first example line the extension parses differently, described; empty if none."""
+    """The first example line the extension parses differently, described; empty if none.
+    (At run time the packaged grammar wins for its lines anyway; this tells the author early.)"""
     from memledger.sglang.examples import EXAMPLES
 
     for example in EXAMPLES:
-        before, after = base.parse(example.message), extended.parse(example.message)
+        before, after = base.parse(example.message), extended._own_parse(example.message)
         if before != after:
             return f"{example.message!r} was {_described(before)}, becomes {_described(after)}"
     return ""
