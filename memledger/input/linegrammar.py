@@ -169,24 +169,24 @@ class LineGrammar:
         With extensions, a message the packaged grammar knows parses as it says: an extension
         adds lines and never changes a built-in one, even where no example line would show it
         (an `%ignore`, `%override` or higher-priority terminal that only bites some lines)."""
+        return self._packaged_first(message, cached=True)
+
+    def parse_uncached(self, message: str) -> LineParse | None:
+        """`parse` by the grammars alone (the reference the caches are tested against)."""
+        return self._packaged_first(message, cached=False)
+
+    def _packaged_first(self, message: str, *, cached: bool) -> LineParse | None:
         if self._extras:
-            known = _cached_grammar(()).parse(message)
+            packaged = _cached_grammar(())
+            known = packaged.parse(message) if cached else packaged.parse_uncached(message)
             if known is not None:
                 return known
-        return self._own_parse(message)
+        return self._own_parse(message) if cached else self._own_parse_uncached(message)
 
     def _own_parse(self, message: str) -> LineParse | None:
         if self._cache is None:
             return self._own_parse_uncached(message)
         return self._cache.parse(message, self._tree, self._from_tree)
-
-    def parse_uncached(self, message: str) -> LineParse | None:
-        """`parse` by the grammars alone (the reference the caches are tested against)."""
-        if self._extras:
-            known = _cached_grammar(()).parse_uncached(message)
-            if known is not None:
-                return known
-        return self._own_parse_uncached(message)
 
     def _own_parse_uncached(self, message: str) -> LineParse | None:
         try:
