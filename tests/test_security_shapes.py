@@ -1,9 +1,10 @@
-"""A shape store from elsewhere cannot change an event (memledger.input.shapecheck).
+"""A shape store from elsewhere cannot change an event (memledger.input.shapestore/shapecheck).
 
 The store sits in a private per-user directory, but a cache restored from another branch (a CI
-cache), an older memledger or a planted file can hold anything. Each case below writes entries
-as an attacker who knows the code would (valid bindings, valid JSON), then a fresh process-wide
-grammar parses the message: the result must be the grammar's own, with no traceback.
+cache), an older memledger or a planted file can hold anything. Most cases below write entries as
+an attacker who knows the code AND this user's key would (valid bindings, valid JSON), so that
+the content checks alone must refuse them; then a fresh process-wide grammar parses the message:
+the result must be the grammar's own, with no traceback. The last cases take the key away.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ FORGED: dict[str, Any] = {
 @pytest.fixture
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the store key
     monkeypatch.delenv("MEMLEDGER_NO_GRAMMAR_CACHE", raising=False)
     linegrammar._cached_grammar.cache_clear()
     yield tmp_path / "memledger"
@@ -184,3 +186,50 @@ def test_a_planted_store_costs_no_traceback(
         out, err = capsys.readouterr()
         assert json.loads(out)["events"] == expected["events"], case
         assert "Traceback" not in err
+
+
+# Splits `avail mem=47.63 GB` into a key without value and a loose size: every content check
+# holds (names, order, terminals, the `=` between is a word of the grammar), yet the event loses
+# its `avail`. Only a parse could tell; the key is what keeps such an entry out of a restored cache.
+REGROUPED: Any = json.loads(
+    json.dumps(GENUINE).replace(
+        '["item", [["WORDS", 17, 26], ["value", [["number", [["NUMBER", 27, 32], '
+        '["unit", [["UNIT", 33, 35]]]]]]]]]',
+        '["item", [["WORDS", 17, 26]]], ["loose", [["number", [["NUMBER", 27, 32], '
+        '["unit", [["UNIT", 33, 35]]]]]]]',
+    )
+)
+
+
+def test_a_cache_restored_without_its_key_cannot_change_an_event(
+    private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memledger.input import shapecheck
+
+    expected = _grammars_own(LOAD_END)
+    vocab = shapecheck.vocabulary(linegrammar.base_grammar_text())
+    assert vocab is not None and REGROUPED != GENUINE
+    shapecheck.check_tree(REGROUPED, LOAD_END, vocab)  # the content checks let it through
+    _plant(LOAD_END, REGROUPED)  # written where the branch's CI ran, with that runner's key
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-runner"))
+    linegrammar._cached_grammar.cache_clear()
+    assert _stored_parse(LOAD_END) == expected  # restored elsewhere: another key, a miss
+
+
+def test_the_key_is_private_stable_and_its_absence_only_costs_time(
+    private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = grammar_cache.store_key()
+    assert first is not None and len(first) == 32 and grammar_cache.store_key() == first
+    [key_file] = (tmp_path / "state" / "memledger").iterdir()
+    assert key_file.stat().st_mode & 0o077 == 0 and key_file.parent.stat().st_mode & 0o077 == 0
+    key_file.write_text('memledger-store-key 1 key\n{"key": "not hex"}')
+    second = grammar_cache.store_key()  # a damaged key is replaced (old entries: misses)
+    assert second is not None and second != first and grammar_cache.store_key() == second
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the state directory would be")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocked))
+    assert grammar_cache.store_key() is None
+    assert shapestore.ShapeStore.open(linegrammar.base_grammar_text()) is None
+    linegrammar._cached_grammar.cache_clear()
+    assert _stored_parse(LOAD_END) == _grammars_own(LOAD_END)  # no key: no store, same events

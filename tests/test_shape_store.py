@@ -32,6 +32,7 @@ _DIGIT = re.compile(r"(?<![A-Za-z_])\d")
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty cache directory of this test's own; the process-wide grammar is rebuilt."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the store key
     monkeypatch.delenv("MEMLEDGER_NO_GRAMMAR_CACHE", raising=False)
     linegrammar._cached_grammar.cache_clear()
     yield tmp_path / "memledger"
@@ -121,7 +122,11 @@ def test_a_damaged_entry_is_parsed_by_the_grammar(
 
 
 def test_a_warm_run_never_imports_lark(private_cache: Path) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(private_cache.parent)}
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(private_cache.parent),
+        "XDG_STATE_HOME": str(private_cache.parent / "state"),
+    }
     env.pop("MEMLEDGER_NO_GRAMMAR_CACHE", None)
     script = (
         "import sys\n"

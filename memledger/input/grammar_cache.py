@@ -41,6 +41,17 @@ def cache_directory() -> Path | None:
     return Path(base) / "memledger"
 
 
+def state_directory() -> Path | None:
+    """`$XDG_STATE_HOME/memledger` (default `~/.local/state/memledger`), or None when disabled:
+    where the store key lives, apart from the cache (a restored cache comes without it)."""
+    if cache_directory() is None:
+        return None
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "memledger"
+
+
 def _digest(grammar_text: str, lark_version: str, format_: str = FORMAT) -> str:
     return hashlib.sha256(f"{format_}\n{lark_version}\n{grammar_text}".encode()).hexdigest()
 
@@ -145,9 +156,10 @@ def _write(fd: int, name: str, digest: str, tables: dict[str, Any], format_: str
             pass
 
 
-def _with_directory(use: Callable[[int], T]) -> T | None:
-    """`use(fd)` on the private cache directory, closed after; None when it is unusable."""
-    directory = cache_directory()
+def _with_directory(use: Callable[[int], T], directory: Path | None = None) -> T | None:
+    """`use(fd)` on the private cache directory (or `directory`), closed after; None when it is
+    unusable."""
+    directory = directory or cache_directory()
     if directory is None:
         return None
     fd = _open_private_directory(directory)
@@ -186,3 +198,32 @@ def store_data(
     """Save a `load_data` file (silently nothing when the cache is unusable)."""
     digest = _digest(grammar_text, lark_version, format_)
     _with_directory(lambda fd: _write(fd, f"{prefix}-{digest[:24]}.json", digest, data, format_))
+
+
+KEY_FORMAT = "memledger-store-key 1"
+_KEY_FILE = "store-key.json"
+
+
+def store_key() -> bytes | None:
+    """This user's secret for binding stored entries (memledger.input.shapestore), kept in the
+    private state directory, created on first use; None when that directory is unusable."""
+
+    def read(fd: int) -> bytes | None:
+        found = _read(fd, _KEY_FILE, "key", KEY_FORMAT)
+        key = None if found is None else found.get("key")
+        if isinstance(key, str) and len(key) == 64:
+            try:
+                return bytes.fromhex(key)
+            except ValueError:
+                return None
+        return None
+
+    def read_or_create(fd: int) -> bytes | None:
+        key = read(fd)
+        if key is None:
+            _write(fd, _KEY_FILE, "key", {"key": os.urandom(32).hex()}, KEY_FORMAT)
+            key = read(fd)  # another process may have written its own meanwhile: theirs stands
+        return key
+
+    directory = state_directory()
+    return None if directory is None else _with_directory(read_or_create, directory)

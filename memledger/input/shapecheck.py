@@ -18,8 +18,9 @@ against anything in the cache), before it is used:
   all appear in order.
 
 Anything else is doubt, and the grammar decides (the store is then rewritten with the grammar's
-tree). What remains possible is a planted tree that keeps to all of the above but groups a line's
-`fields` otherwise than Lark would; only a parse can exclude that (see docs and the report).
+tree). What these checks cannot exclude is a planted tree that keeps to all of the above but
+groups a line's `fields` otherwise than Lark would (only a parse could); the keyed binding of
+memledger.input.shapestore keeps such an entry out of any store this user's key did not write.
 """
 
 from __future__ import annotations

@@ -14,9 +14,12 @@ the in-process shape cache does (`shapecache.retext`), so the result is the gram
 argument holds across processes as within one. The file is named by the grammar text, lark's
 version (read from lark's `__init__.py` without importing it) and a digest of the memledger code
 that makes and reads trees (CODE_FILES): another grammar, lark or memledger is another file. Each
-entry carries a digest binding it to its shape and file, and its tree is checked against the
-grammar's text before use (memledger.input.shapecheck). A damaged, foreign or doubtful entry is a
-miss (Lark decides, and the entry is rewritten), never an error. tests/test_shape_store.py
+entry carries a keyed digest binding it to its shape and file; the key is this user's, kept in the
+private state directory (`~/.local/state/memledger`, grammar_cache.store_key), not in the cache,
+so the entries of a cache restored from elsewhere (a CI cache of another branch) are all misses.
+And each tree is checked against the grammar's text before use (memledger.input.shapecheck).
+A damaged, foreign or doubtful entry is a miss (Lark decides, and the entry is rewritten), never
+an error. tests/test_shape_store.py
 compares the stored path with the grammar on every real log; tests/test_security_shapes.py tampers.
 """
 
@@ -161,11 +164,13 @@ class ShapeStore:
         version: str,
         entries: dict[str, Any],
         vocabulary: shapecheck.Vocabulary,
+        key: bytes,
     ) -> None:
         self._grammar_text = grammar_text
         self._version = version
         self._entries = entries
         self._vocabulary = vocabulary
+        self._key = key
         self._added = 0
         self._saved_at: float | None = None
 
@@ -176,17 +181,20 @@ class ShapeStore:
             return None
         lark, code = lark_version(), code_digest()
         vocabulary = shapecheck.vocabulary(grammar_text)
-        if lark is None or code is None or vocabulary is None:
+        key = None if lark is None or code is None else grammar_cache.store_key()
+        if lark is None or code is None or vocabulary is None or key is None:
             return None
         version = f"{lark} {code}"
         found = grammar_cache.load_data(FORMAT, "shapes", grammar_text, version)
         entries = found.get("shapes") if isinstance(found, dict) else None
-        return cls(grammar_text, version, entries if isinstance(entries, dict) else {}, vocabulary)
+        kept = entries if isinstance(entries, dict) else {}
+        return cls(grammar_text, version, kept, vocabulary, key)
 
     def _binding(self, key: str, text: str | None) -> str:
-        """What ties an entry to its shape and to this store (a moved or stale entry fails)."""
-        material = f"{FORMAT}\0{self._version}\0{key}\0{text}"
-        return hashlib.blake2b(material.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        """What ties an entry to its shape, to this store and to this user's key: a moved, stale
+        or planted entry fails, and so does every entry of a cache restored from elsewhere."""
+        material = f"{FORMAT}\0{self._version}\0{key}\0{text}".encode("utf-8", "surrogatepass")
+        return hashlib.blake2b(material, key=self._key, digest_size=16).hexdigest()
 
     def __len__(self) -> int:
         return len(self._entries)
