@@ -46,6 +46,7 @@ _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 _ELEMENT_RE = re.compile(
     r'\s*(?:("(?:[^"\\]|\\.)*")|([A-Z_][A-Z0-9_]*)(?![a-z0-9_])|\(([^()]*)\))([?*+]?)'
 )
+_GROUPING_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[()\[\]|]')
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
@@ -112,29 +113,30 @@ def _definitions(grammar_text: str) -> tuple[list[tuple[str, str, str]], list[st
     return found, directives
 
 
+def _unquoted(quoted: str) -> str:
+    """A Lark string literal's text (escapes are rare: only they pay for literal_eval)."""
+    return quoted[1:-1] if "\\" not in quoted else str(ast.literal_eval(quoted))
+
+
 def _words(body: str) -> list[str]:
-    return [ast.literal_eval(quoted) for quoted in _QUOTED_RE.findall(body)]
+    return [_unquoted(quoted) for quoted in _QUOTED_RE.findall(body)]
 
 
 def _own_words(body: str) -> tuple[str, ...]:
-    """The quoted words of a rule body outside (...) and [...] groups and not made optional."""
-    top = _QUOTED_RE.sub('""', body)
-    while True:  # drop groups, innermost first
-        shorter = re.sub(r"\([^()]*\)|\[[^\[\]]*\]", "", top)
-        if shorter == top:
-            break
-        top = shorter
-    if "|" in top:
-        return ()  # alternatives at the top: no word is the rule's own
+    """The quoted words of a rule body outside (...) and [...] groups and not made optional;
+    none when the body has alternatives at its top level."""
     depth, kept = 0, []
-    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|[()\[\]]', body):
+    for match in _GROUPING_RE.finditer(body):
         token = match.group(0)
         if token in ("(", "["):
             depth += 1
         elif token in (")", "]"):
             depth -= 1
+        elif token == "|":
+            if depth == 0:
+                return ()
         elif depth == 0 and body[match.end() : match.end() + 1] not in ("?", "*"):
-            kept.append(ast.literal_eval(token))
+            kept.append(_unquoted(token))
     return tuple(kept)
 
 
@@ -142,13 +144,13 @@ def _element_words(match: re.Match[str], vocab: Vocabulary) -> frozenset[str]:
     """The words one leading element stands for (empty when it is not words only)."""
     quoted, terminal, group = match.group(1), match.group(2), match.group(3)
     if quoted is not None:
-        return frozenset([ast.literal_eval(quoted)])
+        return frozenset([_unquoted(quoted)])
     if terminal is not None:
         return vocab.literal_terminals.get(terminal, frozenset())
     words: set[str] = set()
     for item in (part.strip() for part in group.split("|")):
         if _QUOTED_RE.fullmatch(item):
-            words.add(ast.literal_eval(item))
+            words.add(_unquoted(item))
         elif item in vocab.literal_terminals:
             words |= vocab.literal_terminals[item]
         else:
