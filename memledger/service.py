@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from memledger.checking import CheckReport
     from memledger.compare import LedgerDiff
     from memledger.diagnosis import Diagnosis
-    from memledger.sizing import WhatIf
+    from memledger.sizing import SizingInputs, WhatIf
 
 Source: TypeAlias = str | os.PathLike[str] | IO[bytes] | IO[str] | ByteSource | ParsedLog | Ledger
 """Anything a ledger can come from: a path, `-` (stdin), a stream, a parsed log or a ledger."""
@@ -143,6 +143,8 @@ class DiffSide:
     startup: int | None = None
     model_config: Path | None = None
     label: str | None = None
+    version: str | None = None
+    """The SGLang release this side ran (`--base-version`), when the log does not pin it."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,9 @@ class DiffOptions:
     """Text output: the width to fit and whether to colour (`terminal_for`)."""
     full: bool = False
     """Text output: every table (`--full`), not only the verdict and the rows that matter."""
+    gpu_memory_mib: int | None = None
+    """GPU capacity in MiB: lets the upgrade explanation check SGLang's mem_fraction_static
+    defaults at each release."""
 
 
 @dataclass(frozen=True)
@@ -271,20 +276,20 @@ def load_ledger(source: Source, options: LoadOptions = LoadOptions()) -> Ledger:
         from memledger.formulas import load_formulas
 
         load_formulas(options.formula_files)  # a bad formulas file fails before a long parse
-    return _opened_ledger(source, options, options)
+    return _opened(source, options, options)[0]
 
 
-def _opened_ledger(
+def _opened(
     source: PathLike | IO[bytes] | IO[str] | ByteSource, options: LoadOptions, saved: LoadOptions
-) -> Ledger:
-    """Open `source`: a log is parsed and built with `options`; a saved ledger is checked
-    against `saved` (the options given for it)."""
+) -> tuple[Ledger, ParsedLog | None]:
+    """Open `source`: a log is parsed and built with `options` (and returned, for its sizing
+    inputs); a saved ledger is checked against `saved` (the options given for it), no log."""
     with open_input(source) as opened:
         if opened.document is not None:
-            return _saved(opened.label, opened.document, saved)
+            return _saved(opened.label, opened.document, saved), None
         assert opened.log is not None
         parsed = _parse(opened.log, opened.label, options)
-    return build(parsed, options)
+    return build(parsed, options), parsed
 
 
 def _saved(label: str, document: dict[str, Any], options: LoadOptions) -> Ledger:
@@ -383,9 +388,10 @@ def run_diagnose(options: DiagnoseOptions) -> Output:
     return Output(render(diagnosis_of(options)))
 
 
-def _side_ledger(side: DiffSide, shared: LoadOptions) -> Ledger:
-    """One side: its own options override the shared ones; a saved ledger takes only its own
-    (it is already one rank of one startup), so a shared `--rank` skips it."""
+def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInputs | None]:
+    """One side and, for a log, its sizing inputs: its own options override the shared ones; a
+    saved ledger takes only its own (it is already one rank of one startup), so a shared
+    `--rank` skips it."""
     own = replace(shared, rank=side.rank, startup=side.startup, model_config=side.model_config)
     merged = replace(
         shared,
@@ -394,9 +400,21 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> Ledger:
         model_config=side.model_config if side.model_config is not None else shared.model_config,
     )
     source = side.source
-    if isinstance(source, Ledger | ParsedLog):
-        return load_ledger(source, merged)
-    return _opened_ledger(source, merged, own)
+    if isinstance(source, Ledger):
+        return source, None
+    if isinstance(source, ParsedLog):
+        return load_ledger(source, merged), _sizing_of(source, merged)
+    ledger, parsed = _opened(source, merged, own)
+    return ledger, None if parsed is None else _sizing_of(parsed, merged)
+
+
+def _sizing_of(parsed: ParsedLog, options: LoadOptions) -> SizingInputs:
+    """The numbers SGLang sized the log's pools with (for the diff's upgrade explanation)."""
+    from memledger.model_config import load_model_config
+    from memledger.sizing import sizing_inputs
+
+    model = None if options.model_config is None else load_model_config(options.model_config)
+    return sizing_inputs(parsed, model)
 
 
 def diff_of(options: DiffOptions) -> LedgerDiff:
@@ -410,8 +428,25 @@ def diff_of(options: DiffOptions) -> LedgerDiff:
         from memledger.formulas import load_formulas
 
         load_formulas(options.load.formula_files)
-    base, head = (_side_ledger(side, options.load) for side in (options.base, options.head))
-    return diff_ledgers(base, head, base_label=options.base.label, head_label=options.head.label)
+    from memledger.compare.upgrade import UpgradeContext
+
+    (base, base_inputs), (head, head_inputs) = (
+        _side_ledger(side, options.load) for side in (options.base, options.head)
+    )
+    context = UpgradeContext(
+        base_inputs=base_inputs,
+        head_inputs=head_inputs,
+        base_release=options.base.version,
+        head_release=options.head.version,
+        gpu_memory_mib=options.gpu_memory_mib,
+    )
+    return diff_ledgers(
+        base,
+        head,
+        base_label=options.base.label,
+        head_label=options.head.label,
+        sizing=context,
+    )
 
 
 def run_diff(options: DiffOptions) -> Output:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -35,9 +36,25 @@ a count unless --show-unchanged.
 The state-pool section explains the difference: one side's
 state pool is larger by X GiB because its fixed overhead is smaller by X, split into
 CUDA graphs + runtime headroom, communication + workspace + unexplained, and weights +
-weight staging, which add up exactly. --rank/--startup/--model-config apply to both sides;
---base-*/--head-* override them for one side (shared options skip saved ledgers).
+weight staging, which add up exactly. When the releases or the sizing server_args differ,
+`Why KV tokens per rank changed` attributes the token change to each input (SGLang's own
+arithmetic) and lists the SGLang defaults that changed in between.
+--rank/--startup/--model-config apply to both sides; --base-*/--head-* override them for
+one side (shared options skip saved ledgers).
 """
+
+
+RELEASE = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,4}([.a-z0-9+]{0,40})?")
+
+
+def _release(text: str | None, option: str) -> str | None:
+    """An SGLang release as X.Y.Z (a suffix such as `.post1` or `rc2` is kept, then ignored)."""
+    if text is None:
+        return None
+    text = text.strip().removeprefix("v")
+    if not RELEASE.fullmatch(text):
+        raise click.BadParameter(f"{text!r} is not a release such as 0.5.10", param_hint=option)
+    return text
 
 
 @click.command("diff", help=HELP)
@@ -73,6 +90,19 @@ weight staging, which add up exactly. --rank/--startup/--model-config apply to b
 @startup_option("--head-startup", help="Startup of HEAD, 0-based.")
 @model_config_option("--base-model-config", help="config.json for BASE (overrides --model-config).")
 @model_config_option("--head-model-config", help="config.json for HEAD (overrides --model-config).")
+@click.option(
+    "--base-version",
+    metavar="X.Y.Z",
+    help="SGLang release BASE ran (its line formats only bound it): dates the defaults crossed.",
+)
+@click.option("--head-version", metavar="X.Y.Z", help="SGLang release HEAD ran.")
+@click.option(
+    "--gpu-memory-mib",
+    type=click.IntRange(min=1, max=1 << 24),
+    metavar="MIB",
+    help="GPU capacity (nvidia-smi MiB): checks whether each mem_fraction_static is SGLang's "
+    "default at its release.",
+)
 @click.option("--base-label", metavar="NAME", help="Name of BASE in tables (default: file stem).")
 @click.option("--head-label", metavar="NAME", help="Name of HEAD in tables (default: file stem).")
 @click.option(
@@ -103,6 +133,9 @@ def diff_command(
     head_startup: int | None,
     base_model_config: Path | None,
     head_model_config: Path | None,
+    base_version: str | None,
+    head_version: str | None,
+    gpu_memory_mib: int | None,
     base_label: str | None,
     head_label: str | None,
     marker: str,
@@ -119,6 +152,7 @@ def diff_command(
                     startup=base_startup,
                     model_config=base_model_config,
                     label=base_label,
+                    version=_release(base_version, "--base-version"),
                 ),
                 head=DiffSide(
                     head,
@@ -126,6 +160,7 @@ def diff_command(
                     startup=head_startup,
                     model_config=head_model_config,
                     label=head_label,
+                    version=_release(head_version, "--head-version"),
                 ),
                 load=load,
                 fmt=fmt,
@@ -135,6 +170,7 @@ def diff_command(
                 marker=marker,
                 max_chars=max_chars,
                 terminal=terminal_for(output),
+                gpu_memory_mib=gpu_memory_mib,
             )
         ),
         output,

@@ -45,6 +45,7 @@ from memledger.compare.models import (
     _byte_change,
     delta_pct,
 )
+from memledger.compare.upgrade import UpgradeContext, explain_upgrade
 from memledger.events import ParamValue
 from memledger.ledger_model import (
     FIXED_OVERHEAD_GROUPS,
@@ -498,8 +499,10 @@ def diff_ledgers(
     *,
     base_label: str | None = None,
     head_label: str | None = None,
+    sizing: UpgradeContext | None = None,
 ) -> LedgerDiff:
-    """Compare two ledgers (head - base): rows, groups, checkpoints, intervals, pool, config."""
+    """Compare two ledgers (head - base): rows, groups, checkpoints, intervals, pool, config;
+    with `sizing`, also why KV tokens per rank changed (`upgrade`)."""
     default_base, default_head = default_labels(base, head)
     base_label = base_label or default_base
     head_label = head_label or default_head
@@ -537,6 +540,16 @@ def diff_ledgers(
         counts=counts,
         biggest_mover_group=mover_group,
         biggest_mover=mover_row,
+        upgrade=explain_upgrade(
+            base,
+            head,
+            rows,
+            base_inputs=None if sizing is None else sizing.base_inputs,
+            head_inputs=None if sizing is None else sizing.head_inputs,
+            base_release=None if sizing is None else sizing.base_release,
+            head_release=None if sizing is None else sizing.head_release,
+            gpu_memory_mib=None if sizing is None else sizing.gpu_memory_mib,
+        ),
     )
 
 

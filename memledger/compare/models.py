@@ -8,6 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
+from memledger.compare.upgrade_models import UpgradeExplanation
 from memledger.errors import NoSuchRowError
 from memledger.events import ParamValue
 from memledger.ledger_model import (
@@ -378,6 +379,9 @@ class LedgerDiff(FrozenModel):
     offset each other (weights at load end and weights released)."""
     biggest_mover: str | None
     """Id of the row with the largest |Δ| share inside `biggest_mover_group`."""
+    upgrade: UpgradeExplanation | None = None
+    """Why KV tokens per rank changed, when the releases or the sizing server_args differ
+    (None, and left out of the JSON, when they agree)."""
 
     def row(self, row_id: str) -> RowDiff | None:
         """The diff of the row with this id, or None when neither side has it (`diff[row_id]`

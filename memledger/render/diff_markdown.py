@@ -33,6 +33,15 @@ from memledger.render.diff_common import (
     summary_table,
 )
 from memledger.render.diff_prose import kv_token_lines
+from memledger.render.diff_upgrade import (
+    defaults_table,
+    inputs_table,
+    notes,
+    releases_line,
+    rows_table,
+    verdict,
+    why_lines,
+)
 from memledger.render.escape import mermaid_label
 from memledger.render.markdown import inert_block_start
 from memledger.render.tables import Table, github_table, markdown_cell, markdown_code
@@ -266,6 +275,7 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
     if notes:
         coverage.append("\n".join(f"- {inert_block_start(markdown_cell(n))}" for n in notes))
     return [
+        *_upgrade_section(diff),
         Section("Rows behind each category", [_table(contributions_table(diff))]),
         Section("Where the state pool goes", [_table(destination_table(diff)), *kv_blocks]),
         Section("Composition of both cards (chart)", [composition_chart(diff)]),
@@ -285,6 +295,42 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
     ]
 
 
+def _upgrade(diff: LedgerDiff) -> list[str]:
+    """The verdict on KV tokens per rank, right under the inputs (the top is never cut)."""
+    upgrade = diff.upgrade
+    if upgrade is None:
+        return []
+    return [
+        f"**Why KV tokens per rank changed:** {markdown_cell(verdict(upgrade))}",
+        "",
+        f"_{markdown_cell(releases_line(upgrade))}_",
+        "",
+    ]
+
+
+def _upgrade_section(diff: LedgerDiff) -> list[Section]:
+    """The token shares, rows before the sizing and defaults crossed (cut like other details)."""
+    upgrade = diff.upgrade
+    if upgrade is None:
+        return []
+    blocks: list[Block] = []
+    if upgrade.inputs or upgrade.unexplained_tokens is not None:
+        blocks.append(_table(inputs_table(upgrade)))
+        why = why_lines(upgrade)
+        if why:
+            blocks.append("\n".join(f"- {markdown_cell(line)}" for line in why))
+    if upgrade.rows_before_sizing:
+        blocks += ["Rows sized before the KV pool that moved:", _table(rows_table(upgrade))]
+    if upgrade.defaults_crossed:
+        blocks += ["SGLang defaults changed in between:", _table(defaults_table(upgrade))]
+    if not blocks:
+        return []  # the verdict line already says why there is nothing to attribute
+    found = notes(upgrade)
+    if found:
+        blocks.append("\n".join(f"- {markdown_cell(n)}" for n in found))
+    return [Section("Why KV tokens per rank changed (inputs, rows, defaults)", blocks)]
+
+
 def _top(diff: LedgerDiff, marker: str, note: str | None) -> str:
     parts = [
         marker,
@@ -294,6 +340,7 @@ def _top(diff: LedgerDiff, marker: str, note: str | None) -> str:
         _input_text("head", diff.inputs.head) + "  ",
         f"_{markdown_cell(definition_line())}_",
         "",
+        *_upgrade(diff),
         github_table(summary_table(diff)),
         "",
         "**Where the state-pool difference comes from**",

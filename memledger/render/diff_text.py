@@ -28,6 +28,15 @@ from memledger.render.diff_common import (
     summary_table,
 )
 from memledger.render.diff_prose import kv_token_lines
+from memledger.render.diff_upgrade import (
+    default_lines,
+    inputs_table,
+    notes,
+    releases_line,
+    rows_table,
+    verdict,
+    why_lines,
+)
 from memledger.render.tables import Table, text_table
 from memledger.render.terminal import DEFAULT_WIDTH, PLAIN, Terminal, fit_lines
 from memledger.units import GIB
@@ -130,6 +139,24 @@ BRIEF_FOOTER = (
 )
 
 
+def upgrade_lines(diff: LedgerDiff, width: int) -> list[str]:
+    """Why KV tokens per rank changed (nothing when the releases and sizing args agree)."""
+    upgrade = diff.upgrade
+    if upgrade is None:
+        return []
+    out = ["Why KV tokens per rank changed", f"  {verdict(upgrade)}", f"  {releases_line(upgrade)}"]
+    if upgrade.inputs or upgrade.unexplained_tokens is not None:
+        out += [_table(inputs_table(upgrade), width)]
+        out += [f"  {line}" for line in why_lines(upgrade)]
+    if upgrade.rows_before_sizing:
+        out += ["", "Rows sized before the KV pool that moved", _table(rows_table(upgrade), width)]
+    if upgrade.defaults_crossed:
+        out += ["", "SGLang defaults changed in between (release, default: old -> new, source)"]
+        out += [f"  {line}" for line in default_lines(upgrade)]
+    out += [f"  {n}" for n in notes(upgrade)]
+    return [*out, ""]
+
+
 def render_diff_text(
     diff: LedgerDiff,
     *,
@@ -151,6 +178,7 @@ def render_diff_text(
         "",
         headline(diff),
         "",
+        *upgrade_lines(diff, width),
         "Summary",
         _table(summary_table(diff), width),
         "",

@@ -1,0 +1,134 @@
+"""The releases of the two sides of an upgrade: ranges, the defaults crossed between them, and
+SGLang's mem_fraction_static default at a release (memledger.sglang.default_changes for
+releases before 0.5.3, memledger.sizing.defaults from 0.5.3 on). Pure."""
+
+from __future__ import annotations
+
+from memledger.compare.upgrade_models import CrossedDefault
+from memledger.events import ParamValue
+from memledger.ledger_model import Ledger
+from memledger.sglang.default_changes import changes_between, legacy_mem_fraction_static
+from memledger.sglang.sizing_rules import version_code
+from memledger.sizing import SizingInputs, base_settings
+from memledger.sizing.defaults import default_mem_fraction_static
+from memledger.sizing.version import VersionRange
+
+MFS = "mem_fraction_static"
+
+
+def features(inputs: SizingInputs | None, ledger: Ledger) -> set[str]:
+    """The FEATURES a log uses (from its sizing inputs, else the saved ledger's parameters)."""
+    knobs: dict[str, ParamValue] = (
+        dict(inputs.knobs) if inputs is not None else dict(ledger.parameters)
+    )
+    found = set()
+    if knobs.get("speculative_algorithm") or (inputs is not None and inputs.draft_kv):
+        found.add("speculative")
+    if inputs is not None and inputs.swa_full_tokens is not None:
+        found.add("swa")
+    if inputs is not None and inputs.mamba is not None:
+        found.add("mamba")
+    if knobs.get("enable_dp_attention"):
+        found.add("dp_attention")
+    return found
+
+
+def release_text(code: int | None) -> str:
+    if code is None:
+        return "?"
+    return f"{code // 1_000_000}.{code // 1_000 % 1_000}.{code % 1_000}"
+
+
+def release_range(inputs: SizingInputs | None, given: str | None) -> VersionRange:
+    """The release a side ran: `given` (--base-version/--head-version), else its formats'."""
+    if given:
+        code = version_code(given)
+        return VersionRange(first=code, last=code, markers=("given",))
+    return inputs.version if inputs is not None else VersionRange()
+
+
+def allows(found: VersionRange, code: int) -> bool:
+    """Whether release `code` is inside the range the line formats allow."""
+    return not (
+        (found.first is not None and code < found.first)
+        or (found.last is not None and code > found.last)
+    )
+
+
+def releases_differ(base: VersionRange, head: VersionRange) -> bool | None:
+    if base.first is not None and base.first == base.last == head.first == head.last:
+        return False
+    if base.last is not None and head.first is not None and base.last < head.first:
+        return True
+    if head.last is not None and base.first is not None and head.last < base.first:
+        return True
+    return None
+
+
+def crossed_defaults(
+    base: VersionRange, head: VersionRange, gpu_mib: int | None, used: set[str]
+) -> list[CrossedDefault]:
+    """Default changes between the two releases (either direction): certain when the ranges
+    lie on either side of the change, possible when a range straddles it."""
+    low, high = (base, head) if (head.first or 0) >= (base.first or 0) else (head, base)
+    found: list[CrossedDefault] = []
+    lowest = low.first or 0
+    highest = high.last if high.last is not None else 1 << 40
+    for change in changes_between(lowest, highest):
+        if not change.fits_gpu(gpu_mib) or (change.needs and change.needs not in used):
+            continue
+        code = version_code(change.release)
+        certain = low.last is not None and high.first is not None and low.last < code <= high.first
+        found.append(
+            CrossedDefault(
+                id=change.id,
+                setting=change.setting,
+                title=change.title,
+                old=change.old,
+                new=change.new,
+                release=change.release,
+                old_source=change.old_source,
+                new_source=change.new_source,
+                effect=change.effect.value,
+                applies=change.applies,
+                certain=certain,
+            )
+        )
+    return found
+
+
+def number(value: ParamValue) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _int_knob(knobs: dict[str, ParamValue], name: str, default: int) -> int:
+    value = knobs.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) -> float | None:
+    """SGLang's mem_fraction_static default for this log at `release` on a `gpu_mib` GPU."""
+    if release.first is None or release.first != release.last:
+        # a range: only a rule that holds for all of it decides
+        if release.last is None or release.last >= version_code("0.5.3"):
+            if release.first is None or release.first < version_code("0.5.3"):
+                return None
+    code = release.first or 0
+    if code >= version_code("0.5.3"):
+        knobs = dict(inputs.knobs)
+        knobs.pop(MFS, None)
+        probe = inputs.model_copy(update={"version": release, "knobs": knobs})
+        settings = base_settings(probe).model_copy(update={"gpu_memory_mib": gpu_mib})
+        found = default_mem_fraction_static(probe, settings)
+        return None if found is None else found.value
+    knobs = inputs.knobs
+    parallel = _int_knob(knobs, "tp_size", 1) * _int_knob(knobs, "pp_size", 1)
+    return legacy_mem_fraction_static(
+        code,
+        gpu_mib,
+        parallel=parallel,
+        speculative=bool(knobs.get("speculative_algorithm")),
+        dp_attention=bool(knobs.get("enable_dp_attention")),
+    )
