@@ -420,7 +420,11 @@ def _sizing_of(parsed: ParsedLog, options: LoadOptions) -> SizingInputs:
 def diff_of(options: DiffOptions) -> LedgerDiff:
     """Load both sides (log, saved ledger or object) and diff them: head - base."""
     from memledger.compare import diff_ledgers
+    from memledger.compare.upgrade import UpgradeContext
+    from memledger.compare.upgrade_releases import parse_release
 
+    base_release = parse_release(options.base.version, "--base-version")
+    head_release = parse_release(options.head.version, "--head-version")
     sides = (options.base.source, options.head.source)
     if all(isinstance(s, str | os.PathLike) and os.fspath(s) == STDIN for s in sides):
         raise ConfigError("only one of BASE and HEAD can be `-` (stdin)")
@@ -428,25 +432,14 @@ def diff_of(options: DiffOptions) -> LedgerDiff:
         from memledger.formulas import load_formulas
 
         load_formulas(options.load.formula_files)
-    from memledger.compare.upgrade import UpgradeContext
-
     (base, base_inputs), (head, head_inputs) = (
         _side_ledger(side, options.load) for side in (options.base, options.head)
     )
     context = UpgradeContext(
-        base_inputs=base_inputs,
-        head_inputs=head_inputs,
-        base_release=options.base.version,
-        head_release=options.head.version,
-        gpu_memory_mib=options.gpu_memory_mib,
+        base_inputs, head_inputs, base_release, head_release, options.gpu_memory_mib
     )
-    return diff_ledgers(
-        base,
-        head,
-        base_label=options.base.label,
-        head_label=options.head.label,
-        sizing=context,
-    )
+    labels = {"base_label": options.base.label, "head_label": options.head.label}
+    return diff_ledgers(base, head, **labels, sizing=context)
 
 
 def run_diff(options: DiffOptions) -> Output:

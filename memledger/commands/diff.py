@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
@@ -42,19 +41,6 @@ arithmetic) and lists the SGLang defaults that changed in between.
 --rank/--startup/--model-config apply to both sides; --base-*/--head-* override them for
 one side (shared options skip saved ledgers).
 """
-
-
-RELEASE = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,4}([.a-z0-9+]{0,40})?")
-
-
-def _release(text: str | None, option: str) -> str | None:
-    """An SGLang release as X.Y.Z (a suffix such as `.post1` or `rc2` is kept, then ignored)."""
-    if text is None:
-        return None
-    text = text.strip().removeprefix("v")
-    if not RELEASE.fullmatch(text):
-        raise click.BadParameter(f"{text!r} is not a release such as 0.5.10", param_hint=option)
-    return text
 
 
 @click.command("diff", help=HELP)
@@ -152,7 +138,7 @@ def diff_command(
                     startup=base_startup,
                     model_config=base_model_config,
                     label=base_label,
-                    version=_release(base_version, "--base-version"),
+                    version=base_version,
                 ),
                 head=DiffSide(
                     head,
@@ -160,7 +146,7 @@ def diff_command(
                     startup=head_startup,
                     model_config=head_model_config,
                     label=head_label,
-                    version=_release(head_version, "--head-version"),
+                    version=head_version,
                 ),
                 load=load,
                 fmt=fmt,

@@ -4,7 +4,10 @@ releases before 0.5.3, memledger.sizing.defaults from 0.5.3 on). Pure."""
 
 from __future__ import annotations
 
+import re
+
 from memledger.compare.upgrade_models import CrossedDefault
+from memledger.errors import ConfigError
 from memledger.events import ParamValue
 from memledger.ledger_model import Ledger
 from memledger.sglang.default_changes import changes_between, legacy_mem_fraction_static
@@ -14,6 +17,18 @@ from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.version import VersionRange
 
 MFS = "mem_fraction_static"
+RELEASE = re.compile(r"v?(\d{1,3}\.\d{1,3}\.\d{1,4})([.a-z0-9+]{0,40})?")
+
+
+def parse_release(text: str | None, option: str) -> str | None:
+    """An SGLang release as given (`0.5.10`, `v0.5.8.post1`): X.Y.Z plus a suffix SGLang's
+    version codes ignore; ConfigError for anything else."""
+    if text is None:
+        return None
+    found = RELEASE.fullmatch(text.strip())
+    if found is None:
+        raise ConfigError(f"{option}: {text!r} is not a release such as 0.5.10")
+    return found.group(1)
 
 
 def features(inputs: SizingInputs | None, ledger: Ledger) -> set[str]:
