@@ -224,10 +224,17 @@ class Record:
         fields to leave out, or maps a field to what to leave out of it (`{"a": {"b"}}`)."""
         return _dump_record(self, mode == "json", by_alias, exclude)
 
-    def model_dump_json(self, *, indent: int | None = None, by_alias: bool = False) -> str:
-        """The JSON pydantic's `model_dump_json` writes for this model (same bytes)."""
+    def model_dump_json(
+        self,
+        *,
+        indent: int | None = None,
+        by_alias: bool = False,
+        exclude: set[str] | dict[str, Any] | None = None,
+    ) -> str:
+        """The JSON pydantic's `model_dump_json` writes for this model (same bytes); `exclude`
+        as in `model_dump`."""
         out: list[str] = []
-        _write(out, _dump_record(self, True, by_alias, None), indent, 0)
+        _write(out, _dump_record(self, True, by_alias, exclude), indent, 0)
         return "".join(out)
 
     @classmethod

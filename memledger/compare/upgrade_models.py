@@ -1,4 +1,4 @@
-"""The diff's `upgrade` key: why KV tokens per rank changed between two logs (pure pydantic).
+"""The diff's `upgrade` key: why KV tokens per rank changed between two logs (pure records).
 
 Present when the two logs' SGLang releases differ or their sizing server_args differ. Every
 token figure is per rank, head - base; percentages are of base's logged tokens.
