@@ -453,3 +453,6 @@ def test_F19_csv_formula_cells_are_prefixed_and_numbers_kept() -> None:
 def test_F20_mermaid_labels_cannot_close_the_block() -> None:
     label = mermaid_label('x\n```\n@octocat <sub>\n```.log"')
     assert "\n" not in label and "`" not in label and '"' not in label and "<" not in label
+    assert mermaid_label("base 004-ascend-qwen3-480b-d…: 60.77 GiB") == (
+        "base 004-ascend-qwen3-480b-d…: 60.77 GiB"
+    )  # a cut label keeps its ellipsis (it was `_`)

@@ -141,7 +141,8 @@ def csv_text(text: str) -> str:
     return write_csv(rows[0], rows[1:]) if rows else text
 
 
-_MERMAID_UNSAFE = re.compile(r"[^\w .,:/+()%-]")
+# `…` too: a label cut to its length (`004-ascend-qwen3-480b-d…`) keeps its ellipsis, not `_`
+_MERMAID_UNSAFE = re.compile(r"[^\w .,:/+()%…-]")
 
 
 def mermaid_label(text: str, limit: int = 60) -> str:
