@@ -1,17 +1,16 @@
 """Evaluate a budget against ledgers (and an optional baseline ledger): a pure function.
 
 No I/O here: the caller loads the budget file and the ledgers, and passes "today" so waivers
-are reproducible. Sizes are compared in bytes; counts as plain numbers.
+are reproducible. Sizes are compared in bytes; counts as plain numbers. The report's model is
+`memledger.check_model` (re-exported here).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-from collections import Counter
 from collections.abc import Iterable
 from datetime import date
-from enum import StrEnum
 from fnmatch import fnmatch
 from pathlib import PurePath
 from typing import NamedTuple, TypedDict
@@ -26,12 +25,40 @@ from memledger.budget import (
     Quantity,
 )
 from memledger.check_limits import tighten_to
-from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
-from memledger.ledger_model import Ledger, LedgerDiagnosis, LedgerSource, Row, RowKind
-from memledger.record import Field, computed_field
-from memledger.units import GIB, FrozenModel, gib_view
+from memledger.check_model import (
+    BREACH_ORDER,
+    BREACH_STATUSES,
+    CHECK_SCHEMA_VERSION,
+    BaselineInfo,
+    Bound,
+    Check,
+    CheckedInput,
+    CheckReport,
+    CheckStatus,
+    breach_rank,
+    closeness,
+    exit_code_of,
+    is_failing,
+)
+from memledger.ledger_model import Ledger, Row, RowKind
+from memledger.units import GIB, FrozenModel
 
-CHECK_SCHEMA_VERSION = 1
+__all__ = [
+    "BREACH_ORDER",
+    "BREACH_STATUSES",
+    "CHECK_SCHEMA_VERSION",
+    "BaselineInfo",
+    "Bound",
+    "Check",
+    "CheckReport",
+    "CheckStatus",
+    "CheckedInput",
+    "breach_rank",
+    "closeness",
+    "exit_code_of",
+    "is_failing",
+]
+
 FREE_MEMORY_ITEMS = frozenset({"runtime_headroom"})
 """Items that are memory nothing uses: a `min` on one is a safety floor, and a value far above
 it is memory the KV/state pools could have had (SGLang sizes them from mem_fraction_static),
@@ -39,190 +66,6 @@ not a level to lock in by raising the floor."""
 SPARE_HINT = "spare: raise mem_fraction_static"
 """The hint on a free-memory item far above its floor (the headroom column shows how much),
 instead of "could be tightened"."""
-
-
-class Bound(StrEnum):
-    """Which limit of an entry a check evaluates."""
-
-    MAX = "max"
-    MIN = "min"
-    MAX_INCREASE = "max_increase"
-    """max_increase and/or max_increase_pct against the baseline (both must be exceeded)."""
-    READY = "ready"
-    """The startup itself must come up: an OOM or a crash fails it (item `startup`)."""
-
-
-class CheckStatus(StrEnum):
-    """The outcome of one check."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    """A fail-level breach (exit 1)."""
-    WARN = "warn"
-    """A warn-level breach (exit 0, or 1 with --strict)."""
-    WAIVED = "waived"
-    """A breach accepted until `waived_until` (exit 0, also with --strict)."""
-    EXPIRED_WAIVER = "expired_waiver"
-    """A breach whose waiver has lapsed: counts at the entry's level (fail -> exit 1)."""
-    SKIPPED = "skipped"
-    """A relative limit with nothing to compare against (no baseline, or the baseline lacks it)."""
-    MISSING = "missing"
-    """The log cannot provide the item (exit 3)."""
-
-
-BREACH_STATUSES = frozenset(
-    {CheckStatus.FAIL, CheckStatus.WARN, CheckStatus.WAIVED, CheckStatus.EXPIRED_WAIVER}
-)
-
-
-class Check(FrozenModel):
-    """One limit of one budget entry, evaluated on one log."""
-
-    item: str
-    kind: ItemKind
-    """`size` (actual/limit/margin in bytes) or `count` (plain numbers)."""
-    bound: Bound
-    log: str
-    """The input the value was read from, as given on the command line."""
-    status: CheckStatus
-    level: Level
-    actual: Quantity | None = None
-    actual_error: Quantity = 0
-    """± printing precision of the actual value (bytes), when the ledger knows it."""
-    limit: Quantity | None = None
-    """max / min, or the allowed absolute increase for max_increase."""
-    limit_pct: float | None = None
-    """The allowed increase in percent of the baseline (max_increase_pct)."""
-    baseline: Quantity | None = None
-    increase: Quantity | None = None
-    """actual - baseline."""
-    increase_pct: float | None = None
-    """(actual - baseline) / baseline x 100; None when the baseline is 0."""
-    margin: Quantity | None = None
-    """Headroom in the item's unit: positive = within budget, negative = over by that much."""
-    margin_pct: float | None = None
-    """For max_increase_pct: allowed % minus actual %."""
-    message: str | None = None
-    waived_until: date | None = None
-    reason: str | None = None
-    tighten_to: Quantity | None = None
-    """A tighter limit that would still pass with slack, when the item sits far inside budget."""
-    hint: str | None = None
-    """Advice on a passing check other than a tighter limit: free memory far above its floor
-    (`runtime_headroom`) is spare for the pools, not a floor to raise."""
-    note: str | None = None
-    """Why a check is missing or skipped, or a remark (a waiver no longer needed...)."""
-    budget_line: int | None = None
-    """Line of the entry in the budget file."""
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def breached(self) -> bool:
-        """Whether the value is outside its limit (whatever the level or waiver)."""
-        return self.status in BREACH_STATUSES
-
-    def _gib(self, value: Quantity | None) -> float | None:
-        return None if value is None or self.kind is ItemKind.COUNT else gib_view(value)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def actual_gib(self) -> float | None:
-        """`actual` in GiB, for size items."""
-        return self._gib(self.actual)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def limit_gib(self) -> float | None:
-        """`limit` in GiB, for size items."""
-        return self._gib(self.limit)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def margin_gib(self) -> float | None:
-        """`margin` in GiB, for size items."""
-        return self._gib(self.margin)
-
-
-class CheckedInput(FrozenModel):
-    """A log (or saved ledger) the budget was checked on."""
-
-    path: str
-    source: LedgerSource
-    outcome: str
-    diagnosis: LedgerDiagnosis | None = None
-    """Why the startup failed, when it did (its budget entries are then not checked)."""
-
-
-class BaselineInfo(FrozenModel):
-    """What the relative limits were compared against."""
-
-    path: str | None = None
-    source: LedgerSource | None = None
-    """None when there was no baseline to compare against."""
-    note: str | None = None
-
-
-class CheckReport(FrozenModel):
-    """Every check of one `memledger check` run, and its exit code."""
-
-    schema_version: int = CHECK_SCHEMA_VERSION
-    budget_path: str
-    today: date
-    strict: bool = False
-    inputs: list[CheckedInput]
-    baseline: BaselineInfo = Field(default_factory=BaselineInfo)
-    checks: list[Check]
-    notes: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    """Things the user asked for that did not happen (a --baseline file that does not exist):
-    shown in every format, though they do not change the exit code."""
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def counts(self) -> dict[str, int]:
-        """Number of checks per status."""
-        tally = Counter(check.status.value for check in self.checks)
-        return {status.value: tally.get(status.value, 0) for status in CheckStatus}
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def exit_code(self) -> int:
-        """3 if an item could not be read or nothing was checked, else 1 on a failing breach,
-        else 0. A budget that applies to none of the given logs (a `logs` glob matching no
-        file) checks nothing: that is no pass."""
-        if not self.checks or any(check.status is CheckStatus.MISSING for check in self.checks):
-            return EXIT_INPUT
-        if any(self.is_failing(check) for check in self.checks):
-            return EXIT_BUDGET_FAILED
-        return EXIT_OK
-
-    def is_failing(self, check: Check) -> bool:
-        """Whether this check makes the run fail (exit 1)."""
-        if check.status is CheckStatus.FAIL:
-            return True
-        if check.status in {CheckStatus.WARN, CheckStatus.EXPIRED_WAIVER}:
-            return self.strict or check.level is Level.FAIL
-        return False
-
-    def breaches(self) -> list[Check]:
-        """Checks to report first: breaches, then missing items; failing ones first."""
-        order = {
-            CheckStatus.MISSING: 0,
-            CheckStatus.FAIL: 1,
-            CheckStatus.EXPIRED_WAIVER: 1,
-            CheckStatus.WARN: 2,
-            CheckStatus.WAIVED: 3,
-        }
-        found = [check for check in self.checks if check.status in order]
-        return sorted(found, key=lambda check: (order[check.status], not self.is_failing(check)))
-
-    def passes(self) -> list[Check]:
-        """Checks within budget."""
-        return [check for check in self.checks if check.status is CheckStatus.PASS]
-
-    def skipped(self) -> list[Check]:
-        """Relative checks that had nothing to compare against."""
-        return [check for check in self.checks if check.status is CheckStatus.SKIPPED]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,19 +194,8 @@ def check_budget(
             matched[index] = matched[index] or hit
             per_entry[index].extend(found)
     checks = failures + [check for found in per_entry for check in found]
-    notes = [
-        f"budget for {entry.item!r} (line {entry.line}) applies to no given log "
-        f"(logs = {entry.logs!r})"
-        for entry, hit in zip(budget.entries, matched, strict=True)
-        if not hit
-    ]
     info = baseline_info or BaselineInfo(source=None if baseline is None else baseline.source)
-    warnings: list[str] = []
-    if baseline is None and info.path is not None:
-        # a --baseline that was given but not found: a typo must not pass as "no comparison"
-        warnings.append(info.note or f"baseline {info.path} not found: no comparison")
-    elif baseline is None and any(entry.has_relative for entry in budget.entries):
-        notes.append(info.note or "no baseline given: relative limits (max_increase) not compared")
+    notes, warnings = report_notes(budget, matched, baseline=baseline, info=info)
     return CheckReport(
         budget_path=budget.path,
         today=today,
@@ -374,6 +206,26 @@ def check_budget(
         notes=notes,
         warnings=warnings,
     )
+
+
+def report_notes(
+    budget: Budget, matched: list[bool], *, baseline: Ledger | None, info: BaselineInfo
+) -> tuple[list[str], list[str]]:
+    """The report's notes (an entry that applied to no log, relative limits not compared) and
+    warnings (a --baseline given but not found)."""
+    notes = [
+        f"budget for {entry.item!r} (line {entry.line}) applies to no given log "
+        f"(logs = {entry.logs!r})"
+        for entry, hit in zip(budget.entries, matched, strict=True)
+        if not hit
+    ]
+    warnings: list[str] = []
+    if baseline is None and info.path is not None:
+        # a --baseline that was given but not found: a typo must not pass as "no comparison"
+        warnings.append(info.note or f"baseline {info.path} not found: no comparison")
+    elif baseline is None and any(entry.has_relative for entry in budget.entries):
+        notes.append(info.note or "no baseline given: relative limits (max_increase) not compared")
+    return notes, warnings
 
 
 def _failed(ledger: Ledger) -> bool:

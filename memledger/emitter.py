@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from memledger.errors import ConfigError
@@ -15,14 +17,17 @@ from memledger.render.terminal import PLAIN, Terminal
 from memledger.service import STDIN, Output, PathLike
 
 
-def _write_stdout(text: str) -> None:
+def _write_stdout(pieces: Iterable[str]) -> None:
     """Write to stdout; a closed stdout (`>&-`) takes nothing, a full disk is a one-line error.
 
     A closed pipe (BrokenPipeError) propagates: the CLI ends quietly on it."""
     if sys.stdout is None:
+        for _ in pieces:  # still produced: a streamed report's spool closes at its end
+            pass
         return
     try:
-        sys.stdout.write(text)
+        for text in pieces:
+            sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
         raise
@@ -30,18 +35,19 @@ def _write_stdout(text: str) -> None:
         raise ConfigError(f"cannot write output: {exc.strerror or exc}", path="<stdout>") from None
 
 
-def _write_file(path: Path, text: str) -> None:
+def _write_file(path: Path, pieces: Iterable[str]) -> None:
     """Replace a regular file whole (a temporary file renamed over it), so a failed write never
     leaves half a report; anything else (a device, a FIFO) is written as it is."""
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     if path.exists() and not path.is_file():
-        path.write_text(text, encoding="utf-8")
+        with path.open("w", encoding="utf-8") as device:
+            device.writelines(pieces)
         return
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+            stream.writelines(pieces)
         if path.exists():
             os.chmod(temporary, path.stat().st_mode & 0o777)
         else:
@@ -66,11 +72,12 @@ def terminal_for(destination: PathLike | None) -> Terminal:
 def emit(output: Output, destination: PathLike | None = None) -> int:
     """Write the report to `destination` (stdout when None or `-`), append the extra files;
     return the exit code."""
+    report = itertools.chain([output.text], output.chunks)
     if destination is None or os.fspath(destination) == STDIN:
-        _write_stdout(output.text)
+        _write_stdout(report)
     else:
         try:
-            _write_file(Path(destination), output.text)
+            _write_file(Path(destination), report)
         except OSError as exc:
             raise ConfigError(
                 f"cannot write output: {exc.strerror or exc}", path=os.fspath(destination)
@@ -79,6 +86,7 @@ def emit(output: Output, destination: PathLike | None = None) -> int:
         try:
             with extra.path.open("a", encoding="utf-8") as handle:
                 handle.write(extra.text)
+                handle.writelines(extra.chunks)
         except OSError as exc:
             raise ConfigError(
                 f"cannot append to {extra.what}: {exc.strerror or exc}", path=str(extra.path)

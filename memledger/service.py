@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -85,6 +85,8 @@ class ExtraFile:
     text: str
     what: str
     """How the file is named in an error message (`$GITHUB_STEP_SUMMARY`)."""
+    chunks: Iterable[str] = ()
+    """More of the text, written as it is produced."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class Output:
     text: str
     exit_code: int = EXIT_OK
     extra_files: tuple[ExtraFile, ...] = ()
+    chunks: Iterable[str] = ()
+    """More of the report after `text`, written as it is produced (`check` over a fleet)."""
 
 
 @dataclass(frozen=True)
@@ -456,7 +460,8 @@ def run_diff(options: DiffOptions) -> Output:
     return Output(render(diff_of(options)))
 
 
-def _budget(budget: PathLike | Budget | None) -> Budget:
+def budget_of(budget: PathLike | Budget | None) -> Budget:
+    """The budget given, loaded from its file, or found (`discover_budget`)."""
     from memledger.budget import Budget, discover_budget, load_budget
 
     if isinstance(budget, Budget):
@@ -465,88 +470,18 @@ def _budget(budget: PathLike | Budget | None) -> Budget:
 
 
 def check_report(options: CheckOptions) -> CheckReport:
-    """Check every log (and the baseline, for relative limits) against the budget.
+    """Check every log (and the baseline, for relative limits) against the budget: the whole
+    report in memory (the Python API; `memledger.check_run`)."""
+    from memledger.check_run import check_report as report
 
-    A baseline path that does not exist means "no comparison" (noted), not an error.
-    """
-    from memledger.checking import BaselineInfo, check_budget
-
-    budget = _budget(options.budget)  # a bad budget fails before a long parse, not after
-    # check mixes logs and saved ledgers under one command line: a saved ledger keeps its rows
-    load = replace(options.load, saved_ledger_skips_grammars=True)
-    baseline = options.baseline
-    base: Ledger | None = None
-    if options.require_baseline and (
-        baseline is None
-        or (
-            isinstance(baseline, str | os.PathLike)
-            and os.fspath(baseline) != STDIN
-            and not Path(baseline).exists()
-        )
-    ):
-        raise InputError(
-            "no baseline to compare against (--require-baseline)"
-            if baseline is None
-            else "baseline not found (--require-baseline)",
-            path=None if baseline is None else os.fspath(baseline),
-        )
-    if baseline is None:
-        info = BaselineInfo(note="no baseline given: relative limits not compared")
-    elif (
-        isinstance(baseline, str | os.PathLike)
-        and os.fspath(baseline) != STDIN
-        and not (Path(baseline).exists())
-    ):
-        path = os.fspath(baseline)
-        info = BaselineInfo(
-            path=path, note=f"baseline {path} not found: no comparison (relative limits skipped)"
-        )
-    else:
-        base = load_ledger(baseline, load)
-        info = BaselineInfo(path=label_of(baseline), source=base.source)
-    from memledger.fleet import check_inputs
-
-    today = date.today() if options.today is None else options.today
-    # one ledger at a time (on up to two cores): memory stays flat in the number of logs
-    inputs = check_inputs(options.logs, load, budget, today=today, baseline=base)
-    return check_budget(
-        budget,
-        inputs,
-        today=today,
-        baseline=base,
-        baseline_info=info,
-        strict=options.strict,
-    )
+    return report(options)
 
 
 def run_check(options: CheckOptions) -> Output:
-    """`memledger check`: the report, its exit code and, for `--format github` under GitHub
-    Actions, the markdown report appended to the job summary."""
-    from memledger.render.check import FORMATS, CheckFormat, CheckView, render_markdown
-    from memledger.render.escape import Destination, finish
+    """`memledger check`: the report written as it is read back (`memledger.check_run`)."""
+    from memledger.check_run import run_check as run
 
-    fmt = FORMATS.pick(options.fmt)
-    render = FORMATS.renderer(fmt, CheckView(options.terminal, options.full))
-    if fmt is CheckFormat.MARKDOWN and options.max_chars is not None:
-        max_chars = options.max_chars
-        render = lambda report: render_markdown(report, max_chars)  # noqa: E731
-    report = check_report(options)
-    summary_path = os.environ.get(STEP_SUMMARY_ENV)
-    extra = (
-        (
-            ExtraFile(
-                Path(summary_path),
-                finish(Destination.MARKDOWN, render_markdown(report)) + "\n",
-                f"${STEP_SUMMARY_ENV}",
-            ),
-        )
-        if fmt is CheckFormat.GITHUB and summary_path
-        else ()
-    )
-    text = render(report)
-    if fmt is CheckFormat.TEXT:
-        text = options.terminal.colourise(text)
-    return Output(text, report.exit_code, extra)
+    return run(options)
 
 
 def whatif_of(options: WhatIfOptions) -> WhatIf:

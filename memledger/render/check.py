@@ -1,25 +1,29 @@
 """Renderers for `memledger check` reports: text, json, junit, github annotations, markdown.
 
-Each renderer is a pure `CheckReport -> str`; writing files (the GitHub step summary included)
-is the command's job. `breach_line` is THE one-line form of a breach, shared by the CLI text
-output, the GitHub annotations and `memledger.testing.assert_budget`.
+Each renderer reads `CheckResults` (`memledger.check_results`: the API's in-memory report, or
+the CLI's spooled one) one check at a time and yields the report in pieces of whole lines, so
+`memledger check` over 10,000 logs writes its report as it reads it back, in memory that does
+not grow with the number of logs. `FORMATS` gives the `CheckReport -> str` renderers of the API
+and the tests; `check_stream` the CLI's streaming ones; both run the same code. Writing files
+(the GitHub step summary included) is the command's job. `breach_line` is THE one-line form of
+a breach, shared by the CLI text output, the GitHub annotations and
+`memledger.testing.assert_budget`.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import partial
-from pathlib import PurePath
+from itertools import islice
 
 from memledger.budget import ItemKind, Quantity
-from memledger.checking import Bound, Check, CheckReport, CheckStatus
+from memledger.check_model import Bound, Check, CheckReport, CheckStatus
+from memledger.check_results import CheckResults, results_of
 from memledger.errors import CHECK_VERDICTS
-from memledger.render.escape import terminal_text
+from memledger.render.escape import finish
 from memledger.render.formats import Format, Formats
-from memledger.render.tables import Table, github_table, markdown_cell, markdown_code, text_table
+from memledger.render.tables import Table, text_table
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import GIB
 
@@ -186,21 +190,23 @@ def breach_line(check: Check) -> str:
     return " -- ".join(parts)
 
 
-def headline(report: CheckReport) -> str:
+def headline(report: CheckReport | CheckResults) -> str:
     """One line: the verdict, the exit code and the count of each outcome."""
-    verdict = CHECK_VERDICTS[report.exit_code]
-    counts = report.counts
+    results = results_of(report)
+    verdict = CHECK_VERDICTS[results.exit_code]
+    counts = results.counts
     parts = [
         f"{counts[status.value]} {HEADLINE_WORDS[status]}"
         for status in HEADLINE_WORDS
         if counts[status.value]
     ]
-    total = len(report.checks)
-    logs = len(report.inputs)
+    total = results.n_checks
+    logs = results.n_inputs
     return (
-        f"memledger check: {verdict} (exit {report.exit_code}) -- {', '.join(parts) or 'nothing'}"
+        f"memledger check: {verdict} (exit {results.exit_code}) -- "
+        f"{', '.join(parts) or 'nothing'}"
         f" of {total} check{'s' if total != 1 else ''} on {logs} log{'s' if logs != 1 else ''}"
-        f"; budget {report.budget_path}"
+        f"; budget {results.budget_path}"
     )
 
 
@@ -225,6 +231,11 @@ CHECK_MAX_CHARS = 60_000
 
 BRIEF_PASSES, BRIEF_SKIPPED = 5, 3
 """Passes (the closest to their limit) and not-compared checks the short text view lists."""
+TABLE_ROWS = 512
+"""A longer table of passes is laid out from its widest cells and printed this many rows at a
+time (a fleet's `--full` report), not built whole."""
+PIECE_CHARS = 1 << 16
+"""Streamed output is written in pieces of whole lines of about this size."""
 
 
 @dataclass(frozen=True)
@@ -235,356 +246,205 @@ class CheckView:
     full: bool = False
 
 
-def _closeness(check: Check) -> float:
-    """How close a pass is to its limit: its headroom as a share of the limit (smaller first)."""
-    if check.margin is not None and check.limit:
-        return abs(check.margin) / abs(check.limit)
-    if check.margin_pct is not None and check.limit_pct:
-        return abs(check.margin_pct) / abs(check.limit_pct)
-    return float("inf")
+def pass_row(check: Check) -> list[str]:
+    """A pass as the text table shows it: item, log, actual vs limit, headroom."""
+    return [check.item, check.log, value_text(check), margin_text(check)]
 
 
-def render_text(report: CheckReport, terminal: Terminal = PLAIN, *, full: bool = False) -> str:
-    """Breaches first (one line each), then passes with their headroom, then notes; fitted to
-    the terminal's width, FAIL and WARN coloured on a colour terminal. Without `full`, only the
-    passes closest to their limit and the first not-compared checks are listed, with counts."""
-    lines = [headline(report)]
-    lines.extend(f"warning: {warning}" for warning in report.warnings)
-    lines.extend(breach_line(check) for check in report.breaches())
-    checks = report.passes()
-    if checks:
-        shown = checks if full else sorted(checks, key=_closeness)[:BRIEF_PASSES]
-        order = {id(check): i for i, check in enumerate(checks)}
-        shown = sorted(shown, key=lambda check: order[id(check)])  # in budget order
-        rows = [[check.item, check.log, value_text(check), margin_text(check)] for check in shown]
-        lines.append("")
-        if len(shown) == len(checks):
-            lines.append(f"within budget ({len(checks)}):")
+_PASS_HEADERS = ["item", "log", "actual vs limit", "headroom"]
+_PASS_KEEP = (0, 2, 3)  # the log's path gives way first
+
+
+def _table_lines(rows: Callable[[], Iterator[list[str]]], width: int) -> Iterator[str]:
+    """The table of passes as `text_table` lays it out, read twice from `rows` when long: the
+    widest cell of each column, then the rows a chunk at a time, each chunk laid out with a
+    row of those widths (so every chunk gets the columns the whole table would)."""
+    first = list(islice(rows(), TABLE_ROWS + 1))
+    if len(first) <= TABLE_ROWS:
+        table = Table(_PASS_HEADERS, first, keep=_PASS_KEEP)
+        yield from text_table(table, style="plain", width=width).splitlines()
+        return
+    widest = [0] * len(_PASS_HEADERS)
+    for row in rows():
+        widest = [max(w, len(cell)) for w, cell in zip(widest, row, strict=True)]
+    probe = ["x" * w for w in widest]
+    chunk: list[list[str]] = []
+    header = True
+    for row in rows():
+        chunk.append(row)
+        if len(chunk) == TABLE_ROWS:
+            yield from _chunk_lines(probe, chunk, width, header=header)
+            chunk, header = [], False
+    if chunk:
+        yield from _chunk_lines(probe, chunk, width, header=header)
+
+
+def _chunk_lines(
+    probe: list[str], chunk: list[list[str]], width: int, *, header: bool
+) -> list[str]:
+    table = Table(_PASS_HEADERS, [probe, *chunk], keep=_PASS_KEEP)
+    lines = text_table(table, style="plain", width=width).splitlines()
+    return lines[:1] + lines[2:] if header else lines[2:]
+
+
+def text_lines(results: CheckResults, width: int, *, full: bool = False) -> Iterator[str]:
+    """The text report's lines (unfitted; `render_text` fits them): breaches first (one line
+    each), then passes with their headroom, then notes. Without `full`, only the passes closest
+    to their limit and the first not-compared checks are listed, with counts."""
+    yield headline(results)
+    yield from (f"warning: {warning}" for warning in results.warnings)
+    yield from (breach_line(check) for check in results.breaches())
+    n_passes = results.counts[CheckStatus.PASS.value]
+    if n_passes:
+        shown = None if full else results.closest_passes(BRIEF_PASSES)
+
+        def listed() -> Iterator[Check]:
+            return results.passes() if shown is None else iter(shown)
+
+        yield ""
+        if shown is None or len(shown) == n_passes:
+            yield f"within budget ({n_passes}):"
         else:
-            lines.append(
-                f"within budget ({len(checks)}; the {len(shown)} closest to their limit, "
+            yield (
+                f"within budget ({n_passes}; the {len(shown)} closest to their limit, "
                 "--full lists all):"
             )
-        headers = ["item", "log", "actual vs limit", "headroom"]
-        table = Table(headers, rows, keep=(0, 2, 3))  # the log's path gives way first
-        lines.extend(
-            "  " + row.rstrip()
-            for row in text_table(table, style="plain", width=terminal.width - 2).splitlines()
-        )
+        table = _table_lines(lambda: (pass_row(check) for check in listed()), width - 2)
+        yield from ("  " + row.rstrip() for row in table)
         # hints under the table, whole: a cut "could be tightened to m…" says nothing
-        lines.extend(
-            f"  hint {check.item} [{check.log}]: {tighten_text(check)}"
-            for check in shown
-            if tighten_text(check)
-        )
-    skipped = report.skipped()
-    if skipped:
-        listed = skipped if full else skipped[:BRIEF_SKIPPED]
-        more = "" if len(listed) == len(skipped) else f"; the first {len(listed)}, --full lists all"
-        lines.append("")
-        lines.append(f"not compared ({len(skipped)}{more}):")
-        lines.extend(f"  {check.item} [{check.log}]: {check.note}" for check in listed)
-    lines.extend(_context_lines(report))
-    return fit_lines("\n".join(lines), terminal.width) + "\n"
+        for check in listed():
+            hint = tighten_text(check)
+            if hint:
+                yield f"  hint {check.item} [{check.log}]: {hint}"
+    n_skipped = results.counts[CheckStatus.SKIPPED.value]
+    if n_skipped:
+        n_listed = n_skipped if full else min(n_skipped, BRIEF_SKIPPED)
+        more = "" if n_listed == n_skipped else f"; the first {n_listed}, --full lists all"
+        yield ""
+        yield f"not compared ({n_skipped}{more}):"
+        for check in islice(results.skipped(), n_listed):
+            yield f"  {check.item} [{check.log}]: {check.note}"
+    yield from context_lines(results)
 
 
-def _context_lines(report: CheckReport) -> list[str]:
+def text_chunks(
+    results: CheckResults, terminal: Terminal = PLAIN, *, full: bool = False
+) -> Iterator[str]:
+    """`text_lines` fitted to the terminal's width, as newline-ended lines."""
+    for line in text_lines(results, terminal.width, full=full):
+        yield fit_lines(line, terminal.width) + "\n"
+
+
+def render_text(
+    report: CheckReport | CheckResults, terminal: Terminal = PLAIN, *, full: bool = False
+) -> str:
+    """The text report (`text_lines`) fitted to the terminal's width."""
+    return "".join(text_chunks(results_of(report), terminal, full=full))
+
+
+def context_lines(results: CheckResults) -> list[str]:
+    """A blank line, the baseline compared against and the notes (nothing when neither)."""
     lines = [""]
-    baseline = report.baseline
+    baseline = results.baseline
     if baseline.source is not None:
         lines.append(
             f"baseline: {baseline.path or baseline.source.path} "
             f"(startup {baseline.source.startup}, rank {baseline.source.rank})"
         )
-    lines.extend(f"note: {note}" for note in report.notes)
+    lines.extend(f"note: {note}" for note in results.notes)
     return lines if len(lines) > 1 else []
 
 
-def render_json(report: CheckReport) -> str:
-    """The full report (pydantic, versioned): budget, actual, margin and status per check."""
-    return report.model_dump_json(indent=2) + "\n"
+# The CI formats read the text report: imported after it is defined (a cycle at import).
+from memledger.render.check_ci import (  # noqa: E402
+    annotation as annotation,
+)
+from memledger.render.check_ci import (  # noqa: E402
+    escape_data as escape_data,
+)
+from memledger.render.check_ci import (  # noqa: E402
+    escape_property as escape_property,
+)
+from memledger.render.check_ci import github_chunks, json_chunks, junit_chunks  # noqa: E402
+from memledger.render.check_markdown import markdown_chunks  # noqa: E402
+from memledger.render.check_markdown import render_markdown as render_markdown  # noqa: E402
+
+Stream = Callable[[CheckResults], Iterator[str]]
+"""A streaming renderer: the report in pieces of whole lines."""
 
 
-def _classname(log: str) -> str:
-    return "memledger." + PurePath(log).name.replace(".", "_")
+def _streams(view: CheckView, max_chars: int | None) -> dict[CheckFormat, Stream]:
+    return {
+        CheckFormat.TEXT: lambda results: text_chunks(results, view.terminal, full=view.full),
+        CheckFormat.JSON: json_chunks,
+        CheckFormat.JUNIT: junit_chunks,
+        CheckFormat.GITHUB: github_chunks,
+        CheckFormat.MARKDOWN: lambda results: markdown_chunks(results, max_chars),
+    }
 
 
-def render_junit(report: CheckReport) -> str:
-    """JUnit XML: one testsuite per log, one testcase per check."""
-    suites = ET.Element("testsuites", name="memledger check")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    logs = [checked.path for checked in report.inputs]
-    for log in logs:
-        checks = [check for check in report.checks if check.log == log]
-        suite = ET.SubElement(suites, "testsuite", name=f"memledger check: {log}")
-        properties = ET.SubElement(suite, "properties")
-        ET.SubElement(properties, "property", name="budget", value=report.budget_path)
-        for warning in report.warnings:
-            ET.SubElement(properties, "property", name="warning", value=warning)
-        if report.baseline.source is not None:
-            ET.SubElement(
-                properties,
-                "property",
-                name="baseline",
-                value=report.baseline.path or report.baseline.source.path,
-            )
-        counts = {"tests": len(checks), "failures": 0, "errors": 0, "skipped": 0}
-        for check in checks:
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=_classname(log),
-                name=f"{check.item} {check.bound.value}",
-            )
-            kind = _junit_outcome(report, check)
-            if kind == "failure":
-                counts["failures"] += 1
-                element = ET.SubElement(
-                    case, "failure", message=breach_line(check), type=check.status.value
-                )
-                element.text = breach_line(check)
-            elif kind == "error":
-                counts["errors"] += 1
-                element = ET.SubElement(case, "error", message=breach_line(check), type="missing")
-                element.text = breach_line(check)
-            elif kind == "skipped":
-                counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=breach_line(check))
-            else:
-                out = breach_line(check) if check.breached else tighten_text(check)
-                if out:
-                    ET.SubElement(case, "system-out").text = out
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            totals[key] += value
-    for key, value in totals.items():
-        suites.set(key, str(value))
-    ET.indent(suites)
-    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+def pieces(chunks: Iterable[str]) -> Iterator[str]:
+    """The chunks regrouped into pieces of whole lines of about `PIECE_CHARS` characters (the
+    escaping passes are per line; a piece of lines is one write)."""
+    held: list[str] = []
+    size = 0
+    for chunk in chunks:
+        held.append(chunk)
+        size += len(chunk)
+        if size >= PIECE_CHARS:
+            text = "".join(held)
+            end = text.rfind("\n") + 1
+            if end:
+                yield text[:end]
+            held, size = [text[end:]], len(text) - end
+    if held and (text := "".join(held)):
+        yield text
 
 
-def _junit_outcome(report: CheckReport, check: Check) -> str:
-    if check.status is CheckStatus.MISSING:
-        return "error"
-    if report.is_failing(check):
-        return "failure"
-    if check.status in {CheckStatus.SKIPPED, CheckStatus.WAIVED}:
-        return "skipped"
-    return "passed"
+def check_stream(
+    fmt: CheckFormat | str, view: CheckView | None = None, max_chars: int | None = None
+) -> Stream:
+    """The streaming renderer of a format: its output in pieces of whole lines, each passed
+    through the format's escaping; text is coloured for a colour terminal."""
+    member = FORMATS.pick(fmt)
+    view = view or CheckView()
+    make = _streams(view, max_chars)[member]
+    destination = FORMATS.destinations[member]
+    colour = member is CheckFormat.TEXT and view.terminal.colour
+
+    def stream(results: CheckResults) -> Iterator[str]:
+        for piece in pieces(make(results)):
+            text = finish(destination, piece)
+            yield view.terminal.colourise(text) if colour else text
+
+    return stream
 
 
-def escape_data(text: str) -> str:
-    """Escape a workflow-command message (GitHub: %, CR and LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+def _whole(fmt: CheckFormat) -> Callable[[CheckView | None], Callable[[CheckReport], str]]:
+    def make(view: CheckView | None) -> Callable[[CheckReport], str]:
+        render = _streams(view or CheckView(), None)[fmt]
+        return lambda report: "".join(render(results_of(report)))
 
-
-def escape_property(text: str) -> str:
-    """Escape a workflow-command property value (GitHub: also ':' and ',')."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def annotation(command: str, message: str, *, file: str, line: int | None, title: str) -> str:
-    """`::command file=F,line=L,title=T::message`, escaped as GitHub's workflow commands require."""
-    properties = [f"file={escape_property(file)}"]
-    if line is not None:
-        properties.append(f"line={line}")
-    properties.append(f"title={escape_property(title)}")
-    return f"::{command} {','.join(properties)}::{escape_data(message)}"
-
-
-def render_github(report: CheckReport) -> str:
-    """Workflow annotations on the budget file's entries, then the text report for the log."""
-    lines: list[str] = []
-    for check in report.breaches():
-        if check.status is CheckStatus.MISSING or report.is_failing(check):
-            command = "error"
-        elif check.status is CheckStatus.WAIVED:
-            command = "notice"
-        else:
-            command = "warning"
-        lines.append(
-            annotation(
-                command,
-                breach_line(check),
-                file=report.budget_path,
-                line=check.budget_line,
-                title=f"memledger: {check.item} {STATUS_LABEL[check.status].lower()}",
-            )
-        )
-    # Fail-open cases are warnings in the job, not only a note at the end of the text: a
-    # baseline that did not download, a budget entry that applies to no given log.
-    if report.baseline.source is None and report.skipped():
-        note = report.baseline.note or "no baseline: relative limits not compared"
-        lines.append(
-            annotation(
-                "warning",
-                note,
-                file=report.budget_path,
-                line=None,
-                title="memledger: relative limits not compared",
-            )
-        )
-    if not report.checks:
-        lines.append(
-            annotation(
-                "error",
-                "no budget entry applies to the given logs: nothing was checked",
-                file=report.budget_path,
-                line=None,
-                title="memledger: nothing checked",
-            )
-        )
-    # a --baseline given but not found, when the warning above did not already say it
-    covered = report.baseline.source is None and bool(report.skipped())
-    lines.extend(
-        annotation(
-            "warning",
-            warning,
-            file=report.budget_path,
-            line=None,
-            title="memledger: baseline not found",
-        )
-        for warning in report.warnings
-        if not (covered and warning == report.baseline.note)
-    )
-    # The text after the annotations is untrusted text too: none of its lines may start a
-    # workflow command (a saved ledger's strings can hold newlines).
-    text = terminal_text(render_text(report, full=True))
-    return "\n".join(lines) + ("\n" if lines else "") + text
-
-
-_STATUS_ICON = {
-    CheckStatus.FAIL: "❌ fail",
-    CheckStatus.EXPIRED_WAIVER: "❌ waiver expired",
-    CheckStatus.WARN: "⚠️ warn",
-    CheckStatus.WAIVED: "🟦 waived",
-    CheckStatus.MISSING: "❓ missing",
-    CheckStatus.PASS: "✅ pass",
-    CheckStatus.SKIPPED: "➖ skipped",
-}
-
-
-def render_markdown(report: CheckReport, max_chars: int | None = None) -> str:
-    """A PR-comment / step-summary report: marker, headline, breaches table, passes in details.
-
-    With `max_chars`, the report fits in that many characters: the passes and the not-compared
-    list give way first (named by count), then breach rows from the end; the marker and the
-    headline are never cut.
-    """
-    icon = {0: "✅", 1: "❌", 3: "❓"}[report.exit_code]
-    top = [CHECK_MARKER, f"### {icon} {markdown_cell(headline(report))}", ""]
-    top += [f"> ⚠️ {markdown_cell(warning)}\n" for warning in report.warnings]
-    breach_rows = [_breach_row(check) for check in report.breaches()]
-    passes = [
-        [check.item, check.log, value_text(check), margin_text(check), tighten_text(check)]
-        for check in report.passes()
-    ]
-    skipped = report.skipped()
-    context = [
-        line[len("note: ") :] if line.startswith("note: ") else line
-        for line in _context_lines(report)
-        if line
-    ]
-    footer = [f"_{markdown_cell(line)}_  " for line in context]
-
-    def assemble(n_breaches: int, details: bool) -> str:
-        lines = list(top)
-        if breach_rows:
-            headers = ["Status", "Item", "Log", "Actual vs limit", "Margin", "Note"]
-            shown = breach_rows[:n_breaches]
-            lines.append(github_table(Table(headers, shown, code=(1, 2))))
-            if n_breaches < len(breach_rows):
-                lines.append(
-                    f"_... {len(breach_rows) - n_breaches} more breaches not shown (size cap): "
-                    "`memledger check --format text` lists them all_"
-                )
-            lines.append("")
-        if details:
-            lines.extend(_details_sections(passes, skipped))
-        elif passes or skipped:
-            lines.append(
-                f"_{len(passes)} within budget and {len(skipped)} not compared: "
-                "not listed (size cap)_"
-            )
-            lines.append("")
-        lines.extend(footer)
-        return "\n".join(lines).rstrip() + "\n"
-
-    text = assemble(len(breach_rows), details=True)
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    text = assemble(len(breach_rows), details=False)
-    if len(text) <= max_chars:
-        return text
-    fits, cut = 0, len(breach_rows)  # the most rows that fit: assemble(fits) fits, (cut) not
-    while cut - fits > 1:
-        middle = (fits + cut) // 2
-        fits, cut = (middle, cut) if len(assemble(middle, False)) <= max_chars else (fits, middle)
-    return assemble(fits, details=False)
-
-
-def _breach_row(check: Check) -> list[str]:
-    detail = check.message or ""
-    if check.status is CheckStatus.WAIVED:
-        detail = f"waived until {check.waived_until}: {check.reason}"
-    elif check.status is CheckStatus.EXPIRED_WAIVER:
-        detail = f"waiver expired {check.waived_until} ({check.reason}) {detail}".strip()
-    elif check.status is CheckStatus.MISSING or check.bound is Bound.READY:
-        detail = check.note or ""
-    return [
-        _STATUS_ICON[check.status],
-        check.item,
-        check.log,
-        value_text(check),
-        margin_text(check),
-        detail,
-    ]
-
-
-def _details_sections(passes: list[list[str]], skipped: list[Check]) -> list[str]:
-    lines: list[str] = []
-    if passes:
-        lines.append(f"<details><summary>Within budget ({len(passes)})</summary>")
-        lines.append("")
-        headers = ["Item", "Log", "Actual vs limit", "Headroom", "Hint"]
-        lines.append(github_table(Table(headers, passes, code=(0, 1))))
-        lines.append("")
-        lines.append("</details>")
-        lines.append("")
-    if skipped:
-        lines.append(f"<details><summary>Not compared ({len(skipped)})</summary>")
-        lines.append("")
-        lines.extend(
-            f"- {markdown_code(c.item)} ({markdown_code(c.log)}): {markdown_cell(c.note or '')}"
-            for c in skipped
-        )
-        lines.append("")
-        lines.append("</details>")
-        lines.append("")
-    return lines
-
-
-def _text_renderer(view: CheckView) -> Callable[[CheckReport], str]:
-    return partial(render_text, terminal=view.terminal, full=view.full)
+    return make
 
 
 FORMATS: Formats[CheckFormat, CheckView | None, CheckReport] = Formats(
     CheckFormat,
     {
         CheckFormat.TEXT: Format(
-            lambda view: _text_renderer(view or CheckView()),
+            _whole(CheckFormat.TEXT),
             "breaches first, then the passes closest to their limit (--full: every pass)",
         ),
-        CheckFormat.JSON: Format(lambda _: render_json, "the full report"),
-        CheckFormat.JUNIT: Format(lambda _: render_junit, "JUnit XML for CI test reports"),
+        CheckFormat.JSON: Format(_whole(CheckFormat.JSON), "the full report"),
+        CheckFormat.JUNIT: Format(_whole(CheckFormat.JUNIT), "JUnit XML for CI test reports"),
         CheckFormat.GITHUB: Format(
-            lambda _: render_github,
+            _whole(CheckFormat.GITHUB),
             "workflow annotations, plus the markdown report appended to $GITHUB_STEP_SUMMARY",
         ),
-        CheckFormat.MARKDOWN: Format(lambda _: render_markdown, "a pull-request comment"),
+        CheckFormat.MARKDOWN: Format(_whole(CheckFormat.MARKDOWN), "a pull-request comment"),
     },
 )
-"""The registry `memledger check --format` comes from."""
+"""The registry `memledger check --format` comes from (whole-string renderers of a report)."""
 
 
 def check_format(name: str) -> CheckFormat:
@@ -597,3 +457,18 @@ def render_check(
 ) -> str:
     """Render a check report in one of the formats (`full`: every pass in text)."""
     return FORMATS.renderer(fmt, CheckView(PLAIN, full))(report)
+
+
+def render_json(report: CheckReport | CheckResults) -> str:
+    """The full report (pydantic, versioned): budget, actual, margin and status per check."""
+    return "".join(json_chunks(results_of(report)))
+
+
+def render_junit(report: CheckReport | CheckResults) -> str:
+    """JUnit XML: one testsuite per log, one testcase per check."""
+    return "".join(junit_chunks(results_of(report)))
+
+
+def render_github(report: CheckReport | CheckResults) -> str:
+    """Workflow annotations on the budget file's entries, then the text report for the log."""
+    return "".join(github_chunks(results_of(report)))
