@@ -19,17 +19,15 @@ file that skips (by a fixed-size header) what it does not want; passes are skipp
 from __future__ import annotations
 
 import heapq
+import json
 import os
-import secrets
 import struct
 import tempfile
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import IO, TYPE_CHECKING, NamedTuple
-
-from pydantic_core import to_json
 
 from memledger.check_model import (
     BREACH_ORDER,
@@ -310,7 +308,7 @@ class SpooledChecks(CheckResults):
                 continue
             for record in self._all():
                 if record.segment == segment and record.rank == rank:
-                    yield Check.model_validate_json(record.payload)
+                    yield _check(record.payload)
                     left -= 1
                     if not left:
                         break
@@ -319,7 +317,7 @@ class SpooledChecks(CheckResults):
         passes = (r for r in self._all() if r.rank == PASS_RANK)
         closest = heapq.nsmallest(n, passes, key=lambda r: (r.closeness, r.segment, r.offset))
         closest.sort(key=lambda r: (r.segment, r.offset))
-        return [Check.model_validate_json(record.payload) for record in closest]
+        return [_check(record.payload) for record in closest]
 
     def _inputs(self) -> Iterator[CheckedInput]:
         inputs = self._spool._inputs
@@ -334,14 +332,14 @@ class SpooledChecks(CheckResults):
         for index, checked in enumerate(self._inputs()):
             checks: list[Check] = []
             while pending is not None and pending.log == index:
-                checks.append(Check.model_validate_json(pending.payload))
+                checks.append(_check(pending.payload))
                 pending = next(records, None)
             yield checked, checks
 
     def json_chunks(self) -> Iterator[str]:
-        # The report without its two lists, dumped as pydantic dumps it, with a placeholder
-        # (a random token nothing in the report can hold) where each list goes.
-        marks = {key: f"\x00{secrets.token_hex(16)}" for key in ("inputs", "checks")}
+        # The report with empty lists as its model writes it (indent 2), each list written in
+        # its place from the files, and the totals (computed fields, last) from the counts. A
+        # string in JSON holds no raw newline: `\n  "key": ` is the top-level key alone.
         empty = CheckReport(
             budget_path=self.budget_path,
             today=self.today,
@@ -351,27 +349,38 @@ class SpooledChecks(CheckResults):
             checks=[],
             notes=self.notes,
             warnings=self.warnings,
-        ).model_dump(mode="json")
-        skeleton = {**empty, **marks, "counts": self.counts, "exit_code": self.exit_code}
-        text = to_json(skeleton, indent=2).decode()
+        ).model_dump_json(indent=2)
+        head, rest = empty.split('\n  "inputs": []', 1)
+        middle, rest = rest.split('\n  "checks": []', 1)
+        tail = rest[: rest.index(',\n  "counts": ')]
         inputs = self._spool._inputs
-        lists = {
-            "inputs": (item.decode() for item in _items(inputs.fileno(), inputs.tell())),
-            "checks": (
-                record.payload.decode()
-                for segment in range(self._segments)
-                if any(self._spool._per_rank[rank, segment] for rank in range(SKIPPED_RANK + 1))
-                for record in self._all()
-                if record.segment == segment
-            ),
-        }
-        for key in ("inputs", "checks"):
-            quoted = to_json(marks[key]).decode()
-            before, text = text.split(quoted, 1)
-            yield before
-            first = True
-            for item in lists[key]:
-                yield ("[\n" if first else ",\n") + _indented(item, "    ")
-                first = False
-            yield "[]" if first else "\n  ]"
-        yield text + "\n"
+        yield head + '\n  "inputs": '
+        yield from _json_list(item.decode() for item in _items(inputs.fileno(), inputs.tell()))
+        yield middle + '\n  "checks": '
+        yield from _json_list(
+            record.payload.decode()
+            for segment in range(self._segments)
+            if any(self._spool._per_rank[rank, segment] for rank in range(SKIPPED_RANK + 1))
+            for record in self._all()
+            if record.segment == segment
+        )
+        counts = ",\n".join(f'    "{status}": {n}' for status, n in self.counts.items())
+        yield f'{tail},\n  "counts": {{\n{counts}\n  }},\n  "exit_code": {self.exit_code}\n}}\n'
+
+
+def _json_list(items: Iterable[str]) -> Iterator[str]:
+    """A JSON list of dumped items (indent 2) as the second level of a document."""
+    first = True
+    for item in items:
+        yield ("[\n" if first else ",\n") + _indented(item, "    ")
+        first = False
+    yield "[]" if first else "\n  ]"
+
+
+def _check(payload: bytes) -> Check:
+    """A spooled check back (it was written by `Check.model_dump_json`: only its date needs
+    reading back; computed fields are dropped by the record)."""
+    fields = json.loads(payload)
+    if fields.get("waived_until") is not None:
+        fields["waived_until"] = date.fromisoformat(fields["waived_until"])
+    return Check(**fields)
