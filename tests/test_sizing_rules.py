@@ -485,6 +485,45 @@ def test_rule_mfs_vlm_factor() -> None:
     assert plain.mismatch is not None and "mfs_vlm_factor" not in plain.mismatch
 
 
+def test_rule_mfs_default_tp() -> None:
+    """0.4.0 - 0.4.5: the default is a step of tp alone (v0.4.1 server_args.py:170-180, v0.4.5
+    :233-243), so a log of that range without mem_fraction_static is sized with no GPU
+    capacity at all."""
+    for tp, expected in ((1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)):
+        read = inputs(
+            version=("0.4.4", "0.4.5"),
+            knobs={"mem_fraction_static": None, "tp_size": tp},
+            target=[pool(1000, 1 << 20)],
+        )
+        assert _default(read, Settings()) == expected
+        pred = predict(read)
+        assert pred.tokens is not None and pred.terms[2].rule == "mfs_default_tp"
+        assert pred.slack_bytes == round(gib(80) * (1 - expected))
+    across = inputs(version=("0.4.4", "0.4.7"), knobs={"mem_fraction_static": None})
+    assert _default(across, Settings()) is None  # 0.4.6 has a > 80 GiB branch: undecided
+
+
+def test_rule_mfs_default_buckets() -> None:
+    """0.4.8 - 0.5.2: a reserve per capacity bucket, round((G - reserved) / G, 3)
+    (v0.4.8 server_args.py:274-315, v0.5.2 :452-498)."""
+    knobs: dict[str, Any] = {"mem_fraction_static": None, "tp_size": 8}
+    read = inputs(version=("0.4.8", "0.5.2"), knobs=knobs, target=[pool(10, 4096)])
+    h100 = Settings(gpu_memory_mib=81_559)
+    assert _default(read, h100) == round((81_559 - (9.5 + 8 / 2) * 1024) / 81_559, 3)
+    rtx = Settings(gpu_memory_mib=24_564)
+    assert _default(read, rtx) == round((24_564 - (2.8 + 8 / 10) * 1024) / 24_564, 3)
+    spec = inputs(
+        version=("0.4.8", "0.5.2"),
+        knobs={**knobs, "speculative_algorithm": "EAGLE", "enable_dp_attention": True},
+        target=[pool(10, 4096)],
+    )
+    b200 = Settings(gpu_memory_mib=183_359)
+    assert _default(spec, b200) == round((183_359 - (32 + 2 + 4) * 1024) / 183_359, 3)
+    found = default_mem_fraction_static(spec, b200)
+    assert found is not None and found.rule == "mfs_default_buckets"
+    assert "183359 MiB GPU, reserved 38,912 MiB" in found.basis
+
+
 def test_rule_mfs_default_graphs() -> None:
     """0.5.14+: graphs from reserve_for_graph_mb, no speculative reserve, DeepEP + 2 GiB:
     v0.5.16 server_args.py:4053-4088, :4164-4196, :4198-4210."""

@@ -387,18 +387,41 @@ RULES: tuple[SizingRule, ...] = (
         source="v0.5.8 server_args.py:988-1031; v0.5.10 server_args.py:1280-1329",
     ),
     SizingRule(
+        id="mfs_default_tp",
+        title="mem_fraction_static default by tensor-parallel size alone (no GPU capacity)",
+        formula="tp >= 16: 0.79; >= 8: 0.81; >= 4: 0.85; >= 2: 0.87; else 0.88",
+        first="0.4.0",
+        last="0.4.5",
+        source=(
+            "v0.4.1 server_args.py:170-180; v0.4.5 :233-243 (v0.3.6 :156-166 has 0.82 at "
+            "tp >= 8; v0.4.6 :224-238 adds a > 80 GiB branch)"
+        ),
+    ),
+    SizingRule(
+        id="mfs_default_buckets",
+        title="mem_fraction_static default from a reserve per GPU-capacity bucket",
+        formula=(
+            "reserved GiB: G < 35 GiB: 2.8 + tp x pp / 10; < 90: 9.5 + tp x pp / 2; < 160: "
+            "12 + tp x pp / 2; else 32; + 2 speculative (STANDALONE 6), + 4 DP attention; "
+            "mfs = round((G - reserved) / G, 3)"
+        ),
+        first="0.4.8",
+        last="0.5.2",
+        source="v0.4.8 server_args.py:274-315; v0.4.10 :286-327; v0.5.2 :452-498",
+    ),
+    SizingRule(
         id="mfs_vlm_factor",
         title="A multimodal model's default mem_fraction_static is scaled by its ViT size",
         formula=(
             "mfs x 0.95 x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05); L, H: "
             "vision_config num_hidden_layers (24 when absent), hidden_size (1024 when absent)"
         ),
-        first="0.5.3",
+        first="0.4.10",
         last="0.5.13",
         source=(
             "v0.5.10 server_args.py:6396-6431 (adjust_mem_fraction_for_vlm), applied at "
-            ":1331-1334 when model_config.is_multimodal and not language_only; v0.5.9 :5483, "
-            "v0.5.13 :7774 (same code)"
+            ":1331-1334 when model_config.is_multimodal and not language_only; v0.4.10 :335 "
+            "(first applied), v0.5.9 :5483, v0.5.13 :7774 (same code)"
         ),
     ),
     SizingRule(
@@ -435,6 +458,20 @@ RULES: tuple[SizingRule, ...] = (
     ),
 )
 
+MFS_TP_TABLE: tuple[tuple[int, float], ...] = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))
+MFS_TP_SINGLE = 0.88
+"""Rule mfs_default_tp: (tp at least, default), one GPU 0.88 (v0.4.1 server_args.py:170-180)."""
+MFS_BUCKET_RESERVE: tuple[tuple[int, float, float], ...] = (
+    (35 * 1024, 2.8, 0.1),
+    (90 * 1024, 9.5, 0.5),
+    (160 * 1024, 12.0, 0.5),
+)
+"""Rule mfs_default_buckets: (capacity below MiB, base GiB, GiB per tp x pp); above: 32 GiB
+(v0.4.8 server_args.py:288-305: the < 20 / < 35 and < 90 .. < 160 branches are equal)."""
+MFS_BUCKET_LARGE_GIB = 32
+MFS_BUCKET_SPEC_GIB = 2
+MFS_BUCKET_STANDALONE_GIB = 6
+MFS_BUCKET_DP_ATTENTION_GIB = 4
 MFS_VLM_BASE = 0.95
 MFS_VLM_SENSITIVITY = 0.1
 MFS_VLM_FACTOR_MIN = 0.8

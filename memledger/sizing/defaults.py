@@ -19,6 +19,11 @@ from memledger.sglang.sizing_rules import (
     MFS_ACTIVATION_MIB_PER_TOKEN,
     MFS_ACTIVATION_MIN_TOKENS,
     MFS_BASE_MIB,
+    MFS_BUCKET_DP_ATTENTION_GIB,
+    MFS_BUCKET_LARGE_GIB,
+    MFS_BUCKET_RESERVE,
+    MFS_BUCKET_SPEC_GIB,
+    MFS_BUCKET_STANDALONE_GIB,
     MFS_DEEPEP_MIB,
     MFS_DP_LARGE_BS,
     MFS_DP_LARGE_MIB_PER_BS,
@@ -32,6 +37,8 @@ from memledger.sglang.sizing_rules import (
     MFS_SPEC_MIB,
     MFS_SPEC_MIB_OLD,
     MFS_STANDALONE_MIB,
+    MFS_TP_SINGLE,
+    MFS_TP_TABLE,
     PIECEWISE_MLA_MAX_TOKENS,
     PIECEWISE_TOKEN_RANGES,
     RULE,
@@ -52,6 +59,15 @@ class DefaultMfs:
     gpu_mib: int
     reserved_mib: float
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def basis(self) -> str:
+        """What the default was computed from, for the arithmetic's source column."""
+        if self.rule == "mfs_default_tp":
+            return "SGLang's default for this tp size (no GPU capacity needed)"
+        return (
+            f"SGLang's default for a {self.gpu_mib} MiB GPU, reserved {self.reserved_mib:,.0f} MiB"
+        )
 
 
 def _num(knobs: dict[str, ParamValue], name: str, default: int) -> int:
@@ -178,8 +194,14 @@ def default_mfs_by_v058_rule(
 def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> DefaultMfs | None:
     """SGLang's default for a GPU of `settings.gpu_memory_mib` MiB at this log's release."""
     gpu = settings.gpu_memory_mib
+    tp = _num(inputs.knobs, "tp_size", 1)
+    if inputs.version.within(RULE["mfs_default_tp"]) is True:
+        value = next((v for least, v in MFS_TP_TABLE if tp >= least), MFS_TP_SINGLE)
+        return DefaultMfs(value, "mfs_default_tp", gpu or 0, 0.0)
     if gpu is None or gpu <= 0:
         return None
+    if inputs.version.within(RULE["mfs_default_buckets"]) is True:
+        return _bucket_default(inputs, gpu, tp)
     graphs = inputs.version.within(RULE["mfs_default_graphs"])
     older = inputs.version.within(RULE["mfs_default"])
     if graphs is False and older is False:
@@ -245,6 +267,32 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
             "log does not show: not applied here"
         )
     return DefaultMfs(mfs_from_reserved(gpu, reserved), rule, gpu, reserved, notes)
+
+
+def _bucket_default(inputs: SizingInputs, gpu: int, tp: int) -> DefaultMfs:
+    """Rule mfs_default_buckets (0.4.8 - 0.5.2): a fixed reserve per capacity bucket."""
+    knobs = inputs.knobs
+    parallel = tp * _num(knobs, "pp_size", 1)
+    reserve_gib = float(MFS_BUCKET_LARGE_GIB)
+    for below, base, per_rank in MFS_BUCKET_RESERVE:
+        if gpu < below:
+            reserve_gib = base + parallel * per_rank
+            break
+    algo = str(knobs.get("speculative_algorithm") or "").upper()
+    if algo == "STANDALONE":
+        reserve_gib += MFS_BUCKET_STANDALONE_GIB
+    elif algo and algo != "NONE":
+        reserve_gib += MFS_BUCKET_SPEC_GIB
+    if knobs.get("enable_dp_attention"):
+        reserve_gib += MFS_BUCKET_DP_ATTENTION_GIB
+    reserved = reserve_gib * 1024
+    notes = []
+    if may_be_multimodal(inputs) and inputs.version.within(RULE["mfs_vlm_factor"]) is not False:
+        notes.append(
+            f"{inputs.model_type} may be multimodal: SGLang then scales the default by 0.95 x a "
+            "ViT-size factor (rule mfs_vlm_factor, from 0.4.10), not applied here"
+        )
+    return DefaultMfs(mfs_from_reserved(gpu, reserved), "mfs_default_buckets", gpu, reserved, notes)
 
 
 def may_be_multimodal(inputs: SizingInputs) -> bool:

@@ -163,8 +163,9 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
         )
         if settings.gpu_memory_mib is not None:
             why = (
-                f"SGLang's mem_fraction_static default is modelled from 0.5.3 on; "
-                f"this log's release is {inputs.version.text}"
+                "SGLang's mem_fraction_static default is modelled for 0.4.0 - 0.4.5 and from "
+                f"0.4.8 on (0.4.6 - 0.4.7 differ by post release); this log's release is "
+                f"{inputs.version.text}"
             )
         return Prediction(
             missing=why,
@@ -179,8 +180,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             unit="fraction",
             kind="inferred" if default else ("given" if given else "what-if"),
             source=(
-                f"SGLang's default for a {default.gpu_mib} MiB GPU, reserved "
-                f"{default.reserved_mib:,.0f} MiB ({RULE[default.rule].source})"
+                f"{default.basis} ({RULE[default.rule].source})"
                 if default
                 else (f"server_args line {inputs.server_args_line}" if given else "--set")
             ),
