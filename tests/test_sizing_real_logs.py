@@ -227,3 +227,13 @@ def test_multimodal_fragment_default_is_bounded_not_guessed() -> None:
     assert "from 23,481 MiB (P, free before the weights, is a lower bound)" in result.mismatch
     assert "0.76 - 0.9975 times that (rule mfs_vlm_factor)" in result.mismatch
     assert "only for a GPU of" not in result.mismatch
+
+
+def test_no_default_span_where_another_input_is_missing() -> None:
+    """A log without the load-end reading (A) has no prediction whatever mem_fraction_static
+    is: its reason names A only, not the default's span."""
+    for path in real_log_paths():
+        read = sizing_inputs(memledger.load(path))
+        if read.load_begin is not None and read.budget_avail is None:
+            result = size_log(read)
+            assert result.mismatch == "the log has no load-end avail reading (A)", path.name

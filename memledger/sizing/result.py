@@ -143,8 +143,8 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
 def _default_span(inputs: SizingInputs, settings: Settings, logged: int | None) -> str | None:
     """What SGLang's default could have been for every capacity this log allows (P <= G)."""
     p = inputs.load_begin
-    if p is None or settings.gpu_memory_mib is not None:
-        return None
+    if p is None or inputs.budget_avail is None or settings.gpu_memory_mib is not None:
+        return None  # without A the default would not give a prediction either
     pieces = capacity_pieces(inputs, settings, math.ceil(p.bytes / MIB))
     if not pieces:
         return None
