@@ -176,7 +176,8 @@ def _merged(refusals: list[Event]) -> Event | None:
     return refusals[0].model_copy(update={"values": values})
 
 
-_TP_TAG_RE = re.compile(r"\bTP(\d+)\b")
+_TP_TAG_RE = re.compile(r"\bTP(\d{1,9})\b")
+"""A rank tag TPn; at most 9 digits, so a hostile tag never reaches int() unbounded."""
 
 
 def _tp_seen(ranks: list[str]) -> int | None:
