@@ -18,11 +18,13 @@ hands the file to the built-in scanner from that line on (it cuts an over-long l
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
 import stat
 import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -98,6 +100,31 @@ def grep_program(path: Path | None = None, size: int | None = None) -> str | Non
     if path is None or size is None or size < GREP_MIN_BYTES:
         return None
     return grep if has_pcre(grep) else None
+
+
+def stream_grep() -> str | None:
+    """The grep to prefilter a big stream (stdin) with, else None: as for a big file."""
+    choice = os.environ.get("MEMLEDGER_PREFILTER", "")
+    grep = shutil.which("grep") if choice != "python" else None
+    if grep is None or choice == "grep":
+        return grep
+    return grep if has_pcre(grep) else None
+
+
+def stdin_file() -> Path | None:
+    """stdin as a path when it is a regular file read from its start (`memledger parse - <
+    big.log`): /proc/PID/fd/0 opens the same file again, for grep or a worker to read."""
+    if sys.stdin is not sys.__stdin__ or sys.stdin is None:
+        return None  # replaced (a test, an embedding caller): read what it gives
+    try:
+        if sys.stdin.fileno() != 0 or not stat.S_ISREG(os.fstat(0).st_mode):
+            return None
+        if os.lseek(0, 0, os.SEEK_CUR) != 0:
+            return None  # part of the file was read before: the log starts here, not at 0
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    path = Path(f"/proc/{os.getpid()}/fd/0")
+    return path if path.exists() else None
 
 
 def _limit_data() -> None:
@@ -210,7 +237,15 @@ def prestart(argv: Sequence[str]) -> None:
     now, so it overlaps the imports; `claim` hands it to the reader. Any failure: nothing."""
     if not argv or argv[0] not in _COMMANDS or any(a.startswith("--grammar") for a in argv):
         return  # extension grammars add keywords: the reader starts its own pipeline
-    for arg in argv[1:]:
+    for previous, arg in zip(argv, argv[1:], strict=False):
+        if arg == "-" and (previous == argv[0] or not previous.startswith("-")):
+            reopened = stdin_file()  # `-` after an option is its value (`-o -`), not the log
+            if reopened is None:
+                from memledger.input.stdin_scan import prestart as read_stdin_ahead
+
+                read_stdin_ahead(stream_grep())
+                return
+            arg = str(reopened)
         if arg.startswith("-"):
             continue
         key = _identity(arg)
@@ -282,10 +317,10 @@ def grep_candidates(
         writer.start()
     elif progress is not None:
         _watch_progress(pipeline.first, progress[1], progress[0])
-    return _drain(pipeline, path, writer, errors, on_lines, fallback)
+    return drain(pipeline, path, writer, errors, on_lines, fallback)
 
 
-def _drain(
+def drain(
     pipeline: Pipeline,
     path: Path | None,
     writer: threading.Thread | None,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
-from memledger.input.grep_scan import grep_candidates, rest_of_file
+from memledger.input.grep_scan import grep_candidates, rest_of_file, stdin_file
 from memledger.input.grep_scan import grep_program as grep_program
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
 from memledger.input.scan import (
@@ -33,6 +33,8 @@ from memledger.input.scan import (
     worker_command,
     worker_records,
 )
+from memledger.input.stdin_scan import StdinAhead, prefiltered, stdin_source
+from memledger.input.stdin_scan import candidates as stdin_candidates
 from memledger.sglang.lines import PREFILTER_WORDS
 
 SNIFF_BYTES = 8192
@@ -97,6 +99,8 @@ class OpenedLog:
     size: int | None = None
     head: bytes = b""
     """The first block of the (decompressed) text, for sniffing what the input is."""
+    prefiltered: StdinAhead | None = None
+    """stdin's grep pipeline, started at CLI entry (memledger.input.stdin_scan)."""
 
 
 @contextmanager
@@ -112,11 +116,23 @@ def open_log(
         yield source
         return
     close: IO[bytes] | None = None
+    from_stdin = False
     size: int | None = None
     path: Path | None = None
     if isinstance(source, (str, os.PathLike)) and str(source) == "-":
         name = "<stdin>"
+        from_stdin = True
+        reopened = stdin_file()
         raw: ByteSource = sys.stdin.buffer
+        if reopened is not None:  # a regular file: scanned in place, as a named one is
+            try:
+                raw = close = reopened.open("rb")
+                size = reopened.stat().st_size
+                path = reopened
+            except OSError:
+                pass
+        else:
+            raw = stdin_source() or raw
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
         name = str(source)
@@ -156,7 +172,10 @@ def open_log(
             raise InputError("binary file, not a text log", path=name)
         if path is not None and not path.is_file():
             path = None  # a FIFO or device: stream it
-        yield OpenedLog(name=name, stream=stream, path=path, size=size, head=head)
+        running = prefiltered() if from_stdin and path is None else None
+        yield OpenedLog(
+            name=name, stream=stream, path=path, size=size, head=head, prefiltered=running
+        )
     finally:
         if close is not None:
             close.close()
@@ -360,6 +379,22 @@ def _grep_candidates(
     return grep_candidates(None, copy, grep, words, totals, None)
 
 
+def _stdin_candidates(
+    log: OpenedLog,
+    ahead: StdinAhead,
+    extra_words: list[str],
+    stats: ReadStats,
+    progress: ProgressCallback | None,
+) -> Iterator[tuple[int, bytes]]:
+    def totals(n_lines: int, n_bytes: int) -> None:
+        stats.n_lines, stats.n_bytes = n_lines, n_bytes
+
+    if ahead.feeder is not None:
+        ahead.feeder.progress = progress
+    words = [*PREFILTER_WORDS, *extra_words]
+    return stdin_candidates(ahead, words, log.name, totals, SNIFF_BYTES)
+
+
 def iter_candidate_lines(
     log: OpenedLog,
     stats: ReadStats,
@@ -373,7 +408,9 @@ def iter_candidate_lines(
     """
     extra = list(extra_words)
     grep = grep_program(log.path, log.size)
-    if grep is not None:
+    if log.prefiltered is not None:
+        lines = _stdin_candidates(log, log.prefiltered, extra, stats, progress)
+    elif grep is not None:
         lines = _grep_candidates(log, grep, extra, stats, progress)
     else:
         lines = _python_candidates(log, extra, stats, progress)

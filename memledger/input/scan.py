@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import IO
+from typing import IO, Protocol
 
 from memledger.errors import InputError
 from memledger.sglang.lines import MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
@@ -139,8 +139,22 @@ def read_error(exc: BaseException, name: str) -> InputError:
     return InputError(f"read failed ({exc})", path=name)
 
 
+class SeekableSource(Protocol):
+    """What `aligned_reader` reads: a file, or a stream that is already where it starts."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def seek(self, offset: int, /) -> int: ...
+
+
 def aligned_reader(
-    handle: IO[bytes], start: int, head_bytes: int, name: str, on_bytes: Callable[[int], None]
+    handle: SeekableSource,
+    start: int,
+    head_bytes: int,
+    name: str,
+    on_bytes: Callable[[int], None],
+    *,
+    seek: bool = True,
 ) -> Callable[[int], bytes]:
     """`read(size)` for scan_lines over a file from offset `start` to its end.
 
@@ -150,7 +164,8 @@ def aligned_reader(
     """
     position = start
     try:
-        handle.seek(start)
+        if seek:  # else: a stream already at `start` (stdin)
+            handle.seek(start)
     except OSError as exc:
         raise read_error(exc, name) from exc
 
