@@ -108,6 +108,21 @@ def test_validation_is_pydantics_and_gives_records() -> None:
         assert not issubclass(model, BaseModel)
 
 
+def _modules_after(argv: list[str], families: tuple[str, ...]) -> list[str]:
+    """The modules of these packages a fresh `memledger ARGV` process imported."""
+    code = (
+        "import json, os, sys\n"
+        "from memledger.cli import main\n"
+        "sys.stdout = open(os.devnull, 'w')\n"
+        f"main({argv!r})\n"
+        f"names = sorted(m for m in sys.modules if m.split('.')[0] in {families!r})\n"
+        "sys.stderr.write(json.dumps(names))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    found: list[str] = json.loads(result.stderr.strip().splitlines()[-1])
+    return found
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -119,12 +134,10 @@ def test_validation_is_pydantics_and_gives_records() -> None:
     ids=lambda argv: argv[0],
 )
 def test_a_text_command_never_imports_pydantic(argv: list[str]) -> None:
-    code = (
-        "import os, sys\n"
-        "from memledger.cli import main\n"
-        "sys.stdout = open(os.devnull, 'w')\n"
-        f"main({argv!r})\n"
-        "sys.stderr.write(str(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic')))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.stderr.strip() == "[]"
+    assert _modules_after(argv, ("pydantic",)) == []
+
+
+@pytest.mark.parametrize("command", ["ledger", "parse", "diagnose"])
+def test_a_json_command_imports_neither_pydantic_nor_tabulate(command: str) -> None:
+    argv = [command, str(SAMPLES / "dp2.log"), "--format", "json"]
+    assert _modules_after(argv, ("pydantic", "tabulate")) == []

@@ -9,18 +9,27 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from memledger.errors import ConfigError
 from memledger.ledger_model import Ledger
-from memledger.render.csvfmt import render_csv
-from memledger.render.explain import UnknownRowError, explain_json, explain_text
 from memledger.render.formats import Format, Formats
-from memledger.render.jsonfmt import render_json
-from memledger.render.markdown import render_markdown
 from memledger.render.terminal import Terminal
-from memledger.render.text import render_text
+
+if TYPE_CHECKING:
+    from memledger.render.explain import UnknownRowError
 
 __all__ = ["FORMATS", "LedgerView", "OutputFormat", "UnknownRowError", "render_ledger"]
+
+
+def __getattr__(name: str) -> Any:
+    # Importing any renderer module runs this package first: the format modules (tabulate,
+    # csv, ...) load when a format is used, so `parse --format json` does not pay for them.
+    if name == "UnknownRowError":
+        from memledger.render.explain import UnknownRowError
+
+        return UnknownRowError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class OutputFormat(StrEnum):
@@ -44,27 +53,54 @@ class LedgerView:
 
 
 LedgerRenderer = Callable[[Ledger], str]
+Explainer = Callable[[Ledger, str], str]
 
 
-def _with_explain(
-    whole: LedgerRenderer | Callable[[Ledger, Terminal], str],
-    explain: Callable[[Ledger, str], str] | None,
-    fmt: str,
-) -> Callable[[LedgerView], LedgerRenderer]:
-    def make(view: LedgerView) -> LedgerRenderer:
-        target = view.explain
-        if target is None:
-            if whole is render_text:
-                return lambda ledger: render_text(ledger, view.terminal, full=view.full)
-            return whole  # type: ignore[return-value]
-        if explain is None:
-            raise ConfigError(f"--explain prints text, markdown or json, not {fmt}")
-        return lambda ledger: explain(ledger, target)
+def _made(view: LedgerView, whole: LedgerRenderer, explain: Explainer | None, fmt: str) -> Any:
+    target = view.explain
+    if target is None:
+        return whole
+    if explain is None:
+        raise ConfigError(f"--explain prints text, markdown or json, not {fmt}")
+    return lambda ledger: explain(ledger, target)
 
-    return make
+
+def _text(view: LedgerView) -> LedgerRenderer:
+    from memledger.render.explain import explain_text
+    from memledger.render.text import render_text
+
+    def whole(ledger: Ledger) -> str:
+        return render_text(ledger, view.terminal, full=view.full)
+
+    made: LedgerRenderer = _made(view, whole, explain_text, "text")
+    return made
+
+
+def _markdown(view: LedgerView) -> LedgerRenderer:
+    from memledger.render.markdown import render_markdown
+
+    made: LedgerRenderer = _made(view, render_markdown, _explain_markdown, "markdown")
+    return made
+
+
+def _json(view: LedgerView) -> LedgerRenderer:
+    from memledger.render.explain import explain_json
+    from memledger.render.jsonfmt import render_json
+
+    made: LedgerRenderer = _made(view, render_json, explain_json, "json")
+    return made
+
+
+def _csv(view: LedgerView) -> LedgerRenderer:
+    from memledger.render.csvfmt import render_csv
+
+    made: LedgerRenderer = _made(view, render_csv, None, "csv")
+    return made
 
 
 def _explain_markdown(ledger: Ledger, target: str) -> str:
+    from memledger.render.explain import explain_text
+
     text = explain_text(ledger, target)
     # a fence longer than any backtick run in the text: a saved ledger's ``` cannot close it
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))
@@ -75,19 +111,11 @@ FORMATS: Formats[OutputFormat, LedgerView, Ledger] = Formats(
     OutputFormat,
     {
         OutputFormat.TEXT: Format(
-            _with_explain(render_text, explain_text, "text"),
-            "for a terminal: the verdict and the rows that matter (--full: every table)",
+            _text, "for a terminal: the verdict and the rows that matter (--full: every table)"
         ),
-        OutputFormat.MARKDOWN: Format(
-            _with_explain(render_markdown, _explain_markdown, "markdown"),
-            "the same tables as GitHub markdown",
-        ),
-        OutputFormat.JSON: Format(
-            _with_explain(render_json, explain_json, "json"), "the full ledger, versioned"
-        ),
-        OutputFormat.CSV: Format(
-            _with_explain(render_csv, None, "csv"), "one CSV record per ledger row"
-        ),
+        OutputFormat.MARKDOWN: Format(_markdown, "the same tables as GitHub markdown"),
+        OutputFormat.JSON: Format(_json, "the full ledger, versioned"),
+        OutputFormat.CSV: Format(_csv, "one CSV record per ledger row"),
     },
 )
 

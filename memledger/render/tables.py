@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tabulate import tabulate
-
 Align = Literal["left", "right"]
 
 
@@ -171,6 +169,8 @@ def text_table(
     unless `numparse` (tables of raw values, as `parse` prints them). `width`: the widest
     columns are shortened until the table fits (`fit_columns`).
     """
+
+    from tabulate import tabulate  # here: JSON and markdown output never need it (~15 ms)
 
     def render(t: Table) -> str:
         return tabulate(
