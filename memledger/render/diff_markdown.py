@@ -43,8 +43,13 @@ from memledger.render.diff_upgrade import (
     why_lines,
 )
 from memledger.render.escape import mermaid_label
-from memledger.render.markdown import inert_block_start
-from memledger.render.tables import Table, github_table, markdown_cell, markdown_code
+from memledger.render.tables import (
+    Table,
+    github_table,
+    inert_block_start,
+    markdown_cell,
+    markdown_code,
+)
 from memledger.units import GIB
 
 DEFAULT_MARKER = "memledger"

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from memledger.ledger_model import Ledger
 from memledger.render.rows import headline, ledger_tables
-from memledger.render.tables import github_table, markdown_cell
+from memledger.render.tables import github_table, inert_block_start, markdown_cell
 
 
 def render_markdown(ledger: Ledger) -> str:
@@ -44,18 +42,3 @@ def footnote_lines(footnote: str) -> list[str]:
 
 # What opens a block at the start of a paragraph or list item: a list marker, heading,
 # quote, setext underline or ordered-list number (markdown_cell already escapes `*`).
-_BLOCK_START = re.compile(r"[-+#>=]|\d+[.)]")
-
-
-def inert_block_start(text: str) -> str:
-    """`text` (already inline-escaped) with a backslash before a leading block marker.
-
-    `- = no value` (the placeholder legend) or an untrusted note starting with `- `, `# ` or
-    `1.` stays plain text: no nested list, heading or code span (the shape of the document
-    does not depend on what the text says).
-    """
-    match = _BLOCK_START.match(text)
-    if match is None:
-        return text
-    end = match.end() - 1
-    return text[:end] + "\\" + text[end:]

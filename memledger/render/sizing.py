@@ -7,9 +7,14 @@ import textwrap
 from enum import StrEnum
 
 from memledger.render.formats import Format, Formats
-from memledger.render.markdown import inert_block_start
 from memledger.render.rows import ABSENT
-from memledger.render.tables import Table, github_table, markdown_cell, text_table
+from memledger.render.tables import (
+    Table,
+    github_table,
+    inert_block_start,
+    markdown_cell,
+    text_table,
+)
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.result import SizingResult
 from memledger.sizing.settings import Term

@@ -79,6 +79,23 @@ def markdown_cell(text: str) -> str:
     return _GITHUB_REFERENCE.sub(lambda m: m.group(0) + "\u200b", flat)
 
 
+_BLOCK_START = re.compile(r"[-+#>=]|\d+[.)]")
+
+
+def inert_block_start(text: str) -> str:
+    """`text` (already inline-escaped) with a backslash before a leading block marker.
+
+    `- = no value` (the placeholder legend) or an untrusted note starting with `- `, `# ` or
+    `1.` stays plain text: no nested list, heading or code span (the shape of the document
+    does not depend on what the text says).
+    """
+    match = _BLOCK_START.match(text)
+    if match is None:
+        return text
+    end = match.end() - 1
+    return text[:end] + "\\" + text[end:]
+
+
 def markdown_code(text: str) -> str:
     """A code span (one line; a backtick inside becomes `'`, a pipe stays out of the table)."""
     # Inside a code span GitHub renders no HTML, link, mention or reference.
