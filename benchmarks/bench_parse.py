@@ -9,7 +9,7 @@ Builds a synthetic log (a realistic TP2 startup followed by hundreds of MB of `D
 * stdin (`cat F | memledger parse -` against `cat F | grep -cE`);
 * gzip (`memledger parse F.gz` against `zcat F.gz | grep -cE`);
 * optionally (`--case builtin`, `--case builtin-pinned`) the built-in scanner
-  (MEMLEDGER_PREFILTER=python), which a file below 32 MiB, stdin and .gz use.
+  (MEMLEDGER_PREFILTER=python), which a file below 32 MiB, a pipe below 4 MiB and .gz use.
 Peak RSS is the largest process's (the parser, its scan worker or a grep).
 
 Targets (issue 14): the file within 2x grep on two cores and 3x on one, on a busy machine too;
