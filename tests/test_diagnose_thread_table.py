@@ -26,21 +26,24 @@ def _knobs(result: Diagnosis) -> dict[str, object]:
     return {s.knob: s.value for s in result.suggestions}
 
 
+THREAD_7691 = [
+    "[2025-07-02 07:41:58 DP0 TP0] Load weight end. type=DeepseekV3ForCausalLM, "
+    "dtype=torch.bfloat16, avail mem=21.73 GB, mem usage=166.59 GB.",
+    "[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled "
+    "value -561981. Use the profiled value instead.",
+    "[2025-07-02 07:41:59 DP7 TP7] max_total_tokens=131072 is larger than the profiled "
+    "value -561981. Use the profiled value instead.",
+]
+"""sglang#7691's fragment: the log ends on the negative-profile warning (read by
+tests/test_formats_outcome.py too)."""
+
+
 def test_7691_a_negative_profiled_pool_is_sglangs_refusal() -> None:
     # https://github.com/sgl-project/sglang/issues/7691 (DeepSeek-R1 bf16 on 8 x MI300X, DP
     # attention): SGLang warns that --max-total-tokens exceeds a profiled pool of -561,981 tokens,
     # then refuses (v0.4.8 model_runner.py:914-932). A = 21.73 GB after 166.59 GB of weights, so
     # P = 188.32 GiB and the first fraction that leaves a budget is above 1 - A/P = 0.8846.
-    result = _diagnose(
-        [
-            "[2025-07-02 07:41:58 DP0 TP0] Load weight end. type=DeepseekV3ForCausalLM, "
-            "dtype=torch.bfloat16, avail mem=21.73 GB, mem usage=166.59 GB.",
-            "[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled "
-            "value -561981. Use the profiled value instead.",
-            "[2025-07-02 07:41:59 DP7 TP7] max_total_tokens=131072 is larger than the profiled "
-            "value -561981. Use the profiled value instead.",
-        ]
-    )
+    result = _diagnose(THREAD_7691)
     assert (result.outcome, result.phase.value) == ("oom", "kv_sizing")
     assert _knobs(result)["mem_fraction_static"] == 0.89
     (refused,) = [f for f in result.findings if f.id == "weights_exceed_budget"]

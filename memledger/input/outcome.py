@@ -1,4 +1,5 @@
-"""What a line says about how the startup ended: OOM, crash, non-zero exit or ready.
+"""What a line says about how the startup ended: OOM (or SGLang's refusal to size the KV
+pool), crash, non-zero exit or ready.
 
 Rank-agnostic outcome phrases, read from every line before the grammar; `parsing` keeps the
 first of each per startup.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import re
 
 from memledger.events import EventKind
+from memledger.input.error_texts import read_kv_refusal
+from memledger.sglang.failure_rules import KV_REFUSAL_OUTCOME, KV_REFUSAL_REASON
 
 OOM_RE = re.compile(r"(?i:out of memory)|OutOfMemoryError|\bOOM\b")
 CRASH_RE = re.compile(
@@ -34,6 +37,8 @@ _QUOTED_VALUE_RE = re.compile(r"""(?<=[=(\[{,:])\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\
 
 _CRASH_WORDS = ("Error", "Exception", "Traceback", "Scheduler hit", "sigquit", "scheduler is dead")
 """Every CRASH_RE branch holds one of these (or is `Initialization failed` / `Killed`)."""
+_REFUSAL_WORDS = ("enough memory", "profiled value", "Loaded weights leave")
+"""What every text `read_kv_refusal` reads holds (a cheap test first)."""
 
 
 def outcome_kind(text: str) -> tuple[EventKind, str] | None:
@@ -47,6 +52,7 @@ def outcome_kind(text: str) -> tuple[EventKind, str] | None:
         or "Initialization failed" in text
         or "Killed" in text
         or any(word in text for word in _CRASH_WORDS)
+        or any(word in text for word in _REFUSAL_WORDS)
     ):
         return None  # the common case, without the regexes below (quoted values only remove)
     if "'" in text or '"' in text:
@@ -54,6 +60,10 @@ def outcome_kind(text: str) -> tuple[EventKind, str] | None:
     oom = OOM_RE.search(text) if RETRACTION_TEXT not in text else None
     if oom:
         return EventKind.OOM, oom.group(0)
+    # before the crash phrases: `RuntimeError: Not enough memory ...` is SGLang's refusal, the
+    # outcome diagnose gives it (the same reader makes its kv_refusal event)
+    if read_kv_refusal(text) is not None:
+        return EventKind(KV_REFUSAL_OUTCOME), KV_REFUSAL_REASON
     crash = CRASH_RE.search(text)
     if crash:
         return EventKind.CRASH, crash.group(0)

@@ -261,3 +261,12 @@ read off the logs just before the server is ready (docs/advanced_features/hyperp
 https://github.com/sgl-project/sglang/pull/9083)."""
 OVERSIZE_FACTOR = 4
 """An allocation this many times the GPU's capacity is a size computed wrong, not a fit problem."""
+KV_REFUSAL_OUTCOME = "oom"
+"""How a startup ends when SGLang refuses to size the KV pool (the weights left it no memory):
+`Not enough memory. Please try to increase --mem-fraction-static`, raised when
+max_total_num_tokens <= 0, which `max_total_tokens=N is larger than the profiled value -M`
+announces (v0.4.8 model_executor/model_runner.py:914-931; v0.5.8
+model_executor/model_runner_kv_cache_mixin.py:299-305, :328-331), or v0.5.23's `Loaded weights
+leave no GPU memory for the KV cache` (mem_cache/kv_cache_configurator.py:3042-3058). An OOM
+outcome, as diagnose reports it (the `kv_sizing` phase)."""
+KV_REFUSAL_REASON = "SGLang refused to size the KV cache"
