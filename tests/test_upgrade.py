@@ -22,15 +22,22 @@ from memledger.sglang.default_changes import (
 from memledger.sglang.sizing_rules import RULE, version_code
 from memledger.sizing import sizing_inputs
 from memledger.units import GIB
+from tests.conftest import REAL_LOGS, require_real_logs
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real-logs"
-GROK2 = REAL / "single" / "022-grok2-tp8-h100-k8s-v0.5.2rc2.log"
+GROK2 = REAL_LOGS / "single" / "022-grok2-tp8-h100-k8s-v0.5.2rc2.log"
 """Grok-2, TP 8 on H100 80GB HBM3, image v0.5.2rc2 (truth.jsonl); prints mfs 0.831."""
 H100_MIB = 81559
 """nvidia-smi's capacity of an H100 80GB HBM3 (the GPU the log's MoE config path names)."""
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
-needs_real = pytest.mark.skipif(not GROK2.exists(), reason="real logs not present")
+
+@pytest.fixture
+def _real_logs() -> None:
+    """The corpus's one skip reason (a failure under CI=true), as every real-log test has."""
+    require_real_logs()
+
+
+needs_real = pytest.mark.usefixtures("_real_logs")
 
 
 # --- the table ----------------------------------------------------------------------------------
