@@ -21,6 +21,7 @@ from memledger.sglang.default_changes import (
 )
 from memledger.sglang.sizing_rules import RULE, version_code
 from memledger.sizing import sizing_inputs
+from memledger.sizing.result import TOLERANCE
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, require_real_logs
 
@@ -250,25 +251,25 @@ def test_without_the_gpu_size_the_default_is_only_possible(tmp_path: Path) -> No
     assert "chunked_prefill_mid_gpu" in {c.id for c in upgrade.defaults_crossed}
 
 
-def test_samples_attribution_balances_and_names_the_rows_before_sizing() -> None:
+def test_samples_are_not_attributed_where_the_model_misses_the_logs() -> None:
+    """The sizing model misses the synthetic fork samples by -13.8 % (dp16) and -6.5 % (dp2):
+    shares of its change would balance but not be true, so none are given; the measured rows
+    sized before the pool are still listed."""
     diff = diff_of(
         DiffOptions(
             base=DiffSide(str(SAMPLES / "dp16.log")), head=DiffSide(str(SAMPLES / "dp2.log"))
         )
     )
     upgrade = diff.upgrade
-    assert upgrade is not None and upgrade.available
+    assert upgrade is not None and not upgrade.available and upgrade.inputs == []
     assert upgrade.releases_differ is False and upgrade.defaults_crossed == []
     assert upgrade.delta_tokens == 2687424 - 3192320
-    assert upgrade.unexplained_tokens is not None
-    assert (
-        sum(s.tokens for s in upgrade.inputs) + upgrade.unexplained_tokens == upgrade.delta_tokens
-    )
     assert upgrade.base_predicted is not None and upgrade.head_predicted is not None
-    assert sum(s.tokens for s in upgrade.inputs) == upgrade.head_predicted - upgrade.base_predicted
-    fraction = next(s for s in upgrade.inputs if s.id == "mem_fraction_static")
-    assert (fraction.base, fraction.head, fraction.why) == ("0.88", "0.83", "server_args differ")
-    assert fraction.tokens < 0
+    for predicted, logged in ((upgrade.base_predicted, 3192320), (upgrade.head_predicted, 2687424)):
+        assert abs(predicted - logged) > TOLERANCE * logged
+    assert upgrade.reason is not None
+    assert "misses base by -13.8 % and head by -6.5 %" in upgrade.reason
+    assert "mem_fraction_static" in upgrade.server_args
     rows = {r.id: r for r in upgrade.rows_before_sizing}
     weights = next(r for r in diff.rows if r.id == "weights")
     assert rows["weights"].delta_bytes == weights.delta_bytes and rows["weights"].delta_bytes < 0

@@ -43,6 +43,7 @@ from memledger.sglang.default_changes import (
 from memledger.sglang.sizing_rules import version_code
 from memledger.sizing import Settings, SizingInputs, base_settings, predict
 from memledger.sizing.inputs import KNOBS, Reading
+from memledger.sizing.result import TOLERANCE
 from memledger.sizing.version import VersionRange
 from memledger.units import GIB
 
@@ -493,6 +494,24 @@ def _attribute(
                     f"{missing[0] if missing else 'unknown'}"
                 )
                 return result.model_copy(update=updates)
+
+    misses = [
+        f"{name} by {(predicted - logged) / logged * 100:+.1f} %"
+        for name, predicted, logged in (
+            ("base", first, result.base_tokens),
+            ("head", last, result.head_tokens),
+        )
+        if logged and abs(predicted - logged) > TOLERANCE * logged
+    ]
+    if misses:
+        # Shares of the model's change are this change's only when the model reproduces both
+        # logs: otherwise they would be a balanced but untrue account (see each sizing section).
+        updates["reason"] = (
+            f"SGLang's arithmetic misses {' and '.join(misses)} of the logged tokens, more than "
+            f"{TOLERANCE:.1%}: its shares would not be this change's; each ledger's sizing "
+            "section says why"
+        )
+        return result.model_copy(update=updates)
 
     def known(taken: frozenset[str]) -> int:
         value = tokens(taken)
