@@ -136,6 +136,8 @@ class DiagnoseOptions:
     log: PathLike | IO[bytes] | IO[str] | ByteSource | ParsedLog
     load: LoadOptions = LoadOptions()
     fmt: str = "text"
+    terminal: Terminal = PLAIN
+    """Text output: the width to fit (`terminal_for`)."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,8 @@ class WhatIfOptions:
     """`--solve SETTING`: find the lowest SETTING that reaches `target`."""
     target: str | None = None
     """`--for FIGURE=N` (with `solve`)."""
+    terminal: Terminal = PLAIN
+    """Text output: the width to fit (`terminal_for`)."""
 
 
 @dataclass(frozen=True)
@@ -388,7 +392,7 @@ def run_diagnose(options: DiagnoseOptions) -> Output:
     """`memledger diagnose`: why the startup failed or came out small."""
     from memledger.render.diagnose import FORMATS
 
-    render = FORMATS.renderer(options.fmt, None)  # a bad format fails before a long parse
+    render = FORMATS.renderer(options.fmt, options.terminal)  # a bad format fails first
     return Output(render(diagnosis_of(options)))
 
 
@@ -509,7 +513,7 @@ def run_whatif(options: WhatIfOptions) -> Output:
     """`memledger whatif`: the what-if table, its arithmetic and what is not modelled."""
     from memledger.render.sizing import WHATIF_FORMATS
 
-    return Output(WHATIF_FORMATS.renderer(options.fmt, None)(whatif_of(options)))
+    return Output(WHATIF_FORMATS.renderer(options.fmt, options.terminal)(whatif_of(options)))
 
 
 def run_schema(name: str) -> Output:

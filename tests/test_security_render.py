@@ -176,8 +176,8 @@ def _other_renders(head: Ledger, draw: Draw, only: str | None = None) -> dict[st
     ]
     out: dict[str, str] = {}
     registries: list[tuple[str, Any, Any, Any]] = [
-        ("diagnose", DIAGNOSE_FORMATS, None, diagnosis),
-        ("whatif", WHATIF_FORMATS, None, answer),
+        ("diagnose", DIAGNOSE_FORMATS, PLAIN, diagnosis),
+        ("whatif", WHATIF_FORMATS, PLAIN, answer),
         ("fleet", FLEET_FORMATS, PLAIN, fleet),
     ]
     for prefix, formats, options, model in registries:

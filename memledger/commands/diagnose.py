@@ -17,7 +17,7 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.render.diagnose import FORMATS
-from memledger.service import DiagnoseOptions, LoadOptions, emit, run_diagnose
+from memledger.service import DiagnoseOptions, LoadOptions, emit, run_diagnose, terminal_for
 
 
 @click.command("diagnose")
@@ -44,6 +44,7 @@ def diagnose_command(log: str, fmt: str, load: LoadOptions, output: Path | None)
                 log=log,
                 load=load,
                 fmt=fmt,
+                terminal=terminal_for(output),
             )
         ),
         output,

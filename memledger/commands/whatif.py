@@ -17,7 +17,7 @@ from memledger.commands.options import (
 )
 from memledger.errors import ConfigError
 from memledger.render.sizing import WHATIF_FORMATS
-from memledger.service import LoadOptions, WhatIfOptions, emit, run_whatif
+from memledger.service import LoadOptions, WhatIfOptions, emit, run_whatif, terminal_for
 from memledger.sizing.settings import SETTING_NAMES
 
 
@@ -91,6 +91,7 @@ def whatif_command(
                 fmt=fmt,
                 solve=solve.strip().replace("-", "_").removeprefix("__") if solve else None,
                 target=target,
+                terminal=terminal_for(output),
             )
         ),
         output,

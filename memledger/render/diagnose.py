@@ -11,10 +11,9 @@ from enum import StrEnum
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell
-from memledger.render.terminal import DEFAULT_WIDTH, fit_lines
+from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import format_gib
 
-WIDTH = 100
 INDENT = "    "
 
 
@@ -85,36 +84,39 @@ def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     return facts
 
 
-def _wrap(text: str, indent: str) -> list[str]:
+def _wrap(text: str, indent: str, width: int) -> list[str]:
     return textwrap.wrap(
-        text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+        text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
     )
 
 
-def _finding_lines(finding: Finding) -> list[str]:
+def _finding_lines(finding: Finding, width: int) -> list[str]:
     amount = f" [{_bytes(finding.bytes)}]" if finding.bytes is not None else ""
-    lines = _wrap(f"{finding.severity.value}[{finding.id}]: {finding.message}{amount}", "  ")
+    text = f"{finding.severity.value}[{finding.id}]: {finding.message}{amount}"
+    lines = _wrap(text, "  ", width)
     if finding.evidence:
-        lines += _wrap("at " + ", ".join(finding.evidence), INDENT)
+        lines += _wrap("at " + ", ".join(finding.evidence), INDENT, width)
     return lines
 
 
-def render_text(diagnosis: Diagnosis) -> str:
-    """The verdict, the key facts, findings with evidence, suggestions with their arithmetic."""
+def render_text(diagnosis: Diagnosis, terminal: Terminal = PLAIN) -> str:
+    """The verdict, the key facts, findings with evidence, suggestions with their arithmetic,
+    wrapped to the terminal's width."""
+    width = terminal.width
     lines = [diagnosis.verdict, ""]
-    width = max(len(label) for label, _ in _facts(diagnosis))
-    lines += [f"{label + ':':<{width + 1}} {value}" for label, value in _facts(diagnosis)]
+    label_width = max(len(label) for label, _ in _facts(diagnosis))
+    lines += [f"{label + ':':<{label_width + 1}} {value}" for label, value in _facts(diagnosis)]
     if diagnosis.findings:
         lines += ["", "Findings"]
         for finding in diagnosis.findings:
-            lines += _finding_lines(finding)
+            lines += _finding_lines(finding, width)
     lines += ["", "Suggestions"]
     if not diagnosis.suggestions:
         lines.append("  none: no memory knob helps with what the log shows")
     for suggestion in diagnosis.suggestions:
-        lines += _wrap(suggestion_title(suggestion), "  ")
-        lines += _wrap(suggestion.why, INDENT)
-    return fit_lines("\n".join(lines), DEFAULT_WIDTH) + "\n"  # a long verdict wraps too
+        lines += _wrap(suggestion_title(suggestion), "  ", width)
+        lines += _wrap(suggestion.why, INDENT, width)
+    return fit_lines("\n".join(lines), width) + "\n"  # a long verdict wraps too
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:
@@ -160,10 +162,13 @@ def render_json(diagnosis: Diagnosis) -> str:
     return diagnosis.model_dump_json(indent=2) + "\n"
 
 
-FORMATS: Formats[DiagnoseFormat, None, Diagnosis] = Formats(
+FORMATS: Formats[DiagnoseFormat, Terminal, Diagnosis] = Formats(
     DiagnoseFormat,
     {
-        DiagnoseFormat.TEXT: Format(lambda _: render_text, "verdict, findings, suggestions"),
+        DiagnoseFormat.TEXT: Format(
+            lambda terminal: lambda diagnosis: render_text(diagnosis, terminal),
+            "verdict, findings, suggestions",
+        ),
         DiagnoseFormat.MARKDOWN: Format(lambda _: render_markdown, "the same as GitHub markdown"),
         DiagnoseFormat.JSON: Format(
             lambda _: render_json,

@@ -15,6 +15,7 @@ from memledger.render.tables import (
     markdown_cell,
     text_table,
 )
+from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.result import SizingResult
 from memledger.sizing.settings import Term
@@ -242,6 +243,7 @@ def whatif_table(answer: WhatIf) -> Table:
         rows=rows,
         align=["left", "right", "right", "right", "right", "left"],
         title=f"What if {changes}",
+        keep=(1, 2, 3, 4),  # numbers are never cut to fit a terminal; the names give way
     )
 
 
@@ -278,15 +280,18 @@ def _solved_notes(answer: WhatIf) -> list[str]:
     return [] if solved is None or solved.value is None else [solved.note]
 
 
-def render_whatif_text(answer: WhatIf) -> str:
+def render_whatif_text(answer: WhatIf, terminal: Terminal = PLAIN) -> str:
+    """The verdict, the what-if table, its arithmetic and notes, fitted to the terminal."""
+    width = terminal.width
     table = whatif_table(answer)
-    parts = [_verdict_whatif(answer), "", table.title, "-" * len(table.title), text_table(table)]
-    parts += ["", "Arithmetic (new settings)", "-------------------------"]
-    parts += _arithmetic_lines(answer)
+    title = _fit(table.title, width)
+    parts = [_verdict_whatif(answer), "", title, "-" * len(title)]
+    parts += [text_table(table, width=width), "", "Arithmetic (new settings)"]
+    parts += ["-------------------------", *_arithmetic_lines(answer)]
     notes = [ANCHORED_NOTE, *_solved_notes(answer), *answer.notes]
     parts += ["", "Notes", "-----"]
-    parts += [textwrap.fill(f"- {n}", WIDTH, subsequent_indent="  ") for n in notes]
-    return "\n".join(parts) + "\n"
+    parts += [textwrap.fill(f"- {n}", width, subsequent_indent="  ") for n in notes]
+    return fit_lines("\n".join(parts), width) + "\n"
 
 
 def render_whatif_markdown(answer: WhatIf) -> str:
@@ -316,10 +321,13 @@ class WhatIfFormat(StrEnum):
     JSON = "json"
 
 
-WHATIF_FORMATS: Formats[WhatIfFormat, None, WhatIf] = Formats(
+WHATIF_FORMATS: Formats[WhatIfFormat, Terminal, WhatIf] = Formats(
     WhatIfFormat,
     {
-        WhatIfFormat.TEXT: Format(lambda _: render_whatif_text, "terminal report"),
+        WhatIfFormat.TEXT: Format(
+            lambda terminal: lambda answer: render_whatif_text(answer, terminal),
+            "terminal report",
+        ),
         WhatIfFormat.MARKDOWN: Format(lambda _: render_whatif_markdown, "GitHub markdown"),
         WhatIfFormat.JSON: Format(lambda _: render_whatif_json, "machine-readable"),
     },

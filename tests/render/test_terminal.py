@@ -10,7 +10,7 @@ import pytest
 
 from memledger.render.tables import Table, fit_columns, text_table
 from memledger.render.terminal import DEFAULT_WIDTH, FAIL, Terminal, fit_lines
-from tests.conftest import SAMPLES, real_log_paths, require_real_logs, run_cli
+from tests.conftest import SAMPLES, real_log, real_log_paths, require_real_logs, run_cli
 
 REAL = ["single/001", "single/007", "single/013", "complex/001", "complex/014"]
 """Five real logs: a ready one, a crash in capture, a Mamba log, a multi-node MTP log, a fork."""
@@ -136,3 +136,32 @@ def test_the_diff_composition_legend_fits_a_narrow_terminal(
     legend = out[out.index("  legend (base|head GiB):") :].split("\n\n")[0].split("\n")[1:]
     assert legend and all(len(line) <= 80 for line in legend), legend
     assert sum(line.count("|") for line in legend) == 9  # every group's entry is still there
+
+
+def test_whatif_follows_the_terminal_width_and_never_cuts_a_number(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # it wrapped and laid out at a fixed 100 columns: 91 columns at COLUMNS=80 (issue 13, M4)
+    monkeypatch.setenv("COLUMNS", "80")
+    argv: list[str | Path] = ["whatif", SAMPLES / "dp16.log"]
+    code, out, err = run_cli([*argv, "--set", "disaggregation_decode_extra_slots=2"], capsys)
+    assert code == 0, err
+    width, line = widest(out)
+    assert width <= 80, f"{width} columns: {line!r}"
+    assert "+4,785,152 (+9.37 %)" in out  # the names give way, never a figure
+
+
+@pytest.mark.real_logs
+def test_diagnose_follows_the_terminal_width(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # its prose wrapped at a fixed 100 columns: 99 columns at COLUMNS=80 on this OOM at load
+    log = real_log("single/015")
+    for columns in (80, 130):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        code, out, err = run_cli(["diagnose", log], capsys)
+        assert code in (0, 1, 3), err
+        prose = [line for line in out.split("\n") if " " in line.strip()]  # not a bare path
+        assert max(len(line) for line in prose) <= columns
+        if columns > DEFAULT_WIDTH:  # and it uses the room it has
+            assert max(len(line) for line in prose) > DEFAULT_WIDTH
