@@ -540,16 +540,7 @@ def diff_ledgers(
         counts=counts,
         biggest_mover_group=mover_group,
         biggest_mover=mover_row,
-        upgrade=explain_upgrade(
-            base,
-            head,
-            rows,
-            base_inputs=None if sizing is None else sizing.base_inputs,
-            head_inputs=None if sizing is None else sizing.head_inputs,
-            base_release=None if sizing is None else sizing.base_release,
-            head_release=None if sizing is None else sizing.head_release,
-            gpu_memory_mib=None if sizing is None else sizing.gpu_memory_mib,
-        ),
+        upgrade=explain_upgrade(base, head, rows, sizing or UpgradeContext()),
     )
 
 

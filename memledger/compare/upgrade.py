@@ -346,14 +346,12 @@ def explain_upgrade(
     base: Ledger,
     head: Ledger,
     rows: Sequence[RowDiff],
-    *,
-    base_inputs: SizingInputs | None = None,
-    head_inputs: SizingInputs | None = None,
-    base_release: str | None = None,
-    head_release: str | None = None,
-    gpu_memory_mib: int | None = None,
+    context: UpgradeContext,
 ) -> UpgradeExplanation | None:
     """Why KV tokens per rank changed; None when the releases and sizing server_args agree."""
+    base_inputs, head_inputs = context.base_inputs, context.head_inputs
+    base_release, head_release = context.base_release, context.head_release
+    gpu_memory_mib = context.gpu_memory_mib
     releases = (release_range(base_inputs, base_release), release_range(head_inputs, head_release))
     differ = releases_differ(*releases)
     if base_release and head_release:

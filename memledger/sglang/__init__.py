@@ -43,7 +43,8 @@ it first (`input/transform.py`). The engine reads the table; no engine code chan
 - `RULES`: each step of SGLang's KV-pool sizing (budget, world minimum, Mamba slots, SWA split,
   draft KV, page rounding, caps, request table, mem_fraction_static default) as a `SizingRule`
   with its release range (`first`..`last`) and the source line at a release (`vX path:line`).
-- `FORMAT_MARKERS`: the log formats that bound a log's release for the sizing model.
+- `FORMAT_MARKERS` (`release_markers.py`, with `version_code`): the log formats that bound a
+  log's release for the sizing model.
 
 ### Adding a sizing rule
 Add a `SizingRule` (a moved rule gets a new entry; the old one keeps its `last`), apply it in

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable
 
 from memledger.events import Event, EventKind
 from memledger.record import ConfigDict, Record
-from memledger.sglang.sizing_rules import FORMAT_MARKERS, SizingRule, version_code
+from memledger.sglang.release_markers import FORMAT_MARKERS, version_code
+from memledger.sglang.sizing_rules import SizingRule
 
 
 class VersionRange(Record):
