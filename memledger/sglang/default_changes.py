@@ -15,7 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memledger.sglang.sizing_rules import RULE, version_code
+from memledger.sglang.sizing_rules import (
+    MFS_BUCKET_DP_ATTENTION_GIB,
+    MFS_BUCKET_LARGE_GIB,
+    MFS_BUCKET_RESERVE,
+    MFS_BUCKET_SPEC_GIB,
+    MFS_TP_SINGLE,
+    MFS_TP_TABLE,
+    RULE,
+    version_code,
+)
 
 
 class Effect(StrEnum):
@@ -297,24 +306,10 @@ def changes_between(low: int, high: int) -> list[DefaultChange]:
 
 # --- mem_fraction_static defaults before 0.5.3 (0.5.3+: memledger.sizing.defaults) ----------
 
-MFS_BY_PARALLEL: tuple[tuple[int, float], ...] = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))
-"""tp x pp at least N -> default (else 0.88), GPUs up to 80 GiB: v0.4.7 server_args.py:253-265."""
-MFS_BY_PARALLEL_SMALL = 0.88
+# The tables are sizing_rules' (rules mfs_default_tp and mfs_default_buckets): one copy of
+# SGLang's numbers. The TP table as v0.4.7 server_args.py:253-265 reads it (tp x pp, GPUs up to
+# 80 GiB); the class reserve as v0.4.8 server_args.py:288-311 and v0.5.2 :466-494 give it.
 MFS_BY_PARALLEL_MAX_GPU_MIB = 81920
-
-# (MiB upper bound, fixed GiB, GiB per tp x pp) -> reserve: v0.4.8 server_args.py:288-305,
-# v0.5.2 server_args.py:466-483 (the same table); above the last bound, 32 GiB.
-RESERVE_BY_GPU_CLASS: tuple[tuple[int, float, float], ...] = (
-    (20 * 1024, 2.8, 0.1),
-    (35 * 1024, 2.8, 0.1),
-    (90 * 1024, 9.5, 0.5),
-    (100 * 1024, 12.0, 0.5),
-    (160 * 1024, 12.0, 0.5),
-)
-RESERVE_LARGE_GPU_GIB = 32.0
-RESERVE_SPECULATIVE_GIB = 2.0
-RESERVE_DP_ATTENTION_GIB = 4.0
-"""v0.4.8 server_args.py:307-311; v0.5.2 server_args.py:485-494."""
 
 LAST_BY_PARALLEL = "0.4.7"
 LAST_GPU_CLASS = "0.5.2"
@@ -330,13 +325,13 @@ def legacy_mem_fraction_static(
     if release <= version_code(LAST_BY_PARALLEL):
         if gpu_mib > MFS_BY_PARALLEL_MAX_GPU_MIB:
             return None
-        return next((v for n, v in MFS_BY_PARALLEL if parallel >= n), MFS_BY_PARALLEL_SMALL)
+        return next((v for n, v in MFS_TP_TABLE if parallel >= n), MFS_TP_SINGLE)
     gib = next(
-        (fixed + per * parallel for bound, fixed, per in RESERVE_BY_GPU_CLASS if gpu_mib < bound),
-        RESERVE_LARGE_GPU_GIB,
+        (fixed + per * parallel for bound, fixed, per in MFS_BUCKET_RESERVE if gpu_mib < bound),
+        float(MFS_BUCKET_LARGE_GIB),
     )
     if speculative:
-        gib += RESERVE_SPECULATIVE_GIB
+        gib += MFS_BUCKET_SPEC_GIB
     if dp_attention:
-        gib += RESERVE_DP_ATTENTION_GIB
+        gib += MFS_BUCKET_DP_ATTENTION_GIB
     return round((gpu_mib - gib * 1024) / gpu_mib, 3)
