@@ -185,3 +185,88 @@ def test_a_ray_actor_column_before_each_line() -> None:
     parsed = _parse(lines)
     assert _sizes(_one(parsed, EventKind.KV_ALLOCATED)) == {"kv": "10.57 GB"}
     assert parsed.startup.rank == "TP0"
+
+
+# ---- tails without a memory word (sglang.lines.CUT_TAIL_ERE keeps them for the joiner) -------
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "kind", "values", "sizes"),
+    [
+        # the pool's token count cut in two, nothing else on the second line
+        (
+            "KV Cache is allocated. #tokens: 1614",
+            "88",
+            EventKind.KV_ALLOCATED,
+            {"tokens": 161488},
+            {},
+        ),
+        # an older summary (no size on it): the cut falls in max_running_requests
+        (
+            "max_total_num_tokens=161488, max_prefill_tokens=16384, max_running_requests=40",
+            "96, context_len=40960",
+            EventKind.SUMMARY,
+            {"max_running_requests": 4096, "context_len": 40960},
+            {},
+        ),
+        # the cut falls inside a key
+        (
+            "max_total_num_tokens=161488, max_prefill_tokens=16384, max_running_requests=4096, "
+            "context_",
+            "len=40960",
+            EventKind.SUMMARY,
+            {"context_len": 40960},
+            {},
+        ),
+        # the cut falls inside the unit
+        (
+            "Load weight end. type=Qwen3ForCausalLM, avail mem=50.00 GB, mem usage=28.00 G",
+            "B.",
+            EventKind.LOAD_END,
+            {"type": "Qwen3ForCausalLM"},
+            {"avail": "50.00 GB", "usage": "28.00 GB"},
+        ),
+    ],
+)
+def test_a_tail_without_a_memory_word_is_rejoined(
+    first: str, second: str, kind: EventKind, values: dict[str, object], sizes: dict[str, str]
+) -> None:
+    parsed = _parse([P + "Load weight begin. avail mem=78.00 GB", P + first, second])
+    event = _one(parsed, kind)
+    assert {key: event.values.get(key) for key in values} == values
+    assert _sizes(event) == sizes or not sizes
+    assert parsed.notes == ["rejoined 1 line cut across two physical lines (line 2)"]
+
+
+def test_a_quoted_crlf_paste_with_tails_without_memory_words() -> None:
+    # GitHub `> ` quote of a Windows copy, cut by the terminal it came from
+    data = (
+        "> " + P + "Load weight begin. avail mem=78.00 GB\r\n"
+        "> " + P + "KV Cache is allocated. #tokens: 1614\r\n"
+        "> 88, K size: 5.27 GB, V size: 5.27 GB\r\n"
+        "> " + P + "max_total_num_tokens=1614\r\n"
+        "> 88, max_prefill_tokens=16384, max_running_requests=4096, context_len=40960\r\n"
+    )
+    parsed = parse_log(io.BytesIO(data.encode()), label="paste.log")
+    assert _one(parsed, EventKind.KV_ALLOCATED).values["tokens"] == 161488
+    assert _one(parsed, EventKind.SUMMARY).values["max_total_num_tokens"] == 161488
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "2. Then I restarted the server",  # a numbered list under the pasted log
+        "3) restarted with --mem-fraction-static 0.8",
+        "100 requests done",
+    ],
+)
+def test_prose_starting_with_a_number_stays_apart(after: str) -> None:
+    parsed = _parse(
+        [
+            P + "max_total_num_tokens=161488, max_prefill_tokens=8192, "
+            "max_running_requests=16384, context_len=40960.",
+            after,
+        ]
+    )
+    assert _one(parsed, EventKind.SUMMARY).values["context_len"] == 40960
+    assert not any(note.startswith("rejoined") for note in parsed.notes)

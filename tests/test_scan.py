@@ -5,6 +5,7 @@ reading of the prefilter's definition (ground truth)."""
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -32,18 +33,21 @@ from memledger.input.scan import (
     aligned_reader,
     scan_lines,
 )
-from memledger.sglang.lines import MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
+from memledger.sglang.lines import CUT_TAIL_ERE, MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 from tests.conftest import REAL_LOGS, real_log_paths
 
 Found = list[tuple[int, bytes]]
 
 HAVE_GREP = shutil.which("grep") is not None
+CUT_TAIL = re.compile(CUT_TAIL_ERE.encode())
+"""A line starting as the rest of a cut memory line (kept: memledger.input.wrapped rejoins it)."""
 
 
 def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[Found, int]:
     """(candidates, number of physical lines): a line is kept when it holds a keyword (or `out of
-    memory` or a memory-looking word in any case) and is not a serving-time line alone (a marker
-    and no second `[`: a line glued to another SGLang line is kept, security review F11)."""
+    memory` or a memory-looking word in any case, or starts as a cut line's rest) and is not a
+    serving-time line alone (a marker and no second `[`: a line glued to another SGLang line is
+    kept, security review F11)."""
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()  # the newline ends the last line; it does not start another
@@ -55,6 +59,7 @@ def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[
         and (
             any(word in line for word in words)
             or any(w.encode() in line.lower() for w in ("out of memory", *MEMORY_WORDS_ANY_CASE))
+            or CUT_TAIL.match(line) is not None
         )
     ]
     return found, len(lines)

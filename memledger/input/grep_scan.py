@@ -44,7 +44,7 @@ from memledger.input.scan import (
     read_error,
     scan_lines,
 )
-from memledger.sglang.lines import PREFILTER_WORDS
+from memledger.sglang.lines import CUT_TAIL_ERE, PREFILTER_WORDS
 
 GREP_MIN_BYTES = 32 << 20
 """A regular file at least this big is prefiltered by grep unless MEMLEDGER_PREFILTER=python
@@ -60,9 +60,10 @@ _COMMANDS = frozenset({"parse", "ledger", "diff", "check", "diagnose", "whatif"}
 
 
 def ere(words: Iterable[str]) -> str:
-    """The keyword ERE of the second grep: the words, and the memory words in any case."""
+    """The keyword ERE of the second grep: the words, the memory words in any case, and the
+    start of a cut line's rest after the first grep's `N:` (sglang.lines.CUT_TAIL_ERE)."""
     escaped = [re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", w) for w in words]
-    return "|".join([*escaped, OUT_OF_MEMORY_ERE])
+    return "|".join([*escaped, OUT_OF_MEMORY_ERE, f"^[0-9]+:{CUT_TAIL_ERE}"])
 
 
 _PCRE: dict[str, bool] = {}

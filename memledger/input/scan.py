@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import IO, Protocol
 
 from memledger.errors import InputError
-from memledger.sglang.lines import MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
+from memledger.sglang.lines import CUT_TAIL_ERE, MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 4 << 20
@@ -39,6 +39,10 @@ def _any_case(word: str) -> str:
 OUT_OF_MEMORY_ERE = "|".join(_any_case(w) for w in ("out of memory", *MEMORY_WORDS_ANY_CASE))
 """Keywords matched in any case, as one ERE: `out of memory` and the memory-looking words."""
 _ANY_CASE_KEYWORDS = OUT_OF_MEMORY_ERE.encode()
+# The start of a cut line's rest (sglang.lines.CUT_TAIL_ERE), matched at the line's start only:
+# tested after the keywords, it costs a keyword line nothing and any other line one failed match
+# (it matches a digit-folded shape exactly when it matches the line).
+_CUT_TAIL_MATCH = re.compile(CUT_TAIL_ERE.encode()).match
 # Serving-time lines, the bulk of a long-running server's log: a physical line holding one is
 # skipped whole (they carry no startup memory fact and no crash evidence).
 BORING_LINES: tuple[bytes, ...] = (b"] Decode batch", b"] Prefill batch")
@@ -75,6 +79,7 @@ class LineFilter:
         keywords = self.keywords.search
         shape_keywords = self.shape_keywords.search
         verdicts = self.shape_verdicts
+        cut_tail = _CUT_TAIL_MATCH
         position = 0  # lines before it are done; only candidates need their index
         for raw in lines:
             # find, not `in`: bytes.__contains__ first tries its operand as an int (slower)
@@ -89,10 +94,12 @@ class LineFilter:
                 if verdict is None:
                     if len(verdicts) >= SHAPE_CACHE_ENTRIES:
                         verdicts.clear()
-                    verdict = verdicts[shape] = shape_keywords(shape) is not None
+                    verdict = verdicts[shape] = (
+                        shape_keywords(shape) is not None or cut_tail(shape) is not None
+                    )
                 if not verdict:
                     continue
-            if keywords(raw):
+            if keywords(raw) or cut_tail(raw):
                 # The verdict depends on the bytes alone, so an equal line before this one and
                 # after `position` would have been a candidate already: the first equal line
                 # from `position` is this one.

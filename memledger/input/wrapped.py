@@ -17,8 +17,10 @@ loses its cut value with a note instead of giving a wrong number:
 A `server_args=` repr that does not end with `)` or `}` takes every such continuation line
 (joined directly: a wrap keeps every character), up to MAX_SERVER_ARGS_CHARS.
 
-Only lines the keyword scan keeps are seen (memledger.input.scan): a tail holding no memory word
-(`88` after `#tokens: 1614`) is invisible here, and its first part reads as printed.
+Only lines the keyword scan keeps are seen (memledger.input.scan). A tail holding no memory word
+is kept when it starts as the rest of a cut value (sglang.lines.CUT_TAIL_ERE: `88` after
+`#tokens: 1614`, `96, context_len=40960`, `B.`, `len=40960`); a tail of other words that holds
+none (`ning_requests=4096` after `max_run`) is not seen, and its first part reads as printed.
 """
 
 from __future__ import annotations

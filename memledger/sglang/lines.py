@@ -208,6 +208,17 @@ MEMORY_LOOKING_RE = re.compile(
 MEMORY_WORDS_ANY_CASE), so coverage can account for each one."""
 
 
+# a real tab and CR (not the escapes): an ERE reads no escape in a bracket expression
+CUT_TAIL_ERE = "(>[ \t]?)*(([0-9]+(\\.[0-9]*)?|\\.[0-9]+|i?B)(\\.?\r?$|[,;])|[a-z_]+=[0-9])"
+"""How the rest of a memory line cut across two physical lines starts when it holds no memory
+word, after any quote markers: a number or a unit's `B` that ends the line or a value (`88` after
+`... #tokens: 1614`, `96, context_len=40960` after `max_running_requests=40`, `B.` after
+`mem usage=28.00 G`), or a key's last letters and its number (`len=40960` after `context_`).
+Matched at a line's start (an ERE: grep -E and Python's re read it alike), such a line is kept by
+the scanner so memledger.input.wrapped can rejoin it; prose (`2. Then I ran`, `3) restart`,
+`100 requests`) is not. A line that joins nothing is read as any bare line."""
+
+
 def _unique(words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words))
 
