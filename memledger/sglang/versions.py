@@ -40,6 +40,12 @@ def _always(_: Event) -> bool:
     return True
 
 
+def _has_server_arg(name: str) -> Callable[[Event], bool]:
+    """ServerArgs prints every field it has (the dataclass repr; from 0.5.19 the resolved dict),
+    so a field that first exists in a release dates the log to it or later."""
+    return lambda event: name in (event.params or {})
+
+
 def _device_in_capitals(event: Event) -> bool:
     """0.5.14+ writes the graph's device word in capitals (`draft extend CUDA graph`, `NPU
     graph`); 0.4.7-0.5.13 already printed `Capture draft extend cuda graph begin.`"""
@@ -69,6 +75,22 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "server_args.py (printed by the launcher)",
         "`server_args={resolved dict}`",
     ),
+    # The two fields below were checked against the ServerArgs of every release wheel from 0.3.0
+    # to 0.5.23 (0.3.0-0.5.10.post1 lack them; each later release checked has them).
+    FormatMark(
+        _kinds(EventKind.SERVER_ARGS),
+        "0.5.11",
+        _has_server_arg("tokenizer_backend"),
+        "server_args.py : ServerArgs.tokenizer_backend (v0.5.11 server_args.py:317)",
+        "`tokenizer_backend=` among the server_args",
+    ),
+    FormatMark(
+        _kinds(EventKind.SERVER_ARGS),
+        "0.5.1",
+        _has_server_arg("moe_runner_backend"),
+        "server_args.py : ServerArgs.moe_runner_backend (v0.5.1 server_args.py:184)",
+        "`moe_runner_backend=` among the server_args",
+    ),
     FormatMark(
         _kinds(EventKind.ALL_REDUCE_CONFIG),
         "0.5.16",
@@ -89,6 +111,13 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         lambda e: "dtype" in e.values,
         "mem_cache/memory_pool.py : KVCache._finalize_allocation_log",
         "`dtype:` inside the KV line",
+    ),
+    FormatMark(
+        _kinds(EventKind.KV_DTYPE),
+        "0.5.3",
+        _always,
+        "model_executor/model_runner.py : ModelRunner.init_memory_pool (v0.5.3 :1425)",
+        "`Using KV cache dtype: ...` (printed 0.5.3-0.5.11; not by 0.3.0-0.5.2 or 0.5.13+)",
     ),
     FormatMark(
         _kinds(EventKind.KV_ALLOCATED),
@@ -124,6 +153,13 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         lambda e: "bs" in e.values,
         "model_executor/model_runner_components/cuda_graph_setup.py : capture_decode_graph",
         "the batch sizes on the capture end line",
+    ),
+    FormatMark(
+        _kinds(EventKind.CAPTURE_END),
+        "0.4.0",
+        _always,
+        "model_executor/model_runner.py : ModelRunner.init_cuda_graphs (v0.4.0 :625)",
+        "`Capture cuda graph end. Time elapsed: ...` (0.3.6.post3 and older print no end line)",
     ),
     FormatMark(
         _kinds(EventKind.CAPTURE_BEGIN),

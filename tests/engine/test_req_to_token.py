@@ -1,0 +1,126 @@
+"""Issue 9, ledger side: the request table (req_to_token) row on the real logs, rule by rule,
+each with the SGLang source line it encodes (release wheels, paths under python/sglang/srt/)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memledger.events import Event, EventKind
+from memledger.ledger_model import Ledger, Row
+from memledger.sglang.versions import format_version, version_text
+from tests.conftest import SAMPLES, ledger_for
+
+
+def table(found: Ledger) -> Row:
+    row = found.row("req_to_token")
+    assert row is not None and row.bytes is not None, [r.id for r in found.rows]
+    return row
+
+
+@pytest.mark.parametrize(
+    ("name", "rows", "context", "draft"),
+    [
+        ("complex/001", 96, 163_840, 4),
+        ("complex/003", 1, 163_840, 2),
+        ("complex/007", 40, 40_960, 2),
+    ],
+)
+def test_draft_tokens_widen_the_table_from_0_5_1(
+    name: str, rows: int, context: int, draft: int
+) -> None:
+    # v0.5.1 model_executor/model_runner.py:1249-1251 (v0.5.8 model_runner_kv_cache_mixin.py:
+    # 336-338): max_context_len = context_len + 4 + speculative_num_draft_tokens; the MTP/EAGLE3
+    # draft shares this one table (v0.5.8 speculative/eagle_worker.py:113-114). These Ascend logs
+    # print `Using KV cache dtype:` (v0.5.3 model_runner.py:1425), so they are 0.5.3 or later.
+    found = ledger_for(name)
+    row = table(found)
+    assert found.parameters["ledger.format_version_at_least"] == "0.5.3"
+    assert row.evidence.inputs["cols"] == context + 4 + draft
+    assert row.bytes == rows * (context + 4 + draft) * 4
+
+
+def test_no_draft_columns_before_0_5_1() -> None:
+    # single/001 (0.4.2-0.4.3 formats) carries speculative_num_draft_tokens=64 in server_args, but
+    # 0.4.x built the table with context_len + 4 only (v0.4.1 model_runner.py:539; still so in
+    # v0.4.10.post2 :1168 and v0.5.0rc2 :1247).
+    row = table(ledger_for("single/001"))
+    assert row.evidence.inputs["args.speculative_num_draft_tokens"] == 64
+    assert row.evidence.inputs["cols"] == 131_072 + 4
+
+
+@pytest.mark.parametrize(("name", "requests"), [("complex/009", 13), ("single/014", 2048)])
+def test_0_5_11_adds_the_padding_row(name: str, requests: int) -> None:
+    # v0.5.11 mem_cache/memory_pool.py:149-151: torch.zeros((size + 1, max_context_len)) (slot 0
+    # pads CUDA-graph batches); v0.5.10 and v0.5.10.post1 :144 allocate `size` rows. These RDNA4
+    # builds print ServerArgs.tokenizer_backend (v0.5.11 server_args.py:317), new in 0.5.11.
+    found = ledger_for(name)
+    row = table(found)
+    assert found.parameters["ledger.format_version_at_least"] == "0.5.11"
+    assert found.parameters["ledger.max_running_requests"] == requests
+    assert row.evidence.inputs["rows"] == requests + 1
+    assert found.summary.slots == requests + 1
+
+
+def test_0_5_9_has_no_padding_row() -> None:
+    # v0.5.9 mem_cache/memory_pool.py:144: `size` rows, 4096 requests on single/012.
+    found = ledger_for("single/012")
+    assert table(found).evidence.inputs["rows"] == 4096
+    assert found.parameters["ledger.format_version_at_least"] == "0.5.9"
+
+
+def test_a_0_4_capture_end_line_gives_context_plus_4_columns() -> None:
+    # single/017 (Dec 2024) prints `Capture cuda graph end. Time elapsed:` (v0.4.0
+    # model_runner.py:625; no end line in 0.3.6.post3), so it is not 0.3.0's context_len + 8
+    # (v0.3.0 model_runner.py:386) but context_len + 4 (v0.4.1 :539), with the printed 2049 rows.
+    found = ledger_for("single/017")
+    row = table(found)
+    assert found.parameters["ledger.format_version_at_least"] == "0.4.0"
+    assert row.bytes == 2049 * (32_768 + 4) * 4
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "complex/001",
+        "complex/003",
+        "complex/004",
+        "complex/006",
+        "complex/007",
+        "complex/009",
+        "single/001",
+        "single/005",
+        "single/010",
+        "single/012",
+        "single/014",
+        "single/020",
+        "single/022",
+    ],
+)
+def test_the_ledger_row_is_the_table_sizing_reports_for_the_logged_tokens(name: str) -> None:
+    found = ledger_for(name)
+    assert found.sizing is not None
+    assert table(found).bytes == found.sizing.logged_req_to_token_bytes
+
+
+@pytest.mark.parametrize("sample", ["dp16.log", "dp2.log"])
+def test_the_samples_row_is_sizings_too(sample: str) -> None:
+    found = ledger_for(SAMPLES / sample)
+    assert found.sizing is not None
+    assert table(found).bytes == found.sizing.logged_req_to_token_bytes
+
+
+def _args(**params: object) -> Event:
+    return Event(kind=EventKind.SERVER_ARGS, line=1, rank="", params=params, values={})
+
+
+def test_server_args_fields_and_the_kv_dtype_line_date_a_log() -> None:
+    # Each field was checked against ServerArgs of every release wheel 0.3.0-0.5.23: absent from
+    # all before its release, present in all after it.
+    assert version_text(format_version([_args(model_path="m")])) == "unknown"
+    assert version_text(format_version([_args(moe_runner_backend="auto")])) == "0.5.1"
+    both = _args(moe_runner_backend="auto", tokenizer_backend="huggingface")
+    assert version_text(format_version([both])) == "0.5.11"
+    kv_dtype = Event(kind=EventKind.KV_DTYPE, line=2, rank="TP0", text="Using KV cache dtype: x")
+    assert version_text(format_version([kv_dtype])) == "0.5.3"
+    end = Event(kind=EventKind.CAPTURE_END, line=3, rank="TP0", text="Capture cuda graph end.")
+    assert version_text(format_version([end])) == "0.4.0"
