@@ -503,6 +503,61 @@ def test_rule_mfs_default_tp() -> None:
     assert _default(across, Settings()) is None  # 0.4.6 has a > 80 GiB branch: undecided
 
 
+def test_rule_mfs_default_tp_80g() -> None:
+    """0.4.6 - 0.4.7: the tp (x pp) step on GPUs up to 80 GiB (v0.4.6 server_args.py:224-235,
+    v0.4.6.post2 :226-238, v0.4.7 :253-265); above 80 GiB each post release differs (v0.4.6
+    :236-238 (G - 13 GiB) / G, v0.4.6.post2 :239-247 min(...) above 96 GiB): not modelled.
+    Code 0.4.7 is also 0.4.7.post1, which already uses the buckets (v0.4.7.post1 :261-300)."""
+    knobs: dict[str, Any] = {"mem_fraction_static": None, "tp_size": 4}
+    read = inputs(version=("0.4.6", "0.4.6"), knobs=knobs, target=[pool(1000, 1 << 20)])
+    a10 = Settings(gpu_memory_mib=23_028)
+    assert _default(read, a10) == 0.85
+    found = default_mem_fraction_static(read, a10)
+    assert found is not None and found.rule == "mfs_default_tp_80g"
+    assert "23028 MiB GPU (<= 80 GiB)" in found.basis
+    assert _default(read, Settings(gpu_memory_mib=81_920)) == 0.85
+    assert _default(read, Settings(gpu_memory_mib=81_921)) is None  # the > 80 GiB branches
+    assert _default(read, Settings()) is None  # the step needs the capacity to be <= 80 GiB
+    pred = predict(read, a10)
+    assert pred.tokens is not None and pred.terms[2].rule == "mfs_default_tp_80g"
+    # across 0.4.4 - 0.4.6 the tp step and the <= 80 GiB step agree: one value, both rules named
+    across = inputs(version=("0.4.4", "0.4.6"), knobs=knobs)
+    found = default_mem_fraction_static(across, a10)
+    assert found is not None and found.value == 0.85 and found.rule == "mfs_default_tp"
+    assert any("mfs_default_tp, mfs_default_tp_80g" in note for note in found.notes)
+    # code 0.4.7: 0.4.7's step 0.85 and 0.4.7.post1's bucket default
+    # round((23028 - (2.8 + 0.4) x 1024) / 23028, 3) = 0.858 disagree: no value
+    assert _default(inputs(version=("0.4.7", "0.4.7"), knobs=knobs), a10) is None
+
+
+def test_legacy_default_is_one_rule_for_sizing_and_upgrades() -> None:
+    """The upgrade view's legacy_mem_fraction_static (memledger.sglang.default_changes) is the
+    sizing model's rule: the same function, the same value at every release before 0.5.3."""
+    from memledger.sglang import default_changes, legacy_defaults
+
+    assert default_changes.legacy_mem_fraction_static is legacy_defaults.legacy_mem_fraction_static
+    for release in ("0.4.0", "0.4.5", "0.4.6", "0.4.8", "0.5.2"):
+        for gpu in (16_384, 24_564, 46_068, 81_559, 143_771, 183_359):
+            for tp in (1, 2, 8):
+                read = inputs(
+                    version=(release, release),
+                    knobs={"mem_fraction_static": None, "tp_size": tp},
+                    target=[pool(10, 4096)],
+                )
+                found = default_mem_fraction_static(read, Settings(gpu_memory_mib=gpu))
+                shared = legacy_defaults.legacy_mem_fraction_static(
+                    version_code(release), gpu, parallel=tp, speculative=False, dp_attention=False
+                )
+                assert (found.value if found else None) == shared, (release, gpu, tp)
+    # v0.4.7 :281-282: x 0.95 with speculative decoding, 0.4.7 only (0.4.6.post2 has no such line)
+    spec = {"parallel": 1, "speculative": True, "dp_attention": False}
+    assert legacy_defaults.legacy_mem_fraction_static(version_code("0.4.6"), 24_576, **spec) == 0.88
+    # before 0.4.0 (v0.3.6 :156-166: 0.82 at tp >= 8) and from 0.5.3: not this rule's
+    none = {"parallel": 8, "speculative": False, "dp_attention": False}
+    assert legacy_defaults.legacy_mem_fraction_static(version_code("0.3.6"), 81_559, **none) is None
+    assert legacy_defaults.legacy_mem_fraction_static(version_code("0.5.3"), 81_559, **none) is None
+
+
 def test_rule_mfs_default_buckets() -> None:
     """0.4.8 - 0.5.2: a reserve per capacity bucket, round((G - reserved) / G, 3)
     (v0.4.8 server_args.py:274-315, v0.5.2 :452-498)."""

@@ -86,8 +86,15 @@ def test_changes_between_is_half_open_and_ordered() -> None:
 
 
 def test_tp_table_before_0_4_8() -> None:
-    # v0.4.7 server_args.py:253-265: 0.79 / 0.81 / 0.85 / 0.87 / 0.88 by tp x pp
-    release = version_code("0.4.7")
+    # v0.4.6.post2 server_args.py:226-238 (v0.4.7 :253-265): 0.79 / 0.81 / 0.85 / 0.87 / 0.88
+    # by tp x pp; code 0.4.7 is also 0.4.7.post1, whose bucket default (:261-300) differs
+    release = version_code("0.4.6")
+    assert (
+        legacy_mem_fraction_static(
+            version_code("0.4.7"), 24576, parallel=1, speculative=False, dp_attention=False
+        )
+        is None
+    )
     values = [
         legacy_mem_fraction_static(
             release, 24576, parallel=n, speculative=False, dp_attention=False

@@ -6,8 +6,8 @@ and in the first release with the new one (paths under `python/sglang/srt/` of e
 wheel, `pip download sglang==X --no-deps`). Where a sizing rule of `sizing_rules` already holds
 the change, the entry names the two rule ids instead of repeating their arithmetic.
 
-Also here: SGLang's mem_fraction_static defaults before 0.5.3 (0.5.3+ is
-`memledger.sizing.defaults`), so a log of any release can be checked against its default.
+SGLang's mem_fraction_static defaults before 0.5.3 are `memledger.sglang.legacy_defaults`
+(re-exported here as `legacy_mem_fraction_static`; 0.5.3+ is `memledger.sizing.defaults`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memledger.sglang.sizing_rules import (
-    MFS_BUCKET_DP_ATTENTION_GIB,
-    MFS_BUCKET_LARGE_GIB,
-    MFS_BUCKET_RESERVE,
-    MFS_BUCKET_SPEC_GIB,
-    MFS_TP_SINGLE,
-    MFS_TP_TABLE,
-    RULE,
-    version_code,
+# re-exported: the pre-0.5.3 default is one rule, shared with memledger.sizing.defaults
+from memledger.sglang.legacy_defaults import (
+    legacy_mem_fraction_static as legacy_mem_fraction_static,
 )
+from memledger.sglang.sizing_rules import RULE, version_code
 
 
 class Effect(StrEnum):
@@ -302,36 +297,3 @@ def changes_between(low: int, high: int) -> list[DefaultChange]:
     `version_code`): what an upgrade from `low` to `high` crosses, oldest first."""
     crossed = [c for c in CHANGES if low < version_code(c.release) <= high]
     return sorted(crossed, key=lambda c: (version_code(c.release), c.id))
-
-
-# --- mem_fraction_static defaults before 0.5.3 (0.5.3+: memledger.sizing.defaults) ----------
-
-# The tables are sizing_rules' (rules mfs_default_tp and mfs_default_buckets): one copy of
-# SGLang's numbers. The TP table as v0.4.7 server_args.py:253-265 reads it (tp x pp, GPUs up to
-# 80 GiB); the class reserve as v0.4.8 server_args.py:288-311 and v0.5.2 :466-494 give it.
-MFS_BY_PARALLEL_MAX_GPU_MIB = 81920
-
-LAST_BY_PARALLEL = "0.4.7"
-LAST_GPU_CLASS = "0.5.2"
-
-
-def legacy_mem_fraction_static(
-    release: int, gpu_mib: int, *, parallel: int, speculative: bool, dp_attention: bool
-) -> float | None:
-    """SGLang's mem_fraction_static default at a release before 0.5.3 (None from 0.5.3 on, and
-    for the > 80 GiB adjustments of 0.4.x, which are not modelled)."""
-    if release <= 0 or release > version_code(LAST_GPU_CLASS):
-        return None
-    if release <= version_code(LAST_BY_PARALLEL):
-        if gpu_mib > MFS_BY_PARALLEL_MAX_GPU_MIB:
-            return None
-        return next((v for n, v in MFS_TP_TABLE if parallel >= n), MFS_TP_SINGLE)
-    gib = next(
-        (fixed + per * parallel for bound, fixed, per in MFS_BUCKET_RESERVE if gpu_mib < bound),
-        float(MFS_BUCKET_LARGE_GIB),
-    )
-    if speculative:
-        gib += MFS_BUCKET_SPEC_GIB
-    if dp_attention:
-        gib += MFS_BUCKET_DP_ATTENTION_GIB
-    return round((gpu_mib - gib * 1024) / gpu_mib, 3)

@@ -398,7 +398,21 @@ RULES: tuple[SizingRule, ...] = (
         last="0.4.5",
         source=(
             "v0.4.1 server_args.py:170-180; v0.4.5 :233-243 (v0.3.6 :156-166 has 0.82 at "
-            "tp >= 8; v0.4.6 :224-238 adds a > 80 GiB branch)"
+            "tp >= 8); memledger.sglang.legacy_defaults"
+        ),
+    ),
+    SizingRule(
+        id="mfs_default_tp_80g",
+        title="mem_fraction_static default by tp x pp on GPUs up to 80 GiB",
+        formula=(
+            "G <= 80 GiB: the mfs_default_tp step of tp x pp (0.4.7: x 0.95 with speculative "
+            "decoding); above 80 GiB each post release differs: not modelled"
+        ),
+        first="0.4.6",
+        last="0.4.7",
+        source=(
+            "v0.4.6 server_args.py:224-238; v0.4.6.post2 :226-247; v0.4.7 :253-282 "
+            "(0.4.7.post1 already has mfs_default_buckets); memledger.sglang.legacy_defaults"
         ),
     ),
     SizingRule(
@@ -409,9 +423,12 @@ RULES: tuple[SizingRule, ...] = (
             "12 + tp x pp / 2; else 32; + 2 speculative (STANDALONE 6), + 4 DP attention; "
             "mfs = round((G - reserved) / G, 3)"
         ),
-        first="0.4.8",
+        first="0.4.7",
         last="0.5.2",
-        source="v0.4.8 server_args.py:274-315; v0.4.10 :286-327; v0.5.2 :452-498",
+        source=(
+            "v0.4.7.post1 server_args.py:261-300 (code 0.4.7 also holds mfs_default_tp_80g); "
+            "v0.4.8 :274-315; v0.4.10 :286-327; v0.5.2 :452-498"
+        ),
     ),
     SizingRule(
         id="mfs_vlm_factor",
@@ -462,20 +479,6 @@ RULES: tuple[SizingRule, ...] = (
     ),
 )
 
-MFS_TP_TABLE: tuple[tuple[int, float], ...] = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))
-MFS_TP_SINGLE = 0.88
-"""Rule mfs_default_tp: (tp at least, default), one GPU 0.88 (v0.4.1 server_args.py:170-180)."""
-MFS_BUCKET_RESERVE: tuple[tuple[int, float, float], ...] = (
-    (35 * 1024, 2.8, 0.1),
-    (90 * 1024, 9.5, 0.5),
-    (160 * 1024, 12.0, 0.5),
-)
-"""Rule mfs_default_buckets: (capacity below MiB, base GiB, GiB per tp x pp); above: 32 GiB
-(v0.4.8 server_args.py:288-305: the < 20 / < 35 and < 90 .. < 160 branches are equal)."""
-MFS_BUCKET_LARGE_GIB = 32
-MFS_BUCKET_SPEC_GIB = 2
-MFS_BUCKET_STANDALONE_GIB = 6
-MFS_BUCKET_DP_ATTENTION_GIB = 4
 MFS_VLM_BASE = 0.95
 MFS_VLM_SENSITIVITY = 0.1
 MFS_VLM_FACTOR_MIN = 0.8

@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memledger.events import ParamValue
+from memledger.sglang.legacy_defaults import (
+    MFS_BUCKET_RESERVE,
+    MFS_TP_MAX_GPU_MIB,
+    bucket_reserve_gib,
+    legacy_mem_fraction_static,
+    legacy_rules,
+)
 from memledger.sglang.sizing_rules import (
     CAPACITY_CAP_MIB,
     CHUNKED_PREFILL_BY_GPU,
@@ -19,11 +26,6 @@ from memledger.sglang.sizing_rules import (
     MFS_ACTIVATION_MIB_PER_TOKEN,
     MFS_ACTIVATION_MIN_TOKENS,
     MFS_BASE_MIB,
-    MFS_BUCKET_DP_ATTENTION_GIB,
-    MFS_BUCKET_LARGE_GIB,
-    MFS_BUCKET_RESERVE,
-    MFS_BUCKET_SPEC_GIB,
-    MFS_BUCKET_STANDALONE_GIB,
     MFS_DEEPEP_MIB,
     MFS_DP_LARGE_BS,
     MFS_DP_LARGE_MIB_PER_BS,
@@ -37,8 +39,6 @@ from memledger.sglang.sizing_rules import (
     MFS_SPEC_MIB,
     MFS_SPEC_MIB_OLD,
     MFS_STANDALONE_MIB,
-    MFS_TP_SINGLE,
-    MFS_TP_TABLE,
     PIECEWISE_MLA_MAX_TOKENS,
     PIECEWISE_TOKEN_RANGES,
     RULE,
@@ -65,6 +65,8 @@ class DefaultMfs:
         """What the default was computed from, for the arithmetic's source column."""
         if self.rule == "mfs_default_tp":
             return "SGLang's default for this tp size (no GPU capacity needed)"
+        if self.rule == "mfs_default_tp_80g":
+            return f"SGLang's default for this tp size on a {self.gpu_mib} MiB GPU (<= 80 GiB)"
         return (
             f"SGLang's default for a {self.gpu_mib} MiB GPU, reserved {self.reserved_mib:,.0f} MiB"
         )
@@ -195,13 +197,12 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
     """SGLang's default for a GPU of `settings.gpu_memory_mib` MiB at this log's release."""
     gpu = settings.gpu_memory_mib
     tp = _num(inputs.knobs, "tp_size", 1)
-    if inputs.version.within(RULE["mfs_default_tp"]) is True:
-        value = next((v for least, v in MFS_TP_TABLE if tp >= least), MFS_TP_SINGLE)
-        return DefaultMfs(value, "mfs_default_tp", gpu or 0, 0.0)
+    if inputs.version.within(RULE["mfs_default"]) is False and (
+        inputs.version.within(RULE["mfs_default_graphs"]) is False
+    ):
+        return _legacy_default(inputs, gpu, tp)
     if gpu is None or gpu <= 0:
         return None
-    if inputs.version.within(RULE["mfs_default_buckets"]) is True:
-        return _bucket_default(inputs, gpu, tp)
     graphs = inputs.version.within(RULE["mfs_default_graphs"])
     older = inputs.version.within(RULE["mfs_default"])
     if graphs is False and older is False:
@@ -269,30 +270,61 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
     return DefaultMfs(mfs_from_reserved(gpu, reserved), rule, gpu, reserved, notes)
 
 
-def _bucket_default(inputs: SizingInputs, gpu: int, tp: int) -> DefaultMfs:
-    """Rule mfs_default_buckets (0.4.8 - 0.5.2): a fixed reserve per capacity bucket."""
+TP_STEP_RULES = ("mfs_default_tp", "mfs_default_tp_80g")
+LEGACY_PROBES = ("0.4.0", "0.4.6", "0.4.7", "0.4.8")
+"""One release code per stretch of memledger.sglang.legacy_defaults' rules (0.4.7 is its own)."""
+
+
+def _legacy_default(inputs: SizingInputs, gpu: int | None, tp: int) -> DefaultMfs | None:
+    """Rules mfs_default_tp, mfs_default_tp_80g, mfs_default_buckets (before 0.5.3): the one
+    rule of memledger.sglang.legacy_defaults, when it gives one value over the whole range."""
+    first, last = inputs.version.first, inputs.version.last
+    if first is None or last is None:
+        return None
     knobs = inputs.knobs
     parallel = tp * _num(knobs, "pp_size", 1)
-    reserve_gib = float(MFS_BUCKET_LARGE_GIB)
-    for below, base, per_rank in MFS_BUCKET_RESERVE:
-        if gpu < below:
-            reserve_gib = base + parallel * per_rank
-            break
     algo = str(knobs.get("speculative_algorithm") or "").upper()
-    if algo == "STANDALONE":
-        reserve_gib += MFS_BUCKET_STANDALONE_GIB
-    elif algo and algo != "NONE":
-        reserve_gib += MFS_BUCKET_SPEC_GIB
-    if knobs.get("enable_dp_attention"):
-        reserve_gib += MFS_BUCKET_DP_ATTENTION_GIB
-    reserved = reserve_gib * 1024
+    speculative, standalone = algo not in ("", "NONE"), algo == "STANDALONE"
+    dp_attention = bool(knobs.get("enable_dp_attention"))
+    codes = {first, *(c for c in map(version_code, LEGACY_PROBES) if first <= c <= last)}
+    rules: list[str] = []
+    values: set[float | None] = set()
+    for code in sorted(codes):
+        rules.extend(rule for rule in legacy_rules(code) if rule not in rules)
+        values.add(
+            legacy_mem_fraction_static(
+                code,
+                gpu,
+                parallel=parallel,
+                speculative=speculative,
+                dp_attention=dp_attention,
+                standalone=standalone,
+            )
+        )
+    value = values.pop() if len(values) == 1 else None
+    if value is None:
+        return None
+    reserved = 0.0
+    if gpu and "mfs_default_buckets" in rules:
+        reserved = 1024 * bucket_reserve_gib(
+            gpu,
+            parallel=parallel,
+            speculative=speculative,
+            dp_attention=dp_attention,
+            standalone=standalone,
+        )
     notes = []
     if may_be_multimodal(inputs) and inputs.version.within(RULE["mfs_vlm_factor"]) is not False:
         notes.append(
             f"{inputs.model_type} may be multimodal: SGLang then scales the default by 0.95 x a "
             "ViT-size factor (rule mfs_vlm_factor, from 0.4.10), not applied here"
         )
-    return DefaultMfs(mfs_from_reserved(gpu, reserved), "mfs_default_buckets", gpu, reserved, notes)
+    if len(rules) > 1:
+        notes.append(
+            f"releases {inputs.version.text} span rules {', '.join(rules)}: the same default "
+            f"{value:g} under each"
+        )
+    return DefaultMfs(value, rules[0], gpu or 0, reserved, notes)
 
 
 def may_be_multimodal(inputs: SizingInputs) -> bool:
@@ -320,7 +352,8 @@ def capacity_pieces(
     """SGLang's default over every capacity from `low_mib` to `high_mib`, piece by piece."""
     bounds = {bound for bound, _ in CHUNKED_PREFILL_BY_GPU}
     bounds |= {bound for bound, _, _ in CUDA_GRAPH_MAX_BS_BY_GPU}
-    bounds |= {MFS_LARGE_GPU_MIB + 1}
+    bounds |= {MFS_LARGE_GPU_MIB + 1, MFS_TP_MAX_GPU_MIB + 1}
+    bounds |= {bound for bound, _, _ in MFS_BUCKET_RESERVE}
     starts = [low_mib, *sorted(b for b in bounds if low_mib < b <= high_mib)]
     pieces: list[CapacityPiece] = []
     for index, start in enumerate(starts):
@@ -328,8 +361,8 @@ def capacity_pieces(
         found = default_mem_fraction_static(
             inputs, settings.model_copy(update={"gpu_memory_mib": start})
         )
-        if found is None:
-            return []
+        if found is None or found.rule in TP_STEP_RULES:
+            return []  # a tp step does not grow with the capacity: no span to report
         pieces.append(CapacityPiece(start, last, found.reserved_mib, found.rule))
     return pieces
 
