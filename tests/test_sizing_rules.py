@@ -549,13 +549,18 @@ def test_legacy_default_is_one_rule_for_sizing_and_upgrades() -> None:
                     version_code(release), gpu, parallel=tp, speculative=False, dp_attention=False
                 )
                 assert (found.value if found else None) == shared, (release, gpu, tp)
+    legacy = legacy_defaults.legacy_mem_fraction_static
     # v0.4.7 :281-282: x 0.95 with speculative decoding, 0.4.7 only (0.4.6.post2 has no such line)
-    spec = {"parallel": 1, "speculative": True, "dp_attention": False}
-    assert legacy_defaults.legacy_mem_fraction_static(version_code("0.4.6"), 24_576, **spec) == 0.88
+    assert (
+        legacy(version_code("0.4.6"), 24_576, parallel=1, speculative=True, dp_attention=False)
+        == 0.88
+    )
     # before 0.4.0 (v0.3.6 :156-166: 0.82 at tp >= 8) and from 0.5.3: not this rule's
-    none = {"parallel": 8, "speculative": False, "dp_attention": False}
-    assert legacy_defaults.legacy_mem_fraction_static(version_code("0.3.6"), 81_559, **none) is None
-    assert legacy_defaults.legacy_mem_fraction_static(version_code("0.5.3"), 81_559, **none) is None
+    for release in ("0.3.6", "0.5.3"):
+        assert (
+            legacy(version_code(release), 81_559, parallel=8, speculative=False, dp_attention=False)
+            is None
+        )
 
 
 def test_rule_mfs_default_buckets() -> None:
