@@ -59,13 +59,10 @@ def summarise(
     per_slot_state = by_figure(Figure.PER_SLOT_STATE)
     slots = variables.log("slots")
     mamba_slots = variables.log("max_mamba_cache_size")
-    if not isinstance(slots, int) and isinstance(mamba_slots, int):
-        slots = mamba_slots + 1
-        audit.note(
-            "slots from the Mamba line (max_mamba_cache_size + 1 padding slot): "
-            "max_running_requests unknown"
-        )
-    elif isinstance(slots, int) and isinstance(mamba_slots, int) and mamba_slots + 1 != slots:
+    # The Mamba line's slots never stand in for unknown request slots: SGLang sizes the two
+    # apart (at most max_mamba_cache_size // ratio requests: v0.5.8 model_runner_kv_cache_mixin.py
+    # :268-281, v0.5.11 :711-715), so 39 Mamba slots may serve 12 requests.
+    if isinstance(slots, int) and isinstance(mamba_slots, int) and mamba_slots + 1 != slots:
         audit.note(
             f"slots {slots} (the req_to_token rows: requests + extra + padding) differ from the "
             "Mamba pool's "

@@ -9,7 +9,7 @@ row of 0.10 GiB or more; the KV-sizing verdict.
 
 from __future__ import annotations
 
-from memledger.ledger_model import Ledger, Row, RowGroup
+from memledger.ledger_model import LEDGER_PARAM_PREFIX, Ledger, Row, RowGroup
 from memledger.render.rows import ABSENT, gib_cell, group_blocks, summary_cell
 from memledger.render.tables import Align, Table
 from memledger.units import GIB
@@ -85,11 +85,19 @@ def pool_line(ledger: Ledger) -> str | None:
         parts.append(tokens)
     if s.draft_kv is not None:
         parts.append(f"draft KV {gib_cell(s.draft_kv)} GiB")
+    # Per-slot state divides by the Mamba pool's own slots when the log prints them; they are
+    # not the request slots (SGLang sizes the two apart), so the product is not offered then.
+    mamba = ledger.parameters.get(LEDGER_PARAM_PREFIX + "max_mamba_cache_size")
+    state_slots = mamba + 1 if isinstance(mamba, int) and not isinstance(mamba, bool) else s.slots
     if s.slots is not None:
         slots = f"{s.slots:,} request slots"
-        if s.state_per_slot is not None:
+        if s.state_per_slot is not None and state_slots == s.slots:
             slots += f" x {gib_cell(s.state_per_slot)} GiB of state"
         parts.append(slots)
+    if s.state_per_slot is not None and state_slots not in (None, s.slots):
+        parts.append(
+            f"{gib_cell(s.state_per_slot)} GiB of state per Mamba slot ({state_slots:,} slots)"
+        )
     if not parts and not any(r.group is RowGroup.STATE_POOL for r in ledger.rows):
         parts.append("none (no pool in this ledger)")
     if s.mem_fraction_static is not None:
