@@ -22,6 +22,8 @@ _EXPORTS: dict[str, str] = {
     "check": "memledger.api",
     "whatif": "memledger.api",
     "WhatIf": "memledger.sizing",
+    "against_release": "memledger.api",
+    "AgainstRelease": "memledger.compare.upgrade_models",
     "SizingResult": "memledger.sizing",
     "assert_budget": "memledger.api",
     "BudgetFailure": "memledger.api",
@@ -60,6 +62,8 @@ __all__ = [
     "check",
     "whatif",
     "WhatIf",
+    "against_release",
+    "AgainstRelease",
     "SizingResult",
     "assert_budget",
     "BudgetFailure",
@@ -92,6 +96,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         BudgetFailure,
         BudgetWarning,
         Source,
+        against_release,
         assert_budget,
         check,
         diagnose,
@@ -104,6 +109,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from memledger.budget import Budget, BudgetEntry, load_budget, parse_budget
     from memledger.checking import Check, CheckReport, CheckStatus
     from memledger.compare import LedgerDiff
+    from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.errors import ConfigError, InputError, MemledgerError, NoSuchRowError
     from memledger.events import Event, EventKind, ParsedLog, Startup

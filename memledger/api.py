@@ -38,6 +38,7 @@ from memledger.service import Source as Source
 
 if TYPE_CHECKING:
     from memledger.compare import LedgerDiff
+    from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.sizing import WhatIf
 
@@ -315,5 +316,44 @@ def whatif(
             ),
             solve=solve,
             target=wanted,
+        )
+    )
+
+
+def against_release(
+    source: PathLike | IO[bytes] | IO[str] | ParsedLog,
+    release: str,
+    *,
+    log_release: str | None = None,
+    gpu_memory_mib: int | None = None,
+    rank: str | None = None,
+    startup: int | None = None,
+    model_config: PathLike | None = None,
+    grammars: GrammarFiles = (),
+) -> AgainstRelease:
+    """This log's KV pool under SGLang `release`'s defaults ("it was bigger on 0.5.2"), as
+    `memledger diff LOG --against-release 0.5.2` prints it.
+
+    `answer.predicted_tokens` is max_total_num_tokens per rank at `release` (`low`/`high` its
+    range), `answer.delta_tokens` the logged pool minus it, `answer.settings` each default
+    that sizes the pool with its status (`default`: the log ran SGLang's default, so the other
+    release's is used; `set`: kept), `answer.defaults_crossed` the changes in between.
+    `log_release` is the release the log ran when its line formats do not pin it;
+    `gpu_memory_mib` the GPU (nvidia-smi MiB), else inferred from the log.
+    """
+    from memledger.service import AgainstReleaseOptions, against_release_of
+
+    return against_release_of(
+        AgainstReleaseOptions(
+            log=source,
+            release=release,
+            log_release=log_release,
+            gpu_memory_mib=gpu_memory_mib,
+            load=_options(
+                rank=rank,
+                startup=startup,
+                model_config=model_config,
+                grammars=_grammars(grammars, None),
+            ),
         )
     )

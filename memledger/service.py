@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from memledger.budget import Budget
     from memledger.checking import CheckReport
     from memledger.compare import LedgerDiff
+    from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.sizing import SizingInputs, WhatIf
 
@@ -172,6 +173,21 @@ class DiffOptions:
     gpu_memory_mib: int | None = None
     """GPU capacity in MiB: lets the upgrade explanation check SGLang's mem_fraction_static
     defaults at each release."""
+
+
+@dataclass(frozen=True)
+class AgainstReleaseOptions:
+    """`memledger diff LOG --against-release X`: one log's pool under another release."""
+
+    log: Source
+    release: str
+    """The release to compare against (`0.5.2`): usually the one before the upgrade."""
+    log_release: str | None = None
+    """The release the log ran (`--head-version`), when its line formats do not pin it."""
+    gpu_memory_mib: int | None = None
+    load: LoadOptions = LoadOptions()
+    fmt: str = "text"
+    terminal: Terminal = PLAIN
 
 
 @dataclass(frozen=True)
@@ -462,6 +478,32 @@ def run_diff(options: DiffOptions) -> Output:
         view = replace(view, max_chars=options.max_chars)
     render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
     return Output(render(diff_of(options)))
+
+
+def against_release_of(options: AgainstReleaseOptions) -> AgainstRelease:
+    """This log's KV pool under `options.release`'s defaults (memledger.compare.upgrade_against)."""
+    from memledger.compare.upgrade_against import against_release
+    from memledger.compare.upgrade_releases import parse_release
+
+    release = parse_release(options.release, "--against-release")
+    log_release = parse_release(options.log_release, "--head-version")
+    assert release is not None
+    source = options.log
+    if isinstance(source, Ledger):
+        raise ConfigError("--against-release reads a log, not a ledger: it needs the log's events")
+    parsed = source if isinstance(source, ParsedLog) else load_parsed(source, options.load)
+    inputs = _sizing_of(parsed, options.load)
+    return against_release(
+        inputs, release, log_release=log_release, gpu_memory_mib=options.gpu_memory_mib
+    )
+
+
+def run_against_release(options: AgainstReleaseOptions) -> Output:
+    """`memledger diff LOG --against-release X`: the answer rendered."""
+    from memledger.render.diff_release import AGAINST_RELEASE_FORMATS
+
+    render = AGAINST_RELEASE_FORMATS.renderer(options.fmt, options.terminal)
+    return Output(render(against_release_of(options)))
 
 
 def budget_of(budget: PathLike | Budget | None) -> Budget:

@@ -24,6 +24,7 @@ COMMANDS = {
     SchemaName.DIAGNOSE: ["diagnose", "{oom}"],
     SchemaName.WHATIF: ["whatif", DP16, "--set", "mem_fraction_static=0.85"],
     SchemaName.CHECK: ["check", DP2, "--budget", BUDGET, "--baseline", DP16],
+    SchemaName.AGAINST_RELEASE: ["diff", DP16, "--against-release", "0.5.2"],
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from memledger.commands.options import (
     DIFF_FULL_HELP,
@@ -18,9 +19,19 @@ from memledger.commands.options import (
     rank_option,
     startup_option,
 )
+from memledger.errors import ConfigError
 from memledger.render.diff_formats import FORMATS, SORT_KEYS
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS
-from memledger.service import DiffOptions, DiffSide, LoadOptions, emit, run_diff, terminal_for
+from memledger.service import (
+    AgainstReleaseOptions,
+    DiffOptions,
+    DiffSide,
+    LoadOptions,
+    emit,
+    run_against_release,
+    run_diff,
+    terminal_for,
+)
 
 HELP = """Compare two deployments: BASE and HEAD are SGLang logs or ledgers saved with
 `memledger ledger LOG --format json -o FILE` (one of each works too; `-` reads stdin).
@@ -40,12 +51,36 @@ weight staging, which add up exactly. When the releases or the sizing server_arg
 arithmetic) and lists the SGLang defaults that changed in between.
 --rank/--startup/--model-config apply to both sides; --base-*/--head-* override them for
 one side (shared options skip saved ledgers).
+
+\b
+One log: `memledger diff LOG --against-release 0.5.2` answers "it was bigger on 0.5.2": the
+defaults that size the pool and changed between the two releases for this log, and the pool
+0.5.2 would size from this log's measured memory (--head-version: the release LOG ran;
+--gpu-memory-mib: the GPU, else inferred).
 """
+
+TWO_LOG_ONLY = (
+    "base_rank",
+    "head_rank",
+    "base_startup",
+    "head_startup",
+    "base_model_config",
+    "head_model_config",
+    "base_version",
+    "base_label",
+    "head_label",
+    "show_unchanged",
+    "full",
+    "sort",
+    "marker",
+    "max_chars",
+)
+"""Options that --against-release cannot use (they name two sides or the diff tables)."""
 
 
 @click.command("diff", help=HELP)
 @click.argument("base", metavar="BASE")
-@click.argument("head", metavar="HEAD")
+@click.argument("head", metavar="HEAD", required=False)
 @format_option(FORMATS)
 @full_option(help=DIFF_FULL_HELP)
 @click.option(
@@ -89,6 +124,12 @@ one side (shared options skip saved ledgers).
     help="GPU capacity (nvidia-smi MiB): checks whether each mem_fraction_static is SGLang's "
     "default at its release.",
 )
+@click.option(
+    "--against-release",
+    metavar="X.Y.Z",
+    help="With one LOG: its KV pool under release X.Y.Z's defaults (the release before an "
+    "upgrade), from this log's measured memory.",
+)
 @click.option("--base-label", metavar="NAME", help="Name of BASE in tables (default: file stem).")
 @click.option("--head-label", metavar="NAME", help="Name of HEAD in tables (default: file stem).")
 @click.option(
@@ -107,7 +148,7 @@ one side (shared options skip saved ledgers).
 @output_option()
 def diff_command(
     base: str,
-    head: str,
+    head: str | None,
     fmt: str,
     full: bool,
     sort: str,
@@ -122,6 +163,7 @@ def diff_command(
     base_version: str | None,
     head_version: str | None,
     gpu_memory_mib: int | None,
+    against_release: str | None,
     base_label: str | None,
     head_label: str | None,
     marker: str,
@@ -129,6 +171,10 @@ def diff_command(
     output: Path | None,
 ) -> int:
     """Click entry point: build the options, render, write."""
+    if against_release is not None or head is None:
+        return _one_log(
+            base, head, against_release, fmt, load, head_version, gpu_memory_mib, output
+        )
     return emit(
         run_diff(
             DiffOptions(
@@ -157,6 +203,45 @@ def diff_command(
                 max_chars=max_chars,
                 terminal=terminal_for(output),
                 gpu_memory_mib=gpu_memory_mib,
+            )
+        ),
+        output,
+    )
+
+
+def _one_log(
+    log: str,
+    head: str | None,
+    release: str | None,
+    fmt: str,
+    load: LoadOptions,
+    log_release: str | None,
+    gpu_memory_mib: int | None,
+    output: Path | None,
+) -> int:
+    """`diff LOG --against-release X`: refuse what only two logs can use, then run."""
+    if release is None:
+        raise ConfigError("diff needs BASE and HEAD, or one LOG with --against-release X.Y.Z")
+    if head is not None:
+        raise ConfigError("--against-release takes one LOG, not BASE and HEAD")
+    context = click.get_current_context()
+    given = [
+        "--" + name.replace("_", "-")
+        for name in TWO_LOG_ONLY
+        if context.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: only with two logs, not with --against-release")
+    return emit(
+        run_against_release(
+            AgainstReleaseOptions(
+                log=log,
+                release=release,
+                log_release=log_release,
+                gpu_memory_mib=gpu_memory_mib,
+                load=load,
+                fmt=fmt,
+                terminal=terminal_for(output),
             )
         ),
         output,

@@ -100,3 +100,77 @@ class UpgradeExplanation(FrozenModel):
     rows_before_sizing: list[MovedRow] = Field(default_factory=list)
     defaults_crossed: list[CrossedDefault] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+
+
+AGAINST_RELEASE_SCHEMA_VERSION = 1
+"""Versions `memledger diff LOG --against-release X --format json`: fields may be added, none
+removed or retyped without a new version."""
+
+
+class SettingAtRelease(FrozenModel):
+    """One default that sizes the pool, as this log ran it and as the other release sets it."""
+
+    setting: str
+    logged: str
+    """This log's value (`-`: not printed)."""
+    log_default: str | None
+    """SGLang's default for this log at its own release (None: not known, e.g. no GPU size)."""
+    other_default: str | None
+    """SGLang's default for this log at the release compared against."""
+    status: str
+    """`default` (the log ran SGLang's default: the other release's default is used), `set`
+    (given by the user or a launcher: kept), `unknown` (kept; the answer says why)."""
+    used: str
+    """The value the other release's prediction uses."""
+    effect: str
+    """How it reaches the pool (memledger.sglang.default_changes.Effect values)."""
+    source: str
+    note: str = ""
+
+
+class Candidate(FrozenModel):
+    """One default the other release may have had for this log, and the pool it gives."""
+
+    label: str
+    """What it holds for: a GPU capacity, and the post releases when they differ."""
+    mem_fraction_static: float
+    tokens: int
+
+
+class AgainstRelease(FrozenModel):
+    """`memledger diff LOG --against-release X`: this log's pool under release X's defaults.
+
+    `predicted_tokens` is the log's max_total_num_tokens plus the modelled change (SGLang's
+    arithmetic at X minus at the log's release, on this log's measured P and A), so the model's
+    own miss on the log cancels; `low`/`high` add the printing precision and every candidate
+    default (a GPU capacity range, post releases that differ)."""
+
+    schema_version: int = AGAINST_RELEASE_SCHEMA_VERSION
+    path: str
+    log_release: ReleaseSide
+    other_release: str
+    direction: str
+    """`upgrade` (the log runs the newer release), `downgrade`, or `same`."""
+    gpu_memory_mib: int | None = None
+    gpu_source: str = ""
+    """`given`, or how the capacity was inferred (from P and the printed mem_fraction_static)."""
+    logged_tokens: int | None = None
+    predicted_tokens: int | None = None
+    low: int | None = None
+    high: int | None = None
+    delta_tokens: int | None = None
+    """logged - predicted: what the release change did to this log's pool."""
+    delta_pct: float | None = None
+    """delta_tokens / predicted_tokens, in percent."""
+    candidates: list[Candidate] = Field(default_factory=list)
+    """When the other release's default is not one value (an inferred GPU capacity range, post
+    releases that differ): each candidate; `predicted_tokens` is the first (the lowest GPU
+    capacity), `low`/`high` span them all."""
+    kind: str = "anchored"
+    """`anchored` (logged + modelled change) or `modelled` (no logged tokens to anchor on)."""
+    settings: list[SettingAtRelease] = Field(default_factory=list)
+    defaults_crossed: list[CrossedDefault] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    missing: str | None = None
+    """Why there is no prediction (the settings and crossed defaults are still listed)."""

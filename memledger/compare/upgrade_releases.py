@@ -33,9 +33,17 @@ def parse_release(text: str | None, option: str) -> str | None:
 
 def features(inputs: SizingInputs | None, ledger: Ledger) -> set[str]:
     """The FEATURES a log uses (from its sizing inputs, else the saved ledger's parameters)."""
-    knobs: dict[str, ParamValue] = (
-        dict(inputs.knobs) if inputs is not None else dict(ledger.parameters)
-    )
+    if inputs is not None:
+        return features_of(inputs)
+    return _features(dict(ledger.parameters), None)
+
+
+def features_of(inputs: SizingInputs) -> set[str]:
+    """The FEATURES a log uses, from its sizing inputs."""
+    return _features(dict(inputs.knobs), inputs)
+
+
+def _features(knobs: dict[str, ParamValue], inputs: SizingInputs | None) -> set[str]:
     found = set()
     if knobs.get("speculative_algorithm") or (inputs is not None and inputs.draft_kv):
         found.add("speculative")

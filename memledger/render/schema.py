@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from memledger.checking import CheckReport
+from memledger.compare.upgrade_models import AgainstRelease
 from memledger.diagnosis.model import Diagnosis
 from memledger.ledger_model import Ledger
 from memledger.parse_document import ParseDocument
@@ -31,6 +32,8 @@ class SchemaName(StrEnum):
     """`memledger whatif --format json`."""
     CHECK = "check"
     """`memledger check --format json`."""
+    AGAINST_RELEASE = "against-release"
+    """`memledger diff LOG --against-release X --format json`."""
 
 
 def schema_model(name: SchemaName) -> type[Record]:
@@ -48,6 +51,8 @@ def schema_model(name: SchemaName) -> type[Record]:
             return WhatIf
         case SchemaName.CHECK:
             return CheckReport
+        case SchemaName.AGAINST_RELEASE:
+            return AgainstRelease
 
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -1,0 +1,189 @@
+"""`memledger diff LOG --against-release X`: one log's KV pool under another release's defaults,
+checked on real logs against SGLang's budget arithmetic (P x mfs - (P - A)) done by hand here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memledger.api import against_release as api_against_release
+from memledger.compare.upgrade_against import GPU_WINDOW_MIB, against_release, infer_gpu
+from memledger.compare.upgrade_models import AgainstRelease
+from memledger.errors import EXIT_OK, EXIT_USAGE
+from memledger.service import LoadOptions, load_parsed
+from memledger.sglang.release_markers import version_code
+from memledger.sizing import SizingInputs, base_settings, predict, sizing_inputs
+from memledger.sizing.version import VersionRange
+from memledger.units import MIB
+from tests.conftest import REAL_LOGS, require_real_logs, run_cli
+
+GROK2 = REAL_LOGS / "single" / "022-grok2-tp8-h100-k8s-v0.5.2rc2.log"
+"""Grok-2, TP 8 on H100 80GB HBM3, image v0.5.2rc2 (truth.jsonl); prints mfs 0.831."""
+QWEN25 = REAL_LOGS / "single" / "012-qwen25-3b-tp1-notag-nohup-nocudagraph.log"
+"""Qwen2.5-3B, TP 1, 0.5.9 line formats, mfs 0.836 printed (SGLang's default on an 80 GB GPU)."""
+SMALL_GPU = REAL_LOGS / "single" / "020-qwen3-0.6b-tp1-notag-wsl-0.4.6.post2.log"
+"""0.4.6.post2 on a small WSL GPU (3.23 GB free at start), mfs 0.88 (the TP table's)."""
+H100_MIB = 81559
+
+
+@pytest.fixture
+def _real_logs() -> None:
+    require_real_logs()
+
+
+needs_real = pytest.mark.usefixtures("_real_logs")
+
+
+def _inputs(path: object) -> SizingInputs:
+    return sizing_inputs(load_parsed(path, LoadOptions()), None)  # type: ignore[arg-type]
+
+
+def _row(answer: AgainstRelease, setting: str) -> dict[str, str]:
+    found = next(s for s in answer.settings if s.setting == setting)
+    return found.model_dump()
+
+
+@needs_real
+def test_grok2_at_046_takes_the_tp_table_default_and_the_budget_shrinks_by_hand() -> None:
+    """0.5.2 on an 81,559 MiB H100, TP 8: 0.5.2's default (v0.5.2 server_args.py:466-494,
+    reserve 9.5 + 8 / 2 GiB) is the printed 0.831; 0.4.6's is the TP table's 0.81 (v0.4.6
+    server_args.py:225-235). The budget P x mfs - (P - A) loses (0.831 - 0.81) x P, so the pool
+    loses that over the bytes per token."""
+    inputs = _inputs(GROK2)
+    answer = against_release(inputs, "0.4.6", log_release="0.5.2", gpu_memory_mib=H100_MIB)
+    fraction = _row(answer, "mem_fraction_static")
+    assert (fraction["logged"], fraction["log_default"], fraction["status"]) == (
+        "0.831",
+        "0.831",
+        "default",
+    )
+    assert fraction["other_default"] == fraction["used"] == "0.810"
+    assert answer.direction == "upgrade"
+    assert [c.id for c in answer.defaults_crossed] == ["mfs_by_tp_to_gpu_class"]
+    assert inputs.load_begin is not None and inputs.logged_tokens is not None
+    cell = predict(inputs, base_settings(inputs)).cell_bytes
+    assert cell is not None
+    by_hand = (0.831 - 0.81) * inputs.load_begin.bytes / cell
+    assert answer.delta_tokens is not None and answer.predicted_tokens is not None
+    assert answer.delta_tokens == pytest.approx(by_hand, rel=0.01)
+    assert answer.predicted_tokens + answer.delta_tokens == inputs.logged_tokens
+    assert answer.low is not None and answer.high is not None
+    assert answer.low < answer.predicted_tokens < answer.high
+    assert answer.high - answer.low < 0.002 * answer.predicted_tokens
+
+
+@needs_real
+def test_grok2_gpu_inferred_from_p_and_the_printed_fraction() -> None:
+    """Without --gpu-memory-mib the capacities above P whose 0.5.2 default is 0.831 stand in;
+    the H100's 81,559 MiB is among them, and 0.4.6's default then depends on the capacity (the
+    TP table up to 81,920 MiB, the 13 GiB or 48 GiB rule of 0.4.6 / 0.4.6.post2 above)."""
+    inputs = _inputs(GROK2)
+    assert inputs.load_begin is not None
+    release = version_code("0.5.2")
+    found = infer_gpu(inputs, VersionRange(first=release, last=release))
+    assert found is not None and H100_MIB in found
+    assert found.start >= inputs.load_begin.bytes / MIB
+    assert found.stop - 1 <= inputs.load_begin.bytes / MIB + GPU_WINDOW_MIB + 1
+    answer = against_release(inputs, "0.4.6", log_release="0.5.2")
+    assert answer.gpu_source.startswith("inferred")
+    fractions = sorted(c.mem_fraction_static for c in answer.candidates)
+    g = found.stop - 1
+    assert fractions == pytest.approx([0.81, (g - 13 * 1024) / g, 0.88])
+    assert answer.low is not None and answer.high is not None
+    assert answer.low <= min(c.tokens for c in answer.candidates)
+    assert answer.high >= max(c.tokens for c in answer.candidates)
+    assert answer.predicted_tokens == answer.candidates[0].tokens
+
+
+@needs_real
+def test_same_release_changes_nothing() -> None:
+    inputs = _inputs(GROK2)
+    answer = against_release(inputs, "0.5.2", log_release="0.5.2", gpu_memory_mib=H100_MIB)
+    assert answer.direction == "same"
+    assert answer.defaults_crossed == []
+    assert answer.predicted_tokens == inputs.logged_tokens
+    assert answer.delta_tokens == 0
+
+
+@needs_real
+def test_qwen25_pool_smaller_after_the_upgrade_from_052() -> None:
+    """0.5.9 printed 0.836 (its default for this GPU); 0.5.2's bucket default for an 80 GB GPU
+    at TP 1 is (G - 10 GiB) / G = 0.875: the pool was larger on 0.5.2."""
+    inputs = _inputs(QWEN25)
+    answer = against_release(inputs, "0.5.2")
+    fraction = _row(answer, "mem_fraction_static")
+    assert fraction["status"] == "default"
+    assert fraction["logged"] == "0.836"
+    assert answer.gpu_memory_mib is None  # a range was inferred
+    assert answer.candidates == [] or all(c.tokens > 0 for c in answer.candidates)
+    low_gpu = int(answer.gpu_source.split()[1].replace(",", ""))
+    assert fraction["other_default"].startswith(f"{round((low_gpu - 10240) / low_gpu, 3):.3f}")
+    assert answer.delta_tokens is not None and answer.delta_tokens < 0
+    assert answer.predicted_tokens is not None and inputs.logged_tokens is not None
+    assert answer.predicted_tokens > inputs.logged_tokens
+    assert "mfs_gpu_class_to_formula" in [c.id for c in answer.defaults_crossed]
+
+
+@needs_real
+def test_a_set_fraction_is_kept() -> None:
+    """On a GPU whose default is not the printed value, the value was given: kept, and the
+    other release's pool differs only by its rules."""
+    inputs = _inputs(QWEN25)
+    answer = against_release(inputs, "0.5.8", gpu_memory_mib=40960)
+    fraction = _row(answer, "mem_fraction_static")
+    assert fraction["status"] == "set"
+    assert fraction["used"] == "0.836"
+
+
+@needs_real
+def test_no_budget_means_no_start() -> None:
+    """0.5.2's default on a GPU just above P (3.3 GB) leaves no KV budget for the weights: SGLang
+    raises "Not enough memory" (v0.5.2 model_executor/model_runner.py:1316-1319)."""
+    inputs = _inputs(SMALL_GPU)
+    assert inputs.load_begin is not None
+    gpu = int(inputs.load_begin.bytes / MIB) + 1
+    answer = against_release(inputs, "0.5.2", gpu_memory_mib=gpu)
+    assert answer.predicted_tokens == 0
+    assert any("would not start" in note for note in answer.notes)
+
+
+@needs_real
+def test_cli_text_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["diff", GROK2, "--against-release", "0.4.6", "--head-version", "0.5.2rc2"]
+    argv += ["--gpu-memory-mib", str(H100_MIB)]
+    code, out, _ = run_cli(argv, capsys)
+    assert code == EXIT_OK
+    answer = api_against_release(GROK2, "0.4.6", log_release="0.5.2rc2", gpu_memory_mib=H100_MIB)
+    assert answer.predicted_tokens is not None
+    first = out.splitlines()[0]
+    assert first.startswith("KV tokens per rank 903,439 at 0.5.2 (given)")
+    assert f"at 0.4.6 SGLang would size {answer.predicted_tokens:,}" in first
+    assert all(len(line) <= 100 for line in out.splitlines()[1:])
+    code, out, _ = run_cli([*argv, "--format", "json"], capsys)
+    assert code == EXIT_OK
+    assert AgainstRelease.model_validate(json.loads(out)) == answer
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "diff needs BASE and HEAD, or one LOG with --against-release"),
+        (["--against-release", "0.4.6", "OTHER"], "takes one LOG, not BASE and HEAD"),
+        (["--against-release", "0.4.6", "--base-rank", "1"], "--base-rank: only with two logs"),
+        (["--against-release", "0.4.6", "--full"], "--full: only with two logs"),
+        (["--against-release", "zero"], "--against-release: 'zero' is not a release"),
+        (["--against-release", "0.4.6", "--format", "csv"], "unknown format 'csv'"),
+    ],
+)
+@needs_real
+def test_cli_refuses_what_one_log_cannot_use(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    argv: list[object] = ["diff", GROK2]
+    argv += [GROK2 if word == "OTHER" else word for word in extra]
+    code, out, err = run_cli(argv, capsys)  # type: ignore[arg-type]
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
