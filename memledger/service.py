@@ -145,7 +145,8 @@ class DiagnoseOptions:
 class DiffSide:
     """One side of a diff and the options given for it alone (`--base-rank`, ...)."""
 
-    source: Source
+    source: Source | None
+    """None: not given (only HEAD, and only with `against_release`)."""
     rank: str | None = None
     startup: int | None = None
     model_config: Path | None = None
@@ -173,6 +174,9 @@ class DiffOptions:
     gpu_memory_mib: int | None = None
     """GPU capacity in MiB: lets the upgrade explanation check SGLang's mem_fraction_static
     defaults at each release."""
+    against_release: str | None = None
+    """`diff LOG --against-release X`: BASE is the one log, compared with release X's defaults
+    (`run_diff` hands it to `run_against_release`; the two-log options are refused)."""
 
 
 @dataclass(frozen=True)
@@ -424,6 +428,8 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInp
         model_config=side.model_config if side.model_config is not None else shared.model_config,
     )
     source = side.source
+    if source is None:
+        raise ConfigError("diff needs BASE and HEAD, or one LOG with --against-release X.Y.Z")
     if isinstance(source, Ledger):
         return source, None
     if isinstance(source, ParsedLog):
@@ -467,8 +473,11 @@ def diff_of(options: DiffOptions) -> LedgerDiff:
 
 
 def run_diff(options: DiffOptions) -> Output:
-    """`memledger diff`: both sides diffed and rendered."""
+    """`memledger diff`: both sides diffed and rendered (one log with `against_release`)."""
     from memledger.render.diff_formats import FORMATS, diff_view
+
+    if options.against_release is not None or options.head.source is None:
+        return run_against_release(one_log_options(options))
 
     view = diff_view(sort=options.sort, show_unchanged=options.show_unchanged)
     view = replace(view, terminal=options.terminal, full=options.full)
@@ -478,6 +487,51 @@ def run_diff(options: DiffOptions) -> Output:
         view = replace(view, max_chars=options.max_chars)
     render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
     return Output(render(diff_of(options)))
+
+
+def one_log_options(options: DiffOptions) -> AgainstReleaseOptions:
+    """`diff LOG --against-release X` as its own options; what only two logs can use (a second
+    log, per-side or table options) is refused, never ignored."""
+    from memledger.render.diff_formats import diff_view
+
+    if options.against_release is None:
+        raise ConfigError("diff needs BASE and HEAD, or one LOG with --against-release X.Y.Z")
+    base, head = options.base, options.head
+    if head.source is not None:
+        raise ConfigError("--against-release takes one LOG, not BASE and HEAD")
+    view = diff_view()
+    given = [
+        name
+        for name, value in (
+            ("--base-rank", base.rank),
+            ("--head-rank", head.rank),
+            ("--base-startup", base.startup),
+            ("--head-startup", head.startup),
+            ("--base-model-config", base.model_config),
+            ("--head-model-config", head.model_config),
+            ("--base-version", base.version),
+            ("--base-label", base.label),
+            ("--head-label", head.label),
+            ("--show-unchanged", options.show_unchanged or None),
+            ("--full", options.full or None),
+            ("--sort", None if options.sort == view.sort else options.sort),
+            ("--marker", None if options.marker in (None, view.marker) else options.marker),
+            ("--max-chars", None if options.max_chars in (None, view.max_chars) else 1),
+        )
+        if value is not None
+    ]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: only with two logs, not with --against-release")
+    assert base.source is not None
+    return AgainstReleaseOptions(
+        log=base.source,
+        release=options.against_release,
+        log_release=head.version,
+        gpu_memory_mib=options.gpu_memory_mib,
+        load=options.load,
+        fmt=options.fmt,
+        terminal=options.terminal,
+    )
 
 
 def against_release_of(options: AgainstReleaseOptions) -> AgainstRelease:

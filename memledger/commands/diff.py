@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 
 from memledger.commands.options import (
     DIFF_FULL_HELP,
@@ -19,19 +18,9 @@ from memledger.commands.options import (
     rank_option,
     startup_option,
 )
-from memledger.errors import ConfigError
 from memledger.render.diff_formats import FORMATS, SORT_KEYS
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS
-from memledger.service import (
-    AgainstReleaseOptions,
-    DiffOptions,
-    DiffSide,
-    LoadOptions,
-    emit,
-    run_against_release,
-    run_diff,
-    terminal_for,
-)
+from memledger.service import DiffOptions, DiffSide, LoadOptions, emit, run_diff, terminal_for
 
 HELP = """Compare two deployments: BASE and HEAD are SGLang logs or ledgers saved with
 `memledger ledger LOG --format json -o FILE` (one of each works too; `-` reads stdin).
@@ -58,24 +47,6 @@ defaults that size the pool and changed between the two releases for this log, a
 0.5.2 would size from this log's measured memory (--head-version: the release LOG ran;
 --gpu-memory-mib: the GPU, else inferred).
 """
-
-TWO_LOG_ONLY = (
-    "base_rank",
-    "head_rank",
-    "base_startup",
-    "head_startup",
-    "base_model_config",
-    "head_model_config",
-    "base_version",
-    "base_label",
-    "head_label",
-    "show_unchanged",
-    "full",
-    "sort",
-    "marker",
-    "max_chars",
-)
-"""Options that --against-release cannot use (they name two sides or the diff tables)."""
 
 
 @click.command("diff", help=HELP)
@@ -171,10 +142,6 @@ def diff_command(
     output: Path | None,
 ) -> int:
     """Click entry point: build the options, render, write."""
-    if against_release is not None or head is None:
-        return _one_log(
-            base, head, against_release, fmt, load, head_version, gpu_memory_mib, output
-        )
     return emit(
         run_diff(
             DiffOptions(
@@ -203,45 +170,7 @@ def diff_command(
                 max_chars=max_chars,
                 terminal=terminal_for(output),
                 gpu_memory_mib=gpu_memory_mib,
-            )
-        ),
-        output,
-    )
-
-
-def _one_log(
-    log: str,
-    head: str | None,
-    release: str | None,
-    fmt: str,
-    load: LoadOptions,
-    log_release: str | None,
-    gpu_memory_mib: int | None,
-    output: Path | None,
-) -> int:
-    """`diff LOG --against-release X`: refuse what only two logs can use, then run."""
-    if release is None:
-        raise ConfigError("diff needs BASE and HEAD, or one LOG with --against-release X.Y.Z")
-    if head is not None:
-        raise ConfigError("--against-release takes one LOG, not BASE and HEAD")
-    context = click.get_current_context()
-    given = [
-        "--" + name.replace("_", "-")
-        for name in TWO_LOG_ONLY
-        if context.get_parameter_source(name) is ParameterSource.COMMANDLINE
-    ]
-    if given:
-        raise ConfigError(f"{', '.join(given)}: only with two logs, not with --against-release")
-    return emit(
-        run_against_release(
-            AgainstReleaseOptions(
-                log=log,
-                release=release,
-                log_release=log_release,
-                gpu_memory_mib=gpu_memory_mib,
-                load=load,
-                fmt=fmt,
-                terminal=terminal_for(output),
+                against_release=against_release,
             )
         ),
         output,
