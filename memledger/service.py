@@ -155,6 +155,13 @@ class DiffSide:
     """The SGLang release this side ran (`--base-version`), when the log does not pin it."""
 
 
+MISSING_HEAD = (
+    "Missing argument 'HEAD' (usage: memledger diff [OPTIONS] BASE HEAD, or memledger diff "
+    "[OPTIONS] LOG --against-release X.Y.Z)"
+)
+"""click's message for a missing HEAD, now that HEAD may be left out for --against-release."""
+
+
 @dataclass(frozen=True)
 class DiffOptions:
     """`memledger diff`: `load` is shared by both sides, a side's own options override it."""
@@ -429,7 +436,7 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInp
     )
     source = side.source
     if source is None:
-        raise ConfigError("diff needs BASE and HEAD, or one LOG with --against-release X.Y.Z")
+        raise ConfigError(MISSING_HEAD)
     if isinstance(source, Ledger):
         return source, None
     if isinstance(source, ParsedLog):
@@ -495,7 +502,7 @@ def one_log_options(options: DiffOptions) -> AgainstReleaseOptions:
     from memledger.render.diff_formats import diff_view
 
     if options.against_release is None:
-        raise ConfigError("diff needs BASE and HEAD, or one LOG with --against-release X.Y.Z")
+        raise ConfigError(MISSING_HEAD)
     base, head = options.base, options.head
     if head.source is not None:
         raise ConfigError("--against-release takes one LOG, not BASE and HEAD")

@@ -8,7 +8,12 @@ import json
 import pytest
 
 from memledger.api import against_release as api_against_release
-from memledger.compare.upgrade_against import GPU_WINDOW_MIB, against_release, infer_gpu
+from memledger.compare.upgrade_against import (
+    GPU_WINDOW_MIB,
+    against_release,
+    fraction_defaults_at,
+    infer_gpu,
+)
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.errors import EXIT_OK, EXIT_USAGE
 from memledger.service import LoadOptions, load_parsed
@@ -168,7 +173,7 @@ def test_cli_text_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ([], "diff needs BASE and HEAD, or one LOG with --against-release"),
+        ([], "Missing argument 'HEAD' (usage: memledger diff [OPTIONS] BASE HEAD, or"),
         (["--against-release", "0.4.6", "OTHER"], "takes one LOG, not BASE and HEAD"),
         (["--against-release", "0.4.6", "--base-rank", "1"], "--base-rank: only with two logs"),
         (["--against-release", "0.4.6", "--full"], "--full: only with two logs"),
@@ -187,3 +192,39 @@ def test_cli_refuses_what_one_log_cannot_use(
     assert out == ""
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+@needs_real
+def test_pre_048_defaults_above_80_gib() -> None:
+    """Above 80 GiB: 0.4.0 - 0.4.5 keep the TP table (v0.4.5 server_args.py:233-243, tp only);
+    0.4.6 has two rules by post release (v0.4.6 server_args.py:225-238 and v0.4.6.post2
+    :228-247); 0.4.7 one (v0.4.7 :253-283). Grok-2 runs TP 8."""
+    inputs = _inputs(GROK2)
+    h200 = 143771
+
+    def at(release: str) -> list[tuple[str, float]]:
+        code = version_code(release)
+        return fraction_defaults_at(inputs, VersionRange(first=code, last=code), h200)
+
+    assert at("0.4.5") == [("", 0.81)]
+    values = sorted(v for _, v in at("0.4.6"))
+    assert values == pytest.approx(
+        [(h200 - 18 * 1024) / h200, (h200 - 13 * 1024) / h200]  # 48 GiB rule, 13 GiB rule
+    )
+    assert {label for label, _ in at("0.4.6")} == {
+        "0.4.6/0.4.6.post1",
+        "0.4.6.post2/0.4.6.post3/0.4.6.post4/0.4.6.post5",
+    }
+    assert at("0.4.7") == [("", pytest.approx((h200 - 18 * 1024) / h200))]
+    # from 0.4.8 the bucket rule: a 12 + 8 / 2 GiB reserve below 160 GiB (v0.4.8 :288-305)
+    assert at("0.4.8") == [("", round((h200 - 16 * 1024) / h200, 3))]
+
+
+@needs_real
+def test_markdown_is_inert(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["diff", GROK2, "--against-release", "0.4.6", "--gpu-memory-mib", str(H100_MIB)]
+    code, out, _ = run_cli([*argv, "--format", "markdown"], capsys)
+    assert code == EXIT_OK
+    assert out.startswith("## KV tokens per rank 903,439 at ")
+    assert "| mem\\_fraction\\_static |" in out or "| mem_fraction_static |" in out
+    assert "<" not in out.replace("&lt;", "")

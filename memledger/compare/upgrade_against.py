@@ -38,7 +38,7 @@ from memledger.sglang.backend_defaults import (
     page_size_rule,
 )
 from memledger.sglang.default_changes import CHANGE, Effect
-from memledger.sglang.sizing_rules import MFS_TP_SINGLE, MFS_TP_TABLE, version_code
+from memledger.sglang.sizing_rules import MFS_TP_SINGLE, MFS_TP_TABLE, RULE, version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
 from memledger.sizing.version import VersionRange
@@ -66,7 +66,7 @@ def _int(knobs: dict[str, ParamValue], name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _fractions_at(
+def fraction_defaults_at(
     inputs: SizingInputs, release: VersionRange, gpu_mib: int
 ) -> list[tuple[str, float]]:
     """SGLang's mem_fraction_static defaults for this log at `release` (a pinned release), each
@@ -79,6 +79,11 @@ def _fractions_at(
     if code is None or code != release.last:
         return []
     knobs = inputs.knobs
+    if release.within(RULE["mfs_default_tp"]) is True:
+        # 0.4.0 - 0.4.5: the TP table on every GPU, by tp_size alone (v0.4.5
+        # server_args.py:233-243), where legacy_mem_fraction_static stops at 80 GiB
+        tp = _int(knobs, "tp_size") or 1
+        return [("", next((v for n, v in MFS_TP_TABLE if tp >= n), MFS_TP_SINGLE))]
     parallel = (_int(knobs, "tp_size") or 1) * (_int(knobs, "pp_size") or 1)
     table = next((v for n, v in MFS_TP_TABLE if parallel >= n), MFS_TP_SINGLE)
     speculative = bool(knobs.get("speculative_algorithm"))
@@ -105,7 +110,7 @@ def infer_gpu(inputs: SizingInputs, release: VersionRange) -> range | None:
     hits = [
         g
         for g in range(start, start + GPU_WINDOW_MIB + 1)
-        if _matches(printed, _fractions_at(inputs, release, g))
+        if _matches(printed, fraction_defaults_at(inputs, release, g))
     ]
     return range(hits[0], hits[-1] + 1) if hits else None
 
@@ -119,10 +124,10 @@ def _fraction_row(
     """The mem_fraction_static row and the (label, value) candidates the other release's
     prediction uses: one per GPU capacity end and post release whose default differs."""
     printed = number(inputs.knobs.get(MFS))
-    own = [v for g in gpus for _, v in _fractions_at(inputs, log_range, g)]
+    own = [v for g in gpus for _, v in fraction_defaults_at(inputs, log_range, g)]
     theirs: dict[float, str] = {}
     for gpu in gpus:
-        for names, value in _fractions_at(inputs, other, gpu):
+        for names, value in fraction_defaults_at(inputs, other, gpu):
             label = f"{gpu:,} MiB" + (f", {names}" if names else "")
             theirs.setdefault(value, label)
     logged = "-" if printed is None else f"{printed:g}"
@@ -326,7 +331,7 @@ def against_release(
     )
     own_fraction = None
     if number(inputs.knobs.get(MFS)) is None and len(gpus) == 1:
-        defaults = _fractions_at(inputs, log_range, gpus[0])
+        defaults = fraction_defaults_at(inputs, log_range, gpus[0])
         own_fraction = defaults[0][1] if len(defaults) == 1 else None
     return _predict(result, inputs, log_range, other, fractions, page, own_fraction)
 

@@ -33,7 +33,13 @@ DP2 = str(SAMPLES / "dp2.log")
         (["ledger", "--bogus"], "No such option '--bogus'", "(see 'memledger ledger --help')"),
         (["nosuch"], "No such command 'nosuch'", "(see 'memledger --help')"),
         (["ledger"], "Missing argument 'LOG...'", "(usage: memledger ledger [OPTIONS] LOG...)"),
-        (["diff", DP16], "Missing argument 'HEAD'", "(usage: memledger diff [OPTIONS] BASE HEAD)"),
+        # HEAD may be left out for `diff LOG --against-release X`: the same message, both usages
+        (
+            ["diff", DP16],
+            "Missing argument 'HEAD'",
+            "(usage: memledger diff [OPTIONS] BASE HEAD, or memledger diff [OPTIONS] LOG "
+            "--against-release X.Y.Z)",
+        ),
     ],
 )
 def test_a_usage_error_is_one_line_with_exit_2(
