@@ -4,6 +4,7 @@ checked on real logs against SGLang's budget arithmetic (P x mfs - (P - A)) done
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -40,8 +41,8 @@ def _real_logs() -> None:
 needs_real = pytest.mark.usefixtures("_real_logs")
 
 
-def _inputs(path: object) -> SizingInputs:
-    return sizing_inputs(load_parsed(path, LoadOptions()), None)  # type: ignore[arg-type]
+def _inputs(path: Path) -> SizingInputs:
+    return sizing_inputs(load_parsed(path, LoadOptions()), None)
 
 
 def _row(answer: AgainstRelease, setting: str) -> dict[str, str]:
@@ -155,8 +156,8 @@ def test_no_budget_means_no_start() -> None:
 
 @needs_real
 def test_cli_text_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["diff", GROK2, "--against-release", "0.4.6", "--head-version", "0.5.2rc2"]
-    argv += ["--gpu-memory-mib", str(H100_MIB)]
+    argv: list[str] = ["diff", str(GROK2), "--against-release", "0.4.6"]
+    argv += ["--head-version", "0.5.2rc2", "--gpu-memory-mib", str(H100_MIB)]
     code, out, _ = run_cli(argv, capsys)
     assert code == EXIT_OK
     answer = api_against_release(GROK2, "0.4.6", log_release="0.5.2rc2", gpu_memory_mib=H100_MIB)
@@ -183,11 +184,11 @@ def test_cli_text_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None
 )
 @needs_real
 def test_cli_refuses_what_one_log_cannot_use(
-    extra: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: object
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv: list[object] = ["diff", GROK2]
-    argv += [GROK2 if word == "OTHER" else word for word in extra]
-    code, out, err = run_cli(argv, capsys)  # type: ignore[arg-type]
+    argv = ["diff", str(GROK2)]
+    argv += [str(GROK2) if word == "OTHER" else word for word in extra]
+    code, out, err = run_cli(argv, capsys)
     assert code == EXIT_USAGE
     assert out == ""
     assert message in err
@@ -215,16 +216,31 @@ def test_pre_048_defaults_above_80_gib() -> None:
         "0.4.6/0.4.6.post1",
         "0.4.6.post2/0.4.6.post3/0.4.6.post4/0.4.6.post5",
     }
-    assert at("0.4.7") == [("", pytest.approx((h200 - 18 * 1024) / h200))]
+    ((label, value),) = at("0.4.7")
+    assert label == "" and value == pytest.approx((h200 - 18 * 1024) / h200)
     # from 0.4.8 the bucket rule: a 12 + 8 / 2 GiB reserve below 160 GiB (v0.4.8 :288-305)
     assert at("0.4.8") == [("", round((h200 - 16 * 1024) / h200, 3))]
 
 
 @needs_real
 def test_markdown_is_inert(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["diff", GROK2, "--against-release", "0.4.6", "--gpu-memory-mib", str(H100_MIB)]
+    argv = ["diff", str(GROK2), "--against-release", "0.4.6", "--gpu-memory-mib", str(H100_MIB)]
     code, out, _ = run_cli([*argv, "--format", "markdown"], capsys)
     assert code == EXIT_OK
     assert out.startswith("## KV tokens per rank 903,439 at ")
     assert "| mem\\_fraction\\_static |" in out or "| mem_fraction_static |" in out
     assert "<" not in out.replace("&lt;", "")
+
+
+@needs_real
+def test_a_set_fraction_drops_the_default_changes_it_never_used() -> None:
+    """Laguna on a GB10 (124,546 MiB) prints 0.85, not SGLang's default there: the changes of
+    the default (piecewise reserve, speculative reserve, graph reserve) do not reach its pool and
+    are left out of the list, named in a note; the rule changes (SWA split, draft KV) stay."""
+    inputs = _inputs(REAL_LOGS / "single" / "005-laguna-int4-dflash-gb10-spark.log")
+    answer = against_release(inputs, "0.5.8", gpu_memory_mib=124546)
+    assert _row(answer, "mem_fraction_static")["status"] == "set"
+    ids = [c.id for c in answer.defaults_crossed]
+    assert all(c.effect != "mem_fraction_static" for c in answer.defaults_crossed)
+    assert "draft_kv_in_budget" in ids and "swa_split_one_cell" in ids
+    assert any("spec_reserve_4g" in note and "this log sets it" in note for note in answer.notes)

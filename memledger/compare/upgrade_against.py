@@ -298,6 +298,15 @@ def against_release(
         for c in crossed_defaults(other, log_range, gpu_for_defaults, features_of(inputs))
         if not gpus or any(CHANGE[c.id].fits_gpu(g) for g in gpus)
     ]
+    if fraction_row.status == "set":
+        # a fraction the user gave is kept: the default's own changes do not reach this pool
+        dropped = [c for c in crossed if c.effect == Effect.FRACTION.value]
+        crossed = [c for c in crossed if c.effect != Effect.FRACTION.value]
+        if dropped:
+            notes.append(
+                f"{len(dropped)} change(s) of the mem_fraction_static default left out "
+                f"({', '.join(c.id for c in dropped)}): this log sets it"
+            )
     assumptions = [
         "P (free before the weights) and P - A (what the load took) are this log's: the same "
         "weights, torch/NCCL and other processes at the other release",
