@@ -199,7 +199,7 @@ def test_cli_refuses_what_one_log_cannot_use(
 def test_pre_048_defaults_above_80_gib() -> None:
     """Above 80 GiB: 0.4.0 - 0.4.5 keep the TP table (v0.4.5 server_args.py:233-243, tp only);
     0.4.6 has two rules by post release (v0.4.6 server_args.py:225-238 and v0.4.6.post2
-    :228-247); 0.4.7 one (v0.4.7 :253-283). Grok-2 runs TP 8."""
+    :228-247), and so has 0.4.7 (v0.4.7 :253-283, v0.4.7.post1 :261-300). Grok-2 runs TP 8."""
     inputs = _inputs(GROK2)
     h200 = 143771
 
@@ -216,8 +216,12 @@ def test_pre_048_defaults_above_80_gib() -> None:
         "0.4.6/0.4.6.post1",
         "0.4.6.post2/0.4.6.post3/0.4.6.post4/0.4.6.post5",
     }
-    ((label, value),) = at("0.4.7")
-    assert label == "" and value == pytest.approx((h200 - 18 * 1024) / h200)
+    # code 0.4.7 is 0.4.7 (the 18 GiB rule) or 0.4.7.post1 (the buckets: 12 + 8 / 2 GiB below
+    # 160 GiB, v0.4.7.post1 server_args.py:283-288)
+    assert dict(at("0.4.7")) == {
+        "0.4.7": pytest.approx((h200 - 18 * 1024) / h200),
+        "0.4.7.post1": round((h200 - 16 * 1024) / h200, 3),
+    }
     # from 0.4.8 the bucket rule: a 12 + 8 / 2 GiB reserve below 160 GiB (v0.4.8 :288-305)
     assert at("0.4.8") == [("", round((h200 - 16 * 1024) / h200, 3))]
 

@@ -38,7 +38,8 @@ from memledger.sglang.backend_defaults import (
     page_size_rule,
 )
 from memledger.sglang.default_changes import CHANGE, Effect
-from memledger.sglang.sizing_rules import MFS_TP_SINGLE, MFS_TP_TABLE, RULE, version_code
+from memledger.sglang.legacy_defaults import bucket_reserve_gib, tp_step
+from memledger.sglang.sizing_rules import version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
 from memledger.sizing.version import VersionRange
@@ -70,8 +71,9 @@ def fraction_defaults_at(
     inputs: SizingInputs, release: VersionRange, gpu_mib: int
 ) -> list[tuple[str, float]]:
     """SGLang's mem_fraction_static defaults for this log at `release` (a pinned release), each
-    with the releases it holds for; the 0.4.6 - 0.4.7 rules above 80 GiB
-    (memledger.sglang.backend_defaults) give one per post release that differs."""
+    labelled with the post releases it holds for where they differ: where the one rule
+    (memledger.sglang.legacy_defaults) gives no value at code 0.4.6 or 0.4.7 (above 80 GiB, or
+    0.4.7 vs 0.4.7.post1), each post release's rule (memledger.sglang.backend_defaults) does."""
     found = default_fraction(inputs, release, gpu_mib)
     if found is not None:
         return [("", found)]
@@ -79,21 +81,26 @@ def fraction_defaults_at(
     if code is None or code != release.last:
         return []
     knobs = inputs.knobs
-    if release.within(RULE["mfs_default_tp"]) is True:
-        # 0.4.0 - 0.4.5: the TP table on every GPU, by tp_size alone (v0.4.5
-        # server_args.py:233-243), where legacy_mem_fraction_static stops at 80 GiB
-        tp = _int(knobs, "tp_size") or 1
-        return [("", next((v for n, v in MFS_TP_TABLE if tp >= n), MFS_TP_SINGLE))]
     parallel = (_int(knobs, "tp_size") or 1) * (_int(knobs, "pp_size") or 1)
-    table = next((v for n, v in MFS_TP_TABLE if parallel >= n), MFS_TP_SINGLE)
     speculative = bool(knobs.get("speculative_algorithm"))
-    values: dict[float, str] = {}
+    values: dict[float, list[str]] = {}
     for rule in large_gpu_rules(code):
-        value = large_gpu_fraction(rule, gpu_mib, table, speculative=speculative)
-        names = "/".join(rule.releases)
-        values[value] = f"{values[value]}/{names}" if value in values else names
-    rules = len(large_gpu_rules(code))
-    return [(names if rules > 1 else "", value) for value, names in values.items()]
+        value = large_gpu_fraction(rule, gpu_mib, tp_step(parallel), speculative=speculative)
+        values.setdefault(value, []).extend(rule.releases)
+    if code == version_code("0.4.7"):
+        # 0.4.7.post1 has the capacity buckets already (v0.4.7.post1 server_args.py:261-300)
+        reserve = bucket_reserve_gib(
+            gpu_mib,
+            parallel=parallel,
+            speculative=speculative,
+            dp_attention=bool(knobs.get("enable_dp_attention")),
+            standalone=str(knobs.get("speculative_algorithm") or "").upper() == "STANDALONE",
+        )
+        value = round((gpu_mib - reserve * 1024) / gpu_mib, 3)
+        values.setdefault(value, []).append("0.4.7.post1")
+    if len(values) == 1:
+        return [("", next(iter(values)))]
+    return [("/".join(names), value) for value, names in values.items()]
 
 
 def _matches(value: float | None, candidates: Iterable[tuple[str, float]]) -> bool:

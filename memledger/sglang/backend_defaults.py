@@ -4,8 +4,9 @@
   to a multiple of it; the backend's workspace, taken before the pool, comes with it).
 - `ATTENTION_DEFAULTS`: the attention backend SGLang picks on CUDA when none is given, by GPU
   architecture and attention kind (MHA or MLA).
-- `LARGE_GPU_MFS_RULES`: the 0.4.6 - 0.4.7 mem_fraction_static rules above 80 GiB (the TP table
-  of rule mfs_default_tp holds up to 80 GiB; 0.4.8 replaced both by rule mfs_default_buckets).
+- `LARGE_GPU_MFS_RULES`: the 0.4.6 - 0.4.7 mem_fraction_static rules above 80 GiB, which
+  memledger.sglang.legacy_defaults leaves out (its step holds up to 80 GiB; 0.4.7.post1 has the
+  capacity buckets already).
 
 Each entry cites the source line at the releases it was read in (paths under
 `python/sglang/srt/` of each release's wheel, `pip download sglang==X --no-deps`). Releases are
@@ -230,7 +231,7 @@ LARGE_GPU_MFS_RULES: tuple[LargeGpuMfsRule, ...] = (
     ),
     LargeGpuMfsRule(
         "mfs_large_gpu_48g_spec",
-        ("0.4.7", "0.4.7.post1"),
+        ("0.4.7",),
         "f = 0.88 above 80 GiB; G > 180,000 MiB (CUDA): 0.79; G > 96 GiB: min(f + 48 GiB x "
         "(1 - f) / G, (G - 18 GiB, 20 GiB speculative) / G); else speculative: f x 0.95",
         "v0.4.7 server_args.py:253-283",

@@ -86,6 +86,8 @@ CHANGES: tuple[DefaultChange, ...] = (
         old_source="v0.4.7 server_args.py:253-282",
         new_source="v0.4.8 server_args.py:274-315",
         effect=Effect.FRACTION,
+        applies="0.4.7.post1 has it already (v0.4.7.post1 server_args.py:261-300); a version "
+        "code cannot tell 0.4.7.post1 from 0.4.7",
     ),
     DefaultChange(
         id="mfs_gpu_class_to_formula",
