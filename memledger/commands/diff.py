@@ -51,7 +51,7 @@ defaults that size the pool and changed between the two releases for this log, a
 
 @click.command("diff", help=HELP)
 @click.argument("base", metavar="BASE")
-@click.argument("head", metavar="HEAD", required=False)
+@click.argument("head", metavar="[HEAD]", required=False)
 @format_option(FORMATS)
 @full_option(help=DIFF_FULL_HELP)
 @click.option(
