@@ -18,6 +18,7 @@ from memledger.events import Event, EventKind
 from memledger.formulas import version_code
 from memledger.ledger_model import LOG_PARAM_PREFIX
 from memledger.model_config import ModelDims
+from memledger.sglang.request_table import extra_columns
 from memledger.sglang.versions import (
     DEFAULT_REQUESTS,
     EXTRA_SLOTS,
@@ -226,6 +227,12 @@ def _slots(r: Reading) -> Found:
     return rows, r.found.sources.get(LOG_PARAM_PREFIX + "max_running_requests")
 
 
+def _req_extra_cols(r: Reading) -> Found:
+    """The req_to_token columns beyond context_len at this log's release (sglang.request_table)."""
+    dcp = r.found.log("dcp_size", 1)
+    return extra_columns(r.found.format_version, r.chain.args, dcp), r.args_event
+
+
 def _kv_tokens(r: Reading) -> Found:
     kv_event = _target_kv_event(r.chain)
     tokens = kv_event.value("tokens") if kv_event else None
@@ -316,6 +323,7 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     ),
     LogInput("extra_slots", _extra_slots, "PD decode slots unknown"),
     LogInput("req_padding", _req_padding),
+    LogInput("req_extra_cols", _req_extra_cols),
     LogInput(
         "slots",
         _slots,

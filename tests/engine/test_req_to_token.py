@@ -7,6 +7,8 @@ import pytest
 
 from memledger.events import Event, EventKind
 from memledger.ledger_model import Ledger, Row
+from memledger.sglang.release_markers import version_code
+from memledger.sglang.request_table import extra_columns
 from memledger.sglang.versions import format_version, version_text
 from tests.conftest import SAMPLES, ledger_for
 
@@ -102,11 +104,19 @@ def test_the_ledger_row_is_the_table_sizing_reports_for_the_logged_tokens(name: 
     assert table(found).bytes == found.sizing.logged_req_to_token_bytes
 
 
-@pytest.mark.parametrize("sample", ["dp16.log", "dp2.log"])
-def test_the_samples_row_is_sizings_too(sample: str) -> None:
+@pytest.mark.parametrize(
+    ("sample", "rows", "headroom"), [("dp16.log", 33, 64), ("dp2.log", 209, 512)]
+)
+def test_the_samples_row_is_sizings_plus_the_paged_decode_headroom(
+    sample: str, rows: int, headroom: int
+) -> None:
+    # The samples (0.5.20, DSPARK, page_size 64, dcp 1 / 8) give each row max(4 + 5 draft tokens,
+    # 2 x 5 + page x dcp - 1) extra columns (v0.5.20 mem_cache/allocation_sizing.py:85-105):
+    # 73 / 521, where sizing's table (memledger/sizing/requests.py) still adds 4 + 5. When sizing
+    # takes its columns from memledger.sglang.request_table.extra_columns too, this is equality.
     found = ledger_for(SAMPLES / sample)
-    assert found.sizing is not None
-    assert table(found).bytes == found.sizing.logged_req_to_token_bytes
+    assert found.sizing is not None and found.sizing.logged_req_to_token_bytes is not None
+    assert table(found).bytes == found.sizing.logged_req_to_token_bytes + rows * headroom * 4
 
 
 def _args(**params: object) -> Event:
@@ -124,3 +134,42 @@ def test_server_args_fields_and_the_kv_dtype_line_date_a_log() -> None:
     assert version_text(format_version([kv_dtype])) == "0.5.3"
     end = Event(kind=EventKind.CAPTURE_END, line=3, rank="TP0", text="Capture cuda graph end.")
     assert version_text(format_version([end])) == "0.4.0"
+
+
+def _spec(page: int, topk: int | None = None, algorithm: str = "EAGLE") -> dict[str, object]:
+    return {
+        "speculative_algorithm": algorithm,
+        "speculative_num_draft_tokens": 4,
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": topk,
+        "page_size": page,
+    }
+
+
+@pytest.mark.parametrize(
+    ("release", "args", "dcp", "extra"),
+    [
+        # v0.3.0 model_runner.py:386: + 8; v0.4.1 :539: + 4, draft tokens or not.
+        ("0.3.0", _spec(1), 1, 8),
+        ("0.4.6", _spec(1), 1, 4),
+        # v0.5.1 model_runner.py:1249-1251: + 4 + speculative_num_draft_tokens, any page size.
+        ("0.5.8", _spec(128), 1, 8),
+        ("0.5.8", {"page_size": 64}, 1, 4),
+        # v0.5.13 mem_cache/common.py:204-209: a paged tree (topk > 1) reserves 2 x alloc_len:
+        # ceil((63 + 3 + 63) / 64) = 2 pages x 64 x topk 4 = 512 per step, so 1024.
+        ("0.5.13", _spec(64, topk=4), 1, 1024),
+        ("0.5.13", _spec(64, topk=1), 1, 8),
+        # v0.5.16 allocation_sizing.py:54-61: page > 1: 2 x max(3 x 1, 4) + 128 - 1 = 135.
+        ("0.5.16", _spec(128, topk=1), 1, 135),
+        ("0.5.16", _spec(1, topk=1), 1, 8),
+        # v0.5.20 allocation_sizing.py:11-14: the allocator's page is page_size x dcp (64 x 8).
+        ("0.5.20", _spec(64, topk=1), 8, 2 * 4 + 512 - 1),
+        ("0.5.16", _spec(64, topk=1), 8, 2 * 4 + 64 - 1),
+        # v0.5.20 :36-40 and :101: UNO keeps draft tokens + 1 per step at every page size.
+        ("0.5.20", _spec(1, algorithm="UNO"), 1, 2 * 5 + 1 - 1),
+    ],
+)
+def test_request_table_columns_by_release(
+    release: str, args: dict[str, object], dcp: int, extra: int
+) -> None:
+    assert extra_columns(version_code(release), args, dcp) == extra

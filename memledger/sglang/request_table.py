@@ -1,0 +1,83 @@
+"""The request table's (req_to_token's) columns beyond context_len, by SGLang release (pure).
+
+ReqToTokenPool rows are `context_len + extra` int32 entries; `extra` is headroom for what a
+decode step may allocate past the context (draft tokens, page rounding). Releases are
+`version_code`s; a log's is its formats' lower bound (sglang/versions.py). Paths are under
+python/sglang/srt/. `--speculative-adaptive` sizes by a config file the log does not show: its
+draft-token bound is taken as speculative_num_draft_tokens (not modelled beyond that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from memledger.sglang.release_markers import version_code
+
+BASE_EXTRA_COLUMNS = 4
+"""context_len + 4: v0.3.6 model_executor/model_runner.py:480, v0.4.1 :539, v0.5.0rc2 :1247."""
+OLDEST_EXTRA_COLUMNS = 8
+"""context_len + 8 in 0.3.0 (model_runner.py:386); the log catalog dates + 4 from 0.3.2."""
+
+
+def _count(value: object, default: int) -> int:
+    """SGLang's `x or default` for an int server arg (None and 0 mean the default)."""
+    return (
+        value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+    )
+
+
+def _algorithm(args: Mapping[str, object]) -> str:
+    value = args.get("speculative_algorithm")
+    return value.upper() if isinstance(value, str) else ""
+
+
+def alloc_len_per_decode(release: int, args: Mapping[str, object], page: int) -> int:
+    """KV slots one request may take in a decode step (v0.5.13 mem_cache/common.py:155-183,
+    v0.5.16 mem_cache/allocation_sizing.py:9-34, v0.5.20 :17-50)."""
+    algorithm = _algorithm(args)
+    if not algorithm:
+        return 1
+    steps = _count(args.get("speculative_num_steps"), 1)
+    topk = _count(args.get("speculative_eagle_topk"), 1)
+    tokens = _count(args.get("speculative_num_draft_tokens"), 0)
+    if algorithm == "UNO" and release >= version_code("0.5.20"):
+        return tokens + 1
+    # NGRAM writes no draft KV (has_draft_kv, from 0.5.16), so no per-topk page rounding.
+    no_draft_kv = algorithm == "NGRAM" and release >= version_code("0.5.16")
+    if page == 1 or topk == 1 or no_draft_kv:
+        return max(steps * topk, tokens)
+    pages_per_branch = ((page - 1) + steps + page - 1) // page
+    return max(pages_per_branch * page * topk, tokens)
+
+
+def extra_columns(release: int, args: Mapping[str, object], dcp_size: int = 1) -> int:
+    """Columns of each req_to_token row beyond context_len at `release` (0 = unknown: the
+    oldest rule)."""
+    if release < version_code("0.3.2"):
+        return OLDEST_EXTRA_COLUMNS
+    if release < version_code("0.5.1"):
+        return BASE_EXTRA_COLUMNS
+    # + speculative_num_draft_tokens whenever it is set: v0.5.1 model_runner.py:1249-1251,
+    # v0.5.8 model_runner_kv_cache_mixin.py:336-338, v0.5.13 mem_cache/common.py:203.
+    extra = BASE_EXTRA_COLUMNS + _count(args.get("speculative_num_draft_tokens"), 0)
+    if not _algorithm(args) or release < version_code("0.5.13"):
+        return extra
+    page = _count(args.get("page_size"), 1)
+    topk = _count(args.get("speculative_eagle_topk"), 1)
+    if release < version_code("0.5.16"):
+        # v0.5.13 mem_cache/common.py:204-209: the double-buffered reserve, page > 1 trees only.
+        if page > 1 and topk > 1:
+            return max(extra, 2 * alloc_len_per_decode(release, args, page))
+        return extra
+    if release < version_code("0.5.20"):
+        # v0.5.16 mem_cache/allocation_sizing.py:54-61: reserve + page_size - 1 when page > 1.
+        if page > 1:
+            return max(extra, 2 * alloc_len_per_decode(release, args, page) + page - 1)
+        return extra
+    # v0.5.20 mem_cache/allocation_sizing.py:85-105 (v0.5.23 :96-116): the allocator's page is
+    # page_size x attn_dcp_size (:11-14; v0.5.23 :22-25), and UNO reserves at every page size.
+    alloc_page = page * max(1, dcp_size)
+    if alloc_page > 1 or _algorithm(args) == "UNO":
+        reserve = 2 * alloc_len_per_decode(release, args, alloc_page)
+        return max(extra, reserve + alloc_page - 1)
+    return extra
