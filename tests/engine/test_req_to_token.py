@@ -173,3 +173,13 @@ def test_request_table_columns_by_release(
     release: str, args: dict[str, object], dcp: int, extra: int
 ) -> None:
     assert extra_columns(version_code(release), args, dcp) == extra
+
+
+def test_the_free_page_list_is_on_the_gpu_from_0_4_4() -> None:
+    # single/001's KV line has no #tokens (0.4.2-0.4.3): its free list was
+    # torch.arange(1, size + 1, dtype=torch.int32) with no device, on the CPU (v0.4.3
+    # mem_cache/memory_pool.py:147). single/020 (0.4.6.post2) has it int64 on the device
+    # (v0.4.4 :175-177, v0.4.6.post2 :198-200).
+    assert ledger_for("single/001").row("kv_free_pages") is None
+    free = ledger_for("single/020").row("kv_free_pages")
+    assert free is not None and free.bytes == 15_387 * 8
