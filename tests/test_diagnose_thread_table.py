@@ -120,7 +120,13 @@ def test_5755_an_allocation_larger_than_the_gpu_is_no_fraction_problem() -> None
     assert "allocation_exceeds_gpu" in _ids(result)
     knobs = _knobs(result)
     assert "mem_fraction_static" not in knobs and "context_length" in knobs
-    assert "lower --context-length" in result.verdict
+    # no context in the paste: at SGLang's default floor of 2,048 request slots the 80.04 GiB ask
+    # is a context of at most 80.04 GiB / 8 KiB - 4 = 10,490,998 tokens (Scout's 10,485,760); the
+    # cut fits the slack of a 79.10 GiB GPU at tp >= 4 (GPU 3): 79.10 x 0.15 - 5 = 6.87 GiB
+    (cut,) = [s for s in result.suggestions if s.knob == "context_length"]
+    assert "at most 10,490,998 tokens" in cut.why and "tp >= 4 (GPU 3)" in cut.why
+    assert knobs["context_length"] == 890_000  # the maintainers' 1,000,000 at tp 8
+    assert "lower --context-length to 890000" in result.verdict
 
 
 def test_5755_with_the_context_length_in_the_log_the_cut_has_a_value() -> None:
@@ -134,8 +140,12 @@ def test_5755_with_the_context_length_in_the_log_the_cut_has_a_value() -> None:
             "unallocated.",
         ]
     )
-    # the table scales with the context: 10,485,760 x 20.08 / 80.04
-    assert _knobs(result)["context_length"] == int(10485760 * 20.08 / 80.04)
+    # the table scales with the context, and must fit the slack at tp 8's default 0.81 (v0.4.6.post2
+    # server_args.py:228-240) less 5 GiB for activations: 79.10 x 0.19 - 5 = 10.03 GiB, since the
+    # KV pool sized just before takes the rest of the 20.08 GiB free
+    room = 79.10 * (1 - 0.81) - 5
+    assert int(10485760 * room / 80.04) // 100_000 * 100_000 == 1_300_000
+    assert _knobs(result)["context_length"] == 1_300_000
 
 
 def test_27351_an_ask_many_times_the_gpu_is_a_size_computed_wrong() -> None:

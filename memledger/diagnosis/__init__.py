@@ -31,12 +31,11 @@ from memledger.diagnosis.phase import failure_phase, milestone
 from memledger.diagnosis.pools import (
     host_finding,
     host_memory,
-    larger_than_gpu,
     pool_failure,
     pool_ran_out,
-    req_to_token_oom,
     serving_notes,
 )
+from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.events import Event, EventKind, ParsedLog
 from memledger.ledger_model import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase

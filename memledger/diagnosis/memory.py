@@ -19,7 +19,7 @@ from memledger.diagnosis.levers import (
     kv_cap_lever,
     stuck_between,
 )
-from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
 from memledger.events import Event, EventKind
 from memledger.sglang.failure_rules import (
@@ -30,8 +30,6 @@ from memledger.sglang.failure_rules import (
     LoadSite,
     Phase,
 )
-
-Result = tuple[list[Finding], list[Suggestion]]
 
 
 def shortfall(evidence: Evidence) -> int | None:

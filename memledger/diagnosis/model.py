@@ -95,3 +95,7 @@ class Diagnosis(FrozenModel):
     @property
     def memory_problem(self) -> bool:
         return self.outcome in ("oom", "starved")
+
+
+Result = tuple[list[Finding], list[Suggestion]]
+"""What a phase rule returns: its findings and its suggestions, in order."""

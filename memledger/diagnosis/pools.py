@@ -1,6 +1,6 @@
 """Memory that is not the allocator's free GPU memory: SGLang's own pools running out while
-serving (the KV pool, request slots), requests longer than the pool, the request-to-token table,
-and the host's RAM. Each has the opposite lever of an allocator OOM, or no GPU lever at all.
+serving (the KV pool, request slots), requests longer than the pool, and the host's RAM. Each
+has the opposite lever of an allocator OOM, or no GPU lever at all.
 """
 
 from __future__ import annotations
@@ -9,19 +9,13 @@ import math
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
 from memledger.events import Event
 from memledger.sglang.failure_rules import (
     MAX_REQ_INPUT_LEN_CITATION,
-    OVERSIZE_FACTOR,
     POOL_RAN_OUT_CITATION,
-    REQ_TO_TOKEN_BYTES_PER_SLOT,
-    REQ_TO_TOKEN_CITATION,
-    REQ_TO_TOKEN_EXTRA_LEN,
     Phase,
 )
-
-Result = tuple[list[Finding], list[Suggestion]]
 
 
 def pool_failure(evidence: Evidence) -> Event | None:
@@ -151,50 +145,6 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
     return findings
 
 
-def req_to_token_oom(evidence: Evidence) -> Result | None:
-    """The OOM came from building the request-to-token table: its size is set by the context
-    length and the request count, not by --mem-fraction-static or the tp size."""
-    traceback, oom = evidence.traceback, evidence.oom
-    if traceback is None or traceback.values.get("pool") != "req_to_token":
-        return None
-    requested = oom.sizes.get("requested") if oom is not None else None
-    free = oom.sizes.get("free") if oom is not None else None
-    ratio = free.bytes / requested.bytes if requested and free and requested.bytes else None
-    context = evidence.int_param("context_length")
-    running = evidence.int_param("max_running_requests")
-    table = (
-        f"max_running_requests x (context_len + {REQ_TO_TOKEN_EXTRA_LEN}) x "
-        f"{REQ_TO_TOKEN_BYTES_PER_SLOT} B ({REQ_TO_TOKEN_CITATION})"
-    )
-    finding = Finding(
-        id="req_to_token_table",
-        severity=Severity.ERROR,
-        message=(
-            f"the allocation that failed is the request-to-token table, {table}"
-            + (f": {requested.text} asked for" if requested else "")
-            + "; a long --context-length or many --max-running-requests make it large"
-        ),
-        bytes=requested.bytes if requested else None,
-        evidence=[evidence.at(traceback.line)],
-    )
-    scale = f" (x {ratio:.3f} = free / asked)" if ratio is not None else ""
-    suggestions = [
-        Suggestion(
-            knob="context_length",
-            direction=Direction.LOWER,
-            value=math.floor(context * ratio) if context and ratio is not None else None,
-            why=f"the table's width is the context length{scale}",
-        ),
-        Suggestion(
-            knob="max_running_requests",
-            direction=Direction.LOWER,
-            value=math.floor(running * ratio) if running and ratio is not None else None,
-            why=f"the table's rows are the request slots{scale}",
-        ),
-    ]
-    return [finding], suggestions
-
-
 def host_finding(event: Event, evidence: Evidence) -> Finding:
     return Finding(
         id="host_memory",
@@ -232,67 +182,3 @@ def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) ->
             f"(free before loading) nor the current fraction, so no value{bound}{when}"
         ),
     )
-
-
-def larger_than_gpu(evidence: Evidence) -> Result | None:
-    """One allocation asked for more than the whole GPU: no fraction, graph cap or chunk makes it
-    fit. At startup it is a buffer sized by a length, most often the request-to-token table
-    (the 80 GiB ask of Llama-4 Scout's 10M-token context,
-    https://github.com/sgl-project/sglang/issues/5755, fixed with --context-length 1000000)."""
-    oom = evidence.oom
-    if oom is None or evidence.refusal is not None:
-        return None
-    requested, capacity = oom.sizes.get("requested"), oom.sizes.get("capacity")
-    if requested is None or capacity is None or requested.bytes <= capacity.bytes:
-        return None
-    if requested.bytes >= OVERSIZE_FACTOR * capacity.bytes:
-        message = (
-            f"one allocation of {requested.text} is {requested.bytes / capacity.bytes:,.0f} "
-            f"times the whole GPU ({capacity.text}): a size computed wrong (a bug, or a "
-            "configuration value far out of range), not something a memory flag makes fit"
-        )
-        return [
-            Finding(
-                id="allocation_exceeds_gpu",
-                severity=Severity.ERROR,
-                message=message,
-                bytes=requested.bytes,
-                evidence=[evidence.at(oom.line)],
-            )
-        ], []
-    context = evidence.int_param("context_length")
-    message = (
-        f"one allocation of {requested.text} is larger than the whole GPU ({capacity.text}): no "
-        "--mem-fraction-static, graph cap or chunk size makes it fit; it is a buffer sized by "
-        "a length, at startup most often the request-to-token table, "
-        f"max_running_requests x (context_len + {REQ_TO_TOKEN_EXTRA_LEN}) x "
-        f"{REQ_TO_TOKEN_BYTES_PER_SLOT} B ({REQ_TO_TOKEN_CITATION})"
-    )
-    finding = Finding(
-        id="allocation_exceeds_gpu",
-        severity=Severity.ERROR,
-        message=message,
-        bytes=requested.bytes,
-        evidence=[evidence.at(oom.line)],
-    )
-    free = oom.sizes.get("free")
-    ratio = free.bytes / requested.bytes if free is not None and free.bytes > 0 else None
-    why = (
-        "the table's width is the context length; a model's own default can be millions of "
-        "tokens (Llama-4 Scout's 10M: #5755 ran with --context-length 1000000)"
-    )
-    suggestions = [
-        Suggestion(
-            knob="context_length",
-            direction=Direction.LOWER,
-            value=math.floor(context * ratio) if context and ratio is not None else None,
-            why=why + (f"; x {ratio:.3f} = free / asked" if context and ratio else ""),
-        ),
-        Suggestion(
-            knob="max_running_requests",
-            direction=Direction.LOWER,
-            value=None,
-            why="the table's rows are the request slots",
-        ),
-    ]
-    return [finding], suggestions

@@ -125,6 +125,16 @@ REQ_TO_TOKEN_EXTRA_LEN = 4
 model_runner_kv_cache_mixin.py:336-338."""
 REQ_TO_TOKEN_BYTES_PER_SLOT = 4
 """int32 entries."""
+REQ_TO_TOKEN_MIN_ROWS = 2048
+"""SGLang's default request slots, max_num_reqs = min(max(max_total_num_tokens / context_len x
+512, 2048), 4096): the floor 2048 whenever the context is over a quarter of the KV pool, as a
+table larger than the GPU's free memory implies (v0.4.6.post2 model_executor/model_runner.py:
+765-774, v0.5.8 model_runner_kv_cache_mixin.py:257-266; v0.4.6.post2 allocates size + 1 rows,
+:823-826)."""
+REQ_TO_TOKEN_ORDER_CITATION = (
+    "the table is allocated after the KV budget was profiled, before the KV pool: v0.4.6.post2 "
+    "model_executor/model_runner.py:763-826, v0.5.8 model_runner_kv_cache_mixin.py:252-386"
+)
 MFS_STEP = 0.01
 """Suggested --mem-fraction-static values are rounded to this step (away from the failure)."""
 
