@@ -10,7 +10,13 @@ from __future__ import annotations
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
 from memledger.diagnosis.evidence import Evidence, gather
-from memledger.diagnosis.health import free_rose_after_pool, mfs_below_default, zero_headroom
+from memledger.diagnosis.health import (
+    free_rose_after_pool,
+    large_gpu_reserve,
+    mfs_below_default,
+    thin_headroom,
+    zero_headroom,
+)
 from memledger.diagnosis.memory import (
     after_pool_oom,
     capture_point,
@@ -35,6 +41,7 @@ from memledger.diagnosis.pools import (
     pool_ran_out,
     serving_notes,
 )
+from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.events import Event, EventKind, ParsedLog
 from memledger.ledger_model import Ledger, LedgerDiagnosis
@@ -113,6 +120,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = load_oom(evidence)
     else:
         extra, suggestions = after_pool_oom(evidence, phase)
+        if phase in (Phase.WARMUP, Phase.SERVING):
+            extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
     findings += extra + site_finding(evidence) + free_rose_after_pool(evidence)
     findings += serving_notes(evidence)
     if evidence.refusal is not None:
@@ -158,6 +167,31 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     )
 
 
+def _with_large_gpu_reserve(
+    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion]
+) -> tuple[list[Finding], list[Suggestion]]:
+    """A serving OOM on a GPU over 96 GiB with less outside the KV pool than SGLang's own default
+    keeps there: the fraction to suggest is the one that restores that reserve, when it is lower
+    than the one that frees just the failing allocation (sglang#5893)."""
+    outside = outside_pool(evidence)
+    if outside is None or not outside.known_large:  # only where the log shows such a GPU
+        return findings, suggestions
+    found, levers = large_gpu_reserve(evidence, Severity.WARNING)
+    if not found:
+        return findings, suggestions
+    wanted = next((s for s in levers if s.knob == "mem_fraction_static"), None)
+    index = next((i for i, s in enumerate(suggestions) if s.knob == "mem_fraction_static"), None)
+    if wanted is None or not isinstance(wanted.value, float):
+        return findings + found, suggestions
+    if index is None:
+        suggestions = [wanted, *suggestions]
+    else:
+        current = suggestions[index].value
+        if not isinstance(current, int | float) or wanted.value < current:
+            suggestions = [*suggestions[:index], wanted, *suggestions[index + 1 :]]
+    return findings + found, suggestions
+
+
 def _ends_in_exception(evidence: Evidence) -> bool:
     """A log with no outcome phrase whose traceback still names its exception (a pasted
     `triton...OutOfResources: ...` line): the startup crashed."""
@@ -190,14 +224,26 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     findings += site_finding(evidence) + serving_notes(evidence)
     what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
     levers = [_phrase(s) for s in suggestions][:2]
+    verdict = (
+        f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
+        + " or ".join(levers)
+    )
+    if any(f.id == "pool_not_full" for f in findings):
+        verdict = (
+            f"SGLang's KV pool raised 'out of memory' during {PHASE_TEXT[phase]} but was not full "
+            f"(more tokens free than asked): its page accounting, not its size; {levers[0]} or "
+            "upgrade past the fix (v0.4.5, sglang#4913)"
+        )
+    elif any(f.id == "swa_pool_ran_out" for f in findings):
+        verdict = (
+            f"SGLang's KV pool ran out during {PHASE_TEXT[phase]}: one of a hybrid SWA model's "
+            f"two pools, the other had room; {' or '.join(levers)}"
+        )
     return _diagnosis(
         evidence,
         outcome="oom",
         phase=phase,
-        verdict=(
-            f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
-            + " or ".join(levers)
-        ),
+        verdict=verdict,
         failed_rank=event.rank or _failed_rank(evidence),
         findings=findings,
         suggestions=suggestions,
@@ -310,11 +356,15 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     if phase is Phase.GRAPH_CAPTURE and where.startswith("during"):
         findings += capture_point(evidence)[0]
     headroom, suggestions = zero_headroom(evidence)
+    if not headroom:
+        headroom, suggestions = thin_headroom(evidence)
     findings += headroom + free_rose_after_pool(evidence) + serving_notes(evidence)
     verdict = f"log ends {where}{at}: no error text, outcome unknown"
     if headroom:
         verdict = f"log ends {where}{at}: {headroom[0].message}"
+        # a valued lever first; else the direction (the paste lacks P)
         levers = [_phrase(s) for s in suggestions if s.value is not None][:1]
+        levers = levers or [_phrase(s) for s in suggestions][:1]
         verdict += f"; {levers[0]}" if levers else ""
     refused = next((f for f in findings if f.id == "request_exceeds_pool"), None)
     if refused is not None and not headroom:
@@ -335,6 +385,8 @@ def _truncated(evidence: Evidence) -> Diagnosis:
 
 def _ready(evidence: Evidence) -> Diagnosis:
     headroom, suggestions = zero_headroom(evidence)
+    if not headroom:
+        headroom, suggestions = thin_headroom(evidence)
     findings = headroom + free_rose_after_pool(evidence) + mfs_below_default(evidence)
     findings += serving_notes(evidence)
     warnings = [f for f in findings if f.severity is Severity.WARNING]
@@ -344,6 +396,12 @@ def _ready(evidence: Evidence) -> Diagnosis:
         levers = [_phrase(s) for s in suggestions if s.value is not None][:1]
         verdict += f"; {levers[0]}" if levers else ""
         outcome = "starved"
+    elif headroom:
+        # a note the log cannot settle (the GPU's size is not in it): ready, with the lever
+        verdict = f"ready; {headroom[0].message}"
+        levers = [_phrase(s) for s in suggestions][:1]
+        verdict += f"; {levers[0]}" if levers else ""
+        outcome = evidence.outcome
     else:
         verdict = "ready: no memory problem found"
         outcome = evidence.outcome

@@ -7,9 +7,14 @@ from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
-from memledger.diagnosis.model import Finding, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.reserve import outside_pool
 from memledger.events import EventKind
-from memledger.sglang.failure_rules import HEADROOM_DOCS_CAP_GIB
+from memledger.sglang.failure_rules import (
+    HEADROOM_DOCS_CAP_GIB,
+    LARGE_GPU_RESERVE_CITATION,
+    LARGE_GPU_RESERVE_GIB,
+)
 from memledger.sizing.defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
 
@@ -57,29 +62,36 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
     return findings
 
 
-def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
-    """No free memory left once startup is done: the first batch's activations will OOM."""
+def _free_after_startup(evidence: Evidence) -> tuple[int, int, str] | None:
+    """Free memory once startup is done (bytes, line, the checkpoint it follows), or None when
+    the log does not reach that point (a ready line, or a paste that stops after the graphs)."""
     points = evidence.ledger.checkpoints
     if not points:
-        return [], []
+        return None
     last = points[-1]
-    # a paste that stops after the graphs were captured shows the same headroom
     after_capture = evidence.outcome == "truncated" and last.id.endswith("capture_end")
     if evidence.outcome != "ready" and not after_capture:
-        return [], []
+        return None
     summary = next(
         (e for e in evidence.events if e.kind is EventKind.SUMMARY and e.line > last.line), None
     )
     reading = summary.sizes.get("available_gpu_mem") if summary is not None else None
-    free = reading.bytes if reading is not None else last.avail_bytes
-    line = summary.line if reading is not None and summary is not None else last.line
-    if free >= ZERO_HEADROOM:
+    if reading is not None and summary is not None:
+        return reading.bytes, summary.line, last.id
+    return last.avail_bytes, last.line, last.id
+
+
+def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
+    """No free memory left once startup is done: the first batch's activations will OOM."""
+    after = _free_after_startup(evidence)
+    if after is None or after[0] >= ZERO_HEADROOM:
         return [], []
+    free, line, point = after
     finding = Finding(
         id="zero_headroom",
         severity=Severity.WARNING,
         message=(
-            f"only {g(free)} free after startup ({last.id}): the first large batch will run "
+            f"only {g(free)} free after startup ({point}): the first large batch will run "
             "out of memory"
         ),
         bytes=free,
@@ -100,6 +112,74 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         capped = kv_cap_lever(evidence, target - free)
         if capped is not None:
             suggestions.append(capped)
+    return [finding], suggestions
+
+
+def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
+    """Startup done with some memory free, but less outside the KV pool than SGLang's own default
+    keeps on a GPU over 96 GiB: the headroom sglang#5893's H200s ran out of while serving. A note
+    (the startup survived), conditional where the log does not show the GPU's size."""
+    after = _free_after_startup(evidence)
+    if after is None or after[0] < ZERO_HEADROOM:
+        return [], []
+    outside = outside_pool(evidence)
+    if outside is None or (not outside.known_large and after[0] < HEADROOM_TARGET_CAP):
+        # the GPU's size is not in the paste: only a startup that meets the tuning guide's
+        # 5 GiB can be short of the large-GPU reserve alone (below 5 GiB is another question)
+        return [], []
+    free_text = "" if outside.after_graphs else f", {g(after[0])} free after startup"
+    return large_gpu_reserve(evidence, Severity.INFO, free_text)
+
+
+def large_gpu_reserve(
+    evidence: Evidence, severity: Severity, free_text: str = ""
+) -> tuple[list[Finding], list[Suggestion]]:
+    """The finding and the levers that bring the memory outside the KV pool up to SGLang's
+    large-GPU reserve (nothing when it is there, or the GPU is known to be 96 GiB or less)."""
+    outside = outside_pool(evidence)
+    if outside is None or not outside.missing:
+        return [], []
+    missing = outside.missing
+    where = "this GPU is over 96 GiB" if outside.known_large else "if this GPU is over 96 GiB"
+    message = (
+        f"{g(outside.bytes)} outside the KV pool ({outside.text}{free_text}): {where}, that is "
+        f"{g(missing)} below the {LARGE_GPU_RESERVE_GIB} GiB SGLang keeps there "
+        f"({LARGE_GPU_RESERVE_CITATION})"
+    )
+    if not outside.known_large:
+        message += "; the paste does not show the GPU's size"
+    finding = Finding(
+        id="thin_headroom",
+        severity=severity,
+        message=message,
+        bytes=missing,
+        evidence=[evidence.at(outside.line)],
+    )
+    reason = (
+        f"SGLang's default keeps {LARGE_GPU_RESERVE_GIB} GiB outside the static pool on a GPU "
+        f"over 96 GiB (15 GB for activations + 3 GB for the bs-256 graphs; "
+        f"{LARGE_GPU_RESERVE_CITATION}), or serving batches run out of memory: {g(missing)} "
+        "must move"
+    )
+    suggestions: list[Suggestion] = []
+    lowered = lower_mfs(evidence, missing, reason)
+    if lowered is not None:
+        suggestions.append(lowered)
+    else:
+        suggestions.append(
+            Suggestion(
+                knob="mem_fraction_static",
+                direction=Direction.LOWER,
+                value=None,
+                why=(
+                    f"{reason}; lowering mfs by d frees d x P outside the pool, and the log "
+                    f"lacks P (free before loading) or the fraction: d = {g(missing)} / P"
+                ),
+            )
+        )
+    capped = kv_cap_lever(evidence, missing)
+    if capped is not None:
+        suggestions.append(capped)
     return [finding], suggestions
 
 

@@ -12,8 +12,12 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
 from memledger.events import Event
 from memledger.sglang.failure_rules import (
+    COUNT_LINES,
+    COUNT_SHAPES,
     MAX_REQ_INPUT_LEN_CITATION,
+    PAGE_ACCOUNTING_CITATION,
     POOL_RAN_OUT_CITATION,
+    SWA_RATIO_CITATION,
     Phase,
 )
 
@@ -24,7 +28,8 @@ def pool_failure(evidence: Evidence) -> Event | None:
         (
             e
             for e in evidence.exhausted
-            if e.values.get("pool") in ("kv", "req_slots") and e.values.get("shape") != "retract"
+            if e.values.get("pool") in ("kv", "req_slots")
+            and e.values.get("shape") not in COUNT_SHAPES | {"retract"}
         ),
         None,
     )
@@ -52,10 +57,21 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
             )
         ]
     else:
-        asked = event.values.get("tokens")
+        counts = _counts(evidence, event)
+        not_full = _not_full(evidence, event, counts)
+        if not_full is not None:
+            return not_full
+        asked = counts.get("asked", event.values.get("tokens"))
+        free = counts.get("available")
         message = (
             f"SGLang's KV pool was full at {shape}"
-            + (f" ({asked:,} tokens asked for)" if isinstance(asked, int) else "")
+            + (
+                f" ({free:,} tokens free for {asked:,} asked)"
+                if isinstance(asked, int) and free is not None
+                else f" ({asked:,} tokens asked for)"
+                if isinstance(asked, int)
+                else ""
+            )
             + ": the pool sized at startup, not the allocator, ran out; a bigger pool or "
             "fewer tokens at once helps, a lower --mem-fraction-static makes it worse"
         )
@@ -95,6 +111,78 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
         evidence=[evidence.at(event.line)],
     )
     return [finding], levers
+
+
+def _counts(evidence: Evidence, event: Event) -> dict[str, int]:
+    """The count lines SGLang printed under its raise: `asked`, `available` (free + evictable),
+    and for hybrid SWA models `available_full` / `available_swa`."""
+    counts: dict[str, int] = {}
+    for other in evidence.exhausted:
+        shape, tokens = other.values.get("shape"), other.values.get("tokens")
+        if event.line < other.line <= event.line + COUNT_LINES and shape in COUNT_SHAPES:
+            if isinstance(tokens, int) and str(shape) not in counts:
+                counts[str(shape)] = tokens
+    return counts
+
+
+def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Result | None:
+    """The raise printed more tokens free than it asked for: not the pool's size. One pool with
+    room is SGLang's page accounting; a hybrid SWA model's sliding-window pool short while the
+    full pool has room is the split between the two (--swa-full-tokens-ratio)."""
+    asked = counts.get("asked")
+    if asked is None:
+        return None
+    at = [evidence.at(event.line)]
+    free = counts.get("available")
+    if free is not None and free >= asked:
+        page = evidence.int_param("page_size")
+        pages = (
+            f"; {asked} x page_size {page} = {asked * page:,} tokens at most"
+            if page and page > 1
+            else ""
+        )
+        message = (
+            f"SGLang's KV pool was not full: {free:,} tokens free for the {asked:,} asked{pages}. "
+            f"The raise is its page accounting: {PAGE_ACCOUNTING_CITATION}"
+        )
+        lever = Suggestion(
+            knob="page_size",
+            direction=Direction.LOWER,
+            value=1,
+            why=(
+                "at --page-size 1 a decode step takes one token a request, never a whole page; "
+                "or run a release with the page-count fix (v0.4.5 and later, sglang#4913)"
+            ),
+        )
+        return [
+            Finding(id="pool_not_full", severity=Severity.ERROR, message=message, evidence=at)
+        ], [lever]
+    full, swa = counts.get("available_full"), counts.get("available_swa")
+    if full is None or swa is None or (full >= asked) == (swa >= asked):
+        return None
+    short, roomy = ("sliding-window", "full") if swa < asked else ("full", "sliding-window")
+    message = (
+        f"the {short} pool ran out ({min(full, swa):,} tokens free for the {asked:,} asked) while "
+        f"the {roomy} pool had {max(full, swa):,}: the split between them, {SWA_RATIO_CITATION}"
+    )
+    direction = Direction.RAISE if swa < asked else Direction.LOWER
+    lever = Suggestion(
+        knob="swa_full_tokens_ratio",
+        direction=direction,
+        value=None,
+        why=(
+            f"a larger ratio gives the sliding-window pool more of the same KV budget (at most "
+            f"1.0), a smaller one the full pool; here the {short} pool is short"
+        ),
+    )
+    running = Suggestion(
+        knob="max_running_requests",
+        direction=Direction.LOWER,
+        value=_half(evidence.int_param("max_running_requests")),
+        why="fewer requests in a batch hold fewer KV tokens at once",
+    )
+    finding = Finding(id="swa_pool_ran_out", severity=Severity.ERROR, message=message, evidence=at)
+    return [finding], [lever, running]
 
 
 def _half(value: int | None) -> int | None:

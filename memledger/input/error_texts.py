@@ -124,6 +124,13 @@ POOL_EXHAUSTED_TEXTS: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "kv",
         "retract",
     ),
+    # the count lines SGLang prints under its Prefill/Decode raise: asked, then free + evictable
+    # (v0.4.5 managers/schedule_batch.py:856-860 `Avaliable`; v0.5.8 mem_cache/common.py:283-287,
+    # :413-417, and :500-516 with a full and a swa count for hybrid SWA models)
+    (re.compile(r"^Try to allocate (?P<tokens>\d+) tokens\.?$"), "kv", "asked"),
+    (re.compile(r"^Ava(?:li|il)able tokens: (?P<tokens>\d+)"), "kv", "available"),
+    (re.compile(r"^Available full tokens: (?P<tokens>\d+)"), "kv", "available_full"),
+    (re.compile(r"^Available swa tokens: (?P<tokens>\d+)"), "kv", "available_swa"),
     (
         re.compile(
             r"Input length \((?P<tokens>\d+) tokens\) exceeds the maximum allowed length "
@@ -153,6 +160,10 @@ POOL_EXHAUSTED_TEXTS: tuple[tuple[re.Pattern[str], str, str], ...] = (
 )
 _POOL_WORDS = (
     "of memory",
+    "Try to allocate ",
+    "able tokens: ",
+    "able full tokens: ",
+    "able swa tokens: ",
     "pool is full",
     "allowed length",
     "allocate memory",

@@ -107,6 +107,20 @@ BUDGET_CITATION = (
 MINIMUM_VIABLE_CITATION = (
     "minimum viable = 1 - A/P: v0.5.23 mem_cache/kv_cache_configurator.py:3044-3056"
 )
+COUNT_SHAPES = frozenset({"asked", "available", "available_full", "available_swa"})
+"""`pool_exhausted` count lines under a Prefill/Decode raise: details of it, not failures."""
+COUNT_LINES = 6
+"""The count lines follow their raise within this many lines (v0.5.8 mem_cache/common.py:283-287,
+:500-516: up to five)."""
+PAGE_ACCOUNTING_CITATION = (
+    "a paged decode takes a whole page a request at a page boundary (v0.5.8 "
+    "mem_cache/common.py:404-406), and v0.4.4's pre-check counted one token a request, not pages "
+    "(managers/schedule_batch.py:998-1008; pages since v0.4.5 :1143-1160, sglang#4913)"
+)
+SWA_RATIO_CITATION = (
+    "--swa-full-tokens-ratio, the sliding-window pool's size over the full pool's (default 0.8, "
+    "in (0, 1]: v0.5.8 server_args.py:325, :2424-2425)"
+)
 SERVING_SHAPES = frozenset({"too_long", "retract", "prefill", "decode", "alloc_req_slots"})
 """`pool_exhausted` shapes SGLang prints only while scheduling requests."""
 POOL_RAN_OUT_CITATION = (
@@ -269,6 +283,19 @@ HEADROOM_DOCS_CAP_GIB = 5
 """SGLang's tuning guide: 'reserving 5-8 GB of memory for activations is typically sufficient',
 read off the logs just before the server is ready (docs/advanced_features/hyperparameter_tuning.md,
 https://github.com/sgl-project/sglang/pull/9083)."""
+LARGE_GPU_MIB = 96 * 1024
+"""SGLang's "large GPU" bound: above it, its default keeps a fixed reserve outside the static
+pool and captures CUDA graphs up to bs 256 (v0.4.6.post2 server_args.py:241,
+cuda_graph_runner.py:141)."""
+LARGE_GPU_RESERVE_GIB = 18
+"""What SGLang's default leaves outside the static pool on a GPU over LARGE_GPU_MIB: mfs at most
+(gpu_mem - 18 GiB) / gpu_mem, '15 GB + additional 3GB for cuda graph' (v0.4.6.post2
+server_args.py:241-247; https://github.com/sgl-project/sglang/pull/5893: 5.09-5.61 GB left after
+the bs-256 graphs on H200 was not enough for serving)."""
+LARGE_GPU_RESERVE_CITATION = "v0.4.6.post2 server_args.py:241-247, sglang#5893"
+LARGE_GPU_CONTEXT_ALLOWANCE_GIB = 1
+"""SGLang's reserve is of the GPU's capacity, which also holds the CUDA context and NCCL's buffers
+the log's free memory no longer shows: a shortfall up to this much is not flagged."""
 OVERSIZE_FACTOR = 4
 """An allocation this many times the GPU's capacity is a size computed wrong, not a fit problem."""
 KV_REFUSAL_OUTCOME = "oom"

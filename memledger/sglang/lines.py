@@ -167,6 +167,11 @@ LINES: tuple[LineSpec, ...] = (
         "pool_exhausted",
         words=(
             "of memory",
+            # the count lines under SGLang's Prefill/Decode raise (input.error_texts)
+            "Try to allocate ",
+            "able tokens: ",
+            "able full tokens: ",
+            "able swa tokens: ",
             "pool is full",
             "maximum allowed length",
             "allocate memory",
