@@ -270,3 +270,53 @@ def test_prose_starting_with_a_number_stays_apart(after: str) -> None:
     )
     assert _one(parsed, EventKind.SUMMARY).values["context_len"] == 40960
     assert not any(note.startswith("rejoined") for note in parsed.notes)
+
+
+def test_a_wrap_with_the_padding_the_terminal_left_is_rejoined() -> None:
+    # a web terminal pads the wrapped rest to its width (shape of sglang issue #4276, DP5 TP5)
+    parsed = _parse(
+        [
+            P + "Capture cuda graph begin. This can take up to several minutes. a",
+            "vail mem=24.47 GB" + " " * 60,
+            "  0%|          | 0/32 [00:00<?, ?it/s]",
+        ]
+    )
+    assert _sizes(_one(parsed, EventKind.CAPTURE_BEGIN)) == {"avail": "24.47 GB"}
+    assert parsed.notes == ["rejoined 1 line cut across two physical lines (line 1)"]
+
+
+def test_a_server_args_repr_wrapped_where_no_memory_word_follows() -> None:
+    # the rest of the repr holds no memory word (`=None, log_requests=False, ...`): kept by the
+    # scanner all the same (sglang.lines.CUT_TAIL_ERE), so the values after the wrap are read
+    parsed = _parse(
+        [
+            "[2025-03-10 16:19:28] server_args=ServerArgs(model_path='m', tp_size=2, "
+            "log_level='info', log_level_http",
+            "=None, log_requests=False, log_requests_level=0, show_time_cost=False)",
+            P + "Load weight begin. avail mem=78.00 GB",
+        ]
+    )
+    params = _one(parsed, EventKind.SERVER_ARGS).params
+    assert params is not None
+    assert (params["log_level_http"], params["log_requests"], params["show_time_cost"]) == (
+        None,
+        False,
+        False,
+    )
+
+
+def test_a_server_args_repr_cut_before_its_end_loses_its_last_item_and_says_so() -> None:
+    # the paste ends inside the repr: `enable_metrics=Fa` is no value (it was `False`)
+    parsed = _parse(
+        [
+            "[2025-03-10 16:19:28] server_args=ServerArgs(model_path='m', tp_size=2, "
+            "log_requests=False, enable_metrics=Fa"
+        ]
+    )
+    params = _one(parsed, EventKind.SERVER_ARGS).params
+    assert params is not None and params["tp_size"] == 2 and params["log_requests"] is False
+    assert "enable_metrics" not in params
+    reasons = [u.reason for u in parsed.startup.unrecognised]
+    assert reasons == [
+        "server_args: cut before its closing bracket: the last item 'enable_metrics=Fa' not read"
+    ]

@@ -52,8 +52,12 @@ def _split_top_level(body: str) -> list[str]:
     return list(_iter_top_level(body, 0))
 
 
-def _iter_top_level(body: str, begin: int) -> Iterator[str]:
+def _iter_top_level(body: str, begin: int, unclosed: list[str] | None = None) -> Iterator[str]:
     """Split on commas outside quotes and brackets (`<...>` counts only where a value starts).
+
+    `unclosed`, when given, means `body[begin:]` is a container's inside: if its closing bracket
+    never comes (a paste cut the repr), the last item may be cut too (`enable_metrics=Fa`), so
+    it is not yielded but appended to `unclosed`.
 
     One pass, constant work per character: the character before a `<` is tracked as the scan
     goes (slicing the prefix for each `<` made a 1.6 MB line take 68 s). Items are yielded, not
@@ -108,7 +112,10 @@ def _iter_top_level(body: str, begin: int) -> Iterator[str]:
         index += 1
     # an unfinished trailing item (line cut mid-value) is dropped: never guessed
     if not quote and not stack and body[start:].strip():
-        yield body[start:]
+        if unclosed is None:
+            yield body[start:]
+        else:
+            unclosed.append(body[start:].strip())
 
 
 _VALUE_STARTS_AFTER = frozenset("=:,([{")
@@ -167,6 +174,9 @@ def parse_server_args(
             )
         if params.cut[0]:
             not_kept.append(f"{params.cut[0]:,} values cut at {MAX_VALUE_CHARS} characters")
+        for item in params.unclosed:
+            shown = item if len(item) <= 40 else item[:37] + "..."
+            not_kept.append(f"cut before its closing bracket: the last item {shown!r} not read")
     return params.kept
 
 
@@ -192,6 +202,8 @@ class _Params:
         self.kept: dict[str, ParamValue] = {}
         self.dropped = 0
         self.cut = [0]
+        self.unclosed: list[str] = []
+        """The last item of a repr or dict whose closing bracket never came (not read)."""
 
     def _keeps(self, name: str) -> bool:
         if len(self.kept) < MAX_KEPT_PARAMS or name in self.kept or is_read_key(name):
@@ -209,7 +221,7 @@ class _Params:
         if text.startswith("server_args="):
             text = text[len("server_args=") :].lstrip()
         if text.startswith("{"):
-            for item in _iter_top_level(text, 1):
+            for item in _iter_top_level(text, 1, self.unclosed):
                 key, sep, value = item.partition(":")
                 if not sep:
                     continue
@@ -220,7 +232,7 @@ class _Params:
         open_paren = text.find("(")
         if open_paren < 0:
             return
-        for item in _iter_top_level(text, open_paren + 1):
+        for item in _iter_top_level(text, open_paren + 1, self.unclosed):
             key, sep, value = item.partition("=")
             name = key.strip()
             if sep and name.isidentifier() and self._keeps(name):

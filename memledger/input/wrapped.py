@@ -19,8 +19,9 @@ A `server_args=` repr that does not end with `)` or `}` takes every such continu
 
 Only lines the keyword scan keeps are seen (memledger.input.scan). A tail holding no memory word
 is kept when it starts as the rest of a cut value (sglang.lines.CUT_TAIL_ERE: `88` after
-`#tokens: 1614`, `96, context_len=40960`, `B.`, `len=40960`); a tail of other words that holds
-none (`ning_requests=4096` after `max_run`) is not seen, and its first part reads as printed.
+`#tokens: 1614`, `96, context_len=40960`, `B.`, `len=40960`, a repr's `=None, log_requests=`);
+a tail of other words that holds none (`ning_requests=4096` after `max_run`) is not seen, and
+its first part reads as printed.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ class CutLines:
         one logical line of that physical line)."""
         if number != held.line + 1 or only.prefixed:
             return None
-        tail = strip_paste_columns(text)
+        # the padding a terminal or a web view leaves after a wrapped line is not the text
+        tail = strip_paste_columns(text).rstrip()
         if not tail or tail[0].isspace() or tail != only.text:
             return None
         if _RECORD_START_RE.match(tail) or "%|" in tail or KNOWN_HEAD_RE.match(tail):
