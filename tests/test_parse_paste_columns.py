@@ -62,6 +62,11 @@ def test_the_plain_startup_reads_as_an_oom_in_the_memory_pool() -> None:
         ("kubectl --prefix", lambda line: "[pod/sglang-0/sglang] " + line),
         ("kubectl --timestamps", lambda line: "2025-05-29T14:59:00.123456789Z " + line),
         ("compose + timestamps", lambda line: "sglang-1  | 2025-05-29T14:59:00Z " + line),
+        # the numbers `cat -n` and `grep -n` put first
+        ("cat -n", lambda line: "    12\t" + line),
+        ("grep -n", lambda line: "12:" + line),
+        # Python's logging around the scheduler's output (an olmocr paste in tests/data)
+        ("python logging", lambda line: "2025-05-29 14:59:00,531 - __main__ - INFO - " + line),
     ],
 )
 def test_paste_columns_do_not_hide_the_traceback(shape: str, decorate: object) -> None:
@@ -113,6 +118,28 @@ def test_a_prefix_without_its_timestamp_is_still_a_prefix() -> None:
 def test_a_bracketed_word_is_no_rank_prefix(prose: str) -> None:
     logical = split_physical_line(1, prose)
     assert not any(part.prefixed for part in logical)
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        ("     1\t", "Load weight begin. avail mem=78.00 GB"),
+        ("12:", "Load weight begin. avail mem=78.00 GB"),
+        ("2025-05-29 14:59:00,531 - INFO - ", "Load weight begin. avail mem=78.00 GB"),
+        ("2025-05-29 14:59:00,531 - sglang.srt - WARNING - ", "Memory pool end. avail mem=9.00 GB"),
+    ],
+)
+def test_a_bare_message_after_a_line_number_or_a_logger_column(column: str, message: str) -> None:
+    # no SGLang prefix at all: the paste's lines are the messages once the column is peeled
+    parsed = _parse(_joined([column + message]))
+    (event,) = parsed.startup.events
+    assert event.kind in (EventKind.LOAD_BEGIN, EventKind.MEMORY_POOL_END)
+    assert event.sizes["avail"].text == message.rsplit("=", 1)[1]
+
+
+@pytest.mark.parametrize("text", ["88", "12:00:00 restarted", "4 GB, mem usage=1.00 GB", "1614"])
+def test_a_number_of_the_message_is_no_line_number(text: str) -> None:
+    assert strip_paste_columns(text) == text
 
 
 def test_columns_are_peeled_only_at_the_line_start() -> None:

@@ -3,7 +3,8 @@ cut at every SGLang `[date time TAGS]` prefix (glued lines), each with its rank 
 
 What a paste adds around each line is removed first: a Windows line end (CRLF), GitHub quote
 markers (`> `), a docker compose service column (`sglang-1  | `), a `kubectl logs --prefix`
-column (`[pod/NAME/CONTAINER] `), and the timestamps docker, kubectl and journald put first.
+column (`[pod/NAME/CONTAINER] `), a line number (`cat -n`, `grep -n`), and
+the timestamps docker, kubectl, journald and Python's logging put first.
 A prefix whose timestamp the user cut (`[TP0] `, `[DP0 TP0 EP0] `) still counts as a prefix.
 """
 
@@ -28,9 +29,12 @@ LEVEL_FILE_RE = re.compile(
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?"
 )
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-# Text other tools put before a bare line: docker/kubectl timestamps, Ray actor tags, journald.
+# Text other tools put before a bare line: docker/kubectl timestamps, Ray actor tags, journald,
+# and the `- name - LEVEL - ` of Python's logging after its timestamp (`%(asctime)s - %(name)s -
+# %(levelname)s - %(message)s`, as allenai/olmocr#105 wraps SGLang's lines).
 JUNK_PREFIX_RE = re.compile(
     r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? ?"
+    r"|- (?:[\w.<>\-]+ - )?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) - "
     r"|\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) ?"
     r"|(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} )?[\w.\-]+ [\w\-.@/]+\[\d+\]: ?)+"
 )
@@ -41,6 +45,10 @@ PASTE_COLUMN_RE = re.compile(
     r"(?:>[ \t]?)+"  # GitHub / e-mail quote markers, nested
     r"|[\w.\-]+[ \t]+\|[ \t]"  # docker compose: `sglang-1  | `, `sglang_1 | `
     r"|\[pod/[^\]\s]+\][ \t]"  # kubectl logs --prefix
+    # a line number: `cat -n` / `nl` (a tab after it), `grep -n` (`:`, `-` on context lines);
+    # never a number of the message (`88`, `12:00:00`, `4 GB`)
+    r"| {0,6}\d{1,7}\t"
+    r"|\d{1,7}[:-](?=[A-Za-z\[ ])"
 )
 _MAX_COLUMNS = 4
 """Columns peeled per line (`> sglang-1  | 2025-...Z [...]` has three)."""
