@@ -1,0 +1,57 @@
+"""Markdown around pasted SGLang lines: list bullets, inline code in a sentence, bold. Each input
+is written here in a shape found in public issue threads (vllm-project/vllm#21348 and
+sgl-project/sglang#10088 quote lines as inline code; numbers made up), no third-party log copied.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memledger.events import EventKind, ParsedLog
+from memledger.input.parsing import parse_log
+from memledger.input.pasted import tidy_pasted
+
+KV = "KV Cache is allocated. #tokens: 161488, K size: 5.27 GB, V size: 5.27 GB"
+
+
+def _parse(lines: list[str]) -> ParsedLog:
+    return parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="issue.md")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"For SGLang I saw `{KV}` which is twice vLLM's",  # inline code in a sentence
+        f"`{KV}`",  # a line of its own as inline code
+        f"- {KV}",  # list items
+        f"* {KV}",
+        f"2. {KV}",
+        f"**{KV}**",  # bold
+    ],
+)
+def test_a_line_inside_markdown_is_read(line: str) -> None:
+    parsed = _parse([line])
+    (event,) = parsed.startup.events
+    assert event.kind is EventKind.KV_ALLOCATED
+    assert (event.values["tokens"], event.sizes["k"].text) == (161488, "5.27 GB")
+    assert event.text == line  # the evidence is the line as pasted
+    assert parsed.notes == ["no SGLang prefix: read 1 pasted line"]
+
+
+def test_the_code_span_holding_an_sglang_line_is_the_one_read() -> None:
+    line = "with `--mem-fraction-static 0.9` the log says `Memory pool end. avail mem=3.00 GB`"
+    assert tidy_pasted(line) == "Memory pool end. avail mem=3.00 GB"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Load weight begin. avail mem=78.00 GB",
+        "__init__ max_total_num_tokens=161488",  # a dunder is no markdown
+        "-5 GB is negative",  # a sign is no bullet
+    ],
+)
+def test_text_without_markdown_is_left_alone(text: str) -> None:
+    assert tidy_pasted(text) == text
