@@ -4,8 +4,8 @@ Pure Python and import-light, because a worker process runs it too
 (`python -m memledger.input.scan`, started by memledger.input.reader for the second half of a big
 file). Each 1 MiB chunk is split into
 lines once; serving-time lines (`Decode batch`, `Prefill batch`) are dropped by a substring test;
-the rest are tested against the keywords once per line shape (digits folded), and exactly for
-each line whose shape matched.
+the rest are tested against the keywords once per line shape (digits folded); only a keyword with
+a digit in it (`DSV4`) is looked for again in each line of a shape that may hold it.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ OUT_OF_MEMORY_ERE = "|".join(_any_case(w) for w in ("out of memory", *MEMORY_WOR
 """Keywords matched in any case, as one ERE: `out of memory` and the memory-looking words."""
 _ANY_CASE_KEYWORDS = OUT_OF_MEMORY_ERE.encode()
 # The start of a cut line's rest (sglang.lines.CUT_TAIL_ERE), matched at the line's start only:
-# tested after the keywords, it costs a keyword line nothing and any other line one failed match
-# (it matches a digit-folded shape exactly when it matches the line).
+# tested after the keywords, once per line shape (it matches a digit-folded shape exactly when
+# it matches the line: its digits are any digits).
 _CUT_TAIL_MATCH = re.compile(CUT_TAIL_ERE.encode()).match
 # Serving-time lines, the bulk of a long-running server's log: a physical line holding one is
 # skipped whole (they carry no startup memory fact and no crash evidence).
@@ -53,10 +53,16 @@ BORING_ERE = (
 `LineFilter.candidates` tests it); the grep path drops these."""
 
 
-def _keyword_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:
+def _keyword_regex(words: Iterable[bytes], *, any_case: bool = True) -> re.Pattern[bytes]:
+    """One regex of the words (and the any-case keywords); with none at all, one never matching."""
     ordered = sorted(set(words), key=len, reverse=True)
-    alternatives = [re.escape(w) for w in ordered] + [_ANY_CASE_KEYWORDS]
-    return re.compile(b"|".join(alternatives))
+    alternatives = [re.escape(w) for w in ordered] + ([_ANY_CASE_KEYWORDS] if any_case else [])
+    return re.compile(b"|".join(alternatives) if alternatives else b"(?!)")
+
+
+_NO_KEYWORD, _KEYWORD, _DIGIT_KEYWORD_MAYBE = 0, 1, 2
+"""A shape's verdict: no keyword; a keyword (every line of the shape is a candidate); only a
+keyword with a digit may be there (each line of the shape is searched for those)."""
 
 
 class LineFilter:
@@ -65,19 +71,33 @@ class LineFilter:
     def __init__(self, extra_words: Iterable[str] = ()) -> None:
         words = [w.encode() for w in (*PREFILTER_WORDS, *extra_words)]
         self.keywords = _keyword_regex(words)
-        # Serving-time lines that are not dropped outright (HTTP access lines, ...) differ from
-        # each other only in their numbers. Folding every digit to 0 maps an occurrence of a
-        # keyword to an occurrence of the folded keyword, so a line whose folded shape holds no
-        # folded keyword holds no keyword: one regex run per shape instead of one per line, and
-        # the exact regex still decides every line whose shape matched.
-        self.shape_keywords = _keyword_regex([w.translate(_FOLD_DIGITS) for w in words])
-        self.shape_verdicts: dict[bytes, bool] = {}
+        # Lines differ from each other mostly in their numbers. Folding every digit to 0 leaves
+        # every other byte in place and keeps digits digits, so a keyword without a digit (and
+        # every any-case word) is in a line exactly where it is in the line's folded shape: one
+        # regex run per shape decides every line of the shape. Only a keyword with a digit
+        # (`DSV4`) can be in a shape and not in a line of it (`DSV5`): when such a folded
+        # keyword is all a shape holds, each of its lines is searched for those keywords.
+        digit_free = [w for w in words if not any(48 <= b <= 57 for b in w)]
+        with_digits = [w for w in words if any(48 <= b <= 57 for b in w)]
+        self.shape_keywords = _keyword_regex(digit_free)
+        self.shape_digit_keywords = _keyword_regex(
+            [w.translate(_FOLD_DIGITS) for w in with_digits], any_case=False
+        )
+        self.digit_keywords = _keyword_regex(with_digits, any_case=False)
+        self.shape_verdicts: dict[bytes, int] = {}
+
+    def _shape_verdict(self, shape: bytes) -> int:
+        if self.shape_keywords.search(shape) is not None or _CUT_TAIL_MATCH(shape) is not None:
+            return _KEYWORD
+        if self.shape_digit_keywords.search(shape) is not None:
+            return _DIGIT_KEYWORD_MAYBE
+        return _NO_KEYWORD
 
     def candidates(self, lines: list[bytes], first_line: int) -> Iterator[tuple[int, bytes]]:
         """(line number, bytes) of each candidate; `first_line` is the number of lines[0]."""
         decode, prefill = BORING_LINES
         keywords = self.keywords.search
-        shape_keywords = self.shape_keywords.search
+        digit_keywords = self.digit_keywords.search
         verdicts = self.shape_verdicts
         cut_tail = _CUT_TAIL_MATCH
         position = 0  # lines before it are done; only candidates need their index
@@ -94,18 +114,19 @@ class LineFilter:
                 if verdict is None:
                     if len(verdicts) >= SHAPE_CACHE_ENTRIES:
                         verdicts.clear()
-                    verdict = verdicts[shape] = (
-                        shape_keywords(shape) is not None or cut_tail(shape) is not None
-                    )
-                if not verdict:
+                    verdict = verdicts[shape] = self._shape_verdict(shape)
+                if verdict == _NO_KEYWORD:
                     continue
-            if keywords(raw) or cut_tail(raw):
-                # The verdict depends on the bytes alone, so an equal line before this one and
-                # after `position` would have been a candidate already: the first equal line
-                # from `position` is this one.
-                position = lines.index(raw, position)
-                yield first_line + position, raw
-                position += 1
+                if verdict == _DIGIT_KEYWORD_MAYBE and digit_keywords(raw) is None:
+                    continue
+            elif not (keywords(raw) or cut_tail(raw)):
+                continue
+            # The verdict depends on the bytes alone, so an equal line before this one and
+            # after `position` would have been a candidate already: the first equal line
+            # from `position` is this one.
+            position = lines.index(raw, position)
+            yield first_line + position, raw
+            position += 1
 
 
 def scan_lines(
