@@ -321,10 +321,10 @@ def test_progress_only_when_asked(
 ) -> None:
     import io
 
-    import memledger.input.parsing as parsing
+    import memledger.input.reader as reader
 
     data = real_log("single/022").read_bytes()
-    monkeypatch.setattr(parsing, "_PROGRESS_EVERY", 1024)
+    monkeypatch.setattr(reader, "PROGRESS_EVERY", 1024)
     parse_log(io.BytesIO(data))
     assert capsys.readouterr().err == ""
     parse_log(io.BytesIO(data), progress=True)

@@ -293,6 +293,42 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}
 
 
+ERROR_WORDS = (
+    "error",  # `...Error`, `ERROR`, HSA_STATUS_ERROR_OUT_OF_RESOURCES, `Bus error`
+    "exception",
+    "interrupt",
+    "xit",  # `...Exit`, `Exit code`, `exitcode=`, `exit code`
+    "outofresources",
+    'file "',
+    "traceback",
+    "tried to allocate",
+    "of memory",
+    "profiled value",
+    "loaded weights leave",
+    "enough memory",
+    "pool is full",
+    "allowed length",
+    "allocate memory",
+    "bad_alloc",
+    "shared memory",
+    "/dev/shm",
+    "killed",
+    "terminated with",
+)
+"""Lower-cased, what every text a reader here reads holds one of: each regex's words (a frame's
+`File "`, an exception type's `Error`/`Exception`/`Interrupt`/`Exit`/`OutOfResources`,
+`Traceback`) and each cheap test's (`_POOL_WORDS`, read_kv_refusal's, read_process_exit's)."""
+
+
+def no_error_words(text: str) -> bool:
+    """True when an ASCII line holds none of ERROR_WORDS: then no reader reads anything in it
+    (most lines; a non-ASCII line is read in full, case folding beyond ASCII is the regexes')."""
+    if not text.isascii():
+        return False
+    lowered = text.lower()
+    return not any(word in lowered for word in ERROR_WORDS)
+
+
 MAX_REJOINS = 8
 """Wrapped lines joined back into one error text at most (an OOM message over 8 lines)."""
 WRAP_MIN_CHARS = 40
@@ -389,7 +425,15 @@ class ErrorTextReader:
     """(line, text, rank, prefixed, joins) of an error text that looks cut by a line wrap (a
     paste from a narrow terminal): the next bare line may complete it (`_rejoin`)."""
 
-    def feed(self, line: int, text: str, rank: str, prefixed: bool) -> list[ErrorReading]:
+    def feed(
+        self, line: int, text: str, rank: str, prefixed: bool, *, quiet: bool = False
+    ) -> list[ErrorReading]:
+        """The events this line completes. `quiet`: the caller knows the line holds none of
+        ERROR_WORDS (memledger.input.quiet)."""
+        if self._held is None and self._block is None and (quiet or no_error_words(text)):
+            # what `_read` does with a line holding none of its words: only the opener changes
+            self._opener = (line, rank) if prefixed and text.rstrip().endswith(":") else None
+            return []
         held, self._held = self._held, None
         if held is not None:
             first, start, held_rank, held_prefixed, joins = held

@@ -169,6 +169,8 @@ class LineGrammar:
         With extensions, a message the packaged grammar knows parses as it says: an extension
         adds lines and never changes a built-in one, even where no example line would show it
         (an `%ignore`, `%override` or higher-priority terminal that only bites some lines)."""
+        if self._cache is not None and not self._extras:  # the common case, without two calls
+            return self._cache.parse(message, self._tree, self._from_tree)
         return self._packaged_first(message, cached=True)
 
     def parse_uncached(self, message: str) -> LineParse | None:

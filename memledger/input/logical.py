@@ -70,11 +70,12 @@ class LogicalLine:
 
 def rank_tag_of(match: re.Match[str]) -> str:
     """The rank tag text of a prefix match (`DP0 TP0 EP0`, `gpu_id=0`, or empty)."""
-    gpu = match.group("gpu")
+    gpu, tags, bare_tags = match.group("gpu", "tags", "bare_tags")
     if gpu is not None:
         return gpu
-    tags = match.group("tags")
-    return " ".join((tags if tags is not None else match.group("bare_tags")).split())
+    # each tag of `tags` follows exactly one space and holds none, and `bare_tags` are tags
+    # joined by single spaces: the tags joined by one space each, as they stand
+    return tags[1:] if tags is not None else bare_tags
 
 
 def strip_paste_columns(text: str) -> str:
@@ -118,6 +119,17 @@ def iter_logical_lines(line: int, text: str) -> Iterator[LogicalLine]:
     """`split_physical_line`, one logical line at a time (memory flat in the line's length)."""
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
+    if text[:1] == "[" and "\r" not in text and not text.startswith("[pod/"):
+        # The common case, a line that starts with its prefix: no paste column or tool timestamp
+        # starts with `[` but kubectl's `[pod/`, and without a CR the line is one segment.
+        head = PREFIX_RE.match(text)
+        if head is not None and PREFIX_RE.search(text, head.end()) is None:
+            return iter((LogicalLine(line, _message(text[head.end() :]), rank_tag_of(head), True),))
+    return logical_lines_in_full(line, text)
+
+
+def logical_lines_in_full(line: int, text: str) -> Iterator[LogicalLine]:
+    """`iter_logical_lines` of an ANSI-free line, every step taken (no common-case shortcut)."""
     text = strip_paste_columns(text)
     for first, last, segment in _cr_segments(text):
         if not segment:

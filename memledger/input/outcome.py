@@ -39,20 +39,26 @@ _CRASH_WORDS = ("Error", "Exception", "Traceback", "Scheduler hit", "sigquit", "
 """Every CRASH_RE branch holds one of these (or is `Initialization failed` / `Killed`)."""
 _REFUSAL_WORDS = ("enough memory", "profiled value", "Loaded weights leave")
 """What every text `read_kv_refusal` reads holds (a cheap test first)."""
+OUTCOME_WORDS: tuple[str, ...] = (
+    "OOM",
+    "OutOfMemory",
+    "Exit code",
+    READY_TEXT,
+    "Initialization failed",
+    "Killed",
+    *_CRASH_WORDS,
+    *_REFUSAL_WORDS,
+)
+"""An ASCII line stating an outcome holds one of these, or `out of memory` in any case."""
+_OUTCOME_WORDS_RE = re.compile("|".join(re.escape(word) for word in OUTCOME_WORDS))
 
 
 def outcome_kind(text: str) -> tuple[EventKind, str] | None:
     """The outcome a line states (kind and the phrase that says it), or None."""
-    if text.isascii() and not (
-        "OOM" in text
-        or "OutOfMemory" in text
-        or "out of memory" in text.lower()
-        or "Exit code" in text
-        or READY_TEXT in text
-        or "Initialization failed" in text
-        or "Killed" in text
-        or any(word in text for word in _CRASH_WORDS)
-        or any(word in text for word in _REFUSAL_WORDS)
+    if (
+        text.isascii()
+        and "out of memory" not in text.lower()
+        and _OUTCOME_WORDS_RE.search(text) is None
     ):
         return None  # the common case, without the regexes below (quoted values only remove)
     if "'" in text or '"' in text:

@@ -9,8 +9,8 @@ end, because the rank-0 rule ("no tag anywhere -> untagged lines are rank 0") an
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -37,9 +37,9 @@ from memledger.input.ranks import (
 from memledger.input.reader import (
     ByteSource,
     OpenedLog,
+    ProgressMeter,
     ReadStats,
-    decode_line,
-    iter_candidate_lines,
+    iter_candidate_texts,
     open_log,
 )
 from memledger.input.server_args import coverage_reason, parse_server_args
@@ -60,7 +60,7 @@ from memledger.input.store import (
 )
 from memledger.input.transform import LineParse
 from memledger.input.wrapped import CutLines
-from memledger.sglang.lines import KNOWN_HEAD_RE, MEMORY_LOOKING_RE, platform_marker
+from memledger.sglang.lines import KNOWN_HEAD_RE, looks_like_memory, platform_marker
 
 MAX_PARSE_CHARS = 4096
 """Messages longer than this are no SGLang memory line (server_args is parsed separately)."""
@@ -70,7 +70,6 @@ server_args line is seen); a startup prints far fewer. Beyond it (a runtime line
 days) lines are counted as not kept, so memory stays flat."""
 
 _BARE_RANK0 = frozenset({EventKind.CAPTURE_PROGRESS, EventKind.SUMMARY})
-_PROGRESS_EVERY = 64 << 20
 
 
 def _add_errors(out: Collector, readings: list[ErrorReading]) -> None:
@@ -96,7 +95,10 @@ def _add_errors(out: Collector, readings: list[ErrorReading]) -> None:
 
 
 def _unrecognised(
-    out: Collector, logical: LogicalLine, reason: str, bucket: Bucket | None = None
+    out: Collector,
+    logical: LogicalLine,
+    reason: str | Callable[[], str],
+    bucket: Bucket | None = None,
 ) -> None:
     out.add_unrecognised(logical.line, logical.rank, logical.text, reason, bucket)
 
@@ -182,19 +184,22 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
         event = _server_args_event(logical.line, logical.rank, text, None)
         out.keep(Stored(event, logical.prefixed, out.segment, server_args_text=text))
         return
-    outcome = outcome_kind(text)
+    quiet = out.quiet(text)  # most lines: no outcome phrase, platform marker or error text
+    outcome = None if quiet else outcome_kind(text)
     if outcome is not None:
         _evidence(out, outcome[0], logical, outcome[1])
-    _add_platform(out, logical)
-    readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed)
-    _add_errors(out, readings)
+    if not quiet:
+        _add_platform(out, logical)
+    readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed, quiet=quiet)
+    if readings:
+        _add_errors(out, readings)
 
     if not logical.prefixed and not (
         text.startswith("Capturing") or text.startswith("max_total_num_tokens=")
     ):
         if out.saw_prefix:
             # error text (an allocator message under a traceback) is read above: not skipped
-            if outcome is None and not readings and MEMORY_LOOKING_RE.search(text):
+            if outcome is None and not readings and looks_like_memory(text):
                 _unrecognised(
                     out, logical, SKIPPED_BARE, out.skipped.setdefault(out.segment, Bucket())
                 )
@@ -208,10 +213,14 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     message = _progress_message(text) if text.startswith("Capturing") else text
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:
-        if logical.prefixed and MEMORY_LOOKING_RE.search(text):
-            _unrecognised(out, logical, _why_not_parsed(message))
+        if logical.prefixed and looks_like_memory(text):
+            _unrecognised(out, logical, lambda: _why_not_parsed(message))
         return
     _store(logical, message, parsed, out, pasted=False)
+
+
+def _not_kept(kind: EventKind) -> str:
+    return f"not kept: more than {EVENTS_PER_KIND_CAP} {kind} lines"
 
 
 SKIPPED_BARE = "skipped: no SGLang prefix (the input's other lines have one)"
@@ -229,7 +238,7 @@ def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: Collector) ->
     """A bare line of an input without prefixes, read as the message it holds (input/pasted)."""
     message = tidy_pasted(logical.text)
     parsed = grammar.parse(message) if 0 < len(message) <= MAX_PARSE_CHARS else None
-    if parsed is None and MEMORY_LOOKING_RE.search(logical.text):
+    if parsed is None and looks_like_memory(logical.text):
         _unrecognised(out, logical, _why_not_parsed(message), out.pasted_unrecognised)
     return parsed
 
@@ -267,9 +276,7 @@ def _store(
     kept_key = (out.segment, logical.rank, parsed.kind.value)
     kept = out.kept_per_kind.get(kept_key, 0)
     if kept >= EVENTS_PER_KIND_CAP:
-        _unrecognised(
-            out, logical, f"not kept: more than {EVENTS_PER_KIND_CAP} {parsed.kind} lines", coverage
-        )
+        _unrecognised(out, logical, partial(_not_kept, parsed.kind), coverage)
         return
     out.kept_per_kind[kept_key] = kept + 1
     event = _event(parsed.kind, logical, parsed)
@@ -412,29 +419,6 @@ def _reason(collector: Collector, hit: Evidence, selection: RankSelection) -> st
     return text
 
 
-class _Progress:
-    """Bytes-read progress on stderr for large inputs (only when asked: the CLI passes isatty)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.next_report = _PROGRESS_EVERY
-        self.printed = False
-
-    def __call__(self, done: int, total: int | None) -> None:
-        if not self.enabled or done < self.next_report:
-            return
-        self.next_report = done + _PROGRESS_EVERY
-        share = f" ({100 * done // total}%)" if total else ""
-        sys.stderr.write(f"\rmemledger: read {done >> 20} MiB{share}")
-        sys.stderr.flush()
-        self.printed = True
-
-    def finish(self) -> None:
-        if self.printed:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-
-
 def _read_grammar_text(path: Path) -> str:
     return read_config_text(path, "grammar file", directory_hint=", not a .lark file")
 
@@ -460,13 +444,12 @@ def parse_log(
     stats = ReadStats()
     with open_log(source) as log:
         display = label or log.name
-        meter = _Progress(progress)
+        meter = ProgressMeter(progress)
         try:
             # start scanning first: a grep prefilter runs while the grammar builds
-            lines = iter_candidate_lines(log, stats, extra_keywords(extra_texts), meter)
+            decoded = iter_candidate_texts(log, stats, extra_keywords(extra_texts), meter)
             grammar = load_grammar(extra_grammars)
             cut_lines = CutLines(grammar)
-            decoded = ((number, decode_line(raw, stats)) for number, raw in lines)
             for logical in cut_lines.lines(decoded):
                 _handle(logical, grammar, collector)
             grammar.save_shapes()  # for the next run: known shapes skip lark

@@ -183,6 +183,32 @@ def open_log(
 
 ProgressCallback = Callable[[int, int | None], None]
 """Called with (bytes or lines done, total when known)."""
+PROGRESS_EVERY = 64 << 20
+"""Bytes between two progress reports on stderr."""
+
+
+class ProgressMeter:
+    """Bytes-read progress on stderr for large inputs (only when asked: the CLI passes isatty)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.next_report = PROGRESS_EVERY
+        self.printed = False
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.enabled or done < self.next_report:
+            return
+        self.next_report = done + PROGRESS_EVERY
+        share = f" ({100 * done // total}%)" if total else ""
+        sys.stderr.write(f"\rmemledger: read {done >> 20} MiB{share}")
+        sys.stderr.flush()
+        self.printed = True
+
+    def finish(self) -> None:
+        if self.printed:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
 
 PARALLEL_MIN_BYTES = 64 << 20
 """A regular file at least this big is scanned by two processes on a multi-core machine: this one
@@ -406,15 +432,28 @@ def iter_candidate_lines(
     The scan starts now: a worker or grep process overlaps whatever the caller does before
     iterating (parse_log builds the grammar). stats is complete once the iterator is exhausted.
     """
-    extra = list(extra_words)
+    return _counted(_candidates(log, stats, list(extra_words), progress), stats, log)
+
+
+def iter_candidate_texts(
+    log: OpenedLog,
+    stats: ReadStats,
+    extra_words: Iterable[str] = (),
+    progress: ProgressCallback | None = None,
+) -> Iterator[tuple[int, str]]:
+    """`iter_candidate_lines`, each line decoded (`decode_line`); the scan starts now too."""
+    return _counted_texts(_candidates(log, stats, list(extra_words), progress), stats, log)
+
+
+def _candidates(
+    log: OpenedLog, stats: ReadStats, extra: list[str], progress: ProgressCallback | None
+) -> Iterator[tuple[int, bytes]]:
     grep = grep_program(log.path, log.size)
     if log.prefiltered is not None:
-        lines = _stdin_candidates(log, log.prefiltered, extra, stats, progress)
-    elif grep is not None:
-        lines = _grep_candidates(log, grep, extra, stats, progress)
-    else:
-        lines = _python_candidates(log, extra, stats, progress)
-    return _counted(lines, stats, log)
+        return _stdin_candidates(log, log.prefiltered, extra, stats, progress)
+    if grep is not None:
+        return _grep_candidates(log, grep, extra, stats, progress)
+    return _python_candidates(log, extra, stats, progress)
 
 
 def _counted(
@@ -423,6 +462,16 @@ def _counted(
     for item in lines:
         stats.n_candidates += 1
         yield item
+    _refuse_truncated(log)
+
+
+def _counted_texts(
+    lines: Iterator[tuple[int, bytes]], stats: ReadStats, log: OpenedLog
+) -> Iterator[tuple[int, str]]:
+    for number, raw in lines:
+        stats.n_candidates += 1
+        # decode_line's common case inline (one call per line fewer)
+        yield number, (raw.decode("ascii") if raw.isascii() else decode_line(raw, stats))
     _refuse_truncated(log)
 
 

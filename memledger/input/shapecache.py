@@ -36,8 +36,18 @@ Result = TypeVar("Result")
 _MISSING: Any = object()
 
 
+_ALL_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+_CLASSES = bytes.maketrans(_LETTERS + b"0123456789", b"a" * len(_LETTERS) + b"0" * 10)
+"""Letters and `_` to `a`, digits to `0`, every other byte kept (none of them is `a` or `0`)."""
+
+
 def fold(message: str) -> str:
     """The message's shape: each digit not right after a letter or `_` becomes `0`."""
+    if message.isascii():
+        raw = message.encode("ascii")
+        if b"a0" not in raw.translate(_CLASSES):  # no digit right after a letter or `_`
+            return raw.translate(_ALL_DIGITS).decode("ascii")
     return _FOLD_RE.sub("0", message)
 
 

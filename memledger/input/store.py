@@ -15,10 +15,12 @@ Counts stay exact: what is not kept is counted and reported, never silently drop
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memledger.events import Event, EventKind, RankInfo, UnrecognisedLine
 from memledger.input.error_texts import ErrorTextReader
+from memledger.input.quiet import QuietLines
 from memledger.input.ranks import is_rank0_tag, natural_key, rank_key_values, rank_sort_key
 
 RANKS_CAP = 1024
@@ -235,6 +237,8 @@ class Collector:
     last_progress_desc: tuple[int, str] | None = None
     kept_per_kind: dict[tuple[int, str, str], int] = field(default_factory=dict)
     errors: ErrorTextReader = field(default_factory=ErrorTextReader)
+    quiet: QuietLines = field(default_factory=QuietLines)
+    """Which lines no reader before the grammar reads (per line shape)."""
     pasted_lines: int = 0
     """Bare lines read while no line had a prefix (the input may be a paste)."""
     pasted_init_lines: list[tuple[int, str, bool]] = field(default_factory=list)
@@ -369,16 +373,27 @@ class Collector:
         )
 
     def add_unrecognised(
-        self, line: int, rank: str, text: str, reason: str, bucket: Bucket | None = None
+        self,
+        line: int,
+        rank: str,
+        text: str,
+        reason: str | Callable[[], str],
+        bucket: Bucket | None = None,
     ) -> None:
+        """Count a line in coverage, listed while the bucket has room (`reason` may be a
+        function: worked out only for a line listed, not for the millionth of its kind)."""
         if bucket is None:
-            if not self.keeping or (rank and not self.selectable(rank)):
-                return  # coverage is the selected rank's
-            bucket = self.coverage.setdefault((self.segment, rank), Bucket())
+            if self.window.closed or (rank and rank not in self.candidates.tags):
+                return  # coverage is the selected rank's (`keeping`, `selectable` inlined)
+            key = (self.unit, rank)
+            bucket = self.coverage.get(key)
+            if bucket is None:
+                bucket = self.coverage[key] = Bucket()
         bucket.count += 1
         if len(bucket.lines) < UNRECOGNISED_CAP:
+            said = reason if isinstance(reason, str) else reason()
             bucket.lines.append(
-                UnrecognisedLine(line=line, rank=rank, text=text[:TEXT_CAP], reason=reason)
+                UnrecognisedLine(line=line, rank=rank, text=text[:TEXT_CAP], reason=said)
             )
 
     def _summarise(self, tag: str) -> None:

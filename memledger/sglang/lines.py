@@ -206,11 +206,24 @@ MEMORY_WORDS: tuple[str, ...] = (
 MEMORY_WORDS_ANY_CASE: tuple[str, ...] = ("avail", "mem usage", "size", "capacity")
 """Words of a memory-looking line in any case (`Size`, `AVAIL`): the scanner matches them so."""
 
+_MEMORY_SIZE_RE = re.compile(r"\d\s*(?:GB|GiB|MB|MiB|KB|KiB|bytes)\b")
 MEMORY_LOOKING_RE = re.compile(
-    r"\d\s*(?:GB|GiB|MB|MiB|KB|KiB|bytes)\b|(?i:" + "|".join(MEMORY_WORDS_ANY_CASE) + ")"
+    _MEMORY_SIZE_RE.pattern + "|(?i:" + "|".join(MEMORY_WORDS_ANY_CASE) + ")"
 )
 """A line that looks like memory; every such line passes the prefilter (MEMORY_WORDS and
 MEMORY_WORDS_ANY_CASE), so coverage can account for each one."""
+
+
+def looks_like_memory(text: str) -> bool:
+    """Whether MEMORY_LOOKING_RE finds something in `text`, without running it on most lines:
+    for ASCII text the any-case words are plain substrings of the lower-cased text."""
+    if not text.isascii():
+        return MEMORY_LOOKING_RE.search(text) is not None  # case folding beyond ASCII
+    lowered = text.lower()
+    for word in MEMORY_WORDS_ANY_CASE:
+        if word in lowered:
+            return True
+    return _MEMORY_SIZE_RE.search(text) is not None
 
 
 # a real tab and CR (not the escapes): an ERE reads no escape in a bracket expression

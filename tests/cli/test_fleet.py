@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import memledger.fleet as fleet
-import memledger.input.parsing as parsing
+import memledger.input.reader as reader
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.ledger_model import RowGroup
@@ -161,7 +161,7 @@ def test_the_real_logs_folder_gives_one_line_per_log(capsys: pytest.CaptureFixtu
 def test_ledger_diff_and_check_show_progress_on_a_terminal_only(
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(parsing, "_PROGRESS_EVERY", 1024)  # "large" for the test
+    monkeypatch.setattr(reader, "PROGRESS_EVERY", 1024)  # "large" for the test
     main(argv)
     assert "memledger: read" not in capsys.readouterr().err  # not a terminal: no meter
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)

@@ -1,0 +1,68 @@
+"""Lines that no reader before the grammar reads, known once per line shape.
+
+Before the grammar, `parse_log` shows every message to three readers: the outcome phrases
+(memledger.input.outcome), the error texts (memledger.input.error_texts) and the platform markers
+(memledger.sglang.lines). Each reads only a line holding one of its words, and most lines (a
+server's memory lines, for days) hold none: `QuietLines` says so with one look-up per line shape
+instead of some forty substring tests per line.
+
+A shape is the line with every digit folded to 0 (as the scanner's, memledger.input.scan).
+Folding keeps every other character in its place, so a word in a line is, folded, in the line's
+shape at the same place: a shape holding none of the folded words is a shape of lines holding
+none of the words, whatever the words (one with a digit only makes more shapes doubtful). Words
+are compared lower-cased (a word in a line is, lower-cased, in the lower-cased line). A line with
+a non-ASCII character is never quiet: the readers' case-blind matching goes beyond ASCII.
+"""
+
+from __future__ import annotations
+
+from memledger.input.error_texts import ERROR_WORDS
+from memledger.input.outcome import OUTCOME_WORDS
+from memledger.sglang.lines import PLATFORM_MARKERS
+
+_FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+SHAPE_ENTRIES = 4096
+"""Shapes remembered (cleared when full; a log's memory lines have a handful)."""
+SHAPE_MAX_CHARS = 1024
+"""Longer lines are tested without remembering their shape."""
+
+
+def _folded(word: str) -> bytes:
+    return word.lower().encode("ascii").translate(_FOLD_DIGITS)
+
+
+READER_WORDS: tuple[str, ...] = (
+    *OUTCOME_WORDS,
+    "out of memory",  # outcome_kind's case-blind phrase
+    *ERROR_WORDS,
+    *(marker.text for marker in PLATFORM_MARKERS),
+)
+"""What a line that any of the three readers reads holds one of (each module says so of its own;
+tests/test_quiet_lines.py checks it against the readers)."""
+# a word with a non-ASCII character is in no ASCII line: it makes no line doubtful
+_WORDS = tuple(dict.fromkeys(_folded(word) for word in READER_WORDS if word.isascii()))
+
+
+def _quiet_shape(shape: bytes) -> bool:
+    lowered = shape.lower()
+    return not any(word in lowered for word in _WORDS)
+
+
+class QuietLines:
+    """`quiet(text)`: True when no reader before the grammar reads anything in this line."""
+
+    def __init__(self) -> None:
+        self._shapes: dict[bytes, bool] = {}
+
+    def __call__(self, text: str) -> bool:
+        if not text.isascii():
+            return False
+        shape = text.encode("ascii").translate(_FOLD_DIGITS)
+        if len(shape) > SHAPE_MAX_CHARS:
+            return _quiet_shape(shape)
+        quiet = self._shapes.get(shape)
+        if quiet is None:
+            if len(self._shapes) >= SHAPE_ENTRIES:
+                self._shapes.clear()
+            quiet = self._shapes[shape] = _quiet_shape(shape)
+        return quiet
