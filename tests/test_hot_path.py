@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memledger.input.parsing as parsing
-from memledger.input import error_texts, logical, shapecache, wrapped
+from memledger.input import error_texts, logical, reader, shapecache, wrapped
 from memledger.input.error_texts import ERROR_WORDS, ErrorTextReader, no_error_words
 from memledger.input.logical import PREFIX_RE, iter_logical_lines, logical_lines_in_full
 from memledger.input.outcome import OUTCOME_WORDS, outcome_kind
@@ -272,3 +272,11 @@ def test_every_log_parses_alike_with_the_shortcuts_and_without(tmp_path: Path) -
     stress = fast[-1]["startup"]
     assert stress["unrecognised_count"] >= 3000  # the unknown kind is counted, each line
     assert any(e["kind"] == "oom_message" for e in stress["events"])  # read among the quiet lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(sniff=st.binary(max_size=600) | st.text(max_size=300).map(str.encode))
+def test_binary_sniff_counts_the_control_bytes(sniff: bytes) -> None:
+    controls = sum(1 for byte in sniff if byte in reader._CONTROL_BYTES)
+    expected = bool(sniff) and controls / len(sniff) > reader.BINARY_CONTROL_RATIO
+    assert reader._looks_binary(sniff) is expected

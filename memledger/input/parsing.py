@@ -76,8 +76,8 @@ def _add_errors(out: Collector, readings: list[ErrorReading]) -> None:
     """Error events of any rank (diagnosis needs the rank that failed), capped per kind and rank
     and, over all ranks, per kind."""
     for reading in readings:
-        key = (out.segment, reading.rank, reading.kind.value)
-        every_rank = (out.segment, "\0every rank", reading.kind.value)
+        key = (out.segment, reading.rank, reading.kind)
+        every_rank = (out.segment, "\0every rank", reading.kind)
         kept = out.kept_per_kind.get(key, 0)
         if kept >= EVENTS_PER_KIND_CAP or out.kept_per_kind.get(every_rank, 0) >= RETAINED_CAP:
             continue
@@ -273,7 +273,7 @@ def _store(
     if logical.prefixed and logical.rank not in out.tags_first_line:
         out.untracked_rank_lines += 1  # a rank past RANKS_CAP: counted, not summarised
         return
-    kept_key = (out.segment, logical.rank, parsed.kind.value)
+    kept_key = (out.segment, logical.rank, parsed.kind)
     kept = out.kept_per_kind.get(kept_key, 0)
     if kept >= EVENTS_PER_KIND_CAP:
         _unrecognised(out, logical, partial(_not_kept, parsed.kind), coverage)

@@ -42,6 +42,7 @@ BINARY_CONTROL_RATIO = 0.05
 
 _SURROGATE_RE = re.compile("[\udc80-\udcff]")
 _CONTROL_BYTES = frozenset(range(0x20)) - frozenset(b"\t\n\r\x0c\x1b\x08") | {0x7F}
+_NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
 
 
 class ByteSource(Protocol):
@@ -63,7 +64,7 @@ class ReadStats:
 def _looks_binary(sniff: bytes) -> bool:
     if not sniff:
         return False
-    controls = sum(1 for b in sniff if b in _CONTROL_BYTES)
+    controls = len(sniff.translate(None, _NOT_CONTROL))  # what is left: the control bytes
     return controls / len(sniff) > BINARY_CONTROL_RATIO
 
 

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator
+from functools import lru_cache
 from typing import IO, Protocol
 
 from memledger.errors import InputError
@@ -60,6 +61,26 @@ def _keyword_regex(words: Iterable[bytes], *, any_case: bool = True) -> re.Patte
     return re.compile(b"|".join(alternatives) if alternatives else b"(?!)")
 
 
+@lru_cache(maxsize=16)
+def _filter_regexes(extra_words: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
+    """LineFilter's regexes (built once per process: a fleet parses log after log)."""
+    words = [w.encode() for w in (*PREFILTER_WORDS, *extra_words)]
+    # Lines differ from each other mostly in their numbers. Folding every digit to 0 leaves
+    # every other byte in place and keeps digits digits, so a keyword without a digit (and
+    # every any-case word) is in a line exactly where it is in the line's folded shape: one
+    # regex run per shape decides every line of the shape. Only a keyword with a digit
+    # (`DSV4`) can be in a shape and not in a line of it (`DSV5`): when such a folded
+    # keyword is all a shape holds, each of its lines is searched for those keywords.
+    digit_free = [w for w in words if not any(48 <= b <= 57 for b in w)]
+    with_digits = [w for w in words if any(48 <= b <= 57 for b in w)]
+    return (
+        _keyword_regex(words),
+        _keyword_regex(digit_free),
+        _keyword_regex([w.translate(_FOLD_DIGITS) for w in with_digits], any_case=False),
+        _keyword_regex(with_digits, any_case=False),
+    )
+
+
 _NO_KEYWORD, _KEYWORD, _DIGIT_KEYWORD_MAYBE = 0, 1, 2
 """A shape's verdict: no keyword; a keyword (every line of the shape is a candidate); only a
 keyword with a digit may be there (each line of the shape is searched for those)."""
@@ -69,21 +90,8 @@ class LineFilter:
     """Which of a list of whole physical lines are candidates (keyword, no serving-time marker)."""
 
     def __init__(self, extra_words: Iterable[str] = ()) -> None:
-        words = [w.encode() for w in (*PREFILTER_WORDS, *extra_words)]
-        self.keywords = _keyword_regex(words)
-        # Lines differ from each other mostly in their numbers. Folding every digit to 0 leaves
-        # every other byte in place and keeps digits digits, so a keyword without a digit (and
-        # every any-case word) is in a line exactly where it is in the line's folded shape: one
-        # regex run per shape decides every line of the shape. Only a keyword with a digit
-        # (`DSV4`) can be in a shape and not in a line of it (`DSV5`): when such a folded
-        # keyword is all a shape holds, each of its lines is searched for those keywords.
-        digit_free = [w for w in words if not any(48 <= b <= 57 for b in w)]
-        with_digits = [w for w in words if any(48 <= b <= 57 for b in w)]
-        self.shape_keywords = _keyword_regex(digit_free)
-        self.shape_digit_keywords = _keyword_regex(
-            [w.translate(_FOLD_DIGITS) for w in with_digits], any_case=False
-        )
-        self.digit_keywords = _keyword_regex(with_digits, any_case=False)
+        regexes = _filter_regexes(tuple(extra_words))
+        self.keywords, self.shape_keywords, self.shape_digit_keywords, self.digit_keywords = regexes
         self.shape_verdicts: dict[bytes, int] = {}
 
     def _shape_verdict(self, shape: bytes) -> int:

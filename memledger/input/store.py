@@ -235,7 +235,7 @@ class Collector:
     """Platforms with a marker event in the current server_args startup (one event each)."""
     platforms_startup: int = -1
     last_progress_desc: tuple[int, str] | None = None
-    kept_per_kind: dict[tuple[int, str, str], int] = field(default_factory=dict)
+    kept_per_kind: dict[tuple[int, str, EventKind], int] = field(default_factory=dict)
     errors: ErrorTextReader = field(default_factory=ErrorTextReader)
     quiet: QuietLines = field(default_factory=QuietLines)
     """Which lines no reader before the grammar reads (per line shape)."""
