@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memledger.input import grammar_cache, linegrammar, shapestore
+from memledger.input import grammar_cache, linegrammar, shapecheck, shapestore
 from memledger.input.linegrammar import LineGrammar, LineParse
 from memledger.input.shapecache import fold
 
@@ -41,6 +41,27 @@ def _nested(node: Any, depth: int) -> Any:
     return node
 
 
+# Splits `avail mem=47.63 GB` into a key without value and a loose size: names, order, terminals
+# and the words between (`=` is a word of the grammar) all hold, yet the event would lose its
+# `avail`. Lark never leaves an item's `= value` untaken where the text goes on with `=`.
+REGROUPED: Any = json.loads(
+    json.dumps(GENUINE).replace(
+        '["item", [["WORDS", 17, 26], ["value", [["number", [["NUMBER", 27, 32], '
+        '["unit", [["UNIT", 33, 35]]]]]]]]]',
+        '["item", [["WORDS", 17, 26]]], ["loose", [["number", [["NUMBER", 27, 32], '
+        '["unit", [["UNIT", 33, 35]]]]]]]',
+    )
+)
+# Splits the key `avail mem` into a word of free text and the key `mem`: each token's text is
+# one its terminal matches, but Lark's lexer reads WORDS as far as its regex goes.
+SPLIT_KEY: Any = json.loads(
+    json.dumps(GENUINE).replace(
+        '["item", [["WORDS", 17, 26], ["value"',
+        '["item", [["WORDS", 17, 22]]], ["item", [["WORDS", 23, 26], ["value"',
+    )
+)
+
+
 FORGED: dict[str, Any] = {
     "another line rule": _relabel(GENUINE, "load_end", "load_begin"),
     "a rule the grammar lacks": _relabel(GENUINE, "load_end", "oom_message"),
@@ -57,6 +78,8 @@ FORGED: dict[str, Any] = {
     "no tree": "junk",
     "a deep nest": ["start", [_nested(["load_end", []], 300)]],
     "a huge tree": ["start", [["load_end", [["WORDS", 0, 4]] * 10_000]]],
+    "fields regrouped": REGROUPED,
+    "a key split in two": SPLIT_KEY,
 }
 
 
@@ -99,6 +122,15 @@ def test_the_genuine_entry_is_used_without_lark(
     _plant(LOAD_END, GENUINE)
     monkeypatch.setattr(LineGrammar, "_build", lambda self, store=None: pytest.fail("lark ran"))
     assert _stored_parse(LOAD_END) == expected
+
+
+@pytest.mark.parametrize("forged", [REGROUPED, SPLIT_KEY], ids=["regrouped", "split key"])
+def test_the_content_checks_refuse_a_tree_lark_would_not_give(forged: Any) -> None:
+    vocab = shapecheck.vocabulary(linegrammar.base_grammar_text())
+    assert vocab is not None
+    shapecheck.check_tree(GENUINE, LOAD_END, vocab)
+    with pytest.raises(ValueError):
+        shapecheck.check_tree(forged, LOAD_END, vocab)
 
 
 @pytest.mark.parametrize("case", list(FORGED))
@@ -188,32 +220,26 @@ def test_a_planted_store_costs_no_traceback(
         assert "Traceback" not in err
 
 
-# Splits `avail mem=47.63 GB` into a key without value and a loose size: every content check
-# holds (names, order, terminals, the `=` between is a word of the grammar), yet the event loses
-# its `avail`. Only a parse could tell; the key is what keeps such an entry out of a restored cache.
-REGROUPED: Any = json.loads(
-    json.dumps(GENUINE).replace(
-        '["item", [["WORDS", 17, 26], ["value", [["number", [["NUMBER", 27, 32], '
-        '["unit", [["UNIT", 33, 35]]]]]]]]]',
-        '["item", [["WORDS", 17, 26]]], ["loose", [["number", [["NUMBER", 27, 32], '
-        '["unit", [["UNIT", 33, 35]]]]]]]',
-    )
-)
-
-
 def test_a_cache_restored_without_its_key_cannot_change_an_event(
     private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memledger.input import shapecheck
-
+    # What the content checks cannot refuse (a tree that passes them all, GENUINE here, or a
+    # grouping of brackets they do not follow) is kept out by the key: written where the
+    # branch's CI ran, with that runner's key, every entry is a miss elsewhere.
     expected = _grammars_own(LOAD_END)
-    vocab = shapecheck.vocabulary(linegrammar.base_grammar_text())
-    assert vocab is not None and REGROUPED != GENUINE
-    shapecheck.check_tree(REGROUPED, LOAD_END, vocab)  # the content checks let it through
-    _plant(LOAD_END, REGROUPED)  # written where the branch's CI ran, with that runner's key
+    _plant(LOAD_END, GENUINE)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-runner"))
     linegrammar._cached_grammar.cache_clear()
-    assert _stored_parse(LOAD_END) == expected  # restored elsewhere: another key, a miss
+    built: list[LineGrammar] = []
+    build = LineGrammar._build
+
+    def recording(self: LineGrammar, store: shapestore.ShapeStore | None = None) -> None:
+        built.append(self)
+        build(self, store)
+
+    monkeypatch.setattr(LineGrammar, "_build", recording)
+    assert _stored_parse(LOAD_END) == expected
+    assert built  # the entry was a miss: the grammar parsed the line
 
 
 def test_the_key_is_private_stable_and_its_absence_only_costs_time(

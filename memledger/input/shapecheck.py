@@ -10,7 +10,13 @@ against anything in the cache), before it is used:
 * it is a tree of this grammar: `start` over one line rule (an alternative of `message`), every
   rule and terminal name one the grammar defines, within the node and depth bounds;
 * its tokens lie in order inside the message, and each token's text is one its terminal matches
-  (the terminal's `/regex/` or quoted words, as the grammar states them);
+  (the terminal's `/regex/` or quoted words, as the grammar states them), as far as Lark's lexer
+  reads it: a `/regex/` token ends where its regex, matched from the token's start, stops (so a
+  key `avail mem` cannot be split into free text `avail` and a key `mem`);
+* a greedy option is taken where the text goes on with it: a node `X (_assign value)?` that
+  holds X alone is not followed by one of `_assign`'s words (`=`, `:`), since Lark's LALR
+  parser, without conflicts, always shifts them there (so `avail mem=47.63 GB` cannot become a
+  key without a value and a loose size);
 * it accounts for the whole message: the text between the tokens is the grammar's `%ignore`
   (white space) and its quoted words only, and the line rule's own quoted words stand there in
   order; so the line is reproduced from the tree and the grammar's words;
@@ -19,7 +25,8 @@ against anything in the cache), before it is used:
 
 Anything else is doubt, and the grammar decides (the store is then rewritten with the grammar's
 tree). What these checks cannot exclude is a planted tree that keeps to all of the above but
-groups a line's `fields` otherwise than Lark would (only a parse could); the keyed binding of
+groups bracketed fields otherwise than Lark would (a list's numbers read as loose ones with the
+brackets as words between; only a parse could tell); the keyed binding of
 memledger.input.shapestore keeps such an entry out of any store this user's key did not write.
 """
 
@@ -47,6 +54,7 @@ _ELEMENT_RE = re.compile(
     r'\s*(?:("(?:[^"\\]|\\.)*")|([A-Z_][A-Z0-9_]*)(?![a-z0-9_])|\(([^()]*)\))([?*+]?)'
 )
 _GROUPING_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[()\[\]|]')
+_SPACE_RE = re.compile(r"\s*")  # what `%ignore /\s+/` skips
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
@@ -81,6 +89,23 @@ class Vocabulary:
             return text in words
         pattern = self._once(("re", terminal), lambda: _terminal_regex(self.bodies.get(terminal)))
         return pattern is not None and pattern.fullmatch(text) is not None
+
+    def lexed(self, terminal: str, message: str, start: int, end: int) -> bool:
+        """Whether the token `message[start:end]` is what Lark's lexer reads there as this
+        terminal: all of its text, and for a `/regex/` terminal exactly as far as the regex
+        matches from `start` (Lark matches it so: a token ends where its regex stops)."""
+        if not self.matches(terminal, message[start:end]):
+            return False
+        if terminal in self.literal_terminals:
+            return True
+        pattern = self._once(("re", terminal), lambda: _terminal_regex(self.bodies.get(terminal)))
+        found = None if pattern is None else pattern.match(message, start)
+        return found is not None and found.end() == end
+
+    def greedy_tail(self, rule: str) -> tuple[str, frozenset[str]] | None:
+        """(X, words) when the rule has an alternative `X (_tail ...)?` whose option starts
+        with one of `words`; None otherwise (module docstring: a greedy option)."""
+        return self._once(("tail", rule), lambda: _greedy_tail(self.bodies[rule], self))
 
     def _once(self, key: tuple[str, str], work: Callable[[], T]) -> T:
         if key not in self._worked_out:
@@ -175,6 +200,34 @@ def _leading(body: str, vocab: Vocabulary) -> tuple[frozenset[str], ...]:
     return tuple(parts)
 
 
+_OPTIONAL_TAIL_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s+\((_[a-z0-9_]+)\s[^()|]*\)\?$")
+
+
+def _greedy_tail(body: str, vocab: Vocabulary) -> tuple[str, frozenset[str]] | None:
+    for alternative in _top_level_alternatives(body):
+        match = _OPTIONAL_TAIL_RE.match(alternative.strip())
+        if match is None:
+            continue
+        opener = vocab.bodies.get(match.group(2), "")
+        if _ALTERNATIVES_RE.match(opener):  # an inlined rule of quoted words only: `"=" | ":"`
+            return match.group(1), frozenset(_words(opener))
+    return None
+
+
+def _top_level_alternatives(body: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for match in _GROUPING_RE.finditer(body):
+        token = match.group(0)
+        if token in ("(", "["):
+            depth += 1
+        elif token in (")", "]"):
+            depth -= 1
+        elif token == "|" and depth == 0:
+            parts.append(body[start : match.start()])
+            start = match.end()
+    return [*parts, body[start:]]
+
+
 def _starts_with(message: str, position: int, parts: tuple[frozenset[str], ...]) -> bool:
     """Whether `message` from `position` is the parts' words in turn, white space between."""
     while position < len(message) and message[position].isspace():
@@ -234,9 +287,15 @@ def vocabulary(grammar_text: str) -> Vocabulary | None:
 
 
 def _tokens(
-    data: Any, vocab: Vocabulary, depth: int, out: list[tuple[str, int, int]], nodes: list[int]
+    data: Any,
+    vocab: Vocabulary,
+    depth: int,
+    out: list[tuple[str, int, int]],
+    nodes: list[int],
+    untaken: list[tuple[int, frozenset[str]]],
 ) -> None:
-    """Check one stored node's form and names; collect its tokens in order."""
+    """Check one stored node's form and names; collect its tokens in order, and where a greedy
+    option was not taken (the end of its node, the words it would start with)."""
     nodes[0] += 1
     if depth > MAX_DEPTH or nodes[0] > MAX_NODES or not isinstance(data, list):
         raise ValueError("not a tree of this grammar")
@@ -252,8 +311,12 @@ def _tokens(
         raise ValueError("not a tree of this grammar")
     if data[0] not in vocab.rules:
         raise ValueError(f"no rule {data[0]!r} in the grammar")
+    before = len(out)
     for child in data[1]:
-        _tokens(child, vocab, depth + 1, out, nodes)
+        _tokens(child, vocab, depth + 1, out, nodes, untaken)
+    tail = vocab.greedy_tail(data[0])
+    if tail is not None and len(out) > before and [c[0] for c in data[1]] == [tail[0]]:
+        untaken.append((out[-1][2], tail[1]))  # `X` alone: its option was not taken
 
 
 def _gap_words(text: str, start: int, end: int, vocab: Vocabulary) -> list[str] | None:
@@ -290,14 +353,15 @@ def check_tree(data: Any, message: str, vocab: Vocabulary) -> None:
     if not isinstance(line_rule, str) or line_rule not in vocab.line_rules:
         raise ValueError("not a line rule of this grammar")
     tokens: list[tuple[str, int, int]] = []
-    _tokens(data, vocab, 0, tokens, [0])
+    untaken: list[tuple[int, frozenset[str]]] = []
+    _tokens(data, vocab, 0, tokens, [0], untaken)
     gaps: list[str] = []
     position = 0
     for type_, start, end in tokens:
         if not position <= start < end <= len(message):
             raise ValueError("token out of order or outside the message")
-        if not vocab.matches(type_, message[start:end]):
-            raise ValueError(f"{type_} does not match its text")
+        if not vocab.lexed(type_, message, start, end):
+            raise ValueError(f"{type_} is not what the lexer reads there")
         words = _gap_words(message, position, start, vocab)
         if words is None:
             raise ValueError("text between tokens is not the grammar's")
@@ -309,6 +373,10 @@ def check_tree(data: Any, message: str, vocab: Vocabulary) -> None:
     gaps += words
     if not _in_order(vocab.own_words(line_rule), gaps):
         raise ValueError(f"the message lacks the words of {line_rule}")
+    for end, option_words in untaken:
+        after = _SPACE_RE.match(message, end)
+        if after is not None and any(message.startswith(w, after.end()) for w in option_words):
+            raise ValueError("an option the parser would take is not taken")
 
 
 def could_parse(message: str, vocab: Vocabulary) -> bool:
