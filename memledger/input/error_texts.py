@@ -173,6 +173,10 @@ _POOL_WORDS = (
     "Bus error",
 )
 """Every POOL_EXHAUSTED_TEXTS pattern holds one of these (a cheap test first)."""
+_REFUSAL_WORDS = ("profiled value", "Loaded weights leave no GPU memory", "Not enough memory.")
+"""What read_kv_refusal's texts hold: PROFILED_NEGATIVE_RE's, then the two refusals'."""
+_EXIT_WORDS = ("Killed", "xit", "terminated with")
+"""Each head of KILLED_RE and EXIT_CODE_RE holds one of these."""
 REQ_TO_TOKEN_CODE_RE = re.compile(r"ReqToTokenPool\(|self\.req_to_token\s*=")
 """A frame's code line that builds the request-to-token table (v0.5.8 mem_cache/memory_pool.py:136,
 model_executor/model_runner_kv_cache_mixin.py:384)."""
@@ -226,7 +230,7 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
 
 def read_kv_refusal(text: str) -> dict[str, Value] | None:
     """SGLang refusing to size the KV pool (weights left no room), or None."""
-    if "profiled value" in text:
+    if _REFUSAL_WORDS[0] in text:
         profiled = PROFILED_NEGATIVE_RE.search(text)
         if profiled is None:
             return None  # a cap above a positive profiled value: no refusal
@@ -236,7 +240,7 @@ def read_kv_refusal(text: str) -> dict[str, Value] | None:
             if tokens is not None:
                 found[key] = tokens
         return found
-    if "Loaded weights leave no GPU memory" not in text and "Not enough memory." not in text:
+    if not any(word in text for word in _REFUSAL_WORDS[1:]):
         return None  # what both regexes start with
     match = NO_ROOM_FOR_KV_RE.search(text)
     values: dict[str, Value] = {}
@@ -282,7 +286,7 @@ def read_pool_exhausted(text: str) -> dict[str, Value] | None:
 
 def read_process_exit(text: str) -> dict[str, Value] | None:
     """A process end the log reports (`Killed`, a non-zero exit code), or None."""
-    if "Killed" not in text and "xit" not in text and "terminated with" not in text:
+    if not any(word in text for word in _EXIT_WORDS):
         return None  # each head of the two regexes holds one of these
     if KILLED_RE.match(text.strip()):
         return {"killed": True}
@@ -293,31 +297,26 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}
 
 
-ERROR_WORDS = (
-    "error",  # `...Error`, `ERROR`, HSA_STATUS_ERROR_OUT_OF_RESOURCES, `Bus error`
-    "exception",
-    "interrupt",
-    "xit",  # `...Exit`, `Exit code`, `exitcode=`, `exit code`
-    "outofresources",
-    'file "',
-    "traceback",
-    "tried to allocate",
-    "of memory",
-    "profiled value",
-    "loaded weights leave",
-    "enough memory",
-    "pool is full",
-    "allowed length",
-    "allocate memory",
-    "bad_alloc",
-    "shared memory",
-    "/dev/shm",
-    "killed",
-    "terminated with",
+ERROR_WORDS: tuple[str, ...] = tuple(
+    word.lower()
+    for word in (
+        # the regexes' own words: a frame, an exception type, a traceback head, a cut OOM text
+        "Error",  # `...Error`, `ERROR`, HSA_STATUS_ERROR_OUT_OF_RESOURCES
+        "Exception",
+        "Interrupt",
+        "Exit",
+        "OutOfResources",
+        'File "',
+        "Traceback",
+        "Tried to allocate",
+        "out of memory",
+        # each cheap test's words: a reader changed there changes this too
+        *_POOL_WORDS,
+        *_REFUSAL_WORDS,
+        *_EXIT_WORDS,
+    )
 )
-"""Lower-cased, what every text a reader here reads holds one of: each regex's words (a frame's
-`File "`, an exception type's `Error`/`Exception`/`Interrupt`/`Exit`/`OutOfResources`,
-`Traceback`) and each cheap test's (`_POOL_WORDS`, read_kv_refusal's, read_process_exit's)."""
+"""Lower-cased, what every text a reader here reads holds one of (memledger.input.quiet)."""
 
 
 def no_error_words(text: str) -> bool:
