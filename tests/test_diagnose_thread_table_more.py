@@ -6,26 +6,7 @@ docs/diagnose.md ("Measured on SGLang threads")."""
 
 from __future__ import annotations
 
-import io
-
-from memledger.diagnosis import Diagnosis, diagnose
-from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
-
-
-def _diagnose(lines: list[str]) -> Diagnosis:
-    data = ("\n".join(lines) + "\n").encode()
-    parsed = parse_log(io.BytesIO(data), label="thread.log")
-    return diagnose(parsed, build(parsed, LoadOptions()))
-
-
-def _ids(result: Diagnosis) -> list[str]:
-    return [f.id for f in result.findings]
-
-
-def _knobs(result: Diagnosis) -> dict[str, object]:
-    return {s.knob: s.value for s in result.suggestions}
-
+from tests.test_diagnose_thread_table import _diagnose, _ids, _knobs
 
 THREAD_4602 = [
     "RuntimeError: Decode out of memory. Try to lower your batch size.",
@@ -123,25 +104,28 @@ def test_5893_thin_headroom_after_the_graphs_names_sglangs_large_gpu_reserve() -
     assert "lower --mem-fraction-static" in result.verdict
 
 
+H200_STARTUP = [
+    "[2025-04-29 16:18:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.88,"
+    " tp_size=8)",
+    "[2025-04-29 16:18:10 TP0] Load weight begin. avail mem=139.50 GB",
+    "[2025-04-29 16:18:40 TP0] Load weight end. type=DeepseekV3ForCausalLM, "
+    "dtype=torch.bfloat16, avail mem=56.50 GB, mem usage=83.00 GB.",
+    "[2025-04-29 16:18:41 TP0] KV Cache is allocated. #tokens: 400000, K size: 22.57 GB, "
+    "V size: 22.57 GB",
+    "[2025-04-29 16:18:41 TP0] Memory pool end. avail mem=11.36 GB",
+    "[2025-04-29 16:19:34 TP0] Capture cuda graph end. Time elapsed: 56.90 s. "
+    "mem usage=6.27 GB. avail mem=5.09 GB.",
+    "[2025-04-29 16:19:40] The server is fired up and ready to roll!",
+]
+"""A whole H200 startup in the shape of #5893's: P 139.50 GiB, mfs 0.88, 11.36 GiB outside the
+pool (6.27 GiB of bs-256 graphs + 5.09 GiB free after them)."""
+
+
 def test_the_same_headroom_on_a_known_h200_has_a_value() -> None:
     # a whole H200 log: P = 139.50 GiB before loading, mfs 0.88 (SGLang's pre-#5893 H200
     # default was (gpu_mem - 13 GiB) / gpu_mem); 11.36 GiB outside the pool is 6.64 GiB short
     # of 18 GiB: mfs 0.88 - 6.64 / 139.50 = 0.8324 -> 0.83
-    result = _diagnose(
-        [
-            "[2025-04-29 16:18:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.88,"
-            " tp_size=8)",
-            "[2025-04-29 16:18:10 TP0] Load weight begin. avail mem=139.50 GB",
-            "[2025-04-29 16:18:40 TP0] Load weight end. type=DeepseekV3ForCausalLM, "
-            "dtype=torch.bfloat16, avail mem=56.50 GB, mem usage=83.00 GB.",
-            "[2025-04-29 16:18:41 TP0] KV Cache is allocated. #tokens: 400000, K size: 22.57 GB, "
-            "V size: 22.57 GB",
-            "[2025-04-29 16:18:41 TP0] Memory pool end. avail mem=11.36 GB",
-            "[2025-04-29 16:19:34 TP0] Capture cuda graph end. Time elapsed: 56.90 s. "
-            "mem usage=6.27 GB. avail mem=5.09 GB.",
-            "[2025-04-29 16:19:40] The server is fired up and ready to roll!",
-        ]
-    )
+    result = _diagnose(H200_STARTUP)
     (thin,) = [f for f in result.findings if f.id == "thin_headroom"]
     assert "this GPU is over 96 GiB" in thin.message
     assert _knobs(result)["mem_fraction_static"] == 0.83
@@ -171,17 +155,7 @@ def test_a_serving_oom_on_a_large_gpu_lowers_mfs_to_sglangs_reserve() -> None:
     # suggested fraction reaches that, not just the failing allocation
     result = _diagnose(
         [
-            "[2025-04-29 16:18:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.88,"
-            " tp_size=8)",
-            "[2025-04-29 16:18:10 TP0] Load weight begin. avail mem=139.50 GB",
-            "[2025-04-29 16:18:40 TP0] Load weight end. type=DeepseekV3ForCausalLM, "
-            "dtype=torch.bfloat16, avail mem=56.50 GB, mem usage=83.00 GB.",
-            "[2025-04-29 16:18:41 TP0] KV Cache is allocated. #tokens: 400000, K size: 22.57 GB, "
-            "V size: 22.57 GB",
-            "[2025-04-29 16:18:41 TP0] Memory pool end. avail mem=11.36 GB",
-            "[2025-04-29 16:19:34 TP0] Capture cuda graph end. Time elapsed: 56.90 s. "
-            "mem usage=6.27 GB. avail mem=5.09 GB.",
-            "[2025-04-29 16:19:40] The server is fired up and ready to roll!",
+            *H200_STARTUP,
             "[2025-04-29 17:02:00 TP0] Scheduler hit an exception: Traceback (most recent call "
             "last):",
             '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 1180, in '
