@@ -237,3 +237,39 @@ def test_no_default_span_where_another_input_is_missing() -> None:
         if read.load_begin is not None and read.budget_avail is None:
             result = size_log(read)
             assert result.mismatch == "the log has no load-end avail reading (A)", path.name
+
+
+def test_server_args_fields_bound_the_release() -> None:
+    """ServerArgs prints every field it has: cuda_graph_max_bs is gone from 0.5.14 (a field in
+    0.4.0 - 0.5.13.post1, v0.5.13 server_args.py:735), so single/010 (KV line with dtype:
+    0.5.13+) is 0.5.13, not 0.5.13 - 0.5.20; complex/009's range is its line formats'."""
+    from memledger.sizing.version import version_range
+
+    def text(name: str) -> str:
+        path = next(p for p in real_log_paths() if name in p.as_posix())
+        return version_range(memledger.load(path).startup.events).text
+
+    assert text("single/010") == "0.5.13"
+    assert text("complex/009") == "0.5.10 .. 0.5.12"
+    parsed = memledger.load(next(p for p in real_log_paths() if "single/010" in p.as_posix()))
+    without = [
+        e.model_copy(
+            update={
+                "params": {k: v for k, v in (e.params or {}).items() if k != "cuda_graph_max_bs"}
+            }
+        )
+        for e in parsed.startup.events
+    ]
+    assert version_range(without).text == "0.5.13 .. 0.5.20"  # the field is what bounds it
+
+
+def test_mamba_slots_the_log_disagrees_with_are_noted() -> None:
+    """single/010 is 0.5.13 by its ServerArgs, where K = int(rest x m/(1+m) // per_req)
+    (v0.5.13 model_executor/model_runner_kv_cache_mixin.py:129-171): 1,369 from the printed
+    readings, while the log shows 1,368 (what 0.5.17+'s K + 1 rule would give). The tokens still
+    match within 0.5 %; the slot difference is a note, not hidden."""
+    result = _result(next(p for p in real_log_paths() if "single/010" in p.as_posix()))
+    assert result.mismatch is None and result.version == "0.5.13"
+    notes = result.prediction.notes
+    assert any("gives K = 1,369" in note and "the log shows 1,368" in note for note in notes)
+    assert not any("may take K + 1" in note for note in notes)

@@ -22,7 +22,18 @@ FORMAT_MARKERS: tuple[tuple[str, str | None, str | None], ...] = (
     ("server_args_dict", "0.5.19", None),
     ("capture_role_phase", "0.5.14", None),
     ("replay_ssm", "0.5.20", None),
+    # ServerArgs prints every field it has (its dataclass repr, before 0.5.19's dict), so a
+    # field's presence bounds the release: cuda_graph_max_bs is a field in 0.4.0 - 0.5.13.post1
+    # and gone from 0.5.14 (checked against the wheels' ServerArgs; v0.5.13 server_args.py:735).
+    # (memledger.sglang.versions' FORMAT_MARKS, the engine's, date by fields from below.)
+    ("server_arg_cuda_graph_max_bs", None, "0.5.13"),
 )
+SERVER_ARG_MARKERS: tuple[str, ...] = tuple(
+    name.removeprefix("server_arg_")
+    for name, _, _ in FORMAT_MARKERS
+    if name.startswith("server_arg_")
+)
+"""The ServerArgs fields whose presence (in the repr form) is a FORMAT_MARKERS marker."""
 
 
 def version_code(text: str) -> int:

@@ -116,12 +116,21 @@ def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
     return "mamba_first"
 
 
+def slot_rule_of(inputs: SizingInputs) -> str:
+    """How this log's Mamba slots are counted: fixed (radix cache off, PD decode) or ratio."""
+    radix_off = inputs.knobs.get("disable_radix_cache") or (
+        inputs.knobs.get("disaggregation_mode") == "decode"
+    )
+    return "mamba_slots_fixed" if radix_off else "mamba_ratio_split"
+
+
 def _page_floor(tokens: int, page: int, applies: bool) -> int:
     return tokens // page * page if applies and page > 1 else tokens
 
 
 def predict(inputs: SizingInputs, settings: Settings | None = None) -> Prediction:
     """SGLang's max_total_num_tokens (and what follows from it) for these settings."""
+    own_settings = settings is None or settings == base_settings(inputs)
     settings = settings or base_settings(inputs)
     notes: list[str] = []
     terms: list[Term] = []
@@ -224,6 +233,13 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             notes.append(
                 "state slots: the rule needs an input this log lacks; the logged K is kept"
             )
+        elif k_model != k_logged and own_settings:
+            notes.append(
+                f"state slots: rule {slot_rule_of(inputs)} gives K = {k_model:,} from the "
+                f"printed readings, the log shows {k_logged:,}: SGLang sized from "
+                f"{'less' if k_model > k_logged else 'more'} free memory than they show, or "
+                f"release {inputs.version.text} splits by a rule not modelled"
+            )
         slots_taken = k + 1 if padded else k
         return k, round(slots_taken * per_slot) + inputs.mamba.intermediate_bytes
 
@@ -234,10 +250,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     if inputs.mamba is not None:
         per_slot = (inputs.mamba.bytes + inputs.mamba.replay_bytes) / (inputs.mamba.slots + 1)
         k, state = state_for(rest, per_slot, inputs.mamba.slots)
-        radix_off = inputs.knobs.get("disable_radix_cache") or (
-            inputs.knobs.get("disaggregation_mode") == "decode"
-        )
-        slot_rule = "mamba_slots_fixed" if radix_off else "mamba_ratio_split"
+        slot_rule = slot_rule_of(inputs)
         terms.append(
             Term(
                 name="state slots K",

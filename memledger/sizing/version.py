@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 
 from memledger.events import Event, EventKind
 from memledger.record import ConfigDict, Record
-from memledger.sglang.release_markers import FORMAT_MARKERS, version_code
+from memledger.sglang.release_markers import FORMAT_MARKERS, SERVER_ARG_MARKERS, version_code
 from memledger.sglang.sizing_rules import SizingRule
 
 
@@ -109,6 +109,11 @@ def _markers(events: Iterable[Event]) -> list[str]:
         marker = pick(event) if pick else None
         if marker is not None and marker not in found:
             found.append(marker)
+        if event.kind is EventKind.SERVER_ARGS and event.values.get("form") != "dict":
+            for name in SERVER_ARG_MARKERS:
+                field = f"server_arg_{name}"
+                if name in (event.params or {}) and field not in found:
+                    found.append(field)
     return found
 
 
