@@ -85,6 +85,48 @@ def piecewise_token_sizes(max_tokens: int) -> list[int]:
     return [s for s in sizes if s <= max_tokens]
 
 
+def default_chunked_prefill(gpu_mib: int) -> int:
+    """SGLang's chunked_prefill_size for this GPU when none is given (0.5.3+)."""
+    return next(
+        (tokens for bound, tokens in CHUNKED_PREFILL_BY_GPU if gpu_mib < bound),
+        CHUNKED_PREFILL_LARGE_GPU,
+    )
+
+
+def capacities_of_logged_defaults(inputs: SizingInputs, low_mib: int, high_mib: int) -> range:
+    """The capacities (MiB, within [low_mib, high_mib]) whose bucket defaults are the
+    chunked_prefill_size and decode-graph max batch size this log prints, when no server_args
+    says they were given: SGLang picks both by capacity bucket (v0.5.10 server_args.py:1166-1226,
+    rules mfs_default / mfs_default_graphs), so if they were its defaults the GPU is in those
+    buckets. The whole range when the log does not print them (or a bench's graphs are its
+    --batch-size)."""
+    knobs = inputs.knobs
+    chunked = None if "chunked_prefill_size" in knobs else inputs.logged_chunked_prefill_size
+    graphs = (
+        None
+        if "cuda_graph_max_bs" in knobs or "cuda_graph_bs" in knobs or inputs.bench_one_batch
+        else inputs.logged_max_capture_bs
+    )
+    if chunked is None and graphs is None:
+        return range(low_mib, high_mib + 1)
+    tp = _num(knobs, "tp_size", 1)
+    bounds = sorted(
+        {bound for bound, _ in CHUNKED_PREFILL_BY_GPU}
+        | {bound for bound, _, _ in CUDA_GRAPH_MAX_BS_BY_GPU}
+    )
+    starts = [low_mib, *(b for b in bounds if low_mib < b <= high_mib)]
+    kept = [
+        start
+        for start in starts
+        if (chunked is None or default_chunked_prefill(start) == chunked)
+        and (graphs is None or default_cuda_graph_max_bs(start, tp) == graphs)
+    ]
+    if not kept:
+        return range(0)
+    ends = [*starts[1:], high_mib + 1]
+    return range(kept[0], ends[starts.index(kept[-1])])
+
+
 def default_cuda_graph_max_bs(gpu_mib: int, tp: int) -> int:
     """SGLang's decode-graph max batch size for this GPU when none is given (0.5.5 - 0.5.19)."""
     for bound, small_tp, large_tp in CUDA_GRAPH_MAX_BS_BY_GPU:
@@ -216,9 +258,7 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
         )
     knobs = inputs.knobs
     tp = _num(knobs, "tp_size", 1)
-    by_gpu = next(
-        (c for bound, c in CHUNKED_PREFILL_BY_GPU if gpu < bound), CHUNKED_PREFILL_LARGE_GPU
-    )
+    by_gpu = default_chunked_prefill(gpu)
     chunked = _num(knobs, "chunked_prefill_size", inputs.logged_chunked_prefill_size or by_gpu)
     prefill = _num(knobs, "max_prefill_tokens", DEFAULT_MAX_PREFILL_TOKENS)
     # bench_one_batch sets cuda_graph_max_bs = max(--batch-size) only after the defaults

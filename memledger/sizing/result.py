@@ -11,7 +11,12 @@ from memledger.sglang.sizing_rules import (
     MFS_VLM_FACTOR_MAX,
     MFS_VLM_FACTOR_MIN,
 )
-from memledger.sizing.defaults import capacities_giving, capacity_pieces, may_be_multimodal
+from memledger.sizing.defaults import (
+    capacities_giving,
+    capacities_of_logged_defaults,
+    capacity_pieces,
+    may_be_multimodal,
+)
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
 from memledger.sizing.requests import req_to_token
@@ -104,18 +109,21 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
             "own rule (a fork or a backend-specific pool)"
         )
     whole = _whole_ratio_share(inputs, pred, logged)
-    if whole is not None:
+    a = inputs.budget_avail
+    if whole is not None and a is not None:
         share, alt = whole
         alt_off = (alt - logged) / logged * 100
-        gap = (logged - pred.tokens) * pred.cell_bytes / GIB if pred.cell_bytes else 0.0
+        gap = (pred.tokens - logged) * pred.cell_bytes / GIB if pred.cell_bytes else 0.0
+        state_rule = next((t.rule for t in pred.terms if t.name == "state taken first"), None)
         return (
-            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): SGLang takes "
-            f"K x per slot = {(pred.state_bytes or 0) / GIB:.2f} GiB of state out of the budget "
-            "(rule mamba_first; K + 1 slots from 0.5.17: no release 0.5.4 - 0.5.23 takes the "
-            "whole share), but the logged pool fits only if the whole ratio share rest x "
-            f"m/(1+m) = {share / GIB:.2f} GiB was taken ({alt_off:+.2f} %) or {abs(gap):.2f} GiB "
-            "less was free when SGLang sized it than the load-end reading shows: this build's "
-            "own accounting or memory taken in between, not a rule of a release"
+            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): SGLang's "
+            f"arithmetic (rule {state_rule}: {(pred.state_bytes or 0) / GIB:.2f} GiB of "
+            "Mamba state first) gives the logged pool only with "
+            f"{abs(gap):.2f} GiB {'less' if gap > 0 else 'more'} free when it sized than the "
+            f"load-end readings (line {a.line}) show: memory held between those readings and "
+            "the sizing, which the log does not print (taking the whole ratio share rest x "
+            f"m/(1+m) = {share / GIB:.2f} GiB would give {alt_off:+.2f} %, but no release "
+            "0.5.4 - 0.5.23 does: K slots to 0.5.16, K + 1 from 0.5.17)"
         )
     device = str(inputs.knobs.get("device") or "")
     if device == "npu":
@@ -123,7 +131,6 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
             f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the Ascend pool's "
             "bytes per token differ from the KV line's; the NPU sizing is not modelled"
         )
-    a = inputs.budget_avail
     if a is not None and pred.cell_bytes and pred.slack_bytes is not None:
         implied = logged * pred.cell_bytes + (pred.state_bytes or 0) + pred.slack_bytes
         gap = (a.bytes - implied) / GIB
@@ -145,13 +152,21 @@ def _default_span(inputs: SizingInputs, settings: Settings, logged: int | None) 
     p = inputs.load_begin
     if p is None or inputs.budget_avail is None or settings.gpu_memory_mib is not None:
         return None  # without A the default would not give a prediction either
-    pieces = capacity_pieces(inputs, settings, math.ceil(p.bytes / MIB))
+    allowed = capacities_of_logged_defaults(inputs, math.ceil(p.bytes / MIB), CAPACITY_CAP_MIB)
+    pieces = capacity_pieces(inputs, settings, allowed.start, allowed.stop - 1) if allowed else []
     if not pieces:
         return None
     ends = [piece.default_at(g) for piece in pieces for g in (piece.first_mib, piece.last_mib)]
+    top = f"{CAPACITY_CAP_MIB // 1024} GiB"
+    if pieces[-1].last_mib < CAPACITY_CAP_MIB:
+        top = (
+            f"{pieces[-1].last_mib:,} MiB (above it SGLang's bucket defaults are not the logged "
+            f"chunked_prefill_size {inputs.logged_chunked_prefill_size} and decode-graph max "
+            f"batch size {inputs.logged_max_capture_bs}, had those been defaults)"
+        )
     text = (
         f"for a capacity from {pieces[0].first_mib:,} MiB (P, free before the weights, is a "
-        f"lower bound) to {CAPACITY_CAP_MIB // 1024} GiB SGLang's default (rule "
+        f"lower bound) to {top} SGLang's default (rule "
         f"{pieces[0].rule}) ranges {min(ends):.3f} - {max(ends):.3f}: it grows with the "
         "capacity inside every bucket of its tables, so this log does not determine it"
     )
