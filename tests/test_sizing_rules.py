@@ -550,7 +550,7 @@ def test_legacy_default_is_one_rule_for_sizing_and_upgrades() -> None:
                 )
                 assert (found.value if found else None) == shared, (release, gpu, tp)
     legacy = legacy_defaults.legacy_mem_fraction_static
-    # v0.4.7 :281-282: x 0.95 with speculative decoding, 0.4.7 only (0.4.6.post2 has no such line)
+    # v0.4.7 :281-283: x 0.95 with speculative decoding, 0.4.7 only (0.4.6.post2 has no such line)
     assert (
         legacy(version_code("0.4.6"), 24_576, parallel=1, speculative=True, dp_attention=False)
         == 0.88

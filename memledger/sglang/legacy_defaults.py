@@ -7,7 +7,7 @@ memledger.sizing.defaults (the sizing model) and memledger.compare (upgrades) bo
 - 0.4.0 - 0.4.5: a step of tp alone, no GPU capacity (v0.4.1 :170-180, v0.4.5 :233-243).
 - 0.4.6 - 0.4.7: the same step (of tp x pp from 0.4.6.post2, whose pp_size is new: tp x pp = tp
   before) for GPUs up to 80 GiB (v0.4.6 :224-235, v0.4.6.post2 :226-238, v0.4.7 :253-265);
-  0.4.7 then scales it by 0.95 with speculative decoding (:281-282). Above 80 GiB each post
+  0.4.7 then scales it by 0.95 with speculative decoding (:281-283). Above 80 GiB each post
   release differs ((G - 13 GiB) / G in 0.4.6 - 0.4.6.post1 :236-238; 0.88, then above 96 GiB
   min(mfs + 48 GiB x (1 - mfs) / G, (G - 18 GiB) / G) in 0.4.6.post2 - 0.4.7 :239-247; 0.79
   above 180,000 MiB in 0.4.7 :268): not modelled.
@@ -28,7 +28,7 @@ MFS_TP_SINGLE = 0.88
 MFS_TP_MAX_GPU_MIB = 81920
 """Rule mfs_default_tp_80g: the step holds up to this capacity (v0.4.6 :225 `gpu_mem <= 81920`)."""
 MFS_TP_SPEC_FACTOR = 0.95
-"""0.4.7 only: x 0.95 with speculative decoding on GPUs up to 96 GiB (v0.4.7 :281-282)."""
+"""0.4.7 only: x 0.95 with speculative decoding on GPUs up to 96 GiB (v0.4.7 :281-283)."""
 MFS_BUCKET_RESERVE: tuple[tuple[int, float, float], ...] = (
     (35 * 1024, 2.8, 0.1),
     (90 * 1024, 9.5, 0.5),
