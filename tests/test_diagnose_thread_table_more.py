@@ -6,7 +6,15 @@ docs/diagnose.md ("Measured on SGLang threads")."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from memledger.diagnosis import diagnose
+from memledger.input.parsing import parse_log
+from memledger.render.diagnose import render_text
+from memledger.service import LoadOptions, build
 from tests.test_diagnose_thread_table import _diagnose, _ids, _knobs
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 THREAD_4602 = [
     "RuntimeError: Decode out of memory. Try to lower your batch size.",
@@ -124,12 +132,77 @@ pool (6.27 GiB of bs-256 graphs + 5.09 GiB free after them)."""
 def test_the_same_headroom_on_a_known_h200_has_a_value() -> None:
     # a whole H200 log: P = 139.50 GiB before loading, mfs 0.88 (SGLang's pre-#5893 H200
     # default was (gpu_mem - 13 GiB) / gpu_mem); 11.36 GiB outside the pool is 6.64 GiB short
-    # of 18 GiB: mfs 0.88 - 6.64 / 139.50 = 0.8324 -> 0.83
+    # of 18 GiB: mfs 0.88 - 6.64 / 139.50 = 0.8324 -> 0.83. Its line formats allow 0.4.4 - 0.5.8,
+    # so the 18 GiB is conditional on 0.4.6.post2 - 0.4.7 and named so; the startup came up
+    # ready with no OOM: the verdict says so, the lever is only for a later OOM
     result = _diagnose(H200_STARTUP)
     (thin,) = [f for f in result.findings if f.id == "thin_headroom"]
     assert "this GPU is over 96 GiB" in thin.message
-    assert _knobs(result)["mem_fraction_static"] == 0.83
-    assert result.outcome == "ready" and "--mem-fraction-static to 0.83" in result.verdict
+    assert "if the release is 0.4.6.post2 - 0.4.7 (this log's: 0.4.4 .. 0.5.8)" in thin.message
+    (lower,) = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert lower.value == 0.83 and lower.why.startswith("if serving runs out of memory later")
+    assert result.outcome == "ready"
+    assert result.verdict.startswith("ready: no memory problem found; note thin_headroom")
+    assert "--mem-fraction-static" not in result.verdict
+    assert "try:" not in render_text(result)
+
+
+def _h200_v05(free_at_pool_end: str) -> list[str]:
+    """An H200 startup in 0.5.19+ formats (server_args dict, `elapsed=` load end, KV dtype):
+    P 139.50 GiB, mfs 0.88, `free_at_pool_end` GB free at Memory pool end."""
+    return [
+        "[2026-05-01 10:00:00] server_args={'model_path': 'm', 'mem_fraction_static': 0.88, "
+        "'tp_size': 8, 'chunked_prefill_size': 8192, 'cuda_graph_max_bs': 256}",
+        "[2026-05-01 10:00:10 TP0] Load weight begin. avail mem=139.50 GB",
+        "[2026-05-01 10:00:40 TP0] Load weight end. elapsed=30.00 s, type=DeepseekV3ForCausalLM, "
+        "avail mem=56.50 GB, mem usage=83.00 GB.",
+        "[2026-05-01 10:00:41 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 400000,"
+        " KV size: 40.00 GB",
+        f"[2026-05-01 10:00:41 TP0] Memory pool end. avail mem={free_at_pool_end} GB",
+        "[2026-05-01 10:01:34 TP0] max_total_num_tokens=400000, chunked_prefill_size=8192, "
+        "max_prefill_tokens=16384, max_running_requests=256, context_len=163840, "
+        "available_gpu_mem=6.00 GB",
+        "[2026-05-01 10:01:40] The server is fired up and ready to roll!",
+    ]
+
+
+def test_a_ready_startup_above_its_releases_default_reserve_has_no_thin_headroom() -> None:
+    # 11.36 GiB outside the pool is below the 18 GiB of 0.4.6.post2 - 0.4.7, but this 0.5.19+
+    # release's default (rule mfs_default_graphs, v0.5.16 server_args.py:4053-4210: reserved
+    # 512 + 8192 x 1.5 + 8 / 8 x 1024 + 256 x 2 MiB, + the prefill graphs) keeps P x (1 -
+    # default) = 7.53 - 15.48 GiB for a capacity from P to 288 GiB; the log has no capacity and
+    # only some capacities are short at 11.36 GiB: no finding, never another release's 18 GiB
+    result = _diagnose(_h200_v05("11.36"))
+    assert "thin_headroom" not in _ids(result)
+    assert result.verdict == "ready: no memory problem found"
+    result = _diagnose(_h200_v05("16.00"))  # above the reserve for every capacity
+    assert "thin_headroom" not in _ids(result) and not result.suggestions
+
+
+def test_a_ready_startup_below_its_releases_default_reserve_is_a_note_with_a_later_lever() -> None:
+    # 6.00 GiB outside the pool: below P x (1 - default) for every capacity from P (7.53 GiB at
+    # the least, a 288 GiB GPU), so at least 1.53 GiB short of this release's own reserve
+    result = _diagnose(_h200_v05("6.00"))
+    (thin,) = [f for f in result.findings if f.id == "thin_headroom"]
+    assert thin.severity.value == "info"
+    assert "at release >= 0.5.19" in thin.message and "mfs_default_graphs" in thin.message
+    assert "at least 1.53 GiB below the 7.53 GiB - 15.48 GiB" in thin.message
+    assert "18 GiB" not in thin.message and "0.4.6.post2" not in thin.message
+    assert result.verdict.startswith("ready: no memory problem found; note thin_headroom")
+    lower = next(s for s in result.suggestions if s.knob == "mem_fraction_static")
+    assert lower.why.startswith("if serving runs out of memory later")
+
+
+def test_dp16_ready_on_its_release_has_no_thin_headroom() -> None:
+    # samples/dp16.log (0.5.20, P 176.10 GiB, mfs 0.88): 14.07 GiB free at Memory pool end is
+    # above the 7.40 - 11.97 GiB SGLang 0.5.20's default keeps (P x (1 - 0.932 .. 0.958) for a
+    # capacity from P to 288 GiB, rule mfs_default_graphs); the 18 GiB of 0.4.6.post2 - 0.4.7 is
+    # not this release's rule. It came up and served: nothing to say
+    parsed = parse_log(open(SAMPLES / "dp16.log", "rb"), label="samples/dp16.log")
+    result = diagnose(parsed, build(parsed, LoadOptions()))
+    assert "thin_headroom" not in _ids(result)
+    assert result.verdict == "ready: no memory problem found"
+    assert not [s for s in result.suggestions if s.knob == "mem_fraction_static"]
 
 
 def test_a_gpu_of_96_gib_or_less_gets_no_large_gpu_note() -> None:

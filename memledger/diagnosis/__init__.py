@@ -397,10 +397,12 @@ def _ready(evidence: Evidence) -> Diagnosis:
         verdict += f"; {levers[0]}" if levers else ""
         outcome = "starved"
     elif headroom:
-        # a note the log cannot settle (the GPU's size is not in it): ready, with the lever
-        verdict = f"ready; {headroom[0].message}"
-        levers = [_phrase(s) for s in suggestions][:1]
-        verdict += f"; {levers[0]}" if levers else ""
+        # it came up and served: a note, not a problem; its lever is for a later OOM only
+        amount = f"{g(headroom[0].bytes)} " if headroom[0].bytes else ""
+        verdict = (
+            f"ready: no memory problem found; note {headroom[0].id}: {amount}below SGLang's "
+            "default reserve"
+        )
         outcome = evidence.outcome
     else:
         verdict = "ready: no memory problem found"

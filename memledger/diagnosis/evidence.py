@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from memledger.events import Event, EventKind, ParsedLog, Value
 from memledger.ledger_model import Checkpoint, Ledger
+from memledger.sizing.inputs import SizingInputs, sizing_inputs
 
 _OOM_EXCEPTION = "OutOfMemory"
 READY_TEXT = "The server is fired up"
@@ -100,6 +101,8 @@ class Evidence:
     """SGLang's pools (or the host's memory) running out: `pool_exhausted` events."""
     tp_seen: int | None = None
     """The highest `TPn` in the log's rank tags, plus one: a lower bound of the tp size."""
+    sizing: SizingInputs | None = None
+    """What the sizing model reads of this startup (its release range, P, the knobs)."""
 
     def at(self, line: int | None) -> str:
         return f"{self.path}:{line}" if line is not None else self.path
@@ -212,4 +215,5 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
         exit=exits[0] if exits else None,
         exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),
         tp_seen=_tp_seen([r.rank for r in startup.ranks] + [e.rank for e in events]),
+        sizing=sizing_inputs(parsed),
     )

@@ -8,7 +8,7 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
-from memledger.diagnosis.reserve import outside_pool
+from memledger.diagnosis.reserve import default_reserve, outside_pool
 from memledger.events import EventKind
 from memledger.sglang.failure_rules import (
     HEADROOM_DOCS_CAP_GIB,
@@ -117,8 +117,9 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
 
 def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     """Startup done with some memory free, but less outside the KV pool than SGLang's own default
-    keeps on a GPU over 96 GiB: the headroom sglang#5893's H200s ran out of while serving. A note
-    (the startup survived), conditional where the log does not show the GPU's size."""
+    keeps there at this release, on a GPU over 96 GiB: the headroom sglang#5893's H200s ran out
+    of while serving. A note (the startup survived) whose lever is conditional on a later OOM;
+    conditional on the release where the log's is not one the reserve can be computed for."""
     after = _free_after_startup(evidence)
     if after is None or after[0] < ZERO_HEADROOM:
         return [], []
@@ -131,21 +132,34 @@ def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     return large_gpu_reserve(evidence, Severity.INFO, free_text)
 
 
+LATER_OOM = "serving runs out of memory later"
+"""A ready startup's lever is conditional: it came up and served; the note says what to do if
+it does not keep serving."""
+
+
 def large_gpu_reserve(
     evidence: Evidence, severity: Severity, free_text: str = ""
 ) -> tuple[list[Finding], list[Suggestion]]:
-    """The finding and the levers that bring the memory outside the KV pool up to SGLang's
-    large-GPU reserve (nothing when it is there, or the GPU is known to be 96 GiB or less)."""
+    """The finding and the levers that bring the memory outside the KV pool up to what SGLang's
+    default keeps there at this release (nothing when it is there, when the GPU is known to be
+    96 GiB or less, or when this release's reserve cannot be computed nor conditioned on)."""
     outside = outside_pool(evidence)
-    if outside is None or not outside.missing:
+    reserve = default_reserve(evidence) if outside is not None else None
+    if outside is None or reserve is None or not reserve.missing(outside.bytes):
         return [], []
-    missing = outside.missing
-    where = "this GPU is over 96 GiB" if outside.known_large else "if this GPU is over 96 GiB"
-    message = (
-        f"{g(outside.bytes)} outside the KV pool ({outside.text}{free_text}): {where}, that is "
-        f"{g(missing)} below the {LARGE_GPU_RESERVE_GIB} GiB SGLang keeps there "
-        f"({LARGE_GPU_RESERVE_CITATION})"
-    )
+    missing = reserve.missing(outside.bytes)
+    short = f"{g(missing)} below" if reserve.low == reserve.high else f"at least {g(missing)} below"
+    kept = f"{reserve.shown} SGLang's default keeps there {reserve.text}"
+    head = f"{g(outside.bytes)} outside the KV pool ({outside.text}{free_text}): "
+    if reserve.condition:
+        where = (
+            f"this GPU is over 96 GiB; if {reserve.condition}"
+            if outside.known_large
+            else f"if this GPU is over 96 GiB and {reserve.condition}"
+        )
+        message = f"{head}{where}, that is {short} the {kept}"
+    else:
+        message = f"{head}{short} the {kept}"
     if not outside.known_large:
         message += "; the paste does not show the GPU's size"
     finding = Finding(
@@ -155,12 +169,22 @@ def large_gpu_reserve(
         bytes=missing,
         evidence=[evidence.at(outside.line)],
     )
-    reason = (
-        f"SGLang's default keeps {LARGE_GPU_RESERVE_GIB} GiB outside the static pool on a GPU "
-        f"over 96 GiB (15 GB for activations + 3 GB for the bs-256 graphs; "
-        f"{LARGE_GPU_RESERVE_CITATION}), or serving batches run out of memory: {g(missing)} "
-        "must move"
-    )
+    if reserve.condition:
+        reason = (
+            f"SGLang's default keeps {LARGE_GPU_RESERVE_GIB} GiB outside the static pool on a GPU "
+            "over 96 GiB (15 GB for activations + 3 GB for the bs-256 graphs; "
+            f"{LARGE_GPU_RESERVE_CITATION}), or serving batches run out of memory: {g(missing)} "
+            "must move"
+        )
+    else:
+        reason = (
+            f"SGLang's default keeps {reserve.shown} outside the static pool for activations "
+            f"and graphs {reserve.text}: {g(missing)} must move to restore it"
+        )
+    conditions = [LATER_OOM] if severity is Severity.INFO else []
+    conditions += [reserve.condition] if reserve.condition else []
+    prefix = f"if {' and '.join(conditions)}: " if conditions else ""
+    reason = prefix + reason
     suggestions: list[Suggestion] = []
     lowered = lower_mfs(evidence, missing, reason)
     if lowered is not None:
@@ -179,7 +203,7 @@ def large_gpu_reserve(
         )
     capped = kv_cap_lever(evidence, missing)
     if capped is not None:
-        suggestions.append(capped)
+        suggestions.append(capped.model_copy(update={"why": prefix + capped.why}))
     return [finding], suggestions
 
 

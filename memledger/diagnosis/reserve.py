@@ -1,13 +1,17 @@
-"""What a startup left outside its KV pool, against what SGLang's own default keeps on a GPU over
-96 GiB (18 GiB: 15 GB for activations plus 3 GB for the bs-256 CUDA graphs; see
-`memledger.sglang.failure_rules.LARGE_GPU_RESERVE_GIB`).
+"""What a startup left outside its KV pool, against what SGLang's own default keeps there at the
+log's release: P x (1 - default mem_fraction_static), by the sizing model's one default rule
+(memledger.sizing.defaults, memledger.sglang.legacy_defaults).
 
 The outside part is read off the log: free memory at `Memory pool end` when it is there, else the
 last graph capture's `mem usage` plus the `avail mem` after it (a paste of the capture lines).
+The 18 GiB of 0.4.6.post2 - 0.4.7 on a GPU over 96 GiB (not in the sizing model: those releases
+differ by post release above 80 GiB) is used only where the log's release may be one of them, and
+then as a condition named in the finding.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from memledger.diagnosis.arithmetic import g
@@ -16,12 +20,18 @@ from memledger.events import EventKind
 from memledger.sglang.failure_rules import (
     LARGE_GPU_CONTEXT_ALLOWANCE_GIB,
     LARGE_GPU_MIB,
+    LARGE_GPU_RESERVE_CITATION,
     LARGE_GPU_RESERVE_GIB,
+    LARGE_GPU_RESERVE_RELEASES,
 )
+from memledger.sglang.legacy_defaults import LAST_BUCKETS
+from memledger.sglang.sizing_rules import RULE
+from memledger.sizing.defaults import capacity_pieces, default_mem_fraction_static
+from memledger.sizing.inputs import SizingInputs
+from memledger.sizing.settings import base_settings
 from memledger.units import GIB, MIB
 
 LARGE_GPU_BYTES = LARGE_GPU_MIB * MIB
-RESERVE_BYTES = LARGE_GPU_RESERVE_GIB * GIB
 ALLOWANCE_BYTES = LARGE_GPU_CONTEXT_ALLOWANCE_GIB * GIB
 
 
@@ -37,16 +47,33 @@ class Outside:
     after_graphs: bool
     """Read after the graphs (their usage + free after them), not at Memory pool end."""
 
-    @property
-    def missing(self) -> int:
-        """How far below SGLang's large-GPU reserve it is; 0 within the context allowance."""
-        short = RESERVE_BYTES - self.bytes
+
+@dataclass(frozen=True)
+class DefaultReserve:
+    """What SGLang's default keeps outside the static pool for this log (bytes), low to high
+    over the GPU capacities the log allows (P <= capacity), and where it comes from."""
+
+    low: int
+    high: int
+    text: str
+    """The release and rule it is of (`at release 0.5.20 (P x (1 - 0.93), rule ...)`)."""
+    condition: str = ""
+    """Empty when the rule is this log's release's; else the release range it holds for."""
+
+    def missing(self, outside: int) -> int:
+        """How far below the reserve `outside` is for every capacity (0: not for every one, or
+        within the CUDA context's allowance)."""
+        short = self.low - outside
         return short if short > ALLOWANCE_BYTES else 0
+
+    @property
+    def shown(self) -> str:
+        return g(self.low) if self.low == self.high else f"{g(self.low)} - {g(self.high)}"
 
 
 def outside_pool(evidence: Evidence) -> Outside | None:
     """The memory left outside the KV pool, or None where the log cannot say or the GPU is
-    known to be 96 GiB or smaller (the large-GPU reserve does not apply there)."""
+    known to be 96 GiB or smaller (the headroom check is for large GPUs, sglang#5893)."""
     pre = evidence.budget.pre_load
     if pre is not None and pre.avail_bytes <= LARGE_GPU_BYTES:
         return None
@@ -76,4 +103,67 @@ def outside_pool(evidence: Evidence) -> Outside | None:
         last.line,
         known_large,
         True,
+    )
+
+
+def _rule_known(inputs: SizingInputs) -> bool:
+    """The log's release range is under one default rule of the sizing model: 0.5.3 - 0.5.13,
+    0.5.14+, or wholly before 0.5.3 (where legacy_defaults gives a value only if it is one)."""
+    version = inputs.version
+    if version.within(RULE["mfs_default"]) or version.within(RULE["mfs_default_graphs"]):
+        return True
+    return version.first is not None and version.last is not None and version.last <= LAST_BUCKETS
+
+
+def default_reserve(evidence: Evidence) -> DefaultReserve | None:
+    """SGLang's own reserve outside the static pool at this log's release, or None where the
+    log's release and numbers give none (no finding is better than another release's)."""
+    inputs = evidence.sizing
+    pre = evidence.budget.pre_load
+    if inputs is not None and pre is not None and pre.avail_bytes > 0 and _rule_known(inputs):
+        modelled = _modelled(evidence, inputs, pre.avail_bytes)
+        if modelled is not None:
+            return modelled
+    version = inputs.version if inputs is not None else None
+    if version is not None and version.within(RULE["mfs_default_tp_80g"]) is False:
+        return None  # the 18 GiB is not this release's rule, and no other can be computed
+    reserve = LARGE_GPU_RESERVE_GIB * GIB
+    seen = version.text if version is not None else "unknown"
+    return DefaultReserve(
+        reserve,
+        reserve,
+        f"({LARGE_GPU_RESERVE_CITATION})",
+        f"the release is {LARGE_GPU_RESERVE_RELEASES} (this log's: {seen})",
+    )
+
+
+def _modelled(evidence: Evidence, inputs: SizingInputs, p: int) -> DefaultReserve | None:
+    """P x (1 - default) by the sizing model, for the OOM's capacity or every one from P."""
+    settings = base_settings(inputs)
+    capacity = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
+    release = inputs.version.text
+    gpu = math.ceil(capacity.bytes / MIB) if capacity is not None else None
+    found = default_mem_fraction_static(inputs, settings.model_copy(update={"gpu_memory_mib": gpu}))
+    if found is not None:  # a capacity was given, or the rule needs none (a tp step)
+        reserve = round(p * (1 - found.value))
+        source = RULE[found.rule].source
+        return DefaultReserve(
+            reserve,
+            reserve,
+            f"at release {release} (P x (1 - {found.value:g}), rule {found.rule}: {source})",
+        )
+    pieces = capacity_pieces(inputs, settings, math.ceil(p / MIB))
+    if not pieces:
+        return None
+    ends = [
+        round(p * (1 - piece.default_at(size)))
+        for piece in pieces
+        for size in (piece.first_mib, piece.last_mib)
+    ]
+    rule = pieces[0].rule
+    return DefaultReserve(
+        min(ends),
+        max(ends),
+        f"at release {release} for a GPU of {pieces[0].first_mib:,}"
+        f" MiB (P) or more (P x (1 - default), rule {rule}: {RULE[rule].source})",
     )

@@ -78,7 +78,8 @@ def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     ]
     if diagnosis.shortfall_bytes is not None:
         facts.append(("shortfall", f"{_bytes(diagnosis.shortfall_bytes)} (requested - free)"))
-    changes = _changes(diagnosis)
+    # a ready startup's suggestions are for a later OOM (under Suggestions), not the answer
+    changes = _changes(diagnosis) if diagnosis.outcome != "ready" else None
     if changes is not None:
         facts.append(("try", changes))
     return facts
