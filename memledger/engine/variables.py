@@ -18,12 +18,15 @@ from memledger.events import Event, EventKind
 from memledger.formulas import version_code
 from memledger.ledger_model import LOG_PARAM_PREFIX
 from memledger.model_config import ModelDims
-from memledger.sglang.request_table import extra_columns
+from memledger.sglang.request_table import (
+    decode_extra_slots,
+    extra_columns,
+    padding_rows,
+    pool_requests,
+)
 from memledger.sglang.versions import (
     DEFAULT_REQUESTS,
     EXTRA_SLOTS,
-    GLOBAL_REQ_ROWS,
-    REQ_PADDING_ROW,
     format_ceiling,
     format_version,
     holds,
@@ -190,9 +193,10 @@ def _max_running_requests_global(r: Reading) -> Found:
 def _table_requests(r: Reading) -> int | None:
     """The request count the req_to_token pool was sized by, at this log's release."""
     found = r.found
-    known_old = holds(GLOBAL_REQ_ROWS, found.format_version, found.format_ceiling)
-    value = found.log("max_running_requests_global" if known_old else "max_running_requests")
-    return value if isinstance(value, int) else None
+    per_dp, whole = found.log("max_running_requests"), found.log("max_running_requests_global")
+    if not isinstance(per_dp, int) or not isinstance(whole, int):
+        return None
+    return pool_requests(found.format_version, found.format_ceiling, per_dp, whole)
 
 
 def _extra_slots(r: Reading) -> Found:
@@ -202,11 +206,11 @@ def _extra_slots(r: Reading) -> Found:
         return 0, r.args_event
     given = args.get("disaggregation_decode_extra_slots")
     if isinstance(given, int) and not isinstance(given, bool):
-        return given, r.args_event
+        return decode_extra_slots(0, given), r.args_event
     reqs = _table_requests(r)
     if reqs is None:
         return None
-    extra = 2 * reqs if reqs <= 32 else 0
+    extra = decode_extra_slots(reqs, None)
     r.audit.note(
         f"PD decode pre-allocated slots not in server_args: assumed {extra} "
         f"({EXTRA_SLOTS.what}, the rule before {EXTRA_SLOTS.replaced_in})"
@@ -215,7 +219,7 @@ def _extra_slots(r: Reading) -> Found:
 
 
 def _req_padding(r: Reading) -> Found:
-    return (1 if holds(REQ_PADDING_ROW, r.found.format_version) else 0), None
+    return padding_rows(r.found.format_version), None
 
 
 def _slots(r: Reading) -> Found:

@@ -1,4 +1,7 @@
-"""The request table's (req_to_token's) columns beyond context_len, by SGLang release (pure).
+"""The request table's (req_to_token's) rows and columns beyond context_len, by release (pure).
+
+The ledger's req_to_token row (engine/variables.py) and the sizing model's table
+(sizing/requests.py) both call these functions: one rule, two readers.
 
 ReqToTokenPool rows are `context_len + extra` int32 entries; `extra` is headroom for what a
 decode step may allocate past the context (draft tokens, page rounding). Releases are
@@ -12,11 +15,54 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memledger.sglang.release_markers import version_code
+from memledger.sglang.sizing_rules import RULE
+from memledger.sglang.versions import GLOBAL_REQ_ROWS, REQ_PADDING_ROW, holds
 
 BASE_EXTRA_COLUMNS = 4
 """context_len + 4: v0.3.6 model_executor/model_runner.py:480, v0.4.1 :539, v0.5.0rc2 :1247."""
 OLDEST_EXTRA_COLUMNS = 8
 """context_len + 8 in 0.3.0 (model_runner.py:386); the log catalog dates + 4 from 0.3.2."""
+
+
+PD_PREALLOC_LIMIT = 32
+"""PD decode pre-allocates 2 x max_num_reqs slots when max_num_reqs <= 32 (before
+--disaggregation-decode-extra-slots, 0.5.14; versions.EXTRA_SLOTS)."""
+
+
+def pool_size(release: int, ceiling: int, max_num_reqs: int) -> int:
+    """ReqToTokenPool's size for `max_num_reqs`: + 1 in 0.3.6 - 0.4.6 (v0.3.6
+    model_executor/model_runner.py:478-480, v0.4.1 :538, v0.4.6.post2 :823-825; v0.4.7 :926 drops
+    it), which those releases print as max_running_requests (v0.4.1 tp_worker.py:92-98). Known
+    only when the formats bound the release to that span (`ceiling` exclusive, 0 = unknown)."""
+    span = RULE["req_to_token_plus_one"]  # first 0.3.6, last 0.4.6
+    assert span.first is not None and span.last is not None
+    old = version_code(span.first) <= release and 0 < ceiling <= version_code(span.last) + 1
+    return max_num_reqs + 1 if old else max_num_reqs
+
+
+def pool_requests(release: int, ceiling: int, per_dp: int, whole_server: int) -> int:
+    """The request count the pool was sized by: the whole server's --max-running-requests where
+    the formats bound the release below 0.5.10 (versions.GLOBAL_REQ_ROWS), else the per-DP count
+    (what the summary line prints)."""
+    return whole_server if holds(GLOBAL_REQ_ROWS, release, ceiling) else per_dp
+
+
+def padding_rows(release: int) -> int:
+    """The padding row (row 0) from 0.5.11: v0.5.11 mem_cache/memory_pool.py:149-151."""
+    return 1 if holds(REQ_PADDING_ROW, release) else 0
+
+
+def decode_extra_slots(requests: int, given: int | None) -> int:
+    """PD decode's pre-allocated request slots: --disaggregation-decode-extra-slots when the
+    log gives it (0.5.14+), else 2 x requests up to 32 requests (versions.EXTRA_SLOTS)."""
+    if given is not None:
+        return given
+    return 2 * requests if requests <= PD_PREALLOC_LIMIT else 0
+
+
+def table_rows(release: int, requests: int, extra_slots: int = 0) -> int:
+    """req_to_token rows: the pool's request slots + PD decode's extra slots + the padding row."""
+    return requests + extra_slots + padding_rows(release)
 
 
 def _count(value: object, default: int) -> int:

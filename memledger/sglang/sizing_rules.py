@@ -568,10 +568,7 @@ RULE: dict[str, SizingRule] = {rule.id: rule for rule in RULES}
 MAX_NUM_REQS_PER_CONTEXT = 512
 MAX_NUM_REQS_FLOOR = 2048
 MAX_NUM_REQS_CAP = 4096
-REQ_TO_TOKEN_EXTRA_COLS = 4
 REQ_TO_TOKEN_BYTES = 4  # int32
-PD_PREALLOC_SMALL = 32
-"""max_num_reqs <= this pre-allocates 2 x max_num_reqs rows on PD decode (<= 0.5.13)."""
 DEFAULT_MAMBA_SLOTS_NO_RADIX = 512
 MAMBA_REQS_RATIO = 3
 """max_num_reqs <= K // 3 with radix cache (1 without): v0.5.11

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memledger.events import Event, EventKind
-from memledger.formulas import version_code
+from memledger.sglang.release_markers import version_code
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from memledger.events import Event, EventKind, ParamValue, ParsedLog
 from memledger.model_config import ModelDims
 from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
+from memledger.sglang.versions import format_ceiling, format_version
 from memledger.sizing.version import VersionRange, version_range
 from memledger.units import GIB
 
@@ -95,6 +96,11 @@ class SizingInputs(Record):
 
     path: str
     version: VersionRange
+    format_release: int = 0
+    """The formats' lower bound of the release (sglang/versions.py, as the ledger reads it; 0 =
+    unknown): what the request-table rule (sglang/request_table.py) is applied at."""
+    format_ceiling: int = 0
+    """The first release the formats predate (exclusive; 0 = unknown)."""
     load_begin: Reading | None
     """P: free memory before the weights (minimum over the ranks that printed it)."""
     budget_avail: Reading | None
@@ -374,6 +380,8 @@ def sizing_inputs(
         path=parsed.path,
         logged_rest=_reading(rest_event, "avail_kv", "the rest as the log printed it"),
         version=version_range(events),
+        format_release=format_version(events),
+        format_ceiling=format_ceiling(events),
         load_begin=p,
         budget_avail=a,
         knobs=knobs,

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from memledger.sglang.request_table import (
+    decode_extra_slots,
+    extra_columns,
+    pool_requests,
+    pool_size,
+    table_rows,
+)
 from memledger.sglang.sizing_rules import (
     MAMBA_EXTRA_BUFFER_NO_OVERLAP,
     MAMBA_EXTRA_BUFFER_OVERLAP,
@@ -9,12 +16,9 @@ from memledger.sglang.sizing_rules import (
     MAX_NUM_REQS_CAP,
     MAX_NUM_REQS_FLOOR,
     MAX_NUM_REQS_PER_CONTEXT,
-    PD_PREALLOC_SMALL,
     REQ_TO_TOKEN_BYTES,
-    REQ_TO_TOKEN_EXTRA_COLS,
     RULE,
     SPEC_HEADROOM_CONST,
-    version_code,
 )
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.settings import Settings, dp_of
@@ -70,24 +74,50 @@ def _max_num_reqs_uncapped(inputs: SizingInputs, settings: Settings, tokens: int
     return min(estimate, tokens // 2) if newer else estimate
 
 
+def table_release(inputs: SizingInputs) -> tuple[int, int]:
+    """(lower bound, exclusive ceiling) of the release the table rule is applied at: the
+    formats' bounds the ledger reads, tightened by sizing's own range where that is consistent
+    (e.g. 0.4.2 - 0.4.3 logs, whose formats give no ceiling, keep 0.4.x's max_num_reqs + 1)."""
+    release, ceiling = inputs.format_release, inputs.format_ceiling
+    first, last = inputs.version.first, inputs.version.last
+    if first is not None and last is not None and first > last:
+        return release, ceiling  # inconsistent formats (a fork): the ledger's reading only
+    if first is not None:
+        release = max(release, first)
+    if last is not None:
+        ceiling = last + 1 if ceiling == 0 else min(ceiling, last + 1)
+    return release, ceiling
+
+
 def req_to_token(
-    inputs: SizingInputs, settings: Settings, tokens: int, slots: int | None, pred: dict[str, int]
+    inputs: SizingInputs,
+    settings: Settings,
+    tokens: int,
+    slots: int | None,
+    pred: dict[str, int],
+    printed_requests: int | None = None,
 ) -> None:
+    """The req_to_token table for `tokens`, by the one rule in sglang/request_table.py.
+
+    `printed_requests`: the max_running_requests the log printed with these tokens (per DP; in
+    0.3.6 - 0.4.6 already the pool's size), which is what the pool was sized by; without it the
+    modelled max_num_reqs is."""
     reqs = max_num_reqs(inputs, settings, tokens, slots)
     ctx = settings.context_length
     if reqs is None or ctx is None:
         return
-    per_dp = inputs.version.within(RULE["req_to_token_per_dp"])
-    plus_one = inputs.version.within(RULE["req_to_token_plus_one"])
-    rows = reqs + (1 if per_dp is not False or plus_one is True else 0)
+    release, ceiling = table_release(inputs)
+    if printed_requests is not None:
+        whole = settings.max_running_requests or printed_requests * dp_of(inputs)
+        pool = pool_requests(release, ceiling, printed_requests, whole)
+    else:
+        pool = pool_size(release, ceiling, reqs)
+    extra = 0
     if inputs.knobs.get("disaggregation_mode") == "decode":
-        if inputs.version.first is not None and inputs.version.first >= version_code("0.5.14"):
-            rows += settings.disaggregation_decode_extra_slots or 0
-        elif reqs <= PD_PREALLOC_SMALL:
-            rows += 2 * reqs
-    draft = inputs.knobs.get("speculative_num_draft_tokens")
-    spec = inputs.knobs.get("speculative_algorithm")
-    cols = ctx + REQ_TO_TOKEN_EXTRA_COLS + (draft if spec and isinstance(draft, int) else 0)
+        extra = decode_extra_slots(pool, settings.disaggregation_decode_extra_slots)
+    dcp = inputs.knobs.get("dcp_size")
+    cols = ctx + extra_columns(release, inputs.knobs, dcp if isinstance(dcp, int) else 1)
+    rows = table_rows(release, pool, extra)
     pred["max_num_reqs"] = reqs
     pred["req_to_token_rows"] = rows
     pred["req_to_token_cols"] = cols

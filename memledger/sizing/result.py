@@ -262,7 +262,9 @@ def size_log(inputs: SizingInputs) -> SizingResult:
             mismatch = _miss_reason(inputs, pred, logged)
     table: dict[str, int] = {}
     if logged is not None:
-        req_to_token(inputs, settings, logged, inputs.mamba.slots if inputs.mamba else None, table)
+        slots = inputs.mamba.slots if inputs.mamba else None
+        printed = inputs.logged_max_running_requests
+        req_to_token(inputs, settings, logged, slots, table, printed)
     used = None
     free = inputs.free_last.bytes if inputs.free_last is not None else None
     if a is not None and free is not None and inputs.state_logged_bytes:

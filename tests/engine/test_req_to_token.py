@@ -8,9 +8,15 @@ import pytest
 from memledger.events import Event, EventKind
 from memledger.ledger_model import Ledger, Row
 from memledger.sglang.release_markers import version_code
-from memledger.sglang.request_table import extra_columns
+from memledger.sglang.request_table import (
+    decode_extra_slots,
+    extra_columns,
+    pool_requests,
+    pool_size,
+    table_rows,
+)
 from memledger.sglang.versions import format_version, version_text
-from tests.conftest import SAMPLES, ledger_for
+from tests.conftest import SAMPLES, ledger_for, real_log_paths
 
 
 def table(found: Ledger) -> Row:
@@ -80,43 +86,31 @@ def test_a_0_4_capture_end_line_gives_context_plus_4_columns() -> None:
     assert row.bytes == 2049 * (32_768 + 4) * 4
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "complex/001",
-        "complex/003",
-        "complex/004",
-        "complex/006",
-        "complex/007",
-        "complex/009",
-        "single/001",
-        "single/005",
-        "single/010",
-        "single/012",
-        "single/014",
-        "single/020",
-        "single/022",
-    ],
-)
-def test_the_ledger_row_is_the_table_sizing_reports_for_the_logged_tokens(name: str) -> None:
-    found = ledger_for(name)
-    assert found.sizing is not None
-    assert table(found).bytes == found.sizing.logged_req_to_token_bytes
-
-
-@pytest.mark.parametrize(
-    ("sample", "rows", "headroom"), [("dp16.log", 33, 64), ("dp2.log", 209, 512)]
-)
-def test_the_samples_row_is_sizings_plus_the_paged_decode_headroom(
-    sample: str, rows: int, headroom: int
-) -> None:
-    # The samples (0.5.20, DSPARK, page_size 64, dcp 1 / 8) give each row max(4 + 5 draft tokens,
-    # 2 x 5 + page x dcp - 1) extra columns (v0.5.20 mem_cache/allocation_sizing.py:85-105):
-    # 73 / 521, where sizing's table (memledger/sizing/requests.py) still adds 4 + 5. When sizing
-    # takes its columns from memledger.sglang.request_table.extra_columns too, this is equality.
-    found = ledger_for(SAMPLES / sample)
-    assert found.sizing is not None and found.sizing.logged_req_to_token_bytes is not None
-    assert table(found).bytes == found.sizing.logged_req_to_token_bytes + rows * headroom * 4
+def test_the_ledger_row_is_the_table_sizing_reports_for_the_logged_tokens() -> None:
+    # One rule (memledger/sglang/request_table.py) read twice: the ledger's req_to_token row and
+    # sizing's table for the logged token count agree on every real log and both samples. The
+    # cases that once differed: the samples (0.5.20, DSPARK, page 64, dcp 1 / 8) get
+    # max(4 + 5, 2 x 5 + page x dcp - 1) = 73 / 521 extra columns (v0.5.20
+    # mem_cache/allocation_sizing.py:85-105); single/017 has the printed 2,049 rows (0.4.x pool
+    # size max_num_reqs + 1, v0.4.1 model_executor/model_runner.py:538); complex/014 the printed
+    # max_running_requests=1 (not 2,048 modelled from its tokens); complex/017 (formats 0.5.10+,
+    # not known to be 0.5.11) no padding row (v0.5.11 mem_cache/memory_pool.py:149-151).
+    compared: dict[str, tuple[int | None, int | None]] = {}
+    for path in [SAMPLES / "dp16.log", SAMPLES / "dp2.log", *real_log_paths()]:
+        found = ledger_for(path)
+        row = found.row("req_to_token")
+        sizing = found.sizing.logged_req_to_token_bytes if found.sizing is not None else None
+        compared[path.name] = (None if row is None else row.bytes, sizing)
+    differ = {name: pair for name, pair in compared.items() if pair[0] != pair[1]}
+    assert differ == {}
+    with_table = [name for name, (ledger, _) in compared.items() if ledger is not None]
+    assert len(with_table) >= 19, with_table
+    assert compared["dp16.log"][0] == 33 * (1_048_576 + 73) * 4
+    assert compared["dp2.log"][0] == 209 * (1_048_576 + 521) * 4
+    fragment = next(name for name in compared if name.startswith("017-mistral7b"))
+    assert compared[fragment][0] == 2049 * (32_768 + 4) * 4
+    dsv4 = next(name for name in compared if name.startswith("014-ascend-dsv4"))
+    assert compared[dsv4][0] == 1 * (32_768 + 4) * 4
 
 
 def _args(**params: object) -> Event:
@@ -173,6 +167,26 @@ def test_request_table_columns_by_release(
     release: str, args: dict[str, object], dcp: int, extra: int
 ) -> None:
     assert extra_columns(version_code(release), args, dcp) == extra
+
+
+def test_request_table_rows_by_release() -> None:
+    v = version_code
+    # 0.3.6 - 0.4.6: the pool is max_num_reqs + 1 (v0.4.1 model_runner.py:538), known only when
+    # the formats bound the release to that span; v0.4.7 :926 builds max_num_reqs rows.
+    assert pool_size(v("0.4.2"), v("0.4.4"), 2048) == 2049
+    assert pool_size(v("0.4.2"), 0, 2048) == 2048
+    assert pool_size(v("0.4.7"), v("0.5.9"), 2048) == 2048
+    # Below 0.5.10 the whole server's count (v0.5.8 model_runner_kv_cache_mixin.py:253), from
+    # 0.5.10 the per-DP one (v0.5.10 :849); unknown ceiling: the per-DP count.
+    assert pool_requests(v("0.5.3"), v("0.5.9"), 4, 32) == 32
+    assert pool_requests(v("0.5.3"), 0, 4, 32) == 4
+    # PD decode: 2 x requests up to 32 unless the arg is given (versions.EXTRA_SLOTS).
+    assert decode_extra_slots(24, None) == 48
+    assert decode_extra_slots(33, None) == 0
+    assert decode_extra_slots(24, 8) == 8
+    # The padding row from 0.5.11 (v0.5.11 mem_cache/memory_pool.py:149-151), none in 0.5.10.
+    assert table_rows(v("0.5.11"), 24, 8) == 24 + 8 + 1
+    assert table_rows(v("0.5.10"), 24, 8) == 24 + 8
 
 
 def test_the_free_page_list_is_on_the_gpu_from_0_4_4() -> None:
