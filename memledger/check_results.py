@@ -5,8 +5,9 @@ iterators over its checks in report order. Two kinds provide it:
 
 - `ReportResults`: the in-memory `CheckReport` of the Python API;
 - `SpooledChecks`: what `memledger check` builds (`CheckSpool`). Each log's checks are written
-  to a private temporary file (unlinked at creation, so no other process can open it, and
-  gone when the process ends) as they arrive from the workers; memory keeps only the totals
+  to a spool (`memledger.spool`: a private temporary file, unlinked at creation, so no other
+  process can open it, and gone when the process ends) as they arrive from the workers;
+  memory keeps only the totals
   and a count per (budget entry, outcome). A format that puts totals first (the headline,
   JUnit's testsuites attributes) reads the file back after the last log.
 
@@ -20,14 +21,12 @@ from __future__ import annotations
 
 import heapq
 import json
-import os
 import struct
-import tempfile
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import date
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from memledger.check_model import (
     BREACH_ORDER,
@@ -41,6 +40,7 @@ from memledger.check_model import (
     exit_code_of,
     is_failing,
 )
+from memledger.spool import Spool
 
 if TYPE_CHECKING:
     from memledger.budget import Budget
@@ -55,8 +55,6 @@ _STATUSES = list(CheckStatus)
 _HEADER = struct.Struct("<IIBBdI")
 """A spooled check: input index, segment (0: the startup's FAIL, 1 + entry index), status,
 report rank, closeness (`closeness`, for the passes closest to their limit), payload length."""
-_LENGTH = struct.Struct("<I")
-_BLOCK = 1 << 16
 
 
 def report_rank(check: Check, *, strict: bool) -> int:
@@ -169,28 +167,10 @@ class _Record(NamedTuple):
     payload: bytes
 
 
-def _records(fd: int, end: int) -> Iterator[_Record]:
-    """Every record of a spool file, in file order (positioned reads: passes may interleave)."""
-    buffer, base, offset = b"", 0, 0
-    while offset < end:
-        if offset + _HEADER.size > base + len(buffer):
-            buffer, base = os.pread(fd, _BLOCK, offset), offset
-        log, segment, status, rank, close, length = _HEADER.unpack_from(buffer, offset - base)
-        start = offset + _HEADER.size
-        if start + length > base + len(buffer):
-            buffer, base = os.pread(fd, max(_BLOCK, _HEADER.size + length), offset), offset
-        payload = buffer[start - base : start - base + length]
+def _records(spool: Spool) -> Iterator[_Record]:
+    """Every record of the checks spool, in file order."""
+    for (log, segment, status, rank, close), offset, payload in spool.records():
         yield _Record(log, segment, status, rank, close, offset, payload)
-        offset = start + length
-
-
-def _items(fd: int, end: int) -> Iterator[bytes]:
-    """The length-prefixed payloads of the inputs file."""
-    offset = 0
-    while offset < end:
-        (length,) = _LENGTH.unpack(os.pread(fd, _LENGTH.size, offset))
-        yield os.pread(fd, length, offset + _LENGTH.size)
-        offset += _LENGTH.size + length
 
 
 def _indented(dumped: str, prefix: str) -> str:
@@ -204,8 +184,8 @@ class CheckSpool:
     def __init__(self, budget: Budget, *, strict: bool) -> None:
         self.budget = budget
         self.strict = strict
-        self._checks: IO[bytes] = tempfile.TemporaryFile()
-        self._inputs: IO[bytes] = tempfile.TemporaryFile()
+        self._checks = Spool(_HEADER)
+        self._inputs = Spool()
         self._matched = [False] * len(budget.entries)
         self._tally: Counter[str] = Counter()
         self._per_rank: Counter[tuple[int, int]] = Counter()
@@ -230,7 +210,7 @@ class CheckSpool:
         index = self._n_inputs
         self._n_inputs += 1
         dumped = log.checked.model_dump_json(indent=2).encode()
-        self._inputs.write(_LENGTH.pack(len(dumped)) + dumped)
+        self._inputs.append(dumped)
         if log.failure is not None:
             self._write(index, 0, log.failure)
         for entry, (found, hit) in enumerate(zip(log.per_entry, log.matched, strict=True)):
@@ -242,8 +222,7 @@ class CheckSpool:
         rank = report_rank(check, strict=self.strict)
         dumped = check.model_dump_json(indent=2).encode()
         status = _STATUSES.index(check.status)
-        header = _HEADER.pack(log, segment, status, rank, closeness(check), len(dumped))
-        self._checks.write(header + dumped)
+        self._checks.append(dumped, log, segment, status, rank, closeness(check))
         self._tally[check.status.value] += 1
         self._per_rank[rank, segment] += 1
         self._n_checks += 1
@@ -256,8 +235,6 @@ class CheckSpool:
         """The results, once every input was added."""
         from memledger.checking import report_notes
 
-        self._checks.flush()
-        self._inputs.flush()
         notes, warnings = report_notes(
             self.budget, self._matched, baseline=baseline, info=baseline_info
         )
@@ -298,8 +275,7 @@ class SpooledChecks(CheckResults):
         self._spool.close()
 
     def _all(self) -> Iterator[_Record]:
-        checks = self._spool._checks
-        return _records(checks.fileno(), checks.tell())
+        return _records(self._spool._checks)
 
     def ranked(self, rank: int) -> Iterator[Check]:
         for segment in range(self._segments):
@@ -320,11 +296,7 @@ class SpooledChecks(CheckResults):
         return [_check(record.payload) for record in closest]
 
     def _inputs(self) -> Iterator[CheckedInput]:
-        inputs = self._spool._inputs
-        return (
-            CheckedInput.model_validate_json(item)
-            for item in _items(inputs.fileno(), inputs.tell())
-        )
+        return (CheckedInput.model_validate_json(item) for item in self._spool._inputs.payloads())
 
     def by_log(self) -> Iterator[tuple[CheckedInput, list[Check]]]:
         records = self._all()
@@ -353,9 +325,8 @@ class SpooledChecks(CheckResults):
         head, rest = empty.split('\n  "inputs": []', 1)
         middle, rest = rest.split('\n  "checks": []', 1)
         tail = rest[: rest.index(',\n  "counts": ')]
-        inputs = self._spool._inputs
         yield head + '\n  "inputs": '
-        yield from _json_list(item.decode() for item in _items(inputs.fileno(), inputs.tell()))
+        yield from _json_list(item.decode() for item in self._spool._inputs.payloads())
         yield middle + '\n  "checks": '
         yield from _json_list(
             record.payload.decode()

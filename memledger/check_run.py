@@ -7,7 +7,7 @@ read back: the CLI's memory stays flat in the number of logs.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -133,6 +133,7 @@ def run_check(options: CheckOptions) -> Output:
     Actions, the markdown report appended to the job summary; both are written as they are
     read back from the spooled results."""
     from memledger.render.check import CheckFormat, CheckView, check_format, check_stream
+    from memledger.spool import closing_after
 
     fmt = check_format(options.fmt)  # a bad format fails before a long parse
     stream = check_stream(fmt, CheckView(options.terminal, options.full), options.max_chars)
@@ -143,23 +144,8 @@ def run_check(options: CheckOptions) -> Output:
             Path(summary_path),
             "",
             f"${STEP_SUMMARY_ENV}",
-            chunks=_guarded([check_stream(CheckFormat.MARKDOWN)(results), ["\n"]], results),
+            chunks=closing_after([check_stream(CheckFormat.MARKDOWN)(results), ["\n"]], results),
         )
-        report = _guarded([stream(results)], results, last=False)
+        report = closing_after([stream(results)], results, last=False)
         return Output("", results.exit_code, (summary,), chunks=report)
-    return Output("", results.exit_code, chunks=_guarded([stream(results)], results))
-
-
-def _guarded(
-    parts: Sequence[Iterable[str]], results: SpooledChecks, *, last: bool = True
-) -> Iterator[str]:
-    """The parts one after the other; the results are closed after the `last` reader, or when a
-    reader stops early (a closed pipe, a full disk)."""
-    try:
-        for part in parts:
-            yield from part
-    except BaseException:
-        results.close()
-        raise
-    if last:
-        results.close()
+    return Output("", results.exit_code, chunks=closing_after([stream(results)], results))

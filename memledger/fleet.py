@@ -1,40 +1,50 @@
 """Many logs in one process: `memledger ledger` over several logs or a folder (one summary line
-per log, the fleet view) and `memledger check` over several logs.
+per log, the fleet view) and `memledger check` over several logs or a folder.
 
 An operator with one startup log per pod restart wants to see at a glance which restart came out
 different; CI checks every pod's log against the budget. The logs are read in parallel (forked
 worker processes, at most two: the machine this tool targets in CI has two), results come back
 in the order given, and each worker sends back only what the report shows of its log (a summary
-line, or that log's checks), never its ledger: memory stays flat in the number of logs. A log
-the fleet view cannot read is a line with its error, not the end of the run.
+line, or that log's checks), never its ledger, and those go to a spool on a private temporary
+file that the report is written from: memory stays flat in the number of logs. A folder is
+walked lazily, one listing at a time, in sorted path order (`walk_folder`). A log the fleet
+view cannot read is a line with its error, not the end of the run.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
 from memledger.ledger_model import Ledger
 from memledger.render.terminal import PLAIN, Terminal
-from memledger.service import LoadOptions, Output, Source, label_of, load_ledger
+from memledger.service import STDIN, LoadOptions, Output, Source, label_of, load_ledger
+from memledger.spool import Spool, closing_after
 
 if TYPE_CHECKING:
     from memledger.budget import Budget
     from memledger.checking import LogChecks
 
-LOG_SUFFIXES = (".log", ".log.gz")
+LOG_ENDINGS = (".log", ".txt", ".out")
+"""A folder's logs are the files whose name ends in one of these, or one of these and `.gz`
+(any case): what SGLang's output is saved as (`server.log`, `kubectl logs > pod.txt`,
+`nohup.out`). Every other file below the folder is skipped, and said so on stderr."""
+LOG_RULE = "*.log, *.txt or *.out, or any of them .gz"
 MAX_WORKERS = 2
 TASK_LOGS = 4
 """Logs per task sent to a worker (fewer round trips; small enough to keep both busy)."""
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,29 +61,132 @@ class FleetEntry:
         return Path(self.path).name
 
 
-def expand_inputs(sources: Sequence[Source]) -> list[str]:
-    """The logs named on the command line, a folder standing for its *.log / *.log.gz files
-    (recursively, sorted)."""
-    paths: list[str] = []
-    for given in sources:
-        if not isinstance(given, str | os.PathLike):
+@dataclass(frozen=True)
+class Unreadable:
+    """A place in a folder the walk could not read (a folder it cannot list, a symlink loop, a
+    log that is not a regular file): the fleet view shows it as an unreadable log, `check`
+    stops on it (exit 3), as each does for a log it cannot read."""
+
+    path: str
+    message: str
+
+    def error(self) -> InputError:
+        return InputError(self.message, path=self.path)
+
+
+Input = str | Unreadable
+"""What the walk of the inputs gives: a log's path, or a place it could not read."""
+
+
+def is_log_name(name: str) -> bool:
+    """Whether a file in a folder is taken for a log by its name (`LOG_ENDINGS`)."""
+    lower = name.lower()
+    return lower.removesuffix(".gz").endswith(LOG_ENDINGS)
+
+
+def note_skipped(path: str) -> None:
+    """A file a folder holds that is not a log by its name: one line on stderr, as it is met
+    (nothing the user gave is skipped silently; the report itself stays the logs')."""
+    sys.stderr.write(f"memledger: note: {path}: skipped, not named {LOG_RULE}\n")
+
+
+def expand_inputs(
+    sources: Sequence[Source], skipped: Callable[[str], None] = note_skipped
+) -> Iterator[Input]:
+    """The logs named on the command line, in the order given, a folder standing for the logs
+    below it (`walk_folder`). The sources are checked here, before the first log is read: a
+    stream among several inputs, stdin twice, a folder that cannot be listed or holds no log."""
+    given: list[str] = []
+    for source in sources:
+        if not isinstance(source, str | os.PathLike):
             raise ConfigError("several inputs must be paths (or -), not streams")
-        source = os.fspath(given)
-        folder = Path(source)
-        if source != "-" and folder.is_dir():
-            found = sorted(
-                str(path)
-                for path in folder.rglob("*")
-                if path.is_file() and path.name.endswith(LOG_SUFFIXES)
-            )
-            if not found:
-                raise InputError("a folder without *.log or *.log.gz files", path=source)
-            paths.extend(found)
-        else:
-            paths.append(source)
-    if paths.count("-") > 1:
+        given.append(os.fspath(source))
+    if given.count("-") > 1:
         raise ConfigError("stdin (-) can be read only once")
-    return paths
+    for source in given:
+        if source != "-" and os.path.isdir(source) and not _holds_a_log(Path(source)):
+            raise InputError(f"a folder without logs ({LOG_RULE})", path=source)
+    return _expanded(given, skipped)
+
+
+def _expanded(given: Sequence[str], skipped: Callable[[str], None]) -> Iterator[Input]:
+    for source in given:
+        if source != "-" and os.path.isdir(source):
+            yield from walk_folder(source, skipped)
+        else:
+            yield source
+
+
+def walk_folder(folder: str, skipped: Callable[[str], None] = note_skipped) -> Iterator[Input]:
+    """The logs below `folder` (`is_log_name`), read lazily, one folder listing at a time, in
+    the order of their paths sorted as strings (what `sorted()` of the whole list would give).
+    Symbolic links are followed; a link back to a folder being walked is `Unreadable` (a
+    loop), as is a folder that cannot be listed; other files are passed to `skipped`."""
+    root = Path(folder)
+    yield from _walk(root, {_identity(root): str(root)}, skipped)
+
+
+def _identity(folder: Path) -> tuple[int, int]:
+    status = folder.stat()
+    return status.st_dev, status.st_ino
+
+
+def _listing(folder: Path) -> list[tuple[str, os.DirEntry[str]]]:
+    """A folder's entries in path order: a subfolder sorts as its name and `/` (its files'
+    paths continue so), a file as its name."""
+    with os.scandir(folder) as entries:
+        listed = [(entry.name + ("/" if _is_folder(entry) else ""), entry) for entry in entries]
+    listed.sort(key=lambda pair: pair[0])
+    return listed
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _walk(
+    folder: Path, ancestors: dict[tuple[int, int], str], skipped: Callable[[str], None]
+) -> Iterator[Input]:
+    try:
+        listing = _listing(folder)
+    except OSError as exc:
+        yield Unreadable(str(folder), f"cannot list this folder: {exc.strerror or exc}")
+        return
+    for key, entry in listing:
+        path = folder / entry.name
+        if key.endswith("/"):
+            try:
+                identity = _identity(path)
+            except OSError as exc:
+                yield Unreadable(str(path), f"cannot read this folder: {exc.strerror or exc}")
+                continue
+            if identity in ancestors:
+                loop = f"a symlink loop: it leads back to {ancestors[identity]}"
+                yield Unreadable(str(path), loop)
+                continue
+            yield from _walk(path, {**ancestors, identity: str(path)}, skipped)
+        elif not is_log_name(entry.name):
+            skipped(str(path))
+        elif _is_special(entry):
+            yield Unreadable(str(path), "not a regular file (a pipe, socket or device)")
+        else:
+            yield str(path)  # a dangling link too: reading it says "no such file"
+
+
+def _is_special(entry: os.DirEntry[str]) -> bool:
+    """A FIFO, socket or device (reading a FIFO would wait forever); not a dangling link."""
+    try:
+        return not entry.is_file() and os.path.exists(entry.path)
+    except OSError:
+        return False
+
+
+def _holds_a_log(folder: Path) -> bool:
+    """Whether a walk of `folder` gives anything (stops at the first; skips are not noted)."""
+    return next(iter(walk_folder(str(folder), lambda _path: None)), None) is not None
 
 
 def is_fleet(sources: Sequence[Source]) -> bool:
@@ -84,35 +197,72 @@ def is_fleet(sources: Sequence[Source]) -> bool:
     )
 
 
-def _load(path: str, options: LoadOptions) -> FleetEntry:
+def _load(item: Input, options: LoadOptions) -> FleetEntry:
     from memledger.render.fleet import line_of
 
+    if isinstance(item, Unreadable):
+        return FleetEntry(item.path, error=item.message)
     try:
-        return FleetEntry(path, line=line_of(path, load_ledger(path, options)))
+        return FleetEntry(item, line=line_of(item, load_ledger(item, options)))
     except (InputError, ConfigError) as exc:
         # the line is already the log's: `a.log: no such file`, not `a.log: a.log: no such file`
-        own = exc.path == path
+        own = exc.path == item
         where = f"line {exc.line}: " if own and exc.line is not None else ""
-        return FleetEntry(path, error=f"{where}{exc.message}" if own else str(exc))
+        return FleetEntry(item, error=f"{where}{exc.message}" if own else str(exc))
 
 
-def load_fleet(paths: Sequence[str], options: LoadOptions) -> Iterator[FleetEntry]:
+def load_fleet(
+    paths: Iterable[Input], options: LoadOptions, *, in_process: bool = False
+) -> Iterator[FleetEntry]:
     """Each path's summary line in the order given, built by up to two worker processes."""
     quiet = replace(options, progress=False)  # two meters on one stderr would garble it
-    return map_paths(lambda path: _load(path, quiet), paths, quiet)
+    return map_paths(lambda path: _load(path, quiet), paths, quiet, in_process=in_process)
+
+
+class FleetSpool(Spool):
+    """The fleet's lines as they come, on a spool (`memledger.spool`: a private temporary
+    file, one JSON object a log), read back once per pass a format needs: memory stays flat in
+    the number of logs. Iterating gives the entries in the order added; a context manager."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+        """Whether some log could not be read (the run exits 3)."""
+
+    def add(self, entry: FleetEntry) -> None:
+        fields = {"path": entry.path, "line": entry.line, "error": entry.error}
+        self.append(json.dumps(fields).encode())  # ASCII: any path round-trips
+        self.failed = self.failed or entry.error is not None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[FleetEntry]:
+        for payload in self.payloads():
+            fields = json.loads(payload)
+            yield FleetEntry(fields["path"], line=fields["line"], error=fields["error"])
 
 
 def run_fleet(
     sources: Sequence[Source], options: LoadOptions, fmt: str, terminal: Terminal = PLAIN
 ) -> Output:
     """`memledger ledger LOG LOG...` / `memledger ledger DIR`: the fleet table; exit 3 when a
-    log could not be read (its line says why)."""
-    from memledger.render.fleet import FLEET_FORMATS
+    log could not be read (its line says why). The lines are spooled as they come and the
+    table is written from the spool (`render.fleet.fleet_stream`)."""
+    from memledger.render.fleet import fleet_stream
 
-    render = FLEET_FORMATS.renderer(fmt, terminal)
-    entries = list(load_fleet(expand_inputs(sources), options))
-    failed = any(entry.error is not None for entry in entries)
-    return Output(render(entries), EXIT_INPUT if failed else EXIT_OK)
+    stream = fleet_stream(fmt, terminal)  # a bad format fails before a long run
+    inputs = expand_inputs(sources)
+    stdin = any(os.fspath(s) == STDIN for s in sources if isinstance(s, str | os.PathLike))
+    spool = FleetSpool()
+    try:
+        for entry in load_fleet(inputs, options, in_process=stdin):
+            spool.add(entry)
+    except BaseException:
+        spool.close()
+        raise
+    chunks = closing_after([stream(spool)], spool)
+    return Output("", EXIT_INPUT if spool.failed else EXIT_OK, chunks=chunks)
 
 
 def check_inputs(
@@ -123,43 +273,63 @@ def check_inputs(
     today: date,
     baseline: Ledger | None,
 ) -> Iterator[tuple[str, Ledger] | LogChecks]:
-    """`check`'s inputs one at a time: several log paths are read and checked by up to two
-    worker processes, each sending back only its log's checks; other sources are loaded here."""
+    """`check`'s inputs one at a time, a folder standing for the logs below it: several logs
+    are read and checked by up to two worker processes, each sending back only its log's
+    checks; one log, and sources other than paths, are loaded here."""
     from memledger.checking import check_log
 
-    paths = [os.fspath(s) for s in logs if isinstance(s, str | os.PathLike)]
-    if len(paths) < 2 or len(paths) < len(logs):
+    if not all(isinstance(s, str | os.PathLike) for s in logs):
         return ((label_of(item), load_ledger(item, options)) for item in logs)
+    inputs = expand_inputs(logs)
+    head = list(islice(inputs, 2))
+    if len(head) == 1:
+        return _one_input(head[0], options)
     quiet = replace(options, progress=False)
 
-    def work(path: str) -> LogChecks:
-        return check_log(budget, path, load_ledger(path, quiet), today=today, baseline=baseline)
+    def work(item: Input) -> LogChecks:
+        if isinstance(item, Unreadable):
+            raise item.error()
+        return check_log(budget, item, load_ledger(item, quiet), today=today, baseline=baseline)
 
-    return map_paths(work, paths, quiet)
+    stdin = any(os.fspath(s) == STDIN for s in logs)  # type: ignore[arg-type]
+    return map_paths(work, chain(head, inputs), quiet, in_process=stdin)
+
+
+def _one_input(item: Input, options: LoadOptions) -> Iterator[tuple[str, Ledger]]:
+    """A single log, read here (with its progress meter)."""
+    if isinstance(item, Unreadable):
+        raise item.error()
+    yield item, load_ledger(item, options)
 
 
 # --- up to two worker processes, results in input order ----------------------------------------
 
-_WORK: Callable[[str], Any] | None = None
+_WORK: Callable[[Any], Any] | None = None
 """The task of the pool being started: set before the fork, so workers inherit it (no pickling
 of the budget or options per log)."""
 
 
-def map_paths(work: Callable[[str], R], paths: Sequence[str], options: LoadOptions) -> Iterator[R]:
-    """`work(path)` for each path, in the order given, on up to two forked worker processes
-    (this one only merges); in this process when there is one path, one core, stdin or no fork.
+def map_paths(
+    work: Callable[[T], R], items: Iterable[T], options: LoadOptions, *, in_process: bool = False
+) -> Iterator[R]:
+    """`work(item)` for each item, in the order given, on up to two forked worker processes
+    (this one only merges); in this process when there is one item, one core, stdin
+    (`in_process`) or no fork. The items are read as the workers take them (a folder's walk
+    goes on while its first logs are read).
 
     What every log needs (the parser, the engine, the packaged formulas, the grammar) is loaded
     here first, so the workers inherit it instead of each loading it again.
     """
-    workers = min(MAX_WORKERS, _usable_cpus(), len(paths))
-    if workers <= 1 or "-" in paths or not _can_fork():
-        return map(work, paths)
+    items = iter(items)
+    head = list(islice(items, 2))
+    workers = min(MAX_WORKERS, _usable_cpus(), len(head))
+    if workers <= 1 or in_process or not _can_fork():
+        return map(work, chain(head, items))
     _warm(options)
-    return _pooled(work, paths, workers)
+    return _pooled(work, chain(head, items), workers)
 
 
-def _pooled(work: Callable[[str], R], paths: Sequence[str], workers: int) -> Iterator[R]:
+def _pooled(work: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     import multiprocessing
 
     global _WORK
@@ -168,14 +338,14 @@ def _pooled(work: Callable[[str], R], paths: Sequence[str], workers: int) -> Ite
         stream.flush()
     try:
         with multiprocessing.get_context("fork").Pool(workers, _worker_signals) as pool:
-            yield from pool.imap(_run_work, paths, chunksize=TASK_LOGS)
+            yield from pool.imap(_run_work, items, chunksize=TASK_LOGS)
     finally:
         _WORK = None
 
 
-def _run_work(path: str) -> Any:
+def _run_work(item: Any) -> Any:
     assert _WORK is not None
-    return _WORK(path)
+    return _WORK(item)
 
 
 def _worker_signals() -> None:

@@ -97,7 +97,10 @@ def check_command(
     output: Path | None,
     today: datetime | None,
 ) -> int:
-    """Check LOGs (or saved ledger JSONs) against memory budgets."""
+    """Check LOGs (or saved ledger JSONs) against memory budgets.
+
+    A folder stands for the logs below it: its *.log, *.txt and *.out files, each also .gz, in
+    sorted path order (other files are noted on stderr as skipped)."""
     return emit(
         run_check(
             CheckOptions(

@@ -12,7 +12,7 @@ a breach, shared by the CLI text output, the GitHub annotations and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
@@ -22,8 +22,8 @@ from memledger.check_model import Bound, Check, CheckReport, CheckStatus
 from memledger.check_results import CheckResults, results_of
 from memledger.errors import CHECK_VERDICTS
 from memledger.render.escape import finish
-from memledger.render.formats import Format, Formats
-from memledger.render.tables import Table, text_table
+from memledger.render.formats import Format, Formats, pieces
+from memledger.render.tables import TABLE_ROWS, Table, text_table, text_table_in_chunks
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import GIB
 
@@ -231,11 +231,6 @@ CHECK_MAX_CHARS = 60_000
 
 BRIEF_PASSES, BRIEF_SKIPPED = 5, 3
 """Passes (the closest to their limit) and not-compared checks the short text view lists."""
-TABLE_ROWS = 512
-"""A longer table of passes is laid out from its widest cells and printed this many rows at a
-time (a fleet's `--full` report), not built whole."""
-PIECE_CHARS = 1 << 16
-"""Streamed output is written in pieces of whole lines of about this size."""
 
 
 @dataclass(frozen=True)
@@ -256,9 +251,9 @@ _PASS_KEEP = (0, 2, 3)  # the log's path gives way first
 
 
 def _table_lines(rows: Callable[[], Iterator[list[str]]], width: int) -> Iterator[str]:
-    """The table of passes as `text_table` lays it out, read twice from `rows` when long: the
-    widest cell of each column, then the rows a chunk at a time, each chunk laid out with a
-    row of those widths (so every chunk gets the columns the whole table would)."""
+    """The table of passes as `text_table` lays it out, read twice from `rows` when long (more
+    than `TABLE_ROWS`, a fleet's `--full` report): the widest cell of each column, then the
+    rows a chunk at a time (`text_table_in_chunks`)."""
     first = list(islice(rows(), TABLE_ROWS + 1))
     if len(first) <= TABLE_ROWS:
         table = Table(_PASS_HEADERS, first, keep=_PASS_KEEP)
@@ -267,24 +262,13 @@ def _table_lines(rows: Callable[[], Iterator[list[str]]], width: int) -> Iterato
     widest = [0] * len(_PASS_HEADERS)
     for row in rows():
         widest = [max(w, len(cell)) for w, cell in zip(widest, row, strict=True)]
-    probe = ["x" * w for w in widest]
-    chunk: list[list[str]] = []
-    header = True
-    for row in rows():
-        chunk.append(row)
-        if len(chunk) == TABLE_ROWS:
-            yield from _chunk_lines(probe, chunk, width, header=header)
-            chunk, header = [], False
-    if chunk:
-        yield from _chunk_lines(probe, chunk, width, header=header)
-
-
-def _chunk_lines(
-    probe: list[str], chunk: list[list[str]], width: int, *, header: bool
-) -> list[str]:
-    table = Table(_PASS_HEADERS, [probe, *chunk], keep=_PASS_KEEP)
-    lines = text_table(table, style="plain", width=width).splitlines()
-    return lines[:1] + lines[2:] if header else lines[2:]
+    yield from text_table_in_chunks(
+        lambda chunk: Table(_PASS_HEADERS, chunk, keep=_PASS_KEEP),
+        ["x" * w for w in widest],
+        rows(),
+        style="plain",
+        width=width,
+    )
 
 
 def text_lines(results: CheckResults, width: int, *, full: bool = False) -> Iterator[str]:
@@ -381,24 +365,6 @@ def _streams(view: CheckView, max_chars: int | None) -> dict[CheckFormat, Stream
         CheckFormat.GITHUB: github_chunks,
         CheckFormat.MARKDOWN: lambda results: markdown_chunks(results, max_chars),
     }
-
-
-def pieces(chunks: Iterable[str]) -> Iterator[str]:
-    """The chunks regrouped into pieces of whole lines of about `PIECE_CHARS` characters (the
-    escaping passes are per line; a piece of lines is one write)."""
-    held: list[str] = []
-    size = 0
-    for chunk in chunks:
-        held.append(chunk)
-        size += len(chunk)
-        if size >= PIECE_CHARS:
-            text = "".join(held)
-            end = text.rfind("\n") + 1
-            if end:
-                yield text[:end]
-            held, size = [text[end:]], len(text) - end
-    if held and (text := "".join(held)):
-        yield text
 
 
 def check_stream(

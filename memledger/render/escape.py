@@ -128,9 +128,13 @@ def csv_cell(cell: str) -> str:
 def write_csv(headers: Sequence[str], records: Iterable[Sequence[str]]) -> str:
     """The one CSV writer: a header line, then one line per record, every cell `csv_cell`
     (minimal quoting, `\\n` line ends; one line per record for any CSV reader)."""
+    return csv_records([headers]) + csv_records(records)
+
+
+def csv_records(records: Iterable[Sequence[str]]) -> str:
+    """Records as `write_csv` writes them, without the header line (a CSV written in pieces)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([csv_cell(cell) for cell in headers])
     writer.writerows([csv_cell(cell) for cell in record] for record in records)
     return buffer.getvalue()
 

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
+from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from memledger.ledger_model import Ledger
-from memledger.render.escape import write_csv
-from memledger.render.formats import Format, Formats
+from memledger.render.escape import csv_records, finish, one_line, write_csv
+from memledger.render.formats import Format, Formats, pieces
 from memledger.render.rows import ABSENT
-from memledger.render.tables import Align, Table, text_table
+from memledger.render.tables import TABLE_ROWS, Align, Table, text_table, text_table_in_chunks
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import format_gib
 
@@ -89,16 +91,6 @@ def record(entry: FleetEntry) -> dict[str, Any]:
     }
 
 
-def _headline(entries: Sequence[FleetEntry]) -> str:
-    outcomes = Counter(
-        "unreadable" if e.line is None else ("ready" if e.line["stopped_at"] is None else "partial")
-        for e in entries
-    )
-    parts = [f"{outcomes[k]} {k}" for k in ("ready", "partial", "unreadable") if outcomes[k]]
-    noun = "log" if len(entries) == 1 else "logs"
-    return f"memledger ledger: {len(entries)} {noun} -- {', '.join(parts)}"
-
-
 def _tokens(value: int | None) -> str:
     if value is None:
         return ABSENT
@@ -113,67 +105,191 @@ def _middle(name: str, width: int) -> str:
     return name[:head] + "…" + name[len(name) - (width - 1 - head) :]
 
 
-def render_fleet_text(entries: Sequence[FleetEntry], terminal: Terminal = PLAIN) -> str:
-    """Verdict line, then one row per log (GiB per card), the log's name last (shortened in the
-    middle to fit the terminal; CSV and JSON have it whole); then why any log is partial or
-    unreadable."""
-    rows = []
+def _headline(outcomes: Counter[str], n_logs: int) -> str:
+    parts = [f"{outcomes[k]} {k}" for k in ("ready", "partial", "unreadable") if outcomes[k]]
+    noun = "log" if n_logs == 1 else "logs"
+    return f"memledger ledger: {n_logs} {noun} -- {', '.join(parts)}"
+
+
+def _state(entry: FleetEntry) -> str:
+    if entry.line is None:
+        return "unreadable"
+    return "ready" if entry.line["stopped_at"] is None else "partial"
+
+
+# The text table: an outcome, the figures and KV tokens (all columns but the log's name), then
+# the name. Its layout needs every line (column widths; which columns make way for the name),
+# so the lines are read twice: once for the widths (`_layout`), once to print them a chunk at a
+# time laid out with those widths (`text_table_in_chunks`).
+_HEADERS = ["outcome", *(header for _, header in FIGURES), "KV/rank"]
+_DROPS = (None, len(_HEADERS) - 1, 1 + [k for k, _ in FIGURES].index("cuda_graph"))
+"""Columns that make way for the log's name on a narrow terminal (KV tokens, then graphs)."""
+LEGEND = (
+    "GiB per card of the selected rank (rank 0 unless --rank); pool: the state pool; free: the "
+    "runtime headroom; fixed: the fixed overhead (usable - pool - free; JSON and CSV "
+    f"`fixed_overhead` include the free headroom); {ABSENT} = no value (the log has none)."
+)
+
+
+def _cells(entry: FleetEntry) -> list[str]:
+    """A log's cells but its name (GiB per card; an untrusted outcome on one line)."""
+    line = record(entry)
+    values = dict(line)
+    if line["fixed_overhead"] is not None:  # free headroom is not overhead
+        values["fixed_overhead"] = line["fixed_overhead"] - (line["runtime_headroom"] or 0)
+    cells = [ABSENT if values[key] is None else format_gib(values[key]) for key, _ in FIGURES]
+    return [one_line(str(line["outcome"])), *cells, _tokens(line["kv_tokens_per_rank"])]
+
+
+def _name(entry: FleetEntry) -> str:
+    """The log's name as its cell shows it (untrusted: on one line, controls shown)."""
+    return one_line(entry.name)
+
+
+def _plain(cell: str) -> bool:
+    """A cell whose width in the table is its length (printable ASCII, nothing to strip):
+    every cell memledger writes; any other is measured by the table layout itself."""
+    return cell.isascii() and cell.isprintable() and cell == cell.strip()
+
+
+def _widths(headers: list[str], align: list[Align], rows: Iterable[list[str]]) -> list[int]:
+    """Each column's width as `text_table` lays it out over `rows` (at least its header's + 2),
+    measured a chunk of rows at a time: for cells whose width is not their length."""
+    widths = [len(header) + 2 for header in headers]
+    rows = iter(rows)
+    while chunk := list(islice(rows, TABLE_ROWS)):
+        rule = text_table(Table(headers, chunk, align=align)).split("\n")[1]
+        widths = [max(w, len(dashes)) for w, dashes in zip(widths, rule.split("  "), strict=True)]
+    return widths
+
+
+@dataclass(frozen=True)
+class _Layout:
+    outcomes: Counter[str]
+    n_logs: int
+    headers: list[str]
+    align: list[Align]
+    drop: list[int]
+    probe: list[str]
+    """A row as wide as the widest cell of every column, the name's included."""
+    name_width: int
+    notes: bool
+
+
+def _layout(entries: Iterable[FleetEntry], terminal: Terminal) -> _Layout:
+    """One pass over the lines for what the table needs of all of them: counts, the widest
+    cell of each column, whether a log has a note; lines with a cell whose width is not its
+    length (not printable ASCII) are read again and measured by the table layout itself."""
+    outcomes: Counter[str] = Counter()
+    widest = [0] * len(_HEADERS)
+    widest_name = 0
+    odd_cells = odd_names = notes = False
     for entry in entries:
-        line = record(entry)
-        values = dict(line)
-        if line["fixed_overhead"] is not None:  # free headroom is not overhead
-            values["fixed_overhead"] = line["fixed_overhead"] - (line["runtime_headroom"] or 0)
-        cells = [ABSENT if values[key] is None else format_gib(values[key]) for key, _ in FIGURES]
-        rows.append([line["outcome"], *cells, _tokens(line["kv_tokens_per_rank"])])
-    headers = ["outcome", *(header for _, header in FIGURES), "KV/rank"]
-    # Columns that make way for the log's name on a narrow terminal (KV tokens, then graphs).
-    for drop in (None, len(headers) - 1, 1 + [k for k, _ in FIGURES].index("cuda_graph")):
-        if drop is not None:
-            headers.pop(drop)
-            for row in rows:
-                row.pop(drop)
-        right: list[Align] = ["right"] * (len(headers) - 1)
-        align: list[Align] = ["left", *right]
-        figures_only = text_table(Table(headers, rows, align=align))
-        room = terminal.width - 2 - max(len(x) for x in figures_only.split("\n"))
+        outcomes[_state(entry)] += 1
+        notes = notes or entry.line is None or entry.line["stopped_at"] is not None
+        for i, cell in enumerate(_cells(entry)):
+            if _plain(cell):
+                widest[i] = max(widest[i], len(cell))
+            else:
+                odd_cells = True
+        name = _name(entry)
+        if _plain(name):
+            widest_name = max(widest_name, len(name))
+        else:
+            odd_names = True
+    every_right: list[Align] = ["right"] * (len(_HEADERS) - 1)
+    if odd_cells:
+        rows = (cells for cells in map(_cells, entries) if not all(map(_plain, cells)))
+        measured = _widths(_HEADERS, ["left", *every_right], rows)
+        widest = [max(w, m) for w, m in zip(widest, measured, strict=True)]
+    headers, align, drop, room = list(_HEADERS), ["left", *every_right], [], 0
+    for column in _DROPS:
+        if column is not None:
+            drop.append(column)
+            headers.pop(column)
+            align.pop()
+        probe = ["x" * w for i, w in enumerate(widest) if i not in drop]
+        figures_only = text_table(Table(headers, [probe], align=align)).split("\n")
+        width = max(len(x) for x in figures_only)
+        if odd_cells:  # a row of such cells may be longer than the rule (a zero-width char)
+            odd_rows = (
+                [c for i, c in enumerate(cells) if i not in drop]
+                for cells in map(_cells, entries)
+                if not all(map(_plain, cells))
+            )
+            chunks = text_table_in_chunks(
+                lambda chunk: Table(headers, chunk, align=align), probe, odd_rows
+            )
+            width = max([width, *map(len, chunks)])
+        room = terminal.width - 2 - width
         if room >= MIN_NAME:
             break
-    for row, entry in zip(rows, entries, strict=True):
-        row.append(_middle(entry.name, max(MIN_NAME, room)))
-    table = text_table(Table([*headers, "log"], rows, align=[*align, "left"]))
-    notes = [
-        f"  {entry.name}: {entry.error if entry.line is None else entry.line['stopped_at']}"
-        for entry in entries
-        if entry.line is None or entry.line["stopped_at"] is not None
-    ]
-    lines = [
-        _headline(entries),
-        "",
-        table,
-        "",
-        "GiB per card of the selected rank (rank 0 unless --rank); pool: the state pool; free: the "
-        "runtime headroom; fixed: the fixed overhead (usable - pool - free; JSON and CSV "
-        f"`fixed_overhead` include the free headroom); {ABSENT} = no value (the log has none).",
-    ]
-    if notes:
-        lines += ["", "stopped or unreadable:", *notes]
-    return fit_lines("\n".join(lines), terminal.width) + "\n"
-
-
-def render_fleet_csv(entries: Sequence[FleetEntry]) -> str:
-    """A header and one record per log; sizes in exact bytes, empty where the log has none."""
-    records = [record(entry) for entry in entries]
-    # the one CSV writer (render.escape): cells on one line, no formula (a path or an error
-    # text is the user's); a CR left in a cell split the record when the CSV pass re-read it
-    return write_csv(
-        list(records[0]),
-        [["" if v is None else str(v) for v in line.values()] for line in records],
+    name_width = max(MIN_NAME, room)
+    widest_name = min(widest_name, name_width)  # a longer plain name is cut to the width
+    if odd_names:
+        names = ([_middle(n, name_width)] for n in map(_name, entries) if not _plain(n))
+        widest_name = max(widest_name, *_widths(["log"], ["left"], names))
+    return _Layout(
+        outcomes,
+        sum(outcomes.values()),
+        [*headers, "log"],
+        [*align, "left"],
+        drop,
+        [*probe, "x" * widest_name],
+        name_width,
+        notes,
     )
 
 
-def render_fleet_jsonl(entries: Sequence[FleetEntry]) -> str:
+def fleet_text_lines(entries: Iterable[FleetEntry], terminal: Terminal = PLAIN) -> Iterator[str]:
+    """The text view's lines (unfitted), reading `entries` two or three times: verdict line,
+    then one row per log (GiB per card), the log's name last (shortened in the middle to fit
+    the terminal; CSV and JSON have it whole); then why any log is partial or unreadable."""
+    layout = _layout(entries, terminal)
+    yield _headline(layout.outcomes, layout.n_logs)
+    yield ""
+    rows = (
+        [c for i, c in enumerate(_cells(entry)) if i not in layout.drop]
+        + [_middle(_name(entry), layout.name_width)]
+        for entry in entries
+    )
+    yield from text_table_in_chunks(
+        lambda chunk: Table(layout.headers, chunk, align=layout.align), layout.probe, rows
+    )
+    yield ""
+    yield LEGEND
+    if layout.notes:
+        yield ""
+        yield "stopped or unreadable:"
+        for entry in entries:
+            if entry.line is None or entry.line["stopped_at"] is not None:
+                stopped = entry.error if entry.line is None else entry.line["stopped_at"]
+                yield f"  {entry.name}: {stopped}"
+
+
+def fleet_text_chunks(entries: Iterable[FleetEntry], terminal: Terminal = PLAIN) -> Iterator[str]:
+    """The text view, each line fitted to the terminal."""
+    return (fit_lines(line, terminal.width) + "\n" for line in fleet_text_lines(entries, terminal))
+
+
+def fleet_csv_chunks(entries: Iterable[FleetEntry]) -> Iterator[str]:
+    """A header and one record per log; sizes in exact bytes, empty where the log has none."""
+    records: Iterator[dict[str, Any]] = map(record, entries)
+    first = next(records, None)
+    if first is None:
+        return
+    headers = list(first)
+    # the one CSV writer (render.escape): cells on one line, no formula (a path or an error
+    # text is the user's); a CR left in a cell split the record when the CSV pass re-read it
+    yield write_csv(headers, [])
+    records = chain([first], records)
+    while chunk := list(islice(records, TABLE_ROWS)):
+        yield csv_records([["" if v is None else str(v) for v in line.values()] for line in chunk])
+
+
+def fleet_jsonl_chunks(entries: Iterable[FleetEntry]) -> Iterator[str]:
     """JSON Lines: one object per log (sizes in bytes, null where the log has none)."""
-    return "".join(json.dumps(record(entry), ensure_ascii=False) + "\n" for entry in entries)
+    return (json.dumps(record(entry), ensure_ascii=False) + "\n" for entry in entries)
 
 
 class FleetFormat(StrEnum):
@@ -184,13 +300,50 @@ class FleetFormat(StrEnum):
     JSON = "json"
 
 
-FLEET_FORMATS: Formats[FleetFormat, Terminal, Sequence[FleetEntry]] = Formats(
+FleetChunks: TypeAlias = "Callable[[Iterable[FleetEntry]], Iterator[str]]"
+_CHUNKS: dict[FleetFormat, Callable[[Terminal], FleetChunks]] = {
+    FleetFormat.TEXT: lambda terminal: partial(fleet_text_chunks, terminal=terminal),
+    FleetFormat.CSV: lambda _: fleet_csv_chunks,
+    FleetFormat.JSON: lambda _: fleet_jsonl_chunks,
+}
+
+
+def _whole(fmt: FleetFormat) -> Callable[[Terminal], Callable[[Iterable[FleetEntry]], str]]:
+    return lambda terminal: lambda entries: "".join(_CHUNKS[fmt](terminal)(entries))
+
+
+FLEET_FORMATS: Formats[FleetFormat, Terminal, Iterable[FleetEntry]] = Formats(
     FleetFormat,
     {
-        FleetFormat.TEXT: Format(
-            lambda terminal: partial(render_fleet_text, terminal=terminal), "one line per log"
-        ),
-        FleetFormat.CSV: Format(lambda _: render_fleet_csv, "one record per log, bytes"),
-        FleetFormat.JSON: Format(lambda _: render_fleet_jsonl, "JSON Lines: one object per log"),
+        FleetFormat.TEXT: Format(_whole(FleetFormat.TEXT), "one line per log"),
+        FleetFormat.CSV: Format(_whole(FleetFormat.CSV), "one record per log, bytes"),
+        FleetFormat.JSON: Format(_whole(FleetFormat.JSON), "JSON Lines: one object per log"),
     },
 )
+"""The registry `memledger ledger LOG LOG... --format` comes from (whole-string renderers of
+the lines, which they read more than once: a list, or `fleet.FleetSpool`)."""
+
+
+def fleet_stream(fmt: FleetFormat | str, terminal: Terminal = PLAIN) -> FleetChunks:
+    """The streaming renderer of a format (what `memledger ledger` over a fleet writes): its
+    output in pieces of whole lines, each passed through the format's escaping, the same text
+    as `FLEET_FORMATS`' renderer."""
+    member = FLEET_FORMATS.pick(fmt)
+    make = _CHUNKS[member](terminal)
+    destination = FLEET_FORMATS.destinations[member]
+    return lambda entries: (finish(destination, piece) for piece in pieces(make(entries)))
+
+
+def render_fleet_text(entries: Iterable[FleetEntry], terminal: Terminal = PLAIN) -> str:
+    """The text view (`fleet_text_lines`) as one string."""
+    return "".join(fleet_text_chunks(entries, terminal))
+
+
+def render_fleet_csv(entries: Iterable[FleetEntry]) -> str:
+    """The CSV view (`fleet_csv_chunks`) as one string."""
+    return "".join(fleet_csv_chunks(entries))
+
+
+def render_fleet_jsonl(entries: Iterable[FleetEntry]) -> str:
+    """The JSON Lines view as one string."""
+    return "".join(fleet_jsonl_chunks(entries))

@@ -8,7 +8,7 @@ format understands lives in that format's constructor, not in every signature.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
@@ -94,3 +94,25 @@ class Formats(Generic[K, O, M]):
         render = self.entries[member].make(options)
         destination = self.destinations[member]
         return lambda model: finish(destination, render(model))
+
+
+PIECE_CHARS = 1 << 16
+"""Streamed output is written in pieces of whole lines of about this size."""
+
+
+def pieces(chunks: Iterable[str]) -> Iterator[str]:
+    """The chunks regrouped into pieces of whole lines of about `PIECE_CHARS` characters (the
+    escaping passes are per line; a piece of lines is one write)."""
+    held: list[str] = []
+    size = 0
+    for chunk in chunks:
+        held.append(chunk)
+        size += len(chunk)
+        if size >= PIECE_CHARS:
+            text = "".join(held)
+            end = text.rfind("\n") + 1
+            if end:
+                yield text[:end]
+            held, size = [text[end:]], len(text) - end
+    if held and (text := "".join(held)):
+        yield text

@@ -8,7 +8,9 @@ renderers interpolate into headings and paragraphs).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Literal
 
 Align = Literal["left", "right"]
@@ -210,6 +212,32 @@ def text_table(
         target -= excess
         text = render(fit_columns(table, target))
     return text
+
+
+TABLE_ROWS = 512
+"""A long table is laid out this many rows at a time (`text_table_in_chunks`), not built whole."""
+
+
+def text_table_in_chunks(
+    table_of: Callable[[list[list[str]]], Table],
+    probe: list[str],
+    rows: Iterable[list[str]],
+    *,
+    style: Literal["simple", "plain"] = "simple",
+    width: int | None = None,
+) -> Iterator[str]:
+    """The lines `text_table(table_of(every row))` gives, laid out `TABLE_ROWS` rows at a time:
+    each chunk with `probe` first, a one-line row as wide, in every column, as that column's
+    widest cell (so every chunk gets the columns the whole table would), its line left out."""
+    head = len(text_table(table_of([probe]), style=style, width=width).splitlines()) - 1
+    rows = iter(rows)
+    first = True
+    while chunk := list(islice(rows, TABLE_ROWS)):
+        lines = text_table(table_of([probe, *chunk]), style=style, width=width).splitlines()
+        yield from (lines[:head] + lines[head + 1 :]) if first else lines[head + 1 :]
+        first = False
+    if first:
+        yield from text_table(table_of([]), style=style, width=width).splitlines()
 
 
 _RULE: dict[Align | None, str] = {None: "---", "left": ":---", "right": "---:"}

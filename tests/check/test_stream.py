@@ -23,7 +23,6 @@ from memledger.checking import BaselineInfo, CheckReport, check_budget, check_lo
 from memledger.ledger_model import Ledger
 from memledger.render.check import (
     FORMATS,
-    TABLE_ROWS,
     CheckFormat,
     CheckView,
     check_stream,
@@ -31,7 +30,7 @@ from memledger.render.check import (
     render_markdown,
 )
 from memledger.render.escape import Destination, finish
-from memledger.render.tables import Table, text_table
+from memledger.render.tables import TABLE_ROWS, Table, text_table
 from memledger.render.terminal import Terminal
 from memledger.service import CheckOptions
 from tests.check.test_render import BUDGET
@@ -204,8 +203,8 @@ def test_check_keeps_no_state_per_log(tmp_path: Path, monkeypatch: pytest.Monkey
     ~7-12 KiB a log) would be 250-450 KiB more here."""
     require_real_logs()
     # pieces and read blocks smaller than either report, so both peak at full ones
-    monkeypatch.setattr("memledger.render.check.PIECE_CHARS", 4096)
-    monkeypatch.setattr("memledger.check_results._BLOCK", 4096)
+    monkeypatch.setattr("memledger.render.formats.PIECE_CHARS", 4096)
+    monkeypatch.setattr("memledger.spool._BLOCK", 4096)
     from memledger.fleet import _warm
     from memledger.service import LoadOptions
 

@@ -39,7 +39,7 @@ def _fleet_folder(tmp_path: Path) -> Path:
     shutil.copy(DP16, folder / "a-dp16.log")
     with gzip.open(folder / "restart-2" / "b-dp2.log.gz", "wb") as packed:
         packed.write(DP2.read_bytes())
-    (folder / "notes.txt").write_text("not a log\n")
+    (folder / "notes.md").write_text("not a log\n")
     return folder
 
 
@@ -61,8 +61,10 @@ def test_a_folder_stands_for_its_logs_recursively_and_in_order(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = _fleet_folder(tmp_path)
-    code, out, _ = _run(capsys, "ledger", folder, "--format", "json")
+    code, out, err = _run(capsys, "ledger", folder, "--format", "json")
     assert code == EXIT_OK
+    # the file that is not a log by its name is said to be skipped, on stderr (not in the JSON)
+    assert err == f"memledger: note: {folder / 'notes.md'}: skipped, not named {fleet.LOG_RULE}\n"
     records = [json.loads(line) for line in out.splitlines()]  # JSON Lines
     assert [r["log"] for r in records] == ["a-dp16.log", "b-dp2.log.gz"]
     assert records[1]["path"] == str(folder / "restart-2" / "b-dp2.log.gz")
@@ -118,7 +120,7 @@ def test_a_folder_without_logs_is_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = _run(capsys, "ledger", tmp_path)
-    assert code == EXIT_INPUT and "a folder without *.log or *.log.gz files" in err
+    assert code == EXIT_INPUT and f"{tmp_path}: a folder without logs ({fleet.LOG_RULE})" in err
 
 
 def _pid_of_worker(path: str, options: LoadOptions) -> fleet.FleetEntry:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from memledger.fleet import LOG_RULE
 from memledger.ledger_model import Ledger
 from memledger.render import render_ledger
 from memledger.service import load_ledger
@@ -61,7 +62,7 @@ def test_directory_without_logs_is_input_error(
     # a folder is the fleet view (issue 13, tests/cli/test_fleet.py); one without logs: exit 3
     code, _, err = run_cli(["ledger", str(tmp_path)], capsys)
     assert code == EXIT_INPUT
-    assert_one_line_error(err, str(tmp_path), "a folder without *.log or *.log.gz files")
+    assert_one_line_error(err, str(tmp_path), f"a folder without logs ({LOG_RULE})")
 
 
 def test_bad_format_is_usage_error(saved_ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
