@@ -4,7 +4,9 @@ A fleet is many pods of a few deployments: each log is one of three startups (a 
 the project's two multi-rank Kimi K3 samples, 240 lines each) with its memory figures moved a
 little (no two logs print the same memory lines). Times `memledger check LOG... --budget B
 --format json` (the full report) and `memledger ledger LOG...` (the fleet view) beside their
-yardsticks over the same files: a naive Python line loop (one regex), `grep -cE`, and a loop of
+yardsticks over the same files, then both again given the fleet's folder (`check DIR`, `ledger
+DIR`: memledger walks it; no 10,000 paths on the command line) beside `grep -rcE DIR`. The
+yardsticks of the first two: a naive Python line loop (one regex), `grep -cE`, and a loop of
 `memledger ledger LOG` calls (one process per log, as a shell loop does it; timed on a few logs
 and extrapolated to the fleet). Prints the median and minimum wall, the cpu (user + sys, the
 process and its workers), the ratio, the peak RSS (largest process) and the load average; the
@@ -104,6 +106,17 @@ def timed(case: str, command: list[str], files: list[str], runs: int, record: Pa
     return results[0]
 
 
+def timed_folder(
+    case: str, command: list[str], folder: Path, runs: int, record: Path | None
+) -> Pair:
+    """`command` over the fleet's folder (one argument, the walk in memledger) beside
+    `grep -rcE` over the same folder; printed and returned."""
+    grep = ["grep", "-rcE", GREP_PATTERN, str(folder)]
+    [result] = pairs(case, command, [("grep -rcE DIR", grep)], runs=runs)
+    print_pair(result, record)
+    return result
+
+
 def main() -> int:
     """Time each fleet; exit 1 if 1,000 logs take 10 s or more, or RSS grows with the fleet."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -118,6 +131,8 @@ def main() -> int:
     print_header()
     checks: dict[int, Pair] = {}
     views: dict[int, Pair] = {}
+    check_dirs: dict[int, Pair] = {}
+    view_dirs: dict[int, Pair] = {}
     for n_logs in sizes:
         files = [str(p) for p in fleet(n_logs)]
         check = [*MEMLEDGER, "check", *files, "--budget", str(budget), "--format", "json"]
@@ -130,6 +145,15 @@ def main() -> int:
         )
         view = [*MEMLEDGER, "ledger", *files, "--format", "json"]
         views[n_logs] = timed(f"ledger {n_logs} logs", view, files, args.runs, args.record)
+        folder = Path(files[0]).parent  # the same logs as one argument: memledger walks it
+        check = [*MEMLEDGER, "check", str(folder), "--budget", str(budget), "--format", "json"]
+        check_dirs[n_logs] = timed_folder(
+            f"check DIR {n_logs} logs", check, folder, args.runs, args.record
+        )
+        view = [*MEMLEDGER, "ledger", str(folder), "--format", "json"]
+        view_dirs[n_logs] = timed_folder(
+            f"ledger DIR {n_logs} logs", view, folder, args.runs, args.record
+        )
     ok = True
     if 1000 in checks:
         ok = checks[1000].memledger_min < TARGET_1000_SECONDS
@@ -139,7 +163,13 @@ def main() -> int:
         )
     if len(checks) > 1:
         small, large = min(checks), max(checks)
-        for name, results in (("check", checks), ("ledger", views)):
+        cases = (
+            ("check", checks),
+            ("ledger", views),
+            ("check DIR", check_dirs),
+            ("ledger DIR", view_dirs),
+        )
+        for name, results in cases:
             growth = results[large].rss_mib / results[small].rss_mib
             flat = growth < 1.25
             ok = ok and flat
