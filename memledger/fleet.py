@@ -131,12 +131,12 @@ def _identity(folder: Path) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
 
-def _listing(folder: Path) -> list[tuple[str, os.DirEntry[str]]]:
-    """A folder's entries in path order: a subfolder sorts as its name and `/` (its files'
-    paths continue so), a file as its name."""
+def _listing(folder: Path) -> list[str]:
+    """A folder's entries in path order, as names with `/` after a subfolder's (its files'
+    paths continue so): only the names are held, one string an entry."""
     with os.scandir(folder) as entries:
-        listed = [(entry.name + ("/" if _is_folder(entry) else ""), entry) for entry in entries]
-    listed.sort(key=lambda pair: pair[0])
+        listed = [entry.name + "/" if _is_folder(entry) else entry.name for entry in entries]
+    listed.sort()
     return listed
 
 
@@ -155,9 +155,10 @@ def _walk(
     except OSError as exc:
         yield Unreadable(str(folder), f"cannot list this folder: {exc.strerror or exc}")
         return
-    for key, entry in listing:
-        path = folder / entry.name
-        if key.endswith("/"):
+    for key in listing:
+        name = key.removesuffix("/")
+        path = folder / name
+        if key != name:
             try:
                 identity = _identity(path)
             except OSError as exc:
@@ -168,20 +169,12 @@ def _walk(
                 yield Unreadable(str(path), loop)
                 continue
             yield from _walk(path, {**ancestors, identity: str(path)}, skipped)
-        elif not is_log_name(entry.name):
+        elif not is_log_name(name):
             skipped(str(path))
-        elif _is_special(entry):
+        elif os.path.exists(path) and not os.path.isfile(path):  # reading a FIFO would block
             yield Unreadable(str(path), "not a regular file (a pipe, socket or device)")
         else:
             yield str(path)  # a dangling link too: reading it says "no such file"
-
-
-def _is_special(entry: os.DirEntry[str]) -> bool:
-    """A FIFO, socket or device (reading a FIFO would wait forever); not a dangling link."""
-    try:
-        return not entry.is_file() and os.path.exists(entry.path)
-    except OSError:
-        return False
 
 
 def _holds_a_log(folder: Path) -> bool:
@@ -291,7 +284,7 @@ def check_inputs(
             raise item.error()
         return check_log(budget, item, load_ledger(item, quiet), today=today, baseline=baseline)
 
-    stdin = any(os.fspath(s) == STDIN for s in logs)  # type: ignore[arg-type]
+    stdin = any(isinstance(s, str | os.PathLike) and os.fspath(s) == STDIN for s in logs)
     return map_paths(work, chain(head, inputs), quiet, in_process=stdin)
 
 
