@@ -312,3 +312,12 @@ def test_mamba_slots_the_log_disagrees_with_are_noted() -> None:
     notes = result.prediction.notes
     assert any("gives K = 1,369" in note and "the log shows 1,368" in note for note in notes)
     assert not any("may take K + 1" in note for note in notes)
+
+
+def test_a_one_request_table_reads_one_row() -> None:
+    """complex/014's DSV4 pool prints max_num_reqs=1: its table is "1 row x ...", not "1 rows"."""
+    path = next(p for p in real_log_paths() if "complex/014" in p.as_posix())
+    result = _result(path)
+    assert result.logged_req_to_token_rows == 1
+    shapes = [row[3] for row in sizing_table(result).rows if row[0].startswith("req_to_token")]
+    assert shapes and all(shape.startswith("1 row x ") for shape in shapes)

@@ -71,20 +71,24 @@ def _rule_source(name: str) -> str:
     return rule.source if rule is not None else "not a rule of this memledger"
 
 
+def _table_shape(rows: int | None, cols: int | None) -> str:
+    """`rows x cols x 4 B` (req_to_token is int32), with "1 row" for a one-request table."""
+    unit = "row" if rows == 1 else "rows"
+    return f"{rows:,} {unit} x {cols:,} x 4 B"
+
+
 def _request_table_rows(result: SizingResult) -> list[list[str]]:
     """req_to_token from the logged token count (derived) and, where it differs, from the
     predicted one (modelled): each row says which count it was sized from."""
     pred, found = result.prediction, []
     logged = result.logged_req_to_token_bytes
     if logged is not None:
-        shape = (
-            f"{result.logged_req_to_token_rows:,} rows x {result.logged_req_to_token_cols:,} x 4 B"
-        )
+        shape = _table_shape(result.logged_req_to_token_rows, result.logged_req_to_token_cols)
         found.append([REQ_TABLE_LOGGED, f"{format_gib(logged)} GiB", "derived", shape])
     if pred.req_to_token_bytes is not None and (
         logged is None or pred.req_to_token_rows != result.logged_req_to_token_rows
     ):
-        shape = f"{pred.req_to_token_rows:,} rows x {pred.req_to_token_cols:,} x 4 B"
+        shape = _table_shape(pred.req_to_token_rows, pred.req_to_token_cols)
         found.append(
             [REQ_TABLE_PREDICTED, f"{format_gib(pred.req_to_token_bytes)} GiB", "modelled", shape]
         )
