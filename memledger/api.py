@@ -341,7 +341,7 @@ def against_release(
     `log_release` is the release the log ran when its line formats do not pin it;
     `gpu_memory_mib` the GPU (nvidia-smi MiB), else inferred from the log.
     """
-    from memledger.service import AgainstReleaseOptions, against_release_of
+    from memledger.service_release import AgainstReleaseOptions, against_release_of
 
     return against_release_of(
         AgainstReleaseOptions(

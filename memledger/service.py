@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from memledger.budget import Budget
     from memledger.checking import CheckReport
     from memledger.compare import LedgerDiff
-    from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.sizing import SizingInputs, WhatIf
 
@@ -184,21 +183,6 @@ class DiffOptions:
     against_release: str | None = None
     """`diff LOG --against-release X`: BASE is the one log, compared with release X's defaults
     (`run_diff` hands it to `run_against_release`; the two-log options are refused)."""
-
-
-@dataclass(frozen=True)
-class AgainstReleaseOptions:
-    """`memledger diff LOG --against-release X`: one log's pool under another release."""
-
-    log: Source
-    release: str
-    """The release to compare against (`0.5.2`): usually the one before the upgrade."""
-    log_release: str | None = None
-    """The release the log ran (`--head-version`), when its line formats do not pin it."""
-    gpu_memory_mib: int | None = None
-    load: LoadOptions = LoadOptions()
-    fmt: str = "text"
-    terminal: Terminal = PLAIN
 
 
 @dataclass(frozen=True)
@@ -440,12 +424,12 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInp
     if isinstance(source, Ledger):
         return source, None
     if isinstance(source, ParsedLog):
-        return load_ledger(source, merged), _sizing_of(source, merged)
+        return load_ledger(source, merged), sizing_inputs_of(source, merged)
     ledger, parsed = _opened(source, merged, own)
-    return ledger, None if parsed is None else _sizing_of(parsed, merged)
+    return ledger, None if parsed is None else sizing_inputs_of(parsed, merged)
 
 
-def _sizing_of(parsed: ParsedLog, options: LoadOptions) -> SizingInputs:
+def sizing_inputs_of(parsed: ParsedLog, options: LoadOptions) -> SizingInputs:
     """The numbers SGLang sized the log's pools with (for the diff's upgrade explanation)."""
     from memledger.model_config import load_model_config
     from memledger.sizing import sizing_inputs
@@ -484,6 +468,8 @@ def run_diff(options: DiffOptions) -> Output:
     from memledger.render.diff_formats import FORMATS, diff_view
 
     if options.against_release is not None or options.head.source is None:
+        from memledger.service_release import one_log_options, run_against_release
+
         return run_against_release(one_log_options(options))
 
     view = diff_view(sort=options.sort, show_unchanged=options.show_unchanged)
@@ -494,77 +480,6 @@ def run_diff(options: DiffOptions) -> Output:
         view = replace(view, max_chars=options.max_chars)
     render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
     return Output(render(diff_of(options)))
-
-
-def one_log_options(options: DiffOptions) -> AgainstReleaseOptions:
-    """`diff LOG --against-release X` as its own options; what only two logs can use (a second
-    log, per-side or table options) is refused, never ignored."""
-    from memledger.render.diff_formats import diff_view
-
-    if options.against_release is None:
-        raise ConfigError(MISSING_HEAD)
-    base, head = options.base, options.head
-    if head.source is not None:
-        raise ConfigError("--against-release takes one LOG, not BASE and HEAD")
-    view = diff_view()
-    given = [
-        name
-        for name, value in (
-            ("--base-rank", base.rank),
-            ("--head-rank", head.rank),
-            ("--base-startup", base.startup),
-            ("--head-startup", head.startup),
-            ("--base-model-config", base.model_config),
-            ("--head-model-config", head.model_config),
-            ("--base-version", base.version),
-            ("--base-label", base.label),
-            ("--head-label", head.label),
-            ("--show-unchanged", options.show_unchanged or None),
-            ("--full", options.full or None),
-            ("--sort", None if options.sort == view.sort else options.sort),
-            ("--marker", None if options.marker in (None, view.marker) else options.marker),
-            ("--max-chars", None if options.max_chars in (None, view.max_chars) else 1),
-        )
-        if value is not None
-    ]
-    if given:
-        raise ConfigError(f"{', '.join(given)}: only with two logs, not with --against-release")
-    assert base.source is not None
-    return AgainstReleaseOptions(
-        log=base.source,
-        release=options.against_release,
-        log_release=head.version,
-        gpu_memory_mib=options.gpu_memory_mib,
-        load=options.load,
-        fmt=options.fmt,
-        terminal=options.terminal,
-    )
-
-
-def against_release_of(options: AgainstReleaseOptions) -> AgainstRelease:
-    """This log's KV pool under `options.release`'s defaults (memledger.compare.upgrade_against)."""
-    from memledger.compare.upgrade_against import against_release
-    from memledger.compare.upgrade_releases import parse_release
-
-    release = parse_release(options.release, "--against-release")
-    log_release = parse_release(options.log_release, "--head-version")
-    assert release is not None
-    source = options.log
-    if isinstance(source, Ledger):
-        raise ConfigError("--against-release reads a log, not a ledger: it needs the log's events")
-    parsed = source if isinstance(source, ParsedLog) else load_parsed(source, options.load)
-    inputs = _sizing_of(parsed, options.load)
-    return against_release(
-        inputs, release, log_release=log_release, gpu_memory_mib=options.gpu_memory_mib
-    )
-
-
-def run_against_release(options: AgainstReleaseOptions) -> Output:
-    """`memledger diff LOG --against-release X`: the answer rendered."""
-    from memledger.render.diff_release import AGAINST_RELEASE_FORMATS
-
-    render = AGAINST_RELEASE_FORMATS.renderer(options.fmt, options.terminal)
-    return Output(render(against_release_of(options)))
 
 
 def budget_of(budget: PathLike | Budget | None) -> Budget:

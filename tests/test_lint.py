@@ -39,3 +39,17 @@ def test_tool_is_clean(name: str) -> None:
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip()
         pytest.fail(f"`{name}` exited {result.returncode}:\n{output}", pytrace=False)
+
+
+MAX_MODULE_LINES = 600
+"""The house rule: a module past this is split by what it is about, not grown."""
+
+
+def test_no_module_over_the_line_limit() -> None:
+    """Every module in memledger/ stays at or under MAX_MODULE_LINES lines."""
+    too_long = {
+        path.relative_to(PROJECT_ROOT).as_posix(): count
+        for path in sorted((PROJECT_ROOT / "memledger").rglob("*.py"))
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not too_long, f"modules over {MAX_MODULE_LINES} lines: {too_long}"
