@@ -17,6 +17,7 @@ from memledger.compare.upgrade_against import (
 )
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.errors import EXIT_OK, EXIT_USAGE
+from memledger.render.diff_release import verdict
 from memledger.service import LoadOptions, load_parsed
 from memledger.sglang.release_markers import version_code
 from memledger.sizing import SizingInputs, base_settings, predict, sizing_inputs
@@ -162,10 +163,18 @@ def test_cli_text_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None
     assert code == EXIT_OK
     answer = api_against_release(GROK2, "0.4.6", log_release="0.5.2rc2", gpu_memory_mib=H100_MIB)
     assert answer.predicted_tokens is not None
-    first = out.splitlines()[0]
-    assert first.startswith("KV tokens per rank 903,439 at 0.5.2 (given)")
-    assert f"at 0.4.6 SGLang would size {answer.predicted_tokens:,}" in first
-    assert all(len(line) <= 100 for line in out.splitlines()[1:])
+    lines = out.splitlines()
+    # The verdict is wrapped to the width (never cut): its lines read back as the one sentence.
+    said = verdict(answer)
+    assert said.startswith("KV tokens per rank 903,439 at 0.5.2 (given)")
+    assert f"at 0.4.6 SGLang would size {answer.predicted_tokens:,}" in said
+    head = [lines[0]]
+    for line in lines[1:]:
+        if not line.startswith("  "):
+            break
+        head.append(line.strip())
+    assert " ".join(head) == said and len(head) > 1
+    assert all(len(line) <= 100 for line in lines)
     code, out, _ = run_cli([*argv, "--format", "json"], capsys)
     assert code == EXIT_OK
     assert AgainstRelease.model_validate(json.loads(out)) == answer

@@ -116,8 +116,10 @@ def _sections(answer: AgainstRelease) -> list[tuple[str, list[str]]]:
 def render_text(answer: AgainstRelease, terminal: Terminal = PLAIN) -> str:
     width = terminal.width
     table = settings_table(answer)
+    # The verdict is wrapped, never cut: its figures are the answer.
+    head = textwrap.wrap(verdict(answer), width, subsequent_indent="  ", break_on_hyphens=False)
     parts = [
-        verdict(answer),
+        *head,
         _gpu_line(answer),
         "",
         table.title,
@@ -129,7 +131,7 @@ def render_text(answer: AgainstRelease, terminal: Terminal = PLAIN) -> str:
             continue
         parts += ["", title, "-" * min(len(title), width)]
         parts += [textwrap.fill(f"- {line}", width, subsequent_indent="  ") for line in lines]
-    return fit_lines("\n".join(parts), width, whole=frozenset({verdict(answer)})) + "\n"
+    return fit_lines("\n".join(parts), width, whole=frozenset(head)) + "\n"
 
 
 def render_markdown(answer: AgainstRelease) -> str:
