@@ -281,15 +281,25 @@ def test_no_default_span_where_another_input_is_missing() -> None:
 def test_server_args_fields_bound_the_release() -> None:
     """ServerArgs prints every field it has: cuda_graph_max_bs is gone from 0.5.14 (a field in
     0.4.0 - 0.5.13.post1, v0.5.13 server_args.py:735), so single/010 (KV line with dtype:
-    0.5.13+) is 0.5.13, not 0.5.13 - 0.5.20; complex/009's range is its line formats'."""
-    from memledger.sizing.version import version_range
+    0.5.13+) is 0.5.13, not 0.5.13 - 0.5.20; complex/009 has tokenizer_backend (a field from
+    v0.5.11 server_args.py:317), so it is 0.5.11 - 0.5.12, not the 0.5.10 its load-end line
+    alone allows (the sizing table lacked the field before the two dating tables became one)."""
+    from memledger.sglang.release_markers import VersionRange
+    from memledger.sglang.release_markers import release_range as version_range
+
+    def dating(name: str) -> VersionRange:
+        path = next(p for p in real_log_paths() if name in p.as_posix())
+        return version_range(memledger.load(path).startup.events)
 
     def text(name: str) -> str:
-        path = next(p for p in real_log_paths() if name in p.as_posix())
-        return version_range(memledger.load(path).startup.events).text
+        return dating(name).text
 
     assert text("single/010") == "0.5.13"
-    assert text("complex/009") == "0.5.10 .. 0.5.12"
+    assert text("complex/009") == "0.5.11 .. 0.5.12"
+    evidence = {item.mark: item for item in dating("complex/009").evidence}
+    assert evidence["server_arg_tokenizer_backend"].first == 5011
+    assert "v0.5.11 server_args.py:317" in evidence["server_arg_tokenizer_backend"].text
+    assert evidence["kv_line_with_tokens_no_dtype"].last == 5012
     parsed = memledger.load(next(p for p in real_log_paths() if "single/010" in p.as_posix()))
     without = [
         e.model_copy(

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 import memledger
+from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.sizing_rules import RULE, RULES, version_code
 from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
 from memledger.sizing.defaults import default_mem_fraction_static, default_mfs_by_v058_rule
 from memledger.sizing.inputs import KVPool, MambaState, Reading
-from memledger.sizing.version import VersionRange
 from memledger.units import GIB
 
 MIB = 1 << 20

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memledger.compare.upgrade import UpgradeContext
-from memledger.compare.upgrade_releases import default_fraction, release_range
+from memledger.compare.upgrade_releases import default_fraction, side_release
 from memledger.errors import EXIT_OK
 from memledger.service import DiffOptions, DiffSide, diff_of, load_parsed, run_diff
 from memledger.sglang.default_changes import (
@@ -138,13 +138,13 @@ def test_the_grok2_log_prints_the_0_5_2_default_for_an_h100() -> None:
     512 + 8192 x 1.5 + 512 x 2 (cuda_graph_max_bs 512, :603-606) + 8 / 8 x 1024 MiB reserved."""
     inputs = sizing_inputs(load_parsed(GROK2))
     assert inputs.knobs["mem_fraction_static"] == 0.831
-    assert default_fraction(inputs, release_range(inputs, "0.5.2"), H100_MIB) == 0.831
+    assert default_fraction(inputs, side_release(inputs, "0.5.2"), H100_MIB) == 0.831
     knobs = {**inputs.knobs, "cuda_graph_max_bs": 512}
     later = inputs.model_copy(update={"knobs": knobs})
     reserved = 512 + 8192 * 1.5 + 512 * 2 + 8 / 8 * 1024
     expected = round((H100_MIB - reserved) / H100_MIB, 3)
     assert expected == 0.818
-    assert default_fraction(later, release_range(later, "0.5.8"), H100_MIB) == expected
+    assert default_fraction(later, side_release(later, "0.5.8"), H100_MIB) == expected
 
 
 # --- attribution --------------------------------------------------------------------------------

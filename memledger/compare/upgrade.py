@@ -25,14 +25,12 @@ from memledger.compare.upgrade_models import (
     UpgradeExplanation,
 )
 from memledger.compare.upgrade_releases import (
-    allows,
     crossed_defaults,
     default_fraction,
     features,
     number,
-    release_range,
-    release_text,
     releases_differ,
+    side_release,
 )
 from memledger.events import ParamValue
 from memledger.ledger_model import Ledger
@@ -40,11 +38,11 @@ from memledger.sglang.default_changes import (
     CHANGE,
     Effect,
 )
+from memledger.sglang.release_markers import VersionRange, release_text
 from memledger.sglang.sizing_rules import version_code
 from memledger.sizing import Settings, SizingInputs, base_settings, predict
 from memledger.sizing.inputs import KNOBS, Reading
 from memledger.sizing.result import TOLERANCE
-from memledger.sizing.version import VersionRange
 from memledger.units import GIB
 
 MFS = "mem_fraction_static"
@@ -352,7 +350,7 @@ def explain_upgrade(
     base_inputs, head_inputs = context.base_inputs, context.head_inputs
     base_release, head_release = context.base_release, context.head_release
     gpu_memory_mib = context.gpu_memory_mib
-    releases = (release_range(base_inputs, base_release), release_range(head_inputs, head_release))
+    releases = (side_release(base_inputs, base_release), side_release(head_inputs, head_release))
     differ = releases_differ(*releases)
     if base_release and head_release:
         differ = version_code(base_release) != version_code(head_release)
@@ -364,7 +362,7 @@ def explain_upgrade(
         ("base", base_release, base_inputs),
         ("head", head_release, head_inputs),
     ):
-        if given and inputs is not None and not allows(inputs.version, version_code(given)):
+        if given and inputs is not None and not inputs.version.allows(version_code(given)):
             notes.append(
                 f"{name}: the given release {given} is outside what its line formats allow "
                 f"({inputs.version.text}): a fork, or a wrong --{name}-version"

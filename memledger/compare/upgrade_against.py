@@ -20,13 +20,11 @@ from memledger.compare.upgrade_models import (
     SettingAtRelease,
 )
 from memledger.compare.upgrade_releases import (
-    allows,
     crossed_defaults,
     default_fraction,
     features_of,
     number,
-    release_range,
-    release_text,
+    side_release,
 )
 from memledger.events import ParamValue
 from memledger.sglang.backend_defaults import (
@@ -39,10 +37,10 @@ from memledger.sglang.backend_defaults import (
 )
 from memledger.sglang.default_changes import CHANGE, Effect
 from memledger.sglang.legacy_defaults import bucket_reserve_gib, tp_step
+from memledger.sglang.release_markers import VersionRange, given_release, release_text
 from memledger.sglang.sizing_rules import version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
-from memledger.sizing.version import VersionRange
 from memledger.units import MIB
 
 MFS = "mem_fraction_static"
@@ -272,10 +270,10 @@ def against_release(
 ) -> AgainstRelease:
     """This log's pool under `other_release`'s defaults and rules, beside the logged pool."""
     other_code = version_code(other_release)
-    other = VersionRange(first=other_code, last=other_code, markers=("given",))
-    log_range = release_range(inputs, log_release)
+    other = given_release(other_code)
+    log_range = side_release(inputs, log_release)
     notes: list[str] = []
-    if log_release and not allows(inputs.version, version_code(log_release)):
+    if log_release and not inputs.version.allows(version_code(log_release)):
         notes.append(
             f"the given release {log_release} is outside what the line formats allow "
             f"({inputs.version.text}): a fork, or a wrong --head-version"

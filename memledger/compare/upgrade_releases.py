@@ -11,10 +11,9 @@ from memledger.errors import ConfigError
 from memledger.events import ParamValue
 from memledger.ledger_model import Ledger
 from memledger.sglang.default_changes import changes_between, legacy_mem_fraction_static
-from memledger.sglang.sizing_rules import version_code
+from memledger.sglang.release_markers import VersionRange, given_release, version_code
 from memledger.sizing import SizingInputs, base_settings
 from memledger.sizing.defaults import default_mem_fraction_static
-from memledger.sizing.version import VersionRange
 
 MFS = "mem_fraction_static"
 RELEASE = re.compile(r"v?(\d{1,3}\.\d{1,3}\.\d{1,4})([.a-z0-9+]{0,40})?")
@@ -56,26 +55,11 @@ def _features(knobs: dict[str, ParamValue], inputs: SizingInputs | None) -> set[
     return found
 
 
-def release_text(code: int | None) -> str:
-    if code is None:
-        return "?"
-    return f"{code // 1_000_000}.{code // 1_000 % 1_000}.{code % 1_000}"
-
-
-def release_range(inputs: SizingInputs | None, given: str | None) -> VersionRange:
+def side_release(inputs: SizingInputs | None, given: str | None) -> VersionRange:
     """The release a side ran: `given` (--base-version/--head-version), else its formats'."""
     if given:
-        code = version_code(given)
-        return VersionRange(first=code, last=code, markers=("given",))
+        return given_release(version_code(given))
     return inputs.version if inputs is not None else VersionRange()
-
-
-def allows(found: VersionRange, code: int) -> bool:
-    """Whether release `code` is inside the range the line formats allow."""
-    return not (
-        (found.first is not None and code < found.first)
-        or (found.last is not None and code > found.last)
-    )
 
 
 def releases_differ(base: VersionRange, head: VersionRange) -> bool | None:

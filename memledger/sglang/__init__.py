@@ -25,13 +25,17 @@ Head words that mean something (a role, a phase, a flag) become typed values in
 `input/transform.py` (`_HeadReader`, one method per rule): nothing after the transformer reads
 `Event.text`, so the facts, the engine and the version rules keep working for the new wording.
 
-## Engine-side tables (`rows.py`, `versions.py`)
+## Engine-side and dating tables (`rows.py`, `release_markers.py`, `versions.py`)
 - `rows.py`: which log lines become ledger rows as printed (`LINE_ROWS`), which lines reveal a
   setting that server_args does not hold (`LOG_SETTINGS`), which kinds are checkpoints
   (`AVAIL_KINDS`, from `lines.py`) and which server_args keys a ledger keeps (`PARAMETER_KEYS`).
-- `versions.py`: the SGLang release a line's format implies (`FORMAT_MARKS`, one entry per
-  format change with the SGLang source file that prints it) and the named version rules the
-  engine applies (`RULES`, each with its release range and source file).
+- `release_markers.py`: the ONE table that dates a log (`FORMAT_MARKS`: each line format with
+  the first and last release that print it and the wheel line, `vX path:line`) and
+  `release_range(events)`: the releases that could have written the lines, with the evidence
+  (which line bounds it how). The engine (`versions.format_version`/`format_ceiling`), the sizing
+  model (`SizingInputs.version`), the upgrade comparison and diagnose all read it.
+- `versions.py`: the named version rules the engine applies (`RULES`, each with its release
+  range and source file).
 
 ### Adding a version rule
 Add a `FormatMark` (or a `VersionRule`) with its release range and the SGLang source file, and
@@ -43,8 +47,7 @@ it first (`input/transform.py`). The engine reads the table; no engine code chan
 - `RULES`: each step of SGLang's KV-pool sizing (budget, world minimum, Mamba slots, SWA split,
   draft KV, page rounding, caps, request table, mem_fraction_static default) as a `SizingRule`
   with its release range (`first`..`last`) and the source line at a release (`vX path:line`).
-- `FORMAT_MARKERS` (`release_markers.py`, with `version_code`): the log formats that bound a
-  log's release for the sizing model.
+- A log's release range is `release_markers.release_range`'s (above), as for the engine.
 
 ### Adding a sizing rule
 Add a `SizingRule` (a moved rule gets a new entry; the old one keeps its `last`), apply it in

@@ -1,39 +1,22 @@
-"""What a log's line formats say about its SGLang release: the markers that bound it, and
-release strings as comparable numbers. memledger.sizing.version checks each marker against the
-parsed events; the sizing and default-change rules compare releases with `version_code`."""
+"""Which SGLang releases could have written a log, by what its lines print: ONE table and ONE
+function, read by the engine (`versions.format_version`/`format_ceiling`), the sizing model
+(`SizingInputs.version`), the upgrade comparison and diagnose.
+
+`FORMAT_MARKS` has one entry per line format that bounds the release: the kinds it is on, what
+tells it apart (typed fields only, never `Event.text`), the first release that prints it and the
+last (None = open), and the wheel line that prints it (`vX path:line`, path under
+`python/sglang/srt/` of `pip download sglang==X --no-deps`). `release_range(events)` intersects the
+bounds of every mark seen and keeps, per mark, the first line that showed it: the evidence.
+"""
 
 from __future__ import annotations
 
-# The SGLang log-format markers that bound a log's release, as (marker, first, last).
-# memledger.sizing.version checks each marker against the parsed events.
-FORMAT_MARKERS: tuple[tuple[str, str | None, str | None], ...] = (
-    ("kv_line_without_tokens", "0.4.2", "0.4.3"),
-    ("kv_line_with_tokens_no_dtype", "0.4.4", "0.5.12"),
-    ("kv_line_with_dtype", "0.5.13", None),
-    ("kv_dtype_line", "0.5.3", "0.5.12"),
-    ("load_end_without_usage", None, "0.4.3"),
-    ("load_end_usage_no_elapsed", "0.4.4", "0.5.8"),
-    ("load_end_elapsed_with_dtype", "0.5.9", "0.5.9"),
-    ("load_end_elapsed_no_dtype", "0.5.10", None),
-    ("summary_with_available_gpu_mem", "0.4.7", None),
-    ("summary_without_available_gpu_mem", None, "0.4.6"),
-    ("dist_end_elapsed", "0.5.9", "0.5.20"),
-    ("memory_baseline", "0.5.21", None),
-    ("server_args_dict", "0.5.19", None),
-    ("capture_role_phase", "0.5.14", None),
-    ("replay_ssm", "0.5.20", None),
-    # ServerArgs prints every field it has (its dataclass repr, before 0.5.19's dict), so a
-    # field's presence bounds the release: cuda_graph_max_bs is a field in 0.4.0 - 0.5.13.post1
-    # and gone from 0.5.14 (checked against the wheels' ServerArgs; v0.5.13 server_args.py:735).
-    # (memledger.sglang.versions' FORMAT_MARKS, the engine's, date by fields from below.)
-    ("server_arg_cuda_graph_max_bs", None, "0.5.13"),
-)
-SERVER_ARG_MARKERS: tuple[str, ...] = tuple(
-    name.removeprefix("server_arg_")
-    for name, _, _ in FORMAT_MARKERS
-    if name.startswith("server_arg_")
-)
-"""The ServerArgs fields whose presence (in the repr form) is a FORMAT_MARKERS marker."""
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from memledger.events import Event, EventKind
+from memledger.record import ConfigDict, Record
 
 
 def version_code(text: str) -> int:
@@ -49,3 +32,491 @@ def version_code(text: str) -> int:
     while len(parts) < 3:
         parts.append(0)
     return parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2]
+
+
+def release_text(code: int | None) -> str:
+    """5013 -> `0.5.13`; None -> `?`."""
+    if code is None:
+        return "?"
+    return f"{code // 1_000_000}.{code // 1_000 % 1_000}.{code % 1_000}"
+
+
+@dataclass(frozen=True)
+class FormatMark:
+    """A line format printed by releases `first`..`last` only (None: open on that side)."""
+
+    name: str
+    kinds: frozenset[EventKind]
+    matches: Callable[[Event], bool]
+    first: str | None
+    last: str | None
+    source: str
+    """The wheel line that prints the format (`vX path:line`), and where it stops if it does."""
+    shape: str
+    """What distinguishes the format, in words."""
+
+
+def _kinds(*kinds: EventKind) -> frozenset[EventKind]:
+    return frozenset(kinds)
+
+
+_CAPTURE = _kinds(EventKind.CAPTURE_BEGIN, EventKind.CAPTURE_END)
+
+
+def _always(_: Event) -> bool:
+    return True
+
+
+def _has_server_arg(name: str) -> Callable[[Event], bool]:
+    """ServerArgs prints every field it has (the dataclass repr; from 0.5.19 the resolved dict),
+    so a field that first exists in a release dates the log to it or later."""
+    return lambda event: name in (event.params or {})
+
+
+def _repr_has_server_arg(name: str) -> Callable[[Event], bool]:
+    """A field in the repr form (before 0.5.19's dict), for a field later releases dropped."""
+    return lambda event: event.values.get("form") != "dict" and name in (event.params or {})
+
+
+def _device_in_capitals(event: Event) -> bool:
+    """0.5.14+ writes the graph's device word in capitals (`draft extend CUDA graph`, `NPU
+    graph`); 0.4.7-0.5.13 already printed `Capture draft extend cuda graph begin.`"""
+    words = str(event.values.get("graph") or "").split()
+    return any(word.isupper() and len(word) > 1 for word in words[:-1])
+
+
+def _weights_line(event: Event) -> bool:
+    """The load-end line of the weights (not 0.5.19's `Committed real weights` line)."""
+    return not event.values.get("overlap_commit")
+
+
+_LOAD = _kinds(EventKind.LOAD_END)
+_KV = _kinds(EventKind.KV_ALLOCATED)
+_DIST = _kinds(EventKind.DIST_INIT_END)
+_SUMMARY = _kinds(EventKind.SUMMARY)
+_ARGS = _kinds(EventKind.SERVER_ARGS)
+_RUNNER = "model_executor/model_runner.py"
+_POOL = "mem_cache/memory_pool.py"
+_GRAPHS = "model_executor/model_runner_components/cuda_graph_setup.py"
+
+FORMAT_MARKS: tuple[FormatMark, ...] = (
+    FormatMark(
+        "kv_line",
+        _KV,
+        _always,
+        "0.4.2",
+        None,
+        f"v0.4.2 {_POOL}:195 (0.4.1 prints no KV line)",
+        "`KV Cache is allocated. K size: ...`",
+    ),
+    FormatMark(
+        "kv_line_without_tokens",
+        _KV,
+        lambda e: e.values.get("tokens") is None,
+        None,
+        "0.4.3",
+        f"v0.4.3 {_POOL}:195; v0.4.4 {_POOL}:219 adds `#tokens:`",
+        "a KV line without `#tokens:`",
+    ),
+    FormatMark(
+        "kv_line_with_tokens_no_dtype",
+        _KV,
+        lambda e: e.values.get("tokens") is not None and "dtype" not in e.values,
+        "0.4.4",
+        "0.5.12",
+        f"v0.4.4 {_POOL}:219 .. v0.5.12 {_POOL}:744; v0.5.13 {_POOL}:819 adds `dtype:`",
+        "`#tokens:` in the KV line, without `dtype:`",
+    ),
+    FormatMark(
+        "kv_line_with_dtype",
+        _KV,
+        lambda e: "dtype" in e.values,
+        "0.5.13",
+        None,
+        f"v0.5.13 {_POOL}:819",
+        "`dtype:` inside the KV line",
+    ),
+    FormatMark(
+        "kv_line_labelled",
+        _KV,
+        lambda e: bool(e.values.get("label") or e.values.get("va_upper_bound")),
+        "0.5.17",
+        None,
+        f"v0.5.17 {_POOL}:1670 (`{{cache_name}} is allocated`; `VA upper bound` v0.5.19 :1738)",
+        "a label (`Full `, `SWA `) or `VA upper bound` on the KV line",
+    ),
+    FormatMark(
+        "kv_dtype_line",
+        _kinds(EventKind.KV_DTYPE),
+        _always,
+        "0.5.3",
+        "0.5.12",
+        f"v0.5.3 {_RUNNER}:1425 .. v0.5.12 {_RUNNER}:2386 (gone from v0.5.13)",
+        "`Using KV cache dtype: ...`",
+    ),
+    FormatMark(
+        "load_end_without_usage",
+        _LOAD,
+        lambda e: _weights_line(e) and e.size("usage") is None and e.values.get("elapsed") is None,
+        None,
+        "0.4.3",
+        f"v0.4.3 {_RUNNER}:356; v0.4.4 {_RUNNER}:402 adds `mem usage=`",
+        "`Load weight end. ...` without `mem usage=`",
+    ),
+    FormatMark(
+        "load_end_usage",
+        _LOAD,
+        lambda e: _weights_line(e) and e.size("usage") is not None,
+        "0.4.4",
+        None,
+        f"v0.4.4 {_RUNNER}:402",
+        "`mem usage=` on the load end line",
+    ),
+    FormatMark(
+        "load_end_usage_no_elapsed",
+        _LOAD,
+        lambda e: (
+            _weights_line(e) and e.size("usage") is not None and e.values.get("elapsed") is None
+        ),
+        "0.4.4",
+        "0.5.8",
+        f"v0.4.4 {_RUNNER}:402 .. v0.5.8 {_RUNNER}:950; v0.5.9 {_RUNNER}:1041 adds `elapsed=`",
+        "`Load weight end. type=...` without `elapsed=`",
+    ),
+    FormatMark(
+        "load_end_elapsed_with_dtype",
+        _LOAD,
+        lambda e: (
+            _weights_line(e)
+            and e.values.get("elapsed") is not None
+            and e.values.get("dtype") is not None
+        ),
+        "0.5.9",
+        "0.5.9",
+        f"v0.5.9 {_RUNNER}:1041; v0.5.10 {_RUNNER}:1247 drops `dtype=`",
+        "`Load weight end. elapsed=..., type=..., dtype=...`",
+    ),
+    FormatMark(
+        "load_end_elapsed_no_dtype",
+        _LOAD,
+        lambda e: (
+            _weights_line(e)
+            and e.values.get("elapsed") is not None
+            and e.values.get("dtype") is None
+        ),
+        "0.5.10",
+        None,
+        f"v0.5.10 {_RUNNER}:1247",
+        "`Load weight end. elapsed=...` without `dtype=`",
+    ),
+    FormatMark(
+        "load_end_overlap_commit",
+        _LOAD,
+        lambda e: e.values.get("overlap_commit") is True,
+        "0.5.19",
+        None,
+        "v0.5.19 model_executor/model_runner_components/startup_weight_load.py:539",
+        "`Load weight end. Committed real weights after CUDA graph capture ...`",
+    ),
+    FormatMark(
+        "dist_end",
+        _DIST,
+        _always,
+        "0.4.4",
+        None,
+        f"v0.4.4 {_RUNNER}:322 (0.4.3 prints no distributed-init end line)",
+        "`Init torch distributed ends. ...`",
+    ),
+    FormatMark(
+        "dist_end_usage_no_elapsed",
+        _DIST,
+        lambda e: e.size("usage") is not None and e.values.get("elapsed") is None,
+        None,
+        "0.5.8",
+        f"v0.5.8 {_RUNNER}:801; v0.5.9 {_RUNNER}:850 adds `elapsed=`",
+        "`Init torch distributed ends. mem usage=...` without `elapsed=`",
+    ),
+    FormatMark(
+        "dist_end_elapsed",
+        _DIST,
+        lambda e: e.values.get("elapsed") is not None,
+        "0.5.9",
+        "0.5.20",
+        f"v0.5.9 {_RUNNER}:850 .. v0.5.20 distributed/bootstrap.py:164 (gone from v0.5.21)",
+        "`Init torch distributed ends. elapsed=...`",
+    ),
+    FormatMark(
+        "memory_baseline",
+        _kinds(EventKind.MEMORY_BASELINE),
+        _always,
+        "0.5.21",
+        None,
+        "v0.5.21 distributed/bootstrap.py:204",
+        "`Memory baseline taken. mem usage=...`",
+    ),
+    FormatMark(
+        "summary_chunked_prefill",
+        _SUMMARY,
+        lambda e: e.values.get("chunked_prefill_size") is not None,
+        "0.4.2",
+        None,
+        "v0.4.2 managers/scheduler.py:284 (v0.4.1 :223 prints no chunked_prefill_size)",
+        "`chunked_prefill_size=` in the summary line",
+    ),
+    FormatMark(
+        "summary_with_available_gpu_mem",
+        _SUMMARY,
+        lambda e: e.size("available_gpu_mem") is not None,
+        "0.4.7",
+        None,
+        "v0.4.7 managers/scheduler.py:347",
+        "`available_gpu_mem=` in the summary line",
+    ),
+    FormatMark(
+        "summary_without_available_gpu_mem",
+        _SUMMARY,
+        lambda e: (
+            e.values.get("max_running_requests") is not None
+            and e.size("available_gpu_mem") is None
+            and e.size("available_cpu_mem") is None
+        ),
+        None,
+        "0.4.6",
+        "v0.4.6 managers/scheduler.py:309; v0.4.7 :347 adds `available_gpu_mem=` (v0.5.2 :417 "
+        "prints `available_cpu_mem=` on CPU)",
+        "a summary line without `available_gpu_mem=`",
+    ),
+    FormatMark(
+        "server_args_dict",
+        _ARGS,
+        lambda e: e.values.get("form") == "dict",
+        "0.5.19",
+        None,
+        "v0.5.19 entrypoints/engine.py:265 (`server_args.resolved_dict()`)",
+        "`server_args={resolved dict}`",
+    ),
+    # The ServerArgs fields below were checked against the ServerArgs of every release wheel from
+    # 0.3.0 to 0.5.23.
+    FormatMark(
+        "server_arg_moe_runner_backend",
+        _ARGS,
+        _has_server_arg("moe_runner_backend"),
+        "0.5.1",
+        None,
+        "v0.5.1 server_args.py:184 (no 0.3.0-0.4.10 ServerArgs has it)",
+        "`moe_runner_backend=` among the server_args",
+    ),
+    FormatMark(
+        "server_arg_tokenizer_backend",
+        _ARGS,
+        _has_server_arg("tokenizer_backend"),
+        "0.5.11",
+        None,
+        "v0.5.11 server_args.py:317 (no 0.3.0-0.5.10.post1 ServerArgs has it)",
+        "`tokenizer_backend=` among the server_args",
+    ),
+    FormatMark(
+        "server_arg_cuda_graph_max_bs",
+        _ARGS,
+        _repr_has_server_arg("cuda_graph_max_bs"),
+        None,
+        "0.5.13",
+        "v0.5.13 server_args.py:735 (a field 0.4.0 - 0.5.13.post1, gone from v0.5.14)",
+        "`cuda_graph_max_bs=` in the ServerArgs repr",
+    ),
+    FormatMark(
+        "all_reduce_config",
+        _kinds(EventKind.ALL_REDUCE_CONFIG),
+        _always,
+        "0.5.16",
+        None,
+        "v0.5.16 distributed/device_communicators/custom_all_reduce_v2.py:229",
+        "`All Reduce config: ...` (CustomAllReduceV2)",
+    ),
+    FormatMark(
+        "replay_ssm",
+        _kinds(EventKind.REPLAY_SSM),
+        _always,
+        "0.5.20",
+        None,
+        f"v0.5.20 {_POOL}:894",
+        "the GDN ReplaySSM buffer line",
+    ),
+    FormatMark(
+        "capture_end",
+        _kinds(EventKind.CAPTURE_END),
+        _always,
+        "0.4.0",
+        None,
+        f"v0.4.0 {_RUNNER}:625 (0.3.6.post3 and older print no end line)",
+        "`Capture cuda graph end. Time elapsed: ...`",
+    ),
+    FormatMark(
+        "capture_begin_avail",
+        _kinds(EventKind.CAPTURE_BEGIN),
+        lambda e: e.size("avail") is not None,
+        "0.4.4",
+        None,
+        f"v0.4.4 {_RUNNER}:879",
+        "`avail mem=` on the capture begin line",
+    ),
+    FormatMark(
+        "capture_role_phase",
+        _CAPTURE,
+        lambda e: e.values.get("role_named") is True and _device_in_capitals(e),
+        "0.5.14",
+        None,
+        f"v0.5.14 {_RUNNER}:2563",
+        "`Capture {target|draft} {decode|verify|prefill|extend} CUDA graph ...`",
+    ),
+    FormatMark(
+        "capture_tokens_per_req",
+        _CAPTURE,
+        lambda e: "num_tokens_per_req" in e.values,
+        "0.5.16",
+        None,
+        f"v0.5.16 {_GRAPHS}:313 (v0.5.14 {_RUNNER}:2564 printed `num_tokens_per_bs=`)",
+        "`num_tokens_per_req=` in the capture line",
+    ),
+    FormatMark(
+        "capture_end_bs",
+        _kinds(EventKind.CAPTURE_END),
+        lambda e: "bs" in e.values,
+        "0.5.22",
+        None,
+        f"v0.5.22 {_GRAPHS}:746 (v0.5.21 :656 prints no `bs=` on the end line)",
+        "the batch sizes on the capture end line",
+    ),
+)
+
+
+class Evidence(Record):
+    """One mark seen in the log: its first line and the releases it allows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mark: str
+    line: int
+    first: int | None = None
+    last: int | None = None
+    source: str = ""
+
+    @property
+    def text(self) -> str:
+        """`line 12 (...): >= 0.5.13 (v0.5.13 mem_cache/memory_pool.py:819)`."""
+        bounds = " and ".join(
+            part
+            for part in (
+                f">= {release_text(self.first)}" if self.first is not None else "",
+                f"<= {release_text(self.last)}" if self.last is not None else "",
+            )
+            if part
+        )
+        return f"line {self.line} ({self.mark}): {bounds} ({self.source})"
+
+
+class ReleaseSpan(Protocol):
+    """Anything with a release range as text (`first`..`last`, None = open): a SizingRule."""
+
+    @property
+    def first(self) -> str | None: ...
+
+    @property
+    def last(self) -> str | None: ...
+
+
+class VersionRange(Record):
+    """The releases consistent with every format mark seen (codes from `version_code`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    first: int | None = None
+    last: int | None = None
+    evidence: tuple[Evidence, ...] = ()
+    given: bool = False
+    """True when the range is a release the user named (`--base-version`), not the formats'."""
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        return tuple(item.mark for item in self.evidence)
+
+    @property
+    def lower(self) -> int:
+        """The lowest release the formats allow (0 = unknown)."""
+        return self.first or 0
+
+    @property
+    def consistent(self) -> bool:
+        return self.first is None or self.last is None or self.first <= self.last
+
+    @property
+    def ceiling(self) -> int:
+        """The first release after the range (an exclusive upper bound; 0 = unknown, and for
+        formats that contradict each other, a fork's, which bound nothing)."""
+        return 0 if self.last is None or not self.consistent else self.last + 1
+
+    @property
+    def text(self) -> str:
+        show = release_text
+        if self.first is None and self.last is None:
+            return "unknown"
+        if not self.consistent:
+            return f"inconsistent formats ({show(self.first)}+ and <= {show(self.last)}: a fork?)"
+        if self.first == self.last:
+            return show(self.first)
+        if self.first is None:
+            return f"<= {show(self.last)}"
+        if self.last is None:
+            return f">= {show(self.first)}"
+        return f"{show(self.first)} .. {show(self.last)}"
+
+    def allows(self, code: int) -> bool:
+        """Whether release `code` is inside the range."""
+        return not (
+            (self.first is not None and code < self.first)
+            or (self.last is not None and code > self.last)
+        )
+
+    def within(self, rule: ReleaseSpan) -> bool | None:
+        """True: every release in the range has the rule; False: none has; None: it depends."""
+        lo = version_code(rule.first) if rule.first else None
+        hi = version_code(rule.last) if rule.last else None
+        first, last = self.first, self.last
+        if (hi is not None and first is not None and first > hi) or (
+            lo is not None and last is not None and last < lo
+        ):
+            return False
+        inside_lo = lo is None or (first is not None and first >= lo)
+        inside_hi = hi is None or (last is not None and last <= hi)
+        return True if inside_lo and inside_hi else None
+
+
+def given_release(code: int) -> VersionRange:
+    """The range of one release the user named."""
+    return VersionRange(first=code, last=code, given=True)
+
+
+def release_range(events: Iterable[Event]) -> VersionRange:
+    """Which releases could have written these lines: the intersection of every mark's range
+    (marks that contradict are all kept: a fork shows as an inconsistent range)."""
+    first: int | None = None
+    last: int | None = None
+    seen: dict[str, Evidence] = {}
+    for event in events:
+        for mark in FORMAT_MARKS:
+            if event.kind not in mark.kinds or not mark.matches(event):
+                continue
+            known = seen.get(mark.name)
+            if known is not None and known.line <= event.line:
+                continue
+            lo = version_code(mark.first) if mark.first else None
+            hi = version_code(mark.last) if mark.last else None
+            seen[mark.name] = Evidence(
+                mark=mark.name, line=event.line, first=lo, last=hi, source=mark.source
+            )
+            if lo is not None:
+                first = lo if first is None else max(first, lo)
+            if hi is not None:
+                last = hi if last is None else min(last, hi)
+    evidence = tuple(sorted(seen.values(), key=lambda item: (item.line, item.mark)))
+    return VersionRange(first=first, last=last, evidence=evidence)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # re-exported: the sizing model and its tests read the release helpers from here too
-from memledger.sglang.release_markers import FORMAT_MARKERS as FORMAT_MARKERS
 from memledger.sglang.release_markers import version_code as version_code
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from memledger.events import Event, EventKind, ParamValue, ParsedLog
 from memledger.model_config import ModelDims
 from memledger.record import ConfigDict, Field, Record
+from memledger.sglang.release_markers import VersionRange, release_range
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
-from memledger.sglang.versions import format_ceiling, format_version
-from memledger.sizing.version import VersionRange, version_range
 from memledger.units import GIB
 
 # server_args knobs the sizing rules read (None when the log does not give them)
@@ -376,12 +375,13 @@ def sizing_inputs(
     )
     model_type = first_load_end.values.get("type") if first_load_end is not None else None
     rest_event = next((e for e in before if e.kind is EventKind.ASCEND_KV_AVAIL), None)
+    dating = release_range(events)
     return SizingInputs(
         path=parsed.path,
         logged_rest=_reading(rest_event, "avail_kv", "the rest as the log printed it"),
-        version=version_range(events),
-        format_release=format_version(events),
-        format_ceiling=format_ceiling(events),
+        version=dating,
+        format_release=dating.lower,
+        format_ceiling=dating.ceiling,
         load_begin=p,
         budget_avail=a,
         knobs=knobs,
