@@ -104,7 +104,7 @@ def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
     ring = inputs.version.within(RULE["mamba_padding_ring"])
     slot = inputs.version.within(RULE["mamba_padding_slot"])
     if slot is True or (slot is None and inputs.mamba is not None and inputs.mamba.replay_bytes):
-        return "mamba_padding_slot"  # a ReplaySSM line is 0.5.20+ (release_markers FORMAT_MARKS replay_ssm)
+        return "mamba_padding_slot"  # a ReplaySSM line is 0.5.20+ (FORMAT_MARKS replay_ssm)
     if ring is True:
         return "mamba_padding_ring"
     if (ring is None or slot is None) and notes is not None:
