@@ -33,6 +33,7 @@ from memledger.diagnosis.model import (
     Severity,
     Suggestion,
 )
+from memledger.diagnosis.occupancy import dp_auto_fraction, headroom_floor_step, other_processes
 from memledger.diagnosis.phase import failure_phase, milestone
 from memledger.diagnosis.pools import (
     host_finding,
@@ -45,7 +46,7 @@ from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.events import Event, EventKind, ParsedLog
 from memledger.ledger_model import Ledger, LedgerDiagnosis
-from memledger.sglang.failure_rules import PHASE_TEXT, Phase
+from memledger.sglang.failure_rules import PHASE_TEXT, CrashCause, Phase
 
 __all__ = [
     "Diagnosis",
@@ -66,6 +67,9 @@ def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
     failure = pool_failure(evidence)
     if failure is not None and evidence.oom is None and evidence.refusal is None:
         return _pool_ran_out(evidence, failure)
+    hit = known_cause(evidence) if evidence.oom is None and evidence.refusal is None else None
+    if hit is not None and hit[0].own_pool:
+        return _own_pool_full(evidence, hit[0], hit[1])
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
     if evidence.outcome == "crash" or _ends_in_exception(evidence) or shm_exhausted(evidence):
@@ -112,6 +116,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     oversize = larger_than_gpu(evidence) if table is None else None
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
+        extra, suggestions = _with_dp_auto_fraction(evidence, extra, suggestions)
     elif table is not None:
         extra, suggestions = table
     elif oversize is not None:
@@ -122,8 +127,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = after_pool_oom(evidence, phase)
         if phase in (Phase.WARMUP, Phase.SERVING):
             extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
-    findings += extra + site_finding(evidence) + free_rose_after_pool(evidence)
-    findings += serving_notes(evidence)
+    held = other_processes(evidence)
+    findings += ([held] if held is not None else []) + extra
+    findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
     else:
@@ -138,7 +144,18 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     stuck = next((f for f in findings if f.id == "no_fraction_fits"), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
-    if levers and stuck is not None and raised is not None:
+    over_reserved = next((f for f in findings if f.id == "dp_auto_fraction"), None)
+    if held is not None:
+        verdict = head + (
+            f"; {g(held.bytes)} of the GPU is held by another process: free it, or lower "
+            "--mem-fraction-static by as much"
+        )
+    elif over_reserved is not None and not levers:
+        verdict = head + (
+            "; under DP attention SGLang's automatic fraction over-reserved "
+            f"{g(over_reserved.bytes)} (sglang#28884): set --mem-fraction-static by hand"
+        )
+    elif levers and stuck is not None and raised is not None:
         verdict = head + (
             f"; even at --mem-fraction-static {raised} the slack is {g(stuck.bytes)} short of "
             f"SGLang's own reserve for graphs and activations: raise --tp-size{above} or load "
@@ -149,8 +166,13 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     elif blocking is not None:
         verdict = head + "; the Transformers fallback builds the whole model on each GPU"
     elif suggestions:
-        # no value without the numbers, but still the change to make
-        verdict = head + f"; {_phrase(suggestions[0])} (no value: the log lacks the numbers)"
+        # no value without the numbers, but still the change to make, and what would give one
+        first = suggestions[0]
+        floor = headroom_floor_step(evidence, missing, phase)
+        if first.knob == "mem_fraction_static" and first.direction is Direction.LOWER and floor:
+            verdict = head + f"; {_phrase(first)} by at least {floor:g} ({_absent(evidence)})"
+        else:
+            verdict = head + f"; {_phrase(first)} ({_absent(evidence)})"
     elif oversized is not None and oversized.message.find("computed wrong") >= 0:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
@@ -165,6 +187,36 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         findings=findings,
         suggestions=suggestions,
     )
+
+
+def _absent(evidence: Evidence) -> str:
+    """What a valued lever needs that the paste lacks: the fraction (server_args) and P."""
+    missing = []
+    if evidence.budget.mem_fraction_static is None:
+        missing.append("the server_args line")
+    if evidence.budget.pre_load is None:
+        missing.append("the `Load weight begin` line")
+    if not missing:
+        return "no value: the log lacks the numbers"
+    if len(missing) == 2:
+        return "for a value add the server_args and `Load weight begin` lines"
+    return f"for a value add {missing[0]}"
+
+
+def _with_dp_auto_fraction(
+    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion]
+) -> tuple[list[Finding], list[Suggestion]]:
+    """A refusal under DP attention: the over-reserve of the automatic fraction (sglang#28884),
+    whose arithmetic replaces a value-less raise."""
+    found, lever = dp_auto_fraction(evidence)
+    if lever is None:
+        return findings, suggestions
+    index = next((i for i, s in enumerate(suggestions) if s.knob == "mem_fraction_static"), None)
+    if index is None:
+        return findings + found, [lever, *suggestions]
+    if suggestions[index].value is None:  # a valued raise (from 1 - A/P) is the firmer one
+        suggestions = [*suggestions[:index], lever, *suggestions[index + 1 :]]
+    return findings + found, suggestions
 
 
 def _with_large_gpu_reserve(
@@ -250,6 +302,42 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     )
 
 
+OWN_POOL_LEVERS: dict[str, tuple[tuple[str, Direction], ...]] = {
+    "mamba_slots": (
+        ("max_mamba_cache_size", Direction.RAISE),
+        ("max_running_requests", Direction.LOWER),
+    ),
+}
+"""The knobs of an own-pool cause's fix, where they are launch flags (no value: the paste does
+not show the pool's size)."""
+
+
+def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagnosis:
+    """One of SGLang's own pools (KV tokens, mamba slots) had no room for a request: SGLang's
+    accounting, not an allocation the GPU refused; the fix is the cause's."""
+    phase = failure_phase(evidence)
+    if phase is Phase.UNKNOWN:
+        phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
+    what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
+    findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
+    suggestions = [
+        Suggestion(knob=knob, direction=direction, value=None, why=cause.fix)
+        for knob, direction in OWN_POOL_LEVERS.get(cause.finding_id, ())
+    ]
+    return _diagnosis(
+        evidence,
+        outcome="oom",
+        phase=phase,
+        verdict=(
+            f"SGLang's own pool was full during {PHASE_TEXT[phase]} (not a GPU allocation): "
+            f"{_clip(what)} (line {event.line}); {cause.fix}"
+        ),
+        failed_rank=event.rank or _failed_rank(evidence),
+        findings=findings,
+        suggestions=suggestions,
+    )
+
+
 def _crash(evidence: Evidence) -> Diagnosis:
     phase = failure_phase(evidence)
     traceback = evidence.traceback
@@ -276,6 +364,10 @@ def _crash(evidence: Evidence) -> Diagnosis:
     hit = known_cause(evidence) if shm is None else None
     if hit is not None:
         findings.append(cause_finding(hit[0], hit[1], evidence))
+        if not known and hit[1].values.get("exception"):
+            # the known error's own line, not the frames pasted after it
+            what = f"{hit[1].values['exception']}: {hit[1].values.get('message') or ''}"
+            cause = f"{_clip(what)} (line {hit[1].line})"
     if exit_event is not None and killed:
         findings.append(
             Finding(

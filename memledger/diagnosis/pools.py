@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 
-from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
+from memledger.diagnosis.occupancy import headroom_floor_step
 from memledger.events import Event
 from memledger.sglang.failure_rules import (
     COUNT_LINES,
     COUNT_SHAPES,
+    HEADROOM_DOCS_CAP_GIB,
+    HEADROOM_FLOOR_MIN_GIB,
     MAX_REQ_INPUT_LEN_CITATION,
     PAGE_ACCOUNTING_CITATION,
     POOL_RAN_OUT_CITATION,
@@ -261,6 +264,27 @@ def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) ->
         if phase is Phase.UNKNOWN
         else ""
     )
+    floor = headroom_floor_step(evidence, missing, phase)
+    if floor is not None and capacity is not None:
+        bound += (
+            f"; to leave the {HEADROOM_DOCS_CAP_GIB} GiB free SGLang's tuning guide reserves for "
+            f"activations (a floor on GPUs of {HEADROOM_FLOOR_MIN_GIB} GiB or more, whose "
+            f"default keeps more), d >= {floor:g} of the {capacity.text}"
+        )
+    current = evidence.budget.mem_fraction_static
+    if floor is not None and current is not None and floor_step(current - floor) > 0:
+        # the fraction is in the log, P is not: at most current - d, since P <= the capacity
+        value = floor_step(current - floor)
+        return Suggestion(
+            knob="mem_fraction_static",
+            direction=Direction.LOWER,
+            value=value,
+            why=(
+                f"lowering mfs by d leaves d x P more free after the pool; P (free before "
+                f"loading) is not in the log{bound}: at most {current:g} - {floor:g} = "
+                f"{value:g}{when}"
+            ),
+        )
     return Suggestion(
         knob="mem_fraction_static",
         direction=Direction.LOWER,

@@ -90,6 +90,10 @@ PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
     ("event_loop_normal", "", Phase.SERVING),
     ("event_loop_overlap", "", Phase.SERVING),
     ("run_batch", "scheduler", Phase.SERVING),
+    # a decode batch retracting requests for room (v0.5.8 managers/schedule_batch.py:3451), a PD
+    # decode worker pre-allocating for a request in transfer (v0.5.8 disaggregation/decode.py)
+    ("retract_decode", "", Phase.SERVING),
+    ("_pre_alloc", "disaggregation", Phase.SERVING),
     ("handle_request", "entrypoints", Phase.SERVING),
     ("generate_request", "tokenizer_manager", Phase.SERVING),
 )
@@ -201,13 +205,25 @@ LOAD_SITES: tuple[LoadSite, ...] = (
 class CrashCause:
     """A known error text that ends a startup without a GPU out-of-memory, and its fix."""
 
-    def __init__(self, finding_id: str, pattern: str, message: str, fix: str, source: str) -> None:
+    def __init__(
+        self,
+        finding_id: str,
+        pattern: str,
+        message: str,
+        fix: str,
+        source: str,
+        *,
+        own_pool: bool = False,
+    ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
         self.message = message
         self.fix = fix
         """The change, short enough for the verdict."""
         self.source = source
+        self.own_pool = own_pool
+        """One of SGLang's own pools (KV tokens, mamba slots) had no room: not a GPU allocation,
+        and no bug either; the fix is a bigger pool or fewer requests in it."""
 
 
 CRASH_CAUSES: tuple[CrashCause, ...] = (
@@ -265,6 +281,37 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "tune the kernel config for this GPU",
         "https://github.com/sgl-project/sglang/issues/6001",
     ),
+    CrashCause(
+        "mamba_slots",
+        r"Not enough space for mamba (?:ping pong idx|cache)",
+        "the hybrid model's mamba state pool had no free slot for a request: one slot a running "
+        "request, plus a ping-pong track buffer of 2 (1 with speculative decoding) under "
+        "--mamba-scheduler-strategy extra_buffer (v0.5.8 mem_cache/memory_pool.py:397-399, "
+        ":455-483); SGLang's hint --mamba-full-memory-ratio sizes the pool only when "
+        "--max-mamba-cache-size is unset and the radix cache is on (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:168-196), and under DP attention the "
+        "size is divided by --dp-size (:178-180); a PD decode worker before sglang#19002 "
+        "ignored --max-mamba-cache-size",
+        "raise --max-mamba-cache-size (3 x --max-running-requests with extra_buffer) or lower "
+        "--max-running-requests",
+        "https://github.com/sgl-project/sglang/pull/19002",
+        own_pool=True,
+    ),
+    CrashCause(
+        "retract_one_left",
+        r"No space left for only one request|Out of memory even after retracting all other",
+        "the KV pool could not hold the next tokens of even one running request after SGLang "
+        "retracted all the others (v0.5.3 managers/schedule_batch.py:1536-1542 asserts, v0.5.8 "
+        ":1886-1892 raises): one request's context plus its decode reservation is about the "
+        "whole pool; a PD decode worker also holds pre-allocated requests being transferred, "
+        "each reserving at most SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION new tokens (4096: v0.5.8 "
+        "disaggregation/decode.py:73); since sglang#19881 the request is aborted instead",
+        "a bigger KV pool (raise --mem-fraction-static or --max-total-tokens) or a shorter "
+        "--context-length",
+        "https://github.com/sgl-project/sglang/pull/14948, "
+        "https://github.com/sgl-project/sglang/pull/19881",
+        own_pool=True,
+    ),
 )
 """Matched against the failing traceback's `exception: message` text."""
 
@@ -311,3 +358,24 @@ model_executor/model_runner_kv_cache_mixin.py:299-305, :328-331), or v0.5.23's `
 leave no GPU memory for the KV cache` (mem_cache/kv_cache_configurator.py:3042-3058). An OOM
 outcome, as diagnose reports it (the `kv_sizing` phase)."""
 KV_REFUSAL_REASON = "SGLang refused to size the KV cache"
+
+OTHER_PROCESS_MIN_GIB = 1
+"""Memory the OOM text shows held outside this process (capacity - free - `this process has`)
+at or above this much, and at least the bytes that were missing, is named as the cause: the
+allocator's own numbers say another process holds it (MinerU#3418). Below it, the driver's own
+reservation can explain the difference."""
+HEADROOM_FLOOR_MIN_GIB = 40
+"""From this GPU capacity up, SGLang's own default keeps more than HEADROOM_DOCS_CAP_GIB outside
+the static pool (v0.5.8 server_args.py:988-999: 512 MiB + max(chunk, 2048) x 1.5 MiB with a
+4096-token chunk at 40 GiB, + graphs), so after an OOM while serving the tuning guide's 5 GiB is a
+floor for the free memory to restore; on smaller GPUs the default keeps less and no floor is
+claimed."""
+DP_ATTENTION_RESERVE_MIB_PER_TOKEN = 1.5
+"""The automatic fraction reserves max(chunked_prefill_size, 2048) x 1.5 MiB for prefill
+activations (v0.5.8 server_args.py:990-993)."""
+DP_ATTENTION_RESERVE_CITATION = (
+    "the automatic fraction is computed (v0.5.16 server_args.py:2966, v0.5.8 :710) before DP "
+    "attention divides --chunked-prefill-size by --dp-size (v0.5.16 :3005, :5609; v0.5.8 :727, "
+    ":1937), so it reserved prefill activations for dp times the chunk a rank runs; fixed in "
+    "https://github.com/sgl-project/sglang/pull/28884"
+)

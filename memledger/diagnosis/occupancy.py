@@ -1,0 +1,121 @@
+"""What a paste says about memory SGLang's own arithmetic did not plan for: another process on the
+same GPU, the free memory to restore after a serving OOM when the log shows no fraction, and the
+automatic fraction DP attention over-reserved (the numbers in each message are the paste's own).
+"""
+
+from __future__ import annotations
+
+import math
+
+from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.sglang.failure_rules import (
+    DP_ATTENTION_RESERVE_CITATION,
+    DP_ATTENTION_RESERVE_MIB_PER_TOKEN,
+    HEADROOM_DOCS_CAP_GIB,
+    HEADROOM_FLOOR_MIN_GIB,
+    MFS_STEP,
+    OTHER_PROCESS_MIN_GIB,
+    Phase,
+)
+from memledger.units import GIB, MIB
+
+MIN_PREFILL_RESERVE_TOKENS = 2048
+"""max(chunked_prefill_size, 2048) (v0.5.8 server_args.py:993)."""
+
+
+def other_processes(evidence: Evidence) -> Finding | None:
+    """The GPU memory the OOM text shows held outside this process, when it would have covered
+    the allocation that failed: capacity - free - `this process has X memory in use`."""
+    oom = evidence.oom
+    if oom is None:
+        return None
+    sizes = oom.sizes
+    capacity, free, own = sizes.get("capacity"), sizes.get("free"), sizes.get("process_in_use")
+    if capacity is None or free is None or own is None:
+        return None
+    held = capacity.bytes - free.bytes - own.bytes
+    requested = sizes.get("requested")
+    missing = max(0, requested.bytes - free.bytes) if requested is not None else 0
+    if held < OTHER_PROCESS_MIN_GIB * GIB or held < missing:
+        return None
+    return Finding(
+        id="other_processes",
+        severity=Severity.ERROR,
+        message=(
+            f"{g(held)} of this GPU is held outside this process ({capacity.text} - "
+            f"{free.text} free - {own.text} this process has): another process (a second "
+            "server, a notebook, a desktop) took it, and SGLang's pool was sized on the memory "
+            "free when it started; free the GPU (nvidia-smi lists who holds it) or lower "
+            "--mem-fraction-static by that much"
+        ),
+        bytes=held,
+        evidence=[evidence.at(oom.line)],
+    )
+
+
+def headroom_floor_step(evidence: Evidence, missing: int | None, phase: Phase) -> float | None:
+    """How far mfs must drop at least, after an OOM after loading on a GPU of 40 GiB or more
+    with no fraction in the log: to restore the tuning guide's 5 GiB free (d x P frees d x P and
+    P is at most the capacity, so d >= needed / capacity), rounded up to MFS_STEP."""
+    if phase in (Phase.LOAD, Phase.DIST_INIT, Phase.KV_SIZING, Phase.MEMORY_POOL):
+        return None
+    oom = evidence.oom
+    if oom is None:
+        return None
+    capacity, free = oom.sizes.get("capacity"), oom.sizes.get("free")
+    if capacity is None or free is None or capacity.bytes < HEADROOM_FLOOR_MIN_GIB * GIB:
+        return None
+    needed = max(missing or 0, HEADROOM_DOCS_CAP_GIB * GIB - free.bytes)
+    if needed <= 0:
+        return None
+    return round(math.ceil(round(needed / capacity.bytes / MFS_STEP, 9)) * MFS_STEP, 4)
+
+
+def _enabled(value: object) -> bool:
+    return value is True or value == "True"
+
+
+def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | None]:
+    """A KV refusal under DP attention where the fraction may be SGLang's automatic one: that
+    one reserved prefill activations for the undivided chunk (sglang#28884); the fraction to set
+    by hand adds back the difference over the GPU's memory (no value: the log has no capacity
+    where SGLang refuses)."""
+    dp = evidence.int_param("dp_size")
+    chunk = evidence.int_param("chunked_prefill_size")
+    mfs = evidence.param("mem_fraction_static")
+    if evidence.refusal is None or not _enabled(evidence.param("enable_dp_attention")):
+        return [], None
+    if dp is None or dp <= 1 or chunk is None or chunk <= 0 or not isinstance(mfs, float):
+        return [], None
+    per_token = DP_ATTENTION_RESERVE_MIB_PER_TOKEN * MIB
+    over = round(
+        (max(chunk * dp, MIN_PREFILL_RESERVE_TOKENS) - max(chunk, MIN_PREFILL_RESERVE_TOKENS))
+        * per_token
+    )
+    if over <= 0:
+        return [], None
+    target = f"{mfs:g} + {g(over)} / the GPU's memory"
+    finding = Finding(
+        id="dp_auto_fraction",
+        severity=Severity.WARNING,
+        message=(
+            f"if --mem-fraction-static {mfs:g} was SGLang's automatic value: under DP attention "
+            f"it reserved max({chunk} x dp {dp}, 2048) x 1.5 MiB for prefill activations where "
+            f"a rank runs a chunk of {chunk}, {g(over)} too much ({DP_ATTENTION_RESERVE_CITATION}"
+            f"); set the fraction by hand: {target}"
+        ),
+        bytes=over,
+        evidence=[evidence.at(evidence.refusal.line)],
+    )
+    suggestion = Suggestion(
+        knob="mem_fraction_static",
+        direction=Direction.RAISE,
+        value=None,
+        why=(
+            f"the automatic fraction over-reserved {g(over)} under DP attention: {target} "
+            "(SGLang's gpu_mem, the GPU's capacity, is not in the log)"
+        ),
+    )
+    return [finding], suggestion
