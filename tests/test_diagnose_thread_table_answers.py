@@ -96,12 +96,13 @@ def test_mineru_3418_memory_held_by_another_process_is_the_answer() -> None:
     assert "nvidia-smi" in held.message
 
 
-def test_4547_a_process_listed_by_pid_is_not_counted_as_another() -> None:
-    # https://github.com/sgl-project/sglang/issues/4547 (olmOCR on an A100 80 GB): `Process
-    # 13118 has 75.33 GiB` is the server itself (73.96 GiB allocated by PyTorch), so nothing is
-    # held elsewhere; the maintainer's lever was --max-running-requests, which a paste with no
-    # frames cannot tell from a prefill or decode OOM: the verdict names the fraction floor
-    # (5 - 3.79) / 79.14 = 0.0153 -> 0.02 and what to add for a value
+def test_olmocr_50_a_process_listed_by_pid_is_not_counted_as_another() -> None:
+    # https://github.com/allenai/olmocr/issues/50 (olmOCR's VLM served by SGLang on an A100 80 GB;
+    # the same paste in sgl-project/sglang#4547, whose maintainer's lever was
+    # --max-running-requests): `Process 13118 has 75.33 GiB` is the server itself (73.96 GiB
+    # allocated by PyTorch), so nothing is held elsewhere; a paste with no frames cannot tell a
+    # batch lever, so the verdict names the fraction floor (5 - 3.79) / 79.14 = 0.0153 -> 0.02 and
+    # what to add for a value
     result = _diagnose(
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.93 GiB. GPU 0 has a "
