@@ -13,6 +13,7 @@ import io
 import pytest
 
 from memledger.events import Event, EventKind, ParsedLog
+from memledger.input.facts import facts_of
 from memledger.input.parsing import parse_log
 
 
@@ -123,6 +124,15 @@ def test_half_a_kv_pair_never_stands_for_the_pool() -> None:
     assert _sizes(event) == {} and event.values["tokens"] == 161488
     reasons = [u.reason for u in parsed.startup.unrecognised]
     assert any("K size without its pair" in reason for reason in reasons)
+
+
+def test_half_a_kv_pair_still_gives_the_printed_k_fact() -> None:
+    # a paste cut at the terminal width after `V size`: the pool stays unread (above), but the
+    # k_size fact is the number the line printed and v_size is absent
+    parsed = _parse([P + "KV Cache is allocated. #tokens: 161488, K size: 5.27 GB, V size"])
+    facts = facts_of(parsed)
+    assert (facts["k_size"], facts["v_size"], facts["kv_tokens"]) == (5.27, None, 161488)
+    assert _sizes(_one(parsed, EventKind.KV_ALLOCATED)) == {}
 
 
 @pytest.mark.parametrize(

@@ -65,6 +65,23 @@ def _gb(event: Event | None, key: str) -> float | None:
     return None if event is None else printed_gb(event.sizes.get(key))
 
 
+def _kv_half(event: Event | None, half: str) -> float | None:
+    """`K size:`/`V size:` as printed, also when the line lost the other half (the ledger does
+    not take half a pair as a pool; the fact is still the number the line shows)."""
+    if event is None:
+        return None
+    found = printed_gb(event.sizes.get(half))
+    unpaired = event.values.get(f"{half}_size_unpaired")
+    if found is None and isinstance(unpaired, str):
+        number, _, unit = unpaired.partition(" ")
+        if unit in ("GB", "GiB"):
+            try:
+                return float(number)
+            except ValueError:
+                return None
+    return found
+
+
 def _int_list(value: Any) -> list[int] | None:
     if isinstance(value, list) and all(isinstance(v, int) for v in value):
         return list(value)
@@ -129,8 +146,8 @@ def facts_of(parsed: ParsedLog) -> dict[str, Any]:
         "draft_load_end_avail": _gb(draft_load_end, "avail"),
         "draft_load_end_mem_usage": _gb(draft_load_end, "usage"),
         "kv_tokens": _int(kv, "tokens"),
-        "k_size": _gb(kv, "k"),
-        "v_size": _gb(kv, "v"),
+        "k_size": _kv_half(kv, "k"),
+        "v_size": _kv_half(kv, "v"),
         "kv_size": _gb(kv, "kv"),
         "mempool_end_avail": _gb(mempool, "avail"),
         "capture_begin_avail": _gb(capture_begin, "avail"),

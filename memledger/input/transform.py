@@ -394,9 +394,10 @@ def _drop_half_pair(parse: LineParse) -> None:
     is a cut or garbled line, and would understate the pool as the whole of it."""
     sizes = parse.sizes
     if ("k" in sizes) != ("v" in sizes) and parse.kind in _KV_PAIR_KINDS:
-        parse.problems.append(f"{'K' if 'k' in sizes else 'V'} size without its pair")
-        sizes.pop("k", None)
-        sizes.pop("v", None)
+        half = "k" if "k" in sizes else "v"
+        parse.problems.append(f"{half.upper()} size without its pair")
+        # kept as printed text only, for the `k_size`/`v_size` facts (the number the line shows)
+        parse.values[f"{half}_size_unpaired"] = sizes.pop(half).text
 
 
 _KV_PAIR_KINDS = frozenset({EventKind.KV_ALLOCATED, EventKind.POST_CAPTURE_KV})
