@@ -32,9 +32,11 @@ from memledger.input.outcome import outcome_kind
 from memledger.input.pasted import tidy_pasted
 from memledger.input.ranks import (
     RankSelection,
+    head_tags,
     select_rank,
 )
 from memledger.input.reader import (
+    SNIFF_BYTES,
     ByteSource,
     OpenedLog,
     ProgressMeter,
@@ -444,6 +446,8 @@ def parse_log(
     stats = ReadStats()
     with open_log(source) as log:
         display = label or log.name
+        for tag, line in head_tags(log.head, whole=len(log.head) < SNIFF_BYTES):
+            collector.see_tag(tag, line)
         meter = ProgressMeter(progress)
         try:
             # start scanning first: a grep prefilter runs while the grammar builds
@@ -460,7 +464,7 @@ def parse_log(
     _add_errors(collector, collector.errors.finish())
     notes = _settle_pasted(collector) + cut_lines.notes()
 
-    if not collector.saw_prefix and not collector.stored:
+    if not collector.saw_prefix and not collector.stored and not collector.tags_first_line:
         raise InputError(
             "no SGLang log lines found (no `[date time TP0]` prefix, no known line)", path=display
         )

@@ -4,10 +4,12 @@ input has no rank 0, as pastes often do) the only rank present, said in a note."
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memledger.errors import SelectionError
 from memledger.events import Event, EventKind
+from memledger.input.logical import iter_logical_lines
 from memledger.units import GIB, digits_key
 
 _INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
@@ -93,6 +95,22 @@ def _without_rank0(tagged: list[str]) -> RankSelection:
             f"different ranks; read {chosen}, the lowest (--rank reads another)"
         )
     return RankSelection(frozenset({chosen}), chosen, False, frozenset({chosen}), note)
+
+
+def head_tags(head: bytes, whole: bool) -> Iterator[tuple[str, int]]:
+    """(tag, physical line) of every prefixed line in the input's first block (`whole`: the
+    block is the entire input, else its cut last line is left out). The keyword scan skips
+    lines without a memory word, so a rank that prints only loader chatter or import notices
+    (`[... PP0 TP0] Beginning to load weights`) would look absent and another rank's lines be
+    read as rank 0's; pastes fit in this block."""
+    text = head.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if not whole:
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        for logical in iter_logical_lines(number, line):
+            if logical.prefixed:
+                yield logical.rank, number
 
 
 def natural_key(tag: str) -> list[tuple[int, str]]:

@@ -1,0 +1,90 @@
+"""Which rank a paste is read as when some ranks print no memory line in it.
+
+The keyword scan skips lines without a memory word, so the rank rule also reads the prefixes of
+the input's first block (memledger.input.ranks.head_tags): a rank 0 that only printed loader
+chatter or import notices is still rank 0, and another rank's numbers are not its facts. The
+shapes follow PR sgl-project/sglang#17985 (a MUSA PP2 x TP2 paste cut during loading) and
+#17499 (DP2 x TP2 import notices); the lines here are synthetic.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from memledger.events import ParsedLog
+from memledger.input.facts import facts_of
+from memledger.input.parsing import parse_log
+from memledger.input.ranks import head_tags
+from tests.conftest import run_cli
+
+P = "[2026-01-30 20:54:{:02d} {}] "
+
+
+def _parse(lines: list[str]) -> ParsedLog:
+    return parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.log")
+
+
+def test_a_rank0_with_only_loader_chatter_is_still_rank0() -> None:
+    parsed = _parse(
+        [
+            P.format(50, "PP1 TP0") + "Load weight begin. avail mem=78.38 GB",
+            P.format(54, "PP0 TP1") + "Beginning to load weights",
+            P.format(54, "PP0 TP0") + "Beginning to load weights",
+            P.format(56, "PP1 TP1") + "Load weight end. type=Qwen3ForCausalLM, "
+            "avail mem=76.05 GB, mem usage=2.33 GB.",
+        ]
+    )
+    facts = facts_of(parsed)
+    # PP1 TP0's 78.38 is another pipeline stage's reading, never rank 0's
+    assert (facts["rank_tag"], facts["load_begin_avail"], facts["load_end_avail"]) == (
+        "PP0 TP0",
+        None,
+        None,
+    )
+    assert not any("no rank 0" in note for note in parsed.notes)
+
+
+def test_without_rank0_in_the_input_the_lowest_rank_is_still_read_and_said() -> None:
+    parsed = _parse(
+        [
+            P.format(50, "PP1 TP0") + "Load weight begin. avail mem=78.38 GB",
+            P.format(54, "PP1 TP1") + "Beginning to load weights",
+        ]
+    )
+    assert facts_of(parsed)["load_begin_avail"] == 78.38
+    assert parsed.notes == [
+        "no rank 0 in this input: 2 ranks present (PP1 TP0, PP1 TP1), fragments of different "
+        "ranks; read PP1 TP0, the lowest (--rank reads another)"
+    ]
+
+
+def test_prefixed_lines_without_a_memory_word_are_an_sglang_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [
+        f"[2026-01-21 19:39:12 DP{dp} TP{tp}] Ignore import error when loading "
+        f"sglang.srt.models.nemotron_h: No module named 'cuda'"
+        for dp in (0, 1)
+        for tp in (0, 1)
+    ]
+    facts = facts_of(_parse(lines))
+    assert (facts["rank_tag"], facts["n_startups"], facts["outcome"]) == ("DP0 TP0", 1, "truncated")
+    log = tmp_path / "notices.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = run_cli(["parse", log], capsys)
+    assert code == 0 and "no SGLang log lines" not in err
+    # and a text with no SGLang prefix at all is still refused
+    prose = tmp_path / "prose.txt"
+    prose.write_text("just some notes\nabout a server\n", encoding="utf-8")
+    code, _, err = run_cli(["parse", prose], capsys)
+    assert code == 3 and "no SGLang log lines found" in err
+
+
+def test_head_tags_reads_whole_lines_only() -> None:
+    head = b"[2026-01-30 20:54:54 PP0 TP0] Beginning\r\nnoise\n[2026-01-30 20:54:55 PP1 T"
+    assert list(head_tags(head, whole=False)) == [("PP0 TP0", 1)]
+    # the whole input: its last line counts even without a newline
+    assert list(head_tags(head + b"P1] x", whole=True)) == [("PP0 TP0", 1), ("PP1 TP1", 3)]
