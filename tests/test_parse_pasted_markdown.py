@@ -46,9 +46,22 @@ def test_the_code_span_holding_an_sglang_line_is_the_one_read() -> None:
 
 
 @pytest.mark.parametrize(
+    "line",
+    [
+        "q4_f.log  Load weight begin. avail mem=24.76 GB",  # a column of the grepped file's name
+        "logs/run.log:Load weight begin. avail mem=24.76 GB",  # grep -H
+        "run.log:12:Load weight begin. avail mem=24.76 GB",  # grep -Hn
+    ],
+)
+def test_the_name_of_the_grepped_log_is_no_part_of_the_line(line: str) -> None:
+    assert tidy_pasted(line) == "Load weight begin. avail mem=24.76 GB"
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "Load weight begin. avail mem=78.00 GB",
+        "see run.log for the rest",  # a name inside a sentence
         "__init__ max_total_num_tokens=161488",  # a dunder is no markdown
         "-5 GB is negative",  # a sign is no bullet
     ],

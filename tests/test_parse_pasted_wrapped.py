@@ -157,6 +157,35 @@ def test_a_complete_line_keeps_the_next_record_apart(after: str) -> None:
     assert not any(note.startswith("rejoined") for note in parsed.notes)
 
 
+@pytest.mark.parametrize("prefix", ["", P])
+def test_a_line_wrapped_by_hand_after_a_comma_takes_its_indented_rest(prefix: str) -> None:
+    # a report's quote of a summary line, wrapped after a field with the rest indented (a
+    # two-node DSV4 startup note quoted it so); no SGLang line ends with a comma
+    parsed = _parse(
+        [
+            prefix + "max_total_num_tokens=287488, chunked_prefill_size=8192, "
+            "max_prefill_tokens=16384,",
+            "  max_running_requests=32, context_len=327680, available_gpu_mem=14.93 GB",
+        ]
+    )
+    facts = facts_of(parsed)
+    wanted = {"max_total_num_tokens": 287488, "max_running_requests": 32, "context_len": 327680}
+    assert {key: facts[key] for key in wanted} == wanted and facts["available_gpu_mem"] == 14.93
+    assert "rejoined 1 line cut across two physical lines (line 1)" in parsed.notes
+
+
+def test_an_indented_line_after_a_complete_line_is_not_its_rest() -> None:
+    # `..., context_len=48` is whole: an indented next line is never glued to it
+    parsed = _parse(
+        [
+            P + "max_total_num_tokens=161488, max_running_requests=16384, context_len=48",
+            "  available_gpu_mem=14.93 GB",
+        ]
+    )
+    assert _one(parsed, EventKind.SUMMARY).sizes == {}
+    assert not any(note.startswith("rejoined") for note in parsed.notes)
+
+
 def test_only_the_very_next_physical_line_continues_a_line() -> None:
     parsed = _parse(
         [P + "Memory pool end. avail mem=3", P + "Init attention backend begin.", "9.00 GB"]

@@ -7,7 +7,9 @@ loses its cut value with a note instead of giving a wrong number:
 
 * the first part is a known memory line (or `server_args=`) and the second part follows on the
   very next physical line, bare (no prefix), not indented, and is no record of its own (a known
-  line, a traceback, a log level, a progress bar, a bracketed tag);
+  line, a traceback, a log level, a progress bar, a bracketed tag); a line that ends with a
+  field's comma (`..., max_prefill_tokens=16384,`: no SGLang line ends so) was wrapped by hand,
+  and its continuation may be indented (`  max_running_requests=32, context_len=...`);
 * joined directly (a cut inside a token) or with a space (a cut at a space the copy dropped),
   the message parses as the same kind with no problem and with more than the first part gave;
   a number cut in two (`...=16` / `1488...`) is only ever joined directly;
@@ -149,7 +151,8 @@ class CutLines:
         text = logical.text
         if text.startswith("server_args="):
             return not text.endswith((")", "}")) and len(text) < MAX_SERVER_ARGS_CHARS
-        return bool(_TOKEN_END_RE.search(text[-2:])) and bool(KNOWN_HEAD_RE.match(text))
+        ends = bool(_TOKEN_END_RE.search(text[-2:])) or text.endswith(",")
+        return ends and bool(KNOWN_HEAD_RE.match(text))
 
     def _tail(self, held: LogicalLine, number: int, text: str, only: LogicalLine) -> str | None:
         """The next physical line's text when it is the held line's continuation (`only`: the
@@ -158,6 +161,8 @@ class CutLines:
             return None
         # the padding a terminal or a web view leaves after a wrapped line is not the text
         tail = strip_paste_columns(text).rstrip()
+        if tail[:1].isspace() and held.text.endswith(","):
+            tail = tail.lstrip()  # wrapped by hand after a field's comma, the rest indented
         if not tail or tail[0].isspace() or tail != only.text:
             return None
         if _RECORD_START_RE.match(tail) or "%|" in tail or KNOWN_HEAD_RE.match(tail):
