@@ -174,6 +174,40 @@ def test_a_line_wrapped_by_hand_after_a_comma_takes_its_indented_rest(prefix: st
     assert "rejoined 1 line cut across two physical lines (line 1)" in parsed.notes
 
 
+def test_a_hand_wrap_over_three_lines_takes_a_middle_line_without_a_memory_word() -> None:
+    # the middle piece holds no memory word: the scanner keeps it as a cut line's indented rest
+    # (sglang.lines.CUT_TAIL_ERE) and the line goes on while a piece ends with a comma
+    parsed = _parse(
+        [
+            "max_total_num_tokens=140023, chunked_prefill_size=4096,",
+            "  max_prefill_tokens=16384, max_running_requests=48,",
+            "  context_len=140000, available_gpu_mem=1.39 GB",
+        ]
+    )
+    facts = facts_of(parsed)
+    wanted = {"max_total_num_tokens": 140023, "max_running_requests": 48, "context_len": 140000}
+    assert {key: facts[key] for key in wanted} == wanted and facts["available_gpu_mem"] == 1.39
+    assert "rejoined 1 line cut across two physical lines (line 1)" in parsed.notes
+
+
+def test_a_server_args_repr_wrapped_over_three_lines_is_read_whole() -> None:
+    parsed = _parse(
+        [
+            "[2025-03-10 16:19:28] server_args=ServerArgs(model_path='m', tp_size=2, log_level='i",
+            "nfo', log_level_http=None, log_requests=False, log_requests_level=0, show_time_c",
+            "ost=False, mem_fraction_static=0.87)",
+            P + "Load weight begin. avail mem=78.00 GB",
+        ]
+    )
+    params = _one(parsed, EventKind.SERVER_ARGS).params
+    assert params is not None
+    assert (params["log_level"], params["show_time_cost"], params["mem_fraction_static"]) == (
+        "info",
+        False,
+        0.87,
+    )
+
+
 def test_an_indented_line_after_a_complete_line_is_not_its_rest() -> None:
     # `..., context_len=48` is whole: an indented next line is never glued to it
     parsed = _parse(

@@ -9,7 +9,8 @@ loses its cut value with a note instead of giving a wrong number:
   very next physical line, bare (no prefix), not indented, and is no record of its own (a known
   line, a traceback, a log level, a progress bar, a bracketed tag); a line that ends with a
   field's comma (`..., max_prefill_tokens=16384,`: no SGLang line ends so) was wrapped by hand,
-  and its continuation may be indented (`  max_running_requests=32, context_len=...`);
+  and its continuation may be indented (`  max_running_requests=32, context_len=...`), over as
+  many lines as end with a comma;
 * joined directly (a cut inside a token) or with a space (a cut at a space the copy dropped),
   the message parses as the same kind with no problem and with more than the first part gave;
   a number cut in two (`...=16` / `1488...`) is only ever joined directly;
@@ -98,6 +99,8 @@ class CutLines:
     """Lines whose cut last value was not read."""
     _cut: bool = field(default=False, init=False, repr=False)
     """The line held last was cut, and no reading of it was unambiguous."""
+    _held_end: int = field(default=0, init=False, repr=False)
+    """The last physical line of the held line (its first, or the last piece joined to it)."""
 
     def lines(self, physical: Iterable[tuple[int, str]]) -> Iterator[LogicalLine]:
         held: LogicalLine | None = None
@@ -112,7 +115,11 @@ class CutLines:
                     tail = self._tail(held, number, text, first)
                 if tail is not None:
                     held = self._joined(held, tail)
-                    if not (held.text.startswith("server_args=") and self._open(held)):
+                    self._held_end = number
+                    # a repr takes every wrapped piece; a hand-wrapped line each comma-ended one
+                    if not (
+                        held.text.endswith(",") or held.text.startswith("server_args=")
+                    ) or not self._open(held):
                         yield held
                         held = None
                     continue
@@ -127,6 +134,7 @@ class CutLines:
                     last = logical
             if last is not None and self._open(last):
                 held = last
+                self._held_end = last.line
             elif last is not None:
                 yield last
         if held is not None:
@@ -157,7 +165,7 @@ class CutLines:
     def _tail(self, held: LogicalLine, number: int, text: str, only: LogicalLine) -> str | None:
         """The next physical line's text when it is the held line's continuation (`only`: the
         one logical line of that physical line)."""
-        if number != held.line + 1 or only.prefixed:
+        if number != self._held_end + 1 or only.prefixed:
             return None
         # the padding a terminal or a web view leaves after a wrapped line is not the text
         tail = strip_paste_columns(text).rstrip()

@@ -228,7 +228,7 @@ def looks_like_memory(text: str) -> bool:
 
 # a real tab and CR (not the escapes): an ERE reads no escape in a bracket expression
 CUT_TAIL_ERE = (
-    "(>[ \t]?)*(([0-9]+(\\.[0-9]*)?|\\.[0-9]+|i?B)(\\.?\r?$|[,;])|[a-z_]+=[0-9]"
+    "(>[ \t]?)*(([0-9]+(\\.[0-9]*)?|\\.[0-9]+|i?B)(\\.?\r?$|[,;])|[ \t]*[a-z_]+=[0-9]"
     "|[^ (]{0,80}, [a-z_][a-z0-9_]*=)"
 )
 """How the rest of a memory line cut across two physical lines starts when it holds no memory
