@@ -48,6 +48,8 @@ Per kind, the keys the engine relies on (names are stable API):
 | dspark_slot_map | `size` | `slots_per_req`, `global_slots`, ... |
 | imbalance | | `min_per_gpu_memory`, `local_gpu_memory` |
 | lora | `avail` | `phase` |
+| mfs_reduced | | `mem_fraction_static` (what ModelRunner sized with after its multimodal reduction, to 3 places; absent in the `adjust` variant of 0.3.0 - 0.4.0) |
+| mfs_vlm_adjusted | | `mem_fraction_static_before`, `mem_fraction_static` (0.4.10's default after the ViT factor; printed before `server_args`, kept with the startup it precedes) |
 | gpu_capacity_fallback | `using_min` (MiB, the total torch reports) | (nvidia-smi gave no memory total: GB10, MIG; printed before `server_args`, kept with the startup it precedes) |
 | platform_marker | | `platform` (`rocm`/`ascend`), `marker` (the text matched; sglang.lines.PLATFORM_MARKERS), once per platform per `server_args` line, any rank |
 | ready | | |
@@ -116,6 +118,8 @@ class EventKind(StrEnum):
     IMBALANCE = "imbalance"
     LORA = "lora"
     GPU_CAPACITY_FALLBACK = "gpu_capacity_fallback"
+    MFS_REDUCED = "mfs_reduced"
+    MFS_VLM_ADJUSTED = "mfs_vlm_adjusted"
     PLATFORM_MARKER = "platform_marker"
     READY = "ready"
     OOM = "oom"

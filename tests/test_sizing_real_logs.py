@@ -331,3 +331,21 @@ def test_a_one_request_table_reads_one_row() -> None:
     assert result.logged_req_to_token_rows == 1
     shapes = [row[3] for row in sizing_table(result).rows if row[0].startswith("req_to_token")]
     assert shapes and all(shape.startswith("1 row x ") for shape in shapes)
+
+
+def test_p_from_the_load_end_when_no_load_begin_was_printed() -> None:
+    """single/024 (a PR's fragment) starts at the load end: SGLang prints mem usage there as
+    before_avail_memory - after_avail_memory (v0.5.8 model_executor/model_runner.py:806,
+    947-955), so P = 160.78 + 15.50 GB, to both printings' rounding; the log then lacks only
+    mem_fraction_static, and the reason says so."""
+    path = next(p for p in real_log_paths() if "single/024" in p.as_posix())
+    read = sizing_inputs(memledger.load(path))
+    assert read.load_begin is not None
+    assert read.load_begin.bytes == round(160.78 * GIB) + round(15.50 * GIB)
+    assert read.load_begin.half_ulp == 2 * round(0.005 * GIB)
+    assert read.load_begin.line == 1 and "load-end avail + mem usage" in read.load_begin.note
+    result = size_log(read)
+    assert result.mismatch is not None and result.mismatch.startswith(
+        "mem_fraction_static is not in the log"
+    )
+    assert result.fitted_mem_fraction_static is not None

@@ -772,3 +772,114 @@ def test_rule_mamba_ratio_overlap() -> None:
     assert _ratio_reqs("0.5.13", {"mamba_scheduler_strategy": "extra_buffer_lazy"}) == 60 // 4
     assert _ratio_reqs("0.5.16", {"mamba_radix_cache_strategy": "extra_buffer"}) == 60 // 5
     assert _ratio_reqs("0.5.11", {}) == 60 // 3
+
+
+def _used(pred: Any) -> Any:
+    return next((t for t in pred.terms if t.name == "mem_fraction_static used"), None)
+
+
+def test_rule_mfs_multimodal_runner() -> None:
+    """0.4.5 - 0.4.8 ModelRunner scales a multimodal model's mfs by 0.90 after server_args and
+    prints it (v0.4.5 model_executor/model_runner.py:273-278, v0.4.8 :414-419): the printed
+    0.720 is what the budget uses (measured), not server_args' 0.8; a what-if 0.9 is scaled the
+    same way (0.81). 0.3.0 - 0.4.0 print no value: x 0.95 (v0.4.0 :113-118). Where the range
+    spans 0.4.4 (x 0.95) and 0.4.5 (x 0.90) the printed value picks the factor."""
+    from memledger.sizing.fraction import PrintedFraction
+
+    base = inputs(version=("0.4.5", "0.4.8"), p=80, a=70, target=[pool(100, 1 << 20)])
+    read = base.model_copy(
+        update={"printed_fraction": PrintedFraction(line=4, value=0.72, shape="runner")}
+    )
+    pred = predict(read)
+    assert pred.slack_bytes == round(gib(80) * (1 - 0.72))
+    used = _used(pred)
+    assert used is not None and used.kind == "measured" and used.rule == "mfs_multimodal_runner"
+    assert "line 4" in used.source
+    assert predict(base).slack_bytes == round(gib(80) * (1 - 0.8))  # no line: not multimodal
+    what = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.9}))
+    assert what.slack_bytes == round(gib(80) * (1 - 0.81))
+    older = inputs(version=("0.3.6", "0.4.0"), target=[pool(100, 1 << 20)]).model_copy(
+        update={"printed_fraction": PrintedFraction(line=4, value=None, shape="runner")}
+    )
+    assert predict(older).slack_bytes == round(gib(80) * (1 - 0.76))
+    spans = base.model_copy(
+        update={
+            "version": VersionRange(first=version_code("0.4.4"), last=version_code("0.4.5")),
+            "printed_fraction": PrintedFraction(line=4, value=0.76, shape="runner"),
+        }
+    )
+    what = predict(spans, base_settings(spans).model_copy(update={"mem_fraction_static": 0.9}))
+    assert what.slack_bytes == round(gib(80) * (1 - 0.9 * 0.95))
+
+
+def test_rule_mfs_vlm_line_is_measured() -> None:
+    """0.4.10 prints the default after the ViT factor (v0.4.10 server_args.py:1981-1985): a log
+    without server_args is sized with the printed 0.828, marked measured."""
+    from memledger.sizing.fraction import PrintedFraction
+
+    read = inputs(
+        version=("0.4.10", "0.4.10"),
+        knobs={"mem_fraction_static": None},
+        target=[pool(100, 1 << 20)],
+    ).model_copy(
+        update={"printed_fraction": PrintedFraction(line=1, value=0.828, before=0.871, shape="vlm")}
+    )
+    pred = predict(read)
+    assert pred.slack_bytes == round(gib(80) * (1 - 0.828))
+    term = next(t for t in pred.terms if t.name == "mem_fraction_static")
+    assert term.kind == "measured" and term.rule == "mfs_vlm_factor" and "line 1" in term.source
+
+
+def test_rule_mfs_aiter_runner() -> None:
+    """0.4.9 - 0.5.4: aiter attention with context_len > 8192 is scaled by 0.85 in ModelRunner,
+    after server_args printed it (v0.4.9 model_executor/model_runner.py:470-472, v0.5.4
+    :646-648): the budget uses 0.8 x 0.85; at a context of 8,192 nothing changes."""
+    knobs = {"attention_backend": "aiter", "context_length": 32768}
+    read = inputs(version=("0.5.2", "0.5.2"), knobs=knobs, target=[pool(100, 1 << 20)])
+    pred = predict(read)
+    assert pred.slack_bytes == round(gib(80) * (1 - 0.68))
+    used = _used(pred)
+    assert used is not None and used.rule == "mfs_aiter_runner"
+    short = base_settings(read).model_copy(update={"context_length": 8192})
+    assert predict(read, short).slack_bytes == round(gib(80) * (1 - 0.8))
+    triton = inputs(
+        version=("0.5.2", "0.5.2"),
+        knobs={**knobs, "attention_backend": "triton"},
+        target=[pool(100, 1 << 20)],
+    )
+    assert predict(triton).slack_bytes == round(gib(80) * (1 - 0.8))
+
+
+def test_rule_mfs_aiter_args() -> None:
+    """0.5.5+: ServerArgs applies the 0.85 itself (v0.5.5 server_args.py:1270-1272, v0.5.8
+    :1786-1788): single/008's printed 0.7718 (= 0.908 x 0.85) is used as printed, while a
+    what-if --mem-fraction-static 0.9 would be scaled to 0.765, and a context of 8,192 undoes
+    the factor of the printed value."""
+    knobs = {"attention_backend": "aiter", "context_length": 202752, "mem_fraction_static": 0.7718}
+    read = inputs(version=("0.5.8", "0.5.8"), knobs=knobs, target=[pool(100, 1 << 20)])
+    assert predict(read).slack_bytes == round(gib(80) * (1 - 0.7718))
+    assert _used(predict(read)) is None
+    what = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.9}))
+    assert what.slack_bytes == round(gib(80) * (1 - 0.765))
+    assert _used(what).rule == "mfs_aiter_args"
+    short = predict(read, base_settings(read).model_copy(update={"context_length": 8192}))
+    assert short.slack_bytes == round(gib(80) * (1 - 0.7718 / 0.85))
+
+
+def test_rule_mfs_default_platform() -> None:
+    """Ascend and ROCm run no piecewise (prefill) graphs (v0.5.10 server_args.py:1100-1102), so
+    the 0.5.10 default on an NPU has no piecewise reserve, while a CUDA log that enables them
+    reserves 8 MiB per captured size (v0.5.10 server_args.py:1397-1413 sizes)."""
+    knobs = {"mem_fraction_static": None, "chunked_prefill_size": 8192, "cuda_graph_max_bs": 256}
+    npu = inputs(version=("0.5.10", "0.5.10"), knobs={**knobs, "device": "npu"})
+    cuda = inputs(
+        version=("0.5.10", "0.5.10"), knobs={**knobs, "disable_piecewise_cuda_graph": False}
+    )
+    gpu = Settings(gpu_memory_mib=65_536, cuda_graph_max_bs=256)
+    on_npu = default_mem_fraction_static(npu, gpu)
+    on_cuda = default_mem_fraction_static(cuda, gpu)
+    assert on_npu is not None and on_cuda is not None
+    assert any("rule mfs_default_platform" in note for note in on_npu.notes)
+    from memledger.sizing.defaults import piecewise_token_sizes
+
+    assert on_cuda.reserved_mib - on_npu.reserved_mib == len(piecewise_token_sizes(8192)) * 8

@@ -75,7 +75,7 @@ def test_changes_between_is_half_open_and_ordered() -> None:
     crossed = [c.id for c in changes_between(version_code("0.5.2"), version_code("0.5.10"))]
     assert "mfs_gpu_class_to_formula" in crossed  # 0.5.3
     assert "piecewise_graphs_on" in crossed and "spec_reserve_4g" in crossed  # 0.5.10
-    assert "mfs_by_tp_to_gpu_class" not in crossed  # 0.4.8: before base
+    assert "mfs_by_tp_to_gpu_class" not in crossed  # 0.4.7.post1: before base
     assert "mfs_graph_reserve" not in crossed  # 0.5.14: after head
     releases = [version_code(c.release) for c in changes_between(0, 1 << 40)]
     assert releases == sorted(releases)
@@ -313,3 +313,16 @@ def test_bad_release_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert code == 2 and code != EXIT_OK
     assert err.count("\n") == 1 and "--head-version" in err and "0.5.10" in err
+
+
+def test_gpu_class_reserve_is_dated_0_4_7_post1() -> None:
+    """The bucket reserve arrived in 0.4.7.post1 (v0.4.7.post1 server_args.py:261-300; v0.4.7
+    :253-282 still has the TP table), not 0.4.8: an upgrade from 0.4.6 to code 0.4.7 crosses
+    it, one from 0.4.7 to 0.4.8 does not."""
+    change = next(c for c in CHANGES if c.id == "mfs_by_tp_to_gpu_class")
+    assert change.release == "0.4.7.post1"
+    assert change.new_source.startswith("v0.4.7.post1 server_args.py:261-300")
+    into = changes_between(version_code("0.4.6"), version_code("0.4.7"))
+    assert "mfs_by_tp_to_gpu_class" in [c.id for c in into]
+    past = changes_between(version_code("0.4.7"), version_code("0.4.8"))
+    assert "mfs_by_tp_to_gpu_class" not in [c.id for c in past]

@@ -46,10 +46,11 @@ RANK_AGNOSTIC = frozenset(
         EventKind.PROCESS_EXIT,
         EventKind.POOL_EXHAUSTED,
         EventKind.GPU_CAPACITY_FALLBACK,
+        EventKind.MFS_VLM_ADJUSTED,
         EventKind.PLATFORM_MARKER,
     }
 )
-BEFORE_STARTUP = frozenset({EventKind.GPU_CAPACITY_FALLBACK})
+BEFORE_STARTUP = frozenset({EventKind.GPU_CAPACITY_FALLBACK, EventKind.MFS_VLM_ADJUSTED})
 """Rank-agnostic lines SGLang prints while building ServerArgs, before the `server_args` line
 that starts a startup: they belong to the startup that follows them."""
 # the readings `rank_key_values` takes from a rank's events: the first event of a kind with a size

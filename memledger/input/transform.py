@@ -356,6 +356,17 @@ class _HeadReader:
     def hicache_host(self, head: _Head) -> None:
         head.values["pool"] = "mamba" if "Mamba" in head.message else "kv"
 
+    def mfs_reduced(self, head: _Head) -> None:
+        numbers = head.tokens("NUMBER")
+        if numbers:
+            head.builder.put("mem_fraction_static", RawValue("num", numbers[-1]))
+
+    def mfs_vlm_adjusted(self, head: _Head) -> None:
+        numbers = head.tokens("NUMBER")
+        if len(numbers) >= 2:
+            head.builder.put("mem_fraction_static_before", RawValue("num", numbers[0]))
+            head.builder.put("mem_fraction_static", RawValue("num", numbers[1]))
+
     def post_capture_kv(self, head: _Head) -> None:
         if "draft" in head.message.split(":", 1)[-1][:40]:
             head.values["draft"] = True

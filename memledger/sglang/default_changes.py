@@ -82,12 +82,12 @@ CHANGES: tuple[DefaultChange, ...] = (
             "GiB < 90 GiB, (12 + tp x pp / 2) GiB < 160 GiB, else 32 GiB; + 2 GiB speculative, "
             "+ 4 GiB DP attention"
         ),
-        release="0.4.8",
+        release="0.4.7.post1",
         old_source="v0.4.7 server_args.py:253-282",
-        new_source="v0.4.8 server_args.py:274-315",
+        new_source="v0.4.7.post1 server_args.py:261-300 (v0.4.8 :274-315)",
         effect=Effect.FRACTION,
-        applies="0.4.7.post1 has it already (v0.4.7.post1 server_args.py:261-300); a version "
-        "code cannot tell 0.4.7.post1 from 0.4.7",
+        applies="a version code cannot tell 0.4.7.post1 from 0.4.7 (0.4.7 still has the TP "
+        "table): an upgrade from a 0.4.7 log is taken as already past it",
     ),
     DefaultChange(
         id="mfs_gpu_class_to_formula",

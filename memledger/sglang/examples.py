@@ -426,4 +426,26 @@ EXAMPLES: tuple[Example, ...] = (
         {"using_min": "124546 MiB"},
         {},
     ),
+    Example(
+        # v0.4.5 model_executor/model_runner.py:273-278 (x 0.90; allenai/olmocr#105)
+        "Automatically reduce --mem-fraction-static to 0.720 because this is a multimodal model.",
+        EventKind.MFS_REDUCED,
+        {},
+        {"mem_fraction_static": 0.72},
+    ),
+    Example(
+        # v0.4.10 server_args.py:1981-1985 (adjust_mem_fraction_for_vlm)
+        "Multimodal model: Dynamically adjusted --mem-fraction-static from: 0.871 to: 0.828.",
+        EventKind.MFS_VLM_ADJUSTED,
+        {},
+        {"mem_fraction_static_before": 0.871, "mem_fraction_static": 0.828},
+    ),
+    Example(
+        # v0.4.0 model_executor/model_runner.py:113-118 (x 0.95, the value not printed)
+        "Automatically turn off --chunked-prefill-size and adjust --mem-fraction-static for "
+        "multimodal models.",
+        EventKind.MFS_REDUCED,
+        {},
+        {},
+    ),
 )

@@ -140,6 +140,19 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec(
         "gpu_capacity_fallback", "Failed to get GPU memory capacity", ("GPU memory capacity",)
     ),
+    # multimodal mem_fraction_static reduction (v0.4.2 - v0.4.8 model_executor/model_runner.py,
+    # v0.4.10 server_args.py:1984, v0.3.0 - v0.4.0 model_runner.py without the value)
+    LineSpec(
+        "mfs_reduced",
+        r"Automatically (?:reduce|turn off --chunked-prefill-size and adjust) "
+        r"--mem-fraction-static",
+        ("Automatically reduce --mem", "adjust --mem-fraction-static for multimodal"),
+    ),
+    LineSpec(
+        "mfs_vlm_adjusted",
+        "Multimodal model: Dynamically adjusted --mem-fraction-static",
+        ("Dynamically adjusted --mem",),
+    ),
     # ---- platform and outcome evidence (matched by memledger.input.parsing, not by the grammar)
     LineSpec("platform_marker", words=tuple(m.text for m in PLATFORM_MARKERS)),
     LineSpec("ready", words=("fired up",)),

@@ -9,25 +9,14 @@ rule gets a new entry with its own range; the old entry keeps its `last`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+# re-exported: memledger.diagnosis reads the chunked-prefill table from here
+from memledger.sglang.fraction_rules import CHUNKED_PREFILL_BY_GPU as CHUNKED_PREFILL_BY_GPU
+from memledger.sglang.fraction_rules import CHUNKED_PREFILL_LARGE_GPU as CHUNKED_PREFILL_LARGE_GPU
+from memledger.sglang.fraction_rules import FRACTION_RULES
 
 # re-exported: the sizing model and its tests read the release helpers from here too
 from memledger.sglang.release_markers import version_code as version_code
-
-
-@dataclass(frozen=True)
-class SizingRule:
-    """One step of SGLang's pool sizing, valid for a release range."""
-
-    id: str
-    title: str
-    formula: str
-    first: str | None
-    """First release the rule holds for (None: since the oldest release read)."""
-    last: str | None
-    """Last release the rule holds for (None: still in the newest release read, 0.5.23)."""
-    source: str
-
+from memledger.sglang.rule_record import SizingRule as SizingRule
 
 RULES: tuple[SizingRule, ...] = (
     SizingRule(
@@ -376,117 +365,9 @@ RULES: tuple[SizingRule, ...] = (
             "v0.5.16 disaggregation/decode.py:135 (size + pre_alloc_size + 1)"
         ),
     ),
-    SizingRule(
-        id="mfs_default",
-        title="mem_fraction_static default from GPU capacity (inferred when not printed)",
-        formula=(
-            "reserved = 512 + max(chunked_prefill, 2048) x 1.5 + cuda_graph_max_bs x 2 "
-            "+ tp x pp / 8 x 1024 (+ DP-attention terms) (+ piecewise graphs: #tokens x 8, "
-            "MLA 1536, 0.5.10+); >60 GiB GPU: max(reserved, 10240); + speculative 2048 "
-            "(4096 from 0.5.10; STANDALONE 6144); mfs = round((gpu_mib - reserved) / gpu_mib, 3)"
-        ),
-        first="0.5.3",
-        last="0.5.13",
-        source="v0.5.8 server_args.py:988-1031; v0.5.10 server_args.py:1280-1329",
-    ),
-    SizingRule(
-        id="mfs_default_tp",
-        title="mem_fraction_static default by tensor-parallel size alone (no GPU capacity)",
-        formula="tp >= 16: 0.79; >= 8: 0.81; >= 4: 0.85; >= 2: 0.87; else 0.88",
-        first="0.4.0",
-        last="0.4.5",
-        source=(
-            "v0.4.1 server_args.py:170-180; v0.4.5 :233-243 (v0.3.6 :156-166 has 0.82 at "
-            "tp >= 8); memledger.sglang.legacy_defaults"
-        ),
-    ),
-    SizingRule(
-        id="mfs_default_tp_80g",
-        title="mem_fraction_static default by tp x pp on GPUs up to 80 GiB",
-        formula=(
-            "G <= 80 GiB: the mfs_default_tp step of tp x pp (0.4.7: x 0.95 with speculative "
-            "decoding); above 80 GiB each post release differs: not modelled"
-        ),
-        first="0.4.6",
-        last="0.4.7",
-        source=(
-            "v0.4.6 server_args.py:224-238; v0.4.6.post2 :226-247; v0.4.7 :253-282 "
-            "(0.4.7.post1 already has mfs_default_buckets); memledger.sglang.legacy_defaults"
-        ),
-    ),
-    SizingRule(
-        id="mfs_default_buckets",
-        title="mem_fraction_static default from a reserve per GPU-capacity bucket",
-        formula=(
-            "reserved GiB: G < 35 GiB: 2.8 + tp x pp / 10; < 90: 9.5 + tp x pp / 2; < 160: "
-            "12 + tp x pp / 2; else 32; + 2 speculative (STANDALONE 6), + 4 DP attention; "
-            "mfs = round((G - reserved) / G, 3)"
-        ),
-        first="0.4.7",
-        last="0.5.2",
-        source=(
-            "v0.4.7.post1 server_args.py:261-300 (code 0.4.7 also holds mfs_default_tp_80g); "
-            "v0.4.8 :274-315; v0.4.10 :286-327; v0.5.2 :452-498"
-        ),
-    ),
-    SizingRule(
-        id="mfs_vlm_factor",
-        title="A multimodal model's default mem_fraction_static is scaled by its ViT size",
-        formula=(
-            "mfs x 0.95 x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05); L, H: "
-            "vision_config num_hidden_layers (24 when absent), hidden_size (1024 when absent)"
-        ),
-        first="0.4.10",
-        last="0.5.13",
-        source=(
-            "v0.5.10 server_args.py:6396-6431 (adjust_mem_fraction_for_vlm), applied at "
-            ":1331-1334 when model_config.is_multimodal and not language_only; v0.4.10 :335 "
-            "(first applied), v0.5.9 :5483, v0.5.13 :7774 (same code)"
-        ),
-    ),
-    SizingRule(
-        id="bench_one_batch_graphs",
-        title="bench_one_batch: the default saw the GPU's cuda_graph_max_bs, not --batch-size",
-        formula=(
-            "ServerArgs defaults (mem_fraction_static included) first, then cuda_graph_max_bs = "
-            "max(--batch-size): the captured graphs are the bench's batch sizes"
-        ),
-        first="0.5.3",
-        last="0.5.14",
-        source=(
-            "v0.5.9 bench_one_batch.py:801 (ServerArgs.from_cli_args), :754 (then "
-            "cuda_graph_max_bs = max(batch_size)), :266 (the bare max_total_num_tokens= print); "
-            "v0.5.13 :943; v0.5.14 :956 (cuda_graph_config decode max_bs)"
-        ),
-    ),
-    SizingRule(
-        id="mfs_default_graphs",
-        title="mem_fraction_static default with the graph reserve, no speculative reserve",
-        formula=(
-            "reserved = 512 + activation_tokens x 1.5 + tp x pp / 8 x 1024 + graphs "
-            "(decode max_bs x 2 unless PD prefill; DP attention max_bs x dp x 3 (+1.5 when "
-            "max_bs > 300); prefill graphs #tokens x 8, MLA 1536, unless PD decode); >60 GiB GPU: "
-            "max(reserved, 10240); + DeepEP 2048; activation_tokens = max(chunked_prefill, 2048) "
-            "(PD decode: max(max_running_requests x draft_tokens, 2048))"
-        ),
-        first="0.5.14",
-        last=None,
-        source=(
-            "v0.5.16 server_args.py:4053-4088 (main), :4164-4196 (reserve_for_graph_mb), "
-            ":4198-4210 (DeepEP)"
-        ),
-    ),
+    *FRACTION_RULES,
 )
 
-MFS_VLM_BASE = 0.95
-MFS_VLM_SENSITIVITY = 0.1
-MFS_VLM_FACTOR_MIN = 0.8
-MFS_VLM_FACTOR_MAX = 1.05
-MFS_VLM_BASELINE_LAYERS = 24
-MFS_VLM_BASELINE_HIDDEN = 1024
-"""adjust_mem_fraction_for_vlm: v0.5.10 server_args.py:6396-6431 (the same code 0.5.9 - 0.5.13)."""
-CAPACITY_CAP_MIB = 288 * 1024
-"""The largest capacity the default's range is reported up to (an MI355X: 288 GiB)."""
 
 # Ascend DSA geometry (DeepSeek-V3.2 config.json: kv_lora_rank 512, qk_rope_head_dim 64,
 # index_head_dim 128) and the indexer's quant block: v0.5.8 mem_cache/memory_pool.py:1677
@@ -503,63 +384,6 @@ FP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16
 # Mamba requests-per-slot ratio terms: v0.5.8 model_executor/model_runner_kv_cache_mixin.py:37-39.
 MAMBA_EXTRA_BUFFER_OVERLAP = 2
 MAMBA_EXTRA_BUFFER_NO_OVERLAP = 1
-
-# chunked_prefill_size default by GPU capacity (MiB upper bound -> tokens): v0.5.8
-# server_args.py:904-950 (_handle_gpu_memory_settings); above the last bound: 16384.
-CHUNKED_PREFILL_BY_GPU: tuple[tuple[int, int], ...] = (
-    (20 * 1024, 2048),
-    (35 * 1024, 2048),
-    (60 * 1024, 4096),
-    (90 * 1024, 8192),
-    (160 * 1024, 8192),
-)
-CHUNKED_PREFILL_LARGE_GPU = 16384
-CHUNKED_PREFILL_NO_GPU = 4096
-
-# cuda_graph_max_bs default by GPU capacity (MiB upper bound -> (tp < 4, tp >= 4)): v0.5.10
-# server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981 (same table); above: 512.
-CUDA_GRAPH_MAX_BS_BY_GPU: tuple[tuple[int, int, int], ...] = (
-    (20 * 1024, 8, 8),
-    (35 * 1024, 24, 80),
-    (60 * 1024, 32, 160),
-    (90 * 1024, 256, 512),
-    (160 * 1024, 256, 512),
-)
-CUDA_GRAPH_MAX_BS_LARGE_GPU = 512
-CUDA_GRAPH_MAX_BS_TP_SPLIT = 4
-
-# Piecewise (prefill) graph token sizes as (start, stop, step) ranges, capped at the max tokens
-# (chunked_prefill_size; 2048 for MLA): v0.5.10 server_args.py:1397-1413.
-PIECEWISE_TOKEN_RANGES: tuple[tuple[int, int | None, int], ...] = (
-    (4, 33, 4),
-    (48, 257, 16),
-    (288, 513, 32),
-    (576, 1025, 64),
-    (1280, 4097, 256),
-    (4608, None, 512),
-)
-PIECEWISE_MLA_MAX_TOKENS = 2048
-
-# mem_fraction_static default terms (MiB): v0.5.10 server_args.py:1280-1329,
-# v0.5.16 server_args.py:4053-4210.
-MFS_BASE_MIB = 512
-MFS_ACTIVATION_MIB_PER_TOKEN = 1.5
-MFS_ACTIVATION_MIN_TOKENS = 2048
-MFS_GRAPH_MIB_PER_BS = 2
-MFS_DP_MIB_PER_BS = 3
-MFS_DP_LARGE_BS = 300
-MFS_DP_LARGE_MIB_PER_BS = 1.5
-MFS_PIECEWISE_MIB_PER_SIZE = 8
-MFS_PIECEWISE_MLA_MIB = 1536
-MFS_LARGE_GPU_MIB = 60 * 1024
-MFS_LARGE_GPU_FLOOR_MIB = 10 * 1024
-MFS_SPEC_MIB_OLD = 2048
-"""Speculative reserve before 0.5.10 (v0.5.8 server_args.py:1019-1025)."""
-MFS_SPEC_MIB = 4096
-"""Speculative reserve 0.5.10 - 0.5.13 (v0.5.10 server_args.py:1316-1322)."""
-MFS_STANDALONE_MIB = 6144
-MFS_DEEPEP_MIB = 2048
-MFS_PIECEWISE_SINCE = "0.5.10"
 
 RULE: dict[str, SizingRule] = {rule.id: rule for rule in RULES}
 

@@ -9,14 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memledger.events import ParamValue
-from memledger.sglang.legacy_defaults import (
-    MFS_BUCKET_RESERVE,
-    MFS_TP_MAX_GPU_MIB,
-    bucket_reserve_gib,
-    legacy_mem_fraction_static,
-    legacy_rules,
-)
-from memledger.sglang.sizing_rules import (
+from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
     CHUNKED_PREFILL_BY_GPU,
     CHUNKED_PREFILL_LARGE_GPU,
@@ -41,6 +34,15 @@ from memledger.sglang.sizing_rules import (
     MFS_STANDALONE_MIB,
     PIECEWISE_MLA_MAX_TOKENS,
     PIECEWISE_TOKEN_RANGES,
+)
+from memledger.sglang.legacy_defaults import (
+    MFS_BUCKET_RESERVE,
+    MFS_TP_MAX_GPU_MIB,
+    bucket_reserve_gib,
+    legacy_mem_fraction_static,
+    legacy_rules,
+)
+from memledger.sglang.sizing_rules import (
     RULE,
     version_code,
 )
@@ -48,6 +50,8 @@ from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.settings import Settings
 
 DEFAULT_MAX_PREFILL_TOKENS = 16384
+NO_PIECEWISE_BACKENDS = ("ascend", "aiter", "wave")
+"""Attention backends only ROCm (aiter, wave) or Ascend (ascend) run: rule mfs_default_platform."""
 
 
 @dataclass(frozen=True)
@@ -447,6 +451,12 @@ def _prefill_graph_reserve(
     if knobs.get("disable_piecewise_cuda_graph") is False:
         sizes = piecewise_token_sizes(chunked if chunked > 0 else PIECEWISE_MLA_MAX_TOKENS)
         return float(len(sizes) * MFS_PIECEWISE_MIB_PER_SIZE)
+    if knobs.get("device") == "npu" or knobs.get("attention_backend") in NO_PIECEWISE_BACKENDS:
+        notes.append(
+            "piecewise (prefill) graphs are off on ROCm and Ascend: their reserve is 0 (rule "
+            "mfs_default_platform)"
+        )
+        return 0.0
     notes.append(
         "no prefill/piecewise graph capture in the log and no disable_piecewise_cuda_graph "
         "setting: its reserve is taken as 0 (SGLang disables these graphs on AMD, NPU, "

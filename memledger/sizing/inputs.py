@@ -7,6 +7,7 @@ from memledger.model_config import ModelDims
 from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.release_markers import VersionRange, release_range
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
+from memledger.sizing.fraction import PrintedFraction
 from memledger.units import GIB
 
 # server_args knobs the sizing rules read (None when the log does not give them)
@@ -138,6 +139,9 @@ class SizingInputs(Record):
     theoretical_cell_bytes: int | None = None
     """Bytes per token of the target KV from --model-config (None without one)."""
     theoretical_cell_note: str = ""
+    printed_fraction: PrintedFraction | None = None
+    """A mem_fraction_static line besides server_args (multimodal reduction, 0.4.10's ViT
+    adjustment): the value SGLang sized with, measured."""
 
 
 def _reading(event: Event | None, key: str, note: str = "") -> Reading | None:
@@ -164,6 +168,35 @@ def _min_over_ranks(parsed: ParsedLog, own: Reading | None, key: str) -> Reading
         return own.model_copy(update={"note": f"min of {len(values)} ranks"})
     return own.model_copy(
         update={"bytes": lowest_bytes, "note": f"min of {len(values)} ranks (not rank 0)"}
+    )
+
+
+def _begin_from_load_end(parsed: ParsedLog, load_end: Event | None) -> Reading | None:
+    """P when no load-begin line was printed (a fragment): the load end's `avail mem` plus its
+    `mem usage`, which SGLang prints as before_avail_memory - after_avail_memory (v0.5.8
+    model_executor/model_runner.py:806,947-955; v0.4.6.post2 :424,503): their sum is the free
+    memory before the weights, to both printings' rounding. The minimum over the ranks that
+    printed both."""
+    if load_end is None or "avail" not in load_end.sizes or "usage" not in load_end.sizes:
+        return None
+    avail, usage = load_end.sizes["avail"], load_end.sizes["usage"]
+    if usage.bytes < 0:
+        return None
+    sums: list[float] = []
+    for info in parsed.startup.ranks:
+        rank_avail = info.key_values.get("load_end_avail")
+        rank_usage = info.key_values.get("load_end_usage")
+        if isinstance(rank_avail, int | float) and isinstance(rank_usage, int | float):
+            sums.append(float(rank_avail) + float(rank_usage))
+    own = avail.bytes + usage.bytes
+    note = "load-end avail + mem usage (no load-begin line), rank 0 only"
+    if len(sums) >= 2:
+        lowest = round(min(sums) * GIB)
+        note = f"load-end avail + mem usage (no load-begin line), min of {len(sums)} ranks"
+        if lowest < own:
+            own, note = lowest, note + " (not rank 0)"
+    return Reading(
+        bytes=own, half_ulp=avail.half_ulp + usage.half_ulp, line=load_end.line, note=note
     )
 
 
@@ -254,6 +287,8 @@ def sizing_inputs(
     first_load_end = next((e for e in events if e.kind is EventKind.LOAD_END), None)
     budget_event = load_ends[-1] if load_ends else None
     p = _min_over_ranks(parsed, _reading(load_begin, "avail"), "load_begin_avail")
+    if p is None:
+        p = _begin_from_load_end(parsed, first_load_end)
     a_own = _reading(budget_event, "avail")
     if budget_event is not None and budget_event is first_load_end:
         a = _min_over_ranks(parsed, a_own, "load_end_avail")
@@ -376,6 +411,10 @@ def sizing_inputs(
     model_type = first_load_end.values.get("type") if first_load_end is not None else None
     rest_event = next((e for e in before if e.kind is EventKind.ASCEND_KV_AVAIL), None)
     dating = release_range(events)
+    fraction_event = next(
+        (e for e in before if e.kind in (EventKind.MFS_REDUCED, EventKind.MFS_VLM_ADJUSTED)),
+        None,
+    )
     return SizingInputs(
         path=parsed.path,
         logged_rest=_reading(rest_event, "avail_kv", "the rest as the log printed it"),
@@ -412,4 +451,23 @@ def sizing_inputs(
         state_logged_bytes=state,
         theoretical_cell_bytes=cell,
         theoretical_cell_note=cell_note,
+        printed_fraction=_printed_fraction(fraction_event),
+    )
+
+
+def _printed_fraction(event: Event | None) -> PrintedFraction | None:
+    if event is None:
+        return None
+
+    def number(key: str) -> float | None:
+        value = event.values.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+
+    return PrintedFraction(
+        line=event.line,
+        value=number("mem_fraction_static"),
+        before=number("mem_fraction_static_before"),
+        shape="vlm" if event.kind is EventKind.MFS_VLM_ADJUSTED else "runner",
     )

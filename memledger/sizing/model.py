@@ -12,6 +12,7 @@ from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE, version_code
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
+from memledger.sizing.fraction import used_fraction
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.requests import req_to_token, spec_headroom
 from memledger.sizing.settings import Settings, Term, base_settings, dp_of
@@ -136,6 +137,11 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     terms: list[Term] = []
     p, a, mfs = inputs.load_begin, inputs.budget_avail, settings.mem_fraction_static
     default = None
+    printed = inputs.printed_fraction
+    vlm_line = None
+    if mfs is None and printed is not None and printed.shape == "vlm" and printed.value:
+        if settings.gpu_memory_mib is None:
+            mfs, vlm_line = printed.value, printed.line
     if mfs is None:
         default = default_mem_fraction_static(inputs, settings)
         if default is not None:
@@ -181,21 +187,54 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             terms=terms,
             notes=notes,
         )
-    given = mfs == base_settings(inputs).mem_fraction_static
+    base = base_settings(inputs)
+    given = mfs == base.mem_fraction_static
+    source = (
+        f"{default.basis} ({RULE[default.rule].source})"
+        if default
+        else (f"server_args line {inputs.server_args_line}" if given else "--set")
+    )
+    if vlm_line is not None:
+        source = (
+            f"line {vlm_line}, 0.4.10's ViT adjustment of the default "
+            f"({RULE['mfs_vlm_factor'].source})"
+        )
     terms.append(
         Term(
             name="mem_fraction_static",
             value=mfs,
             unit="fraction",
-            kind="inferred" if default else ("given" if given else "what-if"),
-            source=(
-                f"{default.basis} ({RULE[default.rule].source})"
-                if default
-                else (f"server_args line {inputs.server_args_line}" if given else "--set")
-            ),
-            rule=default.rule if default else None,
+            kind="measured"
+            if vlm_line is not None
+            else ("inferred" if default else ("given" if given else "what-if")),
+            source=source,
+            rule="mfs_vlm_factor" if vlm_line is not None else (default.rule if default else None),
         )
     )
+    used = used_fraction(
+        inputs.version,
+        dict(inputs.knobs),
+        printed,
+        mfs,
+        own=settings.mem_fraction_static == base.mem_fraction_static,
+        context_len=settings.context_length,
+        base_context_len=base.context_length,
+        inferred=default is not None or vlm_line is not None,
+    )
+    mfs_half = 0.0
+    if used is not None:
+        notes.extend(used.notes)
+        terms.append(
+            Term(
+                name="mem_fraction_static used",
+                value=used.value,
+                unit="fraction",
+                kind=used.kind,
+                source=used.source,
+                rule=used.rule,
+            )
+        )
+        mfs, mfs_half = used.value, used.half_ulp
     cell = build_cell(inputs, settings, notes)
     slack = round(p.bytes * (1 - mfs))
     rest = a.bytes - slack
@@ -332,8 +371,8 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
 
     tokens = tokens_of(kv_budget, cell.bytes)
     # the ± range: every printed input at the end of its rounding interval
-    slack_hi = round((p.bytes + p.half_ulp) * (1 - mfs))
-    slack_lo = round((p.bytes - p.half_ulp) * (1 - mfs))
+    slack_hi = round((p.bytes + p.half_ulp) * (1 - mfs + mfs_half))
+    slack_lo = round((p.bytes - p.half_ulp) * (1 - mfs - mfs_half))
     state_half = 0
     if inputs.mamba is not None and k is not None:
         state_half = round(

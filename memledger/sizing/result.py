@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from memledger.record import ConfigDict, Field, Record
-from memledger.sglang.sizing_rules import (
+from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
     MFS_VLM_BASE,
     MFS_VLM_FACTOR_MAX,
