@@ -44,16 +44,23 @@ needs_real = pytest.mark.usefixtures("_real_logs")
 # --- the table ----------------------------------------------------------------------------------
 
 
+def _release_key(text: str) -> tuple[int, int]:
+    """(version code, post number): 0.4.7 < 0.4.7.post1 < 0.4.8, which a code alone cannot say."""
+    post = re.search(r"\.post(\d+)$", text)
+    return version_code(text), int(post.group(1)) if post else 0
+
+
 def test_every_change_is_dated_and_cited_in_both_releases() -> None:
     for change in CHANGES:
-        code = version_code(change.release)
-        assert code > 0, change.id
+        code = _release_key(change.release)
+        assert code[0] > 0, change.id
         # each side cites a release (vX path:line): the old one before `release`, the new one at it
-        old = re.findall(r"v(\d+\.\d+\.\d+)\S* [\w/]+\.py:\d+", change.old_source)
-        new = re.findall(r"v(\d+\.\d+\.\d+)\S* [\w/]+\.py:\d+", change.new_source)
+        cited = r"v(\d+\.\d+\.\d+(?:\.post\d+)?)\S* [\w/]+\.py:\d+"
+        old = re.findall(cited, change.old_source)
+        new = re.findall(cited, change.new_source)
         assert old and new, change.id
-        assert all(version_code(v) < code for v in old), change.id
-        assert any(version_code(v) >= code for v in new), change.id
+        assert all(_release_key(v) < code for v in old), change.id
+        assert any(_release_key(v) >= code for v in new), change.id
 
 
 def test_rule_backed_changes_sit_between_their_rules() -> None:
