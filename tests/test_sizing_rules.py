@@ -883,3 +883,30 @@ def test_rule_mfs_default_platform() -> None:
     from memledger.sizing.defaults import piecewise_token_sizes
 
     assert on_cuda.reserved_mib - on_npu.reserved_mib == len(piecewise_token_sizes(8192)) * 8
+
+
+def test_rule_budget_from_the_printed_rest() -> None:
+    """Ascend builds print SGLang's rest A - P x (1 - mfs) ('The available memory for KV cache
+    is X GB'); a fragment without P or mem_fraction_static is then divided from it (rule
+    tokens: int(rest) // cell, page-floored), marked measured; a what-if on the fraction has
+    no such print to stand on and says what is missing."""
+    cell = 1 << 20
+    read = inputs(
+        version=("0.5.10", "0.5.10"),
+        knobs={"mem_fraction_static": None, "page_size": 128},
+        target=[pool(5000, cell, pad=128)],
+    ).model_copy(
+        update={
+            "load_begin": None,
+            "logged_rest": Reading(bytes=gib(5), half_ulp=gib(0.005), line=7, note="printed"),
+        }
+    )
+    pred = predict(read)
+    assert pred.tokens == gib(5) // cell // 128 * 128
+    assert pred.slack_bytes is None and pred.rest_bytes == gib(5)
+    rest = next(t for t in pred.terms if t.name == "rest (printed)")
+    assert rest.kind == "measured" and "line 7" in rest.source
+    assert pred.tokens_low is not None and pred.tokens_high is not None
+    assert pred.tokens_low < pred.tokens <= pred.tokens_high  # 5 GiB is a whole page count
+    what = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.8}))
+    assert what.tokens is None and what.missing == "the log has no load-begin avail reading (P)"

@@ -13,7 +13,7 @@ from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE, ve
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.fraction import used_fraction
-from memledger.sizing.inputs import SizingInputs
+from memledger.sizing.inputs import Reading, SizingInputs
 from memledger.sizing.requests import req_to_token, spec_headroom
 from memledger.sizing.settings import Settings, Term, base_settings, dp_of
 from memledger.units import GIB
@@ -148,29 +148,32 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             mfs = default.value
             notes.extend(default.notes)
     budget = RULE["budget"].source
-    if p is None:
+    # a fork's own print of the rest (Ascend) stands in for P, A and mfs when one is missing
+    printed_rest = inputs.logged_rest if own_settings else None
+    if p is None and printed_rest is None:
         return Prediction(missing="the log has no load-begin avail reading (P)", notes=notes)
-    if a is None:
+    if a is None and printed_rest is None:
         return Prediction(missing="the log has no load-end avail reading (A)", notes=notes)
-    terms.append(
-        Term(
-            name="P (free before weights)",
-            value=p.bytes,
-            unit="bytes",
-            kind="measured",
-            source=f"line {p.line}, {p.note}",
+    if p is not None and a is not None:
+        terms.append(
+            Term(
+                name="P (free before weights)",
+                value=p.bytes,
+                unit="bytes",
+                kind="measured",
+                source=f"line {p.line}, {p.note}",
+            )
         )
-    )
-    terms.append(
-        Term(
-            name="A (free when sized)",
-            value=a.bytes,
-            unit="bytes",
-            kind="measured",
-            source=f"line {a.line}, {a.note}",
+        terms.append(
+            Term(
+                name="A (free when sized)",
+                value=a.bytes,
+                unit="bytes",
+                kind="measured",
+                source=f"line {a.line}, {a.note}",
+            )
         )
-    )
-    if mfs is None:
+    if mfs is None and printed_rest is None:
         why = (
             "mem_fraction_static is not in the log (no server_args) and SGLang's default for it "
             "depends on the GPU capacity, which the log does not print (--set gpu_memory_mib=N "
@@ -188,6 +191,9 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             notes=notes,
         )
     base = base_settings(inputs)
+    if p is None or a is None or mfs is None:
+        assert printed_rest is not None
+        return _tail(inputs, settings, _printed_budget(printed_rest, terms, notes), terms, notes)
     given = mfs == base.mem_fraction_static
     source = (
         f"{default.basis} ({RULE[default.rule].source})"
@@ -235,7 +241,6 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             )
         )
         mfs, mfs_half = used.value, used.half_ulp
-    cell = build_cell(inputs, settings, notes)
     slack = round(p.bytes * (1 - mfs))
     rest = a.bytes - slack
     terms.append(
@@ -258,6 +263,59 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             rule="budget",
         )
     )
+    # the ± range: every printed input at the end of its rounding interval
+    slack_hi = round((p.bytes + p.half_ulp) * (1 - mfs + mfs_half))
+    slack_lo = round((p.bytes - p.half_ulp) * (1 - mfs - mfs_half))
+    window = Budget(
+        rest=rest,
+        high=a.bytes + a.half_ulp - slack_lo,
+        low=a.bytes - a.half_ulp - slack_hi,
+        slack=slack,
+    )
+    return _tail(inputs, settings, window, terms, notes)
+
+
+class Budget(Record):
+    """The rest SGLang divides into tokens, with the range the printing precision allows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rest: int
+    high: int
+    low: int
+    slack: int | None = None
+    """P x (1 - mfs); None when the rest is the log's own print."""
+
+
+def _printed_budget(rest: Reading, terms: list[Term], notes: list[str]) -> Budget:
+    """The rest as a fork prints it (`The available memory for KV cache is X GB`, Ascend)."""
+    terms.append(
+        Term(
+            name="rest (printed)",
+            value=rest.bytes,
+            unit="bytes",
+            kind="measured",
+            source=f"line {rest.line}, {rest.note} (stands in for A - P x (1 - mfs))",
+        )
+    )
+    notes.append(
+        "P, A or mem_fraction_static is not in the log: the tokens are divided from the rest "
+        "the log prints (its Ascend builds print SGLang's A - P x (1 - mfs))"
+    )
+    return Budget(rest=rest.bytes, high=rest.bytes + rest.half_ulp, low=rest.bytes - rest.half_ulp)
+
+
+def _tail(
+    inputs: SizingInputs,
+    settings: Settings,
+    budget: Budget,
+    terms: list[Term],
+    notes: list[str],
+) -> Prediction:
+    """State slots, cell, tokens and request table from the budget's rest."""
+    own_settings = settings == base_settings(inputs)
+    rest, slack = budget.rest, budget.slack
+    cell = build_cell(inputs, settings, notes)
 
     def state_for(rest_bytes: int, per_slot: float, k_logged: int) -> tuple[int, int]:
         """(slots, bytes taken out of the budget) under the rule of this release."""
@@ -371,8 +429,6 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
 
     tokens = tokens_of(kv_budget, cell.bytes)
     # the ± range: every printed input at the end of its rounding interval
-    slack_hi = round((p.bytes + p.half_ulp) * (1 - mfs + mfs_half))
-    slack_lo = round((p.bytes - p.half_ulp) * (1 - mfs - mfs_half))
     state_half = 0
     if inputs.mamba is not None and k is not None:
         state_half = round(
@@ -380,8 +436,8 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             / (inputs.mamba.slots + 1)
             * (k + 1)
         )
-    high = tokens_of(a.bytes + a.half_ulp - slack_lo - state + state_half, cell.bytes - cell.half)
-    low = tokens_of(a.bytes - a.half_ulp - slack_hi - state - state_half, cell.bytes + cell.half)
+    high = tokens_of(budget.high - state + state_half, cell.bytes - cell.half)
+    low = tokens_of(budget.low - state - state_half, cell.bytes + cell.half)
     swa_tokens = None
     if cell.swa_ratio is not None:
         swa_tokens = _page_floor(int(tokens * cell.swa_ratio), settings.page_size, True)
