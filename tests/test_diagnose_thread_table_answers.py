@@ -219,3 +219,32 @@ def test_38861_a_bare_capture_oom_says_what_a_value_needs() -> None:
     assert result.phase.value == "graph_capture"
     assert "lower --cuda-graph-max-bs" in result.verdict
     assert "add the server_args and `Load weight begin` lines" in result.verdict
+
+
+AITER_18263 = [
+    "[2026-07-15 13:14:53] Load weight end. elapsed=19.09 s, type=Qwen3MoeForCausalLM, avail "
+    "mem=230.20 GB, mem usage=56.98 GB.",
+    "[2026-07-15 13:14:54] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1669816, K size: "
+    "76.44 GB, V size: 76.44 GB",
+    "[2026-07-15 13:14:54] Memory pool end. avail mem=74.01 GB",
+    "Capturing batches (bs=496 avail_mem=20.14 GB):   2%|▊    | 1/52 [00:03<03:17,  3.88s/it]",
+]
+"""sglang PR #18263's log (Qwen3-30B-A3B on AMD with the AITER attention backend, mfs 0.911)."""
+
+
+def test_18263_a_workspace_taken_after_the_pool_is_named() -> None:
+    # https://github.com/sgl-project/sglang/pull/18263: the AITER backend allocated a 51.75 GB
+    # workspace after the KV pool, outside the budget mfs leaves; the fix counts it before the
+    # pool. Free memory falls 74.01 -> 20.14 GiB before the graphs: 53.87 GiB, and lowering mfs
+    # by 53.87 / 287.18 (P = avail + usage at load end) = 0.1876 -> 0.19 makes that room
+    result = _diagnose(AITER_18263)
+    (dropped,) = [f for f in result.findings if f.id == "after_pool_drop"]
+    assert dropped.bytes == round(74.01 * GIB) - round(20.14 * GIB)
+    assert "lowering mfs by 0.19" in dropped.message and "PR #18263" in dropped.message
+    assert "53.87 GiB was taken after the KV pool before the graphs" in result.verdict
+
+
+def test_a_small_drop_after_the_pool_is_not_named() -> None:
+    # FlashInfer's workspace and cuBLAS's are well under AFTER_POOL_DROP_MIN_GIB
+    lines = [*AITER_18263[:3], AITER_18263[3].replace("avail_mem=20.14", "avail_mem=72.50")]
+    assert "after_pool_drop" not in _ids(_diagnose(lines))

@@ -33,7 +33,12 @@ from memledger.diagnosis.model import (
     Severity,
     Suggestion,
 )
-from memledger.diagnosis.occupancy import dp_auto_fraction, headroom_floor_step, other_processes
+from memledger.diagnosis.occupancy import (
+    after_pool_drop,
+    dp_auto_fraction,
+    headroom_floor_step,
+    other_processes,
+)
 from memledger.diagnosis.phase import failure_phase, milestone
 from memledger.diagnosis.pools import (
     host_finding,
@@ -128,7 +133,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         if phase in (Phase.WARMUP, Phase.SERVING):
             extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
     held = other_processes(evidence)
+    dropped = after_pool_drop(evidence)
     findings += ([held] if held is not None else []) + extra
+    findings += [dropped] if dropped is not None else []
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
@@ -450,8 +457,15 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     headroom, suggestions = zero_headroom(evidence)
     if not headroom:
         headroom, suggestions = thin_headroom(evidence)
+    dropped = after_pool_drop(evidence)
     findings += headroom + free_rose_after_pool(evidence) + serving_notes(evidence)
+    findings += [dropped] if dropped is not None else []
     verdict = f"log ends {where}{at}: no error text, outcome unknown"
+    if dropped is not None and not headroom:
+        verdict = (
+            f"log ends {where}{at}, no error text; {g(dropped.bytes)} was taken after the KV pool "
+            "before the graphs, outside its budget (an attention workspace: sglang PR #18263)"
+        )
     if headroom:
         verdict = f"log ends {where}{at}: {headroom[0].message}"
         # a valued lever first; else the direction (the paste lacks P)

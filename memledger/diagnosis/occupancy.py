@@ -10,7 +10,9 @@ import math
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.events import EventKind
 from memledger.sglang.failure_rules import (
+    AFTER_POOL_DROP_MIN_GIB,
     DP_ATTENTION_RESERVE_CITATION,
     DP_ATTENTION_RESERVE_MIB_PER_TOKEN,
     HEADROOM_DOCS_CAP_GIB,
@@ -119,3 +121,49 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
         ),
     )
     return [finding], suggestion
+
+
+def after_pool_drop(evidence: Evidence) -> Finding | None:
+    """Free memory that fell by several GiB between `Memory pool end` and the first reading of
+    the graph capture (its begin line, else its first progress bar): a buffer sized after the
+    KV pool and outside its budget (sglang PR #18263: AITER's attention workspace)."""
+    pool = evidence.budget.pool_end
+    if pool is None:
+        return None
+    readings = [
+        e
+        for e in evidence.before_failure({EventKind.CAPTURE_BEGIN, EventKind.CAPTURE_PROGRESS})
+        if e.line > pool.line and "avail" in e.sizes
+    ]
+    if not readings:
+        return None
+    first = readings[0]
+    drop = pool.avail_bytes - first.sizes["avail"].bytes
+    bar = (
+        ", a progress bar's: it may include graphs captured before it"
+        if first.kind is EventKind.CAPTURE_PROGRESS
+        else ""
+    )
+    if drop < AFTER_POOL_DROP_MIN_GIB * GIB:
+        return None
+    pre = evidence.budget.pre_load
+    step = (
+        f"; lowering mfs by {math.ceil(drop / pre.avail_bytes / MFS_STEP) * MFS_STEP:.2f} gives it "
+        f"that room (P {g(pre.avail_bytes)})"
+        if pre is not None and pre.avail_bytes > 0
+        else ""
+    )
+    return Finding(
+        id="after_pool_drop",
+        severity=Severity.WARNING,
+        message=(
+            f"{g(drop)} of free memory was taken between Memory pool end ({pool.avail_gib:.2f} "
+            f"GiB free) and the first graph capture reading ({g(first.sizes['avail'].bytes)} "
+            f"free{bar}): a "
+            "buffer sized after the KV pool and outside its budget, most often the attention "
+            "backend's workspace (AITER's 51.75 GB in sglang PR #18263, fixed there by counting "
+            f"it before the pool){step}; another attention backend avoids it"
+        ),
+        bytes=drop,
+        evidence=[evidence.at(pool.line), evidence.at(first.line)],
+    )

@@ -379,3 +379,9 @@ DP_ATTENTION_RESERVE_CITATION = (
     ":1937), so it reserved prefill activations for dp times the chunk a rank runs; fixed in "
     "https://github.com/sgl-project/sglang/pull/28884"
 )
+AFTER_POOL_DROP_MIN_GIB = 4
+"""Free memory that fell this much between `Memory pool end` and the first graph capture reading
+is named: what SGLang itself sizes there is small (FlashInfer's workspace 384-512 MiB, v0.5.8
+environ.py:309; cuBLAS's a few MiB), so several GiB is a buffer sized by the pool or the batch
+outside the KV budget, like the AITER attention backend's workspace (51.75 GB on an MI300-class
+GPU with a 1.67M-token pool: https://github.com/sgl-project/sglang/pull/18263)."""
