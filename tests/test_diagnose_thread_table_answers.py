@@ -248,3 +248,39 @@ def test_a_small_drop_after_the_pool_is_not_named() -> None:
     # FlashInfer's workspace and cuBLAS's are well under AFTER_POOL_DROP_MIN_GIB
     lines = [*AITER_18263[:3], AITER_18263[3].replace("avail_mem=20.14", "avail_mem=72.50")]
     assert "after_pool_drop" not in _ids(_diagnose(lines))
+
+
+def test_29942_deepeps_invalid_argument_at_buffer_sync_is_likely_memory() -> None:
+    # https://github.com/sgl-project/sglang/issues/29942 (Kimi K2.6 W4A8, DeepEP low_latency,
+    # PP 2 x TP 8, DP attention): `deep_ep.cpp:230 'invalid argument'` when the buffer is set up
+    # lazily in graph capture; the reporter's standalone NVSHMEM probe showed the cause: the
+    # 21.33 GiB a rank failed with 19.20 GiB free and worked on an empty GPU. The line is in
+    # DeepEP's error format (`Failed: CUDA error <file>:<line> '<error>'`, as #25349 prints it)
+    result = _diagnose(
+        [
+            '  File "/usr/local/lib/python3.12/dist-packages/deep_ep/buffer.py", line 132, in '
+            "__init__",
+            "    self.runtime.sync(device_ids, ipc_handles, root_unique_id)",
+            "RuntimeError: Failed: CUDA error /sgl-workspace/DeepEP/csrc/deep_ep.cpp:230 "
+            "'invalid argument'",
+        ]
+    )
+    assert result.outcome == "oom" and "deepep_buffer_memory" in _ids(result)
+    assert result.verdict.startswith("likely out of GPU memory")
+    assert "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK" in result.verdict
+    assert [(s.knob, s.direction.value) for s in result.suggestions] == [
+        ("mem_fraction_static", "lower")
+    ]
+
+
+def test_other_deepep_cuda_errors_are_not_called_memory() -> None:
+    # https://github.com/sgl-project/sglang/issues/25349's `invalid resource handle` at
+    # deep_ep.cpp:112 (PD prefill, normal mode) is an IPC handle, not free memory
+    result = _diagnose(
+        [
+            "RuntimeError: Failed: CUDA error /build/DeepEP/csrc/deep_ep.cpp:112 'invalid "
+            "resource handle'",
+        ]
+    )
+    assert result.outcome == "crash" and "deepep_buffer_memory" not in _ids(result)
+    assert result.suggestions == []

@@ -73,7 +73,7 @@ def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
     if failure is not None and evidence.oom is None and evidence.refusal is None:
         return _pool_ran_out(evidence, failure)
     hit = known_cause(evidence) if evidence.oom is None and evidence.refusal is None else None
-    if hit is not None and hit[0].own_pool:
+    if hit is not None and (hit[0].own_pool or hit[0].gpu_memory):
         return _own_pool_full(evidence, hit[0], hit[1])
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
@@ -314,6 +314,7 @@ OWN_POOL_LEVERS: dict[str, tuple[tuple[str, Direction], ...]] = {
         ("max_mamba_cache_size", Direction.RAISE),
         ("max_running_requests", Direction.LOWER),
     ),
+    "deepep_buffer_memory": (("mem_fraction_static", Direction.LOWER),),
 }
 """The knobs of an own-pool cause's fix, where they are launch flags (no value: the paste does
 not show the pool's size)."""
@@ -321,9 +322,10 @@ not show the pool's size)."""
 
 def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagnosis:
     """One of SGLang's own pools (KV tokens, mamba slots) had no room for a request: SGLang's
-    accounting, not an allocation the GPU refused; the fix is the cause's."""
+    accounting, not an allocation the GPU refused; or GPU memory ran out behind another
+    library's error text. The fix is the cause's."""
     phase = failure_phase(evidence)
-    if phase is Phase.UNKNOWN:
+    if phase is Phase.UNKNOWN and cause.own_pool:
         phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
     what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
     findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
@@ -338,6 +340,9 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
         verdict=(
             f"SGLang's own pool was full during {PHASE_TEXT[phase]} (not a GPU allocation): "
             f"{_clip(what)} (line {event.line}); {cause.fix}"
+            if cause.own_pool
+            else f"likely out of GPU memory during {PHASE_TEXT[phase]}, behind an error that is "
+            f"no allocator OOM: {_clip(what)} (line {event.line}); {cause.fix}"
         ),
         failed_rank=event.rank or _failed_rank(evidence),
         findings=findings,

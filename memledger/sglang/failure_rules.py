@@ -214,6 +214,7 @@ class CrashCause:
         source: str,
         *,
         own_pool: bool = False,
+        gpu_memory: bool = False,
     ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
@@ -224,6 +225,9 @@ class CrashCause:
         self.own_pool = own_pool
         """One of SGLang's own pools (KV tokens, mamba slots) had no room: not a GPU allocation,
         and no bug either; the fix is a bigger pool or fewer requests in it."""
+        self.gpu_memory = gpu_memory
+        """GPU memory ran out behind an error text that is no allocator OOM (a communication
+        library's buffer): the fix is more room after the pool."""
 
 
 CRASH_CAUSES: tuple[CrashCause, ...] = (
@@ -280,6 +284,21 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "backend does",
         "tune the kernel config for this GPU",
         "https://github.com/sgl-project/sglang/issues/6001",
+    ),
+    CrashCause(
+        "deepep_buffer_memory",
+        r"deep_ep\.cpp:\d+ 'invalid argument'",
+        "DeepEP's buffer could not be set up (`Buffer::sync` at its first use, lazily during "
+        "graph capture or the first MoE dispatch): this `invalid argument` is also what NVSHMEM's "
+        "physical allocation failing for lack of free GPU memory looks like (sglang#29942: a "
+        "21.33 GiB buffer a rank failed with 19.20 GiB free and worked on an empty GPU); the "
+        "buffer is allocated after the KV pool, out of the P x (1 - mfs) SGLang leaves, and its "
+        "low-latency part grows with SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK; a version "
+        "mismatch of DeepEP and NVSHMEM fails the same way, so check free memory first",
+        "lower --mem-fraction-static (more room after the pool) or "
+        "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
+        "https://github.com/sgl-project/sglang/issues/29942",
+        gpu_memory=True,
     ),
     CrashCause(
         "mamba_slots",
