@@ -284,3 +284,23 @@ def test_other_deepep_cuda_errors_are_not_called_memory() -> None:
     )
     assert result.outcome == "crash" and "deepep_buffer_memory" not in _ids(result)
     assert result.suggestions == []
+
+
+def test_moss_ttsd_71_the_process_that_ran_out_is_the_small_one() -> None:
+    # https://github.com/OpenMOSS/MOSS-TTSD/issues/71 (a TTS pipeline beside SGLang on a 4090):
+    # the process that ran out holds 1.81 GiB; 23.53 - 0.02 - 1.81 = 21.70 GiB is another
+    # process's (the thread shows it as `Process 5403 has 21.69 GiB`). The thread has no answer;
+    # the numbers say the server beside it must leave room
+    result = _diagnose(
+        [
+            "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 23.53 "
+            "GiB of which 20.38 MiB is free. Including non-PyTorch memory, this process has 1.81 "
+            "GiB memory in use. Process 5403 has 21.69 GiB memory in use. Of the allocated memory "
+            "1.34 GiB is allocated by PyTorch, and 94.59 MiB is reserved by PyTorch but "
+            "unallocated.",
+        ]
+    )
+    (held,) = [f for f in result.findings if f.id == "other_processes"]
+    assert held.bytes == round(23.53 * GIB) - round(20.38 * MIB) - round(1.81 * GIB)
+    assert "the process that ran out holds only 1.81 GiB" in held.message
+    assert "21.70 GiB of the GPU is held by another process" in result.verdict

@@ -42,15 +42,26 @@ def other_processes(evidence: Evidence) -> Finding | None:
     missing = max(0, requested.bytes - free.bytes) if requested is not None else 0
     if held < OTHER_PROCESS_MIN_GIB * GIB or held < missing:
         return None
+    if own.bytes < held:
+        # the process that ran out is the small one: a pipeline's own model beside a server
+        what = (
+            f"the process that ran out holds only {own.text}: the GPU's memory is another "
+            "process's, most often an SGLang server on the same GPU (a pipeline's own models "
+            "beside it, MinerU or a TTS stack); leave room by lowering that server's "
+            "--mem-fraction-static by at least the bytes asked, or put the two on different GPUs"
+        )
+    else:
+        what = (
+            "another process (a second server, a notebook, a desktop) took it, and SGLang's pool "
+            "was sized on the memory free when it started; free the GPU (nvidia-smi lists who "
+            "holds it) or lower --mem-fraction-static by that much"
+        )
     return Finding(
         id="other_processes",
         severity=Severity.ERROR,
         message=(
             f"{g(held)} of this GPU is held outside this process ({capacity.text} - "
-            f"{free.text} free - {own.text} this process has): another process (a second "
-            "server, a notebook, a desktop) took it, and SGLang's pool was sized on the memory "
-            "free when it started; free the GPU (nvidia-smi lists who holds it) or lower "
-            "--mem-fraction-static by that much"
+            f"{free.text} free - {own.text} this process has): {what}"
         ),
         bytes=held,
         evidence=[evidence.at(oom.line)],
