@@ -9,6 +9,8 @@ dropped with a note, never read as a wrong number (memledger.input.wrapped).
 from __future__ import annotations
 
 import io
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -188,6 +190,28 @@ def test_a_hand_wrap_over_three_lines_takes_a_middle_line_without_a_memory_word(
     wanted = {"max_total_num_tokens": 140023, "max_running_requests": 48, "context_len": 140000}
     assert {key: facts[key] for key in wanted} == wanted and facts["available_gpu_mem"] == 1.39
     assert "rejoined 1 line cut across two physical lines (line 1)" in parsed.notes
+
+
+@pytest.mark.parametrize("prefilter", ["python", "grep"])
+def test_a_summary_quoted_in_a_script_comment_and_wrapped(
+    prefilter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a script header quoting the startup's summary line (the shape of an sglang-serve recipe):
+    # each piece behind `#   `, the middle one without a memory word; both scanners keep it
+    if prefilter == "grep" and shutil.which("grep") is None:
+        pytest.skip("grep not on PATH")
+    monkeypatch.setenv("MEMLEDGER_PREFILTER", prefilter)
+    log = tmp_path / "serve.sh"
+    log.write_text(
+        "# SGLang runtime:\n"
+        "#   max_total_num_tokens=140023, chunked_prefill_size=4096,\n"
+        "#   max_prefill_tokens=16384, max_running_requests=48,\n"
+        "#   context_len=140000, available_gpu_mem=1.39 GB\n",
+        encoding="utf-8",
+    )
+    facts = facts_of(parse_log(log))
+    wanted = {"max_total_num_tokens": 140023, "max_running_requests": 48, "context_len": 140000}
+    assert {key: facts[key] for key in wanted} == wanted and facts["available_gpu_mem"] == 1.39
 
 
 def test_a_server_args_repr_wrapped_over_three_lines_is_read_whole() -> None:

@@ -2,8 +2,8 @@
 cut at every SGLang `[date time TAGS]` prefix (glued lines), each with its rank tag.
 
 What a paste adds around each line is removed first: a Windows line end (CRLF), GitHub quote
-markers (`> `), a docker compose service column (`sglang-1  | `), a `kubectl logs --prefix`
-column (`[pod/NAME/CONTAINER] `), a line number (`cat -n`, `grep -n`), and
+markers (`> `), a comment marker (`#   `), a docker compose service column (`sglang-1  | `), a
+`kubectl logs --prefix` column (`[pod/NAME/CONTAINER] `), a line number (`cat -n`, `grep -n`), and
 the timestamps docker, kubectl, journald and Python's logging put first.
 A prefix whose timestamp the user cut (`[TP0] `, `[DP0 TP0 EP0] `) still counts as a prefix.
 """
@@ -43,6 +43,7 @@ JUNK_PREFIX_RE = re.compile(
 # Columns a paste puts before each line (see the module docstring), peeled off the line start.
 PASTE_COLUMN_RE = re.compile(
     r"(?:>[ \t]?)+"  # GitHub / e-mail quote markers, nested
+    r"|#[ \t]+"  # a comment marker: a line quoted in a script or YAML comment (`#   key=...`)
     r"|[\w.\-]+[ \t]+\|[ \t]"  # docker compose: `sglang-1  | `, `sglang_1 | `
     r"|\[pod/[^\]\s]+\][ \t]"  # kubectl logs --prefix
     # a line number: `cat -n` / `nl` (a tab after it), `grep -n` (`:`, `-` on context lines);
