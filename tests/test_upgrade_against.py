@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 
 from memledger.api import against_release as api_against_release
-from memledger.compare.upgrade_against import (
-    GPU_WINDOW_MIB,
-    against_release,
-    fraction_defaults_at,
-    infer_gpu,
-)
+from memledger.compare.upgrade_against import against_release
+from memledger.compare.upgrade_gpu import GPU_WINDOW_MIB, fraction_defaults_at, infer_gpu
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.errors import EXIT_OK, EXIT_USAGE
 from memledger.render.diff_release import verdict

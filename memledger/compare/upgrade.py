@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from memledger.compare.models import RowDiff
+from memledger.compare.upgrade_gpu import MFS_MATCH
 from memledger.compare.upgrade_models import (
     CrossedDefault,
     InputShare,
@@ -25,6 +26,7 @@ from memledger.compare.upgrade_models import (
     UpgradeExplanation,
 )
 from memledger.compare.upgrade_releases import (
+    MFS,
     crossed_defaults,
     default_fraction,
     features,
@@ -45,9 +47,6 @@ from memledger.sizing.inputs import KNOBS, Reading
 from memledger.sizing.result import TOLERANCE
 from memledger.units import GIB
 
-MFS = "mem_fraction_static"
-MFS_MATCH = 0.0005
-"""A printed fraction within this of a computed default is that default (SGLang rounds to 3)."""
 SAME_CELL_BYTES = 0.5
 _CELL_FIELDS = (
     "target_kv",

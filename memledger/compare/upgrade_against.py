@@ -10,9 +10,14 @@ the log's own (memledger.sizing.predict), on this log's measured P and A.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
+from memledger.compare.upgrade_gpu import (
+    GPU_WINDOW_MIB,
+    MFS_MATCH,
+    fraction_defaults_at,
+    infer_gpu,
+)
 from memledger.compare.upgrade_models import (
     AgainstRelease,
     Candidate,
@@ -20,8 +25,8 @@ from memledger.compare.upgrade_models import (
     SettingAtRelease,
 )
 from memledger.compare.upgrade_releases import (
+    MFS,
     crossed_defaults,
-    default_fraction,
     features_of,
     number,
     side_release,
@@ -31,26 +36,16 @@ from memledger.sglang.backend_defaults import (
     ARCHES,
     default_attention,
     default_page_size,
-    large_gpu_fraction,
-    large_gpu_rules,
     page_size_rule,
 )
 from memledger.sglang.default_changes import CHANGE, Effect
-from memledger.sglang.legacy_defaults import bucket_reserve_gib, tp_step
 from memledger.sglang.release_markers import VersionRange, given_release, release_text
 from memledger.sglang.sizing_rules import version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
-from memledger.units import MIB
 
-MFS = "mem_fraction_static"
-MFS_MATCH = 0.0005
-"""A printed fraction within this of a computed default is that default (SGLang rounds to 3)."""
 NON_CUDA_BACKENDS = frozenset({"aiter", "wave", "ascend", "torch_native", "intel_amx", "intel_xpu"})
 """Backends SGLang picks off CUDA (memledger.sglang.backend_defaults tables CUDA's picks)."""
-GPU_WINDOW_MIB = 6 * 1024
-"""How far above P (free before the weights) the GPU's capacity may lie when it is inferred:
-the CUDA context, NCCL buffers and other processes take that much at most (an assumption)."""
 
 
 def _codes(found: VersionRange) -> list[int]:
@@ -65,59 +60,8 @@ def _int(knobs: dict[str, ParamValue], name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def fraction_defaults_at(
-    inputs: SizingInputs, release: VersionRange, gpu_mib: int
-) -> list[tuple[str, float]]:
-    """SGLang's mem_fraction_static defaults for this log at `release` (a pinned release), each
-    labelled with the post releases it holds for where they differ: where the one rule
-    (memledger.sglang.legacy_defaults) gives no value at code 0.4.6 or 0.4.7 (above 80 GiB, or
-    0.4.7 vs 0.4.7.post1), each post release's rule (memledger.sglang.backend_defaults) does."""
-    found = default_fraction(inputs, release, gpu_mib)
-    if found is not None:
-        return [("", found)]
-    code = release.first
-    if code is None or code != release.last:
-        return []
-    knobs = inputs.knobs
-    parallel = (_int(knobs, "tp_size") or 1) * (_int(knobs, "pp_size") or 1)
-    speculative = bool(knobs.get("speculative_algorithm"))
-    values: dict[float, list[str]] = {}
-    for rule in large_gpu_rules(code):
-        value = large_gpu_fraction(rule, gpu_mib, tp_step(parallel), speculative=speculative)
-        values.setdefault(value, []).extend(rule.releases)
-    if code == version_code("0.4.7"):
-        # 0.4.7.post1 has the capacity buckets already (v0.4.7.post1 server_args.py:261-300)
-        reserve = bucket_reserve_gib(
-            gpu_mib,
-            parallel=parallel,
-            speculative=speculative,
-            dp_attention=bool(knobs.get("enable_dp_attention")),
-            standalone=str(knobs.get("speculative_algorithm") or "").upper() == "STANDALONE",
-        )
-        value = round((gpu_mib - reserve * 1024) / gpu_mib, 3)
-        values.setdefault(value, []).append("0.4.7.post1")
-    if len(values) == 1:
-        return [("", next(iter(values)))]
-    return [("/".join(names), value) for value, names in values.items()]
-
-
 def _matches(value: float | None, candidates: Iterable[tuple[str, float]]) -> bool:
     return value is not None and any(abs(value - c) <= MFS_MATCH for _, c in candidates)
-
-
-def infer_gpu(inputs: SizingInputs, release: VersionRange) -> range | None:
-    """GPU capacities (MiB) from P up to GPU_WINDOW_MIB above it whose default at `release`
-    is the printed mem_fraction_static; None when none is (or P or the fraction is missing)."""
-    printed = number(inputs.knobs.get(MFS))
-    if printed is None or inputs.load_begin is None:
-        return None
-    start = math.ceil(inputs.load_begin.bytes / MIB)
-    hits = [
-        g
-        for g in range(start, start + GPU_WINDOW_MIB + 1)
-        if _matches(printed, fraction_defaults_at(inputs, release, g))
-    ]
-    return range(hits[0], hits[-1] + 1) if hits else None
 
 
 def _fraction_row(

@@ -16,6 +16,8 @@ from memledger.sizing import SizingInputs, base_settings
 from memledger.sizing.defaults import default_mem_fraction_static
 
 MFS = "mem_fraction_static"
+FIRST_FORMULA = version_code("0.5.3")
+"""From here the default is the reserve formula of memledger.sizing.defaults."""
 RELEASE = re.compile(r"v?(\d{1,3}\.\d{1,3}\.\d{1,4})([.a-z0-9+]{0,40})?")
 
 
@@ -110,20 +112,28 @@ def number(value: ParamValue) -> float | None:
     return None
 
 
-def _int_knob(knobs: dict[str, ParamValue], name: str, default: int) -> int:
+def int_knob(knobs: dict[str, ParamValue], name: str, default: int) -> int:
     value = knobs.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
+def deciding_release(release: VersionRange) -> int | None:
+    """The release code whose mem_fraction_static rule stands for `release`: its first, unless
+    the range straddles 0.5.3 (the legacy rules below, the reserve formula from): None then."""
+    first, last = release.first, release.last
+    if (first is None or first != last) and (
+        (last is None or last >= FIRST_FORMULA) and (first is None or first < FIRST_FORMULA)
+    ):
+        return None
+    return first or 0
+
+
 def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) -> float | None:
     """SGLang's mem_fraction_static default for this log at `release` on a `gpu_mib` GPU."""
-    if release.first is None or release.first != release.last:
-        # a range: only a rule that holds for all of it decides
-        if release.last is None or release.last >= version_code("0.5.3"):
-            if release.first is None or release.first < version_code("0.5.3"):
-                return None
-    code = release.first or 0
-    if code >= version_code("0.5.3"):
+    code = deciding_release(release)
+    if code is None:
+        return None
+    if code >= FIRST_FORMULA:
         knobs = dict(inputs.knobs)
         knobs.pop(MFS, None)
         probe = inputs.model_copy(update={"version": release, "knobs": knobs})
@@ -131,7 +141,7 @@ def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) 
         found = default_mem_fraction_static(probe, settings)
         return None if found is None else found.value
     knobs = inputs.knobs
-    parallel = _int_knob(knobs, "tp_size", 1) * _int_knob(knobs, "pp_size", 1)
+    parallel = int_knob(knobs, "tp_size", 1) * int_knob(knobs, "pp_size", 1)
     return legacy_mem_fraction_static(
         code,
         gpu_mib,

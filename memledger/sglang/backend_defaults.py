@@ -205,38 +205,6 @@ def default_attention(kind: str, arch: str, release: int) -> AttentionDefault | 
     )
 
 
-@dataclass(frozen=True)
-class LargeGpuMfsRule:
-    """A 0.4.x mem_fraction_static default for GPUs above 80 GiB (SGLang's MiB, torch's total)."""
-
-    id: str
-    releases: tuple[str, ...]
-    """The exact releases (post releases included) that have it."""
-    formula: str
-    source: str
-
-
-LARGE_GPU_MFS_RULES: tuple[LargeGpuMfsRule, ...] = (
-    LargeGpuMfsRule(
-        "mfs_large_gpu_13g",
-        ("0.4.6", "0.4.6.post1"),
-        "G > 80 GiB: (G - 13 GiB) / G",
-        "v0.4.6 server_args.py:225-238",
-    ),
-    LargeGpuMfsRule(
-        "mfs_large_gpu_48g",
-        ("0.4.6.post2", "0.4.6.post3", "0.4.6.post4", "0.4.6.post5"),
-        "f = 0.88 above 80 GiB; G > 96 GiB: min(f + 48 GiB x (1 - f) / G, (G - 18 GiB) / G)",
-        "v0.4.6.post2 server_args.py:228-247",
-    ),
-    LargeGpuMfsRule(
-        "mfs_large_gpu_48g_spec",
-        ("0.4.7",),
-        "f = 0.88 above 80 GiB; G > 180,000 MiB (CUDA): 0.79; G > 96 GiB: min(f + 48 GiB x "
-        "(1 - f) / G, (G - 18 GiB, 20 GiB speculative) / G); else speculative: f x 0.95",
-        "v0.4.7 server_args.py:253-283",
-    ),
-)
 LARGE_GPU_FROM_MIB = 81920
 """Above this the TP table no longer decides (v0.4.6 server_args.py:225 `gpu_mem <= 81920`)."""
 LARGE_GPU_SINGLE = 0.88
@@ -248,6 +216,45 @@ LARGE_GPU_OLD_RESERVE_MIB = 13 * GIB_MIB
 HUGE_GPU_FROM_MIB = 180 * 1000
 HUGE_GPU_FRACTION = 0.79
 SPEC_SCALE = 0.95
+
+
+@dataclass(frozen=True)
+class LargeGpuMfsRule:
+    """A 0.4.x mem_fraction_static default for GPUs above 80 GiB (SGLang's MiB, torch's total)."""
+
+    id: str
+    releases: tuple[str, ...]
+    """The exact releases (post releases included) that have it."""
+    formula: str
+    source: str
+    bounds_mib: tuple[int, ...]
+    """The capacities where the formula changes shape (each the first capacity of a shape)."""
+
+
+LARGE_GPU_MFS_RULES: tuple[LargeGpuMfsRule, ...] = (
+    LargeGpuMfsRule(
+        "mfs_large_gpu_13g",
+        ("0.4.6", "0.4.6.post1"),
+        "G > 80 GiB: (G - 13 GiB) / G",
+        "v0.4.6 server_args.py:225-238",
+        (LARGE_GPU_FROM_MIB + 1,),
+    ),
+    LargeGpuMfsRule(
+        "mfs_large_gpu_48g",
+        ("0.4.6.post2", "0.4.6.post3", "0.4.6.post4", "0.4.6.post5"),
+        "f = 0.88 above 80 GiB; G > 96 GiB: min(f + 48 GiB x (1 - f) / G, (G - 18 GiB) / G)",
+        "v0.4.6.post2 server_args.py:228-247",
+        (LARGE_GPU_FROM_MIB + 1, LARGE_GPU_BLEND_FROM_MIB + 1),
+    ),
+    LargeGpuMfsRule(
+        "mfs_large_gpu_48g_spec",
+        ("0.4.7",),
+        "f = 0.88 above 80 GiB; G > 180,000 MiB (CUDA): 0.79; G > 96 GiB: min(f + 48 GiB x "
+        "(1 - f) / G, (G - 18 GiB, 20 GiB speculative) / G); else speculative: f x 0.95",
+        "v0.4.7 server_args.py:253-283",
+        (LARGE_GPU_FROM_MIB + 1, LARGE_GPU_BLEND_FROM_MIB + 1, HUGE_GPU_FROM_MIB + 1),
+    ),
+)
 
 
 def large_gpu_rules(release: int) -> list[LargeGpuMfsRule]:

@@ -46,6 +46,11 @@ from memledger.sglang.sizing_rules import (
     RULE,
     version_code,
 )
+from memledger.sizing.capacity import CapacityPiece, reserve_piece
+
+# re-exported: memledger.sizing.result and the tests read them from here
+from memledger.sizing.capacity import capacities_giving as capacities_giving
+from memledger.sizing.capacity import mfs_from_reserved as mfs_from_reserved
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.settings import Settings
 
@@ -197,11 +202,6 @@ def reserved_mib(
     elif decode_graphs and deepep:
         reserved += MFS_DEEPEP_MIB
     return reserved
-
-
-def mfs_from_reserved(gpu_mib: float, reserved: float) -> float:
-    """mem_fraction_static = round((gpu - reserved) / gpu, 3), as SGLang rounds it."""
-    return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
 def prefill_activation_tokens(chunked_prefill_size: int, max_prefill_tokens: int) -> int:
@@ -376,24 +376,16 @@ def may_be_multimodal(inputs: SizingInputs) -> bool:
     return bool(inputs.model_type and inputs.model_type.endswith("ForConditionalGeneration"))
 
 
-@dataclass(frozen=True)
-class CapacityPiece:
-    """Capacities (MiB, inclusive) over which the default's tables do not change: one reserve,
-    so the default round((G - reserved) / G, 3) only grows with G inside the piece."""
-
-    first_mib: int
-    last_mib: int
-    reserved_mib: float
-    rule: str
-
-    def default_at(self, gpu_mib: int) -> float:
-        return mfs_from_reserved(gpu_mib, self.reserved_mib)
-
-
 def capacity_pieces(
-    inputs: SizingInputs, settings: Settings, low_mib: int, high_mib: int = CAPACITY_CAP_MIB
+    inputs: SizingInputs,
+    settings: Settings,
+    low_mib: int,
+    high_mib: int = CAPACITY_CAP_MIB,
+    *,
+    known_only: bool = False,
 ) -> list[CapacityPiece]:
-    """SGLang's default over every capacity from `low_mib` to `high_mib`, piece by piece."""
+    """SGLang's default over every capacity from `low_mib` to `high_mib`, piece by piece (none
+    when a piece has no default; `known_only`: leave that piece out instead)."""
     bounds = {bound for bound, _ in CHUNKED_PREFILL_BY_GPU}
     bounds |= {bound for bound, _, _ in CUDA_GRAPH_MAX_BS_BY_GPU}
     bounds |= {MFS_LARGE_GPU_MIB + 1, MFS_TP_MAX_GPU_MIB + 1}
@@ -405,32 +397,12 @@ def capacity_pieces(
         found = default_mem_fraction_static(
             inputs, settings.model_copy(update={"gpu_memory_mib": start})
         )
+        if found is None and known_only:
+            continue
         if found is None or found.rule in TP_STEP_RULES:
             return []  # a tp step does not grow with the capacity: no span to report
-        pieces.append(CapacityPiece(start, last, found.reserved_mib, found.rule))
+        pieces.append(reserve_piece(start, last, found.reserved_mib, found.rule))
     return pieces
-
-
-def capacities_giving(pieces: list[CapacityPiece], low: float, high: float) -> list[range]:
-    """The capacities (MiB) whose default lies in [low, high): one range per piece at most
-    (the default is monotone inside a piece, so two bisections bound it)."""
-
-    def first_reaching(piece: CapacityPiece, value: float) -> int:
-        lo, hi = piece.first_mib, piece.last_mib + 1
-        while lo < hi:
-            middle = (lo + hi) // 2
-            if piece.default_at(middle) >= value:
-                hi = middle
-            else:
-                lo = middle + 1
-        return lo
-
-    found: list[range] = []
-    for piece in pieces:
-        span = range(first_reaching(piece, low), first_reaching(piece, high))
-        if len(span):
-            found.append(span)
-    return found
 
 
 def _prefill_graph_reserve(
