@@ -910,3 +910,48 @@ def test_rule_budget_from_the_printed_rest() -> None:
     assert pred.tokens_low < pred.tokens <= pred.tokens_high  # 5 GiB is a whole page count
     what = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.8}))
     assert what.tokens is None and what.missing == "the log has no load-begin avail reading (P)"
+
+
+OLMOCR_LIKE_045 = """\
+[2025-04-10 10:00:00] server_args=ServerArgs(model_path='allenai/olmOCR-7B-0225-preview', \
+tp_size=1, mem_fraction_static=0.8, page_size=1, context_length=None)
+[2025-04-10 10:00:05 TP0] Automatically reduce --mem-fraction-static to 0.720 because this is \
+a multimodal model.
+[2025-04-10 10:00:05 TP0] Init torch distributed begin.
+[2025-04-10 10:00:06 TP0] Load weight begin. avail mem=78.50 GB
+[2025-04-10 10:00:30 TP0] Load weight end. type=Qwen2VLForConditionalGeneration, \
+dtype=torch.bfloat16, avail mem=62.40 GB, mem usage=16.10 GB.
+[2025-04-10 10:00:31 TP0] KV Cache is allocated. #tokens: 756876, K size: 20.21 GB, V size: \
+20.21 GB
+[2025-04-10 10:00:31 TP0] Memory pool end. avail mem=21.95 GB
+[2025-04-10 10:00:40 TP0] max_total_num_tokens=756876, chunked_prefill_size=8192, \
+max_prefill_tokens=16384, max_running_requests=4097, context_len=32768
+"""
+
+
+def test_multimodal_reduction_line_end_to_end(tmp_path: Any) -> None:
+    """A 0.4.5-style log (the shape of allenai/olmocr#105): server_args says 0.8, ModelRunner
+    then prints 0.720 (v0.4.5 model_executor/model_runner.py:273-278). The line dates the log
+    (0.4.2 - 0.4.8), the sizing uses 0.720 and matches; with server_args' 0.8 it would be
+    +15 % off. A what-if 0.9 is reduced by the 0.90 the printed value implies (0.81)."""
+    from memledger.sizing import whatif
+
+    path = tmp_path / "olmocr.log"
+    path.write_text(OLMOCR_LIKE_045)
+    read = sizing_inputs(memledger.load(path))
+    assert read.version.first is not None and read.version.first >= version_code("0.4.2")
+    assert read.version.last is not None and read.version.last <= version_code("0.4.8")
+    result = size_log(read)
+    assert result.mismatch is None
+    assert result.predicted_max_total_num_tokens is not None
+    assert abs(result.predicted_max_total_num_tokens - 756_876) <= 0.005 * 756_876
+    term = _used(result.prediction)
+    assert term is not None and term.value == 0.72 and term.kind == "measured"
+    unreduced = predict(read.model_copy(update={"printed_fraction": None}))
+    assert unreduced.tokens is not None and unreduced.tokens > 1.15 * 756_876
+    used = next(
+        t
+        for t in whatif(read, {"mem_fraction_static": 0.9}).arithmetic
+        if t.name == ("mem_fraction_static used")
+    )
+    assert used.value == 0.81 and used.rule == "mfs_multimodal_runner"

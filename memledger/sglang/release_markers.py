@@ -387,6 +387,34 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         f"v0.5.22 {_GRAPHS}:746 (v0.5.21 :656 prints no `bs=` on the end line)",
         "the batch sizes on the capture end line",
     ),
+    FormatMark(
+        "mfs_reduced_value",
+        _kinds(EventKind.MFS_REDUCED),
+        lambda e: "mem_fraction_static" in e.values,
+        "0.4.2",
+        "0.4.8",
+        f"v0.4.2 {_RUNNER}:132 .. v0.4.8 {_RUNNER}:417 (v0.4.1 :119-120 reduces silently, "
+        "v0.4.9 not at all)",
+        "`Automatically reduce --mem-fraction-static to X because this is a multimodal model.`",
+    ),
+    FormatMark(
+        "mfs_reduced_no_value",
+        _kinds(EventKind.MFS_REDUCED),
+        lambda e: "mem_fraction_static" not in e.values,
+        None,
+        "0.4.0",
+        f"v0.3.0 {_RUNNER}:104 .. v0.4.0 {_RUNNER}:115 (v0.4.1 prints nothing)",
+        "`Automatically turn off --chunked-prefill-size and adjust --mem-fraction-static ...`",
+    ),
+    FormatMark(
+        "mfs_vlm_adjusted",
+        _kinds(EventKind.MFS_VLM_ADJUSTED),
+        _always,
+        "0.4.10",
+        "0.5.0",
+        "v0.4.10 server_args.py:1984 (v0.5.1 :2297-2331 adjusts without a line; 0.5.0 not read)",
+        "`Multimodal model: Dynamically adjusted --mem-fraction-static from: X to: Y.`",
+    ),
 )
 
 
