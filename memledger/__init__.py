@@ -7,7 +7,10 @@ fast; see `memledger.api` for the functions and `docs/api.md` for examples.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not typing's: `import memledger` (the CLI's first step) skips typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from unittest import mock
 
 import pytest
 
-from memledger.input import grep_scan
+from memledger.input import grep_early, grep_scan
 from memledger.input.reader import ReadStats, iter_candidate_lines, open_log
 from memledger.input.scan import BORING_ERE, MAX_LINE_BYTES
 from memledger.sglang.lines import PREFILTER_WORDS
@@ -32,6 +33,11 @@ TRICKY = [
     b"[a] b [c] Prefill batch avail mem",
     STAMP + b" Prefill batch. #new-seq: 1, avail mem=2.00 GB ] Decode batch",
     STAMP + b" Load weight begin. avail mem=78.41 GB",
+    # the PCRE's fast alternative (`[stamp] marker`, no `[` after) and its edges
+    b"[a]b] Decode batch avail mem",
+    STAMP + b" Decode batch avail mem [",
+    b"[ts] Prefill batch avail mem",
+    b"[ts]] Decode batch avail mem",
 ]
 
 
@@ -132,3 +138,50 @@ def test_a_pipeline_whose_reader_never_ran_is_stopped_at_exit(tmp_path: Path) ->
     assert grep_scan._RUNNING == []
     assert pipeline.first.returncode is not None and pipeline.second.returncode is not None
     del lines
+
+
+def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
+    path = _hostile_log(tmp_path)
+    grep_early.start_early(["parse", "--format", "json", str(path)])
+    [(_grep, first)] = grep_early.STARTED.values()
+    grep_scan.prestart(["parse", "--format", "json", str(path)])
+    assert grep_early.STARTED == {}
+    [pipeline] = grep_scan._STARTED.values()
+    assert pipeline.first is first  # adopted, not started again
+    expected = _candidates(path, "python")
+    monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
+    stats = ReadStats()
+    with open_log(path) as log:
+        found = list(iter_candidate_lines(log, stats))
+    assert (found, stats.n_lines, stats.n_bytes) == expected
+    assert grep_scan._STARTED == {}
+    # forced either way, or not the first big log: nothing starts early
+    for env, argv in (
+        ({"MEMLEDGER_PREFILTER": "grep"}, ["parse", str(path)]),
+        ({}, ["schema", str(path)]),
+        ({}, ["parse", str(path), "--grammar", "x.lark"]),
+    ):
+        with mock.patch.dict("os.environ", env):
+            grep_early.start_early(argv)
+        assert grep_early.STARTED == {}
+    grep_early.start_early(["ledger", str(path)])
+    [(_grep, unadopted)] = grep_early.STARTED.values()
+    grep_scan.stop_unclaimed()  # the command failed before reading: the early grep is stopped
+    assert grep_early.STARTED == {} and unadopted.returncode is not None
+
+
+def test_the_entry_point_imports_no_click_typing_or_memledger_module_before_the_prestart() -> None:
+    code = (
+        "import sys; import memledger.cli, memledger.input.grep_early; "
+        "print(sorted(m for m in sys.modules if m in ('click', 'typing', 'dataclasses') "
+        "or (m.startswith('memledger.') and m not in ('memledger.cli', 'memledger.input', "
+        "'memledger.input.grep_early'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -34,6 +34,10 @@ from pathlib import Path
 from typing import IO
 
 from memledger.errors import InputError
+from memledger.input import grep_early
+from memledger.input.grep_early import BORING_PCRE as BORING_PCRE
+from memledger.input.grep_early import GREP_DATA_LIMIT as GREP_DATA_LIMIT
+from memledger.input.grep_early import GREP_MIN_BYTES as GREP_MIN_BYTES
 from memledger.input.scan import (
     BORING_ERE,
     CHUNK_BYTES,
@@ -45,18 +49,6 @@ from memledger.input.scan import (
     scan_lines,
 )
 from memledger.sglang.lines import CUT_TAIL_ERE, PREFILTER_WORDS
-
-GREP_MIN_BYTES = 32 << 20
-"""A regular file at least this big is prefiltered by grep unless MEMLEDGER_PREFILTER=python
-(below it, starting three processes costs more than the built-in scan)."""
-GREP_DATA_LIMIT = 32 << 20
-"""RLIMIT_DATA of each grep: grep holds a whole line, so a hostile multi-GB line makes it fail
-(the built-in scanner takes over) instead of growing."""
-BORING_PCRE = r"^(?=.*?\] (?:Decode|Prefill) batch)[^[]*+(?:\[[^[]*+)?$"
-"""BORING_ERE for `grep -P`: a marker (the lookahead, tested first: a serving line holds it near
-its start) and at most one `[` on the line. Linear (possessive), where the ERE's trailing
-`[^[]*$` makes GNU grep re-scan every serving line: 0.2 s of cpu per 300 MB against 1.0 s."""
-_COMMANDS = frozenset({"parse", "ledger", "diff", "check", "diagnose", "whatif"})
 
 
 def ere(words: Iterable[str]) -> str:
@@ -160,20 +152,28 @@ class Pipeline:
                         stream.close()
 
 
-def start(grep: str, target: str | None, words: Sequence[str]) -> Pipeline:
+def start(
+    grep: str,
+    target: str | None,
+    words: Sequence[str],
+    first: subprocess.Popen[bytes] | None = None,
+) -> Pipeline:
     """Start `grep -v` (serving lines) | `grep -E` (keywords) on `target` (None: stdin pipe),
-    and `wc -l` beside them for the line count of a file."""
+    and `wc -l` beside them for the line count of a file. `first`: the `grep -v` already
+    running on `target` (started at CLI entry, memledger.input.grep_early)."""
     env = {**os.environ, "LC_ALL": "C"}
     boring = ["-P", BORING_PCRE] if has_pcre(grep) else ["-E", "-e", BORING_ERE]
     limit = _limit_data if os.name == "posix" else None
-    first = subprocess.Popen(
-        [grep, "-n", "-a", "-v", *boring, "--", target or "-"],
-        stdin=subprocess.PIPE if target is None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        preexec_fn=limit,
-    )
+    if first is None:
+        first = subprocess.Popen(
+            [grep, "-n", "-a", "-v", *boring, "--", target or "-"],
+            stdin=subprocess.PIPE if target is None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            preexec_fn=limit,
+            pipesize=grep_early.PIPE_BYTES,
+        )
     second = subprocess.Popen(
         [grep, "-a", "-E", "-e", ere(words)],
         stdin=first.stdout,
@@ -220,57 +220,47 @@ def stop_all() -> None:
 
 # --- started at CLI entry ------------------------------------------------------------------------
 
-_STARTED: dict[tuple[str, int, int, int, int], Pipeline] = {}
-
-
-def _identity(path: str) -> tuple[str, int, int, int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    return (os.path.realpath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+_STARTED: dict[grep_early.Identity, Pipeline] = {}
 
 
 def prestart(argv: Sequence[str]) -> None:
     """Start the pipeline for the first big plain log named in `argv` (a memledger command line)
-    now, so it overlaps the imports; `claim` hands it to the reader. Any failure: nothing."""
-    if not argv or argv[0] not in _COMMANDS or any(a.startswith("--grammar") for a in argv):
-        return  # extension grammars add keywords: the reader starts its own pipeline
-    for previous, arg in zip(argv, argv[1:], strict=False):
-        if arg == "-" and (previous == argv[0] or not previous.startswith("-")):
-            reopened = stdin_file()  # `-` after an option is its value (`-o -`), not the log
-            if reopened is None:
-                from memledger.input.stdin_scan import prestart as read_stdin_ahead
-
-                read_stdin_ahead(stream_grep())
-                return
-            arg = str(reopened)
-        if arg.startswith("-"):
-            continue
-        key = _identity(arg)
-        if key is None or key[3] < GREP_MIN_BYTES:
-            continue
-        try:
-            with open(arg, "rb") as head:
-                if head.read(2) == b"\x1f\x8b":
-                    continue  # gzip: Python inflates it and feeds grep
-        except OSError:
-            continue
-        grep = grep_program(Path(arg), key[3])
-        if grep is None:
-            return
-        try:
-            _STARTED[key] = start(grep, arg, PREFILTER_WORDS)
-        except OSError:
-            pass
+    now, so it overlaps the imports; `claim` hands it to the reader. Adopts the first grep
+    `grep_early.start_early` started for it. Any failure: nothing."""
+    found = grep_early.big_log(argv, GREP_MIN_BYTES)
+    if found is None:
         return
+    arg, key = found
+    if key is None:  # `-`: stdin
+        reopened = stdin_file()
+        if reopened is None:
+            from memledger.input.stdin_scan import prestart as read_stdin_ahead
+
+            read_stdin_ahead(stream_grep())
+            return
+        found = grep_early.big_log([argv[0], str(reopened)], GREP_MIN_BYTES)
+        if found is None:
+            return
+        arg, key = found
+        if key is None:
+            return
+    grep = grep_program(Path(arg), key[3])
+    first = None
+    if grep is not None and has_pcre(grep):
+        first = grep_early.adopt(key, grep)
+    grep_early.stop_unadopted()  # started for a grep that is not the one to use
+    if grep is None:
+        return
+    try:
+        _STARTED[key] = start(grep, arg, PREFILTER_WORDS, first)
+    except OSError:
+        if first is not None:
+            grep_early.stop(first)
 
 
 def claim(path: Path, words: Sequence[str]) -> Pipeline | None:
     """The pipeline `prestart` started for this file with these keywords, if any."""
-    key = _identity(str(path))
+    key = grep_early.identity(str(path))
     pipeline = None if key is None else _STARTED.pop(key, None)
     if pipeline is not None and pipeline.words != tuple(words):
         pipeline.stop()
@@ -280,6 +270,7 @@ def claim(path: Path, words: Sequence[str]) -> Pipeline | None:
 
 def stop_unclaimed() -> None:
     """Stop pipelines nobody read (the command failed before reading its log)."""
+    grep_early.stop_unadopted()
     while _STARTED:
         _STARTED.popitem()[1].stop()
 
