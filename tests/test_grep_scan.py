@@ -13,6 +13,7 @@ from unittest import mock
 import pytest
 
 from memledger.input import grep_early, grep_scan
+from memledger.input.grep_early import BORING_PCRE
 from memledger.input.reader import ReadStats, iter_candidate_lines, open_log
 from memledger.input.scan import BORING_ERE, MAX_LINE_BYTES
 from memledger.sglang.lines import PREFILTER_WORDS
@@ -149,6 +150,7 @@ def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_
     path = _hostile_log(tmp_path)
     grep_early.start_early(["parse", "--format", "json", str(path)])
     [(_grep, first)] = grep_early.STARTED.values()
+    assert isinstance(first, subprocess.Popen)  # no newline near the middle: one part
     grep_scan.prestart(["parse", "--format", "json", str(path)])
     assert grep_early.STARTED == {}
     [pipeline] = grep_scan._STARTED.values()
@@ -171,6 +173,7 @@ def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_
         assert grep_early.STARTED == {}
     grep_early.start_early(["ledger", str(path)])
     [(_grep, unadopted)] = grep_early.STARTED.values()
+    assert isinstance(unadopted, subprocess.Popen)
     grep_scan.stop_unclaimed()  # the command failed before reading: the early grep is stopped
     assert grep_early.STARTED == {} and unadopted.returncode is not None
 
@@ -185,3 +188,81 @@ def test_the_entry_point_imports_no_click_typing_or_memledger_module_before_the_
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def _two_halves_log(tmp_path: Path, *, long_line_after_middle: bool = False) -> Path:
+    """Candidates, odd serving lines and the END_OF_PART text in both halves of a file that is
+    cut at its middle; optionally a line too long for the bounded read after the cut; no
+    newline at the end."""
+    serving = STAMP + b" Decode batch. #running-req: 7, token usage: 0.12, cuda graph: True"
+    many = 100_000 if long_line_after_middle else 2000  # the cut falls before the long line
+    half = [*TRICKY, grep_early.END_OF_PART, *([serving] * many), *TRICKY]
+    tail = [STAMP + b" Capturing " + b"x avail mem=1.00 GB " * (6 * MAX_LINE_BYTES // 80)]
+    lines = [*half, *half, *(tail if long_line_after_middle else []), b"avail mem=1 GB"]
+    path = tmp_path / "halves.log"
+    path.write_bytes(b"\n".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("long_line", [False, True])
+def test_a_file_cut_in_two_parts_gives_the_built_in_scanners_lines_and_counts(
+    tmp_path: Path, long_line: bool
+) -> None:
+    path = _two_halves_log(tmp_path, long_line_after_middle=long_line)
+    assert GREP is not None
+    cut = grep_early.start_parts(GREP, str(path), ["-P", BORING_PCRE])
+    assert cut is not None or grep_early.cores() < 2  # two CPUs: the file is cut in two
+    if cut is not None:
+        cut.stop()
+    expected = _candidates(path, "python")
+    assert expected[1] == path.read_bytes().count(b"\n") + 1
+    assert _candidates(path, "grep") == expected
+
+
+def test_grep_out_of_memory_in_the_second_part_hands_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _two_halves_log(tmp_path, long_line_after_middle=True)
+    expected = _candidates(path, "python")
+    monkeypatch.setattr(grep_scan, "GREP_DATA_LIMIT", 4 << 20)  # the 6 MiB line does not fit
+    assert _candidates(path, "grep") == expected
+
+
+def test_one_cpu_reads_the_file_in_one_part_with_wc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _two_halves_log(tmp_path)
+    expected = _candidates(path, "python")
+    monkeypatch.setattr(grep_early, "cores", lambda: 1)
+    assert grep_early.start_parts("grep", str(path), ["-P", BORING_PCRE]) is None
+    assert _candidates(path, "grep") == expected
+
+
+def test_parts_started_at_entry_are_adopted_or_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
+    path = _two_halves_log(tmp_path)
+    expected = _candidates(path, "python")
+    grep_early.start_early(["parse", str(path)])
+    [(_grep, parts)] = grep_early.STARTED.values()
+    if grep_early.cores() < 2:
+        pytest.skip("one CPU: a file is never cut")
+    assert isinstance(parts, grep_early.Parts) and len(parts.firsts) == 2
+    grep_scan.prestart(["parse", str(path)])
+    [pipeline] = grep_scan._STARTED.values()
+    assert pipeline.first is parts.firsts[0] and pipeline.rest[0].first is parts.firsts[1]
+    stats = ReadStats()
+    with open_log(path) as log:
+        found = list(iter_candidate_lines(log, stats))
+    assert (found, stats.n_lines, stats.n_bytes) == expected
+    grep_early.start_early(["parse", str(path)])
+    [(_grep, unadopted)] = grep_early.STARTED.values()
+    assert isinstance(unadopted, grep_early.Parts)
+    grep_scan.stop_unclaimed()
+    assert all(first.returncode is not None for first in unadopted.firsts)
+    for feeder in unadopted.feeders:
+        feeder.join(timeout=10)
+        assert not feeder.is_alive()

@@ -13,7 +13,12 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 GREP_MIN_BYTES = 32 << 20
 """A regular file at least this big is prefiltered by grep unless MEMLEDGER_PREFILTER=python
@@ -33,6 +38,13 @@ COMMANDS = frozenset({"parse", "ledger", "diff", "check", "diagnose", "whatif"})
 PIPE_BYTES = 1 << 20
 """The first grep's output pipe (Linux F_SETPIPE_SZ; the unprivileged maximum): 37 MB of a
 serving log's lines run through before the pipe fills and grep waits to be adopted."""
+
+END_OF_PART = b"memledger-prefilter-end-of-part"
+"""The line a feeder writes after its part of a file: the keyword grep keeps it (an ERE
+alternative of its own), and its line number is one more than the part's lines. A log's own
+line of this text is no candidate (no keyword): the reader skips every such line."""
+SPLIT_SEARCH_BYTES = 1 << 20
+"""A file is cut in two at the first newline within this many bytes after its middle."""
 
 Identity = tuple[str, int, int, int, int]
 """A regular file as opened: real path, device, inode, size, mtime (ns)."""
@@ -96,7 +108,12 @@ def limit_data() -> None:
         pass
 
 
-def start_first(grep: str, target: str | None, boring: Sequence[str]) -> subprocess.Popen[bytes]:
+def start_first(
+    grep: str,
+    target: str | None,
+    boring: Sequence[str],
+    limit: Callable[[], None] | None = limit_data,
+) -> subprocess.Popen[bytes]:
     """`grep -n -a -v BORING` on `target` (None: its stdin, a pipe), output into a pipe."""
     return subprocess.Popen(
         [grep, "-n", "-a", "-v", *boring, "--", target or "-"],
@@ -104,12 +121,129 @@ def start_first(grep: str, target: str | None, boring: Sequence[str]) -> subproc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "LC_ALL": "C"},
-        preexec_fn=limit_data if os.name == "posix" else None,
+        preexec_fn=limit if os.name == "posix" else None,
         pipesize=PIPE_BYTES,
     )
 
 
-STARTED: dict[Identity, tuple[str, subprocess.Popen[bytes]]] = {}
+def cores() -> int:
+    """CPUs this process may run on (`taskset -c 0`: 1)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class Feeder(threading.Thread):
+    """Copies bytes [start, end) of a file into a grep's stdin (sendfile: the kernel moves them,
+    Python never holds them), then END_OF_PART on its own line."""
+
+    def __init__(self, path: str, start: int, end: int, sink: IO[bytes], newline: bool) -> None:
+        super().__init__(daemon=True)
+        self.source = os.open(path, os.O_RDONLY)
+        self.start_at, self.end, self.sink, self.newline = start, end, sink, newline
+        self.fed = 0
+        self.error: OSError | None = None
+
+    def discard(self) -> None:
+        """Close what a feeder that never ran holds."""
+        os.close(self.source)
+        self.sink.close()
+
+    def run(self) -> None:
+        sink = self.sink.fileno()
+        offset = self.start_at
+        try:
+            while offset < self.end:
+                size = min(self.end - offset, PIPE_BYTES)
+                try:
+                    sent = os.sendfile(sink, self.source, offset, size)
+                except OSError as exc:
+                    if not isinstance(exc, BrokenPipeError) and exc.errno in _NO_SENDFILE:
+                        sent = _write_all(sink, os.pread(self.source, size, offset))
+                    else:
+                        raise
+                if sent == 0:
+                    break  # the file shrank: the reader refuses it (F29)
+                offset += sent
+                self.fed = offset - self.start_at
+            _write_all(sink, (b"\n" if self.newline else b"") + END_OF_PART + b"\n")
+        except BrokenPipeError:
+            pass  # the pipeline was stopped
+        except OSError as exc:
+            self.error = exc
+        finally:
+            os.close(self.source)
+            try:
+                self.sink.close()
+            except OSError:
+                pass
+
+
+_NO_SENDFILE = frozenset({22, 38, 95})  # EINVAL, ENOSYS, EOPNOTSUPP: copy through Python
+
+
+def _write_all(fd: int, data: bytes) -> int:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    return len(data)
+
+
+class Parts:
+    """A file's first greps, each fed one part of it (the two halves, cut at a newline)."""
+
+    def __init__(self, firsts: list[subprocess.Popen[bytes]], feeders: list[Feeder]) -> None:
+        self.firsts, self.feeders = firsts, feeders
+
+    def start_feeding(self) -> None:
+        for feeder in self.feeders:
+            if feeder.ident is None:  # not started yet (at entry, or just now)
+                feeder.start()
+
+    def stop(self) -> None:
+        for first in self.firsts:
+            stop(first)  # a started feeder then fails to write, and ends
+        for feeder in self.feeders:
+            if feeder.ident is None:  # never started
+                feeder.discard()
+
+
+def start_parts(
+    grep: str, path: str, boring: Sequence[str], limit: Callable[[], None] | None = limit_data
+) -> Parts | None:
+    """The first greps of `path` cut in two, with their feeders (not started: spawn every
+    process first, a fork beside a running thread is best avoided); None: no newline near the
+    middle, or one CPU (two processes would only share it)."""
+    if cores() < 2:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        middle = size // 2
+        newline = os.pread(fd, SPLIT_SEARCH_BYTES, middle).find(b"\n")
+        unterminated = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+    finally:
+        os.close(fd)
+    if newline < 0 or middle + newline + 1 >= size:
+        return None
+    cuts = [0, middle + newline + 1, size]
+    firsts: list[subprocess.Popen[bytes]] = []
+    feeders: list[Feeder] = []
+    try:
+        while len(firsts) < len(cuts) - 1:  # one by one: those started are stopped on failure
+            firsts.append(start_first(grep, None, boring, limit))
+        for first, start, end in zip(firsts, cuts, cuts[1:], strict=False):
+            sink, first.stdin = first.stdin, None  # the feeder's alone: it closes it when done
+            assert sink is not None
+            feeders.append(Feeder(path, start, end, sink, unterminated and end == size))
+    except BaseException:
+        Parts(firsts, feeders).stop()
+        raise
+    return Parts(firsts, feeders)
+
+
+STARTED: dict[Identity, tuple[str, subprocess.Popen[bytes] | Parts]] = {}
 """The first grep started at entry for a file, with the grep program, until adopted."""
 
 
@@ -125,14 +259,18 @@ def start_early(argv: Sequence[str]) -> None:
     grep = which_grep()
     if grep is None:
         return
+    boring = ["-P", BORING_PCRE]
     try:
-        STARTED[found[1]] = (grep, start_first(grep, found[0], ["-P", BORING_PCRE]))
+        parts = start_parts(grep, found[0], boring)
+        if parts is not None:
+            parts.start_feeding()  # the keyword greps start later, beside running threads
+        STARTED[found[1]] = (grep, parts or start_first(grep, found[0], boring))
     except (OSError, ValueError, subprocess.SubprocessError):
         pass
 
 
-def adopt(key: Identity, grep: str) -> subprocess.Popen[bytes] | None:
-    """The first grep started at entry for this file with this grep program, if any."""
+def adopt(key: Identity, grep: str) -> subprocess.Popen[bytes] | Parts | None:
+    """The first grep(s) started at entry for this file with this grep program, if any."""
     found = STARTED.pop(key, None)
     if found is None:
         return None
@@ -142,8 +280,11 @@ def adopt(key: Identity, grep: str) -> subprocess.Popen[bytes] | None:
     return found[1]
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Kill a first grep and close its pipes."""
+def stop(process: subprocess.Popen[bytes] | Parts) -> None:
+    """Kill a first grep (or a file's) and close its pipes."""
+    if isinstance(process, Parts):
+        process.stop()
+        return
     if process.poll() is None:
         process.kill()
     process.wait()

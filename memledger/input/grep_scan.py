@@ -29,7 +29,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -52,10 +52,12 @@ from memledger.sglang.lines import CUT_TAIL_ERE, PREFILTER_WORDS
 
 
 def ere(words: Iterable[str]) -> str:
-    """The keyword ERE of the second grep: the words, the memory words in any case, and the
-    start of a cut line's rest after the first grep's `N:` (sglang.lines.CUT_TAIL_ERE)."""
+    """The keyword ERE of the second grep: the words, the memory words in any case, the
+    start of a cut line's rest after the first grep's `N:` (sglang.lines.CUT_TAIL_ERE), and
+    grep_early.END_OF_PART."""
     escaped = [re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", w) for w in words]
-    return "|".join([*escaped, OUT_OF_MEMORY_ERE, f"^[0-9]+:{CUT_TAIL_ERE}"])
+    end = f"^[0-9]+:{grep_early.END_OF_PART.decode()}$"  # a fed part's last line
+    return "|".join([*escaped, OUT_OF_MEMORY_ERE, f"^[0-9]+:{CUT_TAIL_ERE}", end])
 
 
 _PCRE: dict[str, bool] = {}
@@ -131,59 +133,65 @@ def _limit_data() -> None:
 
 @dataclass
 class Pipeline:
-    """The running greps (and the line counter) for one input."""
+    """The running greps (and the line counter) for one input; a file cut in parts has one
+    Pipeline a part, the first holding the others (`rest`), each fed by its `feeder`."""
 
     first: subprocess.Popen[bytes]
     second: subprocess.Popen[bytes]
     counter: subprocess.Popen[bytes] | None
     words: tuple[str, ...]
+    feeder: grep_early.Feeder | None = None
+    rest: list[Pipeline] = field(default_factory=list)
 
     def stop(self, *, close: bool = True) -> None:
         """Kill the processes (and close their pipes unless the reader still drains them)."""
         _finished(self)
-        for process in (self.first, self.second, self.counter):
-            if process is not None and process.poll() is None:
+        processes = [p for part in (self, *self.rest) for p in (part.first, part.second)]
+        processes += [self.counter] if self.counter is not None else []
+        for process in processes:
+            if process.poll() is None:
                 process.kill()
-        for process in (self.first, self.second, self.counter):
-            if process is not None:
-                process.wait()
-                for stream in (process.stdin, process.stdout, process.stderr):
-                    if stream is not None and close:
-                        stream.close()
+        for process in processes:
+            process.wait()
+            for stream in (process.stdin, process.stdout, process.stderr):
+                if stream is not None and close:
+                    stream.close()
 
 
 def start(
     grep: str,
     target: str | None,
     words: Sequence[str],
-    first: subprocess.Popen[bytes] | None = None,
+    first: subprocess.Popen[bytes] | grep_early.Parts | None = None,
 ) -> Pipeline:
-    """Start `grep -v` (serving lines) | `grep -E` (keywords) on `target` (None: stdin pipe),
-    and `wc -l` beside them for the line count of a file. `first`: the `grep -v` already
-    running on `target` (started at CLI entry, memledger.input.grep_early)."""
+    """Start `grep -v` (serving lines) | `grep -E` (keywords) on `target` (None: stdin pipe).
+    A file is cut in two parts when two CPUs are there (grep_early.start_parts: a pipeline a
+    part, each fed its part), else read by one `grep -v`, with `wc -l` beside it for the line
+    count. `first`: the `grep -v` (or parts) started on `target` at CLI entry."""
     env = {**os.environ, "LC_ALL": "C"}
-    boring = ["-P", BORING_PCRE] if has_pcre(grep) else ["-E", "-e", BORING_ERE]
+    pcre = first is not None or has_pcre(grep)  # started at entry: with -P
+    boring = ["-P", BORING_PCRE] if pcre else ["-E", "-e", BORING_ERE]
     limit = _limit_data if os.name == "posix" else None
+    if first is None and target is not None:
+        first = grep_early.start_parts(grep, target, boring, limit)
+    if isinstance(first, grep_early.Parts):
+        parts = first
+        try:
+            pipelines = [
+                Pipeline(one, _keywords(grep, one, words, env, limit), None, tuple(words), feeder)
+                for one, feeder in zip(parts.firsts, parts.feeders, strict=True)
+            ]
+        except BaseException:
+            parts.stop()
+            raise
+        parts.start_feeding()
+        head = pipelines[0]
+        head.rest = pipelines[1:]
+        _RUNNING.append(head)
+        return head
     if first is None:
-        first = subprocess.Popen(
-            [grep, "-n", "-a", "-v", *boring, "--", target or "-"],
-            stdin=subprocess.PIPE if target is None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            preexec_fn=limit,
-            pipesize=grep_early.PIPE_BYTES,
-        )
-    second = subprocess.Popen(
-        [grep, "-a", "-E", "-e", ere(words)],
-        stdin=first.stdout,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        preexec_fn=limit,
-    )
-    assert first.stdout is not None
-    first.stdout.close()
+        first = grep_early.start_first(grep, target, boring, limit)
+    second = _keywords(grep, first, words, env, limit)
     wc = shutil.which("wc") if target is not None else None
     counter = (
         None
@@ -199,6 +207,28 @@ def start(
     pipeline = Pipeline(first, second, counter, tuple(words))
     _RUNNING.append(pipeline)
     return pipeline
+
+
+def _keywords(
+    grep: str,
+    first: subprocess.Popen[bytes],
+    words: Sequence[str],
+    env: dict[str, str],
+    limit: Callable[[], None] | None,
+) -> subprocess.Popen[bytes]:
+    """`grep -E` of the keywords on the first grep's output."""
+    second = subprocess.Popen(
+        [grep, "-a", "-E", "-e", ere(words)],
+        stdin=first.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=limit,
+        pipesize=grep_early.PIPE_BYTES,
+    )
+    assert first.stdout is not None
+    first.stdout.close()
+    return second
 
 
 _RUNNING: list[Pipeline] = []
@@ -308,7 +338,7 @@ def grep_candidates(
         writer = threading.Thread(target=_feed, args=(stream_feed, sink, errors), daemon=True)
         writer.start()
     elif progress is not None:
-        _watch_progress(pipeline.first, progress[1], progress[0])
+        _watch_progress(pipeline, progress[1], progress[0])
     return drain(pipeline, path, writer, errors, on_lines, fallback)
 
 
@@ -320,49 +350,75 @@ def drain(
     on_lines: Callable[[int, int], None],
     fallback: Callable[[int], Iterator[tuple[int, bytes]]] | None,
 ) -> Iterator[tuple[int, bytes]]:
-    first, second = pipeline.first, pipeline.second
-    assert second.stdout is not None
+    parts = [pipeline, *pipeline.rest]
     completed = False
     handed_over: int | None = None  # the line the built-in scanner goes on from
-    last = 0
+    failed: Pipeline | None = None  # a part whose grep failed
+    lines_before = 0  # the lines of the parts read so far (a fed part ends with END_OF_PART)
     try:
         limit = MAX_LINE_BYTES + 24 if fallback is not None else -1  # + the `N:` prefix
-        while raw := second.stdout.readline(limit):
-            number, _, content = raw.partition(b":")
-            if 0 < limit <= len(raw) and not raw.endswith(b"\n"):
-                handed_over = int(number) if number.isdigit() else last + 1
+        for part in parts:
+            stdout = part.second.stdout
+            assert stdout is not None
+            last = 0
+            end_line: int | None = None
+            while raw := stdout.readline(limit):
+                number, _, content = raw.partition(b":")
+                if 0 < limit <= len(raw) and not raw.endswith(b"\n"):
+                    line = int(number) if number.isdigit() else last + 1
+                    handed_over = lines_before + line
+                    break
+                if content.endswith(b"\n"):
+                    content = content[:-1]
+                try:
+                    line = int(number)
+                except ValueError:
+                    continue
+                last = line
+                if content == grep_early.END_OF_PART:  # never a candidate: no keyword in it
+                    end_line = line
+                    continue
+                yield lines_before + line, content
+            if handed_over is not None:
                 break
-            if content.endswith(b"\n"):
-                content = content[:-1]
-            try:
-                line = int(number)
-            except ValueError:
-                continue
-            last = line
-            yield line, content
+            part.second.wait()
+            part.first.wait()
+            if part.feeder is not None and end_line is None:
+                part.feeder.join()
+                if part.feeder.error is not None:
+                    errors.append(part.feeder.error)
+                    break
+            codes = (part.first.returncode, part.second.returncode)
+            if any(code not in (0, 1) for code in codes) or (part.feeder and end_line is None):
+                failed = part
+                handed_over = lines_before + last + 1  # a line too long for grep's memory
+                break
+            if end_line is not None:
+                lines_before += end_line - 1
         completed = True
     finally:
-        if not completed or handed_over is not None:
+        if not completed or handed_over is not None or errors:
             pipeline.stop(close=False)
-        second.stdout.close()
-        second.wait()
-        first.wait()
+        for part in parts:
+            assert part.second.stdout is not None
+            part.second.stdout.close()
+            part.second.wait()
+            part.first.wait()
         if writer is not None:
             writer.join()
         complaint = b""
-        for process in (first, second):
-            if process.stderr is not None:
-                complaint = complaint or process.stderr.read().strip()
-                process.stderr.close()
+        for part in parts:
+            for process in (part.first, part.second):
+                if process.stderr is not None:
+                    complaint = complaint or process.stderr.read().strip()
+                    process.stderr.close()
     _finished(pipeline)  # its processes have ended (the counter is waited for below)
     if errors:
         error = errors[0]
         raise error if isinstance(error, InputError) else InputError(f"read failed ({error})")
-    if handed_over is None and (first.returncode not in (0, 1) or second.returncode not in (0, 1)):
-        if fallback is None:
-            detail = complaint.decode(errors="replace") or f"exit {first.returncode}"
-            raise InputError(f"scan failed: {detail.splitlines()[0]}")
-        handed_over = last + 1  # grep failed (a line too long for its memory): go on here
+    if failed is not None and fallback is None:
+        detail = complaint.decode(errors="replace") or f"exit {failed.first.returncode}"
+        raise InputError(f"scan failed: {detail.splitlines()[0]}")
     if handed_over is not None:
         assert fallback is not None
         if pipeline.counter is not None:
@@ -371,7 +427,8 @@ def drain(
         yield from fallback(handed_over)
         return
     if path is not None:
-        on_lines(*_totals(pipeline, path))
+        fed = [part.feeder for part in parts if part.feeder is not None]
+        on_lines(*((lines_before, fed[-1].end) if fed else _totals(pipeline, path)))
 
 
 def _totals(pipeline: Pipeline, path: Path | None) -> tuple[int, int]:
@@ -412,19 +469,25 @@ def _feed(copy: Callable[[IO[bytes]], None], sink: IO[bytes], errors: list[BaseE
             pass
 
 
-def _watch_progress(
-    process: subprocess.Popen[bytes], total: int, progress: ProgressCallback
-) -> None:
-    """Report how far grep has read the file (Linux /proc; silently nothing elsewhere)."""
+def _watch_progress(pipeline: Pipeline, total: int, progress: ProgressCallback) -> None:
+    """Report how far the file has been read: its feeders' bytes, else grep's (Linux /proc;
+    silently nothing elsewhere)."""
+    feeders = [part.feeder for part in (pipeline, *pipeline.rest) if part.feeder is not None]
+    process = pipeline.first
     io_file = Path(f"/proc/{process.pid}/io")
 
+    def read_so_far() -> int:
+        if feeders:
+            return sum(feeder.fed for feeder in feeders)
+        fields = dict(
+            line.split(": ", 1) for line in io_file.read_text().splitlines() if ": " in line
+        )
+        return int(fields["rchar"])
+
     def watch() -> None:
-        while process.poll() is None:
+        while any(part.first.poll() is None for part in (pipeline, *pipeline.rest)):
             try:
-                fields = dict(
-                    line.split(": ", 1) for line in io_file.read_text().splitlines() if ": " in line
-                )
-                progress(min(int(fields["rchar"]), total), total)
+                progress(min(read_so_far(), total), total)
             except (OSError, KeyError, ValueError):
                 return
             time.sleep(0.5)
