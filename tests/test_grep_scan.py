@@ -254,6 +254,12 @@ def test_parts_started_at_entry_are_adopted_or_stopped(
     grep_scan.prestart(["parse", str(path)])
     [pipeline] = grep_scan._STARTED.values()
     assert pipeline.first is parts.firsts[0] and pipeline.rest[0].first is parts.firsts[1]
+    linux = Path("/proc/self/limits").exists()
+    for part in (pipeline, *pipeline.rest) if linux else ():  # every grep under the data limit
+        for process in (part.first, part.second):
+            limits = Path(f"/proc/{process.pid}/limits").read_text()
+            [data] = [line for line in limits.splitlines() if line.startswith("Max data size")]
+            assert data.split()[3:5] == [str(grep_scan.GREP_DATA_LIMIT)] * 2
     stats = ReadStats()
     with open_log(path) as log:
         found = list(iter_candidate_lines(log, stats))

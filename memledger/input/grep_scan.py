@@ -216,19 +216,31 @@ def _keywords(
     env: dict[str, str],
     limit: Callable[[], None] | None,
 ) -> subprocess.Popen[bytes]:
-    """`grep -E` of the keywords on the first grep's output."""
+    """`grep -E` of the keywords on the first grep's output. Its lines are the first grep's,
+    each shorter than that grep's data limit; the limit is set on it too, just after it
+    starts (prlimit, Linux): no preexec_fn, so the spawn needs no fork beside the feeders."""
     second = subprocess.Popen(
         [grep, "-a", "-E", "-e", ere(words)],
         stdin=first.stdout,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-        preexec_fn=limit,
         pipesize=grep_early.PIPE_BYTES,
     )
+    if limit is not None:
+        _prlimit(second.pid)
     assert first.stdout is not None
     first.stdout.close()
     return second
+
+
+def _prlimit(pid: int) -> None:
+    import resource
+
+    try:
+        resource.prlimit(pid, resource.RLIMIT_DATA, (GREP_DATA_LIMIT, GREP_DATA_LIMIT))
+    except (AttributeError, ValueError, OSError):
+        pass  # not Linux, gone already, or a lower hard limit: its input bounds it anyway
 
 
 _RUNNING: list[Pipeline] = []
@@ -274,10 +286,13 @@ def prestart(argv: Sequence[str]) -> None:
         arg, key = found
         if key is None:
             return
-    grep = grep_program(Path(arg), key[3])
-    first = None
-    if grep is not None and has_pcre(grep):
-        first = grep_early.adopt(key, grep)
+    early = grep_early.STARTED.get(key)
+    grep: str | None = None
+    if early is not None and "MEMLEDGER_PREFILTER" not in os.environ:
+        grep = early[0]  # with -P: a grep without it fails, and the built-in scanner takes over
+    else:
+        grep = grep_program(Path(arg), key[3])
+    first = None if grep is None else grep_early.adopt(key, grep)
     grep_early.stop_unadopted()  # started for a grep that is not the one to use
     if grep is None:
         return
