@@ -106,7 +106,7 @@ def _fraction_row(
             status=status,
             used=_span([v for _, v in used]) or "-",
             effect=Effect.FRACTION.value,
-            source=f"server_args line {inputs.server_args_line or '-'}",
+            source=f"{inputs.server_args_source} {inputs.server_args_line or '-'}",
             note=note,
         ),
         used,

@@ -7,6 +7,8 @@ A failure without memory evidence gets no memory knob.
 
 from __future__ import annotations
 
+import re
+
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
 from memledger.diagnosis.evidence import Evidence, gather
@@ -50,6 +52,7 @@ from memledger.diagnosis.pools import (
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.events import Event, EventKind, ParsedLog
+from memledger.input.launch_command import NOTE_PREFIX
 from memledger.ledger_model import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, CrashCause, Phase
 
@@ -69,6 +72,27 @@ MESSAGE_CLIP = 70
 def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
     """The diagnosis of the parsed startup (the ledger must be built from the same parse)."""
     evidence = gather(parsed, ledger)
+    diagnosis = _diagnose(evidence)
+    if not evidence.command_notes:
+        return diagnosis
+    # where the settings come from is part of the answer: a pasted command is not a printout
+    said = [
+        Finding(
+            id="launch_command",
+            severity=Severity.INFO,
+            message=f"pasted launch command: {match.group(2)}",
+            evidence=[evidence.at(int(match.group(1)))],
+        )
+        for match in map(_NOTE_RE.match, evidence.command_notes)
+        if match is not None
+    ]
+    return diagnosis.model_copy(update={"findings": [*diagnosis.findings, *said]})
+
+
+_NOTE_RE = re.compile(re.escape(NOTE_PREFIX) + r"(\d{1,9}): (.*)", re.DOTALL)
+
+
+def _diagnose(evidence: Evidence) -> Diagnosis:
     failure = pool_failure(evidence)
     if failure is not None and evidence.oom is None and evidence.refusal is None:
         return _pool_ran_out(evidence, failure)

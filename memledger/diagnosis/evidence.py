@@ -4,9 +4,10 @@ budget figures SGLang sized with, and where the startup had got to."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memledger.events import Event, EventKind, ParsedLog, Value
+from memledger.input.launch_command import NOTE_PREFIX
 from memledger.ledger_model import Checkpoint, Ledger
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 
@@ -103,6 +104,17 @@ class Evidence:
     """The highest `TPn` in the log's rank tags, plus one: a lower bound of the tp size."""
     sizing: SizingInputs | None = None
     """What the sizing model reads of this startup (its release range, P, the knobs)."""
+    command_line: int | None = None
+    """The pasted launch command's line, when the settings are its (no server_args line)."""
+    command_notes: list[str] = field(default_factory=list)
+    """The parse's notes about a pasted launch command (memledger.input.launch_command)."""
+
+    @property
+    def settings_where(self) -> str:
+        """Where a setting read from `server_args` comes from, for a citation."""
+        if self.command_line is None:
+            return "in the log"
+        return f"from the pasted launch command, {self.at(self.command_line)}"
 
     def at(self, line: int | None) -> str:
         return f"{self.path}:{line}" if line is not None else self.path
@@ -199,6 +211,14 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
     refusals = by_kind.get(EventKind.KV_REFUSAL, [])
     exits = by_kind.get(EventKind.PROCESS_EXIT, [])
     server_args: dict[str, object] = dict(startup.server_args)
+    command = next(
+        (
+            e
+            for e in events
+            if e.kind is EventKind.SERVER_ARGS and e.values.get("form") == "command"
+        ),
+        None,
+    )
     return Evidence(
         path=parsed.path,
         rank=startup.rank,
@@ -216,4 +236,6 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
         exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),
         tp_seen=_tp_seen([r.rank for r in startup.ranks] + [e.rank for e in events]),
         sizing=sizing_inputs(parsed),
+        command_line=command.line if command is not None else None,
+        command_notes=[note for note in parsed.notes if note.startswith(NOTE_PREFIX)],
     )

@@ -144,7 +144,7 @@ def _context(
     """The context length: the log's, else the most the ask allows at the rows SGLang gives."""
     context = evidence.int_param("context_length")
     if context:
-        return context, f"context_length={context:,} in the log"
+        return context, f"context_length={context:,} {evidence.settings_where}"
     if requested is None:
         return None, ""
     rows = running or REQ_TO_TOKEN_MIN_ROWS

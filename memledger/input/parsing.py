@@ -26,6 +26,7 @@ from memledger.events import (
     Value,
 )
 from memledger.input.error_texts import ErrorReading
+from memledger.input.launch_command import find_launch_command, with_launch_command
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
 from memledger.input.logical import LogicalLine
 from memledger.input.outcome import outcome_kind
@@ -448,6 +449,7 @@ def parse_log(
         display = label or log.name
         for tag, line in head_tags(log.head, whole=len(log.head) < SNIFF_BYTES):
             collector.see_tag(tag, line)
+        launch = find_launch_command(log.head, whole=len(log.head) < SNIFF_BYTES)
         meter = ProgressMeter(progress)
         try:
             # start scanning first: a grep prefilter runs while the grammar builds
@@ -464,7 +466,8 @@ def parse_log(
     _add_errors(collector, collector.errors.finish())
     notes = _settle_pasted(collector) + cut_lines.notes()
 
-    if not collector.saw_prefix and not collector.stored and not collector.tags_first_line:
+    no_lines = not collector.saw_prefix and not collector.stored and not collector.tags_first_line
+    if no_lines and launch is None:  # a pasted launch command alone is still settings
         raise InputError(
             "no SGLang log lines found (no `[date time TP0]` prefix, no known line)", path=display
         )
@@ -504,6 +507,8 @@ def parse_log(
         if event.kind is EventKind.SERVER_ARGS and event.params:
             server_args = event.params
             break
+    events, server_args, launch_notes = with_launch_command(events, server_args, launch)
+    notes.extend(launch_notes)
 
     unrecognised: list[UnrecognisedLine] = []
     unrecognised_count = 0

@@ -107,6 +107,9 @@ class SizingInputs(Record):
     """A: free memory when the KV pool was sized (last load end before the first pool end)."""
     knobs: dict[str, ParamValue] = Field(default_factory=dict)
     server_args_line: int | None = None
+    server_args_source: str = "server_args line"
+    """How `server_args_line` is cited: `pasted launch command line` when the settings are a
+    pasted command's (memledger.input.launch_command), not SGLang's printout."""
     target_kv: list[KVPool] = Field(default_factory=list)
     draft_kv: list[KVPool] = Field(default_factory=list)
     swa_full_tokens: int | None = None
@@ -304,7 +307,9 @@ def sizing_inputs(
         knobs["tp_size"] = tp_seen
     if "dcp_size" not in knobs and "attn_cp_size" in startup.server_args:
         knobs["dcp_size"] = startup.server_args["attn_cp_size"]
-    server_args_line = next((e.line for e in events if e.kind is EventKind.SERVER_ARGS), None)
+    settings_event = next((e for e in events if e.kind is EventKind.SERVER_ARGS), None)
+    server_args_line = settings_event.line if settings_event is not None else None
+    from_command = settings_event is not None and settings_event.values.get("form") == "command"
 
     target = [
         _pool(e)
@@ -425,6 +430,7 @@ def sizing_inputs(
         budget_avail=a,
         knobs=knobs,
         server_args_line=server_args_line,
+        server_args_source="pasted launch command line" if from_command else "server_args line",
         target_kv=target,
         draft_kv=draft,
         swa_full_tokens=_int(swa.values.get("full_layer_tokens")) if swa else None,

@@ -198,7 +198,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     source = (
         f"{default.basis} ({RULE[default.rule].source})"
         if default
-        else (f"server_args line {inputs.server_args_line}" if given else "--set")
+        else (f"{inputs.server_args_source} {inputs.server_args_line}" if given else "--set")
     )
     if vlm_line is not None:
         source = (
