@@ -136,7 +136,8 @@ def build_ledger(
         tolerance_bytes=tolerance,
         parameters=parameters(steps, inputs),
         notes=audit.notes,
-        sizing=size_log(sizing_inputs(parsed, model_config)),
+        # Interleaved ranks' readings are no one rank's: no sizing is redone from them.
+        sizing=None if steps.mixed else size_log(sizing_inputs(parsed, model_config)),
     )
 
 

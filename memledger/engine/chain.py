@@ -73,6 +73,9 @@ class Chain:
     spans: list[Span]
     dist_event: Event | None
     """`Init torch distributed ends` with mem usage, before the first reading."""
+    mixed: tuple[Event, Event] | None = None
+    """Two untagged lines one worker never prints back to back: several ranks' lines are
+    interleaved, so no reading can be told to be one rank's (the chain is then empty)."""
 
     def position(self, event: Event) -> int:
         return self.index[id(event)]
@@ -110,9 +113,35 @@ def build_chain(path: str, startup: Startup, audit: Audit) -> Chain:
     args: dict[str, ParamValue] = dict(startup.server_args)
     index = {id(event): position for position, event in enumerate(events)}
     roles = assign_roles(events, args)
-    points = _points(events, roles, audit)
+    mixed = interleaved_ranks(events) if not startup.rank else None
+    points = [] if mixed is not None else _points(events, roles, audit)
     spans = _spans(events, points, index, roles)
-    return Chain(path, startup, events, args, index, roles, points, spans, _dist(events, points))
+    dist = _dist(events, points) if mixed is None else None
+    return Chain(path, startup, events, args, index, roles, points, spans, dist, mixed)
+
+
+ONCE_PER_WORKER = {
+    EventKind.DIST_INIT_END: "Init torch distributed ends",
+    EventKind.LOAD_BEGIN: "Load weight begin",
+    EventKind.LOAD_END: "Load weight end",
+}
+"""Lines one ModelRunner prints once each, in this order (v0.5.8 model_executor/model_runner.py
+:801 distributed init, :808 and :950 the load); a draft worker's own ModelRunner prints its set
+after the target's load. `Memory pool end` may repeat: from 0.5.16 a DFLASH draft is loaded
+before the pools, whose two `Memory pool end` lines then follow each other (single/005)."""
+
+
+def interleaved_ranks(events: list[Event]) -> tuple[Event, Event] | None:
+    """Two untagged lines of one ONCE_PER_WORKER kind with no other such line between them:
+    two workers printed them (an untagged multi-rank log, or a paste of several ranks)."""
+    previous: Event | None = None
+    for event in events:
+        if event.kind not in ONCE_PER_WORKER:
+            continue
+        if previous is not None and previous.kind == event.kind:
+            return previous, event
+        previous = event
+    return None
 
 
 def _points(events: list[Event], roles: Roles, audit: Audit) -> list[Point]:
@@ -201,6 +230,15 @@ def _closing(start: Point, end: Point, index: dict[int, int], roles: Roles) -> i
 def usable_memory(chain: Chain, pre_load: list[Carve], audit: Audit) -> int | None:
     """Dist-init usage + pre-load allocations + avail at load begin (None when unknown)."""
     points = chain.points
+    if chain.mixed is not None:
+        one, other = chain.mixed
+        audit.note(
+            f"cannot balance: untagged lines of several ranks are interleaved (lines "
+            f"{one.line} and {other.line} are both `{ONCE_PER_WORKER[one.kind]}`, which one "
+            "worker prints once): no reading can be told to be one rank's, so none is used; "
+            "a log with rank tags (TP0, DP0 TP0) gives the account"
+        )
+        return None
     if not points:
         audit.note("cannot balance: no avail reading in this log")
         return None

@@ -131,6 +131,8 @@ def pre_load_rows(chain: Chain) -> tuple[list[Carve], list[Placed]]:
     first_line = points[0].event.line if points else None
     carves: list[Carve] = []
     info: list[Placed] = []
+    if chain.mixed is not None:
+        return carves, info  # several ranks' lines: no row is one rank's (build_chain)
     for event in chain.events:
         if first_line is not None and event.line >= first_line:
             break

@@ -86,6 +86,15 @@ def _without_rank0(tagged: list[str]) -> RankSelection:
     """No rank 0 in the input (a paste of another rank's lines): read the lowest rank present."""
     ordered = sorted(tagged, key=natural_key)
     chosen = ordered[0]
+    if _first_replica_without_tp(chosen, ordered):
+        # Not a fragment: with tp_size 1 (and pp 1) the scheduler's prefix is ` DP<i>` alone
+        # (v0.5.8 managers/scheduler.py:2896-2903), so each DP replica's only worker is its
+        # rank 0; the real-logs facts rule (TP0 in the tags) does not count it.
+        note = (
+            f"no TP tag in this input (tp_size 1): read {chosen}, the first DP replica's only "
+            f"worker, one of {len(ordered)} (--rank reads another)"
+        )
+        return RankSelection(frozenset({chosen}), chosen, False, frozenset({chosen}), note)
     if len(ordered) == 1:
         note = f"no rank 0 in this input: read {chosen}, the only rank present"
     else:
@@ -111,6 +120,11 @@ def head_tags(head: bytes, whole: bool) -> Iterator[tuple[str, int]]:
         for logical in iter_logical_lines(number, line):
             if logical.prefixed:
                 yield logical.rank, number
+
+
+def _first_replica_without_tp(chosen: str, tagged: list[str]) -> bool:
+    """Every tag is a bare `DP<i>` and `chosen` is `DP0` (with zeros, `DP00`)."""
+    return all(re.fullmatch(r"DP\d+", tag) for tag in tagged) and not chosen[2:].strip("0")
 
 
 def natural_key(tag: str) -> list[tuple[int, str]]:

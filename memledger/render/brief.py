@@ -31,21 +31,34 @@ def _share(byte_count: int, usable: int | None) -> str:
     return f"{100 * byte_count / usable:.1f}%"
 
 
+def _summed(rows: list[Row]) -> bool:
+    return any(r.in_partition and r.bytes is not None for r in rows)
+
+
 def groups_table(ledger: Ledger) -> Table:
-    """Each group's total, largest first, its share of usable memory and its largest row."""
-    blocks = sorted(group_blocks(ledger), key=lambda b: -abs(b.subtotal_bytes))
+    """Each group's total, largest first, its share of usable memory and its largest row.
+
+    A group none of whose rows is summed (a log without avail readings) has no total: `-`,
+    never 0.00 beside rows that say otherwise."""
+    blocks = sorted(
+        group_blocks(ledger), key=lambda b: (not _summed(b.rows), -abs(b.subtotal_bytes))
+    )
     rows = []
     for block in blocks:
+        summed = _summed(block.rows)
         largest = _largest(block.rows)
         several = sum(r.in_partition for r in block.rows) > 1
         detail = f"{largest.id} {gib_cell(largest.bytes)}" if largest and several else ""
         if block.unknown_count:
             detail += f"{'; ' if detail else ''}{block.unknown_count} unknown, not summed"
+        shown = sum(1 for r in block.rows if not r.in_partition and r.bytes is not None)
+        if not summed and shown:
+            detail += f"{'; ' if detail else ''}{shown} shown, not summed"
         rows.append(
             [
                 block.group.value,
-                gib_cell(block.subtotal_bytes),
-                _share(block.subtotal_bytes, ledger.usable_bytes),
+                gib_cell(block.subtotal_bytes) if summed else ABSENT,
+                _share(block.subtotal_bytes, ledger.usable_bytes) if summed else ABSENT,
                 detail,
             ]
         )
@@ -60,16 +73,28 @@ def groups_table(ledger: Ledger) -> Table:
 
 
 def split_line(ledger: Ledger) -> str:
-    """`usable 177.70 GiB = fixed overhead 109.92 + runtime headroom 4.00 + state pool 63.78`."""
-    totals = {b.group: b.subtotal_bytes for b in group_blocks(ledger)}
-    headroom = totals.get(RowGroup.RUNTIME_HEADROOM, 0)
-    pool = totals.get(RowGroup.STATE_POOL, 0)
-    fixed = sum(totals.values()) - headroom - pool
-    usable = ABSENT if ledger.usable_bytes is None else gib_cell(ledger.usable_bytes)
-    return (
-        f"usable {usable} GiB = fixed overhead {gib_cell(fixed)} + runtime headroom (free) "
-        f"{gib_cell(headroom)} + state pool {gib_cell(pool)}"
+    """`usable 177.70 GiB = fixed overhead 109.92 + runtime headroom 4.00 + state pool 63.78`.
+
+    A part no summed row gives is `-`; with usable memory unknown the parts are what the log
+    shows, not a split of the GPU."""
+    totals = {b.group: b.subtotal_bytes for b in group_blocks(ledger) if _summed(b.rows)}
+    headroom = totals.get(RowGroup.RUNTIME_HEADROOM)
+    pool = totals.get(RowGroup.STATE_POOL)
+    fixed_groups = [g for g in totals if g not in (RowGroup.RUNTIME_HEADROOM, RowGroup.STATE_POOL)]
+    fixed = sum(totals[g] for g in fixed_groups) if fixed_groups else None
+    parts = (
+        f"fixed overhead {_part(fixed)} + runtime headroom (free) {_part(headroom)} + "
+        f"state pool {_part(pool)}"
     )
+    if ledger.usable_bytes is None and not ledger.checkpoints:
+        return "usable unknown, no split: no avail reading is used (the notes say why)"
+    if ledger.usable_bytes is None:
+        return f"usable unknown; the rows the log shows: {parts}"
+    return f"usable {gib_cell(ledger.usable_bytes)} GiB = {parts}"
+
+
+def _part(byte_count: int | None) -> str:
+    return ABSENT if byte_count is None else gib_cell(byte_count)
 
 
 def pool_line(ledger: Ledger) -> str | None:
