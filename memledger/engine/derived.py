@@ -10,7 +10,8 @@ from typing import Any
 
 from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve
-from memledger.engine.chain import Chain
+from memledger.engine.chain import Chain, Span
+from memledger.engine.roles import TARGET
 from memledger.engine.variables import Variables, missing_reason
 from memledger.events import Event, EventKind
 from memledger.formulas import (
@@ -66,6 +67,8 @@ def formula_rows(
         span = None
         if formula.interval is not None:
             span = by_key.get(formula.interval) or by_end.get(formula.interval)
+            if span is None:
+                span = _span_printing(chain, formula.interval)
         try:
             if formula.when is not None and not evaluate(formula.when, variables.values):
                 continue
@@ -86,8 +89,8 @@ def formula_rows(
             result.in_graph.append(carve)
             continue
         if span is None:
-            reason = f"no interval ending at `{formula.interval}` in this log" + (
-                f" (the account stops at {spans[-1].end.id})" if spans else ""
+            reason = f"no interval ending at `{formula.interval}` in this log" + _where(
+                chain, str(formula.interval)
             )
             result.outside.append(_unknown(formula, reason, audit, carve))
             continue
@@ -97,6 +100,31 @@ def formula_rows(
             continue
         result.by_span.setdefault(span.key, []).append(carve)
     return result
+
+
+def _span_printing(chain: Chain, checkpoint: str) -> Span | None:
+    """The open span holding the target's `checkpoint` line printed without an avail reading
+    (an NPU or fork `Memory pool end.` with no avail): what that step allocated is in it."""
+    kinds = {kind.value: kind for kind in EventKind}
+    kind = kinds.get(checkpoint)
+    if kind is None:
+        return None
+    for span in chain.spans:
+        if span.closing is None and span.region == TARGET:
+            for event in span.events:
+                if event.kind == kind and event.size("avail") is None:
+                    return span
+    return None
+
+
+def _where(chain: Chain, checkpoint: str) -> str:
+    """Why no interval ends at `checkpoint`: the log starts there, or stops before it."""
+    points = chain.points
+    if points and points[0].id == checkpoint:
+        return f" (the log starts at {checkpoint}: no reading before it)"
+    if chain.spans and checkpoint not in {point.id for point in points}:
+        return f" (the account stops at {chain.spans[-1].end.id})"
+    return ""
 
 
 def _evaluate(formula: Formula, variables: Variables) -> Carve:

@@ -306,3 +306,39 @@ def test_second_startup_in_the_same_file_is_accounted_alone() -> None:
     _assert_consistent(earlier)
     assert earlier.outcome == "oom" and earlier.usable_bytes == _gib("70.00")
     assert not [r for r in earlier.rows if r.group is RowGroup.STATE_POOL]
+
+
+NPU_SOME_AVAIL = _args(
+    "tp_size=4, device='npu', mem_fraction_static=0.8, max_running_requests=16, context_length=4096"
+) + _lines(
+    "TP0",
+    "Init torch distributed ends. mem usage=0.00 GB",
+    "Load weight begin. avail mem=60.77 GB",
+    "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, mem usage=33.25 GB.",
+    KV_LINE,
+    "Memory pool end.",
+    "Capture npu graph begin. This can take up to several minutes. avail mem=18.24 GB",
+    "Capture npu graph end. Time elapsed: 30.31 s. mem usage=9.14 GB. avail mem=9.10 GB.",
+    SUMMARY.format(requests=16, avail="9.10"),
+)
+
+
+def test_pool_end_without_avail_still_carves_the_pool_costs_from_its_interval() -> None:
+    # `Memory pool end.` without a reading: the pools were still built there, inside the
+    # interval load_begin -> capture_begin (v0.5.8 model_runner_kv_cache_mixin.py:647 prints the
+    # line after init_memory_pool). Before: req_to_token and kv_free_pages were unknown, "the
+    # account stops at capture_end" (it does not).
+    ledger = _ledger(NPU_SOME_AVAIL)
+    _assert_consistent(ledger)
+    table = _row(ledger, "req_to_token")
+    assert table.kind is RowKind.DERIVED and table.interval == "load_begin->capture_begin"
+    assert table.bytes == 16 * (4096 + 4) * 4
+    assert _row(ledger, "kv_free_pages").bytes == 156800 * 8
+    assert _row(ledger, "weights").bytes == _gib("33.25")
+    assert not any("the account stops" in n for n in ledger.notes)
+
+
+def test_fragment_starting_at_pool_end_says_so_not_that_the_account_stops() -> None:
+    ledger = _ledger(FRAGMENT)
+    note = next(n for n in ledger.notes if n.startswith("kv_free_pages unknown"))
+    assert "the log starts at memory_pool_end" in note and "stops" not in note
