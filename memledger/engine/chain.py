@@ -249,7 +249,16 @@ def usable_memory(chain: Chain, pre_load: list[Carve], audit: Audit) -> int | No
             f"line {first.event.line}): usable memory unknown"
         )
         return None
-    usable = first.avail.bytes + sum(carve.bytes for carve in pre_load)
+    if chain.load_role(first.event) == DRAFT:
+        # A fragment from the draft's load on: the target's weights (and whatever it printed
+        # before) were loaded before this reading, so avail here is not the usable memory.
+        audit.note(
+            f"cannot balance: the first avail reading is the draft's load ({first.id}, line "
+            f"{first.event.line}); the target's load is not in this log: usable memory unknown"
+        )
+        return None
+    # Informational lines before the first reading (a KV budget) are shown, never added.
+    usable = first.avail.bytes + sum(carve.bytes for carve in pre_load if carve.in_partition)
     audit.use_number(first.event, "avail", first.avail)
     if chain.dist_event is not None:
         usage = chain.dist_event.size("usage")
@@ -269,8 +278,9 @@ def usable_memory(chain: Chain, pre_load: list[Carve], audit: Audit) -> int | No
             + (" + allocations logged before it" if pre_load else "")
         )
     for carve in pre_load:
-        for source in carve.sources:
-            audit.use_sizes(source)
+        if carve.in_partition:
+            for source in carve.sources:
+                audit.use_sizes(source)
     return usable
 
 

@@ -120,11 +120,18 @@ def test_partition_sums_to_usable_and_hides_no_negative(
     dist: float | None, start: float, plan: list[Step], ready: bool
 ) -> None:
     ledger = build(dist, start, plan, ready)
-    assert ledger.usable_bytes is not None
-    partition = [r for r in ledger.rows if r.in_partition]
-    total = sum(r.bytes or 0 for r in partition)
-    assert total == ledger.usable_bytes + ledger.balance_error_bytes
-    assert abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
+    readings = [c.id for c in ledger.checkpoints if c.id != "dist_init_end"]
+    if readings[0].startswith("draft_"):
+        # SGLang loads the target first: a log whose first load is a draft's lacks the
+        # target's, so the first reading is not the usable memory (engine/chain.usable_memory).
+        assert ledger.usable_bytes is None
+        assert any("the first avail reading is the draft's load" in n for n in ledger.notes)
+    else:
+        assert ledger.usable_bytes is not None
+        partition = [r for r in ledger.rows if r.in_partition]
+        total = sum(r.bytes or 0 for r in partition)
+        assert total == ledger.usable_bytes + ledger.balance_error_bytes
+        assert abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
     for r in ledger.rows:
         if r.in_partition and r.bytes is not None and r.bytes < 0:
             assert r.evidence.note and "negative" in r.evidence.note, r

@@ -342,3 +342,43 @@ def test_fragment_starting_at_pool_end_says_so_not_that_the_account_stops() -> N
     ledger = _ledger(FRAGMENT)
     note = next(n for n in ledger.notes if n.startswith("kv_free_pages unknown"))
     assert "the log starts at memory_pool_end" in note and "stops" not in note
+
+
+DRAFT_ONWARDS = _args("tp_size=8, dp_size=2, enable_dp_attention=True, device='npu'") + _lines(
+    "DP0 TP0",
+    "The available memory for KV cache is 36.46 GB.",
+    "KV Cache is allocated. #tokens: 597504, K size: 18.24 GB, V size: 18.24 GB",
+    "Load weight begin. avail mem=14.85 GB",
+    "Load weight end. type=LlamaForCausalLMEagle3, dtype=torch.bfloat16, avail mem=12.93 GB, "
+    "mem usage=1.92 GB.",
+    "KV Cache is allocated. #tokens: 597504, K size: 0.28 GB, V size: 0.28 GB",
+    "Memory pool end. avail mem=12.36 GB",
+)
+
+
+def test_fragment_starting_at_the_draft_load_has_no_usable_memory() -> None:
+    # Lines of real complex/007 (EAGLE3 on Ascend) from the target's KV line on. Before: usable
+    # 87.79 GiB = the draft's load-begin avail + the target KV + the Ascend KV *budget* (an
+    # informational line), OUT OF BALANCE by -36.46 GiB. The target's weights were loaded
+    # before the first reading here, so no usable memory can be told.
+    ledger = _ledger(DRAFT_ONWARDS)
+    _assert_consistent(ledger)
+    assert ledger.usable_bytes is None
+    assert any("the first avail reading is the draft's load" in n for n in ledger.notes)
+    assert _row(ledger, "draft_weights").bytes == _gib("1.92")
+    budget = _row(ledger, "ascend_kv_budget")
+    assert not budget.in_partition
+
+
+def test_an_informational_line_before_the_first_reading_is_not_added_to_usable() -> None:
+    text = _args("tp_size=4, device='npu'") + _lines(
+        "TP0",
+        "The available memory for KV cache is 9.28 GB.",
+        "Load weight begin. avail mem=60.77 GB",
+        LOAD_END.format(avail="27.52", usage="33.25"),
+        KV_LINE,
+        "Memory pool end. avail mem=18.24 GB",
+    )
+    ledger = _ledger(text)
+    _assert_consistent(ledger)
+    assert ledger.usable_bytes == _gib("60.77")
