@@ -216,6 +216,7 @@ def residual_context(chain: Chain, variables: Variables, unknown: frozenset[str]
         integrated=variables.log("unified_memory") is not None,
         attention_backend=backend if isinstance(backend, str) else None,
         request_rows=rows if isinstance(rows, int) else None,
+        kv_line=variables.log("kv_line") is not None,
     )
 
 

@@ -67,6 +67,8 @@ class Residual:
     """server_args' attention_backend (None: not given, or the log has no server_args)."""
     request_rows: int | None = None
     """The req_to_token table's rows when known (its columns may still be unknown)."""
+    kv_line: bool = True
+    """The log has a `KV Cache is allocated` line (False: 0.4.1 and older print none)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,18 @@ HINTS: tuple[ResidualHint, ...] = (
         "end of this interval, so the drop is capped at what was free (allocations past that "
         "point are not seen)",
         lambda r: r.end_at_floor and r.bytes > 0,
+    ),
+    ResidualHint(
+        "kv_pool_unprinted",
+        # v0.4.1 model_executor/model_runner.py:493-575: init_memory_pool sizes the pool as
+        # max_total_num_tokens cells (:511) and builds it (:566) with no size line; the
+        # `KV Cache is allocated` line first appears in 0.4.2 (mem_cache/memory_pool.py).
+        "likely: the KV cache itself, with the req_to_token table: the log has no `KV Cache is "
+        "allocated` line (SGLang 0.4.1 and older print none and build the pool from "
+        "max_total_num_tokens, v0.4.1 model_executor/model_runner.py:493-575; a fragment may "
+        "have left it out) and no token count to size it (a `max_total_num_tokens=` line and "
+        "--model-config would)",
+        lambda r: r.end_kind == EventKind.MEMORY_POOL_END and not r.kv_line and r.bytes > 0,
     ),
     ResidualHint(
         "req_to_token_unsized",

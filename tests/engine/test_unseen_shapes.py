@@ -382,3 +382,26 @@ def test_an_informational_line_before_the_first_reading_is_not_added_to_usable()
     ledger = _ledger(text)
     _assert_consistent(ledger)
     assert ledger.usable_bytes == _gib("60.77")
+
+
+def test_pool_interval_without_a_kv_line_or_tokens_names_the_kv_cache() -> None:
+    # A July-2024 paste ([gpu_id=N] prefixes, SGLang 0.2.x): no KV line, no token count. The
+    # 9.49 GiB of the pool interval stay unexplained (nothing sizes them), and the hint names
+    # the KV cache (v0.4.1 model_executor/model_runner.py:493-575 prints no size), not the
+    # req_to_token table alone as before.
+    text = (
+        "[gpu_id=0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=15.61 GB\n"
+        "[gpu_id=1] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=15.95 GB\n"
+        "[gpu_id=0] Memory pool end. avail mem=6.12 GB\n"
+        "[gpu_id=1] Memory pool end. avail mem=6.46 GB\n"
+    )
+    ledger = _ledger(text)
+    _assert_consistent(ledger)
+    gap = _row(ledger, "unexplained.memory_pool_end")
+    assert gap.bytes == _gib("15.61") - _gib("6.12")
+    assert gap.evidence.note is not None and gap.evidence.note.startswith(
+        "likely: the KV cache itself"
+    )
+    assert not [r for r in ledger.rows if r.group is RowGroup.STATE_POOL]
