@@ -74,8 +74,9 @@ class Chain:
     dist_event: Event | None
     """`Init torch distributed ends` with mem usage, before the first reading."""
     mixed: tuple[Event, Event] | None = None
-    """Two untagged lines one worker never prints back to back: several ranks' lines are
-    interleaved, so no reading can be told to be one rank's (the chain is then empty)."""
+    """Two lines one worker never prints back to back: several workers' lines are interleaved
+    (untagged ranks, or two servers with the same tag in one file), so no reading can be told
+    to be one worker's (the chain is then empty)."""
 
     def position(self, event: Event) -> int:
         return self.index[id(event)]
@@ -113,7 +114,7 @@ def build_chain(path: str, startup: Startup, audit: Audit) -> Chain:
     args: dict[str, ParamValue] = dict(startup.server_args)
     index = {id(event): position for position, event in enumerate(events)}
     roles = assign_roles(events, args)
-    mixed = interleaved_ranks(events) if not startup.rank else None
+    mixed = interleaved_ranks(events, tagged=bool(startup.rank))
     points = [] if mixed is not None else _points(events, roles, audit)
     spans = _spans(events, points, index, roles)
     dist = _dist(events, points) if mixed is None else None
@@ -131,14 +132,18 @@ after the target's load. `Memory pool end` may repeat: from 0.5.16 a DFLASH draf
 before the pools, whose two `Memory pool end` lines then follow each other (single/005)."""
 
 
-def interleaved_ranks(events: list[Event]) -> tuple[Event, Event] | None:
-    """Two untagged lines of one ONCE_PER_WORKER kind with no other such line between them:
-    two workers printed them (an untagged multi-rank log, or a paste of several ranks)."""
+def interleaved_ranks(events: list[Event], tagged: bool = False) -> tuple[Event, Event] | None:
+    """Two lines of one ONCE_PER_WORKER kind with no other such line between them: two workers
+    printed them (an untagged multi-rank log, a paste of several ranks, or, `tagged`, two
+    servers with the same tag in one file). For tagged lines only a repeated end (distributed
+    init, load end) counts: a reading taken as a second load begin (a release) is no proof."""
     previous: Event | None = None
     for event in events:
         if event.kind not in ONCE_PER_WORKER:
             continue
-        if previous is not None and previous.kind == event.kind:
+        repeated = previous is not None and previous.kind == event.kind
+        if repeated and not (tagged and event.kind == EventKind.LOAD_BEGIN):
+            assert previous is not None
             return previous, event
         previous = event
     return None
@@ -232,11 +237,18 @@ def usable_memory(chain: Chain, pre_load: list[Carve], audit: Audit) -> int | No
     points = chain.points
     if chain.mixed is not None:
         one, other = chain.mixed
+        what = ONCE_PER_WORKER[one.kind]
+        rank = chain.startup.rank
         audit.note(
             f"cannot balance: untagged lines of several ranks are interleaved (lines "
-            f"{one.line} and {other.line} are both `{ONCE_PER_WORKER[one.kind]}`, which one "
-            "worker prints once): no reading can be told to be one rank's, so none is used; "
-            "a log with rank tags (TP0, DP0 TP0) gives the account"
+            f"{one.line} and {other.line} are both `{what}`, which one worker prints once): "
+            "no reading can be told to be one rank's, so none is used; a log with rank tags "
+            "(TP0, DP0 TP0) gives the account"
+            if not rank
+            else f"cannot balance: lines tagged {rank} come from two processes (lines "
+            f"{one.line} and {other.line} are both `{what}`, which one worker prints once: two "
+            "servers logging to one file?): no reading can be told to be one worker's, so none "
+            "is used; a file per server gives the account"
         )
         return None
     if not points:

@@ -405,3 +405,32 @@ def test_pool_interval_without_a_kv_line_or_tokens_names_the_kv_cache() -> None:
         "likely: the KV cache itself"
     )
     assert not [r for r in ledger.rows if r.group is RowGroup.STATE_POOL]
+
+
+def test_two_servers_with_the_same_tag_in_one_file_never_balance_as_one() -> None:
+    # A prefill and a decode server started together, both logging `TP0` into one file: the
+    # last startup (from the second server_args on) holds both servers' lines. Before: one
+    # account of both (two load ends in a row read as one load and an "extra" one).
+    prefill = _args("tp_size=1, disaggregation_mode='prefill', mem_fraction_static=0.8")
+    decode = _args("tp_size=1, disaggregation_mode='decode', mem_fraction_static=0.8")
+    text = (
+        prefill
+        + decode
+        + _lines(
+            "TP0",
+            "Load weight begin. avail mem=78.00 GB",
+            "Load weight begin. avail mem=77.90 GB",
+            LOAD_END.format(avail="58.00", usage="20.00"),
+            LOAD_END.format(avail="57.90", usage="20.00"),
+            KV_LINE,
+            "Memory pool end. avail mem=48.72 GB",
+            KV_LINE,
+            "Memory pool end. avail mem=48.62 GB",
+        )
+    )
+    ledger = _ledger(text)
+    _assert_consistent(ledger)
+    assert ledger.usable_bytes is None
+    note = next(n for n in ledger.notes if n.startswith("cannot balance: lines tagged TP0"))
+    assert "two processes" in note
+    assert not [r for r in ledger.rows if r.in_partition]
