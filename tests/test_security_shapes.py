@@ -62,6 +62,67 @@ SPLIT_KEY: Any = json.loads(
 )
 
 
+# Bracketed lists (the forgery only the key stopped before): `bs=[1, 2, 4, 8]` of a capture end.
+# Every name, token, order and gap word holds (`[`, `,` and `]` are words of the grammar), yet
+# the event's `bs` would be 1, [1, 2] or [1]: the content checks must place the brackets.
+CAPTURE_END = (
+    "Capture cuda graph end. bs=[1, 2, 4, 8], elapsed=6.80 s, mem usage=0.50 GB, avail mem=2.10 GB."
+)
+_NUMBERS = [["number", [["NUMBER", a, a + 1]]] for a in (28, 31, 34, 37)]
+_BS = ["WORDS", 24, 26]
+_CAPTURE_REST: Any = [
+    ["item", [["WORDS", 41, 48], ["value", [["number", [["NUMBER", 49, 53], ["unit", [["UNIT", 54, 55]]]]]]]]],  # noqa: E501
+    ["item", [["WORDS", 57, 66], ["value", [["number", [["NUMBER", 67, 71], ["unit", [["UNIT", 72, 74]]]]]]]]],  # noqa: E501
+    ["item", [["WORDS", 76, 85], ["value", [["number", [["NUMBER", 86, 90], ["unit", [["UNIT", 91, 93]]]]]]]]],  # noqa: E501
+]  # fmt: skip
+
+
+def _capture_end(*fields: Any) -> Any:
+    graph_words = ["graph_words", [["WORD", 8, 12], ["WORD", 13, 18]]]
+    return ["start", [["capture_end", [graph_words, ["fields", [*fields, *_CAPTURE_REST]]]]]]
+
+
+CAPTURE_GENUINE = _capture_end(["item", [_BS, ["value", [["list", _NUMBERS]]]]])
+LIST_FORGED: dict[str, Any] = {
+    "list numbers read as loose ones": _capture_end(
+        ["item", [_BS, ["value", [_NUMBERS[0]]]]], *[["loose", [n]] for n in _NUMBERS[1:]]
+    ),
+    "a list closed early": _capture_end(
+        ["item", [_BS, ["value", [["list", _NUMBERS[:2]]]]]],
+        *[["loose", [n]] for n in _NUMBERS[2:]],
+    ),
+    "a one-number list": _capture_end(
+        ["item", [_BS, ["value", [["list", _NUMBERS[:1]]]]]],
+        *[["loose", [n]] for n in _NUMBERS[1:]],
+    ),
+    "a list opened late": _capture_end(
+        ["item", [_BS, ["value", [_NUMBERS[0]]]]], ["loose", [["list", _NUMBERS[1:]]]]
+    ),
+}
+# A paren the tree does not hold: `Capturing batches (bs=8 ...)` with its fields loose
+PROGRESS = "Capturing batches (bs=8 avail_mem=2.51 GB)"
+_PROGRESS_FIELDS: Any = ["fields", [
+    ["item", [["WORDS", 19, 21], ["value", [["number", [["NUMBER", 22, 23]]]]]]],
+    ["item", [["WORDS", 24, 33], ["value", [["number", [["NUMBER", 34, 38], ["unit", [["UNIT", 39, 41]]]]]]]]],  # noqa: E501
+]]  # fmt: skip
+PROGRESS_GENUINE: Any = ["start", [["capture_progress", [["WORD", 10, 17], ["paren", [_PROGRESS_FIELDS]]]]]]  # noqa: E501  # fmt: skip
+PROGRESS_UNWRAPPED: Any = ["start", [["capture_progress", [["WORD", 10, 17], _PROGRESS_FIELDS]]]]
+# The line rule's own brackets (`... (MiB): [124546]`) are its words, not nodes'
+FALLBACK = (
+    "Failed to get GPU memory capacity from nvidia-smi. Falling back to torch.cuda.mem_get_info()"
+    ". Reported total GPU memory per device (MiB): [124546], avail mem=3.00 GB"
+)
+_FALLBACK_TAIL: Any = ["fields", [["item", [["WORDS", 148, 157], ["value", [["number", [["NUMBER", 158, 162], ["unit", [["UNIT", 163, 165]]]]]]]]]]]  # noqa: E501  # fmt: skip
+
+
+def _fallback(listed: Any) -> Any:
+    head = [["WORD", 39, 49], ["WORD", 67, 90], ["UNIT", 132, 135]]
+    return ["start", [["gpu_capacity_fallback", [*head, listed, _FALLBACK_TAIL]]]]
+
+
+FALLBACK_GENUINE = _fallback(["list", [["number", [["NUMBER", 139, 145]]]]])
+FALLBACK_FORGED = _fallback(["number", [["NUMBER", 139, 145]]])  # the list's brackets as words
+
 FORGED: dict[str, Any] = {
     "another line rule": _relabel(GENUINE, "load_end", "load_begin"),
     "a rule the grammar lacks": _relabel(GENUINE, "load_end", "oom_message"),
@@ -131,6 +192,48 @@ def test_the_content_checks_refuse_a_tree_lark_would_not_give(forged: Any) -> No
     shapecheck.check_tree(GENUINE, LOAD_END, vocab)
     with pytest.raises(ValueError):
         shapecheck.check_tree(forged, LOAD_END, vocab)
+
+
+def test_the_bracket_checks_accept_the_grammars_own_trees() -> None:
+    # the forgeries below fail for their brackets, not because these trees are beyond the checks
+    vocab = shapecheck.vocabulary(linegrammar.base_grammar_text())
+    assert vocab is not None
+    grammar = LineGrammar(stored=False)
+    for message, genuine in (
+        (CAPTURE_END, CAPTURE_GENUINE),
+        (PROGRESS, PROGRESS_GENUINE),
+        (FALLBACK, FALLBACK_GENUINE),
+    ):
+        assert shapestore.encode(grammar._tree(message), [512]) == genuine
+        shapecheck.check_tree(genuine, message, vocab)
+
+
+@pytest.mark.parametrize(
+    ("message", "forged"),
+    [
+        *((CAPTURE_END, tree) for tree in LIST_FORGED.values()),
+        (PROGRESS, PROGRESS_UNWRAPPED),
+        (FALLBACK, FALLBACK_FORGED),
+    ],
+    ids=[*LIST_FORGED, "a paren unwrapped", "a list's brackets as the line's words"],
+)
+def test_the_content_checks_refuse_brackets_the_tree_does_not_hold(
+    message: str, forged: Any
+) -> None:
+    vocab = shapecheck.vocabulary(linegrammar.base_grammar_text())
+    assert vocab is not None
+    with pytest.raises(ValueError, match="bracket|node opening"):
+        shapecheck.check_tree(forged, message, vocab)
+
+
+@pytest.mark.parametrize("case", list(LIST_FORGED))
+def test_a_regrouped_list_cannot_change_the_event_even_with_the_key(
+    private_cache: Path, case: str
+) -> None:
+    expected = _grammars_own(CAPTURE_END)
+    assert expected is not None and expected.values["bs"] == [1, 2, 4, 8]
+    _plant(CAPTURE_END, LIST_FORGED[case])  # bound with this user's key: only content stops it
+    assert _stored_parse(CAPTURE_END) == expected
 
 
 @pytest.mark.parametrize("case", list(FORGED))
@@ -223,9 +326,9 @@ def test_a_planted_store_costs_no_traceback(
 def test_a_cache_restored_without_its_key_cannot_change_an_event(
     private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # What the content checks cannot refuse (a tree that passes them all, GENUINE here, or a
-    # grouping of brackets they do not follow) is kept out by the key: written where the
-    # branch's CI ran, with that runner's key, every entry is a miss elsewhere.
+    # What the content checks cannot refuse (a tree that passes them all, GENUINE here) is kept
+    # out by the key: written where the branch's CI ran, with that runner's key, every entry
+    # is a miss elsewhere.
     expected = _grammars_own(LOAD_END)
     _plant(LOAD_END, GENUINE)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-runner"))

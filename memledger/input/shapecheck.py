@@ -23,11 +23,14 @@ against anything in the cache), before it is used:
 * a stored "does not parse" is believed only for a message in which no line rule's own words
   all appear in order.
 
+* its brackets are its nodes': each `[` `]` `(` `)` of the message is where a node of a rule
+  the brackets enclose (`list: "[" ... "]"`, `paren: "(" ... ")"`) opens or closes, or one of
+  the line rule's own words (gpu_capacity_fallback's `(` `)`), in order; so a list's numbers
+  cannot be read as loose ones with its brackets as words between, nor a list closed early;
+
 Anything else is doubt, and the grammar decides (the store is then rewritten with the grammar's
-tree). What these checks cannot exclude is a planted tree that keeps to all of the above but
-groups bracketed fields otherwise than Lark would (a list's numbers read as loose ones with the
-brackets as words between; only a parse could tell); the keyed binding of
-memledger.input.shapestore keeps such an entry out of any store this user's key did not write.
+tree). The keyed binding of memledger.input.shapestore keeps every entry this user's key did not
+write out as well; these checks hold without it (tests/test_security_shapes.py forges with it).
 """
 
 from __future__ import annotations
@@ -106,6 +109,17 @@ class Vocabulary:
         """(X, words) when the rule has an alternative `X (_tail ...)?` whose option starts
         with one of `words`; None otherwise (module docstring: a greedy option)."""
         return self._once(("tail", rule), lambda: _greedy_tail(self.bodies[rule], self))
+
+    def enclosing(self, rule: str) -> tuple[str, str] | None:
+        """(open, close) when every node of `rule` stands between two brackets of its own
+        (`list: "[" ... "]"`); None otherwise."""
+        return self._once(("encl", rule), lambda: _enclosing(self.bodies.get(rule, "")))
+
+    def own_brackets(self, rule: str) -> tuple[str, ...]:
+        """The bracket characters of the rule's own words, in order."""
+        return self._once(
+            ("ownbr", rule), lambda: tuple(c for w in self.own_words(rule) for c in _brackets(w))
+        )
 
     def _once(self, key: tuple[str, str], work: Callable[[], T]) -> T:
         if key not in self._worked_out:
@@ -241,6 +255,24 @@ def _starts_with(message: str, position: int, parts: tuple[frozenset[str], ...])
     )
 
 
+_BRACKETS = "[]()"
+_PAIRS = {"[": "]", "(": ")"}
+
+
+def _brackets(word: str) -> str:
+    return "".join(c for c in word if c in _BRACKETS)
+
+
+def _enclosing(body: str) -> tuple[str, str] | None:
+    body = body.strip()
+    if len(_top_level_alternatives(body)) != 1:
+        return None
+    for opening, closing in _PAIRS.items():
+        if body.startswith(f'"{opening}"') and body.endswith(f'"{closing}"') and len(body) > 6:
+            return opening, closing
+    return None
+
+
 def _terminal_regex(body: str | None) -> re.Pattern[str] | None:
     regex = None if body is None else _REGEX_RE.match(body)
     if regex is None:
@@ -293,9 +325,11 @@ def _tokens(
     out: list[tuple[str, int, int]],
     nodes: list[int],
     untaken: list[tuple[int, frozenset[str]]],
+    brackets: list[tuple[int, str]],
 ) -> None:
-    """Check one stored node's form and names; collect its tokens in order, and where a greedy
-    option was not taken (the end of its node, the words it would start with)."""
+    """Check one stored node's form and names; collect its tokens in order, where a greedy
+    option was not taken (the end of its node, the words it would start with), and the
+    brackets its nodes stand between (how many tokens precede each, the bracket)."""
     nodes[0] += 1
     if depth > MAX_DEPTH or nodes[0] > MAX_NODES or not isinstance(data, list):
         raise ValueError("not a tree of this grammar")
@@ -312,8 +346,13 @@ def _tokens(
     if data[0] not in vocab.rules:
         raise ValueError(f"no rule {data[0]!r} in the grammar")
     before = len(out)
+    enclosing = vocab.enclosing(data[0])
+    if enclosing is not None:
+        brackets.append((before, enclosing[0]))
     for child in data[1]:
-        _tokens(child, vocab, depth + 1, out, nodes, untaken)
+        _tokens(child, vocab, depth + 1, out, nodes, untaken, brackets)
+    if enclosing is not None:
+        brackets.append((len(out), enclosing[1]))
     tail = vocab.greedy_tail(data[0])
     if tail is not None and len(out) > before and [c[0] for c in data[1]] == [tail[0]]:
         untaken.append((out[-1][2], tail[1]))  # `X` alone: its option was not taken
@@ -337,6 +376,34 @@ def _gap_words(text: str, start: int, end: int, vocab: Vocabulary) -> list[str] 
     return found
 
 
+class _PlacedBrackets:
+    """Matches the brackets of the message's gaps, gap by gap, against those the tree's nodes
+    stand between there, and else the line rule's own bracket words in turn (module doc)."""
+
+    def __init__(self, expected: list[tuple[int, str]], own: tuple[str, ...]) -> None:
+        self._expected = expected
+        self._next = 0
+        self._own = own
+        self._own_next = 0
+
+    def gap(self, tokens_before: int, words: list[str]) -> None:
+        """The gap before token `tokens_before` (its words as _gap_words found them)."""
+        expected = self._expected
+        for char in (c for word in words for c in word if c in _BRACKETS):
+            if self._next < len(expected) and expected[self._next] == (tokens_before, char):
+                self._next += 1
+            elif self._own_next < len(self._own) and self._own[self._own_next] == char:
+                self._own_next += 1
+            else:
+                raise ValueError(f"a {char!r} where the tree has no node opening or closing")
+        if self._next < len(expected) and expected[self._next][0] <= tokens_before:
+            raise ValueError("a node's bracket is not in the message")
+
+    def finish(self) -> None:
+        if self._next != len(self._expected) or self._own_next != len(self._own):
+            raise ValueError("a node's bracket is not in the message")
+
+
 def _in_order(wanted: tuple[str, ...], words: list[str]) -> bool:
     remaining = iter(words)
     return all(any(word == seen for seen in remaining) for word in wanted)
@@ -354,10 +421,12 @@ def check_tree(data: Any, message: str, vocab: Vocabulary) -> None:
         raise ValueError("not a line rule of this grammar")
     tokens: list[tuple[str, int, int]] = []
     untaken: list[tuple[int, frozenset[str]]] = []
-    _tokens(data, vocab, 0, tokens, [0], untaken)
+    brackets: list[tuple[int, str]] = []
+    _tokens(data, vocab, 0, tokens, [0], untaken, brackets)
+    placed = _PlacedBrackets(brackets, vocab.own_brackets(line_rule))
     gaps: list[str] = []
     position = 0
-    for type_, start, end in tokens:
+    for index, (type_, start, end) in enumerate(tokens):
         if not position <= start < end <= len(message):
             raise ValueError("token out of order or outside the message")
         if not vocab.lexed(type_, message, start, end):
@@ -365,11 +434,14 @@ def check_tree(data: Any, message: str, vocab: Vocabulary) -> None:
         words = _gap_words(message, position, start, vocab)
         if words is None:
             raise ValueError("text between tokens is not the grammar's")
+        placed.gap(index, words)
         gaps += words
         position = end
     words = _gap_words(message, position, len(message), vocab)
     if words is None:
         raise ValueError("text after the last token is not the grammar's")
+    placed.gap(len(tokens), words)
+    placed.finish()
     gaps += words
     if not _in_order(vocab.own_words(line_rule), gaps):
         raise ValueError(f"the message lacks the words of {line_rule}")
