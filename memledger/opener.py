@@ -27,9 +27,11 @@ PathLike = str | os.PathLike[str]
 
 SAVED_LEDGER_KEYS = ("schema_version", "rows")
 """A JSON object with these keys is a saved ledger (`memledger ledger --format json`)."""
-SAVED_LEDGER_MAX_BYTES = 32 << 20
-"""A brace-led input longer than this is not taken for a saved ledger (those are kilobytes): it
-is streamed as a log, so a hostile or huge input is never held whole."""
+SAVED_LEDGER_MAX_BYTES = 2 << 20
+"""A brace-led input longer than this is not taken for a saved ledger (those are kilobytes: 50 KB
+for the largest real log's): it is streamed as a log, so a hostile or huge input is never held
+whole. JSON of 2 MiB parses into at most ~45 MB of objects (`[[],[],...]`); 32 MiB could reach
+3 GB (a saved ledger of a million keys, then pydantic's error per key)."""
 
 
 @dataclass(frozen=True)
@@ -74,15 +76,27 @@ def _byte_source(source: PathLike | IO[bytes] | IO[str] | ByteSource) -> PathLik
 
 def _read_up_to(stream: ByteSource, limit: int) -> bytes:
     """At most `limit` bytes (fewer only at the end of the input)."""
-    chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = stream.read(min(left, 1 << 20))
+    data = bytearray()  # grown in place: never the chunks and their join at once
+    while len(data) < limit:
+        chunk = stream.read(min(limit - len(data), 1 << 20))
         if not chunk:
             break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        data += chunk
+    return bytes(data)
+
+
+def _json_lines(head: bytes) -> bool:
+    """Whether the input's first line is a JSON value with more text after it (Docker's
+    `*-json.log`, structured logging): a log, never one saved ledger (that would be JSON's
+    "Extra data"), known from the peeked head without reading on."""
+    first, newline, rest = head.removeprefix(codecs.BOM_UTF8).partition(b"\n")
+    if not newline or not rest.strip():
+        return False
+    try:
+        json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
 
 
 @contextmanager
@@ -97,7 +111,8 @@ def open_input(
     """
     with open_log(_byte_source(source)) as log:
         name = label or log.name
-        if not log.head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"{"):
+        brace = log.head.removeprefix(codecs.BOM_UTF8).lstrip().startswith(b"{")
+        if not brace or _json_lines(log.head):
             yield Input(label=name, log=log)
             return
         data = _read_up_to(log.stream, SAVED_LEDGER_MAX_BYTES + 1)

@@ -21,12 +21,34 @@ from memledger.units import NumberOutOfRange, checked_number
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 
 
+MAX_VALUES = 50_000
+"""Keys and values a saved ledger may hold: the largest real log's has 2,568. Checked before
+pydantic reads it, which would keep an error for each of a million unknown keys (3 GB)."""
+
+
+def _count_values(document: Any) -> int:
+    """Keys and values in `document`, stopping once past MAX_VALUES (no recursion)."""
+    count, pending = 0, [document]
+    while pending and count <= MAX_VALUES:
+        value = pending.pop()
+        count += 1
+        if isinstance(value, dict):
+            count += len(value)
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return count
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a saved ledger holds")
 
 
 def _load_json(text: str) -> Any:
-    return json.loads(text, parse_constant=_refuse_constant)
+    document = json.loads(text, parse_constant=_refuse_constant)
+    if _count_values(document) > MAX_VALUES:  # before any other walk of it
+        raise ValueError(f"more than {MAX_VALUES:,} keys and values")
+    return document
 
 
 def read_document(data: bytes | str, label: str) -> Any:

@@ -84,7 +84,10 @@ LINES: tuple[LineSpec, ...] = (
         "load_end", "Load weight end", ("Load weight",), checkpoint=True, stray_size_is_problem=True
     ),
     # ---- KV and state pools
-    LineSpec("kv_allocated", r"(?:\w+ )*KV Cache (?:is allocated|VA upper bound)", ("KV Cache",)),
+    # a label of at most 8 words: `(?:\w+ )*` kept a backtracking mark per word of a 4 MiB line
+    LineSpec(
+        "kv_allocated", r"(?:\w+ ){0,8}KV Cache (?:is allocated|VA upper bound)", ("KV Cache",)
+    ),
     LineSpec("kv_skipped", "KV Cache skipped", ("KV Cache",)),
     LineSpec("kv_dtype", "Using KV cache dtype", ("KV cache",)),
     LineSpec("mamba_allocated", "Mamba Cache is allocated", ("Mamba",)),
