@@ -87,7 +87,9 @@ def is_log_name(name: str) -> bool:
 def note_skipped(path: str) -> None:
     """A file a folder holds that is not a log by its name: one line on stderr, as it is met
     (nothing the user gave is skipped silently; the report itself stays the logs')."""
-    sys.stderr.write(f"memledger: note: {path}: skipped, not named {LOG_RULE}\n")
+    from memledger.render.escape import one_line
+
+    sys.stderr.write(f"memledger: note: {one_line(path)}: skipped, not named {LOG_RULE}\n")
 
 
 def expand_inputs(

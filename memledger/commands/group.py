@@ -58,7 +58,7 @@ def run(argv: list[str] | None) -> int:
     try:
         result = cli.main(args=argv, prog_name="memledger", standalone_mode=False)
     except MemledgerError as exc:
-        click.echo(f"memledger: error: {exc.one_line()}", err=True)
+        _say(f"memledger: error: {exc.one_line()}")
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
@@ -107,7 +107,12 @@ def usage_error_line(exc: click.ClickException) -> str:
 
 
 def _say(message: str) -> None:
+    """One line on stderr, which CI keeps in its job log: a path or value in it that holds a
+    newline (a file name can) must not start a line of its own, such as `::error::` (a GitHub
+    workflow command), nor emit a control character (imported here: errors only)."""
+    from memledger.render.escape import one_line
+
     try:
-        click.echo(message, err=True)
+        click.echo(one_line(message), err=True)
     except (OSError, ValueError, AttributeError):
         pass  # stderr closed too

@@ -21,7 +21,7 @@ from memledger.budget import ItemKind, Quantity
 from memledger.check_model import Bound, Check, CheckReport, CheckStatus
 from memledger.check_results import CheckResults, results_of
 from memledger.errors import CHECK_VERDICTS
-from memledger.render.escape import finish
+from memledger.render.escape import finish, one_line
 from memledger.render.formats import Format, Formats, pieces
 from memledger.render.tables import TABLE_ROWS, Table, text_table, text_table_in_chunks
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
@@ -172,7 +172,7 @@ def _hint_decimals(gib: float) -> int:
 
 def breach_line(check: Check) -> str:
     """One line per breach or missing item: status, item, log, actual vs limit, margin, message."""
-    head = f"{STATUS_LABEL[check.status]} {check.item} [{check.log}]"
+    head = f"{STATUS_LABEL[check.status]} {check.item} [{one_line(check.log)}]"
     if check.status is CheckStatus.MISSING or check.actual is None:
         return f"{head}: {check.note or 'no value'}"
     parts = [f"{head}: {value_text(check)}"]
@@ -243,7 +243,7 @@ class CheckView:
 
 def pass_row(check: Check) -> list[str]:
     """A pass as the text table shows it: item, log, actual vs limit, headroom."""
-    return [check.item, check.log, value_text(check), margin_text(check)]
+    return [check.item, one_line(check.log), value_text(check), margin_text(check)]
 
 
 _PASS_HEADERS = ["item", "log", "actual vs limit", "headroom"]
@@ -299,7 +299,7 @@ def text_lines(results: CheckResults, width: int, *, full: bool = False) -> Iter
         for check in listed():
             hint = tighten_text(check)
             if hint:
-                yield f"  hint {check.item} [{check.log}]: {hint}"
+                yield f"  hint {check.item} [{one_line(check.log)}]: {hint}"
     n_skipped = results.counts[CheckStatus.SKIPPED.value]
     if n_skipped:
         n_listed = n_skipped if full else min(n_skipped, BRIEF_SKIPPED)
@@ -307,7 +307,7 @@ def text_lines(results: CheckResults, width: int, *, full: bool = False) -> Iter
         yield ""
         yield f"not compared ({n_skipped}{more}):"
         for check in islice(results.skipped(), n_listed):
-            yield f"  {check.item} [{check.log}]: {check.note}"
+            yield f"  {check.item} [{one_line(check.log)}]: {check.note}"
     yield from context_lines(results)
 
 

@@ -264,7 +264,7 @@ def fleet_text_lines(entries: Iterable[FleetEntry], terminal: Terminal = PLAIN) 
         for entry in entries:
             if entry.line is None or entry.line["stopped_at"] is not None:
                 stopped = entry.error if entry.line is None else entry.line["stopped_at"]
-                yield f"  {entry.name}: {stopped}"
+                yield f"  {one_line(entry.name)}: {one_line(str(stopped))}"
 
 
 def fleet_text_chunks(entries: Iterable[FleetEntry], terminal: Terminal = PLAIN) -> Iterator[str]:
