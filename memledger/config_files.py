@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -32,6 +35,8 @@ MAX_CONFIG_DEPTH = 32
 """Deepest nesting of tables/arrays accepted in a config or saved-ledger document."""
 
 _Document = TypeVar("_Document")
+_SYNTAX_ERRORS = (tomllib.TOMLDecodeError, json.JSONDecodeError)
+_LONG_NUMBER = re.compile(r"\d{4301,}")
 
 
 def parse_nested(
@@ -47,6 +52,15 @@ def parse_nested(
         document = parse(text)
     except RecursionError:
         raise ConfigError(f"nested more than {max_depth} levels deep", path=label) from None
+    except ValueError as exc:
+        long = None if isinstance(exc, _SYNTAX_ERRORS) else _LONG_NUMBER.search(text)
+        if long is None:
+            raise
+        # Python reads no int of more than 4300 digits (sys.get_int_max_str_digits): its
+        # ValueError named no place, and passed every caller's catch as a traceback
+        line = text.count("\n", 0, long.start()) + 1
+        message = f"a number of {len(long.group(0))} digits"
+        raise ConfigError(message, path=label, line=line) from None
     if nesting_depth(document) > max_depth:
         raise ConfigError(f"nested more than {max_depth} levels deep", path=label)
     return document

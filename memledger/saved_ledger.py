@@ -44,8 +44,20 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a saved ledger holds")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all distinct: JSON's last-one-wins would hide the first."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {key!r} given twice in one object")
+            seen.add(key)
+    return found
+
+
 def _load_json(text: str) -> Any:
-    document = json.loads(text, parse_constant=_refuse_constant)
+    document = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
     if _count_values(document) > MAX_VALUES:  # before any other walk of it
         raise ValueError(f"more than {MAX_VALUES:,} keys and values")
     return document

@@ -139,3 +139,46 @@ def test_a_brace_led_input_past_the_bound_is_streamed_as_a_log(tmp_path: Path) -
     code, err, rss = _measured("ledger", forged)
     assert code == EXIT_INPUT and err.count("\n") == 0 and "no SGLang log lines" in err
     assert rss - _without(tmp_path) < GROWTH_KIB, f"{rss} KiB"
+
+
+def test_a_key_given_twice_in_a_saved_ledger_is_refused(tmp_path: Path) -> None:
+    # JSON's last-one-wins would read `"rows": []` then the real rows as the rows alone: a
+    # value the file holds would be ignored without a word
+    log = tmp_path / "base.log"
+    log.write_text(log_text(), encoding="utf-8")
+    saved = tmp_path / "saved.json"
+    code, err, _ = _measured("ledger", log, "--format", "json", "-o", saved)
+    assert code == EXIT_OK, err
+    text = saved.read_text(encoding="utf-8")
+    forged = tmp_path / "twice.json"
+    forged.write_text(text.replace('"rows": [', '"rows": [], "rows": [', 1), encoding="utf-8")
+    code, err, _ = _measured("ledger", forged)
+    assert code == EXIT_INPUT
+    assert err == (
+        f"memledger: error: {forged}: not a valid saved ledger: key 'rows' given twice in one "
+        "object"
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "text"),
+    [
+        ("--budget", "budget.toml", 'version = 1\n[[budget]]\nitem = "slots"\nmax = 1{zeros}\n'),
+        ("--formulas", "formulas.toml", '[[formula]]\nid = "x"\nlabel = "x"\nmax = 1{zeros}\n'),
+        ("--model-config", "config.json", '{{\n"hidden_size": 1{zeros}\n}}'),
+    ],
+)
+def test_a_number_python_cannot_read_is_a_config_error_at_its_line(
+    tmp_path: Path, option: str, name: str, text: str
+) -> None:
+    # 5,001 digits: past Python's int_max_str_digits, tomllib/json raised a bare ValueError
+    # (a traceback for a budget file)
+    log = tmp_path / "base.log"
+    log.write_text(log_text(), encoding="utf-8")
+    config = tmp_path / name
+    config.write_text(text.format(zeros="0" * 5000), encoding="utf-8")
+    command = "check" if option == "--budget" else "ledger"
+    code, err, _ = _measured(command, log, option, config)
+    line = 4 if option != "--model-config" else 2
+    assert code == 2, err
+    assert err == f"memledger: error: {config}:{line}: a number of 5001 digits"
