@@ -101,6 +101,23 @@ def test_a_printed_server_args_line_wins_over_the_command() -> None:
     assert "tp_size" not in said[0].message  # the two agree on it
 
 
+def test_values_sglang_rewrites_itself_are_not_a_disagreement() -> None:
+    # v0.5.9 server_args.py:2352-2353 prints NEXTN as EAGLE, :884-885 'unquant' as None
+    # (complex/003, 007 and 022 carry such pairs); a real difference is still named.
+    lines = [
+        "python3 -m sglang.launch_server --model-path X --speculative-algorithm NEXTN "
+        "--speculative-draft-model-quantization unquant --mem-fraction-static 0.9",
+        "[2025-06-01 10:00:00] server_args=ServerArgs(model_path='X', "
+        "speculative_algorithm='EAGLE', speculative_draft_model_quantization=None, "
+        "mem_fraction_static=0.8)",
+        *TRACEBACK,
+    ]
+    said = [f for f in _diagnose(lines).findings if f.id == "launch_command"]
+    assert len(said) == 1
+    assert "mem_fraction_static 0.9 (server_args: 0.8)" in said[0].message
+    assert "speculative" not in said[0].message
+
+
 def test_backslash_continued_command_in_a_markdown_block() -> None:
     # shaped as https://github.com/sgl-project/sglang/issues/11471 (docker run, inline code)
     head = "\n".join(

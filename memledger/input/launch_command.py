@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from memledger.events import Event, EventKind, ParamValue
 from memledger.input.server_args import is_read_key
 from memledger.input.store import TEXT_CAP
-from memledger.sglang.launch_flags import COMMAND_MARKERS, FLAG_FIELDS, NUMERIC_FIELDS
+from memledger.sglang.launch_flags import (
+    COMMAND_MARKERS,
+    FLAG_FIELDS,
+    NUMERIC_FIELDS,
+    SGLANG_REWRITES,
+)
 
 MAX_COMMAND_CHARS = 16384
 """A longer command is cut here (a real one is under 2 KiB)."""
@@ -169,6 +174,14 @@ def find_launch_command(head: bytes, whole: bool) -> LaunchCommand | None:
     return None
 
 
+def _agrees(name: str, given: ParamValue, printed: ParamValue) -> bool:
+    """Whether a command's value is the one SGLang printed, counting its own rewrites."""
+    if given == printed:
+        return True
+    rewritten = SGLANG_REWRITES.get((name, given), given) if isinstance(given, str) else given
+    return rewritten == printed
+
+
 def with_launch_command(
     events: list[Event], server_args: dict[str, ParamValue], launch: LaunchCommand | None
 ) -> tuple[list[Event], dict[str, ParamValue], list[str]]:
@@ -187,7 +200,7 @@ def with_launch_command(
         differ = [
             f"{name} {value!r} (server_args: {server_args[name]!r})"
             for name, value in launch.params.items()
-            if name in server_args and server_args[name] != value
+            if name in server_args and not _agrees(name, value, server_args[name])
         ]
         if differ:
             shown = "; ".join(differ[:6]) + ("; ..." if len(differ) > 6 else "")

@@ -42,3 +42,11 @@ NUMERIC_FIELDS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 """Fields memledger reads as numbers: such a flag without a value is not taken as `True`."""
+
+SGLANG_REWRITES: dict[tuple[str, str], str | None] = {
+    # ServerArgs.__post_init__ rewrites these flag values before printing server_args, so a
+    # command saying the left side agrees with a server_args line saying the right side.
+    ("speculative_algorithm", "NEXTN"): "EAGLE",  # v0.5.9 server_args.py:2352-2353
+    ("speculative_draft_model_quantization", "unquant"): None,  # v0.5.9 server_args.py:884-885
+}
+"""(field, value on the command line) -> the value SGLang prints in server_args for it."""
