@@ -122,15 +122,6 @@ def stdin_file() -> Path | None:
     return path if path.exists() else None
 
 
-def _limit_data() -> None:
-    import resource
-
-    try:
-        resource.setrlimit(resource.RLIMIT_DATA, (GREP_DATA_LIMIT, GREP_DATA_LIMIT))
-    except (ValueError, OSError):
-        pass  # a lower hard limit already: keep it
-
-
 @dataclass
 class Pipeline:
     """The running greps (and the line counter) for one input; a file cut in parts has one
@@ -171,7 +162,7 @@ def start(
     env = {**os.environ, "LC_ALL": "C"}
     pcre = first is not None or has_pcre(grep)  # started at entry: with -P
     boring = ["-P", BORING_PCRE] if pcre else ["-E", "-e", BORING_ERE]
-    limit = _limit_data if os.name == "posix" else None
+    limit = grep_early.limit_data if os.name == "posix" else None
     if first is None and target is not None:
         first = grep_early.start_parts(grep, target, boring, limit)
     if isinstance(first, grep_early.Parts):

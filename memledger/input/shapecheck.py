@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -164,19 +164,27 @@ def _words(body: str) -> list[str]:
 def _own_words(body: str) -> tuple[str, ...]:
     """The quoted words of a rule body outside (...) and [...] groups and not made optional;
     none when the body has alternatives at its top level."""
-    depth, kept = 0, []
+    kept = []
+    for match in _top_level_tokens(body):
+        token = match.group(0)
+        if token == "|":
+            return ()
+        if body[match.end() : match.end() + 1] not in ("?", "*"):
+            kept.append(_unquoted(token))
+    return tuple(kept)
+
+
+def _top_level_tokens(body: str) -> Iterator[re.Match[str]]:
+    """The `|` and quoted words of a rule body outside every (...) and [...] group."""
+    depth = 0
     for match in _GROUPING_RE.finditer(body):
         token = match.group(0)
         if token in ("(", "["):
             depth += 1
         elif token in (")", "]"):
             depth -= 1
-        elif token == "|":
-            if depth == 0:
-                return ()
-        elif depth == 0 and body[match.end() : match.end() + 1] not in ("?", "*"):
-            kept.append(_unquoted(token))
-    return tuple(kept)
+        elif depth == 0:
+            yield match
 
 
 def _element_words(match: re.Match[str], vocab: Vocabulary) -> frozenset[str]:
@@ -229,14 +237,9 @@ def _greedy_tail(body: str, vocab: Vocabulary) -> tuple[str, frozenset[str]] | N
 
 
 def _top_level_alternatives(body: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for match in _GROUPING_RE.finditer(body):
-        token = match.group(0)
-        if token in ("(", "["):
-            depth += 1
-        elif token in (")", "]"):
-            depth -= 1
-        elif token == "|" and depth == 0:
+    parts, start = [], 0
+    for match in _top_level_tokens(body):
+        if match.group(0) == "|":
             parts.append(body[start : match.start()])
             start = match.end()
     return [*parts, body[start:]]
