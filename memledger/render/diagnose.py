@@ -11,7 +11,7 @@ from enum import StrEnum
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell
-from memledger.render.terminal import PLAIN, Terminal, fit_lines
+from memledger.render.terminal import PLAIN, Terminal, fit_lines, shorten_long_tokens
 from memledger.units import format_gib
 
 INDENT = "    "
@@ -94,7 +94,8 @@ def _wrap(text: str, indent: str, width: int) -> list[str]:
 def _finding_lines(finding: Finding, width: int) -> list[str]:
     amount = f" [{_bytes(finding.bytes)}]" if finding.bytes is not None else ""
     text = f"{finding.severity.value}[{finding.id}]: {finding.message}{amount}"
-    lines = _wrap(text, "  ", width)
+    # a path in the message is cut in its middle, not split over lines at column 100
+    lines = _wrap(shorten_long_tokens(text, width - 2), "  ", width)
     if finding.evidence:
         lines += _wrap("at " + ", ".join(finding.evidence), INDENT, width)
     return lines

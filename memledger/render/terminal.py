@@ -101,6 +101,30 @@ _COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
 """Two or more such gaps: a table row, not prose (`label:  value` has one)."""
 
 
+ELLIPSIS = "…"
+
+
+def shorten_middle(token: str, width: int) -> str:
+    """`token` in at most `width` columns, cut in the middle (`/home/u/.cache/…/snapshots/5e09`):
+    its start and its end say which path or value it is. Shorter tokens are returned as they
+    are."""
+    if len(token) <= width:
+        return token
+    width = max(width, 3)
+    head = width // 2
+    return token[:head] + ELLIPSIS + token[len(token) - (width - 1 - head) :]
+
+
+def shorten_long_tokens(text: str, width: int) -> str:
+    """Every blank-separated token of `text` longer than `width` cut in its middle
+    (`shorten_middle`), so that wrapping at `width` or more fits: a note naming a 110-character
+    model path would otherwise keep a line over the terminal's width (fit_lines never breaks a
+    word: a path cut at the line's end is no path)."""
+    if len(text) <= width:
+        return text
+    return " ".join(shorten_middle(token, width) for token in text.split(" "))
+
+
 def fit_lines(text: str, width: int, *, whole: frozenset[str] = frozenset()) -> str:
     """Wrap every line longer than `width`, continuing under its indentation plus two spaces
     (tables are fitted before; a row that still does not fit is not wrapped). Lines in `whole`

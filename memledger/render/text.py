@@ -15,7 +15,7 @@ from memledger.render.brief import (
 )
 from memledger.render.rows import headline, ledger_tables
 from memledger.render.tables import Table, text_table
-from memledger.render.terminal import PLAIN, Terminal, fit_lines
+from memledger.render.terminal import PLAIN, Terminal, fit_lines, shorten_long_tokens
 
 
 def _section(table: Table, width: int) -> list[str]:
@@ -47,7 +47,8 @@ def render_text(ledger: Ledger, terminal: Terminal = PLAIN, *, full: bool = Fals
             parts += ["", sizing_table(ledger.sizing).title]
     if ledger.notes:
         parts += ["", "Notes", "-----"]
-        parts += [f"- {note}" for note in ledger.notes]
+        # "- " and the wrapped lines' indent take 2 columns; a longer token is cut in the middle
+        parts += [f"- {shorten_long_tokens(note, terminal.width - 2)}" for note in ledger.notes]
     if not full:
         parts += ["", BRIEF_FOOTER]
     return fit_lines("\n".join(parts), terminal.width) + "\n"

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from memledger.render.tables import Table, fit_columns, text_table
-from memledger.render.terminal import DEFAULT_WIDTH, FAIL, Terminal, fit_lines
+from memledger.render.terminal import (
+    DEFAULT_WIDTH,
+    FAIL,
+    Terminal,
+    fit_lines,
+    shorten_long_tokens,
+    shorten_middle,
+)
 from tests.conftest import SAMPLES, real_log, real_log_paths, require_real_logs, run_cli
 
 REAL = ["single/001", "single/007", "single/013", "complex/001", "complex/014"]
@@ -165,3 +172,46 @@ def test_diagnose_follows_the_terminal_width(
         assert max(len(line) for line in prose) <= columns
         if columns > DEFAULT_WIDTH:  # and it uses the room it has
             assert max(len(line) for line in prose) > DEFAULT_WIDTH
+
+
+def test_a_long_token_is_cut_in_its_middle_keeping_its_start_and_end() -> None:
+    token = "/models/" + "x" * 80 + "/snapshots/5e092ebca197"
+    cut = shorten_middle(token, 40)
+    assert len(cut) == 40 and cut.count("…") == 1
+    assert token.startswith(cut.split("…")[0]) and token.endswith(cut.split("…")[1])
+    assert shorten_middle("short", 40) == "short"
+    text = f"the path ({token!r}), and  two spaces"
+    shortened = shorten_long_tokens(text, 40)
+    assert shortened.endswith(" and  two spaces")  # only the long token changes
+    assert max(len(word) for word in shortened.split(" ")) == 40
+
+
+MODEL_DIR = (
+    "/home/someone/.cache/huggingface/hub/models--google--gemma-3n-E2B-it/snapshots/"
+    "0123456789abcdef0123456789abcdef01234567"
+)
+PASTED_COMMAND_LOG = f"""$ python3 -m sglang.launch_server --model-path {MODEL_DIR}
+
+[2025-07-16 05:13:21] Init torch distributed ends. mem usage=0.00 GB
+[2025-07-16 05:13:21] Load weight begin. avail mem=78.50 GB
+"""
+
+
+@pytest.mark.parametrize("command", ["ledger", "diagnose"])
+def test_a_note_naming_a_long_model_path_fits_100_columns(
+    command: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the note quoting the pasted command's model_path was one 116-column line in `ledger` (a
+    # word is never broken) and split mid-path in `diagnose`; it is now cut in the middle
+    monkeypatch.delenv("COLUMNS", raising=False)
+    log = tmp_path / "paste.log"
+    log.write_text(PASTED_COMMAND_LOG)
+    code, out, err = run_cli([command, log], capsys)
+    assert code == 0, err
+    cut = next(line for line in out.split("\n") if "…" in line)
+    assert "'/home/someone/.cache" in cut and "0123456789abcdef01234567'" in cut
+    width, line = widest(out.replace(str(log), "LOG"))  # the user's own path stays whole
+    assert width <= DEFAULT_WIDTH, f"{width} columns: {line!r}"
