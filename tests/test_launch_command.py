@@ -16,9 +16,11 @@ from memledger.input.launch_command import (
     MAX_FLAGS,
     find_launch_command,
     parse_arguments,
+    resolve_abbreviations,
 )
 from memledger.input.parsing import parse_log
 from memledger.service import LoadOptions, build
+from memledger.sglang.release_markers import VersionRange, version_code
 from memledger.sizing.inputs import sizing_inputs
 
 OOM_LINE = (
@@ -203,3 +205,169 @@ def test_no_command_no_change() -> None:
     # help text quoting a command, as real logs print it (real-logs single/005 line 3)
     usage = b"  Example: sglang serve --model-path <model> [options]\n"
     assert find_launch_command(usage, True) is None
+
+
+COMPOSE_AND_KUBERNETES = {
+    # docker-compose: a string (with a comment), a folded block, a plain scalar over two lines,
+    # entrypoint + command as flow lists, a block list, `sh -c` in a string
+    "compose string": (
+        "services:\n  sglang:\n    image: lmsysorg/sglang:latest\n"
+        "    command: python3 -m sglang.launch_server --model-path Q/Q3 --tp 2  # two GPUs\n"
+        '    ports:\n      - "30000:30000"\n',
+        4,
+        {"model_path": "Q/Q3", "tp_size": 2},
+    ),
+    "compose folded": (
+        "    command: >\n      python3 -m sglang.launch_server\n      --model-path Q/Q3\n"
+        "      --tp 4\n    restart: always\n",
+        2,
+        {"model_path": "Q/Q3", "tp_size": 4},
+    ),
+    "compose plain over two lines": (
+        "    command: python3 -m sglang.launch_server\n      --model-path Q/Q3 --tp 4\n"
+        "    ipc: host\n",
+        1,
+        {"model_path": "Q/Q3", "tp_size": 4},
+    ),
+    "compose entrypoint and command": (
+        '    entrypoint: ["python3", "-m", "sglang.launch_server"]\n'
+        '    command: ["--model-path", "Q/Q3", "--tp", "2", "--enable-dp-attention"]\n',
+        1,
+        {"model_path": "Q/Q3", "tp_size": 2, "enable_dp_attention": True},
+    ),
+    "compose block list": (
+        "  sglang:\n    command:\n      - python3\n      - -m\n      - sglang.launch_server\n"
+        '      - --model-path=Q/Q3\n      - "--tp"\n      - "8"\n'
+        "    environment:\n      - --tp=1\n",
+        5,
+        {"model_path": "Q/Q3", "tp_size": 8},
+    ),
+    "compose sh -c": (
+        '    command: sh -c "pip install x && python3 -m sglang.launch_server --dp 2"\n',
+        1,
+        {"dp_size": 2},
+    ),
+    # Kubernetes: a container's command + args (block lists, items at the key's column), a
+    # second container's args not taken; flow lists over two lines; sh -c with a `|` block
+    "kubernetes block lists": (
+        "      containers:\n      - name: sglang\n        image: lmsysorg/sglang:v0.5.2\n"
+        "        command:\n        - python3\n        - -m\n        - sglang.launch_server\n"
+        "        args:\n        - --model-path\n        - deepseek-ai/DeepSeek-V3\n"
+        '        - --tp\n        - "8"\n        - --mem-fraction-static\n        - "0.8"\n'
+        "        resources:\n          limits:\n            nvidia.com/gpu: 8\n"
+        '      - name: sidecar\n        args: ["--port", "9"]\n',
+        7,
+        {"model_path": "deepseek-ai/DeepSeek-V3", "tp_size": 8, "mem_fraction_static": 0.8},
+    ),
+    "kubernetes flow lists": (
+        '        command: ["sglang", "serve"]\n'
+        '        args: ["--model-path", "X", "--tp", "8",\n'
+        '               "--context-length", "32768"]\n',
+        1,
+        {"model_path": "X", "tp_size": 8, "context_length": 32768},
+    ),
+    "kubernetes sh -c block": (
+        '        command: ["/bin/sh", "-c"]\n        args:\n          - |\n'
+        "            pip install foo\n            python3 -m sglang.launch_server \\\n"
+        "              --model-path X \\\n              --tp 8 --port 30000\n"
+        "            echo --tp 99\n",
+        5,
+        {"model_path": "X", "tp_size": 8, "port": 30000},
+    ),
+    "dockerfile exec form": (
+        'CMD ["python3", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--tp", "2"]\n',
+        1,
+        {"host": "0.0.0.0", "tp_size": 2},
+    ),
+    # a systemd unit (continued with backslashes) and `sglang serve` in ExecStart
+    "systemd unit": (
+        "[Service]\nEnvironment=HF_HOME=/data/hf\n"
+        "ExecStart=/opt/sglang/.venv/bin/python -m sglang.launch_server \\\n"
+        "    --model-path /models/llama --tp 2 --port 30000\nRestart=always\n",
+        3,
+        {"model_path": "/models/llama", "tp_size": 2, "port": 30000},
+    ),
+    "systemd sglang serve": (
+        "ExecStart=/opt/sglang/bin/sglang serve --model-path /models/llama --dp 2\n",
+        1,
+        {"model_path": "/models/llama", "dp_size": 2},
+    ),
+}
+
+
+def test_compose_kubernetes_dockerfile_and_systemd_shapes() -> None:
+    for name, (text, line, params) in COMPOSE_AND_KUBERNETES.items():
+        command = find_launch_command(text.encode(), whole=True)
+        assert command is not None, name
+        assert (command.line, command.params, command.problems) == (line, params, []), name
+
+
+def test_a_shell_script_s_variables_are_said_and_never_taken_as_values() -> None:
+    script = (
+        "#!/bin/bash\nMODEL=/models/x\n"
+        'exec python3 -m sglang.launch_server --model-path "$MODEL" --tp ${TP:-2} '
+        '--mem-fraction-static 0.9 "$@"\n'
+    )
+    command = find_launch_command(script.encode(), whole=True)
+    assert command is not None and command.params == {"mem_fraction_static": 0.9}
+    assert command.problems == [
+        "--model-path '$MODEL' is a shell variable: not read",
+        "--tp '${TP:-2}' is a shell variable: not read",
+        "$@ passes the script's own arguments on: not in the paste",
+    ]
+
+
+def _pp_settings(dating_line: str) -> tuple[dict[str, object], list[str]]:
+    parsed = _parse(
+        ["python -m sglang.launch_server --model-path X --pp 2 --tp 4", dating_line, *TRACEBACK]
+    )
+    return dict(parsed.startup.server_args), parsed.notes
+
+
+def test_pp_is_read_as_sglang_s_argparse_reads_it_at_the_log_s_release() -> None:
+    # `--pp` is the unique prefix of `--pp-size` at v0.4.6.post2 - v0.5.3 and ambiguous from
+    # v0.5.4 (`--pp-max-micro-batch-size`; argparse refuses it): sglang/launch_flags.py
+    reason = resolve_abbreviations(
+        {"pp": 2, "tp_size": 4}, VersionRange(first=version_code("0.5.0"), last=5003)
+    )
+    assert reason == ({"pp_size": 2, "tp_size": 4}, [])
+    params, problems = resolve_abbreviations({"pp": 2}, VersionRange(first=5009, last=None))
+    assert params == {}
+    assert problems == [
+        "--pp 2 not read: at SGLang >= 0.5.9 it is ambiguous (--pp-size, "
+        "--pp-max-micro-batch-size from 0.5.4, --pp-async-batch-depth from 0.5.9): SGLang's "
+        "argparse refuses it"
+    ]
+    params, problems = resolve_abbreviations({"pp": 2}, VersionRange(first=4003, last=4005))
+    assert params == {} and problems == ["--pp 2 not read: SGLang 0.4.3 .. 0.4.5 has no --pp-size"]
+    # a log whose lines do not date it: said, not guessed
+    settings, notes = _pp_settings("[2025-06-01 10:00:00] Load weight begin. avail mem=70.00 GB")
+    assert "pp" not in settings and "pp_size" not in settings and settings["tp_size"] == 4
+    assert any("--pp 2 not read: it is --pp-size at SGLang 0.4.7 .. 0.5.3" in n for n in notes)
+
+
+def test_hostile_yaml_shapes_are_bounded() -> None:
+    # lists never closed, keys on every line, deep block lists: each marker line is read
+    # within fixed bounds (MAX_TRIED lines, MAX_VALUE_LINES per value), far under a second
+    shapes = [
+        '  command: ["sglang.launch_server", "--tp", "2",\n' * 2000,
+        "command:\n" + "- sglang.launch_server\n- --tp\n" * 2000,
+        "".join(
+            f"{' ' * (i % 40)}args: > \n{' ' * 41}sglang.launch_server --x {i}\n"
+            for i in range(2000)
+        ),
+        "  - command: |\n" + "      python -m sglang.launch_server --tp 1 \\\n" * 3000,
+    ]
+    for text in shapes:
+        began = time.perf_counter()
+        find_launch_command(text.encode(), whole=True)
+        assert time.perf_counter() - began < 2, text[:40]
+
+
+def test_a_compose_file_pasted_above_the_error_gives_the_settings() -> None:
+    text, line, params = COMPOSE_AND_KUBERNETES["kubernetes block lists"]
+    parsed = _parse([*text.rstrip("\n").split("\n"), *TRACEBACK])
+    assert parsed.startup.server_args == params
+    settings = [e for e in parsed.startup.events if e.kind is EventKind.SERVER_ARGS]
+    assert [(e.line, e.values["form"]) for e in settings] == [(line, "command")]
+    assert sizing_inputs(parsed).knobs["tp_size"] == 8

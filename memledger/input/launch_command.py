@@ -1,12 +1,15 @@
 """A pasted SGLang launch command -> the settings it gives (never run, never evaluated).
 
 Issue pastes often carry `python3 -m sglang.launch_server --model-path X --tp 8 \\` (continued
-over lines with backslashes, after `$ `, inside a markdown block or a `docker run`) instead of
-SGLang's `server_args=` line. Only the input's first block (memledger.input.reader.SNIFF_BYTES,
-where pastes begin) is searched, so no line of a long log pays for it. The command's flags become
-ServerArgs fields (memledger.sglang.launch_flags); values are typed as int or float when they
-read so, else kept as text. Bounded: a command is at most MAX_COMMAND_CHARS, at most MAX_FLAGS
-flags are kept, each value at most MAX_VALUE_CHARS; what is not kept is said in `problems`.
+over lines with backslashes, after `$ `, inside a markdown block, a `docker run`, a systemd
+`ExecStart=` or a shell script), or a docker-compose / Kubernetes `command:` (read by
+memledger.input.launch_yaml), instead of SGLang's `server_args=` line. Only the input's first
+block (memledger.input.reader.SNIFF_BYTES, where pastes begin) is searched, so no line of a long
+log pays for it. The command's flags become ServerArgs fields (memledger.sglang.launch_flags);
+values are typed as int or float when they read so, else kept as text; a shell variable is not
+a value, and a release-dependent abbreviation (`--pp`) is read as the log's release reads it, or
+not at all. Bounded: a command is at most MAX_COMMAND_CHARS, at most MAX_FLAGS flags are kept,
+each value at most MAX_VALUE_CHARS; what is not kept is said in `problems`.
 """
 
 from __future__ import annotations
@@ -17,19 +20,24 @@ import shlex
 from dataclasses import dataclass, field
 
 from memledger.events import Event, EventKind, ParamValue
+from memledger.input.launch_yaml import yaml_command_words
 from memledger.input.server_args import is_read_key
 from memledger.input.store import TEXT_CAP
 from memledger.sglang.launch_flags import (
     COMMAND_MARKERS,
     FLAG_FIELDS,
     NUMERIC_FIELDS,
+    RELEASE_ABBREVIATIONS,
     SGLANG_REWRITES,
 )
+from memledger.sglang.release_markers import VersionRange, release_range
 
 MAX_COMMAND_CHARS = 16384
 """A longer command is cut here (a real one is under 2 KiB)."""
 MAX_CONTINUATIONS = 200
 """Physical lines joined into one command at most."""
+MAX_TRIED = 32
+"""Lines naming the launcher read at most (prose or usage text can name it on every line)."""
 MAX_FLAGS = 256
 MAX_VALUE_CHARS = 1024
 NOTE_PREFIX = "launch command line "
@@ -40,6 +48,8 @@ _FLOAT_RE = re.compile(r"[+-]?(?:\d{1,18}\.\d{0,18}|\.\d{1,18})(?:[eE][+-]?\d{1,
 _SHELL_STOP = frozenset({"|", "||", "&", "&&", ";", ">", ">>", "2>&1", "<", "\\"})
 _USAGE_RE = re.compile(r"<[A-Za-z_-]{1,40}>|\[options\]|\b(?:Example|[Uu]sage):")
 """A placeholder or a usage heading: help text quoting a command, not a command that ran."""
+_SCRIPT_ARGUMENTS = frozenset({"$@", "$*", "${@}", "${*}"})
+"""A wrapper script passing its own arguments on (`exec python -m sglang.launch_server "$@"`)."""
 _PROMPT_RE = re.compile(r"^\s*(?:[$#>]\s+)?")
 
 
@@ -98,6 +108,10 @@ def parse_arguments(arguments: list[str], problems: list[str]) -> dict[str, Para
         match = _FLAG_RE.match(arguments[index])
         index += 1
         if match is None:
+            if arguments[index - 1] in _SCRIPT_ARGUMENTS:
+                problems.append(
+                    f"{arguments[index - 1]} passes the script's own arguments on: not in the paste"
+                )
             continue  # a positional word or a short option: SGLang's parser takes none
         name = match.group(1).replace("-", "_")
         name = FLAG_FIELDS.get(name, name)
@@ -105,6 +119,8 @@ def parse_arguments(arguments: list[str], problems: list[str]) -> dict[str, Para
         while match.group(2) is None and index < len(arguments):
             token = arguments[index]
             if token.startswith("--") or (token.startswith("-") and not _value_like(token)):
+                break
+            if token in _SCRIPT_ARGUMENTS:
                 break
             if values and not (_value_like(values[0]) and _value_like(token)):
                 # a second word that is no number (`--port 30000 but it failed`): prose, not
@@ -116,6 +132,10 @@ def parse_arguments(arguments: list[str], problems: list[str]) -> dict[str, Para
             index += 1
         if len(params) >= MAX_FLAGS and name not in params:
             dropped += 1
+            continue
+        if any("$" in value or "`" in value for value in values):
+            # `--tp $TP`, `--model-path "${MODEL}"`: the shell's value is not in the paste
+            problems.append(f"--{match.group(1)} {values[0][:40]!r} is a shell variable: not read")
             continue
         if not values:
             if name in NUMERIC_FIELDS:
@@ -147,9 +167,18 @@ def find_launch_command(head: bytes, whole: bool) -> LaunchCommand | None:
     lines = head.decode("utf-8", "replace").split("\n")
     if not whole:
         lines.pop()
+    tried = 0
     for number, line in enumerate(lines, start=1):
         if not _starts_command(line):
             continue
+        tried += 1
+        if tried > MAX_TRIED:
+            break
+        words = yaml_command_words(lines, number - 1, _starts_command)
+        if words is not None:  # a compose/Kubernetes `command:`, an exec-form list
+            found = _command(number, " ".join(words)[:MAX_COMMAND_CHARS], words)
+            if found is not None:
+                return found
         parts = [_PROMPT_RE.sub("", line.rstrip("\r"), count=1)]
         follow = number
         while parts[-1].rstrip().endswith("\\") and follow < len(lines):
@@ -168,10 +197,53 @@ def find_launch_command(head: bytes, whole: bool) -> LaunchCommand | None:
         if len(text) > MAX_COMMAND_CHARS:
             problems.append(f"launch command cut at {MAX_COMMAND_CHARS} characters")
             text = text[:MAX_COMMAND_CHARS]
-        params = parse_arguments(_arguments(_tokens(text)), problems)
-        if params:
-            return LaunchCommand(line=number, text=text, params=params, problems=problems)
+        found = _command(number, text, _tokens(text), problems)
+        if found is not None:
+            return found
     return None
+
+
+def _command(
+    number: int, text: str, tokens: list[str], problems: list[str] | None = None
+) -> LaunchCommand | None:
+    problems = [] if problems is None else problems
+    params = parse_arguments(_arguments(tokens), problems)
+    if not params:
+        return None
+    return LaunchCommand(line=number, text=text, params=params, problems=problems)
+
+
+def resolve_abbreviations(
+    params: dict[str, ParamValue], release: VersionRange
+) -> tuple[dict[str, ParamValue], list[str]]:
+    """The command's settings with each release-dependent abbreviation (`--pp`) read as SGLang's
+    argparse reads it at the log's release, and what was not read: where the abbreviation is
+    ambiguous (argparse refuses it) or the release does not say, it gives no setting."""
+    out = dict(params)
+    problems: list[str] = []
+    for rule in RELEASE_ABBREVIATIONS:
+        if rule.flag not in out:
+            continue
+        value = out.pop(rule.flag)
+        shown = f"--{rule.flag.replace('_', '-')} {value!r}"
+        first, last = release.first, release.last if release.consistent else None
+        unique_lo, unique_hi = rule.unique_codes
+        if first is not None and last is not None and unique_lo <= first and last <= unique_hi:
+            out.setdefault(rule.field, value)
+        elif first is not None and first > unique_hi:
+            problems.append(
+                f"{shown} not read: at SGLang {release.text} it is ambiguous ({rule.rivals}): "
+                "SGLang's argparse refuses it"
+            )
+        elif last is not None and last < unique_lo - 1:
+            problems.append(f"{shown} not read: SGLang {release.text} has no --{rule.long_flag}")
+        else:
+            problems.append(
+                f"{shown} not read: it is --{rule.long_flag} at SGLang {rule.unique_text} and "
+                f"ambiguous after it ({rule.rivals}: argparse refuses it); this log's release "
+                f"({release.text}) does not say which"
+            )
+    return out, problems
 
 
 def _agrees(name: str, given: ParamValue, printed: ParamValue) -> bool:
@@ -195,6 +267,8 @@ def with_launch_command(
     if launch is None:
         return events, server_args, []
     head = f"{NOTE_PREFIX}{launch.line}: "
+    params, resolved = resolve_abbreviations(launch.params, release_range(events))
+    launch = LaunchCommand(launch.line, launch.text, params, [*launch.problems, *resolved])
     notes = [head + problem for problem in launch.problems]
     if server_args:
         differ = [
