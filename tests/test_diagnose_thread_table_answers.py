@@ -43,7 +43,9 @@ def test_29838_an_npu_oom_while_serving_lowers_mfs_by_the_headroom_floor() -> No
 
 
 def test_29838_with_its_fraction_in_the_paste_the_value_is_the_maintainers() -> None:
-    # the same OOM with the server_args line (mem_fraction_static=0.9): at most 0.9 - 0.09
+    # the same OOM with the server_args line (mem_fraction_static=0.9): at most 0.9 - 0.09. The
+    # paste has no frame nor startup line that places the OOM after loading (during loading no
+    # fraction helps), so the value is conditional: in the verdict, never a `try:` flag
     result = _diagnose(
         [
             "[2026-06-30 10:00:00] server_args=ServerArgs(model_path='GLM-5.2-w8a8', "
@@ -51,10 +53,29 @@ def test_29838_with_its_fraction_in_the_paste_the_value_is_the_maintainers() -> 
             NPU_OOM_29838,
         ]
     )
+    assert result.phase.value == "unknown"
+    assert _knobs(result)["mem_fraction_static"] is None
+    assert (
+        "if it came after loading, lower --mem-fraction-static by at least 0.09 (to 0.81 at most"
+        " from 0.9); during loading no fraction helps" in result.verdict
+    )
+    assert not [line for line in render_text(result).splitlines() if line.startswith("try:")]
+
+
+def test_29838_with_its_fraction_and_a_serving_frame_the_value_is_a_flag() -> None:
+    # the same OOM placed by a scheduler frame (serving): the value is the change to make
+    result = _diagnose(
+        [
+            "[2026-06-30 10:00:00] server_args=ServerArgs(model_path='GLM-5.2-w8a8', "
+            "device='npu', tp_size=16, mem_fraction_static=0.9, chunked_prefill_size=2048)",
+            '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 1000, in run_batch',
+            NPU_OOM_29838,
+        ]
+    )
+    assert result.phase.value == "serving"
     assert _knobs(result)["mem_fraction_static"] == 0.81
-    assert "lower --mem-fraction-static to 0.81" in result.verdict
     tried = [line for line in render_text(result).splitlines() if line.startswith("try:")]
-    assert tried and tried[0].split()[1:] == ["--mem-fraction-static", "0.81"]
+    assert tried and "--mem-fraction-static 0.81" in tried[0]
 
 
 def test_a_gpu_under_40_gib_gets_no_headroom_floor() -> None:
@@ -216,9 +237,44 @@ def test_38861_a_bare_capture_oom_says_what_a_value_needs() -> None:
             "Exception: Capture cuda graph failed: CUDA out of memory.",
         ]
     )
+    # the frame is the 0.5.16+ decode runner (model_executor/runner/), where the decode graphs'
+    # cap is --cuda-graph-max-bs-decode (v0.5.16 server_args.py:7200-7207), the flag the PR set;
+    # a value needs the captured sizes or the flag, which the paste lacks
     assert result.phase.value == "graph_capture"
-    assert "lower --cuda-graph-max-bs" in result.verdict
-    assert "add the server_args and `Load weight begin` lines" in result.verdict
+    assert "lower --cuda-graph-max-bs-decode (for a value add the server_args line or the " in (
+        result.verdict
+    )
+    assert "cuda_graph_max_bs_decode" in _knobs(result)
+
+
+def test_a_capture_oom_with_the_decode_cap_in_server_args_halves_it() -> None:
+    # the PR's cells derived --cuda-graph-max-bs-decode; with it in the log the first step is
+    # half of it (the failing bucket is not in the paste)
+    result = _diagnose(
+        [
+            "[2026-09-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=8, "
+            "cuda_graph_max_bs_decode=128)",
+            '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/runner/'
+            'decode_cuda_graph_runner.py", line 1326, in capture',
+            "Exception: Capture cuda graph failed: CUDA out of memory.",
+        ]
+    )
+    assert _knobs(result)["cuda_graph_max_bs_decode"] == 64
+    assert "cap --cuda-graph-max-bs-decode at 64" in result.verdict
+
+
+def test_an_older_capture_oom_keeps_the_old_flag() -> None:
+    # before 0.5.16 the runner is model_executor/cuda_graph_runner.py and the flag
+    # --cuda-graph-max-bs
+    result = _diagnose(
+        [
+            '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 485, in '
+            "capture",
+            "Exception: Capture cuda graph failed: CUDA out of memory.",
+        ]
+    )
+    assert "cuda_graph_max_bs" in _knobs(result)
+    assert "cuda_graph_max_bs_decode" not in _knobs(result)
 
 
 AITER_18263 = [

@@ -219,7 +219,10 @@ def test_a_gpu_of_96_gib_or_less_gets_no_large_gpu_note() -> None:
         ]
     )
     assert "thin_headroom" not in _ids(result)
-    assert result.verdict == "ready: no memory problem found"
+    # 6.27 GiB of graphs is over the 3 GiB SGLang plans for them: the FA3 note (sglang#8538)
+    # stays, conditional on FA3 and the release; no large-GPU reserve is claimed
+    assert result.verdict.startswith("ready: no memory problem found; note the CUDA graphs took")
+    assert "18" not in result.verdict and "96 GiB" not in result.verdict
 
 
 def test_a_serving_oom_on_a_large_gpu_lowers_mfs_to_sglangs_reserve() -> None:

@@ -12,6 +12,7 @@ import re
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
 from memledger.diagnosis.evidence import Evidence, gather
+from memledger.diagnosis.graphs import graph_memory, graph_memory_verdict
 from memledger.diagnosis.health import (
     free_rose_after_pool,
     large_gpu_reserve,
@@ -38,10 +39,9 @@ from memledger.diagnosis.model import (
 from memledger.diagnosis.occupancy import (
     after_pool_drop,
     dp_auto_fraction,
-    headroom_floor_step,
     other_processes,
 )
-from memledger.diagnosis.phase import failure_phase, milestone
+from memledger.diagnosis.phase import failure_phase, graphs_in_allocator, milestone
 from memledger.diagnosis.pools import (
     host_finding,
     host_memory,
@@ -51,10 +51,11 @@ from memledger.diagnosis.pools import (
 )
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
+from memledger.diagnosis.verdicts import phrase, serving_order, unvalued
 from memledger.events import Event, EventKind, ParsedLog
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.ledger_model import Ledger, LedgerDiagnosis
-from memledger.sglang.failure_rules import PHASE_TEXT, CrashCause, Phase
+from memledger.sglang.failure_rules import PHASE_TEXT, PRIVATE_POOLS_CITATION, CrashCause, Phase
 
 __all__ = [
     "Diagnosis",
@@ -124,19 +125,6 @@ def _diagnosis(evidence: Evidence, **fields: object) -> Diagnosis:
     return Diagnosis(path=evidence.path, rank=evidence.rank, **fields)
 
 
-def _phrase(suggestion: Suggestion) -> str:
-    value = suggestion.value
-    flag = suggestion.flag
-    if suggestion.direction is Direction.ENABLE:
-        return f"set {flag}"
-    if value is None:
-        return f"{suggestion.direction.value} {flag}"
-    shown = f"{value}" if isinstance(value, int) else f"{value:g}"  # no 1.74356e+06
-    if suggestion.knob == "cuda_graph_max_bs":
-        return f"cap {flag} at {shown}"
-    return f"{suggestion.direction.value} {flag} to {shown}"
-
-
 def _out_of_memory(evidence: Evidence) -> Diagnosis:
     phase = failure_phase(evidence)
     missing = shortfall(evidence)
@@ -158,6 +146,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
             extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
+    findings += _placed_by_graphs(evidence)
     findings += ([held] if held is not None else []) + extra
     findings += [dropped] if dropped is not None else []
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
@@ -170,7 +159,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     oversized = next((f for f in findings if f.id == "allocation_exceeds_gpu"), None)
     if oversized is not None:
         head += "; one allocation is larger than the whole GPU"
-    levers = [_phrase(s) for s in suggestions if s.value is not None][:2]
+    levers = [phrase(s) for s in suggestions if s.value is not None][:2]
     blocking = next((f for f in findings if f.id == "unsharded_fallback"), None)
     stuck = next((f for f in findings if f.id == "no_fraction_fits"), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
@@ -198,12 +187,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head + "; the Transformers fallback builds the whole model on each GPU"
     elif suggestions:
         # no value without the numbers, but still the change to make, and what would give one
-        first = suggestions[0]
-        floor = headroom_floor_step(evidence, missing, phase)
-        if first.knob == "mem_fraction_static" and first.direction is Direction.LOWER and floor:
-            verdict = head + f"; {_phrase(first)} by at least {floor:g} ({_absent(evidence)})"
-        else:
-            verdict = head + f"; {_phrase(first)} ({_absent(evidence)})"
+        if phase in (Phase.SERVING, Phase.WARMUP):
+            suggestions = serving_order(evidence, suggestions)
+        verdict = head + unvalued(evidence, suggestions, phase, missing)
     elif oversized is not None and oversized.message.find("computed wrong") >= 0:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
@@ -218,20 +204,6 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         findings=findings,
         suggestions=suggestions,
     )
-
-
-def _absent(evidence: Evidence) -> str:
-    """What a valued lever needs that the paste lacks: the fraction (server_args) and P."""
-    missing = []
-    if evidence.budget.mem_fraction_static is None:
-        missing.append("the server_args line")
-    if evidence.budget.pre_load is None:
-        missing.append("the `Load weight begin` line")
-    if not missing:
-        return "no value: the log lacks the numbers"
-    if len(missing) == 2:
-        return "for a value add the server_args and `Load weight begin` lines"
-    return f"for a value add {missing[0]}"
 
 
 def _with_dp_auto_fraction(
@@ -275,6 +247,35 @@ def _with_large_gpu_reserve(
     return findings + found, suggestions
 
 
+def _with_graph_memory(
+    evidence: Evidence, suggestions: list[Suggestion]
+) -> tuple[list[Finding], list[Suggestion]]:
+    """The graph-memory note and its lever, after the suggestions already made (one per knob)."""
+    found, levers = graph_memory(evidence)
+    knobs = {s.knob for s in suggestions}
+    return found, suggestions + [s for s in levers if s.knob not in knobs]
+
+
+def _placed_by_graphs(evidence: Evidence) -> list[Finding]:
+    """Say so when the phase is read off the OOM text's CUDA-graph memory, not the paste's lines."""
+    pools = graphs_in_allocator(evidence)
+    if pools is None:
+        return []
+    return [
+        Finding(
+            id="phase_from_graphs",
+            severity=Severity.INFO,
+            message=(
+                f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
+                "CUDA graphs, so the weights and the KV pool were in place "
+                f"({PRIVATE_POOLS_CITATION})"
+            ),
+            bytes=pools.bytes,
+            evidence=[evidence.at(evidence.oom.line)] if evidence.oom else [],
+        )
+    ]
+
+
 def _ends_in_exception(evidence: Evidence) -> bool:
     """A log with no outcome phrase whose traceback still names its exception (a pasted
     `triton...OutOfResources: ...` line): the startup crashed."""
@@ -306,7 +307,7 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     findings, suggestions = pool_ran_out(evidence, event)
     findings += site_finding(evidence) + serving_notes(evidence)
     what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
-    levers = [_phrase(s) for s in suggestions][:2]
+    levers = [phrase(s) for s in suggestions][:2]
     verdict = (
         f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
         + " or ".join(levers)
@@ -487,7 +488,8 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     if not headroom:
         headroom, suggestions = thin_headroom(evidence)
     dropped = after_pool_drop(evidence)
-    findings += headroom + free_rose_after_pool(evidence) + serving_notes(evidence)
+    graphs, suggestions = _with_graph_memory(evidence, suggestions)
+    findings += headroom + graphs + free_rose_after_pool(evidence) + serving_notes(evidence)
     findings += [dropped] if dropped is not None else []
     verdict = f"log ends {where}{at}: no error text, outcome unknown"
     if dropped is not None and not headroom:
@@ -498,9 +500,13 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     if headroom:
         verdict = f"log ends {where}{at}: {headroom[0].message}"
         # a valued lever first; else the direction (the paste lacks P)
-        levers = [_phrase(s) for s in suggestions if s.value is not None][:1]
-        levers = levers or [_phrase(s) for s in suggestions][:1]
+        levers = [phrase(s) for s in suggestions if s.value is not None][:1]
+        levers = levers or [phrase(s) for s in suggestions][:1]
         verdict += f"; {levers[0]}" if levers else ""
+    if graphs and headroom:
+        verdict += f"; {graph_memory_verdict(graphs[0])}"
+    elif graphs:
+        verdict = f"log ends {where}{at}: {graph_memory_verdict(graphs[0])}"
     refused = next((f for f in findings if f.id == "request_exceeds_pool"), None)
     if refused is not None and not headroom:
         verdict = (
@@ -522,13 +528,14 @@ def _ready(evidence: Evidence) -> Diagnosis:
     headroom, suggestions = zero_headroom(evidence)
     if not headroom:
         headroom, suggestions = thin_headroom(evidence)
-    findings = headroom + free_rose_after_pool(evidence) + mfs_below_default(evidence)
+    graphs, suggestions = _with_graph_memory(evidence, suggestions)
+    findings = headroom + graphs + free_rose_after_pool(evidence) + mfs_below_default(evidence)
     findings += serving_notes(evidence)
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
     if warnings:
         verdict = f"ready, but starved: {warnings[0].message}"
-        levers = [_phrase(s) for s in suggestions if s.value is not None][:1]
+        levers = [phrase(s) for s in suggestions if s.value is not None][:1]
         verdict += f"; {levers[0]}" if levers else ""
         outcome = "starved"
     elif headroom:
@@ -538,6 +545,9 @@ def _ready(evidence: Evidence) -> Diagnosis:
             f"ready: no memory problem found; note {headroom[0].id}: {amount}below SGLang's "
             "default reserve"
         )
+        outcome = evidence.outcome
+    elif graphs:
+        verdict = f"ready: no memory problem found; note {graph_memory_verdict(graphs[0])}"
         outcome = evidence.outcome
     else:
         verdict = "ready: no memory problem found"

@@ -19,6 +19,7 @@ import math
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.sglang.failure_rules import DECODE_GRAPH_FLAG_CITATION, DECODE_GRAPH_RUNNER
 from memledger.sglang.sizing_rules import (
     CHUNKED_PREFILL_BY_GPU,
     CHUNKED_PREFILL_LARGE_GPU,
@@ -153,3 +154,14 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
         bytes=reserve - slack,
         evidence=[evidence.at(pre.line)],
     )
+
+
+def graph_cap_knob(evidence: Evidence) -> tuple[str, str]:
+    """The decode graphs' cap as the log's release spells it, with why: `cuda_graph_max_bs_decode`
+    where the paste shows a 0.5.16+ release (the model_executor/runner/ decode runner in a frame,
+    or the knob in server_args), else `cuda_graph_max_bs`."""
+    frames = frames_of(evidence.traceback) if evidence.traceback is not None else []
+    newer = any(DECODE_GRAPH_RUNNER in frame.path for frame in frames)
+    if newer or "cuda_graph_max_bs_decode" in evidence.server_args:
+        return "cuda_graph_max_bs_decode", f"; {DECODE_GRAPH_FLAG_CITATION}"
+    return "cuda_graph_max_bs", ""

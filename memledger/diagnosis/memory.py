@@ -14,6 +14,7 @@ from memledger.diagnosis.arithmetic import above_step, floor_step, g, gib_ceil, 
 from memledger.diagnosis.evidence import Evidence, frames_of, innermost_sglang_frame
 from memledger.diagnosis.levers import (
     failed_in_prefill,
+    graph_cap_knob,
     inferred_chunk,
     inferred_graph_max_bs,
     kv_cap_lever,
@@ -27,6 +28,7 @@ from memledger.sglang.failure_rules import (
     CAPTURE_ORDER_CITATION,
     LOAD_SITES,
     MINIMUM_VIABLE_CITATION,
+    TROUBLESHOOTING_CITATION,
     LoadSite,
     Phase,
 )
@@ -455,19 +457,20 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
 def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) -> list[Suggestion]:
     smaller = sorted(bs for bs in sizes if failing_bs is not None and bs < failing_bs)
     levers: list[Suggestion] = []
-    current = evidence.int_param("cuda_graph_max_bs") or (max(sizes) if sizes else None)
+    knob, spelled = graph_cap_knob(evidence)
+    current = evidence.int_param(knob) or (max(sizes) if sizes else None)
     inferred = inferred_graph_max_bs(evidence) if current is None else None
     if smaller:
         value = smaller[-1]
         levers.append(
             Suggestion(
-                knob="cuda_graph_max_bs",
+                knob=knob,
                 direction=Direction.LOWER,
                 value=value,
                 why=(
                     f"{CAPTURE_ORDER_CITATION}; it failed at bs={failing_bs}"
                     + (f" after the buckets up to {current} were captured" if current else "")
-                    + f": a cap of {value} skips bs={failing_bs} and every larger bucket"
+                    + f": a cap of {value} skips bs={failing_bs} and every larger bucket{spelled}"
                 ),
             )
         )
@@ -480,25 +483,26 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
         half = largest // 2 if largest > 1 else None
         levers.append(
             Suggestion(
-                knob="cuda_graph_max_bs",
+                knob=knob,
                 direction=Direction.LOWER,
                 value=half,
                 why=(
                     f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch "
                     f"({origin}); the failing bucket is not in the log, so {half} (half) is "
-                    "a first step, not a computed fit"
+                    f"a first step, not a computed fit{spelled}"
                 ),
             )
         )
     else:
         levers.append(
             Suggestion(
-                knob="cuda_graph_max_bs",
+                knob=knob,
                 direction=Direction.LOWER,
                 value=None,
                 why=(
                     f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch; "
                     "neither the captured batch sizes nor the GPU's capacity are in the log"
+                    f"{spelled}"
                 ),
             )
         )
@@ -540,7 +544,23 @@ def _batch_levers(evidence: Evidence) -> list[Suggestion]:
             knob="max_running_requests",
             direction=Direction.LOWER,
             value=math.ceil(running / 2) if running else None,
-            why="fewer requests at once: smaller decode batches and their activations",
+            why=(
+                "fewer requests at once: smaller batches and their activations (a VLM's image "
+                f"encoder runs over the batch's images too); {TROUBLESHOOTING_CITATION}"
+            ),
         )
     )
+    if len(levers) == 1 and (evidence.traceback is None or not frames_of(evidence.traceback)):
+        # no frames: prefill or decode is not in the paste, so both of the guide's levers
+        levers.append(
+            Suggestion(
+                knob="chunked_prefill_size",
+                direction=Direction.LOWER,
+                value=None,
+                why=(
+                    "if the OOM was in a prefill: its activations grow with the chunk "
+                    "(--chunked-prefill-size is not in the log)"
+                ),
+            )
+        )
     return levers

@@ -56,6 +56,7 @@ MEMORY_KNOBS = frozenset(
     {
         "mem_fraction_static",
         "cuda_graph_max_bs",
+        "cuda_graph_max_bs_decode",
         "context_length",
         "max_running_requests",
         "chunked_prefill_size",

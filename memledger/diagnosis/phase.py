@@ -10,6 +10,7 @@ from __future__ import annotations
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.events import Event, EventKind
 from memledger.sglang.failure_rules import PHASE_FRAMES, SERVING_SHAPES, WARMUP_CONTEXT, Phase
+from memledger.units import Size
 
 # The phase a startup is in once it has printed a line of this kind (until the next milestone).
 _MILESTONE_PHASE: dict[EventKind, Phase] = {
@@ -78,6 +79,8 @@ def failure_phase(evidence: Evidence) -> Phase:
         e.values.get("shape") in SERVING_SHAPES for e in evidence.exhausted
     ):
         phase = Phase.SERVING  # a request was refused or retracted: the server was serving
+    if phase is Phase.UNKNOWN and graphs_in_allocator(evidence) is not None:
+        phase = Phase.SERVING  # graphs exist: the weights and the KV pool were in place
     if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
         # the server never said it was up: the request that failed was the warmup request (a
         # traceback pasted alone, without startup lines, says nothing about that)
@@ -88,3 +91,17 @@ def failure_phase(evidence: Evidence) -> Phase:
 def _ready_before(evidence: Evidence) -> bool:
     stop = evidence.failure_line
     return any(is_ready_line(e) and (stop is None or e.line < stop) for e in evidence.events)
+
+
+def graphs_in_allocator(evidence: Evidence) -> Size | None:
+    """The CUDA-graph memory the OOM text shows (`with X allocated in private pools`), when the
+    paste has neither frames nor startup lines that place the failure: graphs are captured after
+    the weights and the KV pool (failure_rules.PRIVATE_POOLS_CITATION), so the OOM came after
+    both; a capture OOM pastes its `Capturing batches` lines or frames, so serving is the rest."""
+    oom = evidence.oom
+    pools = oom.sizes.get("private_pools") if oom is not None else None
+    if pools is None or pools.bytes <= 0:
+        return None
+    if evidence.traceback is not None and traceback_phase(evidence.traceback) is not None:
+        return None
+    return pools if milestone(evidence)[0] is Phase.UNKNOWN else None

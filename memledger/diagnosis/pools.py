@@ -273,12 +273,13 @@ def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) ->
         )
     current = evidence.budget.mem_fraction_static
     if floor is not None and current is not None and floor_step(current - floor) > 0:
-        # the fraction is in the log, P is not: at most current - d, since P <= the capacity
+        # the fraction is in the log, P is not: at most current - d, since P <= the capacity;
+        # a value only where the paste places the OOM after loading (before it no mfs helps)
         value = floor_step(current - floor)
         return Suggestion(
             knob="mem_fraction_static",
             direction=Direction.LOWER,
-            value=value,
+            value=None if phase is Phase.UNKNOWN else value,
             why=(
                 f"lowering mfs by d leaves d x P more free after the pool; P (free before "
                 f"loading) is not in the log{bound}: at most {current:g} - {floor:g} = "

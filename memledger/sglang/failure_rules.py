@@ -404,3 +404,40 @@ is named: what SGLang itself sizes there is small (FlashInfer's workspace 384-51
 environ.py:309; cuBLAS's a few MiB), so several GiB is a buffer sized by the pool or the batch
 outside the KV budget, like the AITER attention backend's workspace (51.75 GB on an MI300-class
 GPU with a 1.67M-token pool: https://github.com/sgl-project/sglang/pull/18263)."""
+PRIVATE_POOLS_CITATION = (
+    "SGLang captures its CUDA graphs into one global graph memory pool after the KV pool (v0.4.4 "
+    "model_executor/cuda_graph_runner.py:153-162, :404-405 torch.cuda.graph(pool=...)); PyTorch's "
+    "OOM text prints `with X allocated in private pools (e.g., CUDA Graphs)` only when such a "
+    "pool holds memory"
+)
+"""Why an OOM text showing private-pool memory came after the weights and the KV pool."""
+TROUBLESHOOTING_CITATION = (
+    "SGLang's troubleshooting guide (docs/references/troubleshooting.md, CUDA Out of Memory): an "
+    "OOM during prefill: lower --chunked-prefill-size; during decoding: lower "
+    "--max-running-requests; a lower --mem-fraction-static helps both"
+)
+GRAPH_MEMORY_NOTE_GIB = 3
+"""CUDA graphs taking more than this (`Capture cuda graph end. ... mem usage=X`) are more than
+SGLang's own default plans for them: '3GB for cuda graph' at bs 256 on a large GPU
+(v0.4.6.post2 server_args.py:241-247)."""
+FA3_GRAPH_FIX_RELEASE = "0.4.10"
+"""The last release (post releases aside: 0.4.10.post1) whose FA3 backend copied the page table
+for every captured batch size: v0.4.10.post1 layers/attention/flashattention_backend.py:1463-1465
+(`page_table[req_pool_indices, :]`, kept per bs at :1470); 0.4.10.post2 slices `[:bs, :]`
+(https://github.com/sgl-project/sglang/pull/8567) and shares one logits buffer across graphs
+(v0.4.10.post2 model_executor/cuda_graph_runner.py:378-382, /pull/8579): graph memory 5.16 GB ->
+0.95 GB on GLM-4.5-Air tp 4 (PR #8579's figures); sglang#8538 (Llama-4 Maverick, 6.19 GB)."""
+FA3_DEFAULT_CITATION = (
+    "FA3 is SGLang's default attention backend on Hopper (v0.4.10.post1 "
+    "model_executor/model_runner.py:389-397 for MHA models, :407-411 for MLA; Llama-4 requires "
+    "it, server_args.py:1896)"
+)
+DECODE_GRAPH_FLAG_CITATION = (
+    "from 0.5.16 the decode graphs' cap is --cuda-graph-max-bs-decode (--cuda-graph-max-bs is a "
+    "deprecated alias, v0.5.16 server_args.py:7200-7207), and the capture failure says so: 'set "
+    "--cuda-graph-max-bs-decode to a smaller value (e.g., 16)' (v0.5.23 "
+    "model_executor/runner_backend_utils/__init__.py:14-21)"
+)
+DECODE_GRAPH_RUNNER = "runner/decode_cuda_graph_runner.py"
+"""The decode graph runner's file from 0.5.16 on (model_executor/runner/); before, it was
+model_executor/cuda_graph_runner.py."""

@@ -1,0 +1,92 @@
+"""The verdict of an OOM whose levers have no value (the paste lacks the numbers): the change to
+make, in the order SGLang's own troubleshooting guide gives for the phase, the least step where
+the numbers bound one, and what the paste needs for a value."""
+
+from __future__ import annotations
+
+from memledger.diagnosis.arithmetic import floor_step
+from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.levers import failed_in_prefill
+from memledger.diagnosis.model import Direction, Suggestion
+from memledger.diagnosis.occupancy import headroom_floor_step
+from memledger.sglang.failure_rules import Phase
+
+BATCH_KNOBS = ("max_running_requests", "chunked_prefill_size")
+
+
+def phrase(suggestion: Suggestion) -> str:
+    """`lower --mem-fraction-static to 0.81`, `cap --cuda-graph-max-bs at 64`, `set --x`."""
+    value = suggestion.value
+    flag = suggestion.flag
+    if suggestion.direction is Direction.ENABLE:
+        return f"set {flag}"
+    if value is None:
+        return f"{suggestion.direction.value} {flag}"
+    shown = f"{value}" if isinstance(value, int) else f"{value:g}"  # no 1.74356e+06
+    if suggestion.knob.startswith("cuda_graph_max_bs"):
+        return f"cap {flag} at {shown}"
+    return f"{suggestion.direction.value} {flag} to {shown}"
+
+
+def absent(evidence: Evidence) -> str:
+    """What a valued lever needs that the paste lacks: the fraction (server_args) and P."""
+    missing = []
+    if evidence.budget.mem_fraction_static is None:
+        missing.append("the server_args line")
+    if evidence.budget.pre_load is None:
+        missing.append("the `Load weight begin` line")
+    if not missing:
+        return "no value: the log lacks the numbers"
+    if len(missing) == 2:
+        return "for a value add the server_args and `Load weight begin` lines"
+    return f"for a value add {missing[0]}"
+
+
+def serving_order(evidence: Evidence, suggestions: list[Suggestion]) -> list[Suggestion]:
+    """A serving OOM without values: the guide's batch lever first (the chunk for a prefill,
+    the running requests otherwise), then the rest in their order."""
+    batch = [s for s in suggestions if s.knob in BATCH_KNOBS]
+    if failed_in_prefill(evidence):
+        batch.sort(key=lambda s: s.knob != "chunked_prefill_size")
+    else:
+        batch.sort(key=lambda s: s.knob != "max_running_requests")
+    return batch + [s for s in suggestions if s.knob not in BATCH_KNOBS]
+
+
+def unvalued(
+    evidence: Evidence, suggestions: list[Suggestion], phase: Phase, missing: int | None
+) -> str:
+    """The `; ...` end of an OOM verdict whose suggestions have no value."""
+    floor = headroom_floor_step(evidence, missing, phase)
+    mfs = next(
+        (
+            s
+            for s in suggestions
+            if s.knob == "mem_fraction_static" and s.direction is Direction.LOWER
+        ),
+        None,
+    )
+    step = f" by at least {floor:g}" if mfs is not None and floor else ""
+    current = evidence.budget.mem_fraction_static
+    if step and current is not None and floor is not None:
+        step += f" (to {floor_step(current - floor):g} at most from {current:g})"
+    batch = [s for s in suggestions if s.knob in BATCH_KNOBS]
+    if phase in (Phase.SERVING, Phase.WARMUP) and batch:
+        levers = " or ".join(phrase(s) for s in batch[:2])
+        tail = f", or {phrase(mfs)}{step}" if mfs is not None else ""
+        return f"; {levers} (SGLang's troubleshooting guide){tail} ({absent(evidence)})"
+    if phase is Phase.UNKNOWN and mfs is not None:
+        value = "" if current is not None else f"; {absent(evidence)}"
+        return (
+            f"; if it came after loading, {phrase(mfs)}{step}; during loading no fraction helps "
+            f"(the paste does not say which: add its traceback's frames or startup lines{value})"
+        )
+    first = suggestions[0]
+    if first.knob.startswith("cuda_graph_max_bs"):
+        return (
+            f"; {phrase(first)} (for a value add the server_args line or the `Capture cuda graph "
+            "bs` line)"
+        )
+    if first is mfs and step:
+        return f"; {phrase(first)}{step} ({absent(evidence)})"
+    return f"; {phrase(first)} ({absent(evidence)})"
