@@ -12,6 +12,7 @@ import re
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
 from memledger.diagnosis.evidence import Evidence, gather
+from memledger.diagnosis.forward import oversized_forward
 from memledger.diagnosis.graphs import graph_memory, graph_memory_verdict
 from memledger.diagnosis.health import (
     free_rose_after_pool,
@@ -131,6 +132,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     findings = oom_findings(evidence)
     table = req_to_token_oom(evidence)
     oversize = larger_than_gpu(evidence) if table is None else None
+    forward = oversized_forward(evidence, phase) if table is None and oversize is None else None
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
         extra, suggestions = _with_dp_auto_fraction(evidence, extra, suggestions)
@@ -138,6 +140,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = table
     elif oversize is not None:
         extra, suggestions = oversize
+    elif forward is not None:
+        extra, suggestions = forward
     elif phase in (Phase.LOAD, Phase.DIST_INIT):
         extra, suggestions = load_oom(evidence)
     else:
@@ -159,6 +163,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     oversized = next((f for f in findings if f.id == "allocation_exceeds_gpu"), None)
     if oversized is not None:
         head += "; one allocation is larger than the whole GPU"
+    elif forward is not None:
+        head += "; one allocation is a long prefill's working set, with much memory still free"
     levers = [phrase(s) for s in suggestions if s.value is not None][:2]
     blocking = next((f for f in findings if f.id == "unsharded_fallback"), None)
     stuck = next((f for f in findings if f.id == "no_fraction_fits"), None)

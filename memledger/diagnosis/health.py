@@ -14,6 +14,7 @@ from memledger.sglang.failure_rules import (
     HEADROOM_DOCS_CAP_GIB,
     LARGE_GPU_RESERVE_CITATION,
     LARGE_GPU_RESERVE_GIB,
+    LATE_RELEASE_CAUSE,
 )
 from memledger.sizing.defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
@@ -53,7 +54,7 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
                 message=(
                     f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
                     f"{peak.avail_gib:.2f} GiB at {peak.id}): memory freed after SGLang sized "
-                    "the pool never reaches it"
+                    f"the pool never reaches it ({LATE_RELEASE_CAUSE})"
                 ),
                 bytes=rise,
                 evidence=[evidence.at(point.line), evidence.at(peak.line)],

@@ -82,6 +82,8 @@ def unvalued(
             f"(the paste does not say which: add its traceback's frames or startup lines{value})"
         )
     first = suggestions[0]
+    if first.knob == "chunked_prefill_size":
+        return f"; {phrase(first)} (for a value add the server_args line)"
     if first.knob.startswith("cuda_graph_max_bs"):
         return (
             f"; {phrase(first)} (for a value add the server_args line or the `Capture cuda graph "

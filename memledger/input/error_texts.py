@@ -64,7 +64,8 @@ _OOM_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("requested", re.compile(r"Tried to allocate " + _NUM)),
     # torch >= 2.1
     ("capacity", re.compile(r"has a total capacity of " + _NUM)),
-    ("free", re.compile(r"of which " + _NUM + r" is free")),
+    # `GPU 1 ... 50.40 GiB is free`: a paste that elides the capacity (sglang#37712)
+    ("free", re.compile(r"(?:of which|\.\.\.|…) ?" + _NUM + r" is free")),
     ("process_in_use", re.compile(r"this process has " + _NUM + r" memory in use")),
     ("allocated", re.compile(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch")),
     ("private_pools", re.compile(_NUM + r" allocated in private pools")),
@@ -85,6 +86,8 @@ NOT_ENOUGH_MEMORY_RE = re.compile(
     r"Not enough memory\. Please try to increase --mem-fraction-static"
     r"(?:\.\s*Current value:\s*(?:self\.server_args\.)?mem_fraction_static\s*=\s*"
     r"(?P<mfs>\d+(?:\.\d+)?))?"
+    # the same RuntimeError quoted without its advice (sgl-project/sglang-omni#293's table)
+    r"|RuntimeError: Not enough memory\.?\s*$"
 )
 PROFILED_NEGATIVE_RE = re.compile(
     r"max_total_tokens=(?P<cap>\d+) is larger than the profiled value (?P<profiled>-\d+|0)\b"
@@ -173,7 +176,7 @@ _POOL_WORDS = (
     "Bus error",
 )
 """Every POOL_EXHAUSTED_TEXTS pattern holds one of these (a cheap test first)."""
-_REFUSAL_WORDS = ("profiled value", "Loaded weights leave no GPU memory", "Not enough memory.")
+_REFUSAL_WORDS = ("profiled value", "Loaded weights leave no GPU memory", "Not enough memory")
 """What read_kv_refusal's texts hold: PROFILED_NEGATIVE_RE's, then the two refusals'."""
 _EXIT_WORDS = ("Killed", "xit", "terminated with")
 """Each head of KILLED_RE and EXIT_CODE_RE holds one of these."""

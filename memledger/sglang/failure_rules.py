@@ -302,7 +302,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "mamba_slots",
-        r"Not enough space for mamba (?:ping pong idx|cache)",
+        r"Not enough space for mamba (?:ping pong idx|cache)|Can not alloc mamba cache",
         "the hybrid model's mamba state pool had no free slot for a request: one slot a running "
         "request, plus a ping-pong track buffer of 2 (1 with speculative decoding) under "
         "--mamba-scheduler-strategy extra_buffer (v0.5.8 mem_cache/memory_pool.py:397-399, "
@@ -310,7 +310,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "--max-mamba-cache-size is unset and the radix cache is on (v0.5.8 "
         "model_executor/model_runner_kv_cache_mixin.py:168-196), and under DP attention the "
         "size is divided by --dp-size (:178-180); a PD decode worker before sglang#19002 "
-        "ignored --max-mamba-cache-size",
+        "ignored --max-mamba-cache-size; the radix cache asserts 'Can not alloc mamba cache' "
+        "when even eviction frees no slot (v0.5.8 mem_cache/mamba_radix_cache.py:460, :645-651; "
+        "v0.5.23 mem_cache/unified_cache/components/mamba.py:221, :552), which admission that "
+        "did not reserve the handoff slot let happen under memory pressure (sglang PR #33773)",
         "raise --max-mamba-cache-size (3 x --max-running-requests with extra_buffer) or lower "
         "--max-running-requests",
         "https://github.com/sgl-project/sglang/pull/19002",
@@ -441,3 +444,26 @@ DECODE_GRAPH_FLAG_CITATION = (
 DECODE_GRAPH_RUNNER = "runner/decode_cuda_graph_runner.py"
 """The decode graph runner's file from 0.5.16 on (model_executor/runner/); before, it was
 model_executor/cuda_graph_runner.py."""
+FORWARD_ASK_MIN_GIB = 16
+"""An allocation at least this large while serving, with FORWARD_FREE_MIN_GIB or more still free,
+is one forward's working set sized by its tokens, not the pools' slack running thin: a long
+prefill chunk (a decode step holds one token a request). sglang#37712: 73.65 GiB asked with
+50.40 GiB free, the DSA indexer's [chunk tokens x KV rows] fp32 logits, bounded by chunking them
+in https://github.com/sgl-project/sglang/pull/38507 ('with chunked_prefill_size=8192 and a
+348k-row pooled kv batch, that is a single 10.62 GiB allocation')."""
+FORWARD_FREE_MIN_GIB = 8
+PREFILL_ASK_CITATION = (
+    "SGLang's troubleshooting guide (docs/references/troubleshooting.md): an OOM during prefill: "
+    "lower --chunked-prefill-size; input logprobs of a long prompt take much memory too "
+    "(logprob_start_len)"
+)
+GLUED_AVAILABLE_RE = re.compile(r"Ava(?:li|il)able tokens: ?(\d{1,12})")
+"""The free-token count of a Prefill/Decode raise pasted on the raise's own line, its newlines
+lost (`...Try to allocate 1444 tokens.Avaliable tokens:5120self.token...`, sglang PR #5081; the
+count lines SGLang prints, v0.4.5 managers/schedule_batch.py:856-860)."""
+LATE_RELEASE_CAUSE = (
+    "most often a speculative draft's own embed/lm_head, dropped after the target pool was "
+    "sized: v0.5.23 speculative/eagle_worker_v2.py:243-258, :336-378; sglang PR #37155 shares "
+    "them before it"
+)
+"""Why free memory rises after `Memory pool end` on a speculative startup."""
