@@ -62,13 +62,20 @@ def test_29838_with_its_fraction_in_the_paste_the_value_is_the_maintainers() -> 
     assert not [line for line in render_text(result).splitlines() if line.startswith("try:")]
 
 
-def test_29838_with_its_fraction_and_a_serving_frame_the_value_is_a_flag() -> None:
-    # the same OOM placed by a scheduler frame (serving): the value is the change to make
+def test_29838_with_its_fraction_and_its_scheduler_frame_the_value_is_a_flag() -> None:
+    # the thread's own traceback has the scheduler's event loop (serving): the value is then the
+    # change to make
     result = _diagnose(
         [
             "[2026-06-30 10:00:00] server_args=ServerArgs(model_path='GLM-5.2-w8a8', "
             "device='npu', tp_size=16, mem_fraction_static=0.9, chunked_prefill_size=2048)",
-            '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 1000, in run_batch',
+            "[2026-07-01 09:31:38 TP0 EP0] Scheduler hit an exception: Traceback (most recent "
+            "call last):",
+            '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1531, '
+            "in event_loop_overlap",
+            "    batch_result = self.run_batch(batch)",
+            '  File "/usr/local/python3.11.15/lib/python3.11/site-packages/torch/_ops.py", line '
+            "1209, in __call__",
             NPU_OOM_29838,
         ]
     )

@@ -216,3 +216,22 @@ def test_20888_an_aiter_workspace_oom_is_still_read_as_the_fraction() -> None:
         result.verdict
     )
     assert "context_length" not in _knobs(result)
+
+
+def test_23580_a_capture_invalidated_by_another_stream_is_not_memory() -> None:
+    # https://github.com/sgl-project/sglang/issues/23580 (Hy3-preview on MI300X/MI355X): AITER's
+    # custom all-reduce launches on its own stream during HIP graph capture; fixed by
+    # SGLANG_USE_AITER_AR=false (sglang PR #23581); eager mode worked. SGLang's own re-raise
+    # `Capture cuda graph failed` places it in graph capture
+    result = _diagnose(
+        [
+            "Exception: Capture cuda graph failed: HIP error: operation failed due to a previous "
+            "error during capture",
+            "Search for `hipErrorStreamCaptureInvalidated' in https://docs.nvidia.com/cuda/"
+            "cuda-runtime-api/group__HIPRT__TYPES.html for more information.",
+        ]
+    )
+    assert (result.outcome, result.phase.value) == ("crash", "graph_capture")
+    assert "capture_invalidated" in _ids(result)
+    assert "SGLANG_USE_AITER_AR=0" in result.verdict
+    assert result.suggestions == []

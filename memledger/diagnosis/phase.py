@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.events import Event, EventKind
-from memledger.sglang.failure_rules import PHASE_FRAMES, SERVING_SHAPES, WARMUP_CONTEXT, Phase
+from memledger.sglang.failure_rules import (
+    CAPTURE_FAILED_TEXT,
+    PHASE_FRAMES,
+    SERVING_SHAPES,
+    WARMUP_CONTEXT,
+    Phase,
+)
 from memledger.units import Size
 
 # The phase a startup is in once it has printed a line of this kind (until the next milestone).
@@ -79,6 +85,13 @@ def failure_phase(evidence: Evidence) -> Phase:
         e.values.get("shape") in SERVING_SHAPES for e in evidence.exhausted
     ):
         phase = Phase.SERVING  # a request was refused or retracted: the server was serving
+    traceback = evidence.traceback
+    if (
+        phase is Phase.UNKNOWN
+        and traceback is not None
+        and str(traceback.values.get("message") or "").startswith(CAPTURE_FAILED_TEXT)
+    ):
+        phase = Phase.GRAPH_CAPTURE  # SGLang's own re-raise names the phase
     if phase is Phase.UNKNOWN and graphs_in_allocator(evidence) is not None:
         phase = Phase.SERVING  # graphs exist: the weights and the KV pool were in place
     if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:

@@ -276,6 +276,20 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/issues/6342",
     ),
     CrashCause(
+        "capture_invalidated",
+        r"hipErrorStreamCaptureInvalidated|cudaErrorStreamCaptureInvalidated|"
+        r"operation failed due to a previous error during capture",
+        "a kernel was launched on a stream outside the graph being captured, which invalidates "
+        "the capture: on AMD most often AITER's custom all-reduce, SGLang's default there "
+        "(SGLANG_USE_AITER_AR defaults to true: v0.5.23 "
+        "distributed/device_communicators/custom_all_reduce.py:421); not GPU memory: set "
+        "SGLANG_USE_AITER_AR=0 (SGLang's own all-reduce respects the capture stream), or "
+        "--disable-cuda-graph",
+        "set SGLANG_USE_AITER_AR=0 (AMD) or --disable-cuda-graph",
+        "https://github.com/sgl-project/sglang/issues/23580, "
+        "https://github.com/sgl-project/sglang/pull/23581",
+    ),
+    CrashCause(
         "kernel_shared_memory",
         r"OutOfResources: out of resource: shared memory",
         "a Triton kernel asked for more on-chip shared memory per block than this GPU has "
@@ -467,3 +481,8 @@ LATE_RELEASE_CAUSE = (
     "them before it"
 )
 """Why free memory rises after `Memory pool end` on a speculative startup."""
+CAPTURE_FAILED_TEXT = "Capture cuda graph failed"
+"""How SGLang re-raises any error of its graph capture (v0.5.8
+model_executor/cuda_graph_runner.py:369, v0.5.23
+model_executor/runner/decode_cuda_graph_runner.py:603): the phase, when no frame or startup line
+gives it."""
