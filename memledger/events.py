@@ -42,6 +42,7 @@ Per kind, the keys the engine relies on (names are stable API):
 | all_reduce_config | `symmetric_memory`, `local_buffer` | `multicast`, `pull` |
 | symm_prealloc | `size` | |
 | deepep_buffer | `num_bytes` | ... |
+| dcp_q_prepared | | `layers` (`dcp_replicate_q_proj: prepared full-head Q weights for N MLA layers`) |
 | staging_pool | `capacity` (per buffer), `total` | `role` (`target`/`draft`), `buffers` |
 | weight_shard_info | | `sharded_layers`, `requant_then_shard` (bool), `hoisted`, `hoisted_of`, `role` |
 | dspark_reclaimed | `reclaimed` | |
@@ -111,6 +112,7 @@ class EventKind(StrEnum):
     ALL_REDUCE_CONFIG = "all_reduce_config"
     SYMM_PREALLOC = "symm_prealloc"
     DEEPEP_BUFFER = "deepep_buffer"
+    DCP_Q_PREPARED = "dcp_q_prepared"
     STAGING_POOL = "staging_pool"
     WEIGHT_SHARD_INFO = "weight_shard_info"
     DSPARK_RECLAIMED = "dspark_reclaimed"

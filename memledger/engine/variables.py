@@ -272,6 +272,12 @@ def _slot_map(key: str) -> Callable[[Reading], Found]:
     return read
 
 
+def _dcp_q_layers(r: Reading) -> Found:
+    """The MLA layers --dcp-replicate-q-proj gathered, as the log says (0.5.17+ prints it)."""
+    line = r.first(EventKind.DCP_Q_PREPARED)
+    return None if line is None else (line.value("layers"), line)
+
+
 def _load_begin_avail(gib: bool) -> Callable[[Reading], Found]:
     def read(r: Reading) -> Found:
         points = r.chain.points
@@ -346,6 +352,7 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     ),
     LogInput("dspark_slots_per_req", _slot_map("slots_per_req")),
     LogInput("dspark_multiplier", _slot_map("multiplier")),
+    LogInput("dcp_q_layers", _dcp_q_layers),
     LogInput("load_begin_avail_bytes", _load_begin_avail(False), "no load-begin avail reading"),
     LogInput("load_begin_avail_gib", _load_begin_avail(True), "no load-begin avail reading"),
 )

@@ -337,6 +337,11 @@ class _HeadReader:
             put("hoisted_of", RawValue("num", numbers[1]))
             head.values["role"] = first_word
 
+    def dcp_q_prepared(self, head: _Head) -> None:
+        numbers = head.tokens("NUMBER")
+        if numbers:
+            head.builder.put("layers", RawValue("num", numbers[0]))
+
     def lora(self, head: _Head) -> None:
         # `loading starts:` -> `starts`; `unloading completes:` -> `unloading_completes`
         phase = head.tokens("WORD")

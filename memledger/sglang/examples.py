@@ -324,6 +324,12 @@ EXAMPLES: tuple[Example, ...] = (
         {"world_size": 8, "use_fp8_dispatch": True, "num_bytes": 123456},
     ),
     Example(
+        "dcp_replicate_q_proj: prepared full-head Q weights for 0 MLA layers",
+        EventKind.DCP_Q_PREPARED,
+        {},
+        {"layers": 0},
+    ),
+    Example(
         "FlatAGStagingPool allocated: role=target, buffers=2, capacity=627048448, total=1196.0 MiB",
         EventKind.STAGING_POOL,
         {"capacity": "627048448 B", "total": "1196.0 MiB"},

@@ -127,6 +127,8 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec("all_reduce_config", "All Reduce config", ("All Reduce",)),
     LineSpec("symm_prealloc", "Pre-allocating symmetric memory pool", ("symmetric",)),
     LineSpec("deepep_buffer", r"Initialized DeepEP \S+ ElasticBuffer", ("ElasticBuffer",)),
+    # --dcp-replicate-q-proj's count of MLA layers it gathered (v0.5.20 model_runner.py:1076-1079)
+    LineSpec("dcp_q_prepared", "dcp_replicate_q_proj: prepared", ("dcp_replicate_q_proj",)),
     LineSpec("staging_pool", "FlatAGStagingPool", ("FlatAG",)),
     LineSpec(
         "weight_shard_info",

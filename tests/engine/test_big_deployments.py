@@ -1,0 +1,77 @@
+"""Ledger rows of big deployments checked against SGLang's source at the log's release.
+
+Each rule's source is cited where the rule lives (memledger/data/formulas.toml,
+memledger/engine/kv_inferred.py) and again in the test that pins it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memledger import api
+from memledger.ledger_model import Ledger, Row, RowKind
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+DP2 = SAMPLES / "dp2.log"
+K3_CONFIG = SAMPLES / "k3-config.json"
+PREPARED = "dcp_replicate_q_proj: prepared full-head Q weights for {n} MLA layers"
+
+
+def _row(ledger: Ledger, row_id: str) -> Row:
+    return next(r for r in ledger.rows if r.id == row_id)
+
+
+def _dp2_with_prepared_line(tmp_path: Path, layers: int) -> Path:
+    """The DP2 x DCP8 sample with SGLang's own count of gathered layers printed by TP0 right
+    before its first capture (v0.5.20 model_executor/model_runner.py:1038-1039 calls
+    _prepare_replicated_q_proj at the end of init_attention_backends; :1076-1079 logs it)."""
+    out: list[str] = []
+    done = False
+    for line in DP2.read_text(encoding="utf-8").splitlines(keepends=True):
+        if not done and "TP0 EP0] Capture" in line and "begin" in line:
+            stamp = line.split("]", 1)[0]
+            out.append(f"{stamp}] {PREPARED.format(n=layers)}\n")
+            done = True
+        out.append(line)
+    assert done
+    path = tmp_path / "dp2-prepared.log"
+    path.write_text("".join(out), encoding="utf-8")
+    return path
+
+
+def test_dcp_q_replica_without_the_line_is_every_mla_layer_at_the_weight_dtype() -> None:
+    # The samples' fork prints no `prepared` line and gathers its FP8 q_b_proj: 24 layers x
+    # (96 x 192 x 1536 x 1 B + 96 x 128 x 512 x 2 B) = 0.91 GiB (the seed article's figure).
+    ledger = api.ledger(DP2, model_config=K3_CONFIG)
+    replica = _row(ledger, "dcp_q_replica")
+    assert replica.kind == RowKind.DERIVED
+    assert replica.bytes == 24 * (96 * 192 * 1536 * 1 + 96 * 128 * 512 * 2)
+
+
+def test_dcp_q_replica_is_zero_when_sglang_says_it_prepared_no_layer(tmp_path: Path) -> None:
+    # v0.5.20 model_runner.py:1057-1069: a quantized q_b_proj is skipped with a warning and the
+    # layer keeps its per-layer Q all-gather; :1076-1079 then logs 0 layers. No bytes are held,
+    # and no model config is needed to say so.
+    path = _dp2_with_prepared_line(tmp_path, 0)
+    for model_config in (K3_CONFIG, None):
+        ledger = api.ledger(path, model_config=model_config)
+        replica = _row(ledger, "dcp_q_replica")
+        assert replica.kind == RowKind.DERIVED and replica.bytes == 0
+        assert replica.evidence.inputs["layers"] == 0
+        assert any(PREPARED.format(n=0) in s.text for s in replica.evidence.sources)
+    # The 0.91 GiB the fork's rule would have carved stays in the interval's residual.
+    before = api.ledger(DP2, model_config=K3_CONFIG)
+    unexplained = {r.id: r.bytes for r in ledger.rows if r.id.startswith("unexplained.")}
+    earlier = {r.id: r.bytes for r in before.rows if r.id.startswith("unexplained.")}
+    gained = sum(b or 0 for b in unexplained.values()) - sum(b or 0 for b in earlier.values())
+    assert gained == 24 * (96 * 192 * 1536 * 1 + 96 * 128 * 512 * 2)
+
+
+def test_dcp_q_replica_layers_gathered_before_0_5_23_are_16_bit(tmp_path: Path) -> None:
+    # 0.5.17-0.5.22 gather only a bf16/fp16 q_b_proj (v0.5.20 model_runner.py:1060-1064), so a
+    # prepared layer holds 2 B an element whatever the checkpoint's quantization says; the
+    # sample's formats bound its release below at 0.5.20.
+    ledger = api.ledger(_dp2_with_prepared_line(tmp_path, 24), model_config=K3_CONFIG)
+    replica = _row(ledger, "dcp_q_replica")
+    assert replica.evidence.inputs["q_bytes"] == 2
+    assert replica.bytes == 24 * (96 * 192 * 1536 * 2 + 96 * 128 * 512 * 2)
