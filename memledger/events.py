@@ -42,6 +42,7 @@ Per kind, the keys the engine relies on (names are stable API):
 | all_reduce_config | `symmetric_memory`, `local_buffer` | `multicast`, `pull` |
 | symm_prealloc | `size` | |
 | deepep_buffer | `num_bytes` | ... |
+| env_var | | `<NAME>`: the value (`ENV_VAR HCCL_BUFFSIZE:2100`, `Setting ENV_VAR HCCL_BUFFSIZE=650`) |
 | dcp_q_prepared | | `layers` (`dcp_replicate_q_proj: prepared full-head Q weights for N MLA layers`) |
 | staging_pool | `capacity` (per buffer), `total` | `role` (`target`/`draft`), `buffers` |
 | weight_shard_info | | `sharded_layers`, `requant_then_shard` (bool), `hoisted`, `hoisted_of`, `role` |
@@ -113,6 +114,7 @@ class EventKind(StrEnum):
     SYMM_PREALLOC = "symm_prealloc"
     DEEPEP_BUFFER = "deepep_buffer"
     DCP_Q_PREPARED = "dcp_q_prepared"
+    ENV_VAR = "env_var"
     STAGING_POOL = "staging_pool"
     WEIGHT_SHARD_INFO = "weight_shard_info"
     DSPARK_RECLAIMED = "dspark_reclaimed"

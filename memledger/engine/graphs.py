@@ -14,6 +14,9 @@ from memledger.events import Event, EventKind
 from memledger.ledger_model import RowGroup, RowKind
 from memledger.sglang.hints import deepep_graph_note
 
+DEEPEP_ROWS = frozenset({"deepep_ll_buffer", "deepep_hccl_window"})
+"""Formula rows that size the DeepEP memory of the first bucket (data/formulas.toml)."""
+
 _TQDM = "tqdm avail is read without emptying the cache"
 
 
@@ -160,7 +163,7 @@ def carve_from_largest_bucket(
     first = next((key for key in graphs if not _is_unknown(graphs[key])), None)
     unplaced: list[Carve] = []
     rows = graphs.get(first, []) if first is not None else []
-    note = deepep_graph_note(dict(chain.args), any(c.row_id == "deepep_ll_buffer" for c in lazy))
+    note = deepep_graph_note(dict(chain.args), any(c.row_id in DEEPEP_ROWS for c in lazy))
     target = _bucket(rows)
     if note is not None and target is not None:
         target.note = "; ".join(part for part in (target.note, note) if part)

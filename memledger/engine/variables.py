@@ -278,6 +278,18 @@ def _dcp_q_layers(r: Reading) -> Found:
     return None if line is None else (line.value("layers"), line)
 
 
+def _env(name: str) -> Callable[[Reading], Found]:
+    """An environment variable the launcher printed (`ENV_VAR NAME:value`, sglang.lines)."""
+
+    def read(r: Reading) -> Found:
+        line = next(
+            (e for e in r.chain.events if e.kind == EventKind.ENV_VAR and name in e.values), None
+        )
+        return None if line is None else (line.value(name), line)
+
+    return read
+
+
 def _load_begin_avail(gib: bool) -> Callable[[Reading], Found]:
     def read(r: Reading) -> Found:
         points = r.chain.points
@@ -353,6 +365,11 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     LogInput("dspark_slots_per_req", _slot_map("slots_per_req")),
     LogInput("dspark_multiplier", _slot_map("multiplier")),
     LogInput("dcp_q_layers", _dcp_q_layers),
+    LogInput(
+        "hccl_buffsize",
+        _env("HCCL_BUFFSIZE"),
+        "HCCL_BUFFSIZE is not in the log (no `ENV_VAR HCCL_BUFFSIZE:N` launcher line)",
+    ),
     LogInput("load_begin_avail_bytes", _load_begin_avail(False), "no load-begin avail reading"),
     LogInput("load_begin_avail_gib", _load_begin_avail(True), "no load-begin avail reading"),
 )

@@ -63,7 +63,13 @@ from memledger.input.store import (
 )
 from memledger.input.transform import LineParse
 from memledger.input.wrapped import CutLines
-from memledger.sglang.lines import KNOWN_HEAD_RE, looks_like_memory, platform_marker
+from memledger.sglang.lines import (
+    ENV_VAR_HEADS,
+    ENV_VAR_NAMES,
+    KNOWN_HEAD_RE,
+    looks_like_memory,
+    platform_marker,
+)
 
 MAX_PARSE_CHARS = 4096
 """Messages longer than this are no SGLang memory line (server_args is parsed separately)."""
@@ -197,6 +203,12 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     if readings:
         _add_errors(out, readings)
 
+    if not logical.prefixed and text.startswith(ENV_VAR_HEADS):
+        # the launcher's environment, printed bare before the server starts (sglang.lines)
+        env = grammar.parse(text) if len(text) <= MAX_PARSE_CHARS else None
+        if env is not None and env.kind is EventKind.ENV_VAR and ENV_VAR_NAMES & env.values.keys():
+            _store(logical, text, env, out, pasted=False)
+        return
     if not logical.prefixed and not (
         text.startswith("Capturing") or text.startswith("max_total_num_tokens=")
     ):

@@ -48,9 +48,12 @@ RANK_AGNOSTIC = frozenset(
         EventKind.GPU_CAPACITY_FALLBACK,
         EventKind.MFS_VLM_ADJUSTED,
         EventKind.PLATFORM_MARKER,
+        EventKind.ENV_VAR,
     }
 )
-BEFORE_STARTUP = frozenset({EventKind.GPU_CAPACITY_FALLBACK, EventKind.MFS_VLM_ADJUSTED})
+BEFORE_STARTUP = frozenset(
+    {EventKind.GPU_CAPACITY_FALLBACK, EventKind.MFS_VLM_ADJUSTED, EventKind.ENV_VAR}
+)
 """Rank-agnostic lines SGLang prints while building ServerArgs, before the `server_args` line
 that starts a startup: they belong to the startup that follows them."""
 # the readings `rank_key_values` takes from a rank's events: the first event of a kind with a size

@@ -323,6 +323,8 @@ EXAMPLES: tuple[Example, ...] = (
         {"num_bytes": "123456 B"},
         {"world_size": 8, "use_fp8_dispatch": True, "num_bytes": 123456},
     ),
+    Example("ENV_VAR HCCL_BUFFSIZE:2100", EventKind.ENV_VAR, {}, {"HCCL_BUFFSIZE": 2100}),
+    Example("Setting ENV_VAR HCCL_BUFFSIZE=650", EventKind.ENV_VAR, {}, {"HCCL_BUFFSIZE": 650}),
     Example(
         "dcp_replicate_q_proj: prepared full-head Q weights for 0 MLA layers",
         EventKind.DCP_Q_PREPARED,

@@ -227,7 +227,9 @@ DEEPEP_IN_GRAPH = (
     "at :733 and :963)"
 )
 DEEPEP_UNSIZED = {
-    "npu": "Ascend builds it from sgl-kernel-npu's deep_ep, whose sizes memledger does not model",
+    "npu": "Ascend's deep_ep (sgl-kernel-npu) has no buffer of its own: it dispatches through the "
+    "TP group's HCCL communicator, whose 2 x HCCL_BUFFSIZE window (formula deepep_hccl_window) "
+    "needs HCCL_BUFFSIZE, not in the log",
     "auto": "deepep_mode auto adds the normal-mode NVLink/RDMA buffers, not modelled",
     "model": "its size (formula deepep_ll_buffer) needs --model-config",
 }

@@ -66,6 +66,15 @@ PLATFORM_MARKERS: tuple[PlatformMarker, ...] = (
 """Platform evidence in lines no grammar rule reads; each is checked against every real log."""
 
 
+ENV_VAR_HEADS = ("ENV_VAR ", "Setting ENV_VAR ")
+"""How a bare environment line starts (the `env_var` kind): the only bare lines of a prefixed log
+that are read, since a launcher prints them before SGLang's first prefixed line."""
+
+ENV_VAR_NAMES = frozenset({"HCCL_BUFFSIZE"})
+"""The environment variables an `env_var` line is kept for (memory-relevant ones; any other
+variable, a token say, is never stored nor shown)."""
+
+
 def platform_marker(text: str) -> PlatformMarker | None:
     """The first marker this line holds, if any."""
     return next((m for m in PLATFORM_MARKERS if m.text in text), None)
@@ -128,6 +137,10 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec("symm_prealloc", "Pre-allocating symmetric memory pool", ("symmetric",)),
     LineSpec("deepep_buffer", r"Initialized DeepEP \S+ ElasticBuffer", ("ElasticBuffer",)),
     # --dcp-replicate-q-proj's count of MLA layers it gathered (v0.5.20 model_runner.py:1076-1079)
+    # the environment SGLang's Ascend CI launchers print, bare, before the server starts
+    # (`ENV_VAR HCCL_BUFFSIZE:2100`, `Setting ENV_VAR HCCL_BUFFSIZE=650`): memledger.input.parsing
+    # reads a bare line only when it starts with ENV_VAR_HEADS
+    LineSpec("env_var", r"(?:Setting )?ENV_VAR ", ("ENV_VAR",)),
     LineSpec("dcp_q_prepared", "dcp_replicate_q_proj: prepared", ("dcp_replicate_q_proj",)),
     LineSpec("staging_pool", "FlatAGStagingPool", ("FlatAG",)),
     LineSpec(

@@ -99,3 +99,54 @@ def test_dsv4_pools_are_sglangs_full_tokens_times_bytes_per_full_token() -> None
     assert pool.error_bytes == round(pool.bytes * (1 - kept))
     unexplained = _row(ledger, "unexplained.memory_pool_end")
     assert unexplained.bytes is not None and unexplained.bytes < 0
+
+
+ASCEND_DEEPEP_LOG = "004-ascend-qwen3-480b-dp4-tp16-ep16-deepep-2node.log"
+
+
+def test_ascend_deepep_is_the_tp_groups_hccl_window_sized_by_the_printed_hccl_buffsize() -> None:
+    # complex/004 (Ascend, --moe-a2a-backend deepep) prints its launcher's environment bare
+    # before SGLang's first line: `ENV_VAR HCCL_BUFFSIZE:2100` (line 212). Ascend's deep_ep
+    # allocates no buffer of its own and dispatches through the TP group's HCCL communicator
+    # (v0.5.8 layers/moe/fused_moe_triton/layer.py:97), whose window is 2 x HCCL_BUFFSIZE MB
+    # (CANN's HCCL_BUFFSIZE reference); dist init printed 0.00 GB, so it is first built in the
+    # largest bucket's warmup and is carved out of it.
+    require_real_logs()
+    before = 9.12  # GiB: the bucket as logged
+    ledger = api.ledger(REAL_LOGS / "complex" / ASCEND_DEEPEP_LOG)
+    window = _row(ledger, "deepep_hccl_window")
+    assert window.kind == RowKind.DERIVED and window.bytes == 2 * 2100 * 2**20
+    assert any(s.line == 212 and "HCCL_BUFFSIZE:2100" in s.text for s in window.evidence.sources)
+    bucket = _row(ledger, "cuda_graph_largest_bucket")
+    assert bucket.bytes is not None
+    assert abs(bucket.bytes + window.bytes - before * 2**30) <= 0.006 * 2**30
+    assert bucket.evidence.note is not None and "deepep_hccl_window" in bucket.evidence.note
+
+
+def test_ascend_deepep_without_hccl_buffsize_is_a_named_unknown_row() -> None:
+    # The same log without its launcher lines: the window is not guessed at HCCL's default.
+    require_real_logs()
+    text = (REAL_LOGS / "complex" / ASCEND_DEEPEP_LOG).read_text(encoding="utf-8")
+    kept = "".join(line for line in text.splitlines(keepends=True) if "ENV_VAR" not in line)
+    ledger = api.ledger(api.load_text(kept))
+    window = _row(ledger, "deepep_hccl_window")
+    assert window.kind == RowKind.UNKNOWN and window.bytes is None and not window.in_partition
+    assert window.evidence.note is not None and "HCCL_BUFFSIZE" in window.evidence.note
+    bucket = _row(ledger, "cuda_graph_largest_bucket")
+    assert bucket.evidence.note is not None and "needs HCCL_BUFFSIZE" in bucket.evidence.note
+
+
+def test_env_lines_keep_only_memory_variables_and_join_the_next_startup() -> None:
+    # A launcher's bare `ENV_VAR NAME:value` / `Setting ENV_VAR NAME=value` lines before SGLang's
+    # first prefixed line are read (sglang.lines ENV_VAR_HEADS); only the variables memledger
+    # uses are kept (ENV_VAR_NAMES), so a token in the environment is never stored or shown.
+    text = (
+        "ENV_VAR HF_TOKEN:hf_secret\n"
+        "Setting ENV_VAR HCCL_BUFFSIZE=650\n"
+        "[2026-01-04 04:28:40] server_args=ServerArgs(device='npu', tp_size=1)\n"
+        "[2026-01-04 04:28:43 TP0] Load weight begin. avail mem=60.78 GB\n"
+    )
+    parsed = api.load_text(text)
+    env = [e for e in parsed.startup.events if e.kind.value == "env_var"]
+    assert [(e.line, e.values) for e in env] == [(2, {"HCCL_BUFFSIZE": 650})]
+    assert "hf_secret" not in parsed.model_dump_json()
