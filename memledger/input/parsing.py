@@ -69,6 +69,7 @@ from memledger.sglang.lines import (
     KNOWN_HEAD_RE,
     looks_like_memory,
     platform_marker,
+    wanted_env_line,
 )
 
 MAX_PARSE_CHARS = 4096
@@ -205,7 +206,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
 
     if not logical.prefixed and text.startswith(ENV_VAR_HEADS):
         # the launcher's environment, printed bare before the server starts (sglang.lines)
-        env = grammar.parse(text) if len(text) <= MAX_PARSE_CHARS else None
+        wanted = wanted_env_line(text) and len(text) <= MAX_PARSE_CHARS
+        env = grammar.parse(text) if wanted else None
         if env is not None and env.kind is EventKind.ENV_VAR and ENV_VAR_NAMES & env.values.keys():
             _store(logical, text, env, out, pasted=False)
         return

@@ -37,7 +37,7 @@ from typing import Protocol
 from memledger.input.logical import LogicalLine, iter_logical_lines, strip_paste_columns
 from memledger.input.transform import LineParse
 from memledger.sglang.examples import EXAMPLES
-from memledger.sglang.lines import INT_KEYS, KEY_ALIASES, KNOWN_HEAD_RE, SIZE_KEYS
+from memledger.sglang.lines import ENV_VAR_HEADS, INT_KEYS, KEY_ALIASES, KNOWN_HEAD_RE, SIZE_KEYS
 
 MAX_SERVER_ARGS_CHARS = 1 << 16
 """A wrapped server_args repr is rejoined up to this length (a real one is a few KiB)."""
@@ -159,6 +159,8 @@ class CutLines:
         text = logical.text
         if text.startswith("server_args="):
             return not text.endswith((")", "}")) and len(text) < MAX_SERVER_ARGS_CHARS
+        if text.startswith(ENV_VAR_HEADS):
+            return False  # a launcher's environment line is whole: the next line is not its tail
         ends = bool(_TOKEN_END_RE.search(text[-2:])) or text.endswith(",")
         return ends and bool(KNOWN_HEAD_RE.match(text))
 

@@ -71,8 +71,16 @@ ENV_VAR_HEADS = ("ENV_VAR ", "Setting ENV_VAR ")
 that are read, since a launcher prints them before SGLang's first prefixed line."""
 
 ENV_VAR_NAMES = frozenset({"HCCL_BUFFSIZE"})
-"""The environment variables an `env_var` line is kept for (memory-relevant ones; any other
-variable, a token say, is never stored nor shown)."""
+"""The environment variables an `env_var` line is read for (memory-relevant ones; any other
+variable, a token say, is never parsed, stored nor shown)."""
+
+_ENV_NAME = re.compile(r"(?:Setting )?ENV_VAR (\w+)[:=]")
+
+
+def wanted_env_line(text: str) -> bool:
+    """Whether a bare line is a launcher's `ENV_VAR NAME:value` for one of ENV_VAR_NAMES."""
+    match = _ENV_NAME.match(text)
+    return match is not None and match.group(1) in ENV_VAR_NAMES
 
 
 def platform_marker(text: str) -> PlatformMarker | None:
@@ -139,7 +147,7 @@ LINES: tuple[LineSpec, ...] = (
     # --dcp-replicate-q-proj's count of MLA layers it gathered (v0.5.20 model_runner.py:1076-1079)
     # the environment SGLang's Ascend CI launchers print, bare, before the server starts
     # (`ENV_VAR HCCL_BUFFSIZE:2100`, `Setting ENV_VAR HCCL_BUFFSIZE=650`): memledger.input.parsing
-    # reads a bare line only when it starts with ENV_VAR_HEADS
+    # reads a bare line only when it starts with ENV_VAR_HEADS and names one of ENV_VAR_NAMES
     LineSpec("env_var", r"(?:Setting )?ENV_VAR ", ("ENV_VAR",)),
     LineSpec("dcp_q_prepared", "dcp_replicate_q_proj: prepared", ("dcp_replicate_q_proj",)),
     LineSpec("staging_pool", "FlatAGStagingPool", ("FlatAG",)),
