@@ -7,6 +7,7 @@ one may use an earlier one's value). Adding an input is one entry here (and its 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from memledger.sglang.request_table import (
 from memledger.sglang.versions import (
     DEFAULT_REQUESTS,
     EXTRA_SLOTS,
+    LOGICAL_DCP_TOKENS,
     format_ceiling,
     format_version,
     holds,
@@ -84,8 +86,25 @@ def _positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+_DP_TAG = re.compile(r"(?:^| )DP(\d+)(?: |$)")
+"""A data-parallel worker's tag: SGLang's scheduler prefixes ` DP{dp_rank}` to every line of a
+DP worker (v0.5.10 managers/scheduler.py:3535-3537; TP/EP/PP follow it)."""
+
+
 def _dp_size(r: Reading) -> Found:
-    return _positive_int(r.chain.args.get("dp_size")) or 1, r.args_event
+    """server_args' dp_size; without server_args, the DP workers the rank tags show (a fragment
+    of a DP-attention server: complex/014 prints DP0-DP3), else 1."""
+    given = _positive_int(r.chain.args.get("dp_size"))
+    if given is not None or r.args_event is not None:
+        return given or 1, r.args_event
+    seen = {m.group(1) for info in r.chain.startup.ranks if (m := _DP_TAG.search(info.rank))}
+    if len(seen) > 1:
+        r.audit.note(
+            f"dp_size {len(seen)} from the rank tags (DP{', DP'.join(sorted(seen, key=int))}): "
+            "no server_args; the KV tokens per instance count these DP workers"
+        )
+        return len(seen), None
+    return 1, None
 
 
 def _tp_size(r: Reading) -> Found:
@@ -243,7 +262,17 @@ def _kv_tokens(r: Reading) -> Found:
     if isinstance(tokens, int):
         return tokens, kv_event
     total = r.summary_value("max_total_num_tokens")
-    return (total, r.summary) if isinstance(total, int) else None
+    if not isinstance(total, int):
+        return None
+    dcp = r.found.log("dcp_size", 1)
+    if dcp > 1 and holds(LOGICAL_DCP_TOKENS, r.found.format_version):
+        # From 0.5.21 the summary prints the logical capacity (versions.LOGICAL_DCP_TOKENS).
+        r.audit.note(
+            f"KV tokens per rank {total // dcp:,}: from 0.5.21 the summary's max_total_num_tokens "
+            f"({total:,}) is the logical capacity, the per-rank rows x dcp {dcp}"
+        )
+        return total // dcp, r.summary
+    return total, r.summary
 
 
 def _kv_line(r: Reading) -> Found:

@@ -100,7 +100,19 @@ DEFAULT_REQUESTS = VersionRule(
 :840-851 (and the T // 2 cap), v0.5.16 mem_cache/kv_cache_configurator.py:1626-1635. Not applied
 to hybrid Mamba/GDN models or speculative decoding, which cap or adjust it further."""
 
+LOGICAL_DCP_TOKENS = VersionRule(
+    "summary_logical_dcp_tokens",
+    ">= 0.5.21",
+    "managers/tp_worker.py : get_worker_info (logical_max_total_num_tokens)",
+    "the summary's max_total_num_tokens is the logical capacity: the per-rank rows x "
+    "attn_dcp_size (not for hybrid SWA); the KV line's #tokens stays per rank",
+)
+"""v0.5.21 managers/tp_worker.py:552, model_executor/model_runner.py:1395-1401,
+mem_cache/kv_cache_configurator.py:319-328; v0.5.23 tp_worker.py:574. v0.5.20 tp_worker.py:549-552
+printed the per-rank rows."""
+
 RULES: tuple[VersionRule, ...] = (
+    LOGICAL_DCP_TOKENS,
     EXTRA_SLOTS,
     SWA_ORDER,
     MEMORY_BASELINE,

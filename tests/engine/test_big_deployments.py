@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from memledger import api
+from memledger.events import EventKind
 from memledger.ledger_model import Ledger, Row, RowKind
 from tests.conftest import REAL_LOGS, require_real_logs
+from tests.engine.helpers import Log, ledger_of
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 DP2 = SAMPLES / "dp2.log"
@@ -150,3 +152,52 @@ def test_env_lines_keep_only_memory_variables_and_join_the_next_startup() -> Non
     env = [e for e in parsed.startup.events if e.kind.value == "env_var"]
     assert [(e.line, e.values) for e in env] == [(2, {"HCCL_BUFFSIZE": 650})]
     assert "hf_secret" not in parsed.model_dump_json()
+
+
+def test_dp_workers_of_a_fragment_without_server_args_come_from_the_rank_tags() -> None:
+    # complex/014 is a DP4 x TP4 DP-attention fragment with no server_args line: SGLang tags each
+    # DP worker's lines ` DP{dp_rank}` (v0.5.10 managers/scheduler.py:3535-3537), and the log
+    # shows DP0-DP3. Each DP group has its own pool (seed 004: an attention group holds only its
+    # own requests' KV), so the instance holds 4 x 32,768 tokens, not 32,768 as with dp_size 1.
+    require_real_logs()
+    ledger = api.ledger(REAL_LOGS / "complex" / DSV4_LOG)
+    assert ledger.parameters["ledger.dp_size"] == 4
+    assert ledger.summary.kv_tokens_per_rank == 32_768
+    assert ledger.summary.kv_tokens_per_instance == 4 * 32_768
+    assert any("dp_size 4 from the rank tags" in note for note in ledger.notes)
+    # One DP worker's tag alone (a router-launched server, SGLANG_DP_RANK) is not a DP server.
+    one = "".join(
+        line
+        for line in (REAL_LOGS / "complex" / DSV4_LOG)
+        .read_text(encoding="utf-8")
+        .splitlines(keepends=True)
+        if "DP0 TP0 EP0]" in line
+    )
+    alone = api.ledger(api.load_text(one))
+    assert alone.parameters["ledger.dp_size"] == 1
+    assert alone.summary.kv_tokens_per_instance == 32_768
+
+
+def _dcp_summary_only(baseline: bool) -> Ledger:
+    """A DCP8 startup whose only token count is the summary line's (no KV #tokens)."""
+    log = Log()
+    if baseline:  # the 0.5.21+ line (release_markers: v0.5.21 distributed/bootstrap.py:204)
+        log.add(EventKind.MEMORY_BASELINE, "Memory baseline taken. mem usage=0.50 GB", usage=0.50)
+    log.add(EventKind.LOAD_BEGIN, avail=70.00)
+    log.add(EventKind.LOAD_END, values={"type": "DeepseekV3ForCausalLM"}, avail=30.00, usage=40.00)
+    log.add(EventKind.MEMORY_POOL_END, avail=10.00)
+    log.add(EventKind.SUMMARY, values={"max_total_num_tokens": 800_000, "max_running_requests": 8})
+    return ledger_of(log, server_args={"dcp_size": 8, "tp_size": 8})
+
+
+def test_summary_tokens_are_logical_under_dcp_from_0_5_21() -> None:
+    # v0.5.21 managers/tp_worker.py:552 prints logical_max_total_num_tokens: the per-rank rows x
+    # attn_dcp_size (model_executor/model_runner.py:1395-1401, mem_cache/kv_cache_configurator.py
+    # :319-328); v0.5.20 tp_worker.py:549-552 printed the per-rank rows. Per rank is 100,000, a
+    # DP group 800,000, not 6.4 M.
+    new = _dcp_summary_only(baseline=True)
+    assert new.summary.kv_tokens_per_rank == 100_000
+    assert new.summary.kv_tokens_per_dp_group == 800_000
+    assert any("logical capacity" in note for note in new.notes)
+    old = _dcp_summary_only(baseline=False)  # release not known to be 0.5.21+: as printed
+    assert old.summary.kv_tokens_per_rank == 800_000
