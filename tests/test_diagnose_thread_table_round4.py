@@ -235,3 +235,20 @@ def test_23580_a_capture_invalidated_by_another_stream_is_not_memory() -> None:
     assert "capture_invalidated" in _ids(result)
     assert "SGLANG_USE_AITER_AR=0" in result.verdict
     assert result.suggestions == []
+
+
+def test_29575_the_summary_line_is_the_kv_pool_it_states() -> None:
+    # https://github.com/sgl-project/sglang/issues/29575: "max_total_num_tokens=2086558 ... means
+    # KV Cache Available total is 2M?"; the maintainer: "Yes, it does."
+    result = _diagnose(
+        [
+            "[2026-06-28 15:16:45] max_total_num_tokens=2086558, chunked_prefill_size=8192, "
+            "max_prefill_tokens=16384, max_running_requests=33, context_len=256000, "
+            "available_gpu_mem=17.22 GB",
+        ]
+    )
+    assert result.verdict == "ready: no memory problem found"
+    (capacity,) = [f for f in result.findings if f.id == "kv_capacity"]
+    assert "the KV pool holds 2,086,558 tokens a rank" in capacity.message
+    assert "8.2 requests of the full 256,000-token context" in capacity.message
+    assert "max_running_requests=33" in capacity.message

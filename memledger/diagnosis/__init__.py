@@ -16,6 +16,7 @@ from memledger.diagnosis.forward import oversized_forward
 from memledger.diagnosis.graphs import graph_memory, graph_memory_verdict
 from memledger.diagnosis.health import (
     free_rose_after_pool,
+    kv_capacity,
     large_gpu_reserve,
     mfs_below_default,
     thin_headroom,
@@ -536,7 +537,7 @@ def _ready(evidence: Evidence) -> Diagnosis:
         headroom, suggestions = thin_headroom(evidence)
     graphs, suggestions = _with_graph_memory(evidence, suggestions)
     findings = headroom + graphs + free_rose_after_pool(evidence) + mfs_below_default(evidence)
-    findings += serving_notes(evidence)
+    findings += serving_notes(evidence) + kv_capacity(evidence)
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
     if warnings:

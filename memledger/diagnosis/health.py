@@ -15,6 +15,7 @@ from memledger.sglang.failure_rules import (
     LARGE_GPU_RESERVE_CITATION,
     LARGE_GPU_RESERVE_GIB,
     LATE_RELEASE_CAUSE,
+    SUMMARY_LINE_CITATION,
 )
 from memledger.sizing.defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
@@ -248,5 +249,38 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
                 f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be"
             ),
             bytes=kv_gain,
+        )
+    ]
+
+
+def kv_capacity(evidence: Evidence) -> list[Finding]:
+    """What the summary line says the KV pool holds ("why only N KV tokens?"): its tokens a rank,
+    how many full-context requests fit in them, and the request cap beside it."""
+    summary = next((e for e in evidence.events if e.kind is EventKind.SUMMARY), None)
+    if summary is None:
+        return []
+    tokens, context = summary.values.get("max_total_num_tokens"), summary.values.get("context_len")
+    if not isinstance(tokens, int) or tokens <= 0:
+        return []
+    fit = (
+        f"; {tokens / context:,.1f} requests of the full {context:,}-token context fit at once"
+        if isinstance(context, int) and context > 0
+        else ""
+    )
+    running = summary.values.get("max_running_requests")
+    cap = (
+        f"; max_running_requests={running} caps how many run at once (SGLang's request slots)"
+        if isinstance(running, int)
+        else ""
+    )
+    return [
+        Finding(
+            id="kv_capacity",
+            severity=Severity.INFO,
+            message=(
+                f"the KV pool holds {tokens:,} tokens a rank: every running request's prompt "
+                f"and generated tokens come out of it{fit}{cap} ({SUMMARY_LINE_CITATION})"
+            ),
+            evidence=[evidence.at(summary.line)],
         )
     ]

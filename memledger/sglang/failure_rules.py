@@ -486,3 +486,8 @@ CAPTURE_FAILED_TEXT = "Capture cuda graph failed"
 model_executor/cuda_graph_runner.py:369, v0.5.23
 model_executor/runner/decode_cuda_graph_runner.py:603): the phase, when no frame or startup line
 gives it."""
+SUMMARY_LINE_CITATION = (
+    "the scheduler's summary line, max_total_num_tokens=... max_running_requests=... "
+    "context_len=... (v0.5.8 managers/scheduler.py:585-597)"
+)
+"""Where a ready log states the KV pool's tokens and the request cap SGLang settled on."""
