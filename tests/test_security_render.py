@@ -118,6 +118,8 @@ _STRUCTURAL_KEYS = frozenset(
         "unit",
         "role",
         "phase",
+        "severity",
+        "direction",
         "rank",
         "variant",
         "category",
