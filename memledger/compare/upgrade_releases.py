@@ -10,12 +10,25 @@ from memledger.compare.upgrade_models import CrossedDefault
 from memledger.errors import ConfigError
 from memledger.events import ParamValue
 from memledger.ledger_model import Ledger
-from memledger.sglang.default_changes import changes_between, legacy_mem_fraction_static
+from memledger.sglang.default_changes import (
+    changes_between,
+    legacy_mem_fraction_static,
+    piecewise_on_by_default,
+)
 from memledger.sglang.release_markers import VersionRange, given_release, version_code
 from memledger.sizing import SizingInputs, base_settings
 from memledger.sizing.defaults import default_mem_fraction_static
 
 MFS = "mem_fraction_static"
+PIECEWISE = "disable_piecewise_cuda_graph"
+PIECEWISE_OFF_KNOBS: tuple[tuple[str, tuple[object, ...]], ...] = (
+    ("disaggregation_mode", ("prefill", "decode")),
+    ("device", ("npu", "cpu", "xpu", "mps")),
+)
+"""Sizing knobs (memledger.sizing.inputs.KNOBS) that turn piecewise graphs off in SGLang's
+_handle_piecewise_cuda_graph (v0.5.10 server_args.py:1098-1136: PD disaggregation, non-CUDA
+devices; and any moe_a2a_backend but 'none', :1104-1105). Torch compile and LoRA turn them off
+too but are not sizing knobs: a command with them is taken as SGLang's plain default."""
 FIRST_FORMULA = version_code("0.5.3")
 """From here the default is the reserve formula of memledger.sizing.defaults."""
 RELEASE = re.compile(r"v?(\d{1,3}\.\d{1,3}\.\d{1,4})([.a-z0-9+]{0,40})?")
@@ -86,6 +99,8 @@ def crossed_defaults(
     for change in changes_between(lowest, highest):
         if not change.fits_gpu(gpu_mib) or (change.needs and change.needs not in used):
             continue
+        if used.intersection(change.unless):
+            continue
         code = version_code(change.release)
         certain = low.last is not None and high.first is not None and low.last < code <= high.first
         found.append(
@@ -128,6 +143,17 @@ def deciding_release(release: VersionRange) -> int | None:
     return first or 0
 
 
+def _piecewise_default(inputs: SizingInputs, code: int) -> bool:
+    """SGLang's own piecewise default for a log that does not print it (a pasted command):
+    on at 0.5.10 - 0.5.13 unless this log's features or server_args turn it off."""
+    knobs = inputs.knobs
+    if any(knobs.get(name) in values for name, values in PIECEWISE_OFF_KNOBS):
+        return False
+    if knobs.get("moe_a2a_backend") not in (None, "none"):
+        return False
+    return piecewise_on_by_default(code, features_of(inputs), int_knob(knobs, "pp_size", 1))
+
+
 def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) -> float | None:
     """SGLang's mem_fraction_static default for this log at `release` on a `gpu_mib` GPU."""
     code = deciding_release(release)
@@ -136,6 +162,8 @@ def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) 
     if code >= FIRST_FORMULA:
         knobs = dict(inputs.knobs)
         knobs.pop(MFS, None)
+        if PIECEWISE not in knobs and _piecewise_default(inputs, code):
+            knobs[PIECEWISE] = False
         probe = inputs.model_copy(update={"version": release, "knobs": knobs})
         settings = base_settings(probe).model_copy(update={"gpu_memory_mib": gpu_mib})
         found = default_mem_fraction_static(probe, settings)

@@ -59,6 +59,8 @@ class DefaultChange:
     """The GPU capacities (MiB, from inclusive, to exclusive) it applies to; None: any."""
     needs: str = ""
     """A feature the log must use for it to apply (`FEATURES`); empty: every log."""
+    unless: tuple[str, ...] = ()
+    """Features (`FEATURES`) with which SGLang turns the new default off: not crossed then."""
 
     def fits_gpu(self, gpu_mib: int | None) -> bool:
         """Whether it applies to a GPU of `gpu_mib` MiB (unknown capacity: it may)."""
@@ -71,7 +73,103 @@ def _rule_source(rule_id: str) -> str:
     return RULE[rule_id].source
 
 
+LARGE_GPU_MIB = (81920 + 1, 1 << 40)
+"""Above 80 GiB (H20-3e, H200, B200, MI300X): SGLang's `gpu_mem > 81920` branches of 0.4.6."""
+ABOVE_96_GIB = (96 * 1024 + 1, 1 << 40)
+B200_CLASS_MIB = (180_000 + 1, 1 << 40)
+"""SGLang's `gpu_mem > 180 * 1000` (v0.4.7 server_args.py:268)."""
+SAME_CODE = "a version code cannot tell a .post release from its base: "
+
+
 CHANGES: tuple[DefaultChange, ...] = (
+    DefaultChange(
+        id="mfs_large_gpu_reserve_13g",
+        setting="mem_fraction_static",
+        title="mem_fraction_static default above 80 GiB: a 13 GiB reserve instead of the TP table",
+        old="0.88 / 0.87 / 0.85 / 0.81 / 0.79 for tp = 1 / 2 / 4 / 8 / 16, any GPU",
+        new="(gpu - 13 GiB) / gpu on GPUs above 80 GiB (0.907 on a 143,771 MiB H200 at TP 8, "
+        "was 0.81); the TP table up to 80 GiB",
+        release="0.4.6",
+        old_source="v0.4.5 server_args.py:232-243",
+        new_source="v0.4.6 server_args.py:223-238",
+        effect=Effect.FRACTION,
+        applies="GPUs above 80 GiB; with bs-256 graphs (cuda_graph_bs_256_large_gpu) the 13 GiB "
+        "left too little headroom at TP 8 (sglang PR #5893: OOM on H200)",
+        gpu_mib=LARGE_GPU_MIB,
+    ),
+    DefaultChange(
+        id="cuda_graph_bs_256_large_gpu",
+        setting="cuda_graph_bs",
+        title="CUDA graphs captured up to bs 256 on GPUs above 80 GiB",
+        old="bs 1 .. 160 (AMD: .. 256)",
+        new="bs 1 .. 256 above 80 GiB when dp_size is 1 (about 3 GB more graph memory on an "
+        "H200 at TP 8, sglang PR #5893)",
+        release="0.4.6",
+        old_source="v0.4.5 model_executor/cuda_graph_runner.py:116-130",
+        new_source="v0.4.6 model_executor/cuda_graph_runner.py:125-139",
+        effect=Effect.SLACK,
+        applies="GPUs above 80 GiB, no --cuda-graph-bs / --cuda-graph-max-bs; captured after the "
+        "KV pool is sized: it takes headroom, not tokens",
+        gpu_mib=LARGE_GPU_MIB,
+        # `server_args.dp_size == 1` (v0.4.6 cuda_graph_runner.py:137-138, sglang PR #5634)
+        unless=("dp_attention",),
+    ),
+    DefaultChange(
+        id="mfs_large_gpu_reserve_18g",
+        setting="mem_fraction_static",
+        title="mem_fraction_static default above 96 GiB: an 18 GiB reserve (15 + 3 for graphs)",
+        old="(gpu - 13 GiB) / gpu above 80 GiB",
+        new="0.88 above 80 GiB; above 96 GiB min(0.88 + 48 GiB x 0.12 / gpu, (gpu - 18 GiB) / "
+        "gpu) (0.872 on a 143,771 MiB H200)",
+        release="0.4.6.post2",
+        old_source="v0.4.6.post1 server_args.py:223-238",
+        new_source="v0.4.6.post2 server_args.py:225-247",
+        effect=Effect.FRACTION,
+        applies=SAME_CODE + "0.4.6.post2 shares 0.4.6's code, so an upgrade across 0.4.6 "
+        "may or may not cross it",
+        gpu_mib=LARGE_GPU_MIB,
+    ),
+    DefaultChange(
+        id="cuda_graph_bs_256_with_dp",
+        setting="cuda_graph_bs",
+        title="bs-256 CUDA graphs above 96 GiB, also with DP",
+        old="bs .. 256 above 80 GiB only when dp_size is 1",
+        new="bs .. 256 above 96 GiB, whatever dp_size",
+        release="0.4.6.post2",
+        old_source="v0.4.6.post1 model_executor/cuda_graph_runner.py:136-139",
+        new_source="v0.4.6.post2 model_executor/cuda_graph_runner.py:139-142",
+        effect=Effect.SLACK,
+        applies=SAME_CODE + "0.4.6.post2 shares 0.4.6's code; captured after the KV pool is "
+        "sized: it takes headroom, not tokens",
+        gpu_mib=ABOVE_96_GIB,
+    ),
+    DefaultChange(
+        id="mfs_b200_class_079",
+        setting="mem_fraction_static",
+        title="mem_fraction_static default 0.79 on CUDA GPUs above 180,000 MiB",
+        old="the 96 GiB+ rule: min(0.88 + 48 GiB x 0.12 / gpu, (gpu - 18 GiB) / gpu)",
+        new="0.79; and 18 -> 20 GiB reserve with speculative decoding on 96 GiB+ GPUs",
+        release="0.4.7",
+        old_source="v0.4.6.post2 server_args.py:239-247",
+        new_source="v0.4.7 server_args.py:266-279",
+        effect=Effect.FRACTION,
+        applies="NVIDIA GPUs above 180,000 MiB (B200 class); replaced by the GPU-class reserve "
+        "in 0.4.7.post1 (mfs_by_tp_to_gpu_class)",
+        gpu_mib=B200_CLASS_MIB,
+    ),
+    DefaultChange(
+        id="cuda_graph_bs_512_b200_class",
+        setting="cuda_graph_bs",
+        title="CUDA graphs captured up to bs 512 on GPUs above 180,000 MiB",
+        old="bs .. 256 above 96 GiB",
+        new="bs .. 512 above 180,000 MiB (chunked_prefill_size 16384 there)",
+        release="0.4.7",
+        old_source="v0.4.6.post2 model_executor/cuda_graph_runner.py:139-142",
+        new_source="v0.4.7 model_executor/cuda_graph_runner.py:149-153",
+        effect=Effect.SLACK,
+        applies="captured after the KV pool is sized: it takes headroom, not tokens",
+        gpu_mib=B200_CLASS_MIB,
+    ),
     DefaultChange(
         id="mfs_by_tp_to_gpu_class",
         setting="mem_fraction_static",
@@ -156,7 +254,12 @@ CHANGES: tuple[DefaultChange, ...] = (
         old_source="v0.5.9 server_args.py:604, :1043-1046",
         new_source="v0.5.10 server_args.py:637, :1304-1311",
         effect=Effect.FRACTION,
-        applies="where SGLang keeps them on (not AMD, NPU, multimodal, speculative, DP attention)",
+        applies="where SGLang keeps them on (not AMD, NPU, multimodal, DP attention, pp > 1; "
+        "0.5.10 also turns them off with speculative decoding, 0.5.11 no longer: v0.5.11 "
+        "server_args.py:1194-1213)",
+        # v0.5.10 server_args.py:1078-1139 (_handle_piecewise_cuda_graph): DP attention turns
+        # them off in every release since
+        unless=("dp_attention",),
     ),
     DefaultChange(
         id="spec_reserve_4g",
@@ -288,14 +391,43 @@ CHANGES: tuple[DefaultChange, ...] = (
     ),
 )
 
+PIECEWISE_DEFAULT_RELEASES = ("0.5.10", "0.5.13")
+"""Releases whose server_args default `disable_piecewise_cuda_graph=False` feeds the
+mem_fraction_static reserve (v0.5.10 server_args.py:637, :1304-1311; v0.5.13 :765); 0.5.14 sizes
+prefill graphs by another rule (memledger.sglang.fraction_rules mfs_default_graphs)."""
+PIECEWISE_SPECULATIVE_OFF = "0.5.10"
+"""The one release whose _handle_piecewise_cuda_graph also turns them off with speculative
+decoding (v0.5.10 server_args.py:1088-1090; gone in v0.5.11 :1194-1213)."""
+
+
 FEATURES: tuple[str, ...] = ("speculative", "swa", "mamba", "dp_attention")
 """What a log can use that some changes need (memledger.compare.upgrade reads them off a log)."""
 
 CHANGE: dict[str, DefaultChange] = {change.id: change for change in CHANGES}
 
 
+def piecewise_on_by_default(release: int, used: set[str], knobs_pp: int) -> bool:
+    """Whether SGLang's own default at release code `release` keeps piecewise graphs on for a
+    log that does not print `disable_piecewise_cuda_graph` (a pasted command or fragment).
+    The model's kind (multimodal, a model arch SGLang excludes) and the platform are not known
+    from such a log: the caller says it assumed them."""
+    first, last = (version_code(r) for r in PIECEWISE_DEFAULT_RELEASES)
+    if not first <= release <= last or knobs_pp > 1:
+        return False
+    if used.intersection(CHANGE["piecewise_graphs_on"].unless):
+        return False
+    return not ("speculative" in used and release == version_code(PIECEWISE_SPECULATIVE_OFF))
+
+
 def changes_between(low: int, high: int) -> list[DefaultChange]:
     """Entries whose new default starts after release `low` and by release `high` (codes from
-    `version_code`): what an upgrade from `low` to `high` crosses, oldest first."""
+    `version_code`): what an upgrade from `low` to `high` crosses, oldest first (a .postN
+    release after its base)."""
     crossed = [c for c in CHANGES if low < version_code(c.release) <= high]
-    return sorted(crossed, key=lambda c: (version_code(c.release), c.id))
+    return sorted(crossed, key=lambda c: (version_code(c.release), _post(c.release), c.id))
+
+
+def _post(release: str) -> int:
+    """0.4.6.post2 -> 2, 0.4.6 -> 0: the order inside one version code."""
+    _, found, number = release.rpartition(".post")
+    return int(number) if found and number.isdigit() else 0
