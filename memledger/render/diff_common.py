@@ -150,7 +150,8 @@ def _unsized_sides(diff: LedgerDiff) -> list[str]:
 
 
 def headline(diff: LedgerDiff) -> str:
-    """One line: the verdict on the state pool and the biggest mover."""
+    """One line: the KV capacity each side holds, the verdict on the state pool and the
+    biggest mover."""
     analysis = diff.state_pool
     pool = analysis.state_pool
     fixed = analysis.fixed_overhead
@@ -180,7 +181,36 @@ def headline(diff: LedgerDiff) -> str:
         if item.stopped_at
     ]
     tail = f" · {'; '.join(partial)}" if partial else ""
-    return f"{diff.inputs.head.label} vs {diff.inputs.base.label}: {verdict} · {mover_text}{tail}"
+    tokens = _tokens_text(diff, quiet_if_equal=verdict.endswith("(within printing precision)"))
+    lead = f"{tokens} · " if tokens and not unsized else ""
+    return (
+        f"{diff.inputs.head.label} vs {diff.inputs.base.label}: {lead}{verdict} · "
+        f"{mover_text}{tail}"
+    )
+
+
+KV_TOKEN_KEYS = ("kv_tokens_per_instance", "kv_tokens_per_rank")
+"""The verdict's capacity figure: per instance (what a deployment holds), else per rank."""
+
+
+def _tokens_text(diff: LedgerDiff, *, quiet_if_equal: bool) -> str:
+    """`KV tokens per instance 51.08 M -> 43.00 M (-15.8%)`: the capacity the two deployments
+    differ by, first in the verdict; empty when neither figure is on both sides, or when it is
+    equal and `quiet_if_equal` (nothing else moved either)."""
+    fields = {f.key: f for f in diff.summary_fields}
+    for key in KV_TOKEN_KEYS:
+        found = fields.get(key)
+        if found is None or found.base is None or found.head is None:
+            continue
+        if quiet_if_equal and found.base == found.head:
+            return ""
+        label = found.label.split(" (", 1)[0]
+        change = "unchanged" if found.base == found.head else pct_text(found.delta_pct)
+        return (
+            f"{label} {number_text(found.base, found.unit)} -> "
+            f"{number_text(found.head, found.unit)} ({change})"
+        )
+    return ""
 
 
 def _mover_text(diff: LedgerDiff) -> str:

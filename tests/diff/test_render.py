@@ -50,7 +50,11 @@ def test_markdown_is_well_formed_with_marker_details_and_two_charts() -> None:
     assert counts["mermaid"] == 2
     assert counts["tables"] >= 8
     lines = text.splitlines()
-    assert lines[1].startswith("**memledger diff** · dp2 vs dp16: state pool -10.46 GiB")
+    # the verdict leads with the KV capacity each deployment holds (per instance)
+    assert lines[1].startswith(
+        "**memledger diff** · dp2 vs dp16: KV tokens per instance 51.12 M -> 43.04 M (-15.8%) · "
+        "state pool -10.46 GiB"
+    )
     assert lines[1].endswith("biggest mover: CUDA graphs +5.90 GiB (+73.8%)")
     # Inputs recorded: path, startup and rank of both sides.
     # no `#0`: GitHub would link it to issue 0 (issue 12, class 1)

@@ -92,6 +92,56 @@ def test_samples_reproduce_kv_tokens_per_instance(sample_diff_json: dict[str, An
     assert fields["slots"]["base"] == 33 and fields["slots"]["head"] == 209
 
 
+# The article's row-level figures (GiB per card, DP16 | DP2): KV pool 41.1 | 34.6; AG staging
+# 1196 | 350 MiB; draft weights 0.85 + 1.26 staging | 1.23; load peak 145.2 | 109.9, released
+# 47.7 | 14.6; NCCL init 0.65 less; largest graph bucket 7.19 | 10.24, static 0.17 | 1.33;
+# req_to_token 0.13 | 0.82; draft slot map 0.02 | 0.16; runtime headroom 4.0 less; KDA state
+# 16.16 (conv 2.35) on DP16; draft KV 1.5 | 2.0; state per slot 0.64 | 0.08.
+ARTICLE_ROWS = {
+    "kv_pool": (41.1, 34.6),
+    "weight_staging": (1196 / 1024, 350 / 1024),
+    "draft_weights": (0.85, 1.23),
+    "draft_staging": (1.26, None),
+    "weights_load_peak": (145.2, 109.9),
+    "weights_released": (47.7, 14.6),
+    "cuda_graph_largest_bucket": (7.19, 10.24),
+    "cuda_graph_static": (0.17, 1.33),
+    "req_to_token": (0.13, 0.82),
+    "draft_slot_map": (0.02, 0.16),
+    "draft_kv": (1.5, 2.0),
+    "mamba_conv_state": (2.35, None),
+}
+
+
+def test_samples_rows_and_verdict_match_the_article(capsys: pytest.CaptureFixture[str]) -> None:
+    diff = diff_ledgers(ledger_for(DP16), ledger_for(DP2))
+    rows = {r.id: r for r in diff.rows}
+    for row_id, (base_gib, head_gib) in ARTICLE_ROWS.items():
+        row = rows[row_id]
+        assert row.base_bytes is not None
+        assert row.base_bytes / GIB == pytest.approx(base_gib, abs=0.03), row_id
+        if head_gib is not None:
+            assert row.head_bytes is not None
+            assert row.head_bytes / GIB == pytest.approx(head_gib, abs=0.03), row_id
+    kda = rows["mamba_ssm_state"].base_bytes, rows["mamba_conv_state"].base_bytes
+    assert kda[0] is not None and kda[1] is not None
+    assert (kda[0] + kda[1]) / GIB == pytest.approx(16.16, abs=0.02)  # "16.16 GiB" KDA state
+    nccl = rows["nccl_init"]
+    assert nccl.delta_bytes is not None and nccl.delta_bytes / GIB == pytest.approx(0.65, abs=0.02)
+    fields = {f.key: f for f in diff.summary_fields}
+    headroom = fields["runtime_headroom"].delta
+    assert isinstance(headroom, float | int) and headroom == pytest.approx(4.0, abs=0.05)
+    per_slot = fields["state_per_slot"]
+    assert [per_slot.base, per_slot.head] == pytest.approx([0.64, 0.08], abs=0.01)
+    # the verdict leads with what the article leads with: 51.1 M vs 43.0 M tokens per instance
+    code, out, _ = run_cli(["diff", str(DP16), str(DP2)], capsys)
+    assert code == EXIT_OK
+    verdict = unwrapped(out).split("\n\n")[1].splitlines()[0]
+    assert verdict.startswith(
+        "dp2 vs dp16: KV tokens per instance 51.08 M -> 43.00 M (-15.8%) · state pool -10.43 GiB"
+    )
+
+
 def test_samples_text_prints_a_split_that_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(
         ["diff", str(DP16), str(DP2), "--model-config", str(K3_CONFIG)], capsys
