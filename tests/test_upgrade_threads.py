@@ -13,7 +13,8 @@ Each test below is one thread: (found) what the thread found; (before) memledger
   with DP from 0.4.6.post2).
 - sglang #10868 / PR #20063. Found: with DP attention the request table took the global
   max_running_requests; per DP since. Before: partly (the right change, plus piecewise graphs,
-  which DP attention turns off). After: agree.
+  which DP attention turns off, and the default max_running_requests cap, which a given
+  --max-running-requests never meets). After: agree.
 - sglang #29092, H100 Qwen3-32B. Found: the default is computed, 0.828, not the documented
   0.9. Before: disagree (0.835 at 0.5.10, equal to 0.5.9's while listing the piecewise change).
   After: partly (0.830 at 0.5.10; the thread ran a later main).
@@ -96,6 +97,10 @@ def test_issue10868_dp_attention_crosses_the_per_dp_table_not_piecewise_graphs()
     assert "req_to_token_per_dp" in ids
     # v0.5.10 server_args.py:1091-1093: DP attention turns piecewise graphs off
     assert "piecewise_graphs_on" not in ids
+    # --max-running-requests 128 is given: the changed default (min(., T // 2)) never applies
+    assert "max_running_requests_half_tokens" not in ids
+    unset = ISSUE10868.replace(" --max-running-requests 128", "")
+    assert "max_running_requests_half_tokens" in _ids(_answer(unset, "0.5.9", "0.5.10", H200_MIB))
 
 
 def test_issue29092_h100_default_at_0510_carries_the_piecewise_reserve() -> None:

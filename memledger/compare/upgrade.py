@@ -30,6 +30,7 @@ from memledger.compare.upgrade_releases import (
     crossed_defaults,
     default_fraction,
     features,
+    given_settings,
     number,
     releases_differ,
     side_release,
@@ -371,6 +372,8 @@ def explain_upgrade(
             *releases,
             gpu_memory_mib,
             features(base_inputs, base) | features(head_inputs, head),
+            # a setting both sides give never meets the changed default
+            given_settings(base_inputs) & given_settings(head_inputs),
         )
         if differ
         else []

@@ -28,6 +28,7 @@ from memledger.compare.upgrade_releases import (
     MFS,
     crossed_defaults,
     features_of,
+    given_settings,
     number,
     side_release,
 )
@@ -244,7 +245,9 @@ def against_release(
     gpu_for_defaults = gpus[0] if len(gpus) == 1 else None
     crossed = [
         c
-        for c in crossed_defaults(other, log_range, gpu_for_defaults, features_of(inputs))
+        for c in crossed_defaults(
+            other, log_range, gpu_for_defaults, features_of(inputs), given_settings(inputs)
+        )
         if not gpus or any(CHANGE[c.id].fits_gpu(g) for g in gpus)
     ]
     if fraction_row.status == "set":

@@ -77,6 +77,13 @@ def side_release(inputs: SizingInputs | None, given: str | None) -> VersionRange
     return inputs.version if inputs is not None else VersionRange()
 
 
+def given_settings(inputs: SizingInputs | None) -> frozenset[str]:
+    """The sizing knobs this log sets to a value (None in server_args is SGLang's default)."""
+    if inputs is None:
+        return frozenset()
+    return frozenset(name for name, value in inputs.knobs.items() if value is not None)
+
+
 def releases_differ(base: VersionRange, head: VersionRange) -> bool | None:
     if base.first is not None and base.first == base.last == head.first == head.last:
         return False
@@ -88,10 +95,15 @@ def releases_differ(base: VersionRange, head: VersionRange) -> bool | None:
 
 
 def crossed_defaults(
-    base: VersionRange, head: VersionRange, gpu_mib: int | None, used: set[str]
+    base: VersionRange,
+    head: VersionRange,
+    gpu_mib: int | None,
+    used: set[str],
+    given: frozenset[str] = frozenset(),
 ) -> list[CrossedDefault]:
     """Default changes between the two releases (either direction): certain when the ranges
-    lie on either side of the change, possible when a range straddles it."""
+    lie on either side of the change, possible when a range straddles it. `given`: the
+    settings the log sets (not None), which an `only_unset` change never reaches."""
     low, high = (base, head) if (head.first or 0) >= (base.first or 0) else (head, base)
     found: list[CrossedDefault] = []
     lowest = low.first or 0
@@ -99,7 +111,7 @@ def crossed_defaults(
     for change in changes_between(lowest, highest):
         if not change.fits_gpu(gpu_mib) or (change.needs and change.needs not in used):
             continue
-        if used.intersection(change.unless):
+        if used.intersection(change.unless) or (change.only_unset and change.setting in given):
             continue
         code = version_code(change.release)
         certain = low.last is not None and high.first is not None and low.last < code <= high.first

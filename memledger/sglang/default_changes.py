@@ -61,6 +61,9 @@ class DefaultChange:
     """A feature the log must use for it to apply (`FEATURES`); empty: every log."""
     unless: tuple[str, ...] = ()
     """Features (`FEATURES`) with which SGLang turns the new default off: not crossed then."""
+    only_unset: bool = False
+    """It applies only where the log leaves `setting` unset (None in server_args: a value the
+    user gave is kept, so the changed default never reaches the pool)."""
 
     def fits_gpu(self, gpu_mib: int | None) -> bool:
         """Whether it applies to a GPU of `gpu_mib` MiB (unknown capacity: it may)."""
@@ -373,6 +376,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         new_source="v0.5.10 model_executor/model_runner_kv_cache_mixin.py:840-851",
         effect=Effect.SLACK,
         applies="without --max-running-requests (the request table, out of the slack)",
+        only_unset=True,
     ),
     DefaultChange(
         id="req_to_token_per_dp",
