@@ -955,3 +955,71 @@ def test_multimodal_reduction_line_end_to_end(tmp_path: Any) -> None:
         if t.name == ("mem_fraction_static used")
     )
     assert used.value == 0.81 and used.rule == "mfs_multimodal_runner"
+
+
+def _replay_ssm_range(tmp_path: Any, paren: str) -> VersionRange:
+    from memledger.sglang.release_markers import release_range
+
+    log = tmp_path / "replay.log"
+    log.write_text(
+        f"[2026-11-05 14:36:48 TP0] GDN ReplaySSM ring buffers allocated {paren}: d=0.660GB, "
+        "k=0.660GB, g=1.320GB\n"
+    )
+    return release_range(memledger.load(log).startup.events)
+
+
+def test_replay_ssm_line_dates_by_its_form(tmp_path: Any) -> None:
+    """`(L=N)`: v0.5.15 mem_cache/memory_pool.py:626, v0.5.16 :748 (v0.5.14 has no ReplaySSM);
+    `(record_len=N, fold=M)`: v0.5.17 :817, v0.5.18 :834, v0.5.20 :894, v0.5.23 :1012."""
+    ring_len = _replay_ssm_range(tmp_path, "(L=16)")
+    assert (ring_len.first, ring_len.last) == (version_code("0.5.15"), version_code("0.5.16"))
+    record_len = _replay_ssm_range(tmp_path, "(record_len=16, fold=1)")
+    assert (record_len.first, record_len.last) == (version_code("0.5.17"), None)
+
+
+def test_padding_rules_undecided_name_both_candidates() -> None:
+    """A 0.5.19 - 0.5.20 log (a `record_len=` line, formats up to 0.5.20) may be either
+    mamba_padding_ring or mamba_padding_slot: both take (K + 1) slots of the printed state and
+    ring, so the figures are the same; the note names both rules instead of picking one."""
+    per_slot = 100 * MIB
+    knobs = {"disable_radix_cache": True, "max_running_requests": 40}
+    read = inputs(
+        version=("0.5.19", "0.5.20"),
+        knobs=knobs,
+        target=[pool(10, 4096)],
+        mamba=_mamba(40, per_slot),
+    )
+    pred = predict(read)
+    assert pred.state_bytes == 41 * per_slot
+    for release in ("0.5.19", "0.5.20"):
+        one = VersionRange(first=version_code(release), last=version_code(release))
+        alone = predict(read.model_copy(update={"version": one}))
+        assert alone.state_bytes == pred.state_bytes and alone.tokens == pred.tokens
+    note = next(n for n in pred.notes if "cannot tell apart" in n)
+    assert "mamba_padding_ring (0.5.17 - 0.5.19)" in note
+    assert "mamba_padding_slot (0.5.20+)" in note
+    assert "the same under either" in note
+    ratio = predict(read.model_copy(update={"knobs": {"mem_fraction_static": 0.8}}))
+    assert any("K may be lower" in n for n in ratio.notes)
+
+
+def test_request_table_columns_over_a_release_range() -> None:
+    """extra_columns at 0.5.19 pages speculative KV by page_size (v0.5.16
+    mem_cache/allocation_sizing.py:54-61), at 0.5.20 by page_size x dcp (v0.5.20 :11-14,
+    :85-105): a 0.5.19 - 0.5.20 log with dcp 8 gets both, with dcp 1 one value."""
+    from memledger.sglang.request_table import extra_columns_by_release
+
+    args = {
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_steps": 4,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 5,
+        "page_size": 64,
+    }
+    low, ceiling = version_code("0.5.19"), version_code("0.5.20") + 1
+    assert extra_columns_by_release(low, ceiling, args, 8) == {
+        low: 2 * 5 + 64 - 1,
+        version_code("0.5.20"): 2 * 5 + 64 * 8 - 1,
+    }
+    assert extra_columns_by_release(low, ceiling, args, 1) == {low: 73}
+    assert extra_columns_by_release(low, 0, args, 8) == {low: 73}

@@ -22,6 +22,7 @@ from memledger.model_config import ModelDims
 from memledger.sglang.request_table import (
     decode_extra_slots,
     extra_columns,
+    extra_columns_by_release,
     padding_rows,
     pool_requests,
 )
@@ -32,6 +33,7 @@ from memledger.sglang.versions import (
     format_ceiling,
     format_version,
     holds,
+    version_text,
 )
 from memledger.units import GIB
 
@@ -253,7 +255,19 @@ def _slots(r: Reading) -> Found:
 def _req_extra_cols(r: Reading) -> Found:
     """The req_to_token columns beyond context_len at this log's release (sglang.request_table)."""
     dcp = r.found.log("dcp_size", 1)
-    return extra_columns(r.found.format_version, r.chain.args, dcp), r.args_event
+    found = r.found
+    by_release = extra_columns_by_release(
+        found.format_version, found.format_ceiling, r.chain.args, dcp
+    )
+    if len(by_release) > 1:
+        # the formats cannot tell the releases apart and their column rules differ: say so
+        shown = ", ".join(f"{cols} at {version_text(code)}" for code, cols in by_release.items())
+        r.audit.note(
+            f"req_to_token columns beyond context_len differ across the log's releases "
+            f"{version_text(found.format_version)} - {version_text(found.format_ceiling - 1)} "
+            f"({shown}; rule sglang/request_table.py extra_columns): the lower bound applied"
+        )
+    return extra_columns(found.format_version, r.chain.args, dcp), r.args_event
 
 
 def _kv_tokens(r: Reading) -> Found:

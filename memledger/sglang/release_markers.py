@@ -334,13 +334,23 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "`All Reduce config: ...` (CustomAllReduceV2)",
     ),
     FormatMark(
-        "replay_ssm",
+        "replay_ssm_ring_len",
         _kinds(EventKind.REPLAY_SSM),
-        _always,
-        "0.5.20",
+        lambda e: "L" in e.values,
+        "0.5.15",
+        "0.5.16",
+        f"v0.5.15 {_POOL}:626, v0.5.16 {_POOL}:748 (v0.5.14 has no ReplaySSM; v0.5.17 :817 "
+        "prints record_len= instead)",
+        "the GDN ReplaySSM buffer line with `(L=N)`",
+    ),
+    FormatMark(
+        "replay_ssm_record_len",
+        _kinds(EventKind.REPLAY_SSM),
+        lambda e: "record_len" in e.values,
+        "0.5.17",
         None,
-        f"v0.5.20 {_POOL}:894",
-        "the GDN ReplaySSM buffer line",
+        f"v0.5.17 {_POOL}:817, v0.5.18 :834, v0.5.20 :894, v0.5.23 :1012",
+        "the GDN ReplaySSM buffer line with `(record_len=N, fold=M)`",
     ),
     FormatMark(
         "capture_end",

@@ -127,3 +127,23 @@ def extra_columns(release: int, args: Mapping[str, object], dcp_size: int = 1) -
         reserve = 2 * alloc_len_per_decode(release, args, alloc_page)
         return max(extra, reserve + alloc_page - 1)
     return extra
+
+
+COLUMN_RULE_RELEASES: tuple[str, ...] = ("0.3.2", "0.5.1", "0.5.13", "0.5.16", "0.5.20")
+"""The releases at which `extra_columns` changes its rule (and `alloc_len_per_decode`)."""
+
+
+def extra_columns_by_release(
+    release: int, ceiling: int, args: Mapping[str, object], dcp_size: int = 1
+) -> dict[int, int]:
+    """`extra_columns` at the lower bound and at every rule change inside [release, ceiling)
+    (ceiling 0 = unknown: the lower bound only): one entry when the range cannot change it."""
+    codes = [release]
+    if ceiling:
+        codes += [c for c in map(version_code, COLUMN_RULE_RELEASES) if release < c < ceiling]
+    found: dict[int, int] = {}
+    for code in codes:
+        columns = extra_columns(code, args, dcp_size)
+        if columns not in found.values():
+            found[code] = columns
+    return found

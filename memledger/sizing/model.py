@@ -102,11 +102,17 @@ def _mamba_slots_rule(
 
 def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
     """Which Mamba accounting this release uses: K or K + 1 slots taken out of the budget."""
+    first = inputs.version.within(RULE["mamba_first"])
     ring = inputs.version.within(RULE["mamba_padding_ring"])
     slot = inputs.version.within(RULE["mamba_padding_slot"])
-    if slot is True or (slot is None and inputs.mamba is not None and inputs.mamba.replay_bytes):
-        return "mamba_padding_slot"  # a ReplaySSM line is 0.5.20+ (FORMAT_MARKS replay_ssm)
+    if slot is True:
+        return "mamba_padding_slot"
     if ring is True:
+        return "mamba_padding_ring"
+    if first is False and ring is None and slot is None:
+        # 0.5.17+ (a `record_len=` ReplaySSM line dates a log so), but not which side of 0.5.20
+        if notes is not None:
+            notes.append(_padding_rules_note(inputs))
         return "mamba_padding_ring"
     if (ring is None or slot is None) and notes is not None:
         notes.append(
@@ -115,6 +121,26 @@ def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
             "applied"
         )
     return "mamba_first"
+
+
+def _padding_rules_note(inputs: SizingInputs) -> str:
+    """Rules mamba_padding_ring (0.5.17 - 0.5.19) and mamba_padding_slot (0.5.20+) both take
+    (K + 1) x (state + ring per slot), the latter plus the ring's fixed part: the printed
+    ReplaySSM total holds both parts, so the state taken is the same; only the ratio split's K
+    differs (0.5.20+ takes the fixed part out of the share first)."""
+    text = (
+        f"release {inputs.version.text} takes the Mamba state by rule mamba_padding_ring "
+        "(0.5.17 - 0.5.19) or mamba_padding_slot (0.5.20+), which this log cannot tell apart: "
+        "both take K + 1 slots with the ReplaySSM ring the log prints (its fixed part "
+        "included)"
+    )
+    if slot_rule_of(inputs) == "mamba_slots_fixed":
+        return f"{text}, and K is fixed here: the figures are the same under either"
+    return (
+        f"{text}; K here divides the ratio share by the per-slot state (0.5.17 - 0.5.19), "
+        "0.5.20+ first takes out the ring's fixed part, which the log does not print apart "
+        "(K may be lower)"
+    )
 
 
 def slot_rule_of(inputs: SizingInputs) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memledger.sglang.request_table import (
     decode_extra_slots,
     extra_columns,
+    extra_columns_by_release,
     pool_requests,
     pool_size,
     table_rows,
@@ -20,6 +21,7 @@ from memledger.sglang.sizing_rules import (
     RULE,
     SPEC_HEADROOM_CONST,
 )
+from memledger.sglang.versions import version_text
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.settings import Settings, dp_of
 
@@ -87,6 +89,24 @@ def table_release(inputs: SizingInputs) -> tuple[int, int]:
     if last is not None:
         ceiling = last + 1 if ceiling == 0 else min(ceiling, last + 1)
     return release, ceiling
+
+
+def table_rule_notes(inputs: SizingInputs) -> list[str]:
+    """A note when the releases this log allows size req_to_token's columns differently."""
+    release, ceiling = table_release(inputs)
+    dcp = inputs.knobs.get("dcp_size")
+    by_release = extra_columns_by_release(
+        release, ceiling, inputs.knobs, dcp if isinstance(dcp, int) else 1
+    )
+    if len(by_release) < 2:
+        return []
+    shown = ", ".join(f"{cols} at {version_text(code)}" for code, cols in by_release.items())
+    return [
+        f"req_to_token: the columns beyond context_len differ across releases "
+        f"{version_text(release)} - {version_text(ceiling - 1)} ({shown}; "
+        "sglang/request_table.py extra_columns), which this log cannot tell apart: the lower "
+        "bound applied"
+    ]
 
 
 def req_to_token(

@@ -19,7 +19,7 @@ from memledger.sizing.defaults import (
 )
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
-from memledger.sizing.requests import req_to_token
+from memledger.sizing.requests import req_to_token, table_rule_notes
 from memledger.sizing.settings import Settings, base_settings
 from memledger.units import GIB, MIB
 
@@ -265,6 +265,8 @@ def size_log(inputs: SizingInputs) -> SizingResult:
         slots = inputs.mamba.slots if inputs.mamba else None
         printed = inputs.logged_max_running_requests
         req_to_token(inputs, settings, logged, slots, table, printed)
+    if table:
+        pred = pred.model_copy(update={"notes": [*pred.notes, *table_rule_notes(inputs)]})
     used = None
     free = inputs.free_last.bytes if inputs.free_last is not None else None
     if a is not None and free is not None and inputs.state_logged_bytes:

@@ -204,10 +204,12 @@ def test_both_samples_balance_within_printing_precision(ledgers: dict[str, Ledge
 def test_req_to_token_evidence_reads_rows_by_columns_by_four_bytes(
     ledgers: dict[str, Ledger],
 ) -> None:
-    # context_len 1048576 + max(4 + 5 draft tokens, 2 x 5 decode reserve + page - 1): 0.5.20 pages
-    # speculative KV by page_size 64 x dcp (1 on DP16, 8 on DP2), v0.5.20
-    # mem_cache/allocation_sizing.py:85-105 and :11-14.
-    for name, rows, extra in (("dp16", 33, 2 * 5 + 64 - 1), ("dp2", 209, 2 * 5 + 64 * 8 - 1)):
+    # context_len 1048576 + max(4 + 5 draft tokens, 2 x 5 decode reserve + page - 1). The
+    # samples' formats are 0.5.19 - 0.5.20 (their ReplaySSM `record_len=` line is 0.5.17+, v0.5.17
+    # mem_cache/memory_pool.py:817): the ledger applies the lower bound, 0.5.19, whose page is
+    # page_size 64 (v0.5.16 mem_cache/allocation_sizing.py:54-61); 0.5.20 pages by 64 x dcp (8 on
+    # DP2, v0.5.20 :85-105 and :11-14), which the DP2 ledger names in a note.
+    for name, rows, extra in (("dp16", 33, 2 * 5 + 64 - 1), ("dp2", 209, 2 * 5 + 64 - 1)):
         row = ledgers[name].row("req_to_token")
         assert row is not None and row.evidence.formula is not None
         match = re.fullmatch(r"(\d+) rows x (\d+) cols x 4 B", row.evidence.formula)
@@ -215,6 +217,9 @@ def test_req_to_token_evidence_reads_rows_by_columns_by_four_bytes(
         assert int(match.group(1)) == rows
         assert int(match.group(2)) == 1048576 + extra
         assert row.bytes == rows * int(match.group(2)) * 4
+    at_0520 = 2 * 5 + 64 * 8 - 1
+    assert any(f"73 at 0.5.19, {at_0520} at 0.5.20" in note for note in ledgers["dp2"].notes)
+    assert not any("req_to_token columns" in note for note in ledgers["dp16"].notes)
 
 
 def _figure(summary: Summary, field: str) -> float | int | None:
