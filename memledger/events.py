@@ -54,6 +54,7 @@ Per kind, the keys the engine relies on (names are stable API):
 | mfs_vlm_adjusted | | `mem_fraction_static_before`, `mem_fraction_static` (0.4.10's default after the ViT factor; printed before `server_args`, kept with the startup it precedes) |
 | gpu_capacity_fallback | `using_min` (MiB, the total torch reports) | (nvidia-smi gave no memory total: GB10, MIG; printed before `server_args`, kept with the startup it precedes) |
 | platform_marker | | `platform` (`rocm`/`ascend`), `marker` (the text matched; sglang.lines.PLATFORM_MARKERS), once per platform per `server_args` line, any rank |
+| gpu_named | | `form` (`device_name`: a kernel-config path's `device_name=`, `name` with spaces; `nvidia_smi_total_mib`: a pasted nvidia-smi table's memory.total, `total_mib`), once per value per `server_args` line, any rank (sglang.lines.gpu_evidence) |
 | ready | | |
 | oom | | `reason` (the matched text) |
 | crash | | `reason` |
@@ -125,6 +126,7 @@ class EventKind(StrEnum):
     MFS_REDUCED = "mfs_reduced"
     MFS_VLM_ADJUSTED = "mfs_vlm_adjusted"
     PLATFORM_MARKER = "platform_marker"
+    GPU_NAMED = "gpu_named"
     READY = "ready"
     OOM = "oom"
     CRASH = "crash"

@@ -198,8 +198,10 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     outcome = None if quiet else outcome_kind(text)
     if outcome is not None:
         _evidence(out, outcome[0], logical, outcome[1])
+    gpu = False
     if not quiet:
         _add_platform(out, logical)
+        gpu = out.keep_gpu_line(logical.line, logical.rank, logical.prefixed, logical.text)
     readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed, quiet=quiet)
     if readings:
         _add_errors(out, readings)
@@ -222,7 +224,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
                 )
             return
         parsed = _parse_pasted(logical, grammar, out)
-        if parsed is not None or outcome is not None or readings:
+        if parsed is not None or outcome is not None or readings or gpu:
             out.pasted_lines += 1
         if parsed is not None:
             _store(logical, tidy_pasted(text), parsed, out, pasted=True)

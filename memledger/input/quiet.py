@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from memledger.input.error_texts import ERROR_WORDS
 from memledger.input.outcome import OUTCOME_WORDS
-from memledger.sglang.lines import PLATFORM_MARKERS
+from memledger.sglang.lines import GPU_NAME_WORDS, PLATFORM_MARKERS
 
 _FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 SHAPE_ENTRIES = 4096
@@ -36,6 +36,7 @@ READER_WORDS: tuple[str, ...] = (
     "out of memory",  # outcome_kind's case-blind phrase
     *ERROR_WORDS,
     *(marker.text for marker in PLATFORM_MARKERS),
+    *GPU_NAME_WORDS,
 )
 """What a line that any of the three readers reads holds one of (each module says so of its own;
 tests/test_quiet_lines.py checks it against the readers)."""

@@ -18,10 +18,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memledger.events import Event, EventKind, RankInfo, UnrecognisedLine
+from memledger.events import Event, EventKind, RankInfo, UnrecognisedLine, Value
 from memledger.input.error_texts import ErrorTextReader
 from memledger.input.quiet import QuietLines
 from memledger.input.ranks import is_rank0_tag, natural_key, rank_key_values, rank_sort_key
+from memledger.sglang.lines import gpu_evidence
 
 RANKS_CAP = 1024
 """Distinct rank tags tracked (per-rank table rows); more are counted in a note."""
@@ -33,6 +34,8 @@ startup segments go (a startup printing this many is no SGLang startup)."""
 UNRECOGNISED_CAP = 50
 """How many unrecognised lines a startup lists (the count is exact)."""
 TEXT_CAP = 400
+GPU_EVIDENCE_CAP = 16
+"""Distinct GPU names and nvidia-smi totals a startup keeps (a node has at most a handful)."""
 
 RANK_AGNOSTIC = frozenset(
     {
@@ -49,10 +52,16 @@ RANK_AGNOSTIC = frozenset(
         EventKind.MFS_VLM_ADJUSTED,
         EventKind.PLATFORM_MARKER,
         EventKind.ENV_VAR,
+        EventKind.GPU_NAMED,
     }
 )
 BEFORE_STARTUP = frozenset(
-    {EventKind.GPU_CAPACITY_FALLBACK, EventKind.MFS_VLM_ADJUSTED, EventKind.ENV_VAR}
+    {
+        EventKind.GPU_CAPACITY_FALLBACK,
+        EventKind.MFS_VLM_ADJUSTED,
+        EventKind.ENV_VAR,
+        EventKind.GPU_NAMED,
+    }
 )
 """Rank-agnostic lines SGLang prints while building ServerArgs, before the `server_args` line
 that starts a startup: they belong to the startup that follows them."""
@@ -238,6 +247,9 @@ class Collector:
     platforms_seen: set[str] = field(default_factory=set)
     """Platforms with a marker event in the current server_args startup (one event each)."""
     platforms_startup: int = -1
+    gpus_seen: set[tuple[str, str | int]] = field(default_factory=set)
+    """GPU names / nvidia-smi totals with an event in the current server_args startup."""
+    gpus_startup: int = -1
     last_progress_desc: tuple[int, str] | None = None
     kept_per_kind: dict[tuple[int, str, EventKind], int] = field(default_factory=dict)
     errors: ErrorTextReader = field(default_factory=ErrorTextReader)
@@ -332,6 +344,29 @@ class Collector:
         if platform in self.platforms_seen:
             return False
         self.platforms_seen.add(platform)
+        return True
+
+    def keep_gpu_line(self, line: int, rank: str, prefixed: bool, text: str) -> bool:
+        """A `gpu_named` event for a GPU name or nvidia-smi memory total (sglang.lines.
+        gpu_evidence), prefixed or bare: once per value per server_args line (every rank prints
+        its config paths), at most GPU_EVIDENCE_CAP of them. True when one was kept."""
+        found = gpu_evidence(text)
+        if found is None:
+            return False
+        if self.gpus_startup != self.window.count:
+            self.gpus_startup = self.window.count
+            self.gpus_seen.clear()
+        if found in self.gpus_seen or len(self.gpus_seen) >= GPU_EVIDENCE_CAP:
+            return False
+        self.gpus_seen.add(found)
+        form, what = found
+        values: dict[str, Value] = {
+            "form": form,
+            "name" if form == "device_name" else "total_mib": what,
+        }
+        event = Event(kind=EventKind.GPU_NAMED, line=line, rank=rank, values=values,
+                      text=text[:TEXT_CAP])  # fmt: skip
+        self.keep(Stored(event, prefixed, self.segment))
         return True
 
     def keep(self, item: Stored) -> None:

@@ -39,6 +39,8 @@ def _value(term: Term) -> str:
         return f"{format_gib(int(value))} GiB"
     if term.unit == "bytes/token" and isinstance(value, int | float):
         return f"{value:,.1f} B"
+    if term.unit == "MiB" and isinstance(value, int):
+        return f"{value:,} MiB"
     if term.unit == "fraction" and isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, int):

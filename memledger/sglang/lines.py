@@ -88,6 +88,31 @@ def platform_marker(text: str) -> PlatformMarker | None:
     return next((m for m in PLATFORM_MARKERS if m.text in text), None)
 
 
+# The GPU a log names (memledger.input.parsing reads it before the grammar, for the sizing
+# model's GPU capacity): a kernel-config path's `device_name=` is get_device_name() of the rank's
+# GPU with spaces as `_` (v0.5.10 layers/moe/fused_moe_triton/fused_moe_triton_config.py:27,
+# utils/common.py:1785-1787: torch.cuda.get_device_name), printed in the MoE and FP8-block config
+# warnings; an nvidia-smi table pasted with the log prints each GPU's memory.total
+# (`4MiB / 81559MiB`).
+GPU_NAME_WORDS: tuple[str, ...] = ("device_name=", "MiB /", "MiB/")
+_DEVICE_NAME_RE = re.compile(r"device_name=([A-Za-z0-9][A-Za-z0-9_\-]{0,80})")
+_NVSMI_MEMORY_RE = re.compile(r"\|\s*\d{1,7}MiB\s*/\s*(\d{1,7})MiB\s*\|")
+
+
+def gpu_evidence(text: str) -> tuple[str, str | int] | None:
+    """(`device_name`, the name with spaces) or (`nvidia_smi_total_mib`, an nvidia-smi table
+    row's memory.total), the first this line holds."""
+    if "device_name=" in text:
+        found = _DEVICE_NAME_RE.search(text)
+        if found is not None:
+            return "device_name", found.group(1).replace("_", " ")
+    if "MiB" in text:
+        total = _NVSMI_MEMORY_RE.search(text)
+        if total is not None:
+            return "nvidia_smi_total_mib", int(total.group(1))
+    return None
+
+
 _INIT = r"Init (?:torch distributed|nccl|parallel) "
 
 LINES: tuple[LineSpec, ...] = (
@@ -181,6 +206,7 @@ LINES: tuple[LineSpec, ...] = (
     ),
     # ---- platform and outcome evidence (matched by memledger.input.parsing, not by the grammar)
     LineSpec("platform_marker", words=tuple(m.text for m in PLATFORM_MARKERS)),
+    LineSpec("gpu_named", words=GPU_NAME_WORDS),
     LineSpec("ready", words=("fired up",)),
     LineSpec("oom", words=("OOM", "OutOfMemory")),
     LineSpec(

@@ -8,6 +8,7 @@ from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.release_markers import VersionRange, release_range
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
 from memledger.sizing.fraction import PrintedFraction
+from memledger.sizing.gpu import GpuCapacity, gpu_capacity
 from memledger.units import GIB
 
 # server_args knobs the sizing rules read (None when the log does not give them)
@@ -145,6 +146,9 @@ class SizingInputs(Record):
     printed_fraction: PrintedFraction | None = None
     """A mem_fraction_static line besides server_args (multimodal reduction, 0.4.10's ViT
     adjustment): the value SGLang sized with, measured."""
+    gpu_capacity: GpuCapacity | None = None
+    """The GPU capacity the log shows (SGLang's fallback print, a pasted nvidia-smi table, a
+    named card): what SGLang's mem_fraction_static default is inferred from."""
 
 
 def _reading(event: Event | None, key: str, note: str = "") -> Reading | None:
@@ -458,6 +462,7 @@ def sizing_inputs(
         theoretical_cell_bytes=cell,
         theoretical_cell_note=cell_note,
         printed_fraction=_printed_fraction(fraction_event),
+        gpu_capacity=gpu_capacity(events),
     )
 
 

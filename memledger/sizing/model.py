@@ -13,10 +13,11 @@ from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE, ve
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.fraction import used_fraction
+from memledger.sizing.gpu import GpuCapacity
 from memledger.sizing.inputs import Reading, SizingInputs
 from memledger.sizing.requests import req_to_token, spec_headroom
 from memledger.sizing.settings import Settings, Term, base_settings, dp_of
-from memledger.units import GIB
+from memledger.units import GIB, MIB
 
 
 class Prediction(Record):
@@ -155,6 +156,21 @@ def _page_floor(tokens: int, page: int, applies: bool) -> int:
     return tokens // page * page if applies and page > 1 else tokens
 
 
+def _log_capacity(inputs: SizingInputs, settings: Settings, notes: list[str]) -> GpuCapacity | None:
+    """The GPU capacity the log shows, when --set gives none; one below P is not this GPU's."""
+    capacity, p = inputs.gpu_capacity, inputs.load_begin
+    if capacity is None or settings.gpu_memory_mib is not None:
+        return None
+    notes.extend(capacity.notes)
+    if capacity.mib and p is not None and capacity.mib * MIB < p.bytes - p.half_ulp:
+        notes.append(
+            f"the GPU capacity {capacity.mib:,} MiB of line {capacity.line} is less than the "
+            f"free memory before the weights (P, line {p.line}): not this GPU's, not used"
+        )
+        return None
+    return capacity
+
+
 def predict(inputs: SizingInputs, settings: Settings | None = None) -> Prediction:
     """SGLang's max_total_num_tokens (and what follows from it) for these settings."""
     own_settings = settings is None or settings == base_settings(inputs)
@@ -168,8 +184,21 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     if mfs is None and printed is not None and printed.shape == "vlm" and printed.value:
         if settings.gpu_memory_mib is None:
             mfs, vlm_line = printed.value, printed.line
+    capacity = _log_capacity(inputs, settings, notes) if mfs is None else None
+    capacity_term: Term | None = None
     if mfs is None:
-        default = default_mem_fraction_static(inputs, settings)
+        default_settings = settings
+        if capacity is not None and capacity.mib:
+            # the log's own GPU capacity (memledger.sizing.gpu), unless --set gives one
+            default_settings = settings.model_copy(update={"gpu_memory_mib": capacity.mib})
+            capacity_term = Term(
+                name="GPU capacity",
+                value=capacity.mib,
+                unit="MiB",
+                kind=capacity.kind,
+                source=capacity.source,
+            )
+        default = default_mem_fraction_static(inputs, default_settings)
         if default is not None:
             mfs = default.value
             notes.extend(default.notes)
@@ -205,7 +234,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             "depends on the GPU capacity, which the log does not print (--set gpu_memory_mib=N "
             "infers it: rules mfs_default, mfs_default_graphs)"
         )
-        if settings.gpu_memory_mib is not None:
+        if settings.gpu_memory_mib is not None or (capacity is not None and capacity.mib):
             why = (
                 "SGLang's mem_fraction_static default is modelled for 0.4.0 - 0.4.5 and from "
                 f"0.4.8 on (0.4.6 - 0.4.7 differ by post release); this log's release is "
@@ -231,6 +260,8 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
             f"line {vlm_line}, 0.4.10's ViT adjustment of the default "
             f"({RULE['mfs_vlm_factor'].source})"
         )
+    if capacity_term is not None and default is not None:
+        terms.append(capacity_term)
     terms.append(
         Term(
             name="mem_fraction_static",
