@@ -97,6 +97,14 @@ def _request_table_rows(result: SizingResult) -> list[list[str]]:
     return found
 
 
+def _title(result: SizingResult) -> str:
+    """The verdict line; a long one (a release range) drops `/rank` before it is cut."""
+    title = f"KV sizing (SGLang {result.version}): {_verdict(result)}"
+    if len(title) > WIDTH:
+        title = title.replace(" tokens/rank (", " tokens (", 1)
+    return _fit(title, WIDTH)
+
+
 def sizing_table(result: SizingResult) -> Table:
     """The budget arithmetic with this log's numbers, each term with its line or rule."""
     pred = result.prediction
@@ -200,7 +208,7 @@ def sizing_table(result: SizingResult) -> Table:
         headers=["term", "value", "kind", "source"],
         rows=[[_fit(row[0], 28), _fit(row[1], 22), row[2], _fit(row[3], 36)] for row in rows],
         align=["left", "right", "left", "left"],
-        title=_fit(f"KV sizing (SGLang {result.version}): {_verdict(result)}", WIDTH),
+        title=_title(result),
         footnote=footnote or None,
     )
 
