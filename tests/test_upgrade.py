@@ -276,7 +276,9 @@ def test_samples_are_not_attributed_where_the_model_misses_the_logs() -> None:
     )
     upgrade = diff.upgrade
     assert upgrade is not None and not upgrade.available and upgrade.inputs == []
-    assert upgrade.releases_differ is False and upgrade.defaults_crossed == []
+    # both samples date 0.5.19 .. 0.5.20 (their ReplaySSM `record_len=` line is 0.5.17+, v0.5.17
+    # mem_cache/memory_pool.py:817; the formats end at 0.5.20): whether they differ is unknown
+    assert upgrade.releases_differ is None and upgrade.defaults_crossed == []
     assert upgrade.delta_tokens == 2687424 - 3192320
     assert upgrade.base_predicted is not None and upgrade.head_predicted is not None
     for predicted, logged in ((upgrade.base_predicted, 3192320), (upgrade.head_predicted, 2687424)):
