@@ -88,3 +88,43 @@ def test_head_tags_reads_whole_lines_only() -> None:
     assert list(head_tags(head, whole=False)) == [("PP0 TP0", 1)]
     # the whole input: its last line counts even without a newline
     assert list(head_tags(head + b"P1] x", whole=True)) == [("PP0 TP0", 1), ("PP1 TP1", 3)]
+
+
+def test_a_rank_range_prefix_reads_as_its_first_ranks_line() -> None:
+    # The shape of a hand-edited XPU paste (public notes on a Nemotron-H TP4 run): the author
+    # wrote one `[TP0..3]` line for what each of TP0-TP3 printed alike, cut the timestamps and
+    # wrapped each line after a comma with an indent. The lines here are synthetic.
+    parsed = _parse(
+        [
+            "[TP0..3] Load weight end. elapsed=36.9 s, type=NemotronHForCausalLM,",
+            "         avail mem=7.95 GB, mem usage=14.76 GB",
+            "[TP0-3] KV Cache is allocated. #tokens: 1557504,",
+            "         K size: 2.23 GB, V size: 2.23 GB",
+            "[TP0..TP3] Memory pool end. avail mem=3.39 GB",
+            "[TP0]    max_total_num_tokens=1557504, chunked_prefill_size=1024,",
+            "         max_prefill_tokens=16384, max_running_requests=8,",
+            "         context_len=8192, available_gpu_mem=3.39 GB",
+        ]
+    )
+    facts = facts_of(parsed)
+    assert (facts["rank_tag"], facts["load_end_avail"], facts["load_end_mem_usage"]) == (
+        "TP0",
+        7.95,
+        14.76,
+    )
+    assert (facts["kv_tokens"], facts["k_size"], facts["mempool_end_avail"]) == (
+        1557504,
+        2.23,
+        3.39,
+    )
+    assert (facts["max_running_requests"], facts["outcome"]) == (8, "ready")
+    assert not any("no rank 0" in note for note in parsed.notes)
+
+
+def test_a_rank_range_without_rank0_is_another_ranks_line() -> None:
+    parsed = _parse(["[TP4..7] Memory pool end. avail mem=3.39 GB"])
+    assert facts_of(parsed)["mempool_end_avail"] == 3.39
+    assert parsed.notes == ["no rank 0 in this input: read TP4, the only rank present"]
+    # prose in brackets is no prefix: `[0..3]` names no parallel kind
+    prose = _parse(["[TP0] Memory pool end. avail mem=1.00 GB", "ranks [0..3] Memory pool end."])
+    assert facts_of(prose)["mempool_end_avail"] == 1.0

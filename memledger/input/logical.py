@@ -5,7 +5,8 @@ What a paste adds around each line is removed first: a Windows line end (CRLF), 
 markers (`> `), a comment marker (`#   `), a docker compose service column (`sglang-1  | `), a
 `kubectl logs --prefix` column (`[pod/NAME/CONTAINER] `), a line number (`cat -n`, `grep -n`), and
 the timestamps docker, kubectl, journald and Python's logging put first.
-A prefix whose timestamp the user cut (`[TP0] `, `[DP0 TP0 EP0] `) still counts as a prefix.
+A prefix whose timestamp the user cut (`[TP0] `, `[DP0 TP0 EP0] `) still counts as a prefix, and so
+does a rank range a user wrote for a line each rank printed alike (`[TP0..3] ` reads as TP0's).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ PREFIX_RE = re.compile(
     # rank tags alone: the user cut the timestamp (`[TP0] `, `[DP0 TP0 EP0] `); parallel kinds
     # only, so a bracketed word of prose (`[H100]`, `[Bug]`) is no prefix
     r"|\[(?P<bare_tags>(?:[A-Z]+_)?(?:TP|DP|EP|PP|CP)\d+(?: (?:[A-Z]+_)?(?:TP|DP|EP|PP|CP)\d+)*)\] "
+    # a rank range a user wrote for a line every rank printed alike (`[TP0..3] `, `[TP0-3] `,
+    # `[TP0..TP3] `): the line as its first rank printed it
+    r"|\[(?P<range_first>(?:TP|DP|EP|PP|CP)\d+)(?:\.\.|-)(?:TP|DP|EP|PP|CP)?\d+\][ \t]"
 )
 LEVEL_FILE_RE = re.compile(
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?"
@@ -71,9 +75,11 @@ class LogicalLine:
 
 def rank_tag_of(match: re.Match[str]) -> str:
     """The rank tag text of a prefix match (`DP0 TP0 EP0`, `gpu_id=0`, or empty)."""
-    gpu, tags, bare_tags = match.group("gpu", "tags", "bare_tags")
+    gpu, tags, bare_tags, range_first = match.group("gpu", "tags", "bare_tags", "range_first")
     if gpu is not None:
         return gpu
+    if range_first is not None:
+        return range_first
     # each tag of `tags` follows exactly one space and holds none, and `bare_tags` are tags
     # joined by single spaces: the tags joined by one space each, as they stand
     return tags[1:] if tags is not None else bare_tags
