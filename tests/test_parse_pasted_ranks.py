@@ -9,6 +9,7 @@ shapes follow PR sgl-project/sglang#17985 (a MUSA PP2 x TP2 paste cut during loa
 
 from __future__ import annotations
 
+import gzip
 import io
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from memledger.events import ParsedLog
 from memledger.input.facts import facts_of
 from memledger.input.parsing import parse_log
-from memledger.input.ranks import head_tags
+from memledger.input.ranks import head_tags, later_rank0
 from tests.conftest import run_cli
 
 P = "[2026-01-30 20:54:{:02d} {}] "
@@ -128,3 +129,53 @@ def test_a_rank_range_without_rank0_is_another_ranks_line() -> None:
     # prose in brackets is no prefix: `[0..3]` names no parallel kind
     prose = _parse(["[TP0] Memory pool end. avail mem=1.00 GB", "ranks [0..3] Memory pool end."])
     assert facts_of(prose)["mempool_end_avail"] == 1.0
+
+
+def _late_rank0_lines() -> list[str]:
+    """PP1's memory lines fill the first block; PP0 TP0, rank 0, prints only loader chatter,
+    after it (the shape of a pipeline log whose first stage loads slowly). Synthetic lines."""
+    filler = [
+        P.format(i % 60, "PP1 TP0") + f"Ignore import error when loading sglang.srt.models.m{i}"
+        for i in range(150)
+    ]
+    return [
+        P.format(1, "PP1 TP0") + "Load weight begin. avail mem=78.38 GB",
+        *filler,
+        P.format(2, "PP0 TP1") + "Beginning to load weights",
+        P.format(3, "PP0 TP0") + "Beginning to load weights",
+        P.format(4, "PP1 TP0") + "Load weight end. type=Qwen3ForCausalLM, "
+        "avail mem=76.05 GB, mem usage=2.33 GB.",
+    ]
+
+
+def test_a_rank0_whose_only_lines_come_after_the_first_block_is_still_rank0(
+    tmp_path: Path,
+) -> None:
+    text = "\n".join(_late_rank0_lines()) + "\n"
+    assert text.index("PP0 TP0") > 8192  # past the block head_tags reads
+    log = tmp_path / "pp.log"
+    log.write_text(text, encoding="utf-8")
+    gz = tmp_path / "pp.log.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    for path in (log, gz):
+        parsed = parse_log(path)
+        facts = facts_of(parsed)
+        assert (facts["rank_tag"], facts["load_begin_avail"], facts["load_end_avail"]) == (
+            "PP0 TP0",
+            None,
+            None,
+        ), path
+        assert not any("no rank 0" in note for note in parsed.notes)
+    # a stream is read once: its rank 0 is what its first block and memory lines show (a note
+    # says which rank was read instead)
+    streamed = _parse(_late_rank0_lines())
+    assert facts_of(streamed)["load_begin_avail"] == 78.38
+    assert any("no rank 0" in note for note in streamed.notes)
+
+
+def test_later_rank0_reads_only_rank0_prefixes_across_blocks() -> None:
+    long_line = b"x" * (3 << 20)  # a line longer than a block: searched in pieces
+    body = b"[2026-01-30 20:54:54 PP1 TP0] a\n" + long_line + b"\n[00:00:01 TP0 EP1] b\n"
+    assert later_rank0(io.BytesIO(body)) is None  # EP1: not every index is 0
+    assert later_rank0(io.BytesIO(body + b"noise [TP0] c\n[gpu_id=0] d\n")) == ("TP0", 4)
+    assert later_rank0(io.BytesIO(body + b"[TP0..3] e")) == ("TP0", 4)  # no newline at the end

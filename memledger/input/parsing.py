@@ -34,6 +34,7 @@ from memledger.input.pasted import tidy_pasted
 from memledger.input.ranks import (
     RankSelection,
     head_tags,
+    rank0_after_head,
     select_rank,
 )
 from memledger.input.reader import (
@@ -475,6 +476,10 @@ def parse_log(
             for logical in cut_lines.lines(decoded):
                 _handle(logical, grammar, collector)
             grammar.save_shapes()  # for the next run: known shapes skip lark
+            if rank is None and len(log.head) >= SNIFF_BYTES:
+                found = rank0_after_head(source, log, collector.tags_first_line)
+                if found is not None:
+                    collector.see_tag(*found)
         except InputError as exc:
             raise InputError(exc.message, path=display) from exc
         finally:

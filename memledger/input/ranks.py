@@ -3,13 +3,16 @@ input has no rank 0, as pastes often do) the only rank present, said in a note."
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
 
 from memledger.errors import SelectionError
 from memledger.events import Event, EventKind
 from memledger.input.logical import iter_logical_lines
+from memledger.input.reader import ByteSource, OpenedLog, open_log
 from memledger.units import GIB, digits_key
 
 _INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")
@@ -120,6 +123,63 @@ def head_tags(head: bytes, whole: bool) -> Iterator[tuple[str, int]]:
         for logical in iter_logical_lines(number, line):
             if logical.prefixed:
                 yield logical.rank, number
+
+
+_RANK0_PREFIX_RE = re.compile(
+    rb"\[(?:[\d:.,\- ]+ )?(?:[A-Za-z_]+0+ )*TP0+(?: [A-Za-z_]+0+)*\]"
+    rb"|\[gpu(?:_id)?=0+\]|\[TP0+(?:\.\.|-)"
+)
+"""What may start a rank-0 prefix (memledger.input.logical.PREFIX_RE, every tag index 0): the
+bytes a later scan looks for before it reads a line."""
+RESCAN_CHUNK_BYTES = 1 << 20
+
+
+def later_rank0(stream: ByteSource) -> tuple[str, int] | None:
+    """(tag, physical line) of the input's first rank-0 prefix, read from its start; None when
+    it has none. Only when neither the first block (head_tags) nor any memory line showed rank
+    0: its lines may all lack a memory word and come later (`... PP0 TP0] Beginning to load
+    weights`). A regex over each 1 MiB block finds the candidates in C; only a line holding one
+    is decoded and split (memory flat: a line longer than a block is searched in pieces)."""
+    carry = b""
+    line_base = 1
+    while True:
+        chunk = stream.read(RESCAN_CHUNK_BYTES)
+        data = carry + chunk
+        end = data.rfind(b"\n") + 1 if chunk else len(data)
+        block = data[:end]
+        for match in _RANK0_PREFIX_RE.finditer(block):
+            start = block.rfind(b"\n", 0, match.start()) + 1
+            stop = block.find(b"\n", match.end())
+            number = line_base + block.count(b"\n", 0, start)
+            text = block[start : stop if stop >= 0 else len(block)].decode("utf-8", "replace")
+            for logical in iter_logical_lines(number, text):
+                if logical.prefixed and is_rank0_tag(logical.rank):
+                    return logical.rank, number
+        if not chunk:
+            return None
+        line_base += block.count(b"\n")
+        carry = data[end:]
+        if len(carry) > RESCAN_CHUNK_BYTES:  # one over-long line: keep what a prefix may start
+            carry = carry[-256:]
+
+
+def rank0_after_head(
+    source: str | os.PathLike[str] | IO[bytes] | ByteSource | OpenedLog,
+    log: OpenedLog,
+    tags_first_line: dict[str, int],
+) -> tuple[str, int] | None:
+    """`later_rank0` of an input whose tagged lines read so far (its first block, its memory
+    lines) showed no rank 0, when it can be read again (a file, gzipped or not); a stream was
+    read once: its rank 0 is what those lines showed."""
+    if not any(tags_first_line) or any(is_rank0_tag(t) for t in tags_first_line if t):
+        return None
+    if log.path is not None:
+        with log.path.open("rb") as again:
+            return later_rank0(again)
+    if isinstance(source, (str, os.PathLike)) and str(source) != "-":
+        with open_log(source) as reopened:
+            return later_rank0(reopened.stream)
+    return None
 
 
 def _first_replica_without_tp(chosen: str, tagged: list[str]) -> bool:
