@@ -268,6 +268,11 @@ def _store(
 ) -> None:
     """Keep a recognised line (bounded per kind), with its startup and evidence bookkeeping."""
     if parsed.kind is EventKind.CAPTURE_PROGRESS:
+        if "avail" not in parsed.sizes:
+            # SGLang's bars all say avail_mem (v0.5.6 cuda_graph_runner.py:474, cpu_graph_runner
+            # .py:475, piecewise_cuda_graph_runner.py:393); vLLM's `Capturing CUDA graphs
+            # (decode, FULL)` is no SGLang line: a vLLM log read as an empty SGLang one
+            return
         # one event per description change (tqdm repeats the same description per update)
         desc = (logical.line, message)
         previous = out.last_progress_desc
