@@ -31,12 +31,7 @@ from memledger.input.linegrammar import LineGrammar, extra_keywords, load_gramma
 from memledger.input.logical import LogicalLine
 from memledger.input.outcome import outcome_kind
 from memledger.input.pasted import tidy_pasted
-from memledger.input.ranks import (
-    RankSelection,
-    head_tags,
-    rank0_after_head,
-    select_rank,
-)
+from memledger.input.ranks import RankSelection, head_tags, rank0_after_head, select_rank
 from memledger.input.reader import (
     SNIFF_BYTES,
     ByteSource,
@@ -268,11 +263,8 @@ def _store(
 ) -> None:
     """Keep a recognised line (bounded per kind), with its startup and evidence bookkeeping."""
     if parsed.kind is EventKind.CAPTURE_PROGRESS:
-        if "avail" not in parsed.sizes:
-            # SGLang's bars all say avail_mem (v0.5.6 cuda_graph_runner.py:474, cpu_graph_runner
-            # .py:475, piecewise_cuda_graph_runner.py:393); vLLM's `Capturing CUDA graphs
-            # (decode, FULL)` is no SGLang line: a vLLM log read as an empty SGLang one
-            return
+        if "avail" not in parsed.sizes:  # vLLM's `Capturing CUDA graphs (decode, FULL)`: every
+            return  # SGLang bar says avail_mem (v0.5.6 cuda_graph_runner.py:474, cpu_...:475)
         # one event per description change (tqdm repeats the same description per update)
         desc = (logical.line, message)
         previous = out.last_progress_desc
@@ -481,10 +473,8 @@ def parse_log(
             for logical in cut_lines.lines(decoded):
                 _handle(logical, grammar, collector)
             grammar.save_shapes()  # for the next run: known shapes skip lark
-            if rank is None and len(log.head) >= SNIFF_BYTES:
-                found = rank0_after_head(source, log, collector.tags_first_line)
-                if found is not None:
-                    collector.see_tag(*found)
+            if rank is None and len(log.head) >= SNIFF_BYTES:  # a rank 0 past the head
+                rank0_after_head(source, log, collector.tags_first_line, collector.see_tag)
         except InputError as exc:
             raise InputError(exc.message, path=display) from exc
         finally:

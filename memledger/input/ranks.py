@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -167,19 +167,22 @@ def rank0_after_head(
     source: str | os.PathLike[str] | IO[bytes] | ByteSource | OpenedLog,
     log: OpenedLog,
     tags_first_line: dict[str, int],
-) -> tuple[str, int] | None:
-    """`later_rank0` of an input whose tagged lines read so far (its first block, its memory
-    lines) showed no rank 0, when it can be read again (a file, gzipped or not); a stream was
-    read once: its rank 0 is what those lines showed."""
+    see_tag: Callable[[str, int], None],
+) -> None:
+    """`see_tag` the `later_rank0` of an input whose tagged lines read so far (its first block,
+    its memory lines) showed no rank 0, when it can be read again (a file, gzipped or not); a
+    stream was read once: its rank 0 is what those lines showed."""
     if not any(tags_first_line) or any(is_rank0_tag(t) for t in tags_first_line if t):
-        return None
+        return
+    found = None
     if log.path is not None:
         with log.path.open("rb") as again:
-            return later_rank0(again)
-    if isinstance(source, (str, os.PathLike)) and str(source) != "-":
+            found = later_rank0(again)
+    elif isinstance(source, (str, os.PathLike)) and str(source) != "-":
         with open_log(source) as reopened:
-            return later_rank0(reopened.stream)
-    return None
+            found = later_rank0(reopened.stream)
+    if found is not None:
+        see_tag(*found)
 
 
 def _first_replica_without_tp(chosen: str, tagged: list[str]) -> bool:
