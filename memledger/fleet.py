@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
 from memledger.ledger_model import Ledger
+from memledger.log_list import LIST_PREFIX, is_log_list, missing, read_log_list
 from memledger.render.terminal import PLAIN, Terminal
 from memledger.service import STDIN, LoadOptions, Output, Source, label_of, load_ledger
 from memledger.spool import Spool, closing_after
@@ -96,25 +97,36 @@ def expand_inputs(
     sources: Sequence[Source], skipped: Callable[[str], None] = note_skipped
 ) -> Iterator[Input]:
     """The logs named on the command line, in the order given, a folder standing for the logs
-    below it (`walk_folder`). The sources are checked here, before the first log is read: a
-    stream among several inputs, stdin twice, a folder that cannot be listed or holds no log."""
-    given: list[str] = []
+    below it (`walk_folder`) and `@FILE` for the paths it lists (memledger.log_list). The
+    sources are checked here, before the first log is read: a stream among several inputs,
+    stdin twice, a list that cannot be read, a folder that cannot be listed or holds no log."""
+    given: list[tuple[str, str | None]] = []  # (path, where it was listed)
     for source in sources:
         if not isinstance(source, str | os.PathLike):
             raise ConfigError("several inputs must be paths (or -), not streams")
-        given.append(os.fspath(source))
-    if given.count("-") > 1:
+        name = os.fspath(source)
+        if is_log_list(name):
+            list_file = name[len(LIST_PREFIX) :]
+            given += [(entry, f"{list_file}:{line}") for entry, line in read_log_list(name)]
+        else:
+            given.append((name, None))
+    if [name for name, _ in given].count("-") > 1:
         raise ConfigError("stdin (-) can be read only once")
-    for source in given:
-        if source != "-" and os.path.isdir(source) and not _holds_a_log(Path(source)):
-            raise InputError(f"a folder without logs ({LOG_RULE})", path=source)
+    for name, listed in given:
+        if name != "-" and os.path.isdir(name) and not _holds_a_log(Path(name)):
+            where = f" (listed at {listed})" if listed else ""
+            raise InputError(f"a folder without logs ({LOG_RULE}){where}", path=name)
     return _expanded(given, skipped)
 
 
-def _expanded(given: Sequence[str], skipped: Callable[[str], None]) -> Iterator[Input]:
-    for source in given:
+def _expanded(
+    given: Sequence[tuple[str, str | None]], skipped: Callable[[str], None]
+) -> Iterator[Input]:
+    for source, listed in given:
         if source != "-" and os.path.isdir(source):
             yield from walk_folder(source, skipped)
+        elif listed is not None and missing(source):
+            yield Unreadable(source, f"no such file (listed at {listed})")
         else:
             yield source
 
@@ -185,9 +197,11 @@ def _holds_a_log(folder: Path) -> bool:
 
 
 def is_fleet(sources: Sequence[Source]) -> bool:
-    """Several inputs, or a folder: the one-line-per-log view."""
+    """Several inputs, a folder or a list of logs: the one-line-per-log view."""
     return len(sources) > 1 or any(
-        isinstance(s, str | os.PathLike) and os.fspath(s) != "-" and Path(s).is_dir()
+        isinstance(s, str | os.PathLike)
+        and os.fspath(s) != "-"
+        and (is_log_list(os.fspath(s)) or Path(s).is_dir())
         for s in sources
     )
 

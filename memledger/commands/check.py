@@ -100,7 +100,8 @@ def check_command(
     """Check LOGs (or saved ledger JSONs) against memory budgets.
 
     A folder stands for the logs below it: its *.log, *.txt and *.out files, each also .gz, in
-    sorted path order (other files are noted on stderr as skipped)."""
+    sorted path order (other files are noted on stderr as skipped). @FILE stands for the paths
+    FILE lists, one per line (blank lines and # comments skipped; ./@name for a log named so)."""
     return emit(
         run_check(
             CheckOptions(

@@ -53,9 +53,10 @@ def ledger_command(
     `--format json`. Rows are logged (file:line), derived (a formula) or residual; they sum to
     the usable memory within the log's printing precision.
 
-    Several LOGs, or a folder (the *.log, *.txt and *.out files below it, each also .gz, in
-    sorted path order; other files are noted on stderr as skipped), give one summary line per
-    log (text, csv, or json as JSON Lines), read on up to two cores.
+    Several LOGs, a folder (the *.log, *.txt and *.out files below it, each also .gz, in
+    sorted path order; other files are noted on stderr as skipped) or @FILE (the paths FILE
+    lists, one per line) give one summary line per log (text, csv, or json as JSON Lines), read
+    on up to two cores.
     """
     return emit(
         run_ledger(
