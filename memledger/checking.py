@@ -113,6 +113,8 @@ def _why_unknown(ledger: Ledger, item: str, row: Row | None) -> str:
     if row is not None and row.kind is RowKind.UNKNOWN and row.evidence.note:
         parts.append(row.evidence.note)
     elif item in SUMMARY_ITEM_KINDS:
+        if ledger.stopped_at:  # why it has none: said once, not "no value for X" before it
+            return f"the startup stopped {ledger.stopped_at}"
         parts.append(f"the ledger has no value for {item}")
     else:
         similar = difflib.get_close_matches(item, [r.id for r in ledger.rows], n=3, cutoff=0.6)

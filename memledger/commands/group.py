@@ -33,6 +33,18 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command's first sentence whole, wrapped (click cuts it at 45 columns with
+        `...`, mid-sentence: `Say why a startup in LOG failed or came out small: the phase,...`)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=200)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 @click.group(
     cls=LazyGroup,
@@ -41,7 +53,13 @@ class LazyGroup(click.Group):
 )
 @click.version_option(__version__, prog_name="memledger")
 def cli() -> None:
-    """Turn SGLang startup logs into a GPU-memory ledger."""
+    """Turn SGLang startup logs into a GPU-memory ledger.
+
+    \b
+    Start with one log (a file, `-` for a paste on stdin, .gz works):
+      memledger ledger server.log     where every GiB went
+      memledger diagnose server.log   why it failed or came out small, and what to set
+    then `memledger COMMAND --help`."""
 
 
 def _quiet_stdout() -> None:

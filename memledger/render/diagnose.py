@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-import textwrap
 from enum import StrEnum
 
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell
-from memledger.render.terminal import PLAIN, Terminal, fit_lines, shorten_long_tokens
+from memledger.render.terminal import PLAIN, Terminal, fit_lines, shorten_long_tokens, wrap
 from memledger.units import format_gib
 
 INDENT = "    "
@@ -86,9 +85,7 @@ def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
 
 
 def _wrap(text: str, indent: str, width: int) -> list[str]:
-    return textwrap.wrap(
-        text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
-    )
+    return wrap(text, width, indent, indent)
 
 
 def _finding_lines(finding: Finding, width: int) -> list[str]:

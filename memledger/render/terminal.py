@@ -125,6 +125,29 @@ def shorten_long_tokens(text: str, width: int) -> str:
     return " ".join(shorten_middle(token, width) for token in text.split(" "))
 
 
+_NUMBER_UNIT = re.compile(r"(?<=\d) (?=(?:%|[KMG]i?B\b|B\b))")
+_JOINED = "\x00"
+"""Stands for the blank between a number and its unit while a line is wrapped (rendered text
+holds no NUL: the renderers escape control characters)."""
+
+
+def wrap(
+    text: str, width: int, indent: str, subsequent: str, *, break_long_words: bool = True
+) -> list[str]:
+    """`textwrap.wrap` at blanks (never at hyphens), a number and its unit kept on one line
+    (`115.29` / `GiB` at a line's end and the next one's start read as two things)."""
+    kept = _NUMBER_UNIT.sub(_JOINED, text)
+    lines = textwrap.wrap(
+        kept,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=subsequent,
+        break_on_hyphens=False,
+        break_long_words=break_long_words,
+    )
+    return [line.replace(_JOINED, " ") for line in lines]
+
+
 def fit_lines(text: str, width: int, *, whole: frozenset[str] = frozenset()) -> str:
     """Wrap every line longer than `width`, continuing under its indentation plus two spaces
     (tables are fitted before; a row that still does not fit is not wrapped). Lines in `whole`
@@ -138,14 +161,6 @@ def fit_lines(text: str, width: int, *, whole: frozenset[str] = frozenset()) -> 
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip(" "))]
-        out.extend(
-            textwrap.wrap(
-                line.strip(),
-                width=width,
-                initial_indent=indent,
-                subsequent_indent=indent + "  ",
-                break_on_hyphens=False,
-                break_long_words=False,  # a path stays whole, on a line of its own
-            )
-        )
+        # break_long_words off: a path stays whole, on a line of its own
+        out.extend(wrap(line.strip(), width, indent, indent + "  ", break_long_words=False))
     return "\n".join(out)
