@@ -371,3 +371,14 @@ def test_a_compose_file_pasted_above_the_error_gives_the_settings() -> None:
     settings = [e for e in parsed.startup.events if e.kind is EventKind.SERVER_ARGS]
     assert [(e.line, e.values["form"]) for e in settings] == [(line, "command")]
     assert sizing_inputs(parsed).knobs["tp_size"] == 8
+
+
+def test_pp_beside_a_printed_server_args_line_adds_no_note() -> None:
+    lines = [
+        "python -m sglang.launch_server --model-path X --pp 2",
+        "[2025-06-01 10:00:00] server_args=ServerArgs(model_path='X', pp_size=2, tp_size=1)",
+        *TRACEBACK,
+    ]
+    parsed = _parse(lines)
+    assert parsed.startup.server_args["pp_size"] == 2
+    assert not any("--pp" in note for note in parsed.notes)

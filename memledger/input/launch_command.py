@@ -267,7 +267,12 @@ def with_launch_command(
     if launch is None:
         return events, server_args, []
     head = f"{NOTE_PREFIX}{launch.line}: "
-    params, resolved = resolve_abbreviations(launch.params, release_range(events))
+    if server_args:  # the printed line gives pp_size itself: an abbreviation adds nothing
+        abbreviated = {rule.flag for rule in RELEASE_ABBREVIATIONS}
+        params = {name: value for name, value in launch.params.items() if name not in abbreviated}
+        resolved: list[str] = []
+    else:
+        params, resolved = resolve_abbreviations(launch.params, release_range(events))
     launch = LaunchCommand(launch.line, launch.text, params, [*launch.problems, *resolved])
     notes = [head + problem for problem in launch.problems]
     if server_args:
