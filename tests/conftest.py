@@ -20,6 +20,7 @@ import pytest
 
 from memledger.cli import main
 from memledger.ledger_model import Checkpoint, Interval, Ledger, LedgerSource, Row, Summary
+from memledger.render.terminal import join_units
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT_ROOT / "samples"
@@ -212,7 +213,7 @@ def unwrapped(text: str, width: int = 100) -> str:
         indent = len(line) - len(line.lstrip(" "))
         if out and line.strip():
             previous = out[-1]
-            first = line.split()[0]
+            first = join_units(line.strip()).split()[0]  # `6.36 GiB)` wraps as one word
             deeper = indent == len(previous) - len(previous.lstrip(" ")) + 2
             if deeper and len(previous) + 1 + len(first) > width:
                 out[-1] = previous + " " + line.strip()

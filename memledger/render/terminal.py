@@ -131,14 +131,19 @@ _JOINED = "\x00"
 holds no NUL: the renderers escape control characters)."""
 
 
+def join_units(text: str) -> str:
+    """`text` with the blank between each number and its unit made part of one word (`wrap`
+    then never breaks there; its lines give the blank back)."""
+    return _NUMBER_UNIT.sub(_JOINED, text)
+
+
 def wrap(
     text: str, width: int, indent: str, subsequent: str, *, break_long_words: bool = True
 ) -> list[str]:
     """`textwrap.wrap` at blanks (never at hyphens), a number and its unit kept on one line
     (`115.29` / `GiB` at a line's end and the next one's start read as two things)."""
-    kept = _NUMBER_UNIT.sub(_JOINED, text)
     lines = textwrap.wrap(
-        kept,
+        join_units(text),
         width=width,
         initial_indent=indent,
         subsequent_indent=subsequent,
