@@ -197,7 +197,7 @@ def parse_size(number: str, unit: str, *, signed: bool = False) -> Size:
         raise ValueError(f"not a number: {number!r}") from exc
     if not value.is_finite():
         raise NumberOutOfRange(f"not a finite number: {number!r}")
-    if value < 0 and not signed:
+    if value.is_signed() and not signed:  # `-0` too: a sign no size has
         raise NumberOutOfRange(f"negative size: {number} {unit}")
     exponent = value.as_tuple().exponent
     assert isinstance(exponent, int)  # finite decimals have an int exponent

@@ -21,6 +21,7 @@ from memledger.engine import (
     kv_inferred,
     lines,
     loads,
+    plausible,
     variables,
 )
 from memledger.engine.audit import Audit
@@ -52,6 +53,7 @@ def build_ledger(
     steps = chain.build_chain(parsed.path, parsed.startup, audit)
     pre_load, pre_load_info = lines.pre_load_rows(steps)
     usable = chain.usable_memory(steps, pre_load, audit)
+    usable_error = audit.tolerance()  # the printing precision of the numbers usable sums
     # 2. Rows the lines inside each span printed.
     logged = lines.span_rows(steps, audit)
     # 3. Formula inputs (`args.*`, `log.*`, `model.*`).
@@ -60,6 +62,14 @@ def build_ledger(
     if unified is not None:  # an integrated GPU: avail readings are host RAM
         audit.reading_noise = INTEGRATED_READING_ERROR
         audit.note(INTEGRATED_NOTE.format(line=unified.line))
+    impossible = (
+        None
+        if usable is None
+        else plausible.implausible(steps, usable, usable_error, audit.reading_noise)
+    )
+    if impossible is not None:  # a balance on an impossible reading would still "balance"
+        audit.note(f"cannot balance: impossible reading: {impossible}; usable memory unknown")
+        usable = None
     # 4. Load and capture spans: their own printed usage, the weights and the graph rows.
     usages = chain.span_usages(steps, audit)
     weights = loads.weights_rows(steps, logged, usages, audit)

@@ -14,6 +14,7 @@ from memledger.record import ConfigDict, Field, Record
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import Prediction, predict
 from memledger.sizing.settings import SETTING_NAMES, Settings, Term, base_settings
+from memledger.units import MIB
 
 # What each knob moves, for the notes on effects this model leaves out.
 UNMODELLED: dict[str, str] = {
@@ -285,9 +286,24 @@ def _capped(rows: list[WhatIfRow], new: Settings, pn: Prediction) -> list[WhatIf
     return fixed
 
 
+def _refuse_impossible_gpu(inputs: SizingInputs, gpu_mib: object) -> None:
+    """A given GPU smaller than the free memory the log measured on it cannot be the log's GPU:
+    sizing on it would be a true sum of a false figure."""
+    free = inputs.load_begin
+    if not isinstance(gpu_mib, int) or free is None:
+        return
+    if free.bytes - free.half_ulp > gpu_mib * MIB:
+        where = f"{inputs.path}:{free.line}" if free.line is not None else inputs.path
+        raise ConfigError(
+            f"gpu_memory_mib={gpu_mib:,} is less than the free memory the log measured before "
+            f"the weights ({free.bytes / MIB:,.0f} MiB, {where}): not this log's GPU"
+        )
+
+
 def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]) -> WhatIf:
     """The pools under `changes` (setting -> value), beside the measured log."""
     typed = {name: parse_setting(name, value) for name, value in changes.items()}
+    _refuse_impossible_gpu(inputs, typed.get("gpu_memory_mib"))
     base = base_settings(inputs)
     new = base.model_copy(update=typed)
     pb = predict(inputs, base)

@@ -48,7 +48,7 @@ def commands(log: Path) -> list[list[str | Path]]:
         ["diff", SAMPLES / "dp16.log", log, "--full"],
         ["diagnose", log],
         ["whatif", log, "--set", "mem_fraction_static=0.8"],
-        ["whatif", log, "--set", "max_running_requests=64", "--set", "gpu_memory_mib=81559"],
+        ["whatif", log, "--set", "max_running_requests=64", "--set", "gpu_memory_mib=294912"],
     ]
 
 
