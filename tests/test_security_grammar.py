@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from memledger.errors import EXIT_OK, EXIT_USAGE, ConfigError
+from memledger.events import EventKind
 from memledger.input.extension_regex import backtracking_problem, regexp_literals
-from memledger.input.linegrammar import LineGrammar, load_grammar
+from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
+from memledger.input.parsing import parse_log
 from tests.security_helpers import log_text, run, write_log
 
 # Shapes whose backtracking is exponential or polynomial on a 4096-character message.
@@ -195,3 +197,49 @@ def test_a_hidden_ignore_changes_no_figure_through_the_cli(
     weights = [r for r in json.loads(plain[1])["rows"] if r["id"] == "weights"]
     assert weights and weights[0]["bytes"] == round(93.20 * (1 << 30))
     assert json.loads(extended[1])["rows"] == json.loads(plain[1])["rows"]
+
+
+# F23, re-checked: a fork line the user's grammar was written for, but which no rule parses (a
+# quoted phrase that Lark lexes as a generic WORD, a missing `:`), is listed in coverage with the
+# rule it starts as; and a rule of short words still gets its lines past the prefilter.
+FORK_LINE = "MyFork staging buffer ready: role=target, buffers=2, total=536870912 B"
+
+
+def _unrecognised(tmp_path: Path, grammar_text: str, message: str) -> list[tuple[int, str]]:
+    grammar = tmp_path / "fork.lark"
+    grammar.write_text("%extend message: staging_pool__myfork\n" + grammar_text, encoding="utf-8")
+    log = write_log(tmp_path, extra=f"[2025-02-04 05:29:21 TP0] {message}\n")
+    parsed = parse_log(log, extra_grammars=[grammar])
+    return [(u.line, u.reason) for u in parsed.startup.unrecognised]
+
+
+def test_F23_a_fork_line_lexed_as_generic_words_is_listed_not_dropped(tmp_path: Path) -> None:
+    # one quoted phrase at the head: the lexer reads `MyFork` as a WORD, no rule matches
+    grammar = 'staging_pool__myfork: "MyFork staging buffer ready" ":" fields\n'
+    ((line, reason),) = _unrecognised(tmp_path, grammar, FORK_LINE)
+    assert line == 11 and reason.startswith("starts as --grammar rule staging_pool__myfork (")
+    assert "fork.lark); a quoted phrase with a space can lex as words: quote each word" in reason
+
+
+def test_F23_a_fork_line_missing_its_colon_is_listed_not_dropped(tmp_path: Path) -> None:
+    grammar = 'staging_pool__myfork: "MyFork" "staging" "buffer" "ready" ":" fields\n'
+    message = FORK_LINE.replace("ready:", "ready")
+    ((line, reason),) = _unrecognised(tmp_path, grammar, message)
+    assert line == 11 and "staging_pool__myfork" in reason and "quote each word" not in reason
+    assert _unrecognised(tmp_path, grammar, FORK_LINE) == []  # the line as the rule says: read
+
+
+def test_F23_a_rule_of_short_words_reaches_the_parser(tmp_path: Path) -> None:
+    # no quoted word has four letters, and the line holds no memory word: only the head as a
+    # phrase (`Xb ok`) brings it past the prefilter
+    grammar = tmp_path / "short.lark"
+    grammar.write_text(
+        '%extend message: staging_pool__short\nstaging_pool__short: "Xb" "ok" ":" fields\n',
+        encoding="utf-8",
+    )
+    assert "Xb ok" in extra_keywords([grammar.read_text()])
+    log = write_log(tmp_path, extra="[2025-02-04 05:29:21 TP0] Xb ok: role=target, count=2\n")
+    parsed = parse_log(log, extra_grammars=[grammar])
+    found = [e for e in parsed.startup.events if e.line == 11]
+    assert [e.kind for e in found] == [EventKind.STAGING_POOL]
+    assert found[0].values.get("count") == 2 and parsed.startup.unrecognised == []

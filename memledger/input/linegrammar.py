@@ -20,6 +20,7 @@ from memledger.events import EventKind
 from memledger.input.extension_regex import backtracking_problem, regexp_literals
 from memledger.input.grammar_cache import load_tables, store_tables
 from memledger.input.shapecache import ParseCache, Transient, digit_blind
+from memledger.input.shapecheck import extension_heads, head_phrase, starts_with_words
 from memledger.input.shapestore import ShapeStore
 from memledger.input.transform import LineParse, transform
 
@@ -66,10 +67,21 @@ def extra_keywords(texts: Iterable[str]) -> tuple[str, ...]:
     `/regexps/`: lines holding one are worth parsing (prefilter)."""
     found: list[str] = []
     for text in texts:
-        for literal in [*_LITERAL_RE.findall(text), *regexp_literals(text)]:
+        # a line rule's leading words as one phrase too: `"Xb" "ok"` has no word of four
+        # letters, but its lines start `Xb ok`
+        phrases = [head_phrase(lead) for _, lead in extension_heads(text)]
+        for literal in [*_LITERAL_RE.findall(text), *regexp_literals(text), *phrases]:
             if len(literal) >= 4 and literal not in found:
                 found.append(literal)
     return tuple(found)
+
+
+def _words_of(lead: tuple[frozenset[str], ...]) -> tuple[frozenset[str], ...]:
+    """The parts of a rule's leading words before the first one of punctuation (or all)."""
+    for index, part in enumerate(lead):
+        if not all(word[:1].isalnum() or word[:1] == "_" for word in part):
+            return lead[:index] or lead
+    return lead
 
 
 class LineGrammar:
@@ -87,6 +99,13 @@ class LineGrammar:
         self._extras = extras
         self._strict = strict
         self.keywords = extra_keywords(t for _, t in extras)
+        # the leading words up to any punctuation: a line missing the rule's `:` is still meant
+        # for it
+        self._heads = [
+            (rule, path, _words_of(lead))
+            for path, text in extras
+            for rule, lead in extension_heads(text)
+        ]
         self._lark: Any = None
         self._errors: tuple[type[Exception], ...] = ()
         # only the packaged grammar is cached: extension files are the user's and change freely
@@ -162,6 +181,18 @@ class LineGrammar:
             for rule in self._lark.rules
             if rule.origin.name == "message" and len(rule.expansion) == 1
         ]
+
+    def meant_for(self, message: str) -> str | None:
+        """`rule (file)` of the extension line rule whose leading words start `message`, if
+        any: a line the grammar does not parse is then a fork line it misses, never dropped
+        without a word (F23)."""
+        for rule, path, lead in self._heads:
+            if starts_with_words(message, lead):
+                spaced = any(" " in word for part in lead for word in part)
+                # Lark's longest match can read the phrase's first word as a generic word
+                hint = "; a quoted phrase with a space can lex as words: quote each word"
+                return f"{rule} ({path}){hint if spaced else ''}"
+        return None
 
     def parse(self, message: str) -> LineParse | None:
         """Parse one message; None when it is no known shape (repeated shapes skip Lark).

@@ -228,8 +228,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     message = _progress_message(text) if text.startswith("Capturing") else text
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:
-        if logical.prefixed and looks_like_memory(text):
-            _unrecognised(out, logical, lambda: _why_not_parsed(message))
+        if logical.prefixed and (looks_like_memory(text) or grammar.meant_for(message)):
+            _unrecognised(out, logical, lambda: _why_not_parsed(message, grammar))
         return
     _store(logical, message, parsed, out, pasted=False)
 
@@ -241,9 +241,12 @@ def _not_kept(kind: EventKind) -> str:
 SKIPPED_BARE = "skipped: no SGLang prefix (the input's other lines have one)"
 
 
-def _why_not_parsed(message: str) -> str:
+def _why_not_parsed(message: str, grammar: LineGrammar) -> str:
     if len(message) > MAX_PARSE_CHARS:
         return f"too long to parse ({len(message)} characters)"
+    rule = grammar.meant_for(message)
+    if rule is not None:
+        return f"starts as --grammar rule {rule}, which does not parse it"
     if KNOWN_HEAD_RE.match(message):
         return "malformed: a known line shape that does not parse"
     return "unrecognised"
@@ -253,8 +256,8 @@ def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: Collector) ->
     """A bare line of an input without prefixes, read as the message it holds (input/pasted)."""
     message = tidy_pasted(logical.text)
     parsed = grammar.parse(message) if 0 < len(message) <= MAX_PARSE_CHARS else None
-    if parsed is None and looks_like_memory(logical.text):
-        _unrecognised(out, logical, _why_not_parsed(message), out.pasted_unrecognised)
+    if parsed is None and (looks_like_memory(logical.text) or grammar.meant_for(message)):
+        _unrecognised(out, logical, _why_not_parsed(message, grammar), out.pasted_unrecognised)
     return parsed
 
 

@@ -473,3 +473,57 @@ def could_parse(message: str, vocab: Vocabulary) -> bool:
         else:
             return True
     return False
+
+
+_EXTEND_RE = re.compile(r"^%extend\s+message\s*:\s*(.*)$", re.DOTALL)
+
+
+def extension_heads(text: str) -> list[tuple[str, tuple[frozenset[str], ...]]]:
+    """(rule, leading words) of each line rule a grammar extension adds (`%extend message: r`),
+    one per alternative that starts with words: a message starting so is meant for the rule,
+    and if no rule parses it the user is told (F23) instead of losing it without a word."""
+    try:
+        definitions, directives = _definitions(text)
+    except ValueError:
+        return []  # the grammar does not build either: lark says where
+    bodies = {name: body for _, name, body in definitions}
+    literal_terminals = {
+        name: frozenset(_words(body))
+        for name, body in bodies.items()
+        if name.lstrip("_")[:1].isupper() and _ALTERNATIVES_RE.match(body)
+    }
+    vocab = Vocabulary(
+        rules=frozenset(),
+        bodies=bodies,
+        line_rules=(),
+        words_by_first={},
+        literal_terminals=literal_terminals,
+    )
+    heads: list[tuple[str, tuple[frozenset[str], ...]]] = []
+    for directive in directives:
+        added = _EXTEND_RE.match(directive)
+        for rule in (part.strip() for part in (added.group(1).split("|") if added else ())):
+            for alternative in _top_level_alternatives(bodies.get(rule, "")):
+                lead = _leading(alternative.strip(), vocab)
+                if lead:
+                    heads.append((rule, lead))
+    return heads
+
+
+def head_phrase(lead: tuple[frozenset[str], ...]) -> str:
+    """The leading words as a log prints them (one space apart), up to the first part that is
+    a choice or punctuation (whose spacing the grammar leaves open)."""
+    words: list[str] = []
+    for part in lead:
+        if len(part) != 1:
+            break
+        (word,) = part
+        if not (word[:1].isalnum() or word[:1] == "_"):
+            break
+        words.append(word)
+    return " ".join(words)
+
+
+def starts_with_words(message: str, lead: tuple[frozenset[str], ...]) -> bool:
+    """Whether `message` starts with one of each part's words in turn (white space between)."""
+    return bool(lead) and _starts_with(message, 0, lead)
