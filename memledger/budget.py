@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memledger.config_files import parse_nested, read_config_text
-from memledger.errors import ConfigError
+from memledger.errors import ConfigError, bounded
 from memledger.ledger_model import Summary, SummaryUnit
 from memledger.record import Field
 from memledger.spelling import suggest_one as _suggest
@@ -67,6 +67,8 @@ TOP_LEVEL_KEYS = frozenset({"version", "defaults", "budget"})
 
 ROW_ITEM_PREFIX = "row:"
 """`item = "row:my_formula"` names a ledger row id that is not in memledger's own vocabulary."""
+# Every report line about an item echoes it, and its `message`/`reason`/`logs` text: bounded.
+MAX_ITEM_CHARS, MAX_TEXT_CHARS = 128, 1000
 
 
 class Level(StrEnum):
@@ -458,6 +460,12 @@ class _BudgetBuilder:
         )
 
     def _item(self, item: str, line: int | None) -> str:
+        if len(item) > MAX_ITEM_CHARS:  # before any echo or typo search of it
+            raise self.error(
+                f"item {bounded(item, 60)!r} is {len(item):,} characters long: no summary key "
+                f"or row id is longer than {MAX_ITEM_CHARS}",
+                line,
+            )
         if item.startswith(ROW_ITEM_PREFIX):
             row_id = item[len(ROW_ITEM_PREFIX) :].strip()
             if not ROW_ID_PATTERN.match(row_id):
@@ -516,6 +524,10 @@ class _BudgetBuilder:
             return None
         if not isinstance(value, str):
             raise self.error(f"{key} must be a string", locate(key))
+        if len(value) > MAX_TEXT_CHARS:  # every report would echo it
+            raise self.error(
+                f"{key} is {len(value):,} characters long (at most {MAX_TEXT_CHARS:,})", locate(key)
+            )
         return value
 
     def _date(self, value: Any, line: int | None) -> date | None:

@@ -76,6 +76,21 @@ def exit_codes_help(*, check: bool = False) -> str:
     return "\n".join(lines)
 
 
+MESSAGE_CHARS = 1000
+"""The longest error or note line memledger prints: a hostile value (a 40 KB version string, a
+file name, a budget item) is shown by its start and end, never whole."""
+
+
+def bounded(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """`text`, or its start and end around `…[N characters not shown]…` when longer than
+    `limit` (the end often holds the hint: `... (see 'memledger diff --help')`)."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 40, 2)
+    head, tail = keep * 2 // 3, keep - keep * 2 // 3
+    return f"{text[:head]}…[{len(text) - head - tail:,} characters not shown]…{text[-tail:]}"
+
+
 class MemledgerError(Exception):
     """Root of every error memledger reports as one line; carries its exit code."""
 

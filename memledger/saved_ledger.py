@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from memledger.config_files import parse_nested
-from memledger.errors import ConfigError, InputError
+from memledger.errors import ConfigError, InputError, bounded
 from memledger.ledger_model import Ledger, group_totals, summary_from_rows
 from memledger.units import NumberOutOfRange, checked_number
 
@@ -93,10 +93,23 @@ def _strings(value: Any, where: str) -> Any:
         yield where, value
 
 
+MAX_STRING_CHARS = 16_384
+"""The longest string a saved ledger may hold. memledger writes none near it (log text is cut at
+4,096 characters, a path is at most PATH_MAX); a longer one is forged, and every renderer would
+echo it whole."""
+
+
 def check_strings(document: dict[str, Any], label: str) -> None:
-    """No control character (newline included), bidi override or lone surrogate anywhere:
-    memledger never writes one, and each could forge output lines or escape sequences."""
+    """No control character (newline included), bidi override or lone surrogate anywhere, and
+    no string longer than MAX_STRING_CHARS: memledger never writes one, and each could forge
+    output lines or escape sequences, or fill a terminal or a PR comment."""
     for where, text in _strings(document, ""):
+        if len(text) > MAX_STRING_CHARS:
+            raise InputError(
+                f"not a valid saved ledger: {bounded(where, 80) or '(a key)'} holds a string of "
+                f"{len(text):,} characters (memledger writes none over {MAX_STRING_CHARS:,})",
+                path=label,
+            )
         found = _CONTROL.search(text)
         if found:
             raise InputError(

@@ -15,7 +15,13 @@ import click
 from memledger import __version__
 from memledger.cli import Terminated
 from memledger.commands import COMMANDS
-from memledger.errors import EXIT_INTERRUPTED, EXIT_USAGE, MemledgerError, exit_codes_help
+from memledger.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    MemledgerError,
+    bounded,
+    exit_codes_help,
+)
 
 
 class LazyGroup(click.Group):
@@ -127,10 +133,11 @@ def usage_error_line(exc: click.ClickException) -> str:
 def _say(message: str) -> None:
     """One line on stderr, which CI keeps in its job log: a path or value in it that holds a
     newline (a file name can) must not start a line of its own, such as `::error::` (a GitHub
-    workflow command), nor emit a control character (imported here: errors only)."""
+    workflow command), nor emit a control character, nor run to 40 KB (a hostile value is
+    shown by its start and end; imported here: errors only)."""
     from memledger.render.escape import one_line
 
     try:
-        click.echo(one_line(message), err=True)
+        click.echo(bounded(one_line(message)), err=True)
     except (OSError, ValueError, AttributeError):
         pass  # stderr closed too

@@ -133,7 +133,13 @@ def parse_setting(name: str, text: str | int | float | None) -> int | float | st
             return number
     except ValueError:
         raise ConfigError(f"{name} needs a number, got {text!r}") from None
+    if len(str(text)) > MAX_SETTING_CHARS:  # a dtype name: every table and note echoes it
+        raise ConfigError(f"{name}: at most {MAX_SETTING_CHARS} characters, got {len(str(text)):,}")
     return str(text)
+
+
+MAX_SETTING_CHARS = 64
+"""The longest text value of a `--set` (kv_cache_dtype names are a dozen characters)."""
 
 
 def _row(
