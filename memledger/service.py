@@ -49,6 +49,9 @@ PathLike: TypeAlias = str | os.PathLike[str]
 
 STDIN = "-"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+MAX_LABEL_CHARS = 64
+"""A diff's --base-label / --head-label names a side in every table (the default, a file stem,
+is at most 24 characters): a longer one is refused rather than echoed whole."""
 """GitHub Actions' job summary file; `check --format github` appends its markdown report there."""
 
 
@@ -467,6 +470,11 @@ def run_diff(options: DiffOptions) -> Output:
     """`memledger diff`: both sides diffed and rendered (one log with `against_release`)."""
     from memledger.render.diff_formats import FORMATS, diff_view
 
+    for option, side in (("--base-label", options.base), ("--head-label", options.head)):
+        if side.label is not None and len(side.label) > MAX_LABEL_CHARS:
+            raise ConfigError(
+                f"{option}: at most {MAX_LABEL_CHARS} characters, got {len(side.label):,}"
+            )
     if options.against_release is not None or options.head.source is None:
         from memledger.service_release import one_log_options, run_against_release
 

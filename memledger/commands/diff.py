@@ -18,14 +18,9 @@ from memledger.commands.options import (
     rank_option,
     startup_option,
 )
-from memledger.errors import ConfigError
 from memledger.render.diff_formats import FORMATS, SORT_KEYS
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS
 from memledger.service import DiffOptions, DiffSide, LoadOptions, emit, run_diff, terminal_for
-
-MAX_LABEL_CHARS = 64
-"""A --base-label / --head-label is a name for table headers (the default, a file stem, is at
-most 24 characters)."""
 
 HELP = """Compare two deployments: BASE and HEAD are SGLang logs or ledgers saved with
 `memledger ledger LOG --format json -o FILE` (one of each works too; `-` reads stdin).
@@ -147,9 +142,6 @@ def diff_command(
     output: Path | None,
 ) -> int:
     """Click entry point: build the options, render, write."""
-    for option, label in (("--base-label", base_label), ("--head-label", head_label)):
-        if label is not None and len(label) > MAX_LABEL_CHARS:  # each table echoes it
-            raise ConfigError(f"{option}: at most {MAX_LABEL_CHARS} characters, got {len(label):,}")
     return emit(
         run_diff(
             DiffOptions(
