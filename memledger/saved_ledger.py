@@ -16,7 +16,7 @@ from typing import Any
 from memledger.config_files import parse_nested
 from memledger.errors import ConfigError, InputError, bounded
 from memledger.ledger_model import Ledger, group_totals, summary_from_rows
-from memledger.units import NumberOutOfRange, checked_number
+from memledger.units import MAX_DEVICE_BYTES, NumberOutOfRange, checked_number
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 
@@ -139,6 +139,18 @@ def check_consistent(ledger: Ledger, label: str) -> None:
             raise refuse("summary.usable differs from usable_bytes")
     if ledger.usable_bytes is not None and ledger.usable_bytes < 0:
         raise refuse("usable memory is negative")
+    if ledger.usable_bytes is not None:  # the engine's plausibility rules (engine/plausible)
+        if ledger.usable_bytes > MAX_DEVICE_BYTES:
+            raise refuse(
+                f"usable memory is more than any device has ({MAX_DEVICE_BYTES >> 40} TiB)"
+            )
+        slack = ledger.usable_bytes + ledger.tolerance_bytes
+        for point in ledger.checkpoints:
+            if point.avail_bytes > slack + point.error_bytes:
+                raise refuse(
+                    f"checkpoint {bounded(point.id, 60)} (line {point.line}) reads more than "
+                    "the usable memory, which no GPU gives"
+                )
     if [g.model_dump() for g in ledger.groups] != [
         g.model_dump() for g in group_totals(ledger.rows)
     ]:

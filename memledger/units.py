@@ -86,6 +86,9 @@ MAX_MAGNITUDE = 1 << 64
 SGLang prints sys.maxsize for "unlimited" (`max_queued_requests=9223372036854775807`)."""
 MAX_BYTES = 1 << 62
 """Largest size in bytes (4 EiB)."""
+MAX_DEVICE_BYTES = 16 << 40
+"""16 TiB: more memory than any accelerator, or unified host, gives one device (a usable memory
+above it is no reading: engine/plausible.py, saved_ledger.check_consistent)."""
 MIN_FRACTION = 1e-30
 """Smallest non-zero magnitude of a fractional number (page_size=1e-300 is garbage)."""
 _MAX_DIGITS = 40

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memledger.engine.plausible import MAX_DEVICE_BYTES
-from memledger.errors import EXIT_OK, EXIT_USAGE
+from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from memledger.units import MAX_DEVICE_BYTES
 from tests.security_helpers import run, write_log
 
 OOM_LINE = (
@@ -107,3 +107,24 @@ def test_whatif_refuses_a_gpu_smaller_than_the_free_memory_the_log_measured(
     assert "gpu_memory_mib=1,000 is less than the free memory" in err and f"{log}:4" in err
     code, out, _ = run(capsys, "whatif", log, "--set", "gpu_memory_mib=24576")
     assert code == EXIT_OK and "What if gpu_memory_mib=24576" in out
+
+
+def test_a_saved_ledger_with_an_impossible_reading_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the same rule on a forged saved ledger, whose balance the loader recomputes: a checkpoint
+    # above the usable memory (or usable above any device) is refused, not shown as "balances"
+    document = _ledger(capsys, write_log(tmp_path))
+    usable = document["usable_bytes"]
+    assert isinstance(usable, int)
+    checkpoints = document["checkpoints"]
+    assert isinstance(checkpoints, list) and checkpoints[2]["id"] == "load_end"
+    checkpoints[2]["avail_bytes"] = 3 * usable
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(document), encoding="utf-8")
+    code, out, err = run(capsys, "ledger", forged)
+    assert code == EXIT_INPUT and out == "" and err.count("\n") == 1
+    assert "checkpoint load_end (line 5) reads more than the usable memory" in err
+    checkpoints[2]["avail_bytes"] = usable  # at most the usable memory: read
+    forged.write_text(json.dumps(document), encoding="utf-8")
+    assert run(capsys, "ledger", forged)[0] == EXIT_OK

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 from memledger.engine.chain import Chain, Point
 from memledger.events import Event, EventKind
-from memledger.units import GIB, format_gib
-
-MAX_DEVICE_BYTES = 16 << 40
-"""16 TiB: more memory than any accelerator, or unified host, gives one device."""
+from memledger.units import GIB, MAX_DEVICE_BYTES, format_gib
 
 _CAPACITY_SIZES = {EventKind.OOM_MESSAGE: "capacity", EventKind.GPU_CAPACITY_FALLBACK: "using_min"}
 _USAGE_KINDS = (EventKind.LOAD_END, EventKind.CAPTURE_END)
