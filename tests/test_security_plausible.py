@@ -128,3 +128,21 @@ def test_a_saved_ledger_with_an_impossible_reading_is_refused(
     checkpoints[2]["avail_bytes"] = usable  # at most the usable memory: read
     forged.write_text(json.dumps(document), encoding="utf-8")
     assert run(capsys, "ledger", forged)[0] == EXIT_OK
+
+
+def test_diff_refuses_a_gpu_smaller_than_the_free_memory_a_side_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = write_log(tmp_path)
+    argvs: list[list[str | Path]] = [
+        ["diff", log, "--against-release", "0.5.2", "--gpu-memory-mib", "1000"],
+        ["diff", log, log, "--gpu-memory-mib", "1000"],
+    ]
+    for argv in argvs:
+        code, out, err = run(capsys, *argv)
+        assert code == EXIT_USAGE and out == "" and err.count("\n") == 1
+        assert "gpu_memory_mib=1,000 is less than the free memory" in err and f"{log}:4" in err
+    code, out, _ = run(
+        capsys, "diff", log, "--against-release", "0.5.2", "--gpu-memory-mib", "24576"
+    )
+    assert code == EXIT_OK and "at 0.5.2 SGLang would size" in out

@@ -132,7 +132,7 @@ def test_a_set_fraction_is_kept() -> None:
     """On a GPU whose default is not the printed value, the value was given: kept, and the
     other release's pool differs only by its rules."""
     inputs = _inputs(QWEN25)
-    answer = against_release(inputs, "0.5.8", gpu_memory_mib=40960)
+    answer = against_release(inputs, "0.5.8", gpu_memory_mib=81559)
     fraction = _row(answer, "mem_fraction_static")
     assert fraction["status"] == "set"
     assert fraction["used"] == "0.836"

@@ -46,6 +46,7 @@ from memledger.sglang.sizing_rules import version_code
 from memledger.sizing import Settings, SizingInputs, base_settings, predict
 from memledger.sizing.inputs import KNOBS, Reading
 from memledger.sizing.result import TOLERANCE
+from memledger.sizing.whatif import refuse_impossible_gpu
 from memledger.units import GIB
 
 SAME_CELL_BYTES = 0.5
@@ -350,6 +351,8 @@ def explain_upgrade(
     base_inputs, head_inputs = context.base_inputs, context.head_inputs
     base_release, head_release = context.base_release, context.head_release
     gpu_memory_mib = context.gpu_memory_mib
+    for inputs in (base_inputs, head_inputs):
+        refuse_impossible_gpu(inputs, gpu_memory_mib)
     releases = (side_release(base_inputs, base_release), side_release(head_inputs, head_release))
     differ = releases_differ(*releases)
     if base_release and head_release:

@@ -44,6 +44,7 @@ from memledger.sglang.release_markers import VersionRange, given_release, releas
 from memledger.sglang.sizing_rules import version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
+from memledger.sizing.whatif import refuse_impossible_gpu
 
 NON_CUDA_BACKENDS = frozenset({"aiter", "wave", "ascend", "torch_native", "intel_amx", "intel_xpu"})
 """Backends SGLang picks off CUDA (memledger.sglang.backend_defaults tables CUDA's picks)."""
@@ -228,6 +229,7 @@ def against_release(
         given=bool(log_release),
     )
     if gpu_memory_mib is not None:
+        refuse_impossible_gpu(inputs, gpu_memory_mib)
         gpus, gpu_source = [gpu_memory_mib], "given"
     else:
         found = infer_gpu(inputs, log_range)

@@ -292,11 +292,11 @@ def _capped(rows: list[WhatIfRow], new: Settings, pn: Prediction) -> list[WhatIf
     return fixed
 
 
-def _refuse_impossible_gpu(inputs: SizingInputs, gpu_mib: object) -> None:
+def refuse_impossible_gpu(inputs: SizingInputs | None, gpu_mib: object) -> None:
     """A given GPU smaller than the free memory the log measured on it cannot be the log's GPU:
-    sizing on it would be a true sum of a false figure."""
-    free = inputs.load_begin
-    if not isinstance(gpu_mib, int) or free is None:
+    sizing on it would be a true sum of a false figure (whatif --set, diff --gpu-memory-mib)."""
+    free = None if inputs is None else inputs.load_begin
+    if inputs is None or free is None or not isinstance(gpu_mib, int):
         return
     if free.bytes - free.half_ulp > gpu_mib * MIB:
         where = f"{inputs.path}:{free.line}" if free.line is not None else inputs.path
@@ -309,7 +309,7 @@ def _refuse_impossible_gpu(inputs: SizingInputs, gpu_mib: object) -> None:
 def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]) -> WhatIf:
     """The pools under `changes` (setting -> value), beside the measured log."""
     typed = {name: parse_setting(name, value) for name, value in changes.items()}
-    _refuse_impossible_gpu(inputs, typed.get("gpu_memory_mib"))
+    refuse_impossible_gpu(inputs, typed.get("gpu_memory_mib"))
     base = base_settings(inputs)
     new = base.model_copy(update=typed)
     pb = predict(inputs, base)
