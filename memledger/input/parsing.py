@@ -244,8 +244,7 @@ SKIPPED_BARE = "skipped: no SGLang prefix (the input's other lines have one)"
 def _why_not_parsed(message: str, grammar: LineGrammar) -> str:
     if len(message) > MAX_PARSE_CHARS:
         return f"too long to parse ({len(message)} characters)"
-    rule = grammar.meant_for(message)
-    if rule is not None:
+    if (rule := grammar.meant_for(message)) is not None:
         return f"starts as --grammar rule {rule}, which does not parse it"
     if KNOWN_HEAD_RE.match(message):
         return "malformed: a known line shape that does not parse"
