@@ -210,24 +210,8 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     if a is None and printed_rest is None:
         return Prediction(missing="the log has no load-end avail reading (A)", notes=notes)
     if p is not None and a is not None:
-        terms.append(
-            Term(
-                name="P (free before weights)",
-                value=p.bytes,
-                unit="bytes",
-                kind="measured",
-                source=f"line {p.line}, {p.note}",
-            )
-        )
-        terms.append(
-            Term(
-                name="A (free when sized)",
-                value=a.bytes,
-                unit="bytes",
-                kind="measured",
-                source=f"line {a.line}, {a.note}",
-            )
-        )
+        terms.append(_reading_term("P (free before weights)", p))
+        terms.append(_reading_term("A (free when sized)", a))
     if mfs is None and printed_rest is None:
         why = (
             "mem_fraction_static is not in the log (no server_args) and SGLang's default for it "
@@ -344,17 +328,20 @@ class Budget(Record):
     """P x (1 - mfs); None when the rest is the log's own print."""
 
 
+def _reading_term(name: str, reading: Reading, why: str = "") -> Term:
+    """A printed byte figure as a measured term, sourced at its line."""
+    return Term(
+        name=name,
+        value=reading.bytes,
+        unit="bytes",
+        kind="measured",
+        source=f"line {reading.line}, {reading.note}{why}",
+    )
+
+
 def _printed_budget(rest: Reading, terms: list[Term], notes: list[str]) -> Budget:
     """The rest as a fork prints it (`The available memory for KV cache is X GB`, Ascend)."""
-    terms.append(
-        Term(
-            name="rest (printed)",
-            value=rest.bytes,
-            unit="bytes",
-            kind="measured",
-            source=f"line {rest.line}, {rest.note} (stands in for A - P x (1 - mfs))",
-        )
-    )
+    terms.append(_reading_term("rest (printed)", rest, " (stands in for A - P x (1 - mfs))"))
     notes.append(
         "P, A or mem_fraction_static is not in the log: the tokens are divided from the rest "
         "the log prints (its Ascend builds print SGLang's A - P x (1 - mfs))"
