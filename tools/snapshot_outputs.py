@@ -47,7 +47,8 @@ TWO_LOGS = [
     ("diff", ["--format", "json"]),
     ("diff", ["--format", "csv"]),
 ]
-CHECK_FORMATS = ["text", "json", "junit", "github", "markdown"]
+LOG_SUFFIXES = {".log", ".txt", ".gz"}
+CHECKS = ["text", "json", "junit", "github", "markdown"]
 
 
 def corpus_logs() -> list[str]:
@@ -56,7 +57,7 @@ def corpus_logs() -> list[str]:
     for folder in (base, base.parent / "real-logs-vllm"):
         if folder.is_dir():
             logs += sorted(
-                str(p) for p in folder.rglob("*") if p.is_file() and p.suffix in {".log", ".txt", ".gz"}
+                str(p) for p in folder.rglob("*") if p.is_file() and p.suffix in LOG_SUFFIXES
             )
     return logs
 
@@ -66,11 +67,11 @@ def jobs() -> list[tuple[str, list[str]]]:
     for log in SAMPLES + corpus_logs():
         for command, options in ONE_LOG:
             out.append((command, [command, log, *options]))
-        out.append(("ledger", ["ledger", log, "--model-config", CONFIG] if "samples/" in log else ["ledger", log, "--explain", "kv_cache"]))
+        extra = ["--model-config", CONFIG] if "samples/" in log else ["--explain", "kv_cache"]
+        out.append(("ledger", ["ledger", log, *extra]))
     for command, options in TWO_LOGS:
         out.append((command, [command, *SAMPLES, "--model-config", CONFIG, *options]))
-    for fmt in CHECK_FORMATS:
-        out.append(("check", ["check", *SAMPLES, "--budget", BUDGET, "--format", fmt]))
+    out += [("check", ["check", *SAMPLES, "--budget", BUDGET, "--format", f]) for f in CHECKS]
     return out
 
 
@@ -78,10 +79,16 @@ def run(args: list[str], folder: Path) -> None:
     env = dict(os.environ, COLUMNS="100", NO_COLOR="1", TERM="dumb")
     done = subprocess.run(
         [sys.executable, "-m", "memledger", *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
     )
     name = "_".join(a.replace("/", "~") for a in args)[:200]
-    (folder / name).write_text(f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}")
+    text = f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}"
+    (folder / name).write_text(text)
 
 
 def main() -> int:
