@@ -10,7 +10,7 @@ import io
 import pytest
 
 from memledger.events import EventKind, ParsedLog
-from memledger.input.parsing import parse_log
+from memledger.input.parsing import MAX_PARSE_CHARS, parse_log
 from memledger.input.pasted import tidy_pasted
 
 KV = "KV Cache is allocated. #tokens: 161488, K size: 5.27 GB, V size: 5.27 GB"
@@ -42,7 +42,7 @@ def test_a_line_inside_markdown_is_read(line: str) -> None:
 
 def test_the_code_span_holding_an_sglang_line_is_the_one_read() -> None:
     line = "with `--mem-fraction-static 0.9` the log says `Memory pool end. avail mem=3.00 GB`"
-    assert tidy_pasted(line) == "Memory pool end. avail mem=3.00 GB"
+    assert tidy_pasted(line, MAX_PARSE_CHARS) == "Memory pool end. avail mem=3.00 GB"
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_the_code_span_holding_an_sglang_line_is_the_one_read() -> None:
     ],
 )
 def test_the_name_of_the_grepped_log_is_no_part_of_the_line(line: str) -> None:
-    assert tidy_pasted(line) == "Load weight begin. avail mem=24.76 GB"
+    assert tidy_pasted(line, MAX_PARSE_CHARS) == "Load weight begin. avail mem=24.76 GB"
 
 
 @pytest.mark.parametrize(
@@ -67,4 +67,4 @@ def test_the_name_of_the_grepped_log_is_no_part_of_the_line(line: str) -> None:
     ],
 )
 def test_text_without_markdown_is_left_alone(text: str) -> None:
-    assert tidy_pasted(text) == text
+    assert tidy_pasted(text, MAX_PARSE_CHARS) == text

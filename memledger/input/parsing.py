@@ -223,7 +223,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
         if parsed is not None or outcome is not None or readings or gpu:
             out.pasted_lines += 1
         if parsed is not None:
-            _store(logical, tidy_pasted(text), parsed, out, pasted=True)
+            _store(logical, tidy_pasted(text, MAX_PARSE_CHARS), parsed, out, pasted=True)
         return
     message = _progress_message(text) if text.startswith("Capturing") else text
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
@@ -253,7 +253,7 @@ def _why_not_parsed(message: str, grammar: LineGrammar) -> str:
 
 def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> LineParse | None:
     """A bare line of an input without prefixes, read as the message it holds (input/pasted)."""
-    message = tidy_pasted(logical.text)
+    message = tidy_pasted(logical.text, MAX_PARSE_CHARS)  # bounded before any pattern runs
     parsed = grammar.parse(message) if 0 < len(message) <= MAX_PARSE_CHARS else None
     if parsed is None and (looks_like_memory(logical.text) or grammar.meant_for(message)):
         _unrecognised(out, logical, _why_not_parsed(message, grammar), out.pasted_unrecognised)
