@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from memledger.input import server_args
 from memledger.input.server_args import _literal, parse_server_args
-
-REAL_LOGS = Path(__file__).resolve().parent.parent.parent / "shared" / "real-logs"
+from tests.conftest import real_log_paths
 
 
 def _by_literal_eval(text: str) -> object:
@@ -90,7 +88,7 @@ def _real_values() -> list[str]:
         def _store(self, name: str, text: str, problems: list[str]) -> None:
             values.append(text)
 
-    for log in sorted(REAL_LOGS.glob("*/*.log")):
+    for log in real_log_paths():  # the corpus's logs; the test skips when it is absent
         for line in log.read_text(errors="replace").splitlines():
             if "server_args=" in line:
                 Collect().read(line[line.index("server_args=") :], [])
