@@ -1,16 +1,19 @@
 """Benchmark: memory-looking lines per second, against grep -cE and a naive Python line loop.
 
 A server that logs its memory every second for days writes a log of a startup followed by up to
-millions of memory lines. Two shapes, each after a small TP2 startup:
+millions of memory lines. Three shapes, each after a small TP2 startup:
 * `known`: a line of a kind memledger recognises (`Memory pool end. avail mem=...`), far past the
   kind's 2,000-event cap;
 * `unknown`: a memory-looking line of no known kind (`KV cache pool: used 25.51%, avail mem=...`),
-  counted in the coverage report.
+  counted in the coverage report;
+* `mixed`: a capture-progress line (`Capturing batches (bs=.. avail_mem=..)`) and a KV line
+  (`KV Cache is allocated. #tokens: ..`) in turn, every number varying, all rank 0.
 Each runs on one core (taskset -c 0, yardsticks too). lines/s is the line count over memledger's
 wall time less its time on the startup alone. Target (issue 14): >= 50,000 memory lines/s.
 
     python benchmarks/bench_memlines.py                  # 100,000 lines of each shape
     python benchmarks/bench_memlines.py --lines 1000000  # 11.6 days of one line a second
+    python benchmarks/bench_memlines.py --shape mixed --lines 40000
 """
 
 from __future__ import annotations
@@ -38,7 +41,15 @@ TARGET_LINES_PER_SECOND = 50_000
 SHAPES = {
     "known": "[{stamp} TP0] Memory pool end. avail mem={gib:.2f} GB\n",
     "unknown": "[{stamp} TP0] KV cache pool: used {pct:.2f}%, avail mem={gib:.2f} GB\n",
+    # a capture-progress line, then a KV line, and again (every number varies, all rank 0)
+    "mixed": (
+        "[{stamp} TP0] Capturing batches (bs={bs} avail_mem={gib:.2f} GB): {step}%|###| "
+        "{step}/100 [00:{sec:02d}<00:00,  2.41it/s]\n"
+        "[{stamp} TP0] KV Cache is allocated. #tokens: {tokens}, K size: {kv:.2f} GB, "
+        "V size: {kv:.2f} GB\n"
+    ),
 }
+LINES_PER_STEP = {"known": 1, "unknown": 1, "mixed": 2}
 
 
 def build(path: Path, shape: str, n_lines: int) -> Path:
@@ -49,13 +60,22 @@ def build(path: Path, shape: str, n_lines: int) -> Path:
     template = SHAPES[shape]
     with path.open("w", encoding="utf-8") as out:
         out.write(STARTUP)
-        for i in range(n_lines):
+        for i in range(n_lines // LINES_PER_STEP[shape]):
             days, rest = divmod(i, 86400)
             hours, rest = divmod(rest, 3600)
             minutes, seconds = divmod(rest, 60)
             stamp = f"2026-11-{6 + days:02d} {hours:02d}:{minutes:02d}:{seconds:02d}"
             out.write(
-                template.format(stamp=stamp, pct=(i * 7) % 10000 / 100, gib=30 + i % 997 / 100)
+                template.format(
+                    stamp=stamp,
+                    pct=(i * 7) % 10000 / 100,
+                    gib=30 + i % 997 / 100,
+                    bs=1 + i % 512,
+                    step=i % 100,
+                    sec=i % 60,
+                    tokens=300_000 + (i * 13) % 9973,
+                    kv=18 + i % 89 / 100,
+                )
             )
     marker.write_text(f"{shape} {n_lines}")
     return path
