@@ -48,7 +48,8 @@ def test_workflow_installs_memledger_from_the_repository_url() -> None:
     text = (PROJECT_ROOT / "examples" / "github-actions" / "memledger.yml").read_text()
     specs = re.findall(r"MEMLEDGER_SPEC:\s*(\S+)", text)
     assert specs and all(spec.startswith(f"git+{REPOSITORY}@") for spec in specs)
-    assert "setup-python" not in text  # it would put a Python without SGLang first on PATH
+    # setup-python would put a Python without SGLang first on PATH, unless told not to
+    assert text.count("setup-python@") == 1 and "update-environment: false" in text
 
 
 def test_readme_links_work_on_pypi() -> None:

@@ -142,12 +142,14 @@ def github_chunks(results: CheckResults) -> Iterator[str]:
         )
         yield line + "\n"
     # Fail-open cases are warnings in the job, not only a note at the end of the text: a
-    # baseline that did not download, a budget entry that applies to no given log.
+    # baseline that did not download, a budget entry that applies to no given log. No --baseline
+    # at all (a push to main: nothing to compare with) is a notice: the run asked for none.
     skipped = bool(results.counts[CheckStatus.SKIPPED.value])
     if results.baseline.source is None and skipped:
         note = results.baseline.note or "no baseline: relative limits not compared"
         title = "memledger: relative limits not compared"
-        yield annotation("warning", note, file=budget, line=None, title=title) + "\n"
+        command = "notice" if results.baseline.path is None else "warning"
+        yield annotation(command, note, file=budget, line=None, title=title) + "\n"
     if not results.n_checks:
         message = "no budget entry applies to the given logs: nothing was checked"
         title = "memledger: nothing checked"

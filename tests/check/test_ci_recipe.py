@@ -94,9 +94,15 @@ def test_fork_prs_never_reach_the_self_hosted_runner() -> None:
 
 def test_memledger_has_its_own_environment_and_sglang_keeps_the_runners_python() -> None:
     text = WORKFLOW.read_text()
-    assert "setup-python" not in text and "gh " not in text
-    install = _step("install")["run"]
-    assert 'python3 -m venv "$RUNNER_TEMP/memledger-venv"' in install
+    assert "gh " not in text
+    # a Python 3.11 for memledger that changes nothing on PATH (the runner's python3 may be 3.10)
+    python = _step("python")
+    assert python["uses"].startswith("actions/setup-python@")
+    assert python["with"] == {"python-version": "3.11", "update-environment": False}
+    install = _step("install")
+    assert install["env"] == {"MEMLEDGER_PYTHON": "${{ steps.python.outputs.python-path }}"}
+    assert '"$MEMLEDGER_PYTHON" -m venv "$RUNNER_TEMP/memledger-venv"' in install["run"]
+    install = install["run"]
     # only a directory holding the memledger command goes on PATH, never the venv's bin
     assert 'echo "$RUNNER_TEMP/memledger-bin" >> "$GITHUB_PATH"' in install
     assert 'memledger-venv/bin" >> ' not in install
@@ -105,6 +111,51 @@ def test_memledger_has_its_own_environment_and_sglang_keeps_the_runners_python()
 
 
 # --- running the steps -----------------------------------------------------------------------
+
+FAKE_PYTHON = """\
+#!/usr/bin/env bash
+# stands in for a Python: `PY -m venv DIR` makes DIR/bin/pip, which records its arguments and
+# installs a `memledger` that says which Python made it
+[ "$1 $2" = "-m venv" ] || exit 9
+mkdir -p "$3/bin"
+printf '#!/usr/bin/env bash\\nprintf "%%s\\\\n" "$@" > "%s/pip-args"\\n' "$3" > "$3/bin/pip"
+printf '#!/usr/bin/env bash\\necho "memledger of %s"\\n' "$0" > "$3/bin/memledger"
+chmod +x "$3/bin/pip" "$3/bin/memledger"
+"""
+
+
+def test_install_step_uses_its_own_python_not_the_runners_python3(tmp_path: Path) -> None:
+    # the runner's python3 is Ubuntu 22.04's 3.10, on which pip refuses memledger: the step must
+    # never call it, and must put nothing but memledger on PATH
+    runner_bin = tmp_path / "runner-bin"
+    runner_bin.mkdir()
+    old = runner_bin / "python3"
+    old.write_text(
+        "#!/usr/bin/env bash\necho 'Python 3.10.12: requires-python >=3.11' >&2\nexit 1\n"
+    )
+    old.chmod(0o755)
+    tool = tmp_path / "hostedtoolcache" / "python3.11"
+    tool.parent.mkdir()
+    tool.write_text(FAKE_PYTHON)
+    tool.chmod(0o755)
+    runner = Runner(tmp_path)
+    shutil.rmtree(runner.temp / "memledger-bin")  # the step makes it
+    install = runner.run(
+        "install", MEMLEDGER_PYTHON=str(tool), PATH=f"{runner_bin}{os.pathsep}/usr/bin:/bin"
+    )
+    assert install.returncode == 0, install.stderr
+    venv = runner.temp / "memledger-venv"
+    assert (venv / "pip-args").read_text().split() == [
+        "install",
+        "-q",
+        _workflow()["env"]["MEMLEDGER_SPEC"],
+    ]
+    assert (tmp_path / "github-path").read_text() == f"{runner.temp / 'memledger-bin'}\n"
+    assert [p.name for p in (runner.temp / "memledger-bin").iterdir()] == ["memledger"]
+    made_by = subprocess.run(
+        [runner.temp / "memledger-bin" / "memledger"], capture_output=True, text=True
+    ).stdout
+    assert made_by.strip() == f"memledger of {tool}"
 
 
 class Runner:
@@ -131,6 +182,7 @@ class Runner:
             "GITHUB_OUTPUT": str(self.output),
             "GITHUB_STEP_SUMMARY": str(self.summary),
             "GITHUB_PATH": str(tmp_path / "github-path"),
+            "GITHUB_EVENT_NAME": "pull_request",
             **overrides,
         }
 
@@ -214,6 +266,39 @@ def test_pr_without_a_base_ledger_says_so_and_still_checks(tmp_path: Path) -> No
     comment = (runner.workspace / "memledger-comment.md").read_text()
     assert comment.startswith("<!-- memledger -->\n<!-- memledger-check -->\n")
     assert "No ledger of the base commit" in comment
+
+
+def test_push_checks_the_absolute_budgets_without_a_baseline_warning(tmp_path: Path) -> None:
+    # a push to main has no base ledger: no --baseline, so no "baseline not found" warning
+    runner = _pr_workspace(
+        tmp_path,
+        PROJECT_ROOT / "examples" / "memledger.toml",
+        baseline=False,
+        GITHUB_EVENT_NAME="push",
+    )
+    assert runner.run("ledger").returncode == 0
+    check = runner.run("check")
+    assert check.returncode == 0, check.stderr
+    assert "not found" not in check.stdout
+    relative = [line for line in check.stdout.splitlines() if "relative limits" in line]
+    assert relative and relative[0].startswith("::notice ")  # said, not warned
+    assert runner.outputs()["exit_code"] == "1"  # a verdict on the absolute budgets (DP2 breaches)
+
+
+def test_a_check_that_cannot_run_still_leaves_a_comment_saying_why(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text('version = 1\n[[budget]]\nitem = "cuda_grpah"\nmax = "8 GiB"\n')
+    runner = _pr_workspace(tmp_path, broken, baseline=True)
+    assert runner.run("ledger").returncode == 0
+    assert runner.run("check").returncode == 0
+    assert runner.outputs()["exit_code"] == "2"  # a budget file error; the last step fails on it
+    compose = runner.run("compose")
+    assert compose.returncode == 0, compose.stderr
+    comment = (runner.workspace / "memledger-comment.md").read_text()
+    lines = comment.splitlines()
+    assert lines[:2] == ["<!-- memledger -->", "### ❌ memledger check could not run"]
+    assert "did you mean 'cuda_graph'" in comment and "memledger.toml:3" in comment
+    assert "<!-- memledger-diff -->" in comment  # the diff is still there
 
 
 def _big_budget(tmp_path: Path, entries: int) -> Path:
