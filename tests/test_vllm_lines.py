@@ -1,0 +1,385 @@
+"""vLLM's line table on synthetic lines in each wording's shape: what each reads, behind every
+prefix vLLM (or a paste) puts before it, and which engine a text is."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memledger.errors import InputError
+from memledger.input.engine_detect import SGLANG, VLLM, detect_engine
+from memledger.input.vllm_facts import startup_facts
+from memledger.input.vllm_reader import rank_tag, read_vllm
+from memledger.service import DiagnoseOptions, diagnosis_of, load_any, load_ledger
+from memledger.service_vllm import VllmRun
+from memledger.vllm.errors import ERRORS
+from memledger.vllm.lines import LINES
+
+# (line, kind, facts it must give): one or more per wording of lines.LINES / errors.ERRORS
+EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
+    (
+        "INFO 08-19 07:51:03 model_runner.py:732] Loading model weights took 2.3463 GB",
+        "weights",
+        {"weights_gib": 2.3463},
+    ),
+    (
+        "(EngineCore_DP0 pid=7) INFO 09-23 18:12:21 [gpu_model_runner.py:2392] Model loading took "
+        "14.0786 GiB and 10.247948 seconds",
+        "weights",
+        {"weights_gib": 14.0786},
+    ),
+    (
+        "INFO 01-27 00:31:59 [gpu_model_runner.py:3905] Model loading took 64.38 GiB memory and "
+        "14.380607 seconds",
+        "weights",
+        {"weights_gib": 64.38},
+    ),
+    (
+        "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB "
+        "peak_torch_memory=17.98GiB memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB "
+        "kv_cache_size=2.89GiB gpu_memory_utilization=0.90",
+        "profile",
+        {
+            "total_gpu_gib": 23.58,
+            "peak_torch_memory_gib": 17.98,
+            "kv_cache_gib": 2.89,
+            "gpu_memory_utilization": 0.9,
+        },
+    ),
+    (
+        "INFO 12-20 20:25:46 worker.py:241] the current vLLM instance can use total_gpu_memory "
+        "(15.77GiB) x gpu_memory_utilization (0.90) = 14.20GiB",
+        "usable",
+        {"total_gpu_gib": 15.77, "gpu_memory_utilization": 0.9, "usable_gib": 14.2},
+    ),
+    (
+        "(VllmWorkerProcess pid=9) INFO 04-12 08:21:19 [worker.py:267] model weights "
+        "take 21.21GiB; "
+        "non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of "
+        "the memory reserved for KV Cache is 1.57GiB.",
+        "breakdown",
+        {
+            "weights_gib": 21.21,
+            "non_torch_gib": 0.2,
+            "activation_peak_gib": 0.37,
+            "kv_cache_gib": 1.57,
+        },
+    ),
+    (
+        "INFO 02-11 10:17:54 [executor_base.py:113] # cuda blocks: 36184, # CPU blocks: 2340",
+        "blocks",
+        {"gpu_blocks": 36184, "cpu_blocks": 2340},
+    ),
+    (
+        "INFO 01-30 03:19:14 kv_cache_utils.py:395] # GPU blocks: 1381",
+        "blocks",
+        {"gpu_blocks": 1381},
+    ),
+    (
+        "(EngineCore pid=1) INFO 07-06 22:52:09 [gpu_worker.py:508] Available KV cache memory: "
+        "-2.14 GiB",
+        "kv_available",
+        {"kv_cache_gib": -2.14},
+    ),
+    (
+        "INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 GiB, reserved 4.25 GiB "
+        "memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory "
+        "profiling.",
+        "kv_reserved",
+        {"initial_free_gib": 31.16, "kv_cache_gib": 4.25},
+    ),
+    (
+        "INFO 10-03 16:22:17 [kv_cache_utils.py:864] GPU KV cache size: 42,656 tokens",
+        "kv_tokens",
+        {"kv_tokens": 42656},
+    ),
+    (
+        "INFO 10-03 16:22:17 [kv_cache_utils.py:868] Maximum concurrency for 32,768 tokens per "
+        "request: 1.30x",
+        "concurrency",
+        {"max_model_len": 32768, "max_concurrency": 1.3},
+    ),
+    (
+        "INFO 09-01 10:00:00 [kv_cache_utils.py:2033] GPU KV cache size: 150,745 tokens, Maximum "
+        "concurrency for 124,000 tokens per request: 1.22x",
+        "concurrency",
+        {"kv_tokens": 150745, "max_model_len": 124000, "max_concurrency": 1.22},
+    ),
+    (
+        "(APIServer pid=4) INFO 10-06 15:58:17 [loggers.py:147] Engine 000: vllm cache_config_info "
+        "with initialization after num_gpu_blocks is: 6297",
+        "num_gpu_blocks",
+        {"num_gpu_blocks": 6297},
+    ),
+    (
+        "INFO 09-23 18:12:22 [gpu_model_runner.py:3000] Encoder cache will be initialized with a "
+        "budget of 16384 tokens, and profiled with 5 image items",
+        "encoder_budget",
+        {"encoder_cache_budget": 16384},
+    ),
+    (
+        "INFO 04-03 14:16:19 model_runner.py:1311] Capturing the model for CUDA graphs. This may "
+        "lead to unexpected consequences",
+        "graph_begin",
+        {},
+    ),
+    (
+        "INFO 04-03 14:16:33 model_runner.py:1430] Graph capturing finished in 14 secs.",
+        "graph_done",
+        {"graph_secs": 14.0},
+    ),
+    (
+        "INFO 09-23 18:12:39 [gpu_model_runner.py:3118] Graph capturing finished in 5 secs, took "
+        "0.67 GiB",
+        "graph_done",
+        {"graph_gib": 0.67},
+    ),
+    (
+        "(Worker_PP1_TP0 pid=2) INFO 08-31 15:25:48 [gpu_model_runner.py:6798] Estimated "
+        "CUDA graph "
+        "memory: 0.58 GiB total",
+        "graph_estimate",
+        {"graph_estimate_gib": 0.58},
+    ),
+    (
+        "INFO 09-01 10:00:00 [gpu_worker.py:641] CUDA graph memory profiling is enabled (default "
+        "since v0.21.0). The current --gpu-memory-utilization=0.8000 is equivalent to "
+        "--gpu-memory-utilization=0.7580 without CUDA graph memory profiling. To maintain the same "
+        "effective KV cache size as before, increase --gpu-memory-utilization to 0.8420. To "
+        "disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.",
+        "graph_profiling",
+        {"gpu_memory_utilization": 0.8, "suggested_gpu_memory_utilization": 0.842},
+    ),
+    (
+        "WARNING 08-31 15:25:47 [gpu_worker.py:595] CUDA graph memory profiling is disabled "
+        "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, ... increasing "
+        "--gpu-memory-utilization from 0.9350 to 0.9595.",
+        "graph_profiling_off",
+        {"gpu_memory_utilization": 0.935, "suggested_gpu_memory_utilization": 0.9595},
+    ),
+    (
+        "INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device (78.66/79.19 GiB) on "
+        "startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual usage is "
+        "14.08 GiB for "
+        "weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB for "
+        "CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory="
+        "58333988249` to fit into requested memory, or `--kv-cache-memory=66273897472` to fully "
+        "utilize gpu memory. Current kv cache memory in use is 59212694937 bytes.",
+        "summary",
+        {
+            "free_gib": 78.66,
+            "requested_gib": 71.27,
+            "suggested_kv_cache_memory_bytes": 58333988249,
+            "kv_cache_memory_in_use_bytes": 59212694937,
+        },
+    ),
+    (
+        "INFO 09-01 10:00:00 [gpu_worker.py:839] Free memory on device (78.66/79.19 GiB) on "
+        "startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual usage is "
+        "14.15 GiB for "
+        "consumed memory (weights + non-torch), 2.64 GiB for peak activation, and 0.67 GiB for "
+        "CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory="
+        "57613340672` (53.66 GiB) to fit into requested memory, or `--kv-cache-memory=65553250304` "
+        "(61.05 GiB) to fully utilize gpu memory. Current kv cache memory in use is 54.48 GiB.",
+        "summary",
+        {
+            "consumed_gib": 14.15,
+            "suggested_kv_cache_memory_bytes": 57613340672,
+            "kv_cache_gib": 54.48,
+        },
+    ),
+    (
+        "(EngineCore_DP0 pid=3) INFO 09-23 18:12:05 [core.py:76] Initializing a V1 LLM engine "
+        "(v0.10.2) with config: model='m', max_seq_len=4096, tensor_parallel_size=2,",
+        "config",
+        {"version": "0.10.2"},
+    ),
+    # failure texts
+    (
+        "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. "
+        "Try increasing `gpu_memory_utilization` when initializing the engine.",
+        "no_cache_memory",
+        {},
+    ),
+    (
+        "The model's max seq len (29000) is larger than the maximum number of tokens that can be "
+        "stored in KV cache (23648). Try increasing `gpu_memory_utilization`",
+        "max_seq_len_v0",
+        {"max_model_len": 29000, "kv_tokens": 23648},
+    ),
+    (
+        "ERROR 06-09 14:01:52 [core.py:1136] ValueError: To serve at least one request with the "
+        "models's max seq len (131072), (4.11 GiB KV cache is needed, which is larger than the "
+        "available KV cache memory (4.0 GiB). Based on the available memory, the estimated maximum "
+        "model length is 127776. Try increasing",
+        "max_seq_len_v1",
+        {
+            "max_model_len": 131072,
+            "kv_needed_gib": 4.11,
+            "kv_cache_gib": 4.0,
+            "estimated_max_model_len": 127776,
+        },
+    ),
+    (
+        "ERROR 06-30 13:53:19 [core.py:515] ValueError: Free memory on device cuda:0 (1.53/22.05 "
+        "GiB) on startup is less than desired GPU memory utilization (0.9, 19.84 GiB). "
+        "Decrease GPU "
+        "memory utilization",
+        "free_memory",
+        {"free_gib": 1.53, "total_gpu_gib": 22.05, "requested_gib": 19.84},
+    ),
+    (
+        "Error initializing vLLM engine: CUDA out of memory. Tried to allocate 112.00 MiB. GPU 0 "
+        "has a total capacty of 44.35 GiB of which 53.38 MiB is free. Process 1 has 44.28 GiB "
+        "memory in use. Of the allocated memory 37.38 GiB is allocated by PyTorch, and",
+        "torch_oom",
+        {
+            "oom_tried_to_allocate_mib": 112.0,
+            "oom_free_mib": 53.38,
+            "oom_allocated_by_pytorch_gib": 37.38,
+        },
+    ),
+    (
+        "(VllmWorker rank=3 pid=1) ERROR 06-05 06:18:13 [multiproc_executor.py:470] RuntimeError: "
+        "CUDA error: out of memory",
+        "cuda_error_oom",
+        {},
+    ),
+    (
+        "(EngineCore_0 pid=5) ERROR 08-20 18:04:22 [core.py:700] EngineCore failed to start.",
+        "engine_failed",
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize("line, kind, facts", EXAMPLES, ids=[e[1] for e in EXAMPLES])
+def test_example_line(line: str, kind: str, facts: dict[str, float | int | str]) -> None:
+    log = read_vllm([line], "x.log")
+    readings = [r for s in log.startups for r in s.readings]
+    assert kind in [r.kind for r in readings]
+    got = {k: v for r in readings for k, v in r.facts.items()}
+    for name, value in facts.items():
+        assert got[name] == pytest.approx(value) if not isinstance(value, str) else got[name]
+
+
+def test_every_wording_has_an_example() -> None:
+    kinds = {kind for _, kind, _ in EXAMPLES}
+    assert {spec.kind for spec in LINES} <= kinds
+    assert {error.id for error in ERRORS} <= kinds
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "",
+        "vllm-1  | ",
+        "  | [2025-03-10T15:07:20Z] ",
+        "2026-06-09 14:01:52.982 [Error] (Process) (EngineCore pid=42521) ",
+        "2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - ",
+        "^[[0;36m(EngineCore_DP0 pid=70073)^[[0;0m ",
+        "\x1b[0;36m(EngineCore_DP0 pid=70073)\x1b[0;0m ",
+        "▎ ",
+        "> ",
+    ],
+)
+def test_prefixes_are_ignored(prefix: str) -> None:
+    line = prefix + "INFO 10-03 16:22:17 [gpu_worker.py:298] Available KV cache memory: 6.51 GiB"
+    log = read_vllm([line], "x.log")
+    assert log.startups[0].of("kv_available")[0].facts == {"kv_cache_gib": 6.51}
+
+
+def test_the_file_line_tag_is_never_read() -> None:
+    # the same sentence behind any [file.py:N] reads the same
+    lines = [
+        f"INFO 10-03 16:22:17 [{name}] Available KV cache memory: 6.51 GiB"
+        for name in ("gpu_worker.py:276", "gpu_worker.py:642", "worker.py", "x.py:1")
+    ]
+    for line in lines:
+        (startup,) = read_vllm([line], "x.log").startups
+        assert [r.facts for r in startup.readings] == [{"kv_cache_gib": 6.51}]
+
+
+@pytest.mark.parametrize(
+    "text, tag",
+    [
+        ("(VllmWorker rank=3 pid=1090) ERROR", "rank3"),
+        ("(Worker_TP1 pid=5) INFO", "TP1"),
+        ("(Worker_PP1_TP3 pid=5) INFO", "PP1_TP3"),
+        ("(Worker_DP1_TP1_EP3 pid=5) INFO", "DP1_TP1_EP3"),
+        ("(VllmWorkerProcess pid=90) INFO", "pid 90"),
+        ("(EngineCore_DP0 pid=1) INFO", ""),
+        ("INFO 10-03 16:22:17 [x.py:1]", ""),
+    ],
+)
+def test_rank_tags(text: str, tag: str) -> None:
+    assert rank_tag(text) == tag
+
+
+def test_rank_zero_wins_over_the_first_rank() -> None:
+    lines = [
+        "(Worker_TP1 pid=2) INFO 10-06 15:57:17 [x.py:1] Model loading took 9.0000 GiB and 1 s",
+        "(Worker_TP0 pid=1) INFO 10-06 15:57:17 [x.py:1] Model loading took 8.0000 GiB and 1 s",
+    ]
+    log = read_vllm(lines, "x.log")
+    assert startup_facts(log, log.startups[0])["weights_gib"].value == 8.0
+    assert startup_facts(log, log.startups[0], rank="TP1")["weights_gib"].value == 9.0
+
+
+def test_a_message_broken_over_lines_is_joined() -> None:
+    lines = [
+        "▎ ValueError: To serve at least one request with the model's max seq len (196608),",
+        "▎ 23.25 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(22.5 GiB).",
+        "▎ Based on the available memory, the estimated maximum model length is 190272.",
+    ]
+    log = read_vllm(lines, "x.log")
+    (error,) = log.startups[0].of("max_seq_len_v1")
+    assert error.facts["estimated_max_model_len"] == 190272
+    assert error.facts["kv_cache_gib"] == 22.5
+
+
+def test_a_contradicting_reading_starts_the_next_startup() -> None:
+    lines = [
+        "Available KV cache memory: 10.55 GiB",
+        "GPU KV cache size: 230,528 tokens",
+        "ValueError: To serve at least one request with the models's max seq len (221000), "
+        "(10.12 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(5.59 GiB).",
+    ]
+    log = read_vllm(lines, "x.log")
+    assert len(log.startups) == 2
+    assert log.startups[1].outcome == "error"
+
+
+SGLANG_LINES = [
+    "[2026-01-30 20:54:50 TP0] Load weight begin. avail mem=77.91 GB",
+    "[2026-01-30 20:54:55 TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB",
+]
+VLLM_LINES = [
+    "(EngineCore_DP0 pid=1) INFO 10-03 16:22:17 [gpu_worker.py:298] Available KV cache memory: "
+    "6.51 GiB",
+    "(EngineCore_DP0 pid=1) INFO 10-03 16:22:17 [kv_cache_utils.py:864] GPU KV cache size: "
+    "42,656 tokens",
+]
+
+
+def test_detection() -> None:
+    assert detect_engine(SGLANG_LINES).engine == SGLANG
+    assert detect_engine(VLLM_LINES).engine == VLLM
+    assert detect_engine(["just some notes", "about a server"]).engine is None
+
+
+def test_a_vllm_log_is_read_as_vllm_end_to_end() -> None:
+    data = ("\n".join(VLLM_LINES) + "\n").encode()
+    loaded = load_any(io.BytesIO(data), label="paste.log")
+    assert isinstance(loaded, VllmRun)
+    ledger = load_ledger(io.BytesIO(data))
+    assert ledger.engine == "vllm" and ledger.row("kv_cache") is not None
+    assert diagnosis_of(DiagnoseOptions(log=io.BytesIO(data))).outcome == "truncated"
+
+
+def test_neither_engine_is_one_line_error(tmp_path: pytest.TempPathFactory) -> None:
+    with pytest.raises(InputError, match="no vLLM log lines either"):
+        load_any(io.BytesIO(b"just some notes\nabout a server\n"), label="notes.txt")
