@@ -418,6 +418,8 @@ class Ledger(FrozenModel):
     """The full account for one rank of one startup."""
 
     schema_version: int = LEDGER_SCHEMA_VERSION
+    engine: str = "sglang"
+    """The engine that wrote the log: `sglang` or `vllm` (a saved ledger without it: sglang)."""
     source: LedgerSource
     outcome: str
     stopped_at: str | None = None

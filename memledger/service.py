@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from memledger.checking import CheckReport
     from memledger.compare import LedgerDiff
     from memledger.diagnosis import Diagnosis
+    from memledger.service_vllm import VllmRun
     from memledger.sizing import SizingInputs, WhatIf
 
 Source: TypeAlias = str | os.PathLike[str] | IO[bytes] | IO[str] | ByteSource | ParsedLog | Ledger
@@ -49,6 +50,7 @@ PathLike: TypeAlias = str | os.PathLike[str]
 
 STDIN = "-"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+VLLM_NOT_HERE = "a vLLM log: this command models SGLang only (parse, ledger, diagnose, diff, check)"
 MAX_LABEL_CHARS = 64
 """A diff's --base-label / --head-label names a side in every table (the default, a file stem,
 is at most 24 characters): a longer one is refused rather than echoed whole."""
@@ -251,7 +253,21 @@ def load_parsed(
     *,
     label: str | None = None,
 ) -> ParsedLog:
-    """Parse a log (path, `-` or stream); a saved ledger is refused (it has no events)."""
+    """Parse an SGLang log (path, `-` or stream); a saved ledger or a vLLM log is refused."""
+    loaded = load_any(source, options, label=label)
+    if not isinstance(loaded, ParsedLog):
+        raise InputError(VLLM_NOT_HERE, path=loaded.log.path)
+    return loaded
+
+
+def load_any(
+    source: PathLike | IO[bytes] | IO[str] | ByteSource,
+    options: LoadOptions = LoadOptions(),
+    *,
+    label: str | None = None,
+) -> ParsedLog | VllmRun:
+    """A log read by the engine that wrote it: SGLang's events, or vLLM's whole pipeline
+    (memledger.service_vllm); a saved ledger is refused (it has no events)."""
     with open_input(source, label=label) as opened:
         if opened.log is None:
             raise InputError(
@@ -259,7 +275,15 @@ def load_parsed(
                 "reads it)",
                 path=opened.label,
             )
-        return _parse(opened.log, opened.label, options)
+        return _read_opened(source, opened.log, opened.label, options)
+
+
+def _read_opened(
+    source: object, log: OpenedLog, label: str, options: LoadOptions
+) -> ParsedLog | VllmRun:
+    from memledger.service_vllm import read_opened
+
+    return read_opened(source, log, label, options, lambda: _parse(log, label, options))
 
 
 def build(parsed: ParsedLog, options: LoadOptions) -> Ledger:
@@ -310,8 +334,10 @@ def _opened(
         if opened.document is not None:
             return _saved(opened.label, opened.document, saved), None
         assert opened.log is not None
-        parsed = _parse(opened.log, opened.label, options)
-    return build(parsed, options), parsed
+        loaded = _read_opened(source, opened.log, opened.label, options)
+    if not isinstance(loaded, ParsedLog):
+        return loaded.ledger, None
+    return build(loaded, options), loaded
 
 
 def _saved(label: str, document: dict[str, Any], options: LoadOptions) -> Ledger:
@@ -372,7 +398,12 @@ def run_parse(options: ParseOptions) -> Output:
     render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
     if isinstance(options.log, Ledger | ParsedLog):
         raise ConfigError("parse reads a log, not an object already built")
-    return Output(render(load_parsed(options.log, options.load)))
+    loaded = load_any(options.log, options.load)
+    if not isinstance(loaded, ParsedLog):
+        from memledger.render.vllm_parse import render_vllm
+
+        return Output(render_vllm(loaded, options.fmt, options.terminal))
+    return Output(render(loaded))
 
 
 def run_ledger(options: LedgerOptions) -> Output:
@@ -398,7 +429,9 @@ def diagnosis_of(options: DiagnoseOptions) -> Diagnosis:
     from memledger.diagnosis import diagnose
 
     log = options.log
-    parsed = log if isinstance(log, ParsedLog) else load_parsed(log, options.load)
+    parsed = log if isinstance(log, ParsedLog) else load_any(log, options.load)
+    if not isinstance(parsed, ParsedLog):
+        return parsed.diagnosis
     return diagnose(parsed, build(parsed, options.load))
 
 

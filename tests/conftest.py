@@ -38,6 +38,27 @@ REAL_LOGS_REQUIRED = f"{_NOT_FOUND}, and CI=true requires them: set MEMLEDGER_RE
 _EMPTY_PARAMETER_SET = "got empty parameter set"
 
 
+# The vLLM corpus: MEMLEDGER_REAL_LOGS_VLLM, else `real-logs-vllm` beside the SGLang folder.
+REAL_LOGS_VLLM = Path(
+    os.environ.get("MEMLEDGER_REAL_LOGS_VLLM", REAL_LOGS.parent / "real-logs-vllm")
+)
+REAL_LOGS_VLLM_MISSING = (
+    f"vLLM real logs not found at {REAL_LOGS_VLLM} (no manifest.jsonl): the tests that read "
+    "them skip; set MEMLEDGER_REAL_LOGS_VLLM to the folder of real vLLM logs to run them"
+)
+
+
+def vllm_manifest() -> list[dict[str, Any]]:
+    """Every object of the vLLM corpus's manifest.jsonl ([] when the corpus is absent; a test
+    parametrized over it then skips, whatever CI says: the vLLM corpus is optional)."""
+    path = REAL_LOGS_VLLM / "manifest.jsonl"
+    if not path.is_file():
+        if _in_a_test():
+            pytest.skip(REAL_LOGS_VLLM_MISSING)
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def real_logs_present() -> bool:
     return (REAL_LOGS / "truth.jsonl").is_file()
 

@@ -23,7 +23,11 @@ class Phase(StrEnum):
     """Where in the startup something happened (issue 11's vocabulary, in startup order)."""
 
     DIST_INIT = "dist_init"
+    DEVICE_CHECK = "device_check"
+    """vLLM refused to start: less free memory than its budget asks (vLLM only)."""
     LOAD = "load"
+    PROFILE = "profile"
+    """vLLM's profiling forward pass, before the KV cache is sized (vLLM only)."""
     KV_SIZING = "kv_sizing"
     """SGLang refused to size the KV pool (no room left under --mem-fraction-static)."""
     MEMORY_POOL = "memory_pool"
@@ -37,7 +41,9 @@ class Phase(StrEnum):
 
 PHASE_TEXT: dict[Phase, str] = {
     Phase.DIST_INIT: "distributed init",
+    Phase.DEVICE_CHECK: "the free-memory check at startup",
     Phase.LOAD: "weight loading",
+    Phase.PROFILE: "the profiling forward pass",
     Phase.KV_SIZING: "KV-cache sizing",
     Phase.MEMORY_POOL: "memory-pool allocation",
     Phase.AFTER_POOL: "setup after the memory pool",

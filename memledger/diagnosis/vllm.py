@@ -1,0 +1,533 @@
+"""Why a vLLM startup failed: the phase, the shortfall, and a knob with a value where the log
+carries the numbers (the same `Diagnosis` as SGLang's, rendered by the same renderers).
+
+A pure function of the reader's startup, its facts, the ledger and the sizing. The failure text
+decides the failure (`memledger.vllm.errors`); where the log cut the text before it, the last
+memory line says where the engine stopped (`Available KV cache memory` then `EngineCore failed
+to start` is the KV check: v0.10.2 vllm/v1/engine/core.py `_initialize_kv_caches` runs
+`check_enough_kv_cache_memory` right after `determine_available_memory`). Each value says the
+arithmetic and where its numbers came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from memledger.diagnosis.model import Diagnosis, Direction, Finding, Severity, Suggestion
+from memledger.input.vllm_facts import Fact
+from memledger.input.vllm_reader import Reading, Startup, VllmLog
+from memledger.ledger_model import Ledger
+from memledger.sglang.failure_rules import PHASE_TEXT, Phase
+from memledger.sizing.vllm import VllmSizing
+from memledger.vllm.sizing_rules import DEFAULT_BLOCK_SIZE, REDUNDANCY_BUFFER_BYTES
+
+GIB = 1 << 30
+PHASES = {
+    "device_check": Phase.DEVICE_CHECK,
+    "load": Phase.LOAD,
+    "profile": Phase.PROFILE,
+    "kv_sizing": Phase.KV_SIZING,
+    "graph_capture": Phase.GRAPH_CAPTURE,
+    "unknown": Phase.UNKNOWN,
+}
+
+
+def _g(value: float) -> str:
+    return f"{value / GIB:,.2f} GiB"
+
+
+def _at(log: VllmLog, fact: Fact | Reading | None) -> list[str]:
+    line = None if fact is None else fact.line
+    return [] if line is None else [f"{log.path}:{line}"]
+
+
+def _bytes(facts: Mapping[str, Fact], name: str) -> int | None:
+    fact = facts.get(name)
+    return None if fact is None else fact.bytes
+
+
+def _number(facts: Mapping[str, Fact], name: str) -> float | None:
+    fact = facts.get(name)
+    return None if fact is None or isinstance(fact.value, str) else float(fact.value)
+
+
+def diagnose_vllm(
+    log: VllmLog,
+    startup: Startup,
+    facts: Mapping[str, Fact],
+    ledger: Ledger,
+    sizing: VllmSizing,
+) -> Diagnosis:
+    """The diagnosis of one vLLM startup."""
+    errors = startup.errors
+    ids = [r.error.id for r in errors if r.error is not None]
+    findings: list[Finding] = []
+    suggestions: list[Suggestion] = []
+    findings += _suggestion_audit(log, facts, sizing)
+    phase, verdict, shortfall = Phase.UNKNOWN, "", None
+    main = next((r for r in errors if r.error is not None and r.error.id != "engine_failed"), None)
+    kv = facts.get("kv_cache_gib")
+    if main is not None and main.error is not None and main.error.id == "free_memory":
+        phase, verdict, shortfall = _free_memory(log, facts, main, findings, suggestions)
+    elif main is not None and main.error is not None and main.error.id == "max_seq_len_v1":
+        phase, verdict, shortfall = _max_len_v1(log, facts, main, findings, suggestions)
+    elif main is not None and main.error is not None and main.error.id == "max_seq_len_v0":
+        phase, verdict, shortfall = _max_len_v0(log, facts, sizing, main, findings, suggestions)
+    elif (
+        main is not None
+        and main.error is not None
+        and main.error.id
+        in (
+            "torch_oom",
+            "cuda_error_oom",
+        )
+    ):
+        phase, verdict, shortfall = _oom(log, startup, facts, main, findings, suggestions)
+    elif (
+        "no_cache_memory" in ids
+        or startup.blocks_zero()
+        or (
+            kv is not None and kv.bytes is not None and kv.bytes <= 0 and startup.outcome == "error"
+        )
+    ):
+        phase, verdict, shortfall = _no_cache(log, facts, errors, findings, suggestions)
+    elif startup.outcome == "error" and kv is not None and "kv_tokens" not in facts:
+        phase, verdict = _after_kv(log, facts, findings, suggestions)
+    elif startup.outcome == "error":
+        verdict = "startup failed; the log holds no memory figure or failure text that says why"
+    else:
+        verdict = _healthy(ledger, facts, startup)
+    outcome = "crash" if startup.outcome == "error" else startup.outcome
+    return Diagnosis(
+        path=log.path,
+        rank=ledger.source.rank,
+        outcome=outcome,
+        phase=phase,
+        verdict=verdict,
+        shortfall_bytes=shortfall,
+        failed_rank=main.tag or None if main is not None else None,
+        findings=findings,
+        suggestions=suggestions,
+    )
+
+
+def _utilization_value(
+    facts: Mapping[str, Fact], more: int, *, lower: bool = False
+) -> tuple[float | None, str]:
+    """gpu_memory_utilization moved by `more` bytes of budget (rounded outward to 0.01)."""
+    total, util = _bytes(facts, "total_gpu_gib"), _number(facts, "gpu_memory_utilization")
+    if total is None or util is None:
+        missing = " and ".join(
+            n for n, v in (("the total GPU memory", total), ("the utilization", util)) if v is None
+        )
+        return None, f"the log prints not {missing}: each 0.01 is 1 % of the GPU's memory"
+    delta = more / total
+    value = util - delta if lower else util + delta
+    value = math.floor(value * 100) / 100 if lower else math.ceil(value * 100) / 100
+    return min(max(value, 0.01), 1.0), (
+        f"{util:g} {'-' if lower else '+'} {_g(more)} / {_g(total)} total = "
+        f"{util - delta if lower else util + delta:.4f}, rounded {'down' if lower else 'up'}"
+    )
+
+
+def _free_memory(
+    log: VllmLog,
+    facts: Mapping[str, Fact],
+    error: Reading,
+    findings: list[Finding],
+    suggestions: list[Suggestion],
+) -> tuple[Phase, str, int | None]:
+    free, total = _bytes(facts, "free_gib"), _bytes(facts, "total_gpu_gib")
+    requested = _bytes(facts, "requested_gib")
+    util = _number(facts, "gpu_memory_utilization")
+    shortfall = None if free is None or requested is None else requested - free
+    evidence = _at(log, error)
+    if free is not None and total is not None:
+        others = total - free
+        findings.append(
+            Finding(
+                id="in_use_at_start",
+                severity=Severity.ERROR,
+                message=f"{_g(others)} of the {_g(total)} GPU was in use before vLLM started "
+                "(another process, or an earlier engine still holding memory)",
+                bytes=others,
+                evidence=evidence,
+            )
+        )
+        value = math.floor(free / total * 100) / 100
+        suggestions.append(
+            Suggestion(
+                knob="gpu_memory_utilization",
+                direction=Direction.LOWER,
+                value=value,
+                why=f"free {_g(free)} / total {_g(total)} = {free / total:.4f}, rounded down: "
+                f"vLLM asks total x utilization of the free memory (v0.10.2 "
+                f"vllm/v1/worker/gpu_worker.py:176-189); or free the {_g(others)} others hold",
+            )
+        )
+    verdict = (
+        f"vLLM refused to start: {_g(free or 0)} free, the budget asks "
+        f"{_g(requested or 0)} ({util:g} of the GPU)"
+        if util is not None
+        else "vLLM refused to start: less free memory than gpu_memory_utilization asks"
+    )
+    return Phase.DEVICE_CHECK, verdict, shortfall
+
+
+def _max_len_v1(
+    log: VllmLog,
+    facts: Mapping[str, Fact],
+    error: Reading,
+    findings: list[Finding],
+    suggestions: list[Suggestion],
+) -> tuple[Phase, str, int | None]:
+    needed, available = _bytes(facts, "kv_needed_gib"), _bytes(facts, "kv_cache_gib")
+    max_len = _number(facts, "max_model_len")
+    estimate = _number(facts, "estimated_max_model_len")
+    shortfall = None if needed is None or available is None else needed - available
+    evidence = _at(log, error)
+    if shortfall is not None:
+        findings.append(
+            Finding(
+                id="kv_short_of_one_request",
+                severity=Severity.ERROR,
+                message=f"one request of {int(max_len or 0):,} tokens needs {_g(needed or 0)} "
+                f"of KV cache; the budget left {_g(available or 0)} ({_g(shortfall)} short)",
+                bytes=shortfall,
+                evidence=evidence,
+            )
+        )
+    if estimate is not None:
+        value = int(estimate) // DEFAULT_BLOCK_SIZE * DEFAULT_BLOCK_SIZE
+        suggestions.append(
+            Suggestion(
+                knob="max_model_len",
+                direction=Direction.LOWER,
+                value=value,
+                why=f"vLLM's estimated maximum model length {int(estimate):,} (the longest "
+                f"request that fits {_g(available or 0)}), down to a multiple of "
+                f"{DEFAULT_BLOCK_SIZE}",
+            )
+        )
+    elif needed is not None and available is not None and max_len:
+        value = int(max_len * available / needed) // DEFAULT_BLOCK_SIZE * DEFAULT_BLOCK_SIZE
+        suggestions.append(
+            Suggestion(
+                knob="max_model_len",
+                direction=Direction.LOWER,
+                value=value,
+                why=f"{int(max_len):,} x {_g(available)} available / {_g(needed)} needed",
+            )
+        )
+    else:
+        suggestions.append(
+            Suggestion(
+                knob="max_model_len",
+                direction=Direction.LOWER,
+                why="the log cut the available KV figure: lower it until one request fits",
+            )
+        )
+    more = shortfall if shortfall is not None else 0
+    util_value, why = _utilization_value(facts, more) if more else (None, "")
+    suggestions.append(
+        Suggestion(
+            knob="gpu_memory_utilization",
+            direction=Direction.RAISE,
+            value=util_value,
+            why=f"the budget must grow by the shortfall {_g(more)}: {why}"
+            if more
+            else "the budget must grow by the shortfall (not printed whole)",
+        )
+    )
+    suggestions.append(
+        Suggestion(
+            knob="max_num_batched_tokens",
+            direction=Direction.LOWER,
+            why="the profiling pass runs max_num_batched_tokens tokens: its activation peak is "
+            "held out of the KV budget, and shrinks with it (a 2026 default doubled it to 16384 "
+            "on GPUs of 160 GiB or more)",
+        )
+    )
+    verdict = (
+        f"KV cache too small for one max-length request: {_g(shortfall)} short"
+        if shortfall is not None
+        else "KV cache too small for one max-length request"
+    )
+    return Phase.KV_SIZING, verdict, shortfall
+
+
+def _max_len_v0(
+    log: VllmLog,
+    facts: Mapping[str, Fact],
+    sizing: VllmSizing,
+    error: Reading,
+    findings: list[Finding],
+    suggestions: list[Suggestion],
+) -> tuple[Phase, str, int | None]:
+    max_len, tokens = _number(facts, "max_model_len"), _number(facts, "kv_tokens")
+    short_tokens = None if max_len is None or tokens is None else int(max_len - tokens)
+    shortfall = None
+    if short_tokens is not None and sizing.block_bytes:
+        shortfall = math.ceil(short_tokens / DEFAULT_BLOCK_SIZE) * sizing.block_bytes
+    findings.append(
+        Finding(
+            id="kv_short_of_one_request",
+            severity=Severity.ERROR,
+            message=f"the KV cache holds {int(tokens or 0):,} tokens, one request may take "
+            f"{int(max_len or 0):,}"
+            + ("" if shortfall is None else f" ({_g(shortfall)} of KV short)"),
+            bytes=shortfall,
+            evidence=_at(log, error),
+        )
+    )
+    if tokens is not None:
+        suggestions.append(
+            Suggestion(
+                knob="max_model_len",
+                direction=Direction.LOWER,
+                value=int(tokens),
+                why=f"the tokens the KV cache holds ({int(tokens):,})",
+            )
+        )
+    raise_to: float | None = None
+    why = ""
+    if shortfall is not None:
+        raise_to, why = _utilization_value(facts, shortfall)
+        why = (
+            f"{short_tokens:,} tokens x {sizing.block_bytes:,} B per {DEFAULT_BLOCK_SIZE}-token "
+            f"block (from {sizing.block_bytes_from}) = {_g(shortfall)}: {why}"
+        )
+    suggestions.append(
+        Suggestion(
+            knob="gpu_memory_utilization",
+            direction=Direction.RAISE,
+            value=raise_to,
+            why=why or "the budget must hold one max-length request",
+        )
+    )
+    return Phase.KV_SIZING, "KV cache too small for one max-length request", shortfall
+
+
+def _no_cache(
+    log: VllmLog,
+    facts: Mapping[str, Fact],
+    errors: list[Reading],
+    findings: list[Finding],
+    suggestions: list[Suggestion],
+) -> tuple[Phase, str, int | None]:
+    kv = facts.get("kv_cache_gib")
+    shortfall = None if kv is None or kv.bytes is None or kv.bytes > 0 else -kv.bytes
+    weights = facts.get("weights_gib")
+    findings.append(
+        Finding(
+            id="no_kv_budget",
+            severity=Severity.ERROR,
+            message="nothing left for the KV cache: weights, non-torch memory and the "
+            "activation peak fill the budget"
+            + ("" if shortfall is None else f" ({_g(shortfall)} over it)")
+            + (
+                ""
+                if weights is None or weights.bytes is None
+                else f"; the weights alone take {_g(weights.bytes)}"
+            ),
+            bytes=shortfall,
+            evidence=_at(log, kv) + [f"{log.path}:{r.line}" for r in errors[:1]],
+        )
+    )
+    value, why = (None, "")
+    if shortfall is not None:
+        value, why = _utilization_value(facts, shortfall + GIB)
+        why = f"the budget must grow by {_g(shortfall)} plus 1 GiB of KV: {why}"
+    suggestions.append(
+        Suggestion(
+            knob="gpu_memory_utilization",
+            direction=Direction.RAISE,
+            value=value,
+            why=why
+            or "the budget (total x utilization) is smaller than weights + "
+            "activation peak + non-torch memory",
+        )
+    )
+    suggestions.append(
+        Suggestion(
+            knob="max_num_batched_tokens",
+            direction=Direction.LOWER,
+            why="a smaller profiling pass holds a smaller activation peak out of the budget",
+        )
+    )
+    verdict = "no memory left for the KV cache" + (
+        "" if shortfall is None else f": the budget is {_g(shortfall)} short"
+    )
+    return Phase.KV_SIZING, verdict, shortfall
+
+
+def _after_kv(
+    log: VllmLog,
+    facts: Mapping[str, Fact],
+    findings: list[Finding],
+    suggestions: list[Suggestion],
+) -> tuple[Phase, str]:
+    kv = facts["kv_cache_gib"]
+    findings.append(
+        Finding(
+            id="failed_at_kv_check",
+            severity=Severity.ERROR,
+            message=f"the engine failed right after sizing {_g(kv.bytes or 0)} of KV cache, "
+            "where V1 checks that one max-length request fits (the failure text is not in the "
+            "log)",
+            bytes=kv.bytes,
+            evidence=_at(log, kv),
+        )
+    )
+    suggestions.append(
+        Suggestion(
+            knob="max_model_len",
+            direction=Direction.LOWER,
+            why=f"one request of max_model_len tokens must fit in {_g(kv.bytes or 0)}",
+        )
+    )
+    suggestions.append(
+        Suggestion(
+            knob="gpu_memory_utilization",
+            direction=Direction.RAISE,
+            why="a larger budget leaves more for the KV cache",
+        )
+    )
+    suggestions.append(
+        Suggestion(
+            knob="max_num_batched_tokens",
+            direction=Direction.LOWER,
+            why="a smaller profiling pass holds a smaller activation peak out of the budget",
+        )
+    )
+    return Phase.KV_SIZING, (
+        f"startup failed after KV sizing ({_g(kv.bytes or 0)} available): most likely the KV "
+        "check for one max-length request"
+    )
+
+
+def _oom(
+    log: VllmLog,
+    startup: Startup,
+    facts: Mapping[str, Fact],
+    error: Reading,
+    findings: list[Finding],
+    suggestions: list[Suggestion],
+) -> tuple[Phase, str, int | None]:
+    kinds = {r.kind for r in startup.readings}
+    graph_begun = "graph_begin" in kinds and "graph_done" not in kinds
+    if startup.frame_phase is not None:
+        phase = PHASES[startup.frame_phase]
+    elif graph_begun:
+        phase = Phase.GRAPH_CAPTURE
+    elif "kv_available" in kinds or "blocks" in kinds:
+        phase = Phase.GRAPH_CAPTURE if "graph_begin" in kinds else Phase.UNKNOWN
+    else:
+        phase = Phase.UNKNOWN
+    tried, free = _bytes(facts, "oom_tried_to_allocate_mib"), _bytes(facts, "oom_free_mib")
+    shortfall = None if tried is None or free is None else max(tried - free, 0)
+    findings.append(
+        Finding(
+            id="oom",
+            severity=Severity.ERROR,
+            message=f"out of GPU memory during {PHASE_TEXT[phase]}"
+            + (
+                ""
+                if shortfall is None
+                else f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
+                if tried is not None and free is not None
+                else ""
+            ),
+            bytes=shortfall,
+            evidence=_at(log, error),
+        )
+    )
+    if phase is Phase.GRAPH_CAPTURE:
+        estimate = _bytes(facts, "graph_estimate_gib") or _bytes(facts, "graph_gib")
+        value, why = (None, "")
+        if estimate is not None:
+            value, why = _utilization_value(facts, estimate, lower=True)
+        suggestions.append(
+            Suggestion(
+                knob="gpu_memory_utilization",
+                direction=Direction.LOWER,
+                value=value,
+                why=(
+                    f"leave the CUDA graphs ({_g(estimate)}) outside the budget: {why}"
+                    if estimate is not None
+                    else "graphs are captured after the KV cache took the budget (before 0.21.0, "
+                    "or when the estimate missed): they need room outside it"
+                ),
+            )
+        )
+        suggestions.append(
+            Suggestion(
+                knob="enforce_eager",
+                direction=Direction.ENABLE,
+                why="no CUDA graphs at all (slower decoding)",
+            )
+        )
+        suggestions.append(
+            Suggestion(
+                knob="max_num_seqs",
+                direction=Direction.LOWER,
+                why="the largest captured batch, so the largest graph, shrinks with it",
+            )
+        )
+    else:
+        suggestions.append(
+            Suggestion(
+                knob="gpu_memory_utilization",
+                direction=Direction.LOWER,
+                why="an allocation outside the budget failed: leave more headroom",
+            )
+        )
+    return phase, f"CUDA out of memory during {PHASE_TEXT[phase]}", shortfall
+
+
+def _healthy(ledger: Ledger, facts: Mapping[str, Fact], startup: Startup) -> str:
+    concurrency = _number(facts, "max_concurrency")
+    if startup.outcome == "truncated":
+        return "the log stops before the engine is ready or fails: no failure to diagnose"
+    if concurrency is not None and concurrency < 1:
+        return f"ready, but one max-length request does not fit ({concurrency:g}x)"
+    return "ready" + ("" if concurrency is None else f": {concurrency:g}x max-length requests")
+
+
+def _suggestion_audit(log: VllmLog, facts: Mapping[str, Fact], sizing: VllmSizing) -> list[Finding]:
+    """vLLM's `--kv-cache-memory=` suggestion, recomputed and judged."""
+    step = sizing.step("suggestion") or sizing.step("suggestion_graph_twice")
+    suggested = facts.get("suggested_kv_cache_memory_bytes")
+    if step is None or suggested is None or step.logged is None:
+        return []
+    same = "matches" if step.matches else "does not match"
+    twice = step.rule == "suggestion_graph_twice"
+    estimate = _bytes(facts, "graph_estimate_gib")
+    if twice:
+        right = step.logged + (estimate or 0)
+        judgement = (
+            "it subtracts the CUDA graphs twice (the activation peak already holds the graph "
+            "estimate since 0.21.0, vllm#57936)"
+            + (
+                f": the right figure is {int(right):,} ({_g(right)})"
+                if estimate
+                else ": add the graph estimate back"
+            )
+        )
+    else:
+        judgement = (
+            "right for this release: budget - weights - non-torch - activation - graphs - 150 "
+            f"MiB ({REDUNDANCY_BUFFER_BYTES:,} B); it sizes the KV so the graphs fit inside the "
+            "requested memory"
+        )
+    return [
+        Finding(
+            id="kv_cache_memory_suggestion",
+            severity=Severity.INFO,
+            message=f"vLLM suggests --kv-cache-memory={int(suggested.value):,}; recomputed "
+            f"{int(step.value):,} ({same}, {step.arithmetic}); {judgement}",
+            bytes=int(suggested.value),
+            evidence=_at(log, suggested),
+        )
+    ]
