@@ -20,6 +20,7 @@ from memledger.compare.categories import (
     Category,
     group_label,
 )
+from memledger.compare.engines import compare_engines
 from memledger.compare.models import (
     MIN_TOLERANCE_BYTES,
     ByteChange,
@@ -540,7 +541,10 @@ def diff_ledgers(
         counts=counts,
         biggest_mover_group=mover_group,
         biggest_mover=mover_row,
-        upgrade=explain_upgrade(base, head, rows, sizing or UpgradeContext()),
+        upgrade=None
+        if base.engine != head.engine
+        else explain_upgrade(base, head, rows, sizing or UpgradeContext()),
+        engines=compare_engines(base, head),
     )
 
 

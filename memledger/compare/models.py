@@ -8,6 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
+from memledger.compare.engines import EngineComparison
 from memledger.compare.upgrade_models import UpgradeExplanation
 from memledger.errors import NoSuchRowError
 from memledger.events import ParamValue
@@ -382,6 +383,9 @@ class LedgerDiff(FrozenModel):
     upgrade: UpgradeExplanation | None = None
     """Why KV tokens per rank changed, when the releases or the sizing server_args differ
     (None, and left out of the JSON, when they agree)."""
+    engines: EngineComparison | None = None
+    """Why the KV cache differs when the sides are different engines (SGLang and vLLM); None,
+    and left out of the JSON, for two logs of one engine."""
 
     def row(self, row_id: str) -> RowDiff | None:
         """The diff of the row with this id, or None when neither side has it (`diff[row_id]`

@@ -36,5 +36,5 @@ def diff_document(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> DiffDoc
 def render_diff_json(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> str:
     """Every row (unchanged ones too), sorted by `sort`, as indented JSON; `upgrade` only when
     the releases or the sizing server_args differ."""
-    exclude = {"upgrade"} if diff.upgrade is None else None
+    exclude = {name for name in ("upgrade", "engines") if getattr(diff, name) is None} or None
     return diff_document(diff, sort=sort).model_dump_json(indent=2, exclude=exclude) + "\n"

@@ -301,7 +301,14 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
 
 
 def _upgrade(diff: LedgerDiff) -> list[str]:
-    """The verdict on KV tokens per rank, right under the inputs (the top is never cut)."""
+    """The verdict on KV tokens per rank, right under the inputs (the top is never cut); for
+    two engines, why their KV caches differ."""
+    if diff.engines is not None:
+        return (
+            ["**Why the KV cache differs (SGLang vs vLLM):**", ""]
+            + [f"- {markdown_cell(line)}" for line in diff.engines.lines]
+            + [""]
+        )
     upgrade = diff.upgrade
     if upgrade is None:
         return []

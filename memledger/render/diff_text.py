@@ -140,7 +140,14 @@ BRIEF_FOOTER = (
 
 
 def upgrade_lines(diff: LedgerDiff, width: int) -> list[str]:
-    """Why KV tokens per rank changed (nothing when the releases and sizing args agree)."""
+    """Why KV tokens per rank changed (nothing when the releases and sizing args agree), or
+    why the KV cache differs between two engines."""
+    if diff.engines is not None:
+        return (
+            ["Why the KV cache differs (SGLang vs vLLM)"]
+            + [f"  {line}" for line in diff.engines.lines]
+            + [""]
+        )
     upgrade = diff.upgrade
     if upgrade is None:
         return []
