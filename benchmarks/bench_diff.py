@@ -14,7 +14,7 @@ import argparse
 import time
 
 from memledger.compare import diff_ledgers
-from memledger.ledger_model import Evidence, Ledger, LedgerSource, Row, RowGroup, RowKind, Summary
+from memledger.model.ledger import Evidence, Ledger, LedgerSource, Row, RowGroup, RowKind, Summary
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS, render_diff_markdown
 from memledger.units import GIB
 

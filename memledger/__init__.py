@@ -31,26 +31,26 @@ _EXPORTS: dict[str, str] = {
     "assert_budget": "memledger.api",
     "BudgetFailure": "memledger.api",
     "BudgetWarning": "memledger.api",
-    "Source": "memledger.api",
-    "Budget": "memledger.budget",
-    "BudgetEntry": "memledger.budget",
-    "load_budget": "memledger.budget",
-    "parse_budget": "memledger.budget",
-    "Check": "memledger.checking",
-    "CheckReport": "memledger.checking",
-    "CheckStatus": "memledger.checking",
+    "Source": "memledger.app.options",
+    "Budget": "memledger.checking.budget",
+    "BudgetEntry": "memledger.checking.budget",
+    "load_budget": "memledger.checking.budget",
+    "parse_budget": "memledger.checking.budget",
+    "Check": "memledger.checking.evaluate",
+    "CheckReport": "memledger.checking.evaluate",
+    "CheckStatus": "memledger.checking.evaluate",
     "LedgerDiff": "memledger.compare",
     "MemledgerError": "memledger.errors",
     "ConfigError": "memledger.errors",
     "InputError": "memledger.errors",
     "NoSuchRowError": "memledger.errors",
-    "Event": "memledger.events",
-    "EventKind": "memledger.events",
-    "ParsedLog": "memledger.events",
-    "Startup": "memledger.events",
-    "Ledger": "memledger.ledger_model",
-    "Row": "memledger.ledger_model",
-    "Summary": "memledger.ledger_model",
+    "Event": "memledger.model.events",
+    "EventKind": "memledger.model.events",
+    "ParsedLog": "memledger.model.events",
+    "Startup": "memledger.model.events",
+    "Ledger": "memledger.model.ledger",
+    "Row": "memledger.model.ledger",
+    "Summary": "memledger.model.ledger",
     "Size": "memledger.units",
 }
 
@@ -98,7 +98,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from memledger.api import (
         BudgetFailure,
         BudgetWarning,
-        Source,
         against_release,
         assert_budget,
         check,
@@ -109,14 +108,15 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         load_text,
         whatif,
     )
-    from memledger.budget import Budget, BudgetEntry, load_budget, parse_budget
-    from memledger.checking import Check, CheckReport, CheckStatus
+    from memledger.app.options import Source
+    from memledger.checking.budget import Budget, BudgetEntry, load_budget, parse_budget
+    from memledger.checking.evaluate import Check, CheckReport, CheckStatus
     from memledger.compare import LedgerDiff
     from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.errors import ConfigError, InputError, MemledgerError, NoSuchRowError
-    from memledger.events import Event, EventKind, ParsedLog, Startup
-    from memledger.ledger_model import Ledger, Row, Summary
+    from memledger.model.events import Event, EventKind, ParsedLog, Startup
+    from memledger.model.ledger import Ledger, Row, Summary
     from memledger.sizing import SizingResult, WhatIf
     from memledger.units import Size
 

@@ -1,13 +1,13 @@
 """The tighter limit `check` suggests for an item far inside its budget: pure arithmetic.
 
-Split from memledger.checking (which calls it for every passing ceiling and capacity floor).
+Split from memledger.checking.evaluate (which calls it for every passing ceiling and capacity floor).
 """
 
 from __future__ import annotations
 
 import math
 
-from memledger.budget import ItemKind, Quantity
+from memledger.checking.budget import ItemKind, Quantity
 from memledger.units import GIB
 
 TIGHTEN_SLACK = 0.10

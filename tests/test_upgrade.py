@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from memledger.app.diff import diff_of, run_diff
+from memledger.app.load import load_parsed
+from memledger.app.options import DiffOptions, DiffSide
 from memledger.compare.upgrade import UpgradeContext
 from memledger.compare.upgrade_releases import default_fraction, side_release
 from memledger.errors import EXIT_OK
-from memledger.service import DiffOptions, DiffSide, diff_of, load_parsed, run_diff
 from memledger.sglang.default_changes import (
     CHANGES,
     changes_between,
@@ -304,8 +306,8 @@ def test_same_log_twice_has_no_explanation_and_no_json_key(tmp_path: Path) -> No
 
 
 def test_saved_ledgers_say_why_there_is_no_attribution() -> None:
+    from memledger.app.load import load_ledger
     from memledger.compare import diff_ledgers
-    from memledger.service import load_ledger
 
     base, head = load_ledger(str(SAMPLES / "dp16.log")), load_ledger(str(SAMPLES / "dp2.log"))
     upgrade = diff_ledgers(base, head, sizing=UpgradeContext()).upgrade

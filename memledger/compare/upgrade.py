@@ -35,8 +35,8 @@ from memledger.compare.upgrade_releases import (
     releases_differ,
     side_release,
 )
-from memledger.events import ParamValue
-from memledger.ledger_model import Ledger
+from memledger.model.events import ParamValue
+from memledger.model.ledger import Ledger
 from memledger.sglang.default_changes import (
     CHANGE,
     Effect,

@@ -32,7 +32,7 @@ from memledger.compare.upgrade_releases import (
     number,
     side_release,
 )
-from memledger.events import ParamValue
+from memledger.model.events import ParamValue
 from memledger.sglang.backend_defaults import (
     ARCHES,
     default_attention,

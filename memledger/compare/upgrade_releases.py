@@ -8,8 +8,8 @@ import re
 
 from memledger.compare.upgrade_models import CrossedDefault
 from memledger.errors import ConfigError
-from memledger.events import ParamValue
-from memledger.ledger_model import Ledger
+from memledger.model.events import ParamValue
+from memledger.model.ledger import Ledger
 from memledger.sglang.default_changes import (
     changes_between,
     legacy_mem_fraction_static,

@@ -54,9 +54,9 @@ from memledger.diagnosis.pools import (
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.diagnosis.verdicts import phrase, serving_order, unvalued
-from memledger.events import Event, EventKind, ParsedLog
 from memledger.input.launch_command import NOTE_PREFIX
-from memledger.ledger_model import Ledger, LedgerDiagnosis
+from memledger.model.events import Event, EventKind, ParsedLog
+from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, PRIVATE_POOLS_CITATION, CrashCause, Phase
 
 __all__ = [

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memledger.events import Event, EventKind, ParsedLog, Value
 from memledger.input.launch_command import NOTE_PREFIX
-from memledger.ledger_model import Checkpoint, Ledger
+from memledger.model.events import Event, EventKind, ParsedLog, Value
+from memledger.model.ledger import Checkpoint, Ledger
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 
 _OOM_EXCEPTION = "OutOfMemory"

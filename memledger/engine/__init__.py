@@ -28,10 +28,10 @@ from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve, Placed
 from memledger.engine.parameters import parameters
 from memledger.engine.summary import groups, summarise
-from memledger.events import ParsedLog, Startup, UnrecognisedLine
 from memledger.formulas import Formula
-from memledger.ledger_model import Ledger, LedgerSource, RowKind
-from memledger.model_config import ModelDims
+from memledger.model.events import ParsedLog, Startup, UnrecognisedLine
+from memledger.model.ledger import Ledger, LedgerSource, RowKind
+from memledger.model.model_config import ModelDims
 from memledger.sglang.hints import INTEGRATED_NOTE, INTEGRATED_READING_ERROR
 from memledger.sizing import size_log, sizing_inputs
 

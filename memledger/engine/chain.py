@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve
 from memledger.engine.roles import DRAFT, POST_CAPTURE, TARGET, Roles, assign_roles
-from memledger.events import Event, EventKind, ParamValue, Startup
+from memledger.model.events import Event, EventKind, ParamValue, Startup
 from memledger.sglang.rows import AVAIL_KINDS
 from memledger.sglang.versions import MEMORY_BASELINE
 from memledger.units import GIB, Size

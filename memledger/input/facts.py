@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memledger.events import Event, EventKind, ParsedLog
+from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.units import GIB, Size
 
 FACT_KEYS: tuple[str, ...] = (

@@ -16,15 +16,6 @@ from typing import IO
 
 from memledger.config_files import read_config_text
 from memledger.errors import InputError, SelectionError
-from memledger.events import (
-    Event,
-    EventKind,
-    ParamValue,
-    ParsedLog,
-    Startup,
-    UnrecognisedLine,
-    Value,
-)
 from memledger.input.error_texts import ErrorReading
 from memledger.input.launch_command import find_launch_command, with_launch_command
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
@@ -59,6 +50,15 @@ from memledger.input.store import (
 )
 from memledger.input.transform import LineParse
 from memledger.input.wrapped import CutLines
+from memledger.model.events import (
+    Event,
+    EventKind,
+    ParamValue,
+    ParsedLog,
+    Startup,
+    UnrecognisedLine,
+    Value,
+)
 from memledger.sglang.lines import (
     ENV_VAR_HEADS,
     ENV_VAR_NAMES,

@@ -110,7 +110,7 @@ def open_log(
 ) -> Iterator[OpenedLog]:
     """Open a log (path, `-` for stdin, or a byte stream), gunzipping by magic.
 
-    An `OpenedLog` (from `memledger.service.open_input`) is used as it is.
+    An `OpenedLog` (from `memledger.app.open.open_input`) is used as it is.
     Raises InputError for a missing path, a directory, an empty or a binary file.
     """
     if isinstance(source, OpenedLog):

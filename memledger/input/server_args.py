@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memledger.events import ParamValue
+from memledger.model.events import ParamValue
 from memledger.sglang.rows import PARAMETER_KEYS
 from memledger.units import NumberOutOfRange, checked_number
 

@@ -1,7 +1,7 @@
 """The check report's model: one `Check` per limit per log, the `CheckReport` of a run (the JSON
 contract of `memledger check --format json`), and the rules that order and count its checks
 (failing, breach order, exit code), shared by the in-memory report and the spooled one
-(`memledger.check_results`).
+(`memledger.checking.results`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections import Counter
 from datetime import date
 from enum import StrEnum
 
-from memledger.budget import ItemKind, Level, Quantity
+from memledger.checking.budget import ItemKind, Level, Quantity
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
-from memledger.ledger_model import LedgerDiagnosis, LedgerSource
+from memledger.model.ledger import LedgerDiagnosis, LedgerSource
 from memledger.record import Field, computed_field
 from memledger.units import FrozenModel, gib_view
 

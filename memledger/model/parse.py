@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memledger.events import Event, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
 from memledger.input.facts import facts_of
+from memledger.model.events import Event, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
 from memledger.record import ConfigDict, Record
 
 PARSE_SCHEMA_VERSION = 1

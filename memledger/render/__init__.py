@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from memledger.errors import ConfigError
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.formats import Format, Formats
 from memledger.render.terminal import Terminal
 

@@ -1,6 +1,6 @@
 """Renderers for `memledger check` reports: text, json, junit, github annotations, markdown.
 
-Each renderer reads `CheckResults` (`memledger.check_results`: the API's in-memory report, or
+Each renderer reads `CheckResults` (`memledger.checking.results`: the API's in-memory report, or
 the CLI's spooled one) one check at a time and yields the report in pieces of whole lines, so
 `memledger check` over 10,000 logs writes its report as it reads it back, in memory that does
 not grow with the number of logs. `FORMATS` gives the `CheckReport -> str` renderers of the API
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
 
-from memledger.budget import ItemKind, Quantity
-from memledger.check_model import Bound, Check, CheckReport, CheckStatus
-from memledger.check_results import CheckResults, results_of
+from memledger.checking.budget import ItemKind, Quantity
+from memledger.checking.results import CheckResults, results_of
 from memledger.errors import CHECK_VERDICTS
+from memledger.model.check import Bound, Check, CheckReport, CheckStatus
 from memledger.render.escape import finish, one_line
 from memledger.render.formats import Format, Formats, pieces
 from memledger.render.tables import TABLE_ROWS, Table, text_table, text_table_in_chunks

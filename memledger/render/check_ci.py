@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import PurePath
 
-from memledger.check_model import Check, CheckStatus
-from memledger.check_results import CheckResults
+from memledger.checking.results import CheckResults
+from memledger.model.check import Check, CheckStatus
 from memledger.render.check import STATUS_LABEL, breach_line, text_chunks, tighten_text
 from memledger.render.escape import terminal_text
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from memledger.check_model import Bound, Check, CheckReport, CheckStatus
-from memledger.check_results import CheckResults, results_of
+from memledger.checking.results import CheckResults, results_of
+from memledger.model.check import Bound, Check, CheckReport, CheckStatus
 from memledger.render.check import (
     CHECK_MARKER,
     context_lines,

@@ -21,7 +21,7 @@ from memledger.compare import (
     group_label,
     sort_rows,
 )
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 from memledger.render.diff_prose import state_pool_statement, usable_note
 from memledger.render.rows import ABSENT
 from memledger.render.tables import Align, Table

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from memledger.compare import DiffInput, LedgerDiff, SortKey, group_label
 from memledger.errors import ConfigError
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
     balance_lines,

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from memledger.compare import LedgerDiff, SortKey, group_label
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
     balance_lines,

@@ -18,7 +18,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.escape import csv_records, finish, one_line, write_csv
 from memledger.render.formats import Format, Formats, pieces
 from memledger.render.rows import ABSENT
@@ -27,7 +27,7 @@ from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import format_gib
 
 if TYPE_CHECKING:
-    from memledger.fleet import FleetEntry
+    from memledger.app.fleet import FleetEntry
 
 # (key, text header): the byte figures of each line
 FIGURES: tuple[tuple[str, str], ...] = (

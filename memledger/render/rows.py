@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import assert_never
 
-from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
+from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
 from memledger.render.tables import Align, Table
 from memledger.units import GIB, format_gib
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
+from memledger.app.vllm import VllmRun
 from memledger.input.vllm_facts import startup_facts
 from memledger.input.vllm_reader import Reading
 from memledger.render.tables import Table, text_table
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
-from memledger.service_vllm import VllmRun
 
 VLLM_PARSE_SCHEMA_VERSION = 1
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memledger.events import ParamValue
+from memledger.model.events import ParamValue
 from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
     CHUNKED_PREFILL_BY_GPU,

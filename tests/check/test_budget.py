@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memledger.budget import (
+from memledger.checking.budget import (
     ItemKind,
     Level,
     discover_budget,

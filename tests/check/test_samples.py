@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import memledger
-from memledger.checking import CheckStatus
+from memledger.checking.evaluate import CheckStatus
 from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.units import GIB

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-import memledger.fleet as fleet
+import memledger.app.fleet as fleet
 import memledger.input.reader as reader
+from memledger.app.load import load_ledger
+from memledger.app.options import LoadOptions
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.ledger_model import RowGroup
-from memledger.service import LoadOptions, load_ledger
+from memledger.model.ledger import RowGroup
 from tests.conftest import REAL_LOGS, SAMPLES, real_log_paths, require_real_logs
 
 DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"

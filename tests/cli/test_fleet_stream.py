@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from memledger.fleet import FleetEntry, FleetSpool
+from memledger.app.fleet import FleetEntry, FleetSpool
+from memledger.app.load import load_ledger
 from memledger.render.escape import Destination, finish, write_csv
 from memledger.render.fleet import (
     FIGURES,
@@ -35,7 +36,6 @@ from memledger.render.fleet import (
 from memledger.render.rows import ABSENT
 from memledger.render.tables import TABLE_ROWS, Align, Table, text_table
 from memledger.render.terminal import Terminal, fit_lines
-from memledger.service import load_ledger
 from memledger.units import format_gib
 from tests.conftest import SAMPLES
 

@@ -16,7 +16,7 @@ from memledger.compare import (
     diff_ledgers,
     sort_rows,
 )
-from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
+from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
 from memledger.render.diff_common import round_parts
 from memledger.render.diff_json import DiffDocument, render_diff_json
 from memledger.render.diff_prose import state_pool_statement, usable_note

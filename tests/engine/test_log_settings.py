@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from memledger.app.load import load_ledger
 from memledger.compare import (
     DiffStatus,
     LedgerDiff,
@@ -23,7 +24,6 @@ from memledger.compare import (
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
 from memledger.render.terminal import Terminal
-from memledger.service import load_ledger
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.sglang.rows import LOG_SETTINGS
 from memledger.units import GIB

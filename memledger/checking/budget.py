@@ -21,7 +21,7 @@ from typing import Any
 
 from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError, bounded
-from memledger.ledger_model import Summary, SummaryUnit
+from memledger.model.ledger import Summary, SummaryUnit
 from memledger.record import Field
 from memledger.spelling import suggest_one as _suggest
 from memledger.spelling import typo_of

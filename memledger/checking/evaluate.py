@@ -2,7 +2,7 @@
 
 No I/O here: the caller loads the budget file and the ledgers, and passes "today" so waivers
 are reproducible. Sizes are compared in bytes; counts as plain numbers. The report's model is
-`memledger.check_model` (re-exported here).
+`memledger.model.check` (re-exported here).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from fnmatch import fnmatch
 from pathlib import PurePath
 from typing import NamedTuple, TypedDict
 
-from memledger.budget import (
+from memledger.check_limits import tighten_to
+from memledger.checking.budget import (
     SUMMARY_ITEM_KINDS,
     Budget,
     BudgetEntry,
@@ -24,8 +25,7 @@ from memledger.budget import (
     Level,
     Quantity,
 )
-from memledger.check_limits import tighten_to
-from memledger.check_model import (
+from memledger.model.check import (
     BREACH_ORDER,
     BREACH_STATUSES,
     CHECK_SCHEMA_VERSION,
@@ -40,7 +40,7 @@ from memledger.check_model import (
     exit_code_of,
     is_failing,
 )
-from memledger.ledger_model import Ledger, Row, RowKind
+from memledger.model.ledger import Ledger, Row, RowKind
 from memledger.units import GIB, FrozenModel
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""The flow: one module per command, options in, an `Output` out."""
