@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "WhatIf": "memledger.sizing",
     "against_release": "memledger.api",
     "AgainstRelease": "memledger.compare.upgrade_models",
-    "SizingResult": "memledger.sizing",
+    "SizingResult": "memledger.model.sizing",
     "assert_budget": "memledger.api",
     "BudgetFailure": "memledger.api",
     "BudgetWarning": "memledger.api",
@@ -36,9 +36,9 @@ _EXPORTS: dict[str, str] = {
     "BudgetEntry": "memledger.checking.budget",
     "load_budget": "memledger.checking.budget",
     "parse_budget": "memledger.checking.budget",
-    "Check": "memledger.checking.evaluate",
-    "CheckReport": "memledger.checking.evaluate",
-    "CheckStatus": "memledger.checking.evaluate",
+    "Check": "memledger.model.check",
+    "CheckReport": "memledger.model.check",
+    "CheckStatus": "memledger.model.check",
     "LedgerDiff": "memledger.compare",
     "MemledgerError": "memledger.errors",
     "ConfigError": "memledger.errors",
@@ -110,14 +110,15 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     )
     from memledger.app.options import Source
     from memledger.checking.budget import Budget, BudgetEntry, load_budget, parse_budget
-    from memledger.checking.evaluate import Check, CheckReport, CheckStatus
     from memledger.compare import LedgerDiff
     from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.errors import ConfigError, InputError, MemledgerError, NoSuchRowError
+    from memledger.model.check import Check, CheckReport, CheckStatus
     from memledger.model.events import Event, EventKind, ParsedLog, Startup
     from memledger.model.ledger import Ledger, Row, Summary
-    from memledger.sizing import SizingResult, WhatIf
+    from memledger.model.sizing import SizingResult
+    from memledger.sizing import WhatIf
     from memledger.units import Size
 
 

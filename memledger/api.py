@@ -31,7 +31,7 @@ from memledger.app.options import (
     Source,
 )
 from memledger.checking.budget import Budget
-from memledger.checking.evaluate import CheckReport, CheckStatus
+from memledger.model.check import CheckReport, CheckStatus
 from memledger.model.events import ParsedLog
 from memledger.model.ledger import Ledger
 

@@ -1,8 +1,9 @@
 """Command-line entry point: `main` runs the click group of `memledger.commands.group`.
 
 The click layer only parses options, calls one function and maps errors to exit codes. This
-module imports nothing heavy: `main` starts the big-log prefilter first (memledger.input.
-grep_early, grep_scan), then imports click and the command, so the two overlap.
+module imports nothing heavy: `main` starts the big-log prefilter first through the input
+layer's CLI entry (memledger.input.grep_early, then memledger.input.prestart), then imports click
+and the command, so the two overlap.
 """
 
 from __future__ import annotations
@@ -19,15 +20,9 @@ if TYPE_CHECKING:
     from memledger.commands.group import usage_error_line as usage_error_line
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: unwinds like Ctrl-C, so every `finally` stops its scan worker or grep."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.exit_code = 128 + signum
-
-
 def _terminate(signum: int, _frame: FrameType | None) -> None:
+    from memledger.errors import Terminated  # lazily: main starts grep before heavier imports
+
     raise Terminated(signum)
 
 
@@ -68,12 +63,12 @@ def main(argv: list[str] | None = None) -> int:
 def _prestart(args: list[str]) -> None:
     """Start grep on a big log named in `args` before the command's imports (~0.3 s), so the
     two overlap: its first stage with the stdlib only, then the rest of the pipeline
-    (memledger.input.grep_early, grep_scan)."""
+    (memledger.input.grep_early, prestart)."""
     try:
         from memledger.input.grep_early import start_early
 
         start_early(args)
-        from memledger.input.grep_scan import prestart
+        from memledger.input.prestart import prestart
 
         prestart(args)
     except Exception:  # an optimisation only: the reader starts the scan itself

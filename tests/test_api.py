@@ -15,9 +15,9 @@ import memledger
 from memledger import testing as memledger_testing
 from memledger.api import BudgetFailure, BudgetWarning, assert_budget, check
 from memledger.checking.budget import parse_budget
-from memledger.checking.evaluate import CheckStatus
 from memledger.cli import main
 from memledger.errors import ConfigError, InputError
+from memledger.model.check import CheckStatus
 from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
 from tests.conftest import REAL_LOGS, SAMPLES, unwrapped
 

@@ -45,12 +45,12 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from memledger.api import diagnose, whatif
-from memledger.app.fleet import FleetEntry
 from memledger.app.load import load_parsed
 from memledger.checking.budget import parse_budget
 from memledger.checking.evaluate import check_budget
 from memledger.compare.compute import diff_ledgers
 from memledger.model.events import ParsedLog
+from memledger.model.fleet import FleetEntry
 from memledger.model.ledger import Ledger
 from memledger.record import Record
 from memledger.render import FORMATS as LEDGER_FORMATS

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memledger.app.diff import sizing_inputs_of
-from memledger.app.load import load_parsed
+from memledger.app.load import load_parsed, sizing_inputs_of
 from memledger.app.options import MISSING_HEAD, DiffOptions, LoadOptions, Output, Source
 from memledger.errors import ConfigError
 from memledger.model.events import ParsedLog

@@ -20,8 +20,9 @@ from memledger.model.ledger import Ledger
 
 if TYPE_CHECKING:
     from memledger.checking.budget import Budget
-    from memledger.checking.evaluate import BaselineInfo, CheckReport, LogChecks
+    from memledger.checking.evaluate import LogChecks
     from memledger.checking.results import SpooledChecks
+    from memledger.model.check import BaselineInfo, CheckReport
 
 
 class _CheckRun(NamedTuple):
@@ -48,7 +49,7 @@ def _check_run(options: CheckOptions) -> _CheckRun:
 
     A baseline path that does not exist means "no comparison" (noted), not an error.
     """
-    from memledger.checking.evaluate import BaselineInfo
+    from memledger.model.check import BaselineInfo
 
     budget = budget_of(options.budget)  # a bad budget fails before a long parse, not after
     # check mixes logs and saved ledgers under one command line: a saved ledger keeps its rows

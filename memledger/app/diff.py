@@ -6,7 +6,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from memledger.app.load import _opened, load_ledger
+from memledger.app.load import load_ledger, load_ledger_and_log, sizing_inputs_of
 from memledger.app.options import (
     MAX_LABEL_CHARS,
     MISSING_HEAD,
@@ -43,17 +43,8 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInp
         return source, None
     if isinstance(source, ParsedLog):
         return load_ledger(source, merged), sizing_inputs_of(source, merged)
-    ledger, parsed = _opened(source, merged, own)
+    ledger, parsed = load_ledger_and_log(source, merged, own)
     return ledger, None if parsed is None else sizing_inputs_of(parsed, merged)
-
-
-def sizing_inputs_of(parsed: ParsedLog, options: LoadOptions) -> SizingInputs:
-    """The numbers SGLang sized the log's pools with (for the diff's upgrade explanation)."""
-    from memledger.model.model_config import load_model_config
-    from memledger.sizing import sizing_inputs
-
-    model = None if options.model_config is None else load_model_config(options.model_config)
-    return sizing_inputs(parsed, model)
 
 
 def diff_of(options: DiffOptions) -> LedgerDiff:

@@ -30,6 +30,7 @@ from memledger.app.options import STDIN, LoadOptions, Output, Source
 from memledger.checking.spool import Spool, closing_after
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
 from memledger.input.log_list import LIST_PREFIX, is_log_list, missing, read_log_list
+from memledger.model.fleet import FleetEntry
 from memledger.model.ledger import Ledger
 from memledger.render.terminal import PLAIN, Terminal
 
@@ -47,20 +48,6 @@ TASK_LOGS = 4
 """Logs per task sent to a worker (fewer round trips; small enough to keep both busy)."""
 R = TypeVar("R")
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class FleetEntry:
-    """One input of the fleet: its summary line (`render.fleet.line_of`), or the one-line error
-    that stopped it. Only this travels back from a worker, never the ledger."""
-
-    path: str
-    line: dict[str, Any] | None = None
-    error: str | None = None
-
-    @property
-    def name(self) -> str:
-        return Path(self.path).name
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from memledger.model.ledger import Ledger
 
 if TYPE_CHECKING:
     from memledger.app.vllm import VllmRun
+    from memledger.sizing import SizingInputs
 
 VLLM_NOT_HERE = "a vLLM log: this command models SGLang only (parse, ledger, diagnose, diff, check)"
 
@@ -119,10 +120,10 @@ def load_ledger(source: Source, options: LoadOptions = LoadOptions()) -> Ledger:
         from memledger.formulas import load_formulas
 
         load_formulas(options.formula_files)  # a bad formulas file fails before a long parse
-    return _opened(source, options, options)[0]
+    return load_ledger_and_log(source, options, options)[0]
 
 
-def _opened(
+def load_ledger_and_log(
     source: PathLike | IO[bytes] | IO[str] | ByteSource, options: LoadOptions, saved: LoadOptions
 ) -> tuple[Ledger, ParsedLog | None]:
     """Open `source`: a log is parsed and built with `options` (and returned, for its sizing
@@ -180,3 +181,12 @@ def label_of(source: Source) -> str:
         return os.fspath(source)
     name = getattr(source, "name", None)
     return name if isinstance(name, str) else "<stream>"
+
+
+def sizing_inputs_of(parsed: ParsedLog, options: LoadOptions) -> SizingInputs:
+    """The numbers SGLang sized the log's pools with (for the diff's upgrade explanation)."""
+    from memledger.model.model_config import load_model_config
+    from memledger.sizing import sizing_inputs
+
+    model = None if options.model_config is None else load_model_config(options.model_config)
+    return sizing_inputs(parsed, model)

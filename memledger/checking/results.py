@@ -7,8 +7,8 @@ iterators over its checks in report order. Two kinds provide it:
 - `SpooledChecks`: what `memledger check` builds (`CheckSpool`). Each log's checks are written
   to a spool (`memledger.checking.spool`: a private temporary file, unlinked at creation, so no
   other process can open it, and gone when the process ends) as they arrive from the workers;
-  memory keeps only the totals and a count per (budget entry, outcome). A format that puts totals first (the headline,
-  JUnit's testsuites attributes) reads the file back after the last log.
+  memory keeps only the totals and a count per (budget entry, outcome). A format that puts totals
+  first (the headline, JUnit's testsuites attributes) reads the file back after the last log.
 
 Report order is that of `check_budget`: each failed startup's FAIL, then entry by entry, logs in
 input order. The file holds them log by log, so reading one entry's checks is a pass over the

@@ -19,8 +19,8 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.errors import ConfigError
+from memledger.model.sizing import SETTING_NAMES
 from memledger.render.sizing import WHATIF_FORMATS
-from memledger.sizing.settings import SETTING_NAMES
 
 
 def _changes(pairs: tuple[str, ...]) -> dict[str, str]:

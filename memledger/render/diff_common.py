@@ -23,8 +23,7 @@ from memledger.compare import (
 )
 from memledger.model.ledger import RowGroup
 from memledger.render.diff_prose import state_pool_statement, usable_note
-from memledger.render.rows import ABSENT
-from memledger.render.tables import Align, Table
+from memledger.render.tables import ABSENT, Align, Table
 from memledger.units import GIB, format_gib
 
 SUMMARY_TABLE_KEYS = (

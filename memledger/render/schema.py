@@ -6,9 +6,9 @@ import json
 from enum import StrEnum
 from typing import Any
 
-from memledger.checking.evaluate import CheckReport
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.diagnosis.model import Diagnosis
+from memledger.model.check import CheckReport
 from memledger.model.ledger import Ledger
 from memledger.model.parse import ParseDocument
 from memledger.record import Record

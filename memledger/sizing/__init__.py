@@ -6,19 +6,16 @@ predicts the pools under other settings, anchored on the measured log.
 """
 
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
-from memledger.sizing.model import Prediction, predict
-from memledger.sizing.result import SizingResult, size_log
-from memledger.sizing.settings import Settings, base_settings
+from memledger.sizing.model import predict
+from memledger.sizing.result import size_log
+from memledger.sizing.settings import base_settings
 from memledger.sizing.whatif import WhatIf, WhatIfRow, whatif
 
 __all__ = [
     "WhatIf",
     "WhatIfRow",
     "whatif",
-    "Prediction",
-    "Settings",
     "SizingInputs",
-    "SizingResult",
     "base_settings",
     "predict",
     "size_log",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memledger.model.events import ParamValue
+from memledger.model.sizing import Settings
 from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
     CHUNKED_PREFILL_BY_GPU,
@@ -52,7 +53,6 @@ from memledger.sizing.capacity import CapacityPiece, reserve_piece
 from memledger.sizing.capacity import capacities_giving as capacities_giving
 from memledger.sizing.capacity import mfs_from_reserved as mfs_from_reserved
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.settings import Settings
 
 DEFAULT_MAX_PREFILL_TOKENS = 16384
 NO_PIECEWISE_BACKENDS = ("ascend", "aiter", "wave")

@@ -8,15 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memledger.checking.budget import Budget, BudgetEntry, ItemKind, parse_budget
-from memledger.checking.evaluate import (
-    Bound,
-    CheckReport,
-    CheckStatus,
-    check_budget,
-    read_item,
-)
+from memledger.checking.budget import Budget, BudgetEntry, parse_budget
+from memledger.checking.evaluate import check_budget, read_item
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
+from memledger.model.check import Bound, CheckReport, CheckStatus, ItemKind
 from memledger.model.ledger import Ledger
 from memledger.units import GIB
 from tests.check_helpers import (

@@ -10,8 +10,9 @@ from datetime import date
 
 from markdown_it import MarkdownIt
 
-from memledger.checking.budget import ItemKind, parse_budget
-from memledger.checking.evaluate import CheckReport, CheckStatus, check_budget
+from memledger.checking.budget import parse_budget
+from memledger.checking.evaluate import check_budget
+from memledger.model.check import CheckReport, CheckStatus, ItemKind
 from memledger.render.check import (
     CHECK_MARKER,
     FORMATS,

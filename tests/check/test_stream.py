@@ -19,8 +19,9 @@ import pytest
 
 from memledger.app.options import CheckOptions
 from memledger.checking.budget import parse_budget
-from memledger.checking.evaluate import BaselineInfo, CheckReport, check_budget, check_log
+from memledger.checking.evaluate import check_budget, check_log
 from memledger.checking.results import CheckSpool, SpooledChecks
+from memledger.model.check import BaselineInfo, CheckReport
 from memledger.model.ledger import Ledger
 from memledger.render.check import (
     FORMATS,

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from memledger.app.fleet import FleetEntry, FleetSpool
+from memledger.app.fleet import FleetSpool
 from memledger.app.load import load_ledger
+from memledger.model.fleet import FleetEntry
 from memledger.render.escape import Destination, finish, write_csv
 from memledger.render.fleet import (
     FIGURES,
@@ -33,8 +34,7 @@ from memledger.render.fleet import (
     line_of,
     record,
 )
-from memledger.render.rows import ABSENT
-from memledger.render.tables import TABLE_ROWS, Align, Table, text_table
+from memledger.render.tables import ABSENT, TABLE_ROWS, Align, Table, text_table
 from memledger.render.terminal import Terminal, fit_lines
 from memledger.units import format_gib
 from tests.conftest import SAMPLES

@@ -13,7 +13,7 @@ from memledger.compare import diff_ledgers
 from memledger.model.ledger import RowGroup
 from memledger.render.diff_markdown import GROUP_COLOURS, composition_chart
 from memledger.render.diff_text import BRIEF_MOVERS
-from memledger.render.rows import ABSENT
+from memledger.render.tables import ABSENT
 from tests.conftest import SAMPLES, run_cli, unwrapped
 
 DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"
