@@ -2,6 +2,31 @@
 
 The public API is imported lazily (PEP 562), so `import memledger` and `memledger --help` stay
 fast; see `memledger.api` for the functions and `docs/api.md` for examples.
+
+Modules:
+
+(by layer, each importing only from the layers below it)
+
+- `cli`: the command-line entry; starts the big-log prefilter, then runs `commands`.
+- `commands`: the click commands, one module each: options in, one call to `app`.
+- `api`: the Python API (`memledger.ledger`, `diff`, `check`, ...) over the same flow.
+- `testing`: pytest helpers (`assert_budget`), the CLI's breach lines as test failures.
+- `app`: the flow, one module per command: load the input, analyse, render, emit an `Output`.
+- `render`: records -> strings, one format registry per command (text, markdown, json, csv).
+- `compare`: two ledgers -> a `LedgerDiff`, and the upgrade explanation (`memledger diff`).
+- `diagnosis`: why a startup failed or came out small (`memledger diagnose`).
+- `checking`: budgets, their evaluation against ledgers, the results read back (`check`).
+- `engine`: a parsed log -> its ledger, as an ordered list of steps (pure).
+- `sizing`: SGLang's KV-pool arithmetic redone from a log, and what-if / solve (pure).
+- `formulas`: named fixed costs as data, and their safe evaluator.
+- `input`: bytes of a log -> `ParsedLog` (reader, prefilter, grammar, transformer, pastes).
+- `sglang`: what memledger knows about SGLang's logs and releases, as tables.
+- `model`: the records the layers hand each other and the JSON contract; no computation.
+- `record`: frozen records (the pydantic-like declaration surface).
+- `record_views`: pydantic views of records (validation and JSON Schema), imported on demand.
+- `config_files`: reading the user's TOML/JSON files, depth bounded.
+- `errors`: the error hierarchy and the documented exit codes.
+- `units`: sizes as integer bytes with the printing precision they were read at.
 """
 
 from __future__ import annotations
@@ -39,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     "Check": "memledger.model.check",
     "CheckReport": "memledger.model.check",
     "CheckStatus": "memledger.model.check",
-    "LedgerDiff": "memledger.compare",
+    "LedgerDiff": "memledger.compare.models",
     "MemledgerError": "memledger.errors",
     "ConfigError": "memledger.errors",
     "InputError": "memledger.errors",
@@ -110,7 +135,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     )
     from memledger.app.options import Source
     from memledger.checking.budget import Budget, BudgetEntry, load_budget, parse_budget
-    from memledger.compare import LedgerDiff
+    from memledger.compare.models import LedgerDiff
     from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.errors import ConfigError, InputError, MemledgerError, NoSuchRowError

@@ -36,7 +36,7 @@ from memledger.model.events import ParsedLog
 from memledger.model.ledger import Ledger
 
 if TYPE_CHECKING:
-    from memledger.compare import LedgerDiff
+    from memledger.compare.models import LedgerDiff
     from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.sizing import WhatIf

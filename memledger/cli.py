@@ -16,9 +16,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
 
-    from memledger.commands.group import cli as cli
-    from memledger.commands.group import usage_error_line as usage_error_line
-
 
 def _terminate(signum: int, _frame: FrameType | None) -> None:
     from memledger.errors import Terminated  # lazily: main starts grep before heavier imports
@@ -83,15 +80,6 @@ def _exit_now(code: int) -> None:
         except (OSError, ValueError):
             pass  # a closed pipe: what could not be written is lost either way
     os._exit(code)
-
-
-def __getattr__(name: str) -> object:
-    """`cli` (the click group) and `usage_error_line`, imported when first asked for."""
-    if name in ("cli", "usage_error_line"):
-        from memledger.commands import group
-
-        return getattr(group, name)
-    raise AttributeError(f"module 'memledger.cli' has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -55,7 +55,7 @@ def _dropped_by(flags: list[str], lines: list[bytes]) -> list[bytes]:
 
 
 def test_the_pcre_serving_line_test_is_the_ere_one() -> None:
-    matched_pcre = _dropped_by(["-P", grep_scan.BORING_PCRE], TRICKY)
+    matched_pcre = _dropped_by(["-P", grep_early.BORING_PCRE], TRICKY)
     matched_ere = _dropped_by(["-E", "-e", BORING_ERE], TRICKY)
     assert matched_pcre == matched_ere
     assert 0 < len(matched_pcre) < len(TRICKY)  # some serving lines, some kept (glued, odd)
@@ -64,11 +64,11 @@ def test_the_pcre_serving_line_test_is_the_ere_one() -> None:
 def test_grep_is_the_default_for_a_big_regular_file_only(tmp_path: Path) -> None:
     path = tmp_path / "big.log"
     with mock.patch.dict("os.environ", {"PATH": os.environ["PATH"]}, clear=True):
-        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES) == GREP
-        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES - 1) is None
+        assert grep_scan.grep_program(path, grep_early.GREP_MIN_BYTES) == GREP
+        assert grep_scan.grep_program(path, grep_early.GREP_MIN_BYTES - 1) is None
         assert grep_scan.grep_program(None, None) is None  # a stream: the built-in scanner
     with mock.patch.dict("os.environ", {"MEMLEDGER_PREFILTER": "python"}):
-        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES) is None
+        assert grep_scan.grep_program(path, grep_early.GREP_MIN_BYTES) is None
 
 
 def _candidates(path: Path, prefilter: str) -> tuple[list[tuple[int, bytes]], int, int]:
@@ -111,6 +111,7 @@ def test_the_cli_starts_grep_before_the_imports_and_the_reader_claims_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
     path = _hostile_log(tmp_path)
     words = tuple(PREFILTER_WORDS)
     prestart.prestart(["parse", "--format", "json", str(path)])
@@ -146,6 +147,7 @@ def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_
 ) -> None:
     monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
     monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
     monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
     path = _hostile_log(tmp_path)
     grep_early.start_early(["parse", "--format", "json", str(path)])
@@ -243,6 +245,7 @@ def test_parts_started_at_entry_are_adopted_or_stopped(
 ) -> None:
     monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
     monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
     monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
     path = _two_halves_log(tmp_path)
     expected = _candidates(path, "python")
@@ -259,7 +262,7 @@ def test_parts_started_at_entry_are_adopted_or_stopped(
         for process in (part.first, part.second):
             limits = Path(f"/proc/{process.pid}/limits").read_text()
             [data] = [line for line in limits.splitlines() if line.startswith("Max data size")]
-            assert data.split()[3:5] == [str(grep_scan.GREP_DATA_LIMIT)] * 2
+            assert data.split()[3:5] == [str(grep_early.GREP_DATA_LIMIT)] * 2
     stats = ReadStats()
     with open_log(path) as log:
         found = list(iter_candidate_lines(log, stats))

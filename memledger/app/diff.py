@@ -21,7 +21,7 @@ from memledger.model.events import ParsedLog
 from memledger.model.ledger import Ledger
 
 if TYPE_CHECKING:
-    from memledger.compare import LedgerDiff
+    from memledger.compare.models import LedgerDiff
     from memledger.sizing import SizingInputs
 
 
@@ -49,7 +49,7 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInp
 
 def diff_of(options: DiffOptions) -> LedgerDiff:
     """Load both sides (log, saved ledger or object) and diff them: head - base."""
-    from memledger.compare import diff_ledgers
+    from memledger.compare.compute import diff_ledgers
     from memledger.compare.upgrade import UpgradeContext
     from memledger.compare.upgrade_releases import parse_release
 

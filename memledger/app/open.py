@@ -14,13 +14,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from memledger.errors import InputError
-from memledger.input.reader import (
-    SNIFF_BYTES,
-    ByteSource,
-    OpenedLog,
-    PeekedStream,
-    open_log,
-)
+from memledger.input.reader import SNIFF_BYTES, ByteSource, OpenedLog, PeekedStream, open_log
 from memledger.model.ledger import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
 
 PathLike = str | os.PathLike[str]

@@ -605,8 +605,6 @@ __all__ = [
     "Budget",
     "BudgetEntry",
     "IfAbsent",
-    "ItemKind",
-    "Level",
     "discover_budget",
     "item_kind",
     "known_items",

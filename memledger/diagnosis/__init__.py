@@ -3,6 +3,28 @@
 `diagnose(parsed, ledger)` is a pure function of the parsed log (its error events included)
 and the ledger built from it; renderers turn the `Diagnosis` into text, markdown or JSON.
 A failure without memory evidence gets no memory knob.
+
+Modules:
+
+- `arithmetic`: Small pieces of arithmetic the suggestions share (each result carries its own
+  working).
+- `crash`: Crashes with a known cause that is not GPU memory.
+- `evidence`: What a parsed startup and its ledger say about a failure.
+- `forward`: One allocation of tens of GiB while much memory is still free.
+- `graphs`: CUDA graphs that took more memory than SGLang plans for them, with the known cause at
+  the log's release.
+- `health`: Memory problems a startup can survive.
+- `levers`: Levers with values for an OOM after the pool, the way SGLang maintainers answer these
+  threads.
+- `memory`: Findings and suggestions for a startup that ran out of memory, by phase.
+- `model`: The diagnosis of one startup.
+- `occupancy`: What a paste says about memory SGLang's own arithmetic did not plan for.
+- `phase`: Which startup phase a failure (or the end of a truncated log) falls in.
+- `pools`: Memory that is not the allocator's free GPU memory.
+- `reserve`: What a startup left outside its KV pool, against what SGLang's own default keeps there
+  at the log's release.
+- `table`: The request-to-token table.
+- `verdicts`: The verdict of an OOM whose levers have no value (the paste lacks the numbers).
 """
 
 from __future__ import annotations

@@ -7,6 +7,24 @@ Rows form a flat partition of usable memory = dist-init usage + avail at load be
 
 `build_ledger` is the list of steps; each step is a function of the values before it. The
 only state they share is the `Audit` (notes, printing precision), passed explicitly.
+
+Modules:
+
+- `assemble`: Assembly.
+- `audit`: The engine's bookkeeping.
+- `carve`: A carve.
+- `chain`: The checkpoint chain.
+- `derived`: Derived rows.
+- `graphs`: CUDA graph rows.
+- `kv_inferred`: The KV pool of a log that prints no `KV Cache is allocated` line (0.4.1 and older,
+  DSV4).
+- `lines`: Log lines -> rows.
+- `loads`: Weights.
+- `parameters`: `Ledger.parameters`.
+- `plausible`: Readings no GPU can give.
+- `roles`: Roles and stable ids.
+- `summary`: The headline figures (`Summary`).
+- `variables`: The names formulas read.
 """
 
 from __future__ import annotations

@@ -35,9 +35,7 @@ from typing import IO
 
 from memledger.errors import InputError
 from memledger.input import grep_early
-from memledger.input.grep_early import BORING_PCRE as BORING_PCRE
-from memledger.input.grep_early import GREP_DATA_LIMIT as GREP_DATA_LIMIT
-from memledger.input.grep_early import GREP_MIN_BYTES as GREP_MIN_BYTES
+from memledger.input.grep_early import BORING_PCRE, GREP_DATA_LIMIT, GREP_MIN_BYTES
 from memledger.input.scan import (
     BORING_ERE,
     CHUNK_BYTES,

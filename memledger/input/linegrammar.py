@@ -383,7 +383,6 @@ def _kind_of(rule_name: str) -> EventKind | None:
 
 __all__ = [
     "LineGrammar",
-    "LineParse",
     "base_grammar_text",
     "example_mismatches",
     "grammar_dir",

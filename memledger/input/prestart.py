@@ -21,7 +21,7 @@ def prestart(argv: Sequence[str]) -> None:
     """Start the pipeline for the first big plain log named in `argv` (a memledger command line)
     now, so it overlaps the imports; `grep_scan.claim` hands it to the reader. Adopts the first grep
     `grep_early.start_early` started for it. Any failure: nothing."""
-    found = grep_early.big_log(argv, grep_scan.GREP_MIN_BYTES)
+    found = grep_early.big_log(argv, grep_early.GREP_MIN_BYTES)
     if found is None:
         return
     arg, key = found
@@ -32,7 +32,7 @@ def prestart(argv: Sequence[str]) -> None:
 
             stdin_scan.prestart(grep_scan.stream_grep())
             return
-        found = grep_early.big_log([argv[0], str(reopened)], grep_scan.GREP_MIN_BYTES)
+        found = grep_early.big_log([argv[0], str(reopened)], grep_early.GREP_MIN_BYTES)
         if found is None:
             return
         arg, key = found

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
-from memledger.input.grep_scan import grep_candidates, rest_of_file, stdin_file
-from memledger.input.grep_scan import grep_program as grep_program
+from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
 from memledger.input.scan import (
     CHUNK_BYTES,

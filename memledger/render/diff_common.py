@@ -10,7 +10,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memledger.compare import (
+from memledger.compare.categories import group_label
+from memledger.compare.compute import sort_rows
+from memledger.compare.models import (
     ByteChange,
     DiffInput,
     DiffStatus,
@@ -18,8 +20,6 @@ from memledger.compare import (
     RowDiff,
     SortKey,
     SummaryField,
-    group_label,
-    sort_rows,
 )
 from memledger.model.ledger import RowGroup
 from memledger.render.diff_prose import state_pool_statement, usable_note

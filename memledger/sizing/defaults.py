@@ -43,15 +43,15 @@ from memledger.sglang.legacy_defaults import (
     legacy_mem_fraction_static,
     legacy_rules,
 )
-from memledger.sglang.sizing_rules import (
-    RULE,
-    version_code,
-)
-from memledger.sizing.capacity import CapacityPiece, reserve_piece
+from memledger.sglang.release_markers import version_code
+from memledger.sglang.sizing_rules import RULE
 
 # re-exported: memledger.sizing.result and the tests read them from here
-from memledger.sizing.capacity import capacities_giving as capacities_giving
-from memledger.sizing.capacity import mfs_from_reserved as mfs_from_reserved
+from memledger.sizing.capacity import (
+    CapacityPiece,
+    mfs_from_reserved,
+    reserve_piece,
+)
 from memledger.sizing.inputs import SizingInputs
 
 DEFAULT_MAX_PREFILL_TOKENS = 16384

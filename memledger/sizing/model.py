@@ -10,7 +10,8 @@ import math
 
 from memledger.model.sizing import Prediction, Settings, Term
 from memledger.record import ConfigDict, Record
-from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE, version_code
+from memledger.sglang.release_markers import version_code
+from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.fraction import used_fraction

@@ -11,8 +11,8 @@ from memledger.sglang.fraction_rules import (
     MFS_VLM_FACTOR_MAX,
     MFS_VLM_FACTOR_MIN,
 )
+from memledger.sizing.capacity import capacities_giving
 from memledger.sizing.defaults import (
-    capacities_giving,
     capacities_of_logged_defaults,
     capacity_pieces,
     may_be_multimodal,

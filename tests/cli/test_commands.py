@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from memledger.cli import cli
 from memledger.commands import COMMANDS
+from memledger.commands.group import cli
 from tests.conftest import PROJECT_ROOT, SAMPLES
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memledger.compare import LedgerDiff, SortKey, diff_ledgers
+from memledger.compare.compute import diff_ledgers
+from memledger.compare.models import LedgerDiff, SortKey
 from memledger.errors import ConfigError
 from memledger.model.ledger import Row, RowGroup, RowKind
 from memledger.render.diff_common import category_table, headline, summary_table

@@ -14,7 +14,8 @@ import pytest
 
 from memledger.app.load import load_ledger
 from memledger.cli import main
-from memledger.compare import DiffStatus, LedgerDiff, diff_ledgers
+from memledger.compare.compute import diff_ledgers
+from memledger.compare.models import DiffStatus, LedgerDiff
 from memledger.errors import EXIT_OK
 from memledger.model.ledger import Ledger
 from memledger.render.diff_formats import DiffFormat, render_diff

@@ -15,12 +15,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from memledger.app.load import load_ledger
-from memledger.compare import (
-    DiffStatus,
-    LedgerDiff,
-    ParamDiff,
-    diff_ledgers,
-)
+from memledger.compare.compute import diff_ledgers
+from memledger.compare.models import DiffStatus, LedgerDiff, ParamDiff
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
 from memledger.render.terminal import Terminal

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from memledger.compare import diff_ledgers
+from memledger.compare.compute import diff_ledgers
 from memledger.model.ledger import Ledger, RowGroup
 from memledger.render import render_ledger
 from memledger.units import GIB, MIB, parse_size

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memledger.compare import diff_ledgers
+from memledger.compare.compute import diff_ledgers
 from memledger.model.ledger import RowGroup
 from memledger.render.diff_markdown import GROUP_COLOURS, composition_chart
 from memledger.render.diff_text import BRIEF_MOVERS
