@@ -21,6 +21,7 @@ Modules:
 - `formulas`: named fixed costs as data, and their safe evaluator.
 - `input`: bytes of a log -> `ParsedLog` (reader, prefilter, grammar, transformer, pastes).
 - `sglang`: what memledger knows about SGLang's logs and releases, as tables.
+- `vllm`: what memledger knows about vLLM's logs, as tables (the sibling of `sglang`).
 - `model`: the records the layers hand each other and the JSON contract; no computation.
 - `record`: frozen records (the pydantic-like declaration surface).
 - `record_views`: pydantic views of records (validation and JSON Schema), imported on demand.

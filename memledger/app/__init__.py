@@ -15,4 +15,5 @@ Modules:
 - `parse`: `memledger parse`.
 - `schema`: `memledger schema`.
 - `whatif`: `memledger whatif`.
+- `vllm`: the vLLM branch of the flow: a vLLM log read, sized, accounted and diagnosed.
 """

@@ -1,4 +1,4 @@
-"""The vLLM branch of the one flow (`memledger.app.options`): an opened input that is a vLLM log is
+"""The vLLM branch of the one flow (`memledger.app`): an opened input that is a vLLM log is
 read, sized, accounted and diagnosed here; everything else goes on down SGLang's path.
 
 `is_vllm(log)` decides from the sniffed head (`memledger.input.engine_detect`); a path whose

@@ -12,4 +12,6 @@ Modules:
 - `upgrade_gpu`: The GPU of a log that prints no capacity.
 - `upgrade_models`: The diff's `upgrade` key.
 - `upgrade_releases`: The releases of the two sides of an upgrade.
+- `engines`: Why the KV cache differs between an SGLang and a vLLM startup (`memledger diff` when
+  the two sides are different engines).
 """

@@ -25,6 +25,7 @@ Modules:
   at the log's release.
 - `table`: The request-to-token table.
 - `verdicts`: The verdict of an OOM whose levers have no value (the paste lacks the numbers).
+- `vllm`: Why a vLLM startup failed.
 """
 
 from __future__ import annotations

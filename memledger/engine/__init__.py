@@ -25,6 +25,7 @@ Modules:
 - `roles`: Roles and stable ids.
 - `summary`: The headline figures (`Summary`).
 - `variables`: The names formulas read.
+- `vllm`: The ledger of one vLLM startup.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ Modules:
 - `tables`: Tables.
 - `terminal`: Text output for a terminal.
 - `text`: The text renderer.
+- `vllm_parse`: `memledger parse` of a vLLM log.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ Modules:
   memledger.model.sizing's).
 - `solve`: The inverse what-if.
 - `whatif`: What-if.
+- `vllm`: vLLM's KV-cache arithmetic redone with a log's own numbers, release by release.
 """
 
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
