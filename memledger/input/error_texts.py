@@ -1,49 +1,13 @@
-"""Error texts a failed startup leaves, read into events: allocator OOM messages, SGLang's own
-refusals, Python tracebacks (their frames name the phase), and process kills.
+"""The readers of error texts (memledger.sglang.errors, one entry per text) that make events: an
+allocator OOM message's sizes, SGLang's refusals and exhausted pools, Python tracebacks (their
+frames name the phase), and process ends.
 
 These texts are mostly bare lines (continuations of one multi-line log record whose first line
 carries the SGLang prefix), so a bare line is attributed to the rank of the last prefixed line.
-Shapes, with where they come from:
-
-* PyTorch caching allocator, torch >= 2.1 (CUDA and ROCm/HIP builds print the same text):
-  `CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 79.19 GiB of
-  which 812.00 MiB is free. [Process N has X memory in use. ]Including non-PyTorch memory, this
-  process has 78.38 GiB memory in use. Of the allocated memory X is allocated by PyTorch, [with X
-  allocated in private pools (e.g., CUDA Graphs), ]and X is reserved by PyTorch but unallocated.`
-  Units from c10 `format_size`: bytes, KiB, MiB, GiB.
-* Older torch and torch_npu: `NPU out of memory. Tried to allocate 52.00 MiB (NPU 0; 60.96 GiB
-  total capacity; 59.36 GiB already allocated; [X current active; ]X free; X reserved in total by
-  PyTorch)`.
-* SGLang: `Not enough memory. Please try to increase --mem-fraction-static. Current value:
-  self.server_args.mem_fraction_static=0.88` (v0.5.8
-  model_executor/model_runner_kv_cache_mixin.py:327-331; without "Current value" in v0.4.x and
-  in v0.5.23 model_executor/pool_configurator.py:96) and `Loaded weights leave no GPU memory
-  for the KV cache under --mem-fraction-static=F. Raise --mem-fraction-static above S
-  (minimum viable = 1 - available/pre = M).` (v0.5.23 mem_cache/kv_cache_configurator.py:3042-3058).
-* SGLang's own pools running out while serving (not the allocator: a pool sized at startup is
-  full): `Prefill out of memory. Try to lower your batch size.` / `Decode out of memory. Try to
-  lower your batch size.` (v0.5.8 mem_cache/common.py:284, :413; v0.4.6 schedule_batch.py:901,
-  :936), `alloc_req_slots runs out of memory. Please set a smaller number for
-  `--max-running-requests`.` (v0.5.8 mem_cache/common.py:321), the retraction notes `KV cache
-  pool is full. Retract requests.` (v0.5.8 managers/scheduler.py:2209) and `Decode out of memory
-  happened. #retracted_reqs: N` (v0.4.6 managers/scheduler.py:1499), and a request longer than
-  the pool: `Input length (N tokens) exceeds the maximum allowed length (M tokens).` (v0.5.8
-  managers/utils.py:121, where M = min(context_len - 1, max_total_num_tokens - 1) - 5,
-  managers/tp_worker.py:286-290). Host memory: `[Errno 12] Cannot allocate memory`,
-  `DefaultCPUAllocator: can't allocate memory`, `std::bad_alloc`.
-* An exception line without its traceback (`RuntimeError: ...` pasted alone) is a traceback
-  event of no frames.
-* `max_total_tokens=N is larger than the profiled value -M. Use the profiled value instead.`
-  with M >= 0: the profiled KV pool had no tokens, SGLang's refusal follows (v0.4.8
-  model_executor/model_runner.py:914-932).
-* The host's shared memory: `Error while creating shared memory segment /dev/shm/nccl-X (size
-  N)` and `failed to extend /dev/shm/...` (NCCL misc/shmutils.cc), PyTorch's `insufficient
-  shared memory (shm)`, a `Bus error` (SIGBUS when a /dev/shm segment cannot grow).
-* A traceback frame whose code line builds the request-to-token table (`ReqToTokenPool(`,
-  `self.req_to_token = torch.zeros(`) marks the traceback `pool=req_to_token`.
-* Process ends: a standalone `Killed` (the shell reporting SIGKILL), `Exit code: -9`
-  (v0.5.8 entrypoints/engine.py:853), `... terminated with -9`
-  (v0.5.8 managers/data_parallel_controller.py:582).
+What a reader does beyond the table: type the captured numbers, join a text a narrow terminal
+wrapped over several lines, and gather a traceback's frames into one event. An exception line
+without its traceback (`RuntimeError: ...` pasted alone) is a traceback event of no frames; a
+frame whose code line builds the request-to-token table marks the traceback `pool=req_to_token`.
 
 Every reader tolerates what people paste: surrounding text, alignment spaces, a trailing note.
 """
@@ -53,138 +17,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memledger.model.events import EventKind, Value
+from memledger.events import EventKind, Value
+from memledger.sglang.errors import (
+    ALLOCATOR_DEVICE_INDEX_RE,
+    ALLOCATOR_FIELDS,
+    BY_NAME,
+    ERRORS,
+    ErrorText,
+    of_kind,
+)
 from memledger.units import Size, float_or_none, int_or_none, parse_size
 
-_NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
-OUT_OF_MEMORY_RE = re.compile(
-    r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE
-)
-_OOM_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("requested", re.compile(r"Tried to allocate " + _NUM)),
-    # torch >= 2.1
-    ("capacity", re.compile(r"has a total capacity of " + _NUM)),
-    # `GPU 1 ... 50.40 GiB is free`: a paste that elides the capacity (sglang#37712)
-    ("free", re.compile(r"(?:of which|\.\.\.|…) ?" + _NUM + r" is free")),
-    ("process_in_use", re.compile(r"this process has " + _NUM + r" memory in use")),
-    ("allocated", re.compile(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch")),
-    ("private_pools", re.compile(_NUM + r" allocated in private pools")),
-    ("reserved_unallocated", re.compile(_NUM + r" is reserved by PyTorch but unallocated")),
-    # torch < 2.1 and torch_npu: `(GPU 0; 15.78 GiB total capacity; ...; 3.12 MiB free; ...)`
-    ("capacity", re.compile(_NUM + r" total capacity")),
-    ("allocated", re.compile(_NUM + r" already allocated")),
-    ("free", re.compile(r"; " + _NUM + r" free")),
-    ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
-)
-HSA_OUT_OF_RESOURCES = "HSA_STATUS_ERROR_OUT_OF_RESOURCES"
-"""ROCm's `HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary
-resources.` (then `Available Free mem: N MB`): a kernel's device allocation failed, an OOM
-(https://github.com/sgl-project/sglang/issues/25797, fixed by a lower --mem-fraction-static)."""
-_OOM_DEVICE_INDEX_RE = re.compile(r"(?:GPU|NPU|Device|device)\s+(\d+)(?: has a total|;)")
-
-NOT_ENOUGH_MEMORY_RE = re.compile(
-    r"Not enough memory\. Please try to increase --mem-fraction-static"
-    r"(?:\.\s*Current value:\s*(?:self\.server_args\.)?mem_fraction_static\s*=\s*"
-    r"(?P<mfs>\d+(?:\.\d+)?))?"
-    # the same RuntimeError quoted without its advice (sgl-project/sglang-omni#293's table)
-    r"|RuntimeError: Not enough memory\.?\s*$"
-)
-PROFILED_NEGATIVE_RE = re.compile(
-    r"max_total_tokens=(?P<cap>\d+) is larger than the profiled value (?P<profiled>-\d+|0)\b"
-)
-"""SGLang's `--max-total-tokens` warning with a profiled pool of no tokens: the KV budget
-rest = A - P x (1 - mfs) came out negative, and the refusal follows (v0.4.8
-model_executor/model_runner.py:914-932, v0.5.8 model_runner_kv_cache_mixin.py:299-305 then
-:328-331: `if self.max_total_num_tokens <= 0: raise RuntimeError("Not enough memory...")`)."""
-NO_ROOM_FOR_KV_RE = re.compile(
-    r"Loaded weights leave no GPU memory for the KV cache"
-    r"(?: under --mem-fraction-static=(?P<mfs>\d+(?:\.\d+)?))?"
-    r"(?:.*?Raise --mem-fraction-static above (?P<above>\d+(?:\.\d+)?))?"
-    r"(?:.*?minimum viable = [^=]*= (?P<minimum>\d+(?:\.\d+)?))?"
-)
-
-# `Traceback (most recent` alone: a wrap cut the head (`call last):` is on the next line)
-TRACEBACK_RE = re.compile(r"Traceback \(most recent(?:\s+call)?(?:\s+last\):?)?")
-FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<func>[\w<>.]+)')
-# a bare `Exception:` too: SGLang raises `Exception("Capture cuda graph failed: ...")`
-# (v0.5.8 model_executor/cuda_graph_runner.py:460-470)
-EXCEPTION_RE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Interrupt|Exit|OutOfResources))"
-    r"(?::\s*(?P<message>.*))?$"
-)
-# (regex, pool, shape): SGLang's own pools exhausted, and the host's memory (module docstring)
-POOL_EXHAUSTED_TEXTS: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (
-        re.compile(r"Prefill out of memory\.(?:.*?Try to allocate (?P<tokens>\d+) tokens)?"),
-        "kv",
-        "prefill",
-    ),
-    (re.compile(r"Decode out of memory\. Try to lower"), "kv", "decode"),
-    (re.compile(r"alloc_req_slots runs out of memory"), "req_slots", "alloc_req_slots"),
-    (re.compile(r"KV cache pool is full\. Retract requests"), "kv", "retract"),
-    (
-        re.compile(r"Decode out of memory happened\.(?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
-        "kv",
-        "retract",
-    ),
-    # the count lines SGLang prints under its Prefill/Decode raise: asked, then free + evictable
-    # (v0.4.5 managers/schedule_batch.py:856-860 `Avaliable`; v0.5.8 mem_cache/common.py:283-287,
-    # :413-417, and :500-516 with a full and a swa count for hybrid SWA models)
-    (re.compile(r"^Try to allocate (?P<tokens>\d+) tokens\.?$"), "kv", "asked"),
-    (re.compile(r"^Ava(?:li|il)able tokens: (?P<tokens>\d+)"), "kv", "available"),
-    (re.compile(r"^Available full tokens: (?P<tokens>\d+)"), "kv", "available_full"),
-    (re.compile(r"^Available swa tokens: (?P<tokens>\d+)"), "kv", "available_swa"),
-    (
-        re.compile(
-            r"Input length \((?P<tokens>\d+) tokens\) exceeds the maximum allowed length "
-            r"\((?P<limit>\d+) tokens\)"
-        ),
-        "request_length",
-        "too_long",
-    ),
-    (
-        # the host's shared memory (/dev/shm: docker's default is 64 MB): NCCL's segments
-        # (`misc/shmutils.cc`), PyTorch's workers, a SIGBUS when a segment cannot grow
-        re.compile(
-            r"Error while creating shared memory segment \S*(?: \(size (?P<size>\d+)\))?"
-            r"|failed to extend /dev/shm|insufficient shared memory \(shm\)|\bBus error\b"
-        ),
-        "shm",
-        "shm",
-    ),
-    (
-        re.compile(
-            r"\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: can't allocate memory"
-            r"|std::bad_alloc"
-        ),
-        "host",
-        "host_memory",
-    ),
-)
-_POOL_WORDS = (
-    "of memory",
-    "Try to allocate ",
-    "able tokens: ",
-    "able full tokens: ",
-    "able swa tokens: ",
-    "pool is full",
-    "allowed length",
-    "allocate memory",
-    "bad_alloc",
-    "shared memory",
-    "/dev/shm",
-    "Bus error",
-)
-"""Every POOL_EXHAUSTED_TEXTS pattern holds one of these (a cheap test first)."""
-_REFUSAL_WORDS = ("profiled value", "Loaded weights leave no GPU memory", "Not enough memory")
-"""What read_kv_refusal's texts hold: PROFILED_NEGATIVE_RE's, then the two refusals'."""
-_EXIT_WORDS = ("Killed", "xit", "terminated with")
-"""Each head of KILLED_RE and EXIT_CODE_RE holds one of these."""
-REQ_TO_TOKEN_CODE_RE = re.compile(r"ReqToTokenPool\(|self\.req_to_token\s*=")
-"""A frame's code line that builds the request-to-token table (v0.5.8 mem_cache/memory_pool.py:136,
-model_executor/model_runner_kv_cache_mixin.py:384)."""
-KILLED_RE = re.compile(r"^Killed\b")
-EXIT_CODE_RE = re.compile(r"(?:Exit code:|terminated with|exitcode=|exit code)\s*(-?\d+)")
+_ALLOCATOR_OOM = BY_NAME["allocator_oom"]
+_OOM_MESSAGES = of_kind(EventKind.OOM_MESSAGE)
+_REFUSALS = of_kind(EventKind.KV_REFUSAL)
+_POOLS = of_kind(EventKind.POOL_EXHAUSTED)
+OUT_OF_MEMORY_RE = _ALLOCATOR_OOM.regex
+TRACEBACK_RE = BY_NAME["traceback_head"].regex
+FRAME_RE = BY_NAME["traceback_frame"].regex
+EXCEPTION_RE = BY_NAME["exception_line"].regex
+REQ_TO_TOKEN_CODE_RE = BY_NAME["req_to_token_code"].regex
+_KILLED = BY_NAME["killed"]
+_EXIT_CODE = BY_NAME["exit_code"]
 SIGKILL_EXIT_CODES = frozenset({-9, 137})
 """multiprocessing reports SIGKILL as -9; a shell reports 128 + 9."""
 
@@ -200,18 +54,27 @@ def _size(match: re.Match[str]) -> Size | None:
         return None
 
 
+def _captured(entry: ErrorText, match: re.Match[str]) -> dict[str, Value]:
+    """The entry's fixed values, then the numbers its groups captured, typed."""
+    values: dict[str, Value] = dict(entry.values)
+    for key, group, kind in entry.captures:
+        text = match.group(group)
+        number = (int_or_none(text) if kind is int else float_or_none(text)) if text else None
+        if number is not None:
+            values[key] = number
+    return values
+
+
 def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | None:
     """The numbers of an allocator OOM message, or None when `text` is not one."""
-    if HSA_OUT_OF_RESOURCES in text:
-        # ROCm's runtime failing a device allocation: no sizes on this line
-        return {}, {"device": "HIP", "runtime": HSA_OUT_OF_RESOURCES}
-    if text.isascii() and "out of memory" not in text.lower():
-        return None  # the regex below needs these words (a cheap test: most lines are no error)
-    head = OUT_OF_MEMORY_RE.search(text)
+    for entry in _OOM_MESSAGES:
+        if entry is not _ALLOCATOR_OOM and entry.find(text) is not None:
+            return {}, dict(entry.values)  # a runtime's own text: no sizes on this line
+    head = _ALLOCATOR_OOM.find(text)
     if head is None:
         return None
     sizes: dict[str, Size] = {}
-    for key, pattern in _OOM_FIELDS:
+    for key, pattern in ALLOCATOR_FIELDS:
         if key in sizes:
             continue
         match = pattern.search(text, head.start())
@@ -223,7 +86,7 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
     values: dict[str, Value] = {}
     if head.group("device"):
         values["device"] = head.group("device").upper()
-    index = _OOM_DEVICE_INDEX_RE.search(text, head.start())
+    index = ALLOCATOR_DEVICE_INDEX_RE.search(text, head.start())
     if index:
         gpu = int_or_none(index.group(1))
         if gpu is not None:
@@ -233,93 +96,38 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
 
 def read_kv_refusal(text: str) -> dict[str, Value] | None:
     """SGLang refusing to size the KV pool (weights left no room), or None."""
-    if _REFUSAL_WORDS[0] in text:
-        profiled = PROFILED_NEGATIVE_RE.search(text)
-        if profiled is None:
-            return None  # a cap above a positive profiled value: no refusal
-        found: dict[str, Value] = {"shape": "negative_profile"}
-        for key, group in (("profiled_tokens", "profiled"), ("max_total_tokens", "cap")):
-            tokens = int_or_none(profiled.group(group))
-            if tokens is not None:
-                found[key] = tokens
-        return found
-    if not any(word in text for word in _REFUSAL_WORDS[1:]):
-        return None  # what both regexes start with
-    match = NO_ROOM_FOR_KV_RE.search(text)
-    values: dict[str, Value] = {}
-    if match:
-        values["shape"] = "no_room_for_kv"
-        for key, group in (
-            ("mem_fraction_static", "mfs"),
-            ("raise_above", "above"),
-            ("minimum_viable", "minimum"),
-        ):
-            if match.group(group):
-                number = float_or_none(match.group(group))
-                if number is not None:
-                    values[key] = number
-        return values
-    match = NOT_ENOUGH_MEMORY_RE.search(text)
-    if match is None:
-        return None
-    values["shape"] = "not_enough_memory"
-    number = float_or_none(match.group("mfs")) if match.group("mfs") else None
-    if number is not None:
-        values["mem_fraction_static"] = number
-    return values
+    for entry in _REFUSALS:
+        match = entry.find(text)
+        if match is not None:
+            return _captured(entry, match)
+    return None
 
 
 def read_pool_exhausted(text: str) -> dict[str, Value] | None:
-    """SGLang's own pool (or the host's memory) running out, or None (module docstring)."""
-    if not any(word in text for word in _POOL_WORDS):
-        return None  # every pattern holds one of these
-    for pattern, pool, shape in POOL_EXHAUSTED_TEXTS:
-        match = pattern.search(text)
-        if match is None:
-            continue
-        values: dict[str, Value] = {"pool": pool, "shape": shape}
-        for key in ("tokens", "limit", "size"):
-            group = match.groupdict().get(key)
-            number = int_or_none(group) if group else None
-            if number is not None:
-                values[key] = number
-        return values
+    """SGLang's own pool (or the host's memory) running out, or None."""
+    for entry in _POOLS:
+        match = entry.find(text)
+        if match is not None:
+            return _captured(entry, match)
     return None
 
 
 def read_process_exit(text: str) -> dict[str, Value] | None:
     """A process end the log reports (`Killed`, a non-zero exit code), or None."""
-    if not any(word in text for word in _EXIT_WORDS):
-        return None  # each head of the two regexes holds one of these
-    if KILLED_RE.match(text.strip()):
+    if _KILLED.find(text) is not None:
         return {"killed": True}
-    match = EXIT_CODE_RE.search(text)
-    code = None if match is None else int_or_none(match.group(1))
+    match = _EXIT_CODE.find(text)
+    code = None if match is None else int_or_none(match.group("code"))
     if code is None or code == 0:
         return None
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}
 
 
 ERROR_WORDS: tuple[str, ...] = tuple(
-    word.lower()
-    for word in (
-        # the regexes' own words: a frame, an exception type, a traceback head, a cut OOM text
-        "Error",  # `...Error`, `ERROR`, HSA_STATUS_ERROR_OUT_OF_RESOURCES
-        "Exception",
-        "Interrupt",
-        "Exit",
-        "OutOfResources",
-        'File "',
-        "Traceback",
-        "Tried to allocate",
-        "out of memory",
-        # each cheap test's words: a reader changed there changes this too
-        *_POOL_WORDS,
-        *_REFUSAL_WORDS,
-        *_EXIT_WORDS,
-    )
+    dict.fromkeys(word.lower() for entry in ERRORS if entry.kind for word in entry.words)
 )
-"""Lower-cased, what every text a reader here reads holds one of (memledger.input.quiet)."""
+"""Lower-cased, what every text a reader here reads holds one of (memledger.input.quiet): the
+words of every entry a reader reads (memledger.sglang.errors)."""
 
 
 def no_error_words(text: str) -> bool:

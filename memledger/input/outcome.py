@@ -10,21 +10,13 @@ from __future__ import annotations
 import re
 
 from memledger.input.error_texts import read_kv_refusal
-from memledger.model.events import EventKind
+from memledger.sglang.errors import Outcome, any_case, joined, of_outcome, words_of
 from memledger.sglang.failure_rules import KV_REFUSAL_OUTCOME, KV_REFUSAL_REASON
 
-OOM_RE = re.compile(r"(?i:out of memory)|OutOfMemoryError|\bOOM\b")
-CRASH_RE = re.compile(
-    r"Traceback \(most recent call last\)"
-    r"|Scheduler hit an exception"
-    r"|^Exception in "
-    r"|Received sigquit from a child process"
-    r"|scheduler is dead"
-    r"|Initialization failed"
-    r"|^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?::|$)"
-    r"|^Killed$"
-)
-EXIT_CODE_RE = re.compile(r"Exit code:\s*(-?\d+)")
+OOM_RE = joined(of_outcome(Outcome.OOM))
+CRASH_RE = joined(of_outcome(Outcome.CRASH))
+(_EXIT,) = of_outcome(Outcome.EXIT)
+EXIT_CODE_RE = _EXIT.regex
 READY_TEXT = "The server is fired up and ready to roll"
 RETRACTION_TEXT = "Decode out of memory happened"
 """SGLang retracting requests when the KV pool fills while serving (v0.4.6
@@ -34,33 +26,24 @@ managers/scheduler.py:1499, an INFO line): the server goes on, so it is no OOM o
 # server echoes, not what happened to it: outcome phrases are not looked for inside one.
 _QUOTED_VALUE_RE = re.compile(r"""(?<=[=(\[{,:])\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 
-
-_CRASH_WORDS = ("Error", "Exception", "Traceback", "Scheduler hit", "sigquit", "scheduler is dead")
-"""Every CRASH_RE branch holds one of these (or is `Initialization failed` / `Killed`)."""
-_REFUSAL_WORDS = ("enough memory", "profiled value", "Loaded weights leave")
-"""What every text `read_kv_refusal` reads holds (a cheap test first)."""
+_STATED = tuple(entry for outcome in Outcome for entry in of_outcome(outcome))
+_ANY_CASE_WORDS = words_of(tuple(entry for entry in _STATED if any_case(entry)))
 OUTCOME_WORDS: tuple[str, ...] = (
-    "OOM",
-    "OutOfMemory",
-    "Exit code",
+    *words_of(tuple(entry for entry in _STATED if not any_case(entry))),
     READY_TEXT,
-    "Initialization failed",
-    "Killed",
-    *_CRASH_WORDS,
-    *_REFUSAL_WORDS,
 )
-"""An ASCII line stating an outcome holds one of these, or `out of memory` in any case."""
+"""An ASCII line stating an outcome holds one of these, or one of _ANY_CASE_WORDS in any case
+(the words of memledger.sglang.errors' outcome texts)."""
 _OUTCOME_WORDS_RE = re.compile("|".join(re.escape(word) for word in OUTCOME_WORDS))
 
 
 def outcome_kind(text: str) -> tuple[EventKind, str] | None:
     """The outcome a line states (kind and the phrase that says it), or None."""
-    if (
-        text.isascii()
-        and "out of memory" not in text.lower()
-        and _OUTCOME_WORDS_RE.search(text) is None
-    ):
-        return None  # the common case, without the regexes below (quoted values only remove)
+    if text.isascii():
+        lowered = text.lower()
+        if not any(word in lowered for word in _ANY_CASE_WORDS):
+            if _OUTCOME_WORDS_RE.search(text) is None:
+                return None  # the common case, without the regexes below (quotes only remove)
     if "'" in text or '"' in text:
         text = _QUOTED_VALUE_RE.sub(" ''", text)
     oom = OOM_RE.search(text) if RETRACTION_TEXT not in text else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from memledger.input.error_texts import ERROR_WORDS
 from memledger.input.outcome import OUTCOME_WORDS
+from memledger.sglang.errors import ANY_CASE_WORDS
 from memledger.sglang.lines import GPU_NAME_WORDS, PLATFORM_MARKERS
 
 _FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
@@ -33,7 +34,7 @@ def _folded(word: str) -> bytes:
 
 READER_WORDS: tuple[str, ...] = (
     *OUTCOME_WORDS,
-    "out of memory",  # outcome_kind's case-blind phrase
+    *ANY_CASE_WORDS,  # outcome_kind's case-blind phrase
     *ERROR_WORDS,
     *(marker.text for marker in PLATFORM_MARKERS),
     *GPU_NAME_WORDS,

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import IO, Protocol
 
 from memledger.errors import InputError
+from memledger.sglang.errors import ANY_CASE_WORDS
 from memledger.sglang.lines import CUT_TAIL_ERE, MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 
 CHUNK_BYTES = 1 << 20
@@ -37,7 +38,7 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
 
 
-OUT_OF_MEMORY_ERE = "|".join(_any_case(w) for w in ("out of memory", *MEMORY_WORDS_ANY_CASE))
+OUT_OF_MEMORY_ERE = "|".join(_any_case(w) for w in (*ANY_CASE_WORDS, *MEMORY_WORDS_ANY_CASE))
 """Keywords matched in any case, as one ERE: `out of memory` and the memory-looking words."""
 _ANY_CASE_KEYWORDS = OUT_OF_MEMORY_ERE.encode()
 # The start of a cut line's rest (sglang.lines.CUT_TAIL_ERE), matched at the line's start only:
@@ -54,7 +55,7 @@ BORING_ERE = (
 `LineFilter.candidates` tests it); the grep path drops these."""
 
 
-_ANY_CASE_WORDS = tuple(w.lower().encode() for w in ("out of memory", *MEMORY_WORDS_ANY_CASE))
+_ANY_CASE_WORDS = tuple(w.lower().encode() for w in (*ANY_CASE_WORDS, *MEMORY_WORDS_ANY_CASE))
 """OUT_OF_MEMORY_ERE's words: `[Oo][Uu]...` matches exactly where the ASCII-lowered bytes
 (bytes.lower folds ASCII only) hold the lowered word."""
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memledger.sglang.errors import PREFILTER_BY_KIND as ERROR_PREFILTER_WORDS
+
 
 @dataclass(frozen=True)
 class LineSpec:
@@ -208,47 +210,8 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec("platform_marker", words=tuple(m.text for m in PLATFORM_MARKERS)),
     LineSpec("gpu_named", words=GPU_NAME_WORDS),
     LineSpec("ready", words=("fired up",)),
-    LineSpec("oom", words=("OOM", "OutOfMemory")),
-    LineSpec(
-        "crash",
-        words=(
-            "Error",
-            "Exception",
-            "Traceback",
-            "sigquit",
-            "scheduler is dead",
-            "Exit code",
-            "Initialization failed",
-            "Killed",
-        ),
-    ),
-    # ---- error texts (read by memledger.input.error_texts; the scanner adds `out of memory`)
-    # `PyTorch`, `", line `: what the second half of a wrapped OOM message or frame still holds
-    LineSpec("oom_message", words=("OutOfMemory", "PyTorch", "HSA_STATUS_ERROR_OUT_OF_RESOURCES")),
-    LineSpec("kv_refusal", words=("enough memory", "KV cache", "profiled value")),
-    LineSpec("traceback", words=("Traceback", 'File "', '", line ', ", in ")),
-    LineSpec("process_exit", words=("Killed", "Exit code", "terminated with")),
-    LineSpec(
-        "pool_exhausted",
-        words=(
-            "of memory",
-            # the count lines under SGLang's Prefill/Decode raise (input.error_texts)
-            "Try to allocate ",
-            "able tokens: ",
-            "able full tokens: ",
-            "able swa tokens: ",
-            "pool is full",
-            "maximum allowed length",
-            "allocate memory",
-            "bad_alloc",
-            "shared memory",
-            "/dev/shm",
-            "Bus error",
-            # a traceback's code line that builds the request-to-token table
-            "ReqToTokenPool(",
-            "self.req_to_token =",
-        ),
-    ),
+    # ---- error texts and outcome phrases (memledger.sglang.errors: the words of its entries)
+    *(LineSpec(kind, words=words) for kind, words in ERROR_PREFILTER_WORDS.items()),
 )
 
 SPECS: dict[str, LineSpec] = {spec.kind: spec for spec in LINES}

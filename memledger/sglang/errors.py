@@ -1,0 +1,621 @@
+"""Every error text memledger reads, one `ErrorText` per text: allocator OOM messages, SGLang's
+refusals and pool exhaustion, Python traceback parts, process ends, and the phrases that say how a
+startup ended.
+
+Each entry says which reader makes an event of it (`kind`, read by memledger.input.error_texts),
+whether it states the startup's outcome (`outcome`, read by memledger.input.outcome), its family,
+the source that prints it, and an example line (tests/sglang/test_errors.py checks every entry
+against its example with one function). `words` are what every match of `regex` holds: the
+readers' cheap test before the regex, the quiet-line test (memledger.input.quiet) and the
+prefilter (memledger.sglang.lines.PREFILTER_WORDS) are all derived from them, so a new text is
+one entry here and never a word list elsewhere. A test checks that every branch of each regex
+holds one of its words, and that each word is the regex's own.
+
+Stdlib only: the scan worker imports this module through memledger.sglang.lines.
+
+## Adding an error text
+Add an `ErrorText` to `ERRORS` (a new wording of a known text is a new entry, or a branch of its
+regex): the reader kind it feeds, the regex (named groups for the numbers it carries, listed in
+`captures`), the words, fixed `values` (`pool`, `shape`), the outcome if it ends a startup, the
+family, the source (`vX path:line`) and an example. The shared test covers it; add a test of
+what diagnose makes of it if that is new.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Family(StrEnum):
+    """Who prints the text."""
+
+    ALLOCATOR = "torch allocator"
+    """PyTorch's caching allocator (CUDA, ROCm/HIP and torch_npu builds print the same text)."""
+    CUDA = "CUDA"
+    HIP = "HIP"
+    NPU = "NPU"
+    TORCH_MEMORY_SAVER = "torch_memory_saver"
+    SGLANG_REFUSAL = "SGLang refusal"
+    """SGLang refusing to size its KV pool."""
+    SGLANG_POOL = "SGLang pool"
+    """One of SGLang's own pools (sized at startup) full while serving."""
+    SGLANG_ASSERTION = "SGLang assertion"
+    SGLANG_EXIT = "SGLang exit"
+    """SGLang's launcher reporting a failed child or startup."""
+    HOST = "host memory"
+    SHM = "shared memory"
+    PYTHON = "Python"
+    """A traceback's parts and exception lines, whoever raised them."""
+    SHELL = "shell"
+    REPORTER = "reporter"
+    """Words people write around a log (`OOM`)."""
+
+
+class Outcome(StrEnum):
+    """What a text says about how the startup ended (memledger.input.outcome, in this order)."""
+
+    OOM = "oom"
+    """An out-of-memory phrase: the OOM outcome, the matched phrase its reason."""
+    REFUSAL = "refusal"
+    """SGLang refused to size the KV pool: the OOM outcome (sglang.failure_rules)."""
+    CRASH = "crash"
+    """A crash phrase: the crash outcome, the matched phrase its reason."""
+    EXIT = "exit"
+    """An exit code: a crash when it is not 0."""
+
+
+@dataclass(frozen=True)
+class ErrorText:
+    """One error text: how to find it, what it means, where it comes from."""
+
+    name: str
+    """Unique id."""
+    regex: re.Pattern[str]
+    words: tuple[str, ...]
+    """Every match of `regex` holds one (case-sensitive, or in any case if the regex ignores
+    case): the cheap test before the regex, and the prefilter's words."""
+    family: Family
+    source: str
+    """Where the text is printed: `vX path:line` of the engine (or the library's file)."""
+    example: str
+    """A line in the family's shape that the regex reads (synthetic, checked by the tests)."""
+    kind: str = ""
+    """The event kind its reader makes (an `EventKind` value), or "" for an outcome phrase only."""
+    outcome: Outcome | None = None
+    values: Mapping[str, str] = field(default_factory=dict)
+    """Values every event of this text carries (`pool`, `shape`), before the captured ones."""
+    captures: tuple[tuple[str, str, type[int] | type[float]], ...] = ()
+    """(value key, regex group, type) of the numbers it carries, in this order."""
+    wrap_words: tuple[str, ...] = ()
+    """What the second half of the text holds when a narrow terminal wrapped it: lines with
+    these are read too (prefilter and quiet test), so the reader can join them back."""
+    strip: bool = False
+    """The regex is matched at the start of the stripped text (`re.match`), not searched."""
+
+    def find(self, text: str) -> re.Match[str] | None:
+        """The regex's match in `text` (after the cheap word test), or None."""
+        if self.regex.flags & re.IGNORECASE:
+            lowered = text.lower()
+            if text.isascii() and not any(word.lower() in lowered for word in self.words):
+                return None
+        elif not any(word in text for word in self.words):
+            return None
+        if self.strip:
+            return self.regex.match(text.strip())
+        return self.regex.search(text)
+
+
+_NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
+"""A size as c10's `format_size` prints it (bytes, KiB, MiB, GiB), or in decimal units."""
+
+ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("requested", re.compile(r"Tried to allocate " + _NUM)),
+    # torch >= 2.1
+    ("capacity", re.compile(r"has a total capacity of " + _NUM)),
+    # `GPU 1 ... 50.40 GiB is free`: a paste that elides the capacity (sglang#37712)
+    ("free", re.compile(r"(?:of which|\.\.\.|…) ?" + _NUM + r" is free")),
+    ("process_in_use", re.compile(r"this process has " + _NUM + r" memory in use")),
+    ("allocated", re.compile(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch")),
+    ("private_pools", re.compile(_NUM + r" allocated in private pools")),
+    ("reserved_unallocated", re.compile(_NUM + r" is reserved by PyTorch but unallocated")),
+    # torch < 2.1 and torch_npu: `(GPU 0; 15.78 GiB total capacity; ...; 3.12 MiB free; ...)`
+    ("capacity", re.compile(_NUM + r" total capacity")),
+    ("allocated", re.compile(_NUM + r" already allocated")),
+    ("free", re.compile(r"; " + _NUM + r" free")),
+    ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
+)
+"""The sizes of an allocator OOM message (`allocator_oom`), each read after its head; the first
+pattern of a key that reads wins. torch >= 2.1: `CUDA out of memory. Tried to allocate 1.50 GiB.
+GPU 0 has a total capacity of 79.19 GiB of which 812.00 MiB is free. [Process N has X memory in
+use. ]Including non-PyTorch memory, this process has 78.38 GiB memory in use. Of the allocated
+memory X is allocated by PyTorch, [with X allocated in private pools (e.g., CUDA Graphs), ]and X
+is reserved by PyTorch but unallocated.` Older torch and torch_npu: `NPU out of memory. Tried to
+allocate 52.00 MiB (NPU 0; 60.96 GiB total capacity; 59.36 GiB already allocated; [X current
+active; ]X free; X reserved in total by PyTorch)`."""
+ALLOCATOR_DEVICE_INDEX_RE = re.compile(r"(?:GPU|NPU|Device|device)\s+(\d+)(?: has a total|;)")
+"""The device an allocator OOM message names (`GPU 0 has a total`, `(NPU 3; ...`)."""
+
+_MFS = r"(?P<mfs>\d+(?:\.\d+)?)"
+
+ERRORS: tuple[ErrorText, ...] = (
+    # ---- allocator OOM messages (kind oom_message)
+    ErrorText(
+        "allocator_oom",
+        re.compile(
+            r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE
+        ),
+        ("out of memory",),
+        Family.ALLOCATOR,
+        "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 812.00 MiB is free. Including non-PyTorch memory, "
+        "this process has 78.38 GiB memory in use.",
+        kind="oom_message",
+        # what the second half of a wrapped message holds (ALLOCATOR_FIELDS)
+        wrap_words=("PyTorch",),
+    ),
+    ErrorText(
+        "hsa_out_of_resources",
+        re.compile("HSA_STATUS_ERROR_OUT_OF_RESOURCES"),
+        ("HSA_STATUS_ERROR_OUT_OF_RESOURCES",),
+        Family.HIP,
+        "ROCm runtime; https://github.com/sgl-project/sglang/issues/25797 (a lower "
+        "--mem-fraction-static fixed it)",
+        "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary "
+        "resources. This error may also occur when the core runtime library needs to allocate",
+        kind="oom_message",
+        values={"device": "HIP", "runtime": "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
+    ),
+    # ---- SGLang refusing to size the KV pool (kind kv_refusal), in this order
+    ErrorText(
+        "negative_profile",
+        re.compile(
+            r"max_total_tokens=(?P<cap>\d+) is larger than the profiled value "
+            r"(?P<profiled>-\d+|0)\b"
+        ),
+        ("profiled value",),
+        Family.SGLANG_REFUSAL,
+        "v0.4.8 model_executor/model_runner.py:914-932; v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:299-305 (the refusal follows at :328-331)",
+        "max_total_tokens=8192 is larger than the profiled value -1200. Use the profiled value "
+        "instead.",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "negative_profile"},
+        captures=(("profiled_tokens", "profiled", int), ("max_total_tokens", "cap", int)),
+    ),
+    ErrorText(
+        "no_room_for_kv",
+        re.compile(
+            r"Loaded weights leave no GPU memory for the KV cache"
+            r"(?: under --mem-fraction-static=" + _MFS + ")?"
+            r"(?:.*?Raise --mem-fraction-static above (?P<above>\d+(?:\.\d+)?))?"
+            r"(?:.*?minimum viable = [^=]*= (?P<minimum>\d+(?:\.\d+)?))?"
+        ),
+        ("Loaded weights leave no GPU memory",),
+        Family.SGLANG_REFUSAL,
+        "v0.5.23 mem_cache/kv_cache_configurator.py:3042-3058",
+        "RuntimeError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.8. Raise --mem-fraction-static above 0.91 (minimum viable = "
+        "1 - available/pre = 0.9).",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "no_room_for_kv"},
+        captures=(
+            ("mem_fraction_static", "mfs", float),
+            ("raise_above", "above", float),
+            ("minimum_viable", "minimum", float),
+        ),
+    ),
+    ErrorText(
+        "not_enough_memory",
+        re.compile(
+            r"Not enough memory\. Please try to increase --mem-fraction-static"
+            r"(?:\.\s*Current value:\s*(?:self\.server_args\.)?mem_fraction_static\s*=\s*"
+            + _MFS
+            + r")?"
+            # the same RuntimeError quoted without its advice (sgl-project/sglang-omni#293)
+            r"|RuntimeError: Not enough memory\.?\s*$"
+        ),
+        ("Not enough memory",),
+        Family.SGLANG_REFUSAL,
+        "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:327-331 (without `Current value` "
+        "in v0.4.x and in v0.5.23 model_executor/pool_configurator.py:96)",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: self.server_args.mem_fraction_static=0.88",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "not_enough_memory"},
+        captures=(("mem_fraction_static", "mfs", float),),
+    ),
+    # ---- SGLang's own pools (and the host's memory) running out (kind pool_exhausted), in order
+    ErrorText(
+        "prefill_out_of_memory",
+        re.compile(r"Prefill out of memory\.(?:.*?Try to allocate (?P<tokens>\d+) tokens)?"),
+        ("of memory",),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:284; v0.4.6 managers/schedule_batch.py:901",
+        "Prefill out of memory. Try to lower your batch size.",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "prefill"},
+        captures=(("tokens", "tokens", int),),
+    ),
+    ErrorText(
+        "decode_out_of_memory",
+        re.compile(r"Decode out of memory\. Try to lower"),
+        ("of memory",),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:413; v0.4.6 managers/schedule_batch.py:936",
+        "Decode out of memory. Try to lower your batch size.",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "decode"},
+    ),
+    ErrorText(
+        "req_slots_out_of_memory",
+        re.compile(r"alloc_req_slots runs out of memory"),
+        ("of memory",),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:321",
+        "alloc_req_slots runs out of memory. Please set a smaller number for "
+        "`--max-running-requests`.",
+        kind="pool_exhausted",
+        values={"pool": "req_slots", "shape": "alloc_req_slots"},
+    ),
+    ErrorText(
+        "kv_pool_full_retract",
+        re.compile(r"KV cache pool is full\. Retract requests"),
+        ("pool is full",),
+        Family.SGLANG_POOL,
+        "v0.5.8 managers/scheduler.py:2209",
+        "KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.7",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "retract"},
+    ),
+    ErrorText(
+        "decode_retracted",
+        re.compile(r"Decode out of memory happened\.(?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
+        ("of memory",),
+        Family.SGLANG_POOL,
+        "v0.4.6 managers/scheduler.py:1499",
+        "Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.4 -> 0.6",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "retract"},
+        captures=(("tokens", "tokens", int),),
+    ),
+    # the count lines SGLang prints under its Prefill/Decode raise: asked, then free + evictable
+    ErrorText(
+        "tokens_asked",
+        re.compile(r"^Try to allocate (?P<tokens>\d+) tokens\.?$"),
+        ("Try to allocate ",),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:283-287, :413-417",
+        "Try to allocate 4096 tokens.",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "asked"},
+        captures=(("tokens", "tokens", int),),
+    ),
+    ErrorText(
+        "tokens_available",
+        re.compile(r"^Ava(?:li|il)able tokens: (?P<tokens>\d+)"),
+        ("able tokens: ",),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:283-287; v0.4.5 managers/schedule_batch.py:856-860 "
+        "(`Avaliable`)",
+        "Available tokens: 1022",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "available"},
+        captures=(("tokens", "tokens", int),),
+    ),
+    ErrorText(
+        "full_tokens_available",
+        re.compile(r"^Available full tokens: (?P<tokens>\d+)"),
+        ("able full tokens: ",),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:500-516 (hybrid SWA models)",
+        "Available full tokens: 2048",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "available_full"},
+        captures=(("tokens", "tokens", int),),
+    ),
+    ErrorText(
+        "swa_tokens_available",
+        re.compile(r"^Available swa tokens: (?P<tokens>\d+)"),
+        ("able swa tokens: ",),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:500-516 (hybrid SWA models)",
+        "Available swa tokens: 512",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "available_swa"},
+        captures=(("tokens", "tokens", int),),
+    ),
+    ErrorText(
+        "request_too_long",
+        re.compile(
+            r"Input length \((?P<tokens>\d+) tokens\) exceeds the maximum allowed length "
+            r"\((?P<limit>\d+) tokens\)"
+        ),
+        ("maximum allowed length",),
+        Family.SGLANG_POOL,
+        "v0.5.8 managers/utils.py:121 (M = min(context_len - 1, max_total_num_tokens - 1) - 5, "
+        "managers/tp_worker.py:286-290)",
+        "Input length (40000 tokens) exceeds the maximum allowed length (32762 tokens). Use a "
+        "shorter input or enable --allow-auto-truncate.",
+        kind="pool_exhausted",
+        values={"pool": "request_length", "shape": "too_long"},
+        captures=(("tokens", "tokens", int), ("limit", "limit", int)),
+    ),
+    ErrorText(
+        "shared_memory",
+        # docker's /dev/shm is 64 MB by default: NCCL's segments, PyTorch's workers, a SIGBUS
+        # when a segment cannot grow
+        re.compile(
+            r"Error while creating shared memory segment \S*(?: \(size (?P<size>\d+)\))?"
+            r"|failed to extend /dev/shm|insufficient shared memory \(shm\)|\bBus error\b"
+        ),
+        ("shared memory", "/dev/shm", "Bus error"),
+        Family.SHM,
+        "NCCL src/misc/shmutils.cc; torch/utils/data/_utils/worker.py",
+        "misc/shmutils.cc:72 NCCL WARN Error while creating shared memory segment "
+        "/dev/shm/nccl-abc123 (size 9637888)",
+        kind="pool_exhausted",
+        values={"pool": "shm", "shape": "shm"},
+        captures=(("size", "size", int),),
+    ),
+    ErrorText(
+        "host_memory",
+        re.compile(
+            r"\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: can't allocate memory"
+            r"|std::bad_alloc"
+        ),
+        ("allocate memory", "bad_alloc"),
+        Family.HOST,
+        "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator)",
+        "OSError: [Errno 12] Cannot allocate memory",
+        kind="pool_exhausted",
+        values={"pool": "host", "shape": "host_memory"},
+    ),
+    # ---- a Python traceback's parts (kind traceback; memledger.input.error_texts joins them)
+    ErrorText(
+        "traceback_head",
+        # `Traceback (most recent` alone: a wrap cut the head (`call last):` is on the next line)
+        re.compile(r"Traceback \(most recent(?:\s+call)?(?:\s+last\):?)?"),
+        ("Traceback",),
+        Family.PYTHON,
+        "CPython Python/traceback.c",
+        "Traceback (most recent call last):",
+        kind="traceback",
+    ),
+    ErrorText(
+        "traceback_frame",
+        re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<func>[\w<>.]+)'),
+        ('File "',),
+        Family.PYTHON,
+        "CPython Python/traceback.c",
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 2990, '
+        "in run_scheduler_process",
+        kind="traceback",
+        wrap_words=('", line ', ", in "),
+    ),
+    ErrorText(
+        "exception_line",
+        # a bare `Exception:` too: SGLang raises `Exception("Capture cuda graph failed: ...")`
+        # (v0.5.8 model_executor/cuda_graph_runner.py:460-470)
+        re.compile(
+            r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?"
+            r"(?:Error|Exception|Interrupt|Exit|OutOfResources))(?::\s*(?P<message>.*))?$"
+        ),
+        ("Error", "Exception", "Interrupt", "Exit", "OutOfResources"),
+        Family.PYTHON,
+        "CPython Python/traceback.c",
+        "torch.OutOfMemoryError: CUDA out of memory.",
+        kind="traceback",
+        strip=True,
+    ),
+    ErrorText(
+        "req_to_token_code",
+        re.compile(r"ReqToTokenPool\(|self\.req_to_token\s*="),
+        ("ReqToTokenPool(", "self.req_to_token"),
+        Family.PYTHON,
+        "v0.5.8 mem_cache/memory_pool.py:136, model_executor/model_runner_kv_cache_mixin.py:384",
+        "    self.req_to_token = torch.zeros(",
+        kind="traceback",
+        values={"pool": "req_to_token"},
+    ),
+    # ---- process ends (kind process_exit)
+    ErrorText(
+        "killed",
+        re.compile(r"^Killed\b"),
+        ("Killed",),
+        Family.SHELL,
+        "the shell reporting SIGKILL",
+        "Killed",
+        kind="process_exit",
+        strip=True,
+    ),
+    ErrorText(
+        "exit_code",
+        re.compile(r"(?:Exit code:|terminated with|exitcode=|exit code)\s*(?P<code>-?\d+)"),
+        ("Exit code:", "terminated with", "exitcode=", "exit code"),
+        Family.SGLANG_EXIT,
+        "v0.5.8 entrypoints/engine.py:853, managers/data_parallel_controller.py:582",
+        "Scheduler or DataParallelController 1234 terminated with -9",
+        kind="process_exit",
+    ),
+    # ---- outcome phrases (memledger.input.outcome; the refusals above count too)
+    ErrorText(
+        "out_of_memory",
+        re.compile(r"out of memory", re.IGNORECASE),
+        ("out of memory",),
+        Family.CUDA,
+        "any device's out-of-memory text, e.g. the CUDA runtime's `CUDA error: out of memory`",
+        "RuntimeError: CUDA error: out of memory",
+        outcome=Outcome.OOM,
+    ),
+    ErrorText(
+        "out_of_memory_error",
+        re.compile(r"OutOfMemoryError"),
+        ("OutOfMemory",),
+        Family.ALLOCATOR,
+        "torch torch/cuda/memory.py (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError)",
+        "torch.cuda.OutOfMemoryError",
+        outcome=Outcome.OOM,
+    ),
+    ErrorText(
+        "oom_word",
+        re.compile(r"\bOOM\b"),
+        ("OOM",),
+        Family.REPORTER,
+        "what people write around a log",
+        "the server hits OOM at startup",
+        outcome=Outcome.OOM,
+    ),
+    ErrorText(
+        "traceback_started",
+        re.compile(r"Traceback \(most recent call last\)"),
+        ("Traceback",),
+        Family.PYTHON,
+        "CPython Python/traceback.c",
+        "Traceback (most recent call last):",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "scheduler_exception",
+        re.compile(r"Scheduler hit an exception"),
+        ("Scheduler hit",),
+        Family.SGLANG_EXIT,
+        "v0.5.8 managers/scheduler.py:2995",
+        "Scheduler hit an exception: Traceback (most recent call last):",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "exception_in",
+        re.compile(r"^Exception in "),
+        ("Exception",),
+        Family.SGLANG_EXIT,
+        "v0.5.8 multimodal/processors/llava.py:83 (`Exception in TokenizerManager:`); "
+        "older releases' `Exception in run_tp_server:`",
+        "Exception in run_tp_server:",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "sigquit",
+        re.compile(r"Received sigquit from a child process"),
+        ("sigquit",),
+        Family.SGLANG_EXIT,
+        "v0.5.8 entrypoints/engine.py:823",
+        "Received sigquit from a child process. It usually means the child failed.",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "scheduler_dead",
+        re.compile(r"scheduler is dead"),
+        ("scheduler is dead",),
+        Family.SGLANG_EXIT,
+        "v0.5.8 entrypoints/engine.py:850",
+        "Rank 0 scheduler is dead. Please check if there are relevant logs.",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "initialization_failed",
+        re.compile(r"Initialization failed"),
+        ("Initialization failed",),
+        Family.SGLANG_EXIT,
+        "v0.5.8 entrypoints/engine.py:858, entrypoints/http_server.py:1516",
+        "Initialization failed. warmup error: Traceback (most recent call last):",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "error_line",
+        re.compile(r"^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?::|$)"),
+        ("Error", "Exception"),
+        Family.PYTHON,
+        "CPython Python/traceback.c (the exception line)",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "killed_line",
+        re.compile(r"^Killed$"),
+        ("Killed",),
+        Family.SHELL,
+        "the shell reporting SIGKILL",
+        "Killed",
+        outcome=Outcome.CRASH,
+    ),
+    ErrorText(
+        "exit_code_line",
+        re.compile(r"Exit code:\s*(-?\d+)"),
+        ("Exit code",),
+        Family.SGLANG_EXIT,
+        "v0.5.8 entrypoints/engine.py:853",
+        "Exit code: -9",
+        outcome=Outcome.EXIT,
+    ),
+)
+"""Every error text, in the order each reader tries them."""
+
+BY_NAME: dict[str, ErrorText] = {entry.name: entry for entry in ERRORS}
+"""Each entry by its name."""
+
+
+def of_kind(kind: str) -> tuple[ErrorText, ...]:
+    """The entries a reader of event kind `kind` reads, in order."""
+    return tuple(entry for entry in ERRORS if entry.kind == kind)
+
+
+def of_outcome(outcome: Outcome) -> tuple[ErrorText, ...]:
+    """The entries that state outcome `outcome`, in order."""
+    return tuple(entry for entry in ERRORS if entry.outcome is outcome)
+
+
+def any_case(entry: ErrorText) -> bool:
+    """Its regex (and so its words) ignores case."""
+    return bool(entry.regex.flags & re.IGNORECASE)
+
+
+def joined(entries: tuple[ErrorText, ...]) -> re.Pattern[str]:
+    """One regex searching for any of `entries` (the leftmost match; at one place, the first
+    entry's), each keeping its own case rule."""
+    return re.compile(
+        "|".join(
+            f"(?i:{entry.regex.pattern})" if any_case(entry) else entry.regex.pattern
+            for entry in entries
+        )
+    )
+
+
+def _unique(words: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(words))
+
+
+def words_of(entries: tuple[ErrorText, ...], *, prefilter: bool = False) -> tuple[str, ...]:
+    """The words of `entries`, first seen first. `prefilter`: the case-sensitive ones (an
+    any-case entry's are ANY_CASE_WORDS) and what a wrapped second half holds (`wrap_words`)."""
+    words: list[str] = []
+    for entry in entries:
+        if not (prefilter and any_case(entry)):
+            words.extend(entry.words)
+        if prefilter:
+            words.extend(entry.wrap_words)
+    return _unique(words)
+
+
+READER_KINDS: tuple[str, ...] = tuple(dict.fromkeys(e.kind for e in ERRORS if e.kind))
+"""The event kinds the error-text readers make."""
+
+PREFILTER_BY_KIND: dict[str, tuple[str, ...]] = {
+    **{kind: words_of(of_kind(kind), prefilter=True) for kind in READER_KINDS},
+    "oom": words_of(of_outcome(Outcome.OOM), prefilter=True),
+    "crash": words_of(of_outcome(Outcome.CRASH) + of_outcome(Outcome.EXIT), prefilter=True),
+}
+"""The prefilter's words for each event kind made of error texts (memledger.sglang.lines):
+every entry's words and wrap words, case-sensitive; the scanner matches an any-case entry's
+words in any case (ANY_CASE_WORDS)."""
+
+ANY_CASE_WORDS: tuple[str, ...] = _unique(
+    [word.lower() for entry in ERRORS if any_case(entry) for word in entry.words]
+)
+"""Words the scanner matches in any case (`out of memory`)."""
