@@ -19,14 +19,42 @@ from dataclasses import dataclass, field
 
 from memledger.events import EventKind, Value
 from memledger.sglang.errors import (
-    ALLOCATOR_DEVICE_INDEX_RE,
-    ALLOCATOR_FIELDS,
     BY_NAME,
     ERRORS,
     ErrorText,
     of_kind,
 )
 from memledger.units import Size, float_or_none, int_or_none, parse_size
+
+_NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
+"""A size as c10's `format_size` prints it (bytes, KiB, MiB, GiB), or in decimal units."""
+
+ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("requested", re.compile(r"Tried to allocate " + _NUM)),
+    # torch >= 2.1
+    ("capacity", re.compile(r"has a total capacity of " + _NUM)),
+    # `GPU 1 ... 50.40 GiB is free`: a paste that elides the capacity (sglang#37712)
+    ("free", re.compile(r"(?:of which|\.\.\.|…) ?" + _NUM + r" is free")),
+    ("process_in_use", re.compile(r"this process has " + _NUM + r" memory in use")),
+    ("allocated", re.compile(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch")),
+    ("private_pools", re.compile(_NUM + r" allocated in private pools")),
+    ("reserved_unallocated", re.compile(_NUM + r" is reserved by PyTorch but unallocated")),
+    # torch < 2.1 and torch_npu: `(GPU 0; 15.78 GiB total capacity; ...; 3.12 MiB free; ...)`
+    ("capacity", re.compile(_NUM + r" total capacity")),
+    ("allocated", re.compile(_NUM + r" already allocated")),
+    ("free", re.compile(r"; " + _NUM + r" free")),
+    ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
+)
+"""The sizes of an allocator OOM message (memledger.sglang.errors `allocator_oom`), each read after
+its head; the first pattern of a key that reads wins. torch >= 2.1: `CUDA out of memory. Tried
+to allocate 1.50 GiB. GPU 0 has a total capacity of 79.19 GiB of which 812.00 MiB is free.
+[Process N has X memory in use. ]Including non-PyTorch memory, this process has 78.38 GiB memory
+in use. Of the allocated memory X is allocated by PyTorch, [with X allocated in private pools
+(e.g., CUDA Graphs), ]and X is reserved by PyTorch but unallocated.` Older torch and torch_npu:
+`NPU out of memory. Tried to allocate 52.00 MiB (NPU 0; 60.96 GiB total capacity; 59.36 GiB
+already allocated; [X current active; ]X free; X reserved in total by PyTorch)`."""
+ALLOCATOR_DEVICE_INDEX_RE = re.compile(r"(?:GPU|NPU|Device|device)\s+(\d+)(?: has a total|;)")
+"""The device an allocator OOM message names (`GPU 0 has a total`, `(NPU 3; ...`)."""
 
 _ALLOCATOR_OOM = BY_NAME["allocator_oom"]
 _OOM_MESSAGES = of_kind(EventKind.OOM_MESSAGE)
