@@ -16,9 +16,13 @@ from memledger.app.options import DiffOptions, DiffSide
 from memledger.compare.upgrade import UpgradeContext
 from memledger.compare.upgrade_releases import default_fraction, side_release
 from memledger.errors import EXIT_OK
-from memledger.sglang.default_changes import CHANGES, changes_between
-from memledger.sglang.legacy_defaults import legacy_mem_fraction_static
-from memledger.sglang.release_markers import version_code
+from memledger.service import DiffOptions, DiffSide, diff_of, load_parsed, run_diff
+from memledger.sglang.default_changes import (
+    CHANGES,
+    changes_between,
+    legacy_mem_fraction_static,
+)
+from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing import sizing_inputs
 from memledger.sizing.result import TOLERANCE
@@ -70,11 +74,11 @@ def test_rule_backed_changes_sit_between_their_rules() -> None:
     for change in backed:
         code = version_code(change.release)
         if change.old_rule:
-            last = RULE[change.old_rule].last
+            last = RULE[change.old_rule].releases.last
             assert last is not None and version_code(last) < code, change.id
             assert change.old_source == RULE[change.old_rule].source
         if change.new_rule:
-            first = RULE[change.new_rule].first
+            first = RULE[change.new_rule].releases.first
             assert first is not None and version_code(first) >= code, change.id
 
 

@@ -19,7 +19,7 @@ from memledger.sglang.backend_defaults import (
     large_gpu_rules,
     page_size_rule,
 )
-from memledger.sglang.release_markers import version_code
+from memledger.sglang.releases import version_code
 
 H200_MIB = 143771
 """nvidia-smi's capacity of an H200 (141 GB)."""
@@ -74,9 +74,9 @@ def test_page_size_rules_cite_their_first_release() -> None:
     for rule in PAGE_SIZE_RULES:
         cited = re.findall(r"v(\d+\.\d+\.\d+)\S* server_args\.py:\d+", rule.source)
         assert cited, rule
-        assert version_code(cited[0]) == code(rule.first), rule
-        assert page_size_rule(rule.backend, code(rule.first)) == rule
-        before = page_size_rule(rule.backend, code(rule.first) - 1)
+        assert version_code(cited[0]) == (rule.releases.lo or 0), rule
+        assert page_size_rule(rule.backend, (rule.releases.lo or 0)) == rule
+        before = page_size_rule(rule.backend, (rule.releases.lo or 0) - 1)
         assert before is None or before.page_size == rule.page_size, rule
 
 
@@ -121,10 +121,7 @@ def test_attention_defaults_cover_every_release_once() -> None:
                 at = [
                     e
                     for e in ATTENTION_DEFAULTS
-                    if e.kind == kind
-                    and e.arch == arch
-                    and code(e.first) <= code(release)
-                    and (e.last is None or code(release) <= code(e.last))
+                    if e.kind == kind and e.arch == arch and e.releases.has(code(release))
                 ]
                 assert len(at) == 1, (kind, arch, release, at)
 

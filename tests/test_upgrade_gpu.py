@@ -18,7 +18,8 @@ from memledger.compare.upgrade_gpu import (
     infer_gpu,
 )
 from memledger.sglang.backend_defaults import LARGE_GPU_MFS_RULES
-from memledger.sglang.release_markers import VersionRange, given_release, version_code
+from memledger.sglang.release_markers import VersionRange, given_release
+from memledger.sglang.releases import version_code
 from memledger.sizing import SizingInputs, sizing_inputs
 from memledger.sizing.capacity import CapacityPiece, capacities_giving, capacities_where
 from memledger.units import GIB, MIB

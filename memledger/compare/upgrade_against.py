@@ -25,6 +25,7 @@ from memledger.compare.upgrade_models import (
     SettingAtRelease,
 )
 from memledger.compare.upgrade_releases import (
+    FIRST_FORMULA,
     MFS,
     crossed_defaults,
     features_of,
@@ -40,7 +41,8 @@ from memledger.sglang.backend_defaults import (
     page_size_rule,
 )
 from memledger.sglang.default_changes import CHANGE, Effect
-from memledger.sglang.release_markers import VersionRange, given_release, release_text, version_code
+from memledger.sglang.release_markers import VersionRange, given_release
+from memledger.sglang.releases import release_text, version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
 from memledger.sizing.whatif import refuse_impossible_gpu
@@ -267,7 +269,7 @@ def against_release(
         "server_args that are not SGLang's default at this log's release were given by the user "
         "and would be given again",
     ]
-    if other_code >= version_code("0.5.3"):
+    if other_code >= FIRST_FORMULA:
         assumptions.append(
             f"chunked_prefill_size and cuda_graph_max_bs enter {release_text(other_code)}'s "
             "mem_fraction_static default as this log printed them (their defaults changed since "

@@ -8,11 +8,16 @@ import re
 
 from memledger.compare.upgrade_models import CrossedDefault
 from memledger.errors import ConfigError
-from memledger.model.events import ParamValue
-from memledger.model.ledger import Ledger
-from memledger.sglang.default_changes import changes_between, piecewise_on_by_default
-from memledger.sglang.legacy_defaults import legacy_mem_fraction_static
-from memledger.sglang.release_markers import VersionRange, given_release, version_code
+from memledger.events import ParamValue
+from memledger.ledger_model import Ledger
+from memledger.sglang.default_changes import (
+    changes_between,
+    legacy_mem_fraction_static,
+    piecewise_on_by_default,
+)
+from memledger.sglang.release_markers import VersionRange, given_release
+from memledger.sglang.releases import version_code
+from memledger.sglang.sizing_rules import RULE
 from memledger.sizing import SizingInputs, base_settings
 from memledger.sizing.defaults import default_mem_fraction_static
 
@@ -26,7 +31,7 @@ PIECEWISE_OFF_KNOBS: tuple[tuple[str, tuple[object, ...]], ...] = (
 _handle_piecewise_cuda_graph (v0.5.10 server_args.py:1098-1136: PD disaggregation, non-CUDA
 devices; and any moe_a2a_backend but 'none', :1104-1105). Torch compile and LoRA turn them off
 too but are not sizing knobs: a command with them is taken as SGLang's plain default."""
-FIRST_FORMULA = version_code("0.5.3")
+FIRST_FORMULA = RULE["mfs_default"].releases.lo or 0
 """From here the default is the reserve formula of memledger.sizing.defaults."""
 RELEASE = re.compile(r"v?(\d{1,3}\.\d{1,3}\.\d{1,4})([.a-z0-9+]{0,40})?")
 

@@ -14,7 +14,7 @@ from memledger.sglang.failure_rules import (
     FA3_GRAPH_FIX_RELEASE,
     GRAPH_MEMORY_NOTE_GIB,
 )
-from memledger.sglang.release_markers import version_code
+from memledger.sglang.releases import version_code
 from memledger.units import GIB
 
 FA3_FIX = "0.4.10.post2"

@@ -281,7 +281,7 @@ def usable_memory(chain: Chain, pre_load: list[Carve], audit: Audit) -> int | No
         baseline = next((e for e in chain.events if e.kind == EventKind.MEMORY_BASELINE), None)
         why = (
             f"this SGLang version logs `Memory baseline taken` instead "
-            f"({MEMORY_BASELINE.releases.removeprefix('>= ')}+)"
+            f"({MEMORY_BASELINE.releases.first}+)"
             if baseline is not None
             else "no `Init torch distributed ends ... mem usage` line"
         )

@@ -15,17 +15,19 @@ from typing import Any
 from memledger.engine.audit import Audit
 from memledger.engine.chain import Chain
 from memledger.engine.roles import TARGET
-from memledger.formulas import version_code
-from memledger.model.events import Event, EventKind
-from memledger.model.ledger import LOG_PARAM_PREFIX
-from memledger.model.model_config import ModelDims
+from memledger.events import Event, EventKind
+from memledger.ledger_model import LOG_PARAM_PREFIX
+from memledger.model_config import ModelDims
+from memledger.sglang.releases import known_within
 from memledger.sglang.request_table import (
     decode_extra_slots,
+    default_max_num_reqs,
     extra_columns,
     extra_columns_by_release,
     padding_rows,
     pool_requests,
 )
+from memledger.sglang.sizing_rules import RULE
 from memledger.sglang.versions import (
     DEFAULT_REQUESTS,
     EXTRA_SLOTS,
@@ -165,9 +167,8 @@ def _default_requests(r: Reading) -> int | None:
     total = tokens[0]
     if not isinstance(total, int):
         return None
-    requests = min(max(int(total / context_len * 512), 2048), 4096)
-    if r.found.format_version >= version_code("0.5.10"):
-        requests = min(requests, total // 2)
+    halved = known_within(r.found.format_version, 0, RULE["max_num_reqs_half"].releases)
+    requests = default_max_num_reqs(total, context_len, halved=halved)
     r.audit.note(
         f"max_running_requests {requests}: SGLang's default ({DEFAULT_REQUESTS.what}) with "
         f"T={total} and context_len {context_len}: no summary line"

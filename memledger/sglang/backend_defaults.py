@@ -18,13 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memledger.sglang.release_markers import version_code
+from memledger.sglang.releases import ReleaseRange, version_code
 
 GIB_MIB = 1024
-
-
-def _within(code: int, first: str, last: str | None) -> bool:
-    return version_code(first) <= code and (last is None or code <= version_code(last))
 
 
 @dataclass(frozen=True)
@@ -33,8 +29,7 @@ class PageSizeRule:
 
     backend: str
     page_size: int
-    first: str
-    last: str | None
+    releases: ReleaseRange
     source: str
     keeps: tuple[int, ...] = ()
     applies: str = ""
@@ -48,35 +43,35 @@ PAGE_SIZE_RULES: tuple[PageSizeRule, ...] = (
     PageSizeRule(
         "flashmla",
         64,
-        "0.4.5",
-        "0.4.5",
+        ReleaseRange("0.4.5", "0.4.5"),
         "v0.4.5 server_args.py:254-258",
         applies="--enable-flashmla (the flag before --attention-backend flashmla)",
     ),
-    PageSizeRule("flashmla", 64, "0.4.6", None, "v0.4.6 server_args.py:253-257; v0.5.10 :2331"),
-    PageSizeRule("cutlass_mla", 128, "0.4.7", None, "v0.4.7 server_args.py:308-312; v0.5.10 :2340"),
-    PageSizeRule("ascend", 128, "0.4.9", None, "v0.4.9 server_args.py:392-396"),
+    PageSizeRule(
+        "flashmla", 64, ReleaseRange("0.4.6"), "v0.4.6 server_args.py:253-257; v0.5.10 :2331"
+    ),
+    PageSizeRule(
+        "cutlass_mla", 128, ReleaseRange("0.4.7"), "v0.4.7 server_args.py:308-312; v0.5.10 :2340"
+    ),
+    PageSizeRule("ascend", 128, ReleaseRange("0.4.9"), "v0.4.9 server_args.py:392-396"),
     PageSizeRule(
         "trtllm_mla",
         64,
-        "0.5.1",
-        None,
+        ReleaseRange("0.5.1"),
         "v0.5.1 server_args.py:485-488; v0.5.10 :2352-2355",
         keeps=(32, 64),
     ),
     PageSizeRule(
         "trtllm_mha",
         64,
-        "0.5.1",
-        None,
+        ReleaseRange("0.5.1"),
         "v0.5.1 server_args.py:506-509; v0.5.10 :2392-2395",
         keeps=(16, 32, 64),
     ),
     PageSizeRule(
         "fa4",
         128,
-        "0.5.4",
-        None,
+        ReleaseRange("0.5.4"),
         "v0.5.4 server_args.py:1149-1150; v0.5.10 :2410-2412",
         applies="from 0.5.6 only for MHA models on SM100 (v0.5.6 server_args.py:1415)",
     ),
@@ -91,7 +86,7 @@ def page_size_rule(backend: str | None, release: int) -> PageSizeRule | None:
         (
             rule
             for rule in PAGE_SIZE_RULES
-            if rule.backend == backend and _within(release, rule.first, rule.last)
+            if rule.backend == backend and rule.releases.has(release)
         ),
         None,
     )
@@ -117,8 +112,7 @@ class AttentionDefault:
     kind: str
     arch: str
     backend: str
-    first: str
-    last: str | None
+    releases: ReleaseRange
     source: str
     condition: str = ""
 
@@ -128,26 +122,32 @@ ARCHES: tuple[str, ...] = ("hopper", "blackwell", "other")
 ATTENTION_DEFAULTS: tuple[AttentionDefault, ...] = (
     # MHA (Llama, Qwen, ...)
     AttentionDefault(
-        "mha", "hopper", "flashinfer", "0.4.0", "0.4.5", "v0.4.5 model_runner.py:236-241"
+        "mha",
+        "hopper",
+        "flashinfer",
+        ReleaseRange("0.4.0", "0.4.5"),
+        "v0.4.5 model_runner.py:236-241",
     ),
     AttentionDefault(
         "mha",
         "hopper",
         "fa3",
-        "0.4.6",
-        None,
+        ReleaseRange("0.4.6"),
         "v0.4.6 model_runner.py:247-253; v0.5.6 server_args.py:1295-1299; v0.5.10 :2239-2243",
         condition="no speculative top-k > 1; until 0.5.6 also an FA3-default architecture",
     ),
     AttentionDefault(
-        "mha", "blackwell", "flashinfer", "0.4.0", "0.5.6", "v0.4.6 model_runner.py:254-257"
+        "mha",
+        "blackwell",
+        "flashinfer",
+        ReleaseRange("0.4.0", "0.5.6"),
+        "v0.4.6 model_runner.py:254-257",
     ),
     AttentionDefault(
         "mha",
         "blackwell",
         "trtllm_mha",
-        "0.5.7",
-        None,
+        ReleaseRange("0.5.7"),
         "v0.5.7 server_args.py:1517, :1542; v0.5.10 :2244-2252",
         condition="no speculative top-k > 1",
     ),
@@ -155,37 +155,39 @@ ATTENTION_DEFAULTS: tuple[AttentionDefault, ...] = (
         "mha",
         "other",
         "flashinfer",
-        "0.4.0",
-        None,
+        ReleaseRange("0.4.0"),
         "v0.4.5 model_runner.py:239-241; v0.5.10 server_args.py:2258",
     ),
     # MLA (DeepSeek V2/V3, Kimi K2, ...)
-    AttentionDefault("mla", "hopper", "triton", "0.4.0", "0.4.5", "v0.4.5 model_runner.py:242-243"),
+    AttentionDefault(
+        "mla", "hopper", "triton", ReleaseRange("0.4.0", "0.4.5"), "v0.4.5 model_runner.py:242-243"
+    ),
     AttentionDefault(
         "mla",
         "hopper",
         "fa3",
-        "0.4.6",
-        None,
+        ReleaseRange("0.4.6"),
         "v0.4.6 model_runner.py:260-261; v0.5.10 server_args.py:2261-2262",
     ),
     AttentionDefault(
-        "mla", "blackwell", "triton", "0.4.0", "0.4.6", "v0.4.6 model_runner.py:262-263"
+        "mla",
+        "blackwell",
+        "triton",
+        ReleaseRange("0.4.0", "0.4.6"),
+        "v0.4.6 model_runner.py:262-263",
     ),
     AttentionDefault(
         "mla",
         "blackwell",
         "flashinfer",
-        "0.4.7",
-        None,
+        ReleaseRange("0.4.7"),
         "v0.4.7 model_runner.py:340-341; v0.5.10 server_args.py:2263-2264",
     ),
     AttentionDefault(
         "mla",
         "other",
         "triton",
-        "0.4.0",
-        None,
+        ReleaseRange("0.4.0"),
         "v0.4.6 model_runner.py:262-263; v0.5.10 server_args.py:2275",
     ),
 )
@@ -197,9 +199,7 @@ def default_attention(kind: str, arch: str, release: int) -> AttentionDefault | 
         (
             entry
             for entry in ATTENTION_DEFAULTS
-            if entry.kind == kind
-            and entry.arch == arch
-            and _within(release, entry.first, entry.last)
+            if entry.kind == kind and entry.arch == arch and entry.releases.has(release)
         ),
         None,
     )

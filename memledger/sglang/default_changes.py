@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 # re-exported: the pre-0.5.3 default is one rule, shared with memledger.sizing.defaults
-from memledger.sglang.release_markers import version_code
+from memledger.sglang.legacy_defaults import (
+    legacy_mem_fraction_static as legacy_mem_fraction_static,
+)
+from memledger.sglang.releases import ReleaseRange, version_code
 from memledger.sglang.sizing_rules import RULE
 
 
@@ -35,7 +38,7 @@ class Effect(StrEnum):
 
 @dataclass(frozen=True)
 class DefaultChange:
-    """One default of SGLang's that changed at `release`."""
+    """One default of SGLang's that changed: `releases` have the new one (from `release` on)."""
 
     id: str
     setting: str
@@ -43,8 +46,8 @@ class DefaultChange:
     title: str
     old: str
     new: str
-    release: str
-    """The first release with the new default."""
+    releases: ReleaseRange
+    """The releases with the new default (`first`: the first one, a post release if it was)."""
     old_source: str
     new_source: str
     effect: Effect
@@ -62,6 +65,12 @@ class DefaultChange:
     only_unset: bool = False
     """It applies only where the log leaves `setting` unset (None in server_args: a value the
     user gave is kept, so the changed default never reaches the pool)."""
+
+    @property
+    def release(self) -> str:
+        """The first release with the new default."""
+        assert self.releases.first is not None
+        return self.releases.first
 
     def fits_gpu(self, gpu_mib: int | None) -> bool:
         """Whether it applies to a GPU of `gpu_mib` MiB (unknown capacity: it may)."""
@@ -90,7 +99,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         old="0.88 / 0.87 / 0.85 / 0.81 / 0.79 for tp = 1 / 2 / 4 / 8 / 16, any GPU",
         new="(gpu - 13 GiB) / gpu on GPUs above 80 GiB (0.907 on a 143,771 MiB H200 at TP 8, "
         "was 0.81); the TP table up to 80 GiB",
-        release="0.4.6",
+        releases=ReleaseRange("0.4.6"),
         old_source="v0.4.5 server_args.py:232-243",
         new_source="v0.4.6 server_args.py:223-238",
         effect=Effect.FRACTION,
@@ -105,7 +114,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         old="bs 1 .. 160 (AMD: .. 256)",
         new="bs 1 .. 256 above 80 GiB when dp_size is 1 (about 3 GB more graph memory on an "
         "H200 at TP 8, sglang PR #5893)",
-        release="0.4.6",
+        releases=ReleaseRange("0.4.6"),
         old_source="v0.4.5 model_executor/cuda_graph_runner.py:116-130",
         new_source="v0.4.6 model_executor/cuda_graph_runner.py:125-139",
         effect=Effect.SLACK,
@@ -122,7 +131,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         old="(gpu - 13 GiB) / gpu above 80 GiB",
         new="0.88 above 80 GiB; above 96 GiB min(0.88 + 48 GiB x 0.12 / gpu, (gpu - 18 GiB) / "
         "gpu) (0.872 on a 143,771 MiB H200)",
-        release="0.4.6.post2",
+        releases=ReleaseRange("0.4.6.post2"),
         old_source="v0.4.6.post1 server_args.py:223-238",
         new_source="v0.4.6.post2 server_args.py:225-247",
         effect=Effect.FRACTION,
@@ -136,7 +145,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="bs-256 CUDA graphs above 96 GiB, also with DP",
         old="bs .. 256 above 80 GiB only when dp_size is 1",
         new="bs .. 256 above 96 GiB, whatever dp_size",
-        release="0.4.6.post2",
+        releases=ReleaseRange("0.4.6.post2"),
         old_source="v0.4.6.post1 model_executor/cuda_graph_runner.py:136-139",
         new_source="v0.4.6.post2 model_executor/cuda_graph_runner.py:139-142",
         effect=Effect.SLACK,
@@ -150,7 +159,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="mem_fraction_static default 0.79 on CUDA GPUs above 180,000 MiB",
         old="the 96 GiB+ rule: min(0.88 + 48 GiB x 0.12 / gpu, (gpu - 18 GiB) / gpu)",
         new="0.79; and 18 -> 20 GiB reserve with speculative decoding on 96 GiB+ GPUs",
-        release="0.4.7",
+        releases=ReleaseRange("0.4.7"),
         old_source="v0.4.6.post2 server_args.py:239-247",
         new_source="v0.4.7 server_args.py:266-279",
         effect=Effect.FRACTION,
@@ -164,7 +173,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="CUDA graphs captured up to bs 512 on GPUs above 180,000 MiB",
         old="bs .. 256 above 96 GiB",
         new="bs .. 512 above 180,000 MiB (chunked_prefill_size 16384 there)",
-        release="0.4.7",
+        releases=ReleaseRange("0.4.7"),
         old_source="v0.4.6.post2 model_executor/cuda_graph_runner.py:139-142",
         new_source="v0.4.7 model_executor/cuda_graph_runner.py:149-153",
         effect=Effect.SLACK,
@@ -181,7 +190,7 @@ CHANGES: tuple[DefaultChange, ...] = (
             "GiB < 90 GiB, (12 + tp x pp / 2) GiB < 160 GiB, else 32 GiB; + 2 GiB speculative, "
             "+ 4 GiB DP attention"
         ),
-        release="0.4.7.post1",
+        releases=ReleaseRange("0.4.7.post1"),
         old_source="v0.4.7 server_args.py:253-282",
         new_source="v0.4.7.post1 server_args.py:261-300 (v0.4.8 :274-315)",
         effect=Effect.FRACTION,
@@ -197,7 +206,7 @@ CHANGES: tuple[DefaultChange, ...] = (
             "reserve = 512 MiB + max(chunked_prefill, 2048) x 1.5 + cuda_graph_max_bs x 2 + "
             "tp x pp / 8 GiB (>60 GiB GPU: at least 10 GiB)"
         ),
-        release="0.5.3",
+        releases=ReleaseRange("0.5.3"),
         old_source="v0.5.2 server_args.py:452-498",
         new_source="v0.5.3 server_args.py:637-675",
         effect=Effect.FRACTION,
@@ -209,7 +218,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="cuda_graph_max_bs default set for every GPU class",
         old="unset >= 35 GiB (graphs captured up to bs 160; 256 on > 90 GiB GPUs)",
         new="32 / 160 (35-60 GiB, tp < 4 / >= 4), 256 / 512 (60-160 GiB), 512 (larger)",
-        release="0.5.3",
+        releases=ReleaseRange("0.5.3"),
         old_source=(
             "v0.5.2 server_args.py:520-527; v0.5.2 model_executor/cuda_graph_runner.py:169-190"
         ),
@@ -225,7 +234,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="cuda_graph_max_bs default on 20-35 GiB GPUs with tp < 4",
         old="8 (<= 0.5.2), 16 (0.5.3 - 0.5.4)",
         new="24",
-        release="0.5.5",
+        releases=ReleaseRange("0.5.5"),
         old_source="v0.5.4 server_args.py:695",
         new_source="v0.5.5 server_args.py:717",
         effect=Effect.FRACTION,
@@ -238,7 +247,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="chunked_prefill_size default on 35-60 GiB GPUs",
         old="8192",
         new="4096",
-        release="0.5.3",
+        releases=ReleaseRange("0.5.3"),
         old_source="v0.5.2 server_args.py:509-518",
         new_source="v0.5.3 server_args.py:587-591",
         effect=Effect.FRACTION,
@@ -251,7 +260,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Piecewise (prefill) CUDA graphs on by default, reserved in mem_fraction_static",
         old="off (enable_piecewise_cuda_graph=False)",
         new="on (disable_piecewise_cuda_graph=False): reserve + #sizes x 8 MiB (MLA: 1.5 GiB)",
-        release="0.5.10",
+        releases=ReleaseRange("0.5.10"),
         old_source="v0.5.9 server_args.py:604, :1043-1046",
         new_source="v0.5.10 server_args.py:637, :1304-1311",
         effect=Effect.FRACTION,
@@ -268,7 +277,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Speculative decoding reserve in the mem_fraction_static default",
         old="2 GiB",
         new="4 GiB",
-        release="0.5.10",
+        releases=ReleaseRange("0.5.10"),
         old_source="v0.5.9 server_args.py:1057",
         new_source="v0.5.10 server_args.py:1322",
         effect=Effect.FRACTION,
@@ -281,7 +290,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="mem_fraction_static default: graph reserve by PD role, no speculative reserve",
         old="rule mfs_default",
         new="rule mfs_default_graphs",
-        release="0.5.14",
+        releases=ReleaseRange("0.5.14"),
         old_source=_rule_source("mfs_default"),
         new_source=_rule_source("mfs_default_graphs"),
         effect=Effect.FRACTION,
@@ -294,7 +303,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Speculative headroom no longer added to the KV tokens",
         old="T + R x steps x topk + R x draft_tokens + 100",
         new="T",
-        release="0.5.7",
+        releases=ReleaseRange("0.5.7"),
         old_source=_rule_source("spec_headroom"),
         new_source=_rule_source("draft_outside"),
         effect=Effect.TOKENS,
@@ -309,7 +318,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Draft KV sized inside the budget (the target's tokens shrink)",
         old="draft pool outside the budget (out of the slack)",
         new="cell = target cell x (1 + draft layers / L)",
-        release="0.5.14",
+        releases=ReleaseRange("0.5.14"),
         old_source=_rule_source("draft_outside"),
         new_source=_rule_source("draft_in_cell"),
         effect=Effect.CELL,
@@ -324,7 +333,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Hybrid SWA split by memory instead of by layer count",
         old="rule swa_split_layers",
         new="rule swa_split_memory",
-        release="0.5.9",
+        releases=ReleaseRange("0.5.9"),
         old_source=_rule_source("swa_split_layers"),
         new_source=_rule_source("swa_split_memory"),
         effect=Effect.CELL,
@@ -339,7 +348,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Hybrid SWA sized with one cell for both pools",
         old="rule swa_split_memory",
         new="rule swa_split",
-        release="0.5.11",
+        releases=ReleaseRange("0.5.11"),
         old_source=_rule_source("swa_split_memory"),
         new_source=_rule_source("swa_split"),
         effect=Effect.CELL,
@@ -354,7 +363,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Mamba state taken with its padding slot and the ReplaySSM ring",
         old="rule mamba_first",
         new="rule mamba_padding_slot",
-        release="0.5.20",
+        releases=ReleaseRange("0.5.20"),
         old_source=_rule_source("mamba_first"),
         new_source=_rule_source("mamba_padding_slot"),
         effect=Effect.TOKENS,
@@ -369,7 +378,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Default max_running_requests also capped at T // 2",
         old="min(max(int(T / context_len x 512), 2048), 4096)",
         new="the same, then min(., T // 2)",
-        release="0.5.10",
+        releases=ReleaseRange("0.5.10"),
         old_source="v0.5.8 model_executor/model_runner_kv_cache_mixin.py:252-265",
         new_source="v0.5.10 model_executor/model_runner_kv_cache_mixin.py:840-851",
         effect=Effect.SLACK,
@@ -382,7 +391,7 @@ CHANGES: tuple[DefaultChange, ...] = (
         title="Request table per DP worker",
         old="rule req_to_token_global",
         new="rule req_to_token_per_dp",
-        release="0.5.10",
+        releases=ReleaseRange("0.5.10"),
         old_source=_rule_source("req_to_token_global"),
         new_source=_rule_source("req_to_token_per_dp"),
         effect=Effect.SLACK,

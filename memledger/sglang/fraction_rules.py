@@ -7,6 +7,7 @@ range, source line as `vX path:line` under `python/sglang/srt/` of that release'
 
 from __future__ import annotations
 
+from memledger.sglang.releases import ReleaseRange
 from memledger.sglang.rule_record import SizingRule
 
 FRACTION_RULES: tuple[SizingRule, ...] = (
@@ -19,16 +20,14 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "MLA 1536, 0.5.10+); >60 GiB GPU: max(reserved, 10240); + speculative 2048 "
             "(4096 from 0.5.10; STANDALONE 6144); mfs = round((gpu_mib - reserved) / gpu_mib, 3)"
         ),
-        first="0.5.3",
-        last="0.5.13",
+        releases=ReleaseRange("0.5.3", "0.5.13"),
         source="v0.5.8 server_args.py:988-1031; v0.5.10 server_args.py:1280-1329",
     ),
     SizingRule(
         id="mfs_default_tp",
         title="mem_fraction_static default by tensor-parallel size alone (no GPU capacity)",
         formula="tp >= 16: 0.79; >= 8: 0.81; >= 4: 0.85; >= 2: 0.87; else 0.88",
-        first="0.4.0",
-        last="0.4.5",
+        releases=ReleaseRange("0.4.0", "0.4.5"),
         source=(
             "v0.4.1 server_args.py:170-180; v0.4.5 :233-243 (v0.3.6 :156-166 has 0.82 at "
             "tp >= 8); memledger.sglang.legacy_defaults"
@@ -41,8 +40,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "G <= 80 GiB: the mfs_default_tp step of tp x pp (0.4.7: x 0.95 with speculative "
             "decoding); above 80 GiB each post release differs: not modelled"
         ),
-        first="0.4.6",
-        last="0.4.7",
+        releases=ReleaseRange("0.4.6", "0.4.7"),
         source=(
             "v0.4.6 server_args.py:224-238; v0.4.6.post2 :226-247; v0.4.7 :253-282 "
             "(0.4.7.post1 already has mfs_default_buckets); memledger.sglang.legacy_defaults"
@@ -56,8 +54,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "12 + tp x pp / 2; else 32; + 2 speculative (STANDALONE 6), + 4 DP attention; "
             "mfs = round((G - reserved) / G, 3)"
         ),
-        first="0.4.7",
-        last="0.5.2",
+        releases=ReleaseRange("0.4.7", "0.5.2"),
         source=(
             "v0.4.7.post1 server_args.py:261-300 (code 0.4.7 also holds mfs_default_tp_80g); "
             "v0.4.8 :274-315; v0.4.10 :286-327; v0.5.2 :452-498"
@@ -71,8 +68,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "vision_config num_hidden_layers (24 when absent), hidden_size (1024 when absent); "
             "only the default (a given value is kept); 0.4.10 prints the result"
         ),
-        first="0.4.10",
-        last=None,
+        releases=ReleaseRange("0.4.10"),
         source=(
             "v0.5.10 server_args.py:6396-6431 (adjust_mem_fraction_for_vlm), applied at "
             ":1331-1334 when model_config.is_multimodal and not language_only; v0.4.10 :335 "
@@ -91,8 +87,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "0.3.0 - 0.4.0 'Automatically turn off --chunked-prefill-size and adjust "
             "--mem-fraction-static' without X, 0.4.1 nothing"
         ),
-        first="0.3.0",
-        last="0.4.8",
+        releases=ReleaseRange("0.3.0", "0.4.8"),
         source=(
             "v0.3.0 model_executor/model_runner.py:102-107; v0.4.0 :113-118; v0.4.1 :119-120; "
             "v0.4.2 :129-134; v0.4.4 :242-247; v0.4.5 :273-278 (x 0.90); v0.4.8 :414-419; "
@@ -107,8 +102,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "mfs_used = printed mfs x 0.85 when attention_backend == 'aiter' and context_len > "
             "8192 (on ROCm an unset backend becomes aiter for MHA models, in ModelRunner)"
         ),
-        first="0.4.9",
-        last="0.5.4",
+        releases=ReleaseRange("0.4.9", "0.5.4"),
         source=(
             "v0.4.9 model_executor/model_runner.py:470-472; v0.5.2 :568-570 (auto aiter "
             ":450-472); v0.5.4 :646-648"
@@ -123,8 +117,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "context_len > 8192: a value passed as --mem-fraction-static is scaled too "
             "(0.5.23: unless SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION)"
         ),
-        first="0.5.5",
-        last=None,
+        releases=ReleaseRange("0.5.5"),
         source=(
             "v0.5.5 server_args.py:1270-1272; v0.5.8 :1786-1788; v0.5.16 :5040-5042; "
             "v0.5.19 arg_groups/attention_hook.py:178-199; v0.5.23 "
@@ -139,8 +132,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "torch.npu.mem_get_info()[1] // 2^20 (Ascend; SGLANG_ZBAL_LOCAL_MEM_SIZE if set); "
             "piecewise (prefill) graphs are off on ROCm and Ascend, so their reserve is 0"
         ),
-        first="0.5.3",
-        last=None,
+        releases=ReleaseRange("0.5.3"),
         source=(
             "v0.5.10 utils/common.py:1441-1512 (amdgpu), :1583-1592 (npu), :1673-1690 "
             "(get_device_memory_capacity); v0.5.16 utils/common.py:704-713; v0.5.10 "
@@ -154,8 +146,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "ServerArgs defaults (mem_fraction_static included) first, then cuda_graph_max_bs = "
             "max(--batch-size): the captured graphs are the bench's batch sizes"
         ),
-        first="0.5.3",
-        last="0.5.14",
+        releases=ReleaseRange("0.5.3", "0.5.14"),
         source=(
             "v0.5.9 bench_one_batch.py:801 (ServerArgs.from_cli_args), :754 (then "
             "cuda_graph_max_bs = max(batch_size)), :266 (the bare max_total_num_tokens= print); "
@@ -172,8 +163,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
             "max(reserved, 10240); + DeepEP 2048; activation_tokens = max(chunked_prefill, 2048) "
             "(PD decode: max(max_running_requests x draft_tokens, 2048))"
         ),
-        first="0.5.14",
-        last=None,
+        releases=ReleaseRange("0.5.14"),
         source=(
             "v0.5.16 server_args.py:4053-4088 (main), :4164-4196 (reserve_for_graph_mb), "
             ":4198-4210 (DeepEP)"
@@ -181,11 +171,11 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
     ),
 )
 
-MFS_RUNNER_FACTORS: tuple[tuple[str, str, float], ...] = (
-    ("0.3.0", "0.4.4", 0.95),
-    ("0.4.5", "0.4.8", 0.90),
+MFS_RUNNER_FACTORS: tuple[tuple[ReleaseRange, float], ...] = (
+    (ReleaseRange("0.3.0", "0.4.4"), 0.95),
+    (ReleaseRange("0.4.5", "0.4.8"), 0.90),
 )
-"""Rule mfs_multimodal_runner: (first, last release, factor) (v0.4.4 model_runner.py:243,
+"""Rule mfs_multimodal_runner: (releases, factor) (v0.4.4 model_runner.py:243,
 v0.4.5 :274)."""
 MFS_RUNNER_PRINTED_SINCE = "0.4.2"
 """The first release whose ModelRunner prints the reduced value (v0.4.2 model_runner.py:131)."""
@@ -259,4 +249,4 @@ MFS_SPEC_MIB = 4096
 """Speculative reserve 0.5.10 - 0.5.13 (v0.5.10 server_args.py:1316-1322)."""
 MFS_STANDALONE_MIB = 6144
 MFS_DEEPEP_MIB = 2048
-MFS_PIECEWISE_SINCE = "0.5.10"
+MFS_PIECEWISE = ReleaseRange("0.5.10")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memledger.sglang.release_markers import version_code
+from memledger.sglang.releases import version_code
 
 COMMAND_MARKERS: tuple[str, ...] = (
     "sglang.launch_server",

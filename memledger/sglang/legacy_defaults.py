@@ -20,7 +20,7 @@ A version code (`version_code`) cannot tell 0.4.7 from 0.4.7.post1, whose rules 
 
 from __future__ import annotations
 
-from memledger.sglang.release_markers import version_code
+from memledger.sglang.releases import version_code
 
 MFS_TP_TABLE: tuple[tuple[int, float], ...] = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))
 MFS_TP_SINGLE = 0.88

@@ -17,39 +17,17 @@ from typing import Protocol
 
 from memledger.model.events import Event, EventKind
 from memledger.record import ConfigDict, Record
-
-
-def version_code(text: str) -> int:
-    """`0.5.8` -> 5008 and so on; a suffix (`rc2`, `.post1`) is ignored."""
-    parts: list[int] = []
-    for piece in text.split(".")[:3]:
-        digits = ""
-        for char in piece:
-            if not char.isdigit():
-                break
-            digits += char
-        parts.append(int(digits) if digits else 0)
-    while len(parts) < 3:
-        parts.append(0)
-    return parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2]
-
-
-def release_text(code: int | None) -> str:
-    """5013 -> `0.5.13`; None -> `?`."""
-    if code is None:
-        return "?"
-    return f"{code // 1_000_000}.{code // 1_000 % 1_000}.{code % 1_000}"
+from memledger.sglang.releases import ReleaseRange, release_text, within
 
 
 @dataclass(frozen=True)
 class FormatMark:
-    """A line format printed by releases `first`..`last` only (None: open on that side)."""
+    """A line format printed by the releases `releases` only."""
 
     name: str
     kinds: frozenset[EventKind]
     matches: Callable[[Event], bool]
-    first: str | None
-    last: str | None
+    releases: ReleaseRange
     source: str
     """The wheel line that prints the format (`vX path:line`), and where it stops if it does."""
     shape: str
@@ -104,8 +82,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "kv_line",
         _KV,
         _always,
-        "0.4.2",
-        None,
+        ReleaseRange("0.4.2"),
         f"v0.4.2 {_POOL}:195 (0.4.1 prints no KV line)",
         "`KV Cache is allocated. K size: ...`",
     ),
@@ -113,8 +90,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "kv_line_without_tokens",
         _KV,
         lambda e: e.values.get("tokens") is None,
-        None,
-        "0.4.3",
+        ReleaseRange(last="0.4.3"),
         f"v0.4.3 {_POOL}:195; v0.4.4 {_POOL}:219 adds `#tokens:`",
         "a KV line without `#tokens:`",
     ),
@@ -122,8 +98,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "kv_line_with_tokens_no_dtype",
         _KV,
         lambda e: e.values.get("tokens") is not None and "dtype" not in e.values,
-        "0.4.4",
-        "0.5.12",
+        ReleaseRange("0.4.4", "0.5.12"),
         f"v0.4.4 {_POOL}:219 .. v0.5.12 {_POOL}:744; v0.5.13 {_POOL}:819 adds `dtype:`",
         "`#tokens:` in the KV line, without `dtype:`",
     ),
@@ -131,8 +106,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "kv_line_with_dtype",
         _KV,
         lambda e: "dtype" in e.values,
-        "0.5.13",
-        None,
+        ReleaseRange("0.5.13"),
         f"v0.5.13 {_POOL}:819",
         "`dtype:` inside the KV line",
     ),
@@ -140,8 +114,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "kv_line_labelled",
         _KV,
         lambda e: bool(e.values.get("label") or e.values.get("va_upper_bound")),
-        "0.5.17",
-        None,
+        ReleaseRange("0.5.17"),
         f"v0.5.17 {_POOL}:1670 (`{{cache_name}} is allocated`; `VA upper bound` v0.5.19 :1738)",
         "a label (`Full `, `SWA `) or `VA upper bound` on the KV line",
     ),
@@ -149,8 +122,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "kv_dtype_line",
         _kinds(EventKind.KV_DTYPE),
         _always,
-        "0.5.3",
-        "0.5.12",
+        ReleaseRange("0.5.3", "0.5.12"),
         f"v0.5.3 {_RUNNER}:1425 .. v0.5.12 {_RUNNER}:2386 (gone from v0.5.13)",
         "`Using KV cache dtype: ...`",
     ),
@@ -158,8 +130,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "load_end_without_usage",
         _LOAD,
         lambda e: _weights_line(e) and e.size("usage") is None and e.values.get("elapsed") is None,
-        None,
-        "0.4.3",
+        ReleaseRange(last="0.4.3"),
         f"v0.4.3 {_RUNNER}:356; v0.4.4 {_RUNNER}:402 adds `mem usage=`",
         "`Load weight end. ...` without `mem usage=`",
     ),
@@ -167,8 +138,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "load_end_usage",
         _LOAD,
         lambda e: _weights_line(e) and e.size("usage") is not None,
-        "0.4.4",
-        None,
+        ReleaseRange("0.4.4"),
         f"v0.4.4 {_RUNNER}:402",
         "`mem usage=` on the load end line",
     ),
@@ -178,8 +148,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         lambda e: (
             _weights_line(e) and e.size("usage") is not None and e.values.get("elapsed") is None
         ),
-        "0.4.4",
-        "0.5.8",
+        ReleaseRange("0.4.4", "0.5.8"),
         f"v0.4.4 {_RUNNER}:402 .. v0.5.8 {_RUNNER}:950; v0.5.9 {_RUNNER}:1041 adds `elapsed=`",
         "`Load weight end. type=...` without `elapsed=`",
     ),
@@ -191,8 +160,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
             and e.values.get("elapsed") is not None
             and e.values.get("dtype") is not None
         ),
-        "0.5.9",
-        "0.5.9",
+        ReleaseRange("0.5.9", "0.5.9"),
         f"v0.5.9 {_RUNNER}:1041; v0.5.10 {_RUNNER}:1247 drops `dtype=`",
         "`Load weight end. elapsed=..., type=..., dtype=...`",
     ),
@@ -204,8 +172,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
             and e.values.get("elapsed") is not None
             and e.values.get("dtype") is None
         ),
-        "0.5.10",
-        None,
+        ReleaseRange("0.5.10"),
         f"v0.5.10 {_RUNNER}:1247",
         "`Load weight end. elapsed=...` without `dtype=`",
     ),
@@ -213,8 +180,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "load_end_overlap_commit",
         _LOAD,
         lambda e: e.values.get("overlap_commit") is True,
-        "0.5.19",
-        None,
+        ReleaseRange("0.5.19"),
         "v0.5.19 model_executor/model_runner_components/startup_weight_load.py:539",
         "`Load weight end. Committed real weights after CUDA graph capture ...`",
     ),
@@ -222,8 +188,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "dist_end",
         _DIST,
         _always,
-        "0.4.4",
-        None,
+        ReleaseRange("0.4.4"),
         f"v0.4.4 {_RUNNER}:322 (0.4.3 prints no distributed-init end line)",
         "`Init torch distributed ends. ...`",
     ),
@@ -231,8 +196,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "dist_end_usage_no_elapsed",
         _DIST,
         lambda e: e.size("usage") is not None and e.values.get("elapsed") is None,
-        None,
-        "0.5.8",
+        ReleaseRange(last="0.5.8"),
         f"v0.5.8 {_RUNNER}:801; v0.5.9 {_RUNNER}:850 adds `elapsed=`",
         "`Init torch distributed ends. mem usage=...` without `elapsed=`",
     ),
@@ -240,8 +204,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "dist_end_elapsed",
         _DIST,
         lambda e: e.values.get("elapsed") is not None,
-        "0.5.9",
-        "0.5.20",
+        ReleaseRange("0.5.9", "0.5.20"),
         f"v0.5.9 {_RUNNER}:850 .. v0.5.20 distributed/bootstrap.py:164 (gone from v0.5.21)",
         "`Init torch distributed ends. elapsed=...`",
     ),
@@ -249,8 +212,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "memory_baseline",
         _kinds(EventKind.MEMORY_BASELINE),
         _always,
-        "0.5.21",
-        None,
+        ReleaseRange("0.5.21"),
         "v0.5.21 distributed/bootstrap.py:204",
         "`Memory baseline taken. mem usage=...`",
     ),
@@ -258,8 +220,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "summary_chunked_prefill",
         _SUMMARY,
         lambda e: e.values.get("chunked_prefill_size") is not None,
-        "0.4.2",
-        None,
+        ReleaseRange("0.4.2"),
         "v0.4.2 managers/scheduler.py:284 (v0.4.1 :223 prints no chunked_prefill_size)",
         "`chunked_prefill_size=` in the summary line",
     ),
@@ -267,8 +228,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "summary_with_available_gpu_mem",
         _SUMMARY,
         lambda e: e.size("available_gpu_mem") is not None,
-        "0.4.7",
-        None,
+        ReleaseRange("0.4.7"),
         "v0.4.7 managers/scheduler.py:347",
         "`available_gpu_mem=` in the summary line",
     ),
@@ -280,8 +240,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
             and e.size("available_gpu_mem") is None
             and e.size("available_cpu_mem") is None
         ),
-        None,
-        "0.4.6",
+        ReleaseRange(last="0.4.6"),
         "v0.4.6 managers/scheduler.py:309; v0.4.7 :347 adds `available_gpu_mem=` (v0.5.2 :417 "
         "prints `available_cpu_mem=` on CPU)",
         "a summary line without `available_gpu_mem=`",
@@ -290,8 +249,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "server_args_dict",
         _ARGS,
         lambda e: e.values.get("form") == "dict",
-        "0.5.19",
-        None,
+        ReleaseRange("0.5.19"),
         "v0.5.19 entrypoints/engine.py:265 (`server_args.resolved_dict()`)",
         "`server_args={resolved dict}`",
     ),
@@ -301,8 +259,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "server_arg_moe_runner_backend",
         _ARGS,
         _has_server_arg("moe_runner_backend"),
-        "0.5.1",
-        None,
+        ReleaseRange("0.5.1"),
         "v0.5.1 server_args.py:184 (no 0.3.0-0.4.10 ServerArgs has it)",
         "`moe_runner_backend=` among the server_args",
     ),
@@ -310,8 +267,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "server_arg_tokenizer_backend",
         _ARGS,
         _has_server_arg("tokenizer_backend"),
-        "0.5.11",
-        None,
+        ReleaseRange("0.5.11"),
         "v0.5.11 server_args.py:317 (no 0.3.0-0.5.10.post1 ServerArgs has it)",
         "`tokenizer_backend=` among the server_args",
     ),
@@ -319,8 +275,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "server_arg_cuda_graph_max_bs",
         _ARGS,
         _repr_has_server_arg("cuda_graph_max_bs"),
-        None,
-        "0.5.13",
+        ReleaseRange(last="0.5.13"),
         "v0.5.13 server_args.py:735 (a field 0.4.0 - 0.5.13.post1, gone from v0.5.14)",
         "`cuda_graph_max_bs=` in the ServerArgs repr",
     ),
@@ -328,8 +283,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "all_reduce_config",
         _kinds(EventKind.ALL_REDUCE_CONFIG),
         _always,
-        "0.5.16",
-        None,
+        ReleaseRange("0.5.16"),
         "v0.5.16 distributed/device_communicators/custom_all_reduce_v2.py:229",
         "`All Reduce config: ...` (CustomAllReduceV2)",
     ),
@@ -337,8 +291,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "replay_ssm_ring_len",
         _kinds(EventKind.REPLAY_SSM),
         lambda e: "L" in e.values,
-        "0.5.15",
-        "0.5.16",
+        ReleaseRange("0.5.15", "0.5.16"),
         f"v0.5.15 {_POOL}:626, v0.5.16 {_POOL}:748 (v0.5.14 has no ReplaySSM; v0.5.17 :817 "
         "prints record_len= instead)",
         "the GDN ReplaySSM buffer line with `(L=N)`",
@@ -347,8 +300,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "replay_ssm_record_len",
         _kinds(EventKind.REPLAY_SSM),
         lambda e: "record_len" in e.values,
-        "0.5.17",
-        None,
+        ReleaseRange("0.5.17"),
         f"v0.5.17 {_POOL}:817, v0.5.18 :834, v0.5.20 :894, v0.5.23 :1012",
         "the GDN ReplaySSM buffer line with `(record_len=N, fold=M)`",
     ),
@@ -356,8 +308,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "capture_end",
         _kinds(EventKind.CAPTURE_END),
         _always,
-        "0.4.0",
-        None,
+        ReleaseRange("0.4.0"),
         f"v0.4.0 {_RUNNER}:625 (0.3.6.post3 and older print no end line)",
         "`Capture cuda graph end. Time elapsed: ...`",
     ),
@@ -365,8 +316,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "capture_begin_avail",
         _kinds(EventKind.CAPTURE_BEGIN),
         lambda e: e.size("avail") is not None,
-        "0.4.4",
-        None,
+        ReleaseRange("0.4.4"),
         f"v0.4.4 {_RUNNER}:879",
         "`avail mem=` on the capture begin line",
     ),
@@ -374,8 +324,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "capture_role_phase",
         _CAPTURE,
         lambda e: e.values.get("role_named") is True and _device_in_capitals(e),
-        "0.5.14",
-        None,
+        ReleaseRange("0.5.14"),
         f"v0.5.14 {_RUNNER}:2563",
         "`Capture {target|draft} {decode|verify|prefill|extend} CUDA graph ...`",
     ),
@@ -383,8 +332,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "capture_tokens_per_req",
         _CAPTURE,
         lambda e: "num_tokens_per_req" in e.values,
-        "0.5.16",
-        None,
+        ReleaseRange("0.5.16"),
         f"v0.5.16 {_GRAPHS}:313 (v0.5.14 {_RUNNER}:2564 printed `num_tokens_per_bs=`)",
         "`num_tokens_per_req=` in the capture line",
     ),
@@ -392,8 +340,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "capture_end_bs",
         _kinds(EventKind.CAPTURE_END),
         lambda e: "bs" in e.values,
-        "0.5.22",
-        None,
+        ReleaseRange("0.5.22"),
         f"v0.5.22 {_GRAPHS}:746 (v0.5.21 :656 prints no `bs=` on the end line)",
         "the batch sizes on the capture end line",
     ),
@@ -401,8 +348,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "mfs_reduced_value",
         _kinds(EventKind.MFS_REDUCED),
         lambda e: "mem_fraction_static" in e.values,
-        "0.4.2",
-        "0.4.8",
+        ReleaseRange("0.4.2", "0.4.8"),
         f"v0.4.2 {_RUNNER}:132 .. v0.4.8 {_RUNNER}:417 (v0.4.1 :119-120 reduces silently, "
         "v0.4.9 not at all)",
         "`Automatically reduce --mem-fraction-static to X because this is a multimodal model.`",
@@ -411,8 +357,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "mfs_reduced_no_value",
         _kinds(EventKind.MFS_REDUCED),
         lambda e: "mem_fraction_static" not in e.values,
-        None,
-        "0.4.0",
+        ReleaseRange(last="0.4.0"),
         f"v0.3.0 {_RUNNER}:104 .. v0.4.0 {_RUNNER}:115 (v0.4.1 prints nothing)",
         "`Automatically turn off --chunked-prefill-size and adjust --mem-fraction-static ...`",
     ),
@@ -420,8 +365,7 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
         "mfs_vlm_adjusted",
         _kinds(EventKind.MFS_VLM_ADJUSTED),
         _always,
-        "0.4.10",
-        "0.5.0",
+        ReleaseRange("0.4.10", "0.5.0"),
         "v0.4.10 server_args.py:1984 (v0.5.1 :2297-2331 adjusts without a line; 0.5.0 not read)",
         "`Multimodal model: Dynamically adjusted --mem-fraction-static from: X to: Y.`",
     ),
@@ -453,14 +397,11 @@ class Evidence(Record):
         return f"line {self.line} ({self.mark}): {bounds} ({self.source})"
 
 
-class ReleaseSpan(Protocol):
-    """Anything with a release range as text (`first`..`last`, None = open): a SizingRule."""
+class Ranged(Protocol):
+    """A rule that holds for some releases (a SizingRule, a VersionRule, ...)."""
 
     @property
-    def first(self) -> str | None: ...
-
-    @property
-    def last(self) -> str | None: ...
+    def releases(self) -> ReleaseRange: ...
 
 
 class VersionRange(Record):
@@ -515,18 +456,11 @@ class VersionRange(Record):
             or (self.last is not None and code > self.last)
         )
 
-    def within(self, rule: ReleaseSpan) -> bool | None:
-        """True: every release in the range has the rule; False: none has; None: it depends."""
-        lo = version_code(rule.first) if rule.first else None
-        hi = version_code(rule.last) if rule.last else None
-        first, last = self.first, self.last
-        if (hi is not None and first is not None and first > hi) or (
-            lo is not None and last is not None and last < lo
-        ):
-            return False
-        inside_lo = lo is None or (first is not None and first >= lo)
-        inside_hi = hi is None or (last is not None and last <= hi)
-        return True if inside_lo and inside_hi else None
+    def within(self, rule: Ranged | ReleaseRange) -> bool | None:
+        """True: every release in the range has the rule; False: none has; None: it depends
+        (memledger.sglang.releases.within)."""
+        releases = rule if isinstance(rule, ReleaseRange) else rule.releases
+        return within(self.first, self.last, releases)
 
 
 def given_release(code: int) -> VersionRange:
@@ -547,8 +481,7 @@ def release_range(events: Iterable[Event]) -> VersionRange:
             known = seen.get(mark.name)
             if known is not None and known.line <= event.line:
                 continue
-            lo = version_code(mark.first) if mark.first else None
-            hi = version_code(mark.last) if mark.last else None
+            lo, hi = mark.releases.lo, mark.releases.hi
             seen[mark.name] = Evidence(
                 mark=mark.name, line=event.line, first=lo, last=hi, source=mark.source
             )

@@ -14,8 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memledger.sglang.release_markers import version_code
-from memledger.sglang.sizing_rules import RULE
+from memledger.sglang.releases import known_within, version_code
+from memledger.sglang.sizing_rules import (
+    MAX_NUM_REQS_CAP,
+    MAX_NUM_REQS_FLOOR,
+    MAX_NUM_REQS_PER_CONTEXT,
+    RULE,
+)
 from memledger.sglang.versions import GLOBAL_REQ_ROWS, REQ_PADDING_ROW, holds
 
 BASE_EXTRA_COLUMNS = 4
@@ -34,10 +39,19 @@ def pool_size(release: int, ceiling: int, max_num_reqs: int) -> int:
     model_executor/model_runner.py:478-480, v0.4.1 :538, v0.4.6.post2 :823-825; v0.4.7 :926 drops
     it), which those releases print as max_running_requests (v0.4.1 tp_worker.py:92-98). Known
     only when the formats bound the release to that span (`ceiling` exclusive, 0 = unknown)."""
-    span = RULE["req_to_token_plus_one"]  # first 0.3.6, last 0.4.6
-    assert span.first is not None and span.last is not None
-    old = version_code(span.first) <= release and 0 < ceiling <= version_code(span.last) + 1
+    old = known_within(release, ceiling, RULE["req_to_token_plus_one"].releases)
     return max_num_reqs + 1 if old else max_num_reqs
+
+
+def default_max_num_reqs(tokens: int, context_len: int, *, halved: bool) -> int:
+    """SGLang's request count without --max-running-requests for `tokens` KV tokens (rule
+    max_num_reqs_default); `halved`: the release also caps it at tokens // 2 (rule
+    max_num_reqs_half)."""
+    estimate = min(
+        max(int(tokens / context_len * MAX_NUM_REQS_PER_CONTEXT), MAX_NUM_REQS_FLOOR),
+        MAX_NUM_REQS_CAP,
+    )
+    return min(estimate, tokens // 2) if halved else estimate
 
 
 def pool_requests(release: int, ceiling: int, per_dp: int, whole_server: int) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memledger.sglang.releases import ReleaseRange
+
 
 @dataclass(frozen=True)
 class SizingRule:
@@ -12,8 +14,7 @@ class SizingRule:
     id: str
     title: str
     formula: str
-    first: str | None
-    """First release the rule holds for (None: since the oldest release read)."""
-    last: str | None
-    """Last release the rule holds for (None: still in the newest release read, 0.5.23)."""
+    releases: ReleaseRange
+    """The releases it holds for (`first` None: since the oldest release read; `last` None:
+    still in the newest release read, 0.5.23)."""
     source: str

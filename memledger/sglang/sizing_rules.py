@@ -10,20 +10,18 @@ rule gets a new entry with its own range; the old entry keeps its `last`.
 from __future__ import annotations
 
 # re-exported: memledger.diagnosis reads the chunked-prefill table from here
-from memledger.sglang.fraction_rules import (
-    FRACTION_RULES,
-)
-
-# re-exported: the sizing model and its tests read the release helpers from here too
-from memledger.sglang.rule_record import SizingRule
+from memledger.sglang.fraction_rules import CHUNKED_PREFILL_BY_GPU as CHUNKED_PREFILL_BY_GPU
+from memledger.sglang.fraction_rules import CHUNKED_PREFILL_LARGE_GPU as CHUNKED_PREFILL_LARGE_GPU
+from memledger.sglang.fraction_rules import FRACTION_RULES
+from memledger.sglang.releases import ReleaseRange
+from memledger.sglang.rule_record import SizingRule as SizingRule
 
 RULES: tuple[SizingRule, ...] = (
     SizingRule(
         id="budget",
         title="KV budget after the weights",
         formula="rest = A - P x (1 - mem_fraction_static)",
-        first="0.4.1",
-        last=None,
+        releases=ReleaseRange("0.4.1"),
         source=(
             "v0.4.1 model_executor/model_runner.py:487-490; v0.4.6.post2 :736-739; "
             "v0.5.2 model_executor/model_runner.py:1123-1125; "
@@ -35,8 +33,7 @@ RULES: tuple[SizingRule, ...] = (
         id="world_min",
         title="P and A are the minimum over all ranks",
         formula="A = min over ranks (get_available_gpu_memory(distributed=True))",
-        first="0.4.1",
-        last=None,
+        releases=ReleaseRange("0.4.1"),
         source=(
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:112-117; "
             "v0.5.16 mem_cache/kv_cache_configurator.py:1531-1536"
@@ -46,8 +43,7 @@ RULES: tuple[SizingRule, ...] = (
         id="tokens",
         title="Tokens from the budget",
         formula="max_total_num_tokens = int(rest x 2^30) // cell_size",
-        first="0.4.1",
-        last=None,
+        releases=ReleaseRange("0.4.1"),
         source=(
             "v0.4.1 model_executor/model_runner.py:490; "
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:144; "
@@ -58,8 +54,7 @@ RULES: tuple[SizingRule, ...] = (
         id="kv_buffer_rows",
         title="KV buffers hold page_size padding rows",
         formula="KV size = (#tokens + page_size) x cell_size (size + 1 rows before 0.4.4)",
-        first="0.4.4",
-        last=None,
+        releases=ReleaseRange("0.4.4"),
         source=(
             "v0.5.8 mem_cache/memory_pool.py:765,773 (MHA), :1387 (MLA); v0.4.1 "
             "mem_cache/memory_pool.py:197,205 (size + 1)"
@@ -69,8 +64,7 @@ RULES: tuple[SizingRule, ...] = (
         id="mamba_first",
         title="Mamba/linear-attention state is taken out of the budget first",
         formula="rest -= max_mamba_cache_size x per_req (the pool itself has K+1 slots)",
-        first="0.5.2",
-        last="0.5.16",
+        releases=ReleaseRange("0.5.2", "0.5.16"),
         source=(
             "v0.5.4 model_executor/model_runner.py:1474-1480; "
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:141-142,199-204; "
@@ -85,8 +79,7 @@ RULES: tuple[SizingRule, ...] = (
             "rest -= (K + 1) x (per_req + ring_per_req); ratio split: K = int((share - per_slot)"
             " // per_slot)"
         ),
-        first="0.5.17",
-        last="0.5.19",
+        releases=ReleaseRange("0.5.17", "0.5.19"),
         source=(
             "v0.5.17 mem_cache/kv_cache_configurator.py:1950-1956 (K), :1977-1982 (taken); "
             "v0.5.19 :2344-2350, :2371-2376"
@@ -99,8 +92,7 @@ RULES: tuple[SizingRule, ...] = (
             "rest -= (K + 1) x (per_req + extra_per_slot) + replayssm_fixed_bytes; ratio split: "
             "K = int((share - replayssm_fixed_bytes - per_slot) // per_slot)"
         ),
-        first="0.5.20",
-        last=None,
+        releases=ReleaseRange("0.5.20"),
         source=(
             "v0.5.20 mem_cache/kv_cache_configurator.py:2509-2515 (K), :2535-2540 (taken); "
             "v0.5.23 :3379-3385, :3405-3409"
@@ -112,8 +104,7 @@ RULES: tuple[SizingRule, ...] = (
         formula=(
             "K = max_running_requests // dp (512 when unset, <= 0.5.9); PD decode adds extra slots"
         ),
-        first="0.5.4",
-        last=None,
+        releases=ReleaseRange("0.5.4"),
         source=(
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:168-181; "
             "v0.5.16 disaggregation/decode.py:135; "
@@ -124,8 +115,7 @@ RULES: tuple[SizingRule, ...] = (
         id="mamba_ratio_split",
         title="Mamba slots from the memory ratio when radix cache is on",
         formula="K = int(rest x m/(1+m) x 2^30 // per_req), m = mamba_full_memory_ratio",
-        first="0.5.4",
-        last=None,
+        releases=ReleaseRange("0.5.4"),
         source=(
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:182-197; "
             "v0.5.16 mem_cache/kv_cache_configurator.py:1751-1791"
@@ -138,8 +128,7 @@ RULES: tuple[SizingRule, ...] = (
             "cell = F x n_full + r x S x n_swa; full = page_floor(rest // cell); swa = "
             "page_floor(int(full x r))"
         ),
-        first="0.5.11",
-        last=None,
+        releases=ReleaseRange("0.5.11"),
         source=(
             "v0.5.11 model_executor/pool_configurator.py:191-236,275-279; "
             "v0.5.16 model_executor/pool_configurator.py:376-425"
@@ -152,8 +141,7 @@ RULES: tuple[SizingRule, ...] = (
             "T = rest // (F x n_full + S x n_swa); full = page_floor(int(T x (F x n_full + "
             "S x n_swa) / (F x n_full + r x S x n_swa))); swa = page_floor(int(full x r))"
         ),
-        first="0.5.9",
-        last="0.5.10",
+        releases=ReleaseRange("0.5.9", "0.5.10"),
         source=(
             "v0.5.9 model_executor/model_runner_kv_cache_mixin.py:86-95 (cell), :251-333 "
             "(split); v0.5.10 model_executor/model_runner_kv_cache_mixin.py:287-371"
@@ -166,8 +154,7 @@ RULES: tuple[SizingRule, ...] = (
             "T = rest // (F x n_layers); full = page_floor(int(T x n_layers / (r x n_swa + "
             "n_full))); swa = page_floor(int(full x r))"
         ),
-        first="0.5.2",
-        last="0.5.8",
+        releases=ReleaseRange("0.5.2", "0.5.8"),
         source=(
             "v0.5.2 model_executor/model_runner.py:1142-1222 (set_num_token_hybrid); "
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:206-249"
@@ -177,8 +164,7 @@ RULES: tuple[SizingRule, ...] = (
         id="fp4_cell",
         title="fp4_e2m1 KV cache: packed 4-bit elements plus one scale byte per 16",
         formula="cell = cell_1B // 2 + elements / 16 (9/16 B per element, K and V alike)",
-        first="0.5.6",
-        last=None,
+        releases=ReleaseRange("0.5.6"),
         source=(
             "v0.5.6 model_executor/model_runner.py:1392-1399 (MLA), :1427-1434 (MHA); "
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:56-67,88-96; "
@@ -192,8 +178,7 @@ RULES: tuple[SizingRule, ...] = (
             "cell = (kv_lora_rank + rope) x L x e + (index_head_dim + index_head_dim / 128 x 4)"
             " x L x 1 B"
         ),
-        first="0.5.4",
-        last=None,
+        releases=ReleaseRange("0.5.4"),
         source=(
             "v0.5.4 model_executor/model_runner.py:1400-1416; "
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:70-79; "
@@ -207,8 +192,7 @@ RULES: tuple[SizingRule, ...] = (
             "allocated cell = (kv_lora_rank + rope + index_head_dim) x L x e, while the tokens "
             "come from the dsa_indexer_cell (bf16: 1,408 B vs 1,284 B per layer)"
         ),
-        first="0.5.4",
-        last="0.5.16",
+        releases=ReleaseRange("0.5.4", "0.5.16"),
         source=(
             "v0.5.4 mem_cache/memory_pool.py:1574-1584; "
             "v0.5.8 hardware_backend/npu/memory_pool_npu.py:224-235; "
@@ -220,8 +204,7 @@ RULES: tuple[SizingRule, ...] = (
         id="mamba_ratio_v057",
         title="Mamba requests cap K // 5 (K // 4 with extra_buffer and speculative decoding)",
         formula="ratio = 3 + (1 if extra_buffer and speculative else 2); 1 without radix cache",
-        first="0.5.7",
-        last="0.5.7",
+        releases=ReleaseRange("0.5.7", "0.5.7"),
         source="v0.5.7 model_executor/model_runner_kv_cache_mixin.py:289-302",
     ),
     SizingRule(
@@ -230,8 +213,7 @@ RULES: tuple[SizingRule, ...] = (
         formula=(
             "ratio = 3 + (extra_buffer ? (1 if speculative else 2) : 0); 1 without radix cache"
         ),
-        first="0.5.8",
-        last="0.5.9",
+        releases=ReleaseRange("0.5.8", "0.5.9"),
         source="v0.5.8 model_executor/model_runner_kv_cache_mixin.py:268-281",
     ),
     SizingRule(
@@ -241,8 +223,7 @@ RULES: tuple[SizingRule, ...] = (
             "ratio = 3 + (extra_buffer ? (1 if disable_overlap_schedule or lazy else 2) : 0); "
             "1 without radix cache"
         ),
-        first="0.5.10",
-        last="0.5.16",
+        releases=ReleaseRange("0.5.10", "0.5.16"),
         source=(
             "v0.5.10 model_executor/model_runner_kv_cache_mixin.py:373-386; "
             "v0.5.13 :233-252 (extra_buffer_lazy); "
@@ -253,8 +234,7 @@ RULES: tuple[SizingRule, ...] = (
         id="draft_in_cell",
         title="Draft KV inside the budget (cell scaled by the draft's layers)",
         formula="cell = target_cell x (1 + draft_layers / L); SWA models: EAGLE/STANDALONE only",
-        first="0.5.14",
-        last=None,
+        releases=ReleaseRange("0.5.14"),
         source=(
             "v0.5.16 model_executor/pool_configurator.py:135-170 (EAGLE, DFLASH); "
             ":349-374 (SWA configurator: EAGLE/STANDALONE only)"
@@ -264,8 +244,7 @@ RULES: tuple[SizingRule, ...] = (
         id="draft_outside",
         title="Draft KV outside the budget (the draft pool reuses the target's token count)",
         formula="draft pool size = target max_total_num_tokens; its bytes come out of the slack",
-        first="0.5.7",
-        last="0.5.13",
+        releases=ReleaseRange("0.5.7", "0.5.13"),
         source=(
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:291-297 (draft_runner_cache_size)"
         ),
@@ -274,8 +253,7 @@ RULES: tuple[SizingRule, ...] = (
         id="spec_headroom",
         title="Speculative headroom added to the target's tokens",
         formula="T' = T + R x steps x topk + R x draft_tokens + 100 (R = max_num_reqs)",
-        first="0.4.4",
-        last="0.5.6",
+        releases=ReleaseRange("0.4.4", "0.5.6"),
         source=(
             "v0.4.6.post2 model_executor/model_runner.py:779-799 (before the --max-total-tokens "
             "cap)"
@@ -285,8 +263,7 @@ RULES: tuple[SizingRule, ...] = (
         id="max_total_tokens",
         title="--max-total-tokens caps the profiled value",
         formula="T = min(T, max_total_tokens)",
-        first="0.4.1",
-        last=None,
+        releases=ReleaseRange("0.4.1"),
         source=(
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:299-306; "
             "v0.5.16 mem_cache/kv_cache_configurator.py:1599-1608"
@@ -296,8 +273,7 @@ RULES: tuple[SizingRule, ...] = (
         id="page_round",
         title="Tokens rounded down to a whole page",
         formula="T = T // page_size x page_size",
-        first="0.4.6",
-        last=None,
+        releases=ReleaseRange("0.4.6"),
         source=(
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:308-312; "
             "v0.5.16 model_executor/pool_configurator.py:415-424"
@@ -309,8 +285,7 @@ RULES: tuple[SizingRule, ...] = (
         formula=(
             "per DP group = per rank x dcp_size; instance = per DP group x dp_size (DP attention)"
         ),
-        first="0.5.20",
-        last=None,
+        releases=ReleaseRange("0.5.20"),
         source=(
             "v0.5.23 managers/tp_worker.py:553,576 and model_executor/model_runner.py:1486-1492 "
             "(0.5.23 prints the logical capacity: per rank x dcp)"
@@ -320,8 +295,7 @@ RULES: tuple[SizingRule, ...] = (
         id="max_num_reqs_default",
         title="Request-table size when --max-running-requests is not given",
         formula="max_num_reqs = min(max(int(T / context_len x 512), 2048), 4096)",
-        first="0.3.2",
-        last=None,
+        releases=ReleaseRange("0.3.2"),
         source=(
             "v0.4.1 model_executor/model_runner.py:526-531; "
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:254-263; "
@@ -329,11 +303,27 @@ RULES: tuple[SizingRule, ...] = (
         ),
     ),
     SizingRule(
+        id="mamba_slots_no_radix",
+        title="Mamba slots without radix cache and --max-running-requests",
+        formula="max_mamba_cache_size = 512 // dp (DP attention)",
+        releases=ReleaseRange(last="0.5.9"),
+        source="v0.5.8 model_executor/model_runner_kv_cache_mixin.py:168-180",
+    ),
+    SizingRule(
+        id="max_num_reqs_half",
+        title="The default request count is also at most half the KV tokens",
+        formula="max_num_reqs = min(max_num_reqs_default, T // 2)",
+        releases=ReleaseRange("0.5.10"),
+        source=(
+            "v0.5.10 model_executor/model_runner_kv_cache_mixin.py:840-851; "
+            "v0.5.16 mem_cache/kv_cache_configurator.py:1626-1635"
+        ),
+    ),
+    SizingRule(
         id="req_to_token_plus_one",
         title="Request table with one row beyond the request count",
         formula="rows = max_num_reqs + 1; cols = context_len + 4",
-        first="0.3.6",
-        last="0.4.6",
+        releases=ReleaseRange("0.3.6", "0.4.6"),
         source=(
             "v0.3.6 model_executor/model_runner.py:478-480; v0.4.1 :537-539; v0.4.6.post2 "
             ":823-825 (ReqToTokenPool(size=max_num_reqs + 1)); v0.4.7 :926 (size=max_num_reqs)"
@@ -343,8 +333,7 @@ RULES: tuple[SizingRule, ...] = (
         id="req_to_token_global",
         title="Request table sized with the global --max-running-requests",
         formula="rows = max_running_requests (not // dp); cols = context_len + 4 + draft_tokens",
-        first="0.5.2",
-        last="0.5.9",
+        releases=ReleaseRange("0.5.2", "0.5.9"),
         source=(
             "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:253,336-338; "
             "mem_cache/memory_pool.py:137"
@@ -357,8 +346,7 @@ RULES: tuple[SizingRule, ...] = (
             "rows = max_running_requests // dp + 1 (+ extra slots on PD decode); cols = "
             "context_len + 4 + draft_tokens"
         ),
-        first="0.5.11",
-        last=None,
+        releases=ReleaseRange("0.5.11"),
         source=(
             "v0.5.11 mem_cache/memory_pool.py:150; v0.5.16 mem_cache/memory_pool.py:263; "
             "v0.5.16 disaggregation/decode.py:135 (size + pre_alloc_size + 1)"

@@ -3,7 +3,7 @@
 The release a log's lines imply comes from the one dating table, memledger.sglang.release_markers
 (`FORMAT_MARKS`, `release_range`): `format_version` is its lower bound, `format_ceiling` its
 exclusive upper bound. `RULES` are the behaviours the engine applies by release, each with its range
-and source file (paths under `python/sglang/srt/`).
+and source line (`vX path:line`, paths under `python/sglang/srt/`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memledger.model.events import Event
-from memledger.sglang.release_markers import release_range, release_text, version_code
+from memledger.events import Event
+from memledger.sglang.release_markers import release_range
+from memledger.sglang.releases import ReleaseRange, known_within, release_text
 
 
 def format_version(events: Iterable[Event]) -> int:
@@ -36,8 +37,7 @@ class VersionRule:
     """A behaviour of SGLang's that the engine applies for a release range."""
 
     name: str
-    releases: str
-    """The range it holds for, e.g. `<= 0.5.13`."""
+    releases: ReleaseRange
     source: str
     what: str
     replaced_in: str = ""
@@ -46,8 +46,8 @@ class VersionRule:
 
 EXTRA_SLOTS = VersionRule(
     "pd_decode_extra_slots",
-    "<= 0.5.13",
-    "disaggregation/decode.py : DecodeReqToTokenPool (pre_alloc_size)",
+    ReleaseRange(last="0.5.13"),
+    "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:347-348 (pre_alloc_size)",
     "2 x max_running_requests when <= 32",
     replaced_in="0.5.14",
 )
@@ -55,24 +55,24 @@ EXTRA_SLOTS = VersionRule(
 
 SWA_ORDER = VersionRule(
     "unlabelled_swa_order",
-    "<= 0.5.16",
-    "mem_cache/swa_memory_pool.py : SWAKVPool.__init__",
+    ReleaseRange(last="0.5.16"),
+    "v0.5.8 mem_cache/swa_memory_pool.py:63,72 (SWAKVPool.__init__: SWA pool, then full)",
     "the SWA pool's KV line is printed first, then the full pool's",
 )
 """Which unlabelled KV line of an SWA model is the full-attention pool (its #tokens)."""
 
 MEMORY_BASELINE = VersionRule(
     "memory_baseline",
-    ">= 0.5.21",
-    "distributed/bootstrap.py : measure_pre_model_load_memory",
+    ReleaseRange("0.5.21"),
+    "v0.5.23 distributed/bootstrap.py:193-220 (measure_pre_model_load_memory)",
     "`Memory baseline taken` replaces the distributed-init mem usage",
 )
 """From 0.5.21 the distributed-init cost is no longer logged."""
 
 GLOBAL_REQ_ROWS = VersionRule(
     "req_to_token_global_rows",
-    "< 0.5.10",
-    "model_executor/model_runner_kv_cache_mixin.py : init_memory_pool (max_num_reqs)",
+    ReleaseRange(last="0.5.9"),
+    "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:253 (init_memory_pool max_num_reqs)",
     "the req_to_token pool has the global --max-running-requests rows; only the printed value "
     "is per DP (model_runner.py prints max_running_requests // dp_size)",
     replaced_in="0.5.10",
@@ -82,8 +82,8 @@ per DP from v0.5.10 :849. Known to hold only when the formats bound the release 
 
 REQ_PADDING_ROW = VersionRule(
     "req_to_token_padding_row",
-    ">= 0.5.11",
-    "mem_cache/memory_pool.py : ReqToTokenPool.__init__ (size + 1)",
+    ReleaseRange("0.5.11"),
+    "v0.5.11 mem_cache/memory_pool.py:150 (ReqToTokenPool.__init__, size + 1)",
     "one padding row (row 0) on top of the request slots",
 )
 """v0.5.11 mem_cache/memory_pool.py:150. In 0.3.2-0.4.6 the pool also had max_num_reqs + 1 rows,
@@ -91,8 +91,8 @@ but the printed max_running_requests already is the pool size (v0.4.1 tp_worker.
 
 DEFAULT_REQUESTS = VersionRule(
     "default_max_running_requests",
-    ">= 0.5.2",
-    "model_executor/model_runner_kv_cache_mixin.py : init_memory_pool (max_num_reqs)",
+    ReleaseRange("0.5.2"),
+    "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:252-265 (init_memory_pool max_num_reqs)",
     "without --max-running-requests the pools are sized for min(max(int(T / context_len x 512), "
     "2048), 4096) requests (T: the KV tokens; from 0.5.10 also at most T // 2)",
 )
@@ -102,8 +102,8 @@ to hybrid Mamba/GDN models or speculative decoding, which cap or adjust it furth
 
 LOGICAL_DCP_TOKENS = VersionRule(
     "summary_logical_dcp_tokens",
-    ">= 0.5.21",
-    "managers/tp_worker.py : get_worker_info (logical_max_total_num_tokens)",
+    ReleaseRange("0.5.21"),
+    "v0.5.21 managers/tp_worker.py:552 (get_worker_info logical_max_total_num_tokens)",
     "the summary's max_total_num_tokens is the logical capacity: the per-rank rows x "
     "attn_dcp_size (not for hybrid SWA); the KV line's #tokens stays per rank",
 )
@@ -125,13 +125,4 @@ RULES: tuple[VersionRule, ...] = (
 def holds(rule: VersionRule, lower: int, ceiling: int = 0) -> bool:
     """Whether the log's release is known to be in the rule's range: `lower` is the formats'
     lower bound (`format_version`), `ceiling` their exclusive upper bound (0 = unknown)."""
-    for bound in rule.releases.split(","):
-        operator, release = bound.split()
-        limit = version_code(release)
-        if operator == ">=" and not 0 < limit <= lower:
-            return False
-        if operator == "<" and not 0 < ceiling <= limit:
-            return False
-        if operator == "<=" and not 0 < ceiling <= limit + 1:
-            return False
-    return True
+    return known_within(lower, ceiling, rule.releases)

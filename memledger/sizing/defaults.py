@@ -27,9 +27,9 @@ from memledger.sglang.fraction_rules import (
     MFS_GRAPH_MIB_PER_BS,
     MFS_LARGE_GPU_FLOOR_MIB,
     MFS_LARGE_GPU_MIB,
+    MFS_PIECEWISE,
     MFS_PIECEWISE_MIB_PER_SIZE,
     MFS_PIECEWISE_MLA_MIB,
-    MFS_PIECEWISE_SINCE,
     MFS_SPEC_MIB,
     MFS_SPEC_MIB_OLD,
     MFS_STANDALONE_MIB,
@@ -43,8 +43,9 @@ from memledger.sglang.legacy_defaults import (
     legacy_mem_fraction_static,
     legacy_rules,
 )
-from memledger.sglang.release_markers import version_code
+from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
+from memledger.sizing.capacity import CapacityPiece, reserve_piece
 
 # re-exported: memledger.sizing.result and the tests read them from here
 from memledger.sizing.capacity import (
@@ -142,16 +143,6 @@ def default_cuda_graph_max_bs(gpu_mib: int, tp: int) -> int:
         if gpu_mib < bound:
             return small_tp if tp < CUDA_GRAPH_MAX_BS_TP_SPLIT else large_tp
     return CUDA_GRAPH_MAX_BS_LARGE_GPU
-
-
-def _since(inputs: SizingInputs, release: str) -> bool | None:
-    code = version_code(release)
-    first, last = inputs.version.first, inputs.version.last
-    if first is not None and first >= code:
-        return True
-    if last is not None and last < code:
-        return False
-    return None
 
 
 def _is_mla(inputs: SizingInputs) -> bool:
@@ -301,7 +292,7 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
         prefill_graph_mib=_prefill_graph_reserve(inputs, rule, chunked, notes),
         speculative_algorithm=algo if isinstance(algo, str) else None,
         speculative_mib=(
-            MFS_SPEC_MIB if _since(inputs, MFS_PIECEWISE_SINCE) is not False else MFS_SPEC_MIB_OLD
+            MFS_SPEC_MIB if inputs.version.within(MFS_PIECEWISE) is not False else MFS_SPEC_MIB_OLD
         ),
         deepep=knobs.get("moe_a2a_backend") == "deepep",
     )
@@ -410,7 +401,7 @@ def _prefill_graph_reserve(
 ) -> float:
     """The piecewise/prefill-graph term: #sizes x 8 MiB, or 1.5 GiB with an MLA backend."""
     knobs = inputs.knobs
-    if rule == "mfs_default" and _since(inputs, MFS_PIECEWISE_SINCE) is False:
+    if rule == "mfs_default" and inputs.version.within(MFS_PIECEWISE) is False:
         return 0.0
     if knobs.get("disable_piecewise_cuda_graph") is True or (
         rule == "mfs_default_graphs" and knobs.get("disaggregation_mode") == "decode"

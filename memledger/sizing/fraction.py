@@ -21,7 +21,7 @@ from memledger.sglang.fraction_rules import (
     MFS_PRINTED_HALF_ULP,
     MFS_RUNNER_FACTORS,
 )
-from memledger.sglang.release_markers import VersionRange, version_code
+from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.sizing_rules import RULE
 
 
@@ -56,19 +56,14 @@ def runner_factor(version: VersionRange, printed: float | None, setting: float |
     """Rule mfs_multimodal_runner's factor at this release range (0.95 or 0.90); where the range
     spans both, the one the printed value and the setting imply."""
     factors = {
-        factor
-        for first, last, factor in MFS_RUNNER_FACTORS
-        if not (
-            (version.last is not None and version.last < version_code(first))
-            or (version.first is not None and version.first > version_code(last))
-        )
+        factor for releases, factor in MFS_RUNNER_FACTORS if version.within(releases) is not False
     }
     if len(factors) == 1:
         return factors.pop()
     if printed is not None and setting:
         ratio = printed / setting
-        return min((f for _, _, f in MFS_RUNNER_FACTORS), key=lambda f: abs(f - ratio))
-    return MFS_RUNNER_FACTORS[0][2]
+        return min((f for _, f in MFS_RUNNER_FACTORS), key=lambda f: abs(f - ratio))
+    return MFS_RUNNER_FACTORS[0][1]
 
 
 def _number(value: object) -> float | None:

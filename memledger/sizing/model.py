@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import math
 
-from memledger.model.sizing import Prediction, Settings, Term
-from memledger.record import ConfigDict, Record
-from memledger.sglang.release_markers import version_code
+from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
@@ -29,7 +27,7 @@ def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
         rule = RULE[rule_id]
         notes.append(
             f"release {inputs.version.text} may predate or follow rule '{rule_id}' "
-            f"({rule.first or '?'} .. {rule.last or 'now'}); applied it"
+            f"({rule.releases.first or '?'} .. {rule.releases.last or 'now'}); applied it"
         )
         return True
     return verdict
@@ -58,7 +56,7 @@ def _mamba_slots_rule(
     if radix_off:
         if settings.max_running_requests is not None:
             return max(1, settings.max_running_requests // dp) + extra
-        if inputs.version.last is not None and inputs.version.last <= version_code("0.5.9"):
+        if inputs.version.within(RULE["mamba_slots_no_radix"]) is True:
             return DEFAULT_MAMBA_SLOTS_NO_RADIX // dp
         return None
     ratio = knobs.get("mamba_full_memory_ratio")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memledger.model.sizing import Settings
 from memledger.sglang.request_table import (
     decode_extra_slots,
+    default_max_num_reqs,
     extra_columns,
     extra_columns_by_release,
     pool_requests,
@@ -15,9 +16,6 @@ from memledger.sglang.sizing_rules import (
     MAMBA_EXTRA_BUFFER_NO_OVERLAP,
     MAMBA_EXTRA_BUFFER_OVERLAP,
     MAMBA_REQS_RATIO,
-    MAX_NUM_REQS_CAP,
-    MAX_NUM_REQS_FLOOR,
-    MAX_NUM_REQS_PER_CONTEXT,
     REQ_TO_TOKEN_BYTES,
     RULE,
     SPEC_HEADROOM_CONST,
@@ -71,10 +69,7 @@ def _max_num_reqs_uncapped(inputs: SizingInputs, settings: Settings, tokens: int
         return min(max(1, mrr // dp), tokens // 2)
     if ctx is None or ctx <= 0:
         return None
-    estimate = min(
-        max(int(tokens / ctx * MAX_NUM_REQS_PER_CONTEXT), MAX_NUM_REQS_FLOOR), MAX_NUM_REQS_CAP
-    )
-    return min(estimate, tokens // 2) if newer else estimate
+    return default_max_num_reqs(tokens, ctx, halved=newer)
 
 
 def table_release(inputs: SizingInputs) -> tuple[int, int]:

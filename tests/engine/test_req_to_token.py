@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from memledger.model.events import Event, EventKind
-from memledger.model.ledger import Ledger, Row
-from memledger.sglang.release_markers import version_code
+from memledger.events import Event, EventKind
+from memledger.ledger_model import Ledger, Row
+from memledger.sglang.releases import version_code
 from memledger.sglang.request_table import (
     decode_extra_slots,
     extra_columns,
