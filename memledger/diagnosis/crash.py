@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, Severity
-from memledger.model.events import Event, EventKind
-from memledger.sglang.failure_rules import CRASH_CAUSES, SHM_FIX, SHM_SHAPE, SHM_SOURCE, CrashCause
+from memledger.events import Event, EventKind
+from memledger.sglang.failure_rules import CRASH_CAUSE, SHM_FIX, SHM_SHAPE, SHM_SOURCE, CrashCause
 from memledger.units import MIB
 
 
@@ -36,10 +36,9 @@ def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:
     if evidence.traceback is not None:
         tracebacks.insert(0, evidence.traceback)
     for event in tracebacks:
-        text = f"{event.values.get('exception') or ''}: {event.values.get('message') or ''}"
-        for cause in CRASH_CAUSES:
-            if cause.pattern.search(text) or cause.pattern.search(event.text):
-                return cause, event
+        cause = CRASH_CAUSE.get(str(event.values.get("cause")))
+        if cause is not None:
+            return cause, event
     return None
 
 

@@ -12,7 +12,6 @@ from memledger.model.ledger import Checkpoint, Ledger
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 
 _OOM_EXCEPTION = "OutOfMemory"
-READY_TEXT = "The server is fired up"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from memledger.sglang.failure_rules import (
     WARMUP_CONTEXT,
     Phase,
 )
+from memledger.sglang.lines import READY_TEXT
 from memledger.units import Size
 
 # The phase a startup is in once it has printed a line of this kind (until the next milestone).
@@ -56,7 +57,7 @@ def traceback_phase(traceback: Event) -> Phase | None:
 
 def is_ready_line(event: Event) -> bool:
     """The `fired up` line (not the summary line, which the outcome also counts as ready)."""
-    return event.kind is EventKind.READY and "fired up" in event.text
+    return event.kind is EventKind.READY and event.values.get("reason") == READY_TEXT
 
 
 def milestone(evidence: Evidence) -> tuple[Phase, Event | None]:

@@ -15,7 +15,6 @@ from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
     COUNT_LINES,
     COUNT_SHAPES,
-    GLUED_AVAILABLE_RE,
     HEADROOM_DOCS_CAP_GIB,
     HEADROOM_FLOOR_MIN_GIB,
     MAX_REQ_INPUT_LEN_CITATION,
@@ -126,11 +125,11 @@ def _counts(evidence: Evidence, event: Event) -> dict[str, int]:
         if event.line < other.line <= event.line + COUNT_LINES and shape in COUNT_SHAPES:
             if isinstance(tokens, int) and str(shape) not in counts:
                 counts[str(shape)] = tokens
-    glued = GLUED_AVAILABLE_RE.search(event.text)
+    glued = event.values.get("glued_available")
     asked = event.values.get("tokens")
-    if glued is not None and "available" not in counts and isinstance(asked, int):
+    if isinstance(glued, int) and "available" not in counts and isinstance(asked, int):
         counts.setdefault("asked", asked)
-        counts["available"] = int(glued.group(1))
+        counts["available"] = glued
     return counts
 
 

@@ -24,6 +24,7 @@ from memledger.sglang.errors import (
     ErrorText,
     of_kind,
 )
+from memledger.sglang.failure_rules import CRASH_CAUSES
 from memledger.units import Size, float_or_none, int_or_none, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
@@ -90,6 +91,11 @@ def _captured(entry: ErrorText, match: re.Match[str]) -> dict[str, Value]:
         number = (int_or_none(text) if kind is int else float_or_none(text)) if text else None
         if number is not None:
             values[key] = number
+    for key, pattern in entry.glued:
+        glued = pattern.search(match.string)
+        count = int_or_none(glued.group(1)) if glued else None
+        if count is not None:
+            values[key] = count
     return values
 
 
@@ -368,4 +374,10 @@ class ErrorTextReader:
         if block.pool:
             values["pool"] = block.pool
         summary = f"{exception}: {message}" if exception else "traceback cut off (no exception)"
+        said = f"{exception or ''}: {message[:MESSAGE_CAP]}"
+        cause = next(
+            (c for c in CRASH_CAUSES if c.pattern.search(said) or c.pattern.search(summary)), None
+        )
+        if cause is not None:
+            values["cause"] = cause.finding_id
         return ErrorReading(EventKind.TRACEBACK, block.line, block.rank, summary, values=values)

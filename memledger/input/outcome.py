@@ -12,12 +12,12 @@ import re
 from memledger.input.error_texts import read_kv_refusal
 from memledger.sglang.errors import Outcome, any_case, joined, of_outcome, words_of
 from memledger.sglang.failure_rules import KV_REFUSAL_OUTCOME, KV_REFUSAL_REASON
+from memledger.sglang.lines import READY_TEXT
 
 OOM_RE = joined(of_outcome(Outcome.OOM))
 CRASH_RE = joined(of_outcome(Outcome.CRASH))
 (_EXIT,) = of_outcome(Outcome.EXIT)
 EXIT_CODE_RE = _EXIT.regex
-READY_TEXT = "The server is fired up and ready to roll"
 RETRACTION_TEXT = "Decode out of memory happened"
 """SGLang retracting requests when the KV pool fills while serving (v0.4.6
 managers/scheduler.py:1499, an INFO line): the server goes on, so it is no OOM outcome."""

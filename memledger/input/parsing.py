@@ -404,6 +404,7 @@ def _outcome(
                 kind=EventKind.READY,
                 line=first_ready.line,
                 rank=first_ready.rank,
+                values={"reason": first_ready.reason},
                 text=first_ready.text,
             )
         )

@@ -94,6 +94,9 @@ class ErrorText:
     these are read too (prefilter and quiet test), so the reader can join them back."""
     strip: bool = False
     """The regex is matched at the start of the stripped text (`re.match`), not searched."""
+    glued: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    """(value key, regex) of a count line a paste glued onto this text, its newline lost: the
+    int the regex's group 1 reads, searched in the rest of the text."""
 
     def find(self, text: str) -> re.Match[str] | None:
         """The regex's match in `text` (after the cheap word test), or None."""
@@ -109,6 +112,11 @@ class ErrorText:
 
 
 _MFS = r"(?P<mfs>\d+(?:\.\d+)?)"
+GLUED_AVAILABLE_RE = re.compile(r"Ava(?:li|il)able tokens: ?(\d{1,12})")
+"""The free-token count of a Prefill/Decode raise pasted on the raise's own line, its newlines
+lost (`...Try to allocate 1444 tokens.Avaliable tokens:5120self.token...`, sglang PR #5081; the
+count lines SGLang prints, v0.4.5 managers/schedule_batch.py:856-860)."""
+_GLUED = (("glued_available", GLUED_AVAILABLE_RE),)
 
 ERRORS: tuple[ErrorText, ...] = (
     # ---- allocator OOM messages (kind oom_message)
@@ -212,6 +220,7 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="pool_exhausted",
         values={"pool": "kv", "shape": "prefill"},
         captures=(("tokens", "tokens", int),),
+        glued=_GLUED,
     ),
     ErrorText(
         "decode_out_of_memory",
@@ -222,6 +231,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "Decode out of memory. Try to lower your batch size.",
         kind="pool_exhausted",
         values={"pool": "kv", "shape": "decode"},
+        glued=_GLUED,
     ),
     ErrorText(
         "req_slots_out_of_memory",

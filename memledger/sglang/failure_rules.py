@@ -355,7 +355,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         own_pool=True,
     ),
 )
-"""Matched against the failing traceback's `exception: message` text."""
+"""Matched against the failing traceback's `exception: message` text (the input layer does, and
+names the cause in the traceback event: memledger.input.error_texts)."""
+CRASH_CAUSE: dict[str, CrashCause] = {cause.finding_id: cause for cause in CRASH_CAUSES}
+"""Each cause by its finding id (a traceback event's `cause`)."""
 
 SHM_SHAPE = "shm"
 SHM_FIX = (
@@ -477,10 +480,6 @@ PREFILL_ASK_CITATION = (
     "lower --chunked-prefill-size; input logprobs of a long prompt take much memory too "
     "(logprob_start_len)"
 )
-GLUED_AVAILABLE_RE = re.compile(r"Ava(?:li|il)able tokens: ?(\d{1,12})")
-"""The free-token count of a Prefill/Decode raise pasted on the raise's own line, its newlines
-lost (`...Try to allocate 1444 tokens.Avaliable tokens:5120self.token...`, sglang PR #5081; the
-count lines SGLang prints, v0.4.5 managers/schedule_batch.py:856-860)."""
 LATE_RELEASE_CAUSE = (
     "most often a speculative draft's own embed/lm_head, dropped after the target pool was "
     "sized: v0.5.23 speculative/eagle_worker_v2.py:243-258, :336-378; sglang PR #37155 shares "

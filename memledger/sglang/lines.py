@@ -68,6 +68,10 @@ PLATFORM_MARKERS: tuple[PlatformMarker, ...] = (
 """Platform evidence in lines no grammar rule reads; each is checked against every real log."""
 
 
+READY_TEXT = "The server is fired up and ready to roll"
+"""The line that says the server is up (v0.5.8 entrypoints/http_server.py:1665): the `ready`
+outcome, and the diagnosis's `serving` phase from its line on."""
+
 ENV_VAR_HEADS = ("ENV_VAR ", "Setting ENV_VAR ")
 """How a bare environment line starts (the `env_var` kind): the only bare lines of a prefixed log
 that are read, since a launcher prints them before SGLang's first prefixed line."""
