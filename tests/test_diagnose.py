@@ -17,8 +17,10 @@ import memledger
 from memledger.app.load import build
 from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
-from memledger.diagnosis.model import MEMORY_KNOBS
+from memledger.diagnosis.model import MEMORY_KNOBS, FindingId
 from memledger.input.parsing import parse_log
+from memledger.service import LoadOptions, build
+from memledger.sglang.failure_rules import CRASH_CAUSES, LOAD_SITES
 from memledger.units import GIB, MIB
 from tests.conftest import REAL_LOGS, load_truth
 from tests.parse_helpers import physical_lines, real_log
@@ -221,3 +223,9 @@ def test_the_kv_cap_and_the_lower_fraction_buy_the_same_tokens_as_whatif() -> No
     for answer in (by_fraction, by_cap):
         row = answer.row("KV tokens per rank")
         assert row is not None and row.predicted == cap.value
+
+
+def test_every_finding_id_of_the_failure_tables_is_a_finding_id() -> None:
+    ids = [cause.finding_id for cause in CRASH_CAUSES] + [site.finding_id for site in LOAD_SITES]
+    assert len(ids) == len(set(ids))
+    assert all(FindingId(finding) == finding for finding in ids)

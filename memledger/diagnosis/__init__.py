@@ -58,6 +58,7 @@ from memledger.diagnosis.model import (
     Diagnosis,
     Direction,
     Finding,
+    FindingId,
     Severity,
     Suggestion,
 )
@@ -104,7 +105,7 @@ def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
     # where the settings come from is part of the answer: a pasted command is not a printout
     said = [
         Finding(
-            id="launch_command",
+            id=FindingId.LAUNCH_COMMAND,
             severity=Severity.INFO,
             message=f"pasted launch command: {match.group(2)}",
             evidence=[evidence.at(int(match.group(1)))],
@@ -184,17 +185,17 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         head = f"OOM during {PHASE_TEXT[phase]}"
     if missing:
         head += f": {g(missing)} short"
-    oversized = next((f for f in findings if f.id == "allocation_exceeds_gpu"), None)
+    oversized = next((f for f in findings if f.id == FindingId.ALLOCATION_EXCEEDS_GPU), None)
     if oversized is not None:
         head += "; one allocation is larger than the whole GPU"
     elif forward is not None:
         head += "; one allocation is a long prefill's working set, with much memory still free"
     levers = [phrase(s) for s in suggestions if s.value is not None][:2]
-    blocking = next((f for f in findings if f.id == "unsharded_fallback"), None)
-    stuck = next((f for f in findings if f.id == "no_fraction_fits"), None)
+    blocking = next((f for f in findings if f.id == FindingId.UNSHARDED_FALLBACK), None)
+    stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
-    over_reserved = next((f for f in findings if f.id == "dp_auto_fraction"), None)
+    over_reserved = next((f for f in findings if f.id == FindingId.DP_AUTO_FRACTION), None)
     if held is not None:
         verdict = head + (
             f"; {g(held.bytes)} of the GPU is held by another process: free it, or lower "
@@ -293,7 +294,7 @@ def _placed_by_graphs(evidence: Evidence) -> list[Finding]:
         return []
     return [
         Finding(
-            id="phase_from_graphs",
+            id=FindingId.PHASE_FROM_GRAPHS,
             severity=Severity.INFO,
             message=(
                 f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
@@ -342,13 +343,13 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
         f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
         + " or ".join(levers)
     )
-    if any(f.id == "pool_not_full" for f in findings):
+    if any(f.id == FindingId.POOL_NOT_FULL for f in findings):
         verdict = (
             f"SGLang's KV pool raised 'out of memory' during {PHASE_TEXT[phase]} but was not full "
             f"(more tokens free than asked): its page accounting, not its size; {levers[0]} or "
             "upgrade past the fix (v0.4.5, sglang#4913)"
         )
-    elif any(f.id == "swa_pool_ran_out" for f in findings):
+    elif any(f.id == FindingId.SWA_POOL_RAN_OUT for f in findings):
         verdict = (
             f"SGLang's KV pool ran out during {PHASE_TEXT[phase]}: one of a hybrid SWA model's "
             f"two pools, the other had room; {' or '.join(levers)}"
@@ -364,12 +365,12 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     )
 
 
-OWN_POOL_LEVERS: dict[str, tuple[tuple[str, Direction], ...]] = {
-    "mamba_slots": (
+OWN_POOL_LEVERS: dict[FindingId, tuple[tuple[str, Direction], ...]] = {
+    FindingId.MAMBA_SLOTS: (
         ("max_mamba_cache_size", Direction.RAISE),
         ("max_running_requests", Direction.LOWER),
     ),
-    "deepep_buffer_memory": (("mem_fraction_static", Direction.LOWER),),
+    FindingId.DEEPEP_BUFFER_MEMORY: (("mem_fraction_static", Direction.LOWER),),
 }
 """The knobs of an own-pool cause's fix, where they are launch flags (no value: the paste does
 not show the pool's size)."""
@@ -386,7 +387,7 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
     findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
     suggestions = [
         Suggestion(knob=knob, direction=direction, value=None, why=cause.fix)
-        for knob, direction in OWN_POOL_LEVERS.get(cause.finding_id, ())
+        for knob, direction in OWN_POOL_LEVERS.get(FindingId(cause.finding_id), ())
     ]
     return _diagnosis(
         evidence,
@@ -438,7 +439,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     if exit_event is not None and killed:
         findings.append(
             Finding(
-                id="killed",
+                id=FindingId.KILLED,
                 severity=Severity.WARNING,
                 message=(
                     "the process was killed (SIGKILL): often the host's OOM killer (host RAM, "
@@ -461,7 +462,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     elif known:
         findings.append(
             Finding(
-                id="not_memory",
+                id=FindingId.NOT_MEMORY,
                 severity=Severity.INFO,
                 message=f"not a memory problem: {cause}; no out-of-memory text in the log",
                 evidence=at,
@@ -471,7 +472,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     else:
         findings.append(
             Finding(
-                id="error_not_in_log",
+                id=FindingId.ERROR_NOT_IN_LOG,
                 severity=Severity.INFO,
                 message=(
                     f"the error that ended the startup is not in the log: {cause}; no "
@@ -503,7 +504,7 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     )
     findings = [
         Finding(
-            id="truncated",
+            id=FindingId.TRUNCATED,
             severity=Severity.INFO,
             message=(
                 f"the log ends {where}{at} with no error and no ready line: "
@@ -537,7 +538,7 @@ def _truncated(evidence: Evidence) -> Diagnosis:
         verdict += f"; {graph_memory_verdict(graphs[0])}"
     elif graphs:
         verdict = f"log ends {where}{at}: {graph_memory_verdict(graphs[0])}"
-    refused = next((f for f in findings if f.id == "request_exceeds_pool"), None)
+    refused = next((f for f in findings if f.id == FindingId.REQUEST_EXCEEDS_POOL), None)
     if refused is not None and not headroom:
         verdict = (
             f"log ends {where}{at}: a request was refused as longer than the limit, the smaller "

@@ -4,7 +4,7 @@ the error texts of `memledger.sglang.failure_rules.CRASH_CAUSES` (each with its 
 from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Finding, Severity
+from memledger.diagnosis.model import Finding, FindingId, Severity
 from memledger.events import Event, EventKind
 from memledger.sglang.failure_rules import CRASH_CAUSE, SHM_FIX, SHM_SHAPE, SHM_SOURCE, CrashCause
 from memledger.units import MIB
@@ -19,7 +19,7 @@ def shm_finding(event: Event, evidence: Evidence) -> Finding:
     size = event.values.get("size")
     segment = f" (a {size / MIB:.1f} MiB segment)" if isinstance(size, int) and size > 0 else ""
     return Finding(
-        id="shared_memory",
+        id=FindingId.SHARED_MEMORY,
         severity=Severity.ERROR,
         message=(
             f"the host's shared memory /dev/shm ran out{segment}, not the GPU's: {SHM_FIX} "
@@ -44,7 +44,7 @@ def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:
 
 def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Finding:
     return Finding(
-        id=cause.finding_id,
+        id=FindingId(cause.finding_id),
         severity=Severity.ERROR,
         message=f"{cause.message} ({cause.source})",
         evidence=[evidence.at(event.line)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.sglang.failure_rules import (
     FORWARD_ASK_MIN_GIB,
     FORWARD_FREE_MIN_GIB,
@@ -31,7 +31,7 @@ def oversized_forward(evidence: Evidence, phase: Phase) -> Result | None:
         return None
     share = free.bytes / requested.bytes
     finding = Finding(
-        id="oversized_forward",
+        id=FindingId.OVERSIZED_FORWARD,
         severity=Severity.ERROR,
         message=(
             f"one allocation of {requested.text} with {free.text} still free: the pools left "

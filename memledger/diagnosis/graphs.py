@@ -7,8 +7,8 @@ from __future__ import annotations
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import graph_cap_knob
-from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
-from memledger.model.events import EventKind
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.events import EventKind
 from memledger.sglang.failure_rules import (
     FA3_DEFAULT_CITATION,
     FA3_GRAPH_FIX_RELEASE,
@@ -53,7 +53,7 @@ def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         "GB -> 0.95 GB on GLM-4.5-Air): upgrade, or capture fewer graphs"
     )
     finding = Finding(
-        id="graph_memory",
+        id=FindingId.GRAPH_MEMORY,
         severity=Severity.INFO,
         message=message,
         bytes=usage,

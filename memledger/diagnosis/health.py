@@ -7,7 +7,7 @@ from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
-from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.reserve import default_reserve, outside_pool
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
@@ -50,7 +50,7 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
             continue
         findings.append(
             Finding(
-                id="free_rose_after_pool",
+                id=FindingId.FREE_ROSE_AFTER_POOL,
                 severity=Severity.WARNING,
                 message=(
                     f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
@@ -90,7 +90,7 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         return [], []
     free, line, point = after
     finding = Finding(
-        id="zero_headroom",
+        id=FindingId.ZERO_HEADROOM,
         severity=Severity.WARNING,
         message=(
             f"only {g(free)} free after startup ({point}): the first large batch will run "
@@ -165,7 +165,7 @@ def large_gpu_reserve(
     if not outside.known_large:
         message += "; the paste does not show the GPU's size"
     finding = Finding(
-        id="thin_headroom",
+        id=FindingId.THIN_HEADROOM,
         severity=severity,
         message=message,
         bytes=missing,
@@ -241,7 +241,7 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
     kv_gain = round((floor_step(default) - mfs) * pre.avail_bytes)
     return [
         Finding(
-            id="mfs_far_below_default",
+            id=FindingId.MFS_FAR_BELOW_DEFAULT,
             severity=Severity.INFO,
             message=(
                 f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
@@ -275,7 +275,7 @@ def kv_capacity(evidence: Evidence) -> list[Finding]:
     )
     return [
         Finding(
-            id="kv_capacity",
+            id=FindingId.KV_CAPACITY,
             severity=Severity.INFO,
             message=(
                 f"the KV pool holds {tokens:,} tokens a rank: every running request's prompt "

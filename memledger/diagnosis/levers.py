@@ -18,7 +18,7 @@ import math
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.sglang.failure_rules import DECODE_GRAPH_FLAG_CITATION, DECODE_GRAPH_RUNNER
 from memledger.sglang.fraction_rules import CHUNKED_PREFILL_BY_GPU, CHUNKED_PREFILL_LARGE_GPU
 from memledger.sglang.sizing_rules import RULE
@@ -137,7 +137,7 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
         return None
     spec = f", speculative {algorithm}" if isinstance(algorithm, str) else ""
     return Finding(
-        id="no_fraction_fits",
+        id=FindingId.NO_FRACTION_FITS,
         severity=Severity.WARNING,
         message=(
             f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "

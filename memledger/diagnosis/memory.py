@@ -20,7 +20,7 @@ from memledger.diagnosis.levers import (
     kv_cap_lever,
     stuck_between,
 )
-from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
@@ -77,7 +77,7 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
         parts.append(f" ({_t(oom, 'private_pools')} in private pools: CUDA graphs)")
     findings = [
         Finding(
-            id="oom_message",
+            id=FindingId.OOM_MESSAGE,
             severity=Severity.ERROR,
             message="".join(parts),
             bytes=shortfall(evidence),
@@ -88,7 +88,7 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
     if others:
         findings.append(
             Finding(
-                id="oom_other_ranks",
+                id=FindingId.OOM_OTHER_RANKS,
                 severity=Severity.INFO,
                 message=f"{len(others)} other rank(s) ran out of memory too: {', '.join(others)}",
                 evidence=[evidence.at(e.line) for e in evidence.oom_messages if e is not oom][:8],
@@ -99,7 +99,7 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
     if unallocated and requested and unallocated.bytes >= requested.bytes:
         findings.append(
             Finding(
-                id="fragmentation",
+                id=FindingId.FRAGMENTATION,
                 severity=Severity.WARNING,
                 message=(
                     f"{unallocated.text} is reserved by PyTorch but unallocated, at least the "
@@ -126,7 +126,7 @@ def site_finding(evidence: Evidence) -> list[Finding]:
         return []
     return [
         Finding(
-            id="failure_site",
+            id=FindingId.FAILURE_SITE,
             severity=Severity.INFO,
             message=f"innermost SGLang frame: {frame.text} ({traceback.rank or 'untagged'})",
             evidence=[evidence.at(traceback.line)],
@@ -157,7 +157,7 @@ def load_oom(evidence: Evidence) -> Result:
     if site is not None:
         findings.append(
             Finding(
-                id=site[0].finding_id,
+                id=FindingId(site[0].finding_id),
                 severity=Severity.ERROR,
                 message=site[1],
                 evidence=[evidence.at(evidence.traceback.line)] if evidence.traceback else [],
@@ -165,7 +165,7 @@ def load_oom(evidence: Evidence) -> Result:
         )
     findings += [
         Finding(
-            id="mfs_not_the_lever",
+            id=FindingId.MFS_NOT_THE_LEVER,
             severity=Severity.INFO,
             message=(
                 "--mem-fraction-static does not help: the weights load before SGLang sizes "
@@ -190,7 +190,7 @@ def load_oom(evidence: Evidence) -> Result:
         message += f"; {g(pre.avail_bytes)} was free before loading"
     findings.append(
         Finding(
-            id="weights_exceed_budget",
+            id=FindingId.WEIGHTS_EXCEED_BUDGET,
             severity=Severity.ERROR,
             message=message,
             bytes=weights - room if room is not None else None,
@@ -251,7 +251,7 @@ def kv_refusal(evidence: Evidence) -> Result:
         )
     findings = [
         Finding(
-            id="weights_exceed_budget",
+            id=FindingId.WEIGHTS_EXCEED_BUDGET,
             severity=Severity.ERROR,
             message=(
                 "SGLang refused to size the KV cache: the loaded weights leave no room under "
@@ -380,7 +380,7 @@ def capture_point(evidence: Evidence) -> tuple[list[Finding], int | None, list[i
     message = f"capturing {where}" + (f", {free.text} free at that point" if free else "")
     lines = [evidence.at(begin.line)] + ([evidence.at(bar.line)] if bar else [])
     finding = Finding(
-        id="capture_point",
+        id=FindingId.CAPTURE_POINT,
         severity=Severity.INFO,
         message=message,
         bytes=free.bytes if free else None,
@@ -400,7 +400,7 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
         pool = budget.pool_end
         findings.append(
             Finding(
-                id="allocation_exceeds_slack",
+                id=FindingId.ALLOCATION_EXCEEDS_SLACK,
                 severity=Severity.ERROR,
                 message=(
                     f"an allocation after the pool did not fit the slack mfs leaves: "

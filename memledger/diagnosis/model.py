@@ -29,8 +29,61 @@ class Direction(StrEnum):
     ENABLE = "enable"
 
 
+class FindingId(StrEnum):
+    """Every finding diagnose can report, by the id its JSON carries (`findings[].id`)."""
+
+    # findings of memledger.diagnosis' own rules
+    AFTER_POOL_DROP = "after_pool_drop"
+    ALLOCATION_EXCEEDS_GPU = "allocation_exceeds_gpu"
+    ALLOCATION_EXCEEDS_SLACK = "allocation_exceeds_slack"
+    CAPTURE_POINT = "capture_point"
+    DP_AUTO_FRACTION = "dp_auto_fraction"
+    ERROR_NOT_IN_LOG = "error_not_in_log"
+    FAILURE_SITE = "failure_site"
+    FRAGMENTATION = "fragmentation"
+    FREE_ROSE_AFTER_POOL = "free_rose_after_pool"
+    GRAPH_MEMORY = "graph_memory"
+    HOST_MEMORY = "host_memory"
+    KILLED = "killed"
+    KV_CAPACITY = "kv_capacity"
+    KV_POOL_FULL = "kv_pool_full"
+    LAUNCH_COMMAND = "launch_command"
+    MFS_FAR_BELOW_DEFAULT = "mfs_far_below_default"
+    MFS_NOT_THE_LEVER = "mfs_not_the_lever"
+    NO_FRACTION_FITS = "no_fraction_fits"
+    NOT_MEMORY = "not_memory"
+    OOM_MESSAGE = "oom_message"
+    OOM_OTHER_RANKS = "oom_other_ranks"
+    OTHER_PROCESSES = "other_processes"
+    OVERSIZED_FORWARD = "oversized_forward"
+    PHASE_FROM_GRAPHS = "phase_from_graphs"
+    POOL_NOT_FULL = "pool_not_full"
+    POOL_RAN_OUT = "pool_ran_out"
+    REQ_TO_TOKEN_TABLE = "req_to_token_table"
+    REQUEST_EXCEEDS_POOL = "request_exceeds_pool"
+    SHARED_MEMORY = "shared_memory"
+    SWA_POOL_RAN_OUT = "swa_pool_ran_out"
+    THIN_HEADROOM = "thin_headroom"
+    TRUNCATED = "truncated"
+    WEIGHTS_EXCEED_BUDGET = "weights_exceed_budget"
+    ZERO_HEADROOM = "zero_headroom"
+    # the known crash causes (memledger.sglang.failure_rules.CRASH_CAUSES)
+    CAPTURE_INVALIDATED = "capture_invalidated"
+    DEEPEP_BUFFER_MEMORY = "deepep_buffer_memory"
+    DEEPEP_DISPATCH_CAP = "deepep_dispatch_cap"
+    FLASHINFER_WORKSPACE = "flashinfer_workspace"
+    KERNEL_SHARED_MEMORY = "kernel_shared_memory"
+    MAMBA_SLOTS = "mamba_slots"
+    NOT_CAPTURABLE = "not_capturable"
+    RETRACT_ONE_LEFT = "retract_one_left"
+    TORCH_COMPILE_QUANTIZED = "torch_compile_quantized"
+    # the load sites that explain a load-time OOM (memledger.sglang.failure_rules.LOAD_SITES)
+    UNQUANTIZED_LAYER = "unquantized_layer"
+    UNSHARDED_FALLBACK = "unsharded_fallback"
+
+
 class Finding(FrozenModel):
-    id: str
+    id: FindingId
     severity: Severity
     message: str
     bytes: int | None = None

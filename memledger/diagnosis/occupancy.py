@@ -9,8 +9,8 @@ import math
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
-from memledger.model.events import EventKind
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.events import EventKind
 from memledger.sglang.failure_rules import (
     AFTER_POOL_DROP_MIN_GIB,
     DP_ATTENTION_RESERVE_CITATION,
@@ -57,7 +57,7 @@ def other_processes(evidence: Evidence) -> Finding | None:
             "holds it) or lower --mem-fraction-static by that much"
         )
     return Finding(
-        id="other_processes",
+        id=FindingId.OTHER_PROCESSES,
         severity=Severity.ERROR,
         message=(
             f"{g(held)} of this GPU is held outside this process ({capacity.text} - "
@@ -111,7 +111,7 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
         return [], None
     target = f"{mfs:g} + {g(over)} / the GPU's memory"
     finding = Finding(
-        id="dp_auto_fraction",
+        id=FindingId.DP_AUTO_FRACTION,
         severity=Severity.WARNING,
         message=(
             f"if --mem-fraction-static {mfs:g} was SGLang's automatic value: under DP attention "
@@ -165,7 +165,7 @@ def after_pool_drop(evidence: Evidence) -> Finding | None:
         else ""
     )
     return Finding(
-        id="after_pool_drop",
+        id=FindingId.AFTER_POOL_DROP,
         severity=Severity.WARNING,
         message=(
             f"{g(drop)} of free memory was taken between Memory pool end ({pool.avail_gib:.2f} "

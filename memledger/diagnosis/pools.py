@@ -9,7 +9,7 @@ import math
 
 from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
 from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
@@ -108,7 +108,7 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
                 )
             )
     finding = Finding(
-        id="pool_ran_out",
+        id=FindingId.POOL_RAN_OUT,
         severity=Severity.ERROR,
         message=message,
         evidence=[evidence.at(event.line)],
@@ -163,7 +163,9 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
             ),
         )
         return [
-            Finding(id="pool_not_full", severity=Severity.ERROR, message=message, evidence=at)
+            Finding(
+                id=FindingId.POOL_NOT_FULL, severity=Severity.ERROR, message=message, evidence=at
+            )
         ], [lever]
     full, swa = counts.get("available_full"), counts.get("available_swa")
     if full is None or swa is None or (full >= asked) == (swa >= asked):
@@ -189,7 +191,9 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
         value=_half(evidence.int_param("max_running_requests")),
         why="fewer requests in a batch hold fewer KV tokens at once",
     )
-    finding = Finding(id="swa_pool_ran_out", severity=Severity.ERROR, message=message, evidence=at)
+    finding = Finding(
+        id=FindingId.SWA_POOL_RAN_OUT, severity=Severity.ERROR, message=message, evidence=at
+    )
     return [finding], [lever, running]
 
 
@@ -215,7 +219,7 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
                 bound += "; here it is the KV pool: a bigger pool accepts longer requests"
         findings.append(
             Finding(
-                id="request_exceeds_pool",
+                id=FindingId.REQUEST_EXCEEDS_POOL,
                 severity=Severity.INFO,
                 message=(
                     f"{len(too_long)} request(s) refused as too long "
@@ -229,7 +233,7 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
     if retracts:
         findings.append(
             Finding(
-                id="kv_pool_full",
+                id=FindingId.KV_POOL_FULL,
                 severity=Severity.WARNING,
                 message=(
                     f"the KV pool filled while serving and SGLang retracted requests "
@@ -243,7 +247,7 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
 
 def host_finding(event: Event, evidence: Evidence) -> Finding:
     return Finding(
-        id="host_memory",
+        id=FindingId.HOST_MEMORY,
         severity=Severity.WARNING,
         message=(
             "the host ran out of RAM (not the GPU): no GPU memory knob helps; check the host's "

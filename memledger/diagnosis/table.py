@@ -13,7 +13,7 @@ import math
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.sglang.failure_rules import (
     HEADROOM_DOCS_CAP_GIB,
     OVERSIZE_FACTOR,
@@ -41,7 +41,7 @@ def req_to_token_oom(evidence: Evidence) -> Result | None:
         return None
     requested = oom.sizes.get("requested") if oom is not None else None
     finding = Finding(
-        id="req_to_token_table",
+        id=FindingId.REQ_TO_TOKEN_TABLE,
         severity=Severity.ERROR,
         message=(
             f"the allocation that failed is the request-to-token table, {TABLE_FORMULA}"
@@ -73,7 +73,7 @@ def larger_than_gpu(evidence: Evidence) -> Result | None:
         )
         return [
             Finding(
-                id="allocation_exceeds_gpu",
+                id=FindingId.ALLOCATION_EXCEEDS_GPU,
                 severity=Severity.ERROR,
                 message=message,
                 bytes=requested.bytes,
@@ -86,7 +86,7 @@ def larger_than_gpu(evidence: Evidence) -> Result | None:
         f"a length, at startup most often the request-to-token table, {TABLE_FORMULA}"
     )
     finding = Finding(
-        id="allocation_exceeds_gpu",
+        id=FindingId.ALLOCATION_EXCEEDS_GPU,
         severity=Severity.ERROR,
         message=message,
         bytes=requested.bytes,
