@@ -2,10 +2,35 @@
 
 - `grammars/sglang.lark` (top level, shipped in the wheel): the line grammar, one rule per line
   shape, named after its event kind.
-- `lines.py`: one `LineSpec` per kind (head, prefilter words, checkpoint flag, unkeyed sizes) and
-  the key tables (aliases, size/int keys). Read by `input/` (scan, parsing, transform), `rows.py`.
+- `lines.py`: one `LineSpec` per kind (head, prefilter words, checkpoint flag, unkeyed sizes, and
+  the `sizes`/`values` keys an event of the kind may carry, with their types) and the key tables
+  (aliases, size/int keys). Read by `input/` (scan, parsing, transform), `rows.py`.
 - `examples.py`: example lines and what each must parse to (the tests; the extension check).
+- `errors.py`: every error text (OOM messages, refusals, pool exhaustion, traceback parts,
+  process ends, outcome phrases) as one `ErrorText` entry; the prefilter's, the quiet test's
+  and the readers' word lists are derived from it.
+- `releases.py`: `ReleaseRange`, the one range type of every release-bounded rule, and `within`,
+  the one (tri-state) predicate that asks whether a log's releases have a rule.
 - `rows.py`, `versions.py`, `sizing_rules.py`: engine-side and sizing tables (below).
+
+## Four tasks, and the files each touches
+1. **A new wording of a known log line** (3 files): an alternative in `grammars/sglang.lark`, the
+   `head` of its `LineSpec` in `lines.py` (and a prefilter word if the line has none yet), and an
+   example in `examples.py` (the example is the test). Details under "Adding a line".
+2. **A new OOM or refusal text** (1 file): an `ErrorText` in `errors.py` with its reader kind,
+   regex, words, family, outcome, source and a synthetic example line; the shared test
+   (tests/sglang/test_errors.py) checks it against its example, its words against its regex,
+   and its words reach the prefilter. A number it captures is a key of `lines.ERROR_KEYS`.
+3. **A new release's sizing rule** (3 files; 1 when a release only ends or moves a rule): a
+   `SizingRule` in `sizing_rules.py` (or `fraction_rules.py`) with its `ReleaseRange` and
+   `vX path:line`, the arithmetic in memledger/sizing/ asked by id
+   (`inputs.version.within(RULE[id])`), and `test_rule_<id>` in tests/test_sizing_rules.py. A
+   rule a release ends gets its `last`; tests/sglang/test_releases.py checks every range and
+   citation with one function.
+4. **A new output format** (2 files): a member of the command's format enum, its renderer and
+   its `Format` entry in the command's `FORMATS` registry (memledger/render/, e.g.
+   `render/diagnose.py`), and a test of the output. `--format`, the help text and the escaping
+   follow from the registry.
 
 ## Adding a line
 A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a new kind:
@@ -17,7 +42,8 @@ A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a 
 2. `lines.py`: the kind's `LineSpec`: a `head` regex matching the new wording (so a garbled copy
    is "malformed" in `parse --coverage`), and `words` holding a case-sensitive word of it (a
    physical line without a prefilter word is never decoded). A new kind also needs an
-   `EventKind` member (`memledger/events.py`) and, if its sizes are rows, an entry in `rows.py`.
+   `EventKind` member (`memledger/events.py`), its `sizes` and `values` keys (any other key is
+   dropped, the line reported malformed) and, if its sizes are rows, an entry in `rows.py`.
 3. `examples.py`: the line, its kind, its sizes as printed and the values that matter. The
    example is the test (tests/test_parse_grammar.py, tests/test_sglang_lines.py) and protects the
    line from `--grammar` extensions, which are refused when they change how an example parses.
@@ -34,8 +60,8 @@ Head words that mean something (a role, a phase, a flag) become typed values in
   `release_range(events)`: the releases that could have written the lines, with the evidence
   (which line bounds it how). The engine (`versions.format_version`/`format_ceiling`), the sizing
   model (`SizingInputs.version`), the upgrade comparison and diagnose all read it.
-- `versions.py`: the named version rules the engine applies (`RULES`, each with its release
-  range and source file).
+- `versions.py`: the named version rules the engine applies (`RULES`, each with its
+  `ReleaseRange` and source line).
 
 ### Adding a version rule
 Add a `FormatMark` (or a `VersionRule`) with its release range and the SGLang source file, and
@@ -46,7 +72,7 @@ it first (`input/transform.py`). The engine reads the table; no engine code chan
 ## Sizing rules (`sizing_rules.py`, used by memledger/sizing/)
 - `RULES`: each step of SGLang's KV-pool sizing (budget, world minimum, Mamba slots, SWA split,
   draft KV, page rounding, caps, request table, mem_fraction_static default) as a `SizingRule`
-  with its release range (`first`..`last`) and the source line at a release (`vX path:line`).
+  with its `ReleaseRange` and the source line at a release (`vX path:line`).
 - A log's release range is `release_markers.release_range`'s (above), as for the engine.
 
 ### Adding a sizing rule
