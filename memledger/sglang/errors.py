@@ -13,12 +13,7 @@ holds one of its words, and that each word is the regex's own.
 
 Stdlib only: the scan worker imports this module through memledger.sglang.lines.
 
-## Adding an error text
-Add an `ErrorText` to `ERRORS` (a new wording of a known text is a new entry, or a branch of its
-regex): the reader kind it feeds, the regex (named groups for the numbers it carries, listed in
-`captures`), the words, fixed `values` (`pool`, `shape`), the outcome if it ends a startup, the
-family, the source (`vX path:line`) and an example. The shared test covers it; add a test of
-what diagnose makes of it if that is new.
+Adding one: the contributor guide, memledger.sglang (task 2).
 """
 
 from __future__ import annotations
