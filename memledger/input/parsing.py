@@ -386,31 +386,22 @@ def _outcome(
         hits = sorted((e for e in evidence if e.kind is kind), key=lambda e: e.line)
         if hits:
             first = hits[0]
-            outcome_events.append(
-                Event(
-                    kind=kind,
-                    line=first.line,
-                    rank=first.rank,
-                    values={"reason": first.reason},
-                    text=first.text,
-                )
-            )
+            outcome_events.append(_outcome_event(kind, first))
             if decided[0] == "truncated":
                 decided = (name, first.line, _reason(collector, first, selection))
     if ready_like:
         first_ready = min(ready_like, key=lambda e: e.line)
-        outcome_events.append(
-            Event(
-                kind=EventKind.READY,
-                line=first_ready.line,
-                rank=first_ready.rank,
-                values={"reason": first_ready.reason},
-                text=first_ready.text,
-            )
-        )
+        outcome_events.append(_outcome_event(EventKind.READY, first_ready))
         if decided[0] == "truncated":
             decided = ("ready", first_ready.line, first_ready.text)
     return decided[0], decided[1], decided[2], outcome_events
+
+
+def _outcome_event(kind: EventKind, hit: Evidence) -> Event:
+    """The event of an outcome: the line that decided it, and the phrase it matched."""
+    return Event(
+        kind=kind, line=hit.line, rank=hit.rank, values={"reason": hit.reason}, text=hit.text
+    )
 
 
 def _reason(collector: Collector, hit: Evidence, selection: RankSelection) -> str:
