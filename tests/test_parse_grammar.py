@@ -61,14 +61,19 @@ def test_hicache_host_gb_is_decimal() -> None:
     assert parsed.sizes["host"].bytes == 12_340_000_000
 
 
-def test_keys_in_any_order_and_unknown_keys() -> None:
+def test_keys_in_any_order_and_an_undeclared_key_refused() -> None:
     forward = GRAMMAR.parse("Load weight end. type=A, avail mem=1.00 GB, mem usage=2.00 GB.")
     backward = GRAMMAR.parse(
-        "Load weight end. mem usage=2.00 GB, newkey=7, avail mem=1.00 GB, type=A"
+        "Load weight end. mem usage=2.00 GB, newkey=7, avail mem=1.00 GB, type=A, pool=9 GB"
     )
     assert forward is not None and backward is not None
-    assert forward.sizes == backward.sizes
-    assert backward.values["newkey"] == 7 and backward.values["type"] == "A"
+    assert forward.sizes == backward.sizes and backward.values["type"] == "A"
+    # keys the kind's LineSpec does not declare never reach the event: the line is malformed
+    assert "newkey" not in backward.values and "pool" not in backward.sizes
+    assert backward.problems == [
+        "size 'pool' not declared for load_end (sglang.lines)",
+        "value 'newkey' not declared for load_end (sglang.lines)",
+    ]
 
 
 @pytest.mark.parametrize(

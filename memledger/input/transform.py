@@ -21,6 +21,7 @@ from memledger.sglang.lines import (
     SIGNED_SIZE_KEYS,
     SIZE_KEYS,
     SPECS,
+    LineSpec,
 )
 from memledger.units import NumberOutOfRange, Size, float_or_none, int_or_none, parse_size
 
@@ -402,7 +403,20 @@ def transform(kind: EventKind, variant: str, node: Any, message: str) -> LinePar
         reader(_Head(variant, head, message, builder))
     _apply_entries(kind, entries, builder, spec.loose_size, spec.stray_size_is_problem)
     _drop_half_pair(builder.parse)
+    _refuse_undeclared(spec, builder.parse)
     return builder.parse
+
+
+def _refuse_undeclared(spec: LineSpec, parse: LineParse) -> None:
+    """Keys the kind's LineSpec does not declare are dropped, a problem each (the line shows as
+    malformed in `parse --coverage`): the engine reads only declared keys."""
+    for found, declared, what in (
+        (parse.sizes, spec.sizes, "size"),
+        (parse.values, spec.values, "value"),
+    ):
+        for key in [key for key in found if key not in declared]:
+            del found[key]
+            parse.problems.append(f"{what} {key!r} not declared for {spec.kind} (sglang.lines)")
 
 
 def _drop_half_pair(parse: LineParse) -> None:

@@ -9,59 +9,9 @@ Field conventions (every key optional; a parser fills what the line printed):
   `capacity=` are ALSO mirrored into sizes), floats (seconds), strings (class names, dtypes), lists of
   ints (bs lists), bools.
 
-Per kind, the keys the engine relies on (names are stable API):
-
-| kind | sizes | values |
-|---|---|---|
-| dist_init_begin | | `variant` (`torch_distributed`/`nccl`/`parallel`) |
-| dist_init_end | `usage` | `elapsed` |
-| memory_baseline | `usage` | |
-| load_begin | `avail` | |
-| load_end | `avail`, `usage` | `elapsed`, `type`, `dtype`, `quant`, `overlap_commit` (bool) |
-| kv_allocated | `k`, `v`, `kv` | `tokens`, `dtype`, `label` (`Full`/`SWA`/...), `va_upper_bound` (bool) |
-| kv_skipped | `kv` | `tokens` |
-| kv_dtype | | `dtype` (`Using KV cache dtype: ...`, 0.5.3-0.5.12) |
-| mamba_allocated | `conv_state`, `ssm_state`, `intermediate_ssm`, `intermediate_conv` | `max_mamba_cache_size` |
-| replay_ssm | `d`, `k`, `g`, `rawv`, `rawk`, `beta`, `total` | `record_len`, `fold` |
-| swa_split | | `full_layer_tokens`, `swa_layer_tokens` |
-| swa_pool | `usage` | `swa_size`, `full_size`, `va_upper_bound` |
-| dsv4_calc | `available_bytes`, `*_fixed` | `bytes_per_full_token`, `full_token`, ... |
-| dsv4_pool_sizes | | `full`, `swa`, `c4`, `c128`, `c4_state`, `c128_state` |
-| dsv4_pool_init | | `max_num_reqs`, `swa_size`, `c4_size`, ... (`Initialize DeepSeekV4TokenToKVPool with ...`) |
-| ascend_kv_avail | `avail_kv` | |
-| hicache_host | `host` (decimal GB, host RAM) | `tokens` |
-| memory_pool_end | `avail` | |
-| attention_backend_begin / _end | `avail` (when printed) | `elapsed` |
-| capture_begin | `avail` | `role` (`target`/`draft`), `phase` (`decode`/`verify`/`prefill`/`extend`/`piecewise`/`single_cg`), `device` (`cuda`/`npu`/`cpu`/...), `backend`, `bs` (list), `num_tokens` (list), `num_tokens_per_req`, `step` |
-| capture_bs | | `bs` (list) or `num_tokens` (list) |
-| capture_progress | `avail` | `bs` or `num_tokens` (tqdm `Capturing batches (bs=N avail_mem=X GB)`, last CR state) |
-| capture_end | `usage`, `avail` | same role/phase/device keys as begin, `elapsed`, `bs` |
-| post_capture_kv | `kv`, `avail`, `free` | `tokens`, `full_layer_tokens`, `swa_layer_tokens` |
-| summary | `available_gpu_mem` | `max_total_num_tokens`, `chunked_prefill_size`, `max_prefill_tokens`, `max_running_requests`, `context_len` |
-| server_args | | (see `Event.params`) |
-| all_reduce_config | `symmetric_memory`, `local_buffer` | `multicast`, `pull` |
-| symm_prealloc | `size` | |
-| deepep_buffer | `num_bytes` | ... |
-| env_var | | `<NAME>`: the value (`ENV_VAR HCCL_BUFFSIZE:2100`, `Setting ENV_VAR HCCL_BUFFSIZE=650`) |
-| dcp_q_prepared | | `layers` (`dcp_replicate_q_proj: prepared full-head Q weights for N MLA layers`) |
-| staging_pool | `capacity` (per buffer), `total` | `role` (`target`/`draft`), `buffers` |
-| weight_shard_info | | `sharded_layers`, `requant_then_shard` (bool), `hoisted`, `hoisted_of`, `role` |
-| dspark_reclaimed | `reclaimed` | |
-| dspark_slot_map | `size` | `slots_per_req`, `global_slots`, ... |
-| imbalance | | `min_per_gpu_memory`, `local_gpu_memory` |
-| lora | `avail` | `phase` |
-| mfs_reduced | | `mem_fraction_static` (what ModelRunner sized with after its multimodal reduction, to 3 places; absent in the `adjust` variant of 0.3.0 - 0.4.0) |
-| mfs_vlm_adjusted | | `mem_fraction_static_before`, `mem_fraction_static` (0.4.10's default after the ViT factor; printed before `server_args`, kept with the startup it precedes) |
-| gpu_capacity_fallback | `using_min` (MiB, the total torch reports) | (nvidia-smi gave no memory total: GB10, MIG; printed before `server_args`, kept with the startup it precedes) |
-| platform_marker | | `platform` (`rocm`/`ascend`), `marker` (the text matched; sglang.lines.PLATFORM_MARKERS), once per platform per `server_args` line, any rank |
-| gpu_named | | `form` (`device_name`: a kernel-config path's `device_name=`, `name` with spaces; `nvidia_smi_total_mib`: a pasted nvidia-smi table's memory.total, `total_mib`), once per value per `server_args` line, any rank (sglang.lines.gpu_evidence) |
-| ready | | |
-| oom | | `reason` (the matched text) |
-| crash | | `reason` |
-| oom_message | `requested`, `capacity`, `free`, `process_in_use`, `allocated`, `private_pools`, `reserved_unallocated`, `reserved_total` | `device` (`CUDA`/`HIP`/`NPU`), `gpu` (device index) |
-| kv_refusal | | `shape` (`not_enough_memory`/`no_room_for_kv`/`negative_profile`), `mem_fraction_static`, `raise_above`, `minimum_viable`, `profiled_tokens`, `max_total_tokens` |
-| traceback | | `context` (text before `Traceback`), `frames` (`path:line func > ...`, outermost first), `n_frames`, `exception` (type, None when cut off), `message` |
-| process_exit | | `exit_code`, `killed` (bool) |
+Per kind, the keys an event may carry, and their types, are data: `sizes` and `values` of the
+kind's `memledger.sglang.lines.LineSpec` (names are stable API). The transformer refuses any
+other key, and a test holds every key the code reads by name to those declarations.
 
 Error kinds (oom_message .. process_exit, read by `memledger.input.error_texts`) are kept for every rank:
 `rank` is the rank that printed them (a bare continuation line takes the last prefixed rank).

@@ -7,7 +7,11 @@ This table is the source of the input layer's per-kind knowledge:
   "malformed" in `parse --coverage`, not as "unrecognised";
 * `checkpoint` -> `AVAIL_KINDS`: the line's `avail mem=` reading is a checkpoint of the engine's
   chain of free-memory readings;
-* `loose_size`, `stray_size_is_problem`, `decimal_gb`: how the transformer types an unkeyed size.
+* `loose_size`, `stray_size_is_problem`, `decimal_gb`: how the transformer types an unkeyed size;
+* `sizes`, `values`: the keys (and value types) an event of the kind may carry, the contract
+  between the parser and everything after it; the transformer drops any other key and reports
+  the line as malformed, and tests/sglang/test_keys.py holds every key the code reads to them.
+  The error kinds' keys are `ERROR_KEYS` (their texts: memledger.sglang.errors).
 The grammar (`sglang.lark`) says what a line looks like; the example lines (`examples.py`) pin
 what each shape parses to, and extension grammars are checked against them.
 
@@ -18,9 +22,14 @@ Stdlib only: the scan worker process imports this module, so it must stay cheap 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import UnionType
 
 from memledger.sglang.errors import PREFILTER_BY_KIND as ERROR_PREFILTER_WORDS
+
+ValueType = type | UnionType
+"""A value's type as declared (`int`, `str | None`, ...)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,67 @@ class LineSpec:
     """An unkeyed size is garbage here (a line cut mid-text), never a value."""
     decimal_gb: bool = False
     """`GB` means 10^9 bytes on this line (SGLang's host-memory lines), not 2^30."""
+    sizes: tuple[str, ...] = ()
+    """The `Event.sizes` keys a line of this kind may carry: the transformer refuses others."""
+    values: Mapping[str, ValueType] = field(default_factory=dict)
+    """The `Event.values` keys a line of this kind may carry, with their types (`int | None`: a
+    count SGLang may print as None); the transformer refuses other keys."""
+
+
+ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
+    "oom_message": (
+        (
+            "allocated",
+            "capacity",
+            "free",
+            "private_pools",
+            "process_in_use",
+            "requested",
+            "reserved_total",
+            "reserved_unallocated",
+        ),
+        {"device": str, "gpu": int, "runtime": str},
+    ),
+    "kv_refusal": (
+        (),
+        {
+            "max_total_tokens": int,
+            "mem_fraction_static": float,
+            "minimum_viable": float,
+            "profiled_tokens": int,
+            "raise_above": float,
+            "shape": str,
+        },
+    ),
+    "pool_exhausted": (
+        (),
+        {
+            "glued_available": int,
+            "limit": int,
+            "pool": str,
+            "shape": str,
+            "size": int,
+            "tokens": int | None,
+        },
+    ),
+    "traceback": (
+        (),
+        {
+            "cause": str,
+            "context": str,
+            "exception": str | None,
+            "frames": str,
+            "message": str,
+            "n_frames": int,
+            "pool": str,
+        },
+    ),
+    "process_exit": ((), {"exit_code": int, "killed": bool}),
+    "oom": ((), {"reason": str}),
+    "crash": ((), {"reason": str}),
+}
+"""The keys of the events made of error texts (memledger.input.error_texts, .outcome, .parsing):
+(sizes, values) per kind; every key of memledger.sglang.errors' entries is one of them."""
 
 
 @dataclass(frozen=True)
@@ -123,79 +193,367 @@ _INIT = r"Init (?:torch distributed|nccl|parallel) "
 
 LINES: tuple[LineSpec, ...] = (
     # ---- distributed init / baseline
-    LineSpec("dist_init_begin", _INIT + "begin", ("Init ",)),
-    LineSpec("dist_init_end", _INIT + "ends", ("Init ",)),
-    LineSpec("memory_baseline", "Memory baseline taken", ("Memory ",)),
-    # ---- weights
-    LineSpec("load_begin", "Load weight begin", ("Load weight",), checkpoint=True),
+    LineSpec("dist_init_begin", _INIT + "begin", ("Init ",), values={"variant": str}),
     LineSpec(
-        "load_end", "Load weight end", ("Load weight",), checkpoint=True, stray_size_is_problem=True
+        "dist_init_end",
+        _INIT + "ends",
+        ("Init ",),
+        sizes=("usage",),
+        values={"elapsed": float, "variant": str},
+    ),
+    LineSpec("memory_baseline", "Memory baseline taken", ("Memory ",), sizes=("usage",)),
+    # ---- weights
+    LineSpec(
+        "load_begin", "Load weight begin", ("Load weight",), checkpoint=True, sizes=("avail",)
+    ),
+    LineSpec(
+        "load_end",
+        "Load weight end",
+        ("Load weight",),
+        checkpoint=True,
+        stray_size_is_problem=True,
+        sizes=("avail", "usage"),
+        values={
+            "bits": int,
+            "dtype": str,
+            "elapsed": float,
+            "fmt": str,
+            "overlap_commit": bool,
+            "quant": str,
+            "quant_algo": str,
+            "type": str,
+        },
     ),
     # ---- KV and state pools
     # a label of at most 8 words: `(?:\w+ )*` kept a backtracking mark per word of a 4 MiB line
     LineSpec(
-        "kv_allocated", r"(?:\w+ ){0,8}KV Cache (?:is allocated|VA upper bound)", ("KV Cache",)
-    ),
-    LineSpec("kv_skipped", "KV Cache skipped", ("KV Cache",)),
-    LineSpec("kv_dtype", "Using KV cache dtype", ("KV cache",)),
-    LineSpec("mamba_allocated", "Mamba Cache is allocated", ("Mamba",)),
-    LineSpec("replay_ssm", "GDN ReplaySSM", ("ReplaySSM",)),
-    LineSpec(
-        "swa_split", "Use [Ss]liding window memory pool", ("sliding window", "Sliding window")
-    ),
-    LineSpec("swa_pool", "SWAKVPool", ("SWA",)),
-    LineSpec("dsv4_calc", "DSV4 memory calculation", ("DSV4",)),
-    LineSpec("dsv4_pool_sizes", "DSV4 pool sizes", ("DSV4",)),
-    LineSpec("dsv4_pool_init", "Initialize DeepSeekV4TokenToKVPool", ("DeepSeekV4",)),
-    LineSpec(
-        "ascend_kv_avail", "The available memory for KV cache", ("KV cache",), loose_size="avail_kv"
+        "kv_allocated",
+        r"(?:\w+ ){0,8}KV Cache (?:is allocated|VA upper bound)",
+        ("KV Cache",),
+        sizes=("k", "kv", "v"),
+        values={
+            "dtype": str,
+            "k_size_unpaired": str,
+            "label": str,
+            "tokens": int | None,
+            "v_size_unpaired": str,
+            "va_upper_bound": bool,
+        },
     ),
     LineSpec(
-        "hicache_host", r"Allocating .*host (?:pool|memory)", loose_size="host", decimal_gb=True
+        "kv_skipped",
+        "KV Cache skipped",
+        ("KV Cache",),
+        sizes=("kv",),
+        values={"tokens": int | None},
     ),
-    LineSpec("memory_pool_end", "Memory pool end", ("Memory ",), checkpoint=True),
-    LineSpec("post_capture_kv", "Post-capture KV sizing", ("Post-capture",), checkpoint=True),
+    LineSpec("kv_dtype", "Using KV cache dtype", ("KV cache",), values={"dtype": str}),
+    LineSpec(
+        "mamba_allocated",
+        "Mamba Cache is allocated",
+        ("Mamba",),
+        sizes=("conv_state", "intermediate_conv", "intermediate_ssm", "ssm_state"),
+        values={"max_mamba_cache_size": int | None},
+    ),
+    LineSpec(
+        "replay_ssm",
+        "GDN ReplaySSM",
+        ("ReplaySSM",),
+        sizes=("beta", "d", "g", "k", "rawk", "rawv"),
+        values={"L": int, "fold": int, "record_len": int | None},
+    ),
+    LineSpec(
+        "swa_split",
+        "Use [Ss]liding window memory pool",
+        ("sliding window", "Sliding window"),
+        values={"all_swa": bool, "full_layer_tokens": int | None, "swa_layer_tokens": int | None},
+    ),
+    LineSpec(
+        "swa_pool",
+        "SWAKVPool",
+        ("SWA",),
+        sizes=("usage",),
+        values={"full_size": int | None, "swa_size": int | None, "va_upper_bound": bool},
+    ),
+    LineSpec(
+        "dsv4_calc",
+        "DSV4 memory calculation",
+        ("DSV4",),
+        sizes=(
+            "available_bytes",
+            "c128_state_fixed",
+            "c2_state_fixed",
+            "c4_state_fixed",
+            "swa_fixed",
+            "swa_ring_fixed",
+        ),
+        values={
+            "bytes_per_full_token": float,
+            "dspark_draft_bf16": int,
+            "full_token": int | None,
+            "unified": bool,
+            "unified_fp8": bool,
+        },
+    ),
+    LineSpec(
+        "dsv4_pool_sizes",
+        "DSV4 pool sizes",
+        ("DSV4",),
+        values={
+            "c128": int,
+            "c128_state": int,
+            "c4": int,
+            "c4_state": int,
+            "full": int,
+            "swa": int,
+        },
+    ),
+    LineSpec(
+        "dsv4_pool_init",
+        "Initialize DeepSeekV4TokenToKVPool",
+        ("DeepSeekV4",),
+        values={
+            "c128_size": int,
+            "c128_state_pool_size": int,
+            "c4_logical_size": int,
+            "c4_s128_state_pool_size": int,
+            "c4_size": int,
+            "c4_state_pool_size": int,
+            "max_num_reqs": int,
+            "swa_size": int | None,
+            "unified": bool,
+            "unified_fp8": bool,
+        },
+    ),
+    LineSpec(
+        "ascend_kv_avail",
+        "The available memory for KV cache",
+        ("KV cache",),
+        loose_size="avail_kv",
+        sizes=("avail_kv",),
+    ),
+    LineSpec(
+        "hicache_host",
+        r"Allocating .*host (?:pool|memory)",
+        loose_size="host",
+        decimal_gb=True,
+        sizes=("host",),
+        values={
+            "draft_layers": int,
+            "item_bytes": int,
+            "layers": int,
+            "layout": str,
+            "pages": int,
+            "pool": str,
+            "state_page_bytes": int,
+            "target_layers": int,
+            "tokens": int | None,
+            "total_layers": int,
+        },
+    ),
+    LineSpec("memory_pool_end", "Memory pool end", ("Memory ",), checkpoint=True, sizes=("avail",)),
+    LineSpec(
+        "post_capture_kv",
+        "Post-capture KV sizing",
+        ("Post-capture",),
+        checkpoint=True,
+        sizes=("avail", "free", "k", "kv", "size", "v"),
+        values={
+            "draft": bool,
+            "dtype": str,
+            "full_layer_tokens": int | None,
+            "k_size_unpaired": str,
+            "max_total_num_tokens": int | None,
+            "swa_layer_tokens": int | None,
+            "tokens": int | None,
+            "v_size_unpaired": str,
+        },
+    ),
     # ---- attention backend and graphs
     LineSpec(
-        "attention_backend_begin", "Init attention backend begin", ("Init ",), checkpoint=True
+        "attention_backend_begin",
+        "Init attention backend begin",
+        ("Init ",),
+        checkpoint=True,
+        sizes=("avail",),
     ),
-    LineSpec("attention_backend_end", "Init attention backend end", ("Init ",), checkpoint=True),
-    LineSpec("capture_begin", r"Capture .*begin\b", ("Captur",), checkpoint=True),
     LineSpec(
-        "capture_end", r"Capture .*end\b", ("Captur",), checkpoint=True, stray_size_is_problem=True
+        "attention_backend_end",
+        "Init attention backend end",
+        ("Init ",),
+        checkpoint=True,
+        sizes=("avail",),
+        values={"elapsed": float},
     ),
-    LineSpec("capture_bs", r"Capture .* graph (?:bs|num tokens) \[", ("Captur",)),
-    LineSpec("capture_progress", r"Capturing \w", ("Captur",)),
+    LineSpec(
+        "capture_begin",
+        r"Capture .*begin\b",
+        ("Captur",),
+        checkpoint=True,
+        sizes=("avail",),
+        values={
+            "backend": str,
+            "bs": list,
+            "device": str,
+            "graph": str,
+            "graph_named": bool,
+            "num_tokens": list,
+            "num_tokens_per_req": int | None,
+            "phase": str,
+            "role": str,
+            "role_named": bool,
+            "step": int,
+        },
+    ),
+    LineSpec(
+        "capture_end",
+        r"Capture .*end\b",
+        ("Captur",),
+        checkpoint=True,
+        stray_size_is_problem=True,
+        sizes=("avail", "usage"),
+        values={
+            "bs": list,
+            "device": str,
+            "elapsed": float,
+            "graph": str,
+            "graph_named": bool,
+            "phase": str,
+            "role": str,
+            "role_named": bool,
+            "step": int,
+        },
+    ),
+    LineSpec(
+        "capture_bs",
+        r"Capture .* graph (?:bs|num tokens) \[",
+        ("Captur",),
+        values={
+            "bs": list,
+            "device": str,
+            "graph": str,
+            "graph_named": bool,
+            "num_tokens": list,
+            "phase": str,
+            "role": str,
+            "role_named": bool,
+        },
+    ),
+    LineSpec(
+        "capture_progress",
+        r"Capturing \w",
+        ("Captur",),
+        sizes=("avail",),
+        values={"bs": int, "num_tokens": int},
+    ),
     # ---- summary and server arguments
     LineSpec(
-        "summary", "max_total_num_tokens=", ("max_total_num_tokens",), stray_size_is_problem=True
+        "summary",
+        "max_total_num_tokens=",
+        ("max_total_num_tokens",),
+        stray_size_is_problem=True,
+        sizes=("available_cpu_mem", "available_gpu_mem"),
+        values={
+            "chunked_prefill_size": int | None,
+            "context_len": int | None,
+            "max_prefill_tokens": int | None,
+            "max_running_requests": int | None,
+            "max_total_num_tokens": int | None,
+        },
     ),
-    LineSpec("server_args", "server_args=", ("server_args",)),
+    LineSpec("server_args", "server_args=", ("server_args",), values={"form": str}),
     # ---- communication, staging, weight sharding (fork lines)
-    LineSpec("all_reduce_config", "All Reduce config", ("All Reduce",)),
-    LineSpec("symm_prealloc", "Pre-allocating symmetric memory pool", ("symmetric",)),
-    LineSpec("deepep_buffer", r"Initialized DeepEP \S+ ElasticBuffer", ("ElasticBuffer",)),
+    LineSpec(
+        "all_reduce_config",
+        "All Reduce config",
+        ("All Reduce",),
+        sizes=("local_buffer", "symmetric_memory"),
+        values={"multicast": bool, "pull": bool},
+    ),
+    LineSpec(
+        "symm_prealloc", "Pre-allocating symmetric memory pool", ("symmetric",), sizes=("size",)
+    ),
+    LineSpec(
+        "deepep_buffer",
+        r"Initialized DeepEP \S+ ElasticBuffer",
+        ("ElasticBuffer",),
+        sizes=("num_bytes",),
+        values={
+            "allow_hybrid_mode": bool,
+            "hidden_size": int,
+            "max_dispatch_tokens_per_rank": int,
+            "num_bytes": int,
+            "num_topk": int,
+            "use_fp8_dispatch": bool,
+            "world_size": int,
+        },
+    ),
     # --dcp-replicate-q-proj's count of MLA layers it gathered (v0.5.20 model_runner.py:1076-1079)
     # the environment SGLang's Ascend CI launchers print, bare, before the server starts
     # (`ENV_VAR HCCL_BUFFSIZE:2100`, `Setting ENV_VAR HCCL_BUFFSIZE=650`): memledger.input.parsing
     # reads a bare line only when it starts with ENV_VAR_HEADS and names one of ENV_VAR_NAMES
-    LineSpec("env_var", r"(?:Setting )?ENV_VAR ", ("ENV_VAR",)),
-    LineSpec("dcp_q_prepared", "dcp_replicate_q_proj: prepared", ("dcp_replicate_q_proj",)),
-    LineSpec("staging_pool", "FlatAGStagingPool", ("FlatAG",)),
+    LineSpec(
+        "env_var", r"(?:Setting )?ENV_VAR ", ("ENV_VAR",), values={"HCCL_BUFFSIZE": int | str}
+    ),
+    LineSpec(
+        "dcp_q_prepared",
+        "dcp_replicate_q_proj: prepared",
+        ("dcp_replicate_q_proj",),
+        values={"layers": int},
+    ),
+    LineSpec(
+        "staging_pool",
+        "FlatAGStagingPool",
+        ("FlatAG",),
+        sizes=("capacity", "total"),
+        values={"buffers": int | None, "capacity": int, "role": str},
+    ),
     LineSpec(
         "weight_shard_info",
         r"Weight sharding|(?:DFlash|DFLASH|EAGLE|MTP|NextN|DSpark) draft: |requant-then-shard"
         r"|(?:draft|target) hoisted ",
         ("weight-sharded", "weight sharded", "requant", "hoisted"),
+        values={
+            "draft_name": str,
+            "group_size": int,
+            "hoisted": int,
+            "hoisted_of": int,
+            "requant_then_shard": bool,
+            "requant_weights": int,
+            "role": str,
+            "sharded_layers": int,
+        },
     ),
-    LineSpec("dspark_reclaimed", "DSpark ", ("DSpark",), loose_size="reclaimed"),
-    LineSpec("dspark_slot_map", "DSpark draft SWA slot map", ("DSpark",)),
-    LineSpec("imbalance", "The memory capacity is unbalanced", ("unbalanced",)),
-    LineSpec("lora", "LoRA adapter (?:un)?loading", ("LoRA",), checkpoint=True),
+    LineSpec(
+        "dspark_reclaimed", "DSpark ", ("DSpark",), loose_size="reclaimed", sizes=("reclaimed",)
+    ),
+    LineSpec(
+        "dspark_slot_map",
+        "DSpark draft SWA slot map",
+        ("DSpark",),
+        values={"multiplier": int | None, "slots_per_req": int | None},
+    ),
+    LineSpec(
+        "imbalance",
+        "The memory capacity is unbalanced",
+        ("unbalanced",),
+        values={"local_gpu_memory": float, "min_per_gpu_memory": float},
+    ),
+    LineSpec(
+        "lora",
+        "LoRA adapter (?:un)?loading",
+        ("LoRA",),
+        checkpoint=True,
+        sizes=("avail",),
+        values={"name": str, "path": str, "phase": str},
+    ),
     # nvidia-smi gave no memory total (unified-memory GPUs such as GB10 print [N/A]; MIG):
     # v0.5.16 utils/common.py:656-662, the fallback's warning at :621-625.
     LineSpec(
-        "gpu_capacity_fallback", "Failed to get GPU memory capacity", ("GPU memory capacity",)
+        "gpu_capacity_fallback",
+        "Failed to get GPU memory capacity",
+        ("GPU memory capacity",),
+        sizes=("using_min",),
     ),
     # multimodal mem_fraction_static reduction (v0.4.2 - v0.4.8 model_executor/model_runner.py,
     # v0.4.10 server_args.py:1984, v0.3.0 - v0.4.0 model_runner.py without the value)
@@ -204,18 +562,29 @@ LINES: tuple[LineSpec, ...] = (
         r"Automatically (?:reduce|turn off --chunked-prefill-size and adjust) "
         r"--mem-fraction-static",
         ("Automatically reduce --mem", "adjust --mem-fraction-static for multimodal"),
+        values={"mem_fraction_static": float},
     ),
     LineSpec(
         "mfs_vlm_adjusted",
         "Multimodal model: Dynamically adjusted --mem-fraction-static",
         ("Dynamically adjusted --mem",),
+        values={"mem_fraction_static": float, "mem_fraction_static_before": float},
     ),
     # ---- platform and outcome evidence (matched by memledger.input.parsing, not by the grammar)
-    LineSpec("platform_marker", words=tuple(m.text for m in PLATFORM_MARKERS)),
-    LineSpec("gpu_named", words=GPU_NAME_WORDS),
-    LineSpec("ready", words=("fired up",)),
+    LineSpec(
+        "platform_marker",
+        words=tuple(m.text for m in PLATFORM_MARKERS),
+        values={"marker": str, "platform": str},
+    ),
+    LineSpec(
+        "gpu_named", words=GPU_NAME_WORDS, values={"form": str, "name": str, "total_mib": int}
+    ),
+    LineSpec("ready", words=("fired up",), values={"reason": str}),
     # ---- error texts and outcome phrases (memledger.sglang.errors: the words of its entries)
-    *(LineSpec(kind, words=words) for kind, words in ERROR_PREFILTER_WORDS.items()),
+    *(
+        LineSpec(kind, words=words, sizes=ERROR_KEYS[kind][0], values=ERROR_KEYS[kind][1])
+        for kind, words in ERROR_PREFILTER_WORDS.items()
+    ),
 )
 
 SPECS: dict[str, LineSpec] = {spec.kind: spec for spec in LINES}
