@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 import memledger
+from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE, RULES
 from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
-from memledger.sizing.defaults import default_mem_fraction_static, default_mfs_by_v058_rule
+from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.inputs import KVPool, MambaState, Reading
 from memledger.units import GIB
 
@@ -562,9 +563,9 @@ def test_legacy_default_is_one_rule_for_sizing_and_upgrades() -> None:
     """The upgrade view's legacy_mem_fraction_static (memledger.compare.upgrade_releases) is the
     sizing model's rule: the same function, the same value at every release before 0.5.3."""
     from memledger.compare import upgrade_releases
-    from memledger.sglang import legacy_defaults
+    from memledger.sglang import mfs_defaults
 
-    shared_rule = legacy_defaults.legacy_mem_fraction_static
+    shared_rule = mfs_defaults.legacy_mem_fraction_static
     assert vars(upgrade_releases)["legacy_mem_fraction_static"] is shared_rule  # not a copy
     for release in ("0.4.0", "0.4.5", "0.4.6", "0.4.8", "0.5.2"):
         for gpu in (16_384, 24_564, 46_068, 81_559, 143_771, 183_359):
@@ -575,11 +576,11 @@ def test_legacy_default_is_one_rule_for_sizing_and_upgrades() -> None:
                     target=[pool(10, 4096)],
                 )
                 found = default_mem_fraction_static(read, Settings(gpu_memory_mib=gpu))
-                shared = legacy_defaults.legacy_mem_fraction_static(
+                shared = mfs_defaults.legacy_mem_fraction_static(
                     version_code(release), gpu, parallel=tp, speculative=False, dp_attention=False
                 )
                 assert (found.value if found else None) == shared, (release, gpu, tp)
-    legacy = legacy_defaults.legacy_mem_fraction_static
+    legacy = mfs_defaults.legacy_mem_fraction_static
     # v0.4.7 :281-283: x 0.95 with speculative decoding, 0.4.7 only (0.4.6.post2 has no such line)
     assert (
         legacy(version_code("0.4.6"), 24_576, parallel=1, speculative=True, dp_attention=False)

@@ -2,7 +2,7 @@
 per capacity (`fraction_defaults_at`) and over a span of capacities as monotone pieces
 (`fraction_pieces`), searched by memledger.sizing.capacity's bisection (`infer_gpu`). Pure.
 
-Before 0.5.3 the default is memledger.sglang.legacy_defaults' one rule; where a version code
+Before 0.5.3 the default is memledger.sglang.mfs_defaults' one rule; where a version code
 stands for post releases whose rules differ (0.4.6 and 0.4.6.post2 above 80 GiB; 0.4.7 and
 0.4.7.post1), each post release's rule is a candidate (memledger.sglang.backend_defaults
 LARGE_GPU_MFS_RULES, with the capacities where its formula changes shape).
@@ -23,7 +23,7 @@ from memledger.compare.upgrade_releases import (
     number,
 )
 from memledger.sglang.backend_defaults import LargeGpuMfsRule, large_gpu_fraction, large_gpu_rules
-from memledger.sglang.legacy_defaults import (
+from memledger.sglang.mfs_defaults import (
     BOTH_AT,
     MFS_BUCKET_RESERVE,
     MFS_TP_MAX_GPU_MIB,
@@ -78,7 +78,7 @@ def fraction_defaults_at(
 ) -> list[tuple[str, float]]:
     """SGLang's mem_fraction_static defaults for this log at `release` (a pinned release), each
     labelled with the post releases it holds for where they differ: where the one rule
-    (memledger.sglang.legacy_defaults) gives no value at code 0.4.6 or 0.4.7 (above 80 GiB, or
+    (memledger.sglang.mfs_defaults) gives no value at code 0.4.6 or 0.4.7 (above 80 GiB, or
     0.4.7 vs 0.4.7.post1), each post release's rule (memledger.sglang.backend_defaults) does."""
     found = default_fraction(inputs, release, gpu_mib)
     if found is not None:
@@ -127,7 +127,7 @@ def _agreeing(piece: CapacityPiece, value: float) -> CapacityPiece:
 
 
 def _legacy_pieces(inputs: SizingInputs, code: int, low: int, high: int) -> list[CapacityPiece]:
-    """default_fraction before 0.5.3 (memledger.sglang.legacy_defaults at `code`), as pieces."""
+    """default_fraction before 0.5.3 (memledger.sglang.mfs_defaults at `code`), as pieces."""
     knobs = _Knobs(inputs)
     rules = legacy_rules(code)
     step = tp_step(knobs.parallel)

@@ -32,7 +32,7 @@ _handle_piecewise_cuda_graph (v0.5.10 server_args.py:1098-1136: PD disaggregatio
 devices; and any moe_a2a_backend but 'none', :1104-1105). Torch compile and LoRA turn them off
 too but are not sizing knobs: a command with them is taken as SGLang's plain default."""
 FIRST_FORMULA = RULE["mfs_default"].releases.lo or 0
-"""From here the default is the reserve formula of memledger.sizing.defaults."""
+"""From here the default is the reserve formula of memledger.sglang.mfs_defaults."""
 RELEASE = re.compile(r"v?(\d{1,3}\.\d{1,3}\.\d{1,4})([.a-z0-9+]{0,40})?")
 
 

@@ -17,7 +17,7 @@ from memledger.sglang.failure_rules import (
     LATE_RELEASE_CAUSE,
     SUMMARY_LINE_CITATION,
 )
-from memledger.sizing.defaults import default_mfs_by_v058_rule
+from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
 
 RISE_THRESHOLD = 64 * MIB

@@ -1,6 +1,6 @@
 """What a startup left outside its KV pool, against what SGLang's own default keeps there at the
 log's release: P x (1 - default mem_fraction_static), by the sizing model's one default rule
-(memledger.sizing.defaults, memledger.sglang.legacy_defaults).
+(memledger.sglang.mfs_defaults, read by memledger.sizing.defaults).
 
 The outside part is read off the log: free memory at `Memory pool end` when it is there, else the
 last graph capture's `mem usage` plus the `avail mem` after it (a paste of the capture lines).
@@ -24,7 +24,7 @@ from memledger.sglang.failure_rules import (
     LARGE_GPU_RESERVE_GIB,
     LARGE_GPU_RESERVE_RELEASES,
 )
-from memledger.sglang.legacy_defaults import LAST_BUCKETS
+from memledger.sglang.mfs_defaults import LAST_BUCKETS
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.defaults import capacity_pieces, default_mem_fraction_static
 from memledger.sizing.inputs import SizingInputs
@@ -108,7 +108,7 @@ def outside_pool(evidence: Evidence) -> Outside | None:
 
 def _rule_known(inputs: SizingInputs) -> bool:
     """The log's release range is under one default rule of the sizing model: 0.5.3 - 0.5.13,
-    0.5.14+, or wholly before 0.5.3 (where legacy_defaults gives a value only if it is one)."""
+    0.5.14+, or wholly before 0.5.3 (where mfs_defaults gives a value only if it is one)."""
     version = inputs.version
     if version.within(RULE["mfs_default"]) or version.within(RULE["mfs_default_graphs"]):
         return True

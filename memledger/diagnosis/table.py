@@ -23,7 +23,7 @@ from memledger.sglang.failure_rules import (
     REQ_TO_TOKEN_MIN_ROWS,
     REQ_TO_TOKEN_ORDER_CITATION,
 )
-from memledger.sglang.legacy_defaults import MFS_TP_MAX_GPU_MIB, tp_step
+from memledger.sglang.mfs_defaults import MFS_TP_MAX_GPU_MIB, tp_step
 from memledger.units import GIB, MIB, Size
 
 TABLE_FORMULA = (

@@ -84,7 +84,7 @@ tests/test_sizing_rules.py (a meta-test fails when a rule has none).
 - `PHASE_FRAMES`: which SGLang function (and file fragment) a traceback frame must name for a
   startup phase; the innermost match wins. `LOAD_SITES`: frames that explain a load-time OOM
   (the Transformers fallback, unquantized layers). The mem_fraction_static default is a
-  sizing rule (`mfs_default`; memledger.sizing.defaults applies it).
+  sizing rule (`mfs_default`), its arithmetic for every release in `mfs_defaults.py`.
 - Add a row with the function's `vX path:line` in the module docstring and a test in
   tests/test_diagnose.py on a traceback that names it.
 

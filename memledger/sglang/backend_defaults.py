@@ -5,7 +5,7 @@
 - `ATTENTION_DEFAULTS`: the attention backend SGLang picks on CUDA when none is given, by GPU
   architecture and attention kind (MHA or MLA).
 - `LARGE_GPU_MFS_RULES`: the 0.4.6 - 0.4.7 mem_fraction_static rules above 80 GiB, which
-  memledger.sglang.legacy_defaults leaves out (its step holds up to 80 GiB; 0.4.7.post1 has the
+  memledger.sglang.mfs_defaults leaves out (its step holds up to 80 GiB; 0.4.7.post1 has the
   capacity buckets already).
 
 Each entry cites the source line at the releases it was read in (paths under

@@ -6,7 +6,7 @@ and in the first release with the new one (paths under `python/sglang/srt/` of e
 wheel, `pip download sglang==X --no-deps`). Where a sizing rule of `sizing_rules` already holds
 the change, the entry names the two rule ids instead of repeating their arithmetic.
 
-SGLang's mem_fraction_static defaults before 0.5.3 are `memledger.sglang.legacy_defaults`
+SGLang's mem_fraction_static defaults before 0.5.3 are `memledger.sglang.mfs_defaults`
 (re-exported here as `legacy_mem_fraction_static`; 0.5.3+ is `memledger.sizing.defaults`).
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 # re-exported: the pre-0.5.3 default is one rule, shared with memledger.sizing.defaults
-from memledger.sglang.legacy_defaults import (
+from memledger.sglang.mfs_defaults import (
     legacy_mem_fraction_static as legacy_mem_fraction_static,
 )
 from memledger.sglang.releases import ReleaseRange, version_code

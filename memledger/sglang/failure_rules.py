@@ -388,7 +388,7 @@ LARGE_GPU_RESERVE_CITATION = "v0.4.6.post2 server_args.py:241-247, sglang#5893"
 LARGE_GPU_RESERVE_RELEASES = "0.4.6.post2 - 0.4.7"
 """The releases whose default keeps LARGE_GPU_RESERVE_GIB there (0.4.6 - 0.4.6.post1: 13 GiB,
 v0.4.6 server_args.py:236-238; 0.4.7.post1 on: a reserve per capacity bucket,
-memledger.sglang.legacy_defaults; 0.5.3 on: the reserve formula of memledger.sizing.defaults)."""
+memledger.sglang.mfs_defaults; 0.5.3 on: its reserve formula)."""
 LARGE_GPU_CONTEXT_ALLOWANCE_GIB = 1
 """SGLang's reserve is of the GPU's capacity, which also holds the CUDA context and NCCL's buffers
 the log's free memory no longer shows: a shortfall up to this much is not flagged."""

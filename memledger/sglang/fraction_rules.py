@@ -30,7 +30,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
         releases=ReleaseRange("0.4.0", "0.4.5"),
         source=(
             "v0.4.1 server_args.py:170-180; v0.4.5 :233-243 (v0.3.6 :156-166 has 0.82 at "
-            "tp >= 8); memledger.sglang.legacy_defaults"
+            "tp >= 8); memledger.sglang.mfs_defaults"
         ),
     ),
     SizingRule(
@@ -43,7 +43,7 @@ FRACTION_RULES: tuple[SizingRule, ...] = (
         releases=ReleaseRange("0.4.6", "0.4.7"),
         source=(
             "v0.4.6 server_args.py:224-238; v0.4.6.post2 :226-247; v0.4.7 :253-282 "
-            "(0.4.7.post1 already has mfs_default_buckets); memledger.sglang.legacy_defaults"
+            "(0.4.7.post1 already has mfs_default_buckets); memledger.sglang.mfs_defaults"
         ),
     ),
     SizingRule(

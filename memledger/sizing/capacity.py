@@ -13,10 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-
-def mfs_from_reserved(gpu_mib: float, reserved: float) -> float:
-    """mem_fraction_static = round((gpu - reserved) / gpu, 3), as SGLang rounds it."""
-    return round((gpu_mib - reserved) / gpu_mib, 3)
+from memledger.sglang.mfs_defaults import mfs_from_reserved
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""SGLang's mem_fraction_static default for a GPU capacity, as each release computes it (pure).
+"""SGLang's mem_fraction_static default for this log at a GPU capacity (pure): the log's inputs
+and release range read into the arithmetic of memledger.sglang.mfs_defaults.
 
 Used when a log does not print mem_fraction_static: the value is then inferred, and the rule
 (release range and source line) goes with it. The capacity is an input: a log rarely prints it.
@@ -17,42 +18,32 @@ from memledger.sglang.fraction_rules import (
     CUDA_GRAPH_MAX_BS_BY_GPU,
     CUDA_GRAPH_MAX_BS_LARGE_GPU,
     CUDA_GRAPH_MAX_BS_TP_SPLIT,
-    MFS_ACTIVATION_MIB_PER_TOKEN,
     MFS_ACTIVATION_MIN_TOKENS,
-    MFS_BASE_MIB,
-    MFS_DEEPEP_MIB,
-    MFS_DP_LARGE_BS,
-    MFS_DP_LARGE_MIB_PER_BS,
-    MFS_DP_MIB_PER_BS,
-    MFS_GRAPH_MIB_PER_BS,
-    MFS_LARGE_GPU_FLOOR_MIB,
     MFS_LARGE_GPU_MIB,
     MFS_PIECEWISE,
     MFS_PIECEWISE_MIB_PER_SIZE,
     MFS_PIECEWISE_MLA_MIB,
     MFS_SPEC_MIB,
     MFS_SPEC_MIB_OLD,
-    MFS_STANDALONE_MIB,
     PIECEWISE_MLA_MAX_TOKENS,
     PIECEWISE_TOKEN_RANGES,
 )
-from memledger.sglang.legacy_defaults import (
+from memledger.sglang.mfs_defaults import (
     MFS_BUCKET_RESERVE,
     MFS_TP_MAX_GPU_MIB,
     bucket_reserve_gib,
     legacy_mem_fraction_static,
     legacy_rules,
+    mfs_from_reserved,
+    prefill_activation_tokens,
+    reserved_mib,
 )
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.capacity import CapacityPiece, reserve_piece
 
 # re-exported: memledger.sizing.result and the tests read them from here
-from memledger.sizing.capacity import (
-    CapacityPiece,
-    mfs_from_reserved,
-    reserve_piece,
-)
+from memledger.sizing.capacity import capacities_giving as capacities_giving
 from memledger.sizing.inputs import SizingInputs
 
 DEFAULT_MAX_PREFILL_TOKENS = 16384
@@ -149,87 +140,6 @@ def _is_mla(inputs: SizingInputs) -> bool:
     return bool(inputs.target_kv) and all(pool.combined for pool in inputs.target_kv)
 
 
-def reserved_mib(
-    gpu_mib: float,
-    *,
-    rule: str,
-    activation_tokens: int,
-    cuda_graph_max_bs: int,
-    tp_size: int = 1,
-    pp_size: int = 1,
-    dp_size: int = 1,
-    enable_dp_attention: bool = False,
-    decode_graphs: bool = True,
-    disaggregation_mode: str | None = None,
-    prefill_graph_mib: float = 0.0,
-    speculative_algorithm: str | None = None,
-    speculative_mib: int = MFS_SPEC_MIB_OLD,
-    deepep: bool = False,
-) -> float:
-    """The MiB SGLang keeps out of mem_fraction_static on a `gpu_mib` GPU (pure arithmetic).
-
-    `rule` is `mfs_default` (0.5.3 - 0.5.13: v0.5.8 server_args.py:988-1031, v0.5.10
-    :1280-1329) or `mfs_default_graphs` (0.5.14+: v0.5.16 server_args.py:4053-4210);
-    `activation_tokens` is max(chunked_prefill (or max_prefill), 2048), the PD-decode form
-    under the newer rule; `speculative_mib` the older rule's speculative reserve (2048 before
-    0.5.10, 4096 from it)."""
-    reserved = MFS_BASE_MIB + activation_tokens * MFS_ACTIVATION_MIB_PER_TOKEN
-    reserved += tp_size * pp_size / 8 * 1024
-    if decode_graphs or rule == "mfs_default":
-        reserved += cuda_graph_max_bs * MFS_GRAPH_MIB_PER_BS
-    if enable_dp_attention and (rule == "mfs_default" or disaggregation_mode != "prefill"):
-        reserved += cuda_graph_max_bs * dp_size * MFS_DP_MIB_PER_BS
-        if cuda_graph_max_bs > MFS_DP_LARGE_BS:
-            reserved += cuda_graph_max_bs * dp_size * MFS_DP_LARGE_MIB_PER_BS
-    reserved += prefill_graph_mib
-    if gpu_mib > MFS_LARGE_GPU_MIB:
-        reserved = max(reserved, MFS_LARGE_GPU_FLOOR_MIB)
-    algo = (speculative_algorithm or "").upper()
-    if rule == "mfs_default":
-        if algo == "STANDALONE":
-            reserved += MFS_STANDALONE_MIB
-        elif algo and algo not in ("NGRAM", "NONE"):
-            reserved += speculative_mib
-    elif decode_graphs and deepep:
-        reserved += MFS_DEEPEP_MIB
-    return reserved
-
-
-def prefill_activation_tokens(chunked_prefill_size: int, max_prefill_tokens: int) -> int:
-    """max(chunked_prefill_size (max_prefill_tokens when chunking is off), 2048)."""
-    tokens = chunked_prefill_size if chunked_prefill_size > 0 else max_prefill_tokens
-    return max(tokens, MFS_ACTIVATION_MIN_TOKENS)
-
-
-def default_mfs_by_v058_rule(
-    gpu_mib: float,
-    *,
-    chunked_prefill_size: int,
-    max_prefill_tokens: int,
-    cuda_graph_max_bs: int,
-    tp_size: int = 1,
-    pp_size: int = 1,
-    dp_size: int = 1,
-    enable_dp_attention: bool = False,
-    speculative_algorithm: str | None = None,
-) -> float:
-    """SGLang's default --mem-fraction-static by the v0.5.8 rule (server_args.py:988-1031),
-    for a caller without a release range: no piecewise-graph term and no multimodal
-    adjustment (both only lower it), the 2 GiB speculative reserve of that release."""
-    reserved = reserved_mib(
-        gpu_mib,
-        rule="mfs_default",
-        activation_tokens=prefill_activation_tokens(chunked_prefill_size, max_prefill_tokens),
-        cuda_graph_max_bs=cuda_graph_max_bs,
-        tp_size=tp_size,
-        pp_size=pp_size,
-        dp_size=dp_size,
-        enable_dp_attention=enable_dp_attention,
-        speculative_algorithm=speculative_algorithm,
-    )
-    return mfs_from_reserved(gpu_mib, reserved)
-
-
 def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> DefaultMfs | None:
     """SGLang's default for a GPU of `settings.gpu_memory_mib` MiB at this log's release."""
     gpu = settings.gpu_memory_mib
@@ -307,12 +217,12 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
 
 TP_STEP_RULES = ("mfs_default_tp", "mfs_default_tp_80g")
 LEGACY_PROBES = ("0.4.0", "0.4.6", "0.4.7", "0.4.8")
-"""One release code per stretch of memledger.sglang.legacy_defaults' rules (0.4.7 is its own)."""
+"""One release code per stretch of memledger.sglang.mfs_defaults' rules (0.4.7 is its own)."""
 
 
 def _legacy_default(inputs: SizingInputs, gpu: int | None, tp: int) -> DefaultMfs | None:
     """Rules mfs_default_tp, mfs_default_tp_80g, mfs_default_buckets (before 0.5.3): the one
-    rule of memledger.sglang.legacy_defaults, when it gives one value over the whole range."""
+    rule of memledger.sglang.mfs_defaults, when it gives one value over the whole range."""
     first, last = inputs.version.first, inputs.version.last
     if first is None or last is None:
         return None

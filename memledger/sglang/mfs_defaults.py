@@ -1,8 +1,10 @@
-"""SGLang's mem_fraction_static default before 0.5.3, release by release: one rule, pure.
+"""SGLang's mem_fraction_static default, every release: the arithmetic, pure, in one place.
 
-memledger.sizing.defaults (the sizing model) and memledger.compare (upgrades) both read it; the
-0.5.3+ default is the reserve formula of memledger.sizing.defaults. Read from each release's
-`python/sglang/srt/server_args.py` (`pip download sglang==X --no-deps`):
+From 0.5.3 on, the reserve formula (`reserved_mib`, `mfs_from_reserved`: rules mfs_default and
+mfs_default_graphs of memledger.sglang.fraction_rules, whose constants it applies). Before 0.5.3,
+one rule release by release (`legacy_mem_fraction_static`). memledger.sizing.defaults reads a
+log's inputs into them; memledger.compare (upgrades) and memledger.diagnosis call them too. Read
+from each release's `python/sglang/srt/server_args.py` (`pip download sglang==X --no-deps`):
 
 - 0.4.0 - 0.4.5: a step of tp alone, no GPU capacity (v0.4.1 :170-180, v0.4.5 :233-243).
 - 0.4.6 - 0.4.7: the same step (of tp x pp from 0.4.6.post2, whose pp_size is new: tp x pp = tp
@@ -20,6 +22,20 @@ A version code (`version_code`) cannot tell 0.4.7 from 0.4.7.post1, whose rules 
 
 from __future__ import annotations
 
+from memledger.sglang.fraction_rules import (
+    MFS_ACTIVATION_MIB_PER_TOKEN,
+    MFS_ACTIVATION_MIN_TOKENS,
+    MFS_BASE_MIB,
+    MFS_DEEPEP_MIB,
+    MFS_DP_LARGE_BS,
+    MFS_DP_LARGE_MIB_PER_BS,
+    MFS_DP_MIB_PER_BS,
+    MFS_GRAPH_MIB_PER_BS,
+    MFS_LARGE_GPU_FLOOR_MIB,
+    MFS_LARGE_GPU_MIB,
+    MFS_SPEC_MIB_OLD,
+    MFS_STANDALONE_MIB,
+)
 from memledger.sglang.releases import version_code
 
 MFS_TP_TABLE: tuple[tuple[int, float], ...] = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))
@@ -117,3 +133,89 @@ def legacy_mem_fraction_static(
             )
             values.add(round((gpu_mib - gib * 1024) / gpu_mib, 3))
     return values.pop() if len(values) == 1 else None
+
+
+def mfs_from_reserved(gpu_mib: float, reserved: float) -> float:
+    """mem_fraction_static = round((gpu - reserved) / gpu, 3), as SGLang rounds it."""
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def reserved_mib(
+    gpu_mib: float,
+    *,
+    rule: str,
+    activation_tokens: int,
+    cuda_graph_max_bs: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    dp_size: int = 1,
+    enable_dp_attention: bool = False,
+    decode_graphs: bool = True,
+    disaggregation_mode: str | None = None,
+    prefill_graph_mib: float = 0.0,
+    speculative_algorithm: str | None = None,
+    speculative_mib: int = MFS_SPEC_MIB_OLD,
+    deepep: bool = False,
+) -> float:
+    """The MiB SGLang keeps out of mem_fraction_static on a `gpu_mib` GPU (pure arithmetic).
+
+    `rule` is `mfs_default` (0.5.3 - 0.5.13: v0.5.8 server_args.py:988-1031, v0.5.10
+    :1280-1329) or `mfs_default_graphs` (0.5.14+: v0.5.16 server_args.py:4053-4210);
+    `activation_tokens` is max(chunked_prefill (or max_prefill), 2048), the PD-decode form
+    under the newer rule; `speculative_mib` the older rule's speculative reserve (2048 before
+    0.5.10, 4096 from it)."""
+    reserved = MFS_BASE_MIB + activation_tokens * MFS_ACTIVATION_MIB_PER_TOKEN
+    reserved += tp_size * pp_size / 8 * 1024
+    if decode_graphs or rule == "mfs_default":
+        reserved += cuda_graph_max_bs * MFS_GRAPH_MIB_PER_BS
+    if enable_dp_attention and (rule == "mfs_default" or disaggregation_mode != "prefill"):
+        reserved += cuda_graph_max_bs * dp_size * MFS_DP_MIB_PER_BS
+        if cuda_graph_max_bs > MFS_DP_LARGE_BS:
+            reserved += cuda_graph_max_bs * dp_size * MFS_DP_LARGE_MIB_PER_BS
+    reserved += prefill_graph_mib
+    if gpu_mib > MFS_LARGE_GPU_MIB:
+        reserved = max(reserved, MFS_LARGE_GPU_FLOOR_MIB)
+    algo = (speculative_algorithm or "").upper()
+    if rule == "mfs_default":
+        if algo == "STANDALONE":
+            reserved += MFS_STANDALONE_MIB
+        elif algo and algo not in ("NGRAM", "NONE"):
+            reserved += speculative_mib
+    elif decode_graphs and deepep:
+        reserved += MFS_DEEPEP_MIB
+    return reserved
+
+
+def prefill_activation_tokens(chunked_prefill_size: int, max_prefill_tokens: int) -> int:
+    """max(chunked_prefill_size (max_prefill_tokens when chunking is off), 2048)."""
+    tokens = chunked_prefill_size if chunked_prefill_size > 0 else max_prefill_tokens
+    return max(tokens, MFS_ACTIVATION_MIN_TOKENS)
+
+
+def default_mfs_by_v058_rule(
+    gpu_mib: float,
+    *,
+    chunked_prefill_size: int,
+    max_prefill_tokens: int,
+    cuda_graph_max_bs: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    dp_size: int = 1,
+    enable_dp_attention: bool = False,
+    speculative_algorithm: str | None = None,
+) -> float:
+    """SGLang's default --mem-fraction-static by the v0.5.8 rule (server_args.py:988-1031),
+    for a caller without a release range: no piecewise-graph term and no multimodal
+    adjustment (both only lower it), the 2 GiB speculative reserve of that release."""
+    reserved = reserved_mib(
+        gpu_mib,
+        rule="mfs_default",
+        activation_tokens=prefill_activation_tokens(chunked_prefill_size, max_prefill_tokens),
+        cuda_graph_max_bs=cuda_graph_max_bs,
+        tp_size=tp_size,
+        pp_size=pp_size,
+        dp_size=dp_size,
+        enable_dp_attention=enable_dp_attention,
+        speculative_algorithm=speculative_algorithm,
+    )
+    return mfs_from_reserved(gpu_mib, reserved)
