@@ -19,7 +19,6 @@ from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import MEMORY_KNOBS, FindingId
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
 from memledger.sglang.failure_rules import CRASH_CAUSES, LOAD_SITES
 from memledger.units import GIB, MIB
 from tests.conftest import REAL_LOGS, load_truth

@@ -20,7 +20,7 @@ from memledger.input.launch_command import (
     resolve_abbreviations,
 )
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
+from memledger.model.events import EventKind, ParsedLog
 from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.releases import version_code
 from memledger.sizing.inputs import sizing_inputs

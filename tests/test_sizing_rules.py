@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 import memledger
+from memledger.model.sizing import Settings
 from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE, RULES
-from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
+from memledger.sizing import SizingInputs, base_settings, predict, size_log, sizing_inputs
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.inputs import KVPool, MambaState, Reading
 from memledger.units import GIB

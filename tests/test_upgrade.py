@@ -16,12 +16,11 @@ from memledger.app.options import DiffOptions, DiffSide
 from memledger.compare.upgrade import UpgradeContext
 from memledger.compare.upgrade_releases import default_fraction, side_release
 from memledger.errors import EXIT_OK
-from memledger.service import DiffOptions, DiffSide, diff_of, load_parsed, run_diff
 from memledger.sglang.default_changes import (
     CHANGES,
     changes_between,
-    legacy_mem_fraction_static,
 )
+from memledger.sglang.mfs_defaults import legacy_mem_fraction_static
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing import sizing_inputs

@@ -16,7 +16,6 @@ from memledger.compare.upgrade_gpu import GPU_WINDOW_MIB, fraction_defaults_at, 
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.errors import EXIT_OK, EXIT_USAGE
 from memledger.render.diff_release import verdict
-from memledger.service import LoadOptions, load_parsed
 from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.releases import version_code
 from memledger.sizing import SizingInputs, base_settings, predict, sizing_inputs

@@ -8,13 +8,13 @@ import re
 
 from memledger.compare.upgrade_models import CrossedDefault
 from memledger.errors import ConfigError
-from memledger.events import ParamValue
-from memledger.ledger_model import Ledger
+from memledger.model.events import ParamValue
+from memledger.model.ledger import Ledger
 from memledger.sglang.default_changes import (
     changes_between,
-    legacy_mem_fraction_static,
     piecewise_on_by_default,
 )
+from memledger.sglang.mfs_defaults import legacy_mem_fraction_static
 from memledger.sglang.release_markers import VersionRange, given_release
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, FindingId, Severity
-from memledger.events import Event, EventKind
-from memledger.sglang.failure_rules import CRASH_CAUSE, SHM_FIX, SHM_SHAPE, SHM_SOURCE, CrashCause
+from memledger.model.events import Event, EventKind
+from memledger.sglang.failure_rules import (
+    CRASH_CAUSE,
+    SHM_FIX,
+    SHM_SHAPE,
+    SHM_SOURCE,
+    CrashCause,
+)
 from memledger.units import MIB
 
 

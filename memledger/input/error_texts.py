@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memledger.events import EventKind, Value
+from memledger.model.events import EventKind, Value
 from memledger.sglang.errors import (
     BY_NAME,
     ERRORS,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from memledger.input.error_texts import read_kv_refusal
+from memledger.model.events import EventKind
 from memledger.sglang.errors import Outcome, any_case, joined, of_outcome, words_of
 from memledger.sglang.failure_rules import KV_REFUSAL_OUTCOME, KV_REFUSAL_REASON
 from memledger.sglang.lines import READY_TEXT

@@ -42,7 +42,7 @@ A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a 
 2. `lines.py`: the kind's `LineSpec`: a `head` regex matching the new wording (so a garbled copy
    is "malformed" in `parse --coverage`), and `words` holding a case-sensitive word of it (a
    physical line without a prefilter word is never decoded). A new kind also needs an
-   `EventKind` member (`memledger/events.py`), its `sizes` and `values` keys (any other key is
+   `EventKind` member (`memledger/model/events.py`), its `sizes` and `values` keys (any other key is
    dropped, the line reported malformed) and, if its sizes are rows, an entry in `rows.py`.
 3. `examples.py`: the line, its kind, its sizes as printed and the values that matter. The
    example is the test (tests/test_parse_grammar.py, tests/test_sglang_lines.py) and protects the
@@ -93,6 +93,7 @@ Modules:
 - `backend_defaults`: SGLang defaults by release that the KV pool depends on besides
   mem_fraction_static.
 - `default_changes`: SGLang defaults that changed between releases and move the KV pool.
+- `errors`: Every error text memledger reads, one `ErrorText` per text.
 - `effects`: What a parameter change plausibly moves in a ledger.
 - `examples`: The example lines.
 - `failure_rules`: What a failed startup's traceback and milestones mean.
@@ -101,8 +102,9 @@ Modules:
 - `hints`: What an unexplained residual most likely is.
 - `launch_flags`: How an SGLang launch command names the ServerArgs fields (SGLang knowledge, as
   data).
-- `legacy_defaults`: SGLang's mem_fraction_static default before 0.5.3, release by release.
 - `lines`: Every SGLang log line memledger reads.
+- `mfs_defaults`: SGLang's mem_fraction_static default arithmetic, every release.
+- `releases`: SGLang release numbers, and the one release-range type and its predicate.
 - `release_markers`: Which SGLang releases could have written a log, by what its lines print.
 - `request_table`: The request table's (req_to_token's) rows and columns beyond context_len, by
   release (pure).

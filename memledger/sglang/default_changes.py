@@ -6,8 +6,7 @@ and in the first release with the new one (paths under `python/sglang/srt/` of e
 wheel, `pip download sglang==X --no-deps`). Where a sizing rule of `sizing_rules` already holds
 the change, the entry names the two rule ids instead of repeating their arithmetic.
 
-SGLang's mem_fraction_static defaults before 0.5.3 are `memledger.sglang.mfs_defaults`
-(re-exported here as `legacy_mem_fraction_static`; 0.5.3+ is `memledger.sizing.defaults`).
+SGLang's mem_fraction_static defaults of every release are `memledger.sglang.mfs_defaults`.
 """
 
 from __future__ import annotations
@@ -15,10 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-# re-exported: the pre-0.5.3 default is one rule, shared with memledger.sizing.defaults
-from memledger.sglang.mfs_defaults import (
-    legacy_mem_fraction_static as legacy_mem_fraction_static,
-)
 from memledger.sglang.releases import ReleaseRange, version_code
 from memledger.sglang.sizing_rules import RULE
 

@@ -41,9 +41,6 @@ from memledger.sglang.mfs_defaults import (
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.capacity import CapacityPiece, reserve_piece
-
-# re-exported: memledger.sizing.result and the tests read them from here
-from memledger.sizing.capacity import capacities_giving as capacities_giving
 from memledger.sizing.inputs import SizingInputs
 
 DEFAULT_MAX_PREFILL_TOKENS = 16384

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from memledger.record import ConfigDict, Field, Record
+from memledger.model.sizing import Prediction, Settings, Term
+from memledger.record import ConfigDict, Record
 from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static

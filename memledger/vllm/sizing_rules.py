@@ -8,6 +8,7 @@ printed) is not applied. Releases read: 0.5.4, 0.6.4.post1, 0.7.3, 0.10.2, 0.11.
 
 from __future__ import annotations
 
+from memledger.sglang.releases import ReleaseRange
 from memledger.sglang.rule_record import SizingRule
 
 REDUNDANCY_BUFFER_BYTES = 150 * (1 << 20)
@@ -23,16 +24,14 @@ RULES: tuple[SizingRule, ...] = (
         "KV budget from the profiled peak (V0, one-line profiling)",
         "kv = total_gpu_memory x gpu_memory_utilization - (peak_torch_memory + non_torch_memory)"
         " (peak_torch_memory includes the weights)",
-        "0.6.3",
-        "0.6.4.post1",
+        ReleaseRange("0.6.3", "0.6.4.post1"),
         "v0.6.4.post1 vllm/worker/worker.py:200-216",
     ),
     SizingRule(
         "budget_v0",
         "KV budget from the profile's parts (V0)",
         "kv = total_gpu_memory x gpu_memory_utilization - (weights + non_torch + activation_peak)",
-        "0.6.5",
-        None,
+        ReleaseRange("0.6.5"),
         "v0.7.3 vllm/worker/worker.py:233-238 (non_kv_cache_memory: vllm/utils.py "
         "memory_profiling)",
     ),
@@ -40,8 +39,7 @@ RULES: tuple[SizingRule, ...] = (
         "budget_v1",
         "KV budget from the profile's parts (V1)",
         "kv = requested (total x gpu_memory_utilization) - (weights + non_torch + activation_peak)",
-        "0.8.0",
-        "0.20.0",
+        ReleaseRange("0.8.0", "0.20.0"),
         "v0.10.2 vllm/v1/worker/gpu_worker.py:176-177, 274-275",
     ),
     SizingRule(
@@ -49,24 +47,21 @@ RULES: tuple[SizingRule, ...] = (
         "KV budget less the CUDA-graph estimate (V1, default since 0.21.0)",
         "kv = ceil(total x gpu_memory_utilization) - (weights + non_torch + activation_peak) - "
         "cudagraph_estimate (unless VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
-        "0.21.0",
-        None,
+        ReleaseRange("0.21.0"),
         "v0.29.0 vllm/v1/worker/gpu_worker.py:603-607; vllm/v1/worker/utils.py:520 (ceil)",
     ),
     SizingRule(
         "kv_bytes_given",
         "KV budget set by kv_cache_memory_bytes (profiling skipped)",
         "kv = kv_cache_memory_bytes (gpu_memory_utilization not applied)",
-        "0.10.2",
-        None,
+        ReleaseRange("0.10.2"),
         "v0.10.2 vllm/v1/worker/gpu_worker.py:235-251; v0.29.0 vllm/v1/worker/gpu_worker.py:533",
     ),
     SizingRule(
         "blocks_v0",
         "GPU blocks (V0)",
         "blocks = floor(kv / (block_size x layers x 2 x kv_heads x head_dim x dtype_bytes))",
-        None,
-        None,
+        ReleaseRange(None),
         "v0.6.4.post1 vllm/worker/worker.py:220-223, vllm/worker/cache_engine.py:101-119",
     ),
     SizingRule(
@@ -74,24 +69,21 @@ RULES: tuple[SizingRule, ...] = (
         "GPU blocks (V1, one attention type)",
         "blocks = kv // page_size // layers; page_size = block_size x 2 x kv_heads x head_dim x "
         "dtype_bytes",
-        "0.7.0",
-        None,
+        ReleaseRange("0.7.0"),
         "v0.10.2 vllm/v1/core/kv_cache_utils.py:786-797",
     ),
     SizingRule(
         "tokens",
         "KV tokens from blocks",
         "tokens = blocks x block_size (x dcp_world_size)",
-        "0.8.0",
-        None,
+        ReleaseRange("0.8.0"),
         "v0.10.2 vllm/v1/core/kv_cache_utils.py:855-864",
     ),
     SizingRule(
         "concurrency_v0",
         "Maximum concurrency (V0)",
         "concurrency = blocks x block_size / max_model_len",
-        "0.6.4",
-        None,
+        ReleaseRange("0.6.4"),
         "v0.7.3 vllm/executor/executor_base.py:113-116; v0.6.4.post1 "
         "vllm/executor/gpu_executor.py:115-117",
     ),
@@ -99,8 +91,7 @@ RULES: tuple[SizingRule, ...] = (
         "concurrency_v1",
         "Maximum concurrency (V1)",
         "concurrency = blocks / ceil(max_model_len / block_size) (full attention)",
-        "0.7.0",
-        None,
+        ReleaseRange("0.7.0"),
         "v0.10.2 vllm/v1/core/kv_cache_utils.py:768-783; v0.29.0 "
         "vllm/v1/core/kv_cache_utils.py:2010-2020 (tokens = int(concurrency x max_model_len))",
     ),
@@ -108,8 +99,7 @@ RULES: tuple[SizingRule, ...] = (
         "max_len_v0",
         "One max-length request must fit (V0)",
         "error when max_model_len > block_size x blocks",
-        None,
-        None,
+        ReleaseRange(None),
         "v0.6.4.post1 vllm/worker/worker.py:486-503 (raise_if_cache_size_invalid)",
     ),
     SizingRule(
@@ -117,8 +107,7 @@ RULES: tuple[SizingRule, ...] = (
         "One max-length request must fit (V1)",
         "error when ceil(max_model_len / block_size) x page_size x layers > kv; the estimate is "
         "the largest length that fits (binary search)",
-        "0.7.0",
-        None,
+        ReleaseRange("0.7.0"),
         "v0.10.2 vllm/v1/core/kv_cache_utils.py:690-714, vllm/v1/kv_cache_interface.py:87-95; "
         "v0.29.0 vllm/v1/core/kv_cache_utils.py:853-886",
     ),
@@ -126,8 +115,7 @@ RULES: tuple[SizingRule, ...] = (
         "free_check",
         "Free memory must cover the requested share at startup",
         "error when free < total x gpu_memory_utilization",
-        "0.9.0",
-        None,
+        ReleaseRange("0.9.0"),
         "v0.10.2 vllm/v1/worker/gpu_worker.py:176-189; v0.29.0 vllm/v1/worker/utils.py:515-533",
     ),
     SizingRule(
@@ -135,8 +123,7 @@ RULES: tuple[SizingRule, ...] = (
         "The --kv-cache-memory suggestion",
         "to_requested = requested - (weights + non_torch + activation_peak + graph) - 150 MiB; "
         "to_gpu = free_at_start - (same) - 150 MiB",
-        "0.10.0",
-        "0.20.0",
+        ReleaseRange("0.10.0", "0.20.0"),
         "v0.10.2 vllm/v1/worker/gpu_worker.py:355-389",
     ),
     SizingRule(
@@ -144,8 +131,7 @@ RULES: tuple[SizingRule, ...] = (
         "The --kv-cache-memory suggestion once the graph estimate is in the activation peak",
         "to_requested = requested - (consumed + activation_peak[includes graph estimate] + graph)"
         " - 150 MiB: the graph is subtracted twice (vllm#57936)",
-        "0.21.0",
-        None,
+        ReleaseRange("0.21.0"),
         "v0.29.0 vllm/v1/worker/gpu_worker.py:599-601 (peak includes the estimate), :825-837",
     ),
 )

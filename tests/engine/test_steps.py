@@ -6,7 +6,6 @@ import pytest
 
 from memledger.engine import build_ledger
 from memledger.engine.variables import LOG_INPUTS, missing_reason
-from memledger.events import Event, EventKind, UnrecognisedLine
 from memledger.formulas import load_formulas, parse_formulas
 from memledger.input.parsing import parse_log
 from memledger.model.events import Event, EventKind, UnrecognisedLine

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from memledger.events import EventKind
 from memledger.input import error_texts
 from memledger.input.outcome import outcome_kind
 from memledger.input.quiet import READER_WORDS
+from memledger.model.events import EventKind
 from memledger.sglang import lines
 from memledger.sglang.errors import ANY_CASE_WORDS, BY_NAME, ERRORS, ErrorText, Outcome, any_case
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memledger.events import EventKind
 from memledger.input.linegrammar import load_grammar
+from memledger.model.events import EventKind
 from memledger.sglang.errors import ERRORS
 from memledger.sglang.examples import EXAMPLES, Example
 from memledger.sglang.lines import ENV_VAR_NAMES, ERROR_KEYS, LINES, SPECS, ValueType
