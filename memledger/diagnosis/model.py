@@ -67,6 +67,13 @@ class FindingId(StrEnum):
     TRUNCATED = "truncated"
     WEIGHTS_EXCEED_BUDGET = "weights_exceed_budget"
     ZERO_HEADROOM = "zero_headroom"
+    # findings of a vLLM log (memledger.diagnosis.vllm)
+    FAILED_AT_KV_CHECK = "failed_at_kv_check"
+    IN_USE_AT_START = "in_use_at_start"
+    KV_CACHE_MEMORY_SUGGESTION = "kv_cache_memory_suggestion"
+    KV_SHORT_OF_ONE_REQUEST = "kv_short_of_one_request"
+    NO_KV_BUDGET = "no_kv_budget"
+    OOM = "oom"
     # the known crash causes (memledger.sglang.failure_rules.CRASH_CAUSES)
     CAPTURE_INVALIDATED = "capture_invalidated"
     DEEPEP_BUFFER_MEMORY = "deepep_buffer_memory"

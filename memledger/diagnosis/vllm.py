@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from memledger.diagnosis.model import Diagnosis, Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.model import Diagnosis, Direction, Finding, FindingId, Severity, Suggestion
 from memledger.input.vllm_facts import Fact
 from memledger.input.vllm_reader import Reading, Startup, VllmLog
 from memledger.model.ledger import Ledger
@@ -147,7 +147,7 @@ def _free_memory(
         others = total - free
         findings.append(
             Finding(
-                id="in_use_at_start",
+                id=FindingId.IN_USE_AT_START,
                 severity=Severity.ERROR,
                 message=f"{_g(others)} of the {_g(total)} GPU was in use before vLLM started "
                 "(another process, or an earlier engine still holding memory)",
@@ -190,7 +190,7 @@ def _max_len_v1(
     if shortfall is not None:
         findings.append(
             Finding(
-                id="kv_short_of_one_request",
+                id=FindingId.KV_SHORT_OF_ONE_REQUEST,
                 severity=Severity.ERROR,
                 message=f"one request of {int(max_len or 0):,} tokens needs {_g(needed or 0)} "
                 f"of KV cache; the budget left {_g(available or 0)} ({_g(shortfall)} short)",
@@ -272,7 +272,7 @@ def _max_len_v0(
         shortfall = math.ceil(short_tokens / DEFAULT_BLOCK_SIZE) * sizing.block_bytes
     findings.append(
         Finding(
-            id="kv_short_of_one_request",
+            id=FindingId.KV_SHORT_OF_ONE_REQUEST,
             severity=Severity.ERROR,
             message=f"the KV cache holds {int(tokens or 0):,} tokens, one request may take "
             f"{int(max_len or 0):,}"
@@ -321,7 +321,7 @@ def _no_cache(
     weights = facts.get("weights_gib")
     findings.append(
         Finding(
-            id="no_kv_budget",
+            id=FindingId.NO_KV_BUDGET,
             severity=Severity.ERROR,
             message="nothing left for the KV cache: weights, non-torch memory and the "
             "activation peak fill the budget"
@@ -371,7 +371,7 @@ def _after_kv(
     kv = facts["kv_cache_gib"]
     findings.append(
         Finding(
-            id="failed_at_kv_check",
+            id=FindingId.FAILED_AT_KV_CHECK,
             severity=Severity.ERROR,
             message=f"the engine failed right after sizing {_g(kv.bytes or 0)} of KV cache, "
             "where V1 checks that one max-length request fits (the failure text is not in the "
@@ -429,7 +429,7 @@ def _oom(
     shortfall = None if tried is None or free is None else max(tried - free, 0)
     findings.append(
         Finding(
-            id="oom",
+            id=FindingId.OOM,
             severity=Severity.ERROR,
             message=f"out of GPU memory during {PHASE_TEXT[phase]}"
             + (
@@ -523,7 +523,7 @@ def _suggestion_audit(log: VllmLog, facts: Mapping[str, Fact], sizing: VllmSizin
         )
     return [
         Finding(
-            id="kv_cache_memory_suggestion",
+            id=FindingId.KV_CACHE_MEMORY_SUGGESTION,
             severity=Severity.INFO,
             message=f"vLLM suggests --kv-cache-memory={int(suggested.value):,}; recomputed "
             f"{int(step.value):,} ({same}, {step.arithmetic}); {judgement}",
