@@ -81,6 +81,7 @@ from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, PRIVATE_POOLS_CITATION, CrashCause, Phase
+from memledger.sizing.inputs import SizingInputs
 
 __all__ = [
     "Diagnosis",
@@ -95,9 +96,10 @@ __all__ = [
 MESSAGE_CLIP = 70
 
 
-def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
-    """The diagnosis of the parsed startup (the ledger must be built from the same parse)."""
-    evidence = gather(parsed, ledger)
+def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Diagnosis:
+    """The diagnosis of the parsed startup (the ledger and the sizing inputs must come from the
+    same parse; the inputs are read from it when not given)."""
+    evidence = gather(parsed, ledger, inputs)
     diagnosis = _diagnose(evidence)
     if not evidence.command_notes:
         return diagnosis

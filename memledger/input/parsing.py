@@ -32,7 +32,7 @@ from memledger.input.reader import (
     iter_candidate_texts,
     open_log,
 )
-from memledger.input.server_args import coverage_reason, parse_server_args
+from memledger.input.server_args import bounded_parts, coverage_reason, parse_server_args
 from memledger.input.store import (
     BEFORE_STARTUP,
     RANK_AGNOSTIC,
@@ -53,6 +53,7 @@ from memledger.input.wrapped import CutLines
 from memledger.model.events import (
     Event,
     EventKind,
+    LineCause,
     ParamValue,
     ParsedLog,
     Startup,
@@ -157,6 +158,8 @@ def _read_server_args(collector: Collector, lo: int, hi: int) -> None:
                     rank=item.event.rank,
                     text=text[:TEXT_CAP],
                     reason=coverage_reason(problems, not_kept),
+                    cause=LineCause.GAP if problems else LineCause.READ_IN_PART,
+                    bounded=bounded_parts(not_kept),
                 )
             )
 
