@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from memledger.compare import diff_ledgers
-from memledger.ledger_model import Evidence, Ledger, LedgerSource, Row, RowGroup, RowKind, Summary
+from memledger.compare.compute import diff_ledgers
+from memledger.model.ledger import Evidence, Ledger, LedgerSource, Row, RowGroup, RowKind, Summary
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS, render_diff_markdown
 from memledger.units import GIB
 

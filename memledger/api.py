@@ -17,27 +17,26 @@ from datetime import date
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeAlias
 
-from memledger.budget import Budget
-from memledger.checking import CheckReport, CheckStatus
-from memledger.events import ParsedLog
-from memledger.ledger_model import Ledger
-from memledger.service import (
+from memledger.app.check import check_report
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.diff import diff_of
+from memledger.app.load import load_ledger, load_parsed
+from memledger.app.options import (
     CheckOptions,
     DiagnoseOptions,
     DiffOptions,
     DiffSide,
     LoadOptions,
     PathLike,
-    check_report,
-    diagnosis_of,
-    diff_of,
-    load_ledger,
-    load_parsed,
+    Source,
 )
-from memledger.service import Source as Source
+from memledger.checking.budget import Budget
+from memledger.model.check import CheckReport, CheckStatus
+from memledger.model.events import ParsedLog
+from memledger.model.ledger import Ledger
 
 if TYPE_CHECKING:
-    from memledger.compare import LedgerDiff
+    from memledger.compare.models import LedgerDiff
     from memledger.compare.upgrade_models import AgainstRelease
     from memledger.diagnosis import Diagnosis
     from memledger.sizing import WhatIf
@@ -300,7 +299,8 @@ def whatif(
     `whatif(log, solve="mem_fraction_static", target={"max_total_num_tokens": N})` finds the
     lowest mem_fraction_static giving N KV tokens per rank (`answer.solved.value`).
     """
-    from memledger.service import WhatIfOptions, whatif_of
+    from memledger.app.options import WhatIfOptions
+    from memledger.app.whatif import whatif_of
 
     merged = {**(changes or {}), **settings}
     wanted = None if target is None else ",".join(f"{k}={v}" for k, v in target.items())
@@ -341,7 +341,7 @@ def against_release(
     `log_release` is the release the log ran when its line formats do not pin it;
     `gpu_memory_mib` the GPU (nvidia-smi MiB), else inferred from the log.
     """
-    from memledger.service_release import AgainstReleaseOptions, against_release_of
+    from memledger.app.against_release import AgainstReleaseOptions, against_release_of
 
     return against_release_of(
         AgainstReleaseOptions(

@@ -1,8 +1,9 @@
 """Command-line entry point: `main` runs the click group of `memledger.commands.group`.
 
 The click layer only parses options, calls one function and maps errors to exit codes. This
-module imports nothing heavy: `main` starts the big-log prefilter first (memledger.input.
-grep_early, grep_scan), then imports click and the command, so the two overlap.
+module imports nothing heavy: `main` starts the big-log prefilter first through the input
+layer's CLI entry (memledger.input.grep_early, then memledger.input.prestart), then imports click
+and the command, so the two overlap.
 """
 
 from __future__ import annotations
@@ -15,19 +16,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
 
-    from memledger.commands.group import cli as cli
-    from memledger.commands.group import usage_error_line as usage_error_line
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived: unwinds like Ctrl-C, so every `finally` stops its scan worker or grep."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.exit_code = 128 + signum
-
 
 def _terminate(signum: int, _frame: FrameType | None) -> None:
+    from memledger.errors import Terminated  # lazily: main starts grep before heavier imports
+
     raise Terminated(signum)
 
 
@@ -68,12 +60,12 @@ def main(argv: list[str] | None = None) -> int:
 def _prestart(args: list[str]) -> None:
     """Start grep on a big log named in `args` before the command's imports (~0.3 s), so the
     two overlap: its first stage with the stdlib only, then the rest of the pipeline
-    (memledger.input.grep_early, grep_scan)."""
+    (memledger.input.grep_early, prestart)."""
     try:
         from memledger.input.grep_early import start_early
 
         start_early(args)
-        from memledger.input.grep_scan import prestart
+        from memledger.input.prestart import prestart
 
         prestart(args)
     except Exception:  # an optimisation only: the reader starts the scan itself
@@ -88,15 +80,6 @@ def _exit_now(code: int) -> None:
         except (OSError, ValueError):
             pass  # a closed pipe: what could not be written is lost either way
     os._exit(code)
-
-
-def __getattr__(name: str) -> object:
-    """`cli` (the click group) and `usage_error_line`, imported when first asked for."""
-    if name in ("cli", "usage_error_line"):
-        from memledger.commands import group
-
-        return getattr(group, name)
-    raise AttributeError(f"module 'memledger.cli' has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

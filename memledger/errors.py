@@ -131,3 +131,11 @@ class NoSuchRowError(KeyError):
 
     def __str__(self) -> str:  # KeyError's own str() is the repr of its argument
         return str(self.args[0]) if self.args else ""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C, so every `finally` stops its scan worker or grep."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.exit_code = 128 + signum

@@ -34,9 +34,17 @@ _MISSING: Any = object()
 
 
 class FieldInfo:
-    """One declared field: its default (or default factory), JSON alias and schema extras."""
+    """One declared field: its default (or default factory), JSON alias, schema extras, and
+    whether the dumps leave it out (`exclude`, as pydantic's)."""
 
-    __slots__ = ("alias", "annotation", "default", "default_factory", "json_schema_extra")
+    __slots__ = (
+        "alias",
+        "annotation",
+        "default",
+        "default_factory",
+        "exclude",
+        "json_schema_extra",
+    )
 
     def __init__(
         self,
@@ -45,7 +53,9 @@ class FieldInfo:
         default_factory: Callable[[], Any] | None = None,
         alias: str | None = None,
         json_schema_extra: dict[str, Any] | None = None,
+        exclude: bool = False,
     ) -> None:
+        self.exclude = exclude
         self.default = default
         self.default_factory = default_factory
         self.alias = alias
@@ -63,10 +73,16 @@ def Field(  # noqa: N802  (pydantic's name: declarations read the same)
     default_factory: Callable[[], Any] | None = None,
     alias: str | None = None,
     json_schema_extra: dict[str, Any] | None = None,
+    exclude: bool = False,
 ) -> Any:
-    """A field's default, default factory, JSON alias or schema extras (as pydantic's `Field`)."""
+    """A field's default, default factory, JSON alias or schema extras, and `exclude` (left out
+    of every dump and of the serialization schema), as pydantic's `Field`."""
     return FieldInfo(
-        default, default_factory=default_factory, alias=alias, json_schema_extra=json_schema_extra
+        default,
+        default_factory=default_factory,
+        alias=alias,
+        json_schema_extra=json_schema_extra,
+        exclude=exclude,
     )
 
 
@@ -343,6 +359,8 @@ def _dump_record(
     cls = type(record)
     out: dict[str, Any] = {}
     for name, info in cls.model_fields.items():
+        if info.exclude:
+            continue
         key = info.alias if by_alias and info.alias is not None else name
         value = record.__dict__[name]
         if not exclude or name not in exclude:

@@ -52,6 +52,8 @@ def view(cls: type[Record]) -> type[BaseModel]:
             options["alias"] = info.alias
         if info.json_schema_extra is not None:
             options["json_schema_extra"] = info.json_schema_extra
+        if info.exclude:
+            options["exclude"] = True
         if options:
             namespace[name] = Field(**options)
     for name, prop in cls.model_computed_fields.items():

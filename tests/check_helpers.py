@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memledger.ledger_model import (
+from memledger.model.ledger import (
     Evidence,
     Ledger,
     Row,

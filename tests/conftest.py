@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from memledger.cli import main
-from memledger.ledger_model import Checkpoint, Interval, Ledger, LedgerSource, Row, Summary
+from memledger.model.ledger import Checkpoint, Interval, Ledger, LedgerSource, Row, Summary
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT_ROOT / "samples"
@@ -127,7 +127,8 @@ def ledger_for(
 
 @cache
 def _cached_ledger(path: str, model_config: str | None) -> Ledger:
-    from memledger.service import LoadOptions, load_ledger
+    from memledger.app.load import load_ledger
+    from memledger.app.options import LoadOptions
 
     options = LoadOptions(model_config=None if model_config is None else Path(model_config))
     return load_ledger(path, options)

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 
 from markdown_it import MarkdownIt
 
-from memledger.ledger_model import (
+from memledger.model.ledger import (
     Checkpoint,
     Evidence,
     Interval,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from memledger.ledger_model import (
+from memledger.model.ledger import (
     Checkpoint,
     Evidence,
     Interval,

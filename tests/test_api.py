@@ -14,10 +14,10 @@ import pytest
 import memledger
 from memledger import testing as memledger_testing
 from memledger.api import BudgetFailure, BudgetWarning, assert_budget, check
-from memledger.budget import parse_budget
-from memledger.checking import CheckStatus
+from memledger.checking.budget import parse_budget
 from memledger.cli import main
 from memledger.errors import ConfigError, InputError
+from memledger.model.check import CheckStatus
 from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
 from tests.conftest import REAL_LOGS, SAMPLES, unwrapped
 
@@ -49,7 +49,7 @@ def test_every_export_resolves() -> None:
 
 
 def test_ledger_is_the_api_function_and_models_live_apart() -> None:
-    import memledger.ledger_model as ledger_model
+    import memledger.model.ledger as ledger_model
 
     assert ledger_model.Ledger is memledger.Ledger
     assert ledger_model.Summary is memledger.Summary

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 import memledger
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
 from memledger.units import GIB, MIB
 from tests.conftest import REAL_LOGS, load_truth
 from tests.parse_helpers import physical_lines, real_log

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import io
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import MEMORY_KNOBS
-from memledger.events import EventKind
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
+from memledger.model.events import EventKind
 from memledger.units import GIB
 
 P = "[2025-09-13 09:09:15 TP0] "

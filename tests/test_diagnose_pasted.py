@@ -10,10 +10,11 @@ import re
 
 import pytest
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
 from memledger.units import GIB, MIB
 from tests.parse_helpers import physical_lines, real_log
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import io
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
 from memledger.units import GIB
 
 
@@ -357,14 +358,14 @@ def test_what_to_set_is_a_flag_with_its_value() -> None:
 
 
 def _events(lines: list[str]) -> list[object]:
-    from memledger.events import EventKind
+    from memledger.model.events import EventKind
 
     parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="p")
     return [e for e in parsed.startup.events if e.kind is not EventKind.CRASH]
 
 
 def test_the_new_error_shapes_read_into_events() -> None:
-    from memledger.events import Event, EventKind
+    from memledger.model.events import Event, EventKind
 
     profiled, shm, lone, bare = (
         [

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import diagnose
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import render_text
-from memledger.service import LoadOptions, build
 from tests.test_diagnose_thread_table import _diagnose, _ids, _knobs
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -8,10 +8,11 @@ from __future__ import annotations
 import io
 import math
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import suggestion_title
-from memledger.service import LoadOptions, build
 from memledger.units import GIB, MIB
 
 PREFIX = "[2025-04-29 16:19:00 TP0] "

@@ -6,7 +6,6 @@ import io
 
 import pytest
 
-from memledger.events import Event, EventKind
 from memledger.input.error_texts import (
     ErrorTextReader,
     read_kv_refusal,
@@ -15,6 +14,7 @@ from memledger.input.error_texts import (
     short_path,
 )
 from memledger.input.parsing import parse_log
+from memledger.model.events import Event, EventKind
 from memledger.units import GIB, MIB
 from tests.parse_helpers import physical_lines, real_log
 

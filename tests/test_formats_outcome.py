@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import io
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import diagnose
-from memledger.events import EventKind
 from memledger.input.outcome import outcome_kind
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
+from memledger.model.events import EventKind
 from tests.test_diagnose_thread_table import THREAD_7691
 
 LOAD_END = THREAD_7691[0]

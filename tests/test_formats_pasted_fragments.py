@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from memledger.events import EventKind
 from memledger.input.facts import FACT_KEYS, facts_of
 from memledger.input.parsing import parse_log
+from memledger.model.events import EventKind
 
 DATA = Path(__file__).parent / "data" / "pasted_fragments.toml"
 FRAGMENTS: list[dict[str, Any]] = tomllib.loads(DATA.read_text(encoding="utf-8"))["fragment"]

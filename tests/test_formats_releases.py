@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from memledger.events import Event, ParsedLog
 from memledger.input.parsing import parse_log
+from memledger.model.events import Event, ParsedLog
 
 TABLE = Path(__file__).parent / "data" / "sglang_release_lines.toml"
 ENTRIES: list[dict[str, Any]] = tomllib.loads(TABLE.read_text(encoding="utf-8"))["line"]

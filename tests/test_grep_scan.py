@@ -12,7 +12,7 @@ from unittest import mock
 
 import pytest
 
-from memledger.input import grep_early, grep_scan
+from memledger.input import grep_early, grep_scan, prestart
 from memledger.input.grep_early import BORING_PCRE
 from memledger.input.reader import ReadStats, iter_candidate_lines, open_log
 from memledger.input.scan import BORING_ERE, MAX_LINE_BYTES
@@ -55,7 +55,7 @@ def _dropped_by(flags: list[str], lines: list[bytes]) -> list[bytes]:
 
 
 def test_the_pcre_serving_line_test_is_the_ere_one() -> None:
-    matched_pcre = _dropped_by(["-P", grep_scan.BORING_PCRE], TRICKY)
+    matched_pcre = _dropped_by(["-P", grep_early.BORING_PCRE], TRICKY)
     matched_ere = _dropped_by(["-E", "-e", BORING_ERE], TRICKY)
     assert matched_pcre == matched_ere
     assert 0 < len(matched_pcre) < len(TRICKY)  # some serving lines, some kept (glued, odd)
@@ -64,11 +64,11 @@ def test_the_pcre_serving_line_test_is_the_ere_one() -> None:
 def test_grep_is_the_default_for_a_big_regular_file_only(tmp_path: Path) -> None:
     path = tmp_path / "big.log"
     with mock.patch.dict("os.environ", {"PATH": os.environ["PATH"]}, clear=True):
-        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES) == GREP
-        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES - 1) is None
+        assert grep_scan.grep_program(path, grep_early.GREP_MIN_BYTES) == GREP
+        assert grep_scan.grep_program(path, grep_early.GREP_MIN_BYTES - 1) is None
         assert grep_scan.grep_program(None, None) is None  # a stream: the built-in scanner
     with mock.patch.dict("os.environ", {"MEMLEDGER_PREFILTER": "python"}):
-        assert grep_scan.grep_program(path, grep_scan.GREP_MIN_BYTES) is None
+        assert grep_scan.grep_program(path, grep_early.GREP_MIN_BYTES) is None
 
 
 def _candidates(path: Path, prefilter: str) -> tuple[list[tuple[int, bytes]], int, int]:
@@ -111,20 +111,21 @@ def test_the_cli_starts_grep_before_the_imports_and_the_reader_claims_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
     path = _hostile_log(tmp_path)
     words = tuple(PREFILTER_WORDS)
-    grep_scan.prestart(["parse", "--format", "json", str(path)])
-    assert len(grep_scan._STARTED) == 1
+    prestart.prestart(["parse", "--format", "json", str(path)])
+    assert len(grep_scan.STARTED) == 1
     expected = _candidates(path, "python")
     assert _candidates(path, "grep") == expected  # read from the pipeline started above
-    assert grep_scan._STARTED == {}
-    grep_scan.prestart(["parse", str(path), "--grammar", "x.lark"])  # more keywords: not started
-    grep_scan.prestart(["schema", str(path)])  # reads no log
-    assert grep_scan._STARTED == {}
-    grep_scan.prestart(["ledger", str(path)])
-    [pipeline] = grep_scan._STARTED.values()
+    assert grep_scan.STARTED == {}
+    prestart.prestart(["parse", str(path), "--grammar", "x.lark"])  # more keywords: not started
+    prestart.prestart(["schema", str(path)])  # reads no log
+    assert grep_scan.STARTED == {}
+    prestart.prestart(["ledger", str(path)])
+    [pipeline] = grep_scan.STARTED.values()
     grep_scan.stop_unclaimed()
-    assert grep_scan._STARTED == {} and pipeline.second.returncode is not None
+    assert grep_scan.STARTED == {} and pipeline.second.returncode is not None
     assert grep_scan.claim(path, words) is None
 
 
@@ -146,14 +147,15 @@ def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_
 ) -> None:
     monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
     monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
     monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
     path = _hostile_log(tmp_path)
     grep_early.start_early(["parse", "--format", "json", str(path)])
     [(_grep, first)] = grep_early.STARTED.values()
     assert isinstance(first, subprocess.Popen)  # no newline near the middle: one part
-    grep_scan.prestart(["parse", "--format", "json", str(path)])
+    prestart.prestart(["parse", "--format", "json", str(path)])
     assert grep_early.STARTED == {}
-    [pipeline] = grep_scan._STARTED.values()
+    [pipeline] = grep_scan.STARTED.values()
     assert pipeline.first is first  # adopted, not started again
     expected = _candidates(path, "python")
     monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
@@ -161,7 +163,7 @@ def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_
     with open_log(path) as log:
         found = list(iter_candidate_lines(log, stats))
     assert (found, stats.n_lines, stats.n_bytes) == expected
-    assert grep_scan._STARTED == {}
+    assert grep_scan.STARTED == {}
     # forced either way, or not the first big log: nothing starts early
     for env, argv in (
         ({"MEMLEDGER_PREFILTER": "grep"}, ["parse", str(path)]),
@@ -243,6 +245,7 @@ def test_parts_started_at_entry_are_adopted_or_stopped(
 ) -> None:
     monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
     monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
     monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
     path = _two_halves_log(tmp_path)
     expected = _candidates(path, "python")
@@ -251,15 +254,15 @@ def test_parts_started_at_entry_are_adopted_or_stopped(
     if grep_early.cores() < 2:
         pytest.skip("one CPU: a file is never cut")
     assert isinstance(parts, grep_early.Parts) and len(parts.firsts) == 2
-    grep_scan.prestart(["parse", str(path)])
-    [pipeline] = grep_scan._STARTED.values()
+    prestart.prestart(["parse", str(path)])
+    [pipeline] = grep_scan.STARTED.values()
     assert pipeline.first is parts.firsts[0] and pipeline.rest[0].first is parts.firsts[1]
     linux = Path("/proc/self/limits").exists()
     for part in (pipeline, *pipeline.rest) if linux else ():  # every grep under the data limit
         for process in (part.first, part.second):
             limits = Path(f"/proc/{process.pid}/limits").read_text()
             [data] = [line for line in limits.splitlines() if line.startswith("Max data size")]
-            assert data.split()[3:5] == [str(grep_scan.GREP_DATA_LIMIT)] * 2
+            assert data.split()[3:5] == [str(grep_early.GREP_DATA_LIMIT)] * 2
     stats = ReadStats()
     with open_log(path) as log:
         found = list(iter_candidate_lines(log, stats))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import io
 import time
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
-from memledger.events import EventKind, ParsedLog
 from memledger.input.launch_command import (
     MAX_COMMAND_CHARS,
     MAX_FLAGS,
@@ -19,7 +20,7 @@ from memledger.input.launch_command import (
     resolve_abbreviations,
 )
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
+from memledger.model.events import EventKind, ParsedLog
 from memledger.sglang.release_markers import VersionRange, version_code
 from memledger.sizing.inputs import sizing_inputs
 

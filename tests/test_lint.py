@@ -6,9 +6,12 @@ mypy keeps its (gitignored) cache in .mypy_cache, so a warm run takes well under
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,15 +44,60 @@ def test_tool_is_clean(name: str) -> None:
         pytest.fail(f"`{name}` exited {result.returncode}:\n{output}", pytrace=False)
 
 
-MAX_MODULE_LINES = 600
-"""The house rule: a module past this is split by what it is about, not grown."""
+PACKAGE = PROJECT_ROOT / "memledger"
+FACADES = {"memledger/testing.py"}
+"""Public modules whose whole job is to hand on the API under another name (`memledger.testing`
+for pytest users); every other module defines what it exports."""
 
 
-def test_no_module_over_the_line_limit() -> None:
-    """Every module in memledger/ stays at or under MAX_MODULE_LINES lines."""
-    too_long = {
-        path.relative_to(PROJECT_ROOT).as_posix(): count
-        for path in sorted((PROJECT_ROOT / "memledger").rglob("*.py"))
-        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-    }
-    assert not too_long, f"modules over {MAX_MODULE_LINES} lines: {too_long}"
+def _packages() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
+
+
+def _listed(package: Path) -> set[str]:
+    """The modules a package's `__init__` docstring lists under `Modules:`, one line each
+    ("- `name`: what it holds")."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    _, _, listing = doc.partition("\nModules:\n")
+    return set(re.findall(r"^- `(\w+)`", listing, re.M))
+
+
+def _members(package: Path) -> set[str]:
+    modules = {p.stem for p in package.glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
+    return modules | {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+
+
+@pytest.mark.parametrize(
+    "package", _packages(), ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix()
+)
+def test_each_package_says_what_each_of_its_modules_holds(package: Path) -> None:
+    """The house rule in place of a line cap: a module holds one subject, which its package's
+    `__init__` docstring names in one line; a module missing from the list (or a listed one
+    that is gone) fails here, so a split or a merge has to say what the new module is about."""
+    assert _listed(package) == _members(package)
+
+
+def test_nothing_outside_a_package_init_re_exports() -> None:
+    """A name is imported from the module that defines it: no `import X as X` and no `__all__`
+    naming an imported name, except in a package `__init__` (and the public facades)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PROJECT_ROOT).as_posix()
+        if path.name == "__init__.py" or where in FACADES:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                for alias in node.names:
+                    name = alias.asname or alias.name.split(".")[0]
+                    imported.add(name)
+                    if alias.asname is not None and alias.asname == alias.name.split(".")[-1]:
+                        found.append(f"{where}:{node.lineno}: {alias.name} as {alias.asname}")
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+            ):
+                names = ast.literal_eval(node.value)
+                found += [f"{where}: __all__ names imported {n}" for n in names if n in imported]
+    assert not found, "\n".join(found)

@@ -11,11 +11,11 @@ import pytest
 import memledger.input.parsing as parsing
 import memledger.input.store as store
 from memledger.errors import SelectionError
-from memledger.events import EventKind, ParamValue, ParsedLog
 from memledger.input.parsing import parse_log
 from memledger.input.ranks import rank_key_values
 from memledger.input.server_args import parse_server_args
 from memledger.input.store import RANK_AGNOSTIC
+from memledger.model.events import EventKind, ParamValue, ParsedLog
 from tests.parse_helpers import real_log
 from tests.security_helpers import log_text
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.events import EventKind
 from memledger.input.facts import FACT_KEYS, facts_of
 from memledger.input.parsing import parse_log
-from memledger.parse_document import ParseDocument
+from memledger.model.events import EventKind
+from memledger.model.parse import ParseDocument
 from tests.conftest import run_cli
 from tests.parse_helpers import parse_json, real_log, truth_facts
 

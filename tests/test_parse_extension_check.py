@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memledger.errors import EXIT_USAGE, ConfigError
-from memledger.events import EventKind
 from memledger.input.linegrammar import LineGrammar, example_mismatches
+from memledger.model.events import EventKind
 from memledger.sglang.examples import EXAMPLES
 from tests.conftest import SAMPLES, run_cli
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from memledger.events import EventKind
 from memledger.input.linegrammar import LineGrammar, grammar_dir
 from memledger.input.transform import canonical_key
+from memledger.model.events import EventKind
 from memledger.sglang.examples import EXAMPLES
 from memledger.units import GIB, MIB
 

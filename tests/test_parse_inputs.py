@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from memledger.events import EventKind
 from memledger.input.facts import facts_of
 from memledger.input.logical import split_physical_line
 from memledger.input.parsing import parse_log
+from memledger.model.events import EventKind
 from tests.parse_helpers import parse_json, physical_lines, real_log, truth_facts
 
 # Real logs with different shapes: kubectl + glued lines (TP8), docker (TP1), no rank tag + ANSI +

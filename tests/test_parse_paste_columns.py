@@ -9,11 +9,12 @@ import io
 
 import pytest
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
-from memledger.events import EventKind, ParsedLog
 from memledger.input.logical import split_physical_line, strip_paste_columns
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
+from memledger.model.events import EventKind, ParsedLog
 
 # A startup that OOMs while SGLang allocates req_to_token, in the shape of
 # https://github.com/sgl-project/sglang/pull/6744 (numbers made up).

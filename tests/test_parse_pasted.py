@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from memledger.events import EventKind, ParsedLog
 from memledger.input.facts import FACT_KEYS, facts_of
 from memledger.input.logical import split_physical_line
 from memledger.input.parsing import parse_log
 from memledger.input.ranks import is_rank0_tag
+from memledger.model.events import EventKind, ParsedLog
 from tests.conftest import run_cli
 from tests.parse_helpers import physical_lines, real_log, truth_facts
 

@@ -9,9 +9,9 @@ import io
 
 import pytest
 
-from memledger.events import EventKind, ParsedLog
 from memledger.input.parsing import MAX_PARSE_CHARS, parse_log
 from memledger.input.pasted import tidy_pasted
+from memledger.model.events import EventKind, ParsedLog
 
 KV = "KV Cache is allocated. #tokens: 161488, K size: 5.27 GB, V size: 5.27 GB"
 

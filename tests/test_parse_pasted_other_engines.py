@@ -10,9 +10,9 @@ import io
 import pytest
 
 from memledger.errors import InputError
-from memledger.events import EventKind, ParsedLog
 from memledger.input.facts import facts_of
 from memledger.input.parsing import parse_log
+from memledger.model.events import EventKind, ParsedLog
 
 VLLM = [
     "(EngineCore pid=41490) INFO 08-02 11:08:16 [gpu_worker.py:538] Available KV cache memory: "

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from memledger.events import ParsedLog
 from memledger.input.facts import facts_of
 from memledger.input.parsing import parse_log
 from memledger.input.ranks import head_tags, later_rank0
+from memledger.model.events import ParsedLog
 from tests.conftest import run_cli
 
 P = "[2026-01-30 20:54:{:02d} {}] "

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from memledger.events import Event, EventKind, ParsedLog
 from memledger.input.facts import facts_of
 from memledger.input.parsing import parse_log
+from memledger.model.events import Event, EventKind, ParsedLog
 
 
 def _parse(lines: list[str]) -> ParsedLog:

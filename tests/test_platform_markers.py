@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memledger.events import EventKind
 from memledger.input.parsing import parse_log
-from memledger.ledger_model import Ledger, Row, RowGroup
+from memledger.model.events import EventKind
+from memledger.model.ledger import Ledger, Row, RowGroup
 from memledger.sglang.lines import PLATFORM_MARKERS, platform_marker
 from tests.conftest import SAMPLES, ledger_for, real_log, real_log_paths
 

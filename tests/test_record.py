@@ -15,11 +15,12 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
 from memledger.api import check, diagnose, diff, ledger, load, whatif
-from memledger.checking import CheckReport
 from memledger.diagnosis.model import Diagnosis
-from memledger.events import Event, EventKind, RankInfo
-from memledger.ledger_model import Interval, Ledger
-from memledger.parse_document import ParseDocument, parse_document
+from memledger.input.facts import parse_document
+from memledger.model.check import CheckReport
+from memledger.model.events import Event, EventKind, RankInfo
+from memledger.model.ledger import Interval, Ledger
+from memledger.model.parse import ParseDocument
 from memledger.record import FrozenInstanceError, Record
 from memledger.record_views import view
 from memledger.render.diff_json import diff_document

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from memledger.events import Event, EventKind
+from memledger.model.events import Event, EventKind
 from memledger.sglang.release_markers import (
     FORMAT_MARKS,
     VersionRange,

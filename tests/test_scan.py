@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from memledger.errors import InputError
 from memledger.input import reader, scan
+from memledger.input.grep_scan import grep_program
 from memledger.input.reader import (
     SNIFF_BYTES,
     PeekedStream,
     ReadStats,
-    grep_program,
     iter_candidate_lines,
     open_log,
 )

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from memledger.app.open import open_input
 from memledger.errors import EXIT_INPUT, EXIT_OK
 from memledger.input.reader import SNIFF_BYTES
-from memledger.saved_ledger import MAX_VALUES
-from memledger.service import open_input
+from memledger.input.saved_ledger import MAX_VALUES
 from tests.conftest import CountingStream
 from tests.security_helpers import log_text
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memledger.budget import MAX_ITEM_CHARS, MAX_TEXT_CHARS
+from memledger.app.options import MAX_LABEL_CHARS
+from memledger.checking.budget import MAX_ITEM_CHARS, MAX_TEXT_CHARS
 from memledger.errors import EXIT_INPUT, EXIT_USAGE, MESSAGE_CHARS, bounded
-from memledger.saved_ledger import MAX_STRING_CHARS
-from memledger.service import MAX_LABEL_CHARS
+from memledger.input.saved_ledger import MAX_STRING_CHARS
 from memledger.sizing.whatif import MAX_SETTING_CHARS
 from tests.security_helpers import run, write_log
 

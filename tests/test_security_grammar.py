@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from memledger.errors import EXIT_OK, EXIT_USAGE, ConfigError
-from memledger.events import EventKind
 from memledger.input.extension_regex import backtracking_problem, regexp_literals
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
 from memledger.input.parsing import parse_log
+from memledger.model.events import EventKind
 from tests.security_helpers import log_text, run, write_log
 
 # Shapes whose backtracking is exponential or polynomial on a 4096-character message.

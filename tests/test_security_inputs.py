@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from memledger import opener
+from memledger.app import open as opener
+from memledger.app.load import load_ledger
+from memledger.app.open import open_input
 from memledger.errors import EXIT_INPUT, EXIT_OK
 from memledger.input.reader import SNIFF_BYTES
-from memledger.service import load_ledger, open_input
 from tests.conftest import CountingStream
 from tests.security_helpers import log_text, run, write_log
 

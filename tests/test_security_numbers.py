@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memledger.budget import parse_budget, parse_budget_size
+from memledger.checking.budget import parse_budget, parse_budget_size
 from memledger.config_files import MAX_CONFIG_DEPTH, nesting_depth, parse_nested
 from memledger.errors import EXIT_USAGE, ConfigError
 from memledger.formulas import ExpressionError, evaluate, parse_formulas
 from memledger.input.server_args import _split_top_level, parse_server_args
-from memledger.model_config import load_model_config
+from memledger.model.model_config import load_model_config
 from memledger.units import (
     MAX_MAGNITUDE,
     NumberOutOfRange,

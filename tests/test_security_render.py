@@ -45,12 +45,13 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from memledger.api import diagnose, whatif
-from memledger.budget import parse_budget
-from memledger.checking import check_budget
+from memledger.app.load import load_parsed
+from memledger.checking.budget import parse_budget
+from memledger.checking.evaluate import check_budget
 from memledger.compare.compute import diff_ledgers
-from memledger.events import ParsedLog
-from memledger.fleet import FleetEntry
-from memledger.ledger_model import Ledger
+from memledger.model.events import ParsedLog
+from memledger.model.fleet import FleetEntry
+from memledger.model.ledger import Ledger
 from memledger.record import Record
 from memledger.render import FORMATS as LEDGER_FORMATS
 from memledger.render import LedgerView
@@ -65,7 +66,6 @@ from memledger.render.parse import ParseView
 from memledger.render.sizing import WHATIF_FORMATS
 from memledger.render.tables import markdown_cell
 from memledger.render.terminal import PLAIN
-from memledger.service import load_parsed
 from tests.conftest import SAMPLES, ledger_for
 
 PAYLOADS = [

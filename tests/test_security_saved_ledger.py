@@ -11,8 +11,8 @@ import pytest
 
 from memledger.api import ledger
 from memledger.errors import EXIT_INPUT, EXIT_OK
-from memledger.ledger_model import summary_from_rows
-from memledger.saved_ledger import check_consistent
+from memledger.input.saved_ledger import check_consistent
+from memledger.model.ledger import summary_from_rows
 from tests.conftest import SAMPLES, real_log_paths
 from tests.security_helpers import run, write_log
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from memledger.input import grammar_cache, linegrammar, shapecheck, shapestore
-from memledger.input.linegrammar import LineGrammar, LineParse
+from memledger.input.linegrammar import LineGrammar
 from memledger.input.shapecache import fold
+from memledger.input.transform import LineParse
 
 LOAD_END = "Load weight end. avail mem=47.63 GB, mem usage=30.78 GB."
 # What the grammar gives for LOAD_END (positions: avail mem 17-26, 47.63 27-32, GB 33-35, ...).

@@ -6,8 +6,8 @@ import re
 import subprocess
 import sys
 
-from memledger.events import EventKind
 from memledger.input.scan import LineFilter
+from memledger.model.events import EventKind
 from memledger.sglang import lines
 from memledger.sglang.examples import EXAMPLES
 
@@ -49,7 +49,8 @@ def test_lines_imports_only_the_standard_library() -> None:
     # the scan worker process imports it: pydantic or lark would slow every worker start
     probe = (
         "import sys, memledger.sglang.lines; "
-        "print(sorted(m for m in ('pydantic', 'lark', 'memledger.events') if m in sys.modules))"
+        "print(sorted(m for m in ('pydantic', 'lark', 'memledger.model.events') "
+        "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

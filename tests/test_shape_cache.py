@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from memledger.input import linegrammar
-from memledger.input.linegrammar import LineGrammar, LineParse
+from memledger.input.linegrammar import LineGrammar
 from memledger.input.parsing import parse_log
 from memledger.input.shapecache import ParseCache, digit_blind, fold
+from memledger.input.transform import LineParse
 from tests.conftest import SAMPLES, real_log_paths
 
 _DIGIT = re.compile(r"(?<![A-Za-z_])\d")

@@ -21,8 +21,9 @@ import pytest
 
 import memledger.input.parsing as parsing
 from memledger.input import linegrammar, shapestore
-from memledger.input.linegrammar import LineGrammar, LineParse
+from memledger.input.linegrammar import LineGrammar
 from memledger.input.shapecache import fold
+from memledger.input.transform import LineParse
 from tests.conftest import SAMPLES, real_log_paths
 
 _DIGIT = re.compile(r"(?<![A-Za-z_])\d")

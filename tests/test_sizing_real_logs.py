@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 import memledger
+from memledger.model.sizing import SizingResult
 from memledger.render.sizing import sizing_table
-from memledger.sizing import SizingResult, size_log, sizing_inputs, whatif
+from memledger.sizing import size_log, sizing_inputs, whatif
 from memledger.sizing.result import TOLERANCE
 from memledger.units import GIB
 from tests.conftest import PROJECT_ROOT, real_log_paths

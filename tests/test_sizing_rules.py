@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 import memledger
-from memledger.sglang.release_markers import VersionRange
-from memledger.sglang.sizing_rules import RULE, RULES, version_code
-from memledger.sizing import Settings, SizingInputs, base_settings, predict, size_log, sizing_inputs
+from memledger.model.sizing import Settings
+from memledger.sglang.release_markers import VersionRange, version_code
+from memledger.sglang.sizing_rules import RULE, RULES
+from memledger.sizing import SizingInputs, base_settings, predict, size_log, sizing_inputs
 from memledger.sizing.defaults import default_mem_fraction_static, default_mfs_by_v058_rule
 from memledger.sizing.inputs import KVPool, MambaState, Reading
 from memledger.units import GIB
@@ -531,11 +532,13 @@ def test_rule_mfs_default_tp_80g() -> None:
 
 
 def test_legacy_default_is_one_rule_for_sizing_and_upgrades() -> None:
-    """The upgrade view's legacy_mem_fraction_static (memledger.sglang.default_changes) is the
+    """The upgrade view's legacy_mem_fraction_static (memledger.compare.upgrade_releases) is the
     sizing model's rule: the same function, the same value at every release before 0.5.3."""
-    from memledger.sglang import default_changes, legacy_defaults
+    from memledger.compare import upgrade_releases
+    from memledger.sglang import legacy_defaults
 
-    assert default_changes.legacy_mem_fraction_static is legacy_defaults.legacy_mem_fraction_static
+    shared_rule = legacy_defaults.legacy_mem_fraction_static
+    assert vars(upgrade_releases)["legacy_mem_fraction_static"] is shared_rule  # not a copy
     for release in ("0.4.0", "0.4.5", "0.4.6", "0.4.8", "0.5.2"):
         for gpu in (16_384, 24_564, 46_068, 81_559, 143_771, 183_359):
             for tp in (1, 2, 8):

@@ -31,9 +31,9 @@ SERVING = STAMP + b" Decode batch. #running-req: 7, #token: 6377, token usage: 0
 # then the reader; prints whether the pipeline ran, and what the reader found.
 CHILD = """
 import json, sys
-from memledger.input import grep_scan, stdin_scan
+from memledger.input import grep_scan, prestart, stdin_scan
 from memledger.input.reader import ReadStats, iter_candidate_lines, open_log
-grep_scan.prestart(sys.argv[1:])
+prestart.prestart(sys.argv[1:])
 stats = ReadStats()
 with open_log("-") as log:
     piped = log.prefiltered is not None

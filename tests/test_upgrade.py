@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from memledger.app.diff import diff_of, run_diff
+from memledger.app.load import load_parsed
+from memledger.app.options import DiffOptions, DiffSide
 from memledger.compare.upgrade import UpgradeContext
 from memledger.compare.upgrade_releases import default_fraction, side_release
 from memledger.errors import EXIT_OK
-from memledger.service import DiffOptions, DiffSide, diff_of, load_parsed, run_diff
-from memledger.sglang.default_changes import (
-    CHANGES,
-    changes_between,
-    legacy_mem_fraction_static,
-)
-from memledger.sglang.sizing_rules import RULE, version_code
+from memledger.sglang.default_changes import CHANGES, changes_between
+from memledger.sglang.legacy_defaults import legacy_mem_fraction_static
+from memledger.sglang.release_markers import version_code
+from memledger.sglang.sizing_rules import RULE
 from memledger.sizing import sizing_inputs
 from memledger.sizing.result import TOLERANCE
 from memledger.units import GIB
@@ -304,8 +304,8 @@ def test_same_log_twice_has_no_explanation_and_no_json_key(tmp_path: Path) -> No
 
 
 def test_saved_ledgers_say_why_there_is_no_attribution() -> None:
-    from memledger.compare import diff_ledgers
-    from memledger.service import load_ledger
+    from memledger.app.load import load_ledger
+    from memledger.compare.compute import diff_ledgers
 
     base, head = load_ledger(str(SAMPLES / "dp16.log")), load_ledger(str(SAMPLES / "dp2.log"))
     upgrade = diff_ledgers(base, head, sizing=UpgradeContext()).upgrade

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from memledger.api import against_release as api_against_release
+from memledger.app.load import load_parsed
+from memledger.app.options import LoadOptions
 from memledger.compare.upgrade_against import against_release
 from memledger.compare.upgrade_gpu import GPU_WINDOW_MIB, fraction_defaults_at, infer_gpu
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.errors import EXIT_OK, EXIT_USAGE
 from memledger.render.diff_release import verdict
-from memledger.service import LoadOptions, load_parsed
 from memledger.sglang.release_markers import VersionRange, version_code
 from memledger.sizing import SizingInputs, base_settings, predict, sizing_inputs
 from memledger.units import MIB

@@ -8,6 +8,8 @@ import math
 
 import pytest
 
+from memledger.app.load import load_parsed
+from memledger.app.options import LoadOptions
 from memledger.compare.upgrade_gpu import (
     GPU_WINDOW_MIB,
     MFS_MATCH,
@@ -15,7 +17,6 @@ from memledger.compare.upgrade_gpu import (
     fraction_pieces,
     infer_gpu,
 )
-from memledger.service import LoadOptions, load_parsed
 from memledger.sglang.backend_defaults import LARGE_GPU_MFS_RULES
 from memledger.sglang.release_markers import VersionRange, given_release, version_code
 from memledger.sizing import SizingInputs, sizing_inputs

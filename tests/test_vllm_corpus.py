@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.load import load_any, load_ledger
+from memledger.app.options import DiagnoseOptions, LoadOptions
+from memledger.app.vllm import VllmRun
 from memledger.input.engine_detect import VLLM, detect_engine
-from memledger.service import DiagnoseOptions, LoadOptions, diagnosis_of, load_any, load_ledger
-from memledger.service_vllm import VllmRun
 from tests.conftest import REAL_LOGS_VLLM, vllm_manifest
 
 ENTRIES = vllm_manifest()

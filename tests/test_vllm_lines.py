@@ -7,12 +7,14 @@ import io
 
 import pytest
 
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.load import load_any, load_ledger
+from memledger.app.options import DiagnoseOptions
+from memledger.app.vllm import VllmRun
 from memledger.errors import InputError
 from memledger.input.engine_detect import SGLANG, VLLM, detect_engine
 from memledger.input.vllm_facts import startup_facts
 from memledger.input.vllm_reader import rank_tag, read_vllm
-from memledger.service import DiagnoseOptions, diagnosis_of, load_any, load_ledger
-from memledger.service_vllm import VllmRun
 from memledger.vllm.errors import ERRORS
 from memledger.vllm.lines import LINES
 

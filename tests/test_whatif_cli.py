@@ -9,7 +9,7 @@ import pytest
 
 import memledger
 from memledger.errors import EXIT_OK, EXIT_USAGE
-from memledger.sizing.settings import SETTING_NAMES
+from memledger.model.sizing import SETTING_NAMES
 from memledger.units import GIB
 from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, run_cli
 

@@ -2,6 +2,18 @@
 
 `COMMANDS` maps each command name to `module:attribute`; `memledger.cli` resolves it lazily so
 that `memledger parse` does not pay for importing the diff and check machinery.
+
+Modules:
+
+- `check`: `memledger check`.
+- `diagnose`: `memledger diagnose LOG`.
+- `diff`: `memledger diff BASE HEAD`.
+- `group`: The click group behind `memledger.cli.main`.
+- `ledger`: `memledger ledger LOG`.
+- `options`: Options several commands share.
+- `parse`: `memledger parse LOG`.
+- `schema`: `memledger schema [NAME]`.
+- `whatif`: `memledger whatif LOG --set NAME=VALUE ...`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from memledger.app.check import run_check
+from memledger.app.emit import emit, terminal_for
+from memledger.app.options import CheckOptions, LoadOptions
 from memledger.commands.options import (
     CHECK_FULL_HELP,
     format_option,
@@ -21,7 +24,6 @@ from memledger.commands.options import (
 )
 from memledger.errors import exit_codes_help
 from memledger.render.check import CHECK_MAX_CHARS, FORMATS
-from memledger.service import CheckOptions, LoadOptions, emit, run_check, terminal_for
 
 HELP_EPILOG = (
     exit_codes_help(check=True)

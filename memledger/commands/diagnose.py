@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from memledger.app.diagnose import run_diagnose
+from memledger.app.emit import emit, terminal_for
+from memledger.app.options import DiagnoseOptions, LoadOptions
 from memledger.commands.options import (
     format_option,
     formulas_option,
@@ -17,7 +20,6 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.render.diagnose import FORMATS
-from memledger.service import DiagnoseOptions, LoadOptions, emit, run_diagnose, terminal_for
 
 
 @click.command("diagnose")

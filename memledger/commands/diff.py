@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from memledger.app.diff import run_diff
+from memledger.app.emit import emit, terminal_for
+from memledger.app.options import DiffOptions, DiffSide, LoadOptions
 from memledger.commands.options import (
     DIFF_FULL_HELP,
     format_option,
@@ -20,7 +23,6 @@ from memledger.commands.options import (
 )
 from memledger.render.diff_formats import FORMATS, SORT_KEYS
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS
-from memledger.service import DiffOptions, DiffSide, LoadOptions, emit, run_diff, terminal_for
 
 HELP = """Compare two deployments: BASE and HEAD are SGLang logs or ledgers saved with
 `memledger ledger LOG --format json -o FILE` (one of each works too; `-` reads stdin).

@@ -13,12 +13,12 @@ import sys
 import click
 
 from memledger import __version__
-from memledger.cli import Terminated
 from memledger.commands import COMMANDS
 from memledger.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     MemledgerError,
+    Terminated,
     bounded,
     exit_codes_help,
 )

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from memledger.app.emit import emit, terminal_for
+from memledger.app.ledger import run_ledger
+from memledger.app.options import LedgerOptions, LoadOptions
 from memledger.commands.options import (
     LEDGER_FULL_HELP,
     format_option,
@@ -19,7 +22,6 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.render import FORMATS
-from memledger.service import LedgerOptions, LoadOptions, emit, run_ledger, terminal_for
 
 
 @click.command("ledger")

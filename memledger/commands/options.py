@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 import click
 
-from memledger.service import LoadOptions
+from memledger.app.options import LoadOptions
 
 FC = TypeVar("FC", bound=Callable[..., Any] | click.Command)
 R = TypeVar("R")

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from memledger.app.emit import emit, terminal_for
+from memledger.app.options import LoadOptions, ParseOptions
+from memledger.app.parse import run_parse
 from memledger.commands.options import (
     format_option,
     grammar_option,
@@ -15,7 +18,6 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.render.parse import FORMATS
-from memledger.service import LoadOptions, ParseOptions, emit, run_parse, terminal_for
 
 
 @click.command("parse")

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
+from memledger.app.emit import emit
+from memledger.app.schema import run_schema
 from memledger.commands.options import output_option
 from memledger.render.schema import SchemaName
-from memledger.service import emit, run_schema
 
 
 @click.command("schema")

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from memledger.app.emit import emit, terminal_for
+from memledger.app.options import LoadOptions, WhatIfOptions
+from memledger.app.whatif import run_whatif
 from memledger.commands.options import (
     format_option,
     grammar_option,
@@ -16,9 +19,8 @@ from memledger.commands.options import (
     startup_option,
 )
 from memledger.errors import ConfigError
+from memledger.model.sizing import SETTING_NAMES
 from memledger.render.sizing import WHATIF_FORMATS
-from memledger.service import LoadOptions, WhatIfOptions, emit, run_whatif, terminal_for
-from memledger.sizing.settings import SETTING_NAMES
 
 
 def _changes(pairs: tuple[str, ...]) -> dict[str, str]:

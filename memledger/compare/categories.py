@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ from memledger.compare.models import (
     delta_pct,
 )
 from memledger.compare.upgrade import UpgradeContext, explain_upgrade
-from memledger.events import ParamValue
-from memledger.ledger_model import (
+from memledger.model.events import ParamValue
+from memledger.model.ledger import (
     FIXED_OVERHEAD_GROUPS,
     LEDGER_PARAM_PREFIX,
     Checkpoint,

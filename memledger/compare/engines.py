@@ -12,7 +12,7 @@ estimate (memledger/vllm/sizing_rules.py `budget_v1`, `budget_graph`).
 
 from __future__ import annotations
 
-from memledger.ledger_model import Ledger, RowGroup
+from memledger.model.ledger import Ledger, RowGroup
 from memledger.record import Field
 from memledger.units import FrozenModel
 

@@ -11,8 +11,8 @@ from typing import Literal
 from memledger.compare.engines import EngineComparison
 from memledger.compare.upgrade_models import UpgradeExplanation
 from memledger.errors import NoSuchRowError
-from memledger.events import ParamValue
-from memledger.ledger_model import (
+from memledger.model.events import ParamValue
+from memledger.model.ledger import (
     RowGroup,
     RowKind,
     Summary,

@@ -35,15 +35,12 @@ from memledger.compare.upgrade_releases import (
     releases_differ,
     side_release,
 )
-from memledger.events import ParamValue
-from memledger.ledger_model import Ledger
-from memledger.sglang.default_changes import (
-    CHANGE,
-    Effect,
-)
-from memledger.sglang.release_markers import VersionRange, release_text
-from memledger.sglang.sizing_rules import version_code
-from memledger.sizing import Settings, SizingInputs, base_settings, predict
+from memledger.model.events import ParamValue
+from memledger.model.ledger import Ledger
+from memledger.model.sizing import Settings
+from memledger.sglang.default_changes import CHANGE, Effect
+from memledger.sglang.release_markers import VersionRange, release_text, version_code
+from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.inputs import KNOBS, Reading
 from memledger.sizing.result import TOLERANCE
 from memledger.sizing.whatif import refuse_impossible_gpu

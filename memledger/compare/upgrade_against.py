@@ -32,7 +32,7 @@ from memledger.compare.upgrade_releases import (
     number,
     side_release,
 )
-from memledger.events import ParamValue
+from memledger.model.events import ParamValue
 from memledger.sglang.backend_defaults import (
     ARCHES,
     default_attention,
@@ -40,8 +40,7 @@ from memledger.sglang.backend_defaults import (
     page_size_rule,
 )
 from memledger.sglang.default_changes import CHANGE, Effect
-from memledger.sglang.release_markers import VersionRange, given_release, release_text
-from memledger.sglang.sizing_rules import version_code
+from memledger.sglang.release_markers import VersionRange, given_release, release_text, version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
 from memledger.sizing.whatif import refuse_impossible_gpu

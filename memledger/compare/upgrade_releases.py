@@ -8,13 +8,10 @@ import re
 
 from memledger.compare.upgrade_models import CrossedDefault
 from memledger.errors import ConfigError
-from memledger.events import ParamValue
-from memledger.ledger_model import Ledger
-from memledger.sglang.default_changes import (
-    changes_between,
-    legacy_mem_fraction_static,
-    piecewise_on_by_default,
-)
+from memledger.model.events import ParamValue
+from memledger.model.ledger import Ledger
+from memledger.sglang.default_changes import changes_between, piecewise_on_by_default
+from memledger.sglang.legacy_defaults import legacy_mem_fraction_static
 from memledger.sglang.release_markers import VersionRange, given_release, version_code
 from memledger.sizing import SizingInputs, base_settings
 from memledger.sizing.defaults import default_mem_fraction_static

@@ -3,6 +3,29 @@
 `diagnose(parsed, ledger)` is a pure function of the parsed log (its error events included)
 and the ledger built from it; renderers turn the `Diagnosis` into text, markdown or JSON.
 A failure without memory evidence gets no memory knob.
+
+Modules:
+
+- `arithmetic`: Small pieces of arithmetic the suggestions share (each result carries its own
+  working).
+- `crash`: Crashes with a known cause that is not GPU memory.
+- `evidence`: What a parsed startup and its ledger say about a failure.
+- `forward`: One allocation of tens of GiB while much memory is still free.
+- `graphs`: CUDA graphs that took more memory than SGLang plans for them, with the known cause at
+  the log's release.
+- `health`: Memory problems a startup can survive.
+- `levers`: Levers with values for an OOM after the pool, the way SGLang maintainers answer these
+  threads.
+- `memory`: Findings and suggestions for a startup that ran out of memory, by phase.
+- `model`: The diagnosis of one startup.
+- `occupancy`: What a paste says about memory SGLang's own arithmetic did not plan for.
+- `phase`: Which startup phase a failure (or the end of a truncated log) falls in.
+- `pools`: Memory that is not the allocator's free GPU memory.
+- `reserve`: What a startup left outside its KV pool, against what SGLang's own default keeps there
+  at the log's release.
+- `table`: The request-to-token table.
+- `verdicts`: The verdict of an OOM whose levers have no value (the paste lacks the numbers).
+- `vllm`: Why a vLLM startup failed.
 """
 
 from __future__ import annotations
@@ -54,10 +77,11 @@ from memledger.diagnosis.pools import (
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.diagnosis.verdicts import phrase, serving_order, unvalued
-from memledger.events import Event, EventKind, ParsedLog
 from memledger.input.launch_command import NOTE_PREFIX
-from memledger.ledger_model import Ledger, LedgerDiagnosis
+from memledger.model.events import Event, EventKind, ParsedLog
+from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, PRIVATE_POOLS_CITATION, CrashCause, Phase
+from memledger.sizing.inputs import SizingInputs
 
 __all__ = [
     "Diagnosis",
@@ -72,9 +96,10 @@ __all__ = [
 MESSAGE_CLIP = 70
 
 
-def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
-    """The diagnosis of the parsed startup (the ledger must be built from the same parse)."""
-    evidence = gather(parsed, ledger)
+def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Diagnosis:
+    """The diagnosis of the parsed startup (the ledger and the sizing inputs must come from the
+    same parse; the inputs are read from it when not given)."""
+    evidence = gather(parsed, ledger, inputs)
     diagnosis = _diagnose(evidence)
     if not evidence.command_notes:
         return diagnosis

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, Severity
-from memledger.events import Event, EventKind
+from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import CRASH_CAUSES, SHM_FIX, SHM_SHAPE, SHM_SOURCE, CrashCause
 from memledger.units import MIB
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memledger.events import Event, EventKind, ParsedLog, Value
 from memledger.input.launch_command import NOTE_PREFIX
-from memledger.ledger_model import Checkpoint, Ledger
+from memledger.model.events import Event, EventKind, ParsedLog, Value
+from memledger.model.ledger import Checkpoint, Ledger
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 
 _OOM_EXCEPTION = "OutOfMemory"
@@ -200,7 +200,7 @@ def _tp_seen(ranks: list[str]) -> int | None:
     return max(indices) + 1 if indices else None
 
 
-def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
+def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Evidence:
     startup = parsed.startup
     events = startup.events
     by_kind: dict[EventKind, list[Event]] = {}
@@ -235,7 +235,7 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
         exit=exits[0] if exits else None,
         exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),
         tp_seen=_tp_seen([r.rank for r in startup.ranks] + [e.rank for e in events]),
-        sizing=sizing_inputs(parsed),
+        sizing=sizing_inputs(parsed) if inputs is None else inputs,
         command_line=command.line if command is not None else None,
         command_notes=[note for note in parsed.notes if note.startswith(NOTE_PREFIX)],
     )

@@ -8,7 +8,7 @@ from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import graph_cap_knob
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
-from memledger.events import EventKind
+from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     FA3_DEFAULT_CITATION,
     FA3_GRAPH_FIX_RELEASE,

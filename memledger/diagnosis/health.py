@@ -9,7 +9,7 @@ from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.diagnosis.reserve import default_reserve, outside_pool
-from memledger.events import EventKind
+from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     HEADROOM_DOCS_CAP_GIB,
     LARGE_GPU_RESERVE_CITATION,

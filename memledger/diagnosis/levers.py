@@ -20,11 +20,8 @@ from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.sglang.failure_rules import DECODE_GRAPH_FLAG_CITATION, DECODE_GRAPH_RUNNER
-from memledger.sglang.sizing_rules import (
-    CHUNKED_PREFILL_BY_GPU,
-    CHUNKED_PREFILL_LARGE_GPU,
-    RULE,
-)
+from memledger.sglang.fraction_rules import CHUNKED_PREFILL_BY_GPU, CHUNKED_PREFILL_LARGE_GPU
+from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.defaults import default_cuda_graph_max_bs, default_mfs_by_v058_rule
 from memledger.units import MIB
 

@@ -22,7 +22,7 @@ from memledger.diagnosis.levers import (
 )
 from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
-from memledger.events import Event, EventKind
+from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     BUDGET_CITATION,
     CAPTURE_ORDER_CITATION,

@@ -10,7 +10,7 @@ import math
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
-from memledger.events import EventKind
+from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     AFTER_POOL_DROP_MIN_GIB,
     DP_ATTENTION_RESERVE_CITATION,

@@ -8,7 +8,7 @@ before the failure does.
 from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.events import Event, EventKind
+from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CAPTURE_FAILED_TEXT,
     PHASE_FRAMES,

@@ -11,7 +11,7 @@ from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, Result, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
-from memledger.events import Event
+from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
     COUNT_LINES,
     COUNT_SHAPES,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.events import EventKind
+from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     LARGE_GPU_CONTEXT_ALLOWANCE_GIB,
     LARGE_GPU_MIB,

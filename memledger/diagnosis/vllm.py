@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Severity, Suggestion
 from memledger.input.vllm_facts import Fact
 from memledger.input.vllm_reader import Reading, Startup, VllmLog
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sizing.vllm import VllmSizing
 from memledger.vllm.sizing_rules import DEFAULT_BLOCK_SIZE, REDUNDANCY_BUFFER_BYTES

@@ -10,8 +10,8 @@ from memledger.engine.carve import Carve, Figure, Placed, negative_note
 from memledger.engine.chain import Chain, Span, Usage
 from memledger.engine.lines import tail_rows
 from memledger.engine.variables import Variables
-from memledger.events import Event, EventKind
-from memledger.ledger_model import (
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import (
     Checkpoint,
     Evidence,
     Interval,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memledger.events import Event
+from memledger.model.events import Event
 from memledger.units import Size
 
 

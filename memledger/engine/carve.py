@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from memledger.events import Event
-from memledger.ledger_model import RowGroup, RowKind
+from memledger.model.events import Event
+from memledger.model.ledger import RowGroup, RowKind
 from memledger.units import GIB, Size, format_gib
 
 

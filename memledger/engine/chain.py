@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from memledger.engine.audit import Audit
 from memledger.engine.carve import Carve
 from memledger.engine.roles import DRAFT, POST_CAPTURE, TARGET, Roles, assign_roles
-from memledger.events import Event, EventKind, ParamValue, Startup
+from memledger.model.events import Event, EventKind, ParamValue, Startup
 from memledger.sglang.rows import AVAIL_KINDS
 from memledger.sglang.versions import MEMORY_BASELINE
 from memledger.units import GIB, Size
@@ -130,6 +130,13 @@ ONCE_PER_WORKER = {
 :801 distributed init, :808 and :950 the load); a draft worker's own ModelRunner prints its set
 after the target's load. `Memory pool end` may repeat: from 0.5.16 a DFLASH draft is loaded
 before the pools, whose two `Memory pool end` lines then follow each other (single/005)."""
+
+
+def one_rank_readings(startup: Startup) -> bool:
+    """The startup's readings are one worker's: no two workers' lines interleave (the chain
+    takes no checkpoint otherwise, and the flow redoes no sizing from them)."""
+    events = sorted(startup.events, key=lambda e: e.line)
+    return interleaved_ranks(events, tagged=bool(startup.rank)) is None
 
 
 def interleaved_ranks(events: list[Event], tagged: bool = False) -> tuple[Event, Event] | None:

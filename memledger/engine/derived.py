@@ -13,7 +13,6 @@ from memledger.engine.carve import Carve
 from memledger.engine.chain import Chain, Span
 from memledger.engine.roles import TARGET
 from memledger.engine.variables import Variables, missing_reason
-from memledger.events import Event, EventKind
 from memledger.formulas import (
     ExpressionError,
     Formula,
@@ -22,8 +21,9 @@ from memledger.formulas import (
     format_value,
     render_text,
 )
-from memledger.ledger_model import RowKind
-from memledger.model_config import ModelDims
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import RowKind
+from memledger.model.model_config import ModelDims
 from memledger.sglang.versions import version_text
 
 FIRST_CAPTURE = "first_capture_begin"

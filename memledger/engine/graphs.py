@@ -10,8 +10,8 @@ from memledger.engine.carve import Carve, negative_note
 from memledger.engine.chain import Chain, Span, Usage
 from memledger.engine.lines import LoggedRows
 from memledger.engine.roles import capture_label
-from memledger.events import Event, EventKind
-from memledger.ledger_model import RowGroup, RowKind
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import RowGroup, RowKind
 from memledger.sglang.hints import deepep_graph_note
 
 DEEPEP_ROWS = frozenset({"deepep_ll_buffer", "deepep_hccl_window"})

@@ -21,9 +21,9 @@ from memledger.engine.chain import Chain, Span
 from memledger.engine.roles import TARGET
 from memledger.engine.summary import kv_bytes_per_token
 from memledger.engine.variables import Variables
-from memledger.events import Event, EventKind
-from memledger.ledger_model import RowGroup, RowKind
-from memledger.model_config import ModelDims
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import RowGroup, RowKind
+from memledger.model.model_config import ModelDims
 
 _KV_LINES = frozenset({EventKind.KV_ALLOCATED, EventKind.KV_SKIPPED, EventKind.SWA_POOL})
 

@@ -21,8 +21,8 @@ from memledger.engine.carve import (
 )
 from memledger.engine.chain import Chain, Span
 from memledger.engine.roles import DRAFT, POST_CAPTURE, TARGET, capture_label
-from memledger.events import Event, EventKind
-from memledger.ledger_model import RowGroup, RowKind
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import RowGroup, RowKind
 from memledger.sglang.rows import LINE_ROWS
 
 _KV_KINDS = (EventKind.KV_ALLOCATED, EventKind.KV_SKIPPED, EventKind.POST_CAPTURE_KV)

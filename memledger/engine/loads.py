@@ -22,8 +22,8 @@ from memledger.engine.carve import (
 from memledger.engine.chain import Chain, Span, Usage
 from memledger.engine.lines import LoggedRows
 from memledger.engine.roles import DRAFT
-from memledger.events import Event, EventKind
-from memledger.ledger_model import RowKind
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import RowKind
 from memledger.units import GIB
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from memledger.engine.chain import Chain
 from memledger.engine.variables import Variables
-from memledger.events import Event
-from memledger.ledger_model import LEDGER_PARAM_PREFIX, LOG_PARAM_PREFIX
+from memledger.model.events import Event
+from memledger.model.ledger import LEDGER_PARAM_PREFIX, LOG_PARAM_PREFIX
 from memledger.sglang.rows import LOG_SETTINGS, PARAMETER_KEYS, SECRET_KEYS
 from memledger.sglang.versions import version_text
 

@@ -19,7 +19,7 @@ Each comparison allows both numbers' printing precision (and an integrated GPU's
 from __future__ import annotations
 
 from memledger.engine.chain import Chain, Point
-from memledger.events import Event, EventKind
+from memledger.model.events import Event, EventKind
 from memledger.units import GIB, MAX_DEVICE_BYTES, format_gib
 
 _CAPACITY_SIZES = {EventKind.OOM_MESSAGE: "capacity", EventKind.GPU_CAPACITY_FALLBACK: "using_min"}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memledger.engine.carve import slug
-from memledger.events import Event, EventKind, ParamValue
+from memledger.model.events import Event, EventKind, ParamValue
 from memledger.sglang.rows import DRAFT_TYPE
 
 TARGET, DRAFT, POST_CAPTURE = "target", "draft", "post_capture"

@@ -11,7 +11,7 @@ from memledger.engine.carve import Figure
 from memledger.engine.chain import Chain
 from memledger.engine.loads import LoadRows
 from memledger.engine.variables import Variables
-from memledger.ledger_model import (
+from memledger.model.ledger import (
     FIXED_OVERHEAD_GROUPS,
     GroupTotal,
     Row,
@@ -19,7 +19,7 @@ from memledger.ledger_model import (
     Summary,
     group_totals,
 )
-from memledger.model_config import ModelDims
+from memledger.model.model_config import ModelDims
 
 
 def groups(assembled: Assembled) -> list[GroupTotal]:

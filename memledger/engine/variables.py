@@ -15,10 +15,10 @@ from typing import Any
 from memledger.engine.audit import Audit
 from memledger.engine.chain import Chain
 from memledger.engine.roles import TARGET
-from memledger.events import Event, EventKind
 from memledger.formulas import version_code
-from memledger.ledger_model import LOG_PARAM_PREFIX
-from memledger.model_config import ModelDims
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import LOG_PARAM_PREFIX
+from memledger.model.model_config import ModelDims
 from memledger.sglang.request_table import (
     decode_extra_slots,
     extra_columns,

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from memledger.input.vllm_facts import Fact
 from memledger.input.vllm_reader import Startup, VllmLog
-from memledger.ledger_model import (
+from memledger.model.ledger import (
     Evidence,
     Ledger,
     LedgerSource,

@@ -1,5 +1,12 @@
 """Named fixed costs as data: the formula model and safe evaluator (`expr`, pure) and the loader
-of the packaged TOML and user files (`load`)."""
+of the packaged TOML and user files (`load`).
+
+Modules:
+
+- `expr`: Named fixed costs as data.
+- `load`: Loading formulas.
+- `reserved`: Row ids a user formula may not take (issue 12, F21).
+"""
 
 from memledger.formulas.expr import (
     FORMULAS_ENV,

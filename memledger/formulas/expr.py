@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 from memledger.record import ConfigDict, Field, Record
 
 FORMULAS_ENV = "MEMLEDGER_FORMULAS"

@@ -29,7 +29,7 @@ from memledger.formulas.expr import (
     compile_expression,
 )
 from memledger.formulas.reserved import reserved_reason
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 
 _REQUIRED_KEYS = ("id", "label", "expression", "text", "why")
 _KNOWN_KEYS = frozenset(Formula.model_fields) - {"origin"}

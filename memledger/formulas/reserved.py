@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memledger.ledger_model import Summary
+from memledger.model.ledger import Summary
 
 # `[draft_][phase_][stepN_]`: what engine/roles.py puts before graph, weights and pool ids.
 _ROLE_PREFIX = r"(?:draft_)?(?:(?:extend|prefill|piecewise|single_cg|decode|verify)_)?(?:step\d+_)?"

@@ -53,7 +53,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memledger.events import EventKind, Value
+from memledger.model.events import EventKind, Value
 from memledger.units import Size, float_or_none, int_or_none, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"

@@ -1,4 +1,5 @@
-"""`facts_of`: the hand-checkable facts of a parsed log, exactly as defined by the real-logs README.
+"""`facts_of`: the hand-checkable facts of a parsed log, exactly as defined by the real-logs README;
+`parse_document`: the parsed log as the `memledger parse --format json` document.
 
 Every fact is the first line of its kind in the selected startup and rank; numbers are the
 printed GB (GiB) values, ints stay ints, null where the log did not print it.
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memledger.events import Event, EventKind, ParsedLog
+from memledger.model.events import Event, EventKind, ParsedLog
+from memledger.model.parse import Coverage, Outcome, ParseDocument
 from memledger.units import GIB, Size
 
 FACT_KEYS: tuple[str, ...] = (
@@ -160,3 +162,32 @@ def facts_of(parsed: ParsedLog) -> dict[str, Any]:
         "cuda_graph_bs": bs,
         "outcome": startup.outcome,
     }
+
+
+def parse_document(parsed: ParsedLog) -> ParseDocument:
+    """The JSON document of a parsed log."""
+    startup = parsed.startup
+    return ParseDocument(
+        path=parsed.path,
+        n_lines=parsed.n_lines,
+        invalid_utf8_bytes=parsed.invalid_utf8_bytes,
+        n_startups=parsed.n_startups,
+        selected_startup=parsed.selected,
+        first_line=startup.first_line,
+        last_line=startup.last_line,
+        rank=startup.rank,
+        outcome=Outcome(
+            outcome=startup.outcome, line=startup.outcome_line, text=startup.outcome_text
+        ),
+        facts=facts_of(parsed),
+        events=startup.events,
+        server_args=startup.server_args,
+        coverage=Coverage(
+            count=startup.unrecognised_count,
+            listed=startup.unrecognised,
+            skipped_count=startup.skipped_count,
+            skipped=startup.skipped,
+        ),
+        ranks=startup.ranks,
+        notes=parsed.notes,
+    )

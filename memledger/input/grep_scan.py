@@ -35,9 +35,7 @@ from typing import IO
 
 from memledger.errors import InputError
 from memledger.input import grep_early
-from memledger.input.grep_early import BORING_PCRE as BORING_PCRE
-from memledger.input.grep_early import GREP_DATA_LIMIT as GREP_DATA_LIMIT
-from memledger.input.grep_early import GREP_MIN_BYTES as GREP_MIN_BYTES
+from memledger.input.grep_early import BORING_PCRE, GREP_DATA_LIMIT, GREP_MIN_BYTES
 from memledger.input.scan import (
     BORING_ERE,
     CHUNK_BYTES,
@@ -48,7 +46,7 @@ from memledger.input.scan import (
     read_error,
     scan_lines,
 )
-from memledger.sglang.lines import CUT_TAIL_ERE, PREFILTER_WORDS
+from memledger.sglang.lines import CUT_TAIL_ERE
 
 
 def ere(words: Iterable[str]) -> str:
@@ -253,51 +251,15 @@ def stop_all() -> None:
 
 # --- started at CLI entry ------------------------------------------------------------------------
 
-_STARTED: dict[grep_early.Identity, Pipeline] = {}
-
-
-def prestart(argv: Sequence[str]) -> None:
-    """Start the pipeline for the first big plain log named in `argv` (a memledger command line)
-    now, so it overlaps the imports; `claim` hands it to the reader. Adopts the first grep
-    `grep_early.start_early` started for it. Any failure: nothing."""
-    found = grep_early.big_log(argv, GREP_MIN_BYTES)
-    if found is None:
-        return
-    arg, key = found
-    if key is None:  # `-`: stdin
-        reopened = stdin_file()
-        if reopened is None:
-            from memledger.input.stdin_scan import prestart as read_stdin_ahead
-
-            read_stdin_ahead(stream_grep())
-            return
-        found = grep_early.big_log([argv[0], str(reopened)], GREP_MIN_BYTES)
-        if found is None:
-            return
-        arg, key = found
-        if key is None:
-            return
-    early = grep_early.STARTED.get(key)
-    grep: str | None = None
-    if early is not None and "MEMLEDGER_PREFILTER" not in os.environ:
-        grep = early[0]  # with -P: a grep without it fails, and the built-in scanner takes over
-    else:
-        grep = grep_program(Path(arg), key[3])
-    first = None if grep is None else grep_early.adopt(key, grep)
-    grep_early.stop_unadopted()  # started for a grep that is not the one to use
-    if grep is None:
-        return
-    try:
-        _STARTED[key] = start(grep, arg, PREFILTER_WORDS, first)
-    except OSError:
-        if first is not None:
-            grep_early.stop(first)
+STARTED: dict[grep_early.Identity, Pipeline] = {}
+"""The pipelines `memledger.input.prestart` started at CLI entry, by file identity; `claim` takes
+one."""
 
 
 def claim(path: Path, words: Sequence[str]) -> Pipeline | None:
     """The pipeline `prestart` started for this file with these keywords, if any."""
     key = grep_early.identity(str(path))
-    pipeline = None if key is None else _STARTED.pop(key, None)
+    pipeline = None if key is None else STARTED.pop(key, None)
     if pipeline is not None and pipeline.words != tuple(words):
         pipeline.stop()
         return None
@@ -307,8 +269,8 @@ def claim(path: Path, words: Sequence[str]) -> Pipeline | None:
 def stop_unclaimed() -> None:
     """Stop pipelines nobody read (the command failed before reading its log)."""
     grep_early.stop_unadopted()
-    while _STARTED:
-        _STARTED.popitem()[1].stop()
+    while STARTED:
+        STARTED.popitem()[1].stop()
 
 
 # --- reading the pipeline's lines -----------------------------------------------------------------

@@ -19,10 +19,10 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from memledger.events import Event, EventKind, ParamValue
 from memledger.input.launch_yaml import yaml_command_words
 from memledger.input.server_args import is_read_key
 from memledger.input.store import TEXT_CAP
+from memledger.model.events import Event, EventKind, ParamValue
 from memledger.sglang.launch_flags import (
     COMMAND_MARKERS,
     FLAG_FIELDS,

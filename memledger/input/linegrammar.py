@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from memledger.errors import ConfigError
-from memledger.events import EventKind
 from memledger.input.extension_regex import backtracking_problem, regexp_literals
 from memledger.input.grammar_cache import load_tables, store_tables
 from memledger.input.shapecache import ParseCache, Transient, digit_blind
 from memledger.input.shapecheck import extension_heads, head_phrase, starts_with_words
 from memledger.input.shapestore import ShapeStore
 from memledger.input.transform import LineParse, transform
+from memledger.model.events import EventKind
 
 GRAMMAR_FILE = "sglang.lark"
 
@@ -153,7 +153,7 @@ class LineGrammar:
         if unknown:
             raise ConfigError(
                 f"grammar rule {unknown[0]!r} names no event kind (a line rule is `kind` or "
-                "`kind__variant`, kind one of memledger.events.EventKind)",
+                "`kind__variant`, kind one of memledger.model.events.EventKind)",
                 path=where,
             )
         if extras:
@@ -383,7 +383,6 @@ def _kind_of(rule_name: str) -> EventKind | None:
 
 __all__ = [
     "LineGrammar",
-    "LineParse",
     "base_grammar_text",
     "example_mismatches",
     "grammar_dir",

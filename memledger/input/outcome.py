@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from memledger.events import EventKind
 from memledger.input.error_texts import read_kv_refusal
+from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_OUTCOME, KV_REFUSAL_REASON
 
 OOM_RE = re.compile(r"(?i:out of memory)|OutOfMemoryError|\bOOM\b")

@@ -16,15 +16,6 @@ from typing import IO
 
 from memledger.config_files import read_config_text
 from memledger.errors import InputError, SelectionError
-from memledger.events import (
-    Event,
-    EventKind,
-    ParamValue,
-    ParsedLog,
-    Startup,
-    UnrecognisedLine,
-    Value,
-)
 from memledger.input.error_texts import ErrorReading
 from memledger.input.launch_command import find_launch_command, with_launch_command
 from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
@@ -41,7 +32,7 @@ from memledger.input.reader import (
     iter_candidate_texts,
     open_log,
 )
-from memledger.input.server_args import coverage_reason, parse_server_args
+from memledger.input.server_args import bounded_parts, coverage_reason, parse_server_args
 from memledger.input.store import (
     BEFORE_STARTUP,
     RANK_AGNOSTIC,
@@ -59,6 +50,16 @@ from memledger.input.store import (
 )
 from memledger.input.transform import LineParse
 from memledger.input.wrapped import CutLines
+from memledger.model.events import (
+    Event,
+    EventKind,
+    LineCause,
+    ParamValue,
+    ParsedLog,
+    Startup,
+    UnrecognisedLine,
+    Value,
+)
 from memledger.sglang.lines import (
     ENV_VAR_HEADS,
     ENV_VAR_NAMES,
@@ -157,6 +158,8 @@ def _read_server_args(collector: Collector, lo: int, hi: int) -> None:
                     rank=item.event.rank,
                     text=text[:TEXT_CAP],
                     reason=coverage_reason(problems, not_kept),
+                    cause=LineCause.GAP if problems else LineCause.READ_IN_PART,
+                    bounded=bounded_parts(not_kept),
                 )
             )
 

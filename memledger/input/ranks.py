@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import IO
 
 from memledger.errors import SelectionError
-from memledger.events import Event, EventKind
 from memledger.input.logical import iter_logical_lines
 from memledger.input.reader import ByteSource, OpenedLog, open_log
+from memledger.model.events import Event, EventKind
 from memledger.units import GIB, digits_key
 
 _INDEXED_TAG_RE = re.compile(r"[A-Za-z_]+?(\d+)")

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
-from memledger.input.grep_scan import grep_candidates, rest_of_file, stdin_file
-from memledger.input.grep_scan import grep_program as grep_program
+from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
 from memledger.input.scan import (
     CHUNK_BYTES,
@@ -110,7 +109,7 @@ def open_log(
 ) -> Iterator[OpenedLog]:
     """Open a log (path, `-` for stdin, or a byte stream), gunzipping by magic.
 
-    An `OpenedLog` (from `memledger.service.open_input`) is used as it is.
+    An `OpenedLog` (from `memledger.app.open.open_input`) is used as it is.
     Raises InputError for a missing path, a directory, an empty or a binary file.
     """
     if isinstance(source, OpenedLog):

@@ -18,10 +18,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memledger.events import Event, EventKind, RankInfo, UnrecognisedLine, Value
 from memledger.input.error_texts import ErrorTextReader
 from memledger.input.quiet import QuietLines
 from memledger.input.ranks import is_rank0_tag, natural_key, rank_key_values, rank_sort_key
+from memledger.model.events import Event, EventKind, RankInfo, UnrecognisedLine, Value
 from memledger.sglang.lines import gpu_evidence
 
 RANKS_CAP = 1024

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memledger.events import EventKind, Value
+from memledger.model.events import EventKind, Value
 from memledger.sglang.lines import (
     INT_KEYS,
     KEY_ALIASES,

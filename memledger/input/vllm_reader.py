@@ -1,6 +1,6 @@
 """vLLM log text -> readings, grouped into startups (the input step for the vLLM engine).
 
-A physical line is decoded only when it holds a prefilter word (`lines.prefilter_words`); its
+A physical line is decoded only when it holds a prefilter word (`prefilter_words`); its
 ANSI colours (real or pasted as `^[[0;36m`) are dropped, its process tag is read for the rank,
 and each `lines.LINES` / `errors.ERRORS` pattern is searched in the rest. The prefix before the
 message is never parsed: vLLM's `INFO MM-DD HH:MM:SS [file.py:N]`, a docker-compose `vllm-1  | `,
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memledger.vllm.errors import ERRORS, GRAPH_FRAMES, LOAD_FRAMES, PROFILE_FRAMES, VllmError
-from memledger.vllm.lines import LINES, VllmLine, prefilter_words
+from memledger.vllm.lines import LINES, VllmLine
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -85,6 +85,14 @@ _FLAG_FACT = {
 }
 
 Value = float | int | str
+
+
+def prefilter_words() -> frozenset[str]:
+    """Every word a memory line (`vllm.lines.LINES`) or an error text (`vllm.errors.ERRORS`) holds:
+    a line with none of them is not decoded."""
+    words = {w for spec in LINES for w in spec.words}
+    words.update(w for spec in ERRORS for w in spec.words)
+    return frozenset(words)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,38 @@
 """Renderers: a `Ledger` in, a string out. They import tabulate, never click or lark.
 
 `FORMATS` is the registry of `memledger ledger --format`: its choices, help and renderers.
+
+Modules:
+
+- `brief`: The short text view of a ledger (the default.
+- `check`: Renderers for `memledger check` reports.
+- `csvfmt`: The CSV renderer.
+- `diagnose`: `memledger diagnose` output.
+- `diff_common`: Table data shared by the diff renderers.
+- `diff_csv`: CSV rendering of a ledger diff.
+- `diff_formats`: The diff output formats (`FORMATS`, the registry `memledger diff --format` comes
+  from) and one entry point that renders a `LedgerDiff` in any of them.
+- `diff_json`: JSON rendering of a ledger diff.
+- `diff_markdown`: Markdown rendering of a ledger diff for a pull-request comment.
+- `diff_prose`: The diff's sentences.
+- `diff_release`: `memledger diff LOG --against-release X`.
+- `diff_text`: Terminal rendering of a ledger diff.
+- `diff_upgrade`: The diff's explanation of a KV-token change (an upgrade, or other server_args).
+- `escape`: Escaping by destination.
+- `explain`: `--explain ROW`.
+- `fleet`: The fleet view.
+- `formats`: Format registries.
+- `jsonfmt`: The JSON renderer.
+- `markdown`: The markdown renderer.
+- `parse`: `memledger parse` output.
+- `rows`: Row builders.
+- `schema`: JSON Schemas of memledger's JSON outputs (what `memledger schema` prints).
+- `sizing`: Tables of the sizing section (ledger) and of `whatif`, as plain strings (no
+  recomputation).
+- `tables`: Tables.
+- `terminal`: Text output for a terminal.
+- `text`: The text renderer.
+- `vllm_parse`: `memledger parse` of a vLLM log.
 """
 
 from __future__ import annotations
@@ -12,7 +44,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from memledger.errors import ConfigError
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.formats import Format, Formats
 from memledger.render.terminal import Terminal
 

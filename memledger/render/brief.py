@@ -9,9 +9,9 @@ row of 0.10 GiB or more; the KV-sizing verdict.
 
 from __future__ import annotations
 
-from memledger.ledger_model import LEDGER_PARAM_PREFIX, Ledger, Row, RowGroup
-from memledger.render.rows import ABSENT, gib_cell, group_blocks, summary_cell
-from memledger.render.tables import Align, Table
+from memledger.model.ledger import LEDGER_PARAM_PREFIX, Ledger, Row, RowGroup
+from memledger.render.rows import gib_cell, group_blocks, summary_cell
+from memledger.render.tables import ABSENT, Align, Table
 from memledger.units import GIB
 
 NOTABLE_UNEXPLAINED_BYTES = GIB // 10

@@ -1,6 +1,6 @@
 """Renderers for `memledger check` reports: text, json, junit, github annotations, markdown.
 
-Each renderer reads `CheckResults` (`memledger.check_results`: the API's in-memory report, or
+Each renderer reads `CheckResults` (`memledger.checking.results`: the API's in-memory report, or
 the CLI's spooled one) one check at a time and yields the report in pieces of whole lines, so
 `memledger check` over 10,000 logs writes its report as it reads it back, in memory that does
 not grow with the number of logs. `FORMATS` gives the `CheckReport -> str` renderers of the API
@@ -12,18 +12,28 @@ a breach, shared by the CLI text output, the GitHub annotations and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
+from pathlib import PurePath
 
-from memledger.budget import ItemKind, Quantity
-from memledger.check_model import Bound, Check, CheckReport, CheckStatus
-from memledger.check_results import CheckResults, results_of
+from memledger.checking.results import CheckResults, results_of
 from memledger.errors import CHECK_VERDICTS
-from memledger.render.escape import finish, one_line
+from memledger.model.check import Bound, Check, CheckReport, CheckStatus, ItemKind, Quantity
+from memledger.render.escape import finish, one_line, terminal_text
 from memledger.render.formats import Format, Formats, pieces
-from memledger.render.tables import TABLE_ROWS, Table, text_table, text_table_in_chunks
+from memledger.render.tables import (
+    TABLE_ROWS,
+    Table,
+    github_table,
+    markdown_cell,
+    markdown_code,
+    text_table,
+    text_table_in_chunks,
+)
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import GIB
 
@@ -339,19 +349,331 @@ def context_lines(results: CheckResults) -> list[str]:
     return lines if len(lines) > 1 else []
 
 
-# The CI formats read the text report: imported after it is defined (a cycle at import).
-from memledger.render.check_ci import (  # noqa: E402
-    annotation as annotation,
+# --- the CI formats: JSON, JUnit XML, GitHub workflow annotations ---------------------------
+
+
+def json_chunks(results: CheckResults) -> Iterator[str]:
+    """The full report (pydantic, versioned): budget, actual, margin and status per check."""
+    return results.json_chunks()
+
+
+def _classname(log: str) -> str:
+    return "memledger." + PurePath(log).name.replace(".", "_")
+
+
+_JUNIT_COUNTS = ("tests", "failures", "errors", "skipped")
+
+
+def junit_chunks(results: CheckResults) -> Iterator[str]:
+    """JUnit XML: one testsuite per log, one testcase per check. The suites are written to a
+    private temporary file as they are built: the totals on `<testsuites>` come first."""
+    totals = dict.fromkeys(_JUNIT_COUNTS, 0)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as suites:
+        previous: ET.Element | None = None
+        for checked, checks in results.by_log():
+            suite = _suite(results, checked.path, checks)
+            for key in _JUNIT_COUNTS:
+                totals[key] += int(suite.get(key, "0"))
+            if previous is not None:
+                previous.tail = "\n  "
+                suites.write(ET.tostring(previous, encoding="unicode"))
+            previous = suite
+        root = ET.Element("testsuites", name="memledger check")
+        for key, value in totals.items():
+            root.set(key, str(value))
+        if previous is None:
+            yield ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+            return
+        previous.tail = "\n"
+        suites.write(ET.tostring(previous, encoding="unicode"))
+        root.text = "\n  "
+        opening = ET.tostring(root, encoding="unicode", xml_declaration=True)
+        yield opening[: opening.rindex("</testsuites>")].rstrip(" ") + "  "
+        suites.seek(0)
+        yield from suites
+        yield "</testsuites>\n"
+
+
+def _suite(results: CheckResults, log: str, checks: list[Check]) -> ET.Element:
+    """One log's testsuite, indented as `ET.indent` indents it under `<testsuites>`."""
+    suite = ET.Element("testsuite", name=f"memledger check: {log}")
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="budget", value=results.budget_path)
+    for warning in results.warnings:
+        ET.SubElement(properties, "property", name="warning", value=warning)
+    baseline = results.baseline
+    if baseline.source is not None:
+        ET.SubElement(
+            properties, "property", name="baseline", value=baseline.path or baseline.source.path
+        )
+    counts = {"tests": len(checks), "failures": 0, "errors": 0, "skipped": 0}
+    for check in checks:
+        case = ET.SubElement(
+            suite, "testcase", classname=_classname(log), name=f"{check.item} {check.bound.value}"
+        )
+        kind = _junit_outcome(results, check)
+        if kind == "failure":
+            counts["failures"] += 1
+            element = ET.SubElement(
+                case, "failure", message=breach_line(check), type=check.status.value
+            )
+            element.text = breach_line(check)
+        elif kind == "error":
+            counts["errors"] += 1
+            element = ET.SubElement(case, "error", message=breach_line(check), type="missing")
+            element.text = breach_line(check)
+        elif kind == "skipped":
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=breach_line(check))
+        else:
+            out = breach_line(check) if check.breached else tighten_text(check)
+            if out:
+                ET.SubElement(case, "system-out").text = out
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    ET.indent(suite, level=1)
+    return suite
+
+
+def _junit_outcome(results: CheckResults, check: Check) -> str:
+    if check.status is CheckStatus.MISSING:
+        return "error"
+    if results.is_failing(check):
+        return "failure"
+    if check.status in {CheckStatus.SKIPPED, CheckStatus.WAIVED}:
+        return "skipped"
+    return "passed"
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow-command message (GitHub: %, CR and LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow-command property value (GitHub: also ':' and ',')."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(command: str, message: str, *, file: str, line: int | None, title: str) -> str:
+    """`::command file=F,line=L,title=T::message`, escaped as GitHub's workflow commands require."""
+    properties = [f"file={escape_property(file)}"]
+    if line is not None:
+        properties.append(f"line={line}")
+    properties.append(f"title={escape_property(title)}")
+    return f"::{command} {','.join(properties)}::{escape_data(message)}"
+
+
+def github_chunks(results: CheckResults) -> Iterator[str]:
+    """Workflow annotations on the budget file's entries, then the text report for the log."""
+    budget = results.budget_path
+    for check in results.breaches():
+        if check.status is CheckStatus.MISSING or results.is_failing(check):
+            command = "error"
+        elif check.status is CheckStatus.WAIVED:
+            command = "notice"
+        else:
+            command = "warning"
+        title = f"memledger: {check.item} {STATUS_LABEL[check.status].lower()}"
+        line = annotation(
+            command, breach_line(check), file=budget, line=check.budget_line, title=title
+        )
+        yield line + "\n"
+    # Fail-open cases are warnings in the job, not only a note at the end of the text: a
+    # baseline that did not download, a budget entry that applies to no given log. No --baseline
+    # at all (a push to main: nothing to compare with) is a notice: the run asked for none.
+    skipped = bool(results.counts[CheckStatus.SKIPPED.value])
+    if results.baseline.source is None and skipped:
+        note = results.baseline.note or "no baseline: relative limits not compared"
+        title = "memledger: relative limits not compared"
+        command = "notice" if results.baseline.path is None else "warning"
+        yield annotation(command, note, file=budget, line=None, title=title) + "\n"
+    if not results.n_checks:
+        message = "no budget entry applies to the given logs: nothing was checked"
+        title = "memledger: nothing checked"
+        yield annotation("error", message, file=budget, line=None, title=title) + "\n"
+    # a --baseline given but not found, when the warning above did not already say it
+    covered = results.baseline.source is None and skipped
+    for warning in results.warnings:
+        if not (covered and warning == results.baseline.note):
+            title = "memledger: baseline not found"
+            yield annotation("warning", warning, file=budget, line=None, title=title) + "\n"
+    # The text after the annotations is untrusted text too: none of its lines may start a
+    # workflow command (a saved ledger's strings can hold newlines).
+    yield from (terminal_text(line) for line in text_chunks(results, full=True))
+
+
+# --- markdown: a pull-request comment (and the GitHub step summary) --------------------------
+
+_STATUS_ICON = {
+    CheckStatus.FAIL: "❌ fail",
+    CheckStatus.EXPIRED_WAIVER: "❌ waiver expired",
+    CheckStatus.WARN: "⚠️ warn",
+    CheckStatus.WAIVED: "🟦 waived",
+    CheckStatus.MISSING: "❓ missing",
+    CheckStatus.PASS: "✅ pass",
+    CheckStatus.SKIPPED: "➖ skipped",
+}
+_BREACH_HEADERS = ["Status", "Item", "Log", "Actual vs limit", "Margin", "Note"]
+_BREACH_CODE = (1, 2)
+_DETAIL_HEADERS = ["Item", "Log", "Actual vs limit", "Headroom", "Hint"]
+_DETAIL_CODE = (0, 1)
+
+
+def _table_head(headers: list[str]) -> str:
+    return github_table(Table(headers, []))
+
+
+def _table_row(headers: list[str], row: list[str], code: tuple[int, ...]) -> str:
+    return github_table(Table(headers, [row], code=code)).split("\n", 2)[2]
+
+
+def _joined(lines: Iterable[str]) -> Iterator[str]:
+    """`"\\n".join(lines).rstrip() + "\\n"`, without holding the lines."""
+    pending, first = "", True
+    for line in lines:
+        piece = line if first else "\n" + line
+        first = False
+        kept = piece.rstrip()
+        if kept:
+            yield pending + kept
+            pending = piece[len(kept) :]
+        else:
+            pending += piece
+    yield "\n"
+
+
+def render_markdown(report: CheckReport | CheckResults, max_chars: int | None = None) -> str:
+    """A PR-comment / step-summary report (`markdown_chunks`), whole."""
+    return "".join(markdown_chunks(results_of(report), max_chars))
+
+
+def markdown_chunks(results: CheckResults, max_chars: int | None = None) -> Iterator[str]:
+    """A PR-comment / step-summary report: marker, headline, breaches table, passes in details.
+
+    With `max_chars`, the report fits in that many characters: the passes and the not-compared
+    list give way first (named by count), then breach rows from the end; the marker and the
+    headline are never cut. Under a cap at most `max_chars` characters of rows are held; without
+    one, the report is written as it is read.
+    """
+    icon = {0: "✅", 1: "❌", 3: "❓"}[results.exit_code]
+    top = [CHECK_MARKER, f"### {icon} {markdown_cell(headline(results))}", ""]
+    top += [f"> ⚠️ {markdown_cell(warning)}\n" for warning in results.warnings]
+    n_breaches = sum(results.counts[status.value] for status in BREACH_LISTED)
+    n_passes = results.counts[CheckStatus.PASS.value]
+    n_skipped = results.counts[CheckStatus.SKIPPED.value]
+    context = [
+        line[len("note: ") :] if line.startswith("note: ") else line
+        for line in context_lines(results)
+        if line
+    ]
+    footer = [f"_{markdown_cell(line)}_  " for line in context]
+
+    def assemble(rows: Iterable[list[str]], n_shown: int, details: bool) -> Iterator[str]:
+        yield from top
+        if n_breaches:
+            yield _table_head(_BREACH_HEADERS)
+            yield from (_table_row(_BREACH_HEADERS, row, _BREACH_CODE) for row in rows)
+            if n_shown < n_breaches:
+                yield (
+                    f"_... {n_breaches - n_shown} more breaches not shown (size cap): "
+                    "`memledger check --format text` lists them all_"
+                )
+            yield ""
+        if details:
+            yield from _details_sections(results, n_passes, n_skipped)
+        elif n_passes or n_skipped:
+            yield f"_{n_passes} within budget and {n_skipped} not compared: not listed (size cap)_"
+            yield ""
+        yield from footer
+
+    every_row = (_breach_row(check) for check in results.breaches())
+    if max_chars is None:
+        yield from _joined(assemble(every_row, n_breaches, details=True))
+        return
+    # Rows beyond the first max_chars characters of them can never be shown: hold only those.
+    rows: list[list[str]] = []
+    size = 0
+    for row in every_row:
+        rows.append(row)
+        size += len(_table_row(_BREACH_HEADERS, row, _BREACH_CODE)) + 1
+        if size > max_chars:
+            break
+    if len(rows) == n_breaches:
+        whole, size = [], 0
+        for piece in _joined(assemble(rows, n_breaches, details=True)):
+            whole.append(piece)
+            size += len(piece)
+            if size > max_chars:
+                break
+        else:
+            yield from whole
+            return
+        text = "".join(_joined(assemble(rows, n_breaches, details=False)))
+        if len(text) <= max_chars:
+            yield text
+            return
+
+    def brief(n: int) -> str:
+        return "".join(_joined(assemble(rows[:n], n, details=False)))
+
+    fits, cut = 0, len(rows)  # the most rows that fit: brief(fits) fits, brief(cut) not
+    while cut - fits > 1:
+        middle = (fits + cut) // 2
+        fits, cut = (middle, cut) if len(brief(middle)) <= max_chars else (fits, middle)
+    yield brief(fits)
+
+
+BREACH_LISTED = (
+    CheckStatus.MISSING,
+    CheckStatus.FAIL,
+    CheckStatus.EXPIRED_WAIVER,
+    CheckStatus.WARN,
+    CheckStatus.WAIVED,
 )
-from memledger.render.check_ci import (  # noqa: E402
-    escape_data as escape_data,
-)
-from memledger.render.check_ci import (  # noqa: E402
-    escape_property as escape_property,
-)
-from memledger.render.check_ci import github_chunks, json_chunks, junit_chunks  # noqa: E402
-from memledger.render.check_markdown import markdown_chunks  # noqa: E402
-from memledger.render.check_markdown import render_markdown as render_markdown  # noqa: E402
+"""The statuses `CheckResults.breaches` lists."""
+
+
+def _breach_row(check: Check) -> list[str]:
+    detail = check.message or ""
+    if check.status is CheckStatus.WAIVED:
+        detail = f"waived until {check.waived_until}: {check.reason}"
+    elif check.status is CheckStatus.EXPIRED_WAIVER:
+        detail = f"waiver expired {check.waived_until} ({check.reason}) {detail}".strip()
+    elif check.status is CheckStatus.MISSING or check.bound is Bound.READY:
+        detail = check.note or ""
+    return [
+        _STATUS_ICON[check.status],
+        check.item,
+        check.log,
+        value_text(check),
+        margin_text(check),
+        detail,
+    ]
+
+
+def _details_sections(results: CheckResults, n_passes: int, n_skipped: int) -> Iterator[str]:
+    if n_passes:
+        yield f"<details><summary>Within budget ({n_passes})</summary>"
+        yield ""
+        yield _table_head(_DETAIL_HEADERS)
+        for check in results.passes():
+            row = [*pass_row(check), tighten_text(check)]
+            yield _table_row(_DETAIL_HEADERS, row, _DETAIL_CODE)
+        yield ""
+        yield "</details>"
+        yield ""
+    if n_skipped:
+        yield f"<details><summary>Not compared ({n_skipped})</summary>"
+        yield ""
+        yield from (
+            f"- {markdown_code(c.item)} ({markdown_code(c.log)}): {markdown_cell(c.note or '')}"
+            for c in results.skipped()
+        )
+        yield ""
+        yield "</details>"
+        yield ""
+
 
 Stream = Callable[[CheckResults], Iterator[str]]
 """A streaming renderer: the report in pieces of whole lines."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.escape import write_csv
 from memledger.render.rows import CSV_HEADERS, csv_records
 

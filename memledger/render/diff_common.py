@@ -10,7 +10,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memledger.compare import (
+from memledger.compare.categories import group_label
+from memledger.compare.compute import sort_rows
+from memledger.compare.models import (
     ByteChange,
     DiffInput,
     DiffStatus,
@@ -18,13 +20,10 @@ from memledger.compare import (
     RowDiff,
     SortKey,
     SummaryField,
-    group_label,
-    sort_rows,
 )
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 from memledger.render.diff_prose import state_pool_statement, usable_note
-from memledger.render.rows import ABSENT
-from memledger.render.tables import Align, Table
+from memledger.render.tables import ABSENT, Align, Table
 from memledger.units import GIB, format_gib
 
 SUMMARY_TABLE_KEYS = (

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memledger.compare import ByteChange, LedgerDiff, SortKey, sort_rows
+from memledger.compare.compute import sort_rows
+from memledger.compare.models import ByteChange, LedgerDiff, SortKey
 from memledger.render.escape import write_csv
 
 CSV_HEADERS = [

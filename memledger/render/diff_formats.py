@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import partial
 
-from memledger.compare import LedgerDiff, SortKey
+from memledger.compare.models import LedgerDiff, SortKey
 from memledger.render.diff_csv import render_diff_csv
 from memledger.render.diff_json import render_diff_json
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS, render_diff_markdown

@@ -3,7 +3,8 @@ sentences the text and markdown renderers print (prose is rendering, not part of
 
 from __future__ import annotations
 
-from memledger.compare import LedgerDiff, SortKey, StatePoolAnalysis, sort_rows
+from memledger.compare.compute import sort_rows
+from memledger.compare.models import LedgerDiff, SortKey, StatePoolAnalysis
 from memledger.render.diff_prose import state_pool_statement, usable_note
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memledger.compare import DiffInput, LedgerDiff, SortKey, group_label
+from memledger.compare.categories import group_label
+from memledger.compare.models import DiffInput, LedgerDiff, SortKey
 from memledger.errors import ConfigError
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
     balance_lines,

@@ -3,8 +3,8 @@ Prose is rendering: the diff model carries the numbers, these functions write th
 
 from __future__ import annotations
 
-from memledger.compare import DiffStatus, LedgerDiff
-from memledger.render.rows import ABSENT
+from memledger.compare.models import DiffStatus, LedgerDiff
+from memledger.render.tables import ABSENT
 from memledger.units import GIB, format_gib
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from memledger.compare import LedgerDiff, SortKey, group_label
-from memledger.ledger_model import RowGroup
+from memledger.compare.categories import group_label
+from memledger.compare.models import LedgerDiff, SortKey
+from memledger.model.ledger import RowGroup
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
     balance_lines,

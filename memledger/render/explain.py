@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from memledger.errors import ConfigError
-from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Interval, Ledger, Row, RowGroup, RowKind
+from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Interval, Ledger, Row, RowGroup, RowKind
 from memledger.render.rows import (
     ERROR_DIGITS,
     error_cell,

@@ -18,16 +18,22 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.escape import csv_records, finish, one_line, write_csv
 from memledger.render.formats import Format, Formats, pieces
-from memledger.render.rows import ABSENT
-from memledger.render.tables import TABLE_ROWS, Align, Table, text_table, text_table_in_chunks
+from memledger.render.tables import (
+    ABSENT,
+    TABLE_ROWS,
+    Align,
+    Table,
+    text_table,
+    text_table_in_chunks,
+)
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.units import format_gib
 
 if TYPE_CHECKING:
-    from memledger.fleet import FleetEntry
+    from memledger.model.fleet import FleetEntry
 
 # (key, text header): the byte figures of each line
 FIGURES: tuple[tuple[str, str], ...] = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 
 
 def render_json(ledger: Ledger) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.rows import headline, ledger_tables
 from memledger.render.tables import github_table, inert_block_start, markdown_cell
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memledger.events import Event, EventKind, ParsedLog, RankInfo, UnrecognisedLine
-from memledger.parse_document import parse_document
+from memledger.input.facts import parse_document
+from memledger.model.events import Event, EventKind, ParsedLog, RankInfo, UnrecognisedLine
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Align, Table, text_table
 from memledger.render.terminal import DEFAULT_WIDTH, PLAIN, Terminal, fit_lines

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import assert_never
 
-from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
-from memledger.render.tables import Align, Table
+from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
+from memledger.render.tables import ABSENT, ABSENT_LEGEND, Align, Table
 from memledger.units import GIB, format_gib
 
 GIB_DIGITS = 2
@@ -23,12 +23,6 @@ SOURCE_WIDTH = 56
 """Longest source cell before it is shortened (the full text is in --explain and JSON)."""
 LABEL_WIDTH = 60
 """Longest label cell in tables (the last column, so long labels do not push numbers away)."""
-
-ABSENT = "-"
-"""The one placeholder for a value a table does not have: not in the log (an item this side or
-this build lacks), or not known (a row whose bytes could not be read). Explained once, under the
-table (`ABSENT_LEGEND`), never as `?`, `n/a` or a blank cell."""
-ABSENT_LEGEND = f"{ABSENT} = no value (not in this log, or not known)"
 
 INFORMATIONAL_MARK = "*"
 """Appended to the kind of rows that are shown but not summed (in_partition False)."""

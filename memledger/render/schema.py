@@ -6,11 +6,11 @@ import json
 from enum import StrEnum
 from typing import Any
 
-from memledger.checking import CheckReport
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.diagnosis.model import Diagnosis
-from memledger.ledger_model import Ledger
-from memledger.parse_document import ParseDocument
+from memledger.model.check import CheckReport
+from memledger.model.ledger import Ledger
+from memledger.model.parse import ParseDocument
 from memledger.record import Record
 from memledger.render.diff_json import DiffDocument
 from memledger.render.formats import choose

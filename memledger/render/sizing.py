@@ -6,9 +6,10 @@ import json
 import textwrap
 from enum import StrEnum
 
+from memledger.model.sizing import SizingResult, Term
 from memledger.render.formats import Format, Formats
-from memledger.render.rows import ABSENT
 from memledger.render.tables import (
+    ABSENT,
     Table,
     github_table,
     inert_block_start,
@@ -17,8 +18,6 @@ from memledger.render.tables import (
 )
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
 from memledger.sglang.sizing_rules import RULE
-from memledger.sizing.result import SizingResult
-from memledger.sizing.settings import Term
 from memledger.sizing.whatif import WhatIf, WhatIfRow
 from memledger.units import format_gib
 

@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Literal
 
+ABSENT = "-"
+"""The one placeholder for a value a table does not have: not in the log (an item this side or
+this build lacks), or not known (a row whose bytes could not be read). Explained once, under the
+table (`ABSENT_LEGEND`), never as `?`, `n/a` or a blank cell."""
+ABSENT_LEGEND = f"{ABSENT} = no value (not in this log, or not known)"
+
 Align = Literal["left", "right"]
 
 

@@ -5,7 +5,7 @@ table: rows, checkpoints, intervals, summary and the KV-sizing arithmetic."""
 
 from __future__ import annotations
 
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.brief import (
     BRIEF_FOOTER,
     groups_table,

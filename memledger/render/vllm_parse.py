@@ -5,14 +5,28 @@ readings and facts (text), or a JSON document of the same. A renderer: strings o
 from __future__ import annotations
 
 import json
+from typing import Protocol
 
 from memledger.input.vllm_facts import startup_facts
-from memledger.input.vllm_reader import Reading
+from memledger.input.vllm_reader import Reading, Startup, VllmLog
 from memledger.render.tables import Table, text_table
 from memledger.render.terminal import PLAIN, Terminal, fit_lines
-from memledger.service_vllm import VllmRun
+from memledger.sizing.vllm import VllmSizing
 
 VLLM_PARSE_SCHEMA_VERSION = 1
+
+
+class VllmRun(Protocol):
+    """What these renderers read of a vLLM run (`memledger.app.vllm.VllmRun` provides it)."""
+
+    @property
+    def log(self) -> VllmLog: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def startup(self) -> Startup: ...
+    @property
+    def sizing(self) -> VllmSizing: ...
 
 
 def _facts_text(reading: Reading) -> str:

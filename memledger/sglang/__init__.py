@@ -61,4 +61,28 @@ tests/test_sizing_rules.py (a meta-test fails when a rule has none).
   sizing rule (`mfs_default`; memledger.sizing.defaults applies it).
 - Add a row with the function's `vX path:line` in the module docstring and a test in
   tests/test_diagnose.py on a traceback that names it.
+
+Modules:
+
+- `backend_defaults`: SGLang defaults by release that the KV pool depends on besides
+  mem_fraction_static.
+- `default_changes`: SGLang defaults that changed between releases and move the KV pool.
+- `effects`: What a parameter change plausibly moves in a ledger.
+- `examples`: The example lines.
+- `failure_rules`: What a failed startup's traceback and milestones mean.
+- `fraction_rules`: SGLang's mem_fraction_static rules as data.
+- `gpu_cards`: GPU capacities as SGLang reads them, for the cards a log can name.
+- `hints`: What an unexplained residual most likely is.
+- `launch_flags`: How an SGLang launch command names the ServerArgs fields (SGLang knowledge, as
+  data).
+- `legacy_defaults`: SGLang's mem_fraction_static default before 0.5.3, release by release.
+- `lines`: Every SGLang log line memledger reads.
+- `release_markers`: Which SGLang releases could have written a log, by what its lines print.
+- `request_table`: The request table's (req_to_token's) rows and columns beyond context_len, by
+  release (pure).
+- `rows`: SGLang log lines that become ledger rows or parameters as printed (engine-side data).
+- `rule_record`: One step of SGLang's pool sizing as data (memledger.sglang.sizing_rules,
+  fraction_rules).
+- `sizing_rules`: SGLang's KV-pool sizing arithmetic as data.
+- `versions`: The engine's version-dependent rules, and its view of a log's release.
 """

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 # re-exported: the pre-0.5.3 default is one rule, shared with memledger.sizing.defaults
-from memledger.sglang.legacy_defaults import (
-    legacy_mem_fraction_static as legacy_mem_fraction_static,
-)
-from memledger.sglang.sizing_rules import RULE, version_code
+from memledger.sglang.release_markers import version_code
+from memledger.sglang.sizing_rules import RULE
 
 
 class Effect(StrEnum):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from memledger.ledger_model import LEDGER_PARAM_PREFIX, LOG_PARAM_PREFIX, RowGroup
+from memledger.model.ledger import LEDGER_PARAM_PREFIX, LOG_PARAM_PREFIX, RowGroup
 
 ParamSource = Literal["server_args", "log", "ledger"]
 """Where a parameter was read: server_args, log lines (`log.*`), or derived (`ledger.*`)."""

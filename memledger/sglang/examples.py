@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from memledger.events import EventKind
+from memledger.model.events import EventKind
 
 
 class Example(NamedTuple):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memledger.events import EventKind
+from memledger.model.events import EventKind
 
 HINT_THRESHOLD_BYTES = (1 << 30) // 10
 """0.1 GiB: residuals below it (and below `HINT_THRESHOLD_SHARE` of usable) are not hinted."""

@@ -12,7 +12,7 @@ The grammar (`sglang.lark`) says what a line looks like; the example lines (`exa
 what each shape parses to, and extension grammars are checked against them.
 
 Stdlib only: the scan worker process imports this module, so it must stay cheap to import.
-`kind` is an `memledger.events.EventKind` value (tests check each kind has exactly one spec).
+`kind` is an `memledger.model.events.EventKind` value (tests check each kind has exactly one spec).
 """
 
 from __future__ import annotations
@@ -349,7 +349,7 @@ KEY_ALIASES: dict[str, str] = {
     "num_tokens_per_bs": "num_tokens_per_req",
     "VA upper bound": "usage",
 }
-"""Printed key (or the last words of it) -> canonical key of memledger.events."""
+"""Printed key (or the last words of it) -> canonical key of memledger.model.events."""
 
 SIZE_KEYS = frozenset(
     {

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from memledger.events import Event, EventKind
+from memledger.model.events import Event, EventKind
 from memledger.record import ConfigDict, Record
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memledger.events import EventKind
-from memledger.ledger_model import RowGroup
+from memledger.model.events import EventKind
+from memledger.model.ledger import RowGroup
 from memledger.sglang import lines
 
 AVAIL_KINDS = frozenset(EventKind(kind) for kind in lines.AVAIL_KINDS)

@@ -10,13 +10,12 @@ rule gets a new entry with its own range; the old entry keeps its `last`.
 from __future__ import annotations
 
 # re-exported: memledger.diagnosis reads the chunked-prefill table from here
-from memledger.sglang.fraction_rules import CHUNKED_PREFILL_BY_GPU as CHUNKED_PREFILL_BY_GPU
-from memledger.sglang.fraction_rules import CHUNKED_PREFILL_LARGE_GPU as CHUNKED_PREFILL_LARGE_GPU
-from memledger.sglang.fraction_rules import FRACTION_RULES
+from memledger.sglang.fraction_rules import (
+    FRACTION_RULES,
+)
 
 # re-exported: the sizing model and its tests read the release helpers from here too
-from memledger.sglang.release_markers import version_code as version_code
-from memledger.sglang.rule_record import SizingRule as SizingRule
+from memledger.sglang.rule_record import SizingRule
 
 RULES: tuple[SizingRule, ...] = (
     SizingRule(

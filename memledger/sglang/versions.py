@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memledger.events import Event
+from memledger.model.events import Event
 from memledger.sglang.release_markers import release_range, release_text, version_code
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memledger.model.sizing import Settings
 from memledger.sglang.sizing_rules import (
     DSA_INDEX_HEAD_DIM,
     DSA_KV_LORA_RANK,
@@ -19,7 +20,7 @@ from memledger.sglang.sizing_rules import (
     RULE,
 )
 from memledger.sizing.inputs import KVPool, SizingInputs, kv_element_bytes
-from memledger.sizing.settings import Settings, base_settings
+from memledger.sizing.settings import base_settings
 
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP"}
 MAX_DSA_LAYERS = 256

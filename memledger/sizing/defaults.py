@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memledger.events import ParamValue
+from memledger.model.events import ParamValue
+from memledger.model.sizing import Settings
 from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
     CHUNKED_PREFILL_BY_GPU,
@@ -42,17 +43,16 @@ from memledger.sglang.legacy_defaults import (
     legacy_mem_fraction_static,
     legacy_rules,
 )
-from memledger.sglang.sizing_rules import (
-    RULE,
-    version_code,
-)
-from memledger.sizing.capacity import CapacityPiece, reserve_piece
+from memledger.sglang.release_markers import version_code
+from memledger.sglang.sizing_rules import RULE
 
 # re-exported: memledger.sizing.result and the tests read them from here
-from memledger.sizing.capacity import capacities_giving as capacities_giving
-from memledger.sizing.capacity import mfs_from_reserved as mfs_from_reserved
+from memledger.sizing.capacity import (
+    CapacityPiece,
+    mfs_from_reserved,
+    reserve_piece,
+)
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.settings import Settings
 
 DEFAULT_MAX_PREFILL_TOKENS = 16384
 NO_PIECEWISE_BACKENDS = ("ascend", "aiter", "wave")

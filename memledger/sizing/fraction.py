@@ -21,11 +21,8 @@ from memledger.sglang.fraction_rules import (
     MFS_PRINTED_HALF_ULP,
     MFS_RUNNER_FACTORS,
 )
-from memledger.sglang.release_markers import VersionRange
-from memledger.sglang.sizing_rules import (
-    RULE,
-    version_code,
-)
+from memledger.sglang.release_markers import VersionRange, version_code
+from memledger.sglang.sizing_rules import RULE
 
 
 class PrintedFraction(Record):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memledger.events import Event, EventKind
+from memledger.model.events import Event, EventKind
 from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.gpu_cards import card_named
 from memledger.units import MIB

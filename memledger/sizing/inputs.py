@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memledger.events import Event, EventKind, ParamValue, ParsedLog
-from memledger.model_config import ModelDims
+from memledger.model.events import Event, EventKind, ParamValue, ParsedLog
+from memledger.model.model_config import ModelDims
 from memledger.record import ConfigDict, Field, Record
 from memledger.sglang.release_markers import VersionRange, release_range
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES

@@ -8,48 +8,18 @@ from __future__ import annotations
 
 import math
 
-from memledger.record import ConfigDict, Field, Record
-from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE, version_code
+from memledger.model.sizing import Prediction, Settings, Term
+from memledger.record import ConfigDict, Record
+from memledger.sglang.release_markers import version_code
+from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.fraction import used_fraction
 from memledger.sizing.gpu import GpuCapacity
 from memledger.sizing.inputs import Reading, SizingInputs
 from memledger.sizing.requests import req_to_token, spec_headroom
-from memledger.sizing.settings import Settings, Term, base_settings, dp_of
+from memledger.sizing.settings import base_settings, dp_of
 from memledger.units import GIB, MIB
-
-
-class Prediction(Record):
-    """What SGLang's arithmetic gives for these inputs and settings."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tokens: int | None = None
-    """max_total_num_tokens per rank (the full-attention pool for hybrid SWA models)."""
-    tokens_low: int | None = None
-    tokens_high: int | None = None
-    """The range the printing precision of the inputs allows."""
-    swa_tokens: int | None = None
-    tokens_per_dp_group: int | None = None
-    tokens_per_instance: int | None = None
-    slack_bytes: int | None = None
-    rest_bytes: int | None = None
-    kv_budget_bytes: int | None = None
-    state_bytes: int | None = None
-    """Mamba/linear-attention state taken out of the budget before the KV pool."""
-    mamba_slots: int | None = None
-    per_slot_bytes: int | None = None
-    cell_bytes: float | None = None
-    kv_bytes: int | None = None
-    max_num_reqs: int | None = None
-    req_to_token_rows: int | None = None
-    req_to_token_cols: int | None = None
-    req_to_token_bytes: int | None = None
-    terms: list[Term] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    missing: str | None = None
-    """Why there is no token prediction (None when there is one)."""
 
 
 def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memledger.model.sizing import Settings
 from memledger.sglang.request_table import (
     decode_extra_slots,
     extra_columns,
@@ -23,7 +24,7 @@ from memledger.sglang.sizing_rules import (
 )
 from memledger.sglang.versions import version_text
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.settings import Settings, dp_of
+from memledger.sizing.settings import dp_of
 
 
 def max_num_reqs(

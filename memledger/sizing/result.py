@@ -4,65 +4,27 @@ from __future__ import annotations
 
 import math
 
-from memledger.record import ConfigDict, Field, Record
+from memledger.model.sizing import Prediction, Settings, SizingResult
 from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
     MFS_VLM_BASE,
     MFS_VLM_FACTOR_MAX,
     MFS_VLM_FACTOR_MIN,
 )
+from memledger.sizing.capacity import capacities_giving
 from memledger.sizing.defaults import (
-    capacities_giving,
     capacities_of_logged_defaults,
     capacity_pieces,
     may_be_multimodal,
 )
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.model import Prediction, predict
+from memledger.sizing.model import predict
 from memledger.sizing.requests import req_to_token, table_rule_notes
-from memledger.sizing.settings import Settings, base_settings
+from memledger.sizing.settings import base_settings
 from memledger.units import GIB, MIB
 
 TOLERANCE = 0.005
 """A prediction within 0.5 % of the logged value (or inside its printing range) is a match."""
-
-
-class SizingResult(Record):
-    """`ledger --format json` key `sizing` (the first six keys are the contract)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    predicted_max_total_num_tokens: int | None
-    logged_max_total_num_tokens: int | None
-    min_mem_fraction_static: float | None
-    """1 - A/P: below it the weights leave nothing for the KV pool (SGLang's own refusal)."""
-    slack_bytes: int | None
-    """P x (1 - mem_fraction_static): what everything sized after the KV pool must fit in."""
-    bytes_per_token: float | None
-    """Bytes per KV token as this log's KV lines show them (cell size)."""
-    mismatch: str | None
-    """None, or one sentence: why there is no prediction or why it misses."""
-    predicted_range: list[int] | None = None
-    """[low, high] the printing precision of P, A and the KV line allows."""
-    logged_source: str = ""
-    theoretical_bytes_per_token: int | None = None
-    theoretical_note: str = ""
-    implied_mem_fraction_static: float | None = None
-    """The mfs the logged pools imply: 1 - (A - pools) / P (when server_args does not say)."""
-    fitted_mem_fraction_static: float | None = None
-    """The mfs under which SGLang's arithmetic gives the logged token count (only computed
-    when the log does not give mem_fraction_static)."""
-    slack_used_bytes: int | None = None
-    """Allocated after the weights, beyond the state pools: A - last free reading - pools."""
-    free_last_bytes: int | None = None
-    logged_req_to_token_rows: int | None = None
-    """The request table's rows by SGLang's rule from the logged token count (the predicted
-    count's table is `prediction.req_to_token_rows`)."""
-    logged_req_to_token_cols: int | None = None
-    logged_req_to_token_bytes: int | None = None
-    version: str = "unknown"
-    prediction: Prediction = Field(default_factory=Prediction)
-    settings: Settings = Field(default_factory=Settings)
 
 
 def _whole_ratio_share(

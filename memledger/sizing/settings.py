@@ -1,45 +1,9 @@
-"""The knobs a sizing prediction takes, and the terms of its arithmetic."""
+"""The settings a log ran with, read from its knobs (the record is memledger.model.sizing's)."""
 
 from __future__ import annotations
 
-from memledger.record import ConfigDict, Record
+from memledger.model.sizing import Settings
 from memledger.sizing.inputs import SizingInputs
-
-
-class Settings(Record):
-    """The knobs a what-if may change (None: not given, SGLang's default applies)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    mem_fraction_static: float | None = None
-    max_running_requests: int | None = None
-    disaggregation_decode_extra_slots: int | None = None
-    context_length: int | None = None
-    cuda_graph_max_bs: int | None = None
-    kv_cache_dtype: str | None = None
-    max_total_tokens: int | None = None
-    page_size: int = 1
-    gpu_memory_mib: int | None = None
-    """GPU capacity (nvidia-smi MiB): lets SGLang's mem_fraction_static default be inferred."""
-
-
-SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
-
-
-class Term(Record):
-    """One number of the arithmetic, with where it came from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    value: int | float | str | None
-    unit: str
-    """`bytes`, `tokens`, `slots`, `rows`, `fraction`, `bytes/token`."""
-    kind: str
-    """`measured` (a log line), `given` (server_args), `modelled` (a rule), `inferred`."""
-    source: str
-    rule: str | None = None
-    """The sizing_rules id the value follows (its citation is RULE[rule].source)."""
 
 
 def base_settings(inputs: SizingInputs) -> Settings:

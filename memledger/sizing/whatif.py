@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memledger.errors import ConfigError, NoSuchRowError
+from memledger.model.sizing import SETTING_NAMES, Prediction, Settings, Term
 from memledger.record import ConfigDict, Field, Record
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.model import Prediction, predict
-from memledger.sizing.settings import SETTING_NAMES, Settings, Term, base_settings
+from memledger.sizing.model import predict
+from memledger.sizing.settings import base_settings
 from memledger.units import MIB
 
 # What each knob moves, for the notes on effects this model leaves out.

@@ -40,4 +40,11 @@ over lines, `continued` is a regex for where the first line ends. A test on a sy
 ## Adding a sizing rule
 A `SizingRule` in `sizing_rules.py` (a moved rule gets a new entry, the old one keeps its
 `last`), applied in memledger/sizing/vllm.py, with a test in tests/test_vllm_sizing.py.
+
+Modules:
+
+- `errors`: vLLM's failure texts.
+- `knobs`: vLLM's memory knobs.
+- `lines`: Every vLLM log line memledger reads.
+- `sizing_rules`: vLLM's KV-cache sizing, step by step and release by release, as data.
 """

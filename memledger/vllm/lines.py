@@ -291,12 +291,3 @@ LINES: tuple[VllmLine, ...] = (
     ),
 )
 """Every memory line read, in the order a startup prints them."""
-
-
-def prefilter_words() -> frozenset[str]:
-    """Every word a memory line (or error, `errors.ERRORS`) must hold to be decoded."""
-    from memledger.vllm.errors import ERRORS
-
-    words = {w for spec in LINES for w in spec.words}
-    words.update(w for spec in ERRORS for w in spec.words)
-    return frozenset(words)

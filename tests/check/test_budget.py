@@ -9,17 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memledger.budget import (
-    ItemKind,
-    Level,
+from memledger.checking.budget import (
     discover_budget,
+    edit_distance,
     item_kind,
     load_budget,
     parse_budget,
     parse_budget_size,
+    typo_of,
 )
 from memledger.errors import EXIT_USAGE, ConfigError
-from memledger.spelling import edit_distance, typo_of
+from memledger.model.check import ItemKind, Level
 from memledger.units import GIB, MIB
 from tests.check_helpers import write
 

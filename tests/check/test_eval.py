@@ -8,16 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memledger.budget import Budget, BudgetEntry, ItemKind, parse_budget
-from memledger.checking import (
-    Bound,
-    CheckReport,
-    CheckStatus,
-    check_budget,
-    read_item,
-)
+from memledger.checking.budget import Budget, BudgetEntry, parse_budget
+from memledger.checking.evaluate import check_budget, read_item
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
-from memledger.ledger_model import Ledger
+from memledger.model.check import Bound, CheckReport, CheckStatus, ItemKind
+from memledger.model.ledger import Ledger
 from memledger.units import GIB
 from tests.check_helpers import (
     BASE_SUMMARY,
@@ -340,7 +335,7 @@ def test_both_relative_limits_must_be_exceeded(
 def test_free_memory_far_above_its_floor_is_spare_not_a_floor_to_raise() -> None:
     # review m12: runtime_headroom 2.00 GiB against min 1 GiB (100 % above, past the 25 %
     # threshold) is memory the pools could have had: no "tighten the floor to 1.8 GiB"
-    from memledger.checking import SPARE_HINT
+    from memledger.checking.evaluate import SPARE_HINT
     from memledger.render.check import tighten_text
 
     report = run(

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from memledger.budget import IfAbsent, load_budget
-from memledger.checking import CheckStatus, check_budget
+from memledger.checking.budget import IfAbsent, load_budget
+from memledger.checking.evaluate import check_budget
 from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, ConfigError
-from memledger.ledger_model import Ledger
+from memledger.model.check import CheckStatus
+from memledger.model.ledger import Ledger
 from memledger.units import GIB
 from tests.conftest import PROJECT_ROOT, SAMPLES, ledger_for, real_log_paths, unwrapped
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import memledger
+from memledger.app.load import load_ledger
+from memledger.app.options import LoadOptions
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.service import LoadOptions, load_ledger
 from memledger.units import MIB
 from tests.conftest import PROJECT_ROOT, SAMPLES, run_cli
 

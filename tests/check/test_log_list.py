@@ -1,4 +1,4 @@
-"""`memledger check @logs.txt`: a list of logs, one path per line (memledger.log_list)."""
+"""`memledger check @logs.txt`: a list of logs, one path per line (memledger.input.log_list)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.log_list import MAX_ENTRY_BYTES, MAX_LIST_BYTES
+from memledger.input.log_list import MAX_ENTRY_BYTES, MAX_LIST_BYTES
 from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
 from tests.conftest import SAMPLES, run_cli
 

@@ -10,8 +10,9 @@ from datetime import date
 
 from markdown_it import MarkdownIt
 
-from memledger.budget import ItemKind, parse_budget
-from memledger.checking import CheckReport, CheckStatus, check_budget
+from memledger.checking.budget import parse_budget
+from memledger.checking.evaluate import check_budget
+from memledger.model.check import CheckReport, CheckStatus, ItemKind
 from memledger.render.check import (
     CHECK_MARKER,
     FORMATS,
@@ -258,7 +259,8 @@ def test_json_has_budget_actual_margin_status_per_check() -> None:
 
 def test_layering_check_modules_import_neither_click_nor_lark() -> None:
     code = (
-        "import sys; import memledger.checking, memledger.budget, memledger.render.check, "
+        "import sys; import memledger.checking.evaluate, memledger.checking.budget, "
+        "memledger.render.check, "
         "memledger.api, memledger.testing; "
         "print(sorted(m for m in ('click', 'lark', 'memledger.cli') if m in sys.modules))"
     )

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import memledger
-from memledger.checking import CheckStatus
 from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
+from memledger.model.check import CheckStatus
 from memledger.units import GIB
 from tests.check_helpers import write
 from tests.conftest import REAL_LOGS, SAMPLES, ledger_for, run_cli, unwrapped

@@ -1,7 +1,7 @@
 """The streamed check report (`memledger check`'s spool) against the in-memory one.
 
 `memledger check` writes each log's checks to a private temporary file as they come and renders
-the report from it (`memledger.check_results.CheckSpool`); the Python API keeps a `CheckReport`.
+the report from it (`memledger.checking.results.CheckSpool`); the Python API keeps a `CheckReport`.
 Both must print the same report in every format, and the spool must keep nothing per log in
 memory: a fleet of 4N logs costs what N logs cost.
 """
@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from memledger.budget import parse_budget
-from memledger.check_results import CheckSpool, SpooledChecks
-from memledger.checking import BaselineInfo, CheckReport, check_budget, check_log
-from memledger.ledger_model import Ledger
+from memledger.app.options import CheckOptions
+from memledger.checking.budget import parse_budget
+from memledger.checking.evaluate import check_budget, check_log
+from memledger.checking.results import CheckSpool, SpooledChecks
+from memledger.model.check import BaselineInfo, CheckReport
+from memledger.model.ledger import Ledger
 from memledger.render.check import (
     FORMATS,
     CheckFormat,
@@ -32,7 +34,6 @@ from memledger.render.check import (
 from memledger.render.escape import Destination, finish
 from memledger.render.tables import TABLE_ROWS, Table, text_table
 from memledger.render.terminal import Terminal
-from memledger.service import CheckOptions
 from tests.check.test_render import BUDGET
 from tests.check_helpers import base_ledger, head_ledger, make_ledger
 from tests.conftest import REAL_LOGS, require_real_logs
@@ -177,7 +178,7 @@ def _write_fleet(folder: Path, n_logs: int) -> list[str]:
 
 def _kept_and_peak(paths: Iterable[str], budget: Path) -> tuple[int, int]:
     """Bytes the spooled results keep once every log is in, and the peak while rendering JSON."""
-    from memledger.check_run import check_results
+    from memledger.app.check import check_results
 
     gc.collect()
     tracemalloc.start()
@@ -204,9 +205,9 @@ def test_check_keeps_no_state_per_log(tmp_path: Path, monkeypatch: pytest.Monkey
     require_real_logs()
     # pieces and read blocks smaller than either report, so both peak at full ones
     monkeypatch.setattr("memledger.render.formats.PIECE_CHARS", 4096)
-    monkeypatch.setattr("memledger.spool._BLOCK", 4096)
-    from memledger.fleet import _warm
-    from memledger.service import LoadOptions
+    monkeypatch.setattr("memledger.checking.spool._BLOCK", 4096)
+    from memledger.app.fleet import _warm
+    from memledger.app.options import LoadOptions
 
     _warm(LoadOptions())  # grammar, formulas and modules loaded once, outside the measurement
     budget = Path(__file__).resolve().parents[2] / "samples" / "budget.toml"

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from memledger.cli import cli
 from memledger.commands import COMMANDS
+from memledger.commands.group import cli
 from tests.conftest import PROJECT_ROOT, SAMPLES
 
 
@@ -27,7 +27,8 @@ def test_parse_does_not_import_the_diff_and_check_machinery() -> None:
         "import sys\n"
         "from memledger.cli import main\n"
         f"code = main(['parse', {str(SAMPLES / 'dp16.log')!r}, '--format', 'json'])\n"
-        "heavy = sorted(m for m in ('memledger.compare', 'memledger.checking', 'memledger.budget')"
+        "heavy = sorted(m for m in ('memledger.compare', 'memledger.checking.evaluate', "
+        "'memledger.checking.budget')"
         " if m in sys.modules)\n"
         "print(code, heavy, file=sys.stderr)\n"
     )

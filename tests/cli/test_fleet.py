@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
-import memledger.fleet as fleet
+import memledger.app.fleet as fleet
 import memledger.input.reader as reader
+from memledger.app.load import load_ledger
+from memledger.app.options import LoadOptions
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.ledger_model import RowGroup
-from memledger.service import LoadOptions, load_ledger
+from memledger.model.fleet import FleetEntry
+from memledger.model.ledger import RowGroup
 from tests.conftest import REAL_LOGS, SAMPLES, real_log_paths, require_real_logs
 
 DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"
@@ -123,9 +125,9 @@ def test_a_folder_without_logs_is_an_input_error(
     assert code == EXIT_INPUT and f"{tmp_path}: a folder without logs ({fleet.LOG_RULE})" in err
 
 
-def _pid_of_worker(path: str, options: LoadOptions) -> fleet.FleetEntry:
+def _pid_of_worker(path: str, options: LoadOptions) -> FleetEntry:
     time.sleep(0.2)  # long enough that both workers take a log
-    return fleet.FleetEntry(path, error=str(os.getpid()))
+    return FleetEntry(path, error=str(os.getpid()))
 
 
 def test_logs_are_read_on_two_cores_in_the_order_given(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import memledger.fleet as fleet
+import memledger.app.fleet as fleet
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK
 from tests.conftest import SAMPLES

@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from memledger.fleet import FleetEntry, FleetSpool
+from memledger.app.fleet import FleetSpool
+from memledger.app.load import load_ledger
+from memledger.model.fleet import FleetEntry
 from memledger.render.escape import Destination, finish, write_csv
 from memledger.render.fleet import (
     FIGURES,
@@ -32,10 +34,8 @@ from memledger.render.fleet import (
     line_of,
     record,
 )
-from memledger.render.rows import ABSENT
-from memledger.render.tables import TABLE_ROWS, Align, Table, text_table
+from memledger.render.tables import ABSENT, TABLE_ROWS, Align, Table, text_table
 from memledger.render.terminal import Terminal, fit_lines
-from memledger.service import load_ledger
 from memledger.units import format_gib
 from tests.conftest import SAMPLES
 

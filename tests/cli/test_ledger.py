@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from memledger.app.fleet import LOG_RULE
+from memledger.app.load import load_ledger
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from memledger.fleet import LOG_RULE
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render import render_ledger
-from memledger.service import load_ledger
 from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, run_cli
 from tests.ledger_render_helpers import markdown_tables, small_ledger
 
@@ -159,7 +159,7 @@ def test_load_ledger_reads_saved_json_with_leading_whitespace(tmp_path: Path) ->
 def test_schema_command_prints_the_schema_of_each_json_output(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from memledger.parse_document import ParseDocument
+    from memledger.model.parse import ParseDocument
     from memledger.render.diff_json import DiffDocument
 
     # the model's serialisation schema, named ($schema, $id) and open to added fields
@@ -219,9 +219,10 @@ def test_engine_and_renderers_import_neither_click_nor_lark(
 
 
 COMMAND_MODULES = ["parse", "ledger", "diff", "check", "schema"]
-# A command module declares options and calls the service; its choices come from the render
-# registries, its epilog from the exit-code table.
-ALLOWED_IMPORTS = {"__future__", "pathlib", "datetime", "click", "memledger.service"}
+# A command module declares options and calls its flow module (memledger.app.<command>); its
+# choices come from the render registries, its epilog from the exit-code table.
+ALLOWED_IMPORTS = {"__future__", "pathlib", "datetime", "click", "memledger.app.options"}
+ALLOWED_IMPORTS |= {"memledger.app.emit"} | {f"memledger.app.{name}" for name in COMMAND_MODULES}
 ALLOWED_IMPORTS |= {"memledger.render", "memledger.render.parse", "memledger.render.check"}
 ALLOWED_IMPORTS |= {"memledger.render.diff_formats", "memledger.render.diff_markdown"}
 ALLOWED_IMPORTS |= {"memledger.render.schema", "memledger.errors"}
@@ -229,7 +230,7 @@ ALLOWED_IMPORTS |= {"memledger.render.schema", "memledger.errors"}
 # the LoadOptions its load options stand for.
 ALLOWED_IMPORTS |= {"memledger.commands.options"}
 OPTIONS_MODULE_IMPORTS = {"__future__", "collections.abc", "pathlib", "typing", "click"}
-OPTIONS_MODULE_IMPORTS |= {"functools", "memledger.service"}
+OPTIONS_MODULE_IMPORTS |= {"functools", "memledger.app.options"}
 
 
 def _imports(path: Path) -> set[str | None]:

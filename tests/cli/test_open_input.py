@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from memledger import opener, service
+from memledger.app import load
+from memledger.app import open as opener
+from memledger.app.load import load_ledger
+from memledger.app.open import open_input
+from memledger.app.options import LoadOptions
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE, InputError
 from memledger.input.reader import SNIFF_BYTES
-from memledger.service import LoadOptions, load_ledger, open_input
 from tests.conftest import SAMPLES, CountingStream
 
 
@@ -90,4 +93,4 @@ def test_json_that_is_not_a_saved_ledger_is_one_input_error(tmp_path: Path) -> N
 def test_parse_says_a_saved_ledger_is_not_a_log(tmp_path: Path) -> None:
     plain, _ = saved_pair(tmp_path)
     with pytest.raises(InputError, match="a saved ledger, not a log"):
-        service.load_parsed(plain, LoadOptions())
+        load.load_parsed(plain, LoadOptions())

@@ -6,7 +6,7 @@ import io
 import subprocess
 import sys
 
-from memledger.service import load_ledger
+from memledger.app.load import load_ledger
 from tests.conftest import PROJECT_ROOT, SAMPLES
 
 MAX_READ = 16 << 20  # no single read may ask for more than a parser chunk

@@ -6,17 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memledger.compare import (
-    MIN_TOLERANCE_BYTES,
-    STATE_POOL_CATEGORIES,
-    DiffStatus,
-    LedgerDiff,
-    SortKey,
-    delta_pct,
-    diff_ledgers,
-    sort_rows,
-)
-from memledger.ledger_model import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
+from memledger.compare.categories import STATE_POOL_CATEGORIES
+from memledger.compare.compute import diff_ledgers, sort_rows
+from memledger.compare.models import MIN_TOLERANCE_BYTES, DiffStatus, LedgerDiff, SortKey, delta_pct
+from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
 from memledger.render.diff_common import round_parts
 from memledger.render.diff_json import DiffDocument, render_diff_json
 from memledger.render.diff_prose import state_pool_statement, usable_note

@@ -3,8 +3,9 @@ KV token change is split into the pool's size and each token's cost."""
 
 from __future__ import annotations
 
-from memledger.compare import DiffStatus, delta_pct, diff_ledgers, kv_token_split
-from memledger.ledger_model import RowGroup, Summary
+from memledger.compare.compute import diff_ledgers, kv_token_split
+from memledger.compare.models import DiffStatus, delta_pct
+from memledger.model.ledger import RowGroup, Summary
 from memledger.render.diff_common import headline
 from memledger.render.diff_prose import kv_token_lines
 from memledger.render.diff_text import render_diff_text

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from memledger.compare import LedgerDiff, SortKey, diff_ledgers
+from memledger.compare.compute import diff_ledgers
+from memledger.compare.models import LedgerDiff, SortKey
 from memledger.errors import ConfigError
-from memledger.ledger_model import Row, RowGroup, RowKind
+from memledger.model.ledger import Row, RowGroup, RowKind
 from memledger.render.diff_common import category_table, headline, summary_table
 from memledger.render.diff_csv import CSV_HEADERS
 from memledger.render.diff_formats import DiffFormat, render_diff

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
+from memledger.app.load import load_ledger
 from memledger.cli import main
-from memledger.compare import DiffStatus, LedgerDiff, diff_ledgers
+from memledger.compare.compute import diff_ledgers
+from memledger.compare.models import DiffStatus, LedgerDiff
 from memledger.errors import EXIT_OK
-from memledger.ledger_model import Ledger
+from memledger.model.ledger import Ledger
 from memledger.render.diff_formats import DiffFormat, render_diff
 from memledger.render.diff_markdown import DEFAULT_MAX_CHARS
-from memledger.service import load_ledger
 from memledger.units import GIB
 from tests.conftest import (
     REAL_LOGS,

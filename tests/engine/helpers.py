@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from memledger.engine import build_ledger
-from memledger.events import Event, EventKind, ParamValue, ParsedLog, Startup
 from memledger.formulas import Formula, parse_formulas
-from memledger.ledger_model import Ledger, Row
-from memledger.model_config import ModelDims
+from memledger.model.events import Event, EventKind, ParamValue, ParsedLog, Startup
+from memledger.model.ledger import Ledger, Row
+from memledger.model.model_config import ModelDims
 from memledger.units import GIB, Size, parse_size
 
 PATH = "hand.log"

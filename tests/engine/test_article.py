@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memledger.ledger_model import Ledger, Summary
+from memledger.model.ledger import Ledger, Summary
 from memledger.units import GIB, MIB
 from tests.conftest import SAMPLES, ledger_for
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memledger import api
-from memledger.events import EventKind
-from memledger.ledger_model import Ledger, Row, RowKind
+from memledger.model.events import EventKind
+from memledger.model.ledger import Ledger, Row, RowKind
 from tests.conftest import REAL_LOGS, require_real_logs
 from tests.engine.helpers import Log, ledger_of
 

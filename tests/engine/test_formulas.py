@@ -18,8 +18,8 @@ from memledger.formulas import (
     render_text,
     version_code,
 )
-from memledger.ledger_model import RowGroup
-from memledger.model_config import load_model_config
+from memledger.model.ledger import RowGroup
+from memledger.model.model_config import load_model_config
 from tests.conftest import SAMPLES
 
 VARIABLES = {

@@ -14,16 +14,12 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from memledger.compare import (
-    DiffStatus,
-    LedgerDiff,
-    ParamDiff,
-    diff_ledgers,
-)
+from memledger.app.load import load_ledger
+from memledger.compare.compute import diff_ledgers
+from memledger.compare.models import DiffStatus, LedgerDiff, ParamDiff
 from memledger.render.diff_markdown import render_diff_markdown
 from memledger.render.diff_text import render_diff_text
 from memledger.render.terminal import Terminal
-from memledger.service import load_ledger
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.sglang.rows import LOG_SETTINGS
 from memledger.units import GIB

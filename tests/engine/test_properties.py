@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memledger.engine import build_ledger
-from memledger.events import EventKind
-from memledger.ledger_model import Ledger, RowKind
+from memledger.model.events import EventKind
+from memledger.model.ledger import Ledger, RowKind
 from tests.engine.helpers import SPEC_ARGS, TEST_FORMULAS, Log, assert_intervals_add_up, gb
 
 FORMULAS = TEST_FORMULAS

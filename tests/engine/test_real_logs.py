@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memledger.ledger_model import Ledger, RowKind
+from memledger.model.ledger import Ledger, RowKind
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, ledger_for, load_truth, real_log_paths
 from tests.engine.helpers import assert_intervals_add_up

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memledger.events import Event, EventKind
-from memledger.ledger_model import Ledger, Row
+from memledger.model.events import Event, EventKind
+from memledger.model.ledger import Ledger, Row
 from memledger.sglang.release_markers import version_code
 from memledger.sglang.request_table import (
     decode_extra_slots,

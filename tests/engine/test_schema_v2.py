@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from memledger.app.open import ledger_from_document
 from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
 from memledger.input.parsing import parse_log
-from memledger.ledger_model import (
+from memledger.model.ledger import (
     FIXED_OVERHEAD_GROUPS,
     LEDGER_SCHEMA_VERSION,
     Ledger,
@@ -19,7 +20,6 @@ from memledger.ledger_model import (
     group_totals,
     summary_from_rows,
 )
-from memledger.service import ledger_from_document
 from memledger.units import GIB
 from tests.conftest import SAMPLES
 

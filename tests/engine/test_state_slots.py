@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memledger.ledger_model import RowGroup
+from memledger.model.ledger import RowGroup
 from memledger.render.brief import pool_line
 from tests.conftest import SAMPLES, ledger_for
 

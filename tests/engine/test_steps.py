@@ -6,9 +6,9 @@ import pytest
 
 from memledger.engine import build_ledger
 from memledger.engine.variables import LOG_INPUTS, missing_reason
-from memledger.events import Event, EventKind, UnrecognisedLine
 from memledger.formulas import load_formulas, parse_formulas, version_code
 from memledger.input.parsing import parse_log
+from memledger.model.events import Event, EventKind, UnrecognisedLine
 from memledger.sglang.release_markers import FORMAT_MARKS
 from memledger.sglang.versions import RULES, format_version, version_text
 from tests.conftest import PROJECT_ROOT, REAL_LOGS

@@ -10,8 +10,8 @@ import pytest
 from memledger.engine import build_ledger
 from memledger.formulas import load_formulas
 from memledger.input.parsing import parse_log
-from memledger.ledger_model import Ledger, Row, RowGroup, RowKind
-from memledger.model_config import ModelDims
+from memledger.model.ledger import Ledger, Row, RowGroup, RowKind
+from memledger.model.model_config import ModelDims
 from memledger.sglang.hints import (
     HINTS,
     INTEGRATED_HINT,

@@ -9,10 +9,10 @@ import pytest
 
 from memledger.engine import build_ledger
 from memledger.engine.chain import EXCERPT_CHARS, excerpt
-from memledger.events import EventKind
 from memledger.formulas import parse_formulas
-from memledger.ledger_model import RowGroup, RowKind
-from memledger.model_config import model_dims_from_dict
+from memledger.model.events import EventKind
+from memledger.model.ledger import RowGroup, RowKind
+from memledger.model.model_config import model_dims_from_dict
 from memledger.units import GIB, MIB
 from tests.engine.helpers import (
     SPEC_ARGS,
@@ -542,7 +542,7 @@ def test_engine_is_pure_and_deterministic() -> None:
 
 def test_engine_modules_import_no_cli_or_grammar_library() -> None:
     code = (
-        "import sys, memledger.engine, memledger.formulas, memledger.model_config; "
+        "import sys, memledger.engine, memledger.formulas, memledger.model.model_config; "
         "print(sorted(m for m in ('click', 'lark', 'tabulate') if m in sys.modules))"
     )
     result = subprocess.run(

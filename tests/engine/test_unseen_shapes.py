@@ -10,7 +10,7 @@ with `--disaggregation-decode-extra-slots`, and a second startup in the same fil
 from __future__ import annotations
 
 from memledger import api
-from memledger.ledger_model import Ledger, Row, RowGroup, RowKind
+from memledger.model.ledger import Ledger, Row, RowGroup, RowKind
 from memledger.render.text import render_text
 from memledger.units import GIB, parse_size
 from tests.engine.helpers import assert_intervals_add_up

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from memledger.compare import diff_ledgers
-from memledger.ledger_model import Ledger, RowGroup
+from memledger.compare.compute import diff_ledgers
+from memledger.model.ledger import Ledger, RowGroup
 from memledger.render import render_ledger
 from memledger.units import GIB, MIB, parse_size
 from tests.conftest import SAMPLES, ledger_for

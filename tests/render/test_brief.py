@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memledger.compare import diff_ledgers
-from memledger.ledger_model import RowGroup
+from memledger.compare.compute import diff_ledgers
+from memledger.model.ledger import RowGroup
 from memledger.render.diff_markdown import GROUP_COLOURS, composition_chart
 from memledger.render.diff_text import BRIEF_MOVERS
-from memledger.render.rows import ABSENT
+from memledger.render.tables import ABSENT
 from tests.conftest import SAMPLES, run_cli, unwrapped
 
 DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"
@@ -196,7 +196,7 @@ def test_all_ranks_splits_a_wide_rank_table_and_cuts_no_header_or_value(
 def test_the_short_ledger_says_when_there_is_no_state_pool(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from memledger.ledger_model import Summary
+    from memledger.model.ledger import Summary
     from memledger.render.brief import pool_line
     from tests.ledger_render_helpers import small_ledger
 

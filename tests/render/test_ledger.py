@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memledger.errors import EXIT_USAGE, ConfigError
-from memledger.ledger_model import (
+from memledger.model.ledger import (
     FIXED_OVERHEAD_GROUPS,
     Evidence,
     Ledger,

@@ -31,21 +31,37 @@ def real_logs() -> list[Path]:
     return chosen
 
 
+SHORT_SAMPLES = Path("samples")
+"""The samples as the tests below name them: a link in the test's own folder, which is the
+working directory, so the paths the headers print do not depend on where the checkout or the
+corpus sits (a checkout in a long directory printed past 100 columns)."""
+
+
+def in_short_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, log: Path) -> Path:
+    """Work in `tmp_path` with `samples` and `log` linked into it; the log's short name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / SHORT_SAMPLES).symlink_to(SAMPLES, target_is_directory=True)
+    if log.parent == SAMPLES:
+        return SHORT_SAMPLES / log.name
+    (tmp_path / log.name).symlink_to(log)
+    return Path(log.name)
+
+
 def commands(log: Path) -> list[list[str | Path]]:
     """Every text output of one log: the short views, the `--full` ones, the rank table, the
     fleet view (this log beside a sample), the diagnosis and a what-if."""
-    budget = SAMPLES / "budget.toml"
+    budget = SHORT_SAMPLES / "budget.toml"
     return [
         ["parse", log],
         ["parse", log, "--coverage"],
         ["parse", log, "--all-ranks"],
         ["ledger", log],
         ["ledger", log, "--full"],
-        ["ledger", log, SAMPLES / "dp2.log"],
+        ["ledger", log, SHORT_SAMPLES / "dp2.log"],
         ["check", log, "--budget", budget],
         ["check", log, "--budget", budget, "--full"],
-        ["diff", SAMPLES / "dp16.log", log],
-        ["diff", SAMPLES / "dp16.log", log, "--full"],
+        ["diff", SHORT_SAMPLES / "dp16.log", log],
+        ["diff", SHORT_SAMPLES / "dp16.log", log, "--full"],
         ["diagnose", log],
         ["whatif", log, "--set", "mem_fraction_static=0.8"],
         ["whatif", log, "--set", "max_running_requests=64", "--set", "gpu_memory_mib=294912"],
@@ -58,11 +74,12 @@ def widest(text: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("log", [SAMPLES / "dp16.log", SAMPLES / "dp2.log"], ids=lambda p: p.name)
 def test_every_text_output_of_the_samples_fits_100_columns(
-    log: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    log: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-    config = SAMPLES / "k3-config.json"
-    sample_diff: list[str | Path] = ["diff", SAMPLES / "dp16.log", SAMPLES / "dp2.log"]
+    log = in_short_folder(monkeypatch, tmp_path, log)
+    config = SHORT_SAMPLES / "k3-config.json"
+    sample_diff: list[str | Path] = ["diff", SHORT_SAMPLES / "dp16.log", SHORT_SAMPLES / "dp2.log"]
     argvs = [*commands(log), [*sample_diff, "--model-config", config]]
     for argv in argvs:
         code, out, err = run_cli(argv, capsys)
@@ -73,10 +90,13 @@ def test_every_text_output_of_the_samples_fits_100_columns(
 
 @pytest.mark.real_logs
 def test_every_text_output_of_five_real_logs_fits_100_columns(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
-    for log in real_logs():
+    for n, real in enumerate(real_logs()):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        log = in_short_folder(monkeypatch, folder, real)
         for argv in commands(log):
             code, out, err = run_cli(argv, capsys)
             assert code in (0, 1, 3), err

@@ -1,7 +1,7 @@
 """The check report's model: one `Check` per limit per log, the `CheckReport` of a run (the JSON
 contract of `memledger check --format json`), and the rules that order and count its checks
 (failing, breach order, exit code), shared by the in-memory report and the spooled one
-(`memledger.check_results`).
+(`memledger.checking.results`).
 """
 
 from __future__ import annotations
@@ -10,13 +10,30 @@ from collections import Counter
 from datetime import date
 from enum import StrEnum
 
-from memledger.budget import ItemKind, Level, Quantity
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
-from memledger.ledger_model import LedgerDiagnosis, LedgerSource
+from memledger.model.ledger import LedgerDiagnosis, LedgerSource
 from memledger.record import Field, computed_field
 from memledger.units import FrozenModel, gib_view
 
 CHECK_SCHEMA_VERSION = 1
+
+
+class Level(StrEnum):
+    """How a breach counts: `fail` exits 1, `warn` is reported but exits 0 (unless --strict)."""
+
+    FAIL = "fail"
+    WARN = "warn"
+
+
+class ItemKind(StrEnum):
+    """Whether an item is a size (bytes, written with a unit) or a plain count/number."""
+
+    SIZE = "size"
+    COUNT = "count"
+
+
+Quantity = int | float
+"""Bytes (int) for size items; a plain number for count items."""
 
 
 class Bound(StrEnum):

@@ -163,6 +163,17 @@ class Event(Record):
         return self.values.get(key)
 
 
+class LineCause(StrEnum):
+    """Why a memory-looking line is in the coverage, as the engine needs to know it."""
+
+    GAP = "gap"
+    """Matched no known shape, or a known shape that did not read: what it allocated may be a
+    row the account is missing (a grammar gap, counted in the ledger's note)."""
+    READ_IN_PART = "read_in_part"
+    """A server_args line that was read, but whose memory bound left items out (`bounded`):
+    not a grammar gap."""
+
+
 class UnrecognisedLine(Record):
     """A line of the selected rank that looks like memory but matched no known shape."""
 
@@ -173,6 +184,11 @@ class UnrecognisedLine(Record):
     text: str
     reason: str = "unrecognised"
     """`unrecognised`, or why a known shape was rejected (e.g. `malformed number 'nan'`)."""
+    cause: LineCause = Field(default=LineCause.GAP, exclude=True)
+    """What the engine reads (`reason` is the same said for people); not in the JSON."""
+    bounded: list[str] = Field(default_factory=list, exclude=True)
+    """What the server_args memory bound left out (`server_args: ...`), each noted on the
+    ledger; not in the JSON (`reason` says it)."""
 
 
 class RankInfo(Record):

@@ -1,4 +1,4 @@
-"""The vLLM branch of the one flow (`memledger.service`): an opened input that is a vLLM log is
+"""The vLLM branch of the one flow (`memledger.app`): an opened input that is a vLLM log is
 read, sized, accounted and diagnosed here; everything else goes on down SGLang's path.
 
 `is_vllm(log)` decides from the sniffed head (`memledger.input.engine_detect`); a path whose
@@ -20,13 +20,13 @@ from memledger.input.engine_detect import VLLM, detect_engine
 from memledger.input.reader import ByteSource, OpenedLog, decode_line, open_log
 from memledger.input.vllm_facts import Fact, select_startup, startup_facts
 from memledger.input.vllm_reader import MAX_LINE_CHARS, Startup, VllmLog, read_vllm
-from memledger.ledger_model import Ledger
-from memledger.model_config import ModelDims
+from memledger.model.ledger import Ledger
+from memledger.model.model_config import ModelDims
 from memledger.sizing.vllm import VllmSizing, size_vllm
 
 if TYPE_CHECKING:
-    from memledger.events import ParsedLog
-    from memledger.service import LoadOptions
+    from memledger.app.options import LoadOptions
+    from memledger.model.events import ParsedLog
 
 CHUNK = 1 << 20
 NEITHER = "and no vLLM log lines either (neither engine's line shapes)"
@@ -134,7 +134,7 @@ def read_opened(
             if "no SGLang log lines found" not in exc.message:
                 raise
             vllm = vllm_after_sglang_found_nothing(source, label, exc)
-    from memledger.model_config import load_model_config
+    from memledger.model.model_config import load_model_config
 
     model = None if options.model_config is None else load_model_config(options.model_config)
     return load_vllm(vllm, startup=options.startup, rank=options.rank, model=model)

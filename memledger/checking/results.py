@@ -5,11 +5,10 @@ iterators over its checks in report order. Two kinds provide it:
 
 - `ReportResults`: the in-memory `CheckReport` of the Python API;
 - `SpooledChecks`: what `memledger check` builds (`CheckSpool`). Each log's checks are written
-  to a spool (`memledger.spool`: a private temporary file, unlinked at creation, so no other
-  process can open it, and gone when the process ends) as they arrive from the workers;
-  memory keeps only the totals
-  and a count per (budget entry, outcome). A format that puts totals first (the headline,
-  JUnit's testsuites attributes) reads the file back after the last log.
+  to a spool (`memledger.checking.spool`: a private temporary file, unlinked at creation, so no
+  other process can open it, and gone when the process ends) as they arrive from the workers;
+  memory keeps only the totals and a count per (budget entry, outcome). A format that puts totals
+  first (the headline, JUnit's testsuites attributes) reads the file back after the last log.
 
 Report order is that of `check_budget`: each failed startup's FAIL, then entry by entry, logs in
 input order. The file holds them log by log, so reading one entry's checks is a pass over the
@@ -28,7 +27,8 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import TYPE_CHECKING, NamedTuple
 
-from memledger.check_model import (
+from memledger.checking.spool import Spool
+from memledger.model.check import (
     BREACH_ORDER,
     BaselineInfo,
     Check,
@@ -40,12 +40,11 @@ from memledger.check_model import (
     exit_code_of,
     is_failing,
 )
-from memledger.spool import Spool
 
 if TYPE_CHECKING:
-    from memledger.budget import Budget
-    from memledger.checking import LogChecks
-    from memledger.ledger_model import Ledger
+    from memledger.checking.budget import Budget
+    from memledger.checking.evaluate import LogChecks
+    from memledger.model.ledger import Ledger
 
 PASS_RANK = 8
 SKIPPED_RANK = 9
@@ -233,7 +232,7 @@ class CheckSpool:
         self, *, today: date, baseline: Ledger | None, baseline_info: BaselineInfo
     ) -> SpooledChecks:
         """The results, once every input was added."""
-        from memledger.checking import report_notes
+        from memledger.checking.evaluate import report_notes
 
         notes, warnings = report_notes(
             self.budget, self._matched, baseline=baseline, info=baseline_info

@@ -11,8 +11,8 @@ from enum import StrEnum
 from typing import Any
 
 from memledger.errors import NoSuchRowError
+from memledger.model.sizing import SizingResult
 from memledger.record import ConfigDict, Field, computed_field, model_validator
-from memledger.sizing.result import SizingResult
 from memledger.units import GIB, FrozenModel, gib_view
 
 LEDGER_SCHEMA_VERSION = 2

@@ -9,10 +9,11 @@ and held as integer bytes; counts (tokens, slots, fractions) are plain numbers.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
@@ -21,10 +22,9 @@ from typing import Any
 
 from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError, bounded
-from memledger.ledger_model import Summary, SummaryUnit
+from memledger.model.check import ItemKind, Level, Quantity
+from memledger.model.ledger import Summary, SummaryUnit
 from memledger.record import Field
-from memledger.spelling import suggest_one as _suggest
-from memledger.spelling import typo_of
 from memledger.units import (
     GIB,
     KIB,
@@ -71,13 +71,6 @@ ROW_ITEM_PREFIX = "row:"
 MAX_ITEM_CHARS, MAX_TEXT_CHARS = 128, 1000
 
 
-class Level(StrEnum):
-    """How a breach counts: `fail` exits 1, `warn` is reported but exits 0 (unless --strict)."""
-
-    FAIL = "fail"
-    WARN = "warn"
-
-
 class IfAbsent(StrEnum):
     """What an entry means on a complete ledger without its item (a pool the deployment does not
     allocate, such as a fork's weight staging on upstream SGLang). A partial ledger's missing item
@@ -88,15 +81,39 @@ class IfAbsent(StrEnum):
     ZERO = "zero"  # counts as 0
 
 
-class ItemKind(StrEnum):
-    """Whether an item is a size (bytes, written with a unit) or a plain count/number."""
+# --- did-you-mean for names in budget files ---------------------------------------------------
 
-    SIZE = "size"
-    COUNT = "count"
+TYPO_DISTANCE = 2
+"""A name this close (edits) to a known one is taken as a typo of it."""
 
 
-Quantity = int | float
-"""Bytes (int) for size items; a plain number for count items."""
+def edit_distance(left: str, right: str) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions, transpositions."""
+    previous2: list[int] = []
+    previous = list(range(len(right) + 1))
+    for i, char in enumerate(left, 1):
+        current = [i]
+        for j, other in enumerate(right, 1):
+            cost = 0 if char == other else 1
+            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char == right[j - 2] and left[i - 2] == other:
+                value = min(value, previous2[j - 2] + 1)
+            current.append(value)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def typo_of(item: str, names: Collection[str]) -> str | None:
+    """The known name `item` is most likely a misspelling of, if any."""
+    close = [(edit_distance(item, name), name) for name in names if abs(len(name) - len(item)) <= 2]
+    best = min(close, default=None)
+    return best[1] if best is not None and best[0] <= TYPO_DISTANCE else None
+
+
+def _suggest(word: str, choices: Collection[str]) -> str:
+    """` (did you mean 'x'?)` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _summary_item_kinds() -> dict[str, ItemKind]:
@@ -588,8 +605,6 @@ __all__ = [
     "Budget",
     "BudgetEntry",
     "IfAbsent",
-    "ItemKind",
-    "Level",
     "discover_budget",
     "item_kind",
     "known_items",

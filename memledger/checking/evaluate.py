@@ -2,7 +2,7 @@
 
 No I/O here: the caller loads the budget file and the ledgers, and passes "today" so waivers
 are reproducible. Sizes are compared in bytes; counts as plain numbers. The report's model is
-`memledger.check_model` (re-exported here).
+`memledger.model.check`.
 """
 
 from __future__ import annotations
@@ -15,49 +15,20 @@ from fnmatch import fnmatch
 from pathlib import PurePath
 from typing import NamedTuple, TypedDict
 
-from memledger.budget import (
-    SUMMARY_ITEM_KINDS,
-    Budget,
-    BudgetEntry,
-    IfAbsent,
-    ItemKind,
-    Level,
-    Quantity,
-)
-from memledger.check_limits import tighten_to
-from memledger.check_model import (
-    BREACH_ORDER,
-    BREACH_STATUSES,
-    CHECK_SCHEMA_VERSION,
+from memledger.checking.budget import SUMMARY_ITEM_KINDS, Budget, BudgetEntry, IfAbsent
+from memledger.model.check import (
     BaselineInfo,
     Bound,
     Check,
     CheckedInput,
     CheckReport,
     CheckStatus,
-    breach_rank,
-    closeness,
-    exit_code_of,
-    is_failing,
+    ItemKind,
+    Level,
+    Quantity,
 )
-from memledger.ledger_model import Ledger, Row, RowKind
+from memledger.model.ledger import Ledger, Row, RowKind
 from memledger.units import GIB, FrozenModel
-
-__all__ = [
-    "BREACH_ORDER",
-    "BREACH_STATUSES",
-    "CHECK_SCHEMA_VERSION",
-    "BaselineInfo",
-    "Bound",
-    "Check",
-    "CheckReport",
-    "CheckStatus",
-    "CheckedInput",
-    "breach_rank",
-    "closeness",
-    "exit_code_of",
-    "is_failing",
-]
 
 FREE_MEMORY_ITEMS = frozenset({"runtime_headroom"})
 """Items that are memory nothing uses: a `min` on one is a safety floor, and a value far above
@@ -429,3 +400,41 @@ def _waiver_note(entry: BudgetEntry, status: CheckStatus, today: date) -> str | 
     if today > entry.waived_until:
         return f"within budget; the waiver (expired {entry.waived_until}) can be removed"
     return f"within budget; the waiver until {entry.waived_until} is no longer needed"
+
+
+# --- the tighter limit suggested for an item far inside its budget ------------------------------
+
+TIGHTEN_SLACK = 0.10
+"""The suggested limit sits this far beyond the actual value (10 %), rounded to 2 digits."""
+
+
+def tighten_to(
+    kind: ItemKind, is_max: bool, actual: Quantity, limit: Quantity, headroom_pct: float
+) -> Quantity | None:
+    """A rounded limit near the actual value when the item sits far inside its budget."""
+    if limit <= 0 or actual <= 0:
+        return None
+    headroom = (limit - actual) / limit if is_max else (actual - limit) / limit
+    if headroom * 100 <= headroom_pct:
+        return None
+    scale = GIB if kind is ItemKind.SIZE else 1
+    if is_max:
+        target = round_significant(actual * (1 + TIGHTEN_SLACK) / scale, up=True) * scale
+        suggestion = target if target < limit else None
+    else:
+        target = round_significant(actual * (1 - TIGHTEN_SLACK) / scale, up=False) * scale
+        suggestion = target if target > limit else None
+    if suggestion is None:
+        return None
+    if kind is ItemKind.SIZE or (isinstance(actual, int) and float(suggestion).is_integer()):
+        return round(suggestion)
+    return suggestion
+
+
+def round_significant(value: float, *, up: bool, digits: int = 2) -> float:
+    """Round to `digits` significant digits, upwards or downwards."""
+    if value <= 0:
+        return 0.0
+    step = 10 ** (math.floor(math.log10(value)) - digits + 1)
+    steps = math.ceil(value / step - 1e-9) if up else math.floor(value / step + 1e-9)
+    return float(round(steps * step, 12))

@@ -1,6 +1,6 @@
 """`memledger check`'s flow: the budget and the baseline first, then every log's checks (on up
-to two cores, `memledger.fleet`), into an in-memory `CheckReport` (the Python API) or a spool on
-a private temporary file (`memledger.check_results`) that the report is written from as it is
+to two cores, `memledger.app.fleet`), into an in-memory `CheckReport` (the Python API) or a spool on
+a private temporary file (`memledger.checking.results`) that the report is written from as it is
 read back: the CLI's memory stays flat in the number of logs.
 """
 
@@ -13,23 +13,16 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from memledger.app.load import label_of, load_ledger
+from memledger.app.options import STDIN, STEP_SUMMARY_ENV, CheckOptions, ExtraFile, Output, PathLike
 from memledger.errors import InputError
-from memledger.ledger_model import Ledger
-from memledger.service import (
-    STDIN,
-    STEP_SUMMARY_ENV,
-    CheckOptions,
-    ExtraFile,
-    Output,
-    budget_of,
-    label_of,
-    load_ledger,
-)
+from memledger.model.ledger import Ledger
 
 if TYPE_CHECKING:
-    from memledger.budget import Budget
-    from memledger.check_results import SpooledChecks
-    from memledger.checking import BaselineInfo, CheckReport, LogChecks
+    from memledger.checking.budget import Budget
+    from memledger.checking.evaluate import LogChecks
+    from memledger.checking.results import SpooledChecks
+    from memledger.model.check import BaselineInfo, CheckReport
 
 
 class _CheckRun(NamedTuple):
@@ -42,12 +35,21 @@ class _CheckRun(NamedTuple):
     info: BaselineInfo
 
 
+def budget_of(budget: PathLike | Budget | None) -> Budget:
+    """The budget given, loaded from its file, or found (`discover_budget`)."""
+    from memledger.checking.budget import Budget, discover_budget, load_budget
+
+    if isinstance(budget, Budget):
+        return budget
+    return load_budget(discover_budget() if budget is None else Path(budget))
+
+
 def _check_run(options: CheckOptions) -> _CheckRun:
     """What a check run reads: the budget, the baseline, and the inputs one at a time.
 
     A baseline path that does not exist means "no comparison" (noted), not an error.
     """
-    from memledger.checking import BaselineInfo
+    from memledger.model.check import BaselineInfo
 
     budget = budget_of(options.budget)  # a bad budget fails before a long parse, not after
     # check mixes logs and saved ledgers under one command line: a saved ledger keeps its rows
@@ -82,7 +84,7 @@ def _check_run(options: CheckOptions) -> _CheckRun:
     else:
         base = load_ledger(baseline, load)
         info = BaselineInfo(path=label_of(baseline), source=base.source)
-    from memledger.fleet import check_inputs
+    from memledger.app.fleet import check_inputs
 
     today = date.today() if options.today is None else options.today
     # one ledger at a time (on up to two cores): memory stays flat in the number of logs
@@ -93,7 +95,7 @@ def _check_run(options: CheckOptions) -> _CheckRun:
 def check_report(options: CheckOptions) -> CheckReport:
     """Check every log (and the baseline, for relative limits) against the budget: the whole
     report in memory (the Python API)."""
-    from memledger.checking import check_budget
+    from memledger.checking.evaluate import check_budget
 
     run = _check_run(options)
     return check_budget(
@@ -110,8 +112,8 @@ def check_results(options: CheckOptions) -> SpooledChecks:
     """`check_report` for `memledger check`: each log's checks go to a private temporary file
     as they come, only the totals stay in memory (a fleet of 10,000 logs costs no more memory
     than one); the caller closes the results (`SpooledChecks.close`)."""
-    from memledger.check_results import CheckSpool
-    from memledger.checking import LogChecks, check_log
+    from memledger.checking.evaluate import LogChecks, check_log
+    from memledger.checking.results import CheckSpool
 
     run = _check_run(options)
     spool = CheckSpool(run.budget, strict=options.strict)
@@ -132,8 +134,8 @@ def run_check(options: CheckOptions) -> Output:
     """`memledger check`: the report, its exit code and, for `--format github` under GitHub
     Actions, the markdown report appended to the job summary; both are written as they are
     read back from the spooled results."""
+    from memledger.checking.spool import closing_after
     from memledger.render.check import CheckFormat, CheckView, check_format, check_stream
-    from memledger.spool import closing_after
 
     fmt = check_format(options.fmt)  # a bad format fails before a long parse
     stream = check_stream(fmt, CheckView(options.terminal, options.full), options.max_chars)

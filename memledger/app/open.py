@@ -14,14 +14,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from memledger.errors import InputError
-from memledger.input.reader import (
-    SNIFF_BYTES,
-    ByteSource,
-    OpenedLog,
-    PeekedStream,
-    open_log,
-)
-from memledger.ledger_model import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
+from memledger.input.reader import SNIFF_BYTES, ByteSource, OpenedLog, PeekedStream, open_log
+from memledger.model.ledger import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
 
 PathLike = str | os.PathLike[str]
 
@@ -129,7 +123,7 @@ def open_input(
 
 def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
     """The JSON object if `data` is a saved ledger; None if it is (presumably) a log."""
-    from memledger.saved_ledger import read_document
+    from memledger.input.saved_ledger import read_document
 
     try:
         document = read_document(data, label)
@@ -184,7 +178,7 @@ def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
             f"{LEDGER_SCHEMA_VERSION} (re-run `memledger ledger LOG --format json`)",
             path=label,
         )
-    from memledger.saved_ledger import check_consistent, check_strings
+    from memledger.input.saved_ledger import check_consistent, check_strings
 
     check_strings(document, label)
     from pydantic import ValidationError  # a saved ledger is the JSON contract: pydantic reads it

@@ -12,9 +12,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from memledger.app.options import STDIN, Output, PathLike
 from memledger.errors import ConfigError
 from memledger.render.terminal import PLAIN, Terminal
-from memledger.service import STDIN, Output, PathLike
 
 
 def _write_stdout(pieces: Iterable[str]) -> None:

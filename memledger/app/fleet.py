@@ -25,16 +25,18 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memledger.app.load import label_of, load_ledger
+from memledger.app.options import STDIN, LoadOptions, Output, Source
+from memledger.checking.spool import Spool, closing_after
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
-from memledger.ledger_model import Ledger
-from memledger.log_list import LIST_PREFIX, is_log_list, missing, read_log_list
+from memledger.input.log_list import LIST_PREFIX, is_log_list, missing, read_log_list
+from memledger.model.fleet import FleetEntry
+from memledger.model.ledger import Ledger
 from memledger.render.terminal import PLAIN, Terminal
-from memledger.service import STDIN, LoadOptions, Output, Source, label_of, load_ledger
-from memledger.spool import Spool, closing_after
 
 if TYPE_CHECKING:
-    from memledger.budget import Budget
-    from memledger.checking import LogChecks
+    from memledger.checking.budget import Budget
+    from memledger.checking.evaluate import LogChecks
 
 LOG_ENDINGS = (".log", ".txt", ".out")
 """A folder's logs are the files whose name ends in one of these, or one of these and `.gz`
@@ -46,20 +48,6 @@ TASK_LOGS = 4
 """Logs per task sent to a worker (fewer round trips; small enough to keep both busy)."""
 R = TypeVar("R")
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class FleetEntry:
-    """One input of the fleet: its summary line (`render.fleet.line_of`), or the one-line error
-    that stopped it. Only this travels back from a worker, never the ledger."""
-
-    path: str
-    line: dict[str, Any] | None = None
-    error: str | None = None
-
-    @property
-    def name(self) -> str:
-        return Path(self.path).name
 
 
 @dataclass(frozen=True)
@@ -97,7 +85,7 @@ def expand_inputs(
     sources: Sequence[Source], skipped: Callable[[str], None] = note_skipped
 ) -> Iterator[Input]:
     """The logs named on the command line, in the order given, a folder standing for the logs
-    below it (`walk_folder`) and `@FILE` for the paths it lists (memledger.log_list). The
+    below it (`walk_folder`) and `@FILE` for the paths it lists (memledger.input.log_list). The
     sources are checked here, before the first log is read: a stream among several inputs,
     stdin twice, a list that cannot be read, a folder that cannot be listed or holds no log."""
     given: list[tuple[str, str | None]] = []  # (path, where it was listed)
@@ -229,7 +217,7 @@ def load_fleet(
 
 
 class FleetSpool(Spool):
-    """The fleet's lines as they come, on a spool (`memledger.spool`: a private temporary
+    """The fleet's lines as they come, on a spool (`memledger.checking.spool`: a private temporary
     file, one JSON object a log), read back once per pass a format needs: memory stays flat in
     the number of logs. Iterating gives the entries in the order added; a context manager."""
 
@@ -285,7 +273,7 @@ def check_inputs(
     """`check`'s inputs one at a time, a folder standing for the logs below it: several logs
     are read and checked by up to two worker processes, each sending back only its log's
     checks; one log, and sources other than paths, are loaded here."""
-    from memledger.checking import check_log
+    from memledger.checking.evaluate import check_log
 
     if not all(isinstance(s, str | os.PathLike) for s in logs):
         return ((label_of(item), load_ledger(item, options)) for item in logs)

@@ -1,12 +1,11 @@
-"""The JSON document of `memledger parse --format json` (versioned) and how it is built from a
-parsed log; the renderers are in `memledger.render.parse`."""
+"""The JSON document of `memledger parse --format json` (versioned); built from a parsed log by
+`memledger.input.facts.parse_document`, rendered by `memledger.render.parse`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from memledger.events import Event, ParamValue, ParsedLog, RankInfo, UnrecognisedLine
-from memledger.input.facts import facts_of
+from memledger.model.events import Event, ParamValue, RankInfo, UnrecognisedLine
 from memledger.record import ConfigDict, Record
 
 PARSE_SCHEMA_VERSION = 1
@@ -57,32 +56,3 @@ class ParseDocument(Record):
     ranks: list[RankInfo]
     notes: list[str] = []
     """How the input was read where the default rules did not apply (see ParsedLog.notes)."""
-
-
-def parse_document(parsed: ParsedLog) -> ParseDocument:
-    """The JSON document of a parsed log."""
-    startup = parsed.startup
-    return ParseDocument(
-        path=parsed.path,
-        n_lines=parsed.n_lines,
-        invalid_utf8_bytes=parsed.invalid_utf8_bytes,
-        n_startups=parsed.n_startups,
-        selected_startup=parsed.selected,
-        first_line=startup.first_line,
-        last_line=startup.last_line,
-        rank=startup.rank,
-        outcome=Outcome(
-            outcome=startup.outcome, line=startup.outcome_line, text=startup.outcome_text
-        ),
-        facts=facts_of(parsed),
-        events=startup.events,
-        server_args=startup.server_args,
-        coverage=Coverage(
-            count=startup.unrecognised_count,
-            listed=startup.unrecognised,
-            skipped_count=startup.skipped_count,
-            skipped=startup.skipped,
-        ),
-        ranks=startup.ranks,
-        notes=parsed.notes,
-    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from memledger.config_files import parse_nested
 from memledger.errors import ConfigError, InputError, bounded
-from memledger.ledger_model import Ledger, group_totals, summary_from_rows
+from memledger.model.ledger import Ledger, group_totals, summary_from_rows
 from memledger.units import MAX_DEVICE_BYTES, NumberOutOfRange, checked_number
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")

@@ -1,25 +1,18 @@
 """`memledger diff LOG --against-release X` (and `memledger.against_release`): one log's KV pool
-under another SGLang release's defaults. Kept apart from `service` (the two-log diff) so that
-module stays readable; the flow is the same: options in, an `Output` out."""
+under another SGLang release's defaults. The two-log diff is `memledger.app.diff`; the flow is the
+same: options in, an `Output` out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memledger.app.load import load_parsed, sizing_inputs_of
+from memledger.app.options import MISSING_HEAD, DiffOptions, LoadOptions, Output, Source
 from memledger.errors import ConfigError
-from memledger.events import ParsedLog
-from memledger.ledger_model import Ledger
+from memledger.model.events import ParsedLog
+from memledger.model.ledger import Ledger
 from memledger.render.terminal import PLAIN, Terminal
-from memledger.service import (
-    MISSING_HEAD,
-    DiffOptions,
-    LoadOptions,
-    Output,
-    Source,
-    load_parsed,
-    sizing_inputs_of,
-)
 
 if TYPE_CHECKING:
     from memledger.compare.upgrade_models import AgainstRelease
