@@ -6,6 +6,7 @@ not from running the code: e.g. cuda_graph 7.50 GiB against `max = "8 GiB"` pass
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from memledger.model.ledger import (
     Summary,
     summary_from_rows,
 )
+from memledger.record import to_json
 from memledger.units import GIB
 from tests.conftest import make_ledger as hand_built_ledger
 
@@ -74,7 +76,7 @@ def make_ledger(
         rank="DP0 TP0 EP0",
         outcome="ready" if stopped_at is None else "crash",
         stopped_at=stopped_at,
-        summary=converted.model_copy(update=sums),
+        summary=replace(converted, **sums),
         usable_bytes=usable,
         balance_error_bytes=0 if usable is None else partition - usable,
     )
@@ -168,7 +170,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def save_ledger(tmp_path: Path, name: str, ledger: Ledger) -> Path:
     """A saved ledger JSON, as `memledger ledger --format json` writes it."""
-    return write(tmp_path, name, ledger.model_dump_json(indent=2))
+    return write(tmp_path, name, to_json(ledger, indent=2))
 
 
 def summary_from_gib(values: dict[str, Any], rows: list[Row] | None = None) -> Summary:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from markdown_it import MarkdownIt
 
@@ -40,6 +41,7 @@ from memledger.model.ledger import (
     Summary,
     summary_from_rows,
 )
+from memledger.record import validate
 from memledger.units import GIB, MIB
 from tests.conftest import make_ledger
 
@@ -90,7 +92,7 @@ def ledger(
     """A ledger whose usable memory defaults to the sum of its partition rows; the summary's
     figures that are sums of rows are the rows' (as the engine writes them), the rest `summary`."""
     partition_sum = sum(r.bytes or 0 for r in rows if r.in_partition)
-    summary = (summary or Summary()).model_copy(update=summary_from_rows(list(rows)))
+    summary = replace((summary or Summary()), **summary_from_rows(list(rows)))
     usable = partition_sum if usable_bytes is None else usable_bytes
     return make_ledger(
         rows,
@@ -99,7 +101,7 @@ def ledger(
         stopped_at=stopped_at,
         checkpoints=checkpoints,
         intervals=intervals,
-        summary=summary.model_copy(update={"usable": usable}),
+        summary=replace(summary, usable=usable),
         usable_bytes=usable,
         balance_error_bytes=partition_sum - usable,
         parameters=dict(parameters or {}),
@@ -115,7 +117,8 @@ def checkpoint(checkpoint_id: str, avail_hundredths: int, line: int) -> Checkpoi
 
 def interval(frm: str, to: str, drop: int, logged: int, named: int = 0) -> Interval:
     """An interval with sizes in bytes."""
-    return Interval.model_validate(
+    return validate(
+        Interval,
         {
             "from": frm,
             "to": to,
@@ -123,7 +126,7 @@ def interval(frm: str, to: str, drop: int, logged: int, named: int = 0) -> Inter
             "logged_bytes": logged,
             "named_bytes": named,
             "error_bytes": 2 * HALF_ULP,
-        }
+        },
     )
 
 

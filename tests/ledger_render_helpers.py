@@ -9,6 +9,8 @@ draft_slot_map unknown. Fixed overhead = 10 - (2 + 876,612,880 B); the rows sum 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from markdown_it import MarkdownIt
 
 from memledger.model.ledger import (
@@ -22,6 +24,7 @@ from memledger.model.ledger import (
     SourceLine,
     summary_from_rows,
 )
+from memledger.record import validate
 from memledger.units import GIB
 from tests.check_helpers import summary_from_gib
 from tests.conftest import make_ledger
@@ -62,7 +65,8 @@ def _logged(
 
 def small_ledger() -> Ledger:
     """The ledger described in the module docstring."""
-    pool_interval = Interval.model_validate(
+    pool_interval = validate(
+        Interval,
         {
             "from": "load_end",
             "to": "memory_pool_end",
@@ -70,7 +74,7 @@ def small_ledger() -> Ledger:
             "logged_bytes": gib(200),
             "named_bytes": REQ_TO_TOKEN_BYTES,
             "error_bytes": 2 * HALF_ULP,
-        }
+        },
     )
     pool_key = "load_end->memory_pool_end"
     rows = [
@@ -162,7 +166,8 @@ def small_ledger() -> Ledger:
         Checkpoint(id="capture_end", avail_bytes=gib(90), error_bytes=HALF_ULP, line=50),
     ]
     intervals = [
-        Interval.model_validate(
+        validate(
+            Interval,
             {
                 "from": "load_begin",
                 "to": "load_end",
@@ -170,10 +175,11 @@ def small_ledger() -> Ledger:
                 "logged_bytes": gib(500),
                 "named_bytes": 0,
                 "error_bytes": 2 * HALF_ULP,
-            }
+            },
         ),
         pool_interval,
-        Interval.model_validate(
+        validate(
+            Interval,
             {
                 "from": "memory_pool_end",
                 "to": "capture_begin",
@@ -181,9 +187,10 @@ def small_ledger() -> Ledger:
                 "logged_bytes": 0,
                 "named_bytes": 0,
                 "error_bytes": 2 * HALF_ULP,
-            }
+            },
         ),
-        Interval.model_validate(
+        validate(
+            Interval,
             {
                 "from": "capture_begin",
                 "to": "capture_end",
@@ -191,7 +198,7 @@ def small_ledger() -> Ledger:
                 "logged_bytes": gib(50),
                 "named_bytes": 0,
                 "error_bytes": 2 * HALF_ULP,
-            }
+            },
         ),
     ]
     return make_ledger(
@@ -199,19 +206,22 @@ def small_ledger() -> Ledger:
         path=LOG,
         checkpoints=checkpoints,
         intervals=intervals,
-        summary=summary_from_gib(
-            {
-                "usable": 10.0,
-                "nccl_init": 0.5,
-                "weights_resident": 5.0,
-                "cuda_graph": 0.5,
-                "runtime_headroom": 0.9,
-                "slots": 209,
-                "mem_fraction_static": 0.88,
-                "kv_tokens_per_rank": 3_194_880,
-            },
-            rows,
-        ).model_copy(update={**summary_from_rows(rows), "usable": gib(1000)}),
+        summary=replace(
+            summary_from_gib(
+                {
+                    "usable": 10.0,
+                    "nccl_init": 0.5,
+                    "weights_resident": 5.0,
+                    "cuda_graph": 0.5,
+                    "runtime_headroom": 0.9,
+                    "slots": 209,
+                    "mem_fraction_static": 0.88,
+                    "kv_tokens_per_rank": 3_194_880,
+                },
+                rows,
+            ),
+            **{**summary_from_rows(rows), "usable": gib(1000)},
+        ),
         usable_bytes=gib(1000),
         balance_error_bytes=0,
         tolerance_bytes=2 * HALF_ULP,

@@ -19,6 +19,7 @@ from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.parsing import parse_log
+from memledger.record import to_json
 from memledger.units import GIB, MIB
 from tests.conftest import REAL_LOGS, load_truth
 from tests.parse_helpers import physical_lines, real_log
@@ -165,7 +166,7 @@ def test_oom_in_graph_capture_from_a_real_prefix() -> None:
     assert result.verdict.startswith("OOM during CUDA-graph capture: 2.40 GiB short; lower")
     point = next(f for f in result.findings if f.id == "capture_point")
     assert "bs=1" in point.message
-    doc = json.loads(result.model_dump_json())
+    doc = json.loads(to_json(result))
     assert set(doc) >= {"outcome", "phase", "shortfall_bytes", "findings", "suggestions"}
     assert {"id", "severity", "message", "bytes", "evidence"} <= set(doc["findings"][0])
     assert {"knob", "direction", "value", "why"} <= set(doc["suggestions"][0])

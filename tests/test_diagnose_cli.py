@@ -12,6 +12,7 @@ import pytest
 import memledger
 from memledger.cli import main
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from memledger.record import to_json
 from tests.conftest import SAMPLES, unwrapped
 from tests.parse_helpers import real_log
 
@@ -77,7 +78,7 @@ def test_api_and_command_agree(capsys: pytest.CaptureFixture[str]) -> None:
     path = real_log("single/007")
     diagnosis = memledger.diagnose(path)
     _, out, _ = _run(["diagnose", str(path), "--format", "json"], capsys)
-    assert json.loads(out) == json.loads(diagnosis.model_dump_json())
+    assert json.loads(out) == json.loads(to_json(diagnosis))
     assert diagnosis.failed and not diagnosis.memory_problem
 
 

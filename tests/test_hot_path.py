@@ -26,6 +26,7 @@ from memledger.input.error_texts import ERROR_WORDS, ErrorTextReader, no_error_w
 from memledger.input.logical import PREFIX_RE, iter_logical_lines, logical_lines_in_full
 from memledger.input.outcome import OUTCOME_WORDS, outcome_kind
 from memledger.input.quiet import READER_WORDS, QuietLines
+from memledger.record import to_dict
 from memledger.sglang.lines import MEMORY_LOOKING_RE, PLATFORM_MARKERS, looks_like_memory
 from memledger.sglang.lines import platform_marker as marker_of
 from tests.conftest import SAMPLES, real_log_paths
@@ -267,10 +268,10 @@ def _full_readings(patch: pytest.MonkeyPatch) -> None:
 
 def test_every_log_parses_alike_with_the_shortcuts_and_without(tmp_path: Path) -> None:
     paths = [*real_log_paths(), *sorted(SAMPLES.glob("*.log")), _memory_lines_log(tmp_path)]
-    fast = [parsing.parse_log(path).model_dump(mode="json") for path in paths]
+    fast = [to_dict(parsing.parse_log(path), mode="json") for path in paths]
     with pytest.MonkeyPatch.context() as patch:
         _full_readings(patch)
-        full: list[Any] = [parsing.parse_log(path).model_dump(mode="json") for path in paths]
+        full: list[Any] = [to_dict(parsing.parse_log(path), mode="json") for path in paths]
     assert fast == full
     stress = fast[-1]["startup"]
     assert stress["unrecognised_count"] >= 3000  # the unknown kind is counted, each line

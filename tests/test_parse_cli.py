@@ -13,6 +13,7 @@ from memledger.input.facts import FACT_KEYS, facts_of
 from memledger.input.parsing import parse_log
 from memledger.model.events import EventKind
 from memledger.model.parse import ParseDocument
+from memledger.record import validate_json
 from tests.conftest import run_cli
 from tests.parse_helpers import parse_json, real_log, truth_facts
 
@@ -27,7 +28,7 @@ def test_json_document_is_versioned_and_carries_facts(capsys: pytest.CaptureFixt
     assert document["facts"] == truth_facts(log)
     assert document["rank"] == "DP0 TP0 EP0"
     # the document validates against its own model (round trip)
-    ParseDocument.model_validate_json(json.dumps(document))
+    validate_json(ParseDocument, json.dumps(document))
     load_begin = next(e for e in document["events"] if e["kind"] == "load_begin")
     assert load_begin["sizes"]["avail"]["bytes"] == round(60.78 * 2**30)
     assert load_begin["sizes"]["avail"]["half_ulp"] == round(0.005 * 2**30)

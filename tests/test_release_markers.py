@@ -4,6 +4,8 @@ evidence `release_range` gives, and the engine's and sizing's views of it."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Any
 
 from memledger.model.events import Event, EventKind
 from memledger.sglang.release_markers import (
@@ -20,7 +22,7 @@ from memledger.units import GIB, Size
 WHEEL_LINE = re.compile(r"v\d+\.\d+\.\d+ [a-z_/0-9]+\.py:\d+")
 
 
-def _event(kind: EventKind, line: int, **values: object) -> Event:
+def _event(kind: EventKind, line: int, **values: Any) -> Event:
     return Event(kind=kind, line=line, rank="TP0", text="", values=values)
 
 
@@ -76,7 +78,7 @@ def test_lower_and_upper_bounds_from_both_former_tables_meet() -> None:
     assert found.text == "0.5.3 .. 0.5.12"
     assert found.within(RULE["mfs_default"]) is not False
     # the dict form (0.5.19+) lists fields by name too, but cuda_graph_max_bs bounds only the repr
-    as_dict = args.model_copy(update={"values": {"form": "dict"}})
+    as_dict = replace(args, values={"form": "dict"})
     assert release_range([as_dict]).text == ">= 0.5.19"
 
 

@@ -49,10 +49,11 @@ from memledger.app.load import load_parsed
 from memledger.checking.budget import parse_budget
 from memledger.checking.evaluate import check_budget
 from memledger.compare.compute import diff_ledgers
+from memledger.diagnosis.model import Diagnosis
 from memledger.model.events import ParsedLog
 from memledger.model.fleet import FleetEntry
 from memledger.model.ledger import Ledger
-from memledger.record import Record
+from memledger.record import to_json, validate
 from memledger.render import FORMATS as LEDGER_FORMATS
 from memledger.render import LedgerView
 from memledger.render.check import FORMATS as CHECK_FORMATS
@@ -66,6 +67,7 @@ from memledger.render.parse import ParseView
 from memledger.render.sizing import WHATIF_FORMATS
 from memledger.render.tables import markdown_cell
 from memledger.render.terminal import PLAIN
+from memledger.sizing.whatif import WhatIf
 from tests.conftest import SAMPLES, ledger_for
 
 PAYLOADS = [
@@ -160,13 +162,13 @@ def _base_parsed() -> ParsedLog:
 
 
 @cache
-def _base_answers() -> tuple[Record, Record]:
+def _base_answers() -> tuple[Diagnosis, WhatIf]:
     """The diagnosis and a what-if of the dp2 sample (their free text replaced per test)."""
     return diagnose(SAMPLES / "dp2.log"), whatif(SAMPLES / "dp2.log", mem_fraction_static=0.85)
 
 
-def _hostile_model(model: Record, draw: Draw) -> Any:
-    return type(model).model_validate(_replace_strings(json.loads(model.model_dump_json()), draw))
+def _hostile_model(model: Diagnosis | WhatIf, draw: Draw) -> Any:
+    return validate(type(model), _replace_strings(json.loads(to_json(model)), draw))
 
 
 def _other_renders(head: Ledger, draw: Draw, only: str | None = None) -> dict[str, str]:
@@ -192,8 +194,8 @@ def _other_renders(head: Ledger, draw: Draw, only: str | None = None) -> dict[st
 
 
 def _hostile_ledger(ledger: Ledger, draw: Draw) -> Ledger:
-    document = _replace_strings(json.loads(ledger.model_dump_json()), draw)
-    return Ledger.model_validate(document)
+    document = _replace_strings(json.loads(to_json(ledger)), draw)
+    return validate(Ledger, document)
 
 
 def _toml_string(text: str) -> str:
@@ -241,9 +243,7 @@ def _raw_json(sample: Sample) -> dict[str, str]:
     """The JSON renderers' own output, before the JSON pass: the data it must keep."""
     draw = sample.drawer(benign=False)
     base, head = (_hostile_ledger(ledger, draw) for ledger in _base_ledgers())
-    parsed = ParsedLog.model_validate(
-        _replace_strings(json.loads(_base_parsed().model_dump_json()), draw)
-    )
+    parsed = validate(ParsedLog, _replace_strings(json.loads(to_json(_base_parsed())), draw))
     budget = parse_budget(_budget_text(draw("message")), path=draw("budget path"))
     report = check_budget(budget, [(draw("log path"), head)], today=date(2026, 1, 1))
     diff = diff_ledgers(base, head, base_label=draw("base label"), head_label=draw("head label"))
@@ -271,9 +271,7 @@ def _renders(sample: Sample, benign: bool) -> dict[str, str]:
     draw = sample.drawer(benign)
     base, head = _base_ledgers()
     base, head = _hostile_ledger(base, draw), _hostile_ledger(head, draw)
-    parsed = ParsedLog.model_validate(
-        _replace_strings(json.loads(_base_parsed().model_dump_json()), draw)
-    )
+    parsed = validate(ParsedLog, _replace_strings(json.loads(to_json(_base_parsed())), draw))
     budget = parse_budget(_budget_text(draw("message")), path=draw("budget path"))
     report = check_budget(budget, [(draw("log path"), head)], today=date(2026, 1, 1))
     diff = diff_ledgers(base, head, base_label=draw("base label"), head_label=draw("head label"))

@@ -13,6 +13,7 @@ from memledger.api import ledger
 from memledger.errors import EXIT_INPUT, EXIT_OK
 from memledger.input.saved_ledger import check_consistent
 from memledger.model.ledger import summary_from_rows
+from memledger.record import to_dict
 from tests.conftest import SAMPLES, real_log_paths
 from tests.security_helpers import run, write_log
 
@@ -91,7 +92,7 @@ def test_F12_the_engine_writes_ledgers_the_check_accepts(path: Path) -> None:
     # The recomputation must be the engine's own arithmetic: on every sample and real log the
     # summary figures that are sums of rows equal summary_from_rows, and the ledger passes.
     built = ledger(path)
-    stated = built.summary.model_dump()
+    stated = to_dict(built.summary)
     assert {name: stated[name] for name in summary_from_rows(built.rows)} == summary_from_rows(
         built.rows
     )

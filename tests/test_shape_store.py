@@ -24,6 +24,7 @@ from memledger.input import linegrammar, shapestore
 from memledger.input.linegrammar import LineGrammar
 from memledger.input.shapecache import fold
 from memledger.input.transform import LineParse
+from memledger.record import to_dict
 from tests.conftest import SAMPLES, real_log_paths
 
 _DIGIT = re.compile(r"(?<![A-Za-z_])\d")
@@ -47,7 +48,7 @@ def _corpus() -> list[Path]:
 def _parsed(paths: list[Path], grammar: LineGrammar, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     with monkeypatch.context() as patch:
         patch.setattr(parsing, "load_grammar", lambda _extra=(): grammar)
-        return [parsing.parse_log(path).model_dump(mode="json") for path in paths]
+        return [to_dict(parsing.parse_log(path), mode="json") for path in paths]
 
 
 def _grammar_alone() -> LineGrammar:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import memledger
 from memledger.model.sizing import SizingResult
+from memledger.record import to_dict
 from memledger.render.sizing import sizing_table
 from memledger.sizing import size_log, sizing_inputs, whatif
 from memledger.sizing.result import TOLERANCE
@@ -86,7 +88,7 @@ def test_whatif_identity(path: Path) -> None:
     exactly and changes no modelled one."""
     read = sizing_inputs(memledger.load(path))
     base = size_log(read).settings
-    own = {name: value for name, value in base.model_dump().items() if value is not None}
+    own = {name: value for name, value in to_dict(base).items() if value is not None}
     answer = whatif(read, own)
     assert answer.new == base
     compared = 0
@@ -305,11 +307,7 @@ def test_server_args_fields_bound_the_release() -> None:
     assert evidence["kv_line_with_tokens_no_dtype"].last == 5012
     parsed = memledger.load(next(p for p in real_log_paths() if "single/010" in p.as_posix()))
     without = [
-        e.model_copy(
-            update={
-                "params": {k: v for k, v in (e.params or {}).items() if k != "cuda_graph_max_bs"}
-            }
-        )
+        replace(e, params={k: v for k, v in (e.params or {}).items() if k != "cuda_graph_max_bs"})
         for e in parsed.startup.events
     ]
     assert version_range(without).text == "0.5.13 .. 0.5.20"  # the field is what bounds it

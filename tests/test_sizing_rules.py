@@ -6,6 +6,7 @@ The inputs are built by hand, so each test checks the arithmetic of one rule in 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -155,11 +156,11 @@ def test_rule_mamba_padding_ring() -> None:
     k = int((share - per_slot) // per_slot)
     assert pred.mamba_slots == k
     assert pred.state_bytes == (k + 1) * per_slot
-    older = predict(read.model_copy(update={"version": VersionRange(first=5016, last=5016)}))
+    older = predict(replace(read, version=VersionRange(first=5016, last=5016)))
     assert older.mamba_slots == int(share // per_slot)
     assert older.state_bytes == older.mamba_slots * per_slot
     # a range across 0.5.16/0.5.17 keeps K and says the newer rule would take one slot more
-    across = predict(read.model_copy(update={"version": VersionRange(first=5013, last=5020)}))
+    across = predict(replace(read, version=VersionRange(first=5013, last=5020)))
     assert across.state_bytes == older.state_bytes
     assert any("may take K + 1 Mamba slots" in note for note in across.notes)
 
@@ -195,7 +196,7 @@ def test_rule_mamba_slots_fixed() -> None:
         version=("0.5.20", "0.5.20"), knobs=knobs, target=[pool(10, 4096)], mamba=_mamba(32, MIB)
     )
     assert predict(read).mamba_slots == 24 + 8
-    fewer = base_settings(read).model_copy(update={"disaggregation_decode_extra_slots": 2})
+    fewer = replace(base_settings(read), disaggregation_decode_extra_slots=2)
     assert predict(read, fewer).mamba_slots == 24 + 2
 
 
@@ -312,7 +313,7 @@ def test_rule_max_num_reqs_default() -> None:
         p=283.56,
         a=209.98,
     )
-    pred = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.826}))
+    pred = predict(read, replace(base_settings(read), mem_fraction_static=0.826))
     assert pred.tokens is not None
     assert pred.max_num_reqs == min(max(int(pred.tokens / 262_144 * 512), 2048), 4096)
     assert pred.req_to_token_bytes == pred.max_num_reqs * (262_144 + 4) * 4
@@ -447,8 +448,8 @@ def test_rule_bench_one_batch_graphs() -> None:
     (256 at 81,559 MiB, tp 1), not the 8 the bench captured."""
     knobs = {"mem_fraction_static": None, "chunked_prefill_size": 8192}
     served = inputs(version=("0.5.9", "0.5.9"), knobs=knobs, target=[pool(10, 4096)])
-    served = served.model_copy(update={"logged_max_capture_bs": 8})
-    bench = served.model_copy(update={"bench_one_batch": True})
+    served = replace(served, logged_max_capture_bs=8)
+    bench = replace(served, bench_one_batch=True)
     h100 = Settings(gpu_memory_mib=81_559)
     assert _default(served, h100) == round((81_559 - (512 + 12_288 + 8 * 2 + 128)) / 81_559, 3)
     assert _default(bench, h100) == round((81_559 - (512 + 12_288 + 256 * 2 + 128)) / 81_559, 3)
@@ -470,11 +471,14 @@ def test_rule_mfs_vlm_factor() -> None:
     """A ...ForConditionalGeneration model's default is scaled by 0.95 x a ViT factor clamped
     to [0.8, 1.05] (v0.5.10 server_args.py:6396-6431): without its vision_config the log can
     only bound it, and the sizing says so instead of applying a guess."""
-    read = inputs(
-        version=("0.5.10", "0.5.12"),
-        knobs={"mem_fraction_static": None, "chunked_prefill_size": 2048, "tp_size": 2},
-        target=[pool(10, 4096)],
-    ).model_copy(update={"model_type": "Qwen3_5ForConditionalGeneration"})
+    read = replace(
+        inputs(
+            version=("0.5.10", "0.5.12"),
+            knobs={"mem_fraction_static": None, "chunked_prefill_size": 2048, "tp_size": 2},
+            target=[pool(10, 4096)],
+        ),
+        model_type="Qwen3_5ForConditionalGeneration",
+    )
     found = default_mem_fraction_static(read, Settings(gpu_memory_mib=24_564))
     assert found is not None
     assert found.value == round((24_564 - (512 + 3072 + 24 * 2 + 2 / 8 * 1024)) / 24_564, 3)
@@ -482,7 +486,7 @@ def test_rule_mfs_vlm_factor() -> None:
     result = size_log(read)
     assert result.mismatch is not None
     assert "0.76 - 0.9975 times that (rule mfs_vlm_factor)" in result.mismatch
-    plain = size_log(read.model_copy(update={"model_type": "Qwen3ForCausalLM"}))
+    plain = size_log(replace(read, model_type="Qwen3ForCausalLM"))
     assert plain.mismatch is not None and "mfs_vlm_factor" not in plain.mismatch
 
 
@@ -610,7 +614,7 @@ def test_rule_mfs_default_graphs() -> None:
         knobs={**knobs, "disaggregation_mode": "decode", "speculative_num_draft_tokens": 4},
         target=[pool(10, 4096)],
     )
-    settings = h200.model_copy(update={"max_running_requests": 1024})
+    settings = replace(h200, max_running_requests=1024)
     reserved = max(512 + 4096 * 1.5 + 1024 + 512 * 2, 10_240) + 2048
     assert _default(decode, settings) == round((143_771 - reserved) / 143_771, 3)
 
@@ -674,7 +678,7 @@ def test_rule_fp4_cell() -> None:
         target=[pool(1000, 2 * 16_384)],
     )
     base = predict(read)
-    fp4 = predict(read, base_settings(read).model_copy(update={"kv_cache_dtype": "fp4_e2m1"}))
+    fp4 = predict(read, replace(base_settings(read), kv_cache_dtype="fp4_e2m1"))
     assert fp4.cell_bytes == pytest.approx(2 * 16_384 * (0.5 + 1 / 16) / 2)
     assert fp4.tokens is not None and base.tokens is not None
     assert fp4.tokens == pytest.approx(base.tokens * 2 / 0.5625, rel=1e-6)
@@ -683,9 +687,7 @@ def test_rule_fp4_cell() -> None:
         knobs={"kv_cache_dtype": "bf16"},
         target=[pool(1000, 2 * 16_384)],
     )
-    kept = predict(
-        too_old, base_settings(too_old).model_copy(update={"kv_cache_dtype": "fp4_e2m1"})
-    )
+    kept = predict(too_old, replace(base_settings(too_old), kv_cache_dtype="fp4_e2m1"))
     assert kept.cell_bytes == pytest.approx(2 * 16_384)
     assert any("fp4 before 0.5.6" in note for note in kept.notes)
 
@@ -711,7 +713,7 @@ def _npu_mla(layers: int, row: int, tokens: int = 68_096, page: int = 128) -> Si
         dtype="torch.bfloat16",
         combined=True,
     )
-    return read.model_copy(update={"target_kv": [kv], "logged_kv_dtype": "torch.bfloat16"})
+    return replace(read, target_kv=[kv], logged_kv_dtype="torch.bfloat16")
 
 
 def test_rule_dsa_indexer_cell() -> None:
@@ -732,8 +734,8 @@ def test_rule_npu_dsa_pool() -> None:
     assert pred.kv_bytes == (pred.tokens + 128) * 61 * 1408  # allocated, not the sizing cell
     plain = predict(_npu_mla(61, 1152))  # DeepSeek V3 MLA on NPU: no indexer
     assert plain.cell_bytes == pytest.approx(61 * 1152)
-    newer = _npu_mla(61, 1408).model_copy(
-        update={"version": VersionRange(first=version_code("0.5.23"), last=None)}
+    newer = replace(
+        _npu_mla(61, 1408), version=VersionRange(first=version_code("0.5.23"), last=None)
     )
     assert predict(newer).cell_bytes == pytest.approx(61 * 1408)
 
@@ -790,28 +792,26 @@ def test_rule_mfs_multimodal_runner() -> None:
     from memledger.sizing.fraction import PrintedFraction
 
     base = inputs(version=("0.4.5", "0.4.8"), p=80, a=70, target=[pool(100, 1 << 20)])
-    read = base.model_copy(
-        update={"printed_fraction": PrintedFraction(line=4, value=0.72, shape="runner")}
-    )
+    read = replace(base, printed_fraction=PrintedFraction(line=4, value=0.72, shape="runner"))
     pred = predict(read)
     assert pred.slack_bytes == round(gib(80) * (1 - 0.72))
     used = _used(pred)
     assert used is not None and used.kind == "measured" and used.rule == "mfs_multimodal_runner"
     assert "line 4" in used.source
     assert predict(base).slack_bytes == round(gib(80) * (1 - 0.8))  # no line: not multimodal
-    what = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.9}))
+    what = predict(read, replace(base_settings(read), mem_fraction_static=0.9))
     assert what.slack_bytes == round(gib(80) * (1 - 0.81))
-    older = inputs(version=("0.3.6", "0.4.0"), target=[pool(100, 1 << 20)]).model_copy(
-        update={"printed_fraction": PrintedFraction(line=4, value=None, shape="runner")}
+    older = replace(
+        inputs(version=("0.3.6", "0.4.0"), target=[pool(100, 1 << 20)]),
+        printed_fraction=PrintedFraction(line=4, value=None, shape="runner"),
     )
     assert predict(older).slack_bytes == round(gib(80) * (1 - 0.76))
-    spans = base.model_copy(
-        update={
-            "version": VersionRange(first=version_code("0.4.4"), last=version_code("0.4.5")),
-            "printed_fraction": PrintedFraction(line=4, value=0.76, shape="runner"),
-        }
+    spans = replace(
+        base,
+        version=VersionRange(first=version_code("0.4.4"), last=version_code("0.4.5")),
+        printed_fraction=PrintedFraction(line=4, value=0.76, shape="runner"),
     )
-    what = predict(spans, base_settings(spans).model_copy(update={"mem_fraction_static": 0.9}))
+    what = predict(spans, replace(base_settings(spans), mem_fraction_static=0.9))
     assert what.slack_bytes == round(gib(80) * (1 - 0.9 * 0.95))
 
 
@@ -820,12 +820,13 @@ def test_rule_mfs_vlm_line_is_measured() -> None:
     without server_args is sized with the printed 0.828, marked measured."""
     from memledger.sizing.fraction import PrintedFraction
 
-    read = inputs(
-        version=("0.4.10", "0.4.10"),
-        knobs={"mem_fraction_static": None},
-        target=[pool(100, 1 << 20)],
-    ).model_copy(
-        update={"printed_fraction": PrintedFraction(line=1, value=0.828, before=0.871, shape="vlm")}
+    read = replace(
+        inputs(
+            version=("0.4.10", "0.4.10"),
+            knobs={"mem_fraction_static": None},
+            target=[pool(100, 1 << 20)],
+        ),
+        printed_fraction=PrintedFraction(line=1, value=0.828, before=0.871, shape="vlm"),
     )
     pred = predict(read)
     assert pred.slack_bytes == round(gib(80) * (1 - 0.828))
@@ -843,7 +844,7 @@ def test_rule_mfs_aiter_runner() -> None:
     assert pred.slack_bytes == round(gib(80) * (1 - 0.68))
     used = _used(pred)
     assert used is not None and used.rule == "mfs_aiter_runner"
-    short = base_settings(read).model_copy(update={"context_length": 8192})
+    short = replace(base_settings(read), context_length=8192)
     assert predict(read, short).slack_bytes == round(gib(80) * (1 - 0.8))
     triton = inputs(
         version=("0.5.2", "0.5.2"),
@@ -862,10 +863,10 @@ def test_rule_mfs_aiter_args() -> None:
     read = inputs(version=("0.5.8", "0.5.8"), knobs=knobs, target=[pool(100, 1 << 20)])
     assert predict(read).slack_bytes == round(gib(80) * (1 - 0.7718))
     assert _used(predict(read)) is None
-    what = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.9}))
+    what = predict(read, replace(base_settings(read), mem_fraction_static=0.9))
     assert what.slack_bytes == round(gib(80) * (1 - 0.765))
     assert _used(what).rule == "mfs_aiter_args"
-    short = predict(read, base_settings(read).model_copy(update={"context_length": 8192}))
+    short = predict(read, replace(base_settings(read), context_length=8192))
     assert short.slack_bytes == round(gib(80) * (1 - 0.7718 / 0.85))
 
 
@@ -894,15 +895,14 @@ def test_rule_budget_from_the_printed_rest() -> None:
     tokens: int(rest) // cell, page-floored), marked measured; a what-if on the fraction has
     no such print to stand on and says what is missing."""
     cell = 1 << 20
-    read = inputs(
-        version=("0.5.10", "0.5.10"),
-        knobs={"mem_fraction_static": None, "page_size": 128},
-        target=[pool(5000, cell, pad=128)],
-    ).model_copy(
-        update={
-            "load_begin": None,
-            "logged_rest": Reading(bytes=gib(5), half_ulp=gib(0.005), line=7, note="printed"),
-        }
+    read = replace(
+        inputs(
+            version=("0.5.10", "0.5.10"),
+            knobs={"mem_fraction_static": None, "page_size": 128},
+            target=[pool(5000, cell, pad=128)],
+        ),
+        load_begin=None,
+        logged_rest=Reading(bytes=gib(5), half_ulp=gib(0.005), line=7, note="printed"),
     )
     pred = predict(read)
     assert pred.tokens == gib(5) // cell // 128 * 128
@@ -911,7 +911,7 @@ def test_rule_budget_from_the_printed_rest() -> None:
     assert rest.kind == "measured" and "line 7" in rest.source
     assert pred.tokens_low is not None and pred.tokens_high is not None
     assert pred.tokens_low < pred.tokens <= pred.tokens_high  # 5 GiB is a whole page count
-    what = predict(read, base_settings(read).model_copy(update={"mem_fraction_static": 0.8}))
+    what = predict(read, replace(base_settings(read), mem_fraction_static=0.8))
     assert what.tokens is None and what.missing == "the log has no load-begin avail reading (P)"
 
 
@@ -950,7 +950,7 @@ def test_multimodal_reduction_line_end_to_end(tmp_path: Any) -> None:
     assert abs(result.predicted_max_total_num_tokens - 756_876) <= 0.005 * 756_876
     term = _used(result.prediction)
     assert term is not None and term.value == 0.72 and term.kind == "measured"
-    unreduced = predict(read.model_copy(update={"printed_fraction": None}))
+    unreduced = predict(replace(read, printed_fraction=None))
     assert unreduced.tokens is not None and unreduced.tokens > 1.15 * 756_876
     used = next(
         t
@@ -996,13 +996,13 @@ def test_padding_rules_undecided_name_both_candidates() -> None:
     assert pred.state_bytes == 41 * per_slot
     for release in ("0.5.19", "0.5.20"):
         one = VersionRange(first=version_code(release), last=version_code(release))
-        alone = predict(read.model_copy(update={"version": one}))
+        alone = predict(replace(read, version=one))
         assert alone.state_bytes == pred.state_bytes and alone.tokens == pred.tokens
     note = next(n for n in pred.notes if "cannot tell apart" in n)
     assert "mamba_padding_ring (0.5.17 - 0.5.19)" in note
     assert "mamba_padding_slot (0.5.20+)" in note
     assert "the same under either" in note
-    ratio = predict(read.model_copy(update={"knobs": {"mem_fraction_static": 0.8}}))
+    ratio = predict(replace(read, knobs={"mem_fraction_static": 0.8}))
     assert any("K may be lower" in n for n in ratio.notes)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -147,7 +148,7 @@ def test_the_grok2_log_prints_the_0_5_2_default_for_an_h100() -> None:
     assert inputs.knobs["mem_fraction_static"] == 0.831
     assert default_fraction(inputs, side_release(inputs, "0.5.2"), H100_MIB) == 0.831
     knobs = {**inputs.knobs, "cuda_graph_max_bs": 512}
-    later = inputs.model_copy(update={"knobs": knobs})
+    later = replace(inputs, knobs=knobs)
     reserved = 512 + 8192 * 1.5 + 512 * 2 + 8 / 8 * 1024
     expected = round((H100_MIB - reserved) / H100_MIB, 3)
     assert expected == 0.818

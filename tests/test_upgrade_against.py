@@ -15,6 +15,7 @@ from memledger.compare.upgrade_against import against_release
 from memledger.compare.upgrade_gpu import GPU_WINDOW_MIB, fraction_defaults_at, infer_gpu
 from memledger.compare.upgrade_models import AgainstRelease
 from memledger.errors import EXIT_OK, EXIT_USAGE
+from memledger.record import to_dict, validate
 from memledger.render.diff_release import verdict
 from memledger.sglang.release_markers import VersionRange, version_code
 from memledger.sizing import SizingInputs, base_settings, predict, sizing_inputs
@@ -44,7 +45,7 @@ def _inputs(path: Path) -> SizingInputs:
 
 def _row(answer: AgainstRelease, setting: str) -> dict[str, str]:
     found = next(s for s in answer.settings if s.setting == setting)
-    return found.model_dump()
+    return to_dict(found)
 
 
 @needs_real
@@ -173,7 +174,7 @@ def test_cli_text_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None
     assert all(len(line) <= 100 for line in lines)
     code, out, _ = run_cli([*argv, "--format", "json"], capsys)
     assert code == EXIT_OK
-    assert AgainstRelease.model_validate(json.loads(out)) == answer
+    assert validate(AgainstRelease, json.loads(out)) == answer
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,8 @@ SGLang's default over a span of capacities as monotone pieces, searched by bisec
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -46,16 +48,16 @@ def _inputs(path: object) -> SizingInputs:
     return sizing_inputs(load_parsed(path, LoadOptions()))  # type: ignore[arg-type]
 
 
-def _moved(inputs: SizingInputs, p_gib: float, release: str, **knobs: object) -> SizingInputs:
+def _moved(inputs: SizingInputs, p_gib: float, release: str, **knobs: Any) -> SizingInputs:
     """The log's inputs with P at `p_gib` and the printed fraction one of the defaults `release`
     gives 2,000 MiB above it (so a capacity in the window gives it)."""
     assert inputs.load_begin is not None
-    load_begin = inputs.load_begin.model_copy(update={"bytes": int(p_gib * GIB)})
-    moved = inputs.model_copy(update={"load_begin": load_begin, "knobs": {**inputs.knobs, **knobs}})
+    load_begin = replace(inputs.load_begin, bytes=int(p_gib * GIB))
+    moved = replace(inputs, load_begin=load_begin, knobs={**inputs.knobs, **knobs})
     gpu = math.ceil(load_begin.bytes / MIB) + 2000
     found = fraction_defaults_at(moved, given_release(version_code(release)), gpu)
     value = found[-1][1]
-    return moved.model_copy(update={"knobs": {**moved.knobs, "mem_fraction_static": value}})
+    return replace(moved, knobs={**moved.knobs, "mem_fraction_static": value})
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from memledger.app.load import load_any, load_ledger
 from memledger.app.options import DiagnoseOptions, LoadOptions
 from memledger.app.vllm import VllmRun
 from memledger.input.engine_detect import VLLM, detect_engine
+from memledger.record import to_json
 from tests.conftest import REAL_LOGS_VLLM, vllm_manifest
 
 ENTRIES = vllm_manifest()
@@ -127,7 +128,7 @@ def test_diagnosis_reaches_the_stated_fix(entry: dict[str, Any]) -> None:
     """A failure whose log holds its failure text gets a phase; the knobs the thread's
     conclusion names are among the suggestions (or the log holds no failure to diagnose)."""
     diagnosis = diagnosis_of(DiagnoseOptions(log=_path(entry)))
-    json.loads(diagnosis.model_dump_json())
+    json.loads(to_json(diagnosis))
     knobs = {s.knob for s in diagnosis.suggestions}
     if diagnosis.outcome in ("oom", "crash") and diagnosis.suggestions:
         assert diagnosis.phase.value != "unknown"

@@ -10,6 +10,7 @@ import pytest
 import memledger
 from memledger.errors import EXIT_OK, EXIT_USAGE
 from memledger.model.sizing import SETTING_NAMES
+from memledger.record import json_schema
 from memledger.units import GIB
 from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, run_cli
 
@@ -184,10 +185,7 @@ def test_schema_whatif_describes_what_whatif_json_prints(
     assert code == EXIT_OK
     schema = json.loads(out)
     # the model's schema, named ($schema, $id) and open to added fields (tests/test_schemas.py)
-    assert (
-        schema["properties"]
-        == WhatIf.model_json_schema(by_alias=True, mode="serialization")["properties"]
-    )
+    assert schema["properties"] == json_schema(WhatIf, mode="serialization")["properties"]
     code, out, _ = run_cli(
         ["whatif", DP16, "--set", "disaggregation_decode_extra_slots=2", "--format", "json"],
         capsys,

@@ -7,7 +7,7 @@ The engine builds the account alone (events in, account out); the flow fills the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from memledger.app.options import LoadOptions
@@ -50,7 +50,7 @@ def analyse(parsed: ParsedLog, options: LoadOptions, *, diagnose: bool = False) 
     # Interleaved ranks' readings are no one rank's: no sizing is redone from them.
     sizing = size_log(inputs) if one_rank_readings(parsed.startup) else None
     if sizing is not None:
-        ledger = ledger.model_copy(update={"sizing": sizing})
+        ledger = replace(ledger, sizing=sizing)
     if not diagnose:
         return Analysis(parsed, inputs, ledger, sizing, None)
     from memledger.diagnosis import brief
@@ -59,5 +59,5 @@ def analyse(parsed: ParsedLog, options: LoadOptions, *, diagnose: bool = False) 
     diagnosis = diagnosis_of(parsed, ledger, inputs)
     summary = brief(diagnosis)  # when the startup failed or came out starved
     if summary is not None:
-        ledger = ledger.model_copy(update={"diagnosis": summary})
+        ledger = replace(ledger, diagnosis=summary)
     return Analysis(parsed, inputs, ledger, sizing, diagnosis)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any
 
 from memledger.app.analyse import Analysis, analyse
@@ -160,7 +161,7 @@ def _saved(label: str, document: dict[str, Any], options: LoadOptions) -> Ledger
     ]
     if not notes:
         return saved
-    return saved.model_copy(update={"notes": [*saved.notes, *notes]})
+    return replace(saved, notes=[*saved.notes, *notes])
 
 
 def label_of(source: Source) -> str:

@@ -31,6 +31,8 @@ Modules:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Any
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
@@ -114,7 +116,7 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
         for match in map(_NOTE_RE.match, evidence.command_notes)
         if match is not None
     ]
-    return diagnosis.model_copy(update={"findings": [*diagnosis.findings, *said]})
+    return replace(diagnosis, findings=[*diagnosis.findings, *said])
 
 
 _NOTE_RE = re.compile(re.escape(NOTE_PREFIX) + r"(\d{1,9}): (.*)", re.DOTALL)
@@ -148,7 +150,7 @@ def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:
     )
 
 
-def _diagnosis(evidence: Evidence, **fields: object) -> Diagnosis:
+def _diagnosis(evidence: Evidence, **fields: Any) -> Diagnosis:
     return Diagnosis(path=evidence.path, rank=evidence.rank, **fields)
 
 

@@ -4,7 +4,7 @@ budget figures SGLang sized with, and where the startup had got to."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog, Value
@@ -188,7 +188,7 @@ def _merged(refusals: list[Event]) -> Event | None:
     values: dict[str, Value] = {}
     for event in reversed(refusals):
         values.update(event.values)
-    return refusals[0].model_copy(update={"values": values})
+    return replace(refusals[0], values=values)
 
 
 _TP_TAG_RE = re.compile(r"\bTP(\d{1,9})\b")

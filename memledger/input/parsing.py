@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -597,7 +598,7 @@ def _settle_pasted(collector: Collector) -> list[str]:
     early = [
         UnrecognisedLine(line=i.event.line, rank="", text=i.event.text, reason=SKIPPED_BARE)
         for i in pasted
-    ] + [u.model_copy(update={"reason": SKIPPED_BARE}) for u in collector.pasted_unrecognised.lines]
+    ] + [replace(u, reason=SKIPPED_BARE) for u in collector.pasted_unrecognised.lines]
     first.count += len(pasted) + collector.pasted_unrecognised.count
     first.lines = sorted([*early, *first.lines], key=lambda u: u.line)[:UNRECOGNISED_CAP]
     return []

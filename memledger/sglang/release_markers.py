@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memledger.model.events import Event, EventKind
-from memledger.record import ConfigDict, Record
+from memledger.record import record
 
 
 def version_code(text: str) -> int:
@@ -428,10 +428,9 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
 )
 
 
-class Evidence(Record):
+@record
+class Evidence:
     """One mark seen in the log: its first line and the releases it allows."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mark: str
     line: int
@@ -463,10 +462,9 @@ class ReleaseSpan(Protocol):
     def last(self) -> str | None: ...
 
 
-class VersionRange(Record):
+@record
+class VersionRange:
     """The releases consistent with every format mark seen (codes from `version_code`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     first: int | None = None
     last: int | None = None

@@ -12,6 +12,7 @@ import gc
 import itertools
 import tracemalloc
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from memledger.checking.evaluate import check_budget, check_log
 from memledger.checking.results import CheckSpool, SpooledChecks
 from memledger.model.check import BaselineInfo, CheckReport
 from memledger.model.ledger import Ledger
+from memledger.record import to_json, validate_json
 from memledger.render.check import (
     FORMATS,
     CheckFormat,
@@ -65,9 +67,7 @@ def fleet(n_logs: int) -> list[tuple[str, Ledger]]:
         if i % 7 == 3:
             ledger = make_ledger(path, {**_summary(i), "slots": 20})  # slots passes
         else:
-            ledger = head_ledger().model_copy(
-                update={"source": head_ledger().source.model_copy(update={"path": path})}
-            )
+            ledger = replace(head_ledger(), source=replace(head_ledger().source, path=path))
         out.append((path, ledger))
     return out
 
@@ -129,8 +129,8 @@ def test_streamed_json_is_the_report_model() -> None:
         text = "".join(check_stream(CheckFormat.JSON)(spooled))
     finally:
         spooled.close()
-    assert CheckReport.model_validate_json(text) == report
-    assert text == report.model_dump_json(indent=2) + "\n"
+    assert validate_json(CheckReport, text) == report
+    assert text == to_json(report, indent=2) + "\n"
 
 
 def test_a_long_table_laid_out_in_chunks_is_the_whole_table() -> None:

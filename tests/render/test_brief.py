@@ -5,6 +5,7 @@ per word (M5), file names as labels (m2), pie colours per group (m3) and markdow
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,6 @@ def test_the_short_ledger_says_when_there_is_no_state_pool(
 
     ledger = small_ledger()
     rows = [r for r in ledger.rows if r.group is not RowGroup.STATE_POOL]
-    no_pool = ledger.model_copy(update={"rows": rows, "summary": Summary(mem_fraction_static=0.88)})
+    no_pool = replace(ledger, rows=rows, summary=Summary(mem_fraction_static=0.88))
     line = pool_line(no_pool)
     assert line == "state pool: none (no pool in this ledger); mem_fraction_static 0.88"
