@@ -11,6 +11,7 @@ One folder per area, named after the package it tests; a file's name says what i
 - `render/`: outputs as text, markdown, JSON and their schemas.
 - `cli/`: each command end to end; `app/`: the Python API over the flow.
 - `base/`: records, units and the user's config files.
+- `vllm/`: vLLM logs (line shapes, the corpus read in place).
 - `security/`: hostile input across areas (bounds, escapes, forged files, processes).
 - `project/`: the repository's own standards (lint, packaging, a fresh clone, corpus access).
 Shared fixtures are in `conftest.py`; an area's helpers are its `helpers.py`.
