@@ -10,7 +10,7 @@ output includes after the fields (a `*_gib` view); `before_validation` marks a c
 
 The JSON boundary:
 - `to_json` / `to_dict` write a record as pydantic's `TypeAdapter(cls).dump_json` does, byte for
-  byte (tests/test_record.py compares the two on every sample and real log), without importing
+  byte (tests/base/test_record.py compares the two on every sample and real log), without importing
   pydantic: a `ledger` or `parse` run, text or JSON, never loads it.
 - `validate`, `validate_json` and `json_schema` are pydantic's `TypeAdapter`, imported on first
   use (reading a saved ledger or a spooled check, `memledger schema`). Before that, `_declare`

@@ -7,7 +7,7 @@ logged row, which still shows only its log line as evidence; one named like a su
 
 The names follow the engine's own ids (engine/lines.py, loads.py, graphs.py, assemble.py,
 kv_inferred.py; sglang/rows.py LINE_ROWS; the capture prefixes of engine/roles.py
-`_capture_prefix`). tests/test_security_formulas.py checks that every row the engine writes on
+`_capture_prefix`). tests/security/test_formulas.py checks that every row the engine writes on
 the samples and real logs is covered. The packaged formulas' own ids (`req_to_token`, ...) stay
 open: a user file may redefine a packaged formula.
 """

@@ -27,7 +27,7 @@ MAX_KEPT_PARAMS = 512
 READ_KEYS = frozenset(
     {
         # read by the engine, formulas (`args.*`), sizing KNOBS, diagnosis and hints, beyond
-        # `sglang.rows.PARAMETER_KEYS` (tests/test_security_server_args.py checks the union)
+        # `sglang.rows.PARAMETER_KEYS` (tests/security/test_server_args.py checks the union)
         "attention_backend",
         "disable_overlap_schedule",
         "enable_aiter_allreduce_fusion",

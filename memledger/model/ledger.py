@@ -373,7 +373,7 @@ def _row_base_id(row_id: str) -> str:
 
 def summary_from_rows(rows: list[Row]) -> dict[str, int | None]:
     """The summary figures that are sums of rows, computed as the engine computes them
-    (`engine/summary.py:summarise`; tests/test_security_saved_ledger.py holds the two equal on
+    (`engine/summary.py:summarise`; tests/security/test_saved_ledger.py holds the two equal on
     every sample and real log). The other figures (weights peak, slots, KV tokens, kv_pool by
     figure) come from log lines a saved ledger does not keep, so they are not re-derived."""
     partition = [row for row in rows if row.in_partition and row.bytes is not None]

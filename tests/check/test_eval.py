@@ -17,7 +17,7 @@ from memledger.model.check import Bound, CheckReport, CheckStatus, ItemKind
 from memledger.model.ledger import Ledger
 from memledger.record import to_json, validate_json
 from memledger.units import GIB
-from tests.check_helpers import (
+from tests.check.helpers import (
     BASE_SUMMARY,
     CENTI,
     HEAD_SUMMARY,

@@ -36,8 +36,8 @@ from memledger.render.check import (
 from memledger.render.escape import Destination, finish
 from memledger.render.tables import TABLE_ROWS, Table, text_table
 from memledger.render.terminal import Terminal
+from tests.check.helpers import base_ledger, head_ledger, make_ledger
 from tests.check.test_render import BUDGET
-from tests.check_helpers import base_ledger, head_ledger, make_ledger
 from tests.conftest import REAL_LOGS, require_real_logs
 
 TODAY = date(2026, 11, 5)
@@ -73,7 +73,7 @@ def fleet(n_logs: int) -> list[tuple[str, Ledger]]:
 
 
 def _summary(i: int) -> dict[str, float | int]:
-    from tests.check_helpers import HEAD_SUMMARY
+    from tests.check.helpers import HEAD_SUMMARY
 
     return {**HEAD_SUMMARY, "kv_tokens_per_instance": 52_000_000 + 1000 * i}
 

@@ -21,7 +21,7 @@ from memledger.model.ledger import Ledger
 from memledger.record import json_schema, to_json, validate_json
 from memledger.render import render_ledger
 from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, run_cli
-from tests.ledger_render_helpers import markdown_tables, small_ledger
+from tests.render.helpers import markdown_tables, small_ledger
 
 
 def assert_one_line_error(err: str, *fragments: str) -> None:
@@ -164,7 +164,7 @@ def test_schema_command_prints_the_schema_of_each_json_output(
     from memledger.render.diff_json import DiffDocument
 
     # the model's serialisation schema, named ($schema, $id) and open to added fields
-    # (tests/test_schemas.py validates each output against it)
+    # (tests/render/test_schemas.py validates each output against it)
     code, out, _ = run_cli(["schema"], capsys)
     assert code == EXIT_OK
     for name, model in (("ledger", Ledger), ("parse", ParseDocument), ("diff", DiffDocument)):

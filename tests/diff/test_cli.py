@@ -12,7 +12,7 @@ import pytest
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.record import to_json
 from tests.conftest import run_cli
-from tests.diff_helpers import article_pair, check_markdown
+from tests.diff.helpers import article_pair, check_markdown
 
 
 def one_line_error(err: str, *fragments: str) -> None:

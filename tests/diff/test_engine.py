@@ -18,7 +18,7 @@ from memledger.render.diff_json import DiffDocument, render_diff_json
 from memledger.render.diff_prose import state_pool_statement, usable_note
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.units import GIB, MIB
-from tests.diff_helpers import (
+from tests.diff.helpers import (
     CENTI,
     HALF_ULP,
     USABLE,

@@ -28,7 +28,7 @@ from memledger.render.diff_text import composition_bars, render_diff_text
 from memledger.render.tables import Table, github_table
 from memledger.units import GIB
 from tests.conftest import unwrapped
-from tests.diff_helpers import (
+from tests.diff.helpers import (
     HALF_ULP,
     article_pair,
     centi,

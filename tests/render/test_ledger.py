@@ -41,7 +41,7 @@ from memledger.render.rows import (
 from memledger.render.schema import render_schema
 from memledger.units import GIB
 from tests.conftest import make_ledger
-from tests.ledger_render_helpers import (
+from tests.render.helpers import (
     CENTI,
     LOG,
     REQ_TO_TOKEN_BYTES,
