@@ -23,7 +23,7 @@ BASE = Path(__file__).resolve().parent.parent / "tests" / "security_helpers.py"
 
 def _base_log() -> str:
     sys.path.insert(0, str(BASE.parent.parent))
-    from tests.security_helpers import log_text
+    from tests.security.helpers import log_text
 
     return log_text()
 

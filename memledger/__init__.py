@@ -23,8 +23,7 @@ Modules:
 - `sglang`: what memledger knows about SGLang's logs and releases, as tables.
 - `vllm`: what memledger knows about vLLM's logs, as tables (the sibling of `sglang`).
 - `model`: the records the layers hand each other and the JSON contract; no computation.
-- `record`: frozen records (the pydantic-like declaration surface).
-- `record_views`: pydantic views of records (validation and JSON Schema), imported on demand.
+- `record`: records as frozen stdlib data classes; their JSON, and pydantic's TypeAdapter on demand.
 - `config_files`: reading the user's TOML/JSON files, depth bounded.
 - `errors`: the error hierarchy and the documented exit codes.
 - `units`: sizes as integer bytes with the printing precision they were read at.

@@ -1,365 +1,155 @@
-"""Frozen records: memledger's data classes, without pydantic on the hot path.
+"""Records: memledger's data classes are stdlib data classes; pydantic reads and describes them.
 
-Every model (events, ledger, diagnosis, sizing, diff, check report) is a `Record`: a frozen,
-keyword-only data class declared as a pydantic model is (`Field`, `computed_field`,
-`model_validator(mode="before")`, `model_config`), with the pydantic methods memledger uses
-(`model_dump`, `model_dump_json`, `model_copy`, `model_fields`). Building one costs a dict, not a
-validation, and importing this module costs nothing: a `ledger` run never imports pydantic.
+Every model (events, ledger, diagnosis, sizing, diff, check report) is declared with `@record`,
+a frozen, slotted, keyword-only `dataclasses.dataclass`. A field's JSON alias, schema extras and
+`exclude` (not in the JSON) are `dataclasses.field` metadata (`field(metadata={"alias": "from"})`),
+the keys pydantic reads from a data class field. `computed_field` marks a property that the JSON
+output includes after the fields (a `*_gib` view); `before_validation` marks a classmethod
+`(cls, data) -> data` that runs on a document before pydantic validates it. Copies are
+`dataclasses.replace`.
 
-pydantic stays the JSON contract. `model_validate`, `model_validate_json` and
-`model_json_schema` build, once per class, a pydantic model from the same declaration
-(`memledger.record_views`) and validate or describe with it; what a validation returns is a
-record again. `model_dump_json` writes what pydantic's `model_dump_json` writes, byte for byte
-(tests/test_record.py compares the two on every sample and real log).
-
-Construction converts what pydantic's lax mode converted and the outputs depend on: an int given
-for a `float` field becomes a float (JSON `1.0`), an integral float for an `int` field an int, a
-value for an enum field that enum, a dict for a record field that record, a tuple for a list a
-list. Anything else is stored as given (the engine builds records from typed values).
+The JSON boundary:
+- `to_json` / `to_dict` write a record as pydantic's `TypeAdapter(cls).dump_json` does, byte for
+  byte (tests/base/test_record.py compares the two on every sample and real log), without importing
+  pydantic: a `ledger` or `parse` run, text or JSON, never loads it.
+- `validate`, `validate_json` and `json_schema` are pydantic's `TypeAdapter`, imported on first
+  use (reading a saved ledger or a spooled check, `memledger schema`). Before that, `_declare`
+  tells pydantic what the markers above mean, once per class: the computed fields (which are
+  accepted back on input and dropped, as the output carries them), the before-validation hooks,
+  and `extra="forbid"`.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import datetime
 import enum
 import json
 import math
-import types
-import typing
-from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, Self, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform
 
-_MISSING: Any = object()
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
-
-class FieldInfo:
-    """One declared field: its default (or default factory), JSON alias and schema extras."""
-
-    __slots__ = ("alias", "annotation", "default", "default_factory", "json_schema_extra")
-
-    def __init__(
-        self,
-        default: Any = _MISSING,
-        *,
-        default_factory: Callable[[], Any] | None = None,
-        alias: str | None = None,
-        json_schema_extra: dict[str, Any] | None = None,
-    ) -> None:
-        self.default = default
-        self.default_factory = default_factory
-        self.alias = alias
-        self.json_schema_extra = json_schema_extra
-        self.annotation: str = ""
-        """The annotation as written (a string under `from __future__ import annotations`)."""
-
-    def is_required(self) -> bool:
-        return self.default is _MISSING and self.default_factory is None
-
-
-def Field(  # noqa: N802  (pydantic's name: declarations read the same)
-    default: Any = _MISSING,
-    *,
-    default_factory: Callable[[], Any] | None = None,
-    alias: str | None = None,
-    json_schema_extra: dict[str, Any] | None = None,
-) -> Any:
-    """A field's default, default factory, JSON alias or schema extras (as pydantic's `Field`)."""
-    return FieldInfo(
-        default, default_factory=default_factory, alias=alias, json_schema_extra=json_schema_extra
-    )
-
-
-def ConfigDict(**settings: Any) -> dict[str, Any]:  # noqa: N802  (pydantic's name)
-    """A record's `model_config` (frozen, extra, populate_by_name), read by its pydantic view."""
-    return dict(settings)
-
+T = TypeVar("T")
 
 _COMPUTED = "__record_computed__"
 _BEFORE = "__record_before__"
+_RECORDS: list[type[Any]] = []
+"""Every record class, in definition order (declared to pydantic on first validation)."""
+
+
+@dataclass_transform(
+    frozen_default=True, kw_only_default=True, field_specifiers=(dataclasses.field,)
+)
+def record(cls: type[T]) -> type[T]:
+    """`cls` as a frozen, slotted, keyword-only data class, known to the JSON boundary."""
+    made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
+    _RECORDS.append(made)
+    return made
 
 
 P = TypeVar("P")
 
 
 def computed_field(prop: P) -> P:
-    """Mark a property as part of the output (dumped after the fields, `readOnly` in schemas)."""
+    """Mark a property as part of the output (written after the fields, `readOnly` in schemas)."""
     assert isinstance(prop, property) and prop.fget is not None
     setattr(prop.fget, _COMPUTED, True)
     return prop
 
 
-def model_validator(*, mode: str) -> Callable[[Any], Any]:
-    """Mark a classmethod `(cls, data) -> data` to run on the input of every construction and
-    validation, before the fields are read (pydantic's `mode="before"`, the only mode used)."""
-    assert mode == "before", mode
-
-    def mark(method: Any) -> Any:
-        setattr(method.__func__, _BEFORE, True)
-        return method
-
-    return mark
+def before_validation(method: T) -> T:
+    """Mark a classmethod `(cls, data) -> data` to run on a document before it is validated."""
+    setattr(method.__func__, _BEFORE, True)  # type: ignore[attr-defined]
+    return method
 
 
-class FrozenInstanceError(AttributeError):
-    """An assignment to a field of a record (records are immutable: use `model_copy`)."""
+def computed_names(cls: type[Any]) -> tuple[str, ...]:
+    """The computed fields of a record class, the base classes' first, in declaration order."""
+    known = _COMPUTED_NAMES.get(cls)
+    if known is not None:
+        return known
+    names: dict[str, None] = {}
+    for klass in reversed(cls.__mro__):
+        for name, attribute in vars(klass).items():
+            prop = getattr(attribute, "wrapped", attribute)  # pydantic's wrapper, once declared
+            if isinstance(prop, property) and getattr(prop.fget, _COMPUTED, False):
+                names[name] = None
+    found = _COMPUTED_NAMES[cls] = tuple(names)
+    return found
 
 
-class Record:
-    """An immutable, keyword-only record declared like a pydantic model (see the module doc)."""
-
-    model_config: ClassVar[dict[str, Any]] = {"frozen": True, "extra": "forbid"}
-    model_fields: ClassVar[dict[str, FieldInfo]] = {}
-    model_computed_fields: ClassVar[dict[str, property]] = {}
-    __record_aliases__: ClassVar[dict[str, str]] = {}
-    __record_hooks__: ClassVar[tuple[Any, ...]] = ()
-    __record_plan__: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...] | None] = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        fields: dict[str, FieldInfo] = {}
-        computed: dict[str, property] = {}
-        hooks: list[Any] = []
-        for base in reversed(cls.__mro__[1:]):
-            if issubclass(base, Record):
-                fields.update(base.model_fields)
-                computed.update(base.model_computed_fields)
-        own = cls.__dict__.get("__annotations__", {})
-        for name, annotation in own.items():
-            text = str(annotation)
-            if text.startswith(("ClassVar", "typing.ClassVar")):
-                continue
-            declared = cls.__dict__.get(name, _MISSING)
-            info = declared if isinstance(declared, FieldInfo) else FieldInfo(declared)
-            info.annotation = text
-            fields[name] = info
-            if declared is not _MISSING:
-                delattr(cls, name)  # the instance holds the value; no class-level default shows
-        computed.update(
-            (name, attribute)
-            for name, attribute in cls.__dict__.items()
-            if isinstance(attribute, property) and getattr(attribute.fget, _COMPUTED, False)
-        )
-        for klass in reversed(cls.__mro__):
-            for attribute in klass.__dict__.values():
-                function = getattr(attribute, "__func__", None)
-                if function is not None and getattr(function, _BEFORE, False):
-                    hooks.append(attribute.__get__(None, cls))
-        cls.model_fields = fields
-        cls.model_computed_fields = computed
-        cls.__record_aliases__ = {f.alias: n for n, f in fields.items() if f.alias is not None}
-        cls.__record_hooks__ = tuple(hooks)
-        cls.__record_plan__ = None
-
-    def __init__(self, **data: Any) -> None:
-        cls = type(self)
-        for hook in cls.__record_hooks__:
-            data = hook(data)
-        if cls.__record_aliases__:
-            data = {cls.__record_aliases__.get(k, k): v for k, v in data.items()}
-        values = self.__dict__
-        found = 0
-        for name, info in cls.model_fields.items():
-            if name in data:
-                values[name] = data[name]
-                found += 1
-            elif info.default_factory is not None:
-                values[name] = info.default_factory()
-            elif info.default is not _MISSING:
-                values[name] = info.default
-            else:
-                raise TypeError(f"{cls.__name__}: missing field {name!r}")
-        if found != len(data):
-            unknown = ", ".join(sorted(str(k) for k in data.keys() - values.keys()))
-            raise TypeError(f"{cls.__name__}: unknown field(s) {unknown}")
-        plan = cls.__record_plan__
-        if plan is None:
-            plan = cls.__record_plan__ = _plan(cls)
-        for name, convert in plan:
-            values[name] = convert(values[name])
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"{type(self).__name__} is frozen: cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"{type(self).__name__} is frozen: cannot delete {name!r}")
-
-    def __iter__(self) -> Iterator[tuple[str, Any]]:
-        """(name, value) per field, as iterating a pydantic model gives (`dict(record)`)."""
-        yield from self.__dict__.items()
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self.__dict__ == other.__dict__
-
-    def __hash__(self) -> int:
-        return hash((type(self), *self.__dict__.values()))
-
-    def __repr__(self) -> str:
-        shown = [f"{k}={v!r}" for k, v in self.__dict__.items()]
-        shown += [f"{k}={getattr(self, k)!r}" for k in type(self).model_computed_fields]
-        return f"{type(self).__name__}({', '.join(shown)})"
-
-    # --- pydantic's methods, as memledger uses them -------------------------------------------
-
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with `update` applied (not validated, as pydantic's `model_copy`)."""
-        new = object.__new__(type(self))
-        state = copy.deepcopy(self.__dict__) if deep else dict(self.__dict__)
-        if update:
-            state.update(update)
-        new.__dict__.update(state)
-        return new
-
-    def model_dump(
-        self,
-        *,
-        mode: str = "python",
-        by_alias: bool = False,
-        exclude: set[str] | dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The record as a dict (nested records too), computed fields included; `mode="json"`
-        gives JSON values (enum values, lists for tuples, None for inf and nan). `exclude` names
-        fields to leave out, or maps a field to what to leave out of it (`{"a": {"b"}}`)."""
-        return _dump_record(self, mode == "json", by_alias, exclude)
-
-    def model_dump_json(
-        self,
-        *,
-        indent: int | None = None,
-        by_alias: bool = False,
-        exclude: set[str] | dict[str, Any] | None = None,
-    ) -> str:
-        """The JSON pydantic's `model_dump_json` writes for this model (same bytes); `exclude`
-        as in `model_dump`."""
-        out: list[str] = []
-        _write(out, _dump_record(self, True, by_alias, exclude), indent, 0)
-        return "".join(out)
-
-    @classmethod
-    def model_validate(cls, obj: Any) -> Self:
-        """`obj` (a dict, or a record) validated by the class's pydantic view, as a record."""
-        from memledger.record_views import validate
-
-        return validate(cls, obj)
-
-    @classmethod
-    def model_validate_json(cls, text: str | bytes) -> Self:
-        """JSON text validated by the class's pydantic view, as a record."""
-        from memledger.record_views import validate_json
-
-        return validate_json(cls, text)
-
-    @classmethod
-    def model_json_schema(
-        cls, *, by_alias: bool = True, mode: str = "validation"
-    ) -> dict[str, Any]:
-        """The JSON Schema of the class (pydantic's, from its view)."""
-        from memledger.record_views import json_schema
-
-        return json_schema(cls, by_alias=by_alias, mode=mode)
+_COMPUTED_NAMES: dict[type[Any], tuple[str, ...]] = {}
 
 
-# --- construction-time conversions (pydantic lax mode, where outputs depend on it) ------------
+def field_names(cls: type[Any]) -> tuple[str, ...]:
+    """The fields of a record class, in order."""
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _plan(cls: type[Record]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
-    hints = typing.get_type_hints(cls)
-    plan: list[tuple[str, Callable[[Any], Any]]] = []
-    for name in cls.model_fields:
-        convert = _converter(hints[name], f"{cls.__name__}.{name}")
-        if convert is not None:
-            plan.append((name, convert))
-    return tuple(plan)
+def field_values(value: Any) -> dict[str, Any]:
+    """A record's fields as a dict (shallow: nested records stay records)."""
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
 
 
-def _without_none(hint: Any) -> tuple[Any, bool]:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        optional = len(args) < len(typing.get_args(hint))
-        if len(args) == 1:
-            return args[0], optional
-    return hint, False
+def _written(cls: type[Any]) -> tuple[tuple[str, str], ...]:
+    """(field name, JSON key when written by alias) per field the JSON holds (a field with
+    `metadata={"exclude": True}` is left out, as pydantic leaves it out)."""
+    known = _WRITTEN.get(cls)
+    if known is None:
+        fields = [f for f in dataclasses.fields(cls) if not f.metadata.get("exclude")]
+        known = _WRITTEN[cls] = tuple((f.name, f.metadata.get("alias", f.name)) for f in fields)
+    return known
 
 
-def _converter(hint: Any, where: str) -> Callable[[Any], Any] | None:
-    inner, optional = _without_none(hint)
-    convert = _single(inner, where)
-    if convert is None or not optional:
-        return convert
-    single = convert
-    return lambda value: None if value is None else single(value)
+_WRITTEN: dict[type[Any], tuple[tuple[str, str], ...]] = {}
 
 
-def _single(hint: Any, where: str) -> Callable[[Any], Any] | None:
-    if hint is float:
-        return _to_float
-    if hint is int:
-        return lambda value: _to_int(value, where)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return lambda value: value if isinstance(value, hint) else hint(value)
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return lambda value: hint(**value) if isinstance(value, dict) else value
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is list and len(args) == 1:
-        item = _single(args[0], where)
-        if item is None:
-            return lambda value: list(value) if isinstance(value, tuple) else value
-        each = item
-        return lambda value: [each(v) for v in value]
-    if origin is dict and len(args) == 2:
-        item = _single(args[1], where)
-        if item is None:
-            return None
-        each = item
-        return lambda value: {k: each(v) for k, v in value.items()}
-    return None
+# --- writing ---------------------------------------------------------------------------------
+
+Exclude = set[str] | dict[str, Any] | None
 
 
-def _to_float(value: Any) -> Any:
-    return float(value) if type(value) is int else value
-
-
-def _to_int(value: Any, where: str) -> Any:
-    if type(value) is float:
-        if not value.is_integer():
-            raise ValueError(f"{where}: {value!r} is not an integer")
-        return int(value)
-    return value
-
-
-# --- dumping --------------------------------------------------------------------------------
-
-
-def _dump_record(
-    record: Record,
-    json_mode: bool,
-    by_alias: bool,
-    exclude: set[str] | dict[str, Any] | None,
+def to_dict(
+    value: Any, *, mode: str = "python", by_alias: bool = False, exclude: Exclude = None
 ) -> dict[str, Any]:
-    cls = type(record)
+    """A record as a dict (nested records too), computed fields included; `mode="json"` gives
+    JSON values (enum values, lists for tuples, None for inf and nan). `exclude` names fields to
+    leave out, or maps a field to what to leave out of it (`{"a": {"b"}}`)."""
+    return _dump_record(value, mode == "json", by_alias, exclude)
+
+
+def to_json(
+    value: Any, *, indent: int | None = None, by_alias: bool = False, exclude: Exclude = None
+) -> str:
+    """The JSON pydantic writes for a record (same bytes); `exclude` as in `to_dict`."""
+    out: list[str] = []
+    _write(out, _dump_record(value, True, by_alias, exclude), indent, 0)
+    return "".join(out)
+
+
+def _dump_record(value: Any, json_mode: bool, by_alias: bool, exclude: Exclude) -> dict[str, Any]:
+    cls = type(value)
     out: dict[str, Any] = {}
-    for name, info in cls.model_fields.items():
-        key = info.alias if by_alias and info.alias is not None else name
-        value = record.__dict__[name]
+    for name, alias in _written(cls):
+        key = alias if by_alias else name
+        item = getattr(value, name)
         if not exclude or name not in exclude:
-            out[key] = _dump_value(value, json_mode, by_alias)
+            out[key] = _dump_value(item, json_mode, by_alias)
             continue
         nested = exclude[name] if isinstance(exclude, dict) else True
-        if isinstance(nested, set | dict) and isinstance(value, Record):
-            out[key] = _dump_record(value, json_mode, by_alias, nested)
-    for name in cls.model_computed_fields:
-        if exclude and name in exclude:
-            continue
-        out[name] = _dump_value(getattr(record, name), json_mode, by_alias)
+        if isinstance(nested, set | dict) and dataclasses.is_dataclass(item):
+            out[key] = _dump_record(item, json_mode, by_alias, nested)
+    for name in computed_names(cls):
+        if not exclude or name not in exclude:
+            out[name] = _dump_value(getattr(value, name), json_mode, by_alias)
     return out
 
 
 def _dump_value(value: Any, json_mode: bool, by_alias: bool) -> Any:
-    if isinstance(value, Record):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _dump_record(value, json_mode, by_alias, None)
     if isinstance(value, dict):
         return {
@@ -445,3 +235,70 @@ def _spacing(indent: int | None, depth: int) -> tuple[str, str, str]:
     if indent is None:
         return "", "", ":"
     return "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth), ": "
+
+
+# --- reading and describing: pydantic, on first use ------------------------------------------
+
+
+def validate(cls: type[T], data: Any) -> T:
+    """`data` (a dict, or a record) validated as `cls` by pydantic (its rules and errors)."""
+    return adapter(cls).validate_python(data)
+
+
+def validate_json(cls: type[T], text: str | bytes) -> T:
+    """JSON text validated as `cls` by pydantic."""
+    return adapter(cls).validate_json(text)
+
+
+def json_schema(cls: type[Any], *, mode: str = "validation") -> dict[str, Any]:
+    """pydantic's JSON Schema of `cls` (keys by alias)."""
+    assert mode in ("validation", "serialization"), mode
+    return adapter(cls).json_schema(by_alias=True, mode=mode)  # type: ignore[arg-type]
+
+
+def adapter(cls: type[T]) -> TypeAdapter[T]:
+    """pydantic's `TypeAdapter` of a record class (built once, after every record class so far
+    is declared to pydantic)."""
+    built = _ADAPTERS.get(cls)
+    if built is None:
+        from pydantic import TypeAdapter
+
+        for klass in _RECORDS:
+            _declare(klass)
+        built = _ADAPTERS[cls] = TypeAdapter(cls)
+    return built
+
+
+_ADAPTERS: dict[type[Any], Any] = {}
+
+
+_DECLARED: set[type[Any]] = set()
+
+
+def _declare(cls: type[Any]) -> None:
+    """Tell pydantic what the markers of `cls` mean (once): its computed fields, its
+    before-validation hooks, a hook that drops the computed fields from a document (the output
+    carries them; any other unknown key is refused), and `extra="forbid"`."""
+    if cls in _DECLARED:
+        return
+    from pydantic import ConfigDict, model_validator
+    from pydantic import computed_field as pydantic_computed
+
+    _DECLARED.add(cls)
+    computed = computed_names(cls)
+    for name, attribute in list(vars(cls).items()):
+        if isinstance(attribute, property) and getattr(attribute.fget, _COMPUTED, False):
+            setattr(cls, name, pydantic_computed(attribute))
+        function = getattr(attribute, "__func__", None)
+        if function is not None and getattr(function, _BEFORE, False):
+            setattr(cls, name, model_validator(mode="before")(attribute))
+    if computed:
+
+        def drop_computed(klass: type[Any], data: Any) -> Any:
+            if isinstance(data, dict) and not set(computed).isdisjoint(data):
+                return {k: v for k, v in data.items() if k not in computed}
+            return data
+
+        hook: Any = classmethod(drop_computed)
+        setattr(cls, "_drop_computed_fields", model_validator(mode="before")(hook))  # noqa: B010
+    cls.__pydantic_config__ = ConfigDict(extra="forbid", populate_by_name=True)

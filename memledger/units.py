@@ -6,7 +6,7 @@ import math
 from decimal import Context, Decimal, DecimalException
 from typing import Any, overload
 
-from memledger.record import Record, computed_field, model_validator
+from memledger.record import computed_field, record
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -42,23 +42,8 @@ def gib_view(byte_count: float | None) -> float | None:
     return None if byte_count is None else round(byte_count / GIB, GIB_VIEW_DIGITS)
 
 
-class FrozenModel(Record):
-    """Immutable, strict model whose computed (display) fields are accepted back on input.
-
-    JSON output includes computed fields such as `gib`; reading that JSON back (saved ledgers)
-    must not fail on them, while any other unknown key still does.
-    """
-
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_computed_fields(cls, data: Any) -> Any:
-        computed = cls.model_computed_fields
-        if computed and isinstance(data, dict) and not computed.keys().isdisjoint(data):
-            return {k: v for k, v in data.items() if k not in computed}
-        return data
-
-
-class Size(FrozenModel):
+@record
+class Size:
     """A size as an integer number of bytes, plus how precisely the log printed it."""
 
     bytes: int

@@ -19,7 +19,15 @@ from typing import Any
 import pytest
 
 from memledger.cli import main
-from memledger.model.ledger import Checkpoint, Interval, Ledger, LedgerSource, Row, Summary
+from memledger.model.ledger import (
+    Checkpoint,
+    Interval,
+    Ledger,
+    LedgerSource,
+    Row,
+    Summary,
+    group_totals,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT_ROOT / "samples"
@@ -149,7 +157,7 @@ def make_ledger(
 ) -> Ledger:
     """A hand-built ledger (one startup of one file, rank `rank`): the one constructor the
     helpers' made-up ledgers go through. `fields` are further Ledger fields (parameters, notes,
-    balance_error_bytes, ...)."""
+    balance_error_bytes, ...); the group totals are the rows' unless `fields` gives them."""
     return Ledger(
         source=LedgerSource(path=path, startup=0, n_startups=1, rank=rank),
         outcome=outcome,
@@ -159,7 +167,7 @@ def make_ledger(
         rows=list(rows),
         summary=Summary() if summary is None else summary,
         usable_bytes=usable_bytes,
-        **fields,
+        **({"groups": group_totals(list(rows))} | fields),
     )
 
 

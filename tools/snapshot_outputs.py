@@ -7,13 +7,17 @@ Run it before and after a change that must not change behaviour, then compare th
     diff -r /tmp/before /tmp/after
 
 Each output is one file named after the command, its options and the log; the file holds the
-exit code, stdout and stderr. The corpus is read from MEMLEDGER_REAL_LOGS (default
-../shared/real-logs beside the checkout) and, when present, the vLLM corpus beside it. Run it
-from the checkout's root so that the sample paths print the same way every time.
+exit code, stdout and stderr. The commands run in this process, one after another (a process per
+command spends most of its time importing); `--subprocess` runs each in a process of its own.
+The corpus is read from MEMLEDGER_REAL_LOGS (default ../shared/real-logs beside the checkout)
+and, when present, the vLLM corpus beside it. Paths of the samples print as given, relative to
+the checkout's root.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -75,6 +79,24 @@ def jobs() -> list[tuple[str, list[str]]]:
     return out
 
 
+def run_here(args: list[str], folder: Path) -> None:
+    from memledger.cli import main as memledger_main
+
+    out, err = io.TextIOWrapper(io.BytesIO(), "utf-8"), io.TextIOWrapper(io.BytesIO(), "utf-8")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = memledger_main(args)
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        texts.append(stream.buffer.getvalue().decode("utf-8", "replace"))
+    write(folder, args, code, texts[0], texts[1])
+
+
+def write(folder: Path, args: list[str], code: int, stdout: str, stderr: str) -> None:
+    name = "_".join(a.replace("/", "~") for a in args)[:200]
+    (folder / name).write_text(f"exit {code}\n--- stdout\n{stdout}--- stderr\n{stderr}")
+
+
 def run(args: list[str], folder: Path) -> None:
     env = dict(os.environ, COLUMNS="100", NO_COLOR="1", TERM="dumb")
     done = subprocess.run(
@@ -86,17 +108,21 @@ def run(args: list[str], folder: Path) -> None:
         timeout=300,
         stdin=subprocess.DEVNULL,
     )
-    name = "_".join(a.replace("/", "~") for a in args)[:200]
-    text = f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}"
-    (folder / name).write_text(text)
+    write(folder, args, done.returncode, done.stdout, done.stderr)
 
 
 def main() -> int:
-    folder = Path(sys.argv[1])
+    folder = Path(sys.argv[1]).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     todo = jobs()
-    with ThreadPoolExecutor(max_workers=int(os.environ.get("SNAPSHOT_JOBS", "2"))) as pool:
-        list(pool.map(lambda job: run(job[1], folder), todo))
+    if "--subprocess" in sys.argv:
+        with ThreadPoolExecutor(max_workers=int(os.environ.get("SNAPSHOT_JOBS", "2"))) as pool:
+            list(pool.map(lambda job: run(job[1], folder), todo))
+    else:
+        os.chdir(ROOT)
+        os.environ.update(COLUMNS="100", NO_COLOR="1", TERM="dumb")
+        for _, args in todo:
+            run_here(args, folder)
     print(f"{len(todo)} outputs written to {folder}")
     return 0
 

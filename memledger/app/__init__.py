@@ -2,6 +2,7 @@
 
 Modules:
 
+- `analyse`: one log analysed once (parsed log, sizing inputs, ledger, sizing, diagnosis).
 - `against_release`: `memledger diff LOG --against-release X` (and `memledger.against_release`).
 - `check`: `memledger check`'s flow.
 - `diagnose`: `memledger diagnose`.

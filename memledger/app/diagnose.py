@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memledger.app.load import build, load_any
+from memledger.app.analyse import analyse
+from memledger.app.load import load_any
 from memledger.app.options import DiagnoseOptions, Output
 from memledger.model.events import ParsedLog
 
@@ -13,14 +14,14 @@ if TYPE_CHECKING:
 
 
 def diagnosis_of(options: DiagnoseOptions) -> Diagnosis:
-    """Parse the log (a saved ledger has no error text: refused), build its ledger, diagnose."""
-    from memledger.diagnosis import diagnose
-
+    """Parse the log (a saved ledger has no error text: refused), analyse it, diagnosis included."""
     log = options.log
     parsed = log if isinstance(log, ParsedLog) else load_any(log, options.load)
     if not isinstance(parsed, ParsedLog):
         return parsed.diagnosis
-    return diagnose(parsed, build(parsed, options.load))
+    diagnosis = analyse(parsed, options.load, diagnose=True).diagnosis
+    assert diagnosis is not None
+    return diagnosis
 
 
 def run_diagnose(options: DiagnoseOptions) -> Output:

@@ -6,7 +6,8 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from memledger.app.load import load_ledger, load_ledger_and_log, sizing_inputs_of
+from memledger.app.analyse import analyse
+from memledger.app.load import load_ledger_and_log
 from memledger.app.options import (
     MAX_LABEL_CHARS,
     MISSING_HEAD,
@@ -42,9 +43,10 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInp
     if isinstance(source, Ledger):
         return source, None
     if isinstance(source, ParsedLog):
-        return load_ledger(source, merged), sizing_inputs_of(source, merged)
-    ledger, parsed = load_ledger_and_log(source, merged, own)
-    return ledger, None if parsed is None else sizing_inputs_of(parsed, merged)
+        built = analyse(source, merged)  # the diff shows no diagnosis: none is run
+        return built.ledger, built.inputs
+    ledger, analysis = load_ledger_and_log(source, merged, own, diagnose=False)
+    return ledger, None if analysis is None else analysis.inputs
 
 
 def diff_of(options: DiffOptions) -> LedgerDiff:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any
 
+from memledger.app.analyse import Analysis, analyse
 from memledger.app.open import ledger_from_document, open_input
 from memledger.app.options import LoadOptions, PathLike, Source
 from memledger.errors import ConfigError, InputError
@@ -85,22 +87,8 @@ def _read_opened(
 
 
 def build(parsed: ParsedLog, options: LoadOptions) -> Ledger:
-    """The ledger of a parsed log: packaged formulas plus `formula_files`, optional model dims."""
-    from memledger.engine import build_ledger
-    from memledger.formulas import load_formulas
-    from memledger.model.model_config import load_model_config
-
-    model = None if options.model_config is None else load_model_config(options.model_config)
-    ledger = build_ledger(parsed, formulas=load_formulas(options.formula_files), model_config=model)
-    return _with_diagnosis(parsed, ledger)
-
-
-def _with_diagnosis(parsed: ParsedLog, ledger: Ledger) -> Ledger:
-    """The ledger with its diagnosis in brief when the startup failed or came out starved."""
-    from memledger.diagnosis import brief, diagnose
-
-    summary = brief(diagnose(parsed, ledger))
-    return ledger if summary is None else ledger.model_copy(update={"diagnosis": summary})
+    """The ledger of a parsed log, with its sizing and its diagnosis in brief (`analyse`)."""
+    return analyse(parsed, options, diagnose=True).ledger
 
 
 def load_ledger(source: Source, options: LoadOptions = LoadOptions()) -> Ledger:
@@ -124,10 +112,14 @@ def load_ledger(source: Source, options: LoadOptions = LoadOptions()) -> Ledger:
 
 
 def load_ledger_and_log(
-    source: PathLike | IO[bytes] | IO[str] | ByteSource, options: LoadOptions, saved: LoadOptions
-) -> tuple[Ledger, ParsedLog | None]:
-    """Open `source`: a log is parsed and built with `options` (and returned, for its sizing
-    inputs); a saved ledger is checked against `saved` (the options given for it), no log."""
+    source: PathLike | IO[bytes] | IO[str] | ByteSource,
+    options: LoadOptions,
+    saved: LoadOptions,
+    *,
+    diagnose: bool = True,
+) -> tuple[Ledger, Analysis | None]:
+    """Open `source`: a log is parsed and analysed with `options` (its analysis returned too);
+    a saved ledger is checked against `saved` (the options given for it), no analysis."""
     with open_input(source) as opened:
         if opened.document is not None:
             return _saved(opened.label, opened.document, saved), None
@@ -135,7 +127,8 @@ def load_ledger_and_log(
         loaded = _read_opened(source, opened.log, opened.label, options)
     if not isinstance(loaded, ParsedLog):
         return loaded.ledger, None
-    return build(loaded, options), loaded
+    analysis = analyse(loaded, options, diagnose=diagnose)
+    return analysis.ledger, analysis
 
 
 def _saved(label: str, document: dict[str, Any], options: LoadOptions) -> Ledger:
@@ -168,7 +161,7 @@ def _saved(label: str, document: dict[str, Any], options: LoadOptions) -> Ledger
     ]
     if not notes:
         return saved
-    return saved.model_copy(update={"notes": [*saved.notes, *notes]})
+    return replace(saved, notes=[*saved.notes, *notes])
 
 
 def label_of(source: Source) -> str:

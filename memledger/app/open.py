@@ -16,6 +16,7 @@ from typing import IO, Any
 from memledger.errors import InputError
 from memledger.input.reader import SNIFF_BYTES, ByteSource, OpenedLog, PeekedStream, open_log
 from memledger.model.ledger import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
+from memledger.record import validate
 
 PathLike = str | os.PathLike[str]
 
@@ -184,13 +185,25 @@ def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
     from pydantic import ValidationError  # a saved ledger is the JSON contract: pydantic reads it
 
     try:
-        ledger = Ledger.model_validate(document)
+        ledger = validate(Ledger, document)
         check_consistent(ledger, label)
         return ledger
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        message = first["msg"]
+        if first["type"] in _MESSAGES:
+            message = _MESSAGES[first["type"]].format(**first.get("ctx", {}))
         raise InputError(
-            f"not a valid saved ledger: {where}: {first['msg']}{more}", path=label
+            f"not a valid saved ledger: {where}: {message}{more}", path=label
         ) from None
+
+
+_MESSAGES = {
+    "unexpected_keyword_argument": "Extra inputs are not permitted",
+    "dataclass_type": "Input should be a valid dictionary or instance of {class_name}",
+}
+"""pydantic's words for a document that is not an object or has a key the record lacks, as it
+words them for a model (records are data classes, for which it says "Unexpected keyword
+argument" and "Input should be a dictionary or an instance of ...")."""

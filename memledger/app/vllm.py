@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from memledger.diagnosis.model import Diagnosis
@@ -179,5 +179,5 @@ def load_vllm(
     diagnosis = diagnose_vllm(log, chosen, facts, ledger, sizing)
     summary = brief(diagnosis)
     if summary is not None:
-        ledger = ledger.model_copy(update={"diagnosis": summary})
+        ledger = replace(ledger, diagnosis=summary)
     return VllmRun(log, index, chosen, facts, sizing, ledger, diagnosis)

@@ -14,6 +14,7 @@ import importlib
 import re
 import tomllib
 from collections.abc import Collection, Mapping
+from dataclasses import field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
@@ -24,13 +25,12 @@ from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError, bounded
 from memledger.model.check import ItemKind, Level, Quantity
 from memledger.model.ledger import Summary, SummaryUnit
-from memledger.record import Field
+from memledger.record import field_names, record
 from memledger.units import (
     GIB,
     KIB,
     MAX_BYTES,
     MIB,
-    FrozenModel,
     NumberOutOfRange,
     checked_number,
 )
@@ -120,7 +120,7 @@ def _summary_item_kinds() -> dict[str, ItemKind]:
     # Sizes are the fields whose unit is bytes; slots, tokens and the fraction are counts.
     return {
         name: ItemKind.SIZE if Summary.unit(name) is SummaryUnit.BYTES else ItemKind.COUNT
-        for name in Summary.model_fields
+        for name in field_names(Summary)
     }
 
 
@@ -146,7 +146,8 @@ def _formula_ids() -> frozenset[str]:
         return frozenset()
 
 
-class BudgetEntry(FrozenModel):
+@record
+class BudgetEntry:
     """One `[[budget]]` entry after defaults were applied; limits in bytes (sizes) or numbers."""
 
     item: str
@@ -176,12 +177,13 @@ class BudgetEntry(FrozenModel):
         return self.max_increase is not None or self.max_increase_pct is not None
 
 
-class Budget(FrozenModel):
+@record
+class Budget:
     """A loaded budget file."""
 
     path: str
     version: int = BUDGET_VERSION
-    entries: list[BudgetEntry] = Field(default_factory=list)
+    entries: list[BudgetEntry] = field(default_factory=list)
     tighten_headroom_pct: float = DEFAULT_TIGHTEN_HEADROOM_PCT
 
 

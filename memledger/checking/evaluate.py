@@ -28,7 +28,8 @@ from memledger.model.check import (
     Quantity,
 )
 from memledger.model.ledger import Ledger, Row, RowKind
-from memledger.units import GIB, FrozenModel
+from memledger.record import record
+from memledger.units import GIB
 
 FREE_MEMORY_ITEMS = frozenset({"runtime_headroom"})
 """Items that are memory nothing uses: a `min` on one is a safety floor, and a value far above
@@ -44,7 +45,8 @@ instead of "could be tightened"."""
 # ---------------------------------------------------------------------------------------------
 
 
-class ItemReading(FrozenModel):
+@record
+class ItemReading:
     """An item's value in one ledger, or why it has none."""
 
     value: Quantity | None

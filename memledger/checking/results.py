@@ -31,15 +31,19 @@ from memledger.checking.spool import Spool
 from memledger.model.check import (
     BREACH_ORDER,
     BaselineInfo,
+    Bound,
     Check,
     CheckedInput,
     CheckReport,
     CheckStatus,
+    ItemKind,
+    Level,
     breach_rank,
     closeness,
     exit_code_of,
     is_failing,
 )
+from memledger.record import computed_names, to_json, validate_json
 
 if TYPE_CHECKING:
     from memledger.checking.budget import Budget
@@ -110,7 +114,7 @@ class CheckResults(ABC):
 
     @abstractmethod
     def json_chunks(self) -> Iterator[str]:
-        """The report as `CheckReport.model_dump_json(indent=2)` writes it, in pieces."""
+        """The report as `to_json(report, indent=2)` writes it, in pieces."""
 
 
 class ReportResults(CheckResults):
@@ -144,7 +148,7 @@ class ReportResults(CheckResults):
         return ((checked, of_log[checked.path]) for checked in self.report.inputs)
 
     def json_chunks(self) -> Iterator[str]:
-        yield self.report.model_dump_json(indent=2) + "\n"
+        yield to_json(self.report, indent=2) + "\n"
 
 
 def results_of(report: CheckReport | CheckResults) -> CheckResults:
@@ -208,7 +212,7 @@ class CheckSpool:
         """One input's checks (`checking.check_log`), written out; only counts stay here."""
         index = self._n_inputs
         self._n_inputs += 1
-        dumped = log.checked.model_dump_json(indent=2).encode()
+        dumped = to_json(log.checked, indent=2).encode()
         self._inputs.append(dumped)
         if log.failure is not None:
             self._write(index, 0, log.failure)
@@ -219,7 +223,7 @@ class CheckSpool:
 
     def _write(self, log: int, segment: int, check: Check) -> None:
         rank = report_rank(check, strict=self.strict)
-        dumped = check.model_dump_json(indent=2).encode()
+        dumped = to_json(check, indent=2).encode()
         status = _STATUSES.index(check.status)
         self._checks.append(dumped, log, segment, status, rank, closeness(check))
         self._tally[check.status.value] += 1
@@ -295,7 +299,7 @@ class SpooledChecks(CheckResults):
         return [_check(record.payload) for record in closest]
 
     def _inputs(self) -> Iterator[CheckedInput]:
-        return (CheckedInput.model_validate_json(item) for item in self._spool._inputs.payloads())
+        return (validate_json(CheckedInput, item) for item in self._spool._inputs.payloads())
 
     def by_log(self) -> Iterator[tuple[CheckedInput, list[Check]]]:
         records = self._all()
@@ -311,16 +315,19 @@ class SpooledChecks(CheckResults):
         # The report with empty lists as its model writes it (indent 2), each list written in
         # its place from the files, and the totals (computed fields, last) from the counts. A
         # string in JSON holds no raw newline: `\n  "key": ` is the top-level key alone.
-        empty = CheckReport(
-            budget_path=self.budget_path,
-            today=self.today,
-            strict=self.strict,
-            inputs=[],
-            baseline=self.baseline,
-            checks=[],
-            notes=self.notes,
-            warnings=self.warnings,
-        ).model_dump_json(indent=2)
+        empty = to_json(
+            CheckReport(
+                budget_path=self.budget_path,
+                today=self.today,
+                strict=self.strict,
+                inputs=[],
+                baseline=self.baseline,
+                checks=[],
+                notes=self.notes,
+                warnings=self.warnings,
+            ),
+            indent=2,
+        )
         head, rest = empty.split('\n  "inputs": []', 1)
         middle, rest = rest.split('\n  "checks": []', 1)
         tail = rest[: rest.index(',\n  "counts": ')]
@@ -348,9 +355,15 @@ def _json_list(items: Iterable[str]) -> Iterator[str]:
 
 
 def _check(payload: bytes) -> Check:
-    """A spooled check back (it was written by `Check.model_dump_json`: only its date needs
-    reading back; computed fields are dropped by the record)."""
+    """A spooled check back (it was written by `to_json`: its enums and date are read back,
+    its computed fields dropped)."""
     fields = json.loads(payload)
+    for name in computed_names(Check):
+        del fields[name]
+    fields["kind"] = ItemKind(fields["kind"])
+    fields["bound"] = Bound(fields["bound"])
+    fields["status"] = CheckStatus(fields["status"])
+    fields["level"] = Level(fields["level"])
     if fields.get("waived_until") is not None:
         fields["waived_until"] = date.fromisoformat(fields["waived_until"])
     return Check(**fields)

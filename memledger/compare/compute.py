@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from pathlib import PurePath
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from memledger.compare.categories import (
     DESTINATION_KEYS,
@@ -59,6 +59,7 @@ from memledger.model.ledger import (
     Summary,
     SummaryUnit,
 )
+from memledger.record import computed_names, field_names, to_dict
 from memledger.sglang.effects import DERIVED_ALIASES, ParamEffect, param_effect
 from memledger.units import GIB
 
@@ -101,7 +102,7 @@ def _row_diff(base: Row | None, head: Row | None) -> RowDiff:
         on_base=base is not None,
         on_head=head is not None,
     )
-    fields = change.model_dump(exclude=set(ByteChange.model_computed_fields))
+    fields = to_dict(change, exclude=set(computed_names(ByteChange)))
     if base is None or head is None:
         fields["status"] = DiffStatus.NOT_COMPARABLE
     return RowDiff(
@@ -161,7 +162,7 @@ def _unknown_ids(rows: Iterable[RowDiff]) -> list[str]:
 def _group_diff(group_id: str, label: str, rows: Sequence[RowDiff]) -> GroupDiff:
     change = _aggregate(rows)
     return GroupDiff(
-        **change.model_dump(exclude=set(ByteChange.model_computed_fields)),
+        **to_dict(change, exclude=set(computed_names(ByteChange))),
         id=group_id,
         label=label,
         n_rows=len(rows),
@@ -180,7 +181,7 @@ def _checkpoint_diff(base: Checkpoint | None, head: Checkpoint | None) -> Checkp
         on_head=head is not None,
     )
     return CheckpointDiff(
-        **change.model_dump(exclude=set(ByteChange.model_computed_fields)),
+        **to_dict(change, exclude=set(computed_names(ByteChange))),
         id=some.id,
         base_line=None if base is None else base.line,
         head_line=None if head is None else head.line,
@@ -220,9 +221,9 @@ def _interval_diff(base: Interval | None, head: Interval | None) -> IntervalDiff
 
 
 def _summary_sides(base: Summary, head: Summary) -> tuple[SummarySides, list[SummaryField]]:
-    delta: dict[str, SummaryNumber] = {}
+    delta: dict[str, Any] = {}
     fields: list[SummaryField] = []
-    keys = list(SUMMARY_LABELS) + [k for k in Summary.model_fields if k not in SUMMARY_LABELS]
+    keys = list(SUMMARY_LABELS) + [k for k in field_names(Summary) if k not in SUMMARY_LABELS]
     for key in keys:
         label, unit = SUMMARY_LABELS.get(key, (key.replace("_", " "), "GiB"))
         # Sizes are bytes in the ledger; the diff's summary fields show them in GiB (`unit`).
@@ -375,7 +376,7 @@ def _category_diff(category: Category, fixed_rows: Sequence[RowDiff]) -> Categor
     members = [r for r in fixed_rows if r.group in category.groups]
     change = _aggregate(members)
     return CategoryDiff(
-        **change.model_dump(exclude=set(ByteChange.model_computed_fields)),
+        **to_dict(change, exclude=set(computed_names(ByteChange))),
         id=category.id,
         label=category.label,
         groups=list(category.groups),

@@ -12,16 +12,18 @@ estimate (memledger/vllm/sizing_rules.py `budget_v1`, `budget_graph`).
 
 from __future__ import annotations
 
+from dataclasses import field
+
 from memledger.model.ledger import Ledger, RowGroup
-from memledger.record import Field
-from memledger.units import FrozenModel
+from memledger.record import record
 
 GIB = 1 << 30
 VLLM_BLOCK_TOKENS = 16
 """vLLM's KV block on CUDA (memledger.vllm.sizing_rules.DEFAULT_BLOCK_SIZE)."""
 
 
-class EngineSide(FrozenModel):
+@record
+class EngineSide:
     """One side's budget and KV figures (None where its log does not say)."""
 
     engine: str
@@ -38,12 +40,13 @@ class EngineSide(FrozenModel):
     """What the engine holds back for activations inside (vLLM) or outside (SGLang) its budget."""
 
 
-class EngineComparison(FrozenModel):
+@record
+class EngineComparison:
     """Base and head of a cross-engine diff, and the sentences that explain the KV difference."""
 
     base: EngineSide
     head: EngineSide
-    lines: list[str] = Field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
 
 
 def _group_bytes(ledger: Ledger, group: RowGroup) -> int | None:

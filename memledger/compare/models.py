@@ -5,6 +5,7 @@ Every delta is head - base; Δ% = (head - base) / base in percent.
 
 from __future__ import annotations
 
+from dataclasses import field
 from enum import StrEnum
 from typing import Literal
 
@@ -17,9 +18,9 @@ from memledger.model.ledger import (
     RowKind,
     Summary,
 )
-from memledger.record import Field, computed_field
+from memledger.record import computed_field, record
 from memledger.sglang.effects import ParamSource, param_source
-from memledger.units import GIB, FrozenModel, gib_view
+from memledger.units import GIB, gib_view
 
 DIFF_SCHEMA_VERSION = 1
 DELTA_PCT_DEFINITION = "Δ% = (head - base) / base, in percent; empty when base is 0 or unknown"
@@ -82,7 +83,8 @@ def _status(
 # --------------------------------------------------------------------------------------------
 
 
-class ByteChange(FrozenModel):
+@record
+class ByteChange:
     """One byte quantity on both sides."""
 
     base_bytes: int | None
@@ -137,6 +139,7 @@ def _byte_change(
     )
 
 
+@record
 class RowDiff(ByteChange):
     """One ledger row (matched by id) on both sides."""
 
@@ -162,6 +165,7 @@ class RowDiff(ByteChange):
     """Why a side is unknown, or that the row changed group between sides."""
 
 
+@record
 class GroupDiff(ByteChange):
     """One group's total (or the grand TOTAL): the sum of its partition rows on each side."""
 
@@ -169,10 +173,11 @@ class GroupDiff(ByteChange):
     """The group name, or `TOTAL`."""
     label: str
     n_rows: int
-    unknown_rows: list[str] = Field(default_factory=list)
+    unknown_rows: list[str] = field(default_factory=list)
     """Rows whose bytes are unknown on some side (not summed; the total is then a lower bound)."""
 
 
+@record
 class CheckpointDiff(ByteChange):
     """One avail-memory checkpoint (matched by id) on both sides."""
 
@@ -181,7 +186,8 @@ class CheckpointDiff(ByteChange):
     head_line: int | None
 
 
-class IntervalDiff(FrozenModel):
+@record
+class IntervalDiff:
     """One interval (matched by from/to) on both sides, metric by metric."""
 
     from_id: str
@@ -194,7 +200,8 @@ class IntervalDiff(FrozenModel):
     unexplained: ByteChange
 
 
-class RowContribution(FrozenModel):
+@record
+class RowContribution:
     """A row's share of a category delta."""
 
     id: str
@@ -209,6 +216,7 @@ class RowContribution(FrozenModel):
         return gib_view(self.delta_bytes)
 
 
+@record
 class CategoryDiff(ByteChange):
     """A category of row groups in the fixed-overhead split (e.g. CUDA graphs + headroom)."""
 
@@ -222,7 +230,8 @@ class CategoryDiff(ByteChange):
 SummaryNumber = int | float | None
 
 
-class SummaryField(FrozenModel):
+@record
+class SummaryField:
     """One summary figure on both sides."""
 
     key: str
@@ -235,7 +244,8 @@ class SummaryField(FrozenModel):
     status: DiffStatus
 
 
-class SummarySides(FrozenModel):
+@record
+class SummarySides:
     """The two summaries and their difference, all in the ledger's `Summary` shape."""
 
     base: Summary
@@ -243,7 +253,8 @@ class SummarySides(FrozenModel):
     delta: Summary
 
 
-class KvTokenSplit(FrozenModel):
+@record
+class KvTokenSplit:
     """KV tokens per rank = KV pool bytes / bytes per KV token, on each side; the change in
     tokens split into the pool growing or shrinking (at base's cost per token) and each token
     costing more or less (at head's pool). The two parts add up to the change exactly."""
@@ -268,7 +279,8 @@ class KvTokenSplit(FrozenModel):
         return self.head_tokens - self.base_tokens
 
 
-class StatePoolAnalysis(FrozenModel):
+@record
+class StatePoolAnalysis:
     """Why one side's state pool is larger: the fixed-overhead delta, split into categories."""
 
     available: bool
@@ -286,13 +298,14 @@ class StatePoolAnalysis(FrozenModel):
     """Where the state pool goes: KV pools, tokens per rank / DP group / instance, slots."""
     state_rows: list[RowContribution]
     """State-pool rows that moved, largest |Δ| first."""
-    incomplete_rows: list[str] = Field(default_factory=list)
+    incomplete_rows: list[str] = field(default_factory=list)
     kv_tokens: KvTokenSplit | None = None
     """Bytes per KV token on each side and the token change split (None without a KV pool and
     its token count on both sides)."""
 
 
-class ParamDiff(FrozenModel):
+@record
+class ParamDiff:
     """A server_args / engine parameter that differs, with the rows it plausibly moved."""
 
     name: str
@@ -313,7 +326,8 @@ class ParamDiff(FrozenModel):
         return param_source(self.name)
 
 
-class DiffInput(FrozenModel):
+@record
+class DiffInput:
     """One side of the comparison: which input, startup and rank."""
 
     label: str
@@ -326,14 +340,16 @@ class DiffInput(FrozenModel):
     ledger_schema_version: int
 
 
-class DiffInputs(FrozenModel):
+@record
+class DiffInputs:
     """Both sides' identities."""
 
     base: DiffInput
     head: DiffInput
 
 
-class SideCoverage(FrozenModel):
+@record
+class SideCoverage:
     """How complete one side's ledger is."""
 
     outcome: str
@@ -347,15 +363,17 @@ class SideCoverage(FrozenModel):
     notes: list[str]
 
 
-class CoverageDiff(FrozenModel):
+@record
+class CoverageDiff:
     """Coverage of both sides."""
 
     base: SideCoverage
     head: SideCoverage
 
 
-class LedgerDiff(FrozenModel):
-    """Two ledgers compared, head - base (schema: `LedgerDiff.model_json_schema()`)."""
+@record
+class LedgerDiff:
+    """Two ledgers compared, head - base (schema: `json_schema(LedgerDiff)`)."""
 
     schema_version: int = DIFF_SCHEMA_VERSION
     delta_definition: str = DELTA_PCT_DEFINITION

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
+from typing import Any
 
 from memledger.compare.models import RowDiff
 from memledger.compare.upgrade_gpu import MFS_MATCH
@@ -95,7 +96,7 @@ class _Sides:
         base, head = self.base, self.head
         assert base.load_begin is not None and base.budget_avail is not None
         assert head.load_begin is not None and head.budget_avail is not None
-        update: dict[str, object] = {}
+        update: dict[str, Any] = {}
         knobs = dict(base.knobs)
         if MFS in taken:
             _copy_knob(knobs, head.knobs, MFS)
@@ -117,7 +118,7 @@ class _Sides:
         update["load_begin"] = p
         update["budget_avail"] = Reading(bytes=p.bytes - taken_bytes, line=None, note="hybrid")
         update["knobs"] = knobs
-        return base.model_copy(update=update)
+        return replace(base, **update)
 
 
 def _copy_knob(into: dict[str, ParamValue], source: dict[str, ParamValue], name: str) -> None:
@@ -413,13 +414,10 @@ def explain_upgrade(
         notes=notes,
     )
     if base_inputs is None or head_inputs is None:
-        return result.model_copy(
-            update={
-                "reason": (
-                    "no sizing inputs on a side (a saved ledger or a Ledger object): diff the two "
-                    "logs to attribute the change"
-                )
-            }
+        return replace(
+            result,
+            reason="no sizing inputs on a side (a saved ledger or a Ledger object): diff the two "
+            "logs to attribute the change",
         )
     return _attribute(result, base, head, rows, base_inputs, head_inputs, releases, crossed)
 
@@ -428,7 +426,7 @@ def _with_release(
     inputs: SizingInputs, release: VersionRange, gpu_mib: int | None, name: str, notes: list[str]
 ) -> SizingInputs:
     """The side's inputs at its release, with a missing fraction inferred from the GPU size."""
-    inputs = inputs.model_copy(update={"version": release})
+    inputs = replace(inputs, version=release)
     if MFS in inputs.knobs or gpu_mib is None:
         return inputs
     value = default_fraction(inputs, release, gpu_mib)
@@ -438,7 +436,7 @@ def _with_release(
         f"{name}: mem_fraction_static not printed; SGLang's default at {release.text} for a "
         f"{gpu_mib:,} MiB GPU is {value} (used)"
     )
-    return inputs.model_copy(update={"knobs": {**inputs.knobs, MFS: value}})
+    return replace(inputs, knobs={**inputs.knobs, MFS: value})
 
 
 def _attribute(
@@ -459,15 +457,15 @@ def _attribute(
     )
 
     def settings(inputs: SizingInputs) -> Settings:
-        return base_settings(inputs).model_copy(update={"gpu_memory_mib": gpu})
+        return replace(base_settings(inputs), gpu_memory_mib=gpu)
 
     base_cell = _cell(sides.base, settings(sides.base))
     moved = _rows_before_sizing(rows, base, head, base_cell)
-    result = result.model_copy(update={"rows_before_sizing": moved, "notes": notes})
+    result = replace(result, rows_before_sizing=moved, notes=notes)
     for name, side in (("base", sides.base), ("head", sides.head)):
         if side.load_begin is None or side.budget_avail is None:
-            return result.model_copy(
-                update={"reason": f"{name} has no load-begin and load-end avail readings (P, A)"}
+            return replace(
+                result, reason=f"{name} has no load-begin and load-end avail readings (P, A)"
             )
     cache: dict[frozenset[str], int | None] = {}
     missing: list[str] = []
@@ -484,10 +482,10 @@ def _attribute(
     groups = _differing(sides, settings)
     every = frozenset(groups)
     first, last = tokens(frozenset()), tokens(every)
-    updates: dict[str, object] = {"base_predicted": first, "head_predicted": last}
+    updates: dict[str, Any] = {"base_predicted": first, "head_predicted": last}
     if first is None or last is None:
         updates["reason"] = f"no prediction: {missing[0] if missing else 'unknown'}"
-        return result.model_copy(update=updates)
+        return replace(result, **updates)
     for size in range(1, len(groups)):
         for subset in combinations(groups, size):
             if tokens(frozenset(subset)) is None:
@@ -495,7 +493,7 @@ def _attribute(
                     f"no prediction with {', '.join(subset)} from head: "
                     f"{missing[0] if missing else 'unknown'}"
                 )
-                return result.model_copy(update=updates)
+                return replace(result, **updates)
 
     misses = [
         f"{name} by {(predicted - logged) / logged * 100:+.1f} %"
@@ -513,7 +511,7 @@ def _attribute(
             f"{TOLERANCE:.1%}: its shares would not be this change's; each ledger's sizing "
             "section says why"
         )
-        return result.model_copy(update=updates)
+        return replace(result, **updates)
 
     def known(taken: frozenset[str]) -> int:
         value = tokens(taken)
@@ -549,7 +547,7 @@ def _attribute(
             "unexplained_pct": None if unexplained is None else _pct(unexplained, base_tokens),
         }
     )
-    return result.model_copy(update=updates)
+    return replace(result, **updates)
 
 
 def _cell_defaults(group: str, crossed: Sequence[CrossedDefault]) -> list[str]:

@@ -11,6 +11,7 @@ the log's own (memledger.sizing.predict), on this log's measured P and A.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from memledger.compare.upgrade_gpu import (
     GPU_WINDOW_MIB,
@@ -312,24 +313,23 @@ def _predict(
     """The other release's pool for each candidate, anchored on the logged pool;
     `own_fraction` stands in for a mem_fraction_static the log does not print."""
     notes = list(result.notes)
-    own = inputs.model_copy(update={"version": log_range})
+    own = replace(inputs, version=log_range)
     if own_fraction is not None:
-        own = own.model_copy(update={"knobs": {**own.knobs, MFS: own_fraction}})
+        own = replace(own, knobs={**own.knobs, MFS: own_fraction})
         notes.append(
             f"mem_fraction_static not printed: SGLang's default at {log_range.text} for this "
             f"GPU, {own_fraction:.3f}, stands in for the log's own"
         )
     own_settings = base_settings(own)
     if own_settings.mem_fraction_static is None:
-        return result.model_copy(
-            update={
-                "missing": "mem_fraction_static not printed: the log's own pool cannot be "
-                "modelled (--gpu-memory-mib lets SGLang's default stand in)"
-            }
+        return replace(
+            result,
+            missing="mem_fraction_static not printed: the log's own pool cannot be "
+            "modelled (--gpu-memory-mib lets SGLang's default stand in)",
         )
     mine = predict(own, own_settings)
     if mine.tokens is None:
-        return result.model_copy(update={"missing": mine.missing or "no prediction"})
+        return replace(result, missing=mine.missing or "no prediction")
     logged = inputs.logged_tokens
     shift = 0 if logged is None else logged - mine.tokens
     if logged is not None and abs(mine.tokens - logged) > TOLERANCE * logged:
@@ -343,12 +343,10 @@ def _predict(
         knobs = {**inputs.knobs, MFS: value}
         if page is not None:
             knobs["page_size"] = page
-        theirs = inputs.model_copy(update={"version": other, "knobs": knobs})
+        theirs = replace(inputs, version=other, knobs=knobs)
         prediction = predict(theirs, base_settings(theirs))
         if prediction.tokens is None:
-            return result.model_copy(
-                update={"missing": prediction.missing or "no prediction", "notes": notes}
-            )
+            return replace(result, missing=prediction.missing or "no prediction", notes=notes)
         notes.extend(n for n in prediction.notes if n not in notes)
         tokens = prediction.tokens + shift
         if tokens <= 0:
@@ -366,18 +364,17 @@ def _predict(
         low = min(below, tokens) if low is None else min(low, below, tokens)
         high = max(above, tokens) if high is None else max(high, above, tokens)
     if not candidates:
-        return result.model_copy(update={"missing": "no mem_fraction_static to size with"})
+        return replace(result, missing="no mem_fraction_static to size with")
     centre = candidates[0].tokens
     delta = None if logged is None else logged - centre
-    return result.model_copy(
-        update={
-            "predicted_tokens": centre,
-            "low": low,
-            "high": high,
-            "candidates": candidates if len(candidates) > 1 else [],
-            "delta_tokens": delta,
-            "delta_pct": None if delta is None or not centre else round(100 * delta / centre, 2),
-            "kind": "anchored" if logged is not None else "modelled",
-            "notes": notes,
-        }
+    return replace(
+        result,
+        predicted_tokens=centre,
+        low=low,
+        high=high,
+        candidates=candidates if len(candidates) > 1 else [],
+        delta_tokens=delta,
+        delta_pct=None if delta is None or not centre else round(100 * delta / centre, 2),
+        kind="anchored" if logged is not None else "modelled",
+        notes=notes,
     )

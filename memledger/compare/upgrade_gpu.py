@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from memledger.compare.upgrade_releases import (
@@ -195,7 +196,7 @@ def fraction_pieces(
     if code < FIRST_FORMULA:
         return [_legacy_pieces(inputs, code, low, high)]
     unset = {name: value for name, value in inputs.knobs.items() if name != MFS}
-    probe = inputs.model_copy(update={"version": release, "knobs": unset})
+    probe = replace(inputs, version=release, knobs=unset)
     return [capacity_pieces(probe, base_settings(probe), low, high, known_only=True)]
 
 

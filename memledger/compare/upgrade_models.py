@@ -6,11 +6,13 @@ token figure is per rank, head - base; percentages are of base's logged tokens.
 
 from __future__ import annotations
 
-from memledger.record import Field
-from memledger.units import FrozenModel
+from dataclasses import field
+
+from memledger.record import record
 
 
-class ReleaseSide(FrozenModel):
+@record
+class ReleaseSide:
     """The SGLang release of one side: given by the user, or the range its line formats allow."""
 
     text: str
@@ -19,7 +21,8 @@ class ReleaseSide(FrozenModel):
     """True when --base-version / --head-version stated it (the formats only bound it)."""
 
 
-class InputShare(FrozenModel):
+@record
+class InputShare:
     """One sizing input that differs, and its share of the token change."""
 
     id: str
@@ -35,13 +38,14 @@ class InputShare(FrozenModel):
     """tokens / base's logged tokens, in percent."""
     why: str
     """Where the difference comes from: a changed SGLang default, server_args, or a measurement."""
-    defaults: list[str] = Field(default_factory=list)
+    defaults: list[str] = field(default_factory=list)
     """Ids of `memledger.sglang.default_changes.CHANGES` entries behind it."""
     source: str = ""
     """The log lines (base | head) the two values come from."""
 
 
-class MovedRow(FrozenModel):
+@record
+class MovedRow:
     """A ledger row sized before the KV pool that moved: it changed A (or P) and so the budget."""
 
     id: str
@@ -53,7 +57,8 @@ class MovedRow(FrozenModel):
     """-delta / base's bytes per token: the tokens this row alone moves at base's cost."""
 
 
-class CrossedDefault(FrozenModel):
+@record
+class CrossedDefault:
     """A default change (memledger.sglang.default_changes) the upgrade crosses."""
 
     id: str
@@ -71,7 +76,8 @@ class CrossedDefault(FrozenModel):
     format ranges leave it open."""
 
 
-class UpgradeExplanation(FrozenModel):
+@record
+class UpgradeExplanation:
     """Why KV tokens per rank changed: inputs, their token shares, rows, crossed defaults."""
 
     available: bool
@@ -81,7 +87,7 @@ class UpgradeExplanation(FrozenModel):
     head_release: ReleaseSide
     releases_differ: bool | None
     """None when the format ranges overlap and no release was given."""
-    server_args: list[str] = Field(default_factory=list)
+    server_args: list[str] = field(default_factory=list)
     """Sizing server_args whose values differ (memledger.sizing.inputs.KNOBS)."""
     gpu_memory_mib: int | None = None
     base_tokens: int | None = None
@@ -92,14 +98,14 @@ class UpgradeExplanation(FrozenModel):
     base_predicted: int | None = None
     head_predicted: int | None = None
     """SGLang's arithmetic on each log's own inputs (memledger.sizing.predict)."""
-    inputs: list[InputShare] = Field(default_factory=list)
+    inputs: list[InputShare] = field(default_factory=list)
     """Largest |tokens| first."""
     unexplained_tokens: int | None = None
     """delta_tokens - sum(inputs.tokens): the model's own misses on the two logs, named."""
     unexplained_pct: float | None = None
-    rows_before_sizing: list[MovedRow] = Field(default_factory=list)
-    defaults_crossed: list[CrossedDefault] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    rows_before_sizing: list[MovedRow] = field(default_factory=list)
+    defaults_crossed: list[CrossedDefault] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 AGAINST_RELEASE_SCHEMA_VERSION = 1
@@ -107,7 +113,8 @@ AGAINST_RELEASE_SCHEMA_VERSION = 1
 removed or retyped without a new version."""
 
 
-class SettingAtRelease(FrozenModel):
+@record
+class SettingAtRelease:
     """One default that sizes the pool, as this log ran it and as the other release sets it."""
 
     setting: str
@@ -128,7 +135,8 @@ class SettingAtRelease(FrozenModel):
     note: str = ""
 
 
-class Candidate(FrozenModel):
+@record
+class Candidate:
     """One default the other release may have had for this log, and the pool it gives."""
 
     label: str
@@ -137,7 +145,8 @@ class Candidate(FrozenModel):
     tokens: int
 
 
-class AgainstRelease(FrozenModel):
+@record
+class AgainstRelease:
     """`memledger diff LOG --against-release X`: this log's pool under release X's defaults.
 
     `predicted_tokens` is the log's max_total_num_tokens plus the modelled change (SGLang's
@@ -162,15 +171,15 @@ class AgainstRelease(FrozenModel):
     """logged - predicted: what the release change did to this log's pool."""
     delta_pct: float | None = None
     """delta_tokens / predicted_tokens, in percent."""
-    candidates: list[Candidate] = Field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
     """When the other release's default is not one value (an inferred GPU capacity range, post
     releases that differ): each candidate; `predicted_tokens` is the first (the lowest GPU
     capacity), `low`/`high` span them all."""
     kind: str = "anchored"
     """`anchored` (logged + modelled change) or `modelled` (no logged tokens to anchor on)."""
-    settings: list[SettingAtRelease] = Field(default_factory=list)
-    defaults_crossed: list[CrossedDefault] = Field(default_factory=list)
-    assumptions: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    settings: list[SettingAtRelease] = field(default_factory=list)
+    defaults_crossed: list[CrossedDefault] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     missing: str | None = None
     """Why there is no prediction (the settings and crossed defaults are still listed)."""

@@ -5,6 +5,7 @@ releases before 0.5.3, memledger.sizing.defaults from 0.5.3 on). Pure."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from memledger.compare.upgrade_models import CrossedDefault
 from memledger.errors import ConfigError
@@ -178,8 +179,8 @@ def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) 
         knobs.pop(MFS, None)
         if PIECEWISE not in knobs and _piecewise_default(inputs, code):
             knobs[PIECEWISE] = False
-        probe = inputs.model_copy(update={"version": release, "knobs": knobs})
-        settings = base_settings(probe).model_copy(update={"gpu_memory_mib": gpu_mib})
+        probe = replace(inputs, version=release, knobs=knobs)
+        settings = replace(base_settings(probe), gpu_memory_mib=gpu_mib)
         found = default_mem_fraction_static(probe, settings)
         return None if found is None else found.value
     knobs = inputs.knobs

@@ -31,6 +31,8 @@ Modules:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Any
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
@@ -82,6 +84,7 @@ from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import PHASE_TEXT, PRIVATE_POOLS_CITATION, CrashCause, Phase
+from memledger.sizing.inputs import SizingInputs
 
 __all__ = [
     "Diagnosis",
@@ -96,9 +99,10 @@ __all__ = [
 MESSAGE_CLIP = 70
 
 
-def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
-    """The diagnosis of the parsed startup (the ledger must be built from the same parse)."""
-    evidence = gather(parsed, ledger)
+def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Diagnosis:
+    """The diagnosis of the parsed startup (the ledger and the sizing inputs must come from the
+    same parse; the inputs are read from it when not given)."""
+    evidence = gather(parsed, ledger, inputs)
     diagnosis = _diagnose(evidence)
     if not evidence.command_notes:
         return diagnosis
@@ -113,7 +117,7 @@ def diagnose(parsed: ParsedLog, ledger: Ledger) -> Diagnosis:
         for match in map(_NOTE_RE.match, evidence.command_notes)
         if match is not None
     ]
-    return diagnosis.model_copy(update={"findings": [*diagnosis.findings, *said]})
+    return replace(diagnosis, findings=[*diagnosis.findings, *said])
 
 
 _NOTE_RE = re.compile(re.escape(NOTE_PREFIX) + r"(\d{1,9}): (.*)", re.DOTALL)
@@ -147,7 +151,7 @@ def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:
     )
 
 
-def _diagnosis(evidence: Evidence, **fields: object) -> Diagnosis:
+def _diagnosis(evidence: Evidence, **fields: Any) -> Diagnosis:
     return Diagnosis(path=evidence.path, rank=evidence.rank, **fields)
 
 

@@ -4,7 +4,7 @@ budget figures SGLang sized with, and where the startup had got to."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog, Value
@@ -187,7 +187,7 @@ def _merged(refusals: list[Event]) -> Event | None:
     values: dict[str, Value] = {}
     for event in reversed(refusals):
         values.update(event.values)
-    return refusals[0].model_copy(update={"values": values})
+    return replace(refusals[0], values=values)
 
 
 _TP_TAG_RE = re.compile(r"\bTP(\d{1,9})\b")
@@ -199,7 +199,7 @@ def _tp_seen(ranks: list[str]) -> int | None:
     return max(indices) + 1 if indices else None
 
 
-def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
+def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Evidence:
     startup = parsed.startup
     events = startup.events
     by_kind: dict[EventKind, list[Event]] = {}
@@ -234,7 +234,7 @@ def gather(parsed: ParsedLog, ledger: Ledger) -> Evidence:
         exit=exits[0] if exits else None,
         exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),
         tp_seen=_tp_seen([r.rank for r in startup.ranks] + [e.rank for e in events]),
-        sizing=sizing_inputs(parsed),
+        sizing=sizing_inputs(parsed) if inputs is None else inputs,
         command_line=command.line if command is not None else None,
         command_notes=[note for note in parsed.notes if note.startswith(NOTE_PREFIX)],
     )

@@ -3,6 +3,8 @@ graphs, a fraction far below SGLang's default. Checked on every startup, failed 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import kv_cap_lever
@@ -205,7 +207,7 @@ def large_gpu_reserve(
         )
     capped = kv_cap_lever(evidence, missing)
     if capped is not None:
-        suggestions.append(capped.model_copy(update={"why": prefix + capped.why}))
+        suggestions.append(replace(capped, why=prefix + capped.why))
     return [finding], suggestions
 
 

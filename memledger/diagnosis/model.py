@@ -7,11 +7,11 @@ Pure data; built by `memledger.diagnosis.diagnose`. The JSON keys are a contract
 
 from __future__ import annotations
 
+from dataclasses import field
 from enum import StrEnum
 
-from memledger.record import Field
+from memledger.record import record
 from memledger.sglang.failure_rules import Phase
-from memledger.units import FrozenModel
 
 
 class Severity(StrEnum):
@@ -89,17 +89,19 @@ class FindingId(StrEnum):
     UNSHARDED_FALLBACK = "unsharded_fallback"
 
 
-class Finding(FrozenModel):
+@record
+class Finding:
     id: FindingId
     severity: Severity
     message: str
     bytes: int | None = None
     """The amount the finding quantifies, when it quantifies one."""
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
     """`file:line` of every log line the finding rests on."""
 
 
-class Suggestion(FrozenModel):
+@record
+class Suggestion:
     knob: str
     """The server-arg name with underscores (`mem_fraction_static`)."""
     direction: Direction
@@ -132,7 +134,8 @@ MEMORY_KNOBS = frozenset(
 DIAGNOSIS_SCHEMA_VERSION = 1
 
 
-class Diagnosis(FrozenModel):
+@record
+class Diagnosis:
     schema_version: int = DIAGNOSIS_SCHEMA_VERSION
     path: str
     rank: str
@@ -146,8 +149,8 @@ class Diagnosis(FrozenModel):
     """Requested minus free at the failure, where the evidence gives both."""
     failed_rank: str | None = None
     """The rank whose error text the diagnosis used."""
-    findings: list[Finding] = Field(default_factory=list)
-    suggestions: list[Suggestion] = Field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:

@@ -12,7 +12,7 @@ then as a condition named in the finding.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
@@ -143,7 +143,7 @@ def _modelled(evidence: Evidence, inputs: SizingInputs, p: int) -> DefaultReserv
     capacity = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
     release = inputs.version.text
     gpu = math.ceil(capacity.bytes / MIB) if capacity is not None else None
-    found = default_mem_fraction_static(inputs, settings.model_copy(update={"gpu_memory_mib": gpu}))
+    found = default_mem_fraction_static(inputs, replace(settings, gpu_memory_mib=gpu))
     if found is not None:  # a capacity was given, or the rule needs none (a tp step)
         reserve = round(p * (1 - found.value))
         source = RULE[found.rule].source

@@ -48,11 +48,10 @@ from memledger.engine.carve import Carve, Placed
 from memledger.engine.parameters import parameters
 from memledger.engine.summary import groups, summarise
 from memledger.formulas import Formula
-from memledger.model.events import ParsedLog, Startup, UnrecognisedLine
+from memledger.model.events import LineCause, ParsedLog, Startup, UnrecognisedLine
 from memledger.model.ledger import Ledger, LedgerSource, RowKind
 from memledger.model.model_config import ModelDims
 from memledger.sglang.hints import INTEGRATED_NOTE, INTEGRATED_READING_ERROR
-from memledger.sizing import size_log, sizing_inputs
 
 __all__ = ["build_ledger"]
 
@@ -165,8 +164,6 @@ def build_ledger(
         tolerance_bytes=tolerance,
         parameters=parameters(steps, inputs),
         notes=audit.notes,
-        # Interleaved ranks' readings are no one rank's: no sizing is redone from them.
-        sizing=None if steps.mixed else size_log(sizing_inputs(parsed, model_config)),
     )
 
 
@@ -176,11 +173,10 @@ def _note_unrecognised(startup: Startup, audit: Audit) -> None:
     count = startup.unrecognised_count
     listed: list[UnrecognisedLine] = []
     for line in startup.unrecognised:
-        # what input.server_args' memory bound left out of a server_args line (issue 12)
-        bounded = [part for part in line.reason.split("; ") if part.startswith("server_args: ")]
-        for part in bounded:
+        # what input.server_args' memory bound left out of a server_args line
+        for part in line.bounded:
             audit.note(f"{part} (line {line.line}: memory stays bounded whatever the line)")
-        if bounded and not line.reason.startswith("malformed: "):
+        if line.cause is LineCause.READ_IN_PART:
             count -= 1  # the line itself was read: not a grammar gap
         else:
             listed.append(line)

@@ -412,22 +412,20 @@ def _add_part(row: Row, piece: Carve, interval: str | None) -> Row:
 
     The piece's evidence is already in the row (`loads` wrote the arithmetic)."""
     assert row.bytes is not None and row.interval is not None and interval is not None
-    return row.model_copy(
-        update={
-            "bytes": row.bytes + piece.bytes,
-            "error_bytes": row.error_bytes + piece.error,
-            "interval_parts": {row.interval: row.bytes, interval: piece.bytes},
-        }
+    return replace(
+        row,
+        bytes=row.bytes + piece.bytes,
+        error_bytes=row.error_bytes + piece.error,
+        interval_parts={row.interval: row.bytes, interval: piece.bytes},
     )
 
 
 def _add_to_row(row: Row, carve: Carve, path: str) -> Row:
     """Two carves with the same id in the same interval, as one row (their sum)."""
     sources = [*row.evidence.sources, *(_source(path, e) for e in carve.sources)]
-    return row.model_copy(
-        update={
-            "bytes": None if row.bytes is None else row.bytes + carve.bytes,
-            "error_bytes": row.error_bytes + carve.error,
-            "evidence": row.evidence.model_copy(update={"sources": sources}),
-        }
+    return replace(
+        row,
+        bytes=None if row.bytes is None else row.bytes + carve.bytes,
+        error_bytes=row.error_bytes + carve.error,
+        evidence=replace(row.evidence, sources=sources),
     )

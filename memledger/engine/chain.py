@@ -132,6 +132,13 @@ after the target's load. `Memory pool end` may repeat: from 0.5.16 a DFLASH draf
 before the pools, whose two `Memory pool end` lines then follow each other (single/005)."""
 
 
+def one_rank_readings(startup: Startup) -> bool:
+    """The startup's readings are one worker's: no two workers' lines interleave (the chain
+    takes no checkpoint otherwise, and the flow redoes no sizing from them)."""
+    events = sorted(startup.events, key=lambda e: e.line)
+    return interleaved_ranks(events, tagged=bool(startup.rank)) is None
+
+
 def interleaved_ranks(events: list[Event], tagged: bool = False) -> tuple[Event, Event] | None:
     """Two lines of one ONCE_PER_WORKER kind with no other such line between them: two workers
     printed them (an untagged multi-rank log, a paste of several ranks, or, `tagged`, two

@@ -12,11 +12,12 @@ import ast
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import field
 from functools import lru_cache
 from typing import Any
 
 from memledger.model.ledger import RowGroup
-from memledger.record import ConfigDict, Field, Record
+from memledger.record import record
 
 FORMULAS_ENV = "MEMLEDGER_FORMULAS"
 """Environment variable naming a user formulas file, applied before any file passed to
@@ -50,10 +51,9 @@ class MissingVariable(ExpressionError):
         super().__init__(f"needs {name}")
 
 
-class Formula(Record):
+@record
+class Formula:
     """One named fixed cost: what it is, where it is carved from, and how to compute it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     """Row id in the ledger (e.g. `req_to_token`)."""
@@ -71,7 +71,7 @@ class Formula(Record):
     group: RowGroup = RowGroup.WORKSPACE
     when: str | None = None
     """Applicability; false means the row is not applicable (left out), not unknown."""
-    let: dict[str, str] = Field(default_factory=dict)
+    let: dict[str, str] = field(default_factory=dict)
     """Named intermediate expressions, evaluated in order; shown as the row's inputs."""
     informational: bool = False
     """True: shown beside the account, never carved from an interval or summed."""

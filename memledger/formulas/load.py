@@ -30,9 +30,10 @@ from memledger.formulas.expr import (
 )
 from memledger.formulas.reserved import reserved_reason
 from memledger.model.ledger import RowGroup
+from memledger.record import field_names
 
 _REQUIRED_KEYS = ("id", "label", "expression", "text", "why")
-_KNOWN_KEYS = frozenset(Formula.model_fields) - {"origin"}
+_KNOWN_KEYS = frozenset(field_names(Formula)) - {"origin"}
 
 
 FormulaFiles = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None

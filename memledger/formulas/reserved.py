@@ -7,7 +7,7 @@ logged row, which still shows only its log line as evidence; one named like a su
 
 The names follow the engine's own ids (engine/lines.py, loads.py, graphs.py, assemble.py,
 kv_inferred.py; sglang/rows.py LINE_ROWS; the capture prefixes of engine/roles.py
-`_capture_prefix`). tests/test_security_formulas.py checks that every row the engine writes on
+`_capture_prefix`). tests/security/test_formulas.py checks that every row the engine writes on
 the samples and real logs is covered. The packaged formulas' own ids (`req_to_token`, ...) stay
 open: a user file may redefine a packaged formula.
 """
@@ -18,6 +18,7 @@ import re
 from functools import lru_cache
 
 from memledger.model.ledger import Summary
+from memledger.record import field_names
 
 # `[draft_][phase_][stepN_]`: what engine/roles.py puts before graph, weights and pool ids.
 _ROLE_PREFIX = r"(?:draft_)?(?:(?:extend|prefill|piecewise|single_cg|decode|verify)_)?(?:step\d+_)?"
@@ -64,6 +65,6 @@ def reserved_reason(formula_id: str) -> str | None:
             "is a row memledger reads from the log or computes itself (the formula's bytes "
             "would be merged into it)"
         )
-    if formula_id in Summary.model_fields:
+    if formula_id in field_names(Summary):
         return "is a summary figure (budgets and diffs read it by that name)"
     return None

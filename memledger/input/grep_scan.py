@@ -2,7 +2,7 @@
 
 A long-running server's log is mostly serving-time lines. `grep -v` drops those (a `Decode batch`
 / `Prefill batch` line alone on its physical line) and a second grep keeps the lines holding a
-keyword: the same lines as the built-in scanner (memledger.input.scan; tests/test_scan.py
+keyword: the same lines as the built-in scanner (memledger.input.scan; tests/input/test_scan.py
 compares them on every real log), in a third of its time. It is the default for a regular file
 of at least GREP_MIN_BYTES when grep has `-P` (PCRE: the serving-line test in one linear pass;
 as an ERE it is 3x slower); `MEMLEDGER_PREFILTER=grep` forces it (streams are then fed to grep),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -32,7 +33,7 @@ from memledger.input.reader import (
     iter_candidate_texts,
     open_log,
 )
-from memledger.input.server_args import coverage_reason, parse_server_args
+from memledger.input.server_args import bounded_parts, coverage_reason, parse_server_args
 from memledger.input.store import (
     BEFORE_STARTUP,
     RANK_AGNOSTIC,
@@ -53,6 +54,7 @@ from memledger.input.wrapped import CutLines
 from memledger.model.events import (
     Event,
     EventKind,
+    LineCause,
     ParamValue,
     ParsedLog,
     Startup,
@@ -157,6 +159,8 @@ def _read_server_args(collector: Collector, lo: int, hi: int) -> None:
                     rank=item.event.rank,
                     text=text[:TEXT_CAP],
                     reason=coverage_reason(problems, not_kept),
+                    cause=LineCause.GAP if problems else LineCause.READ_IN_PART,
+                    bounded=bounded_parts(not_kept),
                 )
             )
 
@@ -586,7 +590,7 @@ def _settle_pasted(collector: Collector) -> list[str]:
     early = [
         UnrecognisedLine(line=i.event.line, rank="", text=i.event.text, reason=SKIPPED_BARE)
         for i in pasted
-    ] + [u.model_copy(update={"reason": SKIPPED_BARE}) for u in collector.pasted_unrecognised.lines]
+    ] + [replace(u, reason=SKIPPED_BARE) for u in collector.pasted_unrecognised.lines]
     first.count += len(pasted) + collector.pasted_unrecognised.count
     first.lines = sorted([*early, *first.lines], key=lambda u: u.line)[:UNRECOGNISED_CAP]
     return []

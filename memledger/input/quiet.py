@@ -40,7 +40,7 @@ READER_WORDS: tuple[str, ...] = (
     *GPU_NAME_WORDS,
 )
 """What a line that any of the three readers reads holds one of (each module says so of its own;
-tests/test_quiet_lines.py checks it against the readers)."""
+tests/input/test_hot_path.py checks it against the readers)."""
 # a word with a non-ASCII character is in no ASCII line: it makes no line doubtful
 _WORDS = tuple(dict.fromkeys(_folded(word) for word in READER_WORDS if word.isascii()))
 

@@ -16,6 +16,7 @@ from typing import Any
 from memledger.config_files import parse_nested
 from memledger.errors import ConfigError, InputError, bounded
 from memledger.model.ledger import Ledger, group_totals, summary_from_rows
+from memledger.record import to_dict
 from memledger.units import MAX_DEVICE_BYTES, NumberOutOfRange, checked_number
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
@@ -151,11 +152,9 @@ def check_consistent(ledger: Ledger, label: str) -> None:
                     f"checkpoint {bounded(point.id, 60)} (line {point.line}) reads more than "
                     "the usable memory, which no GPU gives"
                 )
-    if [g.model_dump() for g in ledger.groups] != [
-        g.model_dump() for g in group_totals(ledger.rows)
-    ]:
+    if [to_dict(g) for g in ledger.groups] != [to_dict(g) for g in group_totals(ledger.rows)]:
         raise refuse("group totals differ from the sums of their rows")
-    stated = ledger.summary.model_dump()
+    stated = to_dict(ledger.summary)
     for name, value in summary_from_rows(ledger.rows).items():
         if stated[name] != value:
             raise refuse(f"summary.{name} is {stated[name]}, but its rows give {value}")

@@ -27,7 +27,7 @@ MAX_KEPT_PARAMS = 512
 READ_KEYS = frozenset(
     {
         # read by the engine, formulas (`args.*`), sizing KNOBS, diagnosis and hints, beyond
-        # `sglang.rows.PARAMETER_KEYS` (tests/test_security_server_args.py checks the union)
+        # `sglang.rows.PARAMETER_KEYS` (tests/security/test_server_args.py checks the union)
         "attention_backend",
         "disable_overlap_schedule",
         "enable_aiter_allreduce_fusion",
@@ -214,9 +214,14 @@ def _key(text: str, cut: list[int]) -> ParamValue:
 
 def coverage_reason(problems: list[str], not_kept: list[str]) -> str:
     """The coverage reason of a server_args line: numbers kept as text, then what the bound
-    left out (`server_args: ...`, which the engine also notes)."""
+    left out (`bounded_parts`, which the engine also notes)."""
     reasons = ["malformed: " + "; ".join(problems[:3])] if problems else []
-    return "; ".join(reasons + [f"server_args: {why}" for why in not_kept])
+    return "; ".join(reasons + bounded_parts(not_kept))
+
+
+def bounded_parts(not_kept: list[str]) -> list[str]:
+    """What the memory bound left out of a server_args line, one `server_args: ...` each."""
+    return [f"server_args: {why}" for why in not_kept]
 
 
 class _Params:

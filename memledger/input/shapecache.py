@@ -15,7 +15,7 @@ long as no terminal tells one digit from another. `digit_blind` checks that for 
 hand (no digit in a string terminal where the fold would change it, no digit in a regex other
 than a repeat count); a grammar that fails the check gets the exact cache only. A digit right
 after an ASCII letter or `_` is never folded (`DSV4`, `TP10`, `bf16` keep their text), so
-keywords with digits stay keywords. tests/test_shape_cache.py compares both caches with the
+keywords with digits stay keywords. tests/input/test_shape_cache.py compares both caches with the
 grammar on every message of every real log.
 """
 

@@ -30,7 +30,7 @@ against anything in the cache), before it is used:
 
 Anything else is doubt, and the grammar decides (the store is then rewritten with the grammar's
 tree). The keyed binding of memledger.input.shapestore keeps every entry this user's key did not
-write out as well; these checks hold without it (tests/test_security_shapes.py forges with it).
+write out as well; these checks hold without it (tests/security/test_shapes.py forges with it).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ private state directory (`~/.local/state/memledger`, grammar_cache.store_key), n
 so the entries of a cache restored from elsewhere (a CI cache of another branch) are all misses.
 And each tree is checked against the grammar's text before use (memledger.input.shapecheck).
 A damaged, foreign or doubtful entry is a miss (Lark decides, and the entry is rewritten), never
-an error. tests/test_shape_store.py
-compares the stored path with the grammar on every real log; tests/test_security_shapes.py tampers.
+an error. tests/input/test_shape_store.py
+compares the stored path with the grammar on every real log; tests/security/test_shapes.py tampers.
 """
 
 from __future__ import annotations

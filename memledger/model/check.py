@@ -7,13 +7,14 @@ contract of `memledger check --format json`), and the rules that order and count
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import field
 from datetime import date
 from enum import StrEnum
 
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.model.ledger import LedgerDiagnosis, LedgerSource
-from memledger.record import Field, computed_field
-from memledger.units import FrozenModel, gib_view
+from memledger.record import computed_field, record
+from memledger.units import gib_view
 
 CHECK_SCHEMA_VERSION = 1
 
@@ -70,7 +71,8 @@ BREACH_STATUSES = frozenset(
 )
 
 
-class Check(FrozenModel):
+@record
+class Check:
     """One limit of one budget entry, evaluated on one log."""
 
     item: str
@@ -138,7 +140,8 @@ class Check(FrozenModel):
         return self._gib(self.margin)
 
 
-class CheckedInput(FrozenModel):
+@record
+class CheckedInput:
     """A log (or saved ledger) the budget was checked on."""
 
     path: str
@@ -148,7 +151,8 @@ class CheckedInput(FrozenModel):
     """Why the startup failed, when it did (its budget entries are then not checked)."""
 
 
-class BaselineInfo(FrozenModel):
+@record
+class BaselineInfo:
     """What the relative limits were compared against."""
 
     path: str | None = None
@@ -198,7 +202,8 @@ def closeness(check: Check) -> float:
     return float("inf")
 
 
-class CheckReport(FrozenModel):
+@record
+class CheckReport:
     """Every check of one `memledger check` run, and its exit code."""
 
     schema_version: int = CHECK_SCHEMA_VERSION
@@ -206,10 +211,10 @@ class CheckReport(FrozenModel):
     today: date
     strict: bool = False
     inputs: list[CheckedInput]
-    baseline: BaselineInfo = Field(default_factory=BaselineInfo)
+    baseline: BaselineInfo = field(default_factory=BaselineInfo)
     checks: list[Check]
-    notes: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     """Things the user asked for that did not happen (a --baseline file that does not exist):
     shown in every format, though they do not change the exit code."""
 

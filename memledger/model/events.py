@@ -19,10 +19,11 @@ Error kinds (oom_message .. process_exit, read by `memledger.input.error_texts`)
 
 from __future__ import annotations
 
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
-from memledger.record import ConfigDict, Field, Record
+from memledger.record import record
 from memledger.units import Size
 
 SCHEMA_VERSION = 1
@@ -87,18 +88,17 @@ class EventKind(StrEnum):
     POOL_EXHAUSTED = "pool_exhausted"
 
 
-class Event(Record):
+@record
+class Event:
     """One recognised line of the log."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: EventKind
     line: int
     """1-based physical line number in the input file."""
     rank: str
     """The rank tag text (`TP0`, `DP0 TP0 EP0`, `gpu_id=0`), `""` for untagged lines."""
-    sizes: dict[str, Size] = Field(default_factory=dict)
-    values: dict[str, Value] = Field(default_factory=dict)
+    sizes: dict[str, Size] = field(default_factory=dict)
+    values: dict[str, Value] = field(default_factory=dict)
     params: dict[str, ParamValue] | None = None
     """server_args only: the parsed parameter map (Python literals -> JSON values)."""
     text: str = ""
@@ -113,32 +113,45 @@ class Event(Record):
         return self.values.get(key)
 
 
-class UnrecognisedLine(Record):
-    """A line of the selected rank that looks like memory but matched no known shape."""
+class LineCause(StrEnum):
+    """Why a memory-looking line is in the coverage, as the engine needs to know it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    GAP = "gap"
+    """Matched no known shape, or a known shape that did not read: what it allocated may be a
+    row the account is missing (a grammar gap, counted in the ledger's note)."""
+    READ_IN_PART = "read_in_part"
+    """A server_args line that was read, but whose memory bound left items out (`bounded`):
+    not a grammar gap."""
+
+
+@record
+class UnrecognisedLine:
+    """A line of the selected rank that looks like memory but matched no known shape."""
 
     line: int
     rank: str
     text: str
     reason: str = "unrecognised"
     """`unrecognised`, or why a known shape was rejected (e.g. `malformed number 'nan'`)."""
+    cause: LineCause = field(default=LineCause.GAP, metadata={"exclude": True})
+    """What the engine reads (`reason` is the same said for people); not in the JSON."""
+    bounded: list[str] = field(default_factory=list, metadata={"exclude": True})
+    """What the server_args memory bound left out (`server_args: ...`), each noted on the
+    ledger; not in the JSON (`reason` says it)."""
 
 
-class RankInfo(Record):
+@record
+class RankInfo:
     """One rank seen in the log, with its key values (for --all-ranks skew views)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rank: str
     n_events: int
-    key_values: dict[str, float | int | None] = Field(default_factory=dict)
+    key_values: dict[str, float | int | None] = field(default_factory=dict)
 
 
-class Startup(Record):
+@record
+class Startup:
     """One startup (server launch) inside a log file, with the events of the selected rank."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: int
     """0-based position among the file's startups."""
@@ -148,25 +161,24 @@ class Startup(Record):
     """The selected rank's tag text."""
     events: list[Event]
     """Selected-rank events plus rank-agnostic ones (server_args, untagged progress bars, outcome)."""
-    server_args: dict[str, ParamValue] = Field(default_factory=dict)
+    server_args: dict[str, ParamValue] = field(default_factory=dict)
     outcome: str
     """`ready`, `oom`, `crash` or `truncated`."""
     outcome_line: int | None = None
     outcome_text: str = ""
-    unrecognised: list[UnrecognisedLine] = Field(default_factory=list)
+    unrecognised: list[UnrecognisedLine] = field(default_factory=list)
     unrecognised_count: int = 0
     """May exceed len(unrecognised): the list is capped, the count is not."""
-    skipped: list[UnrecognisedLine] = Field(default_factory=list)
+    skipped: list[UnrecognisedLine] = field(default_factory=list)
     """Memory-looking lines that were not read, each with why (a bare line in a prefixed log)."""
     skipped_count: int = 0
     """May exceed len(skipped): the list is capped, the count is not."""
-    ranks: list[RankInfo] = Field(default_factory=list)
+    ranks: list[RankInfo] = field(default_factory=list)
 
 
-class ParsedLog(Record):
+@record
+class ParsedLog:
     """A whole log reduced to what memledger needs: every startup, one selected."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
     path: str
@@ -177,6 +189,6 @@ class ParsedLog(Record):
     startup: Startup
     invalid_utf8_bytes: int = 0
     """Bytes that were not valid UTF-8 and were replaced."""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     """How the input was read where the default rules did not apply: `no SGLang prefix: read N
     pasted lines`, `no rank 0 in this input: read TP3, the only rank present`."""

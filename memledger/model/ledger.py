@@ -7,13 +7,14 @@ Pure data (records: memledger.record); built by `memledger.engine`, rendered by
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import field, fields
 from enum import StrEnum
 from typing import Any
 
 from memledger.errors import NoSuchRowError
 from memledger.model.sizing import SizingResult
-from memledger.record import ConfigDict, Field, computed_field, model_validator
-from memledger.units import GIB, FrozenModel, gib_view
+from memledger.record import before_validation, computed_field, record, to_dict, validate
+from memledger.units import GIB, gib_view
 
 LEDGER_SCHEMA_VERSION = 2
 """2: `Summary` sizes are integer bytes (with `*_gib` views) and `Ledger.groups` holds the
@@ -57,7 +58,8 @@ FIXED_OVERHEAD_GROUPS = frozenset(RowGroup) - {RowGroup.STATE_POOL}
 """Everything that is not state pool counts as fixed overhead (runtime headroom included)."""
 
 
-class SourceLine(FrozenModel):
+@record
+class SourceLine:
     """A log line that a number was read from."""
 
     path: str
@@ -65,18 +67,20 @@ class SourceLine(FrozenModel):
     text: str
 
 
-class Evidence(FrozenModel):
+@record
+class Evidence:
     """Why a row has the number it has."""
 
-    sources: list[SourceLine] = Field(default_factory=list)
+    sources: list[SourceLine] = field(default_factory=list)
     formula: str | None = None
     """Human-readable arithmetic, e.g. `209 rows x 1048580 cols x 4 B`."""
-    inputs: dict[str, int | float | str | None] = Field(default_factory=dict)
+    inputs: dict[str, int | float | str | None] = field(default_factory=dict)
     note: str | None = None
     """For unknown rows: the reason; otherwise an optional one-line why."""
 
 
-class Row(FrozenModel):
+@record
+class Row:
     """One line of the account. Rows with `in_partition` form a flat partition of usable memory."""
 
     id: str
@@ -89,13 +93,13 @@ class Row(FrozenModel):
     """± bound from the printing precision of the numbers it came from."""
     interval: str | None = None
     """`from_id->to_id` of the interval this row was carved out of, if any."""
-    interval_parts: dict[str, int] = Field(default_factory=dict)
+    interval_parts: dict[str, int] = field(default_factory=dict)
     """For a row carved from more than one interval (resident weights = the load's part + the
     negative part released right after it): bytes per `from->to`, summing to `bytes`; `interval`
     is the first. Empty for every other row."""
     in_partition: bool = True
     """False for informational rows (e.g. the load peak) that must not be summed."""
-    evidence: Evidence = Field(default_factory=Evidence)
+    evidence: Evidence = field(default_factory=Evidence)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -103,7 +107,8 @@ class Row(FrozenModel):
         return gib_view(self.bytes)
 
 
-class Checkpoint(FrozenModel):
+@record
+class Checkpoint:
     """An avail-memory reading at a known point of the startup."""
 
     id: str
@@ -119,13 +124,12 @@ class Checkpoint(FrozenModel):
         return gib_view(self.avail_bytes)
 
 
-class Interval(FrozenModel):
+@record
+class Interval:
     """The span between two consecutive checkpoints and how its avail drop is explained."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    from_id: str = Field(alias="from")
-    to_id: str = Field(alias="to")
+    from_id: str = field(metadata={"alias": "from"})
+    to_id: str = field(metadata={"alias": "to"})
     drop_bytes: int
     logged_bytes: int
     named_bytes: int
@@ -175,10 +179,11 @@ class SummaryUnit(StrEnum):
 
 
 def _figure(unit: SummaryUnit) -> Any:
-    return Field(default=None, json_schema_extra={"unit": unit.value})
+    return field(default=None, metadata={"json_schema_extra": {"unit": unit.value}})
 
 
-class Summary(FrozenModel):
+@record
+class Summary:
     """Headline figures: sizes in integer bytes (each with a `*_gib` view), counts as counts;
     None when not applicable or unknown."""
 
@@ -210,13 +215,13 @@ class Summary(FrozenModel):
     @classmethod
     def unit(cls, name: str) -> SummaryUnit:
         """The unit of a summary field."""
-        extra = cls.model_fields[name].json_schema_extra
+        extra = _FIELDS[name].metadata["json_schema_extra"]
         assert isinstance(extra, dict)
         return SummaryUnit(str(extra["unit"]))
 
     @classmethod
     def byte_fields(cls) -> list[str]:
-        return [name for name in cls.model_fields if cls.unit(name) is SummaryUnit.BYTES]
+        return [name for name in _FIELDS if cls.unit(name) is SummaryUnit.BYTES]
 
     def gib(self, name: str) -> float | None:
         """A size field in GiB (6 decimals), for display."""
@@ -320,7 +325,12 @@ class Summary(FrozenModel):
         return gib_view(self.req_to_token)
 
 
-class GroupTotal(FrozenModel):
+_FIELDS = {f.name: f for f in fields(Summary)}
+"""Summary's fields by name (their metadata says each figure's unit)."""
+
+
+@record
+class GroupTotal:
     """One row group's total over the partition rows (computed once, by the engine)."""
 
     group: RowGroup
@@ -363,7 +373,7 @@ def _row_base_id(row_id: str) -> str:
 
 def summary_from_rows(rows: list[Row]) -> dict[str, int | None]:
     """The summary figures that are sums of rows, computed as the engine computes them
-    (`engine/summary.py:summarise`; tests/test_security_saved_ledger.py holds the two equal on
+    (`engine/summary.py:summarise`; tests/security/test_saved_ledger.py holds the two equal on
     every sample and real log). The other figures (weights peak, slots, KV tokens, kv_pool by
     figure) come from log lines a saved ledger does not keep, so they are not re-derived."""
     partition = [row for row in rows if row.in_partition and row.bytes is not None]
@@ -392,7 +402,8 @@ def summary_from_rows(rows: list[Row]) -> dict[str, int | None]:
     }
 
 
-class LedgerSource(FrozenModel):
+@record
+class LedgerSource:
     """Which input this ledger describes."""
 
     path: str
@@ -401,7 +412,8 @@ class LedgerSource(FrozenModel):
     rank: str
 
 
-class LedgerDiagnosis(FrozenModel):
+@record
+class LedgerDiagnosis:
     """The diagnosis of a failed or starved startup in brief (`memledger diagnose` has it all)."""
 
     outcome: str
@@ -414,7 +426,8 @@ class LedgerDiagnosis(FrozenModel):
     """One line: what went wrong, how much was missing, which knob."""
 
 
-class Ledger(FrozenModel):
+@record
+class Ledger:
     """The full account for one rank of one startup."""
 
     schema_version: int = LEDGER_SCHEMA_VERSION
@@ -428,7 +441,7 @@ class Ledger(FrozenModel):
     intervals: list[Interval]
     rows: list[Row]
     summary: Summary
-    groups: list[GroupTotal] = Field(default_factory=list)
+    groups: list[GroupTotal] = field(default_factory=list)
     """Per-group totals of the partition rows, in `RowGroup` order (groups with rows only)."""
     usable_bytes: int | None
     """The total the partition sums to (None when it cannot be known)."""
@@ -436,9 +449,9 @@ class Ledger(FrozenModel):
     """sum(partition rows) - usable_bytes."""
     tolerance_bytes: int = 0
     """Accumulated ± printing precision of every number the partition used."""
-    parameters: dict[str, int | float | str | bool | None] = Field(default_factory=dict)
+    parameters: dict[str, int | float | str | bool | None] = field(default_factory=dict)
     """Parameters the engine used (dp_size, dcp_size, mem_fraction_static, ...), for diffs."""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     """Degradations: missing checkpoints, missing parameters, why a row is unknown."""
     sizing: SizingResult | None = None
     """SGLang's KV-pool sizing redone with this log's numbers (memledger.sizing); None in
@@ -446,15 +459,13 @@ class Ledger(FrozenModel):
     diagnosis: LedgerDiagnosis | None = None
     """Set when the startup failed (oom, crash) or came out starved; None otherwise."""
 
-    @model_validator(mode="before")
+    @before_validation
     @classmethod
     def _groups_from_rows(cls, data: Any) -> Any:
         # A ledger built by hand (tests, API users) gets the same group totals the engine
         # writes; a ledger that carries its groups (engine, saved file) keeps them.
         if isinstance(data, dict) and "groups" not in data and isinstance(data.get("rows"), list):
-            rows = [
-                row if isinstance(row, Row) else Row.model_validate(row) for row in data["rows"]
-            ]
+            rows = [row if isinstance(row, Row) else validate(Row, row) for row in data["rows"]]
             return {**data, "groups": group_totals(rows)}
         return data
 
@@ -504,10 +515,10 @@ def upgrade_document(document: dict[str, Any]) -> dict[str, Any]:
     rows = upgraded.get("rows")
     if isinstance(rows, list):
         try:
-            parsed = [Row.model_validate(row) for row in rows]
+            parsed = [validate(Row, row) for row in rows]
         except ValueError:
             return {**upgraded, "schema_version": LEDGER_SCHEMA_VERSION}
-        upgraded["groups"] = [g.model_dump() for g in group_totals(parsed)]
+        upgraded["groups"] = [to_dict(g) for g in group_totals(parsed)]
         # A figure that is a sum of rows takes the rows' exact bytes when the v1 GiB value is
         # that sum at v1's precision (6 decimals); otherwise it stays, and validation refuses it.
         v1_summary = document["summary"]

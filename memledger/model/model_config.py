@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import field
 from typing import Any
 
 from memledger.config_files import parse_nested, read_config_text
 from memledger.errors import ConfigError
-from memledger.record import ConfigDict, Field, Record
+from memledger.record import field_names, record, to_dict
 from memledger.units import MAX_MAGNITUDE, NumberOutOfRange, checked_number
 
 # config.json keys read as positive integers (name in config -> name in ModelDims).
@@ -43,10 +44,9 @@ _ONE_BYTE_QUANT = {"fp8", "w8a8_fp8", "fbgemm_fp8", "modelopt_fp8", "w8a8_int8",
 _HALF_BYTE_QUANT = {"modelopt_fp4", "mxfp4", "nvfp4", "awq", "gptq", "w4a8", "w4afp8"}
 
 
-class ModelDims(Record):
+@record
+class ModelDims:
     """The model dimensions formulas may use; None where config.json does not say."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     architecture: str | None = None
@@ -77,7 +77,7 @@ class ModelDims(Record):
     weight_bytes: int | float | None = None
     """Bytes per element of quantised linear weights (1 for fp8), else `dtype_bytes`."""
     quant_method: str | None = None
-    extra: dict[str, int | float | str | bool] = Field(default_factory=dict)
+    extra: dict[str, int | float | str | bool] = field(default_factory=dict)
     """Every other scalar key of the config, so a user formula can reach it (`model.<key>`)."""
 
     def as_variables(self) -> dict[str, int | float | str | bool]:
@@ -85,7 +85,7 @@ class ModelDims(Record):
         names: dict[str, int | float | str | bool] = {
             f"model.{key}": value for key, value in self.extra.items()
         }
-        for key, value in self.model_dump(exclude={"path", "extra"}).items():
+        for key, value in to_dict(self, exclude={"path", "extra"}).items():
             if value is not None:
                 names[f"model.{key}"] = value
         return names
@@ -162,7 +162,7 @@ def model_dims_from_dict(document: dict[str, Any], *, label: str, text: str = ""
     if "weight_bytes" not in fields and "dtype_bytes" in fields:
         fields["weight_bytes"] = fields["dtype_bytes"]
 
-    known = set(ModelDims.model_fields)
+    known = set(field_names(ModelDims))
     extra = {
         key: value
         for key, value in config.items()

@@ -3,41 +3,42 @@
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Any
 
 from memledger.model.events import Event, ParamValue, RankInfo, UnrecognisedLine
-from memledger.record import ConfigDict, Record
+from memledger.record import record
 
 PARSE_SCHEMA_VERSION = 1
 
+_SHOWN_EMPTY: dict[str, Any] = {"json_schema_extra": {"default": []}}
+"""A list field that starts empty, its default stated in the schema as `[]`."""
 
-class Outcome(Record):
+
+@record
+class Outcome:
     """How the startup ended and the line that decided it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     outcome: str
     line: int | None
     text: str
 
 
-class Coverage(Record):
+@record
+class Coverage:
     """Memory-looking lines of the selected rank that matched no known shape (or held garbage)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     count: int
     listed: list[UnrecognisedLine]
     skipped_count: int = 0
     """Memory-looking lines that were not read (bare lines of a prefixed input)."""
-    skipped: list[UnrecognisedLine] = []
+    skipped: list[UnrecognisedLine] = field(default_factory=list, metadata=_SHOWN_EMPTY)
     """The first of them, each with why."""
 
 
-class ParseDocument(Record):
+@record
+class ParseDocument:
     """The JSON document of `memledger parse --format json` (versioned)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = PARSE_SCHEMA_VERSION
     path: str
@@ -54,5 +55,5 @@ class ParseDocument(Record):
     server_args: dict[str, ParamValue]
     coverage: Coverage
     ranks: list[RankInfo]
-    notes: list[str] = []
+    notes: list[str] = field(default_factory=list, metadata=_SHOWN_EMPTY)
     """How the input was read where the default rules did not apply (see ParsedLog.notes)."""

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
-from memledger.record import ConfigDict, Field, Record
+from dataclasses import field
+
+from memledger.record import field_names, record
 
 
-class Settings(Record):
+@record
+class Settings:
     """The knobs a what-if may change (None: not given, SGLang's default applies)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mem_fraction_static: float | None = None
     max_running_requests: int | None = None
@@ -24,13 +25,12 @@ class Settings(Record):
     """GPU capacity (nvidia-smi MiB): lets SGLang's mem_fraction_static default be inferred."""
 
 
-SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
+SETTING_NAMES: tuple[str, ...] = tuple(field_names(Settings))
 
 
-class Term(Record):
+@record
+class Term:
     """One number of the arithmetic, with where it came from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     value: int | float | str | None
@@ -43,10 +43,9 @@ class Term(Record):
     """The sizing_rules id the value follows (its citation is RULE[rule].source)."""
 
 
-class Prediction(Record):
+@record
+class Prediction:
     """What SGLang's arithmetic gives for these inputs and settings."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     tokens: int | None = None
     """max_total_num_tokens per rank (the full-attention pool for hybrid SWA models)."""
@@ -69,16 +68,15 @@ class Prediction(Record):
     req_to_token_rows: int | None = None
     req_to_token_cols: int | None = None
     req_to_token_bytes: int | None = None
-    terms: list[Term] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    terms: list[Term] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     missing: str | None = None
     """Why there is no token prediction (None when there is one)."""
 
 
-class SizingResult(Record):
+@record
+class SizingResult:
     """`ledger --format json` key `sizing` (the first six keys are the contract)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     predicted_max_total_num_tokens: int | None
     logged_max_total_num_tokens: int | None
@@ -109,5 +107,5 @@ class SizingResult(Record):
     logged_req_to_token_cols: int | None = None
     logged_req_to_token_bytes: int | None = None
     version: str = "unknown"
-    prediction: Prediction = Field(default_factory=Prediction)
-    settings: Settings = Field(default_factory=Settings)
+    prediction: Prediction = field(default_factory=Prediction)
+    settings: Settings = field(default_factory=Settings)

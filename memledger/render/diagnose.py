@@ -8,6 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
+from memledger.record import to_json
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell
 from memledger.render.terminal import PLAIN, Terminal, fit_lines, shorten_long_tokens, wrap
@@ -158,7 +159,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
 
 def render_json(diagnosis: Diagnosis) -> str:
     """The diagnosis model as indented JSON (`schema_version` versions it)."""
-    return diagnosis.model_dump_json(indent=2) + "\n"
+    return to_json(diagnosis, indent=2) + "\n"
 
 
 FORMATS: Formats[DiagnoseFormat, Terminal, Diagnosis] = Formats(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from memledger.compare.compute import sort_rows
 from memledger.compare.models import LedgerDiff, SortKey, StatePoolAnalysis
+from memledger.record import field_values, record, to_json
 from memledger.render.diff_prose import state_pool_statement, usable_note
 
 
+@record
 class StatePoolDocument(StatePoolAnalysis):
     """The state-pool analysis as `diff --format json` writes it."""
 
@@ -17,6 +19,7 @@ class StatePoolDocument(StatePoolAnalysis):
     """When usable memory differs: how the state-pool delta still closes."""
 
 
+@record
 class DiffDocument(LedgerDiff):
     """The document `memledger diff --format json` writes (`memledger schema diff`)."""
 
@@ -26,11 +29,11 @@ class DiffDocument(LedgerDiff):
 def diff_document(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> DiffDocument:
     """The diff with every row sorted by `sort` and the state-pool sentences."""
     state_pool = StatePoolDocument(
-        **dict(diff.state_pool),
+        **field_values(diff.state_pool),
         statement=state_pool_statement(diff),
         usable_note=usable_note(diff),
     )
-    fields = {**dict(diff), "rows": sort_rows(diff.rows, sort), "state_pool": state_pool}
+    fields = {**field_values(diff), "rows": sort_rows(diff.rows, sort), "state_pool": state_pool}
     return DiffDocument(**fields)
 
 
@@ -38,4 +41,4 @@ def render_diff_json(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> str:
     """Every row (unchanged ones too), sorted by `sort`, as indented JSON; `upgrade` only when
     the releases or the sizing server_args differ."""
     exclude = {name for name in ("upgrade", "engines") if getattr(diff, name) is None} or None
-    return diff_document(diff, sort=sort).model_dump_json(indent=2, exclude=exclude) + "\n"
+    return to_json(diff_document(diff, sort=sort), indent=2, exclude=exclude) + "\n"

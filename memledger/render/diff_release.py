@@ -8,6 +8,7 @@ import textwrap
 from enum import StrEnum
 
 from memledger.compare.upgrade_models import AgainstRelease
+from memledger.record import to_dict
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import (
     Table,
@@ -146,7 +147,7 @@ def render_markdown(answer: AgainstRelease) -> str:
 
 
 def render_json(answer: AgainstRelease) -> str:
-    return json.dumps(answer.model_dump(mode="json"), indent=2) + "\n"
+    return json.dumps(to_dict(answer, mode="json"), indent=2) + "\n"
 
 
 class AgainstReleaseFormat(StrEnum):

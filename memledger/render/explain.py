@@ -6,6 +6,7 @@ import json
 
 from memledger.errors import ConfigError
 from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Interval, Ledger, Row, RowGroup, RowKind
+from memledger.record import to_dict
 from memledger.render.rows import (
     ERROR_DIGITS,
     error_cell,
@@ -66,12 +67,12 @@ def explain_json(ledger: Ledger, target: str) -> str:
     point_ids = {i.from_id for i in intervals} | {i.to_id for i in intervals}
     document = {
         "schema_version": ledger.schema_version,
-        "source": ledger.source.model_dump(),
+        "source": to_dict(ledger.source),
         "target": target,
-        "rows": [candidate.model_dump(mode="json") for candidate in rows],
-        "intervals": [i.model_dump(mode="json", by_alias=True) for i in intervals],
+        "rows": [to_dict(candidate, mode="json") for candidate in rows],
+        "intervals": [to_dict(i, mode="json", by_alias=True) for i in intervals],
         "checkpoints": [
-            point.model_dump(mode="json") for point in ledger.checkpoints if point.id in point_ids
+            to_dict(point, mode="json") for point in ledger.checkpoints if point.id in point_ids
         ],
     }
     return json.dumps(document, indent=2) + "\n"

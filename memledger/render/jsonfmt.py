@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from memledger.model.ledger import Ledger
+from memledger.record import to_json
 
 
 def render_json(ledger: Ledger) -> str:
     """The ledger model as indented JSON, with interval `from`/`to` aliases."""
-    return ledger.model_dump_json(indent=2, by_alias=True) + "\n"
+    return to_json(ledger, indent=2, by_alias=True) + "\n"

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from memledger.input.facts import parse_document
 from memledger.model.events import Event, EventKind, ParsedLog, RankInfo, UnrecognisedLine
+from memledger.record import to_json
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Align, Table, text_table
 from memledger.render.terminal import DEFAULT_WIDTH, PLAIN, Terminal, fit_lines
@@ -200,7 +201,7 @@ def _one_precision(values: list[float | int | None]) -> list[str]:
 
 def render_json(parsed: ParsedLog) -> str:
     """The versioned JSON document."""
-    return parse_document(parsed).model_dump_json(indent=2) + "\n"
+    return to_json(parse_document(parsed), indent=2) + "\n"
 
 
 FORMATS: Formats[ParseFormat, ParseView, ParsedLog] = Formats(

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import assert_never
 
 from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup, RowKind, Summary
+from memledger.record import computed_names, to_dict
 from memledger.render.tables import ABSENT, ABSENT_LEGEND, Align, Table
 from memledger.units import GIB, format_gib
 
@@ -327,7 +328,7 @@ def summary_table(summary: Summary) -> Table:
             summary_cell(key, value),
             SUMMARY_UNITS.get(key, SummaryUnit.GIB).value,
         ]
-        for key, value in summary.model_dump(exclude=set(Summary.model_computed_fields)).items()
+        for key, value in to_dict(summary, exclude=set(computed_names(Summary))).items()
     ]
     align: list[Align] = ["left", "right", "left"]
     footnote = ABSENT_LEGEND if any(row[1] == ABSENT for row in rows) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from enum import StrEnum
 from typing import Any
 
@@ -11,7 +12,7 @@ from memledger.diagnosis.model import Diagnosis
 from memledger.model.check import CheckReport
 from memledger.model.ledger import Ledger
 from memledger.model.parse import ParseDocument
-from memledger.record import Record
+from memledger.record import json_schema
 from memledger.render.diff_json import DiffDocument
 from memledger.render.formats import choose
 from memledger.sizing.whatif import WhatIf
@@ -36,7 +37,7 @@ class SchemaName(StrEnum):
     """`memledger diff LOG --against-release X --format json`."""
 
 
-def schema_model(name: SchemaName) -> type[Record]:
+def schema_model(name: SchemaName) -> type[Any]:
     """The model behind a JSON output (its schema is its pydantic view's)."""
     match name:
         case SchemaName.LEDGER:
@@ -69,8 +70,8 @@ def output_schema(name: str) -> dict[str, Any]:
     """
     chosen = choose(SchemaName, name, "schema")
     model = schema_model(chosen)
-    schema = _open(model.model_json_schema(by_alias=True, mode="serialization"))
-    versioned = model.model_fields.get("schema_version")
+    schema = _open(json_schema(model, mode="serialization"))
+    versioned = {f.name: f for f in fields(model)}.get("schema_version")
     version = "" if versioned is None else f":v{versioned.default}"
     return {
         "$schema": JSON_SCHEMA_DIALECT,

@@ -7,6 +7,7 @@ import textwrap
 from enum import StrEnum
 
 from memledger.model.sizing import SizingResult, Term
+from memledger.record import to_dict
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import (
     ABSENT,
@@ -323,7 +324,7 @@ def render_whatif_markdown(answer: WhatIf) -> str:
 
 
 def render_whatif_json(answer: WhatIf) -> str:
-    return json.dumps(answer.model_dump(mode="json"), indent=2) + "\n"
+    return json.dumps(to_dict(answer, mode="json"), indent=2) + "\n"
 
 
 class WhatIfFormat(StrEnum):

@@ -37,7 +37,7 @@ A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a 
 1. `grammars/sglang.lark`: an alternative of the rule, or a new rule named after its kind (`kind` or
    `kind__variant`) added to `message`. Keep the head a fixed run of words ending in
    punctuation or a distinct literal before `fields`: the contextual lexer must never be offered
-   WORD and WORDS in one state. `tests/test_parse_grammar.py::test_grammar_builds_in_strict_mode`
+   WORD and WORDS in one state. `tests/input/test_grammar.py::test_grammar_builds_in_strict_mode`
    says when it is (at runtime a collision silently loses lines).
 2. `lines.py`: the kind's `LineSpec`: a `head` regex matching the new wording (so a garbled copy
    is "malformed" in `parse --coverage`), and `words` holding a case-sensitive word of it (a
@@ -45,7 +45,7 @@ A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a 
    `EventKind` member (`memledger/model/events.py`), its `sizes` and `values` keys (any other key is
    dropped, the line reported malformed) and, if its sizes are rows, an entry in `rows.py`.
 3. `examples.py`: the line, its kind, its sizes as printed and the values that matter. The
-   example is the test (tests/test_parse_grammar.py, tests/test_sglang_lines.py) and protects the
+   example is the test (tests/input/test_grammar.py, tests/sglang/test_lines.py) and protects the
    line from `--grammar` extensions, which are refused when they change how an example parses.
 Head words that mean something (a role, a phase, a flag) become typed values in
 `input/transform.py` (`_HeadReader`, one method per rule): nothing after the transformer reads
@@ -78,7 +78,7 @@ it first (`input/transform.py`). The engine reads the table; no engine code chan
 ### Adding a sizing rule
 Add a `SizingRule` (a moved rule gets a new entry; the old one keeps its `last`), apply it in
 memledger/sizing/model.py via `inputs.version.within(RULE[id])`, and add `test_rule_<id>` in
-tests/test_sizing_rules.py (a meta-test fails when a rule has none).
+tests/sizing/test_rules.py (a meta-test fails when a rule has none).
 
 ## Failure rules (`failure_rules.py`, used by memledger/diagnosis/)
 - `PHASE_FRAMES`: which SGLang function (and file fragment) a traceback frame must name for a
@@ -86,7 +86,7 @@ tests/test_sizing_rules.py (a meta-test fails when a rule has none).
   (the Transformers fallback, unquantized layers). The mem_fraction_static default is a
   sizing rule (`mfs_default`), its arithmetic for every release in `mfs_defaults.py`.
 - Add a row with the function's `vX path:line` in the module docstring and a test in
-  tests/test_diagnose.py on a traceback that names it.
+  tests/diagnosis/test_diagnose.py on a traceback that names it.
 
 Modules:
 

@@ -1,6 +1,6 @@
 """The example lines: one or more real SGLang messages per line shape, and what each parses to.
 
-Package data with two uses: tests/test_parse_grammar.py checks the grammar against every example,
+Package data with two uses: tests/input/test_grammar.py checks the grammar against every example,
 and `--grammar` extensions are refused when they change how any example parses (an extension
 adds lines; it must not take built-in ones away). Each example: the message after the prefix, its
 kind, its sizes as printed (exactly), and a subset of its values.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memledger.model.events import Event, EventKind
-from memledger.record import ConfigDict, Record
+from memledger.record import record
 from memledger.sglang.releases import ReleaseRange, release_text, within
 
 
@@ -372,10 +372,9 @@ FORMAT_MARKS: tuple[FormatMark, ...] = (
 )
 
 
-class Evidence(Record):
+@record
+class Evidence:
     """One mark seen in the log: its first line and the releases it allows."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mark: str
     line: int
@@ -404,10 +403,9 @@ class Ranged(Protocol):
     def releases(self) -> ReleaseRange: ...
 
 
-class VersionRange(Record):
+@record
+class VersionRange:
     """The releases consistent with every format mark seen (codes from `version_code`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     first: int | None = None
     last: int | None = None

@@ -7,7 +7,7 @@ Used when a log does not print mem_fraction_static: the value is then inferred, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memledger.model.events import ParamValue
 from memledger.model.sizing import Settings
@@ -292,9 +292,7 @@ def capacity_pieces(
     pieces: list[CapacityPiece] = []
     for index, start in enumerate(starts):
         last = starts[index + 1] - 1 if index + 1 < len(starts) else high_mib
-        found = default_mem_fraction_static(
-            inputs, settings.model_copy(update={"gpu_memory_mib": start})
-        )
+        found = default_mem_fraction_static(inputs, replace(settings, gpu_memory_mib=start))
         if found is None and known_only:
             continue
         if found is None or found.rule in TP_STEP_RULES:

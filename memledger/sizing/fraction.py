@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memledger.record import ConfigDict, Record
+from memledger.record import record
 from memledger.sglang.fraction_rules import (
     MFS_AITER_FACTOR,
     MFS_AITER_MIN_CONTEXT,
@@ -25,10 +25,9 @@ from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.sizing_rules import RULE
 
 
-class PrintedFraction(Record):
+@record
+class PrintedFraction:
     """A mem_fraction_static line of the log other than server_args."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     line: int
     value: float | None

@@ -11,17 +11,17 @@ A name the table does not know, or two different names, give no capacity, with a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import field
 
 from memledger.model.events import Event, EventKind
-from memledger.record import ConfigDict, Field, Record
+from memledger.record import record
 from memledger.sglang.gpu_cards import card_named
 from memledger.units import MIB
 
 
-class GpuCapacity(Record):
+@record
+class GpuCapacity:
     """The capacity (MiB) SGLang's default would have read, and how this log shows it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mib: int | None
     """None: the log names a GPU but gives no capacity (see `note`)."""
@@ -29,7 +29,7 @@ class GpuCapacity(Record):
     """`measured` (SGLang printed it) or `inferred` (a pasted table, a named card)."""
     line: int
     source: str
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def gpu_capacity(events: Iterable[Event]) -> GpuCapacity | None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import field, replace
+
 from memledger.model.events import Event, EventKind, ParamValue, ParsedLog
 from memledger.model.model_config import ModelDims
-from memledger.record import ConfigDict, Field, Record
+from memledger.record import record
 from memledger.sglang.release_markers import VersionRange, release_range
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
 from memledger.sizing.fraction import PrintedFraction
@@ -48,10 +50,9 @@ KNOBS: tuple[str, ...] = (
 )
 
 
-class Reading(Record):
+@record
+class Reading:
     """A printed byte figure: integer bytes, its ± half unit, and where it was printed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     bytes: int
     half_ulp: int = 0
@@ -59,10 +60,9 @@ class Reading(Record):
     note: str = ""
 
 
-class KVPool(Record):
+@record
+class KVPool:
     """One `KV Cache is allocated` line."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     line: int
     tokens: int | None
@@ -73,10 +73,9 @@ class KVPool(Record):
     """One `KV size` (an MLA-style latent pool) rather than K and V sizes."""
 
 
-class MambaState(Record):
+@record
+class MambaState:
     """The Mamba/linear-attention state pool (plus a ReplaySSM ring, when printed)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     line: int
     slots: int
@@ -90,10 +89,9 @@ class MambaState(Record):
     replay_line: int | None = None
 
 
-class SizingInputs(Record):
+@record
+class SizingInputs:
     """Everything the sizing model needs, each with the log line it came from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     version: VersionRange
@@ -106,13 +104,13 @@ class SizingInputs(Record):
     """P: free memory before the weights (minimum over the ranks that printed it)."""
     budget_avail: Reading | None
     """A: free memory when the KV pool was sized (last load end before the first pool end)."""
-    knobs: dict[str, ParamValue] = Field(default_factory=dict)
+    knobs: dict[str, ParamValue] = field(default_factory=dict)
     server_args_line: int | None = None
     server_args_source: str = "server_args line"
     """How `server_args_line` is cited: `pasted launch command line` when the settings are a
     pasted command's (memledger.input.launch_command), not SGLang's printout."""
-    target_kv: list[KVPool] = Field(default_factory=list)
-    draft_kv: list[KVPool] = Field(default_factory=list)
+    target_kv: list[KVPool] = field(default_factory=list)
+    draft_kv: list[KVPool] = field(default_factory=list)
     swa_full_tokens: int | None = None
     swa_swa_tokens: int | None = None
     swa_line: int | None = None
@@ -168,14 +166,12 @@ def _min_over_ranks(parsed: ParsedLog, own: Reading | None, key: str) -> Reading
         if isinstance(info.key_values.get(key), int | float)
     ]
     if len(values) < 2:
-        return own.model_copy(update={"note": "rank 0 only"})
+        return replace(own, note="rank 0 only")
     lowest = min(float(v) for v in values if v is not None)
     lowest_bytes = round(lowest * GIB)
     if lowest_bytes >= own.bytes:
-        return own.model_copy(update={"note": f"min of {len(values)} ranks"})
-    return own.model_copy(
-        update={"bytes": lowest_bytes, "note": f"min of {len(values)} ranks (not rank 0)"}
-    )
+        return replace(own, note=f"min of {len(values)} ranks")
+    return replace(own, bytes=lowest_bytes, note=f"min of {len(values)} ranks (not rank 0)")
 
 
 def _begin_from_load_end(parsed: ParsedLog, load_end: Event | None) -> Reading | None:
@@ -300,7 +296,7 @@ def sizing_inputs(
     if budget_event is not None and budget_event is first_load_end:
         a = _min_over_ranks(parsed, a_own, "load_end_avail")
     elif a_own is not None:
-        a = a_own.model_copy(update={"note": "rank 0, draft load end"})
+        a = replace(a_own, note="rank 0, draft load end")
     else:
         a = None
 

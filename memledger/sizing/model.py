@@ -7,9 +7,10 @@ a step whose rule the range cannot decide says so in `notes` and uses the newer 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from memledger.model.sizing import Prediction, Settings, Term
-from memledger.record import ConfigDict, Record
+from memledger.record import record
 from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
@@ -159,7 +160,7 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
         default_settings = settings
         if capacity is not None and capacity.mib:
             # the log's own GPU capacity (memledger.sizing.gpu), unless --set gives one
-            default_settings = settings.model_copy(update={"gpu_memory_mib": capacity.mib})
+            default_settings = replace(settings, gpu_memory_mib=capacity.mib)
             capacity_term = Term(
                 name="GPU capacity",
                 value=capacity.mib,
@@ -285,10 +286,9 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
     return _tail(inputs, settings, window, terms, notes)
 
 
-class Budget(Record):
+@record
+class Budget:
     """The rest SGLang divides into tokens, with the range the printing precision allows."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rest: int
     high: int
@@ -484,7 +484,7 @@ def _tail(
         state_bytes=state if inputs.mamba is not None else None,
         mamba_slots=k,
         per_slot_bytes=round(per_slot) if inputs.mamba is not None else None,
-        cell_bytes=cell.bytes,
+        cell_bytes=float(cell.bytes),
         kv_bytes=kv_bytes,
         max_num_reqs=extra.get("max_num_reqs"),
         req_to_token_rows=extra.get("req_to_token_rows"),

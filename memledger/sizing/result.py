@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from memledger.model.sizing import Prediction, Settings, SizingResult
 from memledger.sglang.fraction_rules import (
@@ -166,7 +167,7 @@ def fitted_mem_fraction_static(
     """Bisect the mfs whose predicted tokens reach `logged` (tokens grow with mfs)."""
 
     def tokens(mfs: float) -> int | None:
-        return predict(inputs, settings.model_copy(update={"mem_fraction_static": mfs})).tokens
+        return predict(inputs, replace(settings, mem_fraction_static=mfs)).tokens
 
     low, high = FIT_LOW, FIT_HIGH
     at_low, at_high = tokens(low), tokens(high)
@@ -228,7 +229,7 @@ def size_log(inputs: SizingInputs) -> SizingResult:
         printed = inputs.logged_max_running_requests
         req_to_token(inputs, settings, logged, slots, table, printed)
     if table:
-        pred = pred.model_copy(update={"notes": [*pred.notes, *table_rule_notes(inputs)]})
+        pred = replace(pred, notes=[*pred.notes, *table_rule_notes(inputs)])
     used = None
     free = inputs.free_last.bytes if inputs.free_last is not None else None
     if a is not None and free is not None and inputs.state_logged_bytes:
@@ -238,7 +239,7 @@ def size_log(inputs: SizingInputs) -> SizingResult:
         logged_max_total_num_tokens=logged,
         min_mem_fraction_static=min_mfs,
         slack_bytes=pred.slack_bytes,
-        bytes_per_token=round(pred.cell_bytes, 1) if pred.cell_bytes is not None else None,
+        bytes_per_token=float(round(pred.cell_bytes, 1)) if pred.cell_bytes is not None else None,
         mismatch=mismatch,
         predicted_range=[pred.tokens_low, pred.tokens_high]
         if pred.tokens_low is not None and pred.tokens_high is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 from memledger.errors import ConfigError
 from memledger.sizing.inputs import SizingInputs
@@ -72,7 +73,7 @@ def solve(
         solved = Solved(
             setting=setting, figure=figure, target=target, value=None, reached=top, note=why
         )
-        return answer.model_copy(update={"solved": solved})
+        return replace(answer, solved=solved)
     high = MFS_TOP
     while low < high:  # reached() grows with the step: the lowest step at or above target
         middle = (low + high) // 2
@@ -97,7 +98,7 @@ def solve(
         setting=setting, figure=figure, target=target, value=value, reached=got, note=note
     )
     terms = [
-        term.model_copy(update={"source": "--solve"}) if term.name == setting else term
+        replace(term, source="--solve") if term.name == setting else term
         for term in answer.arithmetic
     ]
-    return answer.model_copy(update={"solved": solved, "arithmetic": terms})
+    return replace(answer, solved=solved, arithmetic=terms)

@@ -8,10 +8,12 @@ the model misses still gets the effect of a change (marked as such).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import field, fields, replace
+from typing import Any
 
 from memledger.errors import ConfigError, NoSuchRowError
 from memledger.model.sizing import SETTING_NAMES, Prediction, Settings, Term
-from memledger.record import ConfigDict, Field, Record
+from memledger.record import record
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import predict
 from memledger.sizing.settings import base_settings
@@ -31,10 +33,9 @@ UNMODELLED: dict[str, str] = {
 }
 
 
-class WhatIfRow(Record):
+@record
+class WhatIfRow:
     """One figure: the log, the model under the log's settings and under the new ones."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     unit: str
@@ -53,10 +54,9 @@ class WhatIfRow(Record):
     """`anchored` (measured + modelled change) or `modelled` (no measured value to anchor on)."""
 
 
-class Solved(Record):
+@record
+class Solved:
     """`whatif --solve SETTING --for FIGURE=N`: the lowest SETTING that reaches N."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     setting: str
     figure: str
@@ -74,10 +74,9 @@ WHATIF_SCHEMA_VERSION = 1
 none removed or retyped without a new version."""
 
 
-class WhatIf(Record):
+@record
+class WhatIf:
     """The answer to `memledger whatif LOG --set NAME=VALUE ...`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = WHATIF_SCHEMA_VERSION
     path: str
@@ -87,7 +86,7 @@ class WhatIf(Record):
     new: Settings
     rows: list[WhatIfRow]
     arithmetic: list[Term]
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     missing: str | None = None
     """Why no prediction could be made (then rows holds what the log measured only)."""
     solved: Solved | None = None
@@ -110,6 +109,10 @@ class WhatIf(Record):
         return found
 
 
+_SETTING_TYPES = {f.name: f.type for f in fields(Settings)}
+"""Each setting's annotation as written."""
+
+
 def parse_setting(name: str, text: str | int | float | None) -> int | float | str | None:
     """A `--set` value for `name`, typed as Settings wants it; ConfigError when it does not fit."""
     if name not in SETTING_NAMES:
@@ -118,7 +121,7 @@ def parse_setting(name: str, text: str | int | float | None) -> int | float | st
         if name == "page_size":
             raise ConfigError("page_size cannot be unset")
         return None
-    annotation = str(Settings.model_fields[name].annotation)
+    annotation = str(_SETTING_TYPES[name])
     try:
         if "float" in annotation:
             value = float(text)
@@ -279,15 +282,14 @@ def _capped(rows: list[WhatIfRow], new: Settings, pn: Prediction) -> list[WhatIf
             delta = None if base is None else value - base
             pct = None if delta is None or not base else round(delta / base * 100, 3)
             modelled = None if row.modelled_new is None else round(row.modelled_new * scale)
-            row = row.model_copy(
-                update={
-                    "predicted": value,
-                    "modelled_new": modelled,
-                    "delta": delta,
-                    "delta_pct": pct,
-                    "low": None,
-                    "high": None,
-                }
+            row = replace(
+                row,
+                predicted=value,
+                modelled_new=modelled,
+                delta=delta,
+                delta_pct=pct,
+                low=None,
+                high=None,
             )
         fixed.append(row)
     return fixed
@@ -309,18 +311,16 @@ def refuse_impossible_gpu(inputs: SizingInputs | None, gpu_mib: object) -> None:
 
 def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]) -> WhatIf:
     """The pools under `changes` (setting -> value), beside the measured log."""
-    typed = {name: parse_setting(name, value) for name, value in changes.items()}
+    typed: dict[str, Any] = {name: parse_setting(name, value) for name, value in changes.items()}
     refuse_impossible_gpu(inputs, typed.get("gpu_memory_mib"))
     base = base_settings(inputs)
-    new = base.model_copy(update=typed)
+    new = replace(base, **typed)
     pb = predict(inputs, base)
     pn = predict(inputs, new)
     # the cap applies to the anchored figure: model the change without it, then cap
     uncapped = pn
     if new.max_total_tokens != base.max_total_tokens:
-        uncapped = predict(
-            inputs, new.model_copy(update={"max_total_tokens": base.max_total_tokens})
-        )
+        uncapped = predict(inputs, replace(new, max_total_tokens=base.max_total_tokens))
     notes = list(dict.fromkeys(pn.notes))
     notes.extend(
         UNMODELLED[name]

@@ -29,7 +29,7 @@ A new wording of a known line (vLLM 0.14 added `memory` to `Model loading took X
    the older entry's `last` if the release dropped it.
 2. Never match the `[file.py:N]` tag of the prefix: it moves with every release. Match the
    sentence; the prefix (`(EngineCore_DP0 pid=N)`, docker-compose, Buildkite, ...) is ignored.
-3. A test with a synthetic line of that shape in tests/test_vllm_lines.py.
+3. A test with a synthetic line of that shape in tests/vllm/test_lines.py.
 A new fact name is read by every step that knows the name; the facts view
 (`vllm_facts.startup_facts`) needs nothing new.
 
@@ -39,7 +39,7 @@ over lines, `continued` is a regex for where the first line ends. A test on a sy
 
 ## Adding a sizing rule
 A `SizingRule` in `sizing_rules.py` (a moved rule gets a new entry, the old one keeps its
-`last`), applied in memledger/sizing/vllm.py, with a test in tests/test_vllm_sizing.py.
+`last`), applied in memledger/sizing/vllm.py, with a test in tests/vllm/.
 
 Modules:
 

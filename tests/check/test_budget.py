@@ -21,7 +21,7 @@ from memledger.checking.budget import (
 from memledger.errors import EXIT_USAGE, ConfigError
 from memledger.model.check import ItemKind, Level
 from memledger.units import GIB, MIB
-from tests.check_helpers import write
+from tests.check.helpers import write
 
 ISSUE_EXAMPLE = """\
 version = 1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
+from tests.check.helpers import base_ledger, head_ledger, save_ledger, write
 from tests.conftest import run_cli, unwrapped
 
 PASSING = '[[budget]]\nitem = "cuda_graph"\nmax = "8 GiB"\n'  # 7.50 GiB

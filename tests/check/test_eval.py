@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -13,8 +15,9 @@ from memledger.checking.evaluate import check_budget, read_item
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.model.check import Bound, CheckReport, CheckStatus, ItemKind
 from memledger.model.ledger import Ledger
+from memledger.record import to_json, validate_json
 from memledger.units import GIB
-from tests.check_helpers import (
+from tests.check.helpers import (
     BASE_SUMMARY,
     CENTI,
     HEAD_SUMMARY,
@@ -271,9 +274,7 @@ def test_read_item_row_and_summary() -> None:
     assert read_item(ledger, "usable", ItemKind.SIZE).value == round(177.70 * GIB)
     # A summary key wins over a same-named row; a row stands in when the summary is null
     # (an in-memory ledger: a saved one whose summary misses a row's figure is refused, F12).
-    ledger = ledger.model_copy(
-        update={"summary": ledger.summary.model_copy(update={"req_to_token": None})}
-    )
+    ledger = replace(ledger, summary=replace(ledger.summary, req_to_token=None))
     assert read_item(ledger, "req_to_token", ItemKind.SIZE).value == 13 * CENTI
     assert ledger.summary.req_to_token is None
     missing = read_item(ledger, "no_such_row", ItemKind.SIZE)
@@ -282,7 +283,7 @@ def test_read_item_row_and_summary() -> None:
 
 def test_report_round_trips_through_json() -> None:
     report = run(WAIVED, baseline=base_ledger())
-    again = CheckReport.model_validate_json(report.model_dump_json())
+    again = validate_json(CheckReport, to_json(report))
     assert again == report
 
 
@@ -302,7 +303,8 @@ def test_a_row_id_the_log_lacks_is_missing_with_similar_ids() -> None:
     st.sampled_from([Bound.MAX, Bound.MIN]),
 )
 def test_absolute_limits_property(actual: int, limit: int, bound: Bound) -> None:
-    entry = BudgetEntry(item="kv_tokens_per_instance", kind=ItemKind.COUNT, **{bound.value: limit})
+    bounds: dict[str, Any] = {bound.value: limit}
+    entry = BudgetEntry(item="kv_tokens_per_instance", kind=ItemKind.COUNT, **bounds)
     ledger = make_ledger("h.log", {**HEAD_SUMMARY, "kv_tokens_per_instance": actual})
     (check,) = check_budget(Budget(path="b", entries=[entry]), [("h", ledger)], today=TODAY).checks
     within = actual <= limit if bound is Bound.MAX else actual >= limit

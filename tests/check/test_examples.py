@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -66,9 +67,9 @@ def _budget_file(tmp_path: Path, if_absent: str | None, item: str = "weight_stag
 def _no_staging_ledger() -> Ledger:
     # dp16 with its fork-only staging rows removed: what an upstream SGLang ledger looks like
     ledger = ledger_for(DP16)
-    summary = ledger.summary.model_copy(update={"weight_staging": None})
+    summary = replace(ledger.summary, weight_staging=None)
     rows = [row for row in ledger.rows if row.id != "weight_staging" and "staging" not in row.id]
-    return ledger.model_copy(update={"summary": summary, "rows": rows})
+    return replace(ledger, summary=summary, rows=rows)
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ def test_an_entry_says_what_absence_means(
 
 
 def test_absence_semantics_never_wave_through_a_startup_that_stopped(tmp_path: Path) -> None:
-    stopped = _no_staging_ledger().model_copy(update={"stopped_at": "after load_end (line 9)"})
+    stopped = replace(_no_staging_ledger(), stopped_at="after load_end (line 9)")
     for if_absent in ("skip", "zero"):
         budget = load_budget(_budget_file(tmp_path, if_absent))
         report = check_budget(budget, [("crash.log", stopped)], today=date(2026, 12, 1))

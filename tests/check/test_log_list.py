@@ -9,7 +9,7 @@ import pytest
 
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.input.log_list import MAX_ENTRY_BYTES, MAX_LIST_BYTES
-from tests.check_helpers import base_ledger, head_ledger, save_ledger, write
+from tests.check.helpers import base_ledger, head_ledger, save_ledger, write
 from tests.conftest import SAMPLES, run_cli
 
 FAILING = '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 52_000_000\n'  # head 51.0 M

@@ -25,12 +25,12 @@ from memledger.render.check import (
     render_check,
 )
 from memledger.units import GIB
-from tests.check_helpers import base_ledger, head_ledger
+from tests.check.helpers import base_ledger, head_ledger
 from tests.conftest import unwrapped
 
 TODAY = date(2026, 11, 5)
 
-# Six entries, one of each outcome on the head ledger (see tests/check_helpers.py):
+# Six entries, one of each outcome on the head ledger (see tests/check/helpers.py):
 BUDGET = """\
 version = 1
 
@@ -205,7 +205,7 @@ def test_github_annotations_exact() -> None:
         "-- waived until 2027-01-31: DCP rollout, #123",
         # a relative limit with no baseline is an annotation in the job, not only a note (F26);
         # a notice when no --baseline was given (a push: nothing to compare with), a warning
-        # when one was given and not found (test_security_process)
+        # when one was given and not found (tests/security/test_process.py)
         "::notice file=ci/memledger.toml,title=memledger%3A relative limits not compared::"
         "no baseline: relative limits not compared",
     ]

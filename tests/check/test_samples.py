@@ -19,7 +19,7 @@ from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_INPUT, EXIT_OK
 from memledger.model.check import CheckStatus
 from memledger.units import GIB
-from tests.check_helpers import write
+from tests.check.helpers import write
 from tests.conftest import REAL_LOGS, SAMPLES, ledger_for, run_cli, unwrapped
 
 DP16 = SAMPLES / "dp16.log"

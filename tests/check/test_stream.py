@@ -12,6 +12,7 @@ import gc
 import itertools
 import tracemalloc
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from memledger.checking.evaluate import check_budget, check_log
 from memledger.checking.results import CheckSpool, SpooledChecks
 from memledger.model.check import BaselineInfo, CheckReport
 from memledger.model.ledger import Ledger
+from memledger.record import to_json, validate_json
 from memledger.render.check import (
     FORMATS,
     CheckFormat,
@@ -34,8 +36,8 @@ from memledger.render.check import (
 from memledger.render.escape import Destination, finish
 from memledger.render.tables import TABLE_ROWS, Table, text_table
 from memledger.render.terminal import Terminal
+from tests.check.helpers import base_ledger, head_ledger, make_ledger
 from tests.check.test_render import BUDGET
-from tests.check_helpers import base_ledger, head_ledger, make_ledger
 from tests.conftest import REAL_LOGS, require_real_logs
 
 TODAY = date(2026, 11, 5)
@@ -65,15 +67,13 @@ def fleet(n_logs: int) -> list[tuple[str, Ledger]]:
         if i % 7 == 3:
             ledger = make_ledger(path, {**_summary(i), "slots": 20})  # slots passes
         else:
-            ledger = head_ledger().model_copy(
-                update={"source": head_ledger().source.model_copy(update={"path": path})}
-            )
+            ledger = replace(head_ledger(), source=replace(head_ledger().source, path=path))
         out.append((path, ledger))
     return out
 
 
 def _summary(i: int) -> dict[str, float | int]:
-    from tests.check_helpers import HEAD_SUMMARY
+    from tests.check.helpers import HEAD_SUMMARY
 
     return {**HEAD_SUMMARY, "kv_tokens_per_instance": 52_000_000 + 1000 * i}
 
@@ -129,8 +129,8 @@ def test_streamed_json_is_the_report_model() -> None:
         text = "".join(check_stream(CheckFormat.JSON)(spooled))
     finally:
         spooled.close()
-    assert CheckReport.model_validate_json(text) == report
-    assert text == report.model_dump_json(indent=2) + "\n"
+    assert validate_json(CheckReport, text) == report
+    assert text == to_json(report, indent=2) + "\n"
 
 
 def test_a_long_table_laid_out_in_chunks_is_the_whole_table() -> None:

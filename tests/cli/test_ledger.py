@@ -18,9 +18,10 @@ from memledger.app.fleet import LOG_RULE
 from memledger.app.load import load_ledger
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from memledger.model.ledger import Ledger
+from memledger.record import json_schema, to_json, validate_json
 from memledger.render import render_ledger
 from tests.conftest import PROJECT_ROOT, SAMPLES, real_log_paths, run_cli
-from tests.ledger_render_helpers import markdown_tables, small_ledger
+from tests.render.helpers import markdown_tables, small_ledger
 
 
 def assert_one_line_error(err: str, *fragments: str) -> None:
@@ -148,7 +149,7 @@ def test_output_file_and_stdin(
 
 def test_load_ledger_reads_saved_json_with_leading_whitespace(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
-    path.write_text("\n  " + small_ledger().model_dump_json(by_alias=True))
+    path.write_text("\n  " + to_json(small_ledger(), by_alias=True))
     assert load_ledger(path) == small_ledger()
     assert load_ledger(io.BytesIO(path.read_bytes())) == small_ledger()
 
@@ -163,14 +164,14 @@ def test_schema_command_prints_the_schema_of_each_json_output(
     from memledger.render.diff_json import DiffDocument
 
     # the model's serialisation schema, named ($schema, $id) and open to added fields
-    # (tests/test_schemas.py validates each output against it)
+    # (tests/render/test_schemas.py validates each output against it)
     code, out, _ = run_cli(["schema"], capsys)
     assert code == EXIT_OK
     for name, model in (("ledger", Ledger), ("parse", ParseDocument), ("diff", DiffDocument)):
         code, named, _ = run_cli(["schema", name], capsys)
         assert code == EXIT_OK
         printed = json.loads(named)
-        expected = model.model_json_schema(by_alias=True, mode="serialization")
+        expected = json_schema(model, mode="serialization")
         assert printed["properties"] == expected["properties"]
         assert printed["required"] == expected["required"]
         assert set(printed["$defs"]) == set(expected["$defs"])
@@ -317,7 +318,7 @@ def test_explain_req_to_token_on_the_dp2_sample(capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize("log", real_log_paths(), ids=lambda path: path.name)
 def test_every_real_log_renders_in_every_format_and_explains_every_row(log: Path) -> None:
     ledger = load_ledger(log)
-    assert Ledger.model_validate_json(render_ledger(ledger, "json")) == ledger
+    assert validate_json(Ledger, render_ledger(ledger, "json")) == ledger
     records = list(csv.DictReader(io.StringIO(render_ledger(ledger, "csv"))))
     assert [record["id"] for record in records] == [row.id for row in ledger.rows]
     markdown = render_ledger(ledger, "markdown")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from memledger.app.load import load_ledger
+from memledger.record import to_json
 from tests.conftest import PROJECT_ROOT, SAMPLES
 
 MAX_READ = 16 << 20  # no single read may ask for more than a parser chunk
@@ -38,7 +39,7 @@ def test_a_log_stream_is_never_read_whole() -> None:
 
 
 def test_a_saved_ledger_on_stdin_is_still_recognised() -> None:
-    saved = load_ledger(SAMPLES / "dp2.log").model_dump_json(by_alias=True).encode()
+    saved = to_json(load_ledger(SAMPLES / "dp2.log"), by_alias=True).encode()
     run = subprocess.run(
         [sys.executable, "-m", "memledger", "ledger", "-", "--format", "csv"],
         input=saved,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from memledger.record import to_json
 from tests.conftest import run_cli
-from tests.diff_helpers import article_pair, check_markdown
+from tests.diff.helpers import article_pair, check_markdown
 
 
 def one_line_error(err: str, *fragments: str) -> None:
@@ -27,8 +28,8 @@ def one_line_error(err: str, *fragments: str) -> None:
 def saved_pair(tmp_path: Path) -> tuple[Path, Path]:
     dp16, dp2 = article_pair()
     base, head = tmp_path / "dp16.json", tmp_path / "dp2.json"
-    base.write_text(dp16.model_dump_json(indent=2))
-    head.write_text(dp2.model_dump_json(indent=2))
+    base.write_text(to_json(dp16, indent=2))
+    head.write_text(to_json(dp2, indent=2))
     return base, head
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,12 +12,13 @@ from memledger.compare.categories import STATE_POOL_CATEGORIES
 from memledger.compare.compute import diff_ledgers, sort_rows
 from memledger.compare.models import MIN_TOLERANCE_BYTES, DiffStatus, LedgerDiff, SortKey, delta_pct
 from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
+from memledger.record import json_schema, to_dict, validate, validate_json
 from memledger.render.diff_common import round_parts
 from memledger.render.diff_json import DiffDocument, render_diff_json
 from memledger.render.diff_prose import state_pool_statement, usable_note
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.units import GIB, MIB
-from tests.diff_helpers import (
+from tests.diff.helpers import (
     CENTI,
     HALF_ULP,
     USABLE,
@@ -359,14 +362,10 @@ def test_labels_default_to_file_stems_and_fall_back_to_base_head() -> None:
     )
     same = diff_ledgers(dp16, dp16).inputs
     assert (same.base.label, same.head.label) == ("base", "head")
-    long_stem = dp2.model_copy(
-        update={"source": dp2.source.model_copy(update={"path": "logs/" + "x" * 25 + ".log"})}
-    )
+    long_stem = replace(dp2, source=replace(dp2.source, path="logs/" + "x" * 25 + ".log"))
     long_inputs = diff_ledgers(dp16, long_stem).inputs
     assert (long_inputs.base.label, long_inputs.head.label) == ("dp16", "x" * 23 + "…")
-    elsewhere = dp16.model_copy(
-        update={"source": dp16.source.model_copy(update={"path": "pr/dp16.log"})}
-    )
+    elsewhere = replace(dp16, source=replace(dp16.source, path="pr/dp16.log"))
     folders = diff_ledgers(dp16, elsewhere).inputs
     assert (folders.base.label, folders.head.label) == ("samples/dp16", "pr/dp16")
     named = diff_ledgers(dp16, dp2, base_label="old", head_label="new").inputs
@@ -423,18 +422,18 @@ def test_json_round_trips_and_the_schema_is_versioned() -> None:
     dp16, dp2 = article_pair()
     diff = diff_ledgers(dp16, dp2)
     # The JSON document is the model plus the state-pool sentences the renderers write.
-    document = DiffDocument.model_validate_json(render_diff_json(diff, sort=SortKey.ID))
+    document = validate_json(DiffDocument, render_diff_json(diff, sort=SortKey.ID))
     assert document.state_pool.statement == state_pool_statement(diff)
     prose = {"state_pool": {"statement", "usable_note"}}
-    again = LedgerDiff.model_validate(document.model_dump(exclude=prose))
-    assert again.model_copy(update={"rows": diff.rows}) == diff
+    again = validate(LedgerDiff, to_dict(document, exclude=prose))
+    assert replace(again, rows=diff.rows) == diff
     assert [r.id for r in again.rows] == sorted(r.id for r in diff.rows)
-    schema = DiffDocument.model_json_schema(mode="serialization")
+    schema = json_schema(DiffDocument, mode="serialization")
     for key in ("schema_version", "inputs", "rows", "state_pool", "parameters", "summary"):
         assert key in schema["properties"]
     # base, head and delta summaries share the ledger's Summary shape.
     sides = diff.summary
-    assert set(sides.delta.model_dump()) == set(sides.base.model_dump())
+    assert set(to_dict(sides.delta)) == set(to_dict(sides.base))
     assert sides.delta.slots == 209 - 33
     assert sides.delta.mem_fraction_static == pytest.approx(-0.05)
 

@@ -10,7 +10,7 @@ from memledger.render.diff_common import headline
 from memledger.render.diff_prose import kv_token_lines
 from memledger.render.diff_text import render_diff_text
 from memledger.units import GIB, MIB
-from tests.diff_helpers import centi, ledger, row
+from tests.diff.helpers import centi, ledger, row
 
 
 def test_a_row_on_one_side_only_is_not_comparable_and_never_the_biggest_mover() -> None:

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from memledger.compare.compute import diff_ledgers
 from memledger.compare.models import LedgerDiff, SortKey
 from memledger.errors import ConfigError
 from memledger.model.ledger import Row, RowGroup, RowKind
+from memledger.record import to_json
 from memledger.render.diff_common import category_table, headline, summary_table
 from memledger.render.diff_csv import CSV_HEADERS
 from memledger.render.diff_formats import DiffFormat, render_diff
@@ -26,7 +28,7 @@ from memledger.render.diff_text import composition_bars, render_diff_text
 from memledger.render.tables import Table, github_table
 from memledger.units import GIB
 from tests.conftest import unwrapped
-from tests.diff_helpers import (
+from tests.diff.helpers import (
     HALF_ULP,
     article_pair,
     centi,
@@ -79,8 +81,8 @@ def test_markdown_marker_is_configurable_and_validated() -> None:
 def test_markdown_collapses_unchanged_rows_unless_asked() -> None:
     base, head = article_pair()
     extra = [row(f"same_{i}", RowGroup.WORKSPACE, centi(1)) for i in range(3)]
-    base = base.model_copy(update={"rows": [*base.rows, *extra]})
-    head = head.model_copy(update={"rows": [*head.rows, *extra]})
+    base = replace(base, rows=[*base.rows, *extra])
+    head = replace(head, rows=[*head.rows, *extra])
     diff = diff_ledgers(base, head)
     collapsed = render_diff_markdown(diff)
     assert "3 unchanged rows collapsed" in collapsed
@@ -113,7 +115,7 @@ def _big_pair(n_rows: int) -> tuple[LedgerDiff, int]:
 
     base = ledger(rows(0), path="big-base.log")
     head = ledger(rows(1), path="big-head.log")
-    return diff_ledgers(base, head), len(base.model_dump_json())
+    return diff_ledgers(base, head), len(to_json(base))
 
 
 def test_a_3mb_diff_stays_under_the_cap_with_headline_and_summary_intact() -> None:

@@ -30,7 +30,7 @@ from tests.conftest import (
     run_cli,
     unwrapped,
 )
-from tests.diff_helpers import check_markdown
+from tests.diff.helpers import check_markdown
 
 DP16 = SAMPLES / "dp16.log"
 DP2 = SAMPLES / "dp2.log"

@@ -11,6 +11,7 @@ from pathlib import Path
 from memledger import api
 from memledger.model.events import EventKind
 from memledger.model.ledger import Ledger, Row, RowKind
+from memledger.record import to_json
 from tests.conftest import REAL_LOGS, require_real_logs
 from tests.engine.helpers import Log, ledger_of
 
@@ -151,7 +152,7 @@ def test_env_lines_keep_only_memory_variables_and_join_the_next_startup() -> Non
     parsed = api.load_text(text)
     env = [e for e in parsed.startup.events if e.kind.value == "env_var"]
     assert [(e.line, e.values) for e in env] == [(2, {"HCCL_BUFFSIZE": 650})]
-    assert "hf_secret" not in parsed.model_dump_json()
+    assert "hf_secret" not in to_json(parsed)
 
 
 def test_dp_workers_of_a_fragment_without_server_args_come_from_the_rank_tags() -> None:

@@ -24,7 +24,7 @@ from memledger.sglang.effects import PARAM_EFFECTS, param_effect
 from memledger.sglang.rows import LOG_SETTINGS
 from memledger.units import GIB
 from tests.conftest import REAL_LOGS, SAMPLES, ledger_for, real_log_paths
-from tests.diff_helpers import check_markdown, gfm_cell_count
+from tests.diff.helpers import check_markdown, gfm_cell_count
 
 DP16 = SAMPLES / "dp16.log"
 DP2 = SAMPLES / "dp2.log"

@@ -3,6 +3,8 @@ each with the SGLang source line it encodes (release wheels, paths under python/
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memledger.model.events import Event, EventKind
@@ -114,7 +116,7 @@ def test_the_ledger_row_is_the_table_sizing_reports_for_the_logged_tokens() -> N
     assert compared[dsv4][0] == 1 * (32_768 + 4) * 4
 
 
-def _args(**params: object) -> Event:
+def _args(**params: Any) -> Event:
     return Event(kind=EventKind.SERVER_ARGS, line=1, rank="", params=params, values={})
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from memledger.engine import build_ledger
@@ -25,8 +28,8 @@ def _small_log() -> Log:
 def test_unrecognised_memory_lines_reach_the_ledger_as_a_note() -> None:
     parsed = _small_log().parsed()
     lines = [UnrecognisedLine(line=n, rank="TP0", text="Weird avail mem=1 GB") for n in (7, 9)]
-    startup = parsed.startup.model_copy(update={"unrecognised": lines, "unrecognised_count": 5})
-    ledger = build_ledger(parsed.model_copy(update={"startup": startup}), formulas=TEST_FORMULAS)
+    startup = replace(parsed.startup, unrecognised=lines, unrecognised_count=5)
+    ledger = build_ledger(replace(parsed, startup=startup), formulas=TEST_FORMULAS)
     note = next(n for n in ledger.notes if "matched no known line shape" in n)
     assert note.startswith("5 memory lines of this rank")
     assert "(lines 7, 9, ...)" in note
@@ -51,7 +54,7 @@ def test_every_format_mark_names_its_release_and_source_file() -> None:
         assert ".py" in rule.source and rule.releases
 
 
-def _event(kind: EventKind, text: str, **values: object) -> Event:
+def _event(kind: EventKind, text: str, **values: Any) -> Event:
     return Event(kind=kind, line=1, rank="TP0", text=text, values=values)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from memledger.formulas import parse_formulas
 from memledger.model.events import EventKind
 from memledger.model.ledger import RowGroup, RowKind
 from memledger.model.model_config import model_dims_from_dict
+from memledger.record import to_json
 from memledger.units import GIB, MIB
 from tests.engine.helpers import (
     SPEC_ARGS,
@@ -277,7 +279,7 @@ def test_state_per_slot_uses_the_state_pools_own_slots() -> None:
     log = speculative_log()
     for index, event in enumerate(log.events):
         if event.kind == EventKind.MAMBA_ALLOCATED:
-            log.events[index] = event.model_copy(update={"values": {"max_mamba_cache_size": 99}})
+            log.events[index] = replace(event, values={"max_mamba_cache_size": 99})
     ledger = ledger_of(log, server_args=SPEC_ARGS)
     assert ledger.summary.slots == 8
     assert ledger.summary.state_per_slot_gib == pytest.approx(3.00 / 100)
@@ -533,11 +535,11 @@ why = "a fork's sampler keeps 1 MiB per request"
 
 def test_engine_is_pure_and_deterministic() -> None:
     parsed = speculative_log().parsed(server_args=SPEC_ARGS)
-    before = parsed.model_dump_json()
+    before = to_json(parsed)
     first = build_ledger(parsed, formulas=TEST_FORMULAS)
     second = build_ledger(parsed, formulas=TEST_FORMULAS)
     assert first == second
-    assert parsed.model_dump_json() == before
+    assert to_json(parsed) == before
 
 
 def test_engine_modules_import_no_cli_or_grammar_library() -> None:

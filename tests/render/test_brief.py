@@ -5,6 +5,7 @@ per word (M5), file names as labels (m2), pie colours per group (m3) and markdow
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -143,7 +144,7 @@ def test_markdown_tables_align_numbers_name_a_category_once_and_cut_no_cell(
 def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from tests.diff_helpers import centi, ledger, row
+    from tests.diff.helpers import centi, ledger, row
 
     rows = [row("weights", RowGroup.WEIGHTS, centi(3000)), row("kv_pool", RowGroup.STATE_POOL, 0)]
     base = ledger([rows[0], row("kv_pool", RowGroup.STATE_POOL, centi(1000))])
@@ -198,10 +199,10 @@ def test_the_short_ledger_says_when_there_is_no_state_pool(
 ) -> None:
     from memledger.model.ledger import Summary
     from memledger.render.brief import pool_line
-    from tests.ledger_render_helpers import small_ledger
+    from tests.render.helpers import small_ledger
 
     ledger = small_ledger()
     rows = [r for r in ledger.rows if r.group is not RowGroup.STATE_POOL]
-    no_pool = ledger.model_copy(update={"rows": rows, "summary": Summary(mem_fraction_static=0.88)})
+    no_pool = replace(ledger, rows=rows, summary=Summary(mem_fraction_static=0.88))
     line = pool_line(no_pool)
     assert line == "state pool: none (no pool in this ledger); mem_fraction_static 0.88"

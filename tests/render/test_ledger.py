@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from memledger.model.ledger import (
     RowGroup,
     RowKind,
 )
+from memledger.record import validate_json
 from memledger.render import (
     FORMATS,
     OutputFormat,
@@ -39,7 +41,7 @@ from memledger.render.rows import (
 from memledger.render.schema import render_schema
 from memledger.units import GIB
 from tests.conftest import make_ledger
-from tests.ledger_render_helpers import (
+from tests.render.helpers import (
     CENTI,
     LOG,
     REQ_TO_TOKEN_BYTES,
@@ -123,7 +125,7 @@ def test_source_column_says_where_each_number_comes_from() -> None:
 def test_logged_row_with_several_source_lines_counts_the_others() -> None:
     row = small_ledger().rows[1]
     evidence = Evidence(sources=[*row.evidence.sources, *row.evidence.sources])
-    assert source_cell(row.model_copy(update={"evidence": evidence})) == "tiny.log:20 (+1 lines)"
+    assert source_cell(replace(row, evidence=evidence)) == "tiny.log:20 (+1 lines)"
 
 
 # --- formats ---------------------------------------------------------------------------------
@@ -158,18 +160,17 @@ def test_text_header_names_file_startup_rank_outcome_and_balance() -> None:
 
 
 def test_out_of_balance_and_partial_ledgers_say_so() -> None:
-    partial = small_ledger().model_copy(
-        update={
-            "outcome": "oom",
-            "stopped_at": "load_end: out of memory at line 21",
-            "balance_error_bytes": GIB // 10,
-        }
+    partial = replace(
+        small_ledger(),
+        outcome="oom",
+        stopped_at="load_end: out of memory at line 21",
+        balance_error_bytes=GIB // 10,
     )
     text = render_ledger(partial, "text")
     assert re.search(r"^outcome: +oom$", text, re.MULTILINE)
     assert re.search(r"^stopped: +load_end: out of memory at line 21$", text, re.MULTILINE)
     assert "error +0.10 GiB (tolerance ±0.010 GiB): OUT OF BALANCE" in text
-    unknown_usable = small_ledger().model_copy(update={"usable_bytes": None})
+    unknown_usable = replace(small_ledger(), usable_bytes=None)
     assert "not checked (usable memory unknown)" in render_ledger(unknown_usable, "text")
 
 
@@ -200,8 +201,8 @@ def test_markdown_tables_have_consistent_columns_and_the_same_cells_as_text() ->
 
 def test_markdown_escapes_pipes_and_html_in_cells() -> None:
     ledger = small_ledger()
-    rows = [ledger.rows[0].model_copy(update={"label": "a | b <stdin>"}), *ledger.rows[1:]]
-    markdown = render_ledger(ledger.model_copy(update={"rows": rows}), "markdown")
+    rows = [replace(ledger.rows[0], label="a | b <stdin>"), *ledger.rows[1:]]
+    markdown = render_ledger(replace(ledger, rows=rows), "markdown")
     first_table = markdown_tables(markdown)[0]
     assert all(len(row) == 7 for row in first_table)
     assert "a \\| b &lt;stdin>" in markdown
@@ -232,7 +233,7 @@ def test_json_validates_back_into_an_equal_ledger() -> None:
     assert document["schema_version"] == 2  # schema 2: summary sizes in bytes
     assert document["intervals"][0]["from"] == "load_begin"
     assert document["rows"][0]["gib"] == pytest.approx(0.5, abs=1e-6)
-    assert Ledger.model_validate_json(text) == ledger
+    assert validate_json(Ledger, text) == ledger
 
 
 # --- --explain -------------------------------------------------------------------------------
@@ -374,6 +375,6 @@ def test_any_ledger_renders_and_its_totals_add_up(rows: list[Row]) -> None:
 def test_headline_numbers_startups_as_the_startup_option_does() -> None:
     ledger = small_ledger()
     for index, expected in ((2, "2 (of startups 0..2; the last)"), (0, "0 (of startups 0..2)")):
-        source = ledger.source.model_copy(update={"startup": index, "n_startups": 3})
-        text = render_ledger(ledger.model_copy(update={"source": source}), "text")
+        source = replace(ledger.source, startup=index, n_startups=3)
+        text = render_ledger(replace(ledger, source=source), "text")
         assert re.search(rf"^startup: +{re.escape(expected)}$", text, re.MULTILINE)
