@@ -77,6 +77,7 @@ from memledger.diagnosis.pools import (
     serving_notes,
 )
 from memledger.diagnosis.reserve import outside_pool
+from memledger.diagnosis.stages import embedding_framework, in_framework, stage_levers
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.diagnosis.verdicts import phrase, serving_order, unvalued
 from memledger.input.launch_command import NOTE_PREFIX
@@ -176,6 +177,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = after_pool_oom(evidence, phase)
         if phase in (Phase.WARMUP, Phase.SERVING):
             extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
+    if not suggestions and table is None and oversize is None and evidence.refusal is None:
+        if phase not in (Phase.LOAD, Phase.DIST_INIT):  # load_oom's answer stands there
+            suggestions = stage_levers(phase)  # the lifecycle model's levers, with directions
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
     findings += _placed_by_graphs(evidence)
@@ -228,6 +232,11 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
+    framework = embedding_framework(evidence)
+    if framework is not None:
+        named, tail = in_framework(framework, suggestions, evidence)
+        findings += named
+        verdict += tail
     return _diagnosis(
         evidence,
         outcome="oom",

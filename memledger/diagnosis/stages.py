@@ -1,0 +1,71 @@
+"""The lifecycle model's answer for a shortfall whose paste carries no numbers: the levers of the
+phase's stage (memledger.sglang.lifecycle), each with its direction and what it changes there;
+and the embedding framework's own name for each knob (memledger.sglang.frameworks)."""
+
+from __future__ import annotations
+
+from memledger.diagnosis.evidence import Evidence, frames_of
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.events import EventKind
+from memledger.sglang.failure_rules import PHASE_TEXT, Phase
+from memledger.sglang.frameworks import Framework, framework_of
+from memledger.sglang.lifecycle import STAGE, Lever, levers_after_load
+
+
+def stage_levers(phase: Phase) -> list[Suggestion]:
+    """The levers of the phase's stage, in the table's order; an unknown phase gets those of
+    every stage after the weights (an OOM text with nothing placing it)."""
+    stage = STAGE.get(phase)
+    levers = stage.levers if stage is not None else levers_after_load()
+    where = (
+        f"in {PHASE_TEXT[phase]} ({stage.allocates}; bounded by {stage.bound}; {stage.source})"
+        if stage is not None
+        else "after the weights (the paste does not place the failure)"
+    )
+    return [_suggestion(lever, where) for lever in levers]
+
+
+def _suggestion(lever: Lever, where: str) -> Suggestion:
+    return Suggestion(
+        knob=lever.knob,
+        direction=Direction(lever.direction),
+        value=None,
+        why=f"{where}: {lever.effect}; the paste carries no numbers for a value",
+    )
+
+
+def embedding_framework(evidence: Evidence) -> Framework | None:
+    """The RL framework the paste's tracebacks or lines show, if any."""
+    parts: list[str] = []
+    for event in evidence.events:
+        if event.kind is EventKind.TRACEBACK:
+            parts += [frame.path for frame in frames_of(event)]
+            parts.append(str(event.values.get("message") or ""))
+        parts.append(event.text)
+    return framework_of("\n".join(parts))
+
+
+def in_framework(
+    framework: Framework, suggestions: list[Suggestion], evidence: Evidence
+) -> tuple[list[Finding], str]:
+    """The finding naming the framework and the verdict's tail in its words (its setting for
+    the first lever it has a name for), or ([], "")."""
+    named = [(s, framework.knobs[s.knob]) for s in suggestions if s.knob in framework.knobs]
+    finding = Finding(
+        id="embedded_in_framework",
+        severity=Severity.INFO,
+        message=(
+            f"SGLang runs inside {framework.name}, beside its trainer on the same GPUs: "
+            + (
+                "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
+                if named
+                else "its settings are SGLang's"
+            )
+            + f" ({framework.source})"
+        ),
+        evidence=[evidence.at(evidence.traceback.line)] if evidence.traceback else [],
+    )
+    if not named:
+        return [finding], ""
+    first, name = named[0]
+    return [finding], f" (in {framework.name}: {first.direction.value} {name})"

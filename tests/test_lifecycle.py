@@ -1,0 +1,128 @@
+"""The lifecycle model (memledger.sglang.lifecycle), the embedding frameworks
+(memledger.sglang.frameworks) and what diagnose makes of evidence through them. Every input is a
+synthetic line in its family's shape."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis.model import Direction
+from memledger.input.parsing import parse_log
+from memledger.service import LoadOptions, build
+from memledger.sglang.failure_rules import CRASH_CAUSES, PHASE_TEXT, Phase
+from memledger.sglang.frameworks import FRAMEWORKS, framework_of
+from memledger.sglang.lifecycle import LIFECYCLE, STAGE, levers_after_load
+from memledger.units import GIB
+
+SOURCE = re.compile(r"v\d+\.\d+\.\d+(\.post\d+)? \S+\.py|https://github\.com/")
+
+
+def _diagnose(text: str) -> Diagnosis:
+    parsed = parse_log(io.BytesIO(text.encode()), label="paste.txt")
+    return diagnose(parsed, build(parsed, LoadOptions()))
+
+
+@pytest.mark.parametrize("stage", LIFECYCLE, ids=lambda s: s.phase.value)
+def test_every_stage_is_one_checked_entry(stage: object) -> None:
+    """One function checks every entry: a phase diagnose knows, a source at a release, levers
+    whose direction is one the diagnosis has and whose knob appears once in the stage."""
+    assert stage.phase in PHASE_TEXT  # type: ignore[attr-defined]
+    assert SOURCE.search(stage.source)  # type: ignore[attr-defined]
+    knobs = [lever.knob for lever in stage.levers]  # type: ignore[attr-defined]
+    assert len(knobs) == len(set(knobs))
+    for lever in stage.levers:  # type: ignore[attr-defined]
+        assert Direction(lever.direction)
+        assert lever.effect
+
+
+def test_stages_follow_the_startup_order() -> None:
+    order = [s.phase for s in LIFECYCLE]
+    assert order.index(Phase.LOAD) < order.index(Phase.KV_SIZING) < order.index(Phase.MEMORY_POOL)
+    assert order.index(Phase.GRAPH_CAPTURE) < order.index(Phase.DRAFT) < order.index(Phase.WARMUP)
+    assert len(order) == len(set(order))
+    # a shortfall after the weights can be met by the pool's levers, never by a load-only one
+    after = {lever.knob for lever in levers_after_load()}
+    assert "mem_fraction_static" in after and "cpu_offload_gb" not in after
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS, ids=lambda f: f.name)
+def test_every_framework_is_one_checked_entry(framework: object) -> None:
+    assert "mem_fraction_static" in framework.knobs  # type: ignore[attr-defined]
+    assert framework.source  # type: ignore[attr-defined]
+    for word in framework.words:  # type: ignore[attr-defined]
+        assert framework_of(f'  File "/x{word}y.py", line 1, in f') is framework
+
+
+def test_an_oom_text_alone_gets_the_levers_after_the_weights() -> None:
+    """An OOM text with nothing that places it and no numbers: still a direction per lever, from
+    the lifecycle's stages after the weights, never 'no knob helps'."""
+    result = _diagnose("RuntimeError: CUDA error: out of memory\n")
+    assert result.outcome == "oom"
+    knobs = {s.knob: s.direction for s in result.suggestions}
+    assert knobs.get("mem_fraction_static") is Direction.LOWER
+    assert all(s.value is None and "no numbers" in s.why for s in result.suggestions)
+
+
+def test_the_overlap_threads_loop_is_serving() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/site-packages/sglang/srt/managers/tp_worker_overlap_thread.py", line 111, '
+        "in forward_thread_func\n"
+        "    with torch.get_device_module(self.device).stream(self.forward_stream):\n"
+        "RuntimeError: CUDA error: out of memory\n"
+    )
+    result = _diagnose(text)
+    assert result.phase is Phase.SERVING
+    assert result.suggestions[0].knob == "max_running_requests"
+    assert "lower --max-running-requests" in result.verdict
+
+
+def test_the_balance_check_is_distributed_init_and_its_numbers_are_the_finding() -> None:
+    text = (
+        "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+        "processes. min_per_gpu_memory=61.50, local_gpu_memory=78.25, "
+        "local_gpu_memory * 0.9=70.425\n"
+    )
+    result = _diagnose(text)
+    assert result.phase is Phase.DIST_INIT
+    found = next(f for f in result.findings if f.id == "unbalanced_memory")
+    assert found.bytes == round((78.25 - 61.50) * GIB)
+    assert "16.75 GB held on it" in found.message
+
+
+def test_the_balance_check_after_the_targets_graphs_is_the_drafts() -> None:
+    """The ranks' lines interleave as in a real log: rank 0 captured its graphs, another rank's
+    worker starts again, and the check fails (a same-rank paste without server_args is read as
+    a second startup by the startup splitter)."""
+    text = (
+        "[2025-03-09 14:40:46 TP1] Capture cuda graph end. Time elapsed: 13.39 s\n"
+        "[2025-03-09 14:40:46 TP0] Capture cuda graph end. Time elapsed: 13.38 s\n"
+        "[2025-03-09 14:40:47 TP1] Init torch distributed begin.\n"
+        "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+        "processes.\n"
+    )
+    result = _diagnose(text)
+    assert result.phase is Phase.DRAFT
+    assert "draft worker" in result.verdict
+
+
+def test_a_frameworks_oom_names_its_own_knob() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/verl/verl/trainer/main_ppo.py", line 54, in main\n'
+        "    run_ppo(config)\n"
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=1, ip=10.0.0.1)\n"
+    )
+    result = _diagnose(text)
+    assert result.outcome == "oom"
+    assert "in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization" in result.verdict
+    assert any(f.id == "embedded_in_framework" for f in result.findings)
+
+
+def test_a_cause_that_names_a_phase_names_one_of_the_lifecycle() -> None:
+    for cause in CRASH_CAUSES:
+        assert cause.phase is None or cause.phase in STAGE
