@@ -9,10 +9,11 @@ import re
 
 import pytest
 
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import Direction
 from memledger.input.parsing import parse_log
-from memledger.service import LoadOptions, build
 from memledger.sglang.failure_rules import CRASH_CAUSES, PHASE_TEXT, Phase
 from memledger.sglang.frameworks import FRAMEWORKS, framework_of
 from memledger.sglang.lifecycle import LIFECYCLE, STAGE, levers_after_load
@@ -126,3 +127,31 @@ def test_a_frameworks_oom_names_its_own_knob() -> None:
 def test_a_cause_that_names_a_phase_names_one_of_the_lifecycle() -> None:
     for cause in CRASH_CAUSES:
         assert cause.phase is None or cause.phase in STAGE
+
+
+def test_no_free_memory_after_the_graphs_gets_the_serving_bound_lever() -> None:
+    """Zero free after capture with no P in the paste: no value, but the direction that gives
+    serving its memory back (the serving stage's bound levers), never 'no knob helps'."""
+    text = (
+        "[2025-01-01 10:00:09 TP0] Capture cuda graph end. Time elapsed: 3.00 s. mem usage=0.68 "
+        "GB. avail mem=0.00 GB.\n"
+        "[2025-01-01 10:00:10] The server is fired up and ready to roll!\n"
+    )
+    result = _diagnose(text)
+    assert result.outcome == "starved"
+    assert [s.knob for s in result.suggestions] == [
+        lever.knob for lever in STAGE[Phase.SERVING].bound_levers
+    ]
+    assert "lower --mem-fraction-static (for a value add" in result.verdict
+
+
+def test_a_model_constructor_frame_is_weight_loading() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/site-packages/sglang/srt/models/llama.py", line 380, in __init__\n'
+        "    self.model = self._init_model(config, quant_config)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 224.00 MiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 20.00 MiB is free. Of the allocated memory 78.90 "
+        "GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.\n"
+    )
+    assert _diagnose(text).phase is Phase.LOAD

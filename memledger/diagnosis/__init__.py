@@ -79,7 +79,7 @@ from memledger.diagnosis.pools import (
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.stages import embedding_framework, in_framework, stage_levers
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
-from memledger.diagnosis.verdicts import phrase, serving_order, unvalued
+from memledger.diagnosis.verdicts import absent, phrase, serving_order, unvalued
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
@@ -579,6 +579,8 @@ def _ready(evidence: Evidence) -> Diagnosis:
     if warnings:
         verdict = f"ready, but starved: {warnings[0].message}"
         levers = [phrase(s) for s in suggestions if s.value is not None][:1]
+        if not levers and suggestions:  # the direction, and what a value needs
+            levers = [f"{phrase(suggestions[0])} ({absent(evidence)})"]
         verdict += f"; {levers[0]}" if levers else ""
         outcome = "starved"
     elif headroom:

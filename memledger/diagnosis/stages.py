@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
-from memledger.events import EventKind
+from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sglang.frameworks import Framework, framework_of
 from memledger.sglang.lifecycle import STAGE, Lever, levers_after_load
 
 
-def stage_levers(phase: Phase) -> list[Suggestion]:
-    """The levers of the phase's stage, in the table's order; an unknown phase gets those of
-    every stage after the weights (an OOM text with nothing placing it)."""
+def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
+    """The levers of the phase's stage, in the table's order (those that raise its bound when
+    `bound`); an unknown phase gets those of every stage after the weights (an OOM text with
+    nothing placing it)."""
     stage = STAGE.get(phase)
-    levers = stage.levers if stage is not None else levers_after_load()
+    if stage is None:
+        levers = levers_after_load()
+    else:
+        levers = stage.bound_levers if bound else stage.levers
     where = (
         f"in {PHASE_TEXT[phase]} ({stage.allocates}; bounded by {stage.bound}; {stage.source})"
         if stage is not None

@@ -73,6 +73,11 @@ PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
     ("load_weights_and_postprocess", "", Phase.LOAD),
     ("_initialize_model", "model_loader", Phase.LOAD),
     ("process_weights_after_loading", "", Phase.LOAD),
+    # building the model creates its weights: a model's or a layer's constructor, a quantization
+    # method's create_weights (v0.5.8 model_loader/loader.py _initialize_model -> models/*.py)
+    ("__init__", "srt/models/", Phase.LOAD),
+    ("create_weights", "srt/layers/", Phase.LOAD),
+    ("load_weights", "srt/models/", Phase.LOAD),
     ("init_memory_pool", "", Phase.MEMORY_POOL),
     ("profile_max_num_token", "", Phase.MEMORY_POOL),
     ("configure", "kv_cache_configurator", Phase.MEMORY_POOL),

@@ -48,7 +48,11 @@ class Stage:
     bound: str
     """What bounds the phase's allocations."""
     levers: tuple[Lever, ...]
+    """What lowers the phase's own demand."""
     source: str
+    bound_levers: tuple[Lever, ...] = ()
+    """What raises the bound (more memory for the phase) when the bound itself is short: zero
+    free after the graphs is a serving stage whose bound is gone."""
 
 
 _MFS_LOWER = Lever(
@@ -177,6 +181,7 @@ LIFECYCLE: tuple[Stage, ...] = (
         "the slack after graphs (SGLang's tuning guide: keep 5-8 GB)",
         (_RUNNING, _CHUNK, _MFS_LOWER),
         "v0.5.8 managers/scheduler.py run_batch; docs/references/troubleshooting.md",
+        bound_levers=(_MFS_LOWER, _KV_CAP),
     ),
     Stage(
         Phase.RESUME,
