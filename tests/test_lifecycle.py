@@ -155,3 +155,20 @@ def test_a_model_constructor_frame_is_weight_loading() -> None:
         "GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.\n"
     )
     assert _diagnose(text).phase is Phase.LOAD
+
+
+def test_an_oom_in_the_frameworks_trainer_is_the_trainers() -> None:
+    """The failing frame is the RL framework's trainer code (its table's trainer_words): the
+    answer is the trainer's memory or SGLang's share in the framework's name, not SGLang's phase."""
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB.\n"
+        "GPU 0 has a total capacity of 79.19 GiB of which 1.20 GiB is free.\n"
+        '  File "slime/utils/ppo_utils.py", line 300, in compute_log_probs\n'
+        "    log_probs = logits.log_softmax(-1)\n"
+    )
+    result = _diagnose(text)
+    assert result.verdict.startswith("OOM in slime's trainer (utils/ppo_utils.py), not in SGLang")
+    assert "--sglang-mem-fraction-static" in result.verdict
+    assert any(
+        f.id == "trainer_oom" and "--max-tokens-per-gpu" in f.message for f in result.findings
+    )

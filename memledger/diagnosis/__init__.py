@@ -234,9 +234,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head
     framework = embedding_framework(evidence)
     if framework is not None:
-        named, tail = in_framework(framework, suggestions, evidence)
+        named, tail, whole = in_framework(framework, suggestions, evidence, missing)
         findings += named
-        verdict += tail
+        verdict = tail if whole else verdict + tail
     return _diagnosis(
         evidence,
         outcome="oom",

@@ -4,11 +4,12 @@ and the embedding framework's own name for each knob (memledger.sglang.framework
 
 from __future__ import annotations
 
+from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
-from memledger.sglang.frameworks import Framework, framework_of
+from memledger.sglang.frameworks import Framework, framework_of, trainer_frame
 from memledger.sglang.lifecycle import STAGE, Lever, levers_after_load
 
 
@@ -50,26 +51,53 @@ def embedding_framework(evidence: Evidence) -> Framework | None:
 
 
 def in_framework(
-    framework: Framework, suggestions: list[Suggestion], evidence: Evidence
-) -> tuple[list[Finding], str]:
-    """The finding naming the framework and the verdict's tail in its words (its setting for
-    the first lever it has a name for), or ([], "")."""
+    framework: Framework, suggestions: list[Suggestion], evidence: Evidence, missing: int | None
+) -> tuple[list[Finding], str, bool]:
+    """The findings naming the framework (and its trainer, when the failing frame is the
+    trainer's code), the verdict's tail in its words, and whether the tail is the whole answer
+    (the trainer's OOM: SGLang's phase talk does not apply)."""
     named = [(s, framework.knobs[s.knob]) for s in suggestions if s.knob in framework.knobs]
-    finding = Finding(
-        id="embedded_in_framework",
-        severity=Severity.INFO,
-        message=(
-            f"SGLang runs inside {framework.name}, beside its trainer on the same GPUs: "
-            + (
-                "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
-                if named
-                else "its settings are SGLang's"
+    at = [evidence.at(evidence.traceback.line)] if evidence.traceback else []
+    findings = [
+        Finding(
+            id="embedded_in_framework",
+            severity=Severity.INFO,
+            message=(
+                f"SGLang runs inside {framework.name}, beside its trainer on the same GPUs: "
+                + (
+                    "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
+                    if named
+                    else "its settings are SGLang's"
+                )
+                + f" ({framework.source})"
+            ),
+            evidence=at,
+        )
+    ]
+    paths = [f.path for e in evidence.events if e.kind is EventKind.TRACEBACK for f in frames_of(e)]
+    trainer = trainer_frame(framework, paths)
+    share = f"{framework.knobs['mem_fraction_static']}"
+    if trainer is not None:
+        findings.append(
+            Finding(
+                id="trainer_oom",
+                severity=Severity.ERROR,
+                message=(
+                    f"the allocation failed in {framework.name}'s trainer ({trainer}), not in "
+                    f"SGLang: the trainer's own memory is what to lower ({framework.trainer_levers})"
+                    f"; a smaller SGLang share ({share}) also leaves it more"
+                ),
+                evidence=at,
             )
-            + f" ({framework.source})"
-        ),
-        evidence=[evidence.at(evidence.traceback.line)] if evidence.traceback else [],
-    )
+        )
+        return (
+            findings,
+            f"OOM in {framework.name}'s trainer ({trainer}), not in SGLang"
+            + (f": {g(missing)} short" if missing else "")
+            + f"; lower the trainer's memory (its own settings), or lower {share} to leave it more",
+            True,
+        )
     if not named:
-        return [finding], ""
+        return findings, "", False
     first, name = named[0]
-    return [finding], f" (in {framework.name}: {first.direction.value} {name})"
+    return findings, f" (in {framework.name}: {first.direction.value} {name})", False

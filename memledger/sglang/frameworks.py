@@ -25,20 +25,40 @@ class Framework:
     knobs: Mapping[str, str]
     """SGLang server-arg name -> the framework's setting that sets it."""
     source: str
+    trainer_words: tuple[str, ...] = ()
+    """Path fragments of the trainer's own code: an OOM whose innermost frame is one is the
+    trainer's, beside SGLang's share, not SGLang's."""
+    trainer_levers: str = ""
+    """What lowers the trainer's own memory, as the framework's maintainers answer, with source."""
 
 
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework(
         "verl",
-        ("/verl/", "verl.trainer", "verl.workers", "actor_rollout_ref", "main_ppo.py"),
+        (
+            "/verl/",
+            "verl.trainer",
+            "verl.workers",
+            "actor_rollout_ref",
+            "main_ppo.py",
+            "ray_trainer.py",
+            "fsdp_workers.py",
+            "megatron_workers.py",
+        ),
         {"mem_fraction_static": "actor_rollout_ref.rollout.gpu_memory_utilization"},
         "verl passes rollout.gpu_memory_utilization to SGLang as mem_fraction_static "
         "(verl/workers/rollout/sglang_rollout/sglang_rollout.py, "
         "https://github.com/verl-project/verl/pull/1491)",
+        trainer_words=("dp_actor.py", "megatron_actor.py", "dp_critic.py", "megatron_critic.py"),
+        trainer_levers=(
+            "actor_rollout_ref.actor.fsdp_config.param_offload=True and optimizer_offload=True, "
+            "a smaller ppo_micro_batch_size_per_gpu (https://github.com/verl-project/verl/issues/"
+            "1014, /issues/3453)"
+        ),
     ),
     Framework(
         "slime",
-        ("/slime/", "slime.ray", "slime.backends", "--sglang-"),
+        ("/slime/", "slime.ray", "slime.backends", "--sglang-", "ppo_utils.py"),
         {
             "mem_fraction_static": "--sglang-mem-fraction-static",
             "cuda_graph_max_bs": "--sglang-cuda-graph-max-bs",
@@ -49,6 +69,12 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "slime forwards every SGLang server arg as --sglang-<arg>; its FAQ: 'this could be an "
         "OOM error. Consider reducing the value of --sglang-mem-fraction-static' "
         "(THUDM/slime docs, get_started/qa)",
+        trainer_words=("ppo_utils.py", "megatron_utils/", "fsdp_utils/"),
+        trainer_levers=(
+            "a smaller --max-tokens-per-gpu (https://github.com/THUDM/slime/issues/1237), the "
+            "optimizer state in host RAM: --optimizer-cpu-offload --overlap-cpu-optimizer-d2h-h2d "
+            "--use-precision-aware-optimizer (https://github.com/skypilot-org/skypilot/pull/10269)"
+        ),
     ),
 )
 """Frameworks whose mapping is read from their source or docs."""
@@ -61,3 +87,10 @@ set to release and resume its memory (the framework may not be named)."""
 def framework_of(text: str) -> Framework | None:
     """The framework a paste's text shows, if any."""
     return next((f for f in FRAMEWORKS if any(word in text for word in f.words)), None)
+
+
+def trainer_frame(framework: Framework, paths: list[str]) -> str | None:
+    """The innermost frame path of the framework's trainer code, if that is where it failed."""
+    return next(
+        (p for p in reversed(paths) if any(word in p for word in framework.trainer_words)), None
+    )
