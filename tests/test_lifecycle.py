@@ -172,3 +172,21 @@ def test_an_oom_in_the_frameworks_trainer_is_the_trainers() -> None:
     assert any(
         f.id == "trainer_oom" and "--max-tokens-per-gpu" in f.message for f in result.findings
     )
+
+
+def test_a_moe_kernel_frame_places_an_oom_whose_text_shows_graph_memory() -> None:
+    """A private pool in the OOM text reads as serving only when nothing else places it: the
+    MoE layer's constructor frame says weight loading (issue 24, family 7)."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/site-packages/sglang/srt/layers/moe/fused_moe_triton/layer.py", line 210, '
+        "in __init__\n"
+        "    self.quant_method.create_moe_weights(self)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+        "capacity of 79.19 GiB of which 300.00 MiB is free. Of the allocated memory 77.00 GiB is "
+        "allocated by PyTorch, with 24.00 MiB allocated in private pools (e.g., CUDA Graphs), and "
+        "20.00 MiB is reserved by PyTorch but unallocated.\n"
+    )
+    result = _diagnose(text)
+    assert result.phase is Phase.LOAD
+    assert not any(f.id == "phase_from_graphs" for f in result.findings)

@@ -76,6 +76,10 @@ PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
     # building the model creates its weights: a model's or a layer's constructor, a quantization
     # method's create_weights (v0.5.8 model_loader/loader.py _initialize_model -> models/*.py)
     ("__init__", "srt/models/", Phase.LOAD),
+    # a MoE layer and its kernel's state built with the model (v0.5.8
+    # layers/moe/fused_moe_triton/layer.py FusedMoE.__init__): weight loading, whatever CUDA-graph
+    # memory the OOM text shows (the phase the frames name wins over the private-pool reading)
+    ("__init__", "srt/layers/moe/", Phase.LOAD),
     ("create_weights", "srt/layers/", Phase.LOAD),
     ("load_weights", "srt/models/", Phase.LOAD),
     ("init_memory_pool", "", Phase.MEMORY_POOL),
