@@ -190,3 +190,18 @@ def test_a_moe_kernel_frame_places_an_oom_whose_text_shows_graph_memory() -> Non
     result = _diagnose(text)
     assert result.phase is Phase.LOAD
     assert not any(f.id == "phase_from_graphs" for f in result.findings)
+
+
+def test_a_bare_pytorch_oom_text_is_no_evidence_of_vllm() -> None:
+    """PyTorch's OOM text is every engine's: alone it is read on memledger's SGLang path, whose
+    lifecycle model gives the levers (vLLM's table still reads it inside a vLLM log)."""
+    from memledger.input.engine_detect import detect_engine
+
+    line = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.93 GiB. GPU 0 has a total "
+        "capacity of 79.14 GiB of which 3.79 GiB is free."
+    )
+    assert detect_engine([line]).engine is None
+    assert detect_engine(["RuntimeError: CUDA error: out of memory"]).engine is None
+    result = _diagnose(line + "\n")
+    assert any(s.knob == "mem_fraction_static" for s in result.suggestions)
