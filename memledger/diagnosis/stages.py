@@ -84,8 +84,9 @@ def in_framework(
                 severity=Severity.ERROR,
                 message=(
                     f"the allocation failed in {framework.name}'s trainer ({trainer}), not in "
-                    f"SGLang: the trainer's own memory is what to lower ({framework.trainer_levers})"
-                    f"; a smaller SGLang share ({share}) also leaves it more"
+                    f"SGLang: the trainer's own memory is what to lower "
+                    f"({framework.trainer_levers}); a smaller SGLang share ({share}) also leaves "
+                    "it more"
                 ),
                 evidence=at,
             )
