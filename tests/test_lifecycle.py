@@ -205,3 +205,15 @@ def test_a_bare_pytorch_oom_text_is_no_evidence_of_vllm() -> None:
     assert detect_engine(["RuntimeError: CUDA error: out of memory"]).engine is None
     result = _diagnose(line + "\n")
     assert any(s.knob == "mem_fraction_static" for s in result.suggestions)
+
+
+def test_frames_pasted_after_the_oom_text_place_it() -> None:
+    """The OOM text first, its frame lines after it (a second fragment): the frames still name
+    the phase, here an attention backend's constructor after the pool."""
+    text = (
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 16.25 GiB.\n"
+        "GPU 0 has a total capacity of 255.98 GiB of which 4.23 GiB is free.\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/layers/attention/aiter_backend.py", '
+        "line 270, in __init__\n"
+    )
+    assert _diagnose(text).phase is Phase.AFTER_POOL

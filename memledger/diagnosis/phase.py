@@ -94,6 +94,16 @@ def failure_phase(evidence: Evidence) -> Phase:
     phase: Phase | None = None
     if evidence.traceback is not None:
         phase = traceback_phase(evidence.traceback)
+    if phase is None and evidence.traceback is not None and not frames_of(evidence.traceback):
+        # the failing text came without frames; frames pasted apart from it (after the OOM
+        # line, a second fragment) of the same rank still name the phase
+        rank = evidence.traceback.rank
+        placed = (
+            traceback_phase(e)
+            for e in evidence.events
+            if e.kind is EventKind.TRACEBACK and e.rank == rank and e is not evidence.traceback
+        )
+        phase = next((p for p in placed if p is not None), None)
     if phase is None:
         phase = milestone(evidence)[0]
     if phase is Phase.UNKNOWN and any(
