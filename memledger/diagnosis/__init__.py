@@ -23,6 +23,8 @@ Modules:
 - `pools`: Memory that is not the allocator's free GPU memory.
 - `reserve`: What a startup left outside its KV pool, against what SGLang's own default keeps there
   at the log's release.
+- `stages`: The lifecycle model's levers for a shortfall without numbers, and the embedding
+  framework's names for them.
 - `table`: The request-to-token table.
 - `verdicts`: The verdict of an OOM whose levers have no value (the paste lacks the numbers).
 - `vllm`: Why a vLLM startup failed.
