@@ -8,7 +8,7 @@ share, so the trainer's memory fits beside it.
 Add a `Framework` with the words its tracebacks or commands carry (file paths, module names),
 its knob names for SGLang's server args (`knobs`: server-arg name -> the framework's), and the
 source of the mapping (the framework's file at a commit, or its docs); add its synthetic
-traceback line to tests/test_lifecycle.py.
+traceback line to tests/diagnosis/test_lifecycle.py.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ torch_memory_saver (managers/scheduler_update_weights_mixin.py:121 `release_memo
 ## Adding a stage or a lever
 A lever is (knob, direction, what it changes there); the knob is SGLang's server-arg name. An
 RL framework's name for a knob is `frameworks.FRAMEWORKS`, not a lever here. Add a test in
-tests/test_lifecycle.py when a stage gains a lever.
+tests/diagnosis/test_lifecycle.py when a stage gains a lever.
 """
 
 from __future__ import annotations
