@@ -23,6 +23,8 @@ Modules:
 - `pools`: Memory that is not the allocator's free GPU memory.
 - `reserve`: What a startup left outside its KV pool, against what SGLang's own default keeps there
   at the log's release.
+- `stages`: The lifecycle model's levers for a shortfall without numbers, and the embedding
+  framework's names for them.
 - `table`: The request-to-token table.
 - `verdicts`: The verdict of an OOM whose levers have no value (the paste lacks the numbers).
 - `vllm`: Why a vLLM startup failed.
@@ -78,8 +80,9 @@ from memledger.diagnosis.pools import (
     serving_notes,
 )
 from memledger.diagnosis.reserve import outside_pool
+from memledger.diagnosis.stages import embedding_framework, in_framework, stage_levers
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
-from memledger.diagnosis.verdicts import phrase, serving_order, unvalued
+from memledger.diagnosis.verdicts import absent, phrase, serving_order, unvalued
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
@@ -177,6 +180,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = after_pool_oom(evidence, phase)
         if phase in (Phase.WARMUP, Phase.SERVING):
             extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
+    if not suggestions and table is None and oversize is None and evidence.refusal is None:
+        if phase not in (Phase.LOAD, Phase.DIST_INIT):  # load_oom's answer stands there
+            suggestions = stage_levers(phase)  # the lifecycle model's levers, with directions
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
     findings += _placed_by_graphs(evidence)
@@ -229,6 +235,11 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
+    framework = embedding_framework(evidence)
+    if framework is not None:
+        named, tail, whole = in_framework(framework, suggestions, evidence, missing)
+        findings += named
+        verdict = tail if whole else verdict + tail
     return _diagnosis(
         evidence,
         outcome="oom",
@@ -571,6 +582,8 @@ def _ready(evidence: Evidence) -> Diagnosis:
     if warnings:
         verdict = f"ready, but starved: {warnings[0].message}"
         levers = [phrase(s) for s in suggestions if s.value is not None][:1]
+        if not levers and suggestions:  # the direction, and what a value needs
+            levers = [f"{phrase(suggestions[0])} ({absent(evidence)})"]
         verdict += f"; {levers[0]}" if levers else ""
         outcome = "starved"
     elif headroom:

@@ -13,7 +13,7 @@ from memledger.sglang.failure_rules import (
     SHM_SOURCE,
     CrashCause,
 )
-from memledger.units import MIB
+from memledger.units import GIB, MIB
 
 
 def shm_exhausted(evidence: Evidence) -> Event | None:
@@ -49,9 +49,20 @@ def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:
 
 
 def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Finding:
+    numbers = cause.numbers.search(event.text) if cause.numbers is not None else None
+    said = ""
+    amount = None
+    if numbers is not None and {"min", "local"} <= numbers.groupdict().keys():
+        low, local = float(numbers["min"]), float(numbers["local"])
+        amount = round((local - low) * GIB)
+        said = (
+            f"; here the fullest rank had {low:.2f} GB free against this rank's {local:.2f} GB: "
+            f"{local - low:.2f} GB held on it that this rank does not hold"
+        )
     return Finding(
         id=FindingId(cause.finding_id),
         severity=Severity.ERROR,
-        message=f"{cause.message} ({cause.source})",
+        message=f"{cause.message}{said} ({cause.source})",
+        bytes=amount,
         evidence=[evidence.at(event.line)],
     )

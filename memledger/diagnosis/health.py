@@ -11,6 +11,7 @@ from memledger.diagnosis.levers import kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.reserve import default_reserve, outside_pool
+from memledger.diagnosis.stages import stage_levers
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     HEADROOM_DOCS_CAP_GIB,
@@ -18,6 +19,7 @@ from memledger.sglang.failure_rules import (
     LARGE_GPU_RESERVE_GIB,
     LATE_RELEASE_CAUSE,
     SUMMARY_LINE_CITATION,
+    Phase,
 )
 from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
@@ -116,7 +118,8 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         capped = kv_cap_lever(evidence, target - free)
         if capped is not None:
             suggestions.append(capped)
-    return [finding], suggestions
+    # without P the amount has no value, the direction stands: the serving stage's levers
+    return [finding], suggestions or stage_levers(Phase.SERVING, bound=True)
 
 
 def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:

@@ -67,6 +67,8 @@ class FindingId(StrEnum):
     TRUNCATED = "truncated"
     WEIGHTS_EXCEED_BUDGET = "weights_exceed_budget"
     ZERO_HEADROOM = "zero_headroom"
+    EMBEDDED_IN_FRAMEWORK = "embedded_in_framework"
+    TRAINER_OOM = "trainer_oom"
     # findings of a vLLM log (memledger.diagnosis.vllm)
     FAILED_AT_KV_CHECK = "failed_at_kv_check"
     IN_USE_AT_START = "in_use_at_start"
@@ -84,6 +86,7 @@ class FindingId(StrEnum):
     NOT_CAPTURABLE = "not_capturable"
     RETRACT_ONE_LEFT = "retract_one_left"
     TORCH_COMPILE_QUANTIZED = "torch_compile_quantized"
+    UNBALANCED_MEMORY = "unbalanced_memory"
     # the load sites that explain a load-time OOM (memledger.sglang.failure_rules.LOAD_SITES)
     UNQUANTIZED_LAYER = "unquantized_layer"
     UNSHARDED_FALLBACK = "unsharded_fallback"

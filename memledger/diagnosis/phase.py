@@ -11,6 +11,7 @@ from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CAPTURE_FAILED_TEXT,
+    CRASH_CAUSES,
     PHASE_FRAMES,
     SERVING_SHAPES,
     WARMUP_CONTEXT,
@@ -42,6 +43,12 @@ _MILESTONE_PHASE: dict[EventKind, Phase] = {
 }
 
 
+_DRAFT_START = frozenset(
+    {EventKind.DIST_INIT_BEGIN, EventKind.DIST_INIT_END, EventKind.LOAD_BEGIN, EventKind.LOAD_END}
+)
+"""Milestones a worker prints when it starts: after a capture end they are the draft's."""
+
+
 def traceback_phase(traceback: Event) -> Phase | None:
     """The phase the innermost known phase function of a traceback names, if any."""
     if WARMUP_CONTEXT in str(traceback.values.get("context") or ""):
@@ -64,13 +71,21 @@ def milestone(evidence: Evidence) -> tuple[Phase, Event | None]:
     """The phase the ledger's rank was in at the failure (or at the end of the log)."""
     stop = evidence.failure_line
     phase, last = Phase.UNKNOWN, None
+    captured = False
     for event in evidence.events:
         if stop is not None and event.line > stop:
             break
         if is_ready_line(event):
             phase, last = Phase.SERVING, event
+        elif captured and event.kind in _DRAFT_START:
+            # a worker starting again after the target's graphs: the speculative draft's own
+            # startup (lifecycle stage DRAFT, v0.5.8 speculative/eagle_worker.py:80-201)
+            phase, last = Phase.DRAFT, event
         elif event.kind in _MILESTONE_PHASE:  # the ledger rank's own lines (and its bars)
             phase, last = _MILESTONE_PHASE[event.kind], event
+            if phase is Phase.DRAFT or event.values.get("role") == "draft":
+                phase = Phase.DRAFT
+        captured = captured or event.kind is EventKind.CAPTURE_END
     return phase, last
 
 
@@ -80,6 +95,16 @@ def failure_phase(evidence: Evidence) -> Phase:
     phase: Phase | None = None
     if evidence.traceback is not None:
         phase = traceback_phase(evidence.traceback)
+    if phase is None and evidence.traceback is not None and not frames_of(evidence.traceback):
+        # the failing text came without frames; frames pasted apart from it (after the OOM
+        # line, a second fragment) of the same rank still name the phase
+        rank = evidence.traceback.rank
+        placed = (
+            traceback_phase(e)
+            for e in evidence.events
+            if e.kind is EventKind.TRACEBACK and e.rank == rank and e is not evidence.traceback
+        )
+        phase = next((p for p in placed if p is not None), None)
     if phase is None:
         phase = milestone(evidence)[0]
     if phase is Phase.UNKNOWN and any(
@@ -93,6 +118,15 @@ def failure_phase(evidence: Evidence) -> Phase:
         and str(traceback.values.get("message") or "").startswith(CAPTURE_FAILED_TEXT)
     ):
         phase = Phase.GRAPH_CAPTURE  # SGLang's own re-raise names the phase
+    cause = _cause_phase(evidence)  # the phase whose check prints the text
+    if phase is Phase.UNKNOWN and cause is not None:
+        phase = cause
+    elif cause is Phase.DIST_INIT and phase is Phase.GRAPH_CAPTURE:
+        # a distributed-init check after the target's graphs: the only later dist init in the
+        # lifecycle is the speculative draft worker's (memledger.sglang.lifecycle)
+        last = milestone(evidence)[1]
+        if last is not None and last.kind is EventKind.CAPTURE_END:
+            phase = Phase.DRAFT
     if phase is Phase.UNKNOWN and graphs_in_allocator(evidence) is not None:
         phase = Phase.SERVING  # graphs exist: the weights and the KV pool were in place
     if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
@@ -119,3 +153,11 @@ def graphs_in_allocator(evidence: Evidence) -> Size | None:
     if evidence.traceback is not None and traceback_phase(evidence.traceback) is not None:
         return None
     return pools if milestone(evidence)[0] is Phase.UNKNOWN else None
+
+
+def _cause_phase(evidence: Evidence) -> Phase | None:
+    traceback = evidence.traceback
+    if traceback is None:
+        return None
+    text = f"{traceback.values.get('message') or ''} {traceback.text}"
+    return next((c.phase for c in CRASH_CAUSES if c.phase and c.pattern.search(text)), None)

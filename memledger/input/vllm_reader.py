@@ -453,4 +453,5 @@ def looks_like_vllm(text: str) -> bool:
     clean = _strip(text)
     if any(e.continued and re.search(e.continued, clean) for e in ERRORS):
         return True
-    return bool(_match_line(clean)) or _PROCESS.search(clean) is not None
+    found = [spec for spec, _ in _match_line(clean) if not getattr(spec, "engine_neutral", False)]
+    return bool(found) or _PROCESS.search(clean) is not None

@@ -98,10 +98,14 @@ Modules:
 - `examples`: The example lines.
 - `failure_rules`: What a failed startup's traceback and milestones mean.
 - `fraction_rules`: SGLang's mem_fraction_static rules as data.
+- `frameworks`: Frameworks that embed SGLang (RL trainers): their words, their names for SGLang's
+  settings, their trainer's code and levers.
 - `gpu_cards`: GPU capacities as SGLang reads them, for the cards a log can name.
 - `hints`: What an unexplained residual most likely is.
 - `launch_flags`: How an SGLang launch command names the ServerArgs fields (SGLang knowledge, as
   data).
+- `lifecycle`: SGLang's memory lifecycle, one stage per phase: what it allocates, what bounds it,
+  its levers.
 - `lines`: Every SGLang log line memledger reads.
 - `mfs_defaults`: SGLang's mem_fraction_static default arithmetic, every release.
 - `releases`: SGLang release numbers, and the one release-range type and its predicate.

@@ -34,8 +34,14 @@ class Phase(StrEnum):
     AFTER_POOL = "after_pool"
     """Attention backends, workspaces, symmetric memory, autotuning: pool end -> first capture."""
     GRAPH_CAPTURE = "graph_capture"
+    DRAFT = "draft"
+    """The speculative draft worker's own startup (dist init, weights, pools, graphs), after the
+    target's graphs (v0.5.8 speculative/eagle_worker.py:80-201)."""
     WARMUP = "warmup"
     SERVING = "serving"
+    RESUME = "resume"
+    """An RL framework resuming SGLang's released memory through torch_memory_saver (v0.5.8
+    managers/scheduler_update_weights_mixin.py:154)."""
     UNKNOWN = "unknown"
 
 
@@ -48,8 +54,10 @@ PHASE_TEXT: dict[Phase, str] = {
     Phase.MEMORY_POOL: "memory-pool allocation",
     Phase.AFTER_POOL: "setup after the memory pool",
     Phase.GRAPH_CAPTURE: "CUDA-graph capture",
+    Phase.DRAFT: "the speculative draft worker's startup",
     Phase.WARMUP: "warmup",
     Phase.SERVING: "serving",
+    Phase.RESUME: "resuming memory released for training (torch_memory_saver)",
     Phase.UNKNOWN: "an unknown phase",
 }
 
@@ -65,11 +73,23 @@ PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
     ("load_weights_and_postprocess", "", Phase.LOAD),
     ("_initialize_model", "model_loader", Phase.LOAD),
     ("process_weights_after_loading", "", Phase.LOAD),
+    # building the model creates its weights: a model's or a layer's constructor, a quantization
+    # method's create_weights (v0.5.8 model_loader/loader.py _initialize_model -> models/*.py)
+    ("__init__", "srt/models/", Phase.LOAD),
+    # a MoE layer and its kernel's state built with the model (v0.5.8
+    # layers/moe/fused_moe_triton/layer.py FusedMoE.__init__): weight loading, whatever CUDA-graph
+    # memory the OOM text shows (the phase the frames name wins over the private-pool reading)
+    ("__init__", "srt/layers/moe/", Phase.LOAD),
+    ("create_weights", "srt/layers/", Phase.LOAD),
+    ("load_weights", "srt/models/", Phase.LOAD),
     ("init_memory_pool", "", Phase.MEMORY_POOL),
     ("profile_max_num_token", "", Phase.MEMORY_POOL),
     ("configure", "kv_cache_configurator", Phase.MEMORY_POOL),
     ("init_cublas", "", Phase.AFTER_POOL),
     ("init_attention_backend", "", Phase.AFTER_POOL),
+    # an attention backend's constructor allocating its workspace (v0.5.8
+    # layers/attention/flashinfer_backend.py:196-206; aiter_backend.py, sglang PR #20888)
+    ("__init__", "layers/attention/", Phase.AFTER_POOL),
     ("init_attention_backends", "", Phase.AFTER_POOL),
     ("kernel_warmup", "", Phase.AFTER_POOL),
     ("_flashinfer_autotune", "", Phase.AFTER_POOL),
@@ -92,6 +112,12 @@ PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
     # overlap thread's forward_thread_func_): a batch being served (or the warmup request)
     ("forward_batch_generation", "tp_worker", Phase.SERVING),
     ("forward_thread_func_", "tp_worker", Phase.SERVING),
+    # the overlap thread's outer loop (v0.4.4 managers/tp_worker_overlap_thread.py:111)
+    ("forward_thread_func", "tp_worker_overlap_thread", Phase.SERVING),
+    # an RL framework resuming what SGLang released (v0.5.8
+    # managers/scheduler_update_weights_mixin.py:154; torch_memory_saver entrypoint.py resume)
+    ("resume_memory_occupation", "", Phase.RESUME),
+    ("resume", "torch_memory_saver", Phase.RESUME),
     ("run_event_loop", "", Phase.SERVING),
     ("event_loop_normal", "", Phase.SERVING),
     ("event_loop_overlap", "", Phase.SERVING),
@@ -221,6 +247,8 @@ class CrashCause:
         *,
         own_pool: bool = False,
         gpu_memory: bool = False,
+        phase: Phase | None = None,
+        numbers: str = "",
     ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
@@ -234,9 +262,33 @@ class CrashCause:
         self.gpu_memory = gpu_memory
         """GPU memory ran out behind an error text that is no allocator OOM (a communication
         library's buffer): the fix is more room after the pool."""
+        self.phase = phase
+        """The lifecycle phase that prints the text, when nothing else in the paste places it."""
+        self.numbers = re.compile(numbers) if numbers else None
+        """The text's own numbers (named groups, GB as SGLang prints them): the finding."""
 
 
 CRASH_CAUSES: tuple[CrashCause, ...] = (
+    CrashCause(
+        "unbalanced_memory",
+        r"memory capacity is unbalanced",
+        "SGLang's per-rank balance check at distributed init: the world minimum of free memory "
+        "(min_per_gpu_memory) is below 0.9 x this rank's (local_gpu_memory), so some rank's GPU "
+        "holds memory this one does not: another process on it, GPUs of different sizes, or, "
+        "after the target's graphs, the speculative draft worker's own check seeing what the "
+        "target left unevenly (v0.4.1 model_executor/model_runner.py init_torch_distributed "
+        "raises ValueError; v0.5.8 :789-798 skips it for the draft worker and only warns unless "
+        "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK is set; sglang PR #5426)",
+        "free the other process's memory on the fullest GPU (nvidia-smi), use GPUs of one size, "
+        "or upgrade past the draft worker's check",
+        "https://github.com/sgl-project/sglang/issues/1533 (maintainer: kill the processes that "
+        "occupy GPU memory), https://github.com/sgl-project/sglang/pull/5426",
+        phase=Phase.DIST_INIT,
+        numbers=(
+            r"min_per_gpu_memory=(?P<min>\d+(?:\.\d+)?).{0,40}?"
+            r"local_gpu_memory=(?P<local>\d+(?:\.\d+)?)"
+        ),
+    ),
     CrashCause(
         "deepep_dispatch_cap",
         r"num_max_dispatch_tokens_per_rank",

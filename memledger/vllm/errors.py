@@ -34,6 +34,10 @@ class VllmError:
     continued: str = ""
     """A regex for where the message starts when vLLM (or a paste) breaks it over lines: a line
     matching it is joined with the next lines before `pattern` is tried."""
+    engine_neutral: bool = False
+    """PyTorch's or the CUDA runtime's text, which any engine prints: read in a vLLM log, but no
+    evidence that a log is vLLM's (a bare OOM line pasted alone stays SGLang's, memledger's
+    default: issue 24, no OOM text is left unread)."""
 
 
 ERRORS: tuple[VllmError, ...] = (
@@ -105,6 +109,7 @@ ERRORS: tuple[VllmError, ...] = (
         None,
         "PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp), not vLLM; the phase "
         "comes from the last startup line before it",
+        engine_neutral=True,
     ),
     VllmError(
         "cuda_error_oom",
@@ -115,6 +120,7 @@ ERRORS: tuple[VllmError, ...] = (
         None,
         None,
         "the CUDA runtime through PyTorch (an allocation inside a kernel or graph capture)",
+        engine_neutral=True,
     ),
     VllmError(
         "engine_failed",

@@ -1,0 +1,104 @@
+"""The lifecycle model's answer for a shortfall whose paste carries no numbers: the levers of the
+phase's stage (memledger.sglang.lifecycle), each with its direction and what it changes there;
+and the embedding framework's own name for each knob (memledger.sglang.frameworks)."""
+
+from __future__ import annotations
+
+from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.evidence import Evidence, frames_of
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.model.events import EventKind
+from memledger.sglang.failure_rules import PHASE_TEXT, Phase
+from memledger.sglang.frameworks import Framework, framework_of, trainer_frame
+from memledger.sglang.lifecycle import STAGE, Lever, levers_after_load
+
+
+def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
+    """The levers of the phase's stage, in the table's order (those that raise its bound when
+    `bound`); an unknown phase gets those of every stage after the weights (an OOM text with
+    nothing placing it)."""
+    stage = STAGE.get(phase)
+    if stage is None:
+        levers = levers_after_load()
+    else:
+        levers = stage.bound_levers if bound else stage.levers
+    where = (
+        f"in {PHASE_TEXT[phase]} ({stage.allocates}; bounded by {stage.bound}; {stage.source})"
+        if stage is not None
+        else "after the weights (the paste does not place the failure)"
+    )
+    return [_suggestion(lever, where) for lever in levers]
+
+
+def _suggestion(lever: Lever, where: str) -> Suggestion:
+    return Suggestion(
+        knob=lever.knob,
+        direction=Direction(lever.direction),
+        value=None,
+        why=f"{where}: {lever.effect}; the paste carries no numbers for a value",
+    )
+
+
+def embedding_framework(evidence: Evidence) -> Framework | None:
+    """The RL framework the paste's tracebacks or lines show, if any."""
+    parts: list[str] = []
+    for event in evidence.events:
+        if event.kind is EventKind.TRACEBACK:
+            parts += [frame.path for frame in frames_of(event)]
+            parts.append(str(event.values.get("message") or ""))
+        parts.append(event.text)
+    return framework_of("\n".join(parts))
+
+
+def in_framework(
+    framework: Framework, suggestions: list[Suggestion], evidence: Evidence, missing: int | None
+) -> tuple[list[Finding], str, bool]:
+    """The findings naming the framework (and its trainer, when the failing frame is the
+    trainer's code), the verdict's tail in its words, and whether the tail is the whole answer
+    (the trainer's OOM: SGLang's phase talk does not apply)."""
+    named = [(s, framework.knobs[s.knob]) for s in suggestions if s.knob in framework.knobs]
+    at = [evidence.at(evidence.traceback.line)] if evidence.traceback else []
+    findings = [
+        Finding(
+            id=FindingId.EMBEDDED_IN_FRAMEWORK,
+            severity=Severity.INFO,
+            message=(
+                f"SGLang runs inside {framework.name}, beside its trainer on the same GPUs: "
+                + (
+                    "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
+                    if named
+                    else "its settings are SGLang's"
+                )
+                + f" ({framework.source})"
+            ),
+            evidence=at,
+        )
+    ]
+    paths = [f.path for e in evidence.events if e.kind is EventKind.TRACEBACK for f in frames_of(e)]
+    trainer = trainer_frame(framework, paths)
+    share = f"{framework.knobs['mem_fraction_static']}"
+    if trainer is not None:
+        findings.append(
+            Finding(
+                id=FindingId.TRAINER_OOM,
+                severity=Severity.ERROR,
+                message=(
+                    f"the allocation failed in {framework.name}'s trainer ({trainer}), not in "
+                    f"SGLang: the trainer's own memory is what to lower "
+                    f"({framework.trainer_levers}); a smaller SGLang share ({share}) also leaves "
+                    "it more"
+                ),
+                evidence=at,
+            )
+        )
+        return (
+            findings,
+            f"OOM in {framework.name}'s trainer ({trainer}), not in SGLang"
+            + (f": {g(missing)} short" if missing else "")
+            + f"; lower the trainer's memory (its own settings), or lower {share} to leave it more",
+            True,
+        )
+    if not named:
+        return findings, "", False
+    first, name = named[0]
+    return findings, f" (in {framework.name}: {first.direction.value} {name})", False

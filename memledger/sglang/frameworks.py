@@ -1,0 +1,96 @@
+"""Frameworks that embed SGLang (RL trainers that run it beside the trainer on the same GPUs),
+one `Framework` per project: how a paste shows it, and its own name for each SGLang setting, so
+a lever reads in the words the reporter configures. They release and resume SGLang's memory
+through torch_memory_saver between rollouts; the usual fix for an OOM there is a smaller SGLang
+share, so the trainer's memory fits beside it.
+
+## Adding a framework
+Add a `Framework` with the words its tracebacks or commands carry (file paths, module names),
+its knob names for SGLang's server args (`knobs`: server-arg name -> the framework's), and the
+source of the mapping (the framework's file at a commit, or its docs); add its synthetic
+traceback line to tests/diagnosis/test_lifecycle.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    words: tuple[str, ...]
+    """Text only a paste from this framework holds (a path fragment, a module, a flag)."""
+    knobs: Mapping[str, str]
+    """SGLang server-arg name -> the framework's setting that sets it."""
+    source: str
+    trainer_words: tuple[str, ...] = ()
+    """Path fragments of the trainer's own code: an OOM whose innermost frame is one is the
+    trainer's, beside SGLang's share, not SGLang's."""
+    trainer_levers: str = ""
+    """What lowers the trainer's own memory, as the framework's maintainers answer, with source."""
+
+
+FRAMEWORKS: tuple[Framework, ...] = (
+    Framework(
+        "verl",
+        (
+            "/verl/",
+            "verl.trainer",
+            "verl.workers",
+            "actor_rollout_ref",
+            "main_ppo.py",
+            "ray_trainer.py",
+            "fsdp_workers.py",
+            "megatron_workers.py",
+        ),
+        {"mem_fraction_static": "actor_rollout_ref.rollout.gpu_memory_utilization"},
+        "verl passes rollout.gpu_memory_utilization to SGLang as mem_fraction_static "
+        "(verl/workers/rollout/sglang_rollout/sglang_rollout.py, "
+        "https://github.com/verl-project/verl/pull/1491)",
+        trainer_words=("dp_actor.py", "megatron_actor.py", "dp_critic.py", "megatron_critic.py"),
+        trainer_levers=(
+            "actor_rollout_ref.actor.fsdp_config.param_offload=True and optimizer_offload=True, "
+            "a smaller ppo_micro_batch_size_per_gpu (https://github.com/verl-project/verl/issues/"
+            "1014, /issues/3453)"
+        ),
+    ),
+    Framework(
+        "slime",
+        ("/slime/", "slime.ray", "slime.backends", "--sglang-", "ppo_utils.py"),
+        {
+            "mem_fraction_static": "--sglang-mem-fraction-static",
+            "cuda_graph_max_bs": "--sglang-cuda-graph-max-bs",
+            "max_running_requests": "--sglang-max-running-requests",
+            "context_length": "--sglang-context-length",
+            "chunked_prefill_size": "--sglang-chunked-prefill-size",
+        },
+        "slime forwards every SGLang server arg as --sglang-<arg>; its FAQ: 'this could be an "
+        "OOM error. Consider reducing the value of --sglang-mem-fraction-static' "
+        "(THUDM/slime docs, get_started/qa)",
+        trainer_words=("ppo_utils.py", "megatron_utils/", "fsdp_utils/"),
+        trainer_levers=(
+            "a smaller --max-tokens-per-gpu (https://github.com/THUDM/slime/issues/1237), the "
+            "optimizer state in host RAM: --optimizer-cpu-offload --overlap-cpu-optimizer-d2h-h2d "
+            "--use-precision-aware-optimizer (https://github.com/skypilot-org/skypilot/pull/10269)"
+        ),
+    ),
+)
+"""Frameworks whose mapping is read from their source or docs."""
+
+MEMORY_SAVER_WORDS = ("torch_memory_saver", "cu_mem_create", "cuMemCreate")
+"""A paste holding these comes from SGLang run with --enable-memory-saver, which RL frameworks
+set to release and resume its memory (the framework may not be named)."""
+
+
+def framework_of(text: str) -> Framework | None:
+    """The framework a paste's text shows, if any."""
+    return next((f for f in FRAMEWORKS if any(word in text for word in f.words)), None)
+
+
+def trainer_frame(framework: Framework, paths: list[str]) -> str | None:
+    """The innermost frame path of the framework's trainer code, if that is where it failed."""
+    return next(
+        (p for p in reversed(paths) if any(word in p for word in framework.trainer_words)), None
+    )

@@ -1,0 +1,207 @@
+"""SGLang's memory lifecycle, one `Stage` per phase in the order a worker runs them: what the
+phase allocates, what bounds it, and which settings move it (with the direction that frees
+memory there). Diagnose follows the phase of any evidence (a milestone line, a traceback frame,
+an OOM text, a number the reporter typed) to its stage, and takes the levers of a shortfall from
+it when the paste carries no numbers for a valued lever: the same table answers every family,
+and "no knob helps" is said only where a stage has no lever.
+
+Order (v0.5.8 model_executor/model_runner.py `initialize` :414: `init_torch_distributed` :693 ->
+`load_model` :805 -> `init_memory_pool` (model_runner_kv_cache_mixin.py:252) ->
+`init_attention_backend` :1596 / `kernel_warmup` :1688 -> `init_device_graphs` :1979); a
+speculative draft worker (speculative/eagle_worker.py `__init__` :80) then runs its own dist
+init, load and pools (`super().__init__` :140) and its attention backend and graphs (:200-201);
+then the HTTP server's warmup (entrypoints/http_server.py:1496) and serving. Inside RL
+frameworks SGLang's weights and KV cache are released and resumed between rollouts through
+torch_memory_saver (managers/scheduler_update_weights_mixin.py:121 `release_memory_occupation`,
+:154 `resume_memory_occupation`).
+
+## Adding a stage or a lever
+A lever is (knob, direction, what it changes there); the knob is SGLang's server-arg name. An
+RL framework's name for a knob is `frameworks.FRAMEWORKS`, not a lever here. Add a test in
+tests/diagnosis/test_lifecycle.py when a stage gains a lever.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memledger.sglang.failure_rules import Phase
+
+
+@dataclass(frozen=True)
+class Lever:
+    knob: str
+    """SGLang's server-arg name with underscores."""
+    direction: str
+    """`lower`, `raise` or `enable` (the diagnosis' Direction values): the way that frees
+    memory in this phase."""
+    effect: str
+    """What the change does in this phase, with the arithmetic SGLang applies."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    phase: Phase
+    worker: str
+    """`target`, `draft` or `engine` (the serving engine as a whole)."""
+    allocates: str
+    bound: str
+    """What bounds the phase's allocations."""
+    levers: tuple[Lever, ...]
+    """What lowers the phase's own demand."""
+    source: str
+    bound_levers: tuple[Lever, ...] = ()
+    """What raises the bound (more memory for the phase) when the bound itself is short: zero
+    free after the graphs is a serving stage whose bound is gone."""
+
+
+_MFS_LOWER = Lever(
+    "mem_fraction_static",
+    "lower",
+    "the KV pool is sized to rest = A - P x (1 - mfs) (v0.5.8 "
+    "model_runner_kv_cache_mixin.py:138-140): lowering mfs by d leaves d x P more free after "
+    "the pool for what comes after it",
+)
+_MFS_RAISE = Lever(
+    "mem_fraction_static",
+    "raise",
+    "rest = A - P x (1 - mfs) was <= 0 after the weights: raising mfs by d gives the KV pool "
+    "d x P (minimum viable 1 - A/P, v0.5.23 mem_cache/kv_cache_configurator.py:3044-3056)",
+)
+_TP_RAISE = Lever(
+    "tp_size",
+    "raise",
+    "the weights are split over the tensor-parallel ranks: each rank holds about 1/tp of them",
+)
+_KV_CAP = Lever(
+    "max_total_tokens",
+    "lower",
+    "caps the KV pool's tokens (v0.5.8 model_runner_kv_cache_mixin.py:299-305): the bytes of "
+    "the tokens cut stay free after the pool",
+)
+_CONTEXT = Lever(
+    "context_length",
+    "lower",
+    "the request table is rows x (context_len + 4) int32 and context-sized workspaces follow "
+    "it (v0.5.8 mem_cache/memory_pool.py:136)",
+)
+_GRAPH_BS = Lever(
+    "cuda_graph_max_bs",
+    "lower",
+    "graphs are captured largest batch first and their memory grows with it (v0.5.8 "
+    "model_executor/cuda_graph_runner.py:485)",
+)
+_NO_GRAPHS = Lever("disable_cuda_graph", "enable", "no graphs, no graph memory; decode is slower")
+_RUNNING = Lever(
+    "max_running_requests",
+    "lower",
+    "fewer requests a decode batch: less activation memory (SGLang's troubleshooting guide: "
+    "decode OOM -> lower --max-running-requests)",
+)
+_CHUNK = Lever(
+    "chunked_prefill_size",
+    "lower",
+    "a prefill chunk's activations scale with its tokens (troubleshooting guide: prefill OOM -> "
+    "lower --chunked-prefill-size)",
+)
+
+LIFECYCLE: tuple[Stage, ...] = (
+    Stage(
+        Phase.DIST_INIT,
+        "target",
+        "the CUDA context, NCCL/custom all-reduce buffers; then the per-rank balance check "
+        "(min free over ranks vs 0.9 x this rank's)",
+        "the free memory of the most occupied rank (world minimum)",
+        (),
+        "v0.5.8 model_executor/model_runner.py:693-803",
+    ),
+    Stage(
+        Phase.LOAD,
+        "target",
+        "the target model's weights (plus loader staging)",
+        "weight bytes a rank: parameters x dtype / tp",
+        (_TP_RAISE, Lever("cpu_offload_gb", "raise", "that many GiB of weights stay in host RAM")),
+        "v0.5.8 model_executor/model_runner.py:805",
+    ),
+    Stage(
+        Phase.KV_SIZING,
+        "target",
+        "nothing: the KV budget rest = A - P x (1 - mfs) is computed",
+        "A (free after the weights) and P (free before them)",
+        (_MFS_RAISE, _TP_RAISE),
+        "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:138-140, :299-331",
+    ),
+    Stage(
+        Phase.MEMORY_POOL,
+        "target",
+        "the request table, the KV pool (and Mamba/SWA pools)",
+        "rest, capped by --max-total-tokens",
+        (_KV_CAP, _CONTEXT, _MFS_LOWER),
+        "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:252-647",
+    ),
+    Stage(
+        Phase.AFTER_POOL,
+        "target",
+        "attention-backend workspaces (FlashInfer 384-512 MiB, AITER by context), cuBLAS, "
+        "symmetric memory, kernel autotuning",
+        "the slack P x (1 - mfs) left after the pool",
+        (_MFS_LOWER, _CONTEXT, _KV_CAP),
+        "v0.5.8 model_executor/model_runner.py:1587-1726",
+    ),
+    Stage(
+        Phase.GRAPH_CAPTURE,
+        "target",
+        "CUDA graphs' private pool, largest batch first",
+        "the slack after the pool and the workspaces",
+        (_GRAPH_BS, _MFS_LOWER, _NO_GRAPHS),
+        "v0.5.8 model_executor/model_runner.py:1979-2016",
+    ),
+    Stage(
+        Phase.DRAFT,
+        "draft",
+        "the speculative draft's own dist init and balance check, weights, KV pool(s) (one a "
+        "draft step in some releases) and graphs, after the target's graphs",
+        "what the target left free: the draft's weights and pools are outside the target's "
+        "budget before sglang PR #23862",
+        (_MFS_LOWER, _KV_CAP, _GRAPH_BS),
+        "v0.5.8 speculative/eagle_worker.py:80-201",
+    ),
+    Stage(
+        Phase.WARMUP,
+        "engine",
+        "the warmup request's activations",
+        "the slack after graphs",
+        (_CHUNK, _MFS_LOWER),
+        "v0.5.8 entrypoints/http_server.py:1496",
+    ),
+    Stage(
+        Phase.SERVING,
+        "engine",
+        "activations of each batch, outside the KV pool",
+        "the slack after graphs (SGLang's tuning guide: keep 5-8 GB)",
+        (_RUNNING, _CHUNK, _MFS_LOWER),
+        "v0.5.8 managers/scheduler.py run_batch; docs/references/troubleshooting.md",
+        bound_levers=(_MFS_LOWER, _KV_CAP),
+    ),
+    Stage(
+        Phase.RESUME,
+        "engine",
+        "the weights and KV cache SGLang released for training, re-created through "
+        "torch_memory_saver (cuMemCreate)",
+        "what the trainer left free on the same GPUs",
+        (_MFS_LOWER,),
+        "v0.5.8 managers/scheduler_update_weights_mixin.py:121-154",
+    ),
+)
+
+STAGE: dict[Phase, Stage] = {stage.phase: stage for stage in LIFECYCLE}
+
+
+def levers_after_load() -> tuple[Lever, ...]:
+    """The levers of an OOM whose phase is unknown but came after the weights: those of every
+    stage from the pool on, once each, in lifecycle order."""
+    seen: dict[str, Lever] = {}
+    for stage in LIFECYCLE[LIFECYCLE.index(STAGE[Phase.MEMORY_POOL]) :]:
+        for lever in stage.levers:
+            seen.setdefault(lever.knob, lever)
+    return tuple(seen.values())
