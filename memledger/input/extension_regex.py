@@ -344,6 +344,74 @@ _GRAMMAR_REGEXP = re.compile(r"/((?:[^/\\\n]|\\.)+)/([imslux]*)")
 _MIN_KEYWORD = 4
 
 
+def literal_runs(pattern: str) -> list[str]:
+    """Runs of at least four literal characters that `pattern` always matches (none when it
+    ignores case: the prefilter matches exact bytes)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return []
+    if parsed.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
+        return []
+    found: list[str] = []
+    run: list[str] = []
+    for op, value in [*parsed, (None, None)]:
+        if str(op) == "LITERAL":
+            run.append(chr(value))
+            continue
+        if len(run) >= _MIN_KEYWORD:
+            found.append("".join(run))
+        run = []
+    return found
+
+
+def regexp_example(pattern: str) -> str | None:
+    """A short text `pattern` matches whole (each repeat at its least, each choice its first),
+    or None when this cannot build one."""
+    try:
+        parsed = sre_parse.parse(pattern)
+        text = _example(list(parsed))
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+    return text if re.fullmatch(pattern, text) else None
+
+
+_CATEGORY_EXAMPLE = {"CATEGORY_DIGIT": "0", "CATEGORY_WORD": "a", "CATEGORY_SPACE": " "}
+
+
+def _example(sequence: list[Any]) -> str:
+    out: list[str] = []
+    for op, value in sequence:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(value))
+        elif name in ("NOT_LITERAL", "ANY"):
+            out.append("x" if value != ord("x") else "y")
+        elif name == "IN":
+            out.append(_member(value))
+        elif name in _REPEATS:
+            out.append(_example(list(value[2])) * max(value[0], 0))
+        elif name == "SUBPATTERN":
+            out.append(_example(list(value[-1])))
+        elif name == "BRANCH":
+            out.append(_example(list(value[1][0])))
+        elif name not in ("AT", "ASSERT", "ASSERT_NOT"):
+            raise ValueError(name)
+    return "".join(out)
+
+
+def _member(items: list[tuple[Any, Any]]) -> str:
+    op, value = items[0]
+    name = str(op)
+    if name == "LITERAL":
+        return chr(value)
+    if name == "RANGE":
+        return chr(value[0])
+    if name == "CATEGORY" and str(value) in _CATEGORY_EXAMPLE:
+        return _CATEGORY_EXAMPLE[str(value)]
+    raise ValueError(name)  # a negated class or another category: no example
+
+
 def regexp_literals(grammar_text: str) -> list[str]:
     """Runs of at least four literal characters that a `/regexp/` of a grammar always matches,
     in order (case-insensitive regexps give none: the prefilter matches exact bytes)."""
@@ -352,20 +420,6 @@ def regexp_literals(grammar_text: str) -> list[str]:
         if line.lstrip().startswith("//"):
             continue
         for match in _GRAMMAR_REGEXP.finditer(line):
-            if "i" in match.group(2):
-                continue
-            try:
-                parsed = sre_parse.parse(match.group(1))
-            except (re.error, RecursionError, OverflowError):
-                continue
-            if parsed.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
-                continue
-            run: list[str] = []
-            for op, value in [*parsed, (None, None)]:
-                if str(op) == "LITERAL":
-                    run.append(chr(value))
-                    continue
-                if len(run) >= _MIN_KEYWORD:
-                    found.append("".join(run))
-                run = []
+            if "i" not in match.group(2):
+                found += literal_runs(match.group(1))
     return found
