@@ -72,11 +72,7 @@ def side_of(ledger: Ledger) -> EngineSide:
         fraction = _fraction(ledger, "gpu_memory_utilization")
         budget = ledger.parameters.get("budget_bytes")
         row = ledger.row("cuda_graph")
-        inside = (
-            row is not None
-            and bool(row.evidence.note)
-            and str(row.evidence.note).startswith("inside")
-        )
+        inside = row is not None and row.in_budget is True
         activation = ledger.row("activation_peak")
         return EngineSide(
             engine="vllm",

@@ -52,6 +52,7 @@ from memledger.model.events import LineCause, ParsedLog, Startup, UnrecognisedLi
 from memledger.model.ledger import Ledger, LedgerSource, RowKind
 from memledger.model.model_config import ModelDims
 from memledger.sglang.hints import INTEGRATED_NOTE, INTEGRATED_READING_ERROR
+from memledger.sglang.rows import BUDGET_GROUPS
 
 __all__ = ["build_ledger"]
 
@@ -156,7 +157,7 @@ def build_ledger(
         stopped_at=chain.stopped_at(steps),
         checkpoints=assemble.checkpoints(steps, audit.reading_noise),
         intervals=intervals,
-        rows=assembled.rows,
+        rows=[r.model_copy(update={"in_budget": r.group in BUDGET_GROUPS}) for r in assembled.rows],
         summary=summary,
         groups=groups(assembled),
         usable_bytes=usable,

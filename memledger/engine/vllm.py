@@ -62,6 +62,7 @@ def _row(
             group=group,
             kind=RowKind.UNKNOWN,
             bytes=None,
+            in_budget=in_budget,
             evidence=Evidence(note=note or f"not printed ({budget})"),
         )
     return Row(
@@ -71,6 +72,7 @@ def _row(
         kind=RowKind.LOGGED,
         bytes=fact.bytes,
         error_bytes=fact.error_bytes,
+        in_budget=in_budget,
         evidence=Evidence(
             sources=_source(log, fact),
             note=f"{budget}; {note}" if note else budget,
@@ -98,6 +100,7 @@ def _derived(
         kind=RowKind.DERIVED,
         bytes=value,
         error_bytes=error,
+        in_budget=in_budget,
         evidence=Evidence(formula=formula, note=f"{budget}; {note}" if note else budget),
     )
 
@@ -375,6 +378,7 @@ def _residual(residual: int, error: int) -> Row:
         kind=RowKind.RESIDUAL,
         bytes=residual,
         error_bytes=error,
+        in_budget=True,
         evidence=Evidence(
             formula="budget - (weights + non-torch + activation + KV [+ graphs])",
             note=f"inside the budget; {why}",

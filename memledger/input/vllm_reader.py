@@ -67,7 +67,7 @@ _READY = (
 )
 """Lines printed only once a startup is done (v0.10.2 vllm/v1/engine/core.py:218 `init engine`,
 vllm/entrypoints/llm.py `Supported_tasks`, uvicorn's `Application startup complete`)."""
-_TEXT_GROUPS = frozenset({"device", "version"})
+_TEXT_GROUPS = frozenset({"device", "version", "graph_modes"})
 _FLAG_FACT = {
     "gpu-memory-utilization": "gpu_memory_utilization",
     "max-model-len": "max_model_len",
@@ -186,6 +186,9 @@ def rank_tag(text: str) -> str:
     if proc.startswith("Worker_"):
         parts = [f"{k}{n}" for k, n in _PARALLEL.findall(proc)]
         return "_".join(parts)
+    engine = re.fullmatch(r"EngineCore_(?:DP)?(\d+)", proc)
+    if engine is not None and engine.group(1) != "0":
+        return f"DP{engine.group(1)}"  # another data-parallel engine's core
     return ""
 
 

@@ -135,6 +135,9 @@ def size_vllm(
     steps: list[Step] = []
     not_made: list[str] = []
     kv = _budget(facts, era, release, steps, not_made)
+    exact = _b(facts, "kv_cache_memory_in_use_bytes")  # the 0.10 summary's exact KV bytes
+    if exact is not None:
+        kv = exact
     block_size = DEFAULT_BLOCK_SIZE
     block_bytes, block_from = _block_bytes(facts, block_size, kv_bytes_per_token, calibration)
     _blocks_and_tokens(facts, era, kv, block_size, block_bytes, block_from, steps, not_made)
@@ -156,7 +159,7 @@ def _budget(
     if total is not None and util is not None:
         slack = total[1] * util + 0.005 * total[0]  # util printed with 2 decimals
         step = Step(
-            "budget_v0" if era == "V0" else "budget_v1",
+            "usable",
             "budget (total x gpu_memory_utilization)",
             f"{gib(total[0])} x {util:g}",
             total[0] * util,
@@ -171,8 +174,12 @@ def _budget(
     logged_kv = _b(facts, "kv_cache_gib")
     weights, non_torch = _b(facts, "weights_gib"), _b(facts, "non_torch_gib")
     activation, peak = _b(facts, "activation_peak_gib"), _b(facts, "peak_torch_memory_gib")
-    if _b(facts, "kv_cache_memory_bytes") is not None and "initial_free_gib" in facts:
-        return logged_kv  # kv_reserved: the KV is what was asked for, no arithmetic
+    if "initial_free_gib" in facts:  # kv_cache_memory_bytes set: profiling skipped
+        not_made.append(
+            "KV budget: set by kv_cache_memory_bytes (rule kv_bytes_given, "
+            f"{RULE['kv_bytes_given'].source}): no arithmetic to redo"
+        )
+        return logged_kv
     if usable is None:
         if logged_kv is None:
             not_made.append("KV budget: the log prints neither the budget nor the KV memory")
