@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memledger.errors import SelectionError
 from memledger.service import DiagnoseOptions, LoadOptions, diagnosis_of, load_any
 from memledger.service_vllm import VllmRun
 from memledger.sizing.vllm import Step
@@ -256,3 +257,31 @@ def test_diagnose_cli_reads_a_vllm_oom_in_graph_capture(tmp_path: Path) -> None:
         "enforce_eager",
         "max_num_seqs",
     }
+
+
+def test_a_budget_near_the_whole_gpu_is_a_warning() -> None:
+    run = _run(
+        [
+            "INFO 04-12 08:21:19 [worker.py:267] the current vLLM instance can use "
+            "total_gpu_memory (23.58GiB) x gpu_memory_utilization (0.99) = 23.35GiB",
+            "INFO 04-12 08:21:19 [worker.py:267] model weights take 21.21GiB; non_torch_memory "
+            "takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of the memory "
+            "reserved for KV Cache is 1.57GiB.",
+        ]
+    )
+    (finding,) = run.diagnosis.findings
+    assert finding.id == "thin_headroom" and finding.bytes == run.ledger["headroom"].bytes
+    assert run.ledger["headroom"].bytes is not None and run.ledger["headroom"].bytes < GIB // 2
+
+
+def test_rank_selection() -> None:
+    lines = [
+        "(Worker_TP0 pid=1) INFO 10-06 15:57:53 [gpu_worker.py:298] Available KV cache memory: "
+        "2.31 GiB",
+        "(Worker_TP1 pid=2) INFO 10-06 15:57:53 [gpu_worker.py:298] Available KV cache memory: "
+        "2.41 GiB",
+    ]
+    assert _run(lines).facts["kv_cache_gib"].value == 2.31
+    assert _run(lines, rank="TP1").facts["kv_cache_gib"].value == 2.41
+    with pytest.raises(SelectionError, match="TP7"):
+        _run(lines, rank="TP7")

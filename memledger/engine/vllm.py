@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memledger.input.vllm_facts import Fact
-from memledger.input.vllm_reader import Startup, VllmLog
+from memledger.input.vllm_reader import Startup, VllmLog, is_rank0
 from memledger.model.ledger import (
     Evidence,
     Ledger,
@@ -222,8 +222,14 @@ def build_vllm_ledger(
         if step.matches is False
     )
     notes.extend(f"sizing not made: {reason}" for reason in sizing.not_made)
-    tags = sorted({r.tag for r in startup.readings if r.tag})
-    rank = "rank 0" if not tags else "rank 0 (" + ", ".join(tags[:4]) + ")"
+    used = sorted({f.tag for f in facts.values() if f.line is not None})
+    others = [t for t in used if not is_rank0(t)]
+    if not others:
+        rank = "rank 0"
+    elif len(others) == len(used):
+        rank = ", ".join(others[:3]) + " (no rank-0 line)"
+    else:
+        rank = "rank 0 and " + ", ".join(others[:3]) + " (where rank 0 printed nothing)"
     kv = facts.get("kv_cache_gib")
     tokens = facts.get("kv_tokens")
     non_torch = _fact_bytes(facts, "non_torch_gib")
