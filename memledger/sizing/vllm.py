@@ -174,6 +174,7 @@ def _budget(
     logged_kv = _b(facts, "kv_cache_gib")
     weights, non_torch = _b(facts, "weights_gib"), _b(facts, "non_torch_gib")
     activation, peak = _b(facts, "activation_peak_gib"), _b(facts, "peak_torch_memory_gib")
+    consumed = _b(facts, "consumed_gib")
     if "initial_free_gib" in facts:  # kv_cache_memory_bytes set: profiling skipped
         not_made.append(
             "KV budget: set by kv_cache_memory_bytes (rule kv_bytes_given, "
@@ -193,16 +194,20 @@ def _budget(
         value = usable[0] - peak[0] - non_torch[0]
         arith = f"{gib(usable[0])} - peak {gib(peak[0])} - non-torch {gib(non_torch[0])}"
         rule, slack = "budget_peak", usable[1] + peak[1] + non_torch[1]
-    elif None not in (weights, non_torch, activation):
-        assert weights is not None and non_torch is not None and activation is not None
-        graph = _graph_term(facts, release)
-        consumed = weights[0] + non_torch[0] + activation[0] + graph
-        value = usable[0] - consumed
+    elif consumed is not None and activation is not None:  # the 0.21+ summary
+        value = usable[0] - consumed[0] - activation[0]
+        arith = (
+            f"{gib(usable[0])} - consumed (weights + non-torch) {gib(consumed[0])} - activation "
+            f"with the CUDA-graph estimate {gib(activation[0])}"
+        )
+        rule, slack = "budget_graph", usable[1] + consumed[1] + activation[1]
+    elif weights is not None and non_torch is not None and activation is not None:
+        value = usable[0] - weights[0] - non_torch[0] - activation[0]
         arith = (
             f"{gib(usable[0])} - weights {gib(weights[0])} - non-torch {gib(non_torch[0])} - "
-            f"activation {gib(activation[0])}" + (f" - graphs {gib(graph)}" if graph else "")
+            f"activation {gib(activation[0])}"
         )
-        rule = "budget_v0" if era == "V0" else ("budget_graph" if graph else "budget_v1")
+        rule = "budget_v0" if era == "V0" else "budget_v1"
         slack = usable[1] + weights[1] + non_torch[1] + activation[1]
     else:
         missing = [
@@ -232,14 +237,6 @@ def _budget(
         )
     )
     return logged_kv or (round(value), round(slack))
-
-
-def _graph_term(facts: Mapping[str, Fact], release: str | None) -> int:
-    """The graph estimate vLLM took out of the budget (0.21.0+, when it printed one)."""
-    estimate = _b(facts, "graph_estimate_gib")
-    if estimate is None or release_at_least(release, "0.21.0") is False:
-        return 0
-    return estimate[0]
 
 
 def _block_bytes(
