@@ -238,8 +238,8 @@ def test_v1_ledger_balances_with_every_row_placed() -> None:
     assert ledger.engine == "vllm" and ledger.usable_bytes == round(79.19 * GIB)
     assert abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
     inside = {r.id for r in ledger.rows if r.in_budget}
-    assert inside == {"weights", "non_torch", "activation_peak", "kv_cache", "residual"}
-    assert {r.id for r in ledger.rows if r.in_budget is False} >= {"cuda_graph", "headroom"}
+    assert inside == {"weights", "non_torch", "activation_peak", "kv_pool", "residual"}
+    assert {r.id for r in ledger.rows if r.in_budget is False} >= {"cuda_graph", "runtime_headroom"}
 
 
 def test_diagnose_cli_reads_a_vllm_oom_in_graph_capture(tmp_path: Path) -> None:
@@ -270,8 +270,8 @@ def test_a_budget_near_the_whole_gpu_is_a_warning() -> None:
         ]
     )
     (finding,) = run.diagnosis.findings
-    assert finding.id == "thin_headroom" and finding.bytes == run.ledger["headroom"].bytes
-    assert run.ledger["headroom"].bytes is not None and run.ledger["headroom"].bytes < GIB // 2
+    assert finding.id == "thin_headroom" and finding.bytes == run.ledger["runtime_headroom"].bytes
+    assert run.ledger["runtime_headroom"].bytes is not None and run.ledger["runtime_headroom"].bytes < GIB // 2
 
 
 def test_rank_selection() -> None:

@@ -493,7 +493,7 @@ THIN_HEADROOM = GIB // 2
 
 def _thin_headroom(log: VllmLog, ledger: Ledger) -> list[Finding]:
     """A budget so close to the whole GPU that what it leaves may not hold the CUDA graphs."""
-    headroom = ledger.row("headroom")
+    headroom = ledger.row("runtime_headroom")
     graph = ledger.row("cuda_graph")
     if headroom is None or headroom.bytes is None or headroom.bytes >= THIN_HEADROOM:
         return []

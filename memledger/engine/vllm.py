@@ -182,7 +182,7 @@ def build_vllm_ledger(
     rows.append(
         _row(
             log,
-            "kv_cache",
+            "kv_pool",
             "KV cache",
             RowGroup.STATE_POOL,
             facts.get("kv_cache_gib"),
@@ -335,7 +335,7 @@ def _weight_rows(
     ]
 
 
-IN_BUDGET = ("weights", "non_torch", "activation_peak", "kv_cache")
+IN_BUDGET = ("weights", "non_torch", "activation_peak", "kv_pool")
 """Rows always inside vLLM's budget (the CUDA-graph row is, since 0.21.0)."""
 
 
@@ -374,11 +374,11 @@ def _balance(
     inside_ids = IN_BUDGET + (("cuda_graph",) if graph_in_budget else ())
     inside = [r for r in rows if r.id in inside_ids]
     missing = [r for r in inside if r.bytes is None and r.id != "cuda_graph"]
-    if len(missing) == 1 and missing[0].id == "kv_cache":
+    if len(missing) == 1 and missing[0].id == "kv_pool":
         known = sum(r.bytes or 0 for r in inside)
         err = sum(r.error_bytes for r in inside) + budget[1]
         kv = _derived(
-            "kv_cache",
+            "kv_pool",
             "KV cache",
             RowGroup.STATE_POOL,
             budget[0] - known,
@@ -388,7 +388,7 @@ def _balance(
             in_budget=True,
             note="not printed: what vLLM's budget leaves",
         )
-        rows = [kv if r.id == "kv_cache" else r for r in rows]
+        rows = [kv if r.id == "kv_pool" else r for r in rows]
         inside = [r for r in rows if r.id in inside_ids]
         missing = []
     if missing:
@@ -407,7 +407,7 @@ def _balance(
     graph_out = sum(r.bytes or 0 for r in rows if r.id == "cuda_graph" and not graph_in_budget)
     rows.append(
         _derived(
-            "headroom",
+            "runtime_headroom",
             "headroom outside the budget",
             RowGroup.RUNTIME_HEADROOM,
             total[0] - budget[0] - at_start - graph_out,

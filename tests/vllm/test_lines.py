@@ -395,7 +395,7 @@ def test_a_vllm_log_is_read_as_vllm_end_to_end() -> None:
     loaded = load_any(io.BytesIO(data), label="paste.log")
     assert isinstance(loaded, VllmRun)
     ledger = load_ledger(io.BytesIO(data))
-    assert ledger.engine == "vllm" and ledger.row("kv_cache") is not None
+    assert ledger.engine == "vllm" and ledger.row("kv_pool") is not None
     assert diagnosis_of(DiagnoseOptions(log=io.BytesIO(data))).outcome == "truncated"
 
 
