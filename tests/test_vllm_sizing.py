@@ -271,7 +271,8 @@ def test_a_budget_near_the_whole_gpu_is_a_warning() -> None:
     )
     (finding,) = run.diagnosis.findings
     assert finding.id == "thin_headroom" and finding.bytes == run.ledger["runtime_headroom"].bytes
-    assert run.ledger["runtime_headroom"].bytes is not None and run.ledger["runtime_headroom"].bytes < GIB // 2
+    headroom = run.ledger["runtime_headroom"].bytes
+    assert headroom is not None and headroom < GIB // 2
 
 
 def test_rank_selection() -> None:
