@@ -82,9 +82,9 @@ LINES: tuple[VllmLine, ...] = (
     ),
     VllmLine(
         "usable",
-        rf"the current vLLM instance can use total_gpu_memory \((?P<total_gpu_gib>{NUM})GiB\)"
+        rf"the current vLLM instance can use\s+total_gpu_memory \((?P<total_gpu_gib>{NUM}) ?GiB\)"
         rf" x gpu_memory_utilization \((?P<gpu_memory_utilization>{NUM})\)"
-        rf" = (?P<usable_gib>{NUM})GiB",
+        rf" = (?P<usable_gib>{NUM}) ?GiB",
         ("the current vLLM instance can use",),
         "0.6.5",
         None,
