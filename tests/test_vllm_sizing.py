@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.load import load_any
+from memledger.app.options import DiagnoseOptions, LoadOptions
+from memledger.app.vllm import VllmRun
 from memledger.errors import SelectionError
-from memledger.service import DiagnoseOptions, LoadOptions, diagnosis_of, load_any
-from memledger.service_vllm import VllmRun
 from memledger.sizing.vllm import Step
 from memledger.vllm.sizing_rules import RULES
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memledger.service import DiffOptions, DiffSide, diff_of, run_diff
+from memledger.app.diff import diff_of, run_diff
+from memledger.app.options import DiffOptions, DiffSide
 from tests.conftest import PROJECT_ROOT
 
 VLLM = [
