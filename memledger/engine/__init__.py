@@ -31,6 +31,7 @@ Modules:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memledger.engine import (
     assemble,
@@ -157,7 +158,7 @@ def build_ledger(
         stopped_at=chain.stopped_at(steps),
         checkpoints=assemble.checkpoints(steps, audit.reading_noise),
         intervals=intervals,
-        rows=[r.model_copy(update={"in_budget": r.group in BUDGET_GROUPS}) for r in assembled.rows],
+        rows=[replace(r, in_budget=r.group in BUDGET_GROUPS) for r in assembled.rows],
         summary=summary,
         groups=groups(assembled),
         usable_bytes=usable,

@@ -143,6 +143,6 @@ def test_saved_ledger_reloads(entry: dict[str, Any], tmp_path: Path) -> None:
     (its summary agrees with its rows as a saved ledger's must)."""
     ledger = load_ledger(_path(entry))
     saved = tmp_path / "saved.json"
-    saved.write_text(ledger.model_dump_json())
+    saved.write_text(to_json(ledger))
     again = load_ledger(saved)
     assert again.engine == "vllm" and again.rows == ledger.rows
