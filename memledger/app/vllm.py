@@ -155,6 +155,14 @@ def load_vllm(
     if not any(s.readings for s in log.startups) and not log.serve_settings:
         raise InputError("a vLLM log with no memory line, failure text or setting", path=log.path)
     index, chosen = select_startup(log, startup)
+    if rank is not None and rank not in {r.tag for r in chosen.readings}:
+        from memledger.errors import SelectionError
+
+        seen = sorted({r.tag or "rank 0" for r in chosen.readings})
+        raise SelectionError(
+            f"rank {rank!r} printed no line in startup {index}; ranks seen: {', '.join(seen)}",
+            path=log.path,
+        )
     facts = startup_facts(log, chosen, rank=rank)
     era = era_of(chosen, log)
     calibration = None

@@ -123,7 +123,8 @@ class LogChecks(NamedTuple):
 def check_log(
     budget: Budget, path: str, ledger: Ledger, *, today: date, baseline: Ledger | None = None
 ) -> LogChecks:
-    """Every budget entry on one ledger; a failed startup gets only its FAIL (the finding)."""
+    """Every budget entry on one ledger; a failed startup gets only its FAIL (the finding), an
+    unfinished one its MISSING startup beside its checks."""
     failed = _failed(ledger)
     checked = CheckedInput(
         path=path, source=ledger.source, outcome=ledger.outcome, diagnosis=ledger.diagnosis
@@ -135,9 +136,8 @@ def check_log(
         else []
         for entry, hit in zip(budget.entries, matched, strict=True)
     ]
-    return LogChecks(
-        checked, _startup_failure(path, ledger) if failed else None, per_entry, matched
-    )
+    failure = _startup_failure(path, ledger) if failed else _unfinished_startup(path, ledger)
+    return LogChecks(checked, failure, per_entry, matched)
 
 
 def check_budget(
@@ -226,6 +226,33 @@ def _startup_failure(path: str, ledger: Ledger) -> Check:
         status=CheckStatus.FAIL,
         level=Level.FAIL,
         note=f"{diagnosis.verdict} [phase {diagnosis.phase}, shortfall {short}]",
+        message=None,
+        waived_until=None,
+        reason=None,
+        budget_line=None,
+    )
+
+
+def _unfinished_startup(path: str, ledger: Ledger) -> Check | None:
+    """A startup whose log ends before the server was ready (outcome `truncated`: it hung, or
+    was killed without a word, or the log was cut) is `missing` (exit 3): the log cannot show
+    that the startup the budget is for came up, so no budget passes it, yet nothing measured
+    failed (an OOM or a crash is exit 1). Its budget checks are reported beside it."""
+    if ledger.outcome != "truncated":
+        return None
+    where = (
+        f"stopped {ledger.stopped_at}"
+        if ledger.stopped_at
+        else "the log ends before the server was ready (truncated)"
+    )
+    return Check(
+        item="startup",
+        kind=ItemKind.SIZE,
+        bound=Bound.READY,
+        log=path,
+        status=CheckStatus.MISSING,
+        level=Level.FAIL,
+        note=f"startup did not finish: {where}",
         message=None,
         waived_until=None,
         reason=None,

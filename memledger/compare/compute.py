@@ -543,7 +543,7 @@ def diff_ledgers(
         biggest_mover_group=mover_group,
         biggest_mover=mover_row,
         upgrade=None
-        if base.engine != head.engine
+        if (base.engine, head.engine) != ("sglang", "sglang")
         else explain_upgrade(base, head, rows, sizing or UpgradeContext()),
         engines=compare_engines(base, head),
     )

@@ -72,11 +72,7 @@ def side_of(ledger: Ledger) -> EngineSide:
         fraction = _fraction(ledger, "gpu_memory_utilization")
         budget = ledger.parameters.get("budget_bytes")
         row = ledger.row("cuda_graph")
-        inside = (
-            row is not None
-            and bool(row.evidence.note)
-            and str(row.evidence.note).startswith("inside")
-        )
+        inside = row is not None and row.in_budget is True
         activation = ledger.row("activation_peak")
         return EngineSide(
             engine="vllm",
@@ -147,6 +143,35 @@ def _kv_from_budget(ledger: Ledger, side: EngineSide) -> str:
     )
 
 
+def _tp(ledger: Ledger) -> int | None:
+    value = ledger.parameters.get("tp_size" if ledger.engine == "sglang" else "tp")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _per_token_line(base: Ledger, head: Ledger, b: EngineSide, h: EngineSide) -> str:
+    """What one token of KV costs on a rank of each side, and why the two differ."""
+    assert b.kv_bytes_per_token and h.kv_bytes_per_token
+    ratio = h.kv_bytes_per_token / b.kv_bytes_per_token
+    tps = _tp(base), _tp(head)
+    shown = [
+        f"{_name(s.engine)} {s.kv_bytes_per_token:,} B"
+        + (f" (TP{tp})" if tp is not None else " (TP not printed)")
+        for s, tp in zip((b, h), tps, strict=True)
+    ]
+    text = f"one token of KV on a rank: {shown[0]}, {shown[1]}; head/base {ratio:.2f}"
+    near = round(ratio) if ratio >= 1 else 1 / round(1 / ratio)
+    if abs(ratio - 1) <= 0.01:
+        return text + " (the same bytes per token: same model and KV dtype at the same TP)"
+    if abs(ratio - near) <= 0.01 * near and None in tps:
+        return text + (
+            f" = {near:g}: a TP split of the KV heads (each rank keeps 1/TP of them) would give "
+            "exactly this for the same model and KV dtype"
+        )
+    if None not in tps and abs(ratio * (tps[1] or 1) / (tps[0] or 1) - 1) <= 0.01:
+        return text + " = the TP ratio: the same model and KV dtype, split over more ranks"
+    return text + " (different models, KV dtypes or TP: tokens differ by this ratio too)"
+
+
 def compare_engines(base: Ledger, head: Ledger) -> EngineComparison | None:
     """The comparison when the two ledgers come from different engines, else None."""
     if base.engine == head.engine:
@@ -193,16 +218,7 @@ def compare_engines(base: Ledger, head: Ledger) -> EngineComparison | None:
         lines.append(_kv_from_budget(ledger, side))
     base_side, head_side = sides
     if base_side.kv_bytes_per_token and head_side.kv_bytes_per_token:
-        lines.append(
-            f"one token of KV: {_name(base_side.engine)} {base_side.kv_bytes_per_token:,} B, "
-            f"{_name(head_side.engine)} {head_side.kv_bytes_per_token:,} B"
-            + (
-                " (the same model and KV dtype)"
-                if abs(base_side.kv_bytes_per_token - head_side.kv_bytes_per_token)
-                <= 0.01 * base_side.kv_bytes_per_token
-                else " (different models or KV dtypes: tokens differ by this ratio too)"
-            )
-        )
+        lines.append(_per_token_line(base, head, base_side, head_side))
     if base_side.kv_bytes and head_side.kv_bytes and base_side.kv_tokens and head_side.kv_tokens:
         bytes_ratio = head_side.kv_bytes / base_side.kv_bytes
         token_ratio = head_side.kv_tokens / base_side.kv_tokens

@@ -98,6 +98,7 @@ def diagnose_vllm(
         verdict = "startup failed; the log holds no memory figure or failure text that says why"
     else:
         verdict = _healthy(ledger, facts, startup)
+        findings += _thin_headroom(log, ledger)
     outcome = "crash" if startup.outcome == "error" else startup.outcome
     return Diagnosis(
         path=log.path,
@@ -484,6 +485,33 @@ def _oom(
             )
         )
     return phase, f"CUDA out of memory during {PHASE_TEXT[phase]}", shortfall
+
+
+THIN_HEADROOM = GIB // 2
+"""Less than this outside vLLM's budget, with CUDA graphs still to come out of it, is a warning."""
+
+
+def _thin_headroom(log: VllmLog, ledger: Ledger) -> list[Finding]:
+    """A budget so close to the whole GPU that what it leaves may not hold the CUDA graphs."""
+    headroom = ledger.row("runtime_headroom")
+    graph = ledger.row("cuda_graph")
+    if headroom is None or headroom.bytes is None or headroom.bytes >= THIN_HEADROOM:
+        return []
+    graph_text = (
+        "the CUDA graphs come out of it"
+        if graph is not None and graph.in_budget is False
+        else "PyTorch's cache and any other process live in it"
+    )
+    return [
+        Finding(
+            id=FindingId.THIN_HEADROOM,
+            severity=Severity.WARNING,
+            message=f"only {_g(headroom.bytes)} left outside the gpu_memory_utilization budget; "
+            f"{graph_text}: a higher batch or a second process can OOM",
+            bytes=headroom.bytes,
+            evidence=[f"{log.path}:{s.line}" for s in headroom.evidence.sources][:1],
+        )
+    ]
 
 
 def _healthy(ledger: Ledger, facts: Mapping[str, Fact], startup: Startup) -> str:

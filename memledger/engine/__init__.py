@@ -31,6 +31,7 @@ Modules:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memledger.engine import (
     assemble,
@@ -52,6 +53,7 @@ from memledger.model.events import LineCause, ParsedLog, Startup, UnrecognisedLi
 from memledger.model.ledger import Ledger, LedgerSource, RowKind
 from memledger.model.model_config import ModelDims
 from memledger.sglang.hints import INTEGRATED_NOTE, INTEGRATED_READING_ERROR
+from memledger.sglang.rows import BUDGET_GROUPS
 
 __all__ = ["build_ledger"]
 
@@ -156,7 +158,7 @@ def build_ledger(
         stopped_at=chain.stopped_at(steps),
         checkpoints=assemble.checkpoints(steps, audit.reading_noise),
         intervals=intervals,
-        rows=assembled.rows,
+        rows=[replace(r, in_budget=r.group in BUDGET_GROUPS) for r in assembled.rows],
         summary=summary,
         groups=groups(assembled),
         usable_bytes=usable,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memledger.input.vllm_facts import Fact
-from memledger.input.vllm_reader import Startup, VllmLog
+from memledger.input.vllm_reader import Startup, VllmLog, is_rank0
 from memledger.model.ledger import (
     Evidence,
     Ledger,
@@ -28,6 +28,7 @@ from memledger.model.ledger import (
     SourceLine,
     Summary,
     group_totals,
+    summary_from_rows,
 )
 from memledger.sizing.vllm import VllmSizing, release_at_least
 
@@ -62,6 +63,7 @@ def _row(
             group=group,
             kind=RowKind.UNKNOWN,
             bytes=None,
+            in_budget=in_budget,
             evidence=Evidence(note=note or f"not printed ({budget})"),
         )
     return Row(
@@ -71,6 +73,7 @@ def _row(
         kind=RowKind.LOGGED,
         bytes=fact.bytes,
         error_bytes=fact.error_bytes,
+        in_budget=in_budget,
         evidence=Evidence(
             sources=_source(log, fact),
             note=f"{budget}; {note}" if note else budget,
@@ -98,6 +101,7 @@ def _derived(
         kind=RowKind.DERIVED,
         bytes=value,
         error_bytes=error,
+        in_budget=in_budget,
         evidence=Evidence(formula=formula, note=f"{budget}; {note}" if note else budget),
     )
 
@@ -127,22 +131,30 @@ def build_vllm_ledger(
     weights = facts.get("weights_gib")
     activation = facts.get("activation_peak_gib")
     peak = _fact_bytes(facts, "peak_torch_memory_gib")
+    consumed = facts.get("consumed_gib")
+    estimate = facts.get("graph_estimate_gib")
     graph_in_budget = sizing.era == "V1" and (
         release_at_least(sizing.release, "0.21.0") is True
-        or ("graph_estimate_gib" in facts and "suggested_gpu_memory_utilization" not in facts)
+        or consumed is not None
+        or (estimate is not None and "suggested_gpu_memory_utilization" not in facts)
     )
-    rows = [
-        _row(log, "weights", "model weights", RowGroup.WEIGHTS, weights, in_budget=True),
-        _row(
-            log,
-            "non_torch",
-            "non-torch memory (NCCL, CUDA context, all-reduce buffers)",
-            RowGroup.COMMUNICATION,
-            facts.get("non_torch_gib"),
-            in_budget=True,
-        ),
-    ]
-    if activation is None and peak is not None and weights is not None and weights.bytes:
+    rows = _weight_rows(log, weights, facts.get("non_torch_gib"), consumed)
+    graph = facts.get("graph_gib")
+    estimate_bytes = None if estimate is None else estimate.bytes
+    if consumed is not None and activation is not None and estimate_bytes is not None:
+        rows.append(
+            _derived(
+                "activation_peak",
+                "activation peak (profiling forward pass)",
+                RowGroup.WORKSPACE,
+                (activation.bytes or 0) - estimate_bytes,
+                activation.error_bytes + (0 if estimate is None else estimate.error_bytes),
+                "the summary's peak activation - the CUDA-graph estimate it includes "
+                "(v0.29.0 vllm/v1/worker/gpu_worker.py:599-601)",
+                in_budget=True,
+            )
+        )
+    elif activation is None and peak is not None and weights is not None and weights.bytes:
         rows.append(
             _derived(
                 "activation_peak",
@@ -163,37 +175,45 @@ def build_vllm_ledger(
                 RowGroup.WORKSPACE,
                 activation,
                 in_budget=True,
-                note="freed after profiling, but held out of the KV budget",
+                note="freed after profiling, but held out of the KV budget"
+                + ("; it includes the CUDA-graph estimate" if consumed is not None else ""),
             )
         )
     rows.append(
         _row(
             log,
-            "kv_cache",
+            "kv_pool",
             "KV cache",
             RowGroup.STATE_POOL,
             facts.get("kv_cache_gib"),
             in_budget=True,
         )
     )
-    graph = facts.get("graph_gib")
-    estimate = facts.get("graph_estimate_gib")
-    graph_note = (
-        "the estimate is taken out of the budget (0.21.0+); the captured size may differ"
-        if graph_in_budget
-        else "captured after the KV cache was sized: it comes out of the headroom"
-    )
-    rows.append(
-        _row(
-            log,
-            "cuda_graph",
-            "CUDA graphs",
-            RowGroup.CUDA_GRAPH,
-            graph or (estimate if graph_in_budget else None),
-            in_budget=graph_in_budget,
-            note=graph_note,
+    if graph_in_budget:
+        captured = "" if graph is None else f"; captured: {graph.value} GiB"
+        rows.append(
+            _row(
+                log,
+                "cuda_graph",
+                "CUDA graphs (estimate)",
+                RowGroup.CUDA_GRAPH,
+                None if consumed is not None and estimate is None else estimate,
+                in_budget=True,
+                note="the estimate is taken out of the budget (0.21.0+)" + captured,
+            )
         )
-    )
+    else:
+        rows.append(
+            _row(
+                log,
+                "cuda_graph",
+                "CUDA graphs",
+                RowGroup.CUDA_GRAPH,
+                graph,
+                in_budget=False,
+                note="captured after the KV cache was sized: it comes out of the headroom",
+            )
+        )
     free = _fact_bytes(facts, "free_gib") or _fact_bytes(facts, "initial_free_gib")
     usable: int | None = None
     balance_error = tolerance = 0
@@ -219,21 +239,23 @@ def build_vllm_ledger(
         if step.matches is False
     )
     notes.extend(f"sizing not made: {reason}" for reason in sizing.not_made)
-    tags = sorted({r.tag for r in startup.readings if r.tag})
-    rank = "rank 0" if not tags else "rank 0 (" + ", ".join(tags[:4]) + ")"
+    used = sorted({f.tag for f in facts.values() if f.line is not None})
+    others = [t for t in used if not is_rank0(t)]
+    if not others:
+        rank = "rank 0"
+    elif len(others) == len(used):
+        rank = ", ".join(others[:3]) + " (no rank-0 line)"
+    else:
+        rank = "rank 0 and " + ", ".join(others[:3]) + " (where rank 0 printed nothing)"
     kv = facts.get("kv_cache_gib")
     tokens = facts.get("kv_tokens")
-    non_torch = _fact_bytes(facts, "non_torch_gib")
     summary = Summary(
-        usable=total[0] if total is not None else None,
+        **summary_from_rows(rows),  # the figures that are sums of rows, as a saved ledger checks
+        usable=usable,
         weights_resident=None if weights is None else weights.bytes,
-        cuda_graph=None if graph is None else graph.bytes,
         kv_pool=None if kv is None else kv.bytes,
-        state_pool=None if kv is None else kv.bytes,
-        nccl_init=None if non_torch is None else non_torch[0],
         kv_tokens_per_rank=None if tokens is None else int(tokens.value),
     )
-    del non_torch
     parameters: dict[str, int | float | str | bool | None] = {
         "engine": "vllm",
         "era": sizing.era,
@@ -271,7 +293,49 @@ def build_vllm_ledger(
     )
 
 
-IN_BUDGET = ("weights", "non_torch", "activation_peak", "kv_cache")
+def _weight_rows(
+    log: VllmLog, weights: Fact | None, non_torch: Fact | None, consumed: Fact | None
+) -> list[Row]:
+    """Weights and non-torch memory; the 0.21+ summary prints only their sum ('consumed')."""
+    if consumed is not None and non_torch is None and consumed.bytes is not None:
+        if weights is not None and weights.bytes is not None:
+            return [
+                _row(log, "weights", "model weights", RowGroup.WEIGHTS, weights, in_budget=True),
+                _derived(
+                    "non_torch",
+                    "non-torch memory (NCCL, CUDA context, all-reduce buffers)",
+                    RowGroup.COMMUNICATION,
+                    consumed.bytes - weights.bytes,
+                    consumed.error_bytes + weights.error_bytes,
+                    "consumed (weights + non-torch) - weights",
+                    in_budget=True,
+                ),
+            ]
+        return [
+            _row(
+                log,
+                "weights",
+                "weights + non-torch memory ('consumed')",
+                RowGroup.WEIGHTS,
+                consumed,
+                in_budget=True,
+                note="the summary prints only their sum",
+            ),
+        ]
+    return [
+        _row(log, "weights", "model weights", RowGroup.WEIGHTS, weights, in_budget=True),
+        _row(
+            log,
+            "non_torch",
+            "non-torch memory (NCCL, CUDA context, all-reduce buffers)",
+            RowGroup.COMMUNICATION,
+            non_torch,
+            in_budget=True,
+        ),
+    ]
+
+
+IN_BUDGET = ("weights", "non_torch", "activation_peak", "kv_pool")
 """Rows always inside vLLM's budget (the CUDA-graph row is, since 0.21.0)."""
 
 
@@ -310,11 +374,11 @@ def _balance(
     inside_ids = IN_BUDGET + (("cuda_graph",) if graph_in_budget else ())
     inside = [r for r in rows if r.id in inside_ids]
     missing = [r for r in inside if r.bytes is None and r.id != "cuda_graph"]
-    if len(missing) == 1 and missing[0].id == "kv_cache":
+    if len(missing) == 1 and missing[0].id == "kv_pool":
         known = sum(r.bytes or 0 for r in inside)
         err = sum(r.error_bytes for r in inside) + budget[1]
         kv = _derived(
-            "kv_cache",
+            "kv_pool",
             "KV cache",
             RowGroup.STATE_POOL,
             budget[0] - known,
@@ -324,7 +388,7 @@ def _balance(
             in_budget=True,
             note="not printed: what vLLM's budget leaves",
         )
-        rows = [kv if r.id == "kv_cache" else r for r in rows]
+        rows = [kv if r.id == "kv_pool" else r for r in rows]
         inside = [r for r in rows if r.id in inside_ids]
         missing = []
     if missing:
@@ -343,7 +407,7 @@ def _balance(
     graph_out = sum(r.bytes or 0 for r in rows if r.id == "cuda_graph" and not graph_in_budget)
     rows.append(
         _derived(
-            "headroom",
+            "runtime_headroom",
             "headroom outside the budget",
             RowGroup.RUNTIME_HEADROOM,
             total[0] - budget[0] - at_start - graph_out,
@@ -375,6 +439,7 @@ def _residual(residual: int, error: int) -> Row:
         kind=RowKind.RESIDUAL,
         bytes=residual,
         error_bytes=error,
+        in_budget=True,
         evidence=Evidence(
             formula="budget - (weights + non-torch + activation + KV [+ graphs])",
             note=f"inside the budget; {why}",

@@ -13,6 +13,13 @@ a polynomial degree of two or more on a message (messages are at most MAX_PARSE_
   something after them that can fail (`.*.*x`, `a*a*b`, `\\s*.*x`; not a trailing `\\s*[^,]+`):
   quadratic, 33 ms for one 4096-character message, so a log of such lines would take hours.
 
+Bounded repeats multiply too (review 3, finding 2: `(a?){28}a{28}b` took 13.5 s on a 40-character
+line, each +2 four times that), so a pattern is judged by the ways it can try, whatever its
+counts: a repeated group (`{n}` included) that can match empty, whose iterations can split the
+same text two ways (`(a{1,2}){28}`) or whose alternatives overlap (`(a|ab){9}`), and a row of
+optional or counted items that can match the same characters whose choices multiply past
+MAX_CHOICES (`a?a?a?...` 28 times: 2^28 ways).
+
 Characters are modelled over Latin-1 plus four classes beyond it (digits, letters, spaces,
 others), which keeps the test conservative: a false alarm asks the author to rewrite a
 pattern, never a hang.
@@ -33,6 +40,9 @@ _BEYOND = frozenset({_BEYOND_DIGIT, _BEYOND_LETTER, _BEYOND_SPACE, _BEYOND_OTHER
 _ALL = frozenset(range(256)) | _BEYOND
 _UNBOUNDED = 100
 """A repeat whose maximum exceeds this counts as unbounded."""
+MAX_CHOICES = 1000
+"""Ways a row of adjacent bounded repeats over the same characters may be tried (their
+(max - min + 1) multiplied): 1000 is a millisecond on one message."""
 
 
 def _is_word(char: str) -> bool:
@@ -184,8 +194,10 @@ class _Analysis:
                 found = self.problem(body)
                 if found is None and high > 1:
                     found = self._ambiguous_iteration(list(body), unbounded=high > _UNBOUNDED)
-                if found is None and high > _UNBOUNDED:
+                if found is None and high > 1:
                     found = self._overlapping_alternatives(body)
+                if found is None:
+                    found = self._multiplied(items[: index + 1], ends_here)
                 if found:
                     return found
                 if high > _UNBOUNDED:
@@ -224,10 +236,10 @@ class _Analysis:
         `(\\.\\w+)*` is safe: each iteration starts with the dot the inner repeat cannot match."""
         flat = _flatten(body)
         start, nullable = self.first(flat)
-        if nullable and unbounded:
+        if nullable:
             return "a nested quantifier (a repeated group that can match empty)"
         for index, item in enumerate(flat):
-            if not _holds_unbounded(item):
+            if not _holds_unbounded(item) and not _holds_variable(item):
                 continue
             following, rest_nullable = self.first(flat[index + 1 :])
             if rest_nullable:
@@ -236,6 +248,27 @@ class _Analysis:
                 return (
                     "a nested quantifier (a repeated group whose inner repeat can also match "
                     "the text after it)"
+                )
+        return None
+
+    def _multiplied(self, items: list[Any], ends_here: bool) -> str | None:
+        """The row of bounded variable repeats ending at `items[-1]` whose neighbours can match
+        the same characters: its ways to split a text multiply (`a?a?a?...b`)."""
+        if ends_here:
+            return None  # nothing after it can fail: it is never backtracked into
+        choices, seen = 1, frozenset[int]()
+        for op, value in reversed(items):
+            if str(op) not in _REPEATS or value[1] > _UNBOUNDED or value[0] == value[1]:
+                break
+            chars = self.chars(value[2])
+            if seen and not chars & seen:
+                break
+            choices *= value[1] - value[0] + 1
+            seen |= chars
+            if choices > MAX_CHOICES:
+                return (
+                    f"a row of optional or counted repeats that can match the same characters "
+                    f"(more than {MAX_CHOICES:,} ways to try)"
                 )
         return None
 
@@ -251,7 +284,7 @@ class _Analysis:
                 for branch in value[1]:
                     chars, nullable = self.first(branch)
                     if nullable or seen & chars:
-                        return "alternatives that can match the same text under an unbounded repeat"
+                        return "alternatives that can match the same text under a repeat"
                     seen |= chars
         return None
 
@@ -278,6 +311,21 @@ def _flatten(sequence: list[Any]) -> list[Any]:
     return flat
 
 
+def _holds_variable(item: tuple[Any, Any]) -> bool:
+    """A bounded repeat of more than one count (`a{1,2}`, `b?`) at any depth."""
+    op, value = item
+    name = str(op)
+    if name in _REPEATS:
+        return bool(value[0] != value[1]) or any(_holds_variable(i) for i in value[2])
+    if name == "SUBPATTERN":
+        return any(_holds_variable(i) for i in value[-1])
+    if name == "ATOMIC_GROUP":
+        return any(_holds_variable(i) for i in value)
+    if name == "BRANCH":
+        return any(_holds_variable(i) for branch in value[1] for i in branch)
+    return False
+
+
 def _holds_unbounded(item: tuple[Any, Any]) -> bool:
     op, value = item
     name = str(op)
@@ -296,6 +344,74 @@ _GRAMMAR_REGEXP = re.compile(r"/((?:[^/\\\n]|\\.)+)/([imslux]*)")
 _MIN_KEYWORD = 4
 
 
+def literal_runs(pattern: str) -> list[str]:
+    """Runs of at least four literal characters that `pattern` always matches (none when it
+    ignores case: the prefilter matches exact bytes)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return []
+    if parsed.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
+        return []
+    found: list[str] = []
+    run: list[str] = []
+    for op, value in [*parsed, (None, None)]:
+        if str(op) == "LITERAL":
+            run.append(chr(value))
+            continue
+        if len(run) >= _MIN_KEYWORD:
+            found.append("".join(run))
+        run = []
+    return found
+
+
+def regexp_example(pattern: str) -> str | None:
+    """A short text `pattern` matches whole (each repeat at its least, each choice its first),
+    or None when this cannot build one."""
+    try:
+        parsed = sre_parse.parse(pattern)
+        text = _example(list(parsed))
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+    return text if re.fullmatch(pattern, text) else None
+
+
+_CATEGORY_EXAMPLE = {"CATEGORY_DIGIT": "0", "CATEGORY_WORD": "a", "CATEGORY_SPACE": " "}
+
+
+def _example(sequence: list[Any]) -> str:
+    out: list[str] = []
+    for op, value in sequence:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(value))
+        elif name in ("NOT_LITERAL", "ANY"):
+            out.append("x" if value != ord("x") else "y")
+        elif name == "IN":
+            out.append(_member(value))
+        elif name in _REPEATS:
+            out.append(_example(list(value[2])) * max(value[0], 0))
+        elif name == "SUBPATTERN":
+            out.append(_example(list(value[-1])))
+        elif name == "BRANCH":
+            out.append(_example(list(value[1][0])))
+        elif name not in ("AT", "ASSERT", "ASSERT_NOT"):
+            raise ValueError(name)
+    return "".join(out)
+
+
+def _member(items: list[tuple[Any, Any]]) -> str:
+    op, value = items[0]
+    name = str(op)
+    if name == "LITERAL":
+        return chr(value)
+    if name == "RANGE":
+        return chr(value[0])
+    if name == "CATEGORY" and str(value) in _CATEGORY_EXAMPLE:
+        return _CATEGORY_EXAMPLE[str(value)]
+    raise ValueError(name)  # a negated class or another category: no example
+
+
 def regexp_literals(grammar_text: str) -> list[str]:
     """Runs of at least four literal characters that a `/regexp/` of a grammar always matches,
     in order (case-insensitive regexps give none: the prefilter matches exact bytes)."""
@@ -304,20 +420,6 @@ def regexp_literals(grammar_text: str) -> list[str]:
         if line.lstrip().startswith("//"):
             continue
         for match in _GRAMMAR_REGEXP.finditer(line):
-            if "i" in match.group(2):
-                continue
-            try:
-                parsed = sre_parse.parse(match.group(1))
-            except (re.error, RecursionError, OverflowError):
-                continue
-            if parsed.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
-                continue
-            run: list[str] = []
-            for op, value in [*parsed, (None, None)]:
-                if str(op) == "LITERAL":
-                    run.append(chr(value))
-                    continue
-                if len(run) >= _MIN_KEYWORD:
-                    found.append("".join(run))
-                run = []
+            if "i" not in match.group(2):
+                found += literal_runs(match.group(1))
     return found

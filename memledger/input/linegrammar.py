@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from memledger.errors import ConfigError
-from memledger.input.extension_regex import backtracking_problem, regexp_literals
+from memledger.input.extension_regex import (
+    backtracking_problem,
+    literal_runs,
+    regexp_example,
+    regexp_literals,
+)
 from memledger.input.grammar_cache import load_tables, store_tables
 from memledger.input.shapecache import ParseCache, Transient, digit_blind
 from memledger.input.shapecheck import extension_heads, head_phrase, starts_with_words
@@ -162,6 +167,7 @@ class LineGrammar:
                 raise ConfigError(
                     f"grammar extension changes how a built-in line parses: {changed}", path=where
                 )
+            _refuse_unreachable(self, _cached_grammar(()), extras, where)
         if previous is not None:  # built for a shape the store lacked: keep what was cached
             self._cache = previous
         else:
@@ -275,6 +281,70 @@ def _placed(
     line = number - start + 1
     column = f", column {found.group(2)}" if found.group(2) else ""
     return str(path), line, message.replace(found.group(0), f"line {line}{column}")
+
+
+def _refuse_unreachable(
+    grammar: LineGrammar, base: LineGrammar, extras: list[tuple[Path, str]], where: str
+) -> None:
+    """Each line rule an extension adds must see every line it can match (review 3, the open
+    F23 case): its lines hold a word the prefilter looks for (a quoted word or a regexp's
+    literal run of four or more characters, or its leading quoted words as one phrase), and a
+    regexp terminal that starts it is read as itself at a line's start, not as the generic
+    words Lark tries first (`/MyFork staging buffer ready/` lexed as WORD `MyFork`). Else the
+    rule is refused at load, one line, instead of losing its lines without a word."""
+    lark = grammar._lark
+    own = set(grammar.line_rules()) - set(base.line_rules())
+    terminals = {t.name: t.pattern for t in lark.terminals}
+    for rule in lark.rules:
+        name = str(rule.origin.name)
+        if name not in own:
+            continue
+        patterns = [terminals.get(s.name) if s.is_term else None for s in rule.expansion]
+        source = next((str(p) for p, text in extras if name in text), where)
+        if not _holds_keyword(patterns):
+            raise ConfigError(
+                f"grammar rule {name!r}: its lines hold no quoted word (or regexp run) of four "
+                "or more characters, so memledger cannot pick them out of a log; quote one",
+                path=source,
+            )
+        head = patterns[0] if patterns else None
+        if head is None or head.type != "re":
+            continue
+        sample = regexp_example(head.value)
+        first = _first_token(lark, sample) if sample else None
+        if first is not None and first != rule.expansion[0].name:
+            raise ConfigError(
+                f"grammar rule {name!r}: a line starting /{head.value}/ never reaches it: Lark "
+                f"reads its start as {first} first; name the regexp with a priority "
+                f"(`HEAD.2: /{head.value}/`) or start the rule with quoted words",
+                path=source,
+            )
+
+
+def _holds_keyword(patterns: list[Any]) -> bool:
+    """Whether a rule alternative's terminals always put a prefilter word in its line."""
+    lead: list[str] = []
+    for pattern in patterns:
+        if pattern is None or pattern.type != "str":
+            break
+        lead.append(pattern.value)
+    words = [" ".join(lead)] + [
+        word
+        for pattern in patterns
+        if pattern is not None
+        for word in ([pattern.value] if pattern.type == "str" else literal_runs(pattern.value))
+    ]
+    return any(len(word) >= 4 for word in words)
+
+
+def _first_token(lark: Any, sample: str) -> str | None:
+    """The terminal Lark's lexer reads first at the start of a message `sample` (`?` when it
+    reads none)."""
+    try:
+        token = next(lark.parse_interactive(sample).iter_parse(), None)
+    except Exception:  # the lexer found no terminal at all there
+        return "no terminal"
+    return None if token is None else str(token.type)
 
 
 def _refuse_backtracking(

@@ -202,7 +202,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     if not quiet:
         _add_platform(out, logical)
         gpu = out.keep_gpu_line(logical.line, logical.rank, logical.prefixed, logical.text)
-    readings = out.errors.feed(logical.line, text, logical.rank, logical.prefixed, quiet=quiet)
+    readings, unread = out.read_errors(logical.line, text, logical.rank, logical.prefixed, quiet)
     if readings:
         _add_errors(out, readings)
 
@@ -232,8 +232,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     message = _progress_message(text) if text.startswith("Capturing") else text
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:
-        if logical.prefixed and (looks_like_memory(text) or grammar.meant_for(message)):
-            _unrecognised(out, logical, lambda: _why_not_parsed(message, grammar))
+        if logical.prefixed and (unread or looks_like_memory(text) or grammar.meant_for(message)):
+            _unrecognised(out, logical, unread or (lambda: _why_not_parsed(message, grammar)))
         return
     _store(logical, message, parsed, out, pasted=False)
 

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memledger.input.error_texts import ErrorTextReader
+from memledger.input.error_texts import ERROR_WORDS, ErrorReading, ErrorTextReader
 from memledger.input.quiet import QuietLines
 from memledger.input.ranks import is_rank0_tag, natural_key, rank_key_values, rank_sort_key
 from memledger.model.events import Event, EventKind, RankInfo, UnrecognisedLine, Value
@@ -28,6 +28,15 @@ RANKS_CAP = 1024
 """Distinct rank tags tracked (per-rank table rows); more are counted in a note."""
 CANDIDATE_CAP = 64
 """Tags that may be selected and so keep their events (rank-0 variants, --rank matches)."""
+ERROR_TEXTS_CAP = 16
+"""Lines of error text read per rank and segment (input.error_texts: an allocator OOM message,
+an exception line, a KV refusal, a process exit); a startup prints a few (the corpus: at most
+two per rank). Beyond it (a server in a retry loop, a hostile log) a line holding error words is
+counted in coverage as not read, without being parsed, so time per line stays flat (review 3,
+finding 3: 50,000 OOM lines took 15.9 s). The outcome is decided apart (input.outcome)."""
+ERROR_TEXTS_ALL_RANKS_CAP = 4096
+"""The same over all ranks of a segment (RANKS_CAP ranks each printing two)."""
+ERRORS_NOT_READ = f"not read: more than {ERROR_TEXTS_CAP} error texts of this rank"
 RETAINED_CAP = 16384
 """Items (events, rank summaries) a log without server_args lines keeps before it lets its oldest
 startup segments go (a startup printing this many is no SGLang startup)."""
@@ -253,6 +262,10 @@ class Collector:
     last_progress_desc: tuple[int, str] | None = None
     kept_per_kind: dict[tuple[int, str, EventKind], int] = field(default_factory=dict)
     errors: ErrorTextReader = field(default_factory=ErrorTextReader)
+    error_lines: dict[tuple[int, str], int] = field(default_factory=dict)
+    """Lines that gave error readings, per (segment, rank), and per segment (rank `\0`)."""
+    errors_not_read: int = 0
+    """Lines holding error words that ERROR_TEXTS_CAP let go unread, in the whole log."""
     quiet: QuietLines = field(default_factory=QuietLines)
     """Which lines no reader before the grammar reads (per line shape)."""
     pasted_lines: int = 0
@@ -411,6 +424,28 @@ class Collector:
             Evidence(kind, line, rank, prefixed, reason, text[:TEXT_CAP], self.segment)
         )
 
+    def read_errors(
+        self, line: int, text: str, rank: str, prefixed: bool, quiet: bool
+    ) -> tuple[list[ErrorReading], str | None]:
+        """The error events this line completes (input.error_texts), read while its rank and
+        segment are within ERROR_TEXTS_CAP; and, for a line not read because of it that holds
+        error words, the coverage reason to count it under."""
+        key, every = (self.unit, rank), (self.unit, "\0")
+        full = not quiet and (
+            self.error_lines.get(key, 0) >= ERROR_TEXTS_CAP
+            or self.error_lines.get(every, 0) >= ERROR_TEXTS_ALL_RANKS_CAP
+        )
+        # a full rank's line goes by as a quiet one: a traceback already open still closes
+        readings = self.errors.feed(line, text, rank, prefixed, quiet=quiet or full)
+        if readings:
+            self.error_lines[key] = self.error_lines.get(key, 0) + 1
+            self.error_lines[every] = self.error_lines.get(every, 0) + 1
+            return readings, None
+        if not full or not any(word in text.lower() for word in ERROR_WORDS):
+            return readings, None
+        self.errors_not_read += 1
+        return readings, ERRORS_NOT_READ
+
     def add_unrecognised(
         self,
         line: int,
@@ -460,6 +495,7 @@ class Collector:
         self.evidence = [e for e in self.evidence if e.segment >= segment]
         self.evidence_seen = {k for k in self.evidence_seen if k[0] >= segment}
         self.kept_per_kind = {k: v for k, v in self.kept_per_kind.items() if k[0] >= segment}
+        self.error_lines = {k: v for k, v in self.error_lines.items() if k[0] >= segment}
         self.server_args_problems = [p for p in self.server_args_problems if p.line >= first_line]
         self.retained = len(self.stored) + len(self.summaries)
 
@@ -534,6 +570,11 @@ def bound_notes(collector: Collector, lo: int) -> list[str]:
         notes.append(
             f"{overflow:,} rank tags past the first {CANDIDATE_CAP} that could be selected "
             "(rank-0 or --rank variants) are not selectable; their lines are summarised"
+        )
+    if collector.errors_not_read:
+        notes.append(
+            f"memory bound: {collector.errors_not_read:,} lines of error text were counted, not "
+            f"read (more than {ERROR_TEXTS_CAP} per rank and startup; the first are read)"
         )
     if collector.let_go_before and lo < collector.let_go_before:
         notes.append(

@@ -67,7 +67,8 @@ _READY = (
 )
 """Lines printed only once a startup is done (v0.10.2 vllm/v1/engine/core.py:218 `init engine`,
 vllm/entrypoints/llm.py `Supported_tasks`, uvicorn's `Application startup complete`)."""
-_TEXT_GROUPS = frozenset({"device", "version"})
+_OTHER_WORDS = ("non-default args", "vllm serve", "LLM engine ", *_READY)
+_TEXT_GROUPS = frozenset({"device", "version", "graph_modes"})
 _FLAG_FACT = {
     "gpu-memory-utilization": "gpu_memory_utilization",
     "max-model-len": "max_model_len",
@@ -186,6 +187,9 @@ def rank_tag(text: str) -> str:
     if proc.startswith("Worker_"):
         parts = [f"{k}{n}" for k, n in _PARALLEL.findall(proc)]
         return "_".join(parts)
+    engine = re.fullmatch(r"EngineCore_(?:DP)?(\d+)", proc)
+    if engine is not None and engine.group(1) != "0":
+        return f"DP{engine.group(1)}"  # another data-parallel engine's core
     return ""
 
 
@@ -303,8 +307,6 @@ _FRAMES = tuple(
 
 def frame_phase(text: str) -> str | None:
     """The startup phase a traceback line names (`errors.GRAPH_FRAMES`, ...), if any."""
-    if "File " not in text and "in " not in text and "." not in text:
-        return None
     return next((phase for word, phase in _FRAMES if word in text), None)
 
 
@@ -349,7 +351,7 @@ def _serve_settings(text: str, log: VllmLog, line: int) -> None:
 
 def read_vllm(lines: Iterable[str], path: str) -> VllmLog:
     """Every reading of a vLLM log (`lines`: its physical lines, without line ends)."""
-    words = prefilter_words()
+    words = prefilter_words() | {w for w, _ in _FRAMES}
     startups = [Startup()]
     log = VllmLog(path=path, startups=startups, n_lines=0)
     pending: tuple[int, str, str, VllmError] | None = None  # a broken error message
@@ -367,7 +369,7 @@ def read_vllm(lines: Iterable[str], path: str) -> VllmLog:
                 pending = None
             else:
                 pending = (start, joined, tag, error)
-        if not any(w in raw for w in words) and not _READY_OR_SETTINGS(raw):
+        if not any(w in raw for w in words) and not _wanted_otherwise(raw):
             continue
         text = _strip(raw)
         tag = rank_tag(text)
@@ -397,15 +399,9 @@ def read_vllm(lines: Iterable[str], path: str) -> VllmLog:
     return log
 
 
-def _READY_OR_SETTINGS(text: str) -> bool:  # noqa: N802 - a predicate named like the tables
-    return (
-        "non-default args" in text
-        or "vllm serve" in text
-        or "LLM engine " in text
-        or "ERROR" in text
-        or frame_phase(text) is not None
-        or any(mark in text for mark in _READY)
-    )
+def _wanted_otherwise(text: str) -> bool:
+    """A line read though it holds no memory word: settings, readiness, errors, frames."""
+    return "ERROR" in text or any(mark in text for mark in _OTHER_WORDS)
 
 
 def _add(

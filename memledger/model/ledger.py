@@ -99,6 +99,10 @@ class Row:
     is the first. Empty for every other row."""
     in_partition: bool = True
     """False for informational rows (e.g. the load peak) that must not be summed."""
+    in_budget: bool | None = None
+    """Whether the engine's memory budget holds the row: SGLang's mem_fraction_static (weights
+    and pools), vLLM's gpu_memory_utilization (weights, non-torch, activation peak, KV, and the
+    CUDA-graph estimate since 0.21.0). None in ledgers saved before it existed."""
     evidence: Evidence = field(default_factory=Evidence)
 
     @computed_field  # type: ignore[prop-decorator]

@@ -4,18 +4,26 @@ Log lines, saved ledgers, budget and file names can carry anything a pull reques
 there. Each format has one last pass (`finish`, applied by the format registries to every
 renderer's output) that enforces its invariant whatever a renderer interpolated:
 
-- terminal text: C0/C1 controls, DEL and bidi overrides are shown (`␛`, `<U+009B>`), never
-  emitted; tab and the renderer's own newlines stay.
+- terminal text: C0/C1 controls, DEL and every invisible character (INVISIBLE_RANGES: the bidi
+  overrides, isolates and marks, zero-width and filler characters, tags) are shown (`␛`,
+  `<U+009B>`, `<U+200F>`), never emitted; tab and the renderer's own newlines stay.
 - every format that can end up in a CI job log: no line starts a GitHub workflow command (`::`
   after leading blanks) and no `##[` (the runner's older syntax, matched anywhere in a line).
-- JSON: the same data, with C1/DEL/U+2028/U+2029 and `[` after `##` written as `\\u` escapes.
-- JUnit XML: characters XML 1.0 forbids are shown as text; C1 controls become character
-  references (same data, no raw bytes).
+- JSON: the same data, with C1/DEL/U+2028/U+2029, invisible characters and `[` after `##`
+  written as `\\u` escapes.
+- JUnit XML: characters XML 1.0 forbids are shown as text; C1 controls and invisible characters
+  become character references (same data, no raw bytes).
 - CSV: every cell on one line, controls shown, and a cell a spreadsheet would run as a
   formula (`= + - @`, tab, CR first) gets a `'` first (OWASP), plain numbers excepted.
 
 Markdown structure (tables, links, mentions, HTML) is escaped where text is interpolated, by
 `memledger.render.tables.markdown_cell` / `markdown_code`; Mermaid labels by `mermaid_label`.
+
+Every destination's pass shows the characters `visible_controls` shows (or writes them as
+escapes of the same data): a new format (HTML, SVG) calls it on its text (`markup_text`: shown,
+then the XML pass; a character reference is the raw character once a browser renders it), and
+the property test
+(tests/security/test_render.py) fails for a format registered without an invariant.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 
@@ -38,18 +47,63 @@ class Destination(StrEnum):
     CSV = "csv"
 
 
-# C0 except TAB and LF, DEL, C1, and the bidirectional overrides/isolates ("Trojan source").
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-_CONTROL_WITH_NEWLINE = re.compile(
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),  # soft hyphen
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x0600, 0x0605),  # Arabic number signs (Cf)
+    (0x061C, 0x061C),  # Arabic letter mark
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x115F, 0x1160),  # Hangul fillers
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),  # Mongolian variation selectors, vowel separator
+    (0x200C, 0x200F),  # ZWNJ, ZWJ, LRM, RLM (U+200B: see below)
+    (0x202A, 0x202E),  # bidi embeddings and overrides ("Trojan source")
+    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated format
+    (0x3164, 0x3164),  # Hangul filler
+    (0xFE00, 0xFE0F),  # variation selectors
+    (0xFEFF, 0xFEFF),  # byte order mark / zero width no-break space
+    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
+    (0xFFF0, 0xFFFB),  # reserved, interlinear annotation
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
+    (0x1D173, 0x1D17A),  # musical format controls
+    (0xE0000, 0xE0FFF),  # tags, variation selectors supplement, reserved
 )
+"""Characters a reader cannot see: Unicode's Default_Ignorable_Code_Point (Unicode 15.1,
+DerivedCoreProperties.txt) and general category Cf (15.1, UnicodeData.txt), as ranges; tests
+check them against this Python's `unicodedata`. They reorder text (bidi marks), hide it (tags)
+or split a word invisibly, so output shows them. U+200B ZERO WIDTH SPACE is the one exception:
+memledger writes it itself to make `::`, `##[` and `@mention` inert, and it neither reorders
+nor hides. And one U+FE0F (emoji presentation) right after a symbol stays part of it: `⚠️` is
+memledger's own; a selector anywhere else, or a run of them (text hidden as selectors), shows."""
+_INVISIBLE = "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in INVISIBLE_RANGES)
+# C0 except TAB and LF, DEL, C1, the line separators, and every invisible character.
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
+_CONTROL_WITH_NEWLINE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
 _WORKFLOW_LINE = re.compile(r"^(\s*)::", re.MULTILINE)
 _ZERO_WIDTH_SPACE = "\u200b"
 """Not whitespace to the Actions runner's TrimStart, invisible to a reader."""
 
 
+def _emoji_selector(match: re.Match[str]) -> bool:
+    """An emoji presentation selector that completes the symbol before it (`⚠️`)."""
+    start = match.start()
+    return (
+        match.group(0) == "\ufe0f"
+        and start > 0
+        and unicodedata.category(match.string[start - 1]) == "So"
+    )
+
+
 def _shown(match: re.Match[str]) -> str:
     char = match.group(0)
+    if _emoji_selector(match):
+        return char
     code = ord(char)
     if code < 0x20:
         return chr(0x2400 + code)  # the Control Pictures block: ␛ for ESC, ␍ for CR
@@ -59,7 +113,8 @@ def _shown(match: re.Match[str]) -> str:
 
 
 def visible_controls(text: str, *, keep_newlines: bool = True) -> str:
-    """Control characters (and bidi overrides) as visible symbols; tab (and newlines) kept."""
+    """Control and invisible characters as visible symbols; tab (and newlines) kept. The filter
+    every destination's last pass applies (or escapes the same characters)."""
     pattern = _CONTROL if keep_newlines else _CONTROL_WITH_NEWLINE
     return pattern.sub(_shown, text)
 
@@ -80,7 +135,17 @@ def one_line(text: str) -> str:
     return visible_controls(text, keep_newlines=False)
 
 
-_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW = re.compile(f"[\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    if _emoji_selector(match):
+        return match.group(0)
+    code = ord(match.group(0))
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON writes a character beyond the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def json_text(text: str) -> str:
@@ -89,28 +154,39 @@ def json_text(text: str) -> str:
     `\\u` escapes are only valid inside JSON strings, and only strings can hold these
     characters (or `#`), so a text-wide replacement is exact.
     """
-    text = _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    text = _JSON_RAW.sub(_json_escape, text)
     return text.replace("##[", "##\\u005b")
 
 
 # XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_XML_DISCOURAGED = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_XML_DISCOURAGED = re.compile(f"[\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
+
+
+def _xml_reference(match: re.Match[str]) -> str:
+    return match.group(0) if _emoji_selector(match) else f"&#{ord(match.group(0))};"
 
 
 def xml_text(text: str) -> str:
     """Serialized XML that any XML 1.0 parser accepts: forbidden characters shown as text;
-    C1 controls, CR, a `:` starting a line and the `[` of `##[` as character references (the
-    same data)."""
+    C1 controls, invisible characters, CR, a `:` starting a line and the `[` of `##[` as character
+    references (the same data)."""
     text = _XML_FORBIDDEN.sub(
         lambda m: _shown(m) if ord(m.group(0)) < 0x20 else f"<U+{ord(m.group(0)):04X}>", text
     )
     # `<U+...>` inside an attribute or element must itself be escaped: write it as entities
     text = text.replace("<U+", "&lt;U+")
-    text = _XML_DISCOURAGED.sub(lambda m: f"&#{ord(m.group(0))};", text).replace("\r", "&#13;")
+    text = _XML_DISCOURAGED.sub(_xml_reference, text).replace("\r", "&#13;")
     # printed in a job log, a line of element text must not start a workflow command either
     text = _WORKFLOW_LINE.sub(lambda m: m.group(1) + "&#58;:", text)
     return text.replace("##[", "##&#91;")
+
+
+def markup_text(text: str) -> str:
+    """HTML or SVG a browser shows: every control and invisible character shown as text
+    (`visible_controls`: a character reference would be the raw character again once rendered),
+    then the XML pass (`<U+200F>` written `&lt;U+200F>`, no workflow command, no `##[`)."""
+    return xml_text(visible_controls(text))
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")

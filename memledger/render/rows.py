@@ -154,6 +154,7 @@ def headline(ledger: Ledger) -> Headline:
     """Title and key facts: file, startup, rank, outcome, usable and the balance."""
     source = ledger.source
     facts: list[tuple[str, str]] = [
+        *engine_facts(ledger),
         ("file", source.path),
         ("startup", startup_text(source.startup, source.n_startups)),
         ("rank", source.rank or "(untagged)"),
@@ -167,6 +168,28 @@ def headline(ledger: Ledger) -> Headline:
     facts.append(("usable", usable))
     facts.append(("balance", balance_text(ledger)))
     return Headline(title=f"memledger ledger: {source.path}", facts=facts)
+
+
+def engine_facts(ledger: Ledger) -> list[tuple[str, str]]:
+    """A second engine's ledger says which engine and which rows its budget holds (an SGLang
+    ledger's headline is as it always was)."""
+    if ledger.engine == "sglang":
+        return []
+    params = ledger.parameters
+    release = params.get("release") or "release not printed"
+    inside = [r.id for r in ledger.rows if r.in_budget and r.in_partition]
+    outside = [r.id for r in ledger.rows if r.in_budget is False and r.in_partition]
+    budget = params.get("budget_bytes")
+    fraction = params.get("gpu_memory_utilization")
+    size = f" = {gib_cell(budget)} GiB" if isinstance(budget, int) else ""
+    return [
+        ("engine", f"vLLM ({params.get('era', '?')}, {release})"),
+        (
+            "budget",
+            f"gpu_memory_utilization {fraction if fraction is not None else '?'}{size} holds "
+            f"{', '.join(inside) or '-'}; outside it: {', '.join(outside) or '-'}",
+        ),
+    ]
 
 
 def startup_text(index: int, n_startups: int) -> str:

@@ -35,6 +35,12 @@ PARAMETER_KEYS = re.compile(
 )
 """The server_args keys a ledger copies into `parameters` (memory-relevant ones, for diffs)."""
 
+BUDGET_GROUPS = frozenset({RowGroup.WEIGHTS, RowGroup.DRAFT_WEIGHTS, RowGroup.STATE_POOL})
+"""Row groups mem_fraction_static holds: the weights and the pools (v0.5.x
+srt/model_executor/model_runner.py profile_max_num_token: rest_memory = avail - total x
+(1 - mem_fraction_static), the pools' share; the weights are taken before it). Everything else
+(NCCL, staging, workspaces, CUDA graphs, headroom) lives in the 1 - mem_fraction_static."""
+
 SECRET_KEYS = re.compile(r"key|secret|password|token(?!s)|credential", re.IGNORECASE)
 """server_args keys never copied, whatever PARAMETER_KEYS says."""
 

@@ -135,6 +135,9 @@ def size_vllm(
     steps: list[Step] = []
     not_made: list[str] = []
     kv = _budget(facts, era, release, steps, not_made)
+    exact = _b(facts, "kv_cache_memory_in_use_bytes")  # the 0.10 summary's exact KV bytes
+    if exact is not None:
+        kv = exact
     block_size = DEFAULT_BLOCK_SIZE
     block_bytes, block_from = _block_bytes(facts, block_size, kv_bytes_per_token, calibration)
     _blocks_and_tokens(facts, era, kv, block_size, block_bytes, block_from, steps, not_made)
@@ -156,7 +159,7 @@ def _budget(
     if total is not None and util is not None:
         slack = total[1] * util + 0.005 * total[0]  # util printed with 2 decimals
         step = Step(
-            "budget_v0" if era == "V0" else "budget_v1",
+            "usable",
             "budget (total x gpu_memory_utilization)",
             f"{gib(total[0])} x {util:g}",
             total[0] * util,
@@ -171,8 +174,13 @@ def _budget(
     logged_kv = _b(facts, "kv_cache_gib")
     weights, non_torch = _b(facts, "weights_gib"), _b(facts, "non_torch_gib")
     activation, peak = _b(facts, "activation_peak_gib"), _b(facts, "peak_torch_memory_gib")
-    if _b(facts, "kv_cache_memory_bytes") is not None and "initial_free_gib" in facts:
-        return logged_kv  # kv_reserved: the KV is what was asked for, no arithmetic
+    consumed = _b(facts, "consumed_gib")
+    if "initial_free_gib" in facts:  # kv_cache_memory_bytes set: profiling skipped
+        not_made.append(
+            "KV budget: set by kv_cache_memory_bytes (rule kv_bytes_given, "
+            f"{RULE['kv_bytes_given'].source}): no arithmetic to redo"
+        )
+        return logged_kv
     if usable is None:
         if logged_kv is None:
             not_made.append("KV budget: the log prints neither the budget nor the KV memory")
@@ -186,16 +194,20 @@ def _budget(
         value = usable[0] - peak[0] - non_torch[0]
         arith = f"{gib(usable[0])} - peak {gib(peak[0])} - non-torch {gib(non_torch[0])}"
         rule, slack = "budget_peak", usable[1] + peak[1] + non_torch[1]
-    elif None not in (weights, non_torch, activation):
-        assert weights is not None and non_torch is not None and activation is not None
-        graph = _graph_term(facts, release)
-        consumed = weights[0] + non_torch[0] + activation[0] + graph
-        value = usable[0] - consumed
+    elif consumed is not None and activation is not None:  # the 0.21+ summary
+        value = usable[0] - consumed[0] - activation[0]
+        arith = (
+            f"{gib(usable[0])} - consumed (weights + non-torch) {gib(consumed[0])} - activation "
+            f"with the CUDA-graph estimate {gib(activation[0])}"
+        )
+        rule, slack = "budget_graph", usable[1] + consumed[1] + activation[1]
+    elif weights is not None and non_torch is not None and activation is not None:
+        value = usable[0] - weights[0] - non_torch[0] - activation[0]
         arith = (
             f"{gib(usable[0])} - weights {gib(weights[0])} - non-torch {gib(non_torch[0])} - "
-            f"activation {gib(activation[0])}" + (f" - graphs {gib(graph)}" if graph else "")
+            f"activation {gib(activation[0])}"
         )
-        rule = "budget_v0" if era == "V0" else ("budget_graph" if graph else "budget_v1")
+        rule = "budget_v0" if era == "V0" else "budget_v1"
         slack = usable[1] + weights[1] + non_torch[1] + activation[1]
     else:
         missing = [
@@ -225,14 +237,6 @@ def _budget(
         )
     )
     return logged_kv or (round(value), round(slack))
-
-
-def _graph_term(facts: Mapping[str, Fact], release: str | None) -> int:
-    """The graph estimate vLLM took out of the budget (0.21.0+, when it printed one)."""
-    estimate = _b(facts, "graph_estimate_gib")
-    if estimate is None or release_at_least(release, "0.21.0") is False:
-        return 0
-    return estimate[0]
 
 
 def _block_bytes(

@@ -82,9 +82,9 @@ LINES: tuple[VllmLine, ...] = (
     ),
     VllmLine(
         "usable",
-        rf"the current vLLM instance can use total_gpu_memory \((?P<total_gpu_gib>{NUM})GiB\)"
+        rf"the current vLLM instance can use\s+total_gpu_memory \((?P<total_gpu_gib>{NUM}) ?GiB\)"
         rf" x gpu_memory_utilization \((?P<gpu_memory_utilization>{NUM})\)"
-        rf" = (?P<usable_gib>{NUM})GiB",
+        rf" = (?P<usable_gib>{NUM}) ?GiB",
         ("the current vLLM instance can use",),
         "0.6.5",
         None,
@@ -101,6 +101,31 @@ LINES: tuple[VllmLine, ...] = (
         "0.6.5",
         None,
         "v0.7.3 vllm/worker/worker.py:258-265 (available = usable - non_kv_cache_memory)",
+        "v0",
+    ),
+    VllmLine(
+        "profile_table",
+        rf"(?:^|[\]\s])(?:total_gpu_memory\s+(?P<total_gpu_gib>{NUM}) ?GiB"
+        rf"|gpu_memory_utilization\s+(?P<gpu_memory_utilization>{NUM})"
+        rf"|the current vLLM instance can use\s+(?P<usable_gib>{NUM}) ?GiB"
+        rf"|model weights take\s+(?P<weights_gib>{NUM}) ?GiB"
+        rf"|non_torch_memory\s+(?P<non_torch_gib>{NUM}) ?GiB"
+        rf"|PyTorch activation peak memory\s+(?P<activation_peak_gib>{NUM}) ?GiB"
+        rf"|available_kv_cache_memory\s+(?P<kv_cache_gib>{NUM}) ?GiB)\s*$",
+        (
+            "total_gpu_memory",
+            "gpu_memory_utilization",
+            "the current vLLM instance can use",
+            "model weights take",
+            "non_torch_memory",
+            "PyTorch activation peak memory",
+            "available_kv_cache_memory",
+        ),
+        "0.6.5",
+        "0.6.5",
+        "vllm PR #10511 branch (Dec 2024) vllm/worker/worker.py: the profile as a table, one "
+        "figure a line (not in a release wheel read; the figures are those of v0.7.3 "
+        "vllm/worker/worker.py:251-265)",
         "v0",
     ),
     VllmLine(
@@ -206,6 +231,16 @@ LINES: tuple[VllmLine, ...] = (
         "v0.5.4 vllm/worker/model_runner.py:1225 (no size); v0.6.4.post1 "
         "vllm/worker/model_runner.py:1518; v0.10.2 vllm/v1/worker/gpu_model_runner.py:3118; "
         "v0.29.0 vllm/v1/worker/gpu_model_runner.py:7002",
+    ),
+    VllmLine(
+        "graph_sizes",
+        r"Profiling CUDA graph memory: (?P<graph_modes>[A-Z_]+=\d+ \(largest=\d+\)"
+        r"(?:, [A-Z_]+=\d+ \(largest=\d+\))*)",
+        ("Profiling CUDA graph memory:",),
+        "0.21.0",
+        None,
+        "v0.29.0 vllm/v1/worker/gpu_model_runner.py:6756-6769",
+        "v1",
     ),
     VllmLine(
         "graph_estimate",

@@ -20,6 +20,14 @@ vllm/platforms/cuda.py:138; a hybrid or MLA model may use another)."""
 
 RULES: tuple[SizingRule, ...] = (
     SizingRule(
+        "usable",
+        "The budget",
+        "budget = total_gpu_memory x gpu_memory_utilization (ceil since 0.21.0)",
+        ReleaseRange(None),
+        "v0.7.3 vllm/worker/worker.py:233-234; v0.10.2 vllm/v1/worker/gpu_worker.py:176-177; "
+        "v0.29.0 vllm/v1/worker/utils.py:521",
+    ),
+    SizingRule(
         "budget_peak",
         "KV budget from the profiled peak (V0, one-line profiling)",
         "kv = total_gpu_memory x gpu_memory_utilization - (peak_torch_memory + non_torch_memory)"

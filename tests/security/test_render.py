@@ -5,7 +5,9 @@ log is replaced by a hostile string (HTML, `</details>`, images, links, mentions
 fences, workflow commands, terminal escapes, C0/C1 controls, CSV formulas, Mermaid breakers).
 Each format's output must keep its invariant:
 
-- text (terminal): no C0 (but tab, newline), DEL, C1 or bidi control; no line starts `::`
+- every format: no raw C0 (but tab, newline), DEL, C1, line separator or invisible character
+  (Unicode's default-ignorable code points and category Cf, U+200B aside: memledger's own mark).
+- text (terminal): no line starts `::`
   (after blanks) and no `##[` anywhere (GitHub's runner reads both in a job log).
 - github: the first lines are memledger's own annotations (as many as with benign strings);
   after them no line starts `::`; no control, no `##[`.
@@ -32,6 +34,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from datetime import date
@@ -70,6 +73,42 @@ from memledger.render.terminal import PLAIN
 from memledger.sizing.whatif import WhatIf
 from tests.conftest import SAMPLES, ledger_for
 
+# Default_Ignorable_Code_Point, Unicode 15.1 DerivedCoreProperties.txt
+DEFAULT_IGNORABLE = frozenset(
+    code
+    for low, high in [
+        (0x00AD, 0x00AD),
+        (0x034F, 0x034F),
+        (0x061C, 0x061C),
+        (0x115F, 0x1160),
+        (0x17B4, 0x17B5),
+        (0x180B, 0x180F),
+        (0x200B, 0x200F),
+        (0x202A, 0x202E),
+        (0x2060, 0x206F),
+        (0x3164, 0x3164),
+        (0xFE00, 0xFE0F),
+        (0xFEFF, 0xFEFF),
+        (0xFFA0, 0xFFA0),
+        (0xFFF0, 0xFFF8),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0000, 0xE0FFF),
+    ]  # fmt: skip
+    for code in range(low, high + 1)
+)
+# every default-ignorable code point below U+E0000 (tags and selectors beyond it: a few, or a
+# markdown report past its length limit is cut and no longer has the benign one's shape), and
+# format characters that are not default-ignorable
+INVISIBLE = "".join(
+    chr(c)
+    for c in sorted(
+        {c for c in DEFAULT_IGNORABLE if c < 0xE0000}
+        | {0x0600, 0x06DD, 0x110BD, 0xFFF9, 0xE0001, 0xE0041, 0xE007F, 0xE0100, 0xE0FFF}
+    )
+)
+
+
 PAYLOADS = [
     '</details><img src="https://attacker.example/p.png"> @octocat #1 `x` | a | '
     "[c](https://evil.example) ![i](x)",
@@ -89,6 +128,9 @@ PAYLOADS = [
     "<script>alert(1)</script> www.evil.example https://evil.example/a",
     "*emph* _u_ ~~s~~ **b** > quote\n# heading\n- list\n| a | b |\n|---|---|",
     "\\ trailing backslash \\",
+    # review 3, finding 5: bidi marks, fillers, tags, every default-ignorable and format char
+    "abc \u200f\u061c\u200e FAIL x \ufeff\u00ad\u3164 \u200fPASS (exit 0)\u200e",
+    INVISIBLE,
 ]
 _TEXT_CHARS = st.characters(
     exclude_categories=["Cs"],  # lone surrogates cannot be printed; input refuses them
@@ -199,7 +241,8 @@ def _hostile_ledger(ledger: Ledger, draw: Draw) -> Ledger:
 
 
 def _toml_string(text: str) -> str:
-    escaped = json.dumps(text)
+    # characters beyond the BMP as themselves: TOML has no surrogate-pair escapes
+    escaped = json.dumps(text, ensure_ascii=False)
     return escaped.replace("\x7f", "\\u007f")
 
 
@@ -293,7 +336,29 @@ def _renders(sample: Sample, benign: bool) -> dict[str, str]:
 
 # ------------------------------------------------------------------ invariants per destination
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+def _invisible(char: str) -> bool:
+    """Unicode's Default_Ignorable_Code_Point or category Cf (review 3, finding 5), computed here
+    apart from memledger's table; U+200B is memledger's own inert mark."""
+    return char != "\u200b" and (
+        unicodedata.category(char) == "Cf" or ord(char) in DEFAULT_IGNORABLE
+    )
+
+
+class _Invisible:
+    """`search` as a regexp's: the first control or invisible character of a text, or None
+    (one U+FE0F right after a symbol is part of an emoji: memledger's own `⚠️`)."""
+
+    def search(self, text: str) -> str | None:
+        for index, char in enumerate(text):
+            emoji = char == "\ufe0f" and index and unicodedata.category(text[index - 1]) == "So"
+            if (_RAW_CONTROL.match(char) or _invisible(char)) and not emoji:
+                return char
+        return None
+
+
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = _Invisible()
 _WORKFLOW_LINE = re.compile(r"^\s*::", re.MULTILINE)
 _ANNOTATION = re.compile(r"^::(error|warning|notice) file=[^:\n]*::[^\n]*$")
 
@@ -371,6 +436,14 @@ def check_junit(text: str) -> None:
     ET.fromstring(text.encode("utf-8"))  # expat: a strict XML 1.0 parser
 
 
+def check_markup(text: str, kind: str) -> None:
+    """HTML or SVG: no raw control or invisible character (render.escape.visible_controls), no
+    `##[`; SVG is well-formed XML."""
+    _ci_log_safe(text)
+    if kind == "svg":
+        ET.fromstring(text.encode("utf-8"))
+
+
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
 
 
@@ -395,6 +468,15 @@ def _destination(name: str) -> str:
 def test_F01_F02_F13_F14_F19_F20_hostile_strings_keep_every_format_invariant(
     strings: list[str],
 ) -> None:
+    _check_every_format(strings)
+
+
+def test_review3_F5_invisible_characters_in_every_format() -> None:
+    """Every default-ignorable and format character, in every format (a new one included)."""
+    _check_every_format([PAYLOADS[-2], INVISIBLE])
+
+
+def _check_every_format(strings: list[str]) -> None:
     sample = Sample(strings)
     hostile, benign = _renders(sample, benign=False), _benign_renders()
     raw_json = _raw_json(sample)
@@ -415,6 +497,8 @@ def test_F01_F02_F13_F14_F19_F20_hostile_strings_keep_every_format_invariant(
             check_junit(text)
         elif kind == "csv":
             check_csv(text, benign[name])
+        elif kind in ("html", "svg"):  # pictures: markup a browser renders
+            check_markup(text, kind)
         else:
             pytest.fail(f"no invariant for format {name}")
 
@@ -430,7 +514,7 @@ def test_every_registered_format_has_an_invariant() -> None:
         *WHATIF_FORMATS.names,
         *FLEET_FORMATS.names,
     }
-    assert names <= {"text", "github", "markdown", "json", "junit", "csv"}
+    assert names <= {"text", "github", "markdown", "json", "junit", "csv", "html", "svg"}
 
 
 # ------------------------------------------------------------------ the review's reproductions

@@ -135,3 +135,14 @@ def test_diagnosis_reaches_the_stated_fix(entry: dict[str, Any]) -> None:
     stated = _stated_knobs(entry.get("conclusion") or "")
     if diagnosis.outcome in ("oom", "crash"):
         assert stated <= knobs, (stated, knobs)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_saved_ledger_reloads(entry: dict[str, Any], tmp_path: Path) -> None:
+    """`memledger ledger --format json` of a vLLM log is a saved ledger memledger reads back
+    (its summary agrees with its rows as a saved ledger's must)."""
+    ledger = load_ledger(_path(entry))
+    saved = tmp_path / "saved.json"
+    saved.write_text(to_json(ledger))
+    again = load_ledger(saved)
+    assert again.engine == "vllm" and again.rows == ledger.rows

@@ -197,6 +197,22 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         "config",
         {"version": "0.10.2"},
     ),
+    (
+        "INFO 12-13 19:54:18 worker.py:243] available_kv_cache_memory    53.29GiB",
+        "profile_table",
+        {"kv_cache_gib": 53.29},
+    ),
+    (
+        "INFO 12-13 19:54:18 worker.py:243] PyTorch activation peak memory    2.64GiB",
+        "profile_table",
+        {"activation_peak_gib": 2.64},
+    ),
+    (
+        "INFO 09-01 10:00:00 [gpu_model_runner.py:6769] Profiling CUDA graph memory: "
+        "PIECEWISE=41 (largest=384), FULL=25 (largest=192)",
+        "graph_sizes",
+        {"graph_modes": "PIECEWISE=41 (largest=384), FULL=25 (largest=192)"},
+    ),
     # failure texts
     (
         "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. "
@@ -312,6 +328,7 @@ def test_the_file_line_tag_is_never_read() -> None:
         ("(Worker_DP1_TP1_EP3 pid=5) INFO", "DP1_TP1_EP3"),
         ("(VllmWorkerProcess pid=90) INFO", "pid 90"),
         ("(EngineCore_DP0 pid=1) INFO", ""),
+        ("(EngineCore_DP1 pid=1) INFO", "DP1"),
         ("INFO 10-03 16:22:17 [x.py:1]", ""),
     ],
 )
@@ -378,7 +395,7 @@ def test_a_vllm_log_is_read_as_vllm_end_to_end() -> None:
     loaded = load_any(io.BytesIO(data), label="paste.log")
     assert isinstance(loaded, VllmRun)
     ledger = load_ledger(io.BytesIO(data))
-    assert ledger.engine == "vllm" and ledger.row("kv_cache") is not None
+    assert ledger.engine == "vllm" and ledger.row("kv_pool") is not None
     assert diagnosis_of(DiagnoseOptions(log=io.BytesIO(data))).outcome == "truncated"
 
 

@@ -1,0 +1,290 @@
+"""vLLM's KV arithmetic (memledger/sizing/vllm.py) rule by rule, on synthetic lines in the shape
+of each release's, and the ledger and diagnosis built on it."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.load import load_any
+from memledger.app.options import DiagnoseOptions, LoadOptions
+from memledger.app.vllm import VllmRun
+from memledger.errors import SelectionError
+from memledger.sizing.vllm import Step
+from memledger.vllm.sizing_rules import RULES
+
+GIB = 1 << 30
+
+
+def _run(lines: list[str], **options: object) -> VllmRun:
+    data = ("\n".join(lines) + "\n").encode()
+    loaded = load_any(io.BytesIO(data), LoadOptions(**options), label="x.log")  # type: ignore[arg-type]
+    assert isinstance(loaded, VllmRun)
+    return loaded
+
+
+def _step(run: VllmRun, rule: str) -> Step:
+    step = run.sizing.step(rule)
+    assert step is not None, [s.rule for s in run.sizing.steps]
+    return step
+
+
+V0_ONE_LINE = [
+    "INFO 12-02 10:00:00 model_runner.py:1077] Loading model weights took 14.9888 GB",
+    "INFO 12-02 10:00:05 worker.py:232] Memory profiling results: total_gpu_memory=23.58GiB "
+    "initial_memory_usage=15.34GiB peak_torch_memory=17.98GiB memory_usage_post_profile=15.35GiB "
+    "non_torch_memory=0.35GiB kv_cache_size=2.89GiB gpu_memory_utilization=0.90",
+    "INFO 12-02 10:00:05 gpu_executor.py:113] # GPU blocks: 1478, # CPU blocks: 2048",
+    "INFO 12-02 10:00:05 gpu_executor.py:117] Maximum concurrency for 29000 tokens per "
+    "request: 0.82x",
+]
+V0_PARTS = [
+    "INFO 02-11 10:17:54 [worker.py:294] the current vLLM instance can use total_gpu_memory "
+    "(79.19GiB) x gpu_memory_utilization (0.80) = 63.35GiB",
+    "INFO 02-11 10:17:54 [worker.py:294] model weights take 1.12GiB; non_torch_memory takes "
+    "0.16GiB; PyTorch activation peak memory takes 0.23GiB; the rest of the memory reserved for "
+    "KV Cache is 61.84GiB.",
+    "INFO 02-11 10:17:54 [executor_base.py:113] # cuda blocks: 36184, # CPU blocks: 2340",
+    "INFO 02-11 10:17:54 [executor_base.py:118] Maximum concurrency for 8192 tokens per "
+    "request: 70.67x",
+]
+V1_SUMMARY = [
+    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:05 [core.py:76] Initializing a V1 LLM engine "
+    "(v0.10.2) with config: model='m', max_seq_len=4096,",
+    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:21 [gpu_model_runner.py:2392] Model loading took "
+    "14.0786 GiB and 10.2 seconds",
+    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:33 [gpu_worker.py:298] Available KV cache memory: "
+    "55.15 GiB",
+    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:34 [kv_cache_utils.py:864] GPU KV cache size: "
+    "451,744 tokens",
+    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:34 [kv_cache_utils.py:868] Maximum concurrency for "
+    "4,096 tokens per request: 110.29x",
+    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:39 [gpu_model_runner.py:3118] Graph capturing "
+    "finished in 5 secs, took 0.67 GiB",
+    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device "
+    "(78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
+    "usage is 14.08 GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, "
+    "and 0.67 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
+    "`--kv-cache-memory=58333988249` to fit into requested memory, or "
+    "`--kv-cache-memory=66273897472` to fully utilize gpu memory. Current kv cache memory in use "
+    "is 59212694937 bytes.",
+]
+
+
+def test_rule_usable() -> None:
+    step = _step(_run(V0_PARTS), "usable")
+    assert step.matches and step.value == pytest.approx(79.19 * 0.8 * GIB)
+
+
+def test_rule_budget_peak() -> None:
+    step = _step(_run(V0_ONE_LINE), "budget_peak")
+    assert step.matches  # 23.58 x 0.90 - 17.98 - 0.35 = 2.892 against 2.89
+    assert step.value / GIB == pytest.approx(2.892, abs=0.001)
+
+
+def test_rule_budget_v0() -> None:
+    step = _step(_run(V0_PARTS), "budget_v0")
+    assert step.matches and step.value / GIB == pytest.approx(61.84, abs=0.01)
+
+
+def test_rule_budget_v1() -> None:
+    step = _step(_run(V1_SUMMARY), "budget_v1")
+    assert step.matches and step.value / GIB == pytest.approx(55.15, abs=0.02)
+
+
+def test_rule_budget_graph() -> None:
+    lines = [
+        "INFO 09-01 10:00:00 [core.py:124] Initializing a V1 LLM engine (v0.29.0) with config: "
+        "model='m',",
+        "INFO 09-01 10:00:01 [gpu_model_runner.py:6895] Estimated CUDA graph memory: 0.50 GiB "
+        "total",
+        "INFO 09-01 10:00:02 [gpu_worker.py:839] Free memory on device (78.66/79.19 GiB) on "
+        "startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual usage is 14.15 GiB "
+        "for consumed memory (weights + non-torch), 2.47 GiB for peak activation, and 0.60 GiB for "
+        "CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory="
+        "57613340672` (53.66 GiB) to fit into requested memory, or `--kv-cache-memory=65553250304`"
+        " (61.05 GiB) to fully utilize gpu memory. Current kv cache memory in use is 54.65 GiB.",
+    ]
+    run = _run(lines)
+    assert run.sizing.era == "V1" and run.log.version == "0.29.0"
+    suggestion = _step(run, "suggestion_graph_twice")
+    assert suggestion.logged == 57613340672
+    (finding,) = [f for f in run.diagnosis.findings if f.id == "kv_cache_memory_suggestion"]
+    assert "twice" in finding.message and "58,150,211,584" in finding.message
+
+
+def test_rule_kv_bytes_given() -> None:
+    run = _run(
+        [
+            "(EngineCore pid=3) INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 "
+            "GiB, reserved 4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes "
+            "config and skipped memory profiling."
+        ]
+    )
+    assert any("kv_bytes_given" in reason for reason in run.sizing.not_made)
+
+
+def test_rule_blocks_v0() -> None:
+    # bytes per block from the CPU swap blocks: 4 GiB / 2048 = 2 MiB; 2.89 GiB / 2 MiB = 1479
+    step = _step(_run(V0_ONE_LINE), "blocks_v0")
+    assert step.matches and step.logged == 1478 and step.value == 1479
+
+
+def test_rule_blocks_v1(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "architectures": ["MistralForCausalLM"],
+                "num_hidden_layers": 32,
+                "num_key_value_heads": 8,
+                "num_attention_heads": 32,
+                "hidden_size": 4096,
+                "torch_dtype": "float16",
+            }
+        )
+    )
+    run = _run(V1_SUMMARY, model_config=config)
+    tokens = next(s for s in run.sizing.steps if s.rule == "tokens" and "blocks x" in s.arithmetic)
+    # 59,212,694,937 B in use / 2 MiB per 16-token block = 28,234 blocks = 451,744 tokens
+    assert tokens.value == 451_744 and tokens.logged == 451_744
+
+
+def test_rule_tokens() -> None:
+    run = _run(
+        [
+            "INFO 10-06 15:57:53 [kv_cache_utils.py:1087] GPU KV cache size: 100,752 tokens",
+            "INFO 10-06 15:58:17 [loggers.py:147] Engine 000: vllm cache_config_info with "
+            "initialization after num_gpu_blocks is: 6297",
+        ]
+    )
+    assert _step(run, "tokens").matches
+
+
+def test_rule_concurrency_v0() -> None:
+    step = _step(_run(V0_PARTS), "concurrency_v0")
+    assert step.matches and step.value == pytest.approx(36184 * 16 / 8192)
+
+
+def test_rule_concurrency_v1() -> None:
+    step = _step(_run(V1_SUMMARY), "concurrency_v1")
+    assert step.matches and step.value == pytest.approx(451744 / 4096, rel=1e-3)
+
+
+def test_rule_max_len_v0() -> None:
+    lines = [
+        *V0_ONE_LINE,
+        "The model's max seq len (29000) is larger than the maximum number of tokens that can be "
+        "stored in KV cache (23648). Try increasing `gpu_memory_utilization`",
+    ]
+    run = _run(lines)
+    assert _step(run, "max_len_v0").matches
+    assert run.diagnosis.phase.value == "kv_sizing"
+    values = {s.knob: s.value for s in run.diagnosis.suggestions}
+    # 5,352 tokens short = 335 blocks of 2 MiB = 0.65 GiB; 0.9 + 0.65/23.58 -> 0.93
+    assert values["max_model_len"] == 23648 and values["gpu_memory_utilization"] == 0.93
+
+
+def test_rule_max_len_v1() -> None:
+    run = _run(
+        [
+            "ValueError: To serve at least one request with the models's max seq len (221000), "
+            "(10.12 GiB KV cache is needed, which is larger than the available KV cache memory "
+            "(5.59 GiB). Based on the available memory, the estimated maximum model length is "
+            "122080. Try increasing `gpu_memory_utilization`"
+        ]
+    )
+    step = _step(run, "max_len_v1")
+    assert step.matches and step.value == pytest.approx(221000 * 5.59 / 10.12)
+    assert run.diagnosis.shortfall_bytes == round(10.12 * GIB) - round(5.59 * GIB)
+
+
+def test_rule_free_check() -> None:
+    path_lines = [
+        "ERROR 06-30 13:53:19 [core.py:515] ValueError: Free memory on device (31.44/47.38 GiB) "
+        "on startup is less than desired GPU memory utilization (0.95, 45.01 GiB). Decrease GPU "
+        "memory utilization or reduce GPU memory used by other processes."
+    ]
+    run = _run(path_lines)
+    assert run.diagnosis.phase.value == "device_check"
+    (suggestion,) = run.diagnosis.suggestions
+    assert suggestion.knob == "gpu_memory_utilization" and suggestion.value == 0.66
+    assert run.ledger.usable_bytes is not None
+    assert abs(run.ledger.balance_error_bytes) <= run.ledger.tolerance_bytes
+
+
+def test_rule_suggestion() -> None:
+    run = _run(V1_SUMMARY)
+    step = _step(run, "suggestion")
+    assert step.matches and step.logged == 58333988249
+    (finding,) = [f for f in run.diagnosis.findings if f.id == "kv_cache_memory_suggestion"]
+    assert "right for this release" in finding.message
+
+
+def test_rule_suggestion_graph_twice() -> None:
+    test_rule_budget_graph()
+
+
+def test_every_rule_has_a_test() -> None:
+    names = set(globals())
+    missing = [rule.id for rule in RULES if f"test_rule_{rule.id}" not in names]
+    assert not missing
+
+
+def test_v1_ledger_balances_with_every_row_placed() -> None:
+    ledger = _run(V1_SUMMARY).ledger
+    assert ledger.engine == "vllm" and ledger.usable_bytes == round(79.19 * GIB)
+    assert abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
+    inside = {r.id for r in ledger.rows if r.in_budget}
+    assert inside == {"weights", "non_torch", "activation_peak", "kv_pool", "residual"}
+    assert {r.id for r in ledger.rows if r.in_budget is False} >= {"cuda_graph", "runtime_headroom"}
+
+
+def test_diagnose_cli_reads_a_vllm_oom_in_graph_capture(tmp_path: Path) -> None:
+    log = tmp_path / "oom.log"
+    log.write_text(
+        "(VllmWorker rank=3 pid=1) ERROR 06-05 06:18:13 [multiproc_executor.py:470]     with "
+        "torch.cuda.graph(cudagraph, pool=self.graph_pool):\n"
+        "(VllmWorker rank=3 pid=1) ERROR 06-05 06:18:13 [multiproc_executor.py:470] "
+        "RuntimeError: CUDA error: out of memory\n"
+    )
+    diagnosis = diagnosis_of(DiagnoseOptions(log=log))
+    assert (diagnosis.outcome, diagnosis.phase.value) == ("oom", "graph_capture")
+    assert {s.knob for s in diagnosis.suggestions} == {
+        "gpu_memory_utilization",
+        "enforce_eager",
+        "max_num_seqs",
+    }
+
+
+def test_a_budget_near_the_whole_gpu_is_a_warning() -> None:
+    run = _run(
+        [
+            "INFO 04-12 08:21:19 [worker.py:267] the current vLLM instance can use "
+            "total_gpu_memory (23.58GiB) x gpu_memory_utilization (0.99) = 23.35GiB",
+            "INFO 04-12 08:21:19 [worker.py:267] model weights take 21.21GiB; non_torch_memory "
+            "takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of the memory "
+            "reserved for KV Cache is 1.57GiB.",
+        ]
+    )
+    (finding,) = run.diagnosis.findings
+    assert finding.id == "thin_headroom" and finding.bytes == run.ledger["runtime_headroom"].bytes
+    headroom = run.ledger["runtime_headroom"].bytes
+    assert headroom is not None and headroom < GIB // 2
+
+
+def test_rank_selection() -> None:
+    lines = [
+        "(Worker_TP0 pid=1) INFO 10-06 15:57:53 [gpu_worker.py:298] Available KV cache memory: "
+        "2.31 GiB",
+        "(Worker_TP1 pid=2) INFO 10-06 15:57:53 [gpu_worker.py:298] Available KV cache memory: "
+        "2.41 GiB",
+    ]
+    assert _run(lines).facts["kv_cache_gib"].value == 2.31
+    assert _run(lines, rank="TP1").facts["kv_cache_gib"].value == 2.41
+    with pytest.raises(SelectionError, match="TP7"):
+        _run(lines, rank="TP7")
