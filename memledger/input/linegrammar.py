@@ -251,7 +251,8 @@ class LineGrammar:
         if kind is None:
             return None
         variant = name.split("__", 1)[1] if "__" in name else ""
-        return transform(kind, variant, node, message)
+        # a line only an extension (`--grammar`) reads may carry keys of the user's own
+        return transform(kind, variant, node, message, declared_only=not self._extras)
 
 
 def _concatenated(base: str, extras: list[tuple[Path, str]]) -> tuple[str, list[tuple[int, Path]]]:

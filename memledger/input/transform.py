@@ -381,8 +381,12 @@ class _HeadReader:
 _HEADS = _HeadReader()
 
 
-def transform(kind: EventKind, variant: str, node: Any, message: str) -> LineParse:
-    """The typed parse of one message whose tree `node` is a line rule of this kind."""
+def transform(
+    kind: EventKind, variant: str, node: Any, message: str, *, declared_only: bool = True
+) -> LineParse:
+    """The typed parse of one message whose tree `node` is a line rule of this kind;
+    `declared_only`: keys the kind's LineSpec does not declare are refused (the packaged
+    grammar's lines; an extension rule of `--grammar` may carry keys of its own)."""
     spec = SPECS[kind]
     builder = _Builder(kind, decimal_gb=spec.decimal_gb)
     builder.parse.variant = variant
@@ -403,7 +407,8 @@ def transform(kind: EventKind, variant: str, node: Any, message: str) -> LinePar
         reader(_Head(variant, head, message, builder))
     _apply_entries(kind, entries, builder, spec.loose_size, spec.stray_size_is_problem)
     _drop_half_pair(builder.parse)
-    _refuse_undeclared(spec, builder.parse)
+    if declared_only:
+        _refuse_undeclared(spec, builder.parse)
     return builder.parse
 
 
