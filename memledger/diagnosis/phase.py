@@ -107,6 +107,9 @@ def failure_phase(evidence: Evidence) -> Phase:
         phase = next((p for p in placed if p is not None), None)
     if phase is None:
         phase = milestone(evidence)[0]
+    declared = evidence.oom.values.get("phase") if evidence.oom is not None else None
+    if phase is Phase.UNKNOWN and declared in set(Phase):
+        phase = Phase(str(declared))  # an error text only one phase prints names it
     if phase is Phase.UNKNOWN and any(
         e.values.get("shape") in SERVING_SHAPES for e in evidence.exhausted
     ):

@@ -142,6 +142,44 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="oom_message",
         values={"device": "HIP", "runtime": "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
     ),
+    # torch_memory_saver (SGLang's --enable-memory-saver, which RL frameworks set to release and
+    # resume its memory): its CUDA/HIP driver-error line; code 2 is CUDA_ERROR_OUT_OF_MEMORY /
+    # hipErrorOutOfMemory (https://github.com/fzyzcjy/torch_memory_saver/issues/4), in this order
+    ErrorText(
+        "memory_saver_resume_oom",
+        re.compile(
+            r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError|hipError_t) error:?\s+"
+            r"(?:result=)?2\b.{0,80}?func=resume"
+        ),
+        ("torch_memory_saver",),
+        Family.TORCH_MEMORY_SAVER,
+        "torch_memory_saver csrc/core.cpp resume (v0.0.9: cudaError 2 at :172); "
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/99 (the trainer still held the "
+        "memory when verl resumed SGLang's KV cache)",
+        "[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=csrc/core.cpp "
+        "func=resume line=172",
+        kind="oom_message",
+        outcome=Outcome.OOM,
+        values={"runtime": "torch_memory_saver", "phase": "resume"},
+    ),
+    ErrorText(
+        "memory_saver_oom",
+        re.compile(
+            r"\[torch_memory_saver\.cpp\] (?:(?:CUresult|cudaError|hipError_t) error:?\s+"
+            r"(?:result=)?2\b|cuMemCreate CUDA_ERROR_OUT_OF_MEMORY)"
+        ),
+        ("torch_memory_saver",),
+        Family.TORCH_MEMORY_SAVER,
+        "torch_memory_saver csrc/torch_memory_saver.cpp cu_mem_create (:103, CURESULT_CHECK of "
+        "cuMemCreate; csrc/torch_memory_saver_hip.cpp on ROCm); "
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/4 (result=2 is "
+        "CUDA_ERROR_OUT_OF_MEMORY)",
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+        "func=cu_mem_create line=103 (5)",
+        kind="oom_message",
+        outcome=Outcome.OOM,
+        values={"runtime": "torch_memory_saver"},
+    ),
     # ---- SGLang refusing to size the KV pool (kind kv_refusal), in this order
     ErrorText(
         "negative_profile",

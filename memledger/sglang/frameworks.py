@@ -79,14 +79,29 @@ FRAMEWORKS: tuple[Framework, ...] = (
 )
 """Frameworks whose mapping is read from their source or docs."""
 
-MEMORY_SAVER_WORDS = ("torch_memory_saver", "cu_mem_create", "cuMemCreate")
-"""A paste holding these comes from SGLang run with --enable-memory-saver, which RL frameworks
-set to release and resume its memory (the framework may not be named)."""
+MEMORY_SAVER = Framework(
+    "an RL framework (SGLang's memory saver)",
+    ("torch_memory_saver", "cuMemCreate CUDA_ERROR"),
+    {
+        "mem_fraction_static": (
+            "share of the GPU for SGLang (verl: actor_rollout_ref.rollout.gpu_memory_utilization; "
+            "slime: --sglang-mem-fraction-static)"
+        )
+    },
+    "SGLang's --enable-memory-saver, which RL frameworks set to release SGLang's weights and KV "
+    "cache while the trainer runs and resume them after (v0.5.8 "
+    "managers/scheduler_update_weights_mixin.py:121-154); their fix for its OOM is a smaller "
+    "SGLang share so the trainer fits beside it",
+)
+"""A paste from SGLang run with --enable-memory-saver whose framework is not named."""
 
 
 def framework_of(text: str) -> Framework | None:
     """The framework a paste's text shows, if any."""
-    return next((f for f in FRAMEWORKS if any(word in text for word in f.words)), None)
+    named = next((f for f in FRAMEWORKS if any(word in text for word in f.words)), None)
+    if named is None and any(word in text for word in MEMORY_SAVER.words):
+        return MEMORY_SAVER
+    return named
 
 
 def trainer_frame(framework: Framework, paths: list[str]) -> str | None:

@@ -69,7 +69,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "reserved_total",
             "reserved_unallocated",
         ),
-        {"device": str, "gpu": int, "runtime": str},
+        {"device": str, "gpu": int, "phase": str, "runtime": str},
     ),
     "kv_refusal": (
         (),

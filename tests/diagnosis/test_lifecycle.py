@@ -217,3 +217,32 @@ def test_frames_pasted_after_the_oom_text_place_it() -> None:
         "line 270, in __init__\n"
     )
     assert _diagnose(text).phase is Phase.AFTER_POOL
+
+
+@pytest.mark.parametrize(
+    ("line", "phase"),
+    [
+        (
+            "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+            "func=cu_mem_create line=103 (5)",
+            Phase.UNKNOWN,
+        ),
+        (
+            "[torch_memory_saver.cpp] hipError_t error  result=2 file=csrc/"
+            "torch_memory_saver_hip.cpp func=cu_mem_create line=103",
+            Phase.UNKNOWN,
+        ),
+        (
+            "[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=csrc/core.cpp "
+            "func=resume line=172",
+            Phase.RESUME,
+        ),
+    ],
+)
+def test_the_memory_savers_oom_is_read_and_answered(line: str, phase: Phase) -> None:
+    """torch_memory_saver's driver-error line with code 2 is an OOM (never exit 3): its phase
+    where the line names it, SGLang's share as the lever, in the RL framework's words."""
+    result = _diagnose(line + "\n")
+    assert (result.outcome, result.phase) == ("oom", phase)
+    assert any(s.knob == "mem_fraction_static" for s in result.suggestions)
+    assert any(f.id == "embedded_in_framework" for f in result.findings)
