@@ -71,6 +71,7 @@ class OutputFormat(StrEnum):
     MARKDOWN = "markdown"
     JSON = "json"
     CSV = "csv"
+    HTML = "html"
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,13 @@ def _csv(view: LedgerView) -> LedgerRenderer:
     return made
 
 
+def _html(view: LedgerView) -> LedgerRenderer:
+    from memledger.render.html import render_ledger_html
+
+    made: LedgerRenderer = _made(view, render_ledger_html, None, "html")
+    return made
+
+
 def _explain_markdown(ledger: Ledger, target: str) -> str:
     from memledger.render.explain import explain_text
 
@@ -148,6 +156,9 @@ FORMATS: Formats[OutputFormat, LedgerView, Ledger] = Formats(
         OutputFormat.MARKDOWN: Format(_markdown, "the same tables as GitHub markdown"),
         OutputFormat.JSON: Format(_json, "the full ledger, versioned"),
         OutputFormat.CSV: Format(_csv, "one CSV record per ledger row"),
+        OutputFormat.HTML: Format(
+            _html, "one self-contained file: verdict, timeline and bar charts (SVG), tables"
+        ),
     },
 )
 
