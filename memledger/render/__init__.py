@@ -22,16 +22,21 @@ Modules:
 - `explain`: `--explain ROW`.
 - `fleet`: The fleet view.
 - `formats`: Format registries.
+- `html`: `--format html`: one self-contained report (ledger, diff, check), charts as inline SVG.
 - `jsonfmt`: The JSON renderer.
 - `markdown`: The markdown renderer.
+- `mermaid`: Mermaid charts (xychart-beta) of the pictures, for GitHub markdown.
 - `parse`: `memledger parse` output.
 - `rows`: Row builders.
 - `schema`: JSON Schemas of memledger's JSON outputs (what `memledger schema` prints).
+- `svg`: SVG chart geometry of the pictures (shapes with tooltips), for the HTML report.
 - `sizing`: Tables of the sizing section (ledger) and of `whatif`, as plain strings (no
   recomputation).
 - `tables`: Tables.
 - `terminal`: Text output for a terminal.
 - `text`: The text renderer.
+- `timeline`: The pictures' numbers: a startup's free memory per checkpoint, bars, gauges.
+- `timeline_text`: The startup timeline as terminal bars (`--full`).
 - `vllm_parse`: `memledger parse` of a vLLM log.
 """
 

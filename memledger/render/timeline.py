@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memledger.compare.categories import group_label
 from memledger.model.ledger import Ledger, Row, RowGroup
 
 if TYPE_CHECKING:
@@ -347,24 +346,6 @@ def bar_of(ledger: Ledger, name: str = "") -> Bar:
     parts = tuple((g, totals[g]) for g in GROUP_ORDER if totals.get(g, 0) > 0)
     negative = tuple((g, totals[g]) for g in GROUP_ORDER if totals.get(g, 0) < 0)
     return Bar(name or ledger.source.path, parts, negative)
-
-
-__all__ = [
-    "GROUP_COLOURS",
-    "GROUP_ORDER",
-    "Bar",
-    "Failure",
-    "Gauge",
-    "Step",
-    "Take",
-    "Timeline",
-    "aligned_phases",
-    "bar_of",
-    "gauges",
-    "group_label",
-    "phase_name",
-    "timeline_of",
-]
 
 
 @dataclass(frozen=True)
