@@ -51,6 +51,11 @@ def _side_ledger(side: DiffSide, shared: LoadOptions) -> tuple[Ledger, SizingInp
 
 def diff_of(options: DiffOptions) -> LedgerDiff:
     """Load both sides (log, saved ledger or object) and diff them: head - base."""
+    return diff_and_sides(options)[0]
+
+
+def diff_and_sides(options: DiffOptions) -> tuple[LedgerDiff, tuple[Ledger, Ledger]]:
+    """The diff and the two ledgers it compares (base, head)."""
     from memledger.compare.compute import diff_ledgers
     from memledger.compare.upgrade import UpgradeContext
     from memledger.compare.upgrade_releases import parse_release
@@ -71,7 +76,7 @@ def diff_of(options: DiffOptions) -> LedgerDiff:
         base_inputs, head_inputs, base_release, head_release, options.gpu_memory_mib
     )
     labels = {"base_label": options.base.label, "head_label": options.head.label}
-    return diff_ledgers(base, head, **labels, sizing=context)
+    return diff_ledgers(base, head, **labels, sizing=context), (base, head)
 
 
 def run_diff(options: DiffOptions) -> Output:
@@ -94,5 +99,6 @@ def run_diff(options: DiffOptions) -> Output:
         view = replace(view, marker=options.marker)
     if options.max_chars is not None:
         view = replace(view, max_chars=options.max_chars)
-    render = FORMATS.renderer(options.fmt, view)  # a bad format fails before a long parse
-    return Output(render(diff_of(options)))
+    FORMATS.pick(options.fmt)  # a bad format fails before a long parse
+    diff, sides = diff_and_sides(options)
+    return Output(FORMATS.renderer(options.fmt, replace(view, sides=sides))(diff))

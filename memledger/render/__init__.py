@@ -22,16 +22,21 @@ Modules:
 - `explain`: `--explain ROW`.
 - `fleet`: The fleet view.
 - `formats`: Format registries.
+- `html`: `--format html`: one self-contained report (ledger, diff, check), charts as inline SVG.
 - `jsonfmt`: The JSON renderer.
 - `markdown`: The markdown renderer.
+- `mermaid`: Mermaid charts (xychart-beta) of the pictures, for GitHub markdown.
 - `parse`: `memledger parse` output.
 - `rows`: Row builders.
 - `schema`: JSON Schemas of memledger's JSON outputs (what `memledger schema` prints).
+- `svg`: SVG chart geometry of the pictures (shapes with tooltips), for the HTML report.
 - `sizing`: Tables of the sizing section (ledger) and of `whatif`, as plain strings (no
   recomputation).
 - `tables`: Tables.
 - `terminal`: Text output for a terminal.
 - `text`: The text renderer.
+- `timeline`: The pictures' numbers: a startup's free memory per checkpoint, bars, gauges.
+- `timeline_text`: The startup timeline as terminal bars (`--full`).
 - `vllm_parse`: `memledger parse` of a vLLM log.
 """
 
@@ -71,6 +76,7 @@ class OutputFormat(StrEnum):
     MARKDOWN = "markdown"
     JSON = "json"
     CSV = "csv"
+    HTML = "html"
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,13 @@ def _csv(view: LedgerView) -> LedgerRenderer:
     return made
 
 
+def _html(view: LedgerView) -> LedgerRenderer:
+    from memledger.render.html import render_ledger_html
+
+    made: LedgerRenderer = _made(view, render_ledger_html, None, "html")
+    return made
+
+
 def _explain_markdown(ledger: Ledger, target: str) -> str:
     from memledger.render.explain import explain_text
 
@@ -148,6 +161,9 @@ FORMATS: Formats[OutputFormat, LedgerView, Ledger] = Formats(
         OutputFormat.MARKDOWN: Format(_markdown, "the same tables as GitHub markdown"),
         OutputFormat.JSON: Format(_json, "the full ledger, versioned"),
         OutputFormat.CSV: Format(_csv, "one CSV record per ledger row"),
+        OutputFormat.HTML: Format(
+            _html, "one self-contained file: verdict, timeline and bar charts (SVG), tables"
+        ),
     },
 )
 

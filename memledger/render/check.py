@@ -59,6 +59,7 @@ class CheckFormat(StrEnum):
     JUNIT = "junit"
     GITHUB = "github"
     MARKDOWN = "markdown"
+    HTML = "html"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,6 +569,7 @@ def markdown_chunks(results: CheckResults, max_chars: int | None = None) -> Iter
         if line
     ]
     footer = [f"_{markdown_cell(line)}_  " for line in context]
+    chart = _chart(results)
 
     def assemble(rows: Iterable[list[str]], n_shown: int, details: bool) -> Iterator[str]:
         yield from top
@@ -580,7 +582,8 @@ def markdown_chunks(results: CheckResults, max_chars: int | None = None) -> Iter
                     "`memledger check --format text` lists them all_"
                 )
             yield ""
-        if details:
+        if details:  # the chart gives way with the passes under a size cap
+            yield from chart
             yield from _details_sections(results, n_passes, n_skipped)
         elif n_passes or n_skipped:
             yield f"_{n_passes} within budget and {n_skipped} not compared: not listed (size cap)_"
@@ -622,6 +625,19 @@ def markdown_chunks(results: CheckResults, max_chars: int | None = None) -> Iter
         middle = (fits + cut) // 2
         fits, cut = (middle, cut) if len(brief(middle)) <= max_chars else (fits, middle)
     yield brief(fits)
+
+
+def _chart(results: CheckResults) -> list[str]:
+    """Each budget item against its limit (Mermaid), for a run of at most `MAX_GAUGES` checks."""
+    from memledger.render.mermaid import budget_chart, budget_legend
+    from memledger.render.timeline import MAX_GAUGES, gauges
+
+    if results.n_checks > MAX_GAUGES:
+        return []
+    found = gauges([*results.breaches(), *results.passes()])
+    if not found:
+        return []
+    return [budget_chart(found, results.n_inputs > 1), "", f"_{budget_legend()}_", ""]
 
 
 BREACH_LISTED = (
@@ -686,7 +702,14 @@ def _streams(view: CheckView, max_chars: int | None) -> dict[CheckFormat, Stream
         CheckFormat.JUNIT: junit_chunks,
         CheckFormat.GITHUB: github_chunks,
         CheckFormat.MARKDOWN: lambda results: markdown_chunks(results, max_chars),
+        CheckFormat.HTML: _html_chunks,
     }
+
+
+def _html_chunks(results: CheckResults) -> Iterator[str]:
+    from memledger.render.html import render_check_html
+
+    yield render_check_html(results)
 
 
 def check_stream(
@@ -730,6 +753,10 @@ FORMATS: Formats[CheckFormat, CheckView | None, CheckReport] = Formats(
             "workflow annotations, plus the markdown report appended to $GITHUB_STEP_SUMMARY",
         ),
         CheckFormat.MARKDOWN: Format(_whole(CheckFormat.MARKDOWN), "a pull-request comment"),
+        CheckFormat.HTML: Format(
+            _whole(CheckFormat.HTML),
+            "one self-contained file: verdict, each item against its limit (SVG), every check",
+        ),
     },
 )
 """The registry `memledger check --format` comes from (whole-string renderers of a report)."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 from enum import StrEnum
 
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
+from memledger.model.ledger import Ledger
 from memledger.record import to_json
+from memledger.render.escape import Destination, finish
 from memledger.render.formats import Format, Formats
 from memledger.render.tables import Table, github_table, markdown_cell
 from memledger.render.terminal import PLAIN, Terminal, fit_lines, shorten_long_tokens, wrap
@@ -155,6 +157,14 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     else:
         parts.append("None: no memory knob helps with what the log shows.")
     return "\n".join(parts) + "\n"
+
+
+def pictures_markdown(ledger: Ledger) -> str:
+    """The diagnosed startup's timeline (ending at the failing phase, with the shortfall) and
+    where its memory went, as a markdown section of Mermaid charts (made inert like the rest)."""
+    from memledger.render.markdown import pictures
+
+    return finish(Destination.MARKDOWN, "\n".join(pictures(ledger)) + "\n")
 
 
 def render_json(diagnosis: Diagnosis) -> str:

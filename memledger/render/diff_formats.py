@@ -8,6 +8,7 @@ from enum import StrEnum
 from functools import partial
 
 from memledger.compare.models import LedgerDiff, SortKey
+from memledger.model.ledger import Ledger
 from memledger.render.diff_csv import render_diff_csv
 from memledger.render.diff_json import render_diff_json
 from memledger.render.diff_markdown import DEFAULT_MARKER, DEFAULT_MAX_CHARS, render_diff_markdown
@@ -23,6 +24,13 @@ class DiffFormat(StrEnum):
     MARKDOWN = "markdown"
     JSON = "json"
     CSV = "csv"
+    HTML = "html"
+
+
+def _html(diff: LedgerDiff, sides: tuple[Ledger, Ledger] | None) -> str:
+    from memledger.render.html import render_diff_html
+
+    return render_diff_html(diff, sides)
 
 
 SORT_KEYS = [key.value for key in SortKey]
@@ -43,6 +51,8 @@ class DiffView:
     """Text: the width to fit and whether to colour."""
     full: bool = False
     """Text: every table (`--full`); default: the verdict and the rows that matter."""
+    sides: tuple[Ledger, Ledger] | None = None
+    """The two ledgers (base, head): the pictures' timeline steps (markdown, html)."""
 
 
 FORMATS: Formats[DiffFormat, DiffView, LedgerDiff] = Formats(
@@ -65,6 +75,7 @@ FORMATS: Formats[DiffFormat, DiffView, LedgerDiff] = Formats(
                 show_unchanged=v.show_unchanged,
                 marker=v.marker,
                 max_chars=v.max_chars,
+                sides=v.sides,
             ),
             "a pull-request comment (marker, headline, summary, collapsed details, size cap)",
         ),
@@ -74,6 +85,10 @@ FORMATS: Formats[DiffFormat, DiffView, LedgerDiff] = Formats(
         DiffFormat.CSV: Format(
             lambda v: partial(render_diff_csv, sort=v.sort),
             "one record per (section, id) with base, head and delta",
+        ),
+        DiffFormat.HTML: Format(
+            lambda v: partial(_html, sides=v.sides),
+            "one self-contained file: headline, both timelines, both bars (SVG), tables",
         ),
     },
 )

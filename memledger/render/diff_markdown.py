@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memledger.compare.categories import group_label
 from memledger.compare.models import DiffInput, LedgerDiff, SortKey
 from memledger.errors import ConfigError
-from memledger.model.ledger import RowGroup
+from memledger.model.ledger import Ledger
 from memledger.render.diff_common import (
     PARAM_SOURCE_NOTE,
     balance_lines,
@@ -43,7 +42,6 @@ from memledger.render.diff_upgrade import (
     verdict,
     why_lines,
 )
-from memledger.render.escape import mermaid_label
 from memledger.render.tables import (
     Table,
     github_table,
@@ -51,7 +49,7 @@ from memledger.render.tables import (
     markdown_cell,
     markdown_code,
 )
-from memledger.units import GIB
+from memledger.render.timeline import GROUP_ORDER, Bar
 
 DEFAULT_MARKER = "memledger"
 DEFAULT_MAX_CHARS = 60_000
@@ -149,99 +147,34 @@ def _input_text(side: str, item: DiffInput) -> str:
     )
 
 
-GROUP_COLOURS: dict[RowGroup, str] = {
-    RowGroup.WEIGHTS: "#4e79a7",
-    RowGroup.WEIGHT_STAGING: "#a0cbe8",
-    RowGroup.DRAFT_WEIGHTS: "#76b7b2",
-    RowGroup.COMMUNICATION: "#f28e2b",
-    RowGroup.WORKSPACE: "#ffbe7d",
-    RowGroup.UNEXPLAINED: "#e15759",
-    RowGroup.CUDA_GRAPH: "#b07aa1",
-    RowGroup.RUNTIME_HEADROOM: "#bab0ac",
-    RowGroup.STATE_POOL: "#59a14f",
-}
-"""One colour per group, the same in both pies (Tableau 10: distinct, none near white)."""
-OTHER_COLOUR = "#9c755f"
-PIE_COLOURS = 12
-"""Mermaid's pie palette has 12 entries (`pie1` .. `pie12`)."""
-DRAWN_BYTES = GIB // 200
-"""A slice is drawn (and a negative group named) only when it prints as at least 0.01 GiB."""
-
-
-SMALL_SHARE = 0.03
-"""Slices under this share of a pie become one `other` slice: Mermaid prints each slice's
-percentage at 0.75 of the radius, and neighbouring slices of 1-2% overlapped there ("2%1%1%"
-on the samples, rendered with mermaid 11.17.2); each is still named under the pie, with its
-size."""
-OTHER_SLICE = f"other groups (under {SMALL_SHARE:.0%} each)"
-
-
-def _pie(title: str, groups: Sequence[RowGroup], values: Sequence[int]) -> tuple[str, list[str]]:
-    """One Mermaid pie whose slices keep their group's colour, and the groups folded into its
-    `other` slice. Mermaid 11 gives `pie1`, `pie2`, ... to the slices in the order they are
-    written (pieRenderer.ts: `d3pie().sort(null)`, a scaleOrdinal over the section keys); older
-    releases sorted them by size first. Slices are written largest first, so both orders agree
-    (checked by rendering both pies of the samples and of complex/004 -> 007 with mermaid
-    11.17.2: every group has one colour in both)."""
-    drawn = [(g, v) for g, v in zip(groups, values, strict=True) if v >= DRAWN_BYTES]
-    total = sum(v for _, v in drawn)
-    small = [(g, v) for g, v in drawn if v < SMALL_SHARE * total]
-    slices: list[tuple[RowGroup | None, int]] = [(g, v) for g, v in drawn if (g, v) not in small]
-    if len(small) > 1:
-        slices.append((None, sum(v for _, v in small)))
-    else:
-        slices += small
-    slices.sort(key=lambda slice_: -slice_[1])  # stable, as JavaScript's sort is
-    palette = [OTHER_COLOUR if g is None else GROUP_COLOURS.get(g, OTHER_COLOUR) for g, _ in slices]
-    variables = ", ".join(
-        f'"pie{i}": "{colour}"' for i, colour in enumerate(palette[:PIE_COLOURS], 1)
-    )
-    lines = [
-        '%%{init: {"theme": "base", "themeVariables": {' + variables + "}}}%%",
-        f"pie showData title {mermaid_label(title)}",
-    ]
-    lines += [
-        f'    "{mermaid_label(OTHER_SLICE if g is None else group_label(g))}" : {v / GIB:.2f}'
-        for g, v in slices
-    ]
-    folded = [f"{group_label(g)} {v / GIB:.2f} GiB" for g, v in small] if len(small) > 1 else []
-    return "\n".join(lines), folded
-
-
-def composition_chart(diff: LedgerDiff) -> str:
-    """Two Mermaid pie charts: each card's memory by group, each group in one colour in both.
-
-    A pie cannot draw a negative slice (memory freed, e.g. a negative unexplained row), so such
-    groups are left out of the chart and named under it: nothing disappears without a word. The
-    title gives the card's usable memory as its rows add up (negative groups included).
-    """
+def diff_bars(diff: LedgerDiff) -> list[Bar]:
+    """Each side's usable memory by group (the diff's group totals), base first."""
     groups, base_bytes, head_bytes = composition(diff)
-    charts = []
+    bars = []
     for side, item, values in (
         ("base", diff.inputs.base, base_bytes),
         ("head", diff.inputs.head, head_bytes),
     ):
-        title = f"{side_header(side, item)}: {sum(values) / GIB:.2f} GiB usable per card"
-        chart, folded = _pie(title, groups, values)
-        charts.append("```mermaid\n" + chart + "\n```")
-        if folded:
-            charts.append(
-                f"_{markdown_cell(side_header(side, item))}: {OTHER_SLICE}: "
-                f"{markdown_cell(', '.join(folded))}._"
-            )
-        negative = [
-            f"{group_label(g)} {value / GIB:.2f} GiB"
-            for g, value in zip(groups, values, strict=True)
-            if value <= -DRAWN_BYTES
-        ]
-        if negative:
-            drawn = sum(v for v in values if v >= DRAWN_BYTES)
-            charts.append(
-                f"_{markdown_cell(side_header(side, item))}: not drawn (negative): "
-                f"{', '.join(negative)}; the slices add up to {drawn / GIB:.2f} GiB, more than "
-                "the usable memory by that much._"
-            )
-    return "\n\n".join(charts)
+        by_group = dict(zip(groups, values, strict=True))
+        parts = tuple((g, by_group[g]) for g in GROUP_ORDER if by_group.get(g, 0) > 0)
+        negative = tuple((g, v) for g, v in zip(groups, values, strict=True) if v < 0)
+        bars.append(Bar(side_header(side, item), parts, negative))
+    return bars
+
+
+def pictures(diff: LedgerDiff, sides: tuple[Ledger, Ledger] | None) -> tuple[list[str], list[str]]:
+    """The timeline of both startups (when the ledgers are at hand) and the composition bars."""
+    from memledger.render.mermaid import pictures_markdown
+    from memledger.render.timeline import timeline_of
+
+    bars = diff_bars(diff)
+    names = [bar.name for bar in bars]
+    timelines = (
+        [timeline_of(ledger, name) for ledger, name in zip(sides, names, strict=True)]
+        if sides is not None
+        else []
+    )
+    return pictures_markdown(timelines, bars, names, " vs ".join(names))
 
 
 def _one_row_column(table: Table) -> Table:
@@ -254,7 +187,13 @@ def _one_row_column(table: Table) -> Table:
     return Table(["row", *table.headers[2:]], rows, align, markdown=(0,))
 
 
-def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[Section]:
+def _sections(
+    diff: LedgerDiff,
+    *,
+    sort: SortKey,
+    show_unchanged: bool,
+    behind: Sequence[Block] = (),
+) -> list[Section]:
     view = rows_view(diff, sort=sort, show_unchanged=show_unchanged)
     hidden = (
         f"; {view.hidden_unchanged} unchanged rows collapsed (`--show-unchanged` lists them)"
@@ -282,9 +221,9 @@ def _sections(diff: LedgerDiff, *, sort: SortKey, show_unchanged: bool) -> list[
         coverage.append("\n".join(f"- {inert_block_start(markdown_cell(n))}" for n in notes))
     return [
         *_upgrade_section(diff),
+        Section("Timeline steps and bar segments (the charts' numbers)", list(behind)),
         Section("Rows behind each category", [_table(contributions_table(diff))]),
         Section("Where the state pool goes", [_table(destination_table(diff)), *kv_blocks]),
-        Section("Composition of both cards (chart)", [composition_chart(diff)]),
         Section(f"Full ledger diff ({len(diff.rows)} rows)", rows_blocks),
         Section(
             "Checkpoints and intervals",
@@ -344,7 +283,7 @@ def _upgrade_section(diff: LedgerDiff) -> list[Section]:
     return [Section("Why KV tokens per rank changed (inputs, rows, defaults)", blocks)]
 
 
-def _top(diff: LedgerDiff, marker: str, note: str | None) -> str:
+def _top(diff: LedgerDiff, marker: str, note: str | None, charts: Sequence[str] = ()) -> str:
     parts = [
         marker,
         f"**memledger diff** · {markdown_cell(headline(diff))}",
@@ -363,6 +302,8 @@ def _top(diff: LedgerDiff, marker: str, note: str | None) -> str:
         github_table(category_table(diff)),
         "",
     ]
+    for block in charts:
+        parts += [block, ""]
     if note:
         parts += [f"> {note}", ""]
     return "\n".join(parts)
@@ -407,15 +348,18 @@ def render_diff_markdown(
     show_unchanged: bool = False,
     marker: str = DEFAULT_MARKER,
     max_chars: int = DEFAULT_MAX_CHARS,
+    sides: tuple[Ledger, Ledger] | None = None,
 ) -> str:
-    """The diff as a PR comment of at most `max_chars` characters (the top part is never cut)."""
+    """The diff as a PR comment of at most `max_chars` characters (the top part is never cut).
+    `sides`, the two ledgers, give the timeline its steps (without them: the bars only)."""
     comment = marker_comment(marker)
-    sections = _sections(diff, sort=sort, show_unchanged=show_unchanged)
-    full = _assemble(_top(diff, comment, None), sections)
+    charts, behind = pictures(diff, sides)
+    sections = _sections(diff, sort=sort, show_unchanged=show_unchanged, behind=behind)
+    full = _assemble(_top(diff, comment, None, charts), sections)
     if len(full) <= max_chars:
         return full
     note = (
         f"⚠️ Details truncated to stay under {max_chars:,} characters (full comment: "
         f"{len(full):,}); run `memledger diff --format json` for everything."
     )
-    return _truncate(_top(diff, comment, note), sections, max_chars)
+    return _truncate(_top(diff, comment, note, charts), sections, max_chars)

@@ -165,6 +165,12 @@ def upgrade_lines(diff: LedgerDiff, width: int) -> list[str]:
     return [*out, ""]
 
 
+def diff_timeline(diff: LedgerDiff, width: int) -> list[str]:
+    from memledger.render.timeline_text import diff_timeline as lines
+
+    return lines(diff, width)
+
+
 def render_diff_text(
     diff: LedgerDiff,
     *,
@@ -232,6 +238,7 @@ def render_diff_text(
         "",
     ]
     out += ["Checkpoints", _table(checkpoints_table(diff), width), ""]
+    out += [*diff_timeline(diff, width), ""]
     out += ["Intervals", _table(intervals_table(diff), width), ""]
     out += ["Configuration (parameters that differ)", _table(params_table(diff), width)]
     out += [f"  {PARAM_SOURCE_NOTE}", ""] if diff.parameters else [""]

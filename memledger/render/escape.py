@@ -15,6 +15,9 @@ renderer's output) that enforces its invariant whatever a renderer interpolated:
   become character references (same data, no raw bytes).
 - CSV: every cell on one line, controls shown, and a cell a spreadsheet would run as a
   formula (`= + - @`, tab, CR first) gets a `'` first (OWASP), plain numbers excepted.
+- HTML: text and attributes are escaped by Jinja2's autoescape where the template writes them
+  (`memledger.render.html`); the last pass is `markup_text` (controls and invisible characters
+  shown, then the XML pass).
 
 Markdown structure (tables, links, mentions, HTML) is escaped where text is interpolated, by
 `memledger.render.tables.markdown_cell` / `markdown_code`; Mermaid labels by `mermaid_label`.
@@ -45,6 +48,7 @@ class Destination(StrEnum):
     JSON = "json"
     JUNIT = "junit"
     CSV = "csv"
+    HTML = "html"
 
 
 INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
@@ -241,6 +245,7 @@ _FINISH: dict[Destination, Callable[[str], str]] = {
     Destination.JSON: json_text,
     Destination.JUNIT: xml_text,
     Destination.CSV: csv_text,
+    Destination.HTML: markup_text,
 }
 
 

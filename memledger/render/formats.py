@@ -43,6 +43,7 @@ DESTINATION_OF: dict[str, Destination] = {
     "json": Destination.JSON,
     "junit": Destination.JUNIT,
     "csv": Destination.CSV,
+    "html": Destination.HTML,
 }
 """Where each format name's output goes (a format of another name must say so itself)."""
 

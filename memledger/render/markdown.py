@@ -12,6 +12,7 @@ def render_markdown(ledger: Ledger) -> str:
     head = headline(ledger)
     parts = [f"## {markdown_cell(head.title)}", ""]
     parts += [f"- **{label}**: {markdown_cell(value)}" for label, value in head.facts]
+    parts += pictures(ledger)
     for table in ledger_tables(ledger):
         parts += ["", f"### {table.title}", "", github_table(table)]
         if table.footnote:
@@ -20,6 +21,24 @@ def render_markdown(ledger: Ledger) -> str:
         parts += ["", "### Notes", ""]
         parts += [f"- {inert_block_start(markdown_cell(note))}" for note in ledger.notes]
     return "\n".join(parts) + "\n"
+
+
+def pictures(ledger: Ledger) -> list[str]:
+    """The startup timeline and where the memory went, as Mermaid charts with their tables."""
+    from memledger.render.mermaid import pictures_markdown
+    from memledger.render.timeline import bar_of, timeline_of
+
+    name = ledger.source.path.rsplit("/", 1)[-1]
+    shown, behind = pictures_markdown(
+        [timeline_of(ledger, name)], [bar_of(ledger, name)], [name], name
+    )
+    parts = ["", "### Pictures", ""]
+    for block in shown:
+        parts += [block, ""]
+    parts += ["<details><summary>The charts' numbers</summary>", ""]
+    for block in behind:
+        parts += [block, ""]
+    return [*parts, "</details>"]
 
 
 def footnote_lines(footnote: str) -> list[str]:

@@ -33,8 +33,12 @@ def render_text(ledger: Ledger, terminal: Terminal = PLAIN, *, full: bool = Fals
     parts = [head.title, "=" * min(len(head.title), terminal.width)]
     parts += [f"{label + ':':<{width + 1}} {value}" for label, value in head.facts]
     if full:
+        from memledger.render.timeline_text import ledger_timeline  # --full only
+
         for table in ledger_tables(ledger):
             parts += _section(table, terminal.width)
+            if table.title == "Checkpoints":
+                parts += ["", *ledger_timeline(ledger, terminal.width)]
     else:
         parts += _section(groups_table(ledger), terminal.width)
         parts.append(split_line(ledger))

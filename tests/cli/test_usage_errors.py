@@ -17,7 +17,8 @@ DP2 = str(SAMPLES / "dp2.log")
     [
         (
             ["ledger", DP16, "--format", "yaml"],
-            "Invalid value for '--format': 'yaml' is not one of 'text', 'markdown', 'json', 'csv'",
+            "Invalid value for '--format': 'yaml' is not one of 'text', 'markdown', 'json', 'csv', "
+            "'html'",
             "(see 'memledger ledger --help')",
         ),
         (

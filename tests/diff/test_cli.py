@@ -132,7 +132,7 @@ def test_json_that_is_not_a_ledger_is_exit_3(
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
-        (["--format", "html"], "html"),
+        (["--format", "yaml"], "yaml"),
         (["--sort", "size"], "size"),
         (["--max-chars", "10"], "10"),
     ],

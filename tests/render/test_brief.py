@@ -1,6 +1,6 @@
 """Verdict first, details on request (issue 13, 'Reading it'): the short text views of `ledger`,
 `diff` and `check`, the `--full` tables, one placeholder for an absent value (m1), one meaning
-per word (M5), file names as labels (m2), pie colours per group (m3) and markdown tables (m4)."""
+per word (M5), file names as labels (m2), bar colours per group (m3) and markdown tables (m4)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import pytest
 
 from memledger.compare.compute import diff_ledgers
 from memledger.model.ledger import RowGroup
-from memledger.render.diff_markdown import GROUP_COLOURS, composition_chart
+from memledger.render.diff_markdown import diff_bars
 from memledger.render.diff_text import BRIEF_MOVERS
+from memledger.render.mermaid import bars_chart
 from memledger.render.tables import ABSENT
+from memledger.render.timeline import GROUP_COLOURS
 from tests.conftest import SAMPLES, run_cli, unwrapped
 
 DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"
@@ -141,35 +143,36 @@ def test_markdown_tables_align_numbers_name_a_category_once_and_cut_no_cell(
     assert "| `kv_pool` KV cache | state pool | 41.10 | 34.60 | -6.50 | -15.8% | changed |" in full
 
 
-def test_pies_give_a_group_one_colour_in_both_and_titles_name_the_files(
+def test_bars_give_a_group_one_colour_in_both_and_name_the_files(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from tests.diff.helpers import centi, ledger, row
 
-    rows = [row("weights", RowGroup.WEIGHTS, centi(3000)), row("kv_pool", RowGroup.STATE_POOL, 0)]
-    base = ledger([rows[0], row("kv_pool", RowGroup.STATE_POOL, centi(1000))])
-    head = ledger([rows[0], row("kv_pool", RowGroup.STATE_POOL, centi(5000))])
-    chart = composition_chart(diff_ledgers(base, head))
-    for block in re.findall(r"```mermaid\n(.*?)```", chart, flags=re.S):
-        palette = re.findall(r'"pie\d+": "(#[0-9a-f]{6})"', block)
-        slices = re.findall(r'^    "([^"]+)" :', block, flags=re.M)
-        names = {"weights": RowGroup.WEIGHTS, "state pool": RowGroup.STATE_POOL}
-        # Mermaid colours slices in the order written (largest first): the palette follows it.
-        assert palette == [GROUP_COLOURS[names[s]] for s in slices]
-    # weights is the larger slice in base and the smaller in head: the palettes swap with it
-    assert chart.index('"weights" : 30.00') < chart.index('"state pool" : 10.00')
-    assert chart.index('"state pool" : 50.00') < chart.rindex('"weights" : 30.00')
-    assert "title base: 40.00 GiB usable per card" in chart
+    base = ledger(
+        [
+            row("weights", RowGroup.WEIGHTS, centi(3000)),
+            row("kv_pool", RowGroup.STATE_POOL, centi(1000)),
+        ]
+    )
+    head = ledger(
+        [
+            row("weights", RowGroup.WEIGHTS, centi(3000)),
+            row("kv_pool", RowGroup.STATE_POOL, centi(5000)),
+        ]
+    )
+    chart = bars_chart(diff_bars(diff_ledgers(base, head)), "t")
+    palette = re.search(r'"plotColorPalette": "([^"]+)"', chart)
+    assert palette is not None
+    # the longest bar (every group) first: its visible end is the last group's colour
+    assert palette.group(1).split(", ") == [
+        GROUP_COLOURS[RowGroup.STATE_POOL],
+        GROUP_COLOURS[RowGroup.WEIGHTS],
+    ]
+    assert re.findall(r"bar \[(.*)\]", chart) == ["40.00, 80.00", "30.00, 30.00"]
+    assert '"base", "head"' in chart
     out = cli(capsys, "diff", DP16, DP2, "--format", "markdown")
-    assert "title base dp16: 177.70 GiB usable per card" in out
-    # groups under 3% of the card are one slice (their % labels overlapped when rendered),
-    # named under the pie with their sizes
-    assert '"other groups (under 3% each)" : 9.51' in out
-    assert (
-        "_base dp16: other groups (under 3% each): weight staging 1.17 GiB, draft weights 2.11 "
-        "GiB, communication 1.60 GiB, workspace 0.15 GiB, unexplained 0.48 GiB, runtime headroom "
-        "4.00 GiB._"
-    ) in out
+    assert 'x-axis ["base dp16", "head dp2"]' in out
+    assert "left to right: weights (dark blue), weight staging (light blue)" in out
     assert ABSENT == "-"
 
 

@@ -19,11 +19,15 @@ Each format's output must keep its invariant:
 - junit: a strict XML 1.0 parser accepts it; no raw C1; no `##[`.
 - csv: as many records and fields as with benign strings; no cell a spreadsheet runs as a
   formula; no control; no line starts `::`; no `##[`.
+- html: the same elements and attribute names as with benign strings (no hostile text made a
+  tag or attribute), only memledger's own tags, no script, link or event handler; no control,
+  no line starts `::`, no `##[`.
 - jsonl (`ledger` over several logs, `--format json`): each line parses to the data the
   renderer produced; no raw C1/DEL; no `##[`.
 
-Registries covered: ledger (text, markdown incl. --explain, json, csv), diff (text, markdown
-with Mermaid, json, csv), check (text, github, markdown = the step summary, json, junit), parse
+Registries covered: ledger (text, markdown incl. --explain, json, csv, html), diff (text,
+markdown with Mermaid, json, csv, html; both with the two ledgers' timeline), check (text,
+github, markdown = the step summary, json, junit, html), parse
 (text, json), diagnose (text, markdown, json), whatif (text, markdown, json), fleet (text, csv,
 jsonl).
 """
@@ -39,6 +43,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from datetime import date
 from functools import cache
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -325,7 +330,8 @@ def _renders(sample: Sample, benign: bool) -> dict[str, str]:
         head
     )
     for name in DIFF_FORMATS.names:
-        out[f"diff.{name}"] = DIFF_FORMATS.renderer(name, DiffView())(diff)
+        # with both ledgers: the pictures' timeline (step labels, tooltips) is drawn too
+        out[f"diff.{name}"] = DIFF_FORMATS.renderer(name, DiffView(sides=(base, head)))(diff)
     for name in CHECK_FORMATS.names:
         out[f"check.{name}"] = CHECK_FORMATS.renderer(name, None)(report)
     for name in PARSE_FORMATS.names:
@@ -400,9 +406,15 @@ def _shape(tokens: list[Token]) -> list[Any]:
 
 _LIVE_REFERENCE = re.compile(r"@[\w-]|#\d|https?://|www\.", re.IGNORECASE)
 _MERMAID_LINE = re.compile(
-    r'^(pie showData title [^"`\n]*|    "[^"`\n]*" : -?[0-9.]+'
-    # the per-pie palette (memledger's own constants: one colour per group in both pies)
-    r'|%%\{init: \{"theme": "base", "themeVariables": \{("pie\d+": "#[0-9a-f]{6}"(, )?)*\}\}\}%%)$'
+    # memledger's own chart config: a palette of its colour constants, sizes as numbers
+    r'^(%%\{init: \{"themeVariables": \{"xyChart": \{"plotColorPalette": "#[0-9a-f]{6}'
+    r'(, #[0-9a-f]{6})*"\}\}, "xyChart": \{"width": \d+, "height": \d+, '
+    r'"xAxis": \{"labelFontSize": \d+\}\}\}\}%%'
+    r"|xychart-beta( horizontal)?"
+    r'|    title "[^"`\n]*"'
+    r'|    x-axis \[("[^"`\n]*"(, )?)*\]'
+    r'|    y-axis "[^"`\n]*" -?\d+ --> \d+'
+    r"|    (line|bar) \[(-?[0-9.]+(, )?)*\])$"
 )
 
 
@@ -455,6 +467,45 @@ def check_csv(text: str, benign: str) -> None:
         assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")) or _NUMBER.fullmatch(cell)
 
 
+_HTML_TAGS = frozenset(
+    "html head meta title style body h1 h2 h3 p ul li b table thead tbody tr th td "
+    "svg line text polyline circle rect".split()
+)
+
+
+class _HtmlShape(HTMLParser):
+    """Start tags with their attribute names, in order (the document's structure)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.shape: list[tuple[str, tuple[str, ...]]] = []
+        self.values: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.shape.append((tag, tuple(name for name, _ in attrs)))
+        self.values += [value or "" for _, value in attrs]
+
+
+def _html_shape(text: str) -> _HtmlShape:
+    parser = _HtmlShape()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def check_html(text: str, benign: str) -> None:
+    """The report's elements and attributes are the benign rendering's (no hostile text made
+    a tag or an attribute), all of them memledger's own (no script, no link, no event handler),
+    and the text is CI-log safe like every other format."""
+    check_terminal(text)
+    hostile, expected = _html_shape(text), _html_shape(benign)
+    assert hostile.shape == expected.shape
+    assert {tag for tag, _ in hostile.shape} <= _HTML_TAGS
+    names = {name for _, attrs in hostile.shape for name in attrs}
+    assert not {n for n in names if n.startswith("on") or n in ("href", "src", "style")}
+    assert not any("javascript:" in value.lower() for value in hostile.values)
+
+
 def _destination(name: str) -> str:
     return "jsonl" if name == "fleet.json" else name.rsplit(".", 1)[-1]
 
@@ -497,7 +548,10 @@ def _check_every_format(strings: list[str]) -> None:
             check_junit(text)
         elif kind == "csv":
             check_csv(text, benign[name])
-        elif kind in ("html", "svg"):  # pictures: markup a browser renders
+        elif kind == "html":  # pictures: markup a browser renders
+            check_markup(text, kind)
+            check_html(text, benign[name])
+        elif kind == "svg":
             check_markup(text, kind)
         else:
             pytest.fail(f"no invariant for format {name}")
