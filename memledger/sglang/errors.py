@@ -180,6 +180,19 @@ ERRORS: tuple[ErrorText, ...] = (
         outcome=Outcome.OOM,
         values={"runtime": "torch_memory_saver"},
     ),
+    ErrorText(
+        "runtime_oom_code",
+        re.compile(r"cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY"),
+        ("cudaErrorMemoryAllocation", "hipErrorOutOfMemory", "CUDA_ERROR_OUT_OF_MEMORY"),
+        Family.CUDA,
+        "the CUDA runtime's and driver's and HIP's out-of-memory codes by name "
+        "(cudaErrorMemoryAllocation = 2, CUDA_ERROR_OUT_OF_MEMORY = 2, hipErrorOutOfMemory = 2), "
+        "as libraries print them without PyTorch's sizes",
+        "cudaErrorMemoryAllocation: out of memory",
+        kind="oom_message",
+        outcome=Outcome.OOM,
+        values={"runtime": "CUDA runtime"},
+    ),
     # ---- SGLang refusing to size the KV pool (kind kv_refusal), in this order
     ErrorText(
         "negative_profile",

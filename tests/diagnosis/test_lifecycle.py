@@ -246,3 +246,18 @@ def test_the_memory_savers_oom_is_read_and_answered(line: str, phase: Phase) -> 
     assert (result.outcome, result.phase) == ("oom", phase)
     assert any(s.knob == "mem_fraction_static" for s in result.suggestions)
     assert any(f.id == "embedded_in_framework" for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "cudaErrorMemoryAllocation: out of memory",
+        "RuntimeError: HIP error: hipErrorOutOfMemory",
+        "CUDA driver error: CUDA_ERROR_OUT_OF_MEMORY",
+    ],
+)
+def test_a_runtime_oom_code_alone_is_an_oom(line: str) -> None:
+    """The runtimes' out-of-memory codes by name, without PyTorch's sizes: an OOM, never exit 3."""
+    result = _diagnose(line + "\n")
+    assert result.outcome == "oom"
+    assert any(s.knob == "mem_fraction_static" for s in result.suggestions)
