@@ -64,7 +64,7 @@ def _verdict(result: SizingResult) -> str:
     if logged is None:
         return f"predicted {predicted:,} tokens per rank (the log prints no total)"
     off = (predicted - logged) / logged * 100 if logged else 0.0
-    state = "MISS" if result.mismatch else "matches"
+    state = "no match" if result.mismatch else "matches"
     return f"{state}, predicted {predicted:,} vs logged {logged:,} tokens/rank ({off:+.2f} %)"
 
 
@@ -98,11 +98,12 @@ def _request_table_rows(result: SizingResult) -> list[list[str]]:
 
 
 def _title(result: SizingResult) -> str:
-    """The verdict line; a long one (a release range) drops `/rank` before it is cut."""
+    """The verdict line, whole (text wraps it; markdown has no width); a long one (a release
+    range) drops `/rank`."""
     title = f"KV sizing (SGLang {result.version}): {_verdict(result)}"
     if len(title) > WIDTH:
         title = title.replace(" tokens/rank (", " tokens (", 1)
-    return _fit(title, WIDTH)
+    return title
 
 
 def sizing_table(result: SizingResult) -> Table:
