@@ -4,7 +4,7 @@ numbers and the diff verdict had drifted from what the commands print).
 A fenced block whose first line is `$ memledger ARGS` quotes that command: it is run from the
 checkout at 100 columns, and every quoted line must be a line of the output, in order; `...`
 alone on a line stands for lines left out. A command naming a file that is not in the
-checkout (a user's `server.log`, a paste) is not run.
+checkout (a user's `server.log`, a paste, the corpus beside it) is not run.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def _argv(command: str) -> list[str] | None:
     argument names a file the checkout does not have (a user's log, a paste)."""
     argv = shlex.split(command.split("#", 1)[0].split("|", 1)[0])[2:]
     files = [a for a in argv if not a.startswith("-") and re.search(r"[./]", a) and "=" not in a]
-    if not all((PROJECT_ROOT / a).exists() for a in files if not a[0].isdigit()):
+    files = [a for a in files if not a[0].isdigit()]
+    inside = all(not a.startswith(("/", "..", "~")) for a in files)  # the corpus is not here
+    if not inside or not all((PROJECT_ROOT / a).exists() for a in files):
         return None
     return argv
 
