@@ -347,8 +347,15 @@ def status_text(status: DiffStatus) -> str:
 
 
 def balance_lines(diff: LedgerDiff) -> list[str]:
-    """The arithmetic that closes: state-pool Δ = usable Δ - fixed-overhead Δ."""
+    """The arithmetic that closes: state-pool Δ = usable Δ - fixed-overhead Δ; none when a side
+    stopped before its pools (the headline says so: no "larger by" that contradicts it)."""
     analysis = diff.state_pool
+    unsized = _unsized_sides(diff)
+    if analysis.available and unsized:
+        return [
+            f"no state-pool comparison: {' and '.join(unsized)} stopped before SGLang sized "
+            "its pools (the rows that moved are below)."
+        ]
     lines = [state_pool_statement(diff) + "."]
     deltas, total_text = round_parts([c.delta_bytes or 0 for c in analysis.categories])
     terms = ""
