@@ -113,9 +113,9 @@ def check_results(options: CheckOptions) -> SpooledChecks:
     as they come, only the totals stay in memory (a fleet of 10,000 logs costs no more memory
     than one); the caller closes the results (`SpooledChecks.close`)."""
     from memledger.app.fleet import fleet_bar
+    from memledger.app.progress import with_progress
     from memledger.checking.evaluate import LogChecks, check_log
     from memledger.checking.results import CheckSpool
-    from memledger.progress import with_progress
 
     run = _check_run(options)
     spool = CheckSpool(run.budget, strict=options.strict)

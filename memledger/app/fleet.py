@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memledger.app.load import label_of, load_ledger
 from memledger.app.options import STDIN, LoadOptions, Output, Source
+from memledger.app.progress import ProgressBar, with_progress
 from memledger.checking.spool import Spool, closing_after
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
 from memledger.input.log_list import LIST_PREFIX, is_log_list, missing, read_log_list
 from memledger.model.fleet import FleetEntry
 from memledger.model.ledger import Ledger
-from memledger.progress import ProgressBar, with_progress
 from memledger.render.terminal import PLAIN, Terminal
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def note_skipped(path: str) -> None:
 
 
 _LINE_START = "\r\x1b[K" if sys.stderr.isatty() else ""
-"""On a terminal a note starts by erasing the progress bar's line (`memledger.progress`)."""
+"""On a terminal a note starts by erasing the progress bar's line (`memledger.app.progress`)."""
 
 
 SKIPPED_FOLDER_WHY = "a hidden folder, a virtualenv or a build/cache folder"

@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import NamedTuple, TypedDict
 
 from memledger.checking.budget import SUMMARY_ITEM_KINDS, Budget, BudgetEntry, IfAbsent
+from memledger.checking.optional_inputs import InputMix, ModelInputs, input_dependency, model_inputs
 from memledger.model.check import (
     BaselineInfo,
     Bound,
@@ -29,7 +30,6 @@ from memledger.model.check import (
     Quantity,
 )
 from memledger.model.ledger import Ledger, Row, RowKind
-from memledger.optional_inputs import InputMix, ModelInputs, input_dependency, model_inputs
 from memledger.record import record
 from memledger.units import GIB
 

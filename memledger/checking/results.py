@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import TYPE_CHECKING, NamedTuple
 
+from memledger.checking.optional_inputs import InputMix
 from memledger.checking.spool import Spool
 from memledger.model.check import (
     BREACH_ORDER,
@@ -43,7 +44,6 @@ from memledger.model.check import (
     exit_code_of,
     is_failing,
 )
-from memledger.optional_inputs import InputMix
 from memledger.record import computed_names, to_json, validate_json
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from memledger.checking.optional_inputs import input_dependency, model_inputs
 from memledger.cli import main
 from memledger.errors import EXIT_BUDGET_FAILED, EXIT_OK
-from memledger.optional_inputs import input_dependency, model_inputs
 from tests.conftest import SAMPLES, ledger_for, run_cli, unwrapped
 
 DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"

@@ -1,5 +1,5 @@
 """A long run over many logs shows a progress bar on a terminal (count, rate, time left), as pip
-and ruff do, and nothing when stderr is not a terminal (memledger.progress, fleet.fleet_bar)."""
+and ruff do, and nothing when stderr is not a terminal (memledger.app.progress, fleet.fleet_bar)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from memledger.app import fleet
 from memledger.app.options import LoadOptions
-from memledger.progress import ProgressBar, bar_text, with_progress
+from memledger.app.progress import ProgressBar, bar_text, with_progress
 from tests.conftest import SAMPLES
 
 
