@@ -169,12 +169,30 @@ def _short(value: object) -> str:
     return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
 
 
+_SIZES: dict[tuple[str, str, bool], Size] = {}
+_SIZES_CAP = 4096
+"""Sizes already parsed (a Size is immutable): a log that prints its memory every second
+repeats the same few hundred numbers; cleared when full."""
+
+
 def parse_size(number: str, unit: str, *, signed: bool = False) -> Size:
     """Turn a printed number and unit into a Size.
 
     ValueError on garbage; NumberOutOfRange (a ValueError) on inf, nan, a negative size unless
     `signed` (a difference such as `mem usage`), or a size beyond MAX_BYTES.
     """
+    key = (number, unit, signed)
+    found = _SIZES.get(key)
+    if found is not None:
+        return found
+    size = _parse_size(number, unit, signed)
+    if len(_SIZES) >= _SIZES_CAP:
+        _SIZES.clear()
+    _SIZES[key] = size
+    return size
+
+
+def _parse_size(number: str, unit: str, signed: bool) -> Size:
     if unit not in UNIT_BYTES:
         raise ValueError(f"unknown unit: {unit!r}")
     if len(number) > 2 * _MAX_DIGITS:

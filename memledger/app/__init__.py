@@ -14,6 +14,7 @@ Modules:
 - `open`: The one input opener.
 - `options`: The options of every command and what a command returns.
 - `parse`: `memledger parse`.
+- `progress`: The progress bar of a run over many logs, on a terminal.
 - `schema`: `memledger schema`.
 - `whatif`: `memledger whatif`.
 - `vllm`: the vLLM branch of the flow: a vLLM log read, sized, accounted and diagnosed.

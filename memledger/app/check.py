@@ -112,13 +112,15 @@ def check_results(options: CheckOptions) -> SpooledChecks:
     """`check_report` for `memledger check`: each log's checks go to a private temporary file
     as they come, only the totals stay in memory (a fleet of 10,000 logs costs no more memory
     than one); the caller closes the results (`SpooledChecks.close`)."""
+    from memledger.app.fleet import fleet_bar
+    from memledger.app.progress import with_progress
     from memledger.checking.evaluate import LogChecks, check_log
     from memledger.checking.results import CheckSpool
 
     run = _check_run(options)
     spool = CheckSpool(run.budget, strict=options.strict)
     try:
-        for item in run.inputs:
+        for item in with_progress(run.inputs, fleet_bar(options.logs, options.load)):
             spool.add(
                 item
                 if isinstance(item, LogChecks)

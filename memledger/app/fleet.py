@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memledger.app.load import label_of, load_ledger
 from memledger.app.options import STDIN, LoadOptions, Output, Source
+from memledger.app.progress import ProgressBar, with_progress
 from memledger.checking.spool import Spool, closing_after
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
 from memledger.input.log_list import LIST_PREFIX, is_log_list, missing, read_log_list
@@ -43,6 +44,22 @@ LOG_ENDINGS = (".log", ".txt", ".out")
 (any case): what SGLang's output is saved as (`server.log`, `kubectl logs > pod.txt`,
 `nohup.out`). Every other file below the folder is skipped, and said so on stderr."""
 LOG_RULE = "*.log, *.txt or *.out, or any of them .gz"
+SKIPPED_FOLDERS = frozenset(
+    {
+        "__pycache__",
+        "__pypackages__",
+        "_build",
+        "buck-out",
+        "dist",
+        "node_modules",
+        "site-packages",
+        "venv",
+    }
+)
+"""Folders below a walked folder that are never logs' places, skipped whole as ruff skips them
+(its default `exclude`), besides every hidden folder (`.git`, `.venv`, `.tox`, ...) and any
+virtualenv (a folder holding `pyvenv.cfg`). A folder given on the command line is walked
+whatever its name."""
 MAX_WORKERS = 2
 TASK_LOGS = 4
 """Logs per task sent to a worker (fewer round trips; small enough to keep both busy)."""
@@ -74,15 +91,64 @@ def is_log_name(name: str) -> bool:
 
 
 def note_skipped(path: str) -> None:
-    """A file a folder holds that is not a log by its name: one line on stderr, as it is met
-    (nothing the user gave is skipped silently; the report itself stays the logs')."""
+    """A file a folder holds that is not a log by its name (a path ending in `/`: a folder
+    skipped whole): one line on stderr, as it is met."""
     from memledger.render.escape import one_line
 
-    sys.stderr.write(f"memledger: note: {one_line(path)}: skipped, not named {LOG_RULE}\n")
+    why = SKIPPED_FOLDER_WHY if path.endswith("/") else f"not named {LOG_RULE}"
+    sys.stderr.write(f"{_LINE_START}memledger: note: {one_line(path)}: skipped, {why}\n")
+
+
+_LINE_START = "\r\x1b[K" if sys.stderr.isatty() else ""
+"""On a terminal a note starts by erasing the progress bar's line (`memledger.app.progress`)."""
+
+
+SKIPPED_FOLDER_WHY = "a hidden folder, a virtualenv or a build/cache folder"
+
+
+class SkipTally:
+    """What a folder walk skipped, said on stderr in one line once the walk is done (nothing
+    the user gave is skipped silently; the report itself stays the logs'); `listing`: each one
+    as it is met instead (`--list-skipped`)."""
+
+    def __init__(self, listing: bool = False) -> None:
+        self.listing = listing
+        self.files = 0
+        self.folders: list[str] = []
+
+    def __call__(self, path: str) -> None:
+        if self.listing:
+            note_skipped(path)
+        if path.endswith("/"):
+            self.folders.append(path)
+        else:
+            self.files += 1
+
+    def summary(self) -> str | None:
+        """`skipped 3 files (not *.log/...) and 2 folders (.git, .venv: ...); ...`, or None."""
+        if self.listing or not (self.files or self.folders):
+            return None
+        parts = []
+        if self.files:
+            files = f"{self.files:,} file{'s' if self.files != 1 else ''}"
+            parts.append(f"{files} (not *.log, *.txt, *.out or .gz)")
+        if self.folders:
+            names = sorted({Path(f.rstrip("/")).name for f in self.folders})
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            count = len(self.folders)
+            parts.append(f"{count:,} folder{'s' if count != 1 else ''} ({shown})")
+        return f"skipped {' and '.join(parts)}; --list-skipped names them"
+
+    def finish(self) -> None:
+        from memledger.render.escape import one_line
+
+        said = self.summary()
+        if said is not None:
+            sys.stderr.write(f"{_LINE_START}memledger: note: {one_line(said)}\n")
 
 
 def expand_inputs(
-    sources: Sequence[Source], skipped: Callable[[str], None] = note_skipped
+    sources: Sequence[Source], skipped: Callable[[str], None] | None = None
 ) -> Iterator[Input]:
     """The logs named on the command line, in the order given, a folder standing for the logs
     below it (`walk_folder`) and `@FILE` for the paths it lists (memledger.input.log_list). The
@@ -104,7 +170,7 @@ def expand_inputs(
         if name != "-" and os.path.isdir(name) and not _holds_a_log(Path(name)):
             where = f" (listed at {listed})" if listed else ""
             raise InputError(f"a folder without logs ({LOG_RULE}){where}", path=name)
-    return _expanded(given, skipped)
+    return _expanded(given, SkipTally() if skipped is None else skipped)
 
 
 def _expanded(
@@ -117,13 +183,31 @@ def _expanded(
             yield Unreadable(source, f"no such file (listed at {listed})")
         else:
             yield source
+    if isinstance(skipped, SkipTally):
+        skipped.finish()
+
+
+def count_inputs(sources: Sequence[Source]) -> int:
+    """How many inputs `expand_inputs` will give (a folder walked once more, names only): the
+    total of the progress bar."""
+    total = 0
+    for source in sources:
+        name = os.fspath(source) if isinstance(source, str | os.PathLike) else "-"
+        if is_log_list(name):
+            total += len(read_log_list(name))
+        elif name != "-" and os.path.isdir(name):
+            total += sum(1 for _ in walk_folder(name, lambda _path: None))
+        else:
+            total += 1
+    return total
 
 
 def walk_folder(folder: str, skipped: Callable[[str], None] = note_skipped) -> Iterator[Input]:
     """The logs below `folder` (`is_log_name`), read lazily, one folder listing at a time, in
     the order of their paths sorted as strings (what `sorted()` of the whole list would give).
     Symbolic links are followed; a link back to a folder being walked is `Unreadable` (a
-    loop), as is a folder that cannot be listed; other files are passed to `skipped`."""
+    loop), as is a folder that cannot be listed; other files are passed to `skipped`, and so
+    are the folders skipped whole (`_skipped_folder`), as their path and `/`."""
     root = Path(folder)
     yield from _walk(root, {_identity(root): str(root)}, skipped)
 
@@ -160,7 +244,9 @@ def _walk(
     for key in listing:
         name = key.removesuffix("/")
         path = folder / name
-        if key != name:
+        if key != name and _skipped_folder(path):
+            skipped(f"{path}/")
+        elif key != name:
             try:
                 identity = _identity(path)
             except OSError as exc:
@@ -179,9 +265,24 @@ def _walk(
             yield str(path)  # a dangling link too: reading it says "no such file"
 
 
+def _skipped_folder(path: Path) -> bool:
+    """A hidden folder, a virtualenv or one of `SKIPPED_FOLDERS` (below the folder given)."""
+    name = path.name
+    return name.startswith(".") or name in SKIPPED_FOLDERS or os.path.isfile(path / "pyvenv.cfg")
+
+
 def _holds_a_log(folder: Path) -> bool:
     """Whether a walk of `folder` gives anything (stops at the first; skips are not noted)."""
     return next(iter(walk_folder(str(folder), lambda _path: None)), None) is not None
+
+
+def fleet_bar(sources: Sequence[Source], options: LoadOptions) -> ProgressBar:
+    """The progress bar of a run over these inputs: shown on a terminal (`options.progress`
+    None) for a fleet, with the number of logs as its total (a folder walked once more)."""
+    enabled = (sys.stderr.isatty() if options.progress is None else options.progress) and (
+        is_fleet(sources) and all(isinstance(s, str | os.PathLike) for s in sources)
+    )
+    return ProgressBar(count_inputs(sources) if enabled else None, enabled=enabled)
 
 
 def is_fleet(sources: Sequence[Source]) -> bool:
@@ -249,11 +350,13 @@ def run_fleet(
     from memledger.render.fleet import fleet_stream
 
     stream = fleet_stream(fmt, terminal)  # a bad format fails before a long run
-    inputs = expand_inputs(sources)
+    inputs = expand_inputs(sources, SkipTally(options.list_skipped))
     stdin = any(os.fspath(s) == STDIN for s in sources if isinstance(s, str | os.PathLike))
     spool = FleetSpool()
     try:
-        for entry in load_fleet(inputs, options, in_process=stdin):
+        for entry in with_progress(
+            load_fleet(inputs, options, in_process=stdin), fleet_bar(sources, options)
+        ):
             spool.add(entry)
     except BaseException:
         spool.close()
@@ -277,7 +380,7 @@ def check_inputs(
 
     if not all(isinstance(s, str | os.PathLike) for s in logs):
         return ((label_of(item), load_ledger(item, options)) for item in logs)
-    inputs = expand_inputs(logs)
+    inputs = expand_inputs(logs, SkipTally(options.list_skipped))
     head = list(islice(inputs, 2))
     if len(head) == 1:
         return _one_input(head[0], options)

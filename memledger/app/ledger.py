@@ -14,8 +14,8 @@ def run_ledger(options: LedgerOptions) -> Output:
 
     sources = [options.log, *options.more_logs]
     if is_fleet(sources):
-        if options.explain is not None:
-            raise ConfigError("--explain takes one LOG, not several")
+        if options.explain is not None or options.full:  # one log's views (review 2, m9)
+            raise ConfigError(f"--{'full' if options.explain is None else 'explain'} takes one LOG")
         return run_fleet(sources, options.load, options.fmt, options.terminal)
     view = LedgerView(explain=options.explain, terminal=options.terminal, full=options.full)
     render = FORMATS.renderer(options.fmt, view)

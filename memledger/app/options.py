@@ -57,6 +57,9 @@ class LoadOptions:
     """Extra Lark grammars for a fork's own lines (`--grammar`)."""
     progress: bool | None = False
     """Show a progress meter on stderr; None: when stderr is a terminal."""
+    list_skipped: bool = False
+    """A folder's walk names each file and folder it skips on stderr (`--list-skipped`), not one
+    line counting them."""
     saved_ledger_skips_grammars: bool = False
     """For commands that mix logs and saved ledgers under one command line (`check_report` sets
     it): a saved ledger keeps its rows and notes that the grammars were not applied, instead of

@@ -5,6 +5,7 @@ Modules:
 
 - `budget`: Budget files.
 - `evaluate`: Evaluate a budget against ledgers (and an optional baseline ledger).
+- `optional_inputs`: Figures that depend on an optional input (`--model-config`), and mixes.
 - `results`: A check run's results, read one check at a time, so a report can be written as it is
   read.
 - `spool`: A spool.

@@ -10,12 +10,14 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import date
 from fnmatch import fnmatch
 from pathlib import PurePath
 from typing import NamedTuple, TypedDict
 
 from memledger.checking.budget import SUMMARY_ITEM_KINDS, Budget, BudgetEntry, IfAbsent
+from memledger.checking.optional_inputs import InputMix, ModelInputs, input_dependency, model_inputs
 from memledger.model.check import (
     BaselineInfo,
     Bound,
@@ -118,6 +120,8 @@ class LogChecks(NamedTuple):
     failure: Check | None
     per_entry: list[list[Check]]
     matched: list[bool]
+    models: ModelInputs
+    """The rows whose size needs --model-config: sized in this ledger, or not."""
 
 
 def check_log(
@@ -137,7 +141,18 @@ def check_log(
         for entry, hit in zip(budget.entries, matched, strict=True)
     ]
     failure = _startup_failure(path, ledger) if failed else _unfinished_startup(path, ledger)
-    return LogChecks(checked, failure, per_entry, matched)
+    return LogChecks(checked, failure, per_entry, matched, model_inputs(ledger))
+
+
+def add_inputs(mix: InputMix, log: LogChecks) -> None:
+    """One log's model inputs, and which of its entries' figures depend on --model-config."""
+    mix.add(log.models, [any(c.depends_on for c in found) for found in log.per_entry])
+
+
+def input_warnings(budget: Budget, mix: InputMix, baseline: Ledger | None) -> list[str]:
+    """The warnings of entries that compare figures computed with different inputs."""
+    entries = [(e.item, e.line, e.has_relative) for e in budget.entries]
+    return mix.warnings(entries, baseline)
 
 
 def check_budget(
@@ -156,6 +171,7 @@ def check_budget(
     per_entry: list[list[Check]] = [[] for _ in budget.entries]
     matched = [False] * len(budget.entries)
     checked: list[CheckedInput] = []
+    mix = InputMix(len(budget.entries))
     for item in inputs:
         log = (
             item
@@ -163,6 +179,7 @@ def check_budget(
             else check_log(budget, *item, today=today, baseline=baseline)
         )
         checked.append(log.checked)
+        add_inputs(mix, log)
         if log.failure is not None:
             failures.append(log.failure)
         for index, (found, hit) in enumerate(zip(log.per_entry, log.matched, strict=True)):
@@ -171,6 +188,7 @@ def check_budget(
     checks = failures + [check for found in per_entry for check in found]
     info = baseline_info or BaselineInfo(source=None if baseline is None else baseline.source)
     notes, warnings = report_notes(budget, matched, baseline=baseline, info=info)
+    warnings += input_warnings(budget, mix, baseline)
     return CheckReport(
         budget_path=budget.path,
         today=today,
@@ -321,10 +339,12 @@ def _check_entry(
             )
         ]
     actual = reading.value
+    depends = input_dependency(ledger, entry.item)
     checks: list[Check] = []
     for bound in bounds:
         if bound is Bound.MAX_INCREASE:
-            checks.append(_check_increase(entry, common, reading, baseline, today))
+            found = _check_increase(entry, common, reading, baseline, today)
+            checks.append(replace(found, depends_on=depends) if depends else found)
             continue
         limit = entry.max if bound is Bound.MAX else entry.min
         assert limit is not None
@@ -350,6 +370,7 @@ def _check_entry(
                 tighten_to=tighten,
                 hint=SPARE_HINT if spare else None,
                 note=_waiver_note(entry, status, today) or reading.reason,
+                depends_on=depends,
             )
         )
     return checks

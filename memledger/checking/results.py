@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import TYPE_CHECKING, NamedTuple
 
+from memledger.checking.optional_inputs import InputMix
 from memledger.checking.spool import Spool
 from memledger.model.check import (
     BREACH_ORDER,
@@ -196,6 +197,7 @@ class CheckSpool:
         that has some, and stops at its last."""
         self._missing = self._failing = False
         self._n_inputs = self._n_checks = 0
+        self._mix = InputMix(len(budget.entries))
 
     def __enter__(self) -> CheckSpool:
         return self
@@ -214,6 +216,9 @@ class CheckSpool:
         self._n_inputs += 1
         dumped = to_json(log.checked, indent=2).encode()
         self._inputs.append(dumped)
+        from memledger.checking.evaluate import add_inputs
+
+        add_inputs(self._mix, log)
         if log.failure is not None:
             self._write(index, 0, log.failure)
         for entry, (found, hit) in enumerate(zip(log.per_entry, log.matched, strict=True)):
@@ -236,11 +241,12 @@ class CheckSpool:
         self, *, today: date, baseline: Ledger | None, baseline_info: BaselineInfo
     ) -> SpooledChecks:
         """The results, once every input was added."""
-        from memledger.checking.evaluate import report_notes
+        from memledger.checking.evaluate import input_warnings, report_notes
 
         notes, warnings = report_notes(
             self.budget, self._matched, baseline=baseline, info=baseline_info
         )
+        warnings += input_warnings(self.budget, self._mix, baseline)
         return SpooledChecks(
             self, today=today, baseline=baseline_info, notes=notes, warnings=warnings
         )

@@ -16,6 +16,7 @@ from memledger.commands.options import (
     formulas_option,
     full_option,
     grammar_option,
+    list_skipped_option,
     load_options,
     model_config_option,
     output_option,
@@ -69,6 +70,7 @@ an error; --require-baseline makes it one (exit 3)."""
         help="Extra .lark grammar for fork-specific lines, for every LOG and the baseline "
         "(repeatable; a saved ledger keeps the rows it was built with)."
     ),
+    list_skipped_option(),
 )
 @click.option(
     "--max-chars",
@@ -102,7 +104,8 @@ def check_command(
     """Check LOGs (or saved ledger JSONs) against memory budgets.
 
     A folder stands for the logs below it: its *.log, *.txt and *.out files, each also .gz, in
-    sorted path order (other files are noted on stderr as skipped). @FILE stands for the paths
+    sorted path order (other files and hidden, virtualenv and cache folders are skipped and
+    counted on stderr). @FILE stands for the paths
     FILE lists, one per line (blank lines and # comments skipped; ./@name for a log named so)."""
     return emit(
         run_check(

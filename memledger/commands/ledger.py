@@ -15,6 +15,7 @@ from memledger.commands.options import (
     formulas_option,
     full_option,
     grammar_option,
+    list_skipped_option,
     load_options,
     model_config_option,
     output_option,
@@ -34,6 +35,7 @@ from memledger.render import FORMATS
     model_config_option(),
     grammar_option(),
     formulas_option(),
+    list_skipped_option(),
 )
 @click.option(
     "--explain",
@@ -56,9 +58,9 @@ def ledger_command(
     the usable memory within the log's printing precision.
 
     Several LOGs, a folder (the *.log, *.txt and *.out files below it, each also .gz, in
-    sorted path order; other files are noted on stderr as skipped) or @FILE (the paths FILE
-    lists, one per line) give one summary line per log (text, csv, or json as JSON Lines), read
-    on up to two cores.
+    sorted path order; other files and hidden, virtualenv and cache folders are skipped and
+    counted on stderr) or @FILE (the paths FILE lists, one per line) give one summary line per
+    log (text, csv, or json as JSON Lines), read on up to two cores.
     """
     return emit(
         run_ledger(

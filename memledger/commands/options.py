@@ -87,6 +87,17 @@ def output_option(*, help: str = OUTPUT_HELP) -> Callable[[FC], FC]:
     return click.option("-o", "--output", type=FILE, metavar="FILE", help=help)
 
 
+def list_skipped_option() -> Callable[[FC], FC]:
+    """`--list-skipped`: a folder's walk names each file and folder it skips on stderr."""
+    return click.option(
+        "--list-skipped",
+        is_flag=True,
+        help="A folder: name on stderr each file it skips (not a log by its name) and each "
+        "folder (hidden, a virtualenv, node_modules, __pycache__, ...); without it one line "
+        "counts them.",
+    )
+
+
 def load_options(*options: Callable[[FC], FC]) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """The options that say how an input becomes a ledger (`rank_option`, `startup_option`,
     `model_config_option`, `grammar_option`, `formulas_option`: the ones a command has), given
@@ -104,6 +115,7 @@ def load_options(*options: Callable[[FC], FC]) -> Callable[[Callable[..., R]], C
             grammars: tuple[Path, ...],
             model_config: Path | None = None,
             formula_files: tuple[Path, ...] = (),
+            list_skipped: bool = False,
             **kwargs: Any,
         ) -> R:
             load = LoadOptions(
@@ -113,6 +125,7 @@ def load_options(*options: Callable[[FC], FC]) -> Callable[[Callable[..., R]], C
                 formula_files=formula_files,
                 grammars=grammars,
                 progress=None,
+                list_skipped=list_skipped,
             )
             return command(*args, load=load, **kwargs)
 

@@ -82,7 +82,15 @@ from memledger.diagnosis.pools import (
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.stages import embedding_framework, in_framework, stage_levers
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
-from memledger.diagnosis.verdicts import absent, phrase, serving_order, unvalued
+from memledger.diagnosis.verdicts import (
+    absent,
+    load_deficit,
+    load_levers,
+    phrase,
+    root_cause,
+    serving_order,
+    unvalued,
+)
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
@@ -193,7 +201,16 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         head = "SGLang refused to size the KV cache"
     else:
         head = f"OOM during {PHASE_TEXT[phase]}"
-    if missing:
+    # ranked: a root cause an error finding names leads; the amount is the budget's deficit
+    loading = phase in (Phase.LOAD, Phase.DIST_INIT) and evidence.refusal is None
+    deficit = load_deficit(evidence, findings) if loading else None
+    cause = root_cause(evidence, findings)
+    if cause is not None:
+        head += f": {cause}"
+        head += f"; {deficit}" if deficit else f"; {g(missing)} short" if missing else ""
+    elif deficit is not None:
+        head += f": {deficit}"
+    elif missing:
         head += f": {g(missing)} short"
     oversized = next((f for f in findings if f.id == FindingId.ALLOCATION_EXCEEDS_GPU), None)
     if oversized is not None:
@@ -201,6 +218,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     elif forward is not None:
         head += "; one allocation is a long prefill's working set, with much memory still free"
     levers = [phrase(s) for s in suggestions if s.value is not None][:2]
+    if loading and levers:
+        levers = load_levers(suggestions)
     blocking = next((f for f in findings if f.id == FindingId.UNSHARDED_FALLBACK), None)
     stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
@@ -223,9 +242,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
             "fewer weight bytes a rank (a quantized checkpoint)"
         )
     elif levers:
-        verdict = head + f"; {' or '.join(levers)}"
+        verdict = head + f"; {'else ' if cause else ''}{' or '.join(levers)}"
     elif blocking is not None:
-        verdict = head + "; the Transformers fallback builds the whole model on each GPU"
+        verdict = head if cause else head + f"; {root_cause(evidence, [blocking])}"
     elif suggestions:
         # no value without the numbers, but still the change to make, and what would give one
         if phase in (Phase.SERVING, Phase.WARMUP):

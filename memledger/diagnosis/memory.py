@@ -201,11 +201,24 @@ def load_oom(evidence: Evidence) -> Result:
         return findings, []
     if site is not None and not site[0].more_ranks_help:
         return findings, []
-    tp = evidence.tp_size or 1
-    ratio = tp * weights / room
-    tp_value = next_power_of_two(ratio)
+    tp = evidence.tp_size
     suggestions = []
-    if tp_value > tp:
+    if tp is None:
+        # no value for a knob whose current value is unknown: "2" to a user already on 2 GPUs
+        suggestions.append(
+            Suggestion(
+                knob="tp_size",
+                direction=Direction.RAISE,
+                value=None,
+                why=(
+                    f"weights must stay under {room_text} for a KV budget ({BUDGET_CITATION}); "
+                    f"{g(weights)} / {g(room)} = {weights / room:.2f}: at least "
+                    f"{next_power_of_two(weights / room)} x the ranks now in use (the log does "
+                    "not show the current --tp-size)"
+                ),
+            )
+        )
+    elif (tp_value := next_power_of_two(tp * weights / room)) > tp:
         suggestions.append(
             Suggestion(
                 knob="tp_size",
@@ -213,8 +226,9 @@ def load_oom(evidence: Evidence) -> Result:
                 value=tp_value,
                 why=(
                     f"weights must stay under {room_text} for a KV budget ({BUDGET_CITATION}); "
-                    f"tp {tp} x {g(weights)} / {g(room)} = {ratio:.2f} ranks -> {tp_value} "
-                    "(a lower bound: loading had not finished; assumes the weights shard evenly)"
+                    f"tp {tp} x {g(weights)} / {g(room)} = {tp * weights / room:.2f} ranks -> "
+                    f"{tp_value} (a lower bound: loading had not finished; assumes the weights "
+                    "shard evenly)"
                 ),
             )
         )

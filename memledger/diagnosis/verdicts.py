@@ -4,14 +4,23 @@ the numbers bound one, and what the paste needs for a value."""
 
 from __future__ import annotations
 
-from memledger.diagnosis.arithmetic import floor_step
+from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import failed_in_prefill
-from memledger.diagnosis.model import Direction, Suggestion
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
 from memledger.sglang.failure_rules import Phase
 
 BATCH_KNOBS = ("max_running_requests", "chunked_prefill_size")
+ROOT_CAUSES = {
+    "unquantized_layer": (
+        "likely cause: quantization={quantization} is set, but the failing layer is built "
+        "unquantized (full-precision bytes): check that the checkpoint's quantization covers it"
+    ),
+    "unsharded_fallback": "the Transformers fallback builds the whole model on each GPU",
+}
+"""Error findings that name why memory ran out (not how much): the headline leads with them,
+ahead of the byte count's levers. Their findings' messages hold the source."""
 
 
 def phrase(suggestion: Suggestion) -> str:
@@ -92,3 +101,39 @@ def unvalued(
     if first is mfs and step:
         return f"; {phrase(first)}{step} ({absent(evidence)})"
     return f"; {phrase(first)} ({absent(evidence)})"
+
+
+def root_cause(evidence: Evidence, findings: list[Finding]) -> str | None:
+    """The headline's words for the first error finding that names a root cause, if any."""
+    for finding in findings:
+        if finding.severity is Severity.ERROR and finding.id in ROOT_CAUSES:
+            quantization = repr(evidence.param("quantization"))
+            return ROOT_CAUSES[finding.id].format(quantization=quantization)
+    return None
+
+
+def load_deficit(evidence: Evidence, findings: list[Finding]) -> str | None:
+    """A weight-loading OOM's headline amount: by how much the weights pass their budget a rank
+    (mfs x P, or all of P when the log shows no fraction: said), not the allocator's last
+    request minus free, which is only what the final allocation lacked."""
+    found = next((f for f in findings if f.id == "weights_exceed_budget"), None)
+    if found is None or found.bytes is None or found.bytes <= 0:
+        return None
+    if evidence.budget.mem_fraction_static is not None:
+        return f"the weights are {g(found.bytes)} a rank over their budget (mfs x P)"
+    return (
+        f"the weights are at least {g(found.bytes)} a rank over P, the memory free before "
+        "loading (the log does not show --mem-fraction-static)"
+    )
+
+
+def load_levers(suggestions: list[Suggestion]) -> list[str]:
+    """A load OOM's levers for the headline: valued ones first, then a knob whose current value
+    the log does not show, by name only."""
+    valued = [phrase(s) for s in suggestions if s.value is not None]
+    unknown = [
+        f"{phrase(s)} (the log does not show its current value)"
+        for s in suggestions
+        if s.value is None and s.knob == "tp_size"
+    ]
+    return (valued + unknown)[:2]

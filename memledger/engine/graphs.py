@@ -167,6 +167,11 @@ def carve_from_largest_bucket(
     target = _bucket(rows)
     if note is not None and target is not None:
         target.note = "; ".join(part for part in (target.note, note) if part)
+        if "--model-config" in note:  # where the unsized buffer's bytes are instead
+            audit.note(
+                f"the DeepEP buffer is inside {target.row_id}: {target.group} reads larger by "
+                "its size than with --model-config, which splits it out"
+            )
     for carve in lazy:
         bucket = _bucket(rows)
         if bucket is None:

@@ -66,6 +66,57 @@ def retext(node: Any, message: str) -> Any:
     return type(node)(node.data, [retext(child, message) for child in children])
 
 
+Path = tuple[int, ...]
+
+
+def digit_tokens(node: Any, path: Path = ()) -> list[tuple[Path, Any]]:
+    """The tokens of a tree that hold a digit, each with its path (child indexes from the root):
+    the only ones another message of the same shape can change (folding changes digits)."""
+    children = getattr(node, "children", None)
+    if children is None:
+        return [(path, node)] if any(c.isdigit() for c in node) else []
+    found: list[tuple[Path, Any]] = []
+    for index, child in enumerate(children):
+        found += digit_tokens(child, (*path, index))
+    return found
+
+
+class Shape:
+    """A cached shape's tree and its digit tokens (`digit_tokens`)."""
+
+    __slots__ = ("tree", "digits")
+
+    def __init__(self, tree: Any) -> None:
+        self.tree = tree
+        self.digits = digit_tokens(tree)
+
+    def retext(self, message: str) -> Any:
+        """`retext(self.tree, message)`, rebuilding only the nodes on the path to a token whose
+        text differs (trees are only read: an unchanged subtree is shared)."""
+        changed: dict[Path, Any] = {}
+        for path, token in self.digits:
+            text = message[token.start_pos : token.end_pos]
+            if text != token:
+                changed[path] = token.update(value=text)
+        if not changed:
+            return self.tree
+        on_path = {path[:depth] for path in changed for depth in range(len(path))}
+        return _rebuilt(self.tree, (), changed, on_path)
+
+
+def _rebuilt(node: Any, path: Path, changed: dict[Path, Any], on_path: set[Path]) -> Any:
+    children = []
+    for index, child in enumerate(node.children):
+        here = (*path, index)
+        if here in changed:
+            children.append(changed[here])
+        elif here in on_path:
+            children.append(_rebuilt(child, here, changed, on_path))
+        else:
+            children.append(child)
+    return type(node)(node.data, children)
+
+
 class Transient(Exception):
     """Raised by a `parse_tree` whose failure says nothing of the shape (recursion too deep in
     this process): the message counts as not parsed, and nothing is cached or stored."""
@@ -78,7 +129,7 @@ class ParseCache(Generic[Result]):
     def __init__(self, shapes: bool, store: ShapeStore | None = None) -> None:
         self.shapes_enabled = shapes
         self.exact: dict[str, Result | None] = {}
-        self.shapes: dict[str, Any] = {}
+        self.shapes: dict[str, Shape | None] = {}
         self.store = store if shapes else None
 
     def parse(
@@ -108,8 +159,8 @@ class ParseCache(Generic[Result]):
     ) -> Result | None:
         if self.shapes_enabled:
             shape = fold(message)
-            tree = self.shapes.get(shape, _MISSING)
-            if tree is _MISSING:
+            known = self.shapes.get(shape, _MISSING)
+            if known is _MISSING:
                 tree = ABSENT if self.store is None else self.store.tree(shape, message)
                 if tree is ABSENT:
                     tree = parse_tree(message)
@@ -117,9 +168,9 @@ class ParseCache(Generic[Result]):
                         self.store.add(shape, tree)
                 if len(self.shapes) >= SHAPE_ENTRIES:
                     self.shapes.clear()
-                self.shapes[shape] = tree
-            elif tree is not None:
-                tree = retext(tree, message)  # the cached tree holds another message's text
+                self.shapes[shape] = None if tree is None else Shape(tree)
+            else:  # the cached tree holds another message's text
+                tree = None if known is None else known.retext(message)
         else:
             tree = parse_tree(message)
         result = None if tree is None else from_tree(tree, message)

@@ -119,8 +119,20 @@ def _entries(fields_node: Any) -> list[_Entry]:
     return entries
 
 
+_CANONICAL: dict[str, str] = {}
+
+
 def canonical_key(printed: str) -> str:
     """The canonical key for a printed key (longest matching alias suffix, else snake_case)."""
+    found = _CANONICAL.get(printed)
+    if found is None:
+        if len(_CANONICAL) >= 4096:
+            _CANONICAL.clear()
+        found = _CANONICAL[printed] = _canonical_key(printed)
+    return found
+
+
+def _canonical_key(printed: str) -> str:
     words = printed.split()
     for start in range(len(words)):
         alias = KEY_ALIASES.get(" ".join(words[start:]))

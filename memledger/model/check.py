@@ -111,6 +111,9 @@ class Check:
     """Why a check is missing or skipped, or a remark (a waiver no longer needed...)."""
     budget_line: int | None = None
     """Line of the entry in the budget file."""
+    depends_on: str | None = None
+    """The optional input this figure depends on and the run lacked (--model-config): without
+    it the figure includes a buffer it cannot size, so it reads larger than with it."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -198,6 +198,8 @@ def breach_line(check: Check) -> str:
         parts.append(check.note)
     if check.message and check.breached:
         parts.append(check.message)
+    if check.depends_on:
+        parts.append(check.depends_on)
     return " -- ".join(parts)
 
 
@@ -311,6 +313,8 @@ def text_lines(results: CheckResults, width: int, *, full: bool = False) -> Iter
             hint = tighten_text(check)
             if hint:
                 yield f"  hint {check.item} [{one_line(check.log)}]: {hint}"
+            if check.depends_on:
+                yield f"  input {check.item} [{one_line(check.log)}]: {check.depends_on}"
     n_skipped = results.counts[CheckStatus.SKIPPED.value]
     if n_skipped:
         n_listed = n_skipped if full else min(n_skipped, BRIEF_SKIPPED)
@@ -497,7 +501,11 @@ def github_chunks(results: CheckResults) -> Iterator[str]:
     covered = results.baseline.source is None and skipped
     for warning in results.warnings:
         if not (covered and warning == results.baseline.note):
-            title = "memledger: baseline not found"
+            title = (
+                "memledger: figures computed with different inputs"
+                if warning.startswith("budget for ")
+                else "memledger: baseline not found"
+            )
             yield annotation("warning", warning, file=budget, line=None, title=title) + "\n"
     # The text after the annotations is untrusted text too: none of its lines may start a
     # workflow command (a saved ledger's strings can hold newlines).
@@ -658,6 +666,8 @@ def _breach_row(check: Check) -> list[str]:
         detail = f"waiver expired {check.waived_until} ({check.reason}) {detail}".strip()
     elif check.status is CheckStatus.MISSING or check.bound is Bound.READY:
         detail = check.note or ""
+    if check.depends_on:
+        detail = f"{detail} ({check.depends_on})".strip()
     return [
         _STATUS_ICON[check.status],
         check.item,
@@ -674,7 +684,8 @@ def _details_sections(results: CheckResults, n_passes: int, n_skipped: int) -> I
         yield ""
         yield _table_head(_DETAIL_HEADERS)
         for check in results.passes():
-            row = [*pass_row(check), tighten_text(check)]
+            hint = " ".join(filter(None, (tighten_text(check), check.depends_on)))
+            row = [*pass_row(check), hint]
             yield _table_row(_DETAIL_HEADERS, row, _DETAIL_CODE)
         yield ""
         yield "</details>"

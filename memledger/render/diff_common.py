@@ -347,8 +347,15 @@ def status_text(status: DiffStatus) -> str:
 
 
 def balance_lines(diff: LedgerDiff) -> list[str]:
-    """The arithmetic that closes: state-pool Δ = usable Δ - fixed-overhead Δ."""
+    """The arithmetic that closes: state-pool Δ = usable Δ - fixed-overhead Δ; none when a side
+    stopped before its pools (the headline says so: no "larger by" that contradicts it)."""
     analysis = diff.state_pool
+    unsized = _unsized_sides(diff)
+    if analysis.available and unsized:
+        return [
+            f"no state-pool comparison: {' and '.join(unsized)} stopped before SGLang sized "
+            "its pools (the rows that moved are below)."
+        ]
     lines = [state_pool_statement(diff) + "."]
     deltas, total_text = round_parts([c.delta_bytes or 0 for c in analysis.categories])
     terms = ""
@@ -417,14 +424,24 @@ def rows_view(
     listed = [r for r in ordered if show_unchanged or r.status is not DiffStatus.UNCHANGED]
     shown = listed if limit is None else listed[:limit]
     notes = [f"{r.id}: {r.note}" for r in shown if r.note]
-    return RowsView(
-        table=Table(
+    if limit is not None:  # the short view: the id names the row, its label (cut) is --full's
+        table = Table(
+            ["id", "group", *_side_headers(diff), "status"],
+            [[cell for i, cell in enumerate(_row_cells(r)) if i != 1] for r in shown],
+            _numbers_right(7, first=2, last=6),
+            keep=(0, 6),
+            optional=(1,),
+        )
+    else:
+        table = Table(
             [*ROW_HEADERS, *_side_headers(diff), "status"],
             [_row_cells(r) for r in shown],
             _numbers_right(8, first=3, last=7),
             keep=(0, 7),
             optional=(1, 2),  # label and group make way for the numbers on a narrow terminal
-        ),
+        )
+    return RowsView(
+        table=table,
         hidden_unchanged=len(ordered) - len(listed),
         notes=notes,
         total=len(listed),

@@ -24,6 +24,8 @@ class DiffDocument(LedgerDiff):
     """The document `memledger diff --format json` writes (`memledger schema diff`)."""
 
     state_pool: StatePoolDocument
+    verdict: str = ""
+    """The one-line verdict the text and markdown formats open with."""
 
 
 def diff_document(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> DiffDocument:
@@ -33,8 +35,10 @@ def diff_document(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> DiffDoc
         statement=state_pool_statement(diff),
         usable_note=usable_note(diff),
     )
+    from memledger.render.diff_common import headline
+
     fields = {**field_values(diff), "rows": sort_rows(diff.rows, sort), "state_pool": state_pool}
-    return DiffDocument(**fields)
+    return DiffDocument(**fields, verdict=headline(diff))
 
 
 def render_diff_json(diff: LedgerDiff, *, sort: SortKey = SortKey.DELTA) -> str:

@@ -241,8 +241,9 @@ def _sections(
 
 
 def _upgrade(diff: LedgerDiff) -> list[str]:
-    """The verdict on KV tokens per rank, right under the inputs (the top is never cut); for
-    two engines, why their KV caches differ."""
+    """The verdict on KV tokens per rank, under the summary (the top is never cut); one that
+    concludes "not attributed" opens its collapsed section instead; for two engines, why their
+    KV caches differ."""
     if diff.engines is not None:
         return (
             ["**Why the KV cache differs (SGLang vs vLLM):**", ""]
@@ -250,7 +251,7 @@ def _upgrade(diff: LedgerDiff) -> list[str]:
             + [""]
         )
     upgrade = diff.upgrade
-    if upgrade is None:
+    if upgrade is None or not upgrade.available:
         return []
     return [
         f"**Why KV tokens per rank changed:** {markdown_cell(verdict(upgrade))}",
@@ -266,6 +267,8 @@ def _upgrade_section(diff: LedgerDiff) -> list[Section]:
     if upgrade is None:
         return []
     blocks: list[Block] = []
+    if not upgrade.available:  # a hedge, not the answer: collapsed with the details
+        blocks += [markdown_cell(verdict(upgrade)), f"_{markdown_cell(releases_line(upgrade))}_"]
     if upgrade.inputs or upgrade.unexplained_tokens is not None:
         blocks.append(_table(inputs_table(upgrade)))
         why = why_lines(upgrade)
@@ -277,10 +280,13 @@ def _upgrade_section(diff: LedgerDiff) -> list[Section]:
         blocks += ["SGLang defaults changed in between:", _table(defaults_table(upgrade))]
     if not blocks:
         return []  # the verdict line already says why there is nothing to attribute
+    title = "Why KV tokens per rank changed (inputs, rows, defaults)"
+    if not upgrade.available:
+        title = "Why KV tokens per rank changed: not attributed"
     found = notes(upgrade)
     if found:
         blocks.append("\n".join(f"- {markdown_cell(n)}" for n in found))
-    return [Section("Why KV tokens per rank changed (inputs, rows, defaults)", blocks)]
+    return [Section(title, blocks)]
 
 
 def _top(diff: LedgerDiff, marker: str, note: str | None, charts: Sequence[str] = ()) -> str:
@@ -288,13 +294,13 @@ def _top(diff: LedgerDiff, marker: str, note: str | None, charts: Sequence[str] 
         marker,
         f"**memledger diff** · {markdown_cell(headline(diff))}",
         "",
+        github_table(summary_table(diff)),
+        "",
         _input_text("base", diff.inputs.base) + "  ",
         _input_text("head", diff.inputs.head) + "  ",
         f"_{markdown_cell(definition_line())}_",
         "",
         *_upgrade(diff),
-        github_table(summary_table(diff)),
-        "",
         "**Where the state-pool difference comes from**",
         "",
         "\n".join(f"- {inert_block_start(markdown_cell(line))}" for line in balance_lines(diff)),

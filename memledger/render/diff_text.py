@@ -184,23 +184,25 @@ def render_diff_text(
     every table."""
     width = terminal.width
     full = full or show_unchanged  # the unchanged rows are listed in the full Rows table
+    # the answer first: the verdict, then the summary (what its columns are, under it); an
+    # explanation of the KV tokens that concludes "not attributed" is for --full only
+    upgrade = diff.upgrade
+    attributed = upgrade is not None and upgrade.available
     out: list[str] = [
-        "memledger diff",
+        headline(diff),
+        "",
+        "Summary",
+        _table(summary_table(diff), width),
         "  " + input_line("base", diff.inputs.base),
         "  " + input_line("head", diff.inputs.head),
         "  " + definition_line(),
-        "",
-        headline(diff),
-        "",
-        *upgrade_lines(diff, width),
-        "Summary",
-        _table(summary_table(diff), width),
         "",
         "Where the state-pool difference comes from",
         *("  " + line for line in balance_lines(diff)),
         "",
         _table(category_table(diff, with_rows=full), width),
         "",
+        *(upgrade_lines(diff, width) if full or attributed else []),
     ]
     if not full:
         movers = rows_view(diff, sort=SortKey.DELTA, show_unchanged=False, limit=BRIEF_MOVERS)

@@ -80,12 +80,23 @@ def explain_json(ledger: Ledger, target: str) -> str:
 
 def _unknown(ledger: Ledger, target: str) -> UnknownRowError:
     row_ids = ", ".join(row.id for row in ledger.rows) or "(none)"
-    groups = ", ".join(block.group.value for block in group_blocks(ledger))
+    group_ids = [block.group.value for block in group_blocks(ledger)]
+    groups = ", ".join(group_ids)
+    known = [row.id for row in ledger.rows] + group_ids + [FIXED_OVERHEAD]
     return UnknownRowError(
-        f"--explain: no row {target!r} in this ledger; rows: {row_ids}"
+        f"--explain: no row {target!r} in this ledger{_did_you_mean(target, known)}; "
+        f"rows: {row_ids}"
         + (f"; groups: {groups}, {FIXED_OVERHEAD}" if groups else "")
         + ("; or an interval as from->to" if ledger.intervals else "")
     )
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    """` (did you mean 'x'?)` for the closest choice, or an empty string."""
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _find_interval(ledger: Ledger, target: str) -> Interval | None:

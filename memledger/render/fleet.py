@@ -64,6 +64,8 @@ def figures(ledger: Ledger) -> dict[str, int | None]:
     values["usable"] = usable
     pool = values["state_pool"]
     values["fixed_overhead"] = None if usable is None else usable - (pool or 0)
+    if ledger.stopped_at:  # free memory where it stopped is no runtime headroom (review 2, m9)
+        values["runtime_headroom"] = None
     return values
 
 

@@ -201,14 +201,15 @@ def startup_text(index: int, n_startups: int) -> str:
 
 
 def balance_text(ledger: Ledger) -> str:
-    """`sum of rows - usable = error (tolerance ±t): verdict`."""
+    """`verdict (rows - usable = x GiB, within ±t GiB)`: the verdict first, no word that reads
+    as a failure when it balances (review 2, m2: `error +0.00 GiB ...: balances`)."""
     if ledger.usable_bytes is None:
         return "not checked (usable memory unknown)"
     within = abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
-    verdict = "balances" if within else "OUT OF BALANCE"
+    verdict, where = ("balances", "within") if within else ("OUT OF BALANCE", "beyond")
     return (
-        f"error {signed_gib_cell(ledger.balance_error_bytes)} GiB"
-        f" (tolerance ±{ledger.tolerance_bytes / GIB:.{ERROR_DIGITS}f} GiB): {verdict}"
+        f"{verdict} (rows - usable = {signed_gib_cell(ledger.balance_error_bytes)} GiB, "
+        f"{where} ±{ledger.tolerance_bytes / GIB:.{ERROR_DIGITS}f} GiB)"
     )
 
 

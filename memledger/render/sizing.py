@@ -64,7 +64,7 @@ def _verdict(result: SizingResult) -> str:
     if logged is None:
         return f"predicted {predicted:,} tokens per rank (the log prints no total)"
     off = (predicted - logged) / logged * 100 if logged else 0.0
-    state = "MISS" if result.mismatch else "matches"
+    state = "no match" if result.mismatch else "matches"
     return f"{state}, predicted {predicted:,} vs logged {logged:,} tokens/rank ({off:+.2f} %)"
 
 
@@ -98,11 +98,12 @@ def _request_table_rows(result: SizingResult) -> list[list[str]]:
 
 
 def _title(result: SizingResult) -> str:
-    """The verdict line; a long one (a release range) drops `/rank` before it is cut."""
+    """The verdict line, whole (text wraps it; markdown has no width); a long one (a release
+    range) drops `/rank`."""
     title = f"KV sizing (SGLang {result.version}): {_verdict(result)}"
     if len(title) > WIDTH:
         title = title.replace(" tokens/rank (", " tokens (", 1)
-    return _fit(title, WIDTH)
+    return title
 
 
 def sizing_table(result: SizingResult) -> Table:
@@ -297,9 +298,19 @@ def _solved_notes(answer: WhatIf) -> list[str]:
 def render_whatif_text(answer: WhatIf, terminal: Terminal = PLAIN) -> str:
     """The verdict, the what-if table, its arithmetic and notes, fitted to the terminal."""
     width = terminal.width
+    if answer.missing and answer.solved is None:
+        # nothing to show but why: no table of `-` and no empty arithmetic (review 2, m5)
+        notes = [f"- {n}" for n in answer.notes]
+        return fit_lines("\n".join([_verdict_whatif(answer), *notes]), width) + "\n"
     table = whatif_table(answer)
     title = _fit(table.title, width)
-    parts = [_verdict_whatif(answer), "", title, "-" * len(title)]
+    verdict = _verdict_whatif(answer)
+    if not answer.changes and answer.solved is None:
+        verdict += (
+            " (no --set given: the log's own settings; try --set mem_fraction_static=0.85, or "
+            "--solve SETTING --for FIGURE=VALUE)"
+        )
+    parts = [verdict, "", title, "-" * len(title)]
     parts += [text_table(table, width=width), "", "Arithmetic (new settings)"]
     parts += ["-------------------------", *_arithmetic_lines(answer)]
     notes = [ANCHORED_NOTE, *_solved_notes(answer), *answer.notes]

@@ -466,6 +466,17 @@ def given_release(code: int) -> VersionRange:
     return VersionRange(first=code, last=code, given=True)
 
 
+_MARKS_BY_KIND: dict[EventKind, tuple[FormatMark, ...]] = {}
+"""FORMAT_MARKS by the event kinds they read, in their order (filled on first use)."""
+
+
+def _marks_of(kind: EventKind) -> tuple[FormatMark, ...]:
+    found = _MARKS_BY_KIND.get(kind)
+    if found is None:
+        found = _MARKS_BY_KIND[kind] = tuple(m for m in FORMAT_MARKS if kind in m.kinds)
+    return found
+
+
 def release_range(events: Iterable[Event]) -> VersionRange:
     """Which releases could have written these lines: the intersection of every mark's range
     (marks that contradict are all kept: a fork shows as an inconsistent range)."""
@@ -473,8 +484,8 @@ def release_range(events: Iterable[Event]) -> VersionRange:
     last: int | None = None
     seen: dict[str, Evidence] = {}
     for event in events:
-        for mark in FORMAT_MARKS:
-            if event.kind not in mark.kinds or not mark.matches(event):
+        for mark in _marks_of(event.kind):
+            if not mark.matches(event):
                 continue
             known = seen.get(mark.name)
             if known is not None and known.line <= event.line:

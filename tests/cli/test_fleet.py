@@ -66,7 +66,10 @@ def test_a_folder_stands_for_its_logs_recursively_and_in_order(
     code, out, err = _run(capsys, "ledger", folder, "--format", "json")
     assert code == EXIT_OK
     # the file that is not a log by its name is said to be skipped, on stderr (not in the JSON)
-    assert err == f"memledger: note: {folder / 'notes.md'}: skipped, not named {fleet.LOG_RULE}\n"
+    assert err == (
+        "memledger: note: skipped 1 file (not *.log, *.txt, *.out or .gz); --list-skipped names "
+        "them\n"
+    )
     records = [json.loads(line) for line in out.splitlines()]  # JSON Lines
     assert [r["log"] for r in records] == ["a-dp16.log", "b-dp2.log.gz"]
     assert records[1]["path"] == str(folder / "restart-2" / "b-dp2.log.gz")

@@ -35,6 +35,11 @@ def _skip_line(path: Path) -> str:
     return f"memledger: note: {path}: skipped, not named {fleet.LOG_RULE}\n"
 
 
+ONE_SKIPPED = (
+    "memledger: note: skipped 1 file (not *.log, *.txt, *.out or .gz); --list-skipped names them\n"
+)
+
+
 def _tree(root: Path, names: list[str]) -> None:
     """Copies of the dp2 sample at each relative path (`.gz`: gzipped)."""
     for name in names:
@@ -84,6 +89,8 @@ def test_ledger_dir_is_the_fleet_of_its_logs_and_reports_skipped_files(
     (tmp_path / "pods" / "notes.md").write_text("not a log\n")
     code, out, err = _run(capsys, "ledger", tmp_path / "pods", "--format", "json")
     assert code == EXIT_OK
+    assert err == ONE_SKIPPED  # one line counting what was skipped
+    _, _, err = _run(capsys, "ledger", tmp_path / "pods", "--format", "json", "--list-skipped")
     assert err == _skip_line(tmp_path / "pods" / "notes.md")
     assert [json.loads(line)["path"] for line in out.splitlines()] == [
         str(tmp_path / "pods" / "a" / "c.txt"),
@@ -102,7 +109,7 @@ def test_check_dir_checks_the_logs_below_it_as_if_they_were_named(
     )
     named = [tmp_path / "pods" / "dp16.log", tmp_path / "pods" / "r1" / "dp2.log"]
     code_named, out_named, _ = _run(capsys, "check", *named, "--budget", BUDGET, "--format", "json")
-    assert err == _skip_line(tmp_path / "pods" / "budget.toml")
+    assert err == ONE_SKIPPED
     assert (code, out) == (code_named, out_named)
     assert [i["path"] for i in json.loads(out)["inputs"]] == [str(p) for p in named]
     # a folder of one log: that log, read here
@@ -179,3 +186,38 @@ def test_a_folder_without_logs_is_an_error_naming_the_rule(
         code, out, err = _run(capsys, *command, tmp_path)
         assert (code, out) == (EXIT_INPUT, "")
         assert err == f"memledger: error: {tmp_path}: a folder without logs ({fleet.LOG_RULE})\n"
+
+
+def test_the_walk_skips_what_ruff_skips_and_counts_it_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # review M5: `memledger ledger .` after the Quickstart walked into .venv and .git, with one
+    # stderr line per file (12,158), and read pip's LICENSE.txt as a log
+    logs = ["pods/a.log", "pods/sub/b.txt"]
+    hidden = [".git/logs/HEAD.log", ".venv/lib/LICENSE.txt", "pods/.cache/x.log"]
+    named = ["node_modules/pkg/npm.log", "pods/__pycache__/m.txt", "venv/x.log", "dist/y.log"]
+    virtualenv = ["env311/lib/site/LICENSE.txt", "env311/pyvenv.cfg"]
+    _tree(tmp_path, logs + hidden + named + virtualenv)
+    (tmp_path / "notes.md").write_text("not a log\n")
+    code, out, err = _run(capsys, "ledger", tmp_path, "--format", "json")
+    assert code == EXIT_OK
+    assert [json.loads(line)["path"] for line in out.splitlines()] == [
+        str(tmp_path / name) for name in logs
+    ]
+    assert err == (
+        "memledger: note: skipped 1 file (not *.log, *.txt, *.out or .gz) and 8 folders (.cache, "
+        ".git, .venv, ...); --list-skipped names them\n"
+    )
+    _, _, listed = _run(capsys, "ledger", tmp_path, "--format", "json", "--list-skipped")
+    folders = [".git", ".venv", "pods/.cache", "node_modules", "pods/__pycache__", "venv", "dist"]
+    folders.append("env311")  # a virtualenv by its pyvenv.cfg, whatever its name
+    assert set(listed.splitlines()) == {
+        *(
+            f"memledger: note: {tmp_path / folder}/: skipped, {fleet.SKIPPED_FOLDER_WHY}"
+            for folder in folders
+        ),
+        _skip_line(tmp_path / "notes.md").rstrip("\n"),
+    }
+    # a folder given by name is walked whatever its name
+    code, out, _ = _run(capsys, "ledger", tmp_path / ".git", "--format", "json")
+    assert code == EXIT_OK and json.loads(out)["path"] == str(tmp_path / ".git/logs/HEAD.log")

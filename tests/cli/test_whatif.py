@@ -147,11 +147,11 @@ def test_ledger_text_shows_the_sizing_section(capsys: pytest.CaptureFixture[str]
     code, out, _ = run_cli(["ledger", DP16, "--model-config", K3_CONFIG], capsys)
     assert code == EXIT_OK
     # The short view keeps the sizing verdict; the arithmetic is in the full tables.
-    assert "\nKV sizing (SGLang 0.5.19 .. 0.5.20): MISS, predicted" in out
+    assert "\nKV sizing (SGLang 0.5.19 .. 0.5.20): no match, predicted" in out
     code, out, _ = run_cli(["ledger", DP16, "--model-config", K3_CONFIG, "--full"], capsys)
     assert code == EXIT_OK
     section = out[out.index("KV sizing (SGLang") :]
-    assert section.startswith("KV sizing (SGLang 0.5.19 .. 0.5.20): MISS")
+    assert section.startswith("KV sizing (SGLang 0.5.19 .. 0.5.20): no match")
     assert "bytes/token (--model-config)" in section and "13,824 B" in section
     assert "minimum viable mfs = 1 - A/P" in section
     assert "exceed SGLang's budget by 7.16" in " ".join(section.split())

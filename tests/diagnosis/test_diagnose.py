@@ -38,8 +38,13 @@ def _diagnose_text(lines: list[str]) -> Diagnosis:
 
 # (log, outcome, phase, verdict start) for every OOM, crash and truncated log of the corpus.
 CORPUS = [
-    ("single/008", "oom", "load", "OOM during weight loading: 8.09 GiB short"),
-    ("single/015", "oom", "load", "OOM during weight loading: 0.18 GiB short"),
+    (
+        "single/008",
+        "oom",
+        "load",
+        "OOM during weight loading: the Transformers fallback builds the whole model on each GPU",
+    ),
+    ("single/015", "oom", "load", "OOM during weight loading: likely cause: quantization='awq'"),
     ("single/007", "crash", "graph_capture", "crash during CUDA-graph capture: TypeError"),
     ("single/019", "crash", "graph_capture", "crash during CUDA-graph capture: the traceback"),
     ("complex/006", "crash", "warmup", "crash during warmup: RuntimeError"),
@@ -107,6 +112,50 @@ def test_load_oom_suggestions_carry_their_arithmetic() -> None:
     assert "2.36" in by_knob["tp_size"].why
     assert by_knob["cpu_offload_gb"].value == 5  # 31.59 - 26.74 = 4.85 GiB, rounded up
     assert "unquantized_layer" in [f.id for f in result.findings]
+
+
+def test_load_oom_headline_leads_with_the_root_cause_and_the_budget_deficit() -> None:
+    # review M2: not "0.18 GiB short" (the last request minus free) and a knob first, but the
+    # error finding that names the cause, then the weights' deficit (31.59 - 26.74 = 4.85 GiB)
+    result = _diagnose_path(real_log("single/015"))
+    cause, deficit, levers = result.verdict.split("; ")
+    assert cause == (
+        "OOM during weight loading: likely cause: quantization='awq' is set, but the failing "
+        "layer is built unquantized (full-precision bytes): check that the checkpoint's "
+        "quantization covers it"
+    )
+    assert deficit == "the weights are 4.85 GiB a rank over their budget (mfs x P)"
+    assert levers == "else raise --tp-size to 4 or raise --cpu-offload-gb to 5"
+    assert "0.18" not in result.verdict and result.shortfall_bytes == 256 * MIB - 70 * MIB
+
+
+# a weight-loading OOM pasted without server_args (as a thread pastes it): no --tp-size, no
+# --mem-fraction-static; synthetic lines in SGLang's shape (v0.5.x model_runner, torch's OOM text)
+PASTED_LOAD_OOM = [
+    "on 2x R9700 it dies while loading the weights:",
+    "Load weight begin. avail mem=20.00 GB",
+    '  File "sglang/srt/models/llama.py", line 300, in __init__',
+    "    self.mlp = LlamaMLP(",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a "
+    "total capacity of 24.00 GiB of which 100.00 MiB is free. Of the allocated memory 20.25 GiB "
+    "is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.  <- this one",
+]
+
+
+def test_a_pasted_load_oom_gives_no_tp_value_and_says_what_it_assumed() -> None:
+    # the paste has no tp: "raise --tp-size to 2" could be said to a user already on 2 GPUs
+    result = _diagnose_text(PASTED_LOAD_OOM)
+    assert result.phase.value == "load"
+    by_knob = {s.knob: s for s in result.suggestions}
+    assert by_knob["tp_size"].value is None
+    assert "does not show the current --tp-size" in by_knob["tp_size"].why
+    # the offload is a per-rank amount: 20.25 + 0.50 = 20.75 GiB needed, 20.00 GiB at most
+    assert by_knob["cpu_offload_gb"].value == 1
+    assert result.verdict == (
+        "OOM during weight loading: the weights are at least 0.75 GiB a rank over P, the memory "
+        "free before loading (the log does not show --mem-fraction-static); raise "
+        "--cpu-offload-gb to 1 or raise --tp-size (the log does not show its current value)"
+    )
 
 
 def test_ready_logs_findings() -> None:

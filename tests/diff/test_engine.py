@@ -13,7 +13,7 @@ from memledger.compare.compute import diff_ledgers, sort_rows
 from memledger.compare.models import MIN_TOLERANCE_BYTES, DiffStatus, LedgerDiff, SortKey, delta_pct
 from memledger.model.ledger import FIXED_OVERHEAD_GROUPS, Ledger, Row, RowGroup
 from memledger.record import json_schema, to_dict, validate, validate_json
-from memledger.render.diff_common import round_parts
+from memledger.render.diff_common import headline, round_parts
 from memledger.render.diff_json import DiffDocument, render_diff_json
 from memledger.render.diff_prose import state_pool_statement, usable_note
 from memledger.sglang.effects import PARAM_EFFECTS, param_effect
@@ -424,7 +424,8 @@ def test_json_round_trips_and_the_schema_is_versioned() -> None:
     # The JSON document is the model plus the state-pool sentences the renderers write.
     document = validate_json(DiffDocument, render_diff_json(diff, sort=SortKey.ID))
     assert document.state_pool.statement == state_pool_statement(diff)
-    prose = {"state_pool": {"statement", "usable_note"}}
+    assert document.verdict == headline(diff)  # the verdict line, as text and markdown open
+    prose = {"state_pool": {"statement", "usable_note"}, "verdict": True}
     again = validate(LedgerDiff, to_dict(document, exclude=prose))
     assert replace(again, rows=diff.rows) == diff
     assert [r.id for r in again.rows] == sorted(r.id for r in diff.rows)

@@ -17,7 +17,7 @@ import pytest
 from memledger.input import linegrammar
 from memledger.input.linegrammar import LineGrammar
 from memledger.input.parsing import parse_log
-from memledger.input.shapecache import ParseCache, digit_blind, fold
+from memledger.input.shapecache import ParseCache, Shape, digit_blind, fold, retext
 from memledger.input.transform import LineParse
 from tests.conftest import SAMPLES, real_log_paths
 from tests.security.helpers import log_text
@@ -133,3 +133,19 @@ def test_repeated_memory_lines_reach_lark_once_per_shape(
     assert len(kept) > 100  # the lines were read (up to the per-kind cap)
     # once per shape at most (none when an earlier run's shape store knows it), not 5,000
     assert len([m for m in calls if m.startswith("Memory pool end.")]) <= 3
+
+
+def test_a_known_shape_rebuilds_only_the_path_to_its_changed_numbers() -> None:
+    grammar = LineGrammar()
+    first = "Capturing batches (bs=24 avail_mem=11.91 GB)"
+    second = "Capturing batches (bs=16 avail_mem=11.91 GB)"  # one number differs
+    tree = grammar._tree(first)
+    shape = Shape(tree)
+    assert sorted(str(token) for _, token in shape.digits) == ["11.91", "24"]
+    again = shape.retext(second)
+    assert again == retext(tree, second)  # what re-reading every token gives
+    assert shape.retext(first) is tree  # nothing differs: the cached tree itself
+    tokens = {str(t): t for t in again.scan_values(lambda _: True)}
+    kept = {str(t): t for t in tree.scan_values(lambda _: True)}
+    assert tokens["11.91"] is kept["11.91"]  # the unchanged number's token is shared
+    assert tokens["16"] is not kept.get("16") and "24" not in tokens

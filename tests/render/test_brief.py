@@ -74,7 +74,9 @@ def test_diff_short_view_lists_the_largest_movers_and_full_lists_every_table(
 ) -> None:
     out = cli(capsys, "diff", DP16, DP2, "--model-config", CONFIG)
     # unwrapped: the verdict now leads with the KV tokens per instance and wraps elsewhere
-    assert "(fixed overhead + headroom +10.44 GiB)" in unwrapped(out.split("\n\n")[1])
+    # the verdict is the first paragraph, the Summary the second (review M3: no hedge before it)
+    assert "(fixed overhead + headroom +10.44 GiB)" in unwrapped(out.split("\n\n")[0])
+    assert out.split("\n\n")[1].startswith("Summary\n")
     movers = out[out.index("Largest movers") :].split("\n\n")[0].splitlines()
     assert movers[0] == f"Largest movers ({BRIEF_MOVERS} of 28 changed rows)"
     assert [line.split()[0] for line in movers[3:]] == [

@@ -154,7 +154,7 @@ def test_text_header_names_file_startup_rank_outcome_and_balance() -> None:
         "rank:    TP0",
         "outcome: ready",
         "usable:  10.00 GiB",
-        "balance: error +0.00 GiB (tolerance ±0.010 GiB): balances",
+        "balance: balances (rows - usable = +0.00 GiB, within ±0.010 GiB)",
     ):
         assert expected in header
 
@@ -169,7 +169,7 @@ def test_out_of_balance_and_partial_ledgers_say_so() -> None:
     text = render_ledger(partial, "text")
     assert re.search(r"^outcome: +oom$", text, re.MULTILINE)
     assert re.search(r"^stopped: +load_end: out of memory at line 21$", text, re.MULTILINE)
-    assert "error +0.10 GiB (tolerance ±0.010 GiB): OUT OF BALANCE" in text
+    assert "OUT OF BALANCE (rows - usable = +0.10 GiB, beyond ±0.010 GiB)" in text
     unknown_usable = replace(small_ledger(), usable_bytes=None)
     assert "not checked (usable memory unknown)" in render_ledger(unknown_usable, "text")
 

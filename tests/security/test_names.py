@@ -56,11 +56,11 @@ def hostile_folder(tmp_path: Path) -> Path:
 
 
 def test_a_named_folder_prints_each_name_on_its_own_line(hostile_folder: Path) -> None:
-    done = _memledger("ledger", hostile_folder)
+    done = _memledger("ledger", hostile_folder, "--list-skipped")
     assert done.returncode == EXIT_OK, done.stderr
     _no_command_and_no_control(done.stdout)
     assert len([line for line in done.stdout.splitlines() if line.startswith("ready ")]) == 3
-    # the note of the skipped file: one line, its escape shown
+    # the note of the skipped file (named with --list-skipped): one line, its escape shown
     assert done.stderr.count("\n") == 1 and "skip\u241b[31mred.bin: skipped" in done.stderr
     _no_command_and_no_control(done.stderr)
 

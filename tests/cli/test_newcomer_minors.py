@@ -1,0 +1,80 @@
+"""The second newcomer review's minor findings, each as the user met it: a did-you-mean for
+--explain (m6), whatif's one-line answer when it cannot model the log and its hint without
+--set (m5), no state-pool 'larger by' beside a partial side (m4), the verdict in the diff JSON
+(m8), the fleet view's --full and its 'free' column on a stopped startup (m9)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memledger.errors import EXIT_OK, EXIT_USAGE
+from tests.conftest import SAMPLES, run_cli, unwrapped
+
+DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"
+
+
+def _cut(tmp_path: Path, lines: int) -> Path:
+    """DP2's first `lines` lines: a startup that stopped (weights loaded, no pools at 100)."""
+    cut = tmp_path / "cut.log"
+    cut.write_text("".join(DP2.read_text().splitlines(keepends=True)[:lines]))
+    return cut
+
+
+def test_explain_suggests_the_row_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["ledger", DP16, "--explain", "kvpool"], capsys)
+    assert code == EXIT_USAGE
+    assert "no row 'kvpool' in this ledger (did you mean 'kv_pool'?); rows: " in err
+
+
+def test_whatif_that_cannot_model_the_log_says_why_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(
+        ["whatif", _cut(tmp_path, 45), "--set", "mem_fraction_static=0.8"], capsys
+    )
+    assert code == EXIT_OK
+    assert out.startswith("no prediction: the log has no load-begin avail reading (P)\n")
+    assert "What if" not in out and "Arithmetic" not in out  # no table of '-'
+
+
+def test_whatif_without_set_says_how_to_ask(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["whatif", DP16], capsys)
+    assert code == EXIT_OK
+    first = unwrapped(out).splitlines()[0]
+    assert first.endswith(
+        "(no --set given: the log's own settings; try --set mem_fraction_static=0.85, or "
+        "--solve SETTING --for FIGURE=VALUE)"
+    )
+
+
+def test_a_partial_side_gets_no_state_pool_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["diff", DP16, _cut(tmp_path, 100)], capsys)
+    assert code == EXIT_OK
+    text = unwrapped(out)
+    assert "no state-pool comparison (head stopped before its pools)" in text.splitlines()[0]
+    assert "no state-pool comparison: head stopped before SGLang sized its pools" in text
+    assert "state pool is larger by" not in text
+
+
+def test_the_diff_json_carries_the_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["diff", DP16, DP2, "--format", "json"], capsys)
+    assert code == EXIT_OK
+    _, text, _ = run_cli(["diff", DP16, DP2], capsys)
+    assert json.loads(out)["verdict"] == unwrapped(text).splitlines()[0]
+
+
+def test_the_fleet_view_refuses_full_and_shows_no_free_memory_for_a_stopped_startup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cut = _cut(tmp_path, 100)
+    code, _, err = run_cli(["ledger", cut, DP16, "--full"], capsys)
+    assert code == EXIT_USAGE and err == "memledger: error: --full takes one LOG\n"
+    code, out, _ = run_cli(["ledger", cut, DP16, "--format", "json"], capsys)
+    stopped, ready = (json.loads(line) for line in out.splitlines())
+    assert stopped["stopped_at"] and stopped["runtime_headroom"] is None
+    assert ready["runtime_headroom"] == 4 * 2**30
