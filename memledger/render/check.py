@@ -717,10 +717,54 @@ def _streams(view: CheckView, max_chars: int | None) -> dict[CheckFormat, Stream
     }
 
 
-def _html_chunks(results: CheckResults) -> Iterator[str]:
-    from memledger.render.html import render_check_html
+def render_html(results: CheckResults) -> str:
+    """A check run: the verdict, each budget item against its limit, then every check."""
+    from memledger.render.html import Chart, page
+    from memledger.render.svg import budget_drawing
+    from memledger.render.timeline import MAX_GAUGES, gauges
 
-    yield render_check_html(results)
+    checks = [*results.breaches(), *results.passes(), *results.skipped()]
+    charts: list[Chart] = []
+    found = gauges(checks) if results.n_checks <= MAX_GAUGES else []
+    if found:
+        charts.append(
+            Chart(
+                "Each budget item against its limit",
+                budget_drawing(found, results.n_inputs > 1),
+                [
+                    "Bars are each value as % of its limit (100 % = the limit, red line): a max "
+                    "limit passes under it, a min limit over it; red: breached, green: within.",
+                ],
+            )
+        )
+    table = Table(
+        headers=["status", "item", "log", "actual vs limit", "margin", "message / note"],
+        rows=[
+            [
+                STATUS_LABEL[c.status],
+                c.item,
+                c.log,
+                value_text(c),
+                margin_text(c),
+                (c.message if c.breached else None) or c.note or c.hint or "",
+            ]
+            for c in checks
+        ],
+        title="Every check",
+    )
+    return page(
+        title=f"memledger check: {results.budget_path}",
+        verdict=headline(results),
+        bad=results.exit_code != 0,
+        facts=[],
+        charts=charts,
+        tables=[table],
+        notes=[line for line in context_lines(results) if line],
+    )
+
+
+def _html_chunks(results: CheckResults) -> Iterator[str]:
+    yield render_html(results)
 
 
 def check_stream(

@@ -1,8 +1,9 @@
 """`--format html`: one self-contained report (ledger, diff, check) that opens offline.
 
 The verdict first, then the pictures as inline SVG (`memledger.render.svg`: the startup
-timeline and where the memory went; for check, each budget item against its limit), then the
-tables the text format prints. No script, stylesheet, font or image is loaded from anywhere.
+timeline and where the memory went; for check, each budget item against its limit, drawn by
+`memledger.render.check` on this page), then the tables the text format prints. No script,
+stylesheet, font or image is loaded from anywhere.
 
 Templating is Jinja2 with autoescape on (`templates/report.html.j2`): every string a template
 writes, log text included, is HTML-escaped by Jinja2 (MarkupSafe), and the output then passes
@@ -22,7 +23,6 @@ from memledger.render.tables import Table
 if TYPE_CHECKING:
     import jinja2
 
-    from memledger.checking.results import CheckResults
     from memledger.compare.models import LedgerDiff
     from memledger.model.ledger import Ledger
     from memledger.render.svg import Drawing
@@ -48,7 +48,8 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def _page(**context: Any) -> str:
+def page(**context: Any) -> str:
+    """The report page (templates/report.html.j2) around a verdict, charts and tables."""
     text: str = _environment().get_template("report.html.j2").render(**context)
     return text + "\n"
 
@@ -102,7 +103,7 @@ def render_ledger_html(ledger: Ledger) -> str:
         if diagnosis is not None
         else f"{ledger.outcome}: " + "; ".join(f"{k} {v}" for k, v in head.facts[-2:])
     )
-    return _page(
+    return page(
         title=head.title,
         verdict=verdict,
         bad=diagnosis is not None,
@@ -149,7 +150,7 @@ def render_diff_html(diff: LedgerDiff, sides: tuple[Ledger, Ledger] | None = Non
     ]
     if diff.parameters:
         tables.append(_titled(params_table(diff), "Configuration diff"))
-    return _page(
+    return page(
         title="memledger diff: " + " vs ".join(names),
         verdict=headline(diff),
         bad=False,
@@ -166,56 +167,4 @@ def render_diff_html(diff: LedgerDiff, sides: tuple[Ledger, Ledger] | None = Non
 def _titled(table: Table, title: str) -> Table:
     return Table(
         table.headers, table.rows, table.align, title=table.title or title, footnote=table.footnote
-    )
-
-
-def render_check_html(results: CheckResults) -> str:
-    """A check run: the verdict, each budget item against its limit, then every check."""
-    from memledger.render.check import (
-        STATUS_LABEL,
-        context_lines,
-        headline,
-        margin_text,
-        value_text,
-    )
-    from memledger.render.svg import budget_drawing
-    from memledger.render.timeline import MAX_GAUGES, gauges
-
-    checks = [*results.breaches(), *results.passes(), *results.skipped()]
-    charts: list[Chart] = []
-    found = gauges(checks) if results.n_checks <= MAX_GAUGES else []
-    if found:
-        charts.append(
-            Chart(
-                "Each budget item against its limit",
-                budget_drawing(found, results.n_inputs > 1),
-                [
-                    "Bars are each value as % of its limit (100 % = the limit, red line): a max "
-                    "limit passes under it, a min limit over it; red: breached, green: within.",
-                ],
-            )
-        )
-    table = Table(
-        headers=["status", "item", "log", "actual vs limit", "margin", "message / note"],
-        rows=[
-            [
-                STATUS_LABEL[c.status],
-                c.item,
-                c.log,
-                value_text(c),
-                margin_text(c),
-                (c.message if c.breached else None) or c.note or c.hint or "",
-            ]
-            for c in checks
-        ],
-        title="Every check",
-    )
-    return _page(
-        title=f"memledger check: {results.budget_path}",
-        verdict=headline(results),
-        bad=results.exit_code != 0,
-        facts=[],
-        charts=charts,
-        tables=[table],
-        notes=[line for line in context_lines(results) if line],
     )
