@@ -93,7 +93,7 @@ def test_item_a_sample_cannot_provide(tmp_path: Path, capsys: pytest.CaptureFixt
     )
     # DP2 x DCP8 has one, but its formula needs the model's MLA layer count.
     code, out, _ = run_cli(["check", DP2, "--budget", budget], capsys)
-    assert code == EXIT_INPUT and "pass --model-config config.json" in out
+    assert code == EXIT_INPUT and "pass --model-config config.json" in unwrapped(out)
     config = SAMPLES / "k3-config.json"
     code, out, _ = run_cli(["check", DP2, "--budget", budget, "--model-config", config], capsys)
     assert code == EXIT_OK

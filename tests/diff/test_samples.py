@@ -165,7 +165,7 @@ def test_samples_text_prints_a_split_that_adds_up(capsys: pytest.CaptureFixture[
     assert round(sum(parts), 2) == total  # the printed figures add up exactly
     assert [round(p, 1) for p in parts] == [9.9, 3.6, -3.1]
     assert round(total, 1) == ARTICLE_FIXED_GAP
-    assert "base dp16: " in out
+    assert "base dp16: " in unwrapped(out)
     assert "samples/dp16.log (startup #0 of 1, rank DP0 TP0 EP0" in unwrapped(out)
 
 
