@@ -236,18 +236,8 @@ def _startup_failure(path: str, ledger: Ledger) -> Check:
         if diagnosis.shortfall_bytes is None
         else f"{diagnosis.shortfall_bytes / GIB:.2f} GiB"
     )
-    return Check(
-        item="startup",
-        kind=ItemKind.SIZE,
-        bound=Bound.READY,
-        log=path,
-        status=CheckStatus.FAIL,
-        level=Level.FAIL,
-        note=f"{diagnosis.verdict} [phase {diagnosis.phase}, shortfall {short}]",
-        message=None,
-        waived_until=None,
-        reason=None,
-        budget_line=None,
+    return _startup_check(
+        path, CheckStatus.FAIL, f"{diagnosis.verdict} [phase {diagnosis.phase}, shortfall {short}]"
     )
 
 
@@ -263,14 +253,19 @@ def _unfinished_startup(path: str, ledger: Ledger) -> Check | None:
         if ledger.stopped_at
         else "the log ends before the server was ready (truncated)"
     )
+    return _startup_check(path, CheckStatus.MISSING, f"startup did not finish: {where}")
+
+
+def _startup_check(path: str, status: CheckStatus, note: str) -> Check:
+    """The one `startup` check a log gets beside its budget items (failed or unfinished)."""
     return Check(
         item="startup",
         kind=ItemKind.SIZE,
         bound=Bound.READY,
         log=path,
-        status=CheckStatus.MISSING,
+        status=status,
         level=Level.FAIL,
-        note=f"startup did not finish: {where}",
+        note=note,
         message=None,
         waived_until=None,
         reason=None,
