@@ -8,6 +8,7 @@ from memledger.diagnosis.model import Finding, FindingId, Severity
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
+    DRIVER_RESULTS,
     SHM_FIX,
     SHM_SHAPE,
     SHM_SOURCE,
@@ -49,16 +50,20 @@ def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:
 
 
 def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Finding:
-    numbers = cause.numbers.search(event.text) if cause.numbers is not None else None
+    """The cause's finding, with the numbers the input layer read off its text (the event's
+    values: the balance check's two free figures, a driver's result code)."""
+    low, local = event.values.get("min_per_gpu_memory"), event.values.get("local_gpu_memory")
+    code = event.values.get("result_code")
     said = ""
     amount = None
-    if numbers is not None and {"min", "local"} <= numbers.groupdict().keys():
-        low, local = float(numbers["min"]), float(numbers["local"])
+    if isinstance(low, int | float) and isinstance(local, int | float):
         amount = round((local - low) * GIB)
         said = (
             f"; here the fullest rank had {low:.2f} GB free against this rank's {local:.2f} GB: "
             f"{local - low:.2f} GB held on it that this rank does not hold"
         )
+    elif isinstance(code, int):
+        said = f"; here code {code}: {DRIVER_RESULTS.get(code, 'a driver error')}"
     return Finding(
         id=FindingId(cause.finding_id),
         severity=Severity.ERROR,

@@ -24,7 +24,7 @@ from memledger.sglang.errors import (
     ErrorText,
     of_kind,
 )
-from memledger.sglang.failure_rules import CRASH_CAUSES
+from memledger.sglang.failure_rules import CRASH_CAUSES, CrashCause
 from memledger.units import Size, float_or_none, int_or_none, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
@@ -222,6 +222,27 @@ def _mid_sentence(rest: str) -> bool:
     return rest[:1].islower() or rest[:1].isdigit()
 
 
+def _numbers(cause: CrashCause, text: str) -> dict[str, Value]:
+    """The numbers a known crash text carries (its `numbers` groups, by value key), typed: an
+    int where the text printed one."""
+    found = cause.numbers.search(text) if cause.numbers is not None else None
+    if found is None:
+        return {}
+    values: dict[str, Value] = {}
+    for key, number in found.groupdict().items():
+        typed = int_or_none(number) if number and number.isdigit() else float_or_none(number)
+        if typed is not None:
+            values[key] = typed
+    return values
+
+
+_LIBRARY_TAG_RE = re.compile(r"\[([\w.]{1,60})\]\s*")
+"""The library a standalone error line names first (`[torch_memory_saver.cpp] CUresult ...`)."""
+_C_FRAME_RE = re.compile(r"file=(\S{1,200}) func=(\w{1,100}) line=(\d{1,9})")
+"""Where a library's C++ error line was raised (`file=csrc/core.cpp func=resume line=172`)."""
+_STANDALONE = tuple(cause for cause in CRASH_CAUSES if cause.standalone)
+
+
 def short_path(path: str) -> str:
     """A frame's file without the install prefix: `srt/model_executor/model_runner.py` for
     SGLang, `torch/utils/_device.py` for site-packages, else the last two components."""
@@ -317,10 +338,25 @@ class ErrorTextReader:
             self._block = _Block(line=line, rank=rank, context="")
         if start is None and self._block is None and frame is None:
             exception = EXCEPTION_RE.match(text.strip())
+            standalone = (
+                None
+                if exception
+                else next((c for c in _STANDALONE if c.pattern.search(text)), None)
+            )
             if exception is not None:
                 # an exception line pasted without its traceback: the error is still named
                 self._block = _Block(line=line, rank=rank, context="")
                 found.append(self._close(exception["type"], exception["message"] or ""))
+            elif standalone is not None:
+                # a library's own error line (no Python exception): an error of its own
+                self._block = _Block(line=line, rank=rank, context="")
+                tag = _LIBRARY_TAG_RE.match(text.strip())
+                named = (tag[1], text.strip()[tag.end() :]) if tag else ("error", text.strip())
+                where = _C_FRAME_RE.search(text)
+                if where is not None:  # the C++ source's own frame names the phase
+                    self._block.frames.append((where[1], int(where[3]), where[2]))
+                    self._block.n_frames = 1
+                found.append(self._close(*named))
         elif start is None and self._block is not None:
             if frame is not None:
                 block = self._block
@@ -380,4 +416,5 @@ class ErrorTextReader:
         )
         if cause is not None:
             values["cause"] = cause.finding_id
+            values.update(_numbers(cause, said))
         return ErrorReading(EventKind.TRACEBACK, block.line, block.rank, summary, values=values)

@@ -481,7 +481,10 @@ def parse_log(
     notes = _settle_pasted(collector) + cut_lines.notes()
 
     no_lines = not collector.saw_prefix and not collector.stored and not collector.tags_first_line
-    if no_lines and launch is None:  # a pasted launch command alone is still settings
+    # a pasted launch command alone is still settings; an out-of-memory phrase alone (prose, an
+    # error line without PyTorch's sizes) is still an OOM to diagnose, if only by its phase's levers
+    said_oom = any(e.kind is EventKind.OOM for e in collector.evidence)
+    if no_lines and launch is None and not said_oom:
         raise InputError(
             "no SGLang log lines found (no `[date time TP0]` prefix, no known line)", path=display
         )

@@ -473,10 +473,15 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- outcome phrases (memledger.input.outcome; the refusals above count too)
     ErrorText(
         "out_of_memory",
-        re.compile(r"out of memory", re.IGNORECASE),
-        ("out of memory",),
+        # `out-of-memory`, `out of GPU memory` as people write it; a device word between
+        re.compile(
+            r"out of (?:(?:GPU|device|CUDA|HIP|NPU|VRAM|HBM|video) )?memory|out-of-(?:GPU-)?memory",
+            re.IGNORECASE,
+        ),
+        ("out of ", "out-of-"),
         Family.CUDA,
-        "any device's out-of-memory text, e.g. the CUDA runtime's `CUDA error: out of memory`",
+        "any device's out-of-memory text, e.g. the CUDA runtime's `CUDA error: out of memory`; "
+        "what people write for it (`out-of-memory errors`, `ran out of GPU memory`)",
         "RuntimeError: CUDA error: out of memory",
         outcome=Outcome.OOM,
     ),
@@ -491,11 +496,21 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "oom_word",
-        re.compile(r"\bOOM\b"),
+        # `OOMs`, `OOMed`, `OOM'd`, and `OOM了` (a CJK character is a word character to \b)
+        re.compile(r"(?<![A-Za-z0-9_])OOM(?:s|ed|'d|ing)?(?![A-Za-z0-9_])"),
         ("OOM",),
         Family.REPORTER,
         "what people write around a log",
         "the server hits OOM at startup",
+        outcome=Outcome.OOM,
+    ),
+    ErrorText(
+        "oom_cjk",
+        re.compile(r"显存(?:不足|不够|溢出|爆了)|爆显存"),
+        ("显存",),
+        Family.REPORTER,
+        "what people write around a log in Chinese ('GPU memory insufficient / overflowed')",
+        "启动时显存不足",
         outcome=Outcome.OOM,
     ),
     ErrorText(

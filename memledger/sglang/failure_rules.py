@@ -249,6 +249,7 @@ class CrashCause:
         gpu_memory: bool = False,
         phase: Phase | None = None,
         numbers: str = "",
+        standalone: bool = False,
     ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
@@ -265,7 +266,11 @@ class CrashCause:
         self.phase = phase
         """The lifecycle phase that prints the text, when nothing else in the paste places it."""
         self.numbers = re.compile(numbers) if numbers else None
-        """The text's own numbers (named groups, GB as SGLang prints them): the finding."""
+        """The text's own numbers, each named group a value key of the traceback event the input
+        layer makes (memledger.sglang.lines.ERROR_KEYS; GB as SGLang prints them): the finding."""
+        self.standalone = standalone
+        """The text is a library's own error line, not a Python exception: a line holding it is
+        an error of its own (a traceback event of no frames) wherever it stands."""
 
 
 CRASH_CAUSES: tuple[CrashCause, ...] = (
@@ -285,9 +290,27 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "occupy GPU memory), https://github.com/sgl-project/sglang/pull/5426",
         phase=Phase.DIST_INIT,
         numbers=(
-            r"min_per_gpu_memory=(?P<min>\d+(?:\.\d+)?).{0,40}?"
-            r"local_gpu_memory=(?P<local>\d+(?:\.\d+)?)"
+            r"min_per_gpu_memory=(?P<min_per_gpu_memory>\d+(?:\.\d+)?).{0,40}?"
+            r"local_gpu_memory=(?P<local_gpu_memory>\d+(?:\.\d+)?)"
         ),
+    ),
+    CrashCause(
+        "memory_saver_driver_error",
+        # the line itself, or the traceback event the input layer makes of it (`tag: text`)
+        r"torch_memory_saver\.cpp\]?:? (?:CUresult error\s+result=|(?:cudaError|hipError_t) "
+        r"error:?\s*)(?!2\b)\d+",
+        "torch_memory_saver's driver call (cuMemCreate, cuMemMap, cuMemSetAccess when SGLang's "
+        "memory is paused or resumed) failed with a code other than 2, the only out-of-memory "
+        "code (CUDA_ERROR_OUT_OF_MEMORY, hipErrorOutOfMemory): not an out-of-memory; code 1, "
+        "CUDA_ERROR_INVALID_VALUE, is a bad argument to the driver from the saver "
+        "itself, which its releases fixed",
+        "upgrade torch_memory_saver: its driver call failed on an invalid argument, not for lack "
+        "of memory",
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/35 (result=1 in resume, fixed in "
+        "torch_memory_saver), https://github.com/fzyzcjy/torch_memory_saver/issues/4 (result=2 "
+        "is the out-of-memory)",
+        numbers=r"(?:result=|error:?\s*)(?P<result_code>\d+)",
+        standalone=True,
     ),
     CrashCause(
         "deepep_dispatch_cap",
@@ -409,6 +432,19 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
 )
 """Matched against the failing traceback's `exception: message` text (the input layer does, and
 names the cause in the traceback event: memledger.input.error_texts)."""
+DRIVER_RESULTS: dict[int, str] = {
+    1: "CUDA_ERROR_INVALID_VALUE",
+    2: "CUDA_ERROR_OUT_OF_MEMORY",
+    3: "CUDA_ERROR_NOT_INITIALIZED",
+    4: "CUDA_ERROR_DEINITIALIZED",
+    101: "CUDA_ERROR_INVALID_DEVICE",
+    201: "CUDA_ERROR_INVALID_CONTEXT",
+    700: "CUDA_ERROR_ILLEGAL_ADDRESS",
+    801: "CUDA_ERROR_NOT_SUPPORTED",
+    999: "CUDA_ERROR_UNKNOWN",
+}
+"""The CUDA driver's result codes by number (cuda.h `enum cudaError_enum`; HIP's hipError_t
+numbers the first four the same), for a driver error printed as a number."""
 CRASH_CAUSE: dict[str, CrashCause] = {cause.finding_id: cause for cause in CRASH_CAUSES}
 """Each cause by its finding id (a traceback event's `cause`)."""
 
