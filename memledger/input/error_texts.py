@@ -25,7 +25,7 @@ from memledger.sglang.errors import (
     of_kind,
 )
 from memledger.sglang.failure_rules import CRASH_CAUSES, CrashCause
-from memledger.units import Size, float_or_none, int_or_none, parse_size
+from memledger.units import Size, float_or_none, format_gib, int_or_none, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
 """A size as c10's `format_size` prints it (bytes, KiB, MiB, GiB), or in decimal units."""
@@ -99,11 +99,25 @@ def _captured(entry: ErrorText, match: re.Match[str]) -> dict[str, Value]:
     return values
 
 
+def _byte_sizes(entry: ErrorText, match: re.Match[str]) -> dict[str, Size]:
+    """The byte counts an OOM text prints (its `sizes` groups), as sizes."""
+    sizes: dict[str, Size] = {}
+    for key, group in entry.sizes:
+        count = int_or_none(match.group(group) or "")
+        if count is not None and count >= 0:
+            # printed in bytes: shown in GiB
+            sizes[key] = Size(bytes=count, half_ulp=0, text=f"{format_gib(count)} GiB")
+    return sizes
+
+
 def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | None:
     """The numbers of an allocator OOM message, or None when `text` is not one."""
     for entry in _OOM_MESSAGES:
-        if entry is not _ALLOCATOR_OOM and entry.find(text) is not None:
-            return {}, dict(entry.values)  # a runtime's own text: no sizes on this line
+        if entry is _ALLOCATOR_OOM:
+            continue
+        match = entry.find(text)
+        if match is not None:  # a runtime's own text: its byte counts, if it prints any
+            return _byte_sizes(entry, match), _captured(entry, match)
     head = _ALLOCATOR_OOM.find(text)
     if head is None:
         return None

@@ -92,6 +92,9 @@ class ErrorText:
     glued: tuple[tuple[str, re.Pattern[str]], ...] = ()
     """(value key, regex) of a count line a paste glued onto this text, its newline lost: the
     int the regex's group 1 reads, searched in the rest of the text."""
+    sizes: tuple[tuple[str, str], ...] = ()
+    """(size key, regex group) of the byte counts an OOM text prints, read as its sizes (the keys
+    of memledger.input.error_texts.ALLOCATOR_FIELDS: `requested`, `free`, `capacity`)."""
 
     def find(self, text: str) -> re.Match[str] | None:
         """The regex's match in `text` (after the cheap word test), or None."""
@@ -142,6 +145,27 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="oom_message",
         values={"device": "HIP", "runtime": "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
     ),
+    ErrorText(
+        "caching_allocator_oom_warning",
+        re.compile(
+            r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate "
+            r"(?P<requested>\d+) bytes \(free: (?P<free>\d+), total: (?P<capacity>\d+)\)"
+        ),
+        ("memory allocation failed with OOM",),
+        Family.ALLOCATOR,
+        "torch c10/cuda/CUDACachingAllocator.cpp: the warning `[W... CUDACachingAllocator.cpp:N]` "
+        "printed when cudaMalloc fails (recent torch; sizes in bytes; the allocator may still "
+        "free its cache and retry, so alone it is not always fatal); "
+        "https://github.com/sgl-project/sglang/issues/38202 (a draft's KV pool at startup, the "
+        "paste's only OOM text)",
+        "[rank0]:[W101 12:00:00.000000000 CUDACachingAllocator.cpp:3900] memory allocation failed "
+        "with OOM on device 0 while trying to allocate 2147483648 bytes (free: 1073741824, total: "
+        "85899345920).",
+        kind="oom_message",
+        values={"device": "CUDA"},
+        captures=(("gpu", "gpu", int),),
+        sizes=(("requested", "requested"), ("free", "free"), ("capacity", "capacity")),
+    ),
     # torch_memory_saver (SGLang's --enable-memory-saver, which RL frameworks set to release and
     # resume its memory): its CUDA/HIP driver-error line; code 2 is CUDA_ERROR_OUT_OF_MEMORY /
     # hipErrorOutOfMemory (https://github.com/fzyzcjy/torch_memory_saver/issues/4), in this order
@@ -179,6 +203,26 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="oom_message",
         outcome=Outcome.OOM,
         values={"runtime": "torch_memory_saver"},
+    ),
+    ErrorText(
+        "memory_saver_margin_oom",
+        re.compile(
+            r"TorchMemorySaver::malloc return OOM since memory_margin_bytes=(?P<margin>\d+) "
+            r"(?:\(alloc\)size|allocation_size)=(?P<requested>\d+) free_bytes=(?P<free>\d+)"
+        ),
+        ("TorchMemorySaver::malloc return OOM",),
+        Family.TORCH_MEMORY_SAVER,
+        "torch_memory_saver csrc/core.cpp TorchMemorySaver::malloc: refuses an allocation when "
+        "the margin a framework set (set_memory_margin_bytes) plus its size exceed the free "
+        "memory (v0.0.9 prints `(alloc)size=`, fzyzcjy/torch_memory_saver 49611e5; "
+        "`allocation_size=` from 57bf4b3)",
+        "[torch_memory_saver.cpp] TorchMemorySaver::malloc return OOM since "
+        "memory_margin_bytes=1073741824 (alloc)size=4294967296 free_bytes=2147483648",
+        kind="oom_message",
+        outcome=Outcome.OOM,
+        values={"runtime": "torch_memory_saver"},
+        # no sizes: the margin check is the framework's (a trainer's allocation too), not the
+        # allocator's last request, and it would read as one forward's working set
     ),
     ErrorText(
         "runtime_oom_code",
@@ -428,14 +472,17 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "exception_line",
         # a bare `Exception:` too: SGLang raises `Exception("Capture cuda graph failed: ...")`
-        # (v0.5.8 model_executor/cuda_graph_runner.py:460-470)
+        # (v0.5.8 model_executor/cuda_graph_runner.py:460-470); and the runtime's own error line
+        # c10 prints as a message's first line or a watchdog's next line (`HIP error: ...`)
         re.compile(
             r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?"
-            r"(?:Error|Exception|Interrupt|Exit|OutOfResources))(?::\s*(?P<message>.*))?$"
+            r"(?:Error|Exception|Interrupt|Exit|OutOfResources)|CUDA error|HIP error)"
+            r"(?::\s*(?P<message>.*))?$"
         ),
-        ("Error", "Exception", "Interrupt", "Exit", "OutOfResources"),
+        ("Error", "Exception", "Interrupt", "Exit", "OutOfResources", "CUDA error", "HIP error"),
         Family.PYTHON,
-        "CPython Python/traceback.c",
+        "CPython Python/traceback.c; torch c10/cuda/CUDAException.cpp (`CUDA error: ` + the "
+        "runtime's error string; `HIP error: ` on ROCm builds)",
         "torch.OutOfMemoryError: CUDA out of memory.",
         kind="traceback",
         strip=True,

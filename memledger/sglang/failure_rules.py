@@ -358,17 +358,24 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "capture_invalidated",
+        # the runtimes' capture errors 901 and 907 (CUDA and HIP print the same strings)
         r"hipErrorStreamCaptureInvalidated|cudaErrorStreamCaptureInvalidated|"
-        r"operation failed due to a previous error during capture",
-        "a kernel was launched on a stream outside the graph being captured, which invalidates "
-        "the capture: on AMD most often AITER's custom all-reduce, SGLang's default there "
+        r"operation failed due to a previous error during capture|"
+        r"hipErrorCapturedEvent|cudaErrorCapturedEvent|"
+        r"operation not permitted on an event last recorded in a capturing stream",
+        "a kernel or an event on a stream outside the graph being captured invalidates the "
+        "capture: on AMD most often AITER's custom all-reduce, SGLang's default there "
         "(SGLANG_USE_AITER_AR defaults to true: v0.5.23 "
-        "distributed/device_communicators/custom_all_reduce.py:421); not GPU memory: set "
-        "SGLANG_USE_AITER_AR=0 (SGLang's own all-reduce respects the capture stream), or "
-        "--disable-cuda-graph",
+        "distributed/device_communicators/custom_all_reduce.py:421; its flush_graph_buffers "
+        "also meets a HIP runtime bug of ROCm 7.2.0 and earlier, fixed in 7.2.2); not GPU "
+        "memory: set SGLANG_USE_AITER_AR=0 (SGLang's own all-reduce respects the capture "
+        "stream), or --disable-cuda-graph",
         "set SGLANG_USE_AITER_AR=0 (AMD) or --disable-cuda-graph",
         "https://github.com/sgl-project/sglang/issues/23580, "
-        "https://github.com/sgl-project/sglang/pull/23581",
+        "https://github.com/sgl-project/sglang/pull/23581, "
+        "https://github.com/sgl-project/sglang/issues/24011 (hipErrorCapturedEvent in "
+        "AiterCustomAllreduce.flush_graph_buffers on ROCm 7.2.0; the ROCm 7.2.2 image fixed it)",
+        phase=Phase.GRAPH_CAPTURE,
     ),
     CrashCause(
         "kernel_shared_memory",

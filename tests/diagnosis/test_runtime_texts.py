@@ -1,0 +1,96 @@
+"""Error texts that pastes carry without PyTorch's allocator message: a runtime's capture error on
+its own line, PyTorch's caching-allocator warning (its sizes in bytes), torch_memory_saver's
+margin refusal. Synthetic lines in each family's shape (memledger.sglang.errors,
+memledger.sglang.failure_rules)."""
+
+from __future__ import annotations
+
+import io
+
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
+from memledger.diagnosis import Diagnosis, diagnose
+from memledger.input.error_texts import ErrorTextReader, read_oom_message
+from memledger.input.parsing import parse_log
+from memledger.model.events import EventKind
+from memledger.units import GIB
+
+
+def _diagnose(lines: list[str]) -> Diagnosis:
+    data = ("\n".join(lines) + "\n").encode()
+    parsed = parse_log(io.BytesIO(data), label="paste.log")
+    return diagnose(parsed, build(parsed, LoadOptions()))
+
+
+def _ids(result: Diagnosis) -> list[str]:
+    return [f.id for f in result.findings]
+
+
+def test_a_runtime_error_line_alone_is_an_exception_line() -> None:
+    # c10 prints `CUDA error: <the runtime's string>` (`HIP error: ` on ROCm) as a message's
+    # first line; a watchdog puts it on the line after its own
+    reader = ErrorTextReader()
+    lines = ["Process group watchdog thread terminated with exception:", "CUDA error: unknown"]
+    events = [e for n, text in enumerate(lines, 1) for e in reader.feed(n, text, "", False)]
+    events += reader.finish()
+    (event,) = [e for e in events if e.kind is EventKind.TRACEBACK]
+    assert (event.values["exception"], event.values["message"]) == ("CUDA error", "unknown")
+
+
+def test_an_event_recorded_in_a_capture_is_a_capture_crash_not_memory() -> None:
+    # https://github.com/sgl-project/sglang/issues/24011 (AITER's custom all-reduce during HIP
+    # graph capture on ROCm 7.2.0): the runtime's error 907 on the watchdog's next line
+    result = _diagnose(
+        [
+            "Process group watchdog thread terminated with exception:",
+            "HIP error: operation not permitted on an event last recorded in a capturing stream",
+        ]
+    )
+    assert (result.outcome, result.phase.value) == ("crash", "graph_capture")
+    assert "capture_invalidated" in _ids(result)
+    assert "SGLANG_USE_AITER_AR=0" in result.verdict
+    assert result.suggestions == []
+    assert not result.memory_problem
+
+
+def test_the_caching_allocator_warning_gives_its_sizes_in_bytes() -> None:
+    # https://github.com/sgl-project/sglang/issues/38202: the warning torch prints when cudaMalloc
+    # fails, the only OOM text of the paste
+    line = (
+        "[rank2]:[W305 10:00:00.000000000 CUDACachingAllocator.cpp:3900] memory allocation failed "
+        "with OOM on device 2 while trying to allocate 3221225472 bytes (free: 2147483648, total: "
+        "150323855360)."
+    )
+    read = read_oom_message(line)
+    assert read is not None
+    sizes, values = read
+    assert {k: s.bytes for k, s in sizes.items()} == {
+        "requested": 3 * GIB,
+        "free": 2 * GIB,
+        "capacity": 140 * GIB,
+    }
+    assert values == {"device": "CUDA", "gpu": 2}
+    result = _diagnose([line])
+    assert result.outcome == "oom"
+    assert result.shortfall_bytes == GIB
+    assert "asked for 3.00 GiB with 2.00 GiB free of 140.00 GiB" in " ".join(
+        f.message for f in result.findings
+    )
+
+
+def test_the_memory_savers_margin_refusal_is_an_oom_of_the_memory_saver() -> None:
+    # torch_memory_saver csrc/core.cpp: an allocation refused because the margin a framework set
+    # plus its size exceed the free memory (v0.0.9 prints `(alloc)size=`, later
+    # `allocation_size=`); no sizes are read from it
+    for size in ("(alloc)size", "allocation_size"):
+        line = (
+            "[torch_memory_saver.cpp] TorchMemorySaver::malloc return OOM since "
+            f"memory_margin_bytes=2147483648 {size}=8589934592 free_bytes=4294967296"
+        )
+        read = read_oom_message(line)
+        assert read == ({}, {"runtime": "torch_memory_saver"}), size
+        result = _diagnose([line])
+        assert result.outcome == "oom"
+        assert "embedded_in_framework" in _ids(result)
+        assert "oversized_forward" not in _ids(result)
+        assert "mem_fraction_static" in {s.knob for s in result.suggestions}
