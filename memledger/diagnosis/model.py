@@ -81,6 +81,7 @@ class FindingId(StrEnum):
     DEEPEP_BUFFER_MEMORY = "deepep_buffer_memory"
     DEEPEP_DISPATCH_CAP = "deepep_dispatch_cap"
     FLASHINFER_WORKSPACE = "flashinfer_workspace"
+    HICACHE_HOST_MEMORY = "hicache_host_memory"
     KERNEL_SHARED_MEMORY = "kernel_shared_memory"
     MAMBA_SLOTS = "mamba_slots"
     NOT_CAPTURABLE = "not_capturable"

@@ -403,6 +403,20 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         gpu_memory=True,
     ),
     CrashCause(
+        "hicache_host_memory",
+        r"Not enough host memory available",
+        "SGLang's HiCache host-pool check at startup: the host pool of each rank (--hicache-size "
+        "GB, else --hicache-ratio x its GPU KV pool) must fit in the host's available RAM less a "
+        "10 GiB reserve, and the `free` figure it prints already has the reserve taken off "
+        "(HostKVCache.__init__: mem_cache/memory_pool_host.py, later "
+        "mem_cache/pool_host/base.py HICACHE_HOST_MEMORY_RESERVE_BYTES); host memory, not GPU "
+        "memory: every rank of the node pins its own host pool, so the node needs about the "
+        "ranks x the pool",
+        "lower --hicache-size or --hicache-ratio (or free host RAM)",
+        "https://github.com/sgl-project/sglang/pull/20136 (the check counts one rank's pool "
+        "against the host's available RAM less the reserve; TP/PP ranks each pin one)",
+    ),
+    CrashCause(
         "mamba_slots",
         r"Not enough space for mamba (?:ping pong idx|cache)|Can not alloc mamba cache",
         "the hybrid model's mamba state pool had no free slot for a request: one slot a running "

@@ -1,7 +1,7 @@
 """Error texts that pastes carry without PyTorch's allocator message: a runtime's capture error on
 its own line, PyTorch's caching-allocator warning (its sizes in bytes), torch_memory_saver's
-margin refusal. Synthetic lines in each family's shape (memledger.sglang.errors,
-memledger.sglang.failure_rules)."""
+margin refusal, the HiCache host-pool check. Synthetic lines in each family's shape
+(memledger.sglang.errors, memledger.sglang.failure_rules)."""
 
 from __future__ import annotations
 
@@ -94,3 +94,19 @@ def test_the_memory_savers_margin_refusal_is_an_oom_of_the_memory_saver() -> Non
         assert "embedded_in_framework" in _ids(result)
         assert "oversized_forward" not in _ids(result)
         assert "mem_fraction_static" in {s.knob for s in result.suggestions}
+
+
+def test_the_hicache_host_pool_check_is_host_memory_with_its_knobs() -> None:
+    # SGLang's HostKVCache check (available RAM less a 10 GiB reserve, per rank): a refusal of
+    # host memory, whose levers are the HiCache sizes, never a GPU knob
+    result = _diagnose(
+        [
+            "ValueError: Not enough host memory available. Requesting 12.50 GB but only have "
+            "3.25 GB free. Please reduce the size of the hierarchical cache."
+        ]
+    )
+    assert result.outcome == "crash"
+    assert "hicache_host_memory" in _ids(result)
+    assert "--hicache-size" in result.verdict and "--hicache-ratio" in result.verdict
+    assert "not GPU memory" in result.verdict
+    assert result.suggestions == []
