@@ -8,7 +8,9 @@ share, so the trainer's memory fits beside it.
 Add a `Framework` with the words its tracebacks or commands carry (file paths, module names),
 its knob names for SGLang's server args (`knobs`: server-arg name -> the framework's), and the
 source of the mapping (the framework's file at a commit, or its docs); add its synthetic
-traceback line to tests/diagnosis/test_lifecycle.py.
+traceback line to tests/diagnosis/test_framework_rows.py. A frame's path is kept as its last two
+components (or what follows site-packages/: memledger.input.error_texts.short_path), so words
+are package-rooted paths and file names.
 """
 
 from __future__ import annotations
@@ -75,6 +77,60 @@ FRAMEWORKS: tuple[Framework, ...] = (
             "optimizer state in host RAM: --optimizer-cpu-offload --overlap-cpu-optimizer-d2h-h2d "
             "--use-precision-aware-optimizer (https://github.com/skypilot-org/skypilot/pull/10269)"
         ),
+    ),
+    Framework(
+        "AReaL",
+        (
+            # a frame keeps its last two components, or the part after site-packages/
+            "areal/engine/",
+            "areal/launcher/",
+            "areal/api/",
+            "areal.engine",
+            "areal.launcher",
+            "areal.api",
+            "areal_sglang_server",
+            "sglang_remote.py",
+        ),
+        {
+            arg: f"sglang.{arg}"
+            for arg in (
+                "mem_fraction_static",
+                "cuda_graph_max_bs",
+                "max_running_requests",
+                "context_length",
+                "chunked_prefill_size",
+            )
+        },
+        "AReaL builds SGLang's command line from the `sglang.` section of its experiment config "
+        "(SGLangConfig in areal/api/cli_args.py, inclusionAI/AReaL@56bad8b: mem_fraction_static "
+        "0.9 and chunked_prefill_size -1 by default)",
+    ),
+    Framework(
+        "ROLL",
+        (
+            "roll/distributed/",
+            "roll/pipeline/",
+            "roll.distributed",
+            "roll.pipeline",
+            "actor_infer.strategy_args",
+            "rlvr_pipeline.py",
+            "agentic_pipeline.py",
+            "sglang_strategy.py",
+        ),
+        {
+            arg: f"actor_infer.strategy_args.strategy_config.{arg}"
+            for arg in (
+                "mem_fraction_static",
+                "cuda_graph_max_bs",
+                "max_running_requests",
+                "context_length",
+                "chunked_prefill_size",
+            )
+        },
+        "ROLL passes actor_infer.strategy_args.strategy_config to SGLang as is; its guide: "
+        "mem_fraction_static, 'increase this value if KV cache building fails, decrease this "
+        "value if CUDA memory is insufficient' "
+        "(https://alibaba.github.io/ROLL/docs/User%20Guides/Configuration/sglang)",
     ),
 )
 """Frameworks whose mapping is read from their source or docs."""

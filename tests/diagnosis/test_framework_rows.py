@@ -1,0 +1,68 @@
+"""The RL frameworks of memledger.sglang.frameworks name SGLang's settings in their own words:
+a paste that shows the framework gets the lever under the framework's name. Synthetic lines in
+each framework's shape (its module paths)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
+from memledger.diagnosis import Diagnosis, diagnose
+from memledger.input.parsing import parse_log
+from memledger.sglang.frameworks import FRAMEWORKS, framework_of
+
+
+def _diagnose(text: str) -> Diagnosis:
+    parsed = parse_log(io.BytesIO(text.encode()), label="paste.log")
+    return diagnose(parsed, build(parsed, LoadOptions()))
+
+
+@pytest.mark.parametrize(
+    ("frame", "name", "knob"),
+    [
+        (
+            "/opt/AReaL/areal/engine/sglang_remote.py",
+            "AReaL",
+            "sglang.mem_fraction_static",
+        ),
+        (
+            "/usr/lib/python3/site-packages/areal/launcher/local.py",
+            "AReaL",
+            "sglang.mem_fraction_static",
+        ),
+        (
+            "/opt/ROLL/roll/pipeline/rlvr/rlvr_pipeline.py",
+            "ROLL",
+            "actor_infer.strategy_args.strategy_config.mem_fraction_static",
+        ),
+        (
+            "/usr/lib/python3/site-packages/roll/distributed/executor/worker.py",
+            "ROLL",
+            "actor_infer.strategy_args.strategy_config.mem_fraction_static",
+        ),
+    ],
+)
+def test_a_frameworks_oom_names_its_own_knob(frame: str, name: str, knob: str) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "{frame}", line 120, in run\n'
+        "    self.step()\n"
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::worker.run() (pid=1, ip=10.0.0.1)\n"
+    )
+    result = _diagnose(text)
+    assert result.outcome == "oom"
+    assert f"(in {name}: lower {knob.rsplit('.', 1)[0]}." in result.verdict
+    assert any(
+        f.id == "embedded_in_framework" and f"--mem-fraction-static is {name}'s {knob}" in f.message
+        for f in result.findings
+    )
+
+
+def test_every_framework_maps_the_share_and_is_found_by_its_words() -> None:
+    for framework in FRAMEWORKS:
+        assert "mem_fraction_static" in framework.knobs
+        for word in framework.words:
+            assert framework_of(f"x {word} y") is framework, (framework.name, word)
