@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from memledger.input.ascii_view import ascii_view
 from memledger.model.events import EventKind, Value
 from memledger.sglang.errors import (
     BY_NAME,
@@ -165,11 +166,13 @@ words of every entry a reader reads (memledger.sglang.errors)."""
 
 
 def no_error_words(text: str) -> bool:
-    """True when an ASCII line holds none of ERROR_WORDS: then no reader reads anything in it
-    (most lines; a non-ASCII line is read in full, case folding beyond ASCII is the regexes')."""
-    if not text.isascii():
+    """True when a line holds none of ERROR_WORDS: then no reader reads anything in it (most
+    lines; a line whose non-ASCII characters `re` could match with ASCII letters is read in
+    full, memledger.input.ascii_view)."""
+    view = ascii_view(text)
+    if view is None:
         return False
-    lowered = text.lower()
+    lowered = view.lower()
     return not any(word in lowered for word in ERROR_WORDS)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from memledger.input.ascii_view import ascii_view
 from memledger.input.error_texts import read_kv_refusal
 from memledger.model.events import EventKind
 from memledger.sglang.errors import Outcome, any_case, joined, of_outcome, words_of
@@ -40,10 +41,11 @@ _OUTCOME_WORDS_RE = re.compile("|".join(re.escape(word) for word in OUTCOME_WORD
 
 def outcome_kind(text: str) -> tuple[EventKind, str] | None:
     """The outcome a line states (kind and the phrase that says it), or None."""
-    if text.isascii():
-        lowered = text.lower()
+    view = ascii_view(text)  # the words are ASCII (memledger.input.ascii_view)
+    if view is not None:
+        lowered = view.lower()
         if not any(word in lowered for word in _ANY_CASE_WORDS):
-            if _OUTCOME_WORDS_RE.search(text) is None:
+            if _OUTCOME_WORDS_RE.search(view) is None:
                 return None  # the common case, without the regexes below (quotes only remove)
     if "'" in text or '"' in text:
         text = _QUOTED_VALUE_RE.sub(" ''", text)

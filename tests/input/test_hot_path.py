@@ -65,6 +65,9 @@ _PIECES = st.one_of(
             "\u212a",
             "İ",
             "\u0663 GB",
+            "███",
+            "\u00a0",
+            "\u3000",
         ]
     ),
     st.integers(0, 10**6).map(str),
