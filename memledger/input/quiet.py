@@ -12,12 +12,13 @@ shape at the same place: a shape holding none of the folded words is a shape of 
 none of the words, whatever the words (one with a digit only makes more shapes doubtful). Words
 are compared lower-cased (a word in a line is, lower-cased, in the lower-cased line). A line with
 a non-ASCII character is looked at through memledger.input.ascii_view (never quiet when it holds
-one of the four characters the readers' case-blind matching equates with an ASCII letter).
+one of the four characters the readers' case-blind matching equates with an ASCII letter, or a
+non-ASCII word of theirs).
 """
 
 from __future__ import annotations
 
-from memledger.input.ascii_view import ascii_view
+from memledger.input.ascii_view import ascii_view, non_ascii_words
 from memledger.input.error_texts import ERROR_WORDS
 from memledger.input.outcome import OUTCOME_WORDS
 from memledger.sglang.errors import ANY_CASE_WORDS
@@ -43,10 +44,10 @@ READER_WORDS: tuple[str, ...] = (
 )
 """What a line that any of the three readers reads holds one of (each module says so of its own;
 tests/input/test_hot_path.py checks it against the readers)."""
-# a word with a non-ASCII character is in no ASCII line: it makes no ASCII line doubtful, and
-# (while there is one) no other line quiet
+# a word with a non-ASCII character is in no ASCII line: it makes no ASCII line doubtful (and a
+# non-ASCII line holding it is never quiet: memledger.input.ascii_view)
 _WORDS = tuple(dict.fromkeys(_folded(word) for word in READER_WORDS if word.isascii()))
-_ANY_NON_ASCII_WORD = not all(word.isascii() for word in READER_WORDS)
+_NON_ASCII_WORDS = non_ascii_words(READER_WORDS)
 
 
 def _quiet_shape(shape: bytes) -> bool:
@@ -61,8 +62,8 @@ class QuietLines:
         self._shapes: dict[bytes, bool] = {}
 
     def __call__(self, text: str) -> bool:
-        view = ascii_view(text)  # memledger.input.ascii_view
-        if view is None or (_ANY_NON_ASCII_WORD and view is not text):
+        view = ascii_view(text, _NON_ASCII_WORDS)  # memledger.input.ascii_view
+        if view is None:
             return False
         shape = view.encode("ascii").translate(_FOLD_DIGITS)
         if len(shape) > SHAPE_MAX_CHARS:

@@ -68,6 +68,7 @@ _PIECES = st.one_of(
             "███",
             "\u00a0",
             "\u3000",
+            "显存不足",
         ]
     ),
     st.integers(0, 10**6).map(str),
