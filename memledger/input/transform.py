@@ -391,6 +391,8 @@ class _HeadReader:
 
 
 _HEADS = _HeadReader()
+_READERS = {kind: getattr(_HEADS, kind.value) for kind in EventKind if hasattr(_HEADS, kind.value)}
+"""The head reader of each kind that has one (looked up once, not once a line)."""
 
 
 def transform(
@@ -414,7 +416,7 @@ def transform(
             )
         else:
             head.append(child)
-    reader = getattr(_HEADS, kind.value, None)
+    reader = _READERS.get(kind)
     if reader is not None:
         reader(_Head(variant, head, message, builder))
     _apply_entries(kind, entries, builder, spec.loose_size, spec.stray_size_is_problem)
