@@ -55,11 +55,15 @@ def _quiet_shape(shape: bytes) -> bool:
     return not any(word in lowered for word in _WORDS)
 
 
+_SHAPES: dict[bytes, bool] = {}
+"""Verdicts by line shape, for the whole process (cleared when SHAPE_ENTRIES are held)."""
+
+
 class QuietLines:
     """`quiet(text)`: True when no reader before the grammar reads anything in this line."""
 
     def __init__(self) -> None:
-        self._shapes: dict[bytes, bool] = {}
+        self._shapes = _SHAPES  # a shape's verdict is its bytes' alone: shared by every log
 
     def __call__(self, text: str) -> bool:
         view = ascii_view(text, _NON_ASCII_WORDS)  # memledger.input.ascii_view
