@@ -14,19 +14,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from memledger.diagnosis.model import Diagnosis
 from memledger.errors import InputError
 from memledger.input.engine_detect import VLLM, detect_engine
 from memledger.input.reader import ByteSource, OpenedLog, decode_line, open_log
-from memledger.input.vllm_facts import Fact, select_startup, startup_facts
 from memledger.input.vllm_reader import MAX_LINE_CHARS, Startup, VllmLog, read_vllm
 from memledger.model.ledger import Ledger
-from memledger.model.model_config import ModelDims
-from memledger.sizing.vllm import VllmSizing, size_vllm
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the vLLM pipeline's own modules are imported when a vLLM log is read
     from memledger.app.options import LoadOptions
+    from memledger.diagnosis.model import Diagnosis
+    from memledger.input.vllm_facts import Fact
     from memledger.model.events import ParsedLog
+    from memledger.model.model_config import ModelDims
+    from memledger.sizing.vllm import VllmSizing
 
 CHUNK = 1 << 20
 NEITHER = "and no vLLM log lines either (neither engine's line shapes)"
@@ -151,6 +151,8 @@ def load_vllm(
     from memledger.diagnosis import brief
     from memledger.diagnosis.vllm import diagnose_vllm
     from memledger.engine.vllm import build_vllm_ledger
+    from memledger.input.vllm_facts import select_startup, startup_facts
+    from memledger.sizing.vllm import size_vllm
 
     if not any(s.readings for s in log.startups) and not log.serve_settings:
         raise InputError("a vLLM log with no memory line, failure text or setting", path=log.path)

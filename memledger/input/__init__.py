@@ -6,6 +6,7 @@ May import `memledger.sglang` (what the lines look like) and the contract
 
 Modules:
 
+- `ascii_view`: An ASCII stand-in for a line, for the readers' cheap word tests.
 - `error_texts`: Error texts a failed startup leaves, read into events.
 - `extension_regex`: Regexp terminals of `--grammar` extensions.
 - `facts`: `facts_of`.

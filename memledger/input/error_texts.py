@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from memledger.input.ascii_view import ascii_view, non_ascii_words
 from memledger.model.events import EventKind, Value
 from memledger.sglang.errors import (
     BY_NAME,
@@ -176,14 +177,16 @@ ERROR_WORDS: tuple[str, ...] = tuple(
 )
 """Lower-cased, what every text a reader here reads holds one of (memledger.input.quiet): the
 words of every entry a reader reads (memledger.sglang.errors)."""
+_NON_ASCII_ERROR_WORDS = non_ascii_words(ERROR_WORDS)
 
 
 def no_error_words(text: str) -> bool:
-    """True when an ASCII line holds none of ERROR_WORDS: then no reader reads anything in it
-    (most lines; a non-ASCII line is read in full, case folding beyond ASCII is the regexes')."""
-    if not text.isascii():
+    """True when a line holds none of ERROR_WORDS: then no reader reads anything in it (most
+    lines; a non-ASCII line is tested on its ASCII stand-in, memledger.input.ascii_view)."""
+    view = ascii_view(text, _NON_ASCII_ERROR_WORDS)
+    if view is None:
         return False
-    lowered = text.lower()
+    lowered = view.lower()
     return not any(word in lowered for word in ERROR_WORDS)
 
 

@@ -444,6 +444,7 @@ def load_grammar(extra_grammars: Sequence[Path] = ()) -> LineGrammar:
     return _cached_grammar(key)
 
 
+@lru_cache(maxsize=1024)  # a grammar has a few hundred rule names; asked once a line
 def _kind_of(rule_name: str) -> EventKind | None:
     base = rule_name.split("__", 1)[0]
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from memledger.input.ascii_view import ascii_view, non_ascii_words
 from memledger.input.error_texts import read_kv_refusal
 from memledger.model.events import EventKind
 from memledger.sglang.errors import Outcome, any_case, joined, of_outcome, words_of
@@ -33,17 +34,19 @@ OUTCOME_WORDS: tuple[str, ...] = (
     *words_of(tuple(entry for entry in _STATED if not any_case(entry))),
     READY_TEXT,
 )
-"""An ASCII line stating an outcome holds one of these, or one of _ANY_CASE_WORDS in any case
+"""A line stating an outcome holds one of these, or one of _ANY_CASE_WORDS in any case
 (the words of memledger.sglang.errors' outcome texts)."""
 _OUTCOME_WORDS_RE = re.compile("|".join(re.escape(word) for word in OUTCOME_WORDS))
+_NON_ASCII_OUTCOME_WORDS = non_ascii_words((*_ANY_CASE_WORDS, *OUTCOME_WORDS))
 
 
 def outcome_kind(text: str) -> tuple[EventKind, str] | None:
     """The outcome a line states (kind and the phrase that says it), or None."""
-    if text.isascii():
-        lowered = text.lower()
+    view = ascii_view(text, _NON_ASCII_OUTCOME_WORDS)  # memledger.input.ascii_view
+    if view is not None:
+        lowered = view.lower()
         if not any(word in lowered for word in _ANY_CASE_WORDS):
-            if _OUTCOME_WORDS_RE.search(text) is None:
+            if _OUTCOME_WORDS_RE.search(view) is None:
                 return None  # the common case, without the regexes below (quotes only remove)
     if "'" in text or '"' in text:
         text = _QUOTED_VALUE_RE.sub(" ''", text)

@@ -130,6 +130,13 @@ def _filter_regexes(extra_words: tuple[str, ...]) -> tuple[KeywordTest, ...]:
     )
 
 
+@lru_cache(maxsize=16)
+def _shape_verdicts(extra_words: tuple[str, ...]) -> dict[bytes, int]:
+    """The shape verdicts of the filters of these words (one dict per process, bounded by
+    SHAPE_CACHE_ENTRIES: cleared when full)."""
+    return {}
+
+
 _NO_KEYWORD, _KEYWORD, _DIGIT_KEYWORD_MAYBE = 0, 1, 2
 """A shape's verdict: no keyword; a keyword (every line of the shape is a candidate); only a
 keyword with a digit may be there (each line of the shape is searched for those)."""
@@ -139,9 +146,12 @@ class LineFilter:
     """Which of a list of whole physical lines are candidates (keyword, no serving-time marker)."""
 
     def __init__(self, extra_words: Iterable[str] = ()) -> None:
-        regexes = _filter_regexes(tuple(extra_words))
+        words = tuple(extra_words)
+        regexes = _filter_regexes(words)
         self.keywords, self.shape_keywords, self.shape_digit_keywords, self.digit_keywords = regexes
-        self.shape_verdicts: dict[bytes, int] = {}
+        # a shape's verdict depends on its bytes and the words alone: shared by every filter of
+        # these words in the process (a fleet's logs print the same shapes)
+        self.shape_verdicts = _shape_verdicts(words)
 
     def _shape_verdict(self, shape: bytes) -> int:
         if self.shape_keywords(shape) or _CUT_TAIL_MATCH(shape) is not None:

@@ -70,13 +70,19 @@ class _Entry:
     nested: list[_Entry] = field(default_factory=list)
 
 
+def _data(node: Any) -> str | None:
+    """A subtree's rule name; None for a token (a str: Lark's and the shape store's tokens are)
+    or a missing optional item. Tested before `getattr`, whose miss raises inside."""
+    return None if isinstance(node, str) else getattr(node, "data", None)
+
+
 def _tok(node: Any) -> str:
     return str(node)
 
 
 def _raw_value(node: Any) -> RawValue:
     # node is a `value`, `number`, `list` tree or a VWORD token
-    data = getattr(node, "data", None)
+    data = _data(node)
     if data is None:
         return RawValue("word", _tok(node))
     if data == "value":
@@ -93,7 +99,7 @@ def _raw_value(node: Any) -> RawValue:
 def _entries(fields_node: Any) -> list[_Entry]:
     entries: list[_Entry] = []
     for child in fields_node.children:
-        data = getattr(child, "data", None)
+        data = _data(child)
         if data == "item":
             key = _tok(child.children[0])
             if len(child.children) == 3:  # `label: key=value`: the label is text, the key its own
@@ -106,7 +112,7 @@ def _entries(fields_node: Any) -> list[_Entry]:
             if not child.children:
                 continue
             first = child.children[0]
-            if getattr(first, "data", None) in ("number", "list"):
+            if _data(first) in ("number", "list"):
                 value = _raw_value(child.children[1]) if len(child.children) > 1 else None
                 entries.append(_Entry(None, _raw_value(first)))
                 if value is not None:
@@ -294,7 +300,7 @@ class _Head:
 
     def subtree(self, rule: str) -> Any:
         """The first subtree of this rule (`graph_words`, `label`, `list`, `value`), or None."""
-        return next((n for n in self.nodes if getattr(n, "data", None) == rule), None)
+        return next((n for n in self.nodes if _data(n) == rule), None)
 
 
 class _HeadReader:
@@ -391,6 +397,8 @@ class _HeadReader:
 
 
 _HEADS = _HeadReader()
+_READERS = {kind: getattr(_HEADS, kind.value) for kind in EventKind if hasattr(_HEADS, kind.value)}
+"""The head reader of each kind that has one (looked up once, not once a line)."""
 
 
 def transform(
@@ -405,7 +413,7 @@ def transform(
     head: list[Any] = []
     entries: list[_Entry] = []
     for child in node.children:
-        data = getattr(child, "data", None)
+        data = _data(child)
         if data == "fields":
             entries.extend(_entries(child))
         elif data == "paren":
@@ -414,7 +422,7 @@ def transform(
             )
         else:
             head.append(child)
-    reader = getattr(_HEADS, kind.value, None)
+    reader = _READERS.get(kind)
     if reader is not None:
         reader(_Head(variant, head, message, builder))
     _apply_entries(kind, entries, builder, spec.loose_size, spec.stray_size_is_problem)

@@ -12,10 +12,13 @@ Stdlib only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 
+@lru_cache(maxsize=1024)
 def version_code(text: str) -> int:
-    """`0.5.8` -> 5008 and so on; a suffix (`rc2`, `.post1`) is ignored."""
+    """`0.5.8` -> 5008 and so on; a suffix (`rc2`, `.post1`) is ignored (a few hundred texts
+    are asked again and again: the release tables', remembered)."""
     parts: list[int] = []
     for piece in text.split(".")[:3]:
         digits = ""

@@ -135,17 +135,23 @@ def test_repeated_memory_lines_reach_lark_once_per_shape(
     assert len([m for m in calls if m.startswith("Memory pool end.")]) <= 3
 
 
-def test_a_known_shape_rebuilds_only_the_path_to_its_changed_numbers() -> None:
+def test_a_known_shape_rewrites_only_its_changed_numbers_in_place() -> None:
     grammar = LineGrammar()
     first = "Capturing batches (bs=24 avail_mem=11.91 GB)"
     second = "Capturing batches (bs=16 avail_mem=11.91 GB)"  # one number differs
     tree = grammar._tree(first)
+    as_first, as_second = retext(tree, first), retext(tree, second)  # fresh trees
     shape = Shape(tree)
-    assert sorted(str(token) for _, token in shape.digits) == ["11.91", "24"]
-    again = shape.retext(second)
-    assert again == retext(tree, second)  # what re-reading every token gives
-    assert shape.retext(first) is tree  # nothing differs: the cached tree itself
-    tokens = {str(t): t for t in again.scan_values(lambda _: True)}
+    assert sorted(str(children[i]) for children, i in shape.slots) == ["11.91", "24"]
     kept = {str(t): t for t in tree.scan_values(lambda _: True)}
-    assert tokens["11.91"] is kept["11.91"]  # the unchanged number's token is shared
+    again = shape.retext(second)
+    assert again is tree  # no new nodes: the digit tokens are written into the tree
+    assert again == as_second  # what re-reading every token gives
+    tokens = {str(t): t for t in again.scan_values(lambda _: True)}
+    assert tokens["11.91"] is kept["11.91"]  # the unchanged number's token is kept
     assert tokens["16"] is not kept.get("16") and "24" not in tokens
+    assert all(tokens[text] is token for text, token in kept.items() if text not in "24")
+    assert shape.retext(first) == as_first  # and back
+    parsed = grammar.parse(second)
+    assert parsed is not None and parsed.sizes["avail"].text == "11.91 GB"
+    assert grammar.parse(first) == grammar.parse_uncached(first)
