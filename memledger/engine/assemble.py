@@ -29,7 +29,13 @@ from memledger.sglang.hints import (
     Residual,
     hint_for,
 )
-from memledger.sglang.measured_spans import FIRST_CAPTURE, MeasuredSpan, SpanFacts, measured_span
+from memledger.sglang.measured_spans import (
+    FIRST_CAPTURE,
+    MeasuredSpan,
+    SpanFacts,
+    hybrid_config,
+    measured_span,
+)
 from memledger.sglang.rows import PLATFORM_WORDS, platform_of
 from memledger.units import GIB
 
@@ -164,7 +170,10 @@ def measured_spans(
         args=dict(steps.args),
         model_type=model_type if isinstance(model_type, str) else None,
         state_pool_line=any(e.kind == EventKind.MAMBA_ALLOCATED for e in steps.events),
-        hybrid_config=model_config is not None and bool(model_config.linear_attn_layers),
+        hybrid_config=model_config is not None
+        and hybrid_config(
+            model_config.architecture, set(model_config.extra), model_config.linear_attn_layers
+        ),
     )
     first = first_capture_span(steps.spans)
     result: dict[str, Measured] = {}

@@ -46,14 +46,34 @@ HYBRID_STATE_CLASSES: tuple[str, ...] = (
     "KimiLinearForCausalLM",
     "Lfm2ForCausalLM",
     "Lfm2MoeForCausalLM",
+    "Lfm2VlForConditionalGeneration",
     "MambaForCausalLM",
     "Mamba2ForCausalLM",
     "FalconMambaForCausalLM",
     "JetNemotronForCausalLM",
     "BailingMoeV2_5ForCausalLM",
 )
-"""Model classes (the `type=` of the target's load-end line) whose config SGLang gives a
-Mamba/linear-attention state pool (`mambaish_config`): their pool interval holds that pool."""
+"""Model classes (the `type=` of the target's load-end line, or config.json's architecture)
+whose config SGLang gives a Mamba/linear-attention state pool (`mambaish_config`): their pool
+interval holds that pool."""
+
+HYBRID_CONFIG_KEYS: tuple[str, ...] = (
+    "linear_num_value_heads",  # Qwen3-Next / Qwen3.5 GDN (v0.5.23 configs/qwen3_next.py:246)
+    "mamba_d_state",  # Falcon-H1 (v0.5.23 configs/falcon_h1.py:231)
+    "ssm_state_size",  # NemotronH, Mamba2 (v0.5.23 configs/nemotron_h.py:361)
+    "conv_L_cache",  # LFM2's short-conv state (v0.5.23 configs/lfm2.py:72)
+)
+"""config.json keys only a model with a per-request recurrent state has (besides
+`linear_attn_config`, which --model-config reads as linear_attn_layers)."""
+
+
+def hybrid_config(architecture: str | None, keys: set[str], linear_layers: int | None) -> bool:
+    """Whether --model-config describes a model with a Mamba/linear-attention state pool."""
+    return (
+        architecture in HYBRID_STATE_CLASSES
+        or bool(linear_layers)
+        or any(key in keys for key in HYBRID_CONFIG_KEYS)
+    )
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,15 @@ def test_hybrid_pool_without_its_size_line_is_the_measured_state_pool() -> None:
     assert dense.row("unexplained.memory_pool_end") is not None
 
 
+def test_a_hybrid_model_config_marks_an_unlisted_class(tmp_path: Path) -> None:
+    # a Mamba2-style config (ssm_state_size) under a class name memledger does not list
+    config = tmp_path / "config.json"
+    config.write_text('{"architectures": ["NewHybridForCausalLM"], "ssm_state_size": 128}')
+    lines = _startup("NewHybridForCausalLM", [KV], 2.64, 2.20)
+    assert _ledger(lines).row("mamba_state_unprinted") is None
+    assert _ledger(lines, config).row("mamba_state_unprinted") is not None
+
+
 def test_entries_are_unique_and_each_names_what_runs_in_its_interval() -> None:
     ids = [entry.row_id for entry in MEASURED_SPANS]
     assert len(set(ids)) == len(ids)
