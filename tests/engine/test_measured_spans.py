@@ -97,6 +97,33 @@ def test_a_sized_workspace_is_carved_first_and_the_phase_keeps_the_rest() -> Non
     assert "flashinfer_workspace" in (phase.evidence.formula or "")
 
 
+def test_from_0_5_14_the_phase_spans_both_pools_to_the_first_capture_of_any_kind() -> None:
+    # 0.5.14+: target load, draft load, both pools, both backends, then the first capture
+    # (here a target verify graph in the new capture format).
+    lines = [
+        "[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB",
+        "[2026-01-01 00:00:02 TP0] Load weight end. elapsed=1.00 s, type=Qwen3ForCausalLM, "
+        "avail mem=50.00 GB, mem usage=20.00 GB.",
+        "[2026-01-01 00:00:03 TP0] Load weight begin. avail mem=50.00 GB",
+        "[2026-01-01 00:00:04 TP0] Load weight end. elapsed=1.00 s, type=Qwen3ForCausalLMEagle3, "
+        "avail mem=49.00 GB, mem usage=1.00 GB.",
+        f"[2026-01-01 00:00:05 TP0] {KV}",
+        "[2026-01-01 00:00:05 TP0] Memory pool end. avail mem=40.00 GB",
+        "[2026-01-01 00:00:05 TP0] KV Cache is allocated. #tokens: 399740, K size: 0.20 GB, "
+        "V size: 0.20 GB",
+        "[2026-01-01 00:00:05 TP0] Memory pool end. avail mem=39.50 GB",
+        "[2026-01-01 00:00:06 TP0] Capture target verify CUDA graph begin. backend=full, "
+        "num_tokens_per_req=4, bs=[1, 2, 4], avail mem=38.90 GB",
+        "[2026-01-01 00:00:09 TP0] Capture target verify CUDA graph end. elapsed=3.00 s, "
+        "mem usage=0.50 GB, avail mem=38.40 GB.",
+    ]
+    found = _ledger(lines)
+    phase = _row(found, "attention_backend_init")
+    assert phase.interval is not None and phase.interval.endswith("capture_begin")
+    assert phase.interval.startswith("draft_memory_pool_end")
+    assert phase.bytes == round(39.50 * GIB) - round(38.90 * GIB)
+
+
 def test_a_release_before_capture_stays_unexplained() -> None:
     # avail rises into the capture: not an allocation of the phase.
     found = _ledger(_startup("LlamaForCausalLM", [KV], 3.42, 3.80))
