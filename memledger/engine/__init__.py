@@ -104,6 +104,7 @@ def build_ledger(
     }
     kv_pool = kv_inferred.kv_pool_rows(steps, explained, inputs, model_config)
     # 7. Each span's rows and residual; the tail; all rows merged.
+    measured = assemble.measured_spans(steps, formula, inputs, model_config)
     unknown = frozenset(c.row_id for c in formula.outside if c.kind == RowKind.UNKNOWN)
     around = assemble.residual_context(steps, inputs, unknown)
     placed: list[Placed] = []
@@ -131,6 +132,7 @@ def build_ledger(
             released=release is not None,
             around=around,
             usable=usable,
+            measured=measured.get(span.key),
         )
         placed += [(carve, span.key) for carve in carves]
         intervals.append(assemble.interval(span, carves, usages.get(span.key), audit.reading_noise))

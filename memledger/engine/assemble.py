@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from memledger.engine.audit import Audit
-from memledger.engine.carve import Carve, Figure, Placed, negative_note
+from memledger.engine.carve import Carve, Figure, Placed, gib_text, negative_note
 from memledger.engine.chain import Chain, Span, Usage
+from memledger.engine.derived import DerivedRows, first_capture_span
 from memledger.engine.lines import tail_rows
+from memledger.engine.roles import TARGET
 from memledger.engine.variables import Variables
 from memledger.model.events import Event, EventKind
 from memledger.model.ledger import (
@@ -20,11 +22,19 @@ from memledger.model.ledger import (
     RowKind,
     SourceLine,
 )
+from memledger.model.model_config import ModelDims
 from memledger.sglang.hints import (
     INTEGRATED_READING_ERROR,
     INTEGRATED_RELEASE_NOTE,
     Residual,
     hint_for,
+)
+from memledger.sglang.measured_spans import (
+    FIRST_CAPTURE,
+    MeasuredSpan,
+    SpanFacts,
+    hybrid_config,
+    measured_span,
 )
 from memledger.sglang.rows import PLATFORM_WORDS, platform_of
 from memledger.units import GIB
@@ -50,13 +60,16 @@ def span_rows(
     released: bool,
     around: Residual | None = None,
     usable: int | None = None,
+    measured: Measured | None = None,
 ) -> list[Carve]:
     """A span's rows in order (its own load/graph rows first), then its residual row.
 
     The residual is what no row explains: a row of its own. A span closed by its own printed
     usage keeps only printing rounding; a release's drop is the weights row's release part.
     `around` is what the log says around every interval (platform, backend, unsized rows): the
-    residual's hint is chosen from it.
+    residual's hint is chosen from it. When SGLang's lifecycle names the whole interval
+    (`measured`, sglang/measured_spans.py), a remainder that is not a release is that phase's
+    row instead.
     """
     if usage is not None and usage.closed:
         return carves
@@ -76,6 +89,8 @@ def span_rows(
     hint = hint_for(facts, usable)
     audit.use_number(span.start.event, "avail", span.start.avail)
     audit.use_number(span.end.event, "avail", span.end.avail)
+    if measured is not None and residual >= -error and span.end.avail.bytes > 0:
+        return [*carves, measured_row(span, carves, measured, residual, error)]
     residual_row = Carve(
         f"unexplained.{span.end.id}",
         f"unexplained: {span.start.id} -> {span.end.id}",
@@ -99,6 +114,86 @@ def span_rows(
         or None,
     )
     return [*carves, residual_row]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The lifecycle's name for an interval, and the formula rows of it that were not sized."""
+
+    entry: MeasuredSpan
+    unsized: tuple[str, ...] = ()
+
+
+def measured_row(
+    span: Span, carves: list[Carve], measured: Measured, remainder: int, error: int
+) -> Carve:
+    """The phase's own memory: the interval's drop less every other row carved from it."""
+    entry = measured.entry
+    others = [c for c in carves if c.in_partition]
+    formula = (
+        f"avail {gib_text(span.start.avail.bytes)} at {span.start.id} - "
+        f"{gib_text(span.end.avail.bytes)} at {span.end.id}"
+        + "".join(f" - {c.row_id} {gib_text(c.bytes)}" for c in others)
+        + f" = {remainder:,} B"
+    )
+    unsized = (
+        f"; it also holds what the unsized rows {', '.join(measured.unsized)} take (see their "
+        "notes)"
+        if measured.unsized
+        else ""
+    )
+    return Carve(
+        entry.row_id,
+        entry.label,
+        entry.group,
+        RowKind.LOGGED,
+        remainder,
+        error,
+        [span.start.event, span.end.event],
+        formula=formula,
+        note=f"{entry.allocates} ({entry.source}){unsized}",
+    )
+
+
+def measured_spans(
+    steps: Chain,
+    formula: DerivedRows,
+    inputs: Variables,
+    model_config: ModelDims | None,
+) -> dict[str, Measured]:
+    """span key -> the lifecycle's name for that whole interval (sglang/measured_spans.py).
+
+    An entry standing for a formula takes the place of that formula's unknown row; a formula
+    carved from the span keeps its remainder unexplained (the formula is the account)."""
+    model_type = inputs.log("model_type")
+    facts = SpanFacts(
+        args=dict(steps.args),
+        model_type=model_type if isinstance(model_type, str) else None,
+        state_pool_line=any(e.kind == EventKind.MAMBA_ALLOCATED for e in steps.events),
+        hybrid_config=model_config is not None
+        and hybrid_config(
+            model_config.architecture, set(model_config.extra), model_config.linear_attn_layers
+        ),
+    )
+    first = first_capture_span(steps.spans)
+    result: dict[str, Measured] = {}
+    for span in steps.spans:
+        if span.closing is not None or span.region != TARGET:
+            continue
+        ends_at = FIRST_CAPTURE if span is first else span.end.id
+        entry = measured_span(ends_at, span.start.event.kind, facts)
+        if entry is None:
+            continue
+        carved = {c.row_id for c in formula.by_span.get(span.key, [])}
+        if entry.stands_for in carved:
+            continue
+        unsized = formula.unsized.get(span.key, [])
+        replaced = [c for c in unsized if c.row_id == entry.stands_for]
+        formula.outside = [c for c in formula.outside if not any(c is r for r in replaced)]
+        result[span.key] = Measured(
+            entry, tuple(c.row_id for c in unsized if c.row_id != entry.stands_for)
+        )
+    return result
 
 
 def tail(chain: Chain, audit: Audit) -> tuple[list[Carve], list[Placed]]:

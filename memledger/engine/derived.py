@@ -24,10 +24,8 @@ from memledger.formulas import (
 from memledger.model.events import Event, EventKind
 from memledger.model.ledger import RowKind
 from memledger.model.model_config import ModelDims
+from memledger.sglang.measured_spans import FIRST_CAPTURE
 from memledger.sglang.versions import version_text
-
-FIRST_CAPTURE = "first_capture_begin"
-"""An `interval` alias: the interval ending at the first capture begin, whatever its prefix."""
 
 LARGEST_BUCKET = "largest_graph_bucket"
 """An `interval` alias: carved out of the first capture's largest bucket (its graph row when
@@ -42,6 +40,17 @@ class DerivedRows:
     """Unknown and informational formula rows (not carved from an interval)."""
     in_graph: list[Carve] = field(default_factory=list)
     """Rows carved out of the first capture's largest bucket (`LARGEST_BUCKET`)."""
+    unsized: dict[str, list[Carve]] = field(default_factory=dict)
+    """span key -> the unknown rows of the formulas meant to be carved from it (their bytes
+    are still inside it)."""
+
+
+def first_capture_span(spans: Sequence[Span]) -> Span | None:
+    """The interval ending at the first graph capture's begin reading, whatever its prefix."""
+    return next(
+        (s for s in spans if s.end.event.kind == EventKind.CAPTURE_BEGIN and s.closing is None),
+        None,
+    )
 
 
 def formula_rows(
@@ -54,10 +63,7 @@ def formula_rows(
     """Derived rows: carved from their interval, or unknown with the reason."""
     spans = chain.spans
     by_end = {span.end.id: span for span in spans}
-    first_capture = next(
-        (s for s in spans if s.end.event.kind == EventKind.CAPTURE_BEGIN and s.closing is None),
-        None,
-    )
+    first_capture = first_capture_span(spans)
     if first_capture is not None:
         # Attention backends are built right before the first graph capture (whichever kind).
         by_end.setdefault(FIRST_CAPTURE, first_capture)
@@ -75,7 +81,10 @@ def formula_rows(
             carve = _evaluate(formula, variables)
         except MissingVariable as exc:
             reason = missing_reason(exc.name, model)
-            result.outside.append(_unknown(formula, reason, audit))
+            unknown = _unknown(formula, reason, audit)
+            result.outside.append(unknown)
+            if span is not None and span.closing is None:
+                result.unsized.setdefault(span.key, []).append(unknown)
             continue
         except ExpressionError as exc:
             reason = f"formula failed: {exc} ({formula.origin})"

@@ -6,10 +6,10 @@ logged row, which still shows only its log line as evidence; one named like a su
 (`usable`) would be shadowed by it in budgets. Both are refused when the file is loaded.
 
 The names follow the engine's own ids (engine/lines.py, loads.py, graphs.py, assemble.py,
-kv_inferred.py; sglang/rows.py LINE_ROWS; the capture prefixes of engine/roles.py
-`_capture_prefix`). tests/security/test_formulas.py checks that every row the engine writes on
-the samples and real logs is covered. The packaged formulas' own ids (`req_to_token`, ...) stay
-open: a user file may redefine a packaged formula.
+kv_inferred.py; sglang/rows.py LINE_ROWS; sglang/measured_spans.py MEASURED_SPANS; the capture
+prefixes of engine/roles.py `_capture_prefix`). tests/security/test_formulas.py checks that
+every row the engine writes on the samples and real logs is covered. The packaged formulas' own
+ids (`req_to_token`, ...) stay open: a user file may redefine a packaged formula.
 """
 
 from __future__ import annotations
@@ -44,10 +44,13 @@ _ENGINE_FAMILIES = (r"kv_pool(?:_\w+)?", r"draft_kv(?:_\w+)?", r"unexplained\w*"
 
 @lru_cache(maxsize=1)
 def _engine_row_id() -> re.Pattern[str]:
+    from memledger.sglang.measured_spans import MEASURED_SPANS
     from memledger.sglang.rows import LINE_ROWS
 
     line_rows = {row.row_id.replace("{draft}", "") for rows in LINE_ROWS.values() for row in rows}
-    names = sorted({*_ENGINE_IDS, *line_rows}, key=len, reverse=True)
+    # measured phase rows, except one standing for a packaged formula (a user may redefine it)
+    measured = {entry.row_id for entry in MEASURED_SPANS if entry.stands_for is None}
+    names = sorted({*_ENGINE_IDS, *line_rows, *measured}, key=len, reverse=True)
     exact = "|".join(re.escape(name) for name in names)
     return re.compile(rf"{_ROLE_PREFIX}(?:{exact})|{'|'.join(_ENGINE_FAMILIES)}")
 

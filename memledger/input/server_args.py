@@ -31,9 +31,14 @@ READ_KEYS = frozenset(
         "attention_backend",
         "disable_overlap_schedule",
         "enable_aiter_allreduce_fusion",
+        "enable_lora",
         "ep_num_redundant_experts",
+        "lora_paths",
+        "lora_target_modules",
         "mamba_radix_cache_strategy",
         "mamba_scheduler_strategy",
+        "max_lora_rank",
+        "max_loras_per_batch",
     }
 )
 

@@ -107,6 +107,7 @@ Modules:
 - `lifecycle`: SGLang's memory lifecycle, one stage per phase: what it allocates, what bounds it,
   its levers.
 - `lines`: Every SGLang log line memledger reads.
+- `measured_spans`: Intervals whose whole remainder SGLang's lifecycle names: measured phase rows.
 - `mfs_defaults`: SGLang's mem_fraction_static default arithmetic, every release.
 - `releases`: SGLang release numbers, and the one release-range type and its predicate.
 - `release_markers`: Which SGLang releases could have written a log, by what its lines print.

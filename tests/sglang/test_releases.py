@@ -7,7 +7,13 @@ import re
 
 import pytest
 
-from memledger.sglang import backend_defaults, default_changes, release_markers, versions
+from memledger.sglang import (
+    backend_defaults,
+    default_changes,
+    measured_spans,
+    release_markers,
+    versions,
+)
 from memledger.sglang.releases import ReleaseRange, known_within, version_code, within
 from memledger.sglang.sizing_rules import RULES
 
@@ -27,6 +33,7 @@ RANGED: list[tuple[str, ReleaseRange, str]] = [
         (f"attention {a.kind} {a.arch} {a.releases.text}", a.releases, a.source)
         for a in backend_defaults.ATTENTION_DEFAULTS
     ),
+    *((f"measured {m.row_id}", m.releases, m.source) for m in measured_spans.MEASURED_SPANS),
 ]
 
 
