@@ -146,6 +146,29 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"device": "HIP", "runtime": "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
     ),
     ErrorText(
+        "cann_memory_allocation",
+        # CANN's error EL0004 and the runtime's failed rtMalloc under it (its size in bytes):
+        # memory taken outside torch_npu's caching allocator (GE, op workspaces), no `out of
+        # memory` words
+        re.compile(
+            r"Memory_Allocation_Failure\(EL0004\)|\bEL0004: Failed to allocate memory"
+            r"|Call rtMalloc fail\b(?:[^\n]*?\bsize:\s?(?P<requested>\d+))?"
+            r"(?:[^\n]*?\bdevice_id:\s?(?P<gpu>\d+))?"
+        ),
+        ("EL0004", "rtMalloc fail"),
+        Family.NPU,
+        "CANN (Ascend) error code EL0004 Memory_Allocation_Failure: 'Failed to allocate memory "
+        "... Possible Cause: Available memory is insufficient', with the runtime's `Call rtMalloc "
+        "fail, purpose: ..., size:N, device_id:D` lines under it; "
+        "https://github.com/PKU-YuanGroup/Helios/issues/62 (a 910B, GE page caching)",
+        "[PID: 1] 2026-01-01-00:00:00.000.000 Memory_Allocation_Failure(EL0004): Failed to "
+        "allocate memory requested by GE module.",
+        kind="oom_message",
+        values={"device": "NPU", "runtime": "CANN"},
+        captures=(("gpu", "gpu", int),),
+        sizes=(("requested", "requested"),),
+    ),
+    ErrorText(
         "caching_allocator_oom_warning",
         re.compile(
             r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate "
