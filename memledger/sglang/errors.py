@@ -168,6 +168,31 @@ ERRORS: tuple[ErrorText, ...] = (
         captures=(("gpu", "gpu", int),),
         sizes=(("requested", "requested"),),
     ),
+    # the BLAS libraries' allocation status, as c10 prints it when a handle or its workspace is
+    # made (`when calling cublasCreate(handle)`): cuBLAS's docs (cublasStatus_t) say of
+    # CUBLAS_STATUS_ALLOC_FAILED 'Resource allocation failed inside the cuBLAS library. This is
+    # usually caused by a cudaMalloc() failure'; hipBLAS's status mirrors it
+    ErrorText(
+        "cublas_alloc_failed",
+        re.compile(r"\bCUBLAS_STATUS_ALLOC_FAILED\b"),
+        ("CUBLAS_STATUS_ALLOC_FAILED",),
+        Family.CUDA,
+        "cuBLAS docs, cublasStatus_t CUBLAS_STATUS_ALLOC_FAILED (a cudaMalloc failure inside "
+        "cuBLAS)",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        kind="oom_message",
+        values={"device": "CUDA", "runtime": "cuBLAS"},
+    ),
+    ErrorText(
+        "hipblas_alloc_failed",
+        re.compile(r"\bHIPBLAS_STATUS_ALLOC_FAILED\b"),
+        ("HIPBLAS_STATUS_ALLOC_FAILED",),
+        Family.HIP,
+        "hipBLAS docs, hipblasStatus_t HIPBLAS_STATUS_ALLOC_FAILED (resource allocation failed)",
+        "RuntimeError: HIPBLAS_STATUS_ALLOC_FAILED when calling `hipblasCreate(handle)`",
+        kind="oom_message",
+        values={"device": "HIP", "runtime": "hipBLAS"},
+    ),
     ErrorText(
         "caching_allocator_oom_warning",
         re.compile(

@@ -1,8 +1,8 @@
 """Error texts that pastes carry without PyTorch's allocator message: a runtime's capture error on
 its own line, PyTorch's caching-allocator warning (its sizes in bytes), torch_memory_saver's
-margin refusal, the HiCache host-pool check, CANN's allocation failure and torch_npu's workspace
-allocator. Synthetic lines in each family's shape (memledger.sglang.errors,
-memledger.sglang.failure_rules)."""
+margin refusal, the HiCache host-pool check, CANN's allocation failure, torch_npu's workspace
+allocator, the BLAS libraries' allocation status. Synthetic lines in each family's shape
+(memledger.sglang.errors, memledger.sglang.failure_rules)."""
 
 from __future__ import annotations
 
@@ -154,3 +154,20 @@ def test_the_npu_workspace_allocators_oom_gives_the_size_it_asked_for() -> None:
         "free": GIB // 2,
     }
     assert _diagnose([line]).shortfall_bytes == GIB // 2
+
+
+def test_a_blas_librarys_allocation_failure_is_an_oom_not_a_plain_crash() -> None:
+    # cuBLAS's CUBLAS_STATUS_ALLOC_FAILED is 'usually caused by a cudaMalloc() failure' (its
+    # docs); hipBLAS's status mirrors it
+    for line, device in (
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasLtCreate`",
+            "CUDA",
+        ),
+        ("RuntimeError: HIPBLAS_STATUS_ALLOC_FAILED when calling `hipblasCreate(handle)`", "HIP"),
+    ):
+        read = read_oom_message(line)
+        assert read is not None and read[1]["device"] == device
+        result = _diagnose([line])
+        assert result.outcome == "oom", line
+        assert result.memory_problem
