@@ -32,7 +32,9 @@ _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
 """A size as c10's `format_size` prints it (bytes, KiB, MiB, GiB), or in decimal units."""
 
 ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("requested", re.compile(r"Tried to allocate " + _NUM)),
+    # torch_npu's workspace allocator writes it lower-case: `NPUWorkspaceAllocator tried to
+    # allocate 216.00 MiB(NPU 0; 61.27 GiB total capacity; 90.23 MiB free)` (OpParamMaker.cpp)
+    ("requested", re.compile(r"[Tt]ried to allocate " + _NUM)),
     # torch >= 2.1
     ("capacity", re.compile(r"has a total capacity of " + _NUM)),
     # `GPU 1 ... 50.40 GiB is free`: a paste that elides the capacity (sglang#37712)

@@ -146,6 +146,54 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"device": "HIP", "runtime": "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
     ),
     ErrorText(
+        "cann_memory_allocation",
+        # CANN's error EL0004 and the runtime's failed rtMalloc under it (its size in bytes):
+        # memory taken outside torch_npu's caching allocator (GE, op workspaces), no `out of
+        # memory` words
+        re.compile(
+            r"Memory_Allocation_Failure\(EL0004\)|\bEL0004: Failed to allocate memory"
+            r"|Call rtMalloc fail\b(?:[^\n]*?\bsize:\s?(?P<requested>\d+))?"
+            r"(?:[^\n]*?\bdevice_id:\s?(?P<gpu>\d+))?"
+        ),
+        ("EL0004", "rtMalloc fail"),
+        Family.NPU,
+        "CANN (Ascend) error code EL0004 Memory_Allocation_Failure: 'Failed to allocate memory "
+        "... Possible Cause: Available memory is insufficient', with the runtime's `Call rtMalloc "
+        "fail, purpose: ..., size:N, device_id:D` lines under it; "
+        "https://github.com/PKU-YuanGroup/Helios/issues/62 (a 910B, GE page caching)",
+        "[PID: 1] 2026-01-01-00:00:00.000.000 Memory_Allocation_Failure(EL0004): Failed to "
+        "allocate memory requested by GE module.",
+        kind="oom_message",
+        values={"device": "NPU", "runtime": "CANN"},
+        captures=(("gpu", "gpu", int),),
+        sizes=(("requested", "requested"),),
+    ),
+    # the BLAS libraries' allocation status, as c10 prints it when a handle or its workspace is
+    # made (`when calling cublasCreate(handle)`): cuBLAS's docs (cublasStatus_t) say of
+    # CUBLAS_STATUS_ALLOC_FAILED 'Resource allocation failed inside the cuBLAS library. This is
+    # usually caused by a cudaMalloc() failure'; hipBLAS's status mirrors it
+    ErrorText(
+        "cublas_alloc_failed",
+        re.compile(r"\bCUBLAS_STATUS_ALLOC_FAILED\b"),
+        ("CUBLAS_STATUS_ALLOC_FAILED",),
+        Family.CUDA,
+        "cuBLAS docs, cublasStatus_t CUBLAS_STATUS_ALLOC_FAILED (a cudaMalloc failure inside "
+        "cuBLAS)",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        kind="oom_message",
+        values={"device": "CUDA", "runtime": "cuBLAS"},
+    ),
+    ErrorText(
+        "hipblas_alloc_failed",
+        re.compile(r"\bHIPBLAS_STATUS_ALLOC_FAILED\b"),
+        ("HIPBLAS_STATUS_ALLOC_FAILED",),
+        Family.HIP,
+        "hipBLAS docs, hipblasStatus_t HIPBLAS_STATUS_ALLOC_FAILED (resource allocation failed)",
+        "RuntimeError: HIPBLAS_STATUS_ALLOC_FAILED when calling `hipblasCreate(handle)`",
+        kind="oom_message",
+        values={"device": "HIP", "runtime": "hipBLAS"},
+    ),
+    ErrorText(
         "caching_allocator_oom_warning",
         re.compile(
             r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate "

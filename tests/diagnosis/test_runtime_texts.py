@@ -1,6 +1,7 @@
 """Error texts that pastes carry without PyTorch's allocator message: a runtime's capture error on
 its own line, PyTorch's caching-allocator warning (its sizes in bytes), torch_memory_saver's
-margin refusal, the HiCache host-pool check. Synthetic lines in each family's shape
+margin refusal, the HiCache host-pool check, CANN's allocation failure, torch_npu's workspace
+allocator, the BLAS libraries' allocation status. Synthetic lines in each family's shape
 (memledger.sglang.errors, memledger.sglang.failure_rules)."""
 
 from __future__ import annotations
@@ -110,3 +111,63 @@ def test_the_hicache_host_pool_check_is_host_memory_with_its_knobs() -> None:
     assert "--hicache-size" in result.verdict and "--hicache-ratio" in result.verdict
     assert "not GPU memory" in result.verdict
     assert result.suggestions == []
+
+
+def test_canns_allocation_failure_is_an_npu_oom_with_the_runtimes_size() -> None:
+    # CANN's error EL0004 (no `out of memory` words) and the failed rtMalloc under it, whose
+    # size is in bytes
+    head = (
+        "[PID: 7] 2026-02-03-04:05:06.789.012 Memory_Allocation_Failure(EL0004): Failed to "
+        "allocate memory requested by GE module."
+    )
+    malloc = (
+        "        Call rtMalloc fail, purpose: workspace, type = 2, size:2147483648, device_id:3"
+        "[FUNC:Alloc][FILE:device_allocator.cc][LINE:72]"
+    )
+    assert read_oom_message(head) == ({}, {"device": "NPU", "runtime": "CANN"})
+    read = read_oom_message(malloc)
+    assert read is not None
+    sizes, values = read
+    assert {k: s.bytes for k, s in sizes.items()} == {"requested": 2 * GIB}
+    assert values == {"device": "NPU", "runtime": "CANN", "gpu": 3}
+    for lines in ([head], [malloc], [head, "        Possible Cause: memory is short.", malloc]):
+        result = _diagnose(lines)
+        assert result.outcome == "oom", lines
+        assert "mem_fraction_static" in {s.knob for s in result.suggestions}
+
+
+def test_the_npu_workspace_allocators_oom_gives_the_size_it_asked_for() -> None:
+    # torch_npu's workspace allocator writes `tried to allocate` in lower case, glued to its
+    # parenthesis
+    line = (
+        "[rank1]:[E101 10:00:00.000000000 OpParamMaker.cpp:454] NPU out of memory. "
+        "NPUWorkspaceAllocator tried to allocate 1.00 GiB(NPU 1; 60.00 GiB total capacity; "
+        "512.00 MiB free). If you want to reduce memory usage, take a try to set the environment "
+        "variable TASK_QUEUE_ENABLE=1."
+    )
+    read = read_oom_message(line)
+    assert read is not None
+    sizes, _ = read
+    assert {k: s.bytes for k, s in sizes.items()} == {
+        "requested": GIB,
+        "capacity": 60 * GIB,
+        "free": GIB // 2,
+    }
+    assert _diagnose([line]).shortfall_bytes == GIB // 2
+
+
+def test_a_blas_librarys_allocation_failure_is_an_oom_not_a_plain_crash() -> None:
+    # cuBLAS's CUBLAS_STATUS_ALLOC_FAILED is 'usually caused by a cudaMalloc() failure' (its
+    # docs); hipBLAS's status mirrors it
+    for line, device in (
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasLtCreate`",
+            "CUDA",
+        ),
+        ("RuntimeError: HIPBLAS_STATUS_ALLOC_FAILED when calling `hipblasCreate(handle)`", "HIP"),
+    ):
+        read = read_oom_message(line)
+        assert read is not None and read[1]["device"] == device
+        result = _diagnose([line])
+        assert result.outcome == "oom", line
+        assert result.memory_problem
