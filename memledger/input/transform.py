@@ -10,8 +10,9 @@ turns the head's words into typed values so no later stage has to read the text 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from memledger.model.events import EventKind, Value
 from memledger.sglang.lines import (
@@ -31,9 +32,9 @@ TIME_UNITS = {"s": 1.0, "ms": 0.001}
 INT_RE = re.compile(r"[+-]?\d+")
 
 
-@dataclass(frozen=True)
-class RawValue:
-    """A value as printed: a number with optional unit, a word, or a list of values."""
+class RawValue(NamedTuple):
+    """A value as printed: a number with optional unit, a word, or a list of values (a named
+    tuple: a few are made for every line parsed)."""
 
     kind: str  # "num" | "word" | "list"
     text: str = ""
@@ -61,13 +62,12 @@ class LineParse:
 # ---- tree -> raw entries -------------------------------------------------------------------------
 
 
-@dataclass
-class _Entry:
+class _Entry(NamedTuple):
     """One generic field: `key` is None for unkeyed numbers/lists; `nested` for parentheses."""
 
     key: str | None
     value: RawValue | None
-    nested: list[_Entry] = field(default_factory=list)
+    nested: Sequence[_Entry] = ()
 
 
 def _data(node: Any) -> str | None:
@@ -82,7 +82,7 @@ def _tok(node: Any) -> str:
 
 def _raw_value(node: Any) -> RawValue:
     # node is a `value`, `number`, `list` tree or a VWORD token
-    data = _data(node)
+    data = None if isinstance(node, str) else getattr(node, "data", None)  # _data, inlined
     if data is None:
         return RawValue("word", _tok(node))
     if data == "value":
@@ -99,7 +99,7 @@ def _raw_value(node: Any) -> RawValue:
 def _entries(fields_node: Any) -> list[_Entry]:
     entries: list[_Entry] = []
     for child in fields_node.children:
-        data = _data(child)
+        data = None if isinstance(child, str) else getattr(child, "data", None)
         if data == "item":
             key = _tok(child.children[0])
             if len(child.children) == 3:  # `label: key=value`: the label is text, the key its own
@@ -413,7 +413,7 @@ def transform(
     head: list[Any] = []
     entries: list[_Entry] = []
     for child in node.children:
-        data = _data(child)
+        data = None if isinstance(child, str) else getattr(child, "data", None)  # _data
         if data == "fields":
             entries.extend(_entries(child))
         elif data == "paren":
@@ -497,7 +497,7 @@ def _apply_entries(
         previous_word = None
 
 
-def _apply_nested(kind: EventKind, nested: list[_Entry], builder: _Builder) -> None:
+def _apply_nested(kind: EventKind, nested: Sequence[_Entry], builder: _Builder) -> None:
     # `(step 1)`, `(record_len=4, fold=2)`, `(layers 1-92, group size 8)`: keyed values count
     previous_word: str | None = None
     for entry in nested:
