@@ -7,7 +7,8 @@ parse costs 100-300 µs a message, so `LineGrammar.parse` asks two caches first:
 * exact: message -> result (a dict, cleared when full);
 * shape: the message with its digits folded to 0 -> the parse tree of the first message of that
   shape, or None when it did not parse. A message of a known shape gets that tree with every
-  token's text re-read from its own characters, then the same tree -> fields step as a parse.
+  token's text re-read from its own characters (only the tokens holding digits can differ: they
+  are rewritten in place, `Shape.retext`), then the same tree -> fields step as a parse.
 
 Why the shape cache gives what Lark would give: folding maps each digit to `0` in place (same
 length), so every terminal matches the folded message exactly where it matches the original, as

@@ -76,24 +76,20 @@ def _data(node: Any) -> str | None:
     return None if isinstance(node, str) else getattr(node, "data", None)
 
 
-def _tok(node: Any) -> str:
-    return str(node)
-
-
 def _raw_value(node: Any) -> RawValue:
     # node is a `value`, `number`, `list` tree or a VWORD token
     data = None if isinstance(node, str) else getattr(node, "data", None)  # _data, inlined
     if data is None:
-        return RawValue("word", _tok(node))
+        return RawValue("word", str(node))
     if data == "value":
         return _raw_value(node.children[-1])
     if data == "number":
-        number = _tok(node.children[0])
-        unit = _tok(node.children[1].children[0]) if len(node.children) > 1 else None
+        number = str(node.children[0])
+        unit = str(node.children[1].children[0]) if len(node.children) > 1 else None
         return RawValue("num", number, unit)
     if data == "list":
         return RawValue("list", items=tuple(_raw_value(child) for child in node.children))
-    return RawValue("word", " ".join(_tok(t) for t in node.scan_values(lambda _: True)))
+    return RawValue("word", " ".join(str(t) for t in node.scan_values(lambda _: True)))
 
 
 def _entries(fields_node: Any) -> list[_Entry]:
@@ -101,10 +97,10 @@ def _entries(fields_node: Any) -> list[_Entry]:
     for child in fields_node.children:
         data = None if isinstance(child, str) else getattr(child, "data", None)
         if data == "item":
-            key = _tok(child.children[0])
+            key = str(child.children[0])
             if len(child.children) == 3:  # `label: key=value`: the label is text, the key its own
                 entries.append(_Entry(key, None))
-                entries.append(_Entry(_tok(child.children[1]), _raw_value(child.children[2])))
+                entries.append(_Entry(str(child.children[1]), _raw_value(child.children[2])))
                 continue
             value = _raw_value(child.children[1]) if len(child.children) > 1 else None
             entries.append(_Entry(key, value))
@@ -118,7 +114,7 @@ def _entries(fields_node: Any) -> list[_Entry]:
                 if value is not None:
                     entries.append(_Entry(_raw_value(first).printed(), value))
             else:
-                entries.append(_Entry(None, RawValue("word", _tok(first))))
+                entries.append(_Entry(None, RawValue("word", str(first))))
         elif data == "paren":
             nested = _entries(child.children[0]) if child.children else []
             entries.append(_Entry(None, None, nested))
