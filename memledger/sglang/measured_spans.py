@@ -133,7 +133,10 @@ MEASURED_SPANS: tuple[MeasuredSpan, ...] = (
         "wrappers each keep an 8 MiB int workspace, flashinfer 0.2.5 prefill.py:1087 / "
         "decode.py:643, and an 'auto' paged-prefill wrapper a 64 MiB index buffer, "
         ":1076-1083; the triton, FA3 and hybrid linear-attention backends' metadata buffers), "
-        "kernel_warmup (FlashInfer autotune) and the kernel modules loaded on first use",
+        "kernel_warmup (FlashInfer autotune) and the kernel modules loaded on first use; "
+        "before them the routed-experts capturer when --enable-return-routed-experts (v0.5.8 "
+        "model_runner.py:568-569), after them DCP's replicated Q projection (formula "
+        "dcp_q_replica, v0.5.23 model_runner.py:1130-1131)",
         ReleaseRange("0.4.0"),
         "v0.4.6.post5 model_executor/model_runner.py:303-305 (init_cublas, "
         "init_attention_backend, init_cuda_graphs; the capture's reading :1094); v0.5.8 "
@@ -151,7 +154,8 @@ MEASURED_SPANS: tuple[MeasuredSpan, ...] = (
         "max_loras_per_batch adapters x max_lora_rank for every target module of every layer) "
         "after the weights and before the KV pool, and prints no size: the pool interval's "
         "remainder after the logged pools and the formulas; --enable-lora-overlap-loading adds "
-        "pinned host memory only (v0.5.16 lora/mem_pool.py:700-727). With --model-config and "
+        "pinned host memory only (v0.5.16 lora/mem_pool.py:700-727); from 0.5.16 the MoE LoRA "
+        "graph buffers are made here too (lora_manager.py:141-154). With --model-config and "
         "server_args' max_lora_rank and lora_target_modules the pool is the lora_pool formula",
         ReleaseRange("0.4.0"),
         "v0.5.8 model_executor/model_runner.py:534-535 (init_lora_manager) before "
