@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from memledger.model.sizing import Prediction, Settings, Term
 from memledger.record import record
-from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE
+from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, GDN_MODEL_PREFIXES, RULE
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.fraction import used_fraction
@@ -55,6 +55,9 @@ def _mamba_slots_rule(
         extra = settings.disaggregation_decode_extra_slots or 0
     if isinstance(fixed, int) and not isinstance(fixed, bool):
         return fixed // dp
+    old_split = _old_spec_split(inputs)
+    if old_split is not None:
+        return _mamba_slots_v054(inputs, settings, rest_gib, per_req, old_split)
     if radix_off:
         if settings.max_running_requests is not None:
             return max(1, settings.max_running_requests // dp) + extra
@@ -69,6 +72,48 @@ def _mamba_slots_rule(
     if padded_slot:
         return int((share - padded_slot) // padded_slot)
     return int(share // per_req)
+
+
+def _draft_tokens(inputs: SizingInputs) -> int:
+    """--speculative-num-draft-tokens when speculative decoding is on, else 0."""
+    if not inputs.knobs.get("speculative_algorithm"):
+        return 0
+    value = inputs.knobs.get("speculative_num_draft_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _old_spec_split(inputs: SizingInputs) -> int | None:
+    """The draft-token count 0.5.4 - 0.5.6 size each Mamba slot with (rule mamba_spec_ratio:
+    0 without speculative decoding); None where the release has another rule or may have."""
+    if inputs.version.within(RULE["mamba_spec_ratio"]) is not True:
+        return None
+    return _draft_tokens(inputs)
+
+
+def is_gdn_model(inputs: SizingInputs) -> bool:
+    """A hybrid GDN model by the load-end class (v0.5.6 model_executor/model_runner.py
+    :1500-1504: Qwen3NextConfig, JetNemotronConfig, JetVLMConfig)."""
+    return (inputs.model_type or "").startswith(GDN_MODEL_PREFIXES)
+
+
+def _mamba_slots_v054(
+    inputs: SizingInputs, settings: Settings, rest_gib: float, per_req: float, draft: int
+) -> int | None:
+    """K as 0.5.4 - 0.5.6 pick it: the fixed count undivided, or the ratio share per slot and
+    its draft tokens' intermediate states (rule mamba_spec_ratio); a GDN model's K is then
+    divided among the DP-attention workers (rule mamba_gdn_dp)."""
+    knobs = inputs.knobs
+    if knobs.get("disable_radix_cache") or per_req <= 0:
+        mrr = settings.max_running_requests
+        k = mrr if mrr is not None else DEFAULT_MAMBA_SLOTS_NO_RADIX
+    else:
+        ratio = knobs.get("mamba_full_memory_ratio")
+        m = float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.9
+        share = rest_gib * m / (1 + m) * GIB
+        k = int(share // per_req // (1 + draft))
+    if is_gdn_model(inputs) and knobs.get("enable_dp_attention"):
+        k //= dp_of(inputs)
+    return k
 
 
 def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
@@ -120,6 +165,28 @@ def slot_rule_of(inputs: SizingInputs) -> str:
         inputs.knobs.get("disaggregation_mode") == "decode"
     )
     return "mamba_slots_fixed" if radix_off else "mamba_ratio_split"
+
+
+def _headroom_rule(inputs: SizingInputs, notes: list[str]) -> str | None:
+    """Which rule adds the speculative headroom to the tokens (None: no headroom). An Ascend
+    build that prints its rest (the fork's own line) and whose release range straddles 0.5.6
+    keeps it (rule npu_spec_headroom)."""
+    if not inputs.knobs.get("speculative_algorithm"):
+        return None
+    verdict = inputs.version.within(RULE["spec_headroom"])
+    if verdict is True:
+        return "spec_headroom"
+    if (
+        verdict is None
+        and inputs.logged_rest is not None
+        and inputs.version.within(RULE["npu_spec_headroom"]) is not False
+    ):
+        notes.append(
+            f"release {inputs.version.text} may predate or follow 0.5.6's speculative headroom; "
+            "an Ascend build that prints its rest keeps it (rule npu_spec_headroom)"
+        )
+        return "npu_spec_headroom"
+    return None
 
 
 def _page_floor(tokens: int, page: int, applies: bool) -> int:
@@ -283,7 +350,58 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
         low=a.bytes - a.half_ulp - slack_hi,
         slack=slack,
     )
+    if printed_rest is not None:
+        window = _world_rest(inputs, window, printed_rest, terms, notes)
     return _tail(inputs, settings, window, terms, notes)
+
+
+def _world_rest(
+    inputs: SizingInputs, window: Budget, printed: Reading, terms: list[Term], notes: list[str]
+) -> Budget:
+    """Rule npu_printed_rest: the Ascend build prints the rest it divided, A all-reduced over
+    every rank (the ranks a node's log does not show included), so it stands in for A - P x
+    (1 - mfs) from the ranks the log shows. A hybrid model's print is used only when it is
+    the rest before the Mamba state (closer to A - P x (1 - mfs) than to that less the state
+    the log prints)."""
+    if inputs.version.within(RULE["npu_printed_rest"]) is False:
+        return window
+    gap = printed.bytes - window.rest
+    if inputs.mamba is not None:
+        state = inputs.mamba.bytes + inputs.mamba.replay_bytes + inputs.mamba.intermediate_bytes
+        if abs(gap + state) < abs(gap):
+            notes.append(
+                f"the rest the log prints (line {printed.line}) is the one after the Mamba "
+                "state: A - P x (1 - mfs) kept (rule npu_printed_rest)"
+            )
+            return window
+    terms.append(
+        Term(
+            name="rest (printed)",
+            value=printed.bytes,
+            unit="bytes",
+            kind="measured",
+            source=f"line {printed.line}, every rank's minimum",
+            rule="npu_printed_rest",
+        )
+    )
+    off = printed.bytes - window.rest
+    if (
+        printed.bytes + printed.half_ulp < window.low
+        or printed.bytes - printed.half_ulp > window.high
+    ):
+        notes.append(
+            f"the rest the log prints (line {printed.line}, {printed.bytes / GIB:.2f} GiB) is "
+            f"{abs(off) / GIB:.3f} GiB {'below' if off < 0 else 'above'} A - P x (1 - mfs) "
+            "from the ranks this log shows: SGLang takes both over every rank, so a rank the "
+            "log does not show read " + ("less" if off < 0 else "more") + " free memory; the "
+            "printed rest is divided (rule npu_printed_rest)"
+        )
+    return Budget(
+        rest=printed.bytes,
+        high=printed.bytes + printed.half_ulp,
+        low=printed.bytes - printed.half_ulp,
+        slack=window.slack,
+    )
 
 
 @record
@@ -335,8 +453,14 @@ def _tail(
         assert inputs.mamba is not None
         per_req = inputs.mamba.bytes / (k_logged + 1)
         padded = state_rule != "mamba_first"
+        split_rest = rest_bytes
+        if _draft_tokens(inputs) and inputs.version.within(RULE["mamba_spec_reserve"]) is True:
+            # rule mamba_spec_reserve: the intermediate states are reserved before the ratio
+            # split; the Mamba line's intermediate sizes stand in for SGLang's per_req x
+            # requests x draft tokens
+            split_rest -= inputs.mamba.intermediate_bytes
         k_model = _mamba_slots_rule(
-            inputs, settings, rest_bytes / GIB, per_req, per_slot if padded else None
+            inputs, settings, split_rest / GIB, per_req, per_slot if padded else None
         )
         k = k_logged if k_model is None else k_model
         if k_model is None:
@@ -350,6 +474,11 @@ def _tail(
                 f"{'less' if k_model > k_logged else 'more'} free memory than they show, or "
                 f"release {inputs.version.text} splits by a rule not modelled"
             )
+        draft = _old_spec_split(inputs)
+        if draft is not None:
+            # rule mamba_spec_ratio: K x per_req x (1 + draft tokens), the intermediate
+            # caches (which the pool sizes with K + 1 slots) inside that product
+            return k, round(k * per_req * (1 + draft))
         slots_taken = k + 1 if padded else k
         return k, round(slots_taken * per_slot) + inputs.mamba.intermediate_bytes
 
@@ -422,8 +551,8 @@ def _tail(
     pad = pad_rows(inputs, settings.page_size)
     page_applies = inputs.version.within(RULE["page_round"]) is not False
 
-    spec = inputs.knobs.get("speculative_algorithm")
-    headroom = bool(spec) and inputs.version.within(RULE["spec_headroom"]) is True
+    headroom_rule = _headroom_rule(inputs, notes)
+    headroom = headroom_rule is not None
 
     one_pool = cell.swa_one_pool
     # before 0.5.11 the tokens are profiled as one pool (F + S), then split by the ratio
@@ -461,6 +590,17 @@ def _tail(
     extra: dict[str, int] = {}
     req_to_token(inputs, settings, tokens, k, extra)
     kv_bytes = round((tokens + pad) * cell.pool_bytes)
+    if headroom_rule is not None:
+        terms.append(
+            Term(
+                name="speculative headroom",
+                value=spec_headroom(inputs, settings, tokens),
+                unit="tokens",
+                kind="modelled",
+                source=RULE[headroom_rule].source,
+                rule=headroom_rule,
+            )
+        )
     terms.append(
         Term(
             name="KV tokens per rank",
