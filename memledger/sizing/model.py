@@ -90,6 +90,39 @@ def _old_spec_split(inputs: SizingInputs) -> int | None:
     return _draft_tokens(inputs)
 
 
+def _per_slot_intermediates(
+    inputs: SizingInputs, settings: Settings, k: int, per_req: float
+) -> bool:
+    """Where the release range leaves rule mamba_spec_ratio open: whether the printed
+    intermediate states hold K + 1 slots x draft tokens (0.5.4 - 0.5.6: v0.5.6
+    mem_cache/memory_pool.py:196-220) rather than one per request (0.5.7+: the pool's
+    mamba_spec_state_size = max_num_reqs, v0.5.8 model_executor/model_runner_kv_cache_mixin.py
+    :373-384), judged by which count the printed size is nearer."""
+    draft = _draft_tokens(inputs)
+    mamba = inputs.mamba
+    if (
+        not draft
+        or mamba is None
+        or not mamba.intermediate_bytes
+        or per_req <= 0
+        or inputs.version.within(RULE["mamba_spec_ratio"]) is not None
+    ):
+        return False
+    slots = mamba.intermediate_bytes / (draft * per_req)
+    mrr = settings.max_running_requests or 0
+    reqs = mrr // dp_of(inputs) if inputs.knobs.get("enable_dp_attention") else mrr
+    return abs(slots - (k + 1)) < abs(slots - (reqs + 1))
+
+
+def _undecided_slot_rules(inputs: SizingInputs) -> list[str]:
+    """The Mamba slot rules this log's release range leaves open and its settings would use
+    (speculative decoding, a GDN model under DP attention)."""
+    spec = bool(_draft_tokens(inputs))
+    gdn_dp = is_gdn_model(inputs) and bool(inputs.knobs.get("enable_dp_attention"))
+    uses = {"mamba_spec_ratio": spec, "mamba_gdn_dp": gdn_dp, "mamba_spec_reserve": spec}
+    return [rid for rid, used in uses.items() if used and inputs.version.within(RULE[rid]) is None]
+
+
 def is_gdn_model(inputs: SizingInputs) -> bool:
     """A hybrid GDN model by the load-end class (v0.5.6 model_executor/model_runner.py
     :1500-1504: Qwen3NextConfig, JetNemotronConfig, JetVLMConfig)."""
@@ -463,9 +496,17 @@ def _tail(
             inputs, settings, split_rest / GIB, per_req, per_slot if padded else None
         )
         k = k_logged if k_model is None else k_model
+        undecided = _undecided_slot_rules(inputs)
         if k_model is None:
             notes.append(
                 "state slots: the rule needs an input this log lacks; the logged K is kept"
+            )
+        elif k_model != k_logged and own_settings and undecided:
+            k = k_logged
+            notes.append(
+                f"state slots: release {inputs.version.text} may or may not size them by "
+                f"rule {' and '.join(undecided)}, which give another K than the newer rule "
+                f"({k_model:,}); the log's K = {k_logged:,} is taken"
             )
         elif k_model != k_logged and own_settings:
             notes.append(
@@ -475,6 +516,13 @@ def _tail(
                 f"release {inputs.version.text} splits by a rule not modelled"
             )
         draft = _old_spec_split(inputs)
+        if draft is None and _per_slot_intermediates(inputs, settings, k, per_req):
+            draft = _draft_tokens(inputs)
+            notes.append(
+                f"the Mamba line's intermediate states are sized by the {k:,} state slots, as "
+                "0.5.4 - 0.5.6 size them (not by the requests, as 0.5.7+ do): K x per_req x "
+                "(1 + draft tokens) is taken (rule mamba_spec_ratio)"
+            )
         if draft is not None:
             # rule mamba_spec_ratio: K x per_req x (1 + draft tokens), the intermediate
             # caches (which the pool sizes with K + 1 slots) inside that product

@@ -1171,3 +1171,30 @@ def test_rule_mamba_spec_reserve() -> None:
     assert pred.state_bytes == pred.mamba_slots * 64 * MIB + inter
     no_spec = predict(replace(read, knobs={**read.knobs, "speculative_algorithm": None}))
     assert no_spec.mamba_slots == int(rest / GIB * 0.9 / 1.9 * GIB // (64 * MIB))
+
+
+def test_mamba_spec_layout_decides_an_open_release_range() -> None:
+    """A 0.5.3 - 0.5.8 log may be either side of rule mamba_spec_ratio: intermediate states
+    printed for K + 1 slots x draft tokens are 0.5.4 - 0.5.6's layout (K x per_req x (1 + D)
+    taken), for max_running_requests + 1 they are 0.5.7+'s (K x per_req + the printed
+    intermediates); either way the printed K is taken (the slot rules are undecided)."""
+    spec = {
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_draft_tokens": 2,
+        "max_running_requests": 32,
+    }
+    read = _gdn("0.5.3", spec)
+    read = replace(
+        read, version=VersionRange(first=version_code("0.5.3"), last=version_code("0.5.8"))
+    )
+    assert read.mamba is not None
+    per_req = 64 * MIB
+    per_slot_layout = replace(read, mamba=replace(read.mamba, intermediate_bytes=101 * 2 * per_req))
+    pred = predict(per_slot_layout)
+    assert pred.mamba_slots == 100
+    assert pred.state_bytes == 100 * per_req * 3
+    assert any("rule mamba_spec_ratio" in note for note in pred.notes)
+    per_req_layout = replace(read, mamba=replace(read.mamba, intermediate_bytes=33 * 2 * per_req))
+    pred = predict(per_req_layout)
+    assert pred.mamba_slots == 100
+    assert pred.state_bytes == 100 * per_req + 33 * 2 * per_req
