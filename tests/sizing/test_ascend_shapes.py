@@ -270,3 +270,37 @@ def test_qwen3_235b_pd_decode_eagle3_adds_the_headroom_of_the_global_requests() 
     cell = result.bytes_per_token
     assert cell is not None and abs(cell - 4 * 128 * 2 * 94 * 2) <= 0.01 * GIB / tokens
     assert any("draft KV is outside the budget" in note for note in result.prediction.notes)
+
+
+def test_without_the_printed_rest_a_missing_headroom_is_named() -> None:
+    """The same decode startup from a build that prints no rest (a single node: A - P x
+    (1 - mfs) = 45.78 - 60.80 x 0.22 = 32.40 GiB): the release range does not say whether the
+    build keeps 0.5.6's headroom, so it is not added, and the miss names it with the count it
+    would give."""
+    text, tokens, headroom = _qwen3_235b_decode_eagle3(32.40)
+    text = text.replace("The available memory for KV cache is 32.40 GB.\n", "")
+    text = text.replace(
+        "avail mem=46.21 GB, mem usage=14.59 GB.", "avail mem=45.78 GB, mem usage=15.02 GB."
+    )
+    result = _result(text)
+    predicted = result.predicted_max_total_num_tokens
+    assert predicted is not None and predicted < tokens * (1 - 0.005)
+    assert result.mismatch is not None
+    assert f"(+{headroom:,} tokens, rule spec_headroom)" in result.mismatch
+    assert "does not say whether its build keeps it" in result.mismatch
+
+
+def test_without_the_printed_rest_the_world_minimum_is_named() -> None:
+    """A hybrid startup whose node read 0.50 GiB more free memory than the rank SGLang sized
+    by: without the printed rest the miss says which gap would make the logged pool fit."""
+    text, tokens, _ = _qwen3_next_deepep(dp=2, draft=0)
+    text = text.replace("The available memory for KV cache is 30.00 GB.\n", "")
+    text = text.replace(
+        "avail mem=42.14 GB, mem usage=18.56 GB.", "avail mem=42.64 GB, mem usage=18.06 GB."
+    )
+    result = _result(text)
+    predicted = result.predicted_max_total_num_tokens
+    assert predicted is not None and predicted > tokens * (1 + 0.005)
+    assert result.mismatch is not None
+    assert "prints no rest of its own (rule npu_printed_rest; it shows 1 rank)" in result.mismatch
+    assert "it fits if a rank had 0.50 GiB less free" in result.mismatch
