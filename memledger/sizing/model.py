@@ -393,20 +393,11 @@ def _world_rest(
 ) -> Budget:
     """Rule npu_printed_rest: the Ascend build prints the rest it divided, A all-reduced over
     every rank (the ranks a node's log does not show included), so it stands in for A - P x
-    (1 - mfs) from the ranks the log shows. A hybrid model's print is used only when it is
-    the rest before the Mamba state (closer to A - P x (1 - mfs) than to that less the state
-    the log prints)."""
+    (1 - mfs) from the ranks the log shows. A hybrid model's print may be the rest before the
+    Mamba state or what is left after it: _tail tells them apart (the gap note is then not
+    about the ranks)."""
     if inputs.version.within(RULE["npu_printed_rest"]) is False:
         return window
-    gap = printed.bytes - window.rest
-    if inputs.mamba is not None:
-        state = inputs.mamba.bytes + inputs.mamba.replay_bytes + inputs.mamba.intermediate_bytes
-        if abs(gap + state) < abs(gap):
-            notes.append(
-                f"the rest the log prints (line {printed.line}) is the one after the Mamba "
-                "state: A - P x (1 - mfs) kept (rule npu_printed_rest)"
-            )
-            return window
     terms.append(
         Term(
             name="rest (printed)",
@@ -418,7 +409,7 @@ def _world_rest(
         )
     )
     off = printed.bytes - window.rest
-    if (
+    if inputs.mamba is None and (
         printed.bytes + printed.half_ulp < window.low
         or printed.bytes - printed.half_ulp > window.high
     ):
@@ -434,6 +425,8 @@ def _world_rest(
         high=printed.bytes + printed.half_ulp,
         low=printed.bytes - printed.half_ulp,
         slack=window.slack,
+        modelled_rest=window.rest,
+        printed_line=printed.line,
     )
 
 
@@ -446,6 +439,10 @@ class Budget:
     low: int
     slack: int | None = None
     """P x (1 - mfs); None when the rest is the log's own print."""
+    modelled_rest: int | None = None
+    """A - P x (1 - mfs) from the readings, when `rest` is the log's print (rule
+    npu_printed_rest)."""
+    printed_line: int | None = None
 
 
 def _reading_term(name: str, reading: Reading, why: str = "") -> Term:
@@ -479,11 +476,17 @@ def _tail(
     """State slots, cell, tokens and request table from the budget's rest."""
     own_settings = settings == base_settings(inputs)
     rest, slack = budget.rest, budget.slack
+    high_rest, low_rest = budget.high, budget.low
     cell = build_cell(inputs, settings, notes)
+    out = notes
 
-    def state_for(rest_bytes: int, per_slot: float, k_logged: int) -> tuple[int, int]:
-        """(slots, bytes taken out of the budget) under the rule of this release."""
+    def state_for(
+        rest_bytes: int, per_slot: float, k_logged: int, sink: list[str] | None = None
+    ) -> tuple[int, int]:
+        """(slots, bytes taken out of the budget) under the rule of this release; its notes go
+        to `sink` (the prediction's notes by default)."""
         assert inputs.mamba is not None
+        notes = out if sink is None else sink
         per_req = inputs.mamba.bytes / (k_logged + 1)
         padded = state_rule != "mamba_first"
         split_rest = rest_bytes
@@ -536,7 +539,22 @@ def _tail(
     state_rule = _state_rule(inputs, notes) if inputs.mamba is not None else "mamba_first"
     if inputs.mamba is not None:
         per_slot = (inputs.mamba.bytes + inputs.mamba.replay_bytes) / (inputs.mamba.slots + 1)
-        k, state = state_for(rest, per_slot, inputs.mamba.slots)
+        modelled = budget.modelled_rest
+        after = False
+        if modelled is not None:
+            # rule npu_printed_rest: is the print the rest before the state or what is left?
+            _, probe = state_for(modelled, per_slot, inputs.mamba.slots, [])
+            after = abs(rest - (modelled - probe)) < abs(rest - modelled)
+        if after and modelled is not None:
+            k, state = state_for(modelled, per_slot, inputs.mamba.slots)
+            notes.append(
+                f"the rest the log prints (line {budget.printed_line}) is what is left after "
+                "the Mamba state: the KV pool is divided from it, the state sized from A - P x "
+                "(1 - mfs) (rule npu_printed_rest)"
+            )
+            rest, high_rest, low_rest = rest + state, high_rest + state, low_rest + state
+        else:
+            k, state = state_for(rest, per_slot, inputs.mamba.slots)
         slot_rule = slot_rule_of(inputs)
         terms.append(
             Term(
@@ -626,8 +644,8 @@ def _tail(
             / (inputs.mamba.slots + 1)
             * (k + 1)
         )
-    high = tokens_of(budget.high - state + state_half, cell.bytes - cell.half)
-    low = tokens_of(budget.low - state - state_half, cell.bytes + cell.half)
+    high = tokens_of(high_rest - state + state_half, cell.bytes - cell.half)
+    low = tokens_of(low_rest - state - state_half, cell.bytes + cell.half)
     swa_tokens = None
     if cell.swa_ratio is not None:
         swa_tokens = _page_floor(int(tokens * cell.swa_ratio), settings.page_size, True)

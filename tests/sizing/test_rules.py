@@ -1074,11 +1074,16 @@ def test_rule_npu_printed_rest() -> None:
     assert not any("npu_printed_rest" in note for note in same.notes)
     whatif = predict(_printed_rest(read, 15.37), replace(base_settings(read), page_size=64))
     assert whatif.rest_bytes == own.rest_bytes  # another setting: SGLang's arithmetic again
-    hybrid = replace(read, mamba=_mamba(100, 50 * MIB))
-    after_state = (own.rest_bytes or 0) - 101 * 50 * MIB
-    kept = predict(_printed_rest(hybrid, after_state / GIB))
-    assert kept.rest_bytes == own.rest_bytes
-    assert any("after the Mamba state" in note for note in kept.notes)
+    fixed = {**read.knobs, "disable_radix_cache": True, "max_running_requests": 100}
+    hybrid = replace(read, mamba=_mamba(100, 50 * MIB), knobs=fixed)
+    after_state = gib(((own.rest_bytes or 0) - 100 * 50 * MIB - gib(0.02)) / GIB)
+    left = predict(replace(hybrid, logged_rest=Reading(bytes=after_state, line=4)))
+    assert left.kv_budget_bytes == after_state  # the print is what is left for the KV pool
+    assert left.state_bytes == 100 * 50 * MIB
+    assert any("what is left after the Mamba state" in note for note in left.notes)
+    before = predict(replace(hybrid, logged_rest=Reading(bytes=gib(15.37), line=4)))
+    assert before.rest_bytes == gib(15.37)
+    assert before.kv_budget_bytes == gib(15.37) - 100 * 50 * MIB
 
 
 def test_rule_npu_spec_headroom() -> None:
