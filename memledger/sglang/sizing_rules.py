@@ -429,6 +429,11 @@ DSA_SCALE_BYTES = 4
 # model_executor/model_runner.py:1500-1504 (Qwen3NextConfig, JetNemotronConfig, JetVLMConfig).
 GDN_MODEL_PREFIXES: tuple[str, ...] = ("Qwen3Next", "JetNemotron", "JetVLM")
 
+# The algorithms 0.5.6 gives the headroom to (rules spec_headroom, npu_spec_headroom): those with
+# the EAGLE flag (EAGLE, its alias NEXTN, EAGLE3) and STANDALONE: v0.5.6
+# speculative/spec_info.py:293-311, model_executor/model_runner.py:1697.
+SPEC_HEADROOM_ALGORITHMS: frozenset[str] = frozenset({"EAGLE", "NEXTN", "EAGLE3", "STANDALONE"})
+
 # fp4_e2m1: half a byte per element plus one scale byte per 16 elements (rule fp4_cell).
 FP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16
 

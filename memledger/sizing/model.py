@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from memledger.model.sizing import Prediction, Settings, Term
 from memledger.record import record
-from memledger.sglang.sizing_rules import RULE
+from memledger.sglang.sizing_rules import RULE, SPEC_HEADROOM_ALGORITHMS
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.fraction import used_fraction
@@ -48,7 +48,8 @@ def _headroom_rule(inputs: SizingInputs, notes: list[str]) -> str | None:
     """Which rule adds the speculative headroom to the tokens (None: no headroom). An Ascend
     build that prints its rest (the fork's own line) and whose release range straddles 0.5.6
     keeps it (rule npu_spec_headroom)."""
-    if not inputs.knobs.get("speculative_algorithm"):
+    algorithm = str(inputs.knobs.get("speculative_algorithm") or "").upper()
+    if algorithm not in SPEC_HEADROOM_ALGORITHMS:
         return None
     verdict = inputs.version.within(RULE["spec_headroom"])
     if verdict is True:

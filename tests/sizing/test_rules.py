@@ -1203,3 +1203,26 @@ def test_mamba_spec_layout_decides_an_open_release_range() -> None:
     pred = predict(per_req_layout)
     assert pred.mamba_slots == 100
     assert pred.state_bytes == 100 * per_req + 33 * 2 * per_req
+
+
+def test_spec_headroom_is_for_the_eagle_family_and_standalone() -> None:
+    """0.5.6 adds the headroom for algorithms with the EAGLE flag (EAGLE, NEXTN, EAGLE3) and
+    STANDALONE (v0.5.6 speculative/spec_info.py:293-311), not for NGRAM."""
+    base = {
+        "speculative_num_steps": 2,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 3,
+        "max_running_requests": 10,
+    }
+
+    def tokens(algorithm: str | None) -> int | None:
+        knobs = {**base, "speculative_algorithm": algorithm}
+        return predict(
+            inputs(version=("0.5.6", "0.5.6"), knobs=knobs, target=[pool(1000, MIB)])
+        ).tokens
+
+    plain = tokens(None)
+    assert plain is not None
+    for algorithm in ("EAGLE", "NEXTN", "EAGLE3", "STANDALONE"):
+        assert tokens(algorithm) == plain + 10 * 2 + 10 * 3 + 100
+    assert tokens("NGRAM") == plain
