@@ -257,6 +257,69 @@ RULES: tuple[SizingRule, ...] = (
         ),
     ),
     SizingRule(
+        id="npu_printed_rest",
+        title="Ascend builds print the rest the tokens are divided from (every rank's minimum)",
+        formula=(
+            "rest = the printed `The available memory for KV cache is X GB` (A - P x (1 - mfs) "
+            "over every rank, the ranks this log does not show included)"
+        ),
+        releases=ReleaseRange("0.5.3"),
+        source=(
+            "v0.5.6 model_executor/model_runner.py:1367-1373 (A all-reduced to the world "
+            "minimum), :1442-1447 (rest_memory), printed after :1670 logs the KV dtype; no "
+            "release wheel 0.5.4 - 0.5.11 or 0.5.23 prints the line: an Ascend build's own print"
+        ),
+    ),
+    SizingRule(
+        id="npu_spec_headroom",
+        title="Ascend builds that print the rest keep 0.5.6's speculative headroom",
+        formula=(
+            "T' = T + R x steps x topk + R x draft_tokens + 100 (R = max_num_reqs), where "
+            "the release range leaves rule spec_headroom undecided"
+        ),
+        releases=ReleaseRange("0.5.3", "0.5.8"),
+        source=(
+            "v0.5.6 model_executor/model_runner.py:1697-1716 (draft_runner_cache_size with "
+            "the headroom); v0.5.7 model_executor/model_runner_kv_cache_mixin.py:306-312 "
+            "drops it, but the Ascend builds that print the rest carry 0.5.7's server_args "
+            "fields (speculative_moe_a2a_backend, v0.5.7 server_args.py:431) with the headroom"
+        ),
+    ),
+    SizingRule(
+        id="mamba_spec_ratio",
+        title="Mamba slots share their memory with the draft tokens' intermediate states",
+        formula=(
+            "K = int(share // per_req // (1 + draft_tokens)); state taken = K x per_req x "
+            "(1 + draft_tokens) (the intermediate caches the Mamba line prints)"
+        ),
+        releases=ReleaseRange("0.5.4", "0.5.6"),
+        source=(
+            "v0.5.6 model_executor/model_runner.py:1455-1459, :1480-1485, :1491-1497; "
+            "v0.5.4 :1438-1477"
+        ),
+    ),
+    SizingRule(
+        id="mamba_gdn_dp",
+        title="Hybrid GDN (Qwen3-Next) Mamba slots divided among the DP-attention workers",
+        formula="K = K // dp_size under DP attention, after the ratio split or the fixed count",
+        releases=ReleaseRange("0.5.4", "0.5.6"),
+        source="v0.5.6 model_executor/model_runner.py:1487-1490; v0.5.4 :1470-1473",
+    ),
+    SizingRule(
+        id="mamba_spec_reserve",
+        title="Speculative decoding: the intermediate Mamba states are reserved before the split",
+        formula=(
+            "rest -= per_req x (max_running_requests // dp) x draft_tokens, then K from the "
+            "ratio share of what is left (the Mamba line's intermediate sizes stand in for it)"
+        ),
+        releases=ReleaseRange("0.5.7"),
+        source=(
+            "v0.5.7 model_executor/model_runner_kv_cache_mixin.py:164-177 (ratio split only, "
+            "global requests); v0.5.8 :150-166; v0.5.11 :77-92; v0.5.23 "
+            "mem_cache/kv_cache_configurator.py:3312-3344"
+        ),
+    ),
+    SizingRule(
         id="max_total_tokens",
         title="--max-total-tokens caps the profiled value",
         formula="T = min(T, max_total_tokens)",
@@ -361,6 +424,15 @@ DSA_ROPE_DIM = 64
 DSA_INDEX_HEAD_DIM = 128
 DSA_QUANT_BLOCK = 128
 DSA_SCALE_BYTES = 4
+
+# Hybrid GDN models (rule mamba_gdn_dp), by the class the load-end line names: v0.5.6
+# model_executor/model_runner.py:1500-1504 (Qwen3NextConfig, JetNemotronConfig, JetVLMConfig).
+GDN_MODEL_PREFIXES: tuple[str, ...] = ("Qwen3Next", "JetNemotron", "JetVLM")
+
+# The algorithms 0.5.6 gives the headroom to (rules spec_headroom, npu_spec_headroom): those with
+# the EAGLE flag (EAGLE, its alias NEXTN, EAGLE3) and STANDALONE: v0.5.6
+# speculative/spec_info.py:293-311, model_executor/model_runner.py:1697.
+SPEC_HEADROOM_ALGORITHMS: frozenset[str] = frozenset({"EAGLE", "NEXTN", "EAGLE3", "STANDALONE"})
 
 # fp4_e2m1: half a byte per element plus one scale byte per 16 elements (rule fp4_cell).
 FP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16

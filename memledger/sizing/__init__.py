@@ -15,6 +15,8 @@ Modules:
 - `gpu`: The GPU capacity a log shows, for SGLang's mem_fraction_static default (pure).
 - `inputs`: The numbers SGLang sized its pools with, read from one parsed startup (what was printed
   only).
+- `mamba`: How many Mamba/linear-attention state slots SGLang keeps and which rule takes their
+  memory out of the KV budget, by release (pure; the rules are memledger.sglang.sizing_rules).
 - `model`: SGLang's pool sizing redone from a log's numbers.
 - `requests`: The request table and the defaults SGLang derives from the token count (pure).
 - `result`: The sizing verdict of one log.

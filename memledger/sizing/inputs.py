@@ -134,6 +134,9 @@ class SizingInputs:
     """How many prefill/piecewise graph sizes the first such capture line lists."""
     logged_rest: Reading | None = None
     """`The available memory for KV cache is X GB` (Ascend builds print SGLang's rest)."""
+    ranks_seen: int = 0
+    """How many ranks printed a load-begin reading (P and A are their minimum; SGLang's are
+    every rank's)."""
     free_last: Reading | None = None
     """The last free-memory reading of the startup (headroom as the log last saw it)."""
     state_logged_bytes: int = 0
@@ -454,6 +457,11 @@ def sizing_inputs(
         model_type=model_type if isinstance(model_type, str) else None,
         logged_prefill_graph_sizes=prefill_sizes,
         free_last=free_last,
+        ranks_seen=sum(
+            1
+            for info in parsed.startup.ranks
+            if isinstance(info.key_values.get("load_begin_avail"), int | float)
+        ),
         state_logged_bytes=state,
         theoretical_cell_bytes=cell,
         theoretical_cell_note=cell_note,

@@ -11,12 +11,21 @@ from dataclasses import replace
 
 from memledger.model.sizing import Prediction, Settings, Term
 from memledger.record import record
-from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, RULE
+from memledger.sglang.sizing_rules import RULE, SPEC_HEADROOM_ALGORITHMS
 from memledger.sizing.cell import build_cell, pad_rows
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.fraction import used_fraction
 from memledger.sizing.gpu import GpuCapacity
 from memledger.sizing.inputs import Reading, SizingInputs
+from memledger.sizing.mamba import (
+    draft_tokens,
+    mamba_slots_rule,
+    mamba_state_rule,
+    old_spec_split,
+    per_slot_intermediates,
+    slot_rule_of,
+    undecided_slot_rules,
+)
 from memledger.sizing.requests import req_to_token, spec_headroom
 from memledger.sizing.settings import base_settings, dp_of
 from memledger.units import GIB, MIB
@@ -35,91 +44,27 @@ def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
     return verdict
 
 
-def _mamba_slots_rule(
-    inputs: SizingInputs,
-    settings: Settings,
-    rest_gib: float,
-    per_req: float,
-    padded_slot: float | None = None,
-) -> int | None:
-    """K as SGLang picks it (None: the rule needs an input this log lacks); `padded_slot`: the
-    per-slot bytes when the release takes K + 1 slots (rules mamba_padding_ring/_slot)."""
-    knobs = inputs.knobs
-    fixed = knobs.get("max_mamba_cache_size")
-    dp = dp_of(inputs)
-    radix_off = (
-        bool(knobs.get("disable_radix_cache")) or knobs.get("disaggregation_mode") == "decode"
-    )
-    extra = 0
-    if knobs.get("disaggregation_mode") == "decode":
-        extra = settings.disaggregation_decode_extra_slots or 0
-    if isinstance(fixed, int) and not isinstance(fixed, bool):
-        return fixed // dp
-    if radix_off:
-        if settings.max_running_requests is not None:
-            return max(1, settings.max_running_requests // dp) + extra
-        if inputs.version.within(RULE["mamba_slots_no_radix"]) is True:
-            return DEFAULT_MAMBA_SLOTS_NO_RADIX // dp
+def _headroom_rule(inputs: SizingInputs, notes: list[str]) -> str | None:
+    """Which rule adds the speculative headroom to the tokens (None: no headroom). An Ascend
+    build that prints its rest (the fork's own line) and whose release range straddles 0.5.6
+    keeps it (rule npu_spec_headroom)."""
+    algorithm = str(inputs.knobs.get("speculative_algorithm") or "").upper()
+    if algorithm not in SPEC_HEADROOM_ALGORITHMS:
         return None
-    ratio = knobs.get("mamba_full_memory_ratio")
-    m = float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.9
-    if per_req <= 0:
-        return None
-    share = rest_gib * m / (1 + m) * GIB
-    if padded_slot:
-        return int((share - padded_slot) // padded_slot)
-    return int(share // per_req)
-
-
-def _state_rule(inputs: SizingInputs, notes: list[str] | None) -> str:
-    """Which Mamba accounting this release uses: K or K + 1 slots taken out of the budget."""
-    first = inputs.version.within(RULE["mamba_first"])
-    ring = inputs.version.within(RULE["mamba_padding_ring"])
-    slot = inputs.version.within(RULE["mamba_padding_slot"])
-    if slot is True:
-        return "mamba_padding_slot"
-    if ring is True:
-        return "mamba_padding_ring"
-    if first is False and ring is None and slot is None:
-        # 0.5.17+ (a `record_len=` ReplaySSM line dates a log so), but not which side of 0.5.20
-        if notes is not None:
-            notes.append(_padding_rules_note(inputs))
-        return "mamba_padding_ring"
-    if (ring is None or slot is None) and notes is not None:
+    verdict = inputs.version.within(RULE["spec_headroom"])
+    if verdict is True:
+        return "spec_headroom"
+    if (
+        verdict is None
+        and inputs.logged_rest is not None
+        and inputs.version.within(RULE["npu_spec_headroom"]) is not False
+    ):
         notes.append(
-            f"release {inputs.version.text} may take K + 1 Mamba slots out of the budget "
-            "(0.5.17+, rules mamba_padding_ring/_slot) instead of K (rule mamba_first); K "
-            "applied"
+            f"release {inputs.version.text} may predate or follow 0.5.6's speculative headroom; "
+            "an Ascend build that prints its rest keeps it (rule npu_spec_headroom)"
         )
-    return "mamba_first"
-
-
-def _padding_rules_note(inputs: SizingInputs) -> str:
-    """Rules mamba_padding_ring (0.5.17 - 0.5.19) and mamba_padding_slot (0.5.20+) both take
-    (K + 1) x (state + ring per slot), the latter plus the ring's fixed part: the printed
-    ReplaySSM total holds both parts, so the state taken is the same; only the ratio split's K
-    differs (0.5.20+ takes the fixed part out of the share first)."""
-    text = (
-        f"release {inputs.version.text} takes the Mamba state by rule mamba_padding_ring "
-        "(0.5.17 - 0.5.19) or mamba_padding_slot (0.5.20+), which this log cannot tell apart: "
-        "both take K + 1 slots with the ReplaySSM ring the log prints (its fixed part "
-        "included)"
-    )
-    if slot_rule_of(inputs) == "mamba_slots_fixed":
-        return f"{text}, and K is fixed here: the figures are the same under either"
-    return (
-        f"{text}; K here divides the ratio share by the per-slot state (0.5.17 - 0.5.19), "
-        "0.5.20+ first takes out the ring's fixed part, which the log does not print apart "
-        "(K may be lower)"
-    )
-
-
-def slot_rule_of(inputs: SizingInputs) -> str:
-    """How this log's Mamba slots are counted: fixed (radix cache off, PD decode) or ratio."""
-    radix_off = inputs.knobs.get("disable_radix_cache") or (
-        inputs.knobs.get("disaggregation_mode") == "decode"
-    )
-    return "mamba_slots_fixed" if radix_off else "mamba_ratio_split"
+        return "npu_spec_headroom"
+    return None
 
 
 def _page_floor(tokens: int, page: int, applies: bool) -> int:
@@ -283,7 +228,51 @@ def predict(inputs: SizingInputs, settings: Settings | None = None) -> Predictio
         low=a.bytes - a.half_ulp - slack_hi,
         slack=slack,
     )
+    if printed_rest is not None:
+        window = _world_rest(inputs, window, printed_rest, terms, notes)
     return _tail(inputs, settings, window, terms, notes)
+
+
+def _world_rest(
+    inputs: SizingInputs, window: Budget, printed: Reading, terms: list[Term], notes: list[str]
+) -> Budget:
+    """Rule npu_printed_rest: the Ascend build prints the rest it divided, A all-reduced over
+    every rank (the ranks a node's log does not show included), so it stands in for A - P x
+    (1 - mfs) from the ranks the log shows. A hybrid model's print may be the rest before the
+    Mamba state or what is left after it: _tail tells them apart (the gap note is then not
+    about the ranks)."""
+    if inputs.version.within(RULE["npu_printed_rest"]) is False:
+        return window
+    terms.append(
+        Term(
+            name="rest (printed)",
+            value=printed.bytes,
+            unit="bytes",
+            kind="measured",
+            source=f"line {printed.line}, every rank's minimum",
+            rule="npu_printed_rest",
+        )
+    )
+    off = printed.bytes - window.rest
+    if inputs.mamba is None and (
+        printed.bytes + printed.half_ulp < window.low
+        or printed.bytes - printed.half_ulp > window.high
+    ):
+        notes.append(
+            f"the rest the log prints (line {printed.line}, {printed.bytes / GIB:.2f} GiB) is "
+            f"{abs(off) / GIB:.3f} GiB {'below' if off < 0 else 'above'} A - P x (1 - mfs) "
+            "from the ranks this log shows: SGLang takes both over every rank, so a rank the "
+            "log does not show read " + ("less" if off < 0 else "more") + " free memory; the "
+            "printed rest is divided (rule npu_printed_rest)"
+        )
+    return Budget(
+        rest=printed.bytes,
+        high=printed.bytes + printed.half_ulp,
+        low=printed.bytes - printed.half_ulp,
+        slack=window.slack,
+        modelled_rest=window.rest,
+        printed_line=printed.line,
+    )
 
 
 @record
@@ -295,6 +284,10 @@ class Budget:
     low: int
     slack: int | None = None
     """P x (1 - mfs); None when the rest is the log's own print."""
+    modelled_rest: int | None = None
+    """A - P x (1 - mfs) from the readings, when `rest` is the log's print (rule
+    npu_printed_rest)."""
+    printed_line: int | None = None
 
 
 def _reading_term(name: str, reading: Reading, why: str = "") -> Term:
@@ -328,20 +321,40 @@ def _tail(
     """State slots, cell, tokens and request table from the budget's rest."""
     own_settings = settings == base_settings(inputs)
     rest, slack = budget.rest, budget.slack
+    high_rest, low_rest = budget.high, budget.low
     cell = build_cell(inputs, settings, notes)
+    out = notes
 
-    def state_for(rest_bytes: int, per_slot: float, k_logged: int) -> tuple[int, int]:
-        """(slots, bytes taken out of the budget) under the rule of this release."""
+    def state_for(
+        rest_bytes: int, per_slot: float, k_logged: int, sink: list[str] | None = None
+    ) -> tuple[int, int]:
+        """(slots, bytes taken out of the budget) under the rule of this release; its notes go
+        to `sink` (the prediction's notes by default)."""
         assert inputs.mamba is not None
+        notes = out if sink is None else sink
         per_req = inputs.mamba.bytes / (k_logged + 1)
         padded = state_rule != "mamba_first"
-        k_model = _mamba_slots_rule(
-            inputs, settings, rest_bytes / GIB, per_req, per_slot if padded else None
+        split_rest = rest_bytes
+        if draft_tokens(inputs) and inputs.version.within(RULE["mamba_spec_reserve"]) is True:
+            # rule mamba_spec_reserve: the intermediate states are reserved before the ratio
+            # split; the Mamba line's intermediate sizes stand in for SGLang's per_req x
+            # requests x draft tokens
+            split_rest -= inputs.mamba.intermediate_bytes
+        k_model = mamba_slots_rule(
+            inputs, settings, split_rest / GIB, per_req, per_slot if padded else None
         )
         k = k_logged if k_model is None else k_model
+        undecided = undecided_slot_rules(inputs)
         if k_model is None:
             notes.append(
                 "state slots: the rule needs an input this log lacks; the logged K is kept"
+            )
+        elif k_model != k_logged and own_settings and undecided:
+            k = k_logged
+            notes.append(
+                f"state slots: release {inputs.version.text} may or may not size them by "
+                f"rule {' and '.join(undecided)}, which give another K than the newer rule "
+                f"({k_model:,}); the log's K = {k_logged:,} is taken"
             )
         elif k_model != k_logged and own_settings:
             notes.append(
@@ -350,16 +363,43 @@ def _tail(
                 f"{'less' if k_model > k_logged else 'more'} free memory than they show, or "
                 f"release {inputs.version.text} splits by a rule not modelled"
             )
+        draft = old_spec_split(inputs)
+        if draft is None and per_slot_intermediates(inputs, settings, k, per_req):
+            draft = draft_tokens(inputs)
+            notes.append(
+                f"the Mamba line's intermediate states are sized by the {k:,} state slots, as "
+                "0.5.4 - 0.5.6 size them (not by the requests, as 0.5.7+ do): K x per_req x "
+                "(1 + draft tokens) is taken (rule mamba_spec_ratio)"
+            )
+        if draft is not None:
+            # rule mamba_spec_ratio: K x per_req x (1 + draft tokens), the intermediate
+            # caches (which the pool sizes with K + 1 slots) inside that product
+            return k, round(k * per_req * (1 + draft))
         slots_taken = k + 1 if padded else k
         return k, round(slots_taken * per_slot) + inputs.mamba.intermediate_bytes
 
     state = 0
     k: int | None = None
     per_slot = 0.0
-    state_rule = _state_rule(inputs, notes) if inputs.mamba is not None else "mamba_first"
+    state_rule = mamba_state_rule(inputs, notes) if inputs.mamba is not None else "mamba_first"
     if inputs.mamba is not None:
         per_slot = (inputs.mamba.bytes + inputs.mamba.replay_bytes) / (inputs.mamba.slots + 1)
-        k, state = state_for(rest, per_slot, inputs.mamba.slots)
+        modelled = budget.modelled_rest
+        after = False
+        if modelled is not None:
+            # rule npu_printed_rest: is the print the rest before the state or what is left?
+            _, probe = state_for(modelled, per_slot, inputs.mamba.slots, [])
+            after = abs(rest - (modelled - probe)) < abs(rest - modelled)
+        if after and modelled is not None:
+            k, state = state_for(modelled, per_slot, inputs.mamba.slots)
+            notes.append(
+                f"the rest the log prints (line {budget.printed_line}) is what is left after "
+                "the Mamba state: the KV pool is divided from it, the state sized from A - P x "
+                "(1 - mfs) (rule npu_printed_rest)"
+            )
+            rest, high_rest, low_rest = rest + state, high_rest + state, low_rest + state
+        else:
+            k, state = state_for(rest, per_slot, inputs.mamba.slots)
         slot_rule = slot_rule_of(inputs)
         terms.append(
             Term(
@@ -422,8 +462,8 @@ def _tail(
     pad = pad_rows(inputs, settings.page_size)
     page_applies = inputs.version.within(RULE["page_round"]) is not False
 
-    spec = inputs.knobs.get("speculative_algorithm")
-    headroom = bool(spec) and inputs.version.within(RULE["spec_headroom"]) is True
+    headroom_rule = _headroom_rule(inputs, notes)
+    headroom = headroom_rule is not None
 
     one_pool = cell.swa_one_pool
     # before 0.5.11 the tokens are profiled as one pool (F + S), then split by the ratio
@@ -449,8 +489,8 @@ def _tail(
             / (inputs.mamba.slots + 1)
             * (k + 1)
         )
-    high = tokens_of(budget.high - state + state_half, cell.bytes - cell.half)
-    low = tokens_of(budget.low - state - state_half, cell.bytes + cell.half)
+    high = tokens_of(high_rest - state + state_half, cell.bytes - cell.half)
+    low = tokens_of(low_rest - state - state_half, cell.bytes + cell.half)
     swa_tokens = None
     if cell.swa_ratio is not None:
         swa_tokens = _page_floor(int(tokens * cell.swa_ratio), settings.page_size, True)
@@ -461,6 +501,17 @@ def _tail(
     extra: dict[str, int] = {}
     req_to_token(inputs, settings, tokens, k, extra)
     kv_bytes = round((tokens + pad) * cell.pool_bytes)
+    if headroom_rule is not None:
+        terms.append(
+            Term(
+                name="speculative headroom",
+                value=spec_headroom(inputs, settings, tokens),
+                unit="tokens",
+                kind="modelled",
+                source=RULE[headroom_rule].source,
+                rule=headroom_rule,
+            )
+        )
     terms.append(
         Term(
             name="KV tokens per rank",

@@ -20,7 +20,7 @@ from memledger.sizing.defaults import (
 )
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import predict
-from memledger.sizing.requests import req_to_token, table_rule_notes
+from memledger.sizing.requests import req_to_token, spec_headroom, table_rule_notes
 from memledger.sizing.settings import base_settings
 from memledger.units import GIB, MIB
 
@@ -49,6 +49,38 @@ def _whole_ratio_share(
     share = round(pred.rest_bytes * m / (1 + m))
     alt = int((pred.rest_bytes - share - mamba.intermediate_bytes) // pred.cell_bytes)
     return (share, alt) if abs(alt - logged) <= TOLERANCE * logged else None
+
+
+def _npu_miss_reason(inputs: SizingInputs, pred: Prediction, logged: int, off: float) -> str:
+    """What an Ascend log lacks for the NPU rules (npu_printed_rest, npu_spec_headroom)."""
+    assert pred.tokens is not None
+    head = f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %)"
+    applied = any(t.name == "speculative headroom" for t in pred.terms)
+    page = base_settings(inputs).page_size
+    if inputs.knobs.get("speculative_algorithm") and not applied and page > 0:
+        extra = spec_headroom(inputs, base_settings(inputs), pred.tokens)
+        alt = (pred.tokens + extra) // page * page
+        if abs(alt - logged) <= TOLERANCE * logged:
+            return (
+                f"{head}: with 0.5.6's speculative headroom (+{extra:,} tokens, rule "
+                f"spec_headroom) it gives {alt:,} ({(alt - logged) / logged * 100:+.2f} %); the "
+                f"log's release ({inputs.version.text}) does not say whether its build keeps it, "
+                "and it prints no rest of its own (rule npu_printed_rest)"
+            )
+    if inputs.logged_rest is None and pred.cell_bytes:
+        gap = (pred.tokens - logged) * pred.cell_bytes / GIB
+        seen = inputs.ranks_seen
+        ranks = f"it shows {seen} rank{'s' if seen != 1 else ''}" if seen else "its ranks"
+        return (
+            f"{head}: SGLang divides the rest over every rank's minimum free memory, and this "
+            f"log prints no rest of its own (rule npu_printed_rest; {ranks}): it fits if a rank "
+            f"had {abs(gap):.2f} GiB {'less' if gap > 0 else 'more'} free when SGLang sized "
+            "than the readings this log shows"
+        )
+    return (
+        f"{head}: the Ascend pool's bytes per token differ from the KV line's; the NPU sizing "
+        "is not modelled"
+    )
 
 
 def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
@@ -90,10 +122,7 @@ def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
         )
     device = str(inputs.knobs.get("device") or "")
     if device == "npu":
-        return (
-            f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %): the Ascend pool's "
-            "bytes per token differ from the KV line's; the NPU sizing is not modelled"
-        )
+        return _npu_miss_reason(inputs, pred, logged, off)
     if a is not None and pred.cell_bytes and pred.slack_bytes is not None:
         implied = logged * pred.cell_bytes + (pred.state_bytes or 0) + pred.slack_bytes
         gap = (a.bytes - implied) / GIB

@@ -127,12 +127,52 @@ def test_samples_miss_is_named() -> None:
 
 def test_ascend_dsa_pool_is_sized_with_the_indexer_cell() -> None:
     """complex/003: the pool allocates 61 x 1,408 B/token but SGLang sized it with 61 x 1,284
-    (rules npu_dsa_pool, dsa_indexer_cell): the prediction lands within 0.5 %."""
+    (rules npu_dsa_pool, dsa_indexer_cell); from the printed rest (4.96 GiB, rule
+    npu_printed_rest) and the MTP headroom 1 x 1 x 1 + 1 x 2 + 100 (rule npu_spec_headroom)
+    the prediction is the logged count."""
     result = _result(next(p for p in real_log_paths() if "complex/003" in p.as_posix()))
     assert result.mismatch is None
     assert result.bytes_per_token == 61 * 1284
-    assert result.predicted_max_total_num_tokens == 68_352
+    assert result.predicted_max_total_num_tokens == 68_096
     assert result.logged_max_total_num_tokens == 68_096
+
+
+def _term(result: SizingResult, name: str) -> int | float | str | None:
+    return next(t.value for t in result.prediction.terms if t.name == name)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "printed", "headroom"),
+    [
+        ("complex/001", 15.37, 32 * 3 * 1 + 32 * 4 + 100),
+        ("complex/003", 4.96, 1 * 1 * 1 + 1 * 2 + 100),
+        ("complex/004", 9.28, None),
+        ("complex/007", 36.46, 40 * 1 * 1 + 40 * 2 + 100),
+    ],
+)
+def test_ascend_builds_divide_their_printed_rest(
+    fragment: str, printed: float, headroom: int | None
+) -> None:
+    """The Ascend builds print the rest they divided (every rank's minimum; rule
+    npu_printed_rest) and, speculative, add 0.5.6's headroom with the global request count
+    (rule npu_spec_headroom): each lands within 0.5 %, the printed rest is the one divided,
+    and without the headroom the speculative logs' printed rest cannot reach the logged count."""
+    path = next(p for p in real_log_paths() if fragment in p.as_posix())
+    result = _result(path)
+    logged = result.logged_max_total_num_tokens
+    predicted = result.predicted_max_total_num_tokens
+    assert logged is not None and predicted is not None and result.mismatch is None
+    assert abs(predicted - logged) <= TOLERANCE * logged
+    assert _term(result, "rest (printed)") == round(printed * GIB)
+    assert result.prediction.rest_bytes == round(printed * GIB)
+    if headroom is None:
+        assert not any(t.name == "speculative headroom" for t in result.prediction.terms)
+        return
+    assert _term(result, "speculative headroom") == headroom
+    cell = result.prediction.cell_bytes
+    assert cell is not None
+    most = int((printed + 0.005) * GIB // (cell - 1)) // 128 * 128
+    assert most < logged  # unreachable without the headroom
 
 
 def test_fork_mamba_accounting_is_named() -> None:

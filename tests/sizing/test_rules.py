@@ -1052,3 +1052,177 @@ def test_request_table_columns_over_a_release_range() -> None:
     }
     assert extra_columns_by_release(low, ceiling, args, 1) == {low: 73}
     assert extra_columns_by_release(low, 0, args, 8) == {low: 73}
+
+
+def _printed_rest(read: SizingInputs, rest: float) -> SizingInputs:
+    """The Ascend build's `The available memory for KV cache is X GB` line, as read."""
+    return replace(read, logged_rest=Reading(bytes=gib(rest), half_ulp=gib(0.005), line=4))
+
+
+def test_rule_npu_printed_rest() -> None:
+    """The printed rest is divided, not A - P x (1 - mfs) from the ranks the log shows (A is
+    all-reduced to the world minimum: v0.5.6 model_executor/model_runner.py:1367-1373); the
+    difference is a note. A hybrid model's print after the Mamba state is not used."""
+    read = inputs(p=60.78, a=30.59, knobs={"mem_fraction_static": 0.75, "device": "npu"})
+    read = replace(read, target_kv=[KVPool(line=3, tokens=1000, bytes=1001 * 70_272, half_ulp=0)])
+    own = predict(read)
+    printed = predict(_printed_rest(read, 15.37))
+    assert printed.rest_bytes == gib(15.37) != own.rest_bytes
+    assert printed.tokens == gib(15.37) // 70_272
+    assert any("below A - P x (1 - mfs)" in note for note in printed.notes)
+    same = predict(_printed_rest(read, (own.rest_bytes or 0) / GIB))
+    assert not any("npu_printed_rest" in note for note in same.notes)
+    whatif = predict(_printed_rest(read, 15.37), replace(base_settings(read), page_size=64))
+    assert whatif.rest_bytes == own.rest_bytes  # another setting: SGLang's arithmetic again
+    fixed = {**read.knobs, "disable_radix_cache": True, "max_running_requests": 100}
+    hybrid = replace(read, mamba=_mamba(100, 50 * MIB), knobs=fixed)
+    after_state = gib(((own.rest_bytes or 0) - 100 * 50 * MIB - gib(0.02)) / GIB)
+    left = predict(replace(hybrid, logged_rest=Reading(bytes=after_state, line=4)))
+    assert left.kv_budget_bytes == after_state  # the print is what is left for the KV pool
+    assert left.state_bytes == 100 * 50 * MIB
+    assert any("what is left after the Mamba state" in note for note in left.notes)
+    before = predict(replace(hybrid, logged_rest=Reading(bytes=gib(15.37), line=4)))
+    assert before.rest_bytes == gib(15.37)
+    assert before.kv_budget_bytes == gib(15.37) - 100 * 50 * MIB
+
+
+def test_rule_npu_spec_headroom() -> None:
+    """An Ascend build that prints its rest, dated 0.5.3 - 0.5.8 (either side of 0.5.6), adds
+    0.5.6's headroom R x steps x topk + R x draft + 100 with the global R (v0.5.6
+    model_executor/model_runner.py:1697-1716); without the print it does not."""
+    knobs: dict[str, Any] = {
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+        "max_running_requests": 32,
+        "dp_size": 8,
+        "enable_dp_attention": True,
+        "device": "npu",
+        "mem_fraction_static": 0.75,
+    }
+    read = inputs(version=("0.5.3", "0.5.8"), p=60.78, a=30.59, knobs=knobs)
+    read = replace(read, target_kv=[KVPool(line=3, tokens=1000, bytes=1001 * 70_272, half_ulp=0)])
+    plain = predict(
+        _printed_rest(replace(read, knobs={**knobs, "speculative_algorithm": None}), 15.37)
+    )
+    spec = predict(_printed_rest(read, 15.37))
+    assert spec.tokens == (plain.tokens or 0) + 32 * 3 * 1 + 32 * 4 + 100
+    assert any("rule npu_spec_headroom" in note for note in spec.notes)
+    assert (
+        predict(read).tokens
+        == predict(replace(read, knobs={**knobs, "speculative_algorithm": None})).tokens
+    )
+    newer = replace(_printed_rest(read, 15.37), version=VersionRange(first=version_code("0.5.9")))
+    assert predict(newer).tokens == plain.tokens
+
+
+def _gdn(version: str, knobs: dict[str, Any], per_slot: int = 64 * MIB) -> SizingInputs:
+    """A Qwen3-Next-shaped hybrid GDN startup: 100 slots printed, a 4 KiB KV cell."""
+    read = inputs(
+        version=(version, version),
+        p=60.0,
+        a=40.0,
+        knobs={"mem_fraction_static": 0.8, **knobs},
+        target=[pool(100_000, 4096)],
+        mamba=_mamba(100, per_slot),
+    )
+    return replace(read, model_type="Qwen3NextForCausalLM")
+
+
+def test_rule_mamba_spec_ratio() -> None:
+    """0.5.4 - 0.5.6: K = int(share // per_req // (1 + draft tokens)) and K x per_req x
+    (1 + draft tokens) is taken (v0.5.6 model_executor/model_runner.py:1455-1459,
+    :1480-1485, :1491-1497); 0.5.7 sizes K from the share alone."""
+    spec = {"speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 4}
+    pred = predict(_gdn("0.5.6", spec))
+    rest = gib(40) - round(gib(60) * 0.2)
+    share = rest / GIB * 0.9 / 1.9 * GIB
+    per_req = 101 * 64 * MIB / 101
+    k = int(share // per_req // 5)
+    assert pred.mamba_slots == k
+    assert pred.state_bytes == round(k * per_req * 5)
+    assert predict(_gdn("0.5.6", {})).mamba_slots == int(share // per_req)
+    assert predict(_gdn("0.5.7", spec)).mamba_slots != k
+
+
+def test_rule_mamba_gdn_dp() -> None:
+    """0.5.4 - 0.5.6 divide a hybrid GDN model's K among the DP-attention workers after the
+    split (v0.5.6 model_executor/model_runner.py:1487-1490); a non-GDN hybrid keeps it."""
+    dp = {"enable_dp_attention": True, "dp_size": 2, "tp_size": 2}
+    whole = predict(_gdn("0.5.6", {})).mamba_slots
+    pred = predict(_gdn("0.5.6", dp))
+    assert whole is not None and pred.mamba_slots == whole // 2
+    other = replace(_gdn("0.5.6", dp), model_type="NemotronHForCausalLM")
+    assert predict(other).mamba_slots == whole
+    fixed = predict(_gdn("0.5.6", {**dp, "disable_radix_cache": True, "max_running_requests": 64}))
+    assert fixed.mamba_slots == 32
+
+
+def test_rule_mamba_spec_reserve() -> None:
+    """0.5.7+: the intermediate states are reserved before the ratio split (v0.5.8
+    model_executor/model_runner_kv_cache_mixin.py:150-166): K comes from the share of what
+    is left; the Mamba line's intermediate sizes stand in for the reservation."""
+    spec = {"speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 4}
+    read = _gdn("0.5.8", spec)
+    assert read.mamba is not None
+    inter = 4 * 101 * 64 * MIB
+    read = replace(read, mamba=replace(read.mamba, intermediate_bytes=inter))
+    rest = gib(40) - round(gib(60) * 0.2)
+    share = (rest - inter) / GIB * 0.9 / 1.9 * GIB
+    pred = predict(read)
+    assert pred.mamba_slots == int(share // (64 * MIB))
+    assert pred.mamba_slots is not None
+    assert pred.state_bytes == pred.mamba_slots * 64 * MIB + inter
+    no_spec = predict(replace(read, knobs={**read.knobs, "speculative_algorithm": None}))
+    assert no_spec.mamba_slots == int(rest / GIB * 0.9 / 1.9 * GIB // (64 * MIB))
+
+
+def test_mamba_spec_layout_decides_an_open_release_range() -> None:
+    """A 0.5.3 - 0.5.8 log may be either side of rule mamba_spec_ratio: intermediate states
+    printed for K + 1 slots x draft tokens are 0.5.4 - 0.5.6's layout (K x per_req x (1 + D)
+    taken), for max_running_requests + 1 they are 0.5.7+'s (K x per_req + the printed
+    intermediates); either way the printed K is taken (the slot rules are undecided)."""
+    spec = {
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_draft_tokens": 2,
+        "max_running_requests": 32,
+    }
+    read = _gdn("0.5.3", spec)
+    read = replace(
+        read, version=VersionRange(first=version_code("0.5.3"), last=version_code("0.5.8"))
+    )
+    assert read.mamba is not None
+    per_req = 64 * MIB
+    per_slot_layout = replace(read, mamba=replace(read.mamba, intermediate_bytes=101 * 2 * per_req))
+    pred = predict(per_slot_layout)
+    assert pred.mamba_slots == 100
+    assert pred.state_bytes == 100 * per_req * 3
+    assert any("rule mamba_spec_ratio" in note for note in pred.notes)
+    per_req_layout = replace(read, mamba=replace(read.mamba, intermediate_bytes=33 * 2 * per_req))
+    pred = predict(per_req_layout)
+    assert pred.mamba_slots == 100
+    assert pred.state_bytes == 100 * per_req + 33 * 2 * per_req
+
+
+def test_spec_headroom_is_for_the_eagle_family_and_standalone() -> None:
+    """0.5.6 adds the headroom for algorithms with the EAGLE flag (EAGLE, NEXTN, EAGLE3) and
+    STANDALONE (v0.5.6 speculative/spec_info.py:293-311), not for NGRAM."""
+    base = {
+        "speculative_num_steps": 2,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 3,
+        "max_running_requests": 10,
+    }
+
+    def tokens(algorithm: str | None) -> int | None:
+        knobs = {**base, "speculative_algorithm": algorithm}
+        return predict(
+            inputs(version=("0.5.6", "0.5.6"), knobs=knobs, target=[pool(1000, MIB)])
+        ).tokens
+
+    plain = tokens(None)
+    assert plain is not None
+    for algorithm in ("EAGLE", "NEXTN", "EAGLE3", "STANDALONE"):
+        assert tokens(algorithm) == plain + 10 * 2 + 10 * 3 + 100
+    assert tokens("NGRAM") == plain

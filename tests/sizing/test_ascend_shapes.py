@@ -1,0 +1,306 @@
+"""The NPU sizing rules end to end, on synthetic startups in the shapes of Ascend deployments:
+a DeepSeek-R1 PD prefill with MTP, a Qwen3-Next hybrid with DeepEP, a Qwen3-235B PD decode with
+EAGLE3, each as an Ascend build of the 0.5.3 - 0.5.8 formats prints it (its own `The available
+memory for KV cache is X GB` line between the KV dtype and the KV line).
+
+The logged token counts are written with SGLang's arithmetic (v0.5.6
+model_executor/model_runner.py:1367-1497, :1697-1716, page floor :1729-1733) from the rest the
+build prints, with the exact cell of the model's geometry; memledger reads only the printed lines
+and must land on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import memledger
+from memledger.model.sizing import SizingResult
+from memledger.sizing import size_log, sizing_inputs
+from memledger.units import GIB
+
+PAGE = 128  # the NPU default page size (v0.5.8 hardware_backend/npu/utils.py:48-49)
+
+
+def _gb(value: float) -> str:
+    return f"{value / GIB:.2f}"
+
+
+def _args(fields: dict[str, Any]) -> str:
+    body = ", ".join(f"{key}={value!r}" for key, value in fields.items())
+    return f"server_args=ServerArgs(model_path='m', {body})"
+
+
+def _headroom(reqs: int, steps: int, topk: int, draft: int) -> int:
+    """v0.5.6 model_executor/model_runner.py:1702-1713."""
+    return reqs * steps * topk + reqs * draft + 100
+
+
+def _floor(tokens: int) -> int:
+    return tokens // PAGE * PAGE
+
+
+def _log(lines: list[str], tag: str = "DP0 TP0 EP0") -> str:
+    return "".join(
+        f"[2026-01-10 10:00:{i % 60:02d} {tag}] {line}\n" for i, line in enumerate(lines)
+    )
+
+
+def _result(text: str) -> SizingResult:
+    return size_log(sizing_inputs(memledger.load_text(text)))
+
+
+def _term(result: SizingResult, name: str) -> int | float | str | None:
+    return next((t.value for t in result.prediction.terms if t.name == name), None)
+
+
+def _npu_args(**fields: Any) -> dict[str, Any]:
+    return {
+        "device": "npu",
+        "attention_backend": "ascend",
+        "page_size": PAGE,
+        "kv_cache_dtype": "auto",
+        "speculative_moe_a2a_backend": None,
+        **fields,
+    }
+
+
+def _dsr1_prefill_mtp(printed_rest: float) -> tuple[str, int, int]:
+    """DeepSeek-R1 (61 MLA layers, 576 x 2 B each), PD prefill, DP2 x TP16, MTP 3/1/4."""
+    cell = 61 * 576 * 2
+    mrr, steps, topk, draft = 16, 3, 1, 4
+    rest = round(printed_rest * GIB)
+    tokens = _floor(rest // cell + _headroom(mrr, steps, topk, draft))
+    args = _npu_args(
+        mem_fraction_static=0.72,
+        max_running_requests=mrr,
+        tp_size=16,
+        dp_size=2,
+        enable_dp_attention=True,
+        disaggregation_mode="prefill",
+        moe_a2a_backend="deepep",
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=steps,
+        speculative_eagle_topk=topk,
+        speculative_num_draft_tokens=draft,
+        disable_radix_cache=True,
+    )
+    text = _log(
+        [
+            _args(args),
+            "Load weight begin. avail mem=60.78 GB",
+            "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=30.20 GB, mem usage=30.58 GB.",
+            "Using KV cache dtype: torch.bfloat16",
+            f"The available memory for KV cache is {printed_rest:.2f} GB.",
+            f"KV Cache is allocated. #tokens: {tokens}, KV size: {_gb((tokens + PAGE) * cell)} GB",
+            "Memory pool end. avail mem=16.90 GB",
+            "Load weight begin. avail mem=16.90 GB",
+            "Load weight end. type=DeepseekV3ForCausalLMNextN, dtype=torch.bfloat16, "
+            "avail mem=14.10 GB, mem usage=2.80 GB.",
+            "Using KV cache dtype: torch.bfloat16",
+            "The available memory for KV cache is 4.60 GB.",
+            f"KV Cache is allocated. #tokens: {tokens}, "
+            f"KV size: {_gb((tokens + PAGE) * 576 * 2)} GB",
+            "Memory pool end. avail mem=13.90 GB",
+            f"max_total_num_tokens={tokens}, chunked_prefill_size=16384, "
+            f"max_prefill_tokens=16384, max_running_requests={mrr // 2}, context_len=163840, "
+            "available_gpu_mem=13.90 GB",
+        ]
+    )
+    return text, tokens, _headroom(mrr, steps, topk, draft)
+
+
+def test_dsr1_pd_prefill_mtp_divides_the_printed_rest_with_the_headroom() -> None:
+    """The rest the prefill node prints is 0.02 GiB below A - P x (1 - mfs) of the ranks it
+    shows (30.20 - 60.78 x 0.28 = 13.18): the printed one is divided, the MTP headroom with the
+    global request count (16 x 3 x 1 + 16 x 4 + 100) added, and the draft's own rest line
+    (after the target's pool) is not the target's."""
+    text, tokens, headroom = _dsr1_prefill_mtp(13.16)
+    result = _result(text)
+    assert result.mismatch is None
+    assert result.logged_max_total_num_tokens == tokens
+    assert result.predicted_max_total_num_tokens == tokens
+    assert _term(result, "rest (printed)") == round(13.16 * GIB)
+    assert _term(result, "speculative headroom") == headroom
+    assert any("a rank the log does not show" in note for note in result.prediction.notes)
+    assert "The available memory for KV cache is 13.16 GB." in text
+    without = _result(text.replace("The available memory for KV cache is 13.16 GB.\n", "x\n"))
+    assert without.predicted_max_total_num_tokens != tokens  # the line is what decides it
+
+
+def _qwen3_next_deepep(*, dp: int, draft: int) -> tuple[str, int, int]:
+    """Qwen3-Next (48 layers, 12 full attention with 2 KV heads x 256, GDN state per request
+    68 MiB), DeepEP, TP4, radix cache on: Mamba slots K from the ratio share, divided among the
+    DP-attention workers as 0.5.4 - 0.5.6 do for a GDN model, the draft tokens' intermediate
+    states in each slot (v0.5.6 model_executor/model_runner.py:1450-1497)."""
+    heads = max(1, 2 // (4 // dp))
+    cell = heads * 256 * 2 * 12 * 2
+    per_req = 68 << 20
+    printed_rest = 30.00
+    rest = round(printed_rest * GIB)
+    share = printed_rest * 0.9 / 1.9
+    k = int((share * GIB) // per_req // (1 + draft)) // dp
+    state = k * per_req * (1 + draft)
+    tokens = _floor((rest - state) // cell + (_headroom(32, 2, 1, draft) if draft else 0))
+    fields: dict[str, Any] = {
+        "mem_fraction_static": 0.8,
+        "max_running_requests": 32,
+        "tp_size": 4,
+        "dp_size": dp,
+        "enable_dp_attention": dp > 1,
+        "moe_a2a_backend": "deepep",
+        "disable_radix_cache": False,
+        "mamba_full_memory_ratio": 0.9,
+    }
+    if draft:
+        fields |= {
+            "speculative_algorithm": "NEXTN",
+            "speculative_num_steps": 2,
+            "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": draft,
+        }
+    conv, ssm = (k + 1) * (4 << 20), (k + 1) * (64 << 20)
+    mamba = f"conv_state size: {_gb(conv)}GB, ssm_state size: {_gb(ssm)}GB "
+    if draft:
+        inter = (k + 1) * draft * per_req
+        mamba += (
+            f"intermediate_ssm_state_cache size: {_gb(inter * 16 // 17)}GB "
+            f"intermediate_conv_window_cache size: {_gb(inter // 17)}GB "
+        )
+    text = _log(
+        [
+            _args(_npu_args(**fields)),
+            "Load weight begin. avail mem=60.70 GB",
+            "Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=42.14 GB, mem usage=18.56 GB.",
+            "Using KV cache dtype: torch.bfloat16",
+            f"The available memory for KV cache is {printed_rest:.2f} GB.",
+            f"Mamba Cache is allocated. max_mamba_cache_size: {k}, {mamba}",
+            f"KV Cache is allocated. #tokens: {tokens}, K size: "
+            f"{_gb((tokens + PAGE) * cell // 2)} GB, V size: {_gb((tokens + PAGE) * cell // 2)} GB",
+            "Memory pool end. avail mem=12.00 GB",
+            f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            f"max_running_requests={32 // dp}, context_len=262144, available_gpu_mem=11.90 GB",
+        ]
+    )
+    return text, tokens, k
+
+
+@pytest.mark.parametrize(("dp", "draft"), [(2, 0), (1, 2), (2, 2)])
+def test_qwen3_next_deepep_hybrid_takes_the_printed_slots(dp: int, draft: int) -> None:
+    """Whether this build's release divides a GDN model's slots among the DP workers or sizes
+    them with the draft tokens (rules mamba_gdn_dp, mamba_spec_ratio: 0.5.4 - 0.5.6) the
+    0.5.3 - 0.5.8 formats do not tell; the slots the Mamba line prints are taken, said so,
+    and the printed rest is the one before the state (it is used)."""
+    text, tokens, k = _qwen3_next_deepep(dp=dp, draft=draft)
+    result = _result(text)
+    logged = result.logged_max_total_num_tokens
+    predicted = result.predicted_max_total_num_tokens
+    assert logged == tokens and predicted is not None
+    assert abs(predicted - tokens) <= 0.005 * tokens, (predicted, tokens)
+    assert result.mismatch is None
+    assert result.prediction.mamba_slots == k
+    assert _term(result, "rest (printed)") == round(30.00 * GIB)
+    assert any("the log's K = " in note for note in result.prediction.notes)
+
+
+def _qwen3_235b_decode_eagle3(printed_rest: float) -> tuple[str, int, int]:
+    """Qwen3-235B-A22B (94 layers, 4 KV heads x 128), PD decode, TP16 x DP16 attention (one
+    rank per DP group: all 4 heads), EAGLE3 3/1/4 with a one-layer draft; the draft loads after
+    the target's graphs (before 0.5.14) and holds the target's token count."""
+    cell = 4 * 128 * 2 * 94 * 2
+    mrr, steps, topk, draft = 256, 3, 1, 4
+    rest = round(printed_rest * GIB)
+    headroom = _headroom(mrr, steps, topk, draft)
+    tokens = _floor(rest // cell + headroom)
+    args = _npu_args(
+        mem_fraction_static=0.78,
+        max_running_requests=mrr,
+        tp_size=16,
+        dp_size=16,
+        enable_dp_attention=True,
+        disaggregation_mode="decode",
+        moe_a2a_backend="deepep",
+        speculative_algorithm="EAGLE3",
+        speculative_num_steps=steps,
+        speculative_eagle_topk=topk,
+        speculative_num_draft_tokens=draft,
+        disable_radix_cache=True,
+    )
+    text = _log(
+        [
+            _args(args),
+            "Load weight begin. avail mem=60.80 GB",
+            "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=46.21 GB, mem usage=14.59 GB.",
+            "Using KV cache dtype: torch.bfloat16",
+            f"The available memory for KV cache is {printed_rest:.2f} GB.",
+            f"KV Cache is allocated. #tokens: {tokens}, K size: "
+            f"{_gb((tokens + PAGE) * cell // 2)} GB, V size: {_gb((tokens + PAGE) * cell // 2)} GB",
+            "Memory pool end. avail mem=13.05 GB",
+            "Capture cuda graph begin. This can take up to several minutes. avail mem=13.05 GB",
+            "Capture cuda graph end. Time elapsed: 30.00 s. mem usage=2.10 GB. avail mem=10.95 GB.",
+            "Load weight begin. avail mem=10.95 GB",
+            "Load weight end. type=LlamaForCausalLMEagle3, dtype=torch.bfloat16, "
+            "avail mem=9.95 GB, mem usage=1.00 GB.",
+            "Using KV cache dtype: torch.bfloat16",
+            "The available memory for KV cache is 3.10 GB.",
+            f"KV Cache is allocated. #tokens: {tokens}, K size: "
+            f"{_gb((tokens + PAGE) * 4 * 128 * 2)} GB, V size: "
+            f"{_gb((tokens + PAGE) * 4 * 128 * 2)} GB",
+            "Memory pool end. avail mem=9.60 GB",
+            f"max_total_num_tokens={tokens}, chunked_prefill_size=-1, max_prefill_tokens=16384, "
+            f"max_running_requests={mrr // 16}, context_len=40960, available_gpu_mem=9.40 GB",
+        ]
+    )
+    return text, tokens, headroom
+
+
+def test_qwen3_235b_pd_decode_eagle3_adds_the_headroom_of_the_global_requests() -> None:
+    """256 requests x (3 x 1 + 4) + 100 = 1,892 tokens (about 1 % here) over what the printed
+    rest holds: with rule npu_spec_headroom the prediction is the logged count; the draft's KV
+    (one layer, the target's count) stays out of the cell before 0.5.14."""
+    text, tokens, headroom = _qwen3_235b_decode_eagle3(32.40)
+    result = _result(text)
+    assert result.mismatch is None
+    assert result.predicted_max_total_num_tokens == tokens
+    assert _term(result, "speculative headroom") == headroom == 1_892
+    cell = result.bytes_per_token
+    assert cell is not None and abs(cell - 4 * 128 * 2 * 94 * 2) <= 0.01 * GIB / tokens
+    assert any("draft KV is outside the budget" in note for note in result.prediction.notes)
+
+
+def test_without_the_printed_rest_a_missing_headroom_is_named() -> None:
+    """The same decode startup from a build that prints no rest (a single node: A - P x
+    (1 - mfs) = 45.78 - 60.80 x 0.22 = 32.40 GiB): the release range does not say whether the
+    build keeps 0.5.6's headroom, so it is not added, and the miss names it with the count it
+    would give."""
+    text, tokens, headroom = _qwen3_235b_decode_eagle3(32.40)
+    text = text.replace("The available memory for KV cache is 32.40 GB.\n", "")
+    text = text.replace(
+        "avail mem=46.21 GB, mem usage=14.59 GB.", "avail mem=45.78 GB, mem usage=15.02 GB."
+    )
+    result = _result(text)
+    predicted = result.predicted_max_total_num_tokens
+    assert predicted is not None and predicted < tokens * (1 - 0.005)
+    assert result.mismatch is not None
+    assert f"(+{headroom:,} tokens, rule spec_headroom)" in result.mismatch
+    assert "does not say whether its build keeps it" in result.mismatch
+
+
+def test_without_the_printed_rest_the_world_minimum_is_named() -> None:
+    """A hybrid startup whose node read 0.50 GiB more free memory than the rank SGLang sized
+    by: without the printed rest the miss says which gap would make the logged pool fit."""
+    text, tokens, _ = _qwen3_next_deepep(dp=2, draft=0)
+    text = text.replace("The available memory for KV cache is 30.00 GB.\n", "")
+    text = text.replace(
+        "avail mem=42.14 GB, mem usage=18.56 GB.", "avail mem=42.64 GB, mem usage=18.06 GB."
+    )
+    result = _result(text)
+    predicted = result.predicted_max_total_num_tokens
+    assert predicted is not None and predicted > tokens * (1 + 0.005)
+    assert result.mismatch is not None
+    assert "prints no rest of its own (rule npu_printed_rest; it shows 1 rank)" in result.mismatch
+    assert "it fits if a rank had 0.50 GiB less free" in result.mismatch
