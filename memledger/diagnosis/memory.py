@@ -63,7 +63,9 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
     rank = oom.rank or "the process"
     device = f" ({oom.values['device']})" if "device" in oom.values else ""
     if "runtime" in oom.values:
-        device = f" ({oom.values.get('device')} runtime: {oom.values['runtime']})"
+        # a text that names no device (torch_memory_saver's, a runtime's error code) says none
+        where = f"{oom.values['device']} runtime" if "device" in oom.values else "runtime"
+        device = f" ({where}: {oom.values['runtime']})"
     parts = [f"{rank} ran out of GPU memory{device}"]
     if "requested" in sizes:
         parts.append(f": asked for {_t(oom, 'requested')}")

@@ -171,3 +171,15 @@ def test_a_blas_librarys_allocation_failure_is_an_oom_not_a_plain_crash() -> Non
         result = _diagnose([line])
         assert result.outcome == "oom", line
         assert result.memory_problem
+
+
+def test_an_oom_text_without_a_device_names_only_its_runtime() -> None:
+    # torch_memory_saver's driver-error line names no device: the finding says none (it said
+    # `None runtime`)
+    line = (
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+        "func=cu_mem_create line=103"
+    )
+    messages = " ".join(f.message for f in _diagnose([line]).findings)
+    assert "(runtime: torch_memory_saver)" in messages
+    assert "None" not in messages
