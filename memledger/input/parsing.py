@@ -517,7 +517,12 @@ def parse_log(
     outcome, outcome_line, outcome_text, outcome_events = _outcome(
         collector, lo, hi, selection, any_tag
     )
-    events = sorted(events + outcome_events, key=lambda e: e.line)
+    # an outcome decided by a line that has its own row (the summary, the OOM message, the
+    # traceback) is that row: the header names the outcome, a second row would repeat the line
+    own_lines = {e.line for e in events}
+    events = sorted(
+        events + [e for e in outcome_events if e.line not in own_lines], key=lambda e: e.line
+    )
 
     server_args: dict[str, ParamValue] = {}
     for event in events:
