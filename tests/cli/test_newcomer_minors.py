@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memledger.errors import EXIT_OK, EXIT_USAGE
+from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from tests.conftest import SAMPLES, run_cli, unwrapped
 
 DP16, DP2 = SAMPLES / "dp16.log", SAMPLES / "dp2.log"
@@ -32,12 +32,22 @@ def test_explain_suggests_the_row_meant(capsys: pytest.CaptureFixture[str]) -> N
 def test_whatif_that_cannot_model_the_log_says_why_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run_cli(
-        ["whatif", _cut(tmp_path, 45), "--set", "mem_fraction_static=0.8"], capsys
-    )
-    assert code == EXIT_OK
-    assert out.startswith("no prediction: the log has no load-begin avail reading (P)\n")
-    assert "What if" not in out and "Arithmetic" not in out  # no table of '-'
+    # exit 3 (input not understood), the reason on stderr, stdout clean, in every format and
+    # with --solve too (it printed the reason, then a table of '-', and exited 0)
+    cut = _cut(tmp_path, 45)
+    setting = ["--set", "mem_fraction_static=0.8"]
+    for extra in (
+        setting,
+        [*setting, "--format", "json"],
+        [*setting, "--format", "markdown"],
+        ["--solve", "mem_fraction_static", "--for", "max_total_num_tokens=100000"],
+    ):
+        code, out, err = run_cli(["whatif", cut, *extra], capsys)
+        assert code == EXIT_INPUT, extra
+        assert out == "", extra
+        assert err == (
+            f"memledger: error: {cut}: no prediction: the log has no load-begin avail reading (P)\n"
+        ), extra
 
 
 def test_whatif_without_set_says_how_to_ask(capsys: pytest.CaptureFixture[str]) -> None:
