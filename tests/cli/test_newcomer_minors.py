@@ -88,3 +88,31 @@ def test_the_fleet_view_refuses_full_and_shows_no_free_memory_for_a_stopped_star
     stopped, ready = (json.loads(line) for line in out.splitlines())
     assert stopped["stopped_at"] and stopped["runtime_headroom"] is None
     assert ready["runtime_headroom"] == 4 * 2**30
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_explain_fits_the_terminal_and_keeps_where_each_number_came_from(
+    columns: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # m3: the Note line (and the arithmetic, the quoted source lines, the interval's details)
+    # ran past 100 columns; every row of both samples now fits, and each source line keeps its
+    # `file:line` whole (only the quoted text is cut)
+    import memledger
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for log in (DP16, DP2):
+        rows = [row.id for row in memledger.ledger(log).rows]
+        for row in rows:
+            code, out, _ = run_cli(["ledger", log, "--explain", row], capsys)
+            assert code == EXIT_OK
+            too_long = [line for line in out.splitlines() if len(line) > columns]
+            assert not too_long, (row, too_long)
+            if "\nSource lines\n" in out:
+                sources = out.split("\nSource lines\n", 1)[1].split("\n\n", 1)[0]
+                for line in sources.splitlines():
+                    # `  path:line: text`, or the text on a line of its own under a long path
+                    assert line.startswith((f"  {log}:", "    ")), (row, line)
+                    assert not line.startswith("     ")
+    code, out, _ = run_cli(["ledger", DP2, "--explain", "req_to_token"], capsys)
+    note = unwrapped(out, columns).split("\nNote\n", 1)[1].splitlines()[0]
+    assert note.startswith("  ReqToTokenPool") and note.endswith("for the full context length")
