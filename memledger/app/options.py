@@ -33,8 +33,9 @@ PathLike: TypeAlias = str | os.PathLike[str]
 STDIN = "-"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_LABEL_CHARS = 64
-"""A diff's --base-label / --head-label names a side in every table (the default, a file stem,
-is at most 24 characters): a longer one is refused rather than echoed whole."""
+"""A diff's --base-label / --head-label names a side in every table (the default is the file
+stem, whole; text output cuts a long one where the two sides still differ): a longer label is
+refused rather than echoed whole."""
 """GitHub Actions' job summary file; `check --format github` appends its markdown report there."""
 
 

@@ -116,3 +116,48 @@ def test_explain_fits_the_terminal_and_keeps_where_each_number_came_from(
     code, out, _ = run_cli(["ledger", DP2, "--explain", "req_to_token"], capsys)
     note = unwrapped(out, columns).split("\nNote\n", 1)[1].splitlines()[0]
     assert note.startswith("  ReqToTokenPool") and note.endswith("for the full context length")
+
+
+def test_long_diff_labels_keep_what_tells_the_sides_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # m3: the labels were cut to 24 characters everywhere: two stems that differ only at
+    # their end became the same label in text, and markdown (no width limit) cut them too
+    monkeypatch.setenv("COLUMNS", "100")
+    stem = "server-2031-02-03-toy-model-run-0412"
+    base, head = tmp_path / f"{stem}-dp16.log", tmp_path / f"{stem}-dp2.log"
+    base.write_bytes(DP16.read_bytes())
+    head.write_bytes(DP2.read_bytes())
+    code, out, _ = run_cli(["diff", base, head, "--format", "markdown"], capsys)
+    assert code == EXIT_OK
+    assert f"| base {stem}-dp16 | head {stem}-dp2 |" in out
+    assert f"base **{stem}-dp16**" in out and f"head **{stem}-dp2**" in out
+    code, out, _ = run_cli(["diff", base, head], capsys)
+    assert code == EXIT_OK
+    assert out.startswith("…0412-dp2 vs …0412-dp16: ")
+    header = next(line for line in out.splitlines() if line.startswith("figure "))
+    assert "base …0412-dp16" in header and "head …0412-dp2" in header
+    assert f"  base …0412-dp16: {base} (startup" in unwrapped(out)
+    code, out, _ = run_cli(["diff", base, head, "--format", "json"], capsys)
+    inputs = json.loads(out)["inputs"]
+    assert (inputs["base"]["label"], inputs["head"]["label"]) == (f"{stem}-dp16", f"{stem}-dp2")
+
+
+def test_distinct_labels_cut_where_the_sides_stay_apart() -> None:
+    from memledger.render.diff_common import distinct_labels
+
+    assert distinct_labels("dp16", "dp2") == ("dp16", "dp2")
+    # they differ early: the start is kept
+    assert distinct_labels("a" * 30, "b" * 30) == ("a" * 23 + "…", "b" * 23 + "…")
+    # they differ late: the word before the difference and what follows, cut at the limit
+    long = "-very-long-tail-of-the-name"
+    assert distinct_labels("x-2031-run-7-tp8-a", "x-2031-run-7-tp8-b" + long)[0] == (
+        "x-2031-run-7-tp8-a"  # a label that fits stays whole
+    )
+    assert distinct_labels(
+        f"x-2031-02-03-run-7-tp8-a{long}", f"x-2031-02-03-run-7-tp8-b{long}"
+    ) == (
+        "…tp8-a-very-long-tail-o…",
+        "…tp8-b-very-long-tail-o…",
+    )
+    assert distinct_labels("q" * 40 + "x", "q" * 40 + "y") == ("…x", "…y")
