@@ -161,3 +161,25 @@ def test_distinct_labels_cut_where_the_sides_stay_apart() -> None:
         "…tp8-b-very-long-tail-o…",
     )
     assert distinct_labels("q" * 40 + "x", "q" * 40 + "y") == ("…x", "…y")
+
+
+def test_the_source_column_keeps_its_file_and_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # m3: the --full source column was cut to `:56 (+3 line…`, and markdown's said `:35` with
+    # no file name; a cut source keeps its line (`:56 +3`), markdown names the file
+    from memledger.render.tables import cut_provenance
+
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run_cli(["ledger", DP2, "--full"], capsys)
+    assert code == EXIT_OK
+    weights = next(line for line in out.splitlines() if line.startswith("weights "))
+    assert weights.endswith("  :56 +3")
+    code, out, _ = run_cli(["ledger", DP2, "--format", "markdown"], capsys)
+    assert "| weights | weights | 94.97 | ±0.015 | logged | dp2.log:56 (+3 lines) |" in out
+    assert "| :" not in out
+    assert cut_provenance(":56 (+3 lines)", 14) == ":56 (+3 lines)"
+    assert cut_provenance(":56 (+3 lines)", 8) == ":56 +3"
+    assert cut_provenance("a-long-log-name.log:124 (+1 lines)", 20) == "a-long…me.log:124 +1"
+    assert cut_provenance("a-long-log-name.log:124", 5) == ":124"
+    assert cut_provenance("2 x (71565312 B x 4)", 8) == "2 x (71…"
