@@ -146,7 +146,7 @@ class DiffSide:
 
 MISSING_HEAD = (
     "Missing argument 'HEAD' (usage: memledger diff [OPTIONS] BASE HEAD, or memledger diff "
-    "[OPTIONS] LOG --against-release X.Y.Z)"
+    "[OPTIONS] LOG --against-release X.Y.Z, or memledger diff SAVED_DIFF.json)"
 )
 """click's message for a missing HEAD, now that HEAD may be left out for --against-release."""
 
