@@ -16,6 +16,7 @@ from memledger.app.options import (
     DiffSide,
     LoadOptions,
     Output,
+    side_options,
 )
 from memledger.errors import ConfigError
 from memledger.model.events import ParsedLog
@@ -123,13 +124,7 @@ def _saved_diff(options: DiffOptions) -> LedgerDiff | None:
             ("--model-config", load.model_config),
             ("--grammar", load.grammars or None),
             ("--formulas", load.formula_files or None),
-            ("--base-rank", base.rank),
-            ("--head-rank", head.rank),
-            ("--base-startup", base.startup),
-            ("--head-startup", head.startup),
-            ("--base-model-config", base.model_config),
-            ("--head-model-config", head.model_config),
-            ("--base-version", base.version),
+            *side_options(base, head),
             ("--head-version", head.version),
             ("--gpu-memory-mib", options.gpu_memory_mib),
         )

@@ -190,13 +190,7 @@ def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
 
     Version 1 files are upgraded first (`ledger_model.upgrade_document`)."""
     document = upgrade_document(document)
-    version = document.get("schema_version")
-    if version != LEDGER_SCHEMA_VERSION:
-        raise InputError(
-            f"saved ledger has schema_version {version!r}; this memledger reads version "
-            f"{LEDGER_SCHEMA_VERSION} (re-run `memledger ledger LOG --format json`)",
-            path=label,
-        )
+    _check_version(document, LEDGER_SCHEMA_VERSION, label, "saved ledger", "ledger LOG")
     from memledger.input.saved_ledger import check_consistent, check_strings
 
     check_strings(document, label)
@@ -213,13 +207,7 @@ def diff_from_document(document: dict[str, Any], *, label: str) -> LedgerDiff:
     from memledger.input.saved_ledger import check_strings
     from memledger.render.diff_json import DiffDocument
 
-    version = document.get("schema_version")
-    if version != DIFF_SCHEMA_VERSION:
-        raise InputError(
-            f"saved diff has schema_version {version!r}; this memledger reads version "
-            f"{DIFF_SCHEMA_VERSION} (re-run `memledger diff BASE HEAD --format json`)",
-            path=label,
-        )
+    _check_version(document, DIFF_SCHEMA_VERSION, label, "saved diff", "diff BASE HEAD")
     check_strings(document, label, "saved diff")
     saved = _validated(DiffDocument, document, label, "saved diff")
     for change in (*saved.rows, *saved.groups, saved.total, *saved.checkpoints):
@@ -236,6 +224,18 @@ def diff_from_document(document: dict[str, Any], *, label: str) -> LedgerDiff:
     pool = field_values(saved.state_pool)
     del pool["statement"], pool["usable_note"]
     return LedgerDiff(**{**fields, "state_pool": StatePoolAnalysis(**pool)})
+
+
+def _check_version(
+    document: dict[str, Any], wanted: int, label: str, what: str, command: str
+) -> None:
+    version = document.get("schema_version")
+    if version != wanted:
+        raise InputError(
+            f"{what} has schema_version {version!r}; this memledger reads version {wanted} "
+            f"(re-run `memledger {command} --format json`)",
+            path=label,
+        )
 
 
 def _validated(cls: type[T], document: dict[str, Any], label: str, what: str) -> T:

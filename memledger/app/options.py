@@ -144,6 +144,20 @@ class DiffSide:
     """The SGLang release this side ran (`--base-version`), when the log does not pin it."""
 
 
+def side_options(base: DiffSide, head: DiffSide) -> list[tuple[str, object]]:
+    """(option, value) of what the diff's sides were given for one side alone that chooses what
+    a side is (rank, startup, model config, BASE's release): refused where no log is read."""
+    return [
+        ("--base-rank", base.rank),
+        ("--head-rank", head.rank),
+        ("--base-startup", base.startup),
+        ("--head-startup", head.startup),
+        ("--base-model-config", base.model_config),
+        ("--head-model-config", head.model_config),
+        ("--base-version", base.version),
+    ]
+
+
 MISSING_HEAD = (
     "Missing argument 'HEAD' (usage: memledger diff [OPTIONS] BASE HEAD, or memledger diff "
     "[OPTIONS] LOG --against-release X.Y.Z, or memledger diff SAVED_DIFF.json)"
