@@ -14,7 +14,8 @@ import pytest
 from memledger.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
 from tests.conftest import SAMPLES, run_cli
 
-PAIR = [SAMPLES / "dp16.log", SAMPLES / "dp2.log", "--model-config", SAMPLES / "k3-config.json"]
+BASE, HEAD, CONFIG = SAMPLES / "dp16.log", SAMPLES / "dp2.log", SAMPLES / "k3-config.json"
+PAIR: list[str | Path] = [BASE, HEAD, "--model-config", CONFIG]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def test_markdown_again_lacks_only_the_timeline_the_ledgers_draw(
 
     code, again, _ = run_cli(["diff", saved, "--format", "markdown"], capsys)
     assert code == EXIT_OK
-    diff = memledger.diff(*PAIR[:2], model_config=PAIR[3])
+    diff = memledger.diff(BASE, HEAD, model_config=CONFIG)
     assert again == render_diff_markdown(diff)  # without the two ledgers: no timeline
     assert "Free GiB at each checkpoint" not in again
     assert again.splitlines()[1].startswith("**memledger diff** · dp2 vs dp16: ")
@@ -64,7 +65,8 @@ def test_labels_rename_the_sides_and_what_a_diff_is_made_of_is_refused(
             "logs again to change what it compares\n"
         )
     # a saved diff is no side of another diff, nor a ledger
-    for argv in (["diff", saved, PAIR[1]], ["ledger", saved], ["parse", saved]):
+    argvs: list[list[str | Path]] = [["diff", saved, HEAD], ["ledger", saved], ["parse", saved]]
+    for argv in argvs:
         code, out, err = run_cli(argv, capsys)
         assert code == EXIT_INPUT and out == ""
         assert err == (
