@@ -14,7 +14,7 @@ EXIT_USAGE = 2
 """Bad command line or option value; malformed config (budget, grammar, model config)."""
 EXIT_INPUT = 3
 """Input not understood: missing/empty/binary file, no SGLang lines, unknown rank/startup,
-or a budgeted item the log cannot provide."""
+a budgeted item the log cannot provide, or a log `whatif` cannot model (docs/whatif.md)."""
 EXIT_INTERRUPTED = 130
 """Interrupted: Ctrl-C (128 + SIGINT); SIGTERM gives 143 (128 + 15)."""
 
@@ -50,7 +50,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         EXIT_INPUT,
         "input not understood (missing/empty/binary file, no SGLang lines,\n"
-        "unknown --rank/--startup, budget item the log cannot provide)",
+        "unknown --rank/--startup, budget item the log cannot provide,\n"
+        "a log whatif cannot model)",
         "a log not understood, a budgeted item this log cannot provide, nothing checked,\n"
         "or a --require-baseline baseline that does not exist",
         verdict="INCOMPLETE",

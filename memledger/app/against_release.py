@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memledger.app.load import load_parsed, sizing_inputs_of
-from memledger.app.options import MISSING_HEAD, DiffOptions, LoadOptions, Output, Source
+from memledger.app.options import (
+    MISSING_HEAD,
+    DiffOptions,
+    LoadOptions,
+    Output,
+    Source,
+    side_options,
+)
 from memledger.errors import ConfigError
 from memledger.model.events import ParsedLog
 from memledger.model.ledger import Ledger
@@ -47,13 +54,7 @@ def one_log_options(options: DiffOptions) -> AgainstReleaseOptions:
     given = [
         name
         for name, value in (
-            ("--base-rank", base.rank),
-            ("--head-rank", head.rank),
-            ("--base-startup", base.startup),
-            ("--head-startup", head.startup),
-            ("--base-model-config", base.model_config),
-            ("--head-model-config", head.model_config),
-            ("--base-version", base.version),
+            *side_options(base, head),
             ("--base-label", base.label),
             ("--head-label", head.label),
             ("--show-unchanged", options.show_unchanged or None),

@@ -16,6 +16,7 @@ from memledger.app.options import (
     DiffSide,
     LoadOptions,
     Output,
+    side_options,
 )
 from memledger.errors import ConfigError
 from memledger.model.events import ParsedLog
@@ -80,18 +81,72 @@ def diff_and_sides(options: DiffOptions) -> tuple[LedgerDiff, tuple[Ledger, Ledg
 
 
 def run_diff(options: DiffOptions) -> Output:
-    """`memledger diff`: both sides diffed and rendered (one log with `against_release`)."""
-    from memledger.render.diff_formats import FORMATS, diff_view
+    """`memledger diff`: both sides diffed and rendered (one log with `against_release`; one
+    saved diff JSON rendered again)."""
+    from memledger.render.diff_formats import FORMATS
 
     for option, side in (("--base-label", options.base), ("--head-label", options.head)):
         if side.label is not None and len(side.label) > MAX_LABEL_CHARS:
             raise ConfigError(
                 f"{option}: at most {MAX_LABEL_CHARS} characters, got {len(side.label):,}"
             )
+    if options.against_release is None and options.head.source is None:
+        saved = _saved_diff(options)
+        if saved is not None:
+            return _render(options, saved, None)
     if options.against_release is not None or options.head.source is None:
         from memledger.app.against_release import one_log_options, run_against_release
 
         return run_against_release(one_log_options(options))
+    FORMATS.pick(options.fmt)  # a bad format fails before a long parse
+    diff, sides = diff_and_sides(options)
+    return _render(options, diff, sides)
+
+
+def _saved_diff(options: DiffOptions) -> LedgerDiff | None:
+    """`memledger diff SAVED.json`: the diff a `--format json` run saved, to render again in
+    another format (infracost's `output --format`); None when the one input is not a saved
+    diff. What only makes a diff (the sides' options) is refused, never ignored."""
+    source = options.base.source
+    if source is None or isinstance(source, Ledger | ParsedLog):
+        return None
+    from memledger.app.load import load_saved_diff
+
+    saved = load_saved_diff(source)
+    if saved is None:
+        return None
+    base, head, load = options.base, options.head, options.load
+    given = [
+        name
+        for name, value in (
+            ("--rank", load.rank),
+            ("--startup", load.startup),
+            ("--model-config", load.model_config),
+            ("--grammar", load.grammars or None),
+            ("--formulas", load.formula_files or None),
+            *side_options(base, head),
+            ("--head-version", head.version),
+            ("--gpu-memory-mib", options.gpu_memory_mib),
+        )
+        if value is not None
+    ]
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)}: a saved diff is rendered as it was made; diff the logs again "
+            "to change what it compares"
+        )
+    labels = {"base": base.label, "head": head.label}
+    sides = {
+        name: replace(getattr(saved.inputs, name), label=label)
+        for name, label in labels.items()
+        if label is not None
+    }
+    return replace(saved, inputs=replace(saved.inputs, **sides)) if sides else saved
+
+
+def _render(options: DiffOptions, diff: LedgerDiff, sides: tuple[Ledger, Ledger] | None) -> Output:
+    """The diff in `options.fmt`; `sides` (the two ledgers) draw the markdown timeline."""
+    from memledger.render.diff_formats import FORMATS, diff_view
 
     view = diff_view(sort=options.sort, show_unchanged=options.show_unchanged)
     view = replace(view, terminal=options.terminal, full=options.full)
@@ -99,6 +154,4 @@ def run_diff(options: DiffOptions) -> Output:
         view = replace(view, marker=options.marker)
     if options.max_chars is not None:
         view = replace(view, max_chars=options.max_chars)
-    FORMATS.pick(options.fmt)  # a bad format fails before a long parse
-    diff, sides = diff_and_sides(options)
     return Output(FORMATS.renderer(options.fmt, replace(view, sides=sides))(diff))

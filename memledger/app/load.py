@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any
 
 from memledger.app.analyse import Analysis, analyse
-from memledger.app.open import ledger_from_document, open_input
+from memledger.app.open import diff_from_document, ledger_from_document, open_input
 from memledger.app.options import LoadOptions, PathLike, Source
 from memledger.errors import ConfigError, InputError
 from memledger.input.reader import ByteSource, OpenedLog
@@ -25,6 +25,7 @@ from memledger.model.ledger import Ledger
 
 if TYPE_CHECKING:
     from memledger.app.vllm import VllmRun
+    from memledger.compare.models import LedgerDiff
     from memledger.sizing import SizingInputs
 
 VLLM_NOT_HERE = "a vLLM log: this command models SGLang only (parse, ledger, diagnose, diff, check)"
@@ -69,6 +70,7 @@ def load_any(
     """A log read by the engine that wrote it: SGLang's events, or vLLM's whole pipeline
     (memledger.app.vllm); a saved ledger is refused (it has no events)."""
     with open_input(source, label=label) as opened:
+        _refuse_saved_diff(opened.diff, opened.label)
         if opened.log is None:
             raise InputError(
                 "a saved ledger, not a log: it has no events to parse (`memledger ledger` "
@@ -76,6 +78,25 @@ def load_any(
                 path=opened.label,
             )
         return _read_opened(source, opened.log, opened.label, options)
+
+
+SAVED_DIFF_HERE = (
+    "a saved diff, not a log or a ledger (`memledger diff FILE --format F` renders it again)"
+)
+
+
+def _refuse_saved_diff(diff: dict[str, Any] | None, label: str) -> None:
+    if diff is not None:
+        raise InputError(SAVED_DIFF_HERE, path=label)
+
+
+def load_saved_diff(source: PathLike | IO[bytes] | IO[str] | ByteSource) -> LedgerDiff | None:
+    """The diff saved in `source` (`memledger diff --format json`), validated as untrusted
+    input (`open.diff_from_document`); None when `source` is a log or a saved ledger."""
+    with open_input(source) as opened:
+        if opened.diff is None:
+            return None
+        return diff_from_document(opened.diff, label=opened.label)
 
 
 def _read_opened(
@@ -121,6 +142,7 @@ def load_ledger_and_log(
     """Open `source`: a log is parsed and analysed with `options` (its analysis returned too);
     a saved ledger is checked against `saved` (the options given for it), no analysis."""
     with open_input(source) as opened:
+        _refuse_saved_diff(opened.diff, opened.label)
         if opened.document is not None:
             return _saved(opened.label, opened.document, saved), None
         assert opened.log is not None

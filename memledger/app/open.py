@@ -11,17 +11,24 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from memledger.errors import InputError
 from memledger.input.reader import SNIFF_BYTES, ByteSource, OpenedLog, PeekedStream, open_log
 from memledger.model.ledger import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
-from memledger.record import validate
+from memledger.record import field_values, validate
+
+if TYPE_CHECKING:
+    from memledger.compare.models import LedgerDiff
+
+T = TypeVar("T")
 
 PathLike = str | os.PathLike[str]
 
 SAVED_LEDGER_KEYS = ("schema_version", "rows")
 """A JSON object with these keys is a saved ledger (`memledger ledger --format json`)."""
+SAVED_DIFF_KEYS = ("schema_version", "delta_definition", "inputs", "rows")
+"""A JSON object with these keys is a saved diff (`memledger diff --format json`)."""
 SAVED_LEDGER_MAX_BYTES = 2 << 20
 """A brace-led input longer than this is not taken for a saved ledger (those are kilobytes: 50 KB
 for the largest real log's): it is streamed as a log, so a hostile or huge input is never held
@@ -31,11 +38,13 @@ whole. JSON of 2 MiB parses into at most ~45 MB of objects (`[[],[],...]`); 32 M
 
 @dataclass(frozen=True)
 class Input:
-    """An opened input: a saved ledger's JSON object, or a log ready to scan."""
+    """An opened input: a saved ledger's JSON object, a saved diff's, or a log ready to scan."""
 
     label: str
     document: dict[str, Any] | None = None
     log: OpenedLog | None = None
+    diff: dict[str, Any] | None = None
+    """A saved diff's JSON object (then `document` and `log` are None)."""
 
 
 class _EncodedText:
@@ -112,6 +121,9 @@ def open_input(
             return
         data = _read_up_to(log.stream, SAVED_LEDGER_MAX_BYTES + 1)
         document = None if len(data) > SAVED_LEDGER_MAX_BYTES else _saved_ledger(name, data)
+        if document is not None and _is_saved_diff(document):
+            yield Input(label=name, diff=document)
+            return
         if document is not None:
             yield Input(label=name, document=document)
             return
@@ -141,6 +153,8 @@ def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
     if not isinstance(document, dict):
         return None
     if not all(key in document for key in SAVED_LEDGER_KEYS):
+        if _is_saved_diff(document):
+            return document
         raise InputError(
             "JSON, but not a saved ledger (expected the object written by "
             "`memledger ledger --format json`, with schema_version and rows)",
@@ -167,27 +181,69 @@ def _malformed_json(data: bytes, error: json.JSONDecodeError) -> bool:
     return _SGLANG_PREFIX.search(data, 0, SNIFF_BYTES) is None
 
 
+def _is_saved_diff(document: dict[str, Any]) -> bool:
+    return all(key in document for key in SAVED_DIFF_KEYS)
+
+
 def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
     """Validate a saved ledger JSON object; InputError naming the first problem otherwise.
 
     Version 1 files are upgraded first (`ledger_model.upgrade_document`)."""
     document = upgrade_document(document)
-    version = document.get("schema_version")
-    if version != LEDGER_SCHEMA_VERSION:
-        raise InputError(
-            f"saved ledger has schema_version {version!r}; this memledger reads version "
-            f"{LEDGER_SCHEMA_VERSION} (re-run `memledger ledger LOG --format json`)",
-            path=label,
-        )
+    _check_version(document, LEDGER_SCHEMA_VERSION, label, "saved ledger", "ledger LOG")
     from memledger.input.saved_ledger import check_consistent, check_strings
 
     check_strings(document, label)
-    from pydantic import ValidationError  # a saved ledger is the JSON contract: pydantic reads it
+    ledger = _validated(Ledger, document, label, "saved ledger")
+    check_consistent(ledger, label)
+    return ledger
+
+
+def diff_from_document(document: dict[str, Any], *, label: str) -> LedgerDiff:
+    """Validate a saved diff JSON object (`memledger diff --format json`) as untrusted input:
+    its strings, its shape (pydantic), and each figure's Δ against its two sides; InputError
+    naming the first problem otherwise."""
+    from memledger.compare.models import DIFF_SCHEMA_VERSION, LedgerDiff, StatePoolAnalysis
+    from memledger.input.saved_ledger import check_strings
+    from memledger.render.diff_json import DiffDocument
+
+    _check_version(document, DIFF_SCHEMA_VERSION, label, "saved diff", "diff BASE HEAD")
+    check_strings(document, label, "saved diff")
+    saved = _validated(DiffDocument, document, label, "saved diff")
+    for change in (*saved.rows, *saved.groups, saved.total, *saved.checkpoints):
+        base, head, delta = change.base_bytes, change.head_bytes, change.delta_bytes
+        if base is not None and head is not None and delta is not None and delta != head - base:
+            raise InputError(
+                f"saved diff is inconsistent: {getattr(change, 'id', 'a figure')!r} has Δ "
+                f"{delta} bytes, but head - base is {head - base}",
+                path=label,
+            )
+    # the document's rendered sentences (verdict, state-pool statement) are made again
+    fields = {**field_values(saved)}
+    del fields["verdict"]
+    pool = field_values(saved.state_pool)
+    del pool["statement"], pool["usable_note"]
+    return LedgerDiff(**{**fields, "state_pool": StatePoolAnalysis(**pool)})
+
+
+def _check_version(
+    document: dict[str, Any], wanted: int, label: str, what: str, command: str
+) -> None:
+    version = document.get("schema_version")
+    if version != wanted:
+        raise InputError(
+            f"{what} has schema_version {version!r}; this memledger reads version {wanted} "
+            f"(re-run `memledger {command} --format json`)",
+            path=label,
+        )
+
+
+def _validated(cls: type[T], document: dict[str, Any], label: str, what: str) -> T:
+    """`document` read as `cls` by pydantic; InputError naming the first problem otherwise."""
+    from pydantic import ValidationError  # a saved document is the JSON contract: pydantic reads it
 
     try:
-        ledger = validate(Ledger, document)
-        check_consistent(ledger, label)
-        return ledger
+        return validate(cls, document)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
@@ -195,9 +251,7 @@ def ledger_from_document(document: dict[str, Any], *, label: str) -> Ledger:
         message = first["msg"]
         if first["type"] in _MESSAGES:
             message = _MESSAGES[first["type"]].format(**first.get("ctx", {}))
-        raise InputError(
-            f"not a valid saved ledger: {where}: {message}{more}", path=label
-        ) from None
+        raise InputError(f"not a valid {what}: {where}: {message}{more}", path=label) from None
 
 
 _MESSAGES = {

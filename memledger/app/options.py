@@ -33,8 +33,9 @@ PathLike: TypeAlias = str | os.PathLike[str]
 STDIN = "-"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_LABEL_CHARS = 64
-"""A diff's --base-label / --head-label names a side in every table (the default, a file stem,
-is at most 24 characters): a longer one is refused rather than echoed whole."""
+"""A diff's --base-label / --head-label names a side in every table (the default is the file
+stem, whole; text output cuts a long one where the two sides still differ): a longer label is
+refused rather than echoed whole."""
 """GitHub Actions' job summary file; `check --format github` appends its markdown report there."""
 
 
@@ -143,9 +144,23 @@ class DiffSide:
     """The SGLang release this side ran (`--base-version`), when the log does not pin it."""
 
 
+def side_options(base: DiffSide, head: DiffSide) -> list[tuple[str, object]]:
+    """(option, value) of what the diff's sides were given for one side alone that chooses what
+    a side is (rank, startup, model config, BASE's release): refused where no log is read."""
+    return [
+        ("--base-rank", base.rank),
+        ("--head-rank", head.rank),
+        ("--base-startup", base.startup),
+        ("--head-startup", head.startup),
+        ("--base-model-config", base.model_config),
+        ("--head-model-config", head.model_config),
+        ("--base-version", base.version),
+    ]
+
+
 MISSING_HEAD = (
     "Missing argument 'HEAD' (usage: memledger diff [OPTIONS] BASE HEAD, or memledger diff "
-    "[OPTIONS] LOG --against-release X.Y.Z)"
+    "[OPTIONS] LOG --against-release X.Y.Z, or memledger diff SAVED_DIFF.json)"
 )
 """click's message for a missing HEAD, now that HEAD may be left out for --against-release."""
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from memledger.app.load import load_parsed
 from memledger.app.options import Output, WhatIfOptions
-from memledger.errors import ConfigError
+from memledger.errors import ConfigError, InputError
 from memledger.model.events import ParsedLog
 from memledger.model.ledger import Ledger
 
@@ -36,7 +36,13 @@ def whatif_of(options: WhatIfOptions) -> WhatIf:
 
 
 def run_whatif(options: WhatIfOptions) -> Output:
-    """`memledger whatif`: the what-if table, its arithmetic and what is not modelled."""
+    """`memledger whatif`: the what-if table, its arithmetic and what is not modelled; a log it
+    cannot model (no P or A reading, no KV pool) is an InputError (exit 3) saying why."""
     from memledger.render.sizing import WHATIF_FORMATS
 
-    return Output(WHATIF_FORMATS.renderer(options.fmt, options.terminal)(whatif_of(options)))
+    answer = whatif_of(options)
+    if answer.missing:
+        # nothing to predict from: the input is not understood for this command (exit 3), one
+        # line on stderr and nothing on stdout, whatever the format (review 2, m5)
+        raise InputError(f"no prediction: {answer.missing}", path=answer.path)
+    return Output(WHATIF_FORMATS.renderer(options.fmt, options.terminal)(answer))

@@ -48,6 +48,10 @@ One log: `memledger diff LOG --against-release 0.5.2` answers "it was bigger on 
 defaults that size the pool and changed between the two releases for this log, and the pool
 0.5.2 would size from this log's measured memory (--head-version: the release LOG ran;
 --gpu-memory-mib: the GPU, else inferred).
+
+\b
+One saved diff: `memledger diff d.json --format markdown` renders again the JSON that
+`diff --format json` wrote (validated; the timeline chart needs the logs).
 """
 
 

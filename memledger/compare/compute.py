@@ -470,25 +470,16 @@ def _coverage(ledger: Ledger) -> SideCoverage:
     )
 
 
-MAX_DEFAULT_LABEL = 24
-"""Longer file stems make unreadable column headers: such a side is named by its stem cut to
-this many characters (with `…`); the inputs line still names the full path, and
---base-label/--head-label name the sides."""
-
-
-def _short(name: str) -> str:
-    return name if len(name) <= MAX_DEFAULT_LABEL else name[: MAX_DEFAULT_LABEL - 1] + "…"
-
-
 def default_labels(base: Ledger, head: Ledger) -> tuple[str, str]:
-    """The two inputs' file stems (cut to `MAX_DEFAULT_LABEL`); `folder/stem` when the stems are
-    equal; `base`/`head` only when even those cannot tell the sides apart."""
+    """The two inputs' file stems, whole (a renderer with a width limit shortens them,
+    `render.diff_common.distinct_labels`); `folder/stem` when the stems are equal;
+    `base`/`head` only when even those cannot tell the sides apart."""
     base_path, head_path = PurePath(base.source.path), PurePath(head.source.path)
-    labels = (_short(base_path.stem), _short(head_path.stem))
+    labels = (base_path.stem, head_path.stem)
     if labels[0] == labels[1] and base_path.parent.name != head_path.parent.name:
         labels = (
-            _short(f"{base_path.parent.name}/{base_path.stem}"),
-            _short(f"{head_path.parent.name}/{head_path.stem}"),
+            f"{base_path.parent.name}/{base_path.stem}",
+            f"{head_path.parent.name}/{head_path.stem}",
         )
     if labels[0] == labels[1] or not all(labels):
         return "base", "head"

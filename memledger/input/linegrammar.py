@@ -24,10 +24,16 @@ from memledger.input.extension_regex import (
 )
 from memledger.input.grammar_cache import load_tables, store_tables
 from memledger.input.shapecache import ParseCache, Transient, digit_blind
-from memledger.input.shapecheck import extension_heads, head_phrase, starts_with_words
+from memledger.input.shapecheck import (
+    extension_heads,
+    head_phrase,
+    packaged_heads,
+    starts_with_words,
+)
 from memledger.input.shapestore import ShapeStore
 from memledger.input.transform import LineParse, transform
 from memledger.model.events import EventKind
+from memledger.sglang.lines import KNOWN_HEAD_RE
 
 GRAMMAR_FILE = "sglang.lark"
 
@@ -79,6 +85,37 @@ def extra_keywords(texts: Iterable[str]) -> tuple[str, ...]:
             if len(literal) >= 4 and literal not in found:
                 found.append(literal)
     return tuple(found)
+
+
+@lru_cache(maxsize=1)
+def packaged_leads() -> tuple[tuple[frozenset[str], ...], ...]:
+    """The leading words of each packaged line rule's alternatives, up to the first
+    punctuation, when they are two or more (one word, `Capture`, says too little: such a
+    rule's `LineSpec.head` says how its lines start)."""
+    leads = (_words_of(lead) for _, lead in packaged_heads(base_grammar_text()))
+    return tuple(dict.fromkeys(lead for lead in leads if len(lead) >= 2))
+
+
+@lru_cache(maxsize=1)
+def known_head_re() -> re.Pattern[str]:
+    """How a message of a packaged line shape starts: its rule's leading words in the grammar
+    (`packaged_leads`, white space between as the grammar allows), or its `LineSpec.head`
+    (memledger.sglang.lines) where the grammar cannot say. A new wording in the grammar is
+    known without a head of its own."""
+    leads = [
+        r"\s*".join(
+            "(?:" + "|".join(re.escape(word) for word in sorted(part, key=len, reverse=True)) + ")"
+            for part in lead
+        )
+        for lead in packaged_leads()
+    ]
+    return re.compile("|".join([KNOWN_HEAD_RE.pattern, *(f"(?:{lead})" for lead in leads)]))
+
+
+def known_head(message: str) -> bool:
+    """Whether `message` starts like a packaged line shape (`known_head_re`): one that does
+    not parse is malformed, not unrecognised."""
+    return known_head_re().match(message) is not None
 
 
 def _words_of(lead: tuple[frozenset[str], ...]) -> tuple[frozenset[str], ...]:

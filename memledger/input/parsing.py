@@ -19,7 +19,7 @@ from memledger.config_files import read_config_text
 from memledger.errors import InputError, SelectionError
 from memledger.input.error_texts import ErrorReading
 from memledger.input.launch_command import find_launch_command, with_launch_command
-from memledger.input.linegrammar import LineGrammar, extra_keywords, load_grammar
+from memledger.input.linegrammar import LineGrammar, extra_keywords, known_head, load_grammar
 from memledger.input.logical import LogicalLine
 from memledger.input.outcome import outcome_kind
 from memledger.input.pasted import tidy_pasted
@@ -64,7 +64,6 @@ from memledger.model.events import (
 from memledger.sglang.lines import (
     ENV_VAR_HEADS,
     ENV_VAR_NAMES,
-    KNOWN_HEAD_RE,
     looks_like_memory,
     platform_marker,
     wanted_env_line,
@@ -250,7 +249,7 @@ def _why_not_parsed(message: str, grammar: LineGrammar) -> str:
         return f"too long to parse ({len(message)} characters)"
     if (rule := grammar.meant_for(message)) is not None:
         return f"starts as --grammar rule {rule}, which does not parse it"
-    if KNOWN_HEAD_RE.match(message):
+    if known_head(message):
         return "malformed: a known line shape that does not parse"
     return "unrecognised"
 
@@ -517,7 +516,12 @@ def parse_log(
     outcome, outcome_line, outcome_text, outcome_events = _outcome(
         collector, lo, hi, selection, any_tag
     )
-    events = sorted(events + outcome_events, key=lambda e: e.line)
+    # an outcome decided by a line that has its own row (the summary, the OOM message, the
+    # traceback) is that row: the header names the outcome, a second row would repeat the line
+    own_lines = {e.line for e in events}
+    events = sorted(
+        events + [e for e in outcome_events if e.line not in own_lines], key=lambda e: e.line
+    )
 
     server_args: dict[str, ParamValue] = {}
     for event in events:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from memledger.sglang.lines import KNOWN_HEAD_RE
+from memledger.input.linegrammar import known_head
 
 # a quote or prompt marker, a markdown list item, or an issue title's tag (`[Bug] `, `[Question] `:
 # letters only); anchored, one walk from the start
@@ -65,7 +65,7 @@ def _quoted_message(text: str) -> str:
     (the sentence around it is the user's), else the backticks; bold's `**`."""
     if "`" in text:
         spans = (span.strip() for span in _code_spans(text))
-        text = next((span for span in spans if KNOWN_HEAD_RE.match(span)), text.replace("`", ""))
+        text = next((span for span in spans if known_head(span)), text.replace("`", ""))
     return text.replace("**", "") if "**" in text else text
 
 

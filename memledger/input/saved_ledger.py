@@ -100,21 +100,22 @@ MAX_STRING_CHARS = 16_384
 echo it whole."""
 
 
-def check_strings(document: dict[str, Any], label: str) -> None:
+def check_strings(document: dict[str, Any], label: str, what: str = "saved ledger") -> None:
     """No control character (newline included), bidi override or lone surrogate anywhere, and
     no string longer than MAX_STRING_CHARS: memledger never writes one, and each could forge
-    output lines or escape sequences, or fill a terminal or a PR comment."""
+    output lines or escape sequences, or fill a terminal or a PR comment (`what`: the kind of
+    document the error names, a saved ledger or a saved diff)."""
     for where, text in _strings(document, ""):
         if len(text) > MAX_STRING_CHARS:
             raise InputError(
-                f"not a valid saved ledger: {bounded(where, 80) or '(a key)'} holds a string of "
+                f"not a valid {what}: {bounded(where, 80) or '(a key)'} holds a string of "
                 f"{len(text):,} characters (memledger writes none over {MAX_STRING_CHARS:,})",
                 path=label,
             )
         found = _CONTROL.search(text)
         if found:
             raise InputError(
-                f"not a valid saved ledger: {where or '(a key)'} holds control character "
+                f"not a valid {what}: {where or '(a key)'} holds control character "
                 f"U+{ord(found.group(0)):04X}",
                 path=label,
             )

@@ -482,6 +482,17 @@ def extension_heads(text: str) -> list[tuple[str, tuple[frozenset[str], ...]]]:
     """(rule, leading words) of each line rule a grammar extension adds (`%extend message: r`),
     one per alternative that starts with words: a message starting so is meant for the rule,
     and if no rule parses it the user is told (F23) instead of losing it without a word."""
+    return _line_heads(text, packaged=False)
+
+
+def packaged_heads(text: str) -> list[tuple[str, tuple[frozenset[str], ...]]]:
+    """(rule, leading words) of each alternative of the line rules the packaged grammar's
+    `message` lists (`load_begin: "Load" "weight" "begin" fields?` gives Load, weight, begin):
+    a message starting so that does not parse is a known shape, malformed."""
+    return _line_heads(text, packaged=True)
+
+
+def _line_heads(text: str, *, packaged: bool) -> list[tuple[str, tuple[frozenset[str], ...]]]:
     try:
         definitions, directives = _definitions(text)
     except ValueError:
@@ -499,14 +510,17 @@ def extension_heads(text: str) -> list[tuple[str, tuple[frozenset[str], ...]]]:
         words_by_first={},
         literal_terminals=literal_terminals,
     )
+    if packaged:
+        rules = [part.strip() for part in bodies.get("message", "").split("|")]
+    else:
+        added = [_EXTEND_RE.match(directive) for directive in directives]
+        rules = [part.strip() for match in added if match for part in match.group(1).split("|")]
     heads: list[tuple[str, tuple[frozenset[str], ...]]] = []
-    for directive in directives:
-        added = _EXTEND_RE.match(directive)
-        for rule in (part.strip() for part in (added.group(1).split("|") if added else ())):
-            for alternative in _top_level_alternatives(bodies.get(rule, "")):
-                lead = _leading(alternative.strip(), vocab)
-                if lead:
-                    heads.append((rule, lead))
+    for rule in rules:
+        for alternative in _top_level_alternatives(bodies.get(rule, "")):
+            lead = _leading(alternative.strip(), vocab)
+            if lead:
+                heads.append((rule, lead))
     return heads
 
 

@@ -34,10 +34,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from memledger.input.linegrammar import known_head
 from memledger.input.logical import LogicalLine, iter_logical_lines, strip_paste_columns
 from memledger.input.transform import LineParse
 from memledger.sglang.examples import EXAMPLES
-from memledger.sglang.lines import ENV_VAR_HEADS, INT_KEYS, KEY_ALIASES, KNOWN_HEAD_RE, SIZE_KEYS
+from memledger.sglang.lines import ENV_VAR_HEADS, INT_KEYS, KEY_ALIASES, SIZE_KEYS
 
 MAX_SERVER_ARGS_CHARS = 1 << 16
 """A wrapped server_args repr is rejoined up to this length (a real one is a few KiB)."""
@@ -162,7 +163,7 @@ class CutLines:
         if text.startswith(ENV_VAR_HEADS):
             return False  # a launcher's environment line is whole: the next line is not its tail
         ends = bool(_TOKEN_END_RE.search(text[-2:])) or text.endswith(",")
-        return ends and bool(KNOWN_HEAD_RE.match(text))
+        return ends and bool(known_head(text))
 
     def _tail(self, held: LogicalLine, number: int, text: str, only: LogicalLine) -> str | None:
         """The next physical line's text when it is the held line's continuation (`only`: the
@@ -175,7 +176,7 @@ class CutLines:
             tail = tail.lstrip()  # wrapped by hand after a field's comma, the rest indented
         if not tail or tail[0].isspace() or tail != only.text:
             return None
-        if _RECORD_START_RE.match(tail) or "%|" in tail or KNOWN_HEAD_RE.match(tail):
+        if _RECORD_START_RE.match(tail) or "%|" in tail or known_head(tail):
             return None
         if held.text.startswith("server_args="):
             return tail

@@ -110,7 +110,10 @@ def _text(view: LedgerView) -> LedgerRenderer:
     def whole(ledger: Ledger) -> str:
         return render_text(ledger, view.terminal, full=view.full)
 
-    made: LedgerRenderer = _made(view, whole, explain_text, "text")
+    def explain(ledger: Ledger, target: str) -> str:
+        return explain_text(ledger, target, view.terminal.width)
+
+    made: LedgerRenderer = _made(view, whole, explain, "text")
     return made
 
 

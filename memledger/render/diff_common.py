@@ -7,8 +7,9 @@ rounding and order.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memledger.compare.categories import group_label
 from memledger.compare.compute import sort_rows
@@ -23,7 +24,7 @@ from memledger.compare.models import (
 )
 from memledger.model.ledger import RowGroup
 from memledger.render.diff_prose import state_pool_statement, usable_note
-from memledger.render.tables import ABSENT, Align, Table
+from memledger.render.tables import ABSENT, ELLIPSIS, Align, Table
 from memledger.units import GIB, format_gib
 
 SUMMARY_TABLE_KEYS = (
@@ -221,6 +222,45 @@ def _mover_text(diff: LedgerDiff) -> str:
         details.append(f"most from {row.id} {gib_text(row.delta_bytes, signed=True)}")
     detail = f" ({'; '.join(details)})" if details else ""
     return f"{group.label} {gib_text(group.delta_bytes, signed=True)} GiB{detail}"
+
+
+TEXT_LABEL_CHARS = 24
+"""A side's label in text output (column headers, the verdict) is at most this long; the input
+lines under the summary name each side's file whole."""
+
+
+def distinct_labels(base: str, head: str, limit: int = TEXT_LABEL_CHARS) -> tuple[str, str]:
+    """Both labels in at most `limit` characters each, cut so that they still tell the sides
+    apart: a label that fits stays whole; a longer one keeps its start when the two differ
+    there, else `…` and its end from the word before the one where they first differ (words
+    end at `-`, `_`, `.`, `/` or a blank): `…0412-dp16` / `…0412-dp2`, not two equal
+    `server-2026-11-05-run-04…`."""
+    if len(base) <= limit and len(head) <= limit:
+        return base, head
+    shared = len(os.path.commonprefix([base, head]))
+
+    def cut(label: str) -> str:
+        if len(label) <= limit:
+            return label
+        if shared < limit - 1:
+            return label[: limit - 1] + ELLIPSIS
+        words = [i + 1 for i, c in enumerate(label[:shared]) if c in "-_./ "] or [shared]
+        body = label[words[-2] if len(words) > 1 else words[-1] :]  # the word before, too
+        return ELLIPSIS + (body if len(body) < limit else body[: limit - 2] + ELLIPSIS)
+
+    return cut(base), cut(head)
+
+
+def with_text_labels(diff: LedgerDiff, limit: int = TEXT_LABEL_CHARS) -> LedgerDiff:
+    """The diff with its sides' labels as text output shows them (`distinct_labels`)."""
+    base, head = diff.inputs.base, diff.inputs.head
+    short = distinct_labels(base.label, head.label, limit)
+    if short == (base.label, head.label):
+        return diff
+    inputs = replace(
+        diff.inputs, base=replace(base, label=short[0]), head=replace(head, label=short[1])
+    )
+    return replace(diff, inputs=inputs)
 
 
 def side_header(side: str, item: DiffInput) -> str:

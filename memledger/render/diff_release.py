@@ -3,13 +3,10 @@ markdown). Renderers return strings; the numbers come from memledger.compare.upg
 
 from __future__ import annotations
 
-import json
 import textwrap
-from enum import StrEnum
 
 from memledger.compare.upgrade_models import AgainstRelease
-from memledger.record import to_dict
-from memledger.render.formats import Format, Formats
+from memledger.render.formats import Formats, ReportFormat, report_formats
 from memledger.render.tables import (
     Table,
     github_table,
@@ -146,25 +143,7 @@ def render_markdown(answer: AgainstRelease) -> str:
     return "\n".join(parts) + "\n"
 
 
-def render_json(answer: AgainstRelease) -> str:
-    return json.dumps(to_dict(answer, mode="json"), indent=2) + "\n"
-
-
-class AgainstReleaseFormat(StrEnum):
-    """`memledger diff LOG --against-release X --format` choices."""
-
-    TEXT = "text"
-    MARKDOWN = "markdown"
-    JSON = "json"
-
-
-AGAINST_RELEASE_FORMATS: Formats[AgainstReleaseFormat, Terminal, AgainstRelease] = Formats(
-    AgainstReleaseFormat,
-    {
-        AgainstReleaseFormat.TEXT: Format(
-            lambda terminal: lambda answer: render_text(answer, terminal), "terminal report"
-        ),
-        AgainstReleaseFormat.MARKDOWN: Format(lambda _: render_markdown, "GitHub markdown"),
-        AgainstReleaseFormat.JSON: Format(lambda _: render_json, "machine-readable"),
-    },
+AGAINST_RELEASE_FORMATS: Formats[ReportFormat, Terminal, AgainstRelease] = report_formats(
+    render_text, render_markdown
 )
+"""`memledger diff LOG --against-release X --format` choices."""

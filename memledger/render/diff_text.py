@@ -27,6 +27,7 @@ from memledger.render.diff_common import (
     rows_view,
     side_header,
     summary_table,
+    with_text_labels,
 )
 from memledger.render.diff_prose import kv_token_lines
 from memledger.render.diff_upgrade import (
@@ -183,6 +184,7 @@ def render_diff_text(
     the state-pool explanation, the largest movers and the composition bars, then (`full`)
     every table."""
     width = terminal.width
+    diff = with_text_labels(diff)  # column headers: labels cut so that they still differ
     full = full or show_unchanged  # the unchanged rows are listed in the full Rows table
     # the answer first: the verdict, then the summary (what its columns are, under it); an
     # explanation of the KV tokens that concludes "not attributed" is for --full only

@@ -15,6 +15,7 @@ from memledger.render.rows import (
     shorten,
     source_cell,
 )
+from memledger.render.terminal import fit_lines, wrap
 from memledger.units import GIB
 
 SOURCE_TEXT_WIDTH = 240
@@ -34,18 +35,20 @@ def interval_key(interval: Interval) -> str:
     return f"{interval.from_id}->{interval.to_id}"
 
 
-def explain_text(ledger: Ledger, target: str) -> str:
-    """Explain a row id, a group, `fixed_overhead` or an interval `from->to`, as plain text."""
+def explain_text(ledger: Ledger, target: str, width: int | None = None) -> str:
+    """Explain a row id, a group, `fixed_overhead` or an interval `from->to`, as plain text;
+    `width`: the terminal's columns to fit (None: lines as long as they come, in a markdown
+    code block)."""
     row = ledger.row(target)
     if row is not None:
-        return _explain_row(ledger, row)
+        return _explain_row(ledger, row, width)
     if target in {block.group.value for block in group_blocks(ledger)}:
         return _explain_group(ledger, RowGroup(target))
     if target == FIXED_OVERHEAD:
         return _explain_fixed_overhead(ledger)
     interval = _find_interval(ledger, target)
     if interval is not None:
-        return "\n".join(_interval_lines(ledger, interval)) + "\n"
+        return "\n".join(_interval_lines(ledger, interval, width)) + "\n"
     raise _unknown(ledger, target)
 
 
@@ -110,7 +113,24 @@ def _bytes_text(byte_count: int | None, error_bytes: int = 0) -> str:
     return exact + (f" ({error_cell(error_bytes)} GiB)" if error_bytes else "")
 
 
-def _explain_row(ledger: Ledger, row: Row) -> str:
+SOURCE_TEXT_ROOM = 30
+"""A quoted source line with less room than this beside its `path:line` goes on a line of its
+own below it."""
+
+
+def _source_line(path: str, line: int, text: str, width: int | None) -> str:
+    """`  path:line: text`: the quoted text is cut to fit `width`, never the `path:line` that
+    says where the number came from (a long path gets the text on the next line)."""
+    where = f"  {path}:{line}:"
+    if width is None:
+        return f"{where} {shorten(text, SOURCE_TEXT_WIDTH)}"
+    room = width - len(where) - 1
+    if room >= SOURCE_TEXT_ROOM:
+        return f"{where} {shorten(text, min(room, SOURCE_TEXT_WIDTH))}"
+    return f"{where}\n    {shorten(text, min(width - 4, SOURCE_TEXT_WIDTH))}"
+
+
+def _explain_row(ledger: Ledger, row: Row, width: int | None = None) -> str:
     evidence = row.evidence
     lines = [
         f"{row.id}: {row.label}",
@@ -126,8 +146,8 @@ def _explain_row(ledger: Ledger, row: Row) -> str:
         lines += ["", "Arithmetic", f"  {arithmetic}"]
     if evidence.inputs:
         lines += ["", "Inputs"]
-        width = max(len(name) for name in evidence.inputs)
-        lines += [f"  {name:<{width}} = {value}" for name, value in evidence.inputs.items()]
+        name_width = max(len(name) for name in evidence.inputs)
+        lines += [f"  {name:<{name_width}} = {value}" for name, value in evidence.inputs.items()]
     if evidence.note:
         lines += [
             "",
@@ -136,17 +156,17 @@ def _explain_row(ledger: Ledger, row: Row) -> str:
         ]
     if evidence.sources:
         lines += ["", "Source lines"]
-        lines += [
-            f"  {src.path}:{src.line}: {shorten(src.text, SOURCE_TEXT_WIDTH)}"
-            for src in evidence.sources
-        ]
+        lines += [_source_line(src.path, src.line, src.text, width) for src in evidence.sources]
     for key in row.interval_parts or ([row.interval] if row.interval else []):
         interval = _find_interval(ledger, key)
         if interval is not None:
-            lines += ["", *_interval_lines(ledger, interval)]
+            lines += ["", *_interval_lines(ledger, interval, width)]
         else:
             lines += ["", f"Interval {key}: not in this ledger"]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines)
+    # the prose (note, arithmetic, inputs) wraps under its indentation; the source lines and
+    # the interval's columns were fitted above
+    return (text if width is None else fit_lines(text, width)) + "\n"
 
 
 def _explain_fixed_overhead(ledger: Ledger) -> str:
@@ -183,8 +203,9 @@ def _explain_group(ledger: Ledger, group: RowGroup) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _interval_lines(ledger: Ledger, interval: Interval) -> list[str]:
-    """drop - logged = residual; residual - named = unexplained, with the rows behind each."""
+def _interval_lines(ledger: Ledger, interval: Interval, width: int | None = None) -> list[str]:
+    """drop - logged = residual; residual - named = unexplained, with the rows behind each
+    (a detail too long for `width` continues under itself)."""
     key = interval_key(interval)
     points = {point.id: point for point in ledger.checkpoints}
     start, end = points.get(interval.from_id), points.get(interval.to_id)
@@ -223,6 +244,9 @@ def _interval_lines(ledger: Ledger, interval: Interval) -> list[str]:
     number_width = max(len(gib_cell(value)) for _, value, _ in steps)
     lines = [f"Interval {interval.from_id} -> {interval.to_id} (GiB)"]
     for label, value, detail in steps:
-        text = f"  {label:<{label_width}}  {gib_cell(value):>{number_width}}"
-        lines.append(f"{text}   {detail}".rstrip())
+        text = f"  {label:<{label_width}}  {gib_cell(value):>{number_width}}   "
+        if width is None or len(text) + len(detail) <= width or not detail:
+            lines.append(f"{text}{detail}".rstrip())
+        else:
+            lines += wrap(detail, width, text, " " * len(text), break_long_words=False)
     return lines

@@ -8,13 +8,16 @@ format understands lives in that format's constructor, not in every signature.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
 
 from memledger.errors import ConfigError
+from memledger.record import to_dict
 from memledger.render.escape import Destination, finish
+from memledger.render.terminal import Terminal
 
 K = TypeVar("K", bound=StrEnum)
 O = TypeVar("O")  # noqa: E741 - the render options of a command
@@ -95,6 +98,35 @@ class Formats(Generic[K, O, M]):
         render = self.entries[member].make(options)
         destination = self.destinations[member]
         return lambda model: finish(destination, render(model))
+
+
+class ReportFormat(StrEnum):
+    """The formats of a command whose answer is one record: `whatif`, `diff --against-release`."""
+
+    TEXT = "text"
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+def report_formats(
+    text: Callable[[M, Terminal], str], markdown: Callable[[M], str]
+) -> Formats[ReportFormat, Terminal, M]:
+    """The registry of a one-record answer: its text (fitted to the terminal) and markdown
+    renderers, and the record itself as indented JSON."""
+
+    def as_json(answer: M) -> str:
+        return json.dumps(to_dict(answer, mode="json"), indent=2) + "\n"
+
+    return Formats(
+        ReportFormat,
+        {
+            ReportFormat.TEXT: Format(
+                lambda terminal: lambda answer: text(answer, terminal), "terminal report"
+            ),
+            ReportFormat.MARKDOWN: Format(lambda _: markdown, "GitHub markdown"),
+            ReportFormat.JSON: Format(lambda _: as_json, "machine-readable"),
+        },
+    )
 
 
 PIECE_CHARS = 1 << 16

@@ -13,7 +13,7 @@ def render_markdown(ledger: Ledger) -> str:
     parts = [f"## {markdown_cell(head.title)}", ""]
     parts += [f"- **{label}**: {markdown_cell(value)}" for label, value in head.facts]
     parts += pictures(ledger)
-    for table in ledger_tables(ledger):
+    for table in ledger_tables(ledger, name_the_log=True):
         parts += ["", f"### {table.title}", "", github_table(table)]
         if table.footnote:
             parts += ["", *footnote_lines(table.footnote)]

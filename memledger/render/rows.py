@@ -213,10 +213,13 @@ def balance_text(ledger: Ledger) -> str:
     )
 
 
-def ledger_rows_table(ledger: Ledger) -> Table:
-    """Every row, grouped, with group subtotals, fixed overhead, state pool and the total."""
+def ledger_rows_table(ledger: Ledger, *, name_the_log: bool = False) -> Table:
+    """Every row, grouped, with group subtotals, fixed overhead, state pool and the total.
+
+    `name_the_log`: a source line of the ledger's own log is `dp2.log:56`, not `:56` (the text
+    report's header names the log just above; markdown's table is read apart from it)."""
     blocks = group_blocks(ledger)
-    log_name = posixpath.basename(ledger.source.path.replace(chr(92), "/"))
+    log_name = None if name_the_log else posixpath.basename(ledger.source.path.replace("\\", "/"))
     rows: list[list[str]] = []
     for block in blocks:
         for index, row in enumerate(block.rows):
@@ -267,7 +270,14 @@ def ledger_rows_table(ledger: Ledger) -> Table:
         notes.append(f"{INFORMATIONAL_MARK} informational: shown, not part of any sum")
     footnote = "\n".join(notes) or None
     return Table(
-        ROW_HEADERS, rows, ROW_ALIGN, title="Rows", footnote=footnote, keep=(0, 1), optional=(6,)
+        ROW_HEADERS,
+        rows,
+        ROW_ALIGN,
+        title="Rows",
+        footnote=footnote,
+        keep=(0, 1),
+        optional=(6,),
+        provenance=(5,),
     )
 
 
@@ -359,9 +369,10 @@ def summary_table(summary: Summary) -> Table:
     return Table(["figure", "value", "unit"], rows, align, title="Summary", footnote=footnote)
 
 
-def ledger_tables(ledger: Ledger) -> list[Table]:
-    """The report's tables in order; checkpoints and intervals only when there are any."""
-    tables = [ledger_rows_table(ledger)]
+def ledger_tables(ledger: Ledger, *, name_the_log: bool = False) -> list[Table]:
+    """The report's tables in order; checkpoints and intervals only when there are any
+    (`name_the_log`: see `ledger_rows_table`)."""
+    tables = [ledger_rows_table(ledger, name_the_log=name_the_log)]
     # A startup that stopped before any avail reading has neither; its notes say so.
     if ledger.checkpoints:
         tables.append(checkpoints_table(ledger))

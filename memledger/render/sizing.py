@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
-from enum import StrEnum
 
 from memledger.model.sizing import SizingResult, Term
-from memledger.record import to_dict
-from memledger.render.formats import Format, Formats
+from memledger.render.formats import Formats, ReportFormat, report_formats
 from memledger.render.tables import (
     ABSENT,
     Table,
@@ -334,26 +331,7 @@ def render_whatif_markdown(answer: WhatIf) -> str:
     return "\n".join(parts) + "\n"
 
 
-def render_whatif_json(answer: WhatIf) -> str:
-    return json.dumps(to_dict(answer, mode="json"), indent=2) + "\n"
-
-
-class WhatIfFormat(StrEnum):
-    """`memledger whatif --format` choices."""
-
-    TEXT = "text"
-    MARKDOWN = "markdown"
-    JSON = "json"
-
-
-WHATIF_FORMATS: Formats[WhatIfFormat, Terminal, WhatIf] = Formats(
-    WhatIfFormat,
-    {
-        WhatIfFormat.TEXT: Format(
-            lambda terminal: lambda answer: render_whatif_text(answer, terminal),
-            "terminal report",
-        ),
-        WhatIfFormat.MARKDOWN: Format(lambda _: render_whatif_markdown, "GitHub markdown"),
-        WhatIfFormat.JSON: Format(lambda _: render_whatif_json, "machine-readable"),
-    },
+WHATIF_FORMATS: Formats[ReportFormat, Terminal, WhatIf] = report_formats(
+    render_whatif_text, render_whatif_markdown
 )
+"""`memledger whatif --format` choices."""

@@ -42,6 +42,9 @@ class Table:
     markdown: tuple[int, ...] = ()
     """Columns whose cells the renderer already made markdown out of escaped pieces (a code
     span and a label in one cell); `github_table` puts them in as they are."""
+    provenance: tuple[int, ...] = ()
+    """Columns of `file:line (+N lines)` cells (where a number came from): cut to fit a
+    terminal, such a cell keeps its `:line` (`cut_provenance`)."""
 
 
 # Text GitHub turns into a notification, a cross-reference or a link even when escaped: a
@@ -130,7 +133,33 @@ def _drop_column(table: Table, index: int) -> Table:
         shift(table.code),
         shift(table.keep),
         shift(table.optional),
+        provenance=shift(table.provenance),
     )
+
+
+_PROVENANCE = re.compile(r"(?P<name>.*):(?P<line>\d+)(?: \(\+(?P<more>\d+) lines?\))?")
+
+
+def cut_provenance(cell: str, width: int) -> str:
+    """`cell` in at most `width` characters; a `file:line (+N lines)` cell keeps its `:line`:
+    the `(+N lines)` shrinks to `+N` first, then the file name loses its middle
+    (`015-qw…-load.log:124 +2`); any other cell is cut at its end."""
+    if len(cell) <= width:
+        return cell
+    match = _PROVENANCE.fullmatch(cell)
+    if match is None:
+        return cell[: width - 1] + ELLIPSIS
+    more = match.group("more")
+    where = f":{match.group('line')}" + (f" +{more}" if more else "")
+    name, room = match.group("name"), width - len(where)
+    if len(name) <= room:
+        return name + where
+    if room >= 3:
+        head = (room - 1) // 2
+        return name[:head] + ELLIPSIS + name[len(name) - (room - 1 - head) :] + where
+    if len(where) <= width:
+        return where
+    return cell[: width - 1] + ELLIPSIS
 
 
 def fit_columns(table: Table, width: int, *, gap: int = 2) -> Table:
@@ -171,13 +200,15 @@ def fit_columns(table: Table, width: int, *, gap: int = 2) -> Table:
     )
     if fits and headers == table.headers:
         return table
-    rows = [
-        [
-            cell if i >= len(widths) or len(cell) <= widths[i] else cell[: widths[i] - 1] + ELLIPSIS
-            for i, cell in enumerate(row)
-        ]
-        for row in table.rows
-    ]
+
+    def fitted(i: int, cell: str) -> str:
+        if i >= len(widths) or len(cell) <= widths[i]:
+            return cell
+        if i in table.provenance:
+            return cut_provenance(cell, widths[i])
+        return cell[: widths[i] - 1] + ELLIPSIS
+
+    rows = [[fitted(i, cell) for i, cell in enumerate(row)] for row in table.rows]
     return Table(headers, rows, table.align, table.title, table.footnote, table.code, table.keep)
 
 

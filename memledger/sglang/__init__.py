@@ -14,9 +14,11 @@
 - `rows.py`, `versions.py`, `sizing_rules.py`: engine-side and sizing tables (below).
 
 ## Four tasks, and the files each touches
-1. **A new wording of a known log line** (3 files): an alternative in `grammars/sglang.lark`, the
-   `head` of its `LineSpec` in `lines.py` (and a prefilter word if the line has none yet), and an
-   example in `examples.py` (the example is the test). Details under "Adding a line".
+1. **A new wording of a known log line** (2 files): an alternative in `grammars/sglang.lark` and
+   an example in `examples.py` (the example is the test). The rule's leading words are its head
+   (`input/linegrammar.known_head`); `lines.py` changes only when the new wording holds none of
+   the kind's prefilter `words` (the tests say so), or starts with a free word or a single word,
+   where the grammar cannot give the head. Details under "Adding a line".
 2. **A new OOM or refusal text** (1 file): an `ErrorText` in `errors.py` with its reader kind,
    regex, words, family, outcome, source and a synthetic example line; the shared test
    (tests/sglang/test_errors.py) checks it against its example, its words against its regex,
@@ -39,9 +41,13 @@ A new wording of a known line (SGLang renamed `Capture cuda graph begin`), or a 
    punctuation or a distinct literal before `fields`: the contextual lexer must never be offered
    WORD and WORDS in one state. `tests/input/test_grammar.py::test_grammar_builds_in_strict_mode`
    says when it is (at runtime a collision silently loses lines).
-2. `lines.py`: the kind's `LineSpec`: a `head` regex matching the new wording (so a garbled copy
-   is "malformed" in `parse --coverage`), and `words` holding a case-sensitive word of it (a
-   physical line without a prefilter word is never decoded). A new kind also needs an
+2. `lines.py`, only when needed: the kind's `words` must hold a case-sensitive word of the new
+   wording (a physical line without a prefilter word is never decoded;
+   tests/sglang/test_lines.py names the example that has none). The head that makes a garbled
+   copy "malformed" in `parse --coverage` comes from the grammar: the rule's leading quoted
+   words, two or more, up to the first punctuation. A rule that starts with a free word
+   (`label?`, `graph_words`) or a single word keeps a `head` regex in its `LineSpec` (and a
+   rule of which the grammar gives the head needs none). A new kind also needs an
    `EventKind` member (`memledger/model/events.py`), its `sizes` and `values` keys (any other key is
    dropped, the line reported malformed) and, if its sizes are rows, an entry in `rows.py`.
 3. `examples.py`: the line, its kind, its sizes as printed and the values that matter. The

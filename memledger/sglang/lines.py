@@ -4,7 +4,9 @@ This table is the source of the input layer's per-kind knowledge:
 * `words` -> `PREFILTER_WORDS`: a physical line holding none of them (and no memory-looking word)
   is skipped unread by the scanner (memledger.input.scan), so a new wording needs its words here;
 * `head` -> `KNOWN_HEAD_RE`: a message starting like this that does not parse is reported as
-  "malformed" in `parse --coverage`, not as "unrecognised";
+  "malformed" in `parse --coverage`, not as "unrecognised"; only where the grammar cannot say
+  how the line starts (memledger.input.linegrammar.known_head also reads the leading words of
+  every line rule of the grammar: a new wording needs no head here);
 * `checkpoint` -> `AVAIL_KINDS`: the line's `avail mem=` reading is a checkpoint of the engine's
   chain of free-memory readings;
 * `loose_size`, `stray_size_is_problem`, `decimal_gb`: how the transformer types an unkeyed size;
@@ -39,7 +41,10 @@ class LineSpec:
     kind: str
     """The event kind (an `EventKind` value; the grammar rule name before any `__variant`)."""
     head: str = ""
-    """A regex for how the message starts (matched at its start, after the prefix)."""
+    """A regex for how the message starts (matched at its start, after the prefix), for a line
+    whose start the grammar cannot give: its rule starts with a free word (`label? "KV"
+    "Cache"`, `"Capture" graph_words "begin"`) or with one word. Else empty: the leading words
+    of the rule's alternatives are the head (memledger.input.linegrammar.known_head)."""
     words: tuple[str, ...] = ()
     """Prefilter words, case-sensitive substrings of the physical line."""
     checkpoint: bool = False
@@ -192,27 +197,21 @@ def gpu_evidence(text: str) -> tuple[str, str | int] | None:
     return None
 
 
-_INIT = r"Init (?:torch distributed|nccl|parallel) "
-
 LINES: tuple[LineSpec, ...] = (
     # ---- distributed init / baseline
-    LineSpec("dist_init_begin", _INIT + "begin", ("Init ",), values={"variant": str}),
+    LineSpec("dist_init_begin", words=("Init ",), values={"variant": str}),
     LineSpec(
         "dist_init_end",
-        _INIT + "ends",
-        ("Init ",),
+        words=("Init ",),
         sizes=("usage",),
         values={"elapsed": float, "variant": str},
     ),
-    LineSpec("memory_baseline", "Memory baseline taken", ("Memory ",), sizes=("usage",)),
+    LineSpec("memory_baseline", words=("Memory ",), sizes=("usage",)),
     # ---- weights
-    LineSpec(
-        "load_begin", "Load weight begin", ("Load weight",), checkpoint=True, sizes=("avail",)
-    ),
+    LineSpec("load_begin", words=("Load weight",), checkpoint=True, sizes=("avail",)),
     LineSpec(
         "load_end",
-        "Load weight end",
-        ("Load weight",),
+        words=("Load weight",),
         checkpoint=True,
         stray_size_is_problem=True,
         sizes=("avail", "usage"),
@@ -245,16 +244,14 @@ LINES: tuple[LineSpec, ...] = (
     ),
     LineSpec(
         "kv_skipped",
-        "KV Cache skipped",
-        ("KV Cache",),
+        words=("KV Cache",),
         sizes=("kv",),
         values={"tokens": int | None},
     ),
-    LineSpec("kv_dtype", "Using KV cache dtype", ("KV cache",), values={"dtype": str}),
+    LineSpec("kv_dtype", words=("KV cache",), values={"dtype": str}),
     LineSpec(
         "mamba_allocated",
-        "Mamba Cache is allocated",
-        ("Mamba",),
+        words=("Mamba",),
         sizes=("conv_state", "intermediate_conv", "intermediate_ssm", "ssm_state"),
         values={"max_mamba_cache_size": int | None},
     ),
@@ -280,8 +277,7 @@ LINES: tuple[LineSpec, ...] = (
     ),
     LineSpec(
         "dsv4_calc",
-        "DSV4 memory calculation",
-        ("DSV4",),
+        words=("DSV4",),
         sizes=(
             "available_bytes",
             "c128_state_fixed",
@@ -300,8 +296,7 @@ LINES: tuple[LineSpec, ...] = (
     ),
     LineSpec(
         "dsv4_pool_sizes",
-        "DSV4 pool sizes",
-        ("DSV4",),
+        words=("DSV4",),
         values={
             "c128": int,
             "c128_state": int,
@@ -354,11 +349,10 @@ LINES: tuple[LineSpec, ...] = (
             "total_layers": int,
         },
     ),
-    LineSpec("memory_pool_end", "Memory pool end", ("Memory ",), checkpoint=True, sizes=("avail",)),
+    LineSpec("memory_pool_end", words=("Memory ",), checkpoint=True, sizes=("avail",)),
     LineSpec(
         "post_capture_kv",
-        "Post-capture KV sizing",
-        ("Post-capture",),
+        words=("Post-capture",),
         checkpoint=True,
         sizes=("avail", "free", "k", "kv", "size", "v"),
         values={
@@ -375,15 +369,13 @@ LINES: tuple[LineSpec, ...] = (
     # ---- attention backend and graphs
     LineSpec(
         "attention_backend_begin",
-        "Init attention backend begin",
-        ("Init ",),
+        words=("Init ",),
         checkpoint=True,
         sizes=("avail",),
     ),
     LineSpec(
         "attention_backend_end",
-        "Init attention backend end",
-        ("Init ",),
+        words=("Init ",),
         checkpoint=True,
         sizes=("avail",),
         values={"elapsed": float},
@@ -468,8 +460,7 @@ LINES: tuple[LineSpec, ...] = (
     # ---- communication, staging, weight sharding (fork lines)
     LineSpec(
         "all_reduce_config",
-        "All Reduce config",
-        ("All Reduce",),
+        words=("All Reduce",),
         sizes=("local_buffer", "symmetric_memory"),
         values={"multicast": bool, "pull": bool},
     ),
@@ -532,20 +523,17 @@ LINES: tuple[LineSpec, ...] = (
     ),
     LineSpec(
         "dspark_slot_map",
-        "DSpark draft SWA slot map",
-        ("DSpark",),
+        words=("DSpark",),
         values={"multiplier": int | None, "slots_per_req": int | None},
     ),
     LineSpec(
         "imbalance",
-        "The memory capacity is unbalanced",
-        ("unbalanced",),
+        words=("unbalanced",),
         values={"local_gpu_memory": float, "min_per_gpu_memory": float},
     ),
     LineSpec(
         "lora",
-        "LoRA adapter (?:un)?loading",
-        ("LoRA",),
+        words=("LoRA",),
         checkpoint=True,
         sizes=("avail",),
         values={"name": str, "path": str, "phase": str},

@@ -90,7 +90,7 @@ def test_unknown_rank_lists_ranks_in_numeric_order(
     log = tmp_path / "tp16.log"
     log.write_text(
         "".join(
-            f"[2026-05-08 15:30:54 TP{rank}] Load weight begin. avail mem=142.79 GB\n"
+            f"[2031-02-03 04:05:06 TP{rank}] Load weight begin. avail mem=126.35 GB\n"
             for rank in (10, 2, 0, 1)
         )
     )
@@ -106,13 +106,13 @@ def test_unknown_or_ambiguous_rank(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "022-" in err.split("rank")[0]  # the file is named before the message
     pp = tmp_path / "pp.log"
     pp.write_text(
-        "[2026-05-08 15:30:54 PP0 TP1 EP1] Load weight begin. avail mem=142.79 GB\n"
-        "[2026-05-08 15:30:54 PP3 TP1 EP1] Load weight begin. avail mem=142.70 GB\n"
+        "[2031-02-03 04:05:06 PP0 TP1 EP1] Load weight begin. avail mem=126.35 GB\n"
+        "[2031-02-03 04:05:06 PP3 TP1 EP1] Load weight begin. avail mem=126.28 GB\n"
     )
     code, _, err = run_cli(["parse", str(pp), "--rank", "TP1"], capsys)
     assert code == EXIT_INPUT and "ambiguous" in err
     document = parse_json([str(pp), "--rank", "PP3 TP1 EP1"], capsys)
-    assert document["facts"]["load_begin_avail"] == 142.70
+    assert document["facts"]["load_begin_avail"] == 126.28
 
 
 def _two_startups(tmp_path: Path) -> tuple[Path, Path, Path]:

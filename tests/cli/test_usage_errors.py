@@ -34,12 +34,13 @@ DP2 = str(SAMPLES / "dp2.log")
         (["ledger", "--bogus"], "No such option '--bogus'", "(see 'memledger ledger --help')"),
         (["nosuch"], "No such command 'nosuch'", "(see 'memledger --help')"),
         (["ledger"], "Missing argument 'LOG...'", "(usage: memledger ledger [OPTIONS] LOG...)"),
-        # HEAD may be left out for `diff LOG --against-release X`: the same message, both usages
+        # HEAD may be left out for `diff LOG --against-release X` and `diff SAVED_DIFF.json`: the
+        # same message, every usage
         (
             ["diff", DP16],
             "Missing argument 'HEAD'",
             "(usage: memledger diff [OPTIONS] BASE HEAD, or memledger diff [OPTIONS] LOG "
-            "--against-release X.Y.Z)",
+            "--against-release X.Y.Z, or memledger diff SAVED_DIFF.json)",
         ),
     ],
 )

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -100,13 +101,6 @@ def test_an_over_long_line_is_handed_to_the_built_in_scanner(tmp_path: Path) -> 
     assert _candidates(path, "grep") == expected
 
 
-def test_grep_out_of_memory_hands_over_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _hostile_log(tmp_path)
-    expected = _candidates(path, "python")
-    monkeypatch.setattr(grep_scan, "GREP_DATA_LIMIT", 4 << 20)  # the 6 MiB line does not fit
-    assert _candidates(path, "grep") == expected
-
-
 def test_the_cli_starts_grep_before_the_imports_and_the_reader_claims_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,13 +136,18 @@ def test_a_pipeline_whose_reader_never_ran_is_stopped_at_exit(tmp_path: Path) ->
     del lines
 
 
+def _grep_from_the_first_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    """grep scans any log, however small (both modules read the bound; prestart reads it in
+    grep_early), whatever MEMLEDGER_PREFILTER says outside."""
+    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
+    monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
+    monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
+
+
 def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
-    monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
-    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
-    monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
+    _grep_from_the_first_byte(monkeypatch)
     path = _hostile_log(tmp_path)
     grep_early.start_early(["parse", "--format", "json", str(path)])
     [(_grep, first)] = grep_early.STARTED.values()
@@ -221,10 +220,17 @@ def test_a_file_cut_in_two_parts_gives_the_built_in_scanners_lines_and_counts(
     assert _candidates(path, "grep") == expected
 
 
-def test_grep_out_of_memory_in_the_second_part_hands_over(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _long_line_after_middle(tmp_path: Path) -> Path:
+    return _two_halves_log(tmp_path, long_line_after_middle=True)
+
+
+@pytest.mark.parametrize(
+    "make_log", [_hostile_log, _long_line_after_middle], ids=["one part", "second part"]
+)
+def test_grep_out_of_memory_hands_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_log: Callable[[Path], Path]
 ) -> None:
-    path = _two_halves_log(tmp_path, long_line_after_middle=True)
+    path = make_log(tmp_path)
     expected = _candidates(path, "python")
     monkeypatch.setattr(grep_scan, "GREP_DATA_LIMIT", 4 << 20)  # the 6 MiB line does not fit
     assert _candidates(path, "grep") == expected
@@ -243,10 +249,7 @@ def test_one_cpu_reads_the_file_in_one_part_with_wc(
 def test_parts_started_at_entry_are_adopted_or_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)
-    monkeypatch.setattr(grep_scan, "GREP_MIN_BYTES", 1)
-    monkeypatch.setattr(grep_early, "GREP_MIN_BYTES", 1)  # prestart reads it there
-    monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
+    _grep_from_the_first_byte(monkeypatch)
     path = _two_halves_log(tmp_path)
     expected = _candidates(path, "python")
     grep_early.start_early(["parse", str(path)])

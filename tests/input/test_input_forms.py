@@ -243,13 +243,13 @@ def test_every_prefix_form(form: str, level: str, tmp_path: Path) -> None:
 
 def test_rank0_needs_every_tag_at_index_zero(tmp_path: Path) -> None:
     lines = [
-        "[2026-05-08 15:30:54 PP3 TP0 EP0] Load weight begin. avail mem=142.79 GB",
-        "[2026-05-08 15:30:54 PP0 TP1 EP1] Load weight begin. avail mem=142.70 GB",
-        "[2026-05-08 15:30:55 PP0 TP0 EP0] Load weight begin. avail mem=141.00 GB",
+        "[2031-02-03 04:05:06 PP3 TP0 EP0] Load weight begin. avail mem=126.35 GB",
+        "[2031-02-03 04:05:06 PP0 TP1 EP1] Load weight begin. avail mem=126.28 GB",
+        "[2031-02-03 04:05:07 PP0 TP0 EP0] Load weight begin. avail mem=125.50 GB",
     ]
     parsed = parse_log(_write(tmp_path, "pp.log", "\n".join(lines).encode()))
     assert parsed.startup.rank == "PP0 TP0 EP0"
-    assert facts_of(parsed)["load_begin_avail"] == 141.00
+    assert facts_of(parsed)["load_begin_avail"] == 125.50
 
 
 def test_physical_line_numbers_are_preserved() -> None:

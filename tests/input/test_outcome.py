@@ -60,3 +60,40 @@ def test_a_profiled_value_above_zero_or_a_quoted_refusal_is_no_outcome() -> None
         '--mem-fraction-static")'
     )
     assert outcome_kind(quoted) is None
+
+
+def _rows(lines: list[str]) -> tuple[list[tuple[int, str]], str, int | None]:
+    """(the listed events as (line, kind), the outcome, its line) of a synthetic log."""
+    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.log")
+    startup = parsed.startup
+    return [(e.line, e.kind.value) for e in startup.events], startup.outcome, startup.outcome_line
+
+
+def test_the_line_that_decides_the_outcome_is_listed_once() -> None:
+    # the summary line decides `ready` and the OOM message decides `oom`: each keeps its own
+    # row, and no second row of the outcome's kind repeats the same line (the summary was
+    # listed as `summary` and again as `ready`)
+    prefix = "[2031-02-03 04:05:06 DP0 TP0 EP0]"
+    ready, outcome, line = _rows(
+        [
+            f"{prefix} Load weight end. type=ToyForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=61.25 GB, mem usage=17.50 GB.",
+            f"{prefix} max_total_num_tokens=412345, chunked_prefill_size=4096, "
+            "max_prefill_tokens=8192, max_running_requests=96, context_len=65536, "
+            "available_gpu_mem=11.20 GB",
+            "[2031-02-03 04:05:09] The server is fired up and ready to roll!",
+        ]
+    )
+    assert (outcome, line) == ("ready", 2)
+    assert [row for row in ready if row[0] == 2] == [(2, "summary")]
+    assert len(ready) == len({row[0] for row in ready})
+    oom, outcome, line = _rows(
+        [
+            f"{prefix} Load weight begin. avail mem=78.50 GB",
+            f"{prefix} torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.25 GiB. "
+            "GPU 0 has a total capacity of 79.19 GiB of which 1.02 GiB is free.",
+        ]
+    )
+    assert (outcome, line) == ("oom", 2)
+    at_oom = [kind for row_line, kind in oom if row_line == 2]
+    assert "oom_message" in at_oom and "oom" not in at_oom

@@ -138,24 +138,29 @@ def test_half_a_kv_pair_still_gives_the_printed_k_fact() -> None:
 
 
 @pytest.mark.parametrize(
-    "after",
+    ("ending", "after"),
     [
-        "Killed",  # the shell reporting SIGKILL: a record of its own
-        "100%|##########| 4/4 [00:02<00:00,  1.50it/s]",
-        "Traceback (most recent call last):",
-        "  continued but indented",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+        ("48", "Killed"),  # the shell reporting SIGKILL: a record of its own
+        ("48", "100%|##########| 4/4 [00:02<00:00,  1.50it/s]"),
+        ("48", "Traceback (most recent call last):"),
+        ("48", "  continued but indented"),
+        ("48", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."),
+        # prose starting with a number after a line that ends in a full stop: a numbered list
+        # under the pasted log, a count
+        ("40960.", "2. Then I restarted the server"),
+        ("40960.", "3) restarted with --mem-fraction-static 0.8"),
+        ("40960.", "100 requests done"),
     ],
 )
-def test_a_complete_line_keeps_the_next_record_apart(after: str) -> None:
+def test_a_complete_line_keeps_the_next_record_apart(ending: str, after: str) -> None:
     parsed = _parse(
         [
             P + "max_total_num_tokens=161488, max_prefill_tokens=8192, "
-            "max_running_requests=16384, context_len=48",
+            f"max_running_requests=16384, context_len={ending}",
             after,
         ]
     )
-    assert _one(parsed, EventKind.SUMMARY).values["context_len"] == 48
+    assert _one(parsed, EventKind.SUMMARY).values["context_len"] == int(ending.rstrip("."))
     assert not any(note.startswith("rejoined") for note in parsed.notes)
 
 
@@ -347,26 +352,6 @@ def test_a_quoted_crlf_paste_with_tails_without_memory_words() -> None:
     parsed = parse_log(io.BytesIO(data.encode()), label="paste.log")
     assert _one(parsed, EventKind.KV_ALLOCATED).values["tokens"] == 161488
     assert _one(parsed, EventKind.SUMMARY).values["max_total_num_tokens"] == 161488
-
-
-@pytest.mark.parametrize(
-    "after",
-    [
-        "2. Then I restarted the server",  # a numbered list under the pasted log
-        "3) restarted with --mem-fraction-static 0.8",
-        "100 requests done",
-    ],
-)
-def test_prose_starting_with_a_number_stays_apart(after: str) -> None:
-    parsed = _parse(
-        [
-            P + "max_total_num_tokens=161488, max_prefill_tokens=8192, "
-            "max_running_requests=16384, context_len=40960.",
-            after,
-        ]
-    )
-    assert _one(parsed, EventKind.SUMMARY).values["context_len"] == 40960
-    assert not any(note.startswith("rejoined") for note in parsed.notes)
 
 
 def test_a_wrap_with_the_padding_the_terminal_left_is_rejoined() -> None:

@@ -5,17 +5,11 @@ needs still pass."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memledger.errors import EXIT_USAGE
 from memledger.input.extension_regex import MAX_CHOICES, backtracking_problem
-from tests.security.helpers import log_text
 
 REVIEW = [
     r"(a?){28}a{28}b",
@@ -81,25 +75,3 @@ def test_a_row_of_optional_items_is_judged_by_its_product(item: str, count: int)
     assert 2**count > MAX_CHOICES
     assert backtracking_problem(item * count + "c") is not None
     assert backtracking_problem(item * 3 + "c") is None  # 8 ways: nothing to refuse
-
-
-def test_the_review_reproduction_is_refused_at_load(tmp_path: Path) -> None:
-    grammar = tmp_path / "redos.lark"
-    grammar.write_text(
-        "%extend message: staging_pool__redos\n"
-        'staging_pool__redos: "ReDoS" "probe" EVIL\nEVIL: /(a?){28}a{28}b/\n',
-        encoding="utf-8",
-    )
-    log = tmp_path / "redos.log"
-    log.write_text(log_text() + "[2025-02-04 05:29:22 TP0] ReDoS probe " + "a" * 28 + "c\n")
-    # a subprocess with a timeout: a regression fails here instead of hanging the suite
-    done = subprocess.run(
-        [sys.executable, "-m", "memledger", "parse", str(log), "--grammar", str(grammar)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == EXIT_USAGE and done.stdout == ""
-    assert done.stderr.count("\n") == 1 and "regexp /(a?){28}a{28}b/" in done.stderr
-    assert "can match empty" in done.stderr and "Traceback" not in done.stderr

@@ -122,21 +122,32 @@ def _mamba(slots: int, per_slot: int) -> MambaState:
     return MambaState(line=2, slots=slots, bytes=(slots + 1) * per_slot, half_ulp=0)
 
 
+def _radix_off_mamba(version: tuple[str, str], per_slot: int) -> SizingInputs:
+    """Radix cache off, max_running_requests 40: K is 40 slots of `per_slot`."""
+    knobs = {"disable_radix_cache": True, "max_running_requests": 40}
+    return inputs(version=version, knobs=knobs, target=[pool(10, 4096)], mamba=_mamba(40, per_slot))
+
+
 def test_rule_mamba_first() -> None:
     """State is taken first, K x per_req: v0.5.8 model_runner_kv_cache_mixin.py:199-204."""
     per_slot = 100 * MIB
-    knobs = {"disable_radix_cache": True, "max_running_requests": 40}
-    pred = predict(
-        inputs(
-            version=("0.5.13", "0.5.16"),
-            knobs=knobs,
-            target=[pool(10, 4096)],
-            mamba=_mamba(40, per_slot),
-        )
-    )
+    pred = predict(_radix_off_mamba(("0.5.13", "0.5.16"), per_slot))
     assert pred.mamba_slots == 40
     assert pred.state_bytes == 40 * per_slot
     assert pred.kv_budget_bytes == pred.rest_bytes - 40 * per_slot  # type: ignore[operator]
+
+
+def _radix_mamba(version: tuple[str, str], per_slot: int) -> SizingInputs:
+    """A radix-cache Mamba log (K from the share of rest): P 31.49, A 16.98, mfs 0.85, 40 slots
+    of `per_slot` logged."""
+    return inputs(
+        version=version,
+        p=31.49,
+        a=16.98,
+        knobs={"mem_fraction_static": 0.85},
+        target=[pool(10, 4096)],
+        mamba=_mamba(40, per_slot),
+    )
 
 
 def test_rule_mamba_padding_ring() -> None:
@@ -144,14 +155,7 @@ def test_rule_mamba_padding_ring() -> None:
     K = int((share - per_slot) // per_slot), v0.5.17 mem_cache/kv_cache_configurator.py:1950-1956;
     taken (K + 1) x per_slot, :1977-1982. 0.5.16 still takes K x per_req (:1808-1813)."""
     per_slot = 128 * MIB
-    read = inputs(
-        version=("0.5.17", "0.5.19"),
-        p=31.49,
-        a=16.98,
-        knobs={"mem_fraction_static": 0.85},
-        target=[pool(10, 4096)],
-        mamba=_mamba(40, per_slot),
-    )
+    read = _radix_mamba(("0.5.17", "0.5.19"), per_slot)
     pred = predict(read)
     assert pred.rest_bytes is not None
     share = pred.rest_bytes / GIB * 0.9 / 1.9 * GIB
@@ -171,15 +175,7 @@ def test_rule_mamba_padding_slot() -> None:
     """(K + 1) x per slot from 0.5.20: v0.5.20 mem_cache/kv_cache_configurator.py:2535-2540,
     v0.5.23 :3405-3409."""
     per_slot = 100 * MIB
-    knobs = {"disable_radix_cache": True, "max_running_requests": 40}
-    pred = predict(
-        inputs(
-            version=("0.5.20", "0.5.23"),
-            knobs=knobs,
-            target=[pool(10, 4096)],
-            mamba=_mamba(40, per_slot),
-        )
-    )
+    pred = predict(_radix_off_mamba(("0.5.20", "0.5.23"), per_slot))
     assert pred.state_bytes == 41 * per_slot
 
 
@@ -206,30 +202,30 @@ def test_rule_mamba_ratio_split() -> None:
     """Radix on: K = int(rest x m/(1+m) // per_req):
     v0.5.8 model_executor/model_runner_kv_cache_mixin.py:182-197."""
     per_slot = 128 * MIB
-    read = inputs(
-        version=("0.5.11", "0.5.11"),
-        p=31.49,
-        a=16.98,
-        knobs={"mem_fraction_static": 0.85},
-        target=[pool(10, 4096)],
-        mamba=_mamba(40, per_slot),
-    )
+    read = _radix_mamba(("0.5.11", "0.5.11"), per_slot)
     pred = predict(read)
     rest = pred.rest_bytes
     assert rest is not None
     assert pred.mamba_slots == int(rest / GIB * 0.9 / 1.9 * GIB // per_slot)
 
 
+SWA_CELLS = (49_152, 147_456)
+"""Bytes per token of the full and the sliding-window layers of `_swa_log`."""
+
+
+def _swa_log(version: tuple[str, str]) -> SizingInputs:
+    """A hybrid SWA log: 1000 full and 800 window tokens logged (swa_full_tokens_ratio 0.8)."""
+    full_cell, swa_cell = SWA_CELLS
+    return inputs(
+        version=version, target=[pool(800, swa_cell), pool(1000, full_cell)], swa=(1000, 800)
+    )
+
+
 def test_rule_swa_split() -> None:
     """cell = F + r x S; full = rest // cell; swa = int(full x r):
     v0.5.16 model_executor/pool_configurator.py:376-425."""
-    full_cell, swa_cell = 49_152, 147_456
-    read = inputs(
-        version=("0.5.16", "0.5.16"),
-        target=[pool(800, swa_cell), pool(1000, full_cell)],
-        swa=(1000, 800),
-    )
-    pred = predict(read)
+    full_cell, swa_cell = SWA_CELLS
+    pred = predict(_swa_log(("0.5.16", "0.5.16")))
     assert pred.kv_budget_bytes is not None and pred.tokens is not None
     assert pred.tokens == pred.kv_budget_bytes // (full_cell + 0.8 * swa_cell)
     assert pred.swa_tokens == int(pred.tokens * 0.8)
@@ -662,13 +658,8 @@ def test_size_log_reports_a_miss_with_a_reason() -> None:
 def test_rule_swa_split_memory() -> None:
     """0.5.9 - 0.5.10: T = rest // (F + S), full = int(T x (F + S) / (F + r S)):
     v0.5.9 model_executor/model_runner_kv_cache_mixin.py:86-95, :251-333."""
-    full_cell, swa_cell = 49_152, 147_456
-    read = inputs(
-        version=("0.5.9", "0.5.10"),
-        target=[pool(800, swa_cell), pool(1000, full_cell)],
-        swa=(1000, 800),
-    )
-    pred = predict(read)
+    full_cell, swa_cell = SWA_CELLS
+    pred = predict(_swa_log(("0.5.9", "0.5.10")))
     assert pred.kv_budget_bytes is not None
     profiled = pred.kv_budget_bytes // (full_cell + swa_cell)
     full = int(profiled * (full_cell + swa_cell) / (full_cell + 0.8 * swa_cell))

@@ -21,9 +21,9 @@ from memledger.vllm.lines import LINES
 # (line, kind, facts it must give): one or more per wording of lines.LINES / errors.ERRORS
 EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
     (
-        "INFO 08-19 07:51:03 model_runner.py:732] Loading model weights took 2.3463 GB",
+        "INFO 03-14 11:22:33 model_runner.py:741] Loading model weights took 5.8127 GB",
         "weights",
-        {"weights_gib": 2.3463},
+        {"weights_gib": 5.8127},
     ),
     (
         "(EngineCore_DP0 pid=7) INFO 09-23 18:12:21 [gpu_model_runner.py:2392] Model loading took "
@@ -32,28 +32,28 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         {"weights_gib": 14.0786},
     ),
     (
-        "INFO 01-27 00:31:59 [gpu_model_runner.py:3905] Model loading took 64.38 GiB memory and "
-        "14.380607 seconds",
+        "INFO 05-02 09:14:27 [gpu_model_runner.py:3911] Model loading took 47.19 GiB memory and "
+        "21.604418 seconds",
         "weights",
-        {"weights_gib": 64.38},
+        {"weights_gib": 47.19},
     ),
     (
-        "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB "
-        "peak_torch_memory=17.98GiB memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB "
-        "kv_cache_size=2.89GiB gpu_memory_utilization=0.90",
+        "Memory profiling results: total_gpu_memory=47.54GiB initial_memory_usage=31.07GiB "
+        "peak_torch_memory=36.42GiB memory_usage_post_profile=31.12GiB non_torch_memory=0.48GiB "
+        "kv_cache_size=5.87GiB gpu_memory_utilization=0.88",
         "profile",
         {
-            "total_gpu_gib": 23.58,
-            "peak_torch_memory_gib": 17.98,
-            "kv_cache_gib": 2.89,
-            "gpu_memory_utilization": 0.9,
+            "total_gpu_gib": 47.54,
+            "peak_torch_memory_gib": 36.42,
+            "kv_cache_gib": 5.87,
+            "gpu_memory_utilization": 0.88,
         },
     ),
     (
-        "INFO 12-20 20:25:46 worker.py:241] the current vLLM instance can use total_gpu_memory "
-        "(15.77GiB) x gpu_memory_utilization (0.90) = 14.20GiB",
+        "INFO 07-08 16:40:12 worker.py:238] the current vLLM instance can use total_gpu_memory "
+        "(39.39GiB) x gpu_memory_utilization (0.85) = 33.48GiB",
         "usable",
-        {"total_gpu_gib": 15.77, "gpu_memory_utilization": 0.9, "usable_gib": 14.2},
+        {"total_gpu_gib": 39.39, "gpu_memory_utilization": 0.85, "usable_gib": 33.48},
     ),
     (
         "(VllmWorkerProcess pid=9) INFO 04-12 08:21:19 [worker.py:267] model weights "
@@ -69,14 +69,14 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         },
     ),
     (
-        "INFO 02-11 10:17:54 [executor_base.py:113] # cuda blocks: 36184, # CPU blocks: 2340",
+        "INFO 06-21 08:05:41 [executor_base.py:117] # cuda blocks: 24617, # CPU blocks: 1638",
         "blocks",
-        {"gpu_blocks": 36184, "cpu_blocks": 2340},
+        {"gpu_blocks": 24617, "cpu_blocks": 1638},
     ),
     (
-        "INFO 01-30 03:19:14 kv_cache_utils.py:395] # GPU blocks: 1381",
+        "INFO 04-17 22:48:05 kv_cache_utils.py:402] # GPU blocks: 2764",
         "blocks",
-        {"gpu_blocks": 1381},
+        {"gpu_blocks": 2764},
     ),
     (
         "(EngineCore pid=1) INFO 07-06 22:52:09 [gpu_worker.py:508] Available KV cache memory: "
@@ -85,22 +85,22 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         {"kv_cache_gib": -2.14},
     ),
     (
-        "INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 GiB, reserved 4.25 GiB "
+        "INFO 02-09 13:26:50 [gpu_worker.py:497] Initial free memory 44.73 GiB, reserved 6.50 GiB "
         "memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory "
         "profiling.",
         "kv_reserved",
-        {"initial_free_gib": 31.16, "kv_cache_gib": 4.25},
+        {"initial_free_gib": 44.73, "kv_cache_gib": 6.5},
     ),
     (
-        "INFO 10-03 16:22:17 [kv_cache_utils.py:864] GPU KV cache size: 42,656 tokens",
+        "INFO 11-05 07:33:48 [kv_cache_utils.py:871] GPU KV cache size: 61,904 tokens",
         "kv_tokens",
-        {"kv_tokens": 42656},
+        {"kv_tokens": 61904},
     ),
     (
-        "INFO 10-03 16:22:17 [kv_cache_utils.py:868] Maximum concurrency for 32,768 tokens per "
-        "request: 1.30x",
+        "INFO 11-05 07:33:48 [kv_cache_utils.py:875] Maximum concurrency for 16,384 tokens per "
+        "request: 3.78x",
         "concurrency",
-        {"max_model_len": 32768, "max_concurrency": 1.3},
+        {"max_model_len": 16384, "max_concurrency": 3.78},
     ),
     (
         "INFO 09-01 10:00:00 [kv_cache_utils.py:2033] GPU KV cache size: 150,745 tokens, Maximum "
@@ -115,27 +115,27 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         {"num_gpu_blocks": 6297},
     ),
     (
-        "INFO 09-23 18:12:22 [gpu_model_runner.py:3000] Encoder cache will be initialized with a "
-        "budget of 16384 tokens, and profiled with 5 image items",
+        "INFO 12-01 19:07:36 [gpu_model_runner.py:3012] Encoder cache will be initialized with a "
+        "budget of 8192 tokens, and profiled with 3 image items",
         "encoder_budget",
-        {"encoder_cache_budget": 16384},
+        {"encoder_cache_budget": 8192},
     ),
     (
-        "INFO 04-03 14:16:19 model_runner.py:1311] Capturing the model for CUDA graphs. This may "
+        "INFO 10-19 05:51:02 model_runner.py:1322] Capturing the model for CUDA graphs. This may "
         "lead to unexpected consequences",
         "graph_begin",
         {},
     ),
     (
-        "INFO 04-03 14:16:33 model_runner.py:1430] Graph capturing finished in 14 secs.",
+        "INFO 10-19 05:51:24 model_runner.py:1441] Graph capturing finished in 22 secs.",
         "graph_done",
-        {"graph_secs": 14.0},
+        {"graph_secs": 22.0},
     ),
     (
-        "INFO 09-23 18:12:39 [gpu_model_runner.py:3118] Graph capturing finished in 5 secs, took "
-        "0.67 GiB",
+        "INFO 12-01 19:07:52 [gpu_model_runner.py:3127] Graph capturing finished in 8 secs, took "
+        "1.13 GiB",
         "graph_done",
-        {"graph_gib": 0.67},
+        {"graph_gib": 1.13},
     ),
     (
         "(Worker_PP1_TP0 pid=2) INFO 08-31 15:25:48 [gpu_model_runner.py:6798] Estimated "
@@ -161,19 +161,19 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         {"gpu_memory_utilization": 0.935, "suggested_gpu_memory_utilization": 0.9595},
     ),
     (
-        "INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device (78.66/79.19 GiB) on "
-        "startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual usage is "
-        "14.08 GiB for "
-        "weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB for "
+        "INFO 12-01 19:07:52 [gpu_worker.py:396] Free memory on device (46.91/47.54 GiB) on "
+        "startup. Desired GPU memory utilization is (0.85, 40.41 GiB). Actual usage is "
+        "9.62 GiB for "
+        "weight, 1.41 GiB for peak activation, 0.05 GiB for non-torch memory, and 1.13 GiB for "
         "CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory="
-        "58333988249` to fit into requested memory, or `--kv-cache-memory=66273897472` to fully "
-        "utilize gpu memory. Current kv cache memory in use is 59212694937 bytes.",
+        "30868914176` to fit into requested memory, or `--kv-cache-memory=37325504512` to fully "
+        "utilize gpu memory. Current kv cache memory in use is 31925829632 bytes.",
         "summary",
         {
-            "free_gib": 78.66,
-            "requested_gib": 71.27,
-            "suggested_kv_cache_memory_bytes": 58333988249,
-            "kv_cache_memory_in_use_bytes": 59212694937,
+            "free_gib": 46.91,
+            "requested_gib": 40.41,
+            "suggested_kv_cache_memory_bytes": 30868914176,
+            "kv_cache_memory_in_use_bytes": 31925829632,
         },
     ),
     (
@@ -215,28 +215,28 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
     ),
     # failure texts
     (
-        "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. "
+        "ERROR 08-27 03:44:19 engine.py:371] ValueError: No available memory for the cache blocks. "
         "Try increasing `gpu_memory_utilization` when initializing the engine.",
         "no_cache_memory",
         {},
     ),
     (
-        "The model's max seq len (29000) is larger than the maximum number of tokens that can be "
-        "stored in KV cache (23648). Try increasing `gpu_memory_utilization`",
+        "The model's max seq len (40960) is larger than the maximum number of tokens that can be "
+        "stored in KV cache (31712). Try increasing `gpu_memory_utilization`",
         "max_seq_len_v0",
-        {"max_model_len": 29000, "kv_tokens": 23648},
+        {"max_model_len": 40960, "kv_tokens": 31712},
     ),
     (
-        "ERROR 06-09 14:01:52 [core.py:1136] ValueError: To serve at least one request with the "
-        "models's max seq len (131072), (4.11 GiB KV cache is needed, which is larger than the "
-        "available KV cache memory (4.0 GiB). Based on the available memory, the estimated maximum "
-        "model length is 127776. Try increasing",
+        "ERROR 01-23 17:09:45 [core.py:1142] ValueError: To serve at least one request with the "
+        "models's max seq len (65536), (6.25 GiB KV cache is needed, which is larger than the "
+        "available KV cache memory (5.5 GiB). Based on the available memory, the estimated maximum "
+        "model length is 57664. Try increasing",
         "max_seq_len_v1",
         {
-            "max_model_len": 131072,
-            "kv_needed_gib": 4.11,
-            "kv_cache_gib": 4.0,
-            "estimated_max_model_len": 127776,
+            "max_model_len": 65536,
+            "kv_needed_gib": 6.25,
+            "kv_cache_gib": 5.5,
+            "estimated_max_model_len": 57664,
         },
     ),
     (
@@ -294,29 +294,29 @@ def test_every_wording_has_an_example() -> None:
         "",
         "vllm-1  | ",
         "  | [2025-03-10T15:07:20Z] ",
-        "2026-06-09 14:01:52.982 [Error] (Process) (EngineCore pid=42521) ",
-        "2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - ",
-        "^[[0;36m(EngineCore_DP0 pid=70073)^[[0;0m ",
-        "\x1b[0;36m(EngineCore_DP0 pid=70073)\x1b[0;0m ",
+        "2031-02-03 04:05:06.789 [Error] (Process) (EngineCore pid=31337) ",
+        "2031-02-03T04:05:06,789 [INFO ] W-9000-toy_1.0-stdout MODEL_LOG - ",
+        "^[[0;36m(EngineCore_DP0 pid=4242)^[[0;0m ",
+        "\x1b[0;36m(EngineCore_DP0 pid=4242)\x1b[0;0m ",
         "▎ ",
         "> ",
     ],
 )
 def test_prefixes_are_ignored(prefix: str) -> None:
-    line = prefix + "INFO 10-03 16:22:17 [gpu_worker.py:298] Available KV cache memory: 6.51 GiB"
+    line = prefix + "INFO 11-05 07:33:48 [gpu_worker.py:301] Available KV cache memory: 7.25 GiB"
     log = read_vllm([line], "x.log")
-    assert log.startups[0].of("kv_available")[0].facts == {"kv_cache_gib": 6.51}
+    assert log.startups[0].of("kv_available")[0].facts == {"kv_cache_gib": 7.25}
 
 
 def test_the_file_line_tag_is_never_read() -> None:
     # the same sentence behind any [file.py:N] reads the same
     lines = [
-        f"INFO 10-03 16:22:17 [{name}] Available KV cache memory: 6.51 GiB"
+        f"INFO 11-05 07:33:48 [{name}] Available KV cache memory: 7.25 GiB"
         for name in ("gpu_worker.py:276", "gpu_worker.py:642", "worker.py", "x.py:1")
     ]
     for line in lines:
         (startup,) = read_vllm([line], "x.log").startups
-        assert [r.facts for r in startup.readings] == [{"kv_cache_gib": 6.51}]
+        assert [r.facts for r in startup.readings] == [{"kv_cache_gib": 7.25}]
 
 
 @pytest.mark.parametrize(
@@ -329,7 +329,7 @@ def test_the_file_line_tag_is_never_read() -> None:
         ("(VllmWorkerProcess pid=90) INFO", "pid 90"),
         ("(EngineCore_DP0 pid=1) INFO", ""),
         ("(EngineCore_DP1 pid=1) INFO", "DP1"),
-        ("INFO 10-03 16:22:17 [x.py:1]", ""),
+        ("INFO 11-05 07:33:48 [x.py:1]", ""),
     ],
 )
 def test_rank_tags(text: str, tag: str) -> None:
@@ -348,23 +348,23 @@ def test_rank_zero_wins_over_the_first_rank() -> None:
 
 def test_a_message_broken_over_lines_is_joined() -> None:
     lines = [
-        "▎ ValueError: To serve at least one request with the model's max seq len (196608),",
-        "▎ 23.25 GiB KV cache is needed, which is larger than the available KV cache memory "
-        "(22.5 GiB).",
-        "▎ Based on the available memory, the estimated maximum model length is 190272.",
+        "▎ ValueError: To serve at least one request with the model's max seq len (98304),",
+        "▎ 12.75 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(11.5 GiB).",
+        "▎ Based on the available memory, the estimated maximum model length is 88672.",
     ]
     log = read_vllm(lines, "x.log")
     (error,) = log.startups[0].of("max_seq_len_v1")
-    assert error.facts["estimated_max_model_len"] == 190272
-    assert error.facts["kv_cache_gib"] == 22.5
+    assert error.facts["estimated_max_model_len"] == 88672
+    assert error.facts["kv_cache_gib"] == 11.5
 
 
 def test_a_contradicting_reading_starts_the_next_startup() -> None:
     lines = [
         "Available KV cache memory: 10.55 GiB",
         "GPU KV cache size: 230,528 tokens",
-        "ValueError: To serve at least one request with the models's max seq len (221000), "
-        "(10.12 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "ValueError: To serve at least one request with the models's max seq len (180000), "
+        "(9.87 GiB KV cache is needed, which is larger than the available KV cache memory "
         "(5.59 GiB).",
     ]
     log = read_vllm(lines, "x.log")
@@ -377,10 +377,10 @@ SGLANG_LINES = [
     "[2026-01-30 20:54:55 TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB",
 ]
 VLLM_LINES = [
-    "(EngineCore_DP0 pid=1) INFO 10-03 16:22:17 [gpu_worker.py:298] Available KV cache memory: "
-    "6.51 GiB",
-    "(EngineCore_DP0 pid=1) INFO 10-03 16:22:17 [kv_cache_utils.py:864] GPU KV cache size: "
-    "42,656 tokens",
+    "(EngineCore_DP0 pid=1) INFO 11-05 07:33:48 [gpu_worker.py:301] Available KV cache memory: "
+    "7.25 GiB",
+    "(EngineCore_DP0 pid=1) INFO 11-05 07:33:48 [kv_cache_utils.py:871] GPU KV cache size: "
+    "61,904 tokens",
 ]
 
 

@@ -35,22 +35,22 @@ def _step(run: VllmRun, rule: str) -> Step:
 
 V0_ONE_LINE = [
     "INFO 12-02 10:00:00 model_runner.py:1077] Loading model weights took 14.9888 GB",
-    "INFO 12-02 10:00:05 worker.py:232] Memory profiling results: total_gpu_memory=23.58GiB "
-    "initial_memory_usage=15.34GiB peak_torch_memory=17.98GiB memory_usage_post_profile=15.35GiB "
-    "non_torch_memory=0.35GiB kv_cache_size=2.89GiB gpu_memory_utilization=0.90",
-    "INFO 12-02 10:00:05 gpu_executor.py:113] # GPU blocks: 1478, # CPU blocks: 2048",
-    "INFO 12-02 10:00:05 gpu_executor.py:117] Maximum concurrency for 29000 tokens per "
-    "request: 0.82x",
+    "INFO 12-02 10:00:05 worker.py:232] Memory profiling results: total_gpu_memory=47.50GiB "
+    "initial_memory_usage=31.07GiB peak_torch_memory=36.42GiB memory_usage_post_profile=31.12GiB "
+    "non_torch_memory=0.48GiB kv_cache_size=4.90GiB gpu_memory_utilization=0.88",
+    "INFO 12-02 10:00:05 gpu_executor.py:113] # GPU blocks: 2507, # CPU blocks: 2048",
+    "INFO 12-02 10:00:05 gpu_executor.py:117] Maximum concurrency for 40960 tokens per "
+    "request: 0.98x",
 ]
 V0_PARTS = [
-    "INFO 02-11 10:17:54 [worker.py:294] the current vLLM instance can use total_gpu_memory "
-    "(79.19GiB) x gpu_memory_utilization (0.80) = 63.35GiB",
-    "INFO 02-11 10:17:54 [worker.py:294] model weights take 1.12GiB; non_torch_memory takes "
-    "0.16GiB; PyTorch activation peak memory takes 0.23GiB; the rest of the memory reserved for "
-    "KV Cache is 61.84GiB.",
-    "INFO 02-11 10:17:54 [executor_base.py:113] # cuda blocks: 36184, # CPU blocks: 2340",
-    "INFO 02-11 10:17:54 [executor_base.py:118] Maximum concurrency for 8192 tokens per "
-    "request: 70.67x",
+    "INFO 06-14 09:41:27 [worker.py:288] the current vLLM instance can use total_gpu_memory "
+    "(47.54GiB) x gpu_memory_utilization (0.90) = 42.79GiB",
+    "INFO 06-14 09:41:27 [worker.py:288] model weights take 6.84GiB; non_torch_memory takes "
+    "0.21GiB; PyTorch activation peak memory takes 0.47GiB; the rest of the memory reserved for "
+    "KV Cache is 35.27GiB.",
+    "INFO 06-14 09:41:27 [executor_base.py:111] # cuda blocks: 22570, # CPU blocks: 1724",
+    "INFO 06-14 09:41:27 [executor_base.py:116] Maximum concurrency for 16384 tokens per "
+    "request: 22.04x",
 ]
 V1_SUMMARY = [
     "(EngineCore_DP0 pid=1) INFO 09-23 18:12:05 [core.py:76] Initializing a V1 LLM engine "
@@ -77,18 +77,18 @@ V1_SUMMARY = [
 
 def test_rule_usable() -> None:
     step = _step(_run(V0_PARTS), "usable")
-    assert step.matches and step.value == pytest.approx(79.19 * 0.8 * GIB)
+    assert step.matches and step.value == pytest.approx(47.54 * 0.9 * GIB)
 
 
 def test_rule_budget_peak() -> None:
     step = _step(_run(V0_ONE_LINE), "budget_peak")
-    assert step.matches  # 23.58 x 0.90 - 17.98 - 0.35 = 2.892 against 2.89
-    assert step.value / GIB == pytest.approx(2.892, abs=0.001)
+    assert step.matches  # 47.50 x 0.88 - 36.42 - 0.48 = 4.900 against 4.90
+    assert step.value / GIB == pytest.approx(4.900, abs=0.001)
 
 
 def test_rule_budget_v0() -> None:
     step = _step(_run(V0_PARTS), "budget_v0")
-    assert step.matches and step.value / GIB == pytest.approx(61.84, abs=0.01)
+    assert step.matches and step.value / GIB == pytest.approx(35.27, abs=0.01)
 
 
 def test_rule_budget_v1() -> None:
@@ -120,8 +120,8 @@ def test_rule_budget_graph() -> None:
 def test_rule_kv_bytes_given() -> None:
     run = _run(
         [
-            "(EngineCore pid=3) INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 "
-            "GiB, reserved 4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes "
+            "(EngineCore pid=3) INFO 02-09 13:26:50 [gpu_worker.py:497] Initial free memory 44.73 "
+            "GiB, reserved 6.50 GiB memory for KV Cache as specified by kv_cache_memory_bytes "
             "config and skipped memory profiling."
         ]
     )
@@ -129,9 +129,9 @@ def test_rule_kv_bytes_given() -> None:
 
 
 def test_rule_blocks_v0() -> None:
-    # bytes per block from the CPU swap blocks: 4 GiB / 2048 = 2 MiB; 2.89 GiB / 2 MiB = 1479
+    # bytes per block from the CPU swap blocks: 4 GiB / 2048 = 2 MiB; 4.90 GiB / 2 MiB = 2508
     step = _step(_run(V0_ONE_LINE), "blocks_v0")
-    assert step.matches and step.logged == 1478 and step.value == 1479
+    assert step.matches and step.logged == 2507 and step.value == 2508
 
 
 def test_rule_blocks_v1(tmp_path: Path) -> None:
@@ -157,9 +157,9 @@ def test_rule_blocks_v1(tmp_path: Path) -> None:
 def test_rule_tokens() -> None:
     run = _run(
         [
-            "INFO 10-06 15:57:53 [kv_cache_utils.py:1087] GPU KV cache size: 100,752 tokens",
-            "INFO 10-06 15:58:17 [loggers.py:147] Engine 000: vllm cache_config_info with "
-            "initialization after num_gpu_blocks is: 6297",
+            "INFO 03-30 20:11:09 [kv_cache_utils.py:1093] GPU KV cache size: 81,808 tokens",
+            "INFO 03-30 20:11:31 [loggers.py:152] Engine 000: vllm cache_config_info with "
+            "initialization after num_gpu_blocks is: 5113",
         ]
     )
     assert _step(run, "tokens").matches
@@ -167,7 +167,7 @@ def test_rule_tokens() -> None:
 
 def test_rule_concurrency_v0() -> None:
     step = _step(_run(V0_PARTS), "concurrency_v0")
-    assert step.matches and step.value == pytest.approx(36184 * 16 / 8192)
+    assert step.matches and step.value == pytest.approx(22570 * 16 / 16384)
 
 
 def test_rule_concurrency_v1() -> None:
@@ -178,29 +178,29 @@ def test_rule_concurrency_v1() -> None:
 def test_rule_max_len_v0() -> None:
     lines = [
         *V0_ONE_LINE,
-        "The model's max seq len (29000) is larger than the maximum number of tokens that can be "
-        "stored in KV cache (23648). Try increasing `gpu_memory_utilization`",
+        "The model's max seq len (40960) is larger than the maximum number of tokens that can be "
+        "stored in KV cache (40112). Try increasing `gpu_memory_utilization`",
     ]
     run = _run(lines)
     assert _step(run, "max_len_v0").matches
     assert run.diagnosis.phase.value == "kv_sizing"
     values = {s.knob: s.value for s in run.diagnosis.suggestions}
-    # 5,352 tokens short = 335 blocks of 2 MiB = 0.65 GiB; 0.9 + 0.65/23.58 -> 0.93
-    assert values["max_model_len"] == 23648 and values["gpu_memory_utilization"] == 0.93
+    # 848 tokens short = 53 blocks of 2 MiB = 0.10 GiB; 0.88 + 0.10/47.50 -> 0.89
+    assert values["max_model_len"] == 40112 and values["gpu_memory_utilization"] == 0.89
 
 
 def test_rule_max_len_v1() -> None:
     run = _run(
         [
-            "ValueError: To serve at least one request with the models's max seq len (221000), "
-            "(10.12 GiB KV cache is needed, which is larger than the available KV cache memory "
+            "ValueError: To serve at least one request with the models's max seq len (180000), "
+            "(9.87 GiB KV cache is needed, which is larger than the available KV cache memory "
             "(5.59 GiB). Based on the available memory, the estimated maximum model length is "
-            "122080. Try increasing `gpu_memory_utilization`"
+            "101936. Try increasing `gpu_memory_utilization`"
         ]
     )
     step = _step(run, "max_len_v1")
-    assert step.matches and step.value == pytest.approx(221000 * 5.59 / 10.12)
-    assert run.diagnosis.shortfall_bytes == round(10.12 * GIB) - round(5.59 * GIB)
+    assert step.matches and step.value == pytest.approx(180000 * 5.59 / 9.87)
+    assert run.diagnosis.shortfall_bytes == round(9.87 * GIB) - round(5.59 * GIB)
 
 
 def test_rule_free_check() -> None:
@@ -264,11 +264,11 @@ def test_diagnose_cli_reads_a_vllm_oom_in_graph_capture(tmp_path: Path) -> None:
 def test_a_budget_near_the_whole_gpu_is_a_warning() -> None:
     run = _run(
         [
-            "INFO 04-12 08:21:19 [worker.py:267] the current vLLM instance can use "
-            "total_gpu_memory (23.58GiB) x gpu_memory_utilization (0.99) = 23.35GiB",
-            "INFO 04-12 08:21:19 [worker.py:267] model weights take 21.21GiB; non_torch_memory "
-            "takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of the memory "
-            "reserved for KV Cache is 1.57GiB.",
+            "INFO 09-17 14:02:38 [worker.py:271] the current vLLM instance can use "
+            "total_gpu_memory (47.54GiB) x gpu_memory_utilization (0.99) = 47.06GiB",
+            "INFO 09-17 14:02:38 [worker.py:271] model weights take 40.12GiB; non_torch_memory "
+            "takes 0.31GiB; PyTorch activation peak memory takes 0.85GiB; the rest of the memory "
+            "reserved for KV Cache is 5.78GiB.",
         ]
     )
     (finding,) = run.diagnosis.findings
