@@ -194,6 +194,19 @@ def test_lora_pool_is_the_mem_pool_formula_with_model_config(tmp_path: Path) -> 
     assert _row(plain, "lora_pool").bytes == pool.bytes
 
 
+def test_a_moe_model_s_lora_pool_is_measured_not_the_dense_formula(tmp_path: Path) -> None:
+    # experts get 4D buffers the dense formula does not count: the remainder is measured
+    config = tmp_path / "config.json"
+    config.write_text(
+        '{"hidden_size": 2048, "intermediate_size": 6144, "num_attention_heads": 32, '
+        '"num_hidden_layers": 48, "num_key_value_heads": 4, "num_experts": 128, '
+        '"torch_dtype": "bfloat16"}'
+    )
+    found = _ledger(_lora_startup(max_lora_rank="16", lora_target_modules="['all']"), config)
+    pool = _row(found, "lora_pool")
+    assert pool.kind is RowKind.LOGGED
+
+
 def test_no_lora_no_lora_row() -> None:
     found = _ledger([_server_args(tp_size="1"), *_startup("LlamaForCausalLM", [KV], 3.42, 2.98)])
     assert found.row("lora_pool") is None
