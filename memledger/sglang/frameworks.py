@@ -104,6 +104,13 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "AReaL builds SGLang's command line from the `sglang.` section of its experiment config "
         "(SGLangConfig in areal/api/cli_args.py, inclusionAI/AReaL@56bad8b: mem_fraction_static "
         "0.9 and chunked_prefill_size -1 by default)",
+        trainer_words=("fsdp_engine.py", "megatron_engine.py", "ppo/actor.py"),
+        trainer_levers=(
+            "a smaller actor.mb_spec.max_tokens_per_mb, 'your main knob for controlling training "
+            "memory' (not below max_length + max_new_tokens), or tensor parallelism in "
+            "allocation_mode (https://inclusionai.github.io/AReaL/best_practices/"
+            "handling_oom.html)"
+        ),
     ),
     Framework(
         "ROLL",

@@ -66,3 +66,22 @@ def test_every_framework_maps_the_share_and_is_found_by_its_words() -> None:
         assert "mem_fraction_static" in framework.knobs
         for word in framework.words:
             assert framework_of(f"x {word} y") is framework, (framework.name, word)
+
+
+def test_an_oom_in_areals_trainer_is_the_trainers() -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.\n"
+        "GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is free.\n"
+        '  File "/usr/lib/python3/site-packages/areal/engine/fsdp_engine.py", line 500, in '
+        "train_batch\n"
+        "    loss.backward()\n"
+    )
+    result = _diagnose(text)
+    assert result.verdict.startswith(
+        "OOM in AReaL's trainer (areal/engine/fsdp_engine.py), not in SGLang"
+    )
+    assert "sglang.mem_fraction_static" in result.verdict
+    assert any(
+        f.id == "trainer_oom" and "actor.mb_spec.max_tokens_per_mb" in f.message
+        for f in result.findings
+    )
