@@ -43,9 +43,9 @@ LOAD_END = (
     "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, avail mem={avail} GB, "
     "mem usage={usage} GB."
 )
-KV_LINE = "KV Cache is allocated. #tokens: 156800, K size: 4.64 GB, V size: 4.64 GB"
+KV_LINE = "KV Cache is allocated. #tokens: 143360, K size: 4.24 GB, V size: 4.24 GB"
 SUMMARY = (
-    "max_total_num_tokens=156800, chunked_prefill_size=256, max_prefill_tokens=458880, "
+    "max_total_num_tokens=143360, chunked_prefill_size=256, max_prefill_tokens=458880, "
     "max_running_requests={requests}, context_len=4096, available_gpu_mem={avail} GB"
 )
 
@@ -71,13 +71,13 @@ NPU_WITHOUT_AVAIL = _args("tp_size=4, device='npu', mem_fraction_static=0.8") + 
     "TP0",
     "Init torch distributed ends. mem usage=0.00 GB",
     "Load weight begin.",
-    "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, mem usage=33.25 GB.",
-    "The available memory for KV cache is 9.28 GB.",
+    "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, mem usage=32.61 GB.",
+    "The available memory for KV cache is 8.48 GB.",
     KV_LINE,
     "Memory pool end.",
     "Capture npu graph begin. This can take up to several minutes.",
-    "Capture npu graph end. Time elapsed: 30.31 s. mem usage=9.14 GB.",
-    SUMMARY.format(requests=16, avail="9.10"),
+    "Capture npu graph end. Time elapsed: 27.84 s. mem usage=9.38 GB.",
+    SUMMARY.format(requests=16, avail="10.96"),
 )
 
 
@@ -88,12 +88,12 @@ def test_npu_log_without_avail_shows_its_rows_and_claims_no_split() -> None:
     assert "cannot balance: no avail reading in this log" in ledger.notes
     # The lines' own numbers are shown, true to their line, but not summed (no account).
     weights = _row(ledger, "weights")
-    assert weights.bytes == _gib("33.25") and not weights.in_partition
+    assert weights.bytes == _gib("32.61") and not weights.in_partition
     assert weights.evidence.sources[0].line == 4
-    assert _row(ledger, "kv_pool").bytes == _gib("4.64") * 2
+    assert _row(ledger, "kv_pool").bytes == _gib("4.24") * 2
     text = render_text(ledger)
     # Before: `weights 0.00` and `usable - GiB = fixed overhead 0.00 + ... + state pool 0.00`
-    # beside a weights row of 33.25 GiB.
+    # beside a weights row of 32.61 GiB.
     groups = {
         line.split()[0]: line.split()[1]
         for line in text.splitlines()
@@ -108,10 +108,10 @@ PARTIAL = _args(
     "tp_size=4, mem_fraction_static=0.8, max_running_requests=16, context_length=4096"
 ) + _lines(
     "TP0",
-    "Load weight begin. avail mem=60.77 GB",
+    "Load weight begin. avail mem=61.43 GB",
     KV_LINE,
-    "Memory pool end. avail mem=18.24 GB",
-    SUMMARY.format(requests=16, avail="18.24"),
+    "Memory pool end. avail mem=20.34 GB",
+    SUMMARY.format(requests=16, avail="20.34"),
 )
 
 
@@ -120,7 +120,7 @@ def test_log_with_only_some_checkpoints_keeps_the_gap_unexplained() -> None:
     # is known inside it. The rest is the interval's unexplained row, not a weights row.
     ledger = _ledger(PARTIAL)
     _assert_consistent(ledger)
-    assert ledger.usable_bytes == _gib("60.77")
+    assert ledger.usable_bytes == _gib("61.43")
     assert not [r for r in ledger.rows if r.group is RowGroup.WEIGHTS]
     gap = _row(ledger, "unexplained.memory_pool_end")
     named = sum(
@@ -130,15 +130,15 @@ def test_log_with_only_some_checkpoints_keeps_the_gap_unexplained() -> None:
         and r.kind is not RowKind.RESIDUAL
         and r.in_partition
     )
-    assert gap.bytes == _gib("60.77") - _gib("18.24") - named
-    assert gap.bytes is not None and gap.bytes > 33 * GIB
+    assert gap.bytes == _gib("61.43") - _gib("20.34") - named
+    assert gap.bytes is not None and gap.bytes > 32 * GIB  # the weights (32.61) are in it
 
 
 FRAGMENT = (
     KV_LINE + "\n"
-    "Memory pool end. avail mem=18.24 GB\n"
-    "Capture cuda graph begin. This can take up to several minutes. avail mem=18.24 GB\n"
-    "Capture cuda graph end. Time elapsed: 30.31 s. mem usage=9.14 GB. avail mem=9.10 GB.\n"
+    "Memory pool end. avail mem=20.34 GB\n"
+    "Capture cuda graph begin. This can take up to several minutes. avail mem=20.34 GB\n"
+    "Capture cuda graph end. Time elapsed: 27.84 s. mem usage=9.38 GB. avail mem=10.96 GB.\n"
 )
 
 
@@ -147,9 +147,9 @@ def test_bare_fragment_has_unknown_usable_and_says_its_split_is_partial() -> Non
     _assert_consistent(ledger)
     assert ledger.usable_bytes is None
     assert any(n.startswith("cannot balance: no load-begin avail reading") for n in ledger.notes)
-    assert _row(ledger, "cuda_graph").bytes == _gib("9.14")
+    assert _row(ledger, "cuda_graph").bytes == _gib("9.38")
     text = render_text(ledger)
-    assert "usable unknown; the rows the log shows: fixed overhead 9.14" in " ".join(text.split())
+    assert "usable unknown; the rows the log shows: fixed overhead 9.38" in " ".join(text.split())
 
 
 def _interleaved(first: str, second: str, dp_args: str) -> str:
@@ -158,15 +158,15 @@ def _interleaved(first: str, second: str, dp_args: str) -> str:
         _args(dp_args)
         + _lines(first, "Init torch distributed ends. mem usage=0.50 GB")
         + _lines(second, "Init torch distributed ends. mem usage=0.50 GB")
-        + _lines(first, "Load weight begin. avail mem=60.77 GB")
+        + _lines(first, "Load weight begin. avail mem=61.43 GB")
         + _lines(second, "Load weight begin. avail mem=60.70 GB")
-        + _lines(second, LOAD_END.format(avail="27.45", usage="33.25"))
-        + _lines(first, LOAD_END.format(avail="27.52", usage="33.25"))
+        + _lines(second, LOAD_END.format(avail="28.75", usage="32.61"))
+        + _lines(first, LOAD_END.format(avail="28.82", usage="32.61"))
         + _lines(first, KV_LINE)
         + _lines(second, KV_LINE)
-        + _lines(first, "Memory pool end. avail mem=18.24 GB")
+        + _lines(first, "Memory pool end. avail mem=20.34 GB")
         + _lines(second, "Memory pool end. avail mem=18.17 GB")
-        + _lines(first, SUMMARY.format(requests=32, avail="18.24"))
+        + _lines(first, SUMMARY.format(requests=32, avail="20.34"))
     )
 
 
@@ -225,11 +225,11 @@ def test_dp_replica_tags_without_tp_read_dp0_as_its_rank_0() -> None:
     )
     _assert_consistent(ledger)
     assert ledger.source.rank == "DP0"
-    assert ledger.usable_bytes == _gib("60.77") + _gib("0.50")
+    assert ledger.usable_bytes == _gib("61.43") + _gib("0.50")
     assert (
         _row(ledger, "weights")
         .evidence.sources[-1]
-        .text.endswith("avail mem=27.52 GB, mem usage=33.25 GB.")
+        .text.endswith("avail mem=28.82 GB, mem usage=32.61 GB.")
     )
     assert any(n.startswith("no TP tag in this input (tp_size 1): read DP0") for n in ledger.notes)
     assert not any("fragments of different ranks" in n for n in ledger.notes)
@@ -242,7 +242,7 @@ def test_dp_attention_log_without_rank_0_reads_the_lowest_rank_and_says_so() -> 
     _assert_consistent(ledger)
     assert ledger.source.rank == "DP1 TP2"
     assert any("no rank 0 in this input" in n for n in ledger.notes)
-    assert _row(ledger, "weights").bytes == _gib("33.25")
+    assert _row(ledger, "weights").bytes == _gib("32.61")
 
 
 PD_DECODE = _args(
@@ -313,13 +313,13 @@ NPU_SOME_AVAIL = _args(
 ) + _lines(
     "TP0",
     "Init torch distributed ends. mem usage=0.00 GB",
-    "Load weight begin. avail mem=60.77 GB",
-    "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, mem usage=33.25 GB.",
+    "Load weight begin. avail mem=61.43 GB",
+    "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, mem usage=32.61 GB.",
     KV_LINE,
     "Memory pool end.",
-    "Capture npu graph begin. This can take up to several minutes. avail mem=18.24 GB",
-    "Capture npu graph end. Time elapsed: 30.31 s. mem usage=9.14 GB. avail mem=9.10 GB.",
-    SUMMARY.format(requests=16, avail="9.10"),
+    "Capture npu graph begin. This can take up to several minutes. avail mem=20.34 GB",
+    "Capture npu graph end. Time elapsed: 27.84 s. mem usage=9.38 GB. avail mem=10.96 GB.",
+    SUMMARY.format(requests=16, avail="10.96"),
 )
 
 
@@ -333,8 +333,8 @@ def test_pool_end_without_avail_still_carves_the_pool_costs_from_its_interval() 
     table = _row(ledger, "req_to_token")
     assert table.kind is RowKind.DERIVED and table.interval == "load_begin->capture_begin"
     assert table.bytes == 16 * (4096 + 4) * 4
-    assert _row(ledger, "kv_free_pages").bytes == 156800 * 8
-    assert _row(ledger, "weights").bytes == _gib("33.25")
+    assert _row(ledger, "kv_free_pages").bytes == 143360 * 8
+    assert _row(ledger, "weights").bytes == _gib("32.61")
     assert not any("the account stops" in n for n in ledger.notes)
 
 
@@ -346,26 +346,26 @@ def test_fragment_starting_at_pool_end_says_so_not_that_the_account_stops() -> N
 
 DRAFT_ONWARDS = _args("tp_size=8, dp_size=2, enable_dp_attention=True, device='npu'") + _lines(
     "DP0 TP0",
-    "The available memory for KV cache is 36.46 GB.",
-    "KV Cache is allocated. #tokens: 597504, K size: 18.24 GB, V size: 18.24 GB",
-    "Load weight begin. avail mem=14.85 GB",
-    "Load weight end. type=LlamaForCausalLMEagle3, dtype=torch.bfloat16, avail mem=12.93 GB, "
-    "mem usage=1.92 GB.",
-    "KV Cache is allocated. #tokens: 597504, K size: 0.28 GB, V size: 0.28 GB",
-    "Memory pool end. avail mem=12.36 GB",
+    "The available memory for KV cache is 29.84 GB.",
+    "KV Cache is allocated. #tokens: 489472, K size: 14.94 GB, V size: 14.94 GB",
+    "Load weight begin. avail mem=12.71 GB",
+    "Load weight end. type=LlamaForCausalLMEagle3, dtype=torch.bfloat16, avail mem=10.94 GB, "
+    "mem usage=1.77 GB.",
+    "KV Cache is allocated. #tokens: 489472, K size: 0.23 GB, V size: 0.23 GB",
+    "Memory pool end. avail mem=10.47 GB",
 )
 
 
 def test_fragment_starting_at_the_draft_load_has_no_usable_memory() -> None:
-    # Lines of real complex/007 (EAGLE3 on Ascend) from the target's KV line on. Before: usable
-    # 87.79 GiB = the draft's load-begin avail + the target KV + the Ascend KV *budget* (an
-    # informational line), OUT OF BALANCE by -36.46 GiB. The target's weights were loaded
-    # before the first reading here, so no usable memory can be told.
+    # The shape of complex/007 (EAGLE3 on Ascend) from the target's KV line on (synthetic
+    # numbers). Before: usable = the draft's load-begin avail + the target KV + the Ascend KV
+    # *budget* (an informational line), OUT OF BALANCE by the budget. The target's weights were
+    # loaded before the first reading here, so no usable memory can be told.
     ledger = _ledger(DRAFT_ONWARDS)
     _assert_consistent(ledger)
     assert ledger.usable_bytes is None
     assert any("the first avail reading is the draft's load" in n for n in ledger.notes)
-    assert _row(ledger, "draft_weights").bytes == _gib("1.92")
+    assert _row(ledger, "draft_weights").bytes == _gib("1.77")
     budget = _row(ledger, "ascend_kv_budget")
     assert not budget.in_partition
 
@@ -373,15 +373,15 @@ def test_fragment_starting_at_the_draft_load_has_no_usable_memory() -> None:
 def test_an_informational_line_before_the_first_reading_is_not_added_to_usable() -> None:
     text = _args("tp_size=4, device='npu'") + _lines(
         "TP0",
-        "The available memory for KV cache is 9.28 GB.",
-        "Load weight begin. avail mem=60.77 GB",
-        LOAD_END.format(avail="27.52", usage="33.25"),
+        "The available memory for KV cache is 8.48 GB.",
+        "Load weight begin. avail mem=61.43 GB",
+        LOAD_END.format(avail="28.82", usage="32.61"),
         KV_LINE,
-        "Memory pool end. avail mem=18.24 GB",
+        "Memory pool end. avail mem=20.34 GB",
     )
     ledger = _ledger(text)
     _assert_consistent(ledger)
-    assert ledger.usable_bytes == _gib("60.77")
+    assert ledger.usable_bytes == _gib("61.43")
 
 
 def test_pool_interval_without_a_kv_line_or_tokens_names_the_kv_cache() -> None:

@@ -26,10 +26,10 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         {"weights_gib": 5.8127},
     ),
     (
-        "(EngineCore_DP0 pid=7) INFO 09-23 18:12:21 [gpu_model_runner.py:2392] Model loading took "
-        "14.0786 GiB and 10.247948 seconds",
+        "(EngineCore_DP0 pid=7) INFO 12-01 19:07:21 [gpu_model_runner.py:2397] Model loading took "
+        "9.4312 GiB and 8.611203 seconds",
         "weights",
-        {"weights_gib": 14.0786},
+        {"weights_gib": 9.4312},
     ),
     (
         "INFO 05-02 09:14:27 [gpu_model_runner.py:3911] Model loading took 47.19 GiB memory and "
@@ -56,16 +56,16 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
         {"total_gpu_gib": 39.39, "gpu_memory_utilization": 0.85, "usable_gib": 33.48},
     ),
     (
-        "(VllmWorkerProcess pid=9) INFO 04-12 08:21:19 [worker.py:267] model weights "
-        "take 21.21GiB; "
-        "non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of "
-        "the memory reserved for KV Cache is 1.57GiB.",
+        "(VllmWorkerProcess pid=9) INFO 09-17 14:02:38 [worker.py:271] model weights "
+        "take 40.12GiB; "
+        "non_torch_memory takes 0.31GiB; PyTorch activation peak memory takes 0.85GiB; the rest of "
+        "the memory reserved for KV Cache is 5.78GiB.",
         "breakdown",
         {
-            "weights_gib": 21.21,
-            "non_torch_gib": 0.2,
-            "activation_peak_gib": 0.37,
-            "kv_cache_gib": 1.57,
+            "weights_gib": 40.12,
+            "non_torch_gib": 0.31,
+            "activation_peak_gib": 0.85,
+            "kv_cache_gib": 5.78,
         },
     ),
     (
@@ -110,9 +110,9 @@ EXAMPLES: list[tuple[str, str, dict[str, float | int | str]]] = [
     ),
     (
         "(APIServer pid=4) INFO 10-06 15:58:17 [loggers.py:147] Engine 000: vllm cache_config_info "
-        "with initialization after num_gpu_blocks is: 6297",
+        "with initialization after num_gpu_blocks is: 5113",
         "num_gpu_blocks",
-        {"num_gpu_blocks": 6297},
+        {"num_gpu_blocks": 5113},
     ),
     (
         "INFO 12-01 19:07:36 [gpu_model_runner.py:3012] Encoder cache will be initialized with a "
@@ -361,8 +361,8 @@ def test_a_message_broken_over_lines_is_joined() -> None:
 
 def test_a_contradicting_reading_starts_the_next_startup() -> None:
     lines = [
-        "Available KV cache memory: 10.55 GiB",
-        "GPU KV cache size: 230,528 tokens",
+        "Available KV cache memory: 11.25 GiB",
+        "GPU KV cache size: 245,824 tokens",
         "ValueError: To serve at least one request with the models's max seq len (180000), "
         "(9.87 GiB KV cache is needed, which is larger than the available KV cache memory "
         "(5.59 GiB).",

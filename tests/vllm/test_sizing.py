@@ -34,7 +34,7 @@ def _step(run: VllmRun, rule: str) -> Step:
 
 
 V0_ONE_LINE = [
-    "INFO 12-02 10:00:00 model_runner.py:1077] Loading model weights took 14.9888 GB",
+    "INFO 12-02 10:00:00 model_runner.py:1077] Loading model weights took 13.2741 GB",
     "INFO 12-02 10:00:05 worker.py:232] Memory profiling results: total_gpu_memory=47.50GiB "
     "initial_memory_usage=31.07GiB peak_torch_memory=36.42GiB memory_usage_post_profile=31.12GiB "
     "non_torch_memory=0.48GiB kv_cache_size=4.90GiB gpu_memory_utilization=0.88",
@@ -53,25 +53,25 @@ V0_PARTS = [
     "request: 22.04x",
 ]
 V1_SUMMARY = [
-    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:05 [core.py:76] Initializing a V1 LLM engine "
+    "(EngineCore_DP0 pid=1) INFO 11-04 13:22:05 [core.py:77] Initializing a V1 LLM engine "
     "(v0.10.2) with config: model='m', max_seq_len=4096,",
-    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:21 [gpu_model_runner.py:2392] Model loading took "
-    "14.0786 GiB and 10.2 seconds",
-    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:33 [gpu_worker.py:298] Available KV cache memory: "
-    "55.15 GiB",
-    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:34 [kv_cache_utils.py:864] GPU KV cache size: "
-    "451,744 tokens",
-    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:34 [kv_cache_utils.py:868] Maximum concurrency for "
-    "4,096 tokens per request: 110.29x",
-    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:39 [gpu_model_runner.py:3118] Graph capturing "
-    "finished in 5 secs, took 0.67 GiB",
-    "(EngineCore_DP0 pid=1) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device "
-    "(78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
-    "usage is 14.08 GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, "
-    "and 0.67 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
-    "`--kv-cache-memory=58333988249` to fit into requested memory, or "
-    "`--kv-cache-memory=66273897472` to fully utilize gpu memory. Current kv cache memory in use "
-    "is 59212694937 bytes.",
+    "(EngineCore_DP0 pid=1) INFO 11-04 13:22:19 [gpu_model_runner.py:2397] Model loading took "
+    "9.4312 GiB and 8.6 seconds",
+    "(EngineCore_DP0 pid=1) INFO 11-04 13:22:30 [gpu_worker.py:301] Available KV cache memory: "
+    "31.90 GiB",
+    "(EngineCore_DP0 pid=1) INFO 11-04 13:22:31 [kv_cache_utils.py:871] GPU KV cache size: "
+    "261,312 tokens",
+    "(EngineCore_DP0 pid=1) INFO 11-04 13:22:31 [kv_cache_utils.py:875] Maximum concurrency for "
+    "4,096 tokens per request: 63.80x",
+    "(EngineCore_DP0 pid=1) INFO 11-04 13:22:39 [gpu_model_runner.py:3127] Graph capturing "
+    "finished in 8 secs, took 1.13 GiB",
+    "(EngineCore_DP0 pid=1) INFO 11-04 13:22:39 [gpu_worker.py:396] Free memory on device "
+    "(46.91/47.54 GiB) on startup. Desired GPU memory utilization is (0.9, 42.79 GiB). Actual "
+    "usage is 9.43 GiB for weight, 1.41 GiB for peak activation, 0.05 GiB for non-torch memory, "
+    "and 1.13 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
+    "`--kv-cache-memory=32877454557` to fit into requested memory, or "
+    "`--kv-cache-memory=37305565839` to fully utilize gpu memory. Current kv cache memory in use "
+    "is 34252364595 bytes.",
 ]
 
 
@@ -93,7 +93,7 @@ def test_rule_budget_v0() -> None:
 
 def test_rule_budget_v1() -> None:
     step = _step(_run(V1_SUMMARY), "budget_v1")
-    assert step.matches and step.value / GIB == pytest.approx(55.15, abs=0.02)
+    assert step.matches and step.value / GIB == pytest.approx(31.90, abs=0.02)
 
 
 def test_rule_budget_graph() -> None:
@@ -150,8 +150,8 @@ def test_rule_blocks_v1(tmp_path: Path) -> None:
     )
     run = _run(V1_SUMMARY, model_config=config)
     tokens = next(s for s in run.sizing.steps if s.rule == "tokens" and "blocks x" in s.arithmetic)
-    # 59,212,694,937 B in use / 2 MiB per 16-token block = 28,234 blocks = 451,744 tokens
-    assert tokens.value == 451_744 and tokens.logged == 451_744
+    # 34,252,364,595 B in use / 2 MiB per 16-token block = 16,332 blocks = 261,312 tokens
+    assert tokens.value == 261_312 and tokens.logged == 261_312
 
 
 def test_rule_tokens() -> None:
@@ -172,7 +172,7 @@ def test_rule_concurrency_v0() -> None:
 
 def test_rule_concurrency_v1() -> None:
     step = _step(_run(V1_SUMMARY), "concurrency_v1")
-    assert step.matches and step.value == pytest.approx(451744 / 4096, rel=1e-3)
+    assert step.matches and step.value == pytest.approx(261312 / 4096, rel=1e-3)
 
 
 def test_rule_max_len_v0() -> None:
@@ -205,14 +205,14 @@ def test_rule_max_len_v1() -> None:
 
 def test_rule_free_check() -> None:
     path_lines = [
-        "ERROR 06-30 13:53:19 [core.py:515] ValueError: Free memory on device (31.44/47.38 GiB) "
-        "on startup is less than desired GPU memory utilization (0.95, 45.01 GiB). Decrease GPU "
+        "ERROR 03-22 10:48:06 [core.py:519] ValueError: Free memory on device (29.87/44.52 GiB) "
+        "on startup is less than desired GPU memory utilization (0.95, 42.29 GiB). Decrease GPU "
         "memory utilization or reduce GPU memory used by other processes."
     ]
     run = _run(path_lines)
     assert run.diagnosis.phase.value == "device_check"
     (suggestion,) = run.diagnosis.suggestions
-    assert suggestion.knob == "gpu_memory_utilization" and suggestion.value == 0.66
+    assert suggestion.knob == "gpu_memory_utilization" and suggestion.value == 0.67
     assert run.ledger.usable_bytes is not None
     assert abs(run.ledger.balance_error_bytes) <= run.ledger.tolerance_bytes
 
@@ -220,7 +220,7 @@ def test_rule_free_check() -> None:
 def test_rule_suggestion() -> None:
     run = _run(V1_SUMMARY)
     step = _step(run, "suggestion")
-    assert step.matches and step.logged == 58333988249
+    assert step.matches and step.logged == 32877454557
     (finding,) = [f for f in run.diagnosis.findings if f.id == "kv_cache_memory_suggestion"]
     assert "right for this release" in finding.message
 
@@ -237,7 +237,7 @@ def test_every_rule_has_a_test() -> None:
 
 def test_v1_ledger_balances_with_every_row_placed() -> None:
     ledger = _run(V1_SUMMARY).ledger
-    assert ledger.engine == "vllm" and ledger.usable_bytes == round(79.19 * GIB)
+    assert ledger.engine == "vllm" and ledger.usable_bytes == round(47.54 * GIB)
     assert abs(ledger.balance_error_bytes) <= ledger.tolerance_bytes
     inside = {r.id for r in ledger.rows if r.in_budget}
     assert inside == {"weights", "non_torch", "activation_peak", "kv_pool", "residual"}
