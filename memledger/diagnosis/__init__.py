@@ -71,7 +71,12 @@ from memledger.diagnosis.occupancy import (
     dp_auto_fraction,
     other_processes,
 )
-from memledger.diagnosis.phase import failure_phase, graphs_in_allocator, milestone
+from memledger.diagnosis.phase import (
+    failure_phase,
+    graphs_in_allocator,
+    milestone,
+    traceback_phase,
+)
 from memledger.diagnosis.pools import (
     host_finding,
     host_memory,
@@ -79,6 +84,7 @@ from memledger.diagnosis.pools import (
     pool_ran_out,
     serving_notes,
 )
+from memledger.diagnosis.reported import mention_answer, mentioned_phase, squeezed
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.stages import embedding_framework, in_framework, stage_levers
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
@@ -167,7 +173,14 @@ def _diagnosis(evidence: Evidence, **fields: Any) -> Diagnosis:
 
 
 def _out_of_memory(evidence: Evidence) -> Diagnosis:
+    squeeze = squeezed(evidence)
+    if squeeze is not None:
+        return _squeezed(evidence, *squeeze)
     phase = failure_phase(evidence)
+    said_phase, firm = mentioned_phase(evidence)  # what the paste's prose names
+    framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
+    if said_phase is not None and (phase is Phase.UNKNOWN or (firm and not framed)):
+        phase = said_phase
     missing = shortfall(evidence)
     findings = oom_findings(evidence)
     table = req_to_token_oom(evidence)
@@ -188,15 +201,18 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = after_pool_oom(evidence, phase)
         if phase in (Phase.WARMUP, Phase.SERVING):
             extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
+    blocked = any(f.id == FindingId.UNSHARDED_FALLBACK for f in extra)
     if not suggestions and table is None and oversize is None and evidence.refusal is None:
-        if phase not in (Phase.LOAD, Phase.DIST_INIT):  # load_oom's answer stands there
+        if not blocked:  # a site no knob fixes (the Transformers fallback) stands alone
             suggestions = stage_levers(phase)  # the lifecycle model's levers, with directions
+    said, said_levers, said_words = mention_answer(evidence)
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
     findings += _placed_by_graphs(evidence)
     findings += ([held] if held is not None else []) + extra
     findings += [dropped] if dropped is not None else []
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
+    findings += said
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
     else:
@@ -226,9 +242,14 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
     over_reserved = next((f for f in findings if f.id == FindingId.DP_AUTO_FRACTION), None)
     if held is not None:
-        verdict = head + (
-            f"; {g(held.bytes)} of the GPU is held by another process: free it, or lower "
-            "--mem-fraction-static by as much"
+        verdict = (
+            head
+            + f"; {g(held.bytes)} of the GPU is held by another process: free it"
+            + (
+                f"; else {' or '.join(phrase(s) for s in suggestions[:2])}"
+                if loading and suggestions
+                else ", or lower --mem-fraction-static by as much"
+            )
         )
     elif over_reserved is not None and not levers:
         verdict = head + (
@@ -254,6 +275,10 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
+    verdict += said_words
+    if said_levers:  # what the paste names leads the phase's levers
+        knobs = {s.knob for s in said_levers}
+        suggestions = said_levers + [s for s in suggestions if s.knob not in knobs]
     framework = embedding_framework(evidence)
     if framework is not None:
         named, tail, whole = in_framework(framework, suggestions, evidence, missing)
@@ -267,6 +292,23 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         shortfall_bytes=missing,
         failed_rank=_failed_rank(evidence),
         findings=findings,
+        suggestions=suggestions,
+    )
+
+
+def _squeezed(
+    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion], verdict: str
+) -> Diagnosis:
+    """No fraction fits: an OOM above it, SGLang's refusal below (memledger.diagnosis.reported)."""
+    said, _, _ = mention_answer(evidence)
+    return _diagnosis(
+        evidence,
+        outcome="oom",
+        phase=Phase.KV_SIZING,
+        verdict=verdict,
+        shortfall_bytes=shortfall(evidence),
+        failed_rank=_failed_rank(evidence),
+        findings=findings + said + site_finding(evidence),
         suggestions=suggestions,
     )
 

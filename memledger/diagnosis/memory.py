@@ -296,7 +296,11 @@ def kv_refusal(evidence: Evidence) -> Result:
     if stuck is not None:
         findings.append(stuck)
     working = f"minimum viable = 1 - A/P = {minimum:.4f}"
-    if budget.pre_load is not None and budget.after_load is not None:
+    if refusal.values.get("shape") == "said":
+        working = (
+            f"the paste says it starts only above {minimum:g}, SGLang's minimum viable 1 - A/P"
+        )
+    elif budget.pre_load is not None and budget.after_load is not None:
         working = (
             f"minimum viable = 1 - A/P = 1 - {g(budget.after_load.avail_bytes)} / "
             f"{g(budget.pre_load.avail_bytes)} = {minimum:.4f}"

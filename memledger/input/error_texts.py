@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from memledger.input.ascii_view import ascii_view, non_ascii_words
+from memledger.input.reported import read_reported
 from memledger.model.events import EventKind, Value
 from memledger.sglang.errors import (
     BY_NAME,
@@ -404,6 +405,12 @@ class ErrorTextReader:
         ended = read_process_exit(text)
         if ended is not None:
             found.append(ErrorReading(EventKind.PROCESS_EXIT, line, rank, text, values=ended))
+        if not prefixed and not found and self._block is None:
+            # a bare line no other reader read: the reporter's prose around a paste
+            found += [
+                ErrorReading(EventKind.REPORTED, line, rank, text, values=values)
+                for values in read_reported(text)
+            ]
         return found
 
     def finish(self) -> list[ErrorReading]:

@@ -12,6 +12,7 @@ import pytest
 from memledger.input import error_texts
 from memledger.input.outcome import outcome_kind
 from memledger.input.quiet import READER_WORDS
+from memledger.input.reported import read_reported
 from memledger.model.events import EventKind
 from memledger.sglang import lines
 from memledger.sglang.errors import ANY_CASE_WORDS, BY_NAME, ERRORS, ErrorText, Outcome, any_case
@@ -25,6 +26,8 @@ _READERS = {
     EventKind.KV_REFUSAL: error_texts.read_kv_refusal,
     EventKind.POOL_EXHAUSTED: error_texts.read_pool_exhausted,
     EventKind.PROCESS_EXIT: error_texts.read_process_exit,
+    # what a reporter typed: every setting and mention of the line, merged
+    EventKind.REPORTED: lambda text: {k: v for d in read_reported(text) for k, v in d.items()},
 }
 
 
@@ -113,7 +116,7 @@ def test_a_word_missing_from_a_branch_is_caught() -> None:
 
 def test_the_refusal_words_are_written_once() -> None:
     refusals = [entry for entry in ERRORS if entry.outcome is Outcome.REFUSAL]
-    assert [entry.kind for entry in refusals] == [EventKind.KV_REFUSAL] * 3
+    assert [entry.kind for entry in refusals] == [EventKind.KV_REFUSAL] * 4
     for entry in refusals:
         assert error_texts.read_kv_refusal(entry.example) is not None
         assert outcome_kind(entry.example) is not None
