@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from memledger.input import error_texts
 from memledger.input.outcome import outcome_kind
 from memledger.input.quiet import READER_WORDS
 from memledger.input.reported import read_reported
-from memledger.model.events import EventKind
+from memledger.model.events import EventKind, Value
 from memledger.sglang import lines
 from memledger.sglang.errors import ANY_CASE_WORDS, BY_NAME, ERRORS, ErrorText, Outcome, any_case
 
@@ -21,13 +22,18 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import sre_parse
 
-_READERS = {
+
+def _reported(text: str) -> dict[str, Value]:
+    """What a reporter typed: every setting and mention of the line, merged."""
+    return {key: value for found in read_reported(text) for key, value in found.items()}
+
+
+_READERS: dict[EventKind, Callable[[str], Any]] = {
     EventKind.OOM_MESSAGE: lambda text: error_texts.read_oom_message(text),
     EventKind.KV_REFUSAL: error_texts.read_kv_refusal,
     EventKind.POOL_EXHAUSTED: error_texts.read_pool_exhausted,
     EventKind.PROCESS_EXIT: error_texts.read_process_exit,
-    # what a reporter typed: every setting and mention of the line, merged
-    EventKind.REPORTED: lambda text: {k: v for d in read_reported(text) for k, v in d.items()},
+    EventKind.REPORTED: _reported,
 }
 
 
