@@ -27,6 +27,7 @@ from memledger.sglang.errors import (
     of_kind,
 )
 from memledger.sglang.failure_rules import CRASH_CAUSES, CrashCause
+from memledger.sglang.frameworks import framework_of
 from memledger.units import Size, float_or_none, format_gib, int_or_none, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
@@ -71,6 +72,7 @@ FRAME_RE = BY_NAME["traceback_frame"].regex
 EXCEPTION_RE = BY_NAME["exception_line"].regex
 REQ_TO_TOKEN_CODE_RE = BY_NAME["req_to_token_code"].regex
 _KILLED = BY_NAME["killed"]
+_FRAMEWORK = BY_NAME["framework_named"]
 _EXIT_CODE = BY_NAME["exit_code"]
 SIGKILL_EXIT_CODES = frozenset({-9, 137})
 """multiprocessing reports SIGKILL as -9; a shell reports 128 + 9."""
@@ -306,6 +308,8 @@ class ErrorTextReader:
     _opener: tuple[int, str] | None = None
     """(line, rank) of the last prefixed line ending in `:` (`Exception in run_tp_server:`),
     whose record a bare `Traceback` on the next line continues."""
+    _frameworks: set[str] = field(default_factory=set)
+    """The frameworks named so far (each is one event, at its first line)."""
     _held: tuple[int, str, str, bool, int] | None = None
     """(line, text, rank, prefixed, joins) of an error text that looks cut by a line wrap (a
     paste from a narrow terminal): the next bare line may complete it (`_rejoin`)."""
@@ -346,7 +350,7 @@ class ErrorTextReader:
         else:
             # a bare line belongs to no rank unless it continues the record just before it
             rank = opener[1] if opener is not None and opener[0] == line - 1 else ""
-        found: list[ErrorReading] = []
+        found = self._framework(line, text, rank)
         start = TRACEBACK_RE.search(text) if "Traceback" in text else None
         frame = FRAME_RE.match(text) if start is None else None
         if start is not None:
@@ -405,13 +409,24 @@ class ErrorTextReader:
         ended = read_process_exit(text)
         if ended is not None:
             found.append(ErrorReading(EventKind.PROCESS_EXIT, line, rank, text, values=ended))
-        if not prefixed and not found and self._block is None:
+        read = [r for r in found if r.kind is not EventKind.REPORTED]
+        if not prefixed and not read and self._block is None:
             # a bare line no other reader read: the reporter's prose around a paste
             found += [
                 ErrorReading(EventKind.REPORTED, line, rank, text, values=values)
                 for values in read_reported(text)
             ]
         return found
+
+    def _framework(self, line: int, text: str, rank: str) -> list[ErrorReading]:
+        """A framework that embeds SGLang named in this line, the first time it is (any line: a
+        frame's path, a warning, a flag)."""
+        framework = framework_of(text) if _FRAMEWORK.find(text) is not None else None
+        if framework is None or framework.name in self._frameworks:
+            return []
+        self._frameworks.add(framework.name)
+        values: dict[str, Value] = {"framework": framework.name}
+        return [ErrorReading(EventKind.REPORTED, line, rank, text, values=values)]
 
     def finish(self) -> list[ErrorReading]:
         """Close a traceback the input stopped inside (its exception line never came)."""

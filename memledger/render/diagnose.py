@@ -80,8 +80,10 @@ def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     ]
     if diagnosis.shortfall_bytes is not None:
         facts.append(("shortfall", f"{_bytes(diagnosis.shortfall_bytes)} (requested - free)"))
-    # a ready startup's suggestions are for a later OOM (under Suggestions), not the answer
-    changes = _changes(diagnosis) if diagnosis.outcome != "ready" else None
+    # a ready startup's suggestions are for a later OOM (under Suggestions), not the answer; an
+    # unknown phase's are conditional on where it failed (the verdict says which way): no flag
+    answer = diagnosis.outcome != "ready" and diagnosis.phase.value != "unknown"
+    changes = _changes(diagnosis) if answer else None
     if changes is not None:
         facts.append(("try", changes))
     return facts

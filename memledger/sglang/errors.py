@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memledger.sglang.frameworks import FRAMEWORK_WORDS
+
 
 class Family(StrEnum):
     """Who prints the text."""
@@ -598,6 +600,17 @@ ERRORS: tuple[ErrorText, ...] = (
         "OOM for concurrent long requests",
         kind="reported",
         values={"mention": "serving"},
+    ),
+    # a framework that embeds SGLang, named anywhere in the paste (a frame's path, a warning, a
+    # flag): memledger.input.error_texts reads which one (memledger.sglang.frameworks)
+    ErrorText(
+        "framework_named",
+        re.compile("|".join(re.escape(word) for word in FRAMEWORK_WORDS)),
+        FRAMEWORK_WORDS,
+        Family.REPORTER,
+        "memledger.sglang.frameworks (each framework's source)",
+        '  File "/home/u/verl/verl/trainer/main_ppo.py", line 54, in main',
+        kind="reported",
     ),
     # ---- a Python traceback's parts (kind traceback; memledger.input.error_texts joins them)
     ErrorText(

@@ -116,7 +116,14 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
     "process_exit": ((), {"exit_code": int, "killed": bool}),
     "reported": (
         (),
-        {"knob": str, "mention": str, "relation": str, "said": str, "value": float},
+        {
+            "framework": str,
+            "knob": str,
+            "mention": str,
+            "relation": str,
+            "said": str,
+            "value": float,
+        },
     ),
     "oom": ((), {"reason": str}),
     "crash": ((), {"reason": str}),

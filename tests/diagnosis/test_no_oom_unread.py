@@ -13,6 +13,7 @@ from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
+from memledger.render.diagnose import render_text
 from memledger.sglang.failure_rules import Phase
 
 
@@ -184,3 +185,18 @@ def test_a_load_oom_without_the_budget_still_has_the_weights_levers() -> None:
     knobs = {s.knob: s.direction.value for s in diagnosis.suggestions}
     assert knobs == {"tp_size": "raise", "cpu_offload_gb": "raise"}
     assert "--mem-fraction-static" not in diagnosis.verdict  # it loads before the fraction counts
+
+
+def test_a_framework_named_outside_any_frame_is_read() -> None:
+    """verl named only in a warning's path (no traceback frame): its own knob, not the saver's."""
+    diagnosis = _diagnose(
+        "WARNING /data/me/verl/sglang/python/sglang/srt/utils.py:120: memory is tight\n"
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+        "func=cu_mem_create line=103 (5)\n"
+    )
+    assert "in verl: actor_rollout_ref.rollout.gpu_memory_utilization" in diagnosis.verdict
+
+
+def test_an_unknown_phase_gets_no_try_flag() -> None:
+    text = render_text(_diagnose("the decode worker OOMed\n"))
+    assert "\ntry:" not in text
