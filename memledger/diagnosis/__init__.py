@@ -21,6 +21,8 @@ Modules:
 - `occupancy`: What a paste says about memory SGLang's own arithmetic did not plan for.
 - `phase`: Which startup phase a failure (or the end of a truncated log) falls in.
 - `pools`: Memory that is not the allocator's free GPU memory.
+- `reported`: What the reporter's prose adds (reported events): typed settings with what happened
+  at each, and mentions that place or explain a failure, answered through the lifecycle model.
 - `reserve`: What a startup left outside its KV pool, against what SGLang's own default keeps there
   at the log's release.
 - `stages`: The lifecycle model's levers for a shortfall without numbers, and the embedding
@@ -113,7 +115,7 @@ __all__ = [
     "diagnose",
 ]
 
-MESSAGE_CLIP = 70
+MESSAGE_CLIP = 110
 
 
 def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Diagnosis:
@@ -402,8 +404,19 @@ def _failed_rank(evidence: Evidence) -> str | None:
 
 
 def _clip(text: str) -> str:
+    """The text on one line, cut at a word boundary past MESSAGE_CLIP characters (never inside
+    the word that names the problem)."""
     text = " ".join(text.split())
-    return text if len(text) <= MESSAGE_CLIP else text[: MESSAGE_CLIP - 3] + "..."
+    if len(text) <= MESSAGE_CLIP:
+        return text
+    cut = text.rfind(" ", 0, MESSAGE_CLIP)
+    return text[: cut if cut > MESSAGE_CLIP // 2 else MESSAGE_CLIP] + " ..."
+
+
+def exception_line(traceback: Event) -> int:
+    """The line of a traceback's exception (the event's own line is its head's)."""
+    at = traceback.values.get("exception_line")
+    return at if isinstance(at, int) else traceback.line
 
 
 def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
@@ -471,10 +484,10 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
         phase=phase,
         verdict=(
             f"SGLang's own pool was full during {PHASE_TEXT[phase]} (not a GPU allocation): "
-            f"{_clip(what)} (line {event.line}); {cause.fix}"
+            f"{_clip(what)} (line {exception_line(event)}); {cause.fix}"
             if cause.own_pool
             else f"likely out of GPU memory during {PHASE_TEXT[phase]}, behind an error that is "
-            f"no allocator OOM: {_clip(what)} (line {event.line}); {cause.fix}"
+            f"no allocator OOM: {_clip(what)} (line {exception_line(event)}); {cause.fix}"
         ),
         failed_rank=event.rank or _failed_rank(evidence),
         findings=findings,
@@ -490,7 +503,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     if traceback is not None and traceback.values.get("exception"):
         what = f"{traceback.values['exception']}: {traceback.values.get('message') or ''}"
         where = f"{traceback.rank}, " if traceback.rank else ""
-        cause = f"{_clip(what)} ({where}line {traceback.line})"
+        cause = f"{_clip(what)} ({where}line {exception_line(traceback)})"
     elif traceback is not None:
         where = f"{traceback.rank}, " if traceback.rank else ""
         cause = f"the traceback is cut off before its exception ({where}line {traceback.line})"
@@ -511,7 +524,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         if not known and hit[1].values.get("exception"):
             # the known error's own line, not the frames pasted after it
             what = f"{hit[1].values['exception']}: {hit[1].values.get('message') or ''}"
-            cause = f"{_clip(what)} (line {hit[1].line})"
+            cause = f"{_clip(what)} (line {exception_line(hit[1])})"
     if exit_event is not None and killed:
         findings.append(
             Finding(
@@ -636,12 +649,27 @@ def _ready(evidence: Evidence) -> Diagnosis:
     if not headroom:
         headroom, suggestions = thin_headroom(evidence)
     graphs, suggestions = _with_graph_memory(evidence, suggestions)
+    capacity, pool_levers = kv_capacity(evidence)
+    if pool_levers:  # a pool short of one request: nothing that shrinks it, its levers first
+        shrink = {("mem_fraction_static", Direction.LOWER), ("max_total_tokens", Direction.LOWER)}
+        kept = [s for s in suggestions if (s.knob, s.direction) not in shrink]
+        suggestions = pool_levers + [s for s in kept if s.knob not in {p.knob for p in pool_levers}]
+        headroom = capacity + headroom
+        capacity = []
     findings = headroom + graphs + free_rose_after_pool(evidence) + mfs_below_default(evidence)
-    findings += serving_notes(evidence) + kv_capacity(evidence)
+    findings += serving_notes(evidence) + capacity
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
-    if warnings:
-        verdict = f"ready, but starved: {warnings[0].message}"
+    if [f.id for f in warnings] == [FindingId.KV_CAPACITY]:
+        # a pool short of one full-context request serves shorter ones: not starved, but said
+        verdict = f"{evidence.outcome}: {warnings[0].message.split('; ')[0]}"
+        verdict += f"; {phrase(suggestions[0])}" if suggestions else ""
+        outcome = evidence.outcome
+    elif warnings:
+        said = warnings[0].message
+        if warnings[0].id == FindingId.KV_CAPACITY:
+            said = said.split("; ")[0]  # the rest is the finding's detail
+        verdict = f"ready, but starved: {said}"
         levers = [phrase(s) for s in suggestions if s.value is not None][:1]
         if not levers and suggestions:  # the direction, and what a value needs
             levers = [f"{phrase(suggestions[0])} ({absent(evidence)})"]

@@ -370,7 +370,7 @@ class ErrorTextReader:
             if exception is not None:
                 # an exception line pasted without its traceback: the error is still named
                 self._block = _Block(line=line, rank=rank, context="")
-                found.append(self._close(exception["type"], exception["message"] or ""))
+                found.append(self._close(exception["type"], exception["message"] or "", line))
             elif standalone is not None:
                 # a library's own error line (no Python exception): an error of its own
                 self._block = _Block(line=line, rank=rank, context="")
@@ -396,7 +396,7 @@ class ErrorTextReader:
             self._block.after_frame = False
             exception = EXCEPTION_RE.match(text.strip())
             if exception is not None:
-                found.append(self._close(exception["type"], exception["message"] or ""))
+                found.append(self._close(exception["type"], exception["message"] or "", line))
         oom = read_oom_message(text)
         if oom is not None:
             found.append(ErrorReading(EventKind.OOM_MESSAGE, line, rank, text, *oom))
@@ -437,7 +437,8 @@ class ErrorTextReader:
             found = self._read(line, text, rank, prefixed)
         return found + ([self._close(None, "")] if self._block is not None else [])
 
-    def _close(self, exception: str | None, message: str) -> ErrorReading:
+    def _close(self, exception: str | None, message: str, at: int | None = None) -> ErrorReading:
+        """The traceback event; `at`: the exception line's own line (the event's is the head's)."""
         block = self._block
         assert block is not None
         self._block = None
@@ -448,6 +449,8 @@ class ErrorTextReader:
             "exception": exception,
             "message": message[:MESSAGE_CAP],
         }
+        if at is not None and at != block.line:
+            values["exception_line"] = at
         if block.pool:
             values["pool"] = block.pool
         summary = f"{exception}: {message}" if exception else "traceback cut off (no exception)"

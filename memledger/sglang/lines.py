@@ -104,6 +104,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "cause": str,
             "context": str,
             "exception": str | None,
+            "exception_line": int,
             "frames": str,
             "local_gpu_memory": float,
             "message": str,

@@ -13,7 +13,7 @@ from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
-from memledger.render.diagnose import render_text
+from memledger.render.diagnose import evidence_text, render_text
 from memledger.sglang.failure_rules import Phase
 
 
@@ -200,3 +200,22 @@ def test_a_framework_named_outside_any_frame_is_read() -> None:
 def test_an_unknown_phase_gets_no_try_flag() -> None:
     text = render_text(_diagnose("the decode worker OOMed\n"))
     assert "\ntry:" not in text
+
+
+# ---- review m7: what a finding cites and how an error text is quoted
+
+
+def test_evidence_names_each_file_once() -> None:
+    assert evidence_text(["a.log:3", "a.log:9", "b.log:1", "c.log"]) == "a.log:3, 9, b.log:1, c.log"
+
+
+def test_a_crash_is_quoted_whole_words_at_its_exception_line() -> None:
+    diagnosis = _diagnose(
+        "Traceback (most recent call last):\n"
+        '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 10, in run\n'
+        '  File "/sgl/python/sglang/srt/configs/model_config.py", line 20, in load\n'
+        "OSError: /models/some-org/some-model-name does not appear to have a file named "
+        "config.json. Checkout the hub for available files.\n"
+    )
+    assert "(line 4)" in diagnosis.verdict  # the exception's line, not the traceback's head (1)
+    assert "config.json" in diagnosis.verdict  # the key word is not cut
