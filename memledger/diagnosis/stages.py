@@ -100,5 +100,6 @@ def in_framework(
         )
     if not named:
         return findings, "", False
-    first, name = named[0]
-    return findings, f" (in {framework.name}: {name}, {first.direction.value} it)", False
+    # the share first: the frameworks' usual fix (memledger.sglang.frameworks)
+    first, name = min(named, key=lambda pair: pair[0].knob != "mem_fraction_static")
+    return findings, f" (in {framework.name}: {first.direction.value} {name})", False

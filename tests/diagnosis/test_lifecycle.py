@@ -120,7 +120,7 @@ def test_a_frameworks_oom_names_its_own_knob() -> None:
     )
     result = _diagnose(text)
     assert result.outcome == "oom"
-    assert "in verl: actor_rollout_ref.rollout.gpu_memory_utilization, lower it" in result.verdict
+    assert "in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization" in result.verdict
     assert any(f.id == "embedded_in_framework" for f in result.findings)
 
 

@@ -194,7 +194,7 @@ def test_a_framework_named_outside_any_frame_is_read() -> None:
         "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
         "func=cu_mem_create line=103 (5)\n"
     )
-    assert "in verl: actor_rollout_ref.rollout.gpu_memory_utilization" in diagnosis.verdict
+    assert "in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization" in diagnosis.verdict
 
 
 def test_an_unknown_phase_gets_no_try_flag() -> None:
