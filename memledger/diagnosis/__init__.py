@@ -454,17 +454,6 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     )
 
 
-OWN_POOL_LEVERS: dict[FindingId, tuple[tuple[str, Direction], ...]] = {
-    FindingId.MAMBA_SLOTS: (
-        ("max_mamba_cache_size", Direction.RAISE),
-        ("max_running_requests", Direction.LOWER),
-    ),
-    FindingId.DEEPEP_BUFFER_MEMORY: (("mem_fraction_static", Direction.LOWER),),
-}
-"""The knobs of an own-pool cause's fix, where they are launch flags (no value: the paste does
-not show the pool's size)."""
-
-
 def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagnosis:
     """One of SGLang's own pools (KV tokens, mamba slots) had no room for a request: SGLang's
     accounting, not an allocation the GPU refused; or GPU memory ran out behind another
@@ -475,8 +464,8 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
     what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
     findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
     suggestions = [
-        Suggestion(knob=knob, direction=direction, value=None, why=cause.fix)
-        for knob, direction in OWN_POOL_LEVERS.get(FindingId(cause.finding_id), ())
+        Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
+        for knob, direction in cause.knobs
     ]
     return _diagnosis(
         evidence,

@@ -250,6 +250,7 @@ class CrashCause:
         phase: Phase | None = None,
         numbers: str = "",
         standalone: bool = False,
+        knobs: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
@@ -268,6 +269,9 @@ class CrashCause:
         self.numbers = re.compile(numbers) if numbers else None
         """The text's own numbers, each named group a value key of the traceback event the input
         layer makes (memledger.sglang.lines.ERROR_KEYS; GB as SGLang prints them): the finding."""
+        self.knobs = knobs
+        """(server-arg name, `raise`/`lower`) of the fix's launch flags, in its order (no value:
+        the text does not show the pool's size)."""
         self.standalone = standalone
         """The text is a library's own error line, not a Python exception: a line holding it is
         an error of its own (a traceback event of no frames) wherever it stands."""
@@ -401,6 +405,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
         "https://github.com/sgl-project/sglang/issues/29942",
         gpu_memory=True,
+        knobs=(("mem_fraction_static", "lower"),),
     ),
     CrashCause(
         "hicache_host_memory",
@@ -434,6 +439,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "--max-running-requests",
         "https://github.com/sgl-project/sglang/pull/19002",
         own_pool=True,
+        knobs=(("max_mamba_cache_size", "raise"), ("max_running_requests", "lower")),
     ),
     CrashCause(
         "retract_one_left",
@@ -449,6 +455,11 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/pull/14948, "
         "https://github.com/sgl-project/sglang/pull/19881",
         own_pool=True,
+        knobs=(
+            ("mem_fraction_static", "raise"),
+            ("max_total_tokens", "raise"),
+            ("context_length", "lower"),
+        ),
     ),
 )
 """Matched against the failing traceback's `exception: message` text (the input layer does, and

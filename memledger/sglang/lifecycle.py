@@ -37,6 +37,9 @@ class Lever:
     memory in this phase."""
     effect: str
     """What the change does in this phase, with the arithmetic SGLang applies."""
+    needs: str = ""
+    """What a paste must add for a value, when not the fraction's P and mfs (server_args and
+    `Load weight begin`)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ _GRAPH_BS = Lever(
     "lower",
     "graphs are captured largest batch first and their memory grows with it (v0.5.8 "
     "model_executor/cuda_graph_runner.py:485)",
+    needs="the server_args line or the `Capture cuda graph bs` line",
 )
 _NO_GRAPHS = Lever("disable_cuda_graph", "enable", "no graphs, no graph memory; decode is slower")
 _RUNNING = Lever(
@@ -103,6 +107,7 @@ _CHUNK = Lever(
     "lower",
     "a prefill chunk's activations scale with its tokens (troubleshooting guide: prefill OOM -> "
     "lower --chunked-prefill-size)",
+    needs="the server_args line",
 )
 
 LIFECYCLE: tuple[Stage, ...] = (
@@ -260,6 +265,16 @@ def squeeze_levers() -> tuple[Lever, ...]:
             if lever.knob != "mem_fraction_static":
                 seen.setdefault(lever.knob, lever)
     return tuple(seen.values())
+
+
+NEEDS: dict[str, str] = {
+    lever.knob: lever.needs for stage in LIFECYCLE for lever in stage.levers if lever.needs
+}
+"""What a lever's value needs from the paste, by knob (the fraction's: memledger.diagnosis)."""
+BATCH_KNOBS: tuple[str, ...] = tuple(
+    lever.knob for lever in STAGE[Phase.SERVING].levers if lever.knob != "mem_fraction_static"
+)
+"""The serving stage's batch levers, in SGLang's troubleshooting guide's order."""
 
 
 def levers_after_load() -> tuple[Lever, ...]:
