@@ -102,7 +102,13 @@ from memledger.diagnosis.verdicts import (
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
-from memledger.sglang.failure_rules import PHASE_TEXT, PRIVATE_POOLS_CITATION, CrashCause, Phase
+from memledger.sglang.failure_rules import (
+    CRASH_CAUSE,
+    PHASE_TEXT,
+    PRIVATE_POOLS_CITATION,
+    CrashCause,
+    Phase,
+)
 from memledger.sizing.inputs import SizingInputs
 
 __all__ = [
@@ -215,6 +221,10 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     findings += [dropped] if dropped is not None else []
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
     findings += said
+    # an OOM text that a known cause besides free memory also prints (its table row names it)
+    noted = CRASH_CAUSE.get(str(evidence.oom.values.get("cause"))) if evidence.oom else None
+    if noted is not None and evidence.oom is not None:
+        findings.append(cause_finding(noted, evidence.oom, evidence))
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
     else:
@@ -277,7 +287,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
-    verdict += said_words
+    verdict += said_words + (f"; also: {noted.fix}" if noted is not None else "")
     if said_levers:  # what the paste names leads the phase's levers
         knobs = {s.knob for s in said_levers}
         suggestions = said_levers + [s for s in suggestions if s.knob not in knobs]

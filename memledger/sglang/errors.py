@@ -220,6 +220,20 @@ ERRORS: tuple[ErrorText, ...] = (
     # resume its memory): its CUDA/HIP driver-error line; code 2 is CUDA_ERROR_OUT_OF_MEMORY /
     # hipErrorOutOfMemory (https://github.com/fzyzcjy/torch_memory_saver/issues/4), in this order
     ErrorText(
+        "memory_saver_hip_oom",
+        re.compile(r"\[torch_memory_saver\.cpp\] hipError_t error:?\s+(?:result=)?2\b"),
+        ("torch_memory_saver",),
+        Family.TORCH_MEMORY_SAVER,
+        "torch_memory_saver csrc/torch_memory_saver_hip.cpp cu_mem_create (hipMemCreate); "
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/9 (ROCm: large allocations must be "
+        "made chunk-wise)",
+        "[torch_memory_saver.cpp] hipError_t error  result=2 file=csrc/torch_memory_saver_hip.cpp "
+        "func=cu_mem_create line=103",
+        kind="oom_message",
+        outcome=Outcome.OOM,
+        values={"runtime": "torch_memory_saver", "device": "HIP", "cause": "memory_saver_hip_vmm"},
+    ),
+    ErrorText(
         "memory_saver_resume_oom",
         re.compile(
             r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError|hipError_t) error:?\s+"

@@ -299,6 +299,17 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "memory_saver_hip_vmm",
+        r"torch_memory_saver_hip\.cpp",
+        "on ROCm, torch_memory_saver's hipMemCreate fails with code 2 (hipErrorOutOfMemory) also "
+        "when HIP's virtual-memory allocator cannot create one large allocation in a piece, not "
+        "only for lack of free memory; torch_memory_saver's releases create them chunk-wise",
+        "upgrade torch_memory_saver (chunk-wise HIP allocation), then lower SGLang's share if it "
+        "still fails",
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/9, "
+        "https://github.com/fzyzcjy/torch_memory_saver/pull/14",
+    ),
+    CrashCause(
         "memory_saver_driver_error",
         # the line itself, or the traceback event the input layer makes of it (`tag: text`)
         r"torch_memory_saver\.cpp\]?:? (?:CUresult error\s+result=|(?:cudaError|hipError_t) "

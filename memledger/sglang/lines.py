@@ -74,7 +74,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "reserved_total",
             "reserved_unallocated",
         ),
-        {"device": str, "gpu": int, "phase": str, "runtime": str},
+        {"cause": str, "device": str, "gpu": int, "phase": str, "runtime": str},
     ),
     "kv_refusal": (
         (),

@@ -219,3 +219,24 @@ def test_a_crash_is_quoted_whole_words_at_its_exception_line() -> None:
     )
     assert "(line 4)" in diagnosis.verdict  # the exception's line, not the traceback's head (1)
     assert "config.json" in diagnosis.verdict  # the key word is not cut
+
+
+def test_the_memory_savers_hip_oom_also_names_rocms_allocation_limit() -> None:
+    diagnosis = _diagnose(
+        "[torch_memory_saver.cpp] hipError_t error  result=2 file=csrc/torch_memory_saver_hip.cpp "
+        "func=cu_mem_create line=103\n"
+    )
+    assert diagnosis.outcome == "oom"
+    found = {f.id: f for f in diagnosis.findings}
+    assert "chunk-wise" in found[FindingId.MEMORY_SAVER_HIP_VMM].message
+    assert "(HIP runtime: torch_memory_saver)" in found[FindingId.OOM_MESSAGE].message
+    assert "also: upgrade torch_memory_saver" in diagnosis.verdict
+
+
+def test_a_runtime_text_without_a_device_names_none() -> None:
+    line = (
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+        "func=cu_mem_create line=103 (5)\n"
+    )
+    (oom,) = [f for f in _diagnose(line).findings if f.id == FindingId.OOM_MESSAGE]
+    assert "(runtime: torch_memory_saver)" in oom.message and "None" not in oom.message
