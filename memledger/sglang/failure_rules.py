@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from memledger.sglang.releases import version_code
+
 
 class Phase(StrEnum):
     """Where in the startup something happened (issue 11's vocabulary, in startup order)."""
@@ -136,10 +138,31 @@ CAPTURE_ORDER_CITATION = (
     "graphs are captured largest batch first: v0.5.8 model_executor/cuda_graph_runner.py:485, "
     "v0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1326 (reversed(capture_bs))"
 )
-BUDGET_CITATION = (
-    "SGLang's budget rest = A - P x (1 - mfs): v0.5.8 "
-    "model_executor/model_runner_kv_cache_mixin.py:138-140"
+BUDGET_SOURCES: tuple[tuple[str, str], ...] = (
+    ("0.4.1", "model_executor/model_runner.py:487-490"),
+    ("0.4.6.post2", "model_executor/model_runner.py:736-739"),
+    ("0.5.2", "model_executor/model_runner.py:1123-1125"),
+    ("0.5.8", "model_executor/model_runner_kv_cache_mixin.py:138-140"),
+    ("0.5.20", "mem_cache/kv_cache_configurator.py:2165, :2179"),
+    ("0.5.23", "mem_cache/kv_cache_configurator.py:3007, :3038"),
 )
+"""Where each release computes the KV budget rest = A - P x (1 - mfs) (the domain review read each
+wheel), oldest first: a log is cited at the release nearest its own (`nearest_source`)."""
+
+
+def nearest_source(sources: tuple[tuple[str, str], ...], first: int, last: int) -> str:
+    """`vX path:line` of the newest release in `sources` at or below the log's newest possible
+    release (`last`, else `first`; version codes, 0 = unknown), the oldest when all are newer, and
+    v0.5.8's when the log's release is unknown."""
+    bound = last or first
+    if not bound:
+        release, where = next((r, w) for r, w in sources if r == "0.5.8")
+        return f"v{release} {where}"
+    fitting = [(r, w) for r, w in sources if version_code(r) <= bound] or [sources[0]]
+    release, where = fitting[-1]
+    return f"v{release} {where}"
+
+
 MINIMUM_VIABLE_CITATION = (
     "minimum viable = 1 - A/P: v0.5.23 mem_cache/kv_cache_configurator.py:3044-3056"
 )

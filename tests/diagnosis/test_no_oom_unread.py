@@ -14,7 +14,7 @@ from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import evidence_text, render_text
-from memledger.sglang.failure_rules import Phase
+from memledger.sglang.failure_rules import BUDGET_SOURCES, Phase, nearest_source
 
 
 def _diagnose(text: str) -> Diagnosis:
@@ -240,3 +240,16 @@ def test_a_runtime_text_without_a_device_names_none() -> None:
     )
     (oom,) = [f for f in _diagnose(line).findings if f.id == FindingId.OOM_MESSAGE]
     assert "(runtime: torch_memory_saver)" in oom.message and "None" not in oom.message
+
+
+def test_the_budget_is_cited_at_the_release_nearest_the_logs() -> None:
+    # a 0.4.4 .. 0.4.6 log (single/020's formats): 0.4.6.post2's line, not v0.5.8's
+    assert nearest_source(BUDGET_SOURCES, 4004, 4006) == (
+        "v0.4.6.post2 model_executor/model_runner.py:736-739"
+    )
+    assert nearest_source(BUDGET_SOURCES, 4002, 4003).startswith("v0.4.1 ")
+    assert nearest_source(BUDGET_SOURCES, 4006, 0).startswith("v0.4.6.post2 ")
+    assert nearest_source(BUDGET_SOURCES, 5009, 5009).startswith("v0.5.8 ")
+    assert nearest_source(BUDGET_SOURCES, 5023, 0).startswith("v0.5.23 ")
+    assert nearest_source(BUDGET_SOURCES, 0, 0).startswith("v0.5.8 ")  # release unknown
+    assert nearest_source(BUDGET_SOURCES, 3000, 3003).startswith("v0.4.1 ")  # none older
