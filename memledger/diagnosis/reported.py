@@ -139,7 +139,7 @@ def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] 
 
 
 def _oom_besides_refusal(evidence: Evidence) -> bool:
-    if evidence.oom is not None or any(said == "oom" for _, _, said in typed(evidence, FRACTION)):
+    if evidence.oom is not None or any(e.values.get("said") == "oom" for e in evidence.reported):
         return True
     return any(
         e.kind is EventKind.OOM and e.values.get("reason") != KV_REFUSAL_REASON

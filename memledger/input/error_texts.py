@@ -409,7 +409,10 @@ class ErrorTextReader:
         ended = read_process_exit(text)
         if ended is not None:
             found.append(ErrorReading(EventKind.PROCESS_EXIT, line, rank, text, values=ended))
-        read = [r for r in found if r.kind is not EventKind.REPORTED]
+        # a refusal only in words (`a negative max_total_num_tokens`) leaves the line prose too
+        read = [
+            r for r in found if r.kind is not EventKind.REPORTED and r.values.get("shape") != "said"
+        ]
         if not prefixed and not read and self._block is None:
             # a bare line no other reader read: the reporter's prose around a paste
             found += [

@@ -106,4 +106,7 @@ def read_reported(text: str) -> list[dict[str, Value]]:
         if "knob" in entry.values and "mention" not in entry.values:
             stop = named[index + 1][0] if index + 1 < len(named) else len(text)
             found += _values(entry, text, end, min(stop, end + REACH))
+    if named and not any(f.get("said") == "oom" for f in found) and _said(text) == "oom":
+        # a sentence about a setting that says it ran out of memory, at no typed value
+        found.append({"said": "oom"})
     return found
