@@ -21,6 +21,8 @@ Modules:
 - `occupancy`: What a paste says about memory SGLang's own arithmetic did not plan for.
 - `phase`: Which startup phase a failure (or the end of a truncated log) falls in.
 - `pools`: Memory that is not the allocator's free GPU memory.
+- `reported`: What the reporter's prose adds (reported events): typed settings with what happened
+  at each, and mentions that place or explain a failure, answered through the lifecycle model.
 - `reserve`: What a startup left outside its KV pool, against what SGLang's own default keeps there
   at the log's release.
 - `stages`: The lifecycle model's levers for a shortfall without numbers, and the embedding
@@ -71,7 +73,12 @@ from memledger.diagnosis.occupancy import (
     dp_auto_fraction,
     other_processes,
 )
-from memledger.diagnosis.phase import failure_phase, graphs_in_allocator, milestone
+from memledger.diagnosis.phase import (
+    failure_phase,
+    graphs_in_allocator,
+    milestone,
+    traceback_phase,
+)
 from memledger.diagnosis.pools import (
     host_finding,
     host_memory,
@@ -79,6 +86,7 @@ from memledger.diagnosis.pools import (
     pool_ran_out,
     serving_notes,
 )
+from memledger.diagnosis.reported import mention_answer, mentioned_phase, squeezed
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.stages import embedding_framework, in_framework, stage_levers
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
@@ -94,7 +102,13 @@ from memledger.diagnosis.verdicts import (
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
-from memledger.sglang.failure_rules import PHASE_TEXT, PRIVATE_POOLS_CITATION, CrashCause, Phase
+from memledger.sglang.failure_rules import (
+    CRASH_CAUSE,
+    PHASE_TEXT,
+    PRIVATE_POOLS_CITATION,
+    CrashCause,
+    Phase,
+)
 from memledger.sizing.inputs import SizingInputs
 
 __all__ = [
@@ -107,7 +121,7 @@ __all__ = [
     "diagnose",
 ]
 
-MESSAGE_CLIP = 70
+MESSAGE_CLIP = 110
 
 
 def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Diagnosis:
@@ -167,7 +181,14 @@ def _diagnosis(evidence: Evidence, **fields: Any) -> Diagnosis:
 
 
 def _out_of_memory(evidence: Evidence) -> Diagnosis:
+    squeeze = squeezed(evidence)
+    if squeeze is not None:
+        return _squeezed(evidence, *squeeze)
     phase = failure_phase(evidence)
+    said_phase, firm = mentioned_phase(evidence)  # what the paste's prose names
+    framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
+    if said_phase is not None and (phase is Phase.UNKNOWN or (firm and not framed)):
+        phase = said_phase
     missing = shortfall(evidence)
     findings = oom_findings(evidence)
     table = req_to_token_oom(evidence)
@@ -188,15 +209,22 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = after_pool_oom(evidence, phase)
         if phase in (Phase.WARMUP, Phase.SERVING):
             extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
+    blocked = any(f.id == FindingId.UNSHARDED_FALLBACK for f in extra)
     if not suggestions and table is None and oversize is None and evidence.refusal is None:
-        if phase not in (Phase.LOAD, Phase.DIST_INIT):  # load_oom's answer stands there
+        if not blocked:  # a site no knob fixes (the Transformers fallback) stands alone
             suggestions = stage_levers(phase)  # the lifecycle model's levers, with directions
+    said, said_levers, said_words = mention_answer(evidence)
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
     findings += _placed_by_graphs(evidence)
     findings += ([held] if held is not None else []) + extra
     findings += [dropped] if dropped is not None else []
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
+    findings += said
+    # an OOM text that a known cause besides free memory also prints (its table row names it)
+    noted = CRASH_CAUSE.get(str(evidence.oom.values.get("cause"))) if evidence.oom else None
+    if noted is not None and evidence.oom is not None:
+        findings.append(cause_finding(noted, evidence.oom, evidence))
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
     else:
@@ -226,9 +254,14 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
     over_reserved = next((f for f in findings if f.id == FindingId.DP_AUTO_FRACTION), None)
     if held is not None:
-        verdict = head + (
-            f"; {g(held.bytes)} of the GPU is held by another process: free it, or lower "
-            "--mem-fraction-static by as much"
+        verdict = (
+            head
+            + f"; {g(held.bytes)} of the GPU is held by another process: free it"
+            + (
+                f"; else {' or '.join(phrase(s) for s in suggestions[:2])}"
+                if loading and suggestions
+                else ", or lower --mem-fraction-static by as much"
+            )
         )
     elif over_reserved is not None and not levers:
         verdict = head + (
@@ -254,6 +287,10 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
+    verdict += said_words + (f"; also: {noted.fix}" if noted is not None else "")
+    if said_levers:  # what the paste names leads the phase's levers
+        knobs = {s.knob for s in said_levers}
+        suggestions = said_levers + [s for s in suggestions if s.knob not in knobs]
     framework = embedding_framework(evidence)
     if framework is not None:
         named, tail, whole = in_framework(framework, suggestions, evidence, missing)
@@ -267,6 +304,23 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         shortfall_bytes=missing,
         failed_rank=_failed_rank(evidence),
         findings=findings,
+        suggestions=suggestions,
+    )
+
+
+def _squeezed(
+    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion], verdict: str
+) -> Diagnosis:
+    """No fraction fits: an OOM above it, SGLang's refusal below (memledger.diagnosis.reported)."""
+    said, _, _ = mention_answer(evidence)
+    return _diagnosis(
+        evidence,
+        outcome="oom",
+        phase=Phase.KV_SIZING,
+        verdict=verdict,
+        shortfall_bytes=shortfall(evidence),
+        failed_rank=_failed_rank(evidence),
+        findings=findings + said + site_finding(evidence),
         suggestions=suggestions,
     )
 
@@ -360,8 +414,19 @@ def _failed_rank(evidence: Evidence) -> str | None:
 
 
 def _clip(text: str) -> str:
+    """The text on one line, cut at a word boundary past MESSAGE_CLIP characters (never inside
+    the word that names the problem)."""
     text = " ".join(text.split())
-    return text if len(text) <= MESSAGE_CLIP else text[: MESSAGE_CLIP - 3] + "..."
+    if len(text) <= MESSAGE_CLIP:
+        return text
+    cut = text.rfind(" ", 0, MESSAGE_CLIP)
+    return text[: cut if cut > MESSAGE_CLIP // 2 else MESSAGE_CLIP] + " ..."
+
+
+def exception_line(traceback: Event) -> int:
+    """The line of a traceback's exception (the event's own line is its head's)."""
+    at = traceback.values.get("exception_line")
+    return at if isinstance(at, int) else traceback.line
 
 
 def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
@@ -399,17 +464,6 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     )
 
 
-OWN_POOL_LEVERS: dict[FindingId, tuple[tuple[str, Direction], ...]] = {
-    FindingId.MAMBA_SLOTS: (
-        ("max_mamba_cache_size", Direction.RAISE),
-        ("max_running_requests", Direction.LOWER),
-    ),
-    FindingId.DEEPEP_BUFFER_MEMORY: (("mem_fraction_static", Direction.LOWER),),
-}
-"""The knobs of an own-pool cause's fix, where they are launch flags (no value: the paste does
-not show the pool's size)."""
-
-
 def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagnosis:
     """One of SGLang's own pools (KV tokens, mamba slots) had no room for a request: SGLang's
     accounting, not an allocation the GPU refused; or GPU memory ran out behind another
@@ -420,8 +474,8 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
     what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
     findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
     suggestions = [
-        Suggestion(knob=knob, direction=direction, value=None, why=cause.fix)
-        for knob, direction in OWN_POOL_LEVERS.get(FindingId(cause.finding_id), ())
+        Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
+        for knob, direction in cause.knobs
     ]
     return _diagnosis(
         evidence,
@@ -429,10 +483,10 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
         phase=phase,
         verdict=(
             f"SGLang's own pool was full during {PHASE_TEXT[phase]} (not a GPU allocation): "
-            f"{_clip(what)} (line {event.line}); {cause.fix}"
+            f"{_clip(what)} (line {exception_line(event)}); {cause.fix}"
             if cause.own_pool
             else f"likely out of GPU memory during {PHASE_TEXT[phase]}, behind an error that is "
-            f"no allocator OOM: {_clip(what)} (line {event.line}); {cause.fix}"
+            f"no allocator OOM: {_clip(what)} (line {exception_line(event)}); {cause.fix}"
         ),
         failed_rank=event.rank or _failed_rank(evidence),
         findings=findings,
@@ -448,7 +502,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     if traceback is not None and traceback.values.get("exception"):
         what = f"{traceback.values['exception']}: {traceback.values.get('message') or ''}"
         where = f"{traceback.rank}, " if traceback.rank else ""
-        cause = f"{_clip(what)} ({where}line {traceback.line})"
+        cause = f"{_clip(what)} ({where}line {exception_line(traceback)})"
     elif traceback is not None:
         where = f"{traceback.rank}, " if traceback.rank else ""
         cause = f"the traceback is cut off before its exception ({where}line {traceback.line})"
@@ -469,7 +523,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         if not known and hit[1].values.get("exception"):
             # the known error's own line, not the frames pasted after it
             what = f"{hit[1].values['exception']}: {hit[1].values.get('message') or ''}"
-            cause = f"{_clip(what)} (line {hit[1].line})"
+            cause = f"{_clip(what)} (line {exception_line(hit[1])})"
     if exit_event is not None and killed:
         findings.append(
             Finding(
@@ -594,12 +648,27 @@ def _ready(evidence: Evidence) -> Diagnosis:
     if not headroom:
         headroom, suggestions = thin_headroom(evidence)
     graphs, suggestions = _with_graph_memory(evidence, suggestions)
+    capacity, pool_levers = kv_capacity(evidence)
+    if pool_levers:  # a pool short of one request: nothing that shrinks it, its levers first
+        shrink = {("mem_fraction_static", Direction.LOWER), ("max_total_tokens", Direction.LOWER)}
+        kept = [s for s in suggestions if (s.knob, s.direction) not in shrink]
+        suggestions = pool_levers + [s for s in kept if s.knob not in {p.knob for p in pool_levers}]
+        headroom = capacity + headroom
+        capacity = []
     findings = headroom + graphs + free_rose_after_pool(evidence) + mfs_below_default(evidence)
-    findings += serving_notes(evidence) + kv_capacity(evidence)
+    findings += serving_notes(evidence) + capacity
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
-    if warnings:
-        verdict = f"ready, but starved: {warnings[0].message}"
+    if [f.id for f in warnings] == [FindingId.KV_CAPACITY]:
+        # a pool short of one full-context request serves shorter ones: not starved, but said
+        verdict = f"{evidence.outcome}: {warnings[0].message.split('; ')[0]}"
+        verdict += f"; {phrase(suggestions[0])}" if suggestions else ""
+        outcome = evidence.outcome
+    elif warnings:
+        said = warnings[0].message
+        if warnings[0].id == FindingId.KV_CAPACITY:
+            said = said.split("; ")[0]  # the rest is the finding's detail
+        verdict = f"ready, but starved: {said}"
         levers = [phrase(s) for s in suggestions if s.value is not None][:1]
         if not levers and suggestions:  # the direction, and what a value needs
             levers = [f"{phrase(suggestions[0])} ({absent(evidence)})"]

@@ -99,6 +99,8 @@ class Evidence:
     exit: Event | None
     exhausted: list[Event]
     """SGLang's pools (or the host's memory) running out: `pool_exhausted` events."""
+    reported: list[Event] = field(default_factory=list)
+    """What the reporter typed around the paste: `reported` events (settings, mentions)."""
     tp_seen: int | None = None
     """The highest `TPn` in the log's rank tags, plus one: a lower bound of the tp size."""
     sizing: SizingInputs | None = None
@@ -190,6 +192,27 @@ def _merged(refusals: list[Event]) -> Event | None:
     return replace(refusals[0], values=values)
 
 
+def _said_refusal(reported: list[Event]) -> Event | None:
+    """A fraction the reporter says the server needs to start above (`must > 0.92`, `below 0.9
+    it can not start`): SGLang's refusal to size the KV cache as typed, its floor the minimum
+    viable fraction."""
+    floors = [
+        e
+        for e in reported
+        if e.values.get("knob") == "mem_fraction_static"
+        and (
+            e.values.get("relation") == ">"
+            or (e.values.get("relation") == "<" and e.values.get("said") == "fails")
+        )
+    ]
+    if not floors:
+        return None
+    floor = max(v for e in floors if isinstance(v := e.values.get("value"), int | float))
+    return replace(
+        floors[0], kind=EventKind.KV_REFUSAL, values={"shape": "said", "minimum_viable": floor}
+    )
+
+
 _TP_TAG_RE = re.compile(r"\bTP(\d{1,9})\b")
 """A rank tag TPn; at most 9 digits, so a hostile tag never reaches int() unbounded."""
 
@@ -208,6 +231,7 @@ def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None
     ooms = by_kind.get(EventKind.OOM_MESSAGE, [])
     oom = next((e for e in ooms if e.rank == startup.rank), ooms[0] if ooms else None)
     refusals = by_kind.get(EventKind.KV_REFUSAL, [])
+    reported = by_kind.get(EventKind.REPORTED, [])
     exits = by_kind.get(EventKind.PROCESS_EXIT, [])
     server_args: dict[str, object] = dict(startup.server_args)
     command = next(
@@ -229,10 +253,11 @@ def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None
         budget=_budget(ledger, server_args),
         oom=oom,
         oom_messages=ooms,
-        refusal=_merged(refusals),
+        refusal=_merged(refusals) or _said_refusal(reported),
         traceback=_choose_traceback(by_kind.get(EventKind.TRACEBACK, []), oom, startup.rank),
         exit=exits[0] if exits else None,
         exhausted=by_kind.get(EventKind.POOL_EXHAUSTED, []),
+        reported=reported,
         tp_seen=_tp_seen([r.rank for r in startup.ranks] + [e.rank for e in events]),
         sizing=sizing_inputs(parsed) if inputs is None else inputs,
         command_line=command.line if command is not None else None,

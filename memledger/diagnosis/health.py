@@ -24,6 +24,9 @@ from memledger.sglang.failure_rules import (
 from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
 
+MFS_CEILING = 0.95
+"""A fraction at or above this leaves too little for graphs and activations to suggest."""
+
 RISE_THRESHOLD = 64 * MIB
 """A rise of free memory smaller than this is allocator noise, not a release."""
 ZERO_HEADROOM = 256 * MIB
@@ -258,15 +261,18 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
     ]
 
 
-def kv_capacity(evidence: Evidence) -> list[Finding]:
+def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     """What the summary line says the KV pool holds ("why only N KV tokens?"): its tokens a rank,
-    how many full-context requests fit in them, and the request cap beside it."""
+    how many full-context requests fit in them, and the request cap beside it. A pool that cannot
+    hold one full-context request is a warning, whose levers keep or grow the pool: a context no
+    longer than the pool holds, a bigger fraction where the GPU has it, more ranks; never a lower
+    fraction or token cap, which would shrink it further."""
     summary = next((e for e in evidence.events if e.kind is EventKind.SUMMARY), None)
     if summary is None:
-        return []
+        return [], []
     tokens, context = summary.values.get("max_total_num_tokens"), summary.values.get("context_len")
     if not isinstance(tokens, int) or tokens <= 0:
-        return []
+        return [], []
     fit = (
         f"; {tokens / context:,.1f} requests of the full {context:,}-token context fit at once"
         if isinstance(context, int) and context > 0
@@ -278,14 +284,78 @@ def kv_capacity(evidence: Evidence) -> list[Finding]:
         if isinstance(running, int)
         else ""
     )
-    return [
-        Finding(
-            id=FindingId.KV_CAPACITY,
-            severity=Severity.INFO,
-            message=(
-                f"the KV pool holds {tokens:,} tokens a rank: every running request's prompt "
-                f"and generated tokens come out of it{fit}{cap} ({SUMMARY_LINE_CITATION})"
+    short = isinstance(context, int) and tokens < context
+    finding = Finding(
+        id=FindingId.KV_CAPACITY,
+        severity=Severity.WARNING if short else Severity.INFO,
+        message=(
+            (
+                f"the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
+                f"{context:,}-token context; "
+                if short
+                else f"the KV pool holds {tokens:,} tokens a rank: "
+            )
+            + f"every running request's prompt and generated tokens come out of it{fit}{cap} "
+            f"({SUMMARY_LINE_CITATION})"
+        ),
+        evidence=[evidence.at(summary.line)],
+    )
+    if not short or not isinstance(context, int):
+        return [finding], []
+    return [finding], _pool_levers(evidence, tokens, context)
+
+
+def _pool_levers(evidence: Evidence, tokens: int, context: int) -> list[Suggestion]:
+    """A context the pool holds, a bigger fraction where the GPU has room for it, more ranks."""
+    shorter = tokens // 1024 * 1024 or tokens
+    levers = [
+        Suggestion(
+            knob="context_length",
+            direction=Direction.LOWER,
+            value=shorter,
+            why=(
+                f"SGLang refuses requests longer than min(context_len, max_total_num_tokens) - 6 "
+                f"(v0.5.8 managers/tp_worker.py:286-290): a context of {tokens:,} tokens or "
+                f"fewer, the pool's, rounded down to 1,024 = {shorter:,}; the pool is unchanged"
             ),
-            evidence=[evidence.at(summary.line)],
         )
     ]
+    ledger, budget = evidence.ledger, evidence.budget
+    cell = ledger.sizing.bytes_per_token if ledger.sizing is not None else None
+    if cell is None and ledger.summary.kv_pool:
+        cell = ledger.summary.kv_pool / tokens
+    mfs, pre = budget.mem_fraction_static, budget.pre_load
+    if cell and mfs is not None and pre is not None and pre.avail_bytes > 0:
+        extra = (context - tokens) * cell
+        raised = mfs + extra / pre.avail_bytes
+        working = (
+            f"({context:,} - {tokens:,}) tokens x {cell:,.0f} B = {g(extra)} more KV; / P "
+            f"{g(pre.avail_bytes)} = {extra / pre.avail_bytes:.4f} -> {mfs:g} + "
+            f"{extra / pre.avail_bytes:.4f} = {raised:.4f}"
+        )
+        if raised < MFS_CEILING:
+            levers.append(
+                Suggestion(
+                    knob="mem_fraction_static",
+                    direction=Direction.RAISE,
+                    value=floor_step(raised + 0.0099),
+                    why=f"{working}, rounded up to 0.01; the slack after the pool shrinks as much",
+                )
+            )
+        levers.append(
+            Suggestion(
+                knob="tp_size",
+                direction=Direction.RAISE,
+                value=None,
+                why=(
+                    f"{working}"
+                    + (
+                        f": above {MFS_CEILING}, more than this GPU can give"
+                        if raised >= MFS_CEILING
+                        else ""
+                    )
+                    + "; more ranks split the weights and the KV heads, each rank's pool holds more"
+                ),
+            )
+        )
+    return levers

@@ -1,7 +1,7 @@
 """Findings and suggestions for a startup that ran out of memory, by phase.
 
 Every suggested value comes with its arithmetic: SGLang sizes the KV budget as
-`rest = A - P x (1 - mfs)` (see `memledger.sglang.failure_rules.BUDGET_CITATION`), so lowering
+`rest = A - P x (1 - mfs)` (see `memledger.sglang.failure_rules.BUDGET_SOURCES`), so lowering
 mfs by d frees d x P for everything sized after the pool, and the weights fit only while
 `W < mfs x P`.
 """
@@ -24,14 +24,24 @@ from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Sev
 from memledger.diagnosis.pools import unknown_budget_mfs
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
-    BUDGET_CITATION,
+    BUDGET_SOURCES,
     CAPTURE_ORDER_CITATION,
     LOAD_SITES,
     MINIMUM_VIABLE_CITATION,
     TROUBLESHOOTING_CITATION,
     LoadSite,
     Phase,
+    nearest_source,
 )
+
+
+def _budget(evidence: Evidence) -> str:
+    """Where SGLang computes the KV budget, at the release nearest the log's own."""
+    version = evidence.sizing.version if evidence.sizing is not None else None
+    first, last = (version.first or 0, version.last or 0) if version is not None else (0, 0)
+    return (
+        f"SGLang's budget rest = A - P x (1 - mfs): {nearest_source(BUDGET_SOURCES, first, last)}"
+    )
 
 
 def shortfall(evidence: Evidence) -> int | None:
@@ -213,7 +223,7 @@ def load_oom(evidence: Evidence) -> Result:
                 direction=Direction.RAISE,
                 value=None,
                 why=(
-                    f"weights must stay under {room_text} for a KV budget ({BUDGET_CITATION}); "
+                    f"weights must stay under {room_text} for a KV budget ({_budget(evidence)}); "
                     f"{g(weights)} / {g(room)} = {weights / room:.2f}: at least "
                     f"{next_power_of_two(weights / room)} x the ranks now in use (the log does "
                     "not show the current --tp-size)"
@@ -227,7 +237,7 @@ def load_oom(evidence: Evidence) -> Result:
                 direction=Direction.RAISE,
                 value=tp_value,
                 why=(
-                    f"weights must stay under {room_text} for a KV budget ({BUDGET_CITATION}); "
+                    f"weights must stay under {room_text} for a KV budget ({_budget(evidence)}); "
                     f"tp {tp} x {g(weights)} / {g(room)} = {tp * weights / room:.2f} ranks -> "
                     f"{tp_value} (a lower bound: loading had not finished; assumes the weights "
                     "shard evenly)"
@@ -286,7 +296,7 @@ def kv_refusal(evidence: Evidence) -> Result:
                 value=None,
                 why=(
                     "the KV budget is A - P x (1 - mfs) "
-                    f"({BUDGET_CITATION}); a higher mfs leaves room once it passes the minimum "
+                    f"({_budget(evidence)}); a higher mfs leaves room once it passes the minimum "
                     "viable 1 - A/P, which needs the `Load weight begin`/`end` readings"
                 ),
             )
@@ -296,7 +306,11 @@ def kv_refusal(evidence: Evidence) -> Result:
     if stuck is not None:
         findings.append(stuck)
     working = f"minimum viable = 1 - A/P = {minimum:.4f}"
-    if budget.pre_load is not None and budget.after_load is not None:
+    if refusal.values.get("shape") == "said":
+        working = (
+            f"the paste says it starts only above {minimum:g}, SGLang's minimum viable 1 - A/P"
+        )
+    elif budget.pre_load is not None and budget.after_load is not None:
         working = (
             f"minimum viable = 1 - A/P = 1 - {g(budget.after_load.avail_bytes)} / "
             f"{g(budget.pre_load.avail_bytes)} = {minimum:.4f}"
@@ -345,7 +359,7 @@ def lower_mfs(evidence: Evidence, missing: int, reason: str) -> Suggestion | Non
         direction=Direction.LOWER,
         value=value,
         why=(
-            f"{reason}: lowering mfs by d frees d x P after the pool ({BUDGET_CITATION}); "
+            f"{reason}: lowering mfs by d frees d x P after the pool ({_budget(evidence)}); "
             f"{g(missing)} / P {g(pre.avail_bytes)} = {delta:.4f} -> {mfs:g} - {delta:.4f} = "
             f"{mfs - delta:.4f}, rounded down to {value:g}; the KV pool shrinks by "
             f"{g(loss)}{share}{floor_text}"

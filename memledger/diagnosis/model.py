@@ -89,6 +89,8 @@ class FindingId(StrEnum):
     TORCH_COMPILE_QUANTIZED = "torch_compile_quantized"
     UNBALANCED_MEMORY = "unbalanced_memory"
     MEMORY_SAVER_DRIVER_ERROR = "memory_saver_driver_error"
+    MEMORY_SAVER_HIP_VMM = "memory_saver_hip_vmm"
+    REPORTED = "reported"
     # the load sites that explain a load-time OOM (memledger.sglang.failure_rules.LOAD_SITES)
     UNQUANTIZED_LAYER = "unquantized_layer"
     UNSHARDED_FALLBACK = "unsharded_fallback"

@@ -9,7 +9,7 @@ from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
-from memledger.sglang.frameworks import Framework, framework_of, trainer_frame
+from memledger.sglang.frameworks import BY_NAME, MEMORY_SAVER, Framework, trainer_frame
 from memledger.sglang.lifecycle import STAGE, Lever, levers_after_load
 
 
@@ -40,14 +40,14 @@ def _suggestion(lever: Lever, where: str) -> Suggestion:
 
 
 def embedding_framework(evidence: Evidence) -> Framework | None:
-    """The RL framework the paste's tracebacks or lines show, if any."""
-    parts: list[str] = []
-    for event in evidence.events:
-        if event.kind is EventKind.TRACEBACK:
-            parts += [frame.path for frame in frames_of(event)]
-            parts.append(str(event.values.get("message") or ""))
-        parts.append(event.text)
-    return framework_of("\n".join(parts))
+    """The RL framework the paste names (the input layer's `framework` events: any line), a
+    named one before SGLang's memory saver alone; the saver also when an OOM text is its."""
+    named = [
+        BY_NAME[str(e.values["framework"])] for e in evidence.reported if "framework" in e.values
+    ]
+    if any(e.values.get("runtime") == "torch_memory_saver" for e in evidence.oom_messages):
+        named.append(MEMORY_SAVER)
+    return next((f for f in named if f is not MEMORY_SAVER), named[0] if named else None)
 
 
 def in_framework(
@@ -100,5 +100,6 @@ def in_framework(
         )
     if not named:
         return findings, "", False
-    first, name = named[0]
+    # the share first: the frameworks' usual fix (memledger.sglang.frameworks)
+    first, name = min(named, key=lambda pair: pair[0].knob != "mem_fraction_static")
     return findings, f" (in {framework.name}: {first.direction.value} {name})", False

@@ -10,8 +10,8 @@ from memledger.diagnosis.levers import failed_in_prefill
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
 from memledger.sglang.failure_rules import Phase
+from memledger.sglang.lifecycle import BATCH_KNOBS, NEEDS
 
-BATCH_KNOBS = ("max_running_requests", "chunked_prefill_size")
 ROOT_CAUSES = {
     "unquantized_layer": (
         "likely cause: quantization={quantization} is set, but the failing layer is built "
@@ -91,16 +91,10 @@ def unvalued(
             f"(the paste does not say which: add its traceback's frames or startup lines{value})"
         )
     first = suggestions[0]
-    if first.knob == "chunked_prefill_size":
-        return f"; {phrase(first)} (for a value add the server_args line)"
-    if first.knob.startswith("cuda_graph_max_bs"):
-        return (
-            f"; {phrase(first)} (for a value add the server_args line or the `Capture cuda graph "
-            "bs` line)"
-        )
-    if first is mfs and step:
-        return f"; {phrase(first)}{step} ({absent(evidence)})"
-    return f"; {phrase(first)} ({absent(evidence)})"
+    needs = NEEDS.get(first.knob.removesuffix("_decode"))  # the lifecycle's, by lever
+    if needs:
+        return f"; {phrase(first)} (for a value add {needs})"
+    return f"; {phrase(first)}{step if first is mfs else ''} ({absent(evidence)})"
 
 
 def root_cause(evidence: Evidence, findings: list[Finding]) -> str | None:

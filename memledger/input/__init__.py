@@ -28,6 +28,7 @@ Modules:
 - `quiet`: Lines that no reader before the grammar reads, known once per line shape.
 - `ranks`: Which rank's lines a parse reads.
 - `reader`: Streaming reader.
+- `reported`: What a reporter typed around a paste, read from a bare prose line as typed events.
 - `saved_ledger`: A saved ledger is untrusted input (an artifact of another job, a cache from
   another branch).
 - `scan`: The built-in keyword scanner.

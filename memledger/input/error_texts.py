@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from memledger.input.ascii_view import ascii_view, non_ascii_words
+from memledger.input.reported import read_reported
 from memledger.model.events import EventKind, Value
 from memledger.sglang.errors import (
     BY_NAME,
@@ -26,6 +27,7 @@ from memledger.sglang.errors import (
     of_kind,
 )
 from memledger.sglang.failure_rules import CRASH_CAUSES, CrashCause
+from memledger.sglang.frameworks import framework_of
 from memledger.units import Size, float_or_none, format_gib, int_or_none, parse_size
 
 _NUM = r"(-?\d+(?:\.\d+)?)\s*(bytes|KiB|MiB|GiB|KB|MB|GB)"
@@ -70,6 +72,7 @@ FRAME_RE = BY_NAME["traceback_frame"].regex
 EXCEPTION_RE = BY_NAME["exception_line"].regex
 REQ_TO_TOKEN_CODE_RE = BY_NAME["req_to_token_code"].regex
 _KILLED = BY_NAME["killed"]
+_FRAMEWORK = BY_NAME["framework_named"]
 _EXIT_CODE = BY_NAME["exit_code"]
 SIGKILL_EXIT_CODES = frozenset({-9, 137})
 """multiprocessing reports SIGKILL as -9; a shell reports 128 + 9."""
@@ -305,6 +308,8 @@ class ErrorTextReader:
     _opener: tuple[int, str] | None = None
     """(line, rank) of the last prefixed line ending in `:` (`Exception in run_tp_server:`),
     whose record a bare `Traceback` on the next line continues."""
+    _frameworks: set[str] = field(default_factory=set)
+    """The frameworks named so far (each is one event, at its first line)."""
     _held: tuple[int, str, str, bool, int] | None = None
     """(line, text, rank, prefixed, joins) of an error text that looks cut by a line wrap (a
     paste from a narrow terminal): the next bare line may complete it (`_rejoin`)."""
@@ -345,7 +350,7 @@ class ErrorTextReader:
         else:
             # a bare line belongs to no rank unless it continues the record just before it
             rank = opener[1] if opener is not None and opener[0] == line - 1 else ""
-        found: list[ErrorReading] = []
+        found = self._framework(line, text, rank)
         start = TRACEBACK_RE.search(text) if "Traceback" in text else None
         frame = FRAME_RE.match(text) if start is None else None
         if start is not None:
@@ -365,7 +370,7 @@ class ErrorTextReader:
             if exception is not None:
                 # an exception line pasted without its traceback: the error is still named
                 self._block = _Block(line=line, rank=rank, context="")
-                found.append(self._close(exception["type"], exception["message"] or ""))
+                found.append(self._close(exception["type"], exception["message"] or "", line))
             elif standalone is not None:
                 # a library's own error line (no Python exception): an error of its own
                 self._block = _Block(line=line, rank=rank, context="")
@@ -391,7 +396,7 @@ class ErrorTextReader:
             self._block.after_frame = False
             exception = EXCEPTION_RE.match(text.strip())
             if exception is not None:
-                found.append(self._close(exception["type"], exception["message"] or ""))
+                found.append(self._close(exception["type"], exception["message"] or "", line))
         oom = read_oom_message(text)
         if oom is not None:
             found.append(ErrorReading(EventKind.OOM_MESSAGE, line, rank, text, *oom))
@@ -404,7 +409,27 @@ class ErrorTextReader:
         ended = read_process_exit(text)
         if ended is not None:
             found.append(ErrorReading(EventKind.PROCESS_EXIT, line, rank, text, values=ended))
+        # a refusal only in words (`a negative max_total_num_tokens`) leaves the line prose too
+        read = [
+            r for r in found if r.kind is not EventKind.REPORTED and r.values.get("shape") != "said"
+        ]
+        if not prefixed and not read and self._block is None:
+            # a bare line no other reader read: the reporter's prose around a paste
+            found += [
+                ErrorReading(EventKind.REPORTED, line, rank, text, values=values)
+                for values in read_reported(text)
+            ]
         return found
+
+    def _framework(self, line: int, text: str, rank: str) -> list[ErrorReading]:
+        """A framework that embeds SGLang named in this line, the first time it is (any line: a
+        frame's path, a warning, a flag)."""
+        framework = framework_of(text) if _FRAMEWORK.find(text) is not None else None
+        if framework is None or framework.name in self._frameworks:
+            return []
+        self._frameworks.add(framework.name)
+        values: dict[str, Value] = {"framework": framework.name}
+        return [ErrorReading(EventKind.REPORTED, line, rank, text, values=values)]
 
     def finish(self) -> list[ErrorReading]:
         """Close a traceback the input stopped inside (its exception line never came)."""
@@ -415,7 +440,8 @@ class ErrorTextReader:
             found = self._read(line, text, rank, prefixed)
         return found + ([self._close(None, "")] if self._block is not None else [])
 
-    def _close(self, exception: str | None, message: str) -> ErrorReading:
+    def _close(self, exception: str | None, message: str, at: int | None = None) -> ErrorReading:
+        """The traceback event; `at`: the exception line's own line (the event's is the head's)."""
         block = self._block
         assert block is not None
         self._block = None
@@ -426,6 +452,8 @@ class ErrorTextReader:
             "exception": exception,
             "message": message[:MESSAGE_CAP],
         }
+        if at is not None and at != block.line:
+            values["exception_line"] = at
         if block.pool:
             values["pool"] = block.pool
         summary = f"{exception}: {message}" if exception else "traceback cut off (no exception)"

@@ -57,6 +57,7 @@ RANK_AGNOSTIC = frozenset(
         EventKind.TRACEBACK,
         EventKind.PROCESS_EXIT,
         EventKind.POOL_EXHAUSTED,
+        EventKind.REPORTED,
         EventKind.GPU_CAPACITY_FALLBACK,
         EventKind.MFS_VLM_ADJUSTED,
         EventKind.PLATFORM_MARKER,

@@ -49,8 +49,9 @@ _RECORD_START_RE = re.compile(
     r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\b"
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt)\b)"
 )
-_MARKUP_START_RE = re.compile(r"[\[\]/<>#$|({\"'`*]")
-"""A tail of a memory line never starts so (a server_args repr may: `'fcfs', ...`)."""
+_MARKUP_START_RE = re.compile(r"[\[\]/<>#$|({\"'`*]|\d{1,3}[.)] ")
+"""A tail of a memory line never starts so (a server_args repr may: `'fcfs', ...`), nor as a
+numbered list item does (`3) restarted with ...`: prose under a pasted log)."""
 _KNOWN_KEYS = (
     frozenset(KEY_ALIASES.values())
     | SIZE_KEYS

@@ -86,6 +86,9 @@ class EventKind(StrEnum):
     TRACEBACK = "traceback"
     PROCESS_EXIT = "process_exit"
     POOL_EXHAUSTED = "pool_exhausted"
+    REPORTED = "reported"
+    """What a reporter typed around a paste: a setting and its value, what happened at it, or a
+    mention (speculative decoding, logprobs, another process) of a bare prose line."""
 
 
 @record

@@ -80,8 +80,10 @@ def _facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     ]
     if diagnosis.shortfall_bytes is not None:
         facts.append(("shortfall", f"{_bytes(diagnosis.shortfall_bytes)} (requested - free)"))
-    # a ready startup's suggestions are for a later OOM (under Suggestions), not the answer
-    changes = _changes(diagnosis) if diagnosis.outcome != "ready" else None
+    # a ready startup's suggestions are for a later OOM (under Suggestions), not the answer; an
+    # unknown phase's are conditional on where it failed (the verdict says which way): no flag
+    answer = diagnosis.outcome != "ready" and diagnosis.phase.value != "unknown"
+    changes = _changes(diagnosis) if answer else None
     if changes is not None:
         facts.append(("try", changes))
     return facts
@@ -91,13 +93,26 @@ def _wrap(text: str, indent: str, width: int) -> list[str]:
     return wrap(text, width, indent, indent)
 
 
+def evidence_text(evidence: list[str]) -> str:
+    """`path:1, 6, 7`: each file named once, its lines after it (a finding citing eight ranks'
+    lines of one log printed the log's path eight times)."""
+    lines: dict[str, list[str]] = {}
+    for place in evidence:
+        path, colon, line = place.rpartition(":")
+        if colon and line.isdigit():
+            lines.setdefault(path, []).append(line)
+        else:
+            lines.setdefault(place, [])
+    return ", ".join(f"{path}:{', '.join(at)}" if at else path for path, at in lines.items())
+
+
 def _finding_lines(finding: Finding, width: int) -> list[str]:
     amount = f" [{_bytes(finding.bytes)}]" if finding.bytes is not None else ""
     text = f"{finding.severity.value}[{finding.id}]: {finding.message}{amount}"
     # a path in the message is cut in its middle, not split over lines at column 100
     lines = _wrap(shorten_long_tokens(text, width - 2), "  ", width)
     if finding.evidence:
-        lines += _wrap("at " + ", ".join(finding.evidence), INDENT, width)
+        lines += _wrap("at " + evidence_text(finding.evidence), INDENT, width)
     return lines
 
 
@@ -139,7 +154,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
                     f.id,
                     f.message,
                     "" if f.bytes is None else format_gib(f.bytes),
-                    ", ".join(f.evidence),
+                    evidence_text(f.evidence),
                 ]
                 for f in diagnosis.findings
             ],

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memledger.sglang.frameworks import FRAMEWORK_WORDS
+
 
 class Family(StrEnum):
     """Who prints the text."""
@@ -218,6 +220,20 @@ ERRORS: tuple[ErrorText, ...] = (
     # resume its memory): its CUDA/HIP driver-error line; code 2 is CUDA_ERROR_OUT_OF_MEMORY /
     # hipErrorOutOfMemory (https://github.com/fzyzcjy/torch_memory_saver/issues/4), in this order
     ErrorText(
+        "memory_saver_hip_oom",
+        re.compile(r"\[torch_memory_saver\.cpp\] hipError_t error:?\s+(?:result=)?2\b"),
+        ("torch_memory_saver",),
+        Family.TORCH_MEMORY_SAVER,
+        "torch_memory_saver csrc/torch_memory_saver_hip.cpp cu_mem_create (hipMemCreate); "
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/9 (ROCm: large allocations must be "
+        "made chunk-wise)",
+        "[torch_memory_saver.cpp] hipError_t error  result=2 file=csrc/torch_memory_saver_hip.cpp "
+        "func=cu_mem_create line=103",
+        kind="oom_message",
+        outcome=Outcome.OOM,
+        values={"runtime": "torch_memory_saver", "device": "HIP", "cause": "memory_saver_hip_vmm"},
+    ),
+    ErrorText(
         "memory_saver_resume_oom",
         re.compile(
             r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError|hipError_t) error:?\s+"
@@ -346,6 +362,24 @@ ERRORS: tuple[ErrorText, ...] = (
         outcome=Outcome.REFUSAL,
         values={"shape": "not_enough_memory"},
         captures=(("mem_fraction_static", "mfs", float),),
+    ),
+    # the refusal as reporters describe it (`a negative value for self.max_total_num_tokens`):
+    # the v0.3 text SGLang printed before raising (v0.3.0 model_executor/model_runner.py:
+    # `if self.max_total_num_tokens <= 0: raise RuntimeError("Not enough memory...")`)
+    ErrorText(
+        "negative_tokens_said",
+        re.compile(
+            r"negative (?:value )?(?:for |of )?\W?(?:self\.)?max_total_num_tokens"
+            r"|max_total_num_tokens\W? (?:is |was |becomes |became |gets |goes )?negative"
+        ),
+        ("max_total_num_tokens",),
+        Family.REPORTER,
+        "what people write for SGLang's refusal (v0.3.0 model_executor/model_runner.py "
+        "init_memory_pool: max_total_num_tokens <= 0 -> 'Not enough memory')",
+        "If I decrease it, I receive a negative value for `self.max_total_num_tokens`.",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "said"},
     ),
     # ---- SGLang's own pools (and the host's memory) running out (kind pool_exhausted), in order
     ErrorText(
@@ -494,6 +528,103 @@ ERRORS: tuple[ErrorText, ...] = (
         "OSError: [Errno 12] Cannot allocate memory",
         kind="pool_exhausted",
         values={"pool": "host", "shape": "host_memory"},
+    ),
+    # ---- what reporters write around a paste (kind reported; memledger.input.reported reads
+    # a bare line's settings and mentions): a setting's name, then the values typed after it
+    ErrorText(
+        "typed_fraction",
+        re.compile(r"mem[-_ ]?fraction(?:[-_ ]?stati?c?\w*)?|gpu[-_]memory[-_]utilization", re.I),
+        ("fraction", "utilization"),
+        Family.REPORTER,
+        "what people write: SGLang's --mem-fraction-static (RL frameworks' gpu_memory_utilization "
+        "sets it: memledger.sglang.frameworks)",
+        "when setting --mem-fraction-static to 0.85, I get a CUDA out of memory error",
+        kind="reported",
+        values={"knob": "mem_fraction_static"},
+    ),
+    ErrorText(
+        "said_logprob",
+        re.compile(r"logprob", re.I),
+        ("logprob",),
+        Family.REPORTER,
+        "a request's return_logprob / logprob_start_len (SGLang's sampling params): input "
+        "logprobs are computed over every token from logprob_start_len on (v0.5.8 "
+        "layers/logits_processor.py:478-513)",
+        "I set return_logprob=True and logprob_start_len=0",
+        kind="reported",
+        values={"mention": "logprob"},
+    ),
+    ErrorText(
+        "said_speculative",
+        re.compile(
+            r"[Ss]peculative|\bEAGLE3?\b|\bNEXTN\b|\bNextN\b|\bMTP\b"
+            r"|\bdraft pools?|\bdraft models?|\bdraft workers?"
+        ),
+        (
+            "peculative",
+            "EAGLE",
+            "NEXTN",
+            "NextN",
+            "MTP",
+            "draft pool",
+            "draft model",
+            "draft worker",
+        ),
+        Family.REPORTER,
+        "speculative decoding named in prose (SGLang's draft worker: memledger.sglang.lifecycle "
+        "stage draft)",
+        "I am trying speculative decoding on one GPU",
+        kind="reported",
+        values={"mention": "speculative"},
+    ),
+    ErrorText(
+        "said_other_process",
+        re.compile(
+            r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"
+            r"|an?other (?:\w+ ){0,2}process(?:es)?",
+            re.I,
+        ),
+        ("orphan", "zombie", "leftover", "other "),
+        Family.REPORTER,
+        "what people write when another process holds the GPU",
+        "the GPU memory is still held by the orphan process",
+        kind="reported",
+        values={"mention": "other_process"},
+    ),
+    ErrorText(
+        "said_serving",
+        re.compile(
+            r"(?:concurrent|parallel|multiple|many) (?:\w+ ){0,2}(?:requests|prompts|inputs)"
+            r"|\d+k?[- ]length input|bench_serving|(?:during|while) (?:serving|inference|decoding)",
+            re.I,
+        ),
+        (
+            "concurrent",
+            "parallel",
+            "multiple",
+            "many",
+            "length input",
+            "bench_serving",
+            "serving",
+            "inference",
+            "decoding",
+        ),
+        Family.REPORTER,
+        "what people write when the server was already serving",
+        "OOM for concurrent long requests",
+        kind="reported",
+        values={"mention": "serving"},
+    ),
+    # a framework that embeds SGLang, named anywhere in the paste (a frame's path, a warning, a
+    # flag): memledger.input.error_texts reads which one (memledger.sglang.frameworks)
+    ErrorText(
+        "framework_named",
+        re.compile("|".join(re.escape(word) for word in FRAMEWORK_WORDS)),
+        FRAMEWORK_WORDS,
+        Family.REPORTER,
+        "memledger.sglang.frameworks (each framework's source)",
+        '  File "/home/u/verl/verl/trainer/main_ppo.py", line 54, in main',
+        kind="reported",
     ),
     # ---- a Python traceback's parts (kind traceback; memledger.input.error_texts joins them)
     ErrorText(
@@ -692,6 +823,22 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
 )
 """Every error text, in the order each reader tries them."""
+
+SAID_OUTCOMES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("oom", re.compile(r"out[- ]of[- ](?:GPU |device )?memory|(?<![A-Za-z])OOM|显存", re.I)),
+    (
+        "fails",
+        re.compile(
+            r"can ?not start|can't start|cannot start|fails?|failed|refus\w*|not enough memory"
+            r"|negative|\berror\b|crash\w*|does not start|doesn't start|won't start",
+            re.I,
+        ),
+    ),
+    ("works", re.compile(r"\bworks?\b|\bworked\b|\bfine\b|\bsucceed\w*|runs normally", re.I)),
+)
+"""What a clause of prose says happened at the value typed in it, first match wins (memledger.input
+.reported): an out-of-memory, a failure to start (SGLang's refusal, as reporters put it), or that
+it worked."""
 
 BY_NAME: dict[str, ErrorText] = {entry.name: entry for entry in ERRORS}
 """Each entry by its name."""

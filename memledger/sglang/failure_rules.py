@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from memledger.sglang.releases import version_code
+
 
 class Phase(StrEnum):
     """Where in the startup something happened (issue 11's vocabulary, in startup order)."""
@@ -136,10 +138,31 @@ CAPTURE_ORDER_CITATION = (
     "graphs are captured largest batch first: v0.5.8 model_executor/cuda_graph_runner.py:485, "
     "v0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1326 (reversed(capture_bs))"
 )
-BUDGET_CITATION = (
-    "SGLang's budget rest = A - P x (1 - mfs): v0.5.8 "
-    "model_executor/model_runner_kv_cache_mixin.py:138-140"
+BUDGET_SOURCES: tuple[tuple[str, str], ...] = (
+    ("0.4.1", "model_executor/model_runner.py:487-490"),
+    ("0.4.6.post2", "model_executor/model_runner.py:736-739"),
+    ("0.5.2", "model_executor/model_runner.py:1123-1125"),
+    ("0.5.8", "model_executor/model_runner_kv_cache_mixin.py:138-140"),
+    ("0.5.20", "mem_cache/kv_cache_configurator.py:2165, :2179"),
+    ("0.5.23", "mem_cache/kv_cache_configurator.py:3007, :3038"),
 )
+"""Where each release computes the KV budget rest = A - P x (1 - mfs) (the domain review read each
+wheel), oldest first: a log is cited at the release nearest its own (`nearest_source`)."""
+
+
+def nearest_source(sources: tuple[tuple[str, str], ...], first: int, last: int) -> str:
+    """`vX path:line` of the newest release in `sources` at or below the log's newest possible
+    release (`last`, else `first`; version codes, 0 = unknown), the oldest when all are newer, and
+    v0.5.8's when the log's release is unknown."""
+    bound = last or first
+    if not bound:
+        release, where = next((r, w) for r, w in sources if r == "0.5.8")
+        return f"v{release} {where}"
+    fitting = [(r, w) for r, w in sources if version_code(r) <= bound] or [sources[0]]
+    release, where = fitting[-1]
+    return f"v{release} {where}"
+
+
 MINIMUM_VIABLE_CITATION = (
     "minimum viable = 1 - A/P: v0.5.23 mem_cache/kv_cache_configurator.py:3044-3056"
 )
@@ -250,6 +273,7 @@ class CrashCause:
         phase: Phase | None = None,
         numbers: str = "",
         standalone: bool = False,
+        knobs: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
@@ -268,6 +292,9 @@ class CrashCause:
         self.numbers = re.compile(numbers) if numbers else None
         """The text's own numbers, each named group a value key of the traceback event the input
         layer makes (memledger.sglang.lines.ERROR_KEYS; GB as SGLang prints them): the finding."""
+        self.knobs = knobs
+        """(server-arg name, `raise`/`lower`) of the fix's launch flags, in its order (no value:
+        the text does not show the pool's size)."""
         self.standalone = standalone
         """The text is a library's own error line, not a Python exception: a line holding it is
         an error of its own (a traceback event of no frames) wherever it stands."""
@@ -293,6 +320,17 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             r"min_per_gpu_memory=(?P<min_per_gpu_memory>\d+(?:\.\d+)?).{0,40}?"
             r"local_gpu_memory=(?P<local_gpu_memory>\d+(?:\.\d+)?)"
         ),
+    ),
+    CrashCause(
+        "memory_saver_hip_vmm",
+        r"torch_memory_saver_hip\.cpp",
+        "on ROCm, torch_memory_saver's hipMemCreate fails with code 2 (hipErrorOutOfMemory) also "
+        "when HIP's virtual-memory allocator cannot create one large allocation in a piece, not "
+        "only for lack of free memory; torch_memory_saver's releases create them chunk-wise",
+        "upgrade torch_memory_saver (chunk-wise HIP allocation), then lower SGLang's share if it "
+        "still fails",
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/9, "
+        "https://github.com/fzyzcjy/torch_memory_saver/pull/14",
     ),
     CrashCause(
         "memory_saver_driver_error",
@@ -401,6 +439,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
         "https://github.com/sgl-project/sglang/issues/29942",
         gpu_memory=True,
+        knobs=(("mem_fraction_static", "lower"),),
     ),
     CrashCause(
         "hicache_host_memory",
@@ -434,6 +473,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "--max-running-requests",
         "https://github.com/sgl-project/sglang/pull/19002",
         own_pool=True,
+        knobs=(("max_mamba_cache_size", "raise"), ("max_running_requests", "lower")),
     ),
     CrashCause(
         "retract_one_left",
@@ -449,6 +489,11 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/pull/14948, "
         "https://github.com/sgl-project/sglang/pull/19881",
         own_pool=True,
+        knobs=(
+            ("mem_fraction_static", "raise"),
+            ("max_total_tokens", "raise"),
+            ("context_length", "lower"),
+        ),
     ),
 )
 """Matched against the failing traceback's `exception: message` text (the input layer does, and

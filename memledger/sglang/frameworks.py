@@ -159,6 +159,13 @@ MEMORY_SAVER = Framework(
 """A paste from SGLang run with --enable-memory-saver whose framework is not named."""
 
 
+FRAMEWORK_WORDS: tuple[str, ...] = tuple(
+    dict.fromkeys(word for f in (*FRAMEWORKS, MEMORY_SAVER) for word in f.words)
+)
+"""Every word that names a framework (the error-text table's `framework_named` row)."""
+BY_NAME: dict[str, Framework] = {f.name: f for f in (*FRAMEWORKS, MEMORY_SAVER)}
+
+
 def framework_of(text: str) -> Framework | None:
     """The framework a paste's text shows, if any."""
     named = next((f for f in FRAMEWORKS if any(word in text for word in f.words)), None)

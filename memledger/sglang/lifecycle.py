@@ -37,6 +37,9 @@ class Lever:
     memory in this phase."""
     effect: str
     """What the change does in this phase, with the arithmetic SGLang applies."""
+    needs: str = ""
+    """What a paste must add for a value, when not the fraction's P and mfs (server_args and
+    `Load weight begin`)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ _GRAPH_BS = Lever(
     "lower",
     "graphs are captured largest batch first and their memory grows with it (v0.5.8 "
     "model_executor/cuda_graph_runner.py:485)",
+    needs="the server_args line or the `Capture cuda graph bs` line",
 )
 _NO_GRAPHS = Lever("disable_cuda_graph", "enable", "no graphs, no graph memory; decode is slower")
 _RUNNING = Lever(
@@ -103,6 +107,7 @@ _CHUNK = Lever(
     "lower",
     "a prefill chunk's activations scale with its tokens (troubleshooting guide: prefill OOM -> "
     "lower --chunked-prefill-size)",
+    needs="the server_args line",
 )
 
 LIFECYCLE: tuple[Stage, ...] = (
@@ -195,6 +200,81 @@ LIFECYCLE: tuple[Stage, ...] = (
 )
 
 STAGE: dict[Phase, Stage] = {stage.phase: stage for stage in LIFECYCLE}
+
+
+@dataclass(frozen=True)
+class Mention:
+    """What a paste's prose (or its settings) names that places a failure in a stage or explains
+    it: the stage, the levers it adds, what it says, with the source."""
+
+    name: str
+    """The `mention` value of a reported event (memledger.sglang.errors, kind `reported`)."""
+    phase: Phase | None
+    """The stage it places a failure in when nothing else does."""
+    says: str
+    levers: tuple[Lever, ...] = ()
+
+
+MENTIONS: tuple[Mention, ...] = (
+    Mention(
+        "speculative",
+        Phase.DRAFT,
+        "speculative decoding: the draft worker's weights, KV pool(s) and graphs are allocated "
+        "after the target's, outside the target's budget before sglang PR #23862 (v0.5.8 "
+        "speculative/eagle_worker.py:80-201); for DeepSeek-V3/GLM-4.5-style MTP models without "
+        "--speculative-draft-model-path the target's own checkpoint is the draft's (v0.5.8 "
+        "server_args.py:2169-2181)",
+        (_KV_CAP, _GRAPH_BS),
+    ),
+    Mention(
+        "logprob",
+        Phase.SERVING,
+        "input logprobs: the logits of every prompt token from logprob_start_len on are kept "
+        "(tokens x vocabulary, v0.5.8 layers/logits_processor.py:478-513), so long prompts with "
+        "return_logprob and a small logprob_start_len need far more than the batch's activations",
+        (
+            Lever(
+                "logprob_start_len",
+                "raise",
+                "a request setting: logprobs only for the tokens that need them (the new ones), "
+                "or no return_logprob",
+            ),
+        ),
+    ),
+    Mention(
+        "other_process",
+        None,
+        "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "
+        "on what was free when it started; free the GPU first (nvidia-smi lists who holds it)",
+    ),
+    Mention("serving", Phase.SERVING, "the server was serving requests when it failed"),
+)
+"""Each mention once, by name."""
+MENTION: dict[str, Mention] = {mention.name: mention for mention in MENTIONS}
+
+
+def squeeze_levers() -> tuple[Lever, ...]:
+    """What helps when raising the fraction runs out of memory after the pool and lowering it
+    leaves no KV budget: no fraction fits, so the levers that shrink the weights a rank or what
+    comes after the pool, once each: from serving back to the pool (the last consumers are the
+    likeliest to give way), then the weights' (the fraction's own levers excluded)."""
+    after = LIFECYCLE[LIFECYCLE.index(STAGE[Phase.MEMORY_POOL]) :]
+    seen: dict[str, Lever] = {}
+    for stage in (*reversed(after), STAGE[Phase.LOAD]):
+        for lever in stage.levers:
+            if lever.knob != "mem_fraction_static":
+                seen.setdefault(lever.knob, lever)
+    return tuple(seen.values())
+
+
+NEEDS: dict[str, str] = {
+    lever.knob: lever.needs for stage in LIFECYCLE for lever in stage.levers if lever.needs
+}
+"""What a lever's value needs from the paste, by knob (the fraction's: memledger.diagnosis)."""
+BATCH_KNOBS: tuple[str, ...] = tuple(
+    lever.knob for lever in STAGE[Phase.SERVING].levers if lever.knob != "mem_fraction_static"
+)
+"""The serving stage's batch levers, in SGLang's troubleshooting guide's order."""
 
 
 def levers_after_load() -> tuple[Lever, ...]:

@@ -74,7 +74,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "reserved_total",
             "reserved_unallocated",
         ),
-        {"device": str, "gpu": int, "phase": str, "runtime": str},
+        {"cause": str, "device": str, "gpu": int, "phase": str, "runtime": str},
     ),
     "kv_refusal": (
         (),
@@ -104,6 +104,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "cause": str,
             "context": str,
             "exception": str | None,
+            "exception_line": int,
             "frames": str,
             "local_gpu_memory": float,
             "message": str,
@@ -114,6 +115,17 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
         },
     ),
     "process_exit": ((), {"exit_code": int, "killed": bool}),
+    "reported": (
+        (),
+        {
+            "framework": str,
+            "knob": str,
+            "mention": str,
+            "relation": str,
+            "said": str,
+            "value": float,
+        },
+    ),
     "oom": ((), {"reason": str}),
     "crash": ((), {"reason": str}),
 }

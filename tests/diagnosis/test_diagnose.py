@@ -17,6 +17,8 @@ import memledger
 from memledger.app.load import build
 from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis.evidence import gather
+from memledger.diagnosis.health import zero_headroom
 from memledger.diagnosis.model import MEMORY_KNOBS, FindingId
 from memledger.input.parsing import parse_log
 from memledger.record import to_json
@@ -161,16 +163,20 @@ def test_a_pasted_load_oom_gives_no_tp_value_and_says_what_it_assumed() -> None:
 def test_ready_logs_findings() -> None:
     wsl = _diagnose_path(real_log("single/020"))
     assert wsl.outcome == "starved" and "zero_headroom" in [f.id for f in wsl.findings]
-    lower, cap = wsl.suggestions
-    # the same 0.32 GiB as KV tokens at this log's 114,436 B a token (15,387 logged)
-    assert (cap.knob, cap.direction.value) == ("max_total_tokens", "lower")
-    assert cap.value == 15387 - 3031
-    # P = 3.23 GiB, target min(1 GiB, 0.323 GiB); 0.88 - 0.323/3.23 = 0.78
-    assert (lower.knob, lower.direction.value, lower.value) == (
-        "mem_fraction_static",
+    # 15,387 KV tokens for a 40,960-token context: a warning whose levers keep or grow the pool
+    # (review m7: lowering the fraction or capping the tokens would shrink it further)
+    capacity = next(f for f in wsl.findings if f.id == "kv_capacity")
+    assert capacity.severity.value == "warning"
+    shorter, ranks = wsl.suggestions
+    assert (shorter.knob, shorter.direction.value, shorter.value) == (
+        "context_length",
         "lower",
-        0.78,
+        15360,
     )
+    # (40,960 - 15,387) x 114,436 B = 2.73 GiB over P 3.23 GiB: no fraction holds it
+    assert (ranks.knob, ranks.direction.value) == ("tp_size", "raise")
+    assert "0.88 + 0.8438 = 1.7238: above 0.95" in ranks.why
+    assert wsl.verdict.endswith("lower --context-length to 15360")
     eagle = _diagnose_path(real_log("complex/007"))
     rose = next(f for f in eagle.findings if f.id == "free_rose_after_pool")
     assert rose.bytes == round(13.87 * GIB) - round(12.36 * GIB)
@@ -263,10 +269,14 @@ def test_killed_without_oom_text_suggests_no_knob() -> None:
 
 
 def test_the_kv_cap_and_the_lower_fraction_buy_the_same_tokens_as_whatif() -> None:
-    # the two levers of single/020 move the same 0.32 GiB; the sizing model (memledger.whatif)
-    # must agree with diagnose's own arithmetic on the token count either one leaves
+    # the two headroom levers of single/020 move the same 0.32 GiB (its verdict leads with the
+    # pool short of one request, whose levers keep the pool); the sizing model
+    # (memledger.whatif) must agree with diagnose's own arithmetic on the tokens either leaves
     log = real_log("single/020")
-    lower, cap = _diagnose_path(log).suggestions
+    parsed = parse_log(log)
+    _, (lower, cap) = zero_headroom(gather(parsed, build(parsed, LoadOptions())))
+    assert (lower.knob, cap.knob) == ("mem_fraction_static", "max_total_tokens")
+    assert lower.value == 0.78 and cap.value == 15387 - 3031
     by_fraction = memledger.whatif(log, mem_fraction_static=lower.value)
     by_cap = memledger.whatif(log, max_total_tokens=cap.value)
     for answer in (by_fraction, by_cap):

@@ -69,7 +69,7 @@ def test_a_retraction_is_no_oom_outcome() -> None:
     result = _diagnose(
         [
             P + "max_total_num_tokens=20000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-            "max_running_requests=64, context_len=32768",
+            "max_running_requests=64, context_len=16384",
             P + "The server is fired up and ready to roll!",
             P + "Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.7 -> 0.9",
         ]

@@ -923,7 +923,12 @@ def test_14948_and_19881_a_decode_batch_that_cannot_hold_one_request() -> None:
         assert (result.outcome, result.phase.value) == ("oom", "serving"), lines
         assert "retract_one_left" in _ids(result)
         assert "not a GPU allocation" in result.verdict and "a bigger KV pool" in result.verdict
-        assert result.suggestions == []  # the fix is a pool size the paste does not show
+        # the fix's levers with their directions; no value: the paste does not show the pool
+        assert [(s.knob, s.direction.value, s.value) for s in result.suggestions] == [
+            ("mem_fraction_static", "raise", None),
+            ("max_total_tokens", "raise", None),
+            ("context_length", "lower", None),
+        ]
 
 
 def test_38861_a_bare_capture_oom_says_what_a_value_needs() -> None:

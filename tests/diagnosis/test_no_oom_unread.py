@@ -13,7 +13,8 @@ from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
-from memledger.sglang.failure_rules import Phase
+from memledger.render.diagnose import evidence_text, render_text
+from memledger.sglang.failure_rules import BUDGET_SOURCES, Phase, nearest_source
 
 
 def _diagnose(text: str) -> Diagnosis:
@@ -88,3 +89,167 @@ def test_result_2_stays_the_memory_savers_oom() -> None:
         "func=cu_mem_create line=103 (5)\n"
     )
     assert _diagnose(line).outcome == "oom"
+
+
+# ---- settings and mentions typed in prose (memledger.input.reported)
+
+
+def test_a_fraction_that_ooms_above_and_is_refused_below_means_no_fraction_fits() -> None:
+    diagnosis = _diagnose(
+        "with speculative decoding, setting --mem-fraction-static to 0.86 gives CUDA out of "
+        "memory. However, if I set it to 0.85, I receive the following error:\n"
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    )
+    assert diagnosis.phase is Phase.KV_SIZING
+    assert "no fraction fits" in diagnosis.verdict
+    assert "OOM at 0.86, refused at 0.85" in diagnosis.verdict
+    assert FindingId.NO_FRACTION_FITS in {f.id for f in diagnosis.findings}
+    knobs = [s.knob for s in diagnosis.suggestions]
+    assert "mem_fraction_static" not in knobs  # no fraction is the answer
+    assert knobs[:2] == ["max_total_tokens", "cuda_graph_max_bs"]  # the draft's levers first
+    assert all(s.direction for s in diagnosis.suggestions)
+
+
+def test_the_same_window_in_words_without_numbers() -> None:
+    diagnosis = _diagnose(
+        "raising mem_fraction_static gives out-of-memory errors; lowering it gives a negative "
+        "value for self.max_total_num_tokens\n"
+    )
+    assert "no fraction fits" in diagnosis.verdict
+    assert {"max_running_requests", "chunked_prefill_size"} <= {
+        s.knob for s in diagnosis.suggestions
+    }
+
+
+def test_a_floor_typed_for_the_fraction_is_the_refusal() -> None:
+    diagnosis = _diagnose(
+        "mem-fraction-static < 0.8 can not start the service\n"
+        "with a short context, mem_fraction_static must be > 0.83\n"
+    )
+    assert diagnosis.phase is Phase.KV_SIZING
+    (fraction,) = [s for s in diagnosis.suggestions if s.knob == "mem_fraction_static"]
+    assert fraction.direction.value == "raise" and fraction.value == 0.84
+    assert "the paste says it starts only above 0.83" in fraction.why
+
+
+@pytest.mark.parametrize(
+    ("text", "knob", "phase"),
+    [
+        (
+            "the server ran into OOM with return_logprob=True and logprob_start_len=0\n",
+            "logprob_start_len",
+            Phase.SERVING,
+        ),
+        (
+            "the fourth draft pool: CUDA OOM while allocating 3.00 GiB\n",
+            "max_total_tokens",
+            Phase.DRAFT,
+        ),
+    ],
+)
+def test_a_mention_places_the_failure_and_brings_its_lever(
+    text: str, knob: str, phase: Phase
+) -> None:
+    diagnosis = _diagnose(text)
+    assert diagnosis.phase is phase
+    assert diagnosis.suggestions[0].knob == knob
+    assert FindingId.REPORTED in {f.id for f in diagnosis.findings}
+
+
+def test_another_process_named_in_prose_is_said_first() -> None:
+    diagnosis = _diagnose(
+        "the next test OOMs because the GPU is held by the orphaned server process\n"
+    )
+    assert "another process holds GPU memory" in diagnosis.verdict
+
+
+def test_a_launch_command_line_is_not_prose() -> None:
+    diagnosis = _diagnose(
+        "OOM at startup\n"
+        "python -m sglang.launch_server --model m --context-length 4096 --chat-template llama-3\n"
+    )
+    assert diagnosis.outcome == "oom"
+    parsed = parse_log(io.BytesIO(b"python -m sglang.launch_server --context-length 4096\nOOM\n"))
+    assert not [e for e in parsed.startup.events if e.kind.value == "reported"]
+
+
+def test_a_load_oom_without_the_budget_still_has_the_weights_levers() -> None:
+    diagnosis = _diagnose(
+        '  File "/sgl/python/sglang/srt/models/llama.py", line 10, in __init__\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 226.00 MiB. GPU 0 has a "
+        "total capacity of 15.58 GiB of which 71.25 MiB is free. Including non-PyTorch memory, "
+        "this process has 13.94 GiB memory in use. Of the allocated memory 13.64 GiB is allocated "
+        "by PyTorch, and 67.23 MiB is reserved by PyTorch but unallocated.\n"
+    )
+    assert diagnosis.phase is Phase.LOAD
+    knobs = {s.knob: s.direction.value for s in diagnosis.suggestions}
+    assert knobs == {"tp_size": "raise", "cpu_offload_gb": "raise"}
+    assert "--mem-fraction-static" not in diagnosis.verdict  # it loads before the fraction counts
+
+
+def test_a_framework_named_outside_any_frame_is_read() -> None:
+    """verl named only in a warning's path (no traceback frame): its own knob, not the saver's."""
+    diagnosis = _diagnose(
+        "WARNING /data/me/verl/sglang/python/sglang/srt/utils.py:120: memory is tight\n"
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+        "func=cu_mem_create line=103 (5)\n"
+    )
+    assert "in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization" in diagnosis.verdict
+
+
+def test_an_unknown_phase_gets_no_try_flag() -> None:
+    text = render_text(_diagnose("the decode worker OOMed\n"))
+    assert "\ntry:" not in text
+
+
+# ---- review m7: what a finding cites and how an error text is quoted
+
+
+def test_evidence_names_each_file_once() -> None:
+    assert evidence_text(["a.log:3", "a.log:9", "b.log:1", "c.log"]) == "a.log:3, 9, b.log:1, c.log"
+
+
+def test_a_crash_is_quoted_whole_words_at_its_exception_line() -> None:
+    diagnosis = _diagnose(
+        "Traceback (most recent call last):\n"
+        '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 10, in run\n'
+        '  File "/sgl/python/sglang/srt/configs/model_config.py", line 20, in load\n'
+        "OSError: /models/some-org/some-model-name does not appear to have a file named "
+        "config.json. Checkout the hub for available files.\n"
+    )
+    assert "(line 4)" in diagnosis.verdict  # the exception's line, not the traceback's head (1)
+    assert "config.json" in diagnosis.verdict  # the key word is not cut
+
+
+def test_the_memory_savers_hip_oom_also_names_rocms_allocation_limit() -> None:
+    diagnosis = _diagnose(
+        "[torch_memory_saver.cpp] hipError_t error  result=2 file=csrc/torch_memory_saver_hip.cpp "
+        "func=cu_mem_create line=103\n"
+    )
+    assert diagnosis.outcome == "oom"
+    found = {f.id: f for f in diagnosis.findings}
+    assert "chunk-wise" in found[FindingId.MEMORY_SAVER_HIP_VMM].message
+    assert "(HIP runtime: torch_memory_saver)" in found[FindingId.OOM_MESSAGE].message
+    assert "also: upgrade torch_memory_saver" in diagnosis.verdict
+
+
+def test_a_runtime_text_without_a_device_names_none() -> None:
+    line = (
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+        "func=cu_mem_create line=103 (5)\n"
+    )
+    (oom,) = [f for f in _diagnose(line).findings if f.id == FindingId.OOM_MESSAGE]
+    assert "(runtime: torch_memory_saver)" in oom.message and "None" not in oom.message
+
+
+def test_the_budget_is_cited_at_the_release_nearest_the_logs() -> None:
+    # a 0.4.4 .. 0.4.6 log (single/020's formats): 0.4.6.post2's line, not v0.5.8's
+    assert nearest_source(BUDGET_SOURCES, 4004, 4006) == (
+        "v0.4.6.post2 model_executor/model_runner.py:736-739"
+    )
+    assert nearest_source(BUDGET_SOURCES, 4002, 4003).startswith("v0.4.1 ")
+    assert nearest_source(BUDGET_SOURCES, 4006, 0).startswith("v0.4.6.post2 ")
+    assert nearest_source(BUDGET_SOURCES, 5009, 5009).startswith("v0.5.8 ")
+    assert nearest_source(BUDGET_SOURCES, 5023, 0).startswith("v0.5.23 ")
+    assert nearest_source(BUDGET_SOURCES, 0, 0).startswith("v0.5.8 ")  # release unknown
+    assert nearest_source(BUDGET_SOURCES, 3000, 3003).startswith("v0.4.1 ")  # none older

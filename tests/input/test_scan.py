@@ -33,6 +33,7 @@ from memledger.input.scan import (
     aligned_reader,
     scan_lines,
 )
+from memledger.sglang.errors import ANY_CASE_WORDS
 from memledger.sglang.lines import CUT_TAIL_ERE, MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 from tests.conftest import REAL_LOGS, real_log_paths
 
@@ -44,8 +45,8 @@ CUT_TAIL = re.compile(CUT_TAIL_ERE.encode())
 
 
 def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[Found, int]:
-    """(candidates, number of physical lines): a line is kept when it holds a keyword (or `out of
-    memory` or a memory-looking word in any case, or starts as a cut line's rest) and is not a
+    """(candidates, number of physical lines): a line is kept when it holds a keyword (or an
+    error text's or a memory-looking word in any case, or starts as a cut line's rest) and is not a
     serving-time line alone (a marker and no second `[`: a line glued to another SGLang line is
     kept, security review F11)."""
     lines = data.split(b"\n")
@@ -58,7 +59,7 @@ def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[
         if not (any(marker in line for marker in BORING_LINES) and line.count(b"[") <= 1)
         and (
             any(word in line for word in words)
-            or any(w.encode() in line.lower() for w in ("out of memory", *MEMORY_WORDS_ANY_CASE))
+            or any(w.encode() in line.lower() for w in (*ANY_CASE_WORDS, *MEMORY_WORDS_ANY_CASE))
             or CUT_TAIL.match(line) is not None
         )
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,7 +13,8 @@ import pytest
 from memledger.input import error_texts
 from memledger.input.outcome import outcome_kind
 from memledger.input.quiet import READER_WORDS
-from memledger.model.events import EventKind
+from memledger.input.reported import read_reported
+from memledger.model.events import EventKind, Value
 from memledger.sglang import lines
 from memledger.sglang.errors import ANY_CASE_WORDS, BY_NAME, ERRORS, ErrorText, Outcome, any_case
 
@@ -20,11 +22,18 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import sre_parse
 
-_READERS = {
+
+def _reported(text: str) -> dict[str, Value]:
+    """What a reporter typed: every setting and mention of the line, merged."""
+    return {key: value for found in read_reported(text) for key, value in found.items()}
+
+
+_READERS: dict[EventKind, Callable[[str], Any]] = {
     EventKind.OOM_MESSAGE: lambda text: error_texts.read_oom_message(text),
     EventKind.KV_REFUSAL: error_texts.read_kv_refusal,
     EventKind.POOL_EXHAUSTED: error_texts.read_pool_exhausted,
     EventKind.PROCESS_EXIT: error_texts.read_process_exit,
+    EventKind.REPORTED: _reported,
 }
 
 
@@ -113,7 +122,7 @@ def test_a_word_missing_from_a_branch_is_caught() -> None:
 
 def test_the_refusal_words_are_written_once() -> None:
     refusals = [entry for entry in ERRORS if entry.outcome is Outcome.REFUSAL]
-    assert [entry.kind for entry in refusals] == [EventKind.KV_REFUSAL] * 3
+    assert [entry.kind for entry in refusals] == [EventKind.KV_REFUSAL] * 4
     for entry in refusals:
         assert error_texts.read_kv_refusal(entry.example) is not None
         assert outcome_kind(entry.example) is not None

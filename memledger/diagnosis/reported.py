@@ -1,0 +1,147 @@
+"""What the reporter's prose adds (reported events, memledger.input.reported): the settings typed
+in words with what happened at each, and the mentions that place or explain a failure, answered
+through the lifecycle model (memledger.sglang.lifecycle: MENTIONS, squeeze_levers)."""
+
+from __future__ import annotations
+
+from memledger.diagnosis.arithmetic import g
+from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.model.events import EventKind
+from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
+from memledger.sglang.lifecycle import MENTION, Lever, Mention, squeeze_levers
+
+FRACTION = "mem_fraction_static"
+MOMENTS = ("serving", "logprob")
+"""Mentions that describe the moment of a failure wherever they stand in the paste."""
+
+
+def typed(evidence: Evidence, knob: str) -> list[tuple[float, str, str]]:
+    """(value, relation, said) of every value typed for `knob`, in the paste's order."""
+    return [
+        (float(value), str(e.values.get("relation") or ""), str(e.values.get("said") or ""))
+        for e in evidence.reported
+        if e.values.get("knob") == knob and isinstance(value := e.values.get("value"), int | float)
+    ]
+
+
+def mentions(evidence: Evidence) -> list[Mention]:
+    """What the paste names, once each in the table's order; speculative decoding also when its
+    settings show it."""
+    named = {str(e.values.get("mention")) for e in evidence.reported}
+    if evidence.param("speculative_algorithm"):
+        named.add("speculative")
+    return [m for name, m in MENTION.items() if name in named]
+
+
+def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
+    """The phase a mention places a failure in (the first in the table's order) and whether it
+    is said in the sentence that says it failed (`eighth draft pool: CUDA OOM`, `a single
+    64k-length input ... crash due to OOM`): that outweighs a startup line the paste shows. A
+    mention elsewhere places only the moments it describes (serving, a request's logprobs)."""
+    failed = evidence.failure_line
+    for mention in mentions(evidence):
+        lines = {e.line for e in evidence.reported if e.values.get("mention") == mention.name}
+        if mention.phase is None:
+            continue
+        if failed in lines:
+            return mention.phase, True
+        if mention.name in MOMENTS:
+            return mention.phase, False
+    return None, False
+
+
+def _suggestion(lever: Lever, why: str) -> Suggestion:
+    return Suggestion(
+        knob=lever.knob,
+        direction=Direction(lever.direction),
+        value=None,
+        why=f"{why}: {lever.effect}",
+    )
+
+
+def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str]:
+    """The findings of what the paste names, their levers (ahead of the phase's), and the
+    verdict's words for the first that explains the failure."""
+    found = [m for m in mentions(evidence) if m.name != "serving"]
+    findings = [
+        Finding(
+            id=FindingId.REPORTED,
+            severity=Severity.INFO,
+            message=f"the paste names {m.says}",
+        )
+        for m in found
+    ]
+    # a refusal is before anything a lever here moves: its levers are the KV budget's
+    levers = [
+        _suggestion(lever, m.says.split(":")[0])
+        for m in found
+        for lever in m.levers
+        if evidence.refusal is None
+    ]
+    words = ""
+    if levers:
+        named = " or ".join(f"{s.direction.value} {s.flag}" for s in levers[:2])
+        words = f"; {found[0].says.split(':')[0]}: {named}"
+    elif any(m.name == "other_process" for m in found):
+        words = f"; {MENTION['other_process'].says.split(':')[0]}: free the GPU first"
+    return findings, levers, words
+
+
+def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] | None:
+    """Raising the fraction ran out of memory after the pool and lowering it left no KV budget
+    (an OOM and SGLang's refusal in one paste): no fraction fits both, so the answer is what
+    shrinks the weights a rank or what comes after the pool, with the typed values' arithmetic."""
+    if evidence.refusal is None or not _oom_besides_refusal(evidence):
+        return None
+    values = typed(evidence, FRACTION)
+    ooms = [v for v, _, said in values if said == "oom"]
+    lows = [v for v, _, said in values if said != "oom" and said != "works"]
+    band = ""
+    if ooms and lows and min(ooms) > max(lows):
+        hi, lo = min(ooms), max(lows)
+        pre = evidence.budget.pre_load
+        room = f" = {g(round(pre.avail_bytes * (hi - lo)))}" if pre else ""
+        band = (
+            f" (OOM at {hi:g}, refused at {lo:g}: at {hi:g} the KV pool had at most "
+            f"({hi:g} - {lo:g}) x P{room} and the slack P x (1 - {hi:g}) was still short)"
+        )
+    suggestions = [_suggestion(lever, "no fraction fits") for lever in squeeze_levers()]
+    draft = next((m for m in mentions(evidence) if m.name == "speculative"), None)
+    if draft is not None:
+        first = [_suggestion(lever, "the draft worker") for lever in draft.levers]
+        knobs = {s.knob for s in first}
+        suggestions = first + [s for s in suggestions if s.knob not in knobs]
+    findings = [
+        Finding(
+            id=FindingId.NO_FRACTION_FITS,
+            severity=Severity.ERROR,
+            message=(
+                "a higher --mem-fraction-static ran out of memory after the pool and a lower one "
+                f"left no KV budget{band}: the weights leave about nothing for the KV pool and "
+                "what comes after it, so no fraction fits both; shrink what comes after the pool "
+                "(graphs, batches, the draft's pools) or the weights a rank"
+            ),
+            evidence=[evidence.at(evidence.refusal.line)],
+        )
+    ]
+    levers = " or ".join(f"{s.direction.value} {s.flag}" for s in suggestions[:3])
+    verdict = (
+        f"OOM at a higher --mem-fraction-static, SGLang's KV refusal at a lower one{band}: no "
+        f"fraction fits; {levers}"
+        + (
+            f"; {draft.says.split(':')[0]} adds its pools after the target's budget"
+            if draft
+            else ""
+        )
+    )
+    return findings, suggestions, verdict
+
+
+def _oom_besides_refusal(evidence: Evidence) -> bool:
+    if evidence.oom is not None or any(e.values.get("said") == "oom" for e in evidence.reported):
+        return True
+    return any(
+        e.kind is EventKind.OOM and e.values.get("reason") != KV_REFUSAL_REASON
+        for e in evidence.events
+    )
