@@ -274,8 +274,8 @@ RULES: tuple[SizingRule, ...] = (
         id="npu_spec_headroom",
         title="Ascend builds that print the rest keep 0.5.6's speculative headroom",
         formula=(
-            "T' = T + R x steps x topk + R x draft_tokens + 100 (R = max_num_reqs), where "
-            "the release range leaves rule spec_headroom undecided"
+            "T' = T + R x steps x topk + R x draft_tokens + 100 (R = max_num_reqs), also "
+            "where the release range is after 0.5.6 (rule spec_headroom's end)"
         ),
         releases=ReleaseRange("0.5.3", "0.5.8"),
         source=(

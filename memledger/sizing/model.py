@@ -46,8 +46,8 @@ def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
 
 def _headroom_rule(inputs: SizingInputs, notes: list[str]) -> str | None:
     """Which rule adds the speculative headroom to the tokens (None: no headroom). An Ascend
-    build that prints its rest (the fork's own line) and whose release range straddles 0.5.6
-    keeps it (rule npu_spec_headroom)."""
+    build that prints its rest (the fork's own line) keeps it in the 0.5.3 - 0.5.8 formats, also
+    where its server_args date it after 0.5.6 (rule npu_spec_headroom)."""
     algorithm = str(inputs.knobs.get("speculative_algorithm") or "").upper()
     if algorithm not in SPEC_HEADROOM_ALGORITHMS:
         return None
@@ -55,13 +55,13 @@ def _headroom_rule(inputs: SizingInputs, notes: list[str]) -> str | None:
     if verdict is True:
         return "spec_headroom"
     if (
-        verdict is None
-        and inputs.logged_rest is not None
+        inputs.logged_rest is not None
         and inputs.version.within(RULE["npu_spec_headroom"]) is not False
     ):
+        when = "may predate or follow" if verdict is None else "follows"
         notes.append(
-            f"release {inputs.version.text} may predate or follow 0.5.6's speculative headroom; "
-            "an Ascend build that prints its rest keeps it (rule npu_spec_headroom)"
+            f"release {inputs.version.text} {when} 0.5.6's speculative headroom; an Ascend "
+            "build that prints its rest keeps it (rule npu_spec_headroom)"
         )
         return "npu_spec_headroom"
     return None

@@ -1106,6 +1106,8 @@ def test_rule_npu_spec_headroom() -> None:
     )
     newer = replace(_printed_rest(read, 15.37), version=VersionRange(first=version_code("0.5.9")))
     assert predict(newer).tokens == plain.tokens
+    after = VersionRange(first=version_code("0.5.7"), last=version_code("0.5.8"))
+    assert predict(replace(_printed_rest(read, 15.37), version=after)).tokens == spec.tokens
 
 
 def _gdn(version: str, knobs: dict[str, Any], per_slot: int = 64 * MIB) -> SizingInputs:
