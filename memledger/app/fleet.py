@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -415,8 +416,10 @@ def map_paths(
 ) -> Iterator[R]:
     """`work(item)` for each item, in the order given, on up to two forked worker processes
     (this one only merges); in this process when there is one item, one core, stdin
-    (`in_process`) or no fork. The items are read as the workers take them (a folder's walk
-    goes on while its first logs are read).
+    (`in_process`), no fork, or another thread alive here: a thread that holds a lock (the
+    allocator's, a stream's, the import lock) at the fork leaves it held forever in the child,
+    which then hangs (the `os.fork` docs). The items are read as the workers take them (a
+    folder's walk goes on while its first logs are read).
 
     What every log needs (the parser, the engine, the packaged formulas, the grammar) is loaded
     here first, so the workers inherit it instead of each loading it again.
@@ -424,7 +427,7 @@ def map_paths(
     items = iter(items)
     head = list(islice(items, 2))
     workers = min(MAX_WORKERS, _usable_cpus(), len(head))
-    if workers <= 1 or in_process or not _can_fork():
+    if workers <= 1 or in_process or not _can_fork() or _threads_alive():
         return map(work, chain(head, items))
     _warm(options)
     return _pooled(work, chain(head, items), workers)
@@ -468,6 +471,11 @@ def _warm(options: LoadOptions) -> None:
     # what is loaded lives as long as the process: out of the collector's sight, so neither the
     # workers' collections walk it nor their pages are copied for it (the gc.freeze docs)
     gc.freeze()
+
+
+def _threads_alive() -> bool:
+    """Whether a thread besides this one runs here (a fork now could copy a lock it holds)."""
+    return threading.active_count() > 1
 
 
 def _usable_cpus() -> int:

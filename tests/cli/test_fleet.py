@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -136,11 +137,29 @@ def _pid_of_worker(path: str, options: LoadOptions) -> FleetEntry:
 def test_logs_are_read_on_two_cores_in_the_order_given(monkeypatch: pytest.MonkeyPatch) -> None:
     paths = [f"pod-{n}.log" for n in range(6)]
     monkeypatch.setattr(fleet, "_load", _pid_of_worker)  # forked workers inherit the patch
+    # an earlier test's progress watcher may still run in this process; the next test covers it
+    monkeypatch.setattr(fleet, "_threads_alive", lambda: False)
     entries = list(fleet.load_fleet(paths, LoadOptions()))
     assert [entry.path for entry in entries] == paths
     workers = Counter(entry.error for entry in entries)
     assert len(workers) == min(2, os.cpu_count() or 1)
     assert str(os.getpid()) not in workers
+
+
+def test_no_worker_is_forked_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread holding a lock (a stream's, the allocator's) at a fork leaves the child hung."""
+    paths = [f"pod-{n}.log" for n in range(4)]
+    monkeypatch.setattr(fleet, "_load", _pid_of_worker)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        entries = list(fleet.load_fleet(paths, LoadOptions()))
+    finally:
+        stop.set()
+        other.join()
+    assert [entry.path for entry in entries] == paths
+    assert {entry.error for entry in entries} == {str(os.getpid())}  # all read in this process
 
 
 def test_the_real_logs_folder_gives_one_line_per_log(capsys: pytest.CaptureFixture[str]) -> None:
