@@ -578,6 +578,16 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "speculative"},
     ),
     ErrorText(
+        "said_page_size",
+        re.compile(r"page size|page_size|page-size", re.I),
+        ("page size", "page_size", "page-size"),
+        Family.REPORTER,
+        "the paged KV cache's --page-size named in prose (memledger.sglang.lifecycle MENTIONS)",
+        "Prefill out of memory when page size is large",
+        kind="reported",
+        values={"mention": "page_size"},
+    ),
+    ErrorText(
         "said_other_process",
         re.compile(
             r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"

@@ -242,6 +242,20 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "page_size",
+        Phase.SERVING,
+        "a paged KV cache: a request takes whole pages (v0.5.8 mem_cache/common.py:404-406), "
+        "and the scheduler's token accounting has missed page rounding in some releases "
+        "(sglang#4913, PR #7397), so a pool with tokens to spare can raise 'out of memory'",
+        (
+            Lever(
+                "page_size",
+                "lower",
+                "smaller pages waste less of each request's last page (1: no rounding)",
+            ),
+        ),
+    ),
+    Mention(
         "other_process",
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "

@@ -145,6 +145,11 @@ def test_a_floor_typed_for_the_fraction_is_the_refusal() -> None:
             "max_total_tokens",
             Phase.DRAFT,
         ),
+        (
+            "the decode batch runs out of memory with a page size of 64\n",
+            "page_size",
+            Phase.SERVING,
+        ),
     ],
 )
 def test_a_mention_places_the_failure_and_brings_its_lever(
