@@ -100,7 +100,10 @@ def test_explain_fits_the_terminal_and_keeps_where_each_number_came_from(
     import memledger
 
     monkeypatch.setenv("COLUMNS", str(columns))
-    for log in (DP16, DP2):
+    # the logs by short names: a path prints whole (to be copied), so a long checkout path
+    # would pass any width whatever the wrapping does
+    monkeypatch.chdir(SAMPLES)
+    for log in (Path(DP16.name), Path(DP2.name)):
         rows = [row.id for row in memledger.ledger(log).rows]
         for row in rows:
             code, out, _ = run_cli(["ledger", log, "--explain", row], capsys)
