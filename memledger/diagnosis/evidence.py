@@ -121,6 +121,18 @@ class Evidence:
         return f"{self.path}:{line}" if line is not None else self.path
 
     @property
+    def serving_batch(self) -> Event | None:
+        """The last serving-batch line (`Prefill batch.` / `Decode batch.`) before the failure's
+        error text (any, when only prose states the failure): what was being served then."""
+        texts = [e.line for e in (self.oom, self.refusal, self.traceback, self.exit) if e]
+        before = min(texts) if texts else None
+        found = None
+        for event in self.events:
+            if event.kind is EventKind.SERVING_BATCH and (before is None or event.line < before):
+                found = event
+        return found
+
+    @property
     def failure_line(self) -> int | None:
         lines = [e.line for e in (self.oom, self.refusal, self.traceback, self.exit) if e]
         if not lines and self.outcome in ("oom", "crash") and self.outcome_line is not None:

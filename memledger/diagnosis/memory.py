@@ -33,6 +33,7 @@ from memledger.sglang.failure_rules import (
     Phase,
     nearest_source,
 )
+from memledger.sglang.lifecycle import SERVING_BATCH_LEVERS
 
 
 def _budget(evidence: Evidence) -> str:
@@ -460,7 +461,10 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
     if phase is Phase.GRAPH_CAPTURE:
         suggestions.extend(_graph_levers(evidence, failing_bs, sizes))
     elif phase in (Phase.WARMUP, Phase.SERVING):
-        suggestions.extend(_batch_levers(evidence))
+        logged = _serving_batch_levers(evidence)
+        # the logged batch's numbers name the lever first; the fraction after it
+        suggestions[:0] = logged
+        suggestions.extend(s for s in _batch_levers(evidence) if s.knob not in _knobs(logged))
     capped = kv_cap_lever(evidence, missing) if missing else None
     if capped is not None:
         # after the phase's own valued levers (graph cap, chunk), before the value-less ones
@@ -544,6 +548,60 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
             why="no graphs, no graph memory; decode gets slower (the last resort)",
         )
     )
+    return levers
+
+
+def _knobs(suggestions: list[Suggestion]) -> set[str]:
+    return {s.knob for s in suggestions}
+
+
+def power_of_two_below(n: int) -> int | None:
+    """The largest power of two below n (8192 for 13938 and for 16384), None below 2."""
+    return 1 << ((n - 1).bit_length() - 1) if n >= 2 else None
+
+
+def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
+    """The levers of the last serving-batch line before the failure, valued from its numbers
+    (lifecycle.SERVING_BATCH_LEVERS: the prefill's #new-token, the decode's #running-req)."""
+    batch = evidence.serving_batch
+    if batch is None:
+        return []
+    stage = str(batch.values.get("stage"))
+    at = evidence.at(batch.line)
+    usage = batch.values.get("token_usage")
+    pool = f", KV pool {float(usage):.0%} used" if isinstance(usage, (int, float)) else ""
+    levers: list[Suggestion] = []
+    for lever in SERVING_BATCH_LEVERS.get(stage, ()):
+        if lever.knob == "mem_fraction_static":
+            continue  # valued from the shortfall above, when the log has P and the fraction
+        if lever.knob == "max_running_requests":
+            logged = batch.values.get("running_req")
+            what = "requests ran in the last decode batch"
+        else:
+            logged = batch.values.get("new_token")
+            what = "new tokens went into the last prefill batch"
+        if not isinstance(logged, int) or logged < 2:
+            continue
+        value = power_of_two_below(logged)
+        one = lever.knob == "max_prefill_tokens" and batch.values.get("new_seq") == 1
+        note = (
+            "; it was one request, which the cap admits whatever its length: the chunk splits it"
+            if one
+            else ""
+        )
+        levers.append(
+            Suggestion(
+                knob=lever.knob,
+                direction=Direction.LOWER,
+                value=value,
+                why=(
+                    f"{logged} {what} before the OOM ({at}{pool}); {value}, the power of two "
+                    f"below {logged}, keeps the next one at most {value} ({lever.effect}){note}"
+                ),
+            )
+        )
+    if levers and levers[0].knob == "max_prefill_tokens" and batch.values.get("new_seq") == 1:
+        levers.reverse()  # one request: the chunk first
     return levers
 
 

@@ -114,6 +114,8 @@ def failure_phase(evidence: Evidence) -> Phase:
         e.values.get("shape") in SERVING_SHAPES for e in evidence.exhausted
     ):
         phase = Phase.SERVING  # a request was refused or retracted: the server was serving
+    if phase is Phase.UNKNOWN and evidence.serving_batch is not None:
+        phase = Phase.SERVING  # a serving batch was logged before the failure
     traceback = evidence.traceback
     if (
         phase is Phase.UNKNOWN

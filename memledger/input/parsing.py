@@ -64,8 +64,10 @@ from memledger.model.events import (
 from memledger.sglang.lines import (
     ENV_VAR_HEADS,
     ENV_VAR_NAMES,
+    SERVING_BATCH_STARTS,
     looks_like_memory,
     platform_marker,
+    read_serving_batch,
     wanted_env_line,
 )
 
@@ -228,6 +230,12 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
         if parsed is not None:
             _store(logical, tidy_pasted(text, MAX_PARSE_CHARS), parsed, out, pasted=True)
         return
+    if text.startswith(SERVING_BATCH_STARTS):
+        serving = read_serving_batch(text)  # the scanner kept the last of each stage only
+        if serving is not None:
+            parsed = LineParse(EventKind.SERVING_BATCH, values=dict(serving))
+            _store(logical, text[:MAX_PARSE_CHARS], parsed, out, pasted=False)
+            return
     message = _progress_message(text) if text.startswith("Capturing") else text
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:

@@ -276,8 +276,10 @@ def _python_candidates(
     progress: ProgressCallback | None,
 ) -> Iterator[tuple[int, bytes]]:
     """Start the built-in scan now (a worker overlaps the grammar build) and return its lines."""
-    line_filter = LineFilter(extra_words)
     split = _split_point(log)
+    # the last serving-time lines of a stream read here whole (a paste, a short pipe): a file may
+    # be read by grep or in halves, which keep none (memledger.input.scan.LineFilter)
+    line_filter = LineFilter(extra_words, keep_serving=log.path is None)
     if split is None or log.path is None:
         return _scan_stream(log, line_filter, stats, progress)
     try:

@@ -145,7 +145,14 @@ keyword with a digit may be there (each line of the shape is searched for those)
 class LineFilter:
     """Which of a list of whole physical lines are candidates (keyword, no serving-time marker)."""
 
-    def __init__(self, extra_words: Iterable[str] = ()) -> None:
+    def __init__(self, extra_words: Iterable[str] = (), *, keep_serving: bool = False) -> None:
+        """`keep_serving`: hand out the last serving-time line of each marker (prefill, decode)
+        before the next candidate and at the end (`flush`), in line order: what was being served
+        when a failure came (memledger.sglang.lines.SERVING_BATCH_HEADS), at most two lines held
+        whatever the log's length. The reader asks for it only where no grep or worker shares
+        the file (memledger.input.reader), so every path of a file gives the same lines."""
+        self.keep_serving = keep_serving
+        self.serving: dict[bytes, tuple[int, bytes]] = {}
         words = tuple(extra_words)
         regexes = _filter_regexes(words)
         self.keywords, self.shape_keywords, self.shape_digit_keywords, self.digit_keywords = regexes
@@ -162,6 +169,9 @@ class LineFilter:
 
     def candidates(self, lines: list[bytes], first_line: int) -> Iterator[tuple[int, bytes]]:
         """(line number, bytes) of each candidate; `first_line` is the number of lines[0]."""
+        if self.keep_serving:
+            yield from self._candidates_keeping_serving(lines, first_line)
+            return
         decode, prefill = BORING_LINES
         keywords = self.keywords
         digit_keywords = self.digit_keywords
@@ -195,6 +205,42 @@ class LineFilter:
             yield first_line + position, raw
             position += 1
 
+    def _wanted(self, raw: bytes) -> bool:
+        """Whether a line without a lone serving-time marker is a candidate (`candidates`'
+        test, one line at a time)."""
+        if len(raw) > SHAPE_MAX_BYTES:
+            return bool(self.keywords(raw) or cut_tail(raw))
+        shape = raw.translate(_FOLD_DIGITS)
+        verdict = self.shape_verdicts.get(shape)
+        if verdict is None:
+            if len(self.shape_verdicts) >= SHAPE_CACHE_ENTRIES:
+                self.shape_verdicts.clear()
+            verdict = self.shape_verdicts[shape] = self._shape_verdict(shape)
+        if verdict == _NO_KEYWORD:
+            return False
+        return verdict == _KEYWORD or bool(self.digit_keywords(raw))
+
+    def _candidates_keeping_serving(
+        self, lines: list[bytes], first_line: int
+    ) -> Iterator[tuple[int, bytes]]:
+        decode, prefill = BORING_LINES
+        pending = self.serving
+        for index, raw in enumerate(lines):
+            is_decode = raw.find(decode) >= 0
+            if (is_decode or raw.find(prefill) >= 0) and raw.count(b"[") < 2:
+                pending[decode if is_decode else prefill] = (first_line + index, raw)
+                continue
+            if self._wanted(raw):
+                if pending:
+                    yield from self.flush()
+                yield first_line + index, raw
+
+    def flush(self) -> Iterator[tuple[int, bytes]]:
+        """The serving-time lines held (`keep_serving`), in line order; holds none after."""
+        held = sorted(self.serving.values())
+        self.serving.clear()
+        yield from held
+
 
 def scan_lines(
     read: Callable[[int], bytes], line_filter: LineFilter, first_line: int = 1
@@ -224,6 +270,7 @@ def scan_lines(
         next_line += len(lines)
     if leftover:
         yield from line_filter.candidates([leftover], next_line)
+    yield from line_filter.flush()
     if leftover or cut:
         next_line += 1  # a last line without newline
     return next_line - first_line

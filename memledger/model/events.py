@@ -79,6 +79,8 @@ class EventKind(StrEnum):
     PLATFORM_MARKER = "platform_marker"
     GPU_NAMED = "gpu_named"
     READY = "ready"
+    SERVING_BATCH = "serving_batch"
+    """A `Prefill batch.` / `Decode batch.` line: the last of each stage before a kept line."""
     OOM = "oom"
     CRASH = "crash"
     OOM_MESSAGE = "oom_message"

@@ -109,6 +109,22 @@ _CHUNK = Lever(
     "lower --chunked-prefill-size)",
     needs="the server_args line",
 )
+_MAX_PREFILL = Lever(
+    "max_prefill_tokens",
+    "lower",
+    "a prefill batch admits requests while their new tokens fit in --max-prefill-tokens, the "
+    "first one whatever its length (v0.2.13 managers/tp_worker.py:369-374 and "
+    "policy_scheduler.py:200; v0.4.6 managers/scheduler.py:1199-1204 and "
+    "schedule_policy.py:464): a lower cap, fewer new tokens and smaller activations a batch",
+)
+
+SERVING_BATCH_LEVERS: dict[str, tuple[Lever, ...]] = {
+    "prefill": (_MAX_PREFILL, _CHUNK, _MFS_LOWER),
+    "decode": (_RUNNING, _MFS_LOWER),
+}
+"""The levers of a serving OOM that follows a logged serving-batch line
+(memledger.sglang.lines.SERVING_BATCH_HEADS), by its stage, in the order to try them: its numbers
+(#new-token, #running-req) give their values."""
 
 LIFECYCLE: tuple[Stage, ...] = (
     Stage(
@@ -286,7 +302,11 @@ NEEDS: dict[str, str] = {
 }
 """What a lever's value needs from the paste, by knob (the fraction's: memledger.diagnosis)."""
 BATCH_KNOBS: tuple[str, ...] = tuple(
-    lever.knob for lever in STAGE[Phase.SERVING].levers if lever.knob != "mem_fraction_static"
+    dict.fromkeys(
+        lever.knob
+        for lever in (*STAGE[Phase.SERVING].levers, *SERVING_BATCH_LEVERS["prefill"])
+        if lever.knob != "mem_fraction_static"
+    )
 )
 """The serving stage's batch levers, in SGLang's troubleshooting guide's order."""
 

@@ -209,6 +209,54 @@ def gpu_evidence(text: str) -> tuple[str, str | int] | None:
     return None
 
 
+@dataclass(frozen=True)
+class ServingField:
+    """One number of a serving-batch line (`#new-token: 8192`): its key as printed, the
+    `Event.values` key and type."""
+
+    printed: str
+    key: str
+    kind: type[int] | type[float]
+
+
+SERVING_BATCH_HEADS: dict[str, str] = {"Prefill batch": "prefill", "Decode batch": "decode"}
+"""How a serving-batch message starts, and its stage. SGLang prints one per prefill batch and one
+every decode_log_interval decode steps: v0.2.13 managers/tp_worker.py:419-427 (`[gpu=N] Prefill
+batch. #new-seq, #new-token, #cached-token, cache hit rate, #running-req, #queue-req`) and
+:270-277 (`[gpu=N] Decode batch. #running-req, #token, token usage, gen throughput (token/s),
+#queue-req`); v0.4.6 managers/scheduler.py:992-1007 `log_prefill_stats` (`token usage` in
+place of the hit rate; `#unbootstrapped-req`, `#transferring-req` in PD prefill) and
+:1043-1047 `log_decode_stats`. The scanner keeps only the last of each stage before a kept line
+(memledger.input.scan), so millions of them stay cheap."""
+SERVING_BATCH_STARTS: tuple[str, ...] = tuple(SERVING_BATCH_HEADS)
+SERVING_BATCH_FIELDS: tuple[ServingField, ...] = (
+    ServingField("#new-seq", "new_seq", int),
+    ServingField("#new-token", "new_token", int),
+    ServingField("#cached-token", "cached_token", int),
+    ServingField("#running-req", "running_req", int),
+    ServingField("#queue-req", "queue_req", int),
+    ServingField("#token", "tokens_used", int),
+    ServingField("token usage", "token_usage", float),
+)
+"""The numbers diagnose reads (v0.2.13 tp_worker.py:270-277, :419-427; v0.4.6
+scheduler.py:992-1047); any other field of the line is ignored."""
+_SERVING_FIELD_RE = re.compile(r"(#?[a-z][a-z -]*?): ([0-9]+(?:\.[0-9]+)?)(?=[,% ]|$)")
+_SERVING_FIELDS = {f.printed: f for f in SERVING_BATCH_FIELDS}
+
+
+def read_serving_batch(message: str) -> dict[str, int | float | str] | None:
+    """The stage and numbers of a serving-batch message (after the prefix), or None."""
+    stage = next((s for head, s in SERVING_BATCH_HEADS.items() if message.startswith(head)), None)
+    if stage is None:
+        return None
+    values: dict[str, int | float | str] = {"stage": stage}
+    for printed, number in _SERVING_FIELD_RE.findall(message[:1024]):
+        spec = _SERVING_FIELDS.get(printed.strip())
+        if spec is not None and spec.key not in values:
+            values[spec.key] = int(float(number)) if spec.kind is int else float(number)
+    return values
+
+
 LINES: tuple[LineSpec, ...] = (
     # ---- distributed init / baseline
     LineSpec("dist_init_begin", words=("Init ",), values={"variant": str}),
@@ -583,6 +631,11 @@ LINES: tuple[LineSpec, ...] = (
         "gpu_named", words=GPU_NAME_WORDS, values={"form": str, "name": str, "total_mib": int}
     ),
     LineSpec("ready", words=("fired up",), values={"reason": str}),
+    # a serving-batch line: no prefilter word (the scanner keeps the last of each stage itself)
+    LineSpec(
+        "serving_batch",
+        values={"stage": str, **{f.key: f.kind for f in SERVING_BATCH_FIELDS}},
+    ),
     # ---- error texts and outcome phrases (memledger.sglang.errors: the words of its entries)
     *(
         LineSpec(kind, words=words, sizes=ERROR_KEYS[kind][0], values=ERROR_KEYS[kind][1])
