@@ -45,17 +45,17 @@ def _startup(
     load_end_avail: float = 9.26,
 ) -> list[str]:
     """A single-GPU startup: load, pools, capture, in 0.5.x line formats."""
-    usage = 15.24 - load_end_avail
+    usage = 15.87 - load_end_avail
     return [
         "[2026-01-01 00:00:01 TP0] Init torch distributed begin.",
         "[2026-01-01 00:00:01 TP0] Init torch distributed ends. mem usage=0.02 GB",
-        "[2026-01-01 00:00:02 TP0] Load weight begin. avail mem=15.24 GB",
+        "[2026-01-01 00:00:02 TP0] Load weight begin. avail mem=15.87 GB",
         f"[2026-01-01 00:00:03 TP0] Load weight end. elapsed=1.25 s, type={load_end_type}, "
         f"dtype=torch.bfloat16, avail mem={load_end_avail:.2f} GB, mem usage={usage:.2f} GB.",
         *(f"[2026-01-01 00:00:03 TP0] {line}" for line in pool_lines),
         f"[2026-01-01 00:00:03 TP0] Memory pool end. avail mem={pool_end:.2f} GB",
         "[2026-01-01 00:00:03 TP0] Init attention backend begin.",
-        "[2026-01-01 00:00:03 TP0] Init attention backend end. elapsed=0.02 s",
+        "[2026-01-01 00:00:03 TP0] Init attention backend end. elapsed=0.03 s",
         "[2026-01-01 00:00:03 TP0] Capture cuda graph begin. This can take up to several "
         f"minutes. avail mem={capture_begin:.2f} GB",
         "[2026-01-01 00:00:04 TP0] Capture cuda graph end. Time elapsed: 1.24 s. mem usage=0.09 "
@@ -63,7 +63,7 @@ def _startup(
     ]
 
 
-KV = "KV Cache is allocated. #tokens: 399740, K size: 1.52 GB, V size: 1.52 GB"
+KV = "KV Cache is allocated. #tokens: 401920, K size: 1.52 GB, V size: 1.52 GB"
 MAMBA = (
     "Mamba Cache is allocated. max_mamba_cache_size: 38, conv_state size: 0.03GB, "
     "ssm_state size: 2.74GB "
@@ -109,7 +109,7 @@ def test_from_0_5_14_the_phase_spans_both_pools_to_the_first_capture_of_any_kind
         "avail mem=49.00 GB, mem usage=1.00 GB.",
         f"[2026-01-01 00:00:05 TP0] {KV}",
         "[2026-01-01 00:00:05 TP0] Memory pool end. avail mem=40.00 GB",
-        "[2026-01-01 00:00:05 TP0] KV Cache is allocated. #tokens: 399740, K size: 0.20 GB, "
+        "[2026-01-01 00:00:05 TP0] KV Cache is allocated. #tokens: 401920, K size: 0.20 GB, "
         "V size: 0.20 GB",
         "[2026-01-01 00:00:05 TP0] Memory pool end. avail mem=39.50 GB",
         "[2026-01-01 00:00:06 TP0] Capture target verify CUDA graph begin. backend=full, "
