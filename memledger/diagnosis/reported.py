@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.stages import lever_suggestion
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
-from memledger.sglang.lifecycle import MENTION, Lever, Mention, squeeze_levers
+from memledger.sglang.lifecycle import MENTION, Mention, squeeze_levers
 
 FRACTION = "mem_fraction_static"
 MOMENTS = ("serving", "logprob")
@@ -51,15 +52,6 @@ def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
     return None, False
 
 
-def _suggestion(lever: Lever, why: str) -> Suggestion:
-    return Suggestion(
-        knob=lever.knob,
-        direction=Direction(lever.direction),
-        value=None,
-        why=f"{why}: {lever.effect}",
-    )
-
-
 def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str]:
     """The findings of what the paste names, their levers (ahead of the phase's), and the
     verdict's words for the first that explains the failure."""
@@ -74,7 +66,7 @@ def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion],
     ]
     # a refusal is before anything a lever here moves: its levers are the KV budget's
     levers = [
-        _suggestion(lever, m.says.split(":")[0])
+        lever_suggestion(lever, m.says.split(":")[0])
         for m in found
         for lever in m.levers
         if evidence.refusal is None
@@ -106,10 +98,10 @@ def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] 
             f" (OOM at {hi:g}, refused at {lo:g}: at {hi:g} the KV pool had at most "
             f"({hi:g} - {lo:g}) x P{room} and the slack P x (1 - {hi:g}) was still short)"
         )
-    suggestions = [_suggestion(lever, "no fraction fits") for lever in squeeze_levers()]
+    suggestions = [lever_suggestion(lever, "no fraction fits") for lever in squeeze_levers()]
     draft = next((m for m in mentions(evidence) if m.name == "speculative"), None)
     if draft is not None:
-        first = [_suggestion(lever, "the draft worker") for lever in draft.levers]
+        first = [lever_suggestion(lever, "the draft worker") for lever in draft.levers]
         knobs = {s.knob for s in first}
         suggestions = first + [s for s in suggestions if s.knob not in knobs]
     findings = [

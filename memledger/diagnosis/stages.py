@@ -27,15 +27,19 @@ def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
         if stage is not None
         else "after the weights (the paste does not place the failure)"
     )
-    return [_suggestion(lever, where) for lever in levers]
+    return [
+        lever_suggestion(lever, where, tail="; the paste carries no numbers for a value")
+        for lever in levers
+    ]
 
 
-def _suggestion(lever: Lever, where: str) -> Suggestion:
+def lever_suggestion(lever: Lever, why: str, *, tail: str = "") -> Suggestion:
+    """A lifecycle lever as a suggestion without a value: `why`, then what the lever moves."""
     return Suggestion(
         knob=lever.knob,
         direction=Direction(lever.direction),
         value=None,
-        why=f"{where}: {lever.effect}; the paste carries no numbers for a value",
+        why=f"{why}: {lever.effect}{tail}",
     )
 
 
