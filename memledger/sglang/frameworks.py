@@ -34,6 +34,15 @@ class Framework:
     """What lowers the trainer's own memory, as the framework's maintainers answer, with source."""
 
 
+_PASSED_THROUGH = (
+    "mem_fraction_static",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "context_length",
+    "chunked_prefill_size",
+)
+"""The memory settings slime, AReaL and ROLL hand to SGLang under a name of their own."""
+
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework(
         "verl",
@@ -61,13 +70,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework(
         "slime",
         ("/slime/", "slime.ray", "slime.backends", "--sglang-", "ppo_utils.py"),
-        {
-            "mem_fraction_static": "--sglang-mem-fraction-static",
-            "cuda_graph_max_bs": "--sglang-cuda-graph-max-bs",
-            "max_running_requests": "--sglang-max-running-requests",
-            "context_length": "--sglang-context-length",
-            "chunked_prefill_size": "--sglang-chunked-prefill-size",
-        },
+        {arg: "--sglang-" + arg.replace("_", "-") for arg in _PASSED_THROUGH},
         "slime forwards every SGLang server arg as --sglang-<arg>; its FAQ: 'this could be an "
         "OOM error. Consider reducing the value of --sglang-mem-fraction-static' "
         "(THUDM/slime docs, get_started/qa)",
@@ -91,16 +94,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
             "areal_sglang_server",
             "sglang_remote.py",
         ),
-        {
-            arg: f"sglang.{arg}"
-            for arg in (
-                "mem_fraction_static",
-                "cuda_graph_max_bs",
-                "max_running_requests",
-                "context_length",
-                "chunked_prefill_size",
-            )
-        },
+        {arg: f"sglang.{arg}" for arg in _PASSED_THROUGH},
         "AReaL builds SGLang's command line from the `sglang.` section of its experiment config "
         "(SGLangConfig in areal/api/cli_args.py, inclusionAI/AReaL@56bad8b: mem_fraction_static "
         "0.9 and chunked_prefill_size -1 by default)",
@@ -124,16 +118,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
             "agentic_pipeline.py",
             "sglang_strategy.py",
         ),
-        {
-            arg: f"actor_infer.strategy_args.strategy_config.{arg}"
-            for arg in (
-                "mem_fraction_static",
-                "cuda_graph_max_bs",
-                "max_running_requests",
-                "context_length",
-                "chunked_prefill_size",
-            )
-        },
+        {arg: f"actor_infer.strategy_args.strategy_config.{arg}" for arg in _PASSED_THROUGH},
         "ROLL passes actor_infer.strategy_args.strategy_config to SGLang as is; its guide: "
         "mem_fraction_static, 'increase this value if KV cache building fails, decrease this "
         "value if CUDA memory is insufficient' "
