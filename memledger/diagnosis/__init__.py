@@ -196,7 +196,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     forward = oversized_forward(evidence, phase) if table is None and oversize is None else None
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
-        extra, suggestions = _with_dp_auto_fraction(evidence, extra, suggestions)
+        found, lever = dp_auto_fraction(evidence)  # sglang#28884
+        extra, suggestions = extra + found, _fraction_first(suggestions, lever)
     elif table is not None:
         extra, suggestions = table
     elif oversize is not None:
@@ -208,7 +209,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     else:
         extra, suggestions = after_pool_oom(evidence, phase)
         if phase in (Phase.WARMUP, Phase.SERVING):
-            extra, suggestions = _with_large_gpu_reserve(evidence, extra, suggestions)
+            found, lever = _large_gpu_reserve(evidence)
+            extra, suggestions = extra + found, _fraction_first(suggestions, lever)
     blocked = any(f.id == FindingId.UNSHARDED_FALLBACK for f in extra)
     if not suggestions and table is None and oversize is None and evidence.refusal is None:
         if not blocked:  # a site no knob fixes (the Transformers fallback) stands alone
@@ -325,45 +327,29 @@ def _squeezed(
     )
 
 
-def _with_dp_auto_fraction(
-    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion]
-) -> tuple[list[Finding], list[Suggestion]]:
-    """A refusal under DP attention: the over-reserve of the automatic fraction (sglang#28884),
-    whose arithmetic replaces a value-less raise."""
-    found, lever = dp_auto_fraction(evidence)
-    if lever is None:
-        return findings, suggestions
-    index = next((i for i, s in enumerate(suggestions) if s.knob == "mem_fraction_static"), None)
-    if index is None:
-        return findings + found, [lever, *suggestions]
-    if suggestions[index].value is None:  # a valued raise (from 1 - A/P) is the firmer one
-        suggestions = [*suggestions[:index], lever, *suggestions[index + 1 :]]
-    return findings + found, suggestions
-
-
-def _with_large_gpu_reserve(
-    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion]
-) -> tuple[list[Finding], list[Suggestion]]:
-    """A serving OOM on a GPU over 96 GiB with less outside the KV pool than SGLang's own default
-    keeps there: the fraction to suggest is the one that restores that reserve, when it is lower
-    than the one that frees just the failing allocation (sglang#5893)."""
+def _large_gpu_reserve(evidence: Evidence) -> tuple[list[Finding], Suggestion | None]:
+    """A serving OOM on a GPU the log shows is over 96 GiB, with less outside the KV pool than
+    SGLang's own default keeps there (sglang#5893): the finding, and the fraction that restores
+    that reserve when it has a value."""
     outside = outside_pool(evidence)
     if outside is None or not outside.known_large:  # only where the log shows such a GPU
-        return findings, suggestions
+        return [], None
     found, levers = large_gpu_reserve(evidence, Severity.WARNING)
-    if not found:
-        return findings, suggestions
-    wanted = next((s for s in levers if s.knob == "mem_fraction_static"), None)
+    mfs = (s for s in levers if s.knob == "mem_fraction_static" and isinstance(s.value, float))
+    return found, next(mfs, None)
+
+
+def _fraction_first(suggestions: list[Suggestion], lever: Suggestion | None) -> list[Suggestion]:
+    """A finding's own fraction (the DP automatic fraction's over-reserve, a large GPU's default
+    reserve) in place of the fraction suggested so far where it is firmer: that one has no value,
+    or lowers less; first where none was suggested."""
     index = next((i for i, s in enumerate(suggestions) if s.knob == "mem_fraction_static"), None)
-    if wanted is None or not isinstance(wanted.value, float):
-        return findings + found, suggestions
-    if index is None:
-        suggestions = [wanted, *suggestions]
-    else:
-        current = suggestions[index].value
-        if not isinstance(current, int | float) or wanted.value < current:
-            suggestions = [*suggestions[:index], wanted, *suggestions[index + 1 :]]
-    return findings + found, suggestions
+    if lever is None or index is None:
+        return suggestions if lever is None else [lever, *suggestions]
+    current = suggestions[index].value
+    if current is None or (lever.value is not None and lever.value < current):
+        return [*suggestions[:index], lever, *suggestions[index + 1 :]]
+    return suggestions
 
 
 def _with_graph_memory(
