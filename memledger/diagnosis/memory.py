@@ -489,66 +489,46 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
 
 
 def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) -> list[Suggestion]:
+    """The graph cap (below the failing bucket, else half the largest batch, else without a
+    value), then no graphs at all."""
     smaller = sorted(bs for bs in sizes if failing_bs is not None and bs < failing_bs)
-    levers: list[Suggestion] = []
     knob, spelled = graph_cap_knob(evidence)
     current = evidence.int_param(knob) or (max(sizes) if sizes else None)
     inferred = inferred_graph_max_bs(evidence) if current is None else None
+    value: int | None = None
     if smaller:
         value = smaller[-1]
-        levers.append(
-            Suggestion(
-                knob=knob,
-                direction=Direction.LOWER,
-                value=value,
-                why=(
-                    f"{CAPTURE_ORDER_CITATION}; it failed at bs={failing_bs}"
-                    + (f" after the buckets up to {current} were captured" if current else "")
-                    + f": a cap of {value} skips bs={failing_bs} and every larger bucket{spelled}"
-                ),
-            )
+        why = (
+            f"it failed at bs={failing_bs}"
+            + (f" after the buckets up to {current} were captured" if current else "")
+            + f": a cap of {value} skips bs={failing_bs} and every larger bucket"
         )
-    elif current is not None or inferred is not None:
-        if current is not None:
-            largest, origin = current, f"{current} now"
-        else:
-            assert inferred is not None
-            largest, origin = inferred
-        half = largest // 2 if largest > 1 else None
-        levers.append(
-            Suggestion(
-                knob=knob,
-                direction=Direction.LOWER,
-                value=half,
-                why=(
-                    f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch "
-                    f"({origin}); the failing bucket is not in the log, so {half} (half) is "
-                    f"a first step, not a computed fit{spelled}"
-                ),
-            )
+    elif (known := inferred if current is None else (current, f"{current} now")) is not None:
+        largest, origin = known
+        value = largest // 2 if largest > 1 else None
+        why = (
+            f"graph memory grows with the largest batch ({origin}); the failing bucket is not in "
+            f"the log, so {value} (half) is a first step, not a computed fit"
         )
     else:
-        levers.append(
-            Suggestion(
-                knob=knob,
-                direction=Direction.LOWER,
-                value=None,
-                why=(
-                    f"{CAPTURE_ORDER_CITATION}; graph memory grows with the largest batch; "
-                    "neither the captured batch sizes nor the GPU's capacity are in the log"
-                    f"{spelled}"
-                ),
-            )
+        why = (
+            "graph memory grows with the largest batch; neither the captured batch sizes nor the "
+            "GPU's capacity are in the log"
         )
-    levers.append(
+    return [
+        Suggestion(
+            knob=knob,
+            direction=Direction.LOWER,
+            value=value,
+            why=f"{CAPTURE_ORDER_CITATION}; {why}{spelled}",
+        ),
         Suggestion(
             knob="disable_cuda_graph",
             direction=Direction.ENABLE,
             value=None,
             why="no graphs, no graph memory; decode gets slower (the last resort)",
-        )
-    )
-    return levers
+        ),
+    ]
 
 
 def _knobs(suggestions: list[Suggestion]) -> set[str]:
