@@ -266,8 +266,11 @@ RULES: tuple[SizingRule, ...] = (
         releases=ReleaseRange("0.5.3"),
         source=(
             "v0.5.6 model_executor/model_runner.py:1367-1373 (A all-reduced to the world "
-            "minimum), :1442-1447 (rest_memory), printed after :1670 logs the KV dtype; no "
-            "release wheel 0.5.4 - 0.5.11 or 0.5.23 prints the line: an Ascend build's own print"
+            "minimum), :1442-1447 (rest_memory), printed after :1670 logs the KV dtype. The "
+            "print itself is inferred from the Ascend logs, not read in source: no release "
+            "wheel 0.4.6 - 0.5.11, 0.5.16, 0.5.20 or 0.5.23 has the line (0.5.23 names the "
+            "phrase only in distributed/bootstrap.py:194, a docstring), and the logs print it "
+            "on every rank where SGLang logs the KV dtype on rank 0 only: an Ascend build's own"
         ),
     ),
     SizingRule(
@@ -281,8 +284,10 @@ RULES: tuple[SizingRule, ...] = (
         source=(
             "v0.5.6 model_executor/model_runner.py:1697-1716 (draft_runner_cache_size with "
             "the headroom); v0.5.7 model_executor/model_runner_kv_cache_mixin.py:306-312 "
-            "drops it, but the Ascend builds that print the rest carry 0.5.7's server_args "
-            "fields (speculative_moe_a2a_backend, v0.5.7 server_args.py:431) with the headroom"
+            "drops it. That the Ascend builds keep it is inferred from their logs, not read in "
+            "source: they carry 0.5.7's server_args fields (speculative_moe_a2a_backend, "
+            "v0.5.7 server_args.py:431; absent in 0.5.6), and their printed rest reaches the "
+            "logged token count only with the headroom added; no source seen keeps it"
         ),
     ),
     SizingRule(
