@@ -38,6 +38,15 @@ from memledger.sglang.lines import KNOWN_HEAD_RE
 GRAMMAR_FILE = "sglang.lark"
 
 _LITERAL_RE = re.compile(r'"((?:[^"\\]|\\.)+)"')
+NUMBER_TERMINALS = frozenset({"NUMBER"})
+"""The grammar's terminals whose text memledger.input.transform reads as a number (`number`, a
+head's NUMBER, a list's items); every other token is read as text."""
+
+
+def _settled(parse: LineParse) -> bool:
+    """Whether a parse may outline its shape (shapecache.ParseCache.outline): no problems, and
+    not a startup marker (`dist_init_begin`: the parser reads its variant before any cap)."""
+    return not parse.problems and parse.kind is not EventKind.DIST_INIT_BEGIN
 
 
 def grammar_dir() -> Path | None:
@@ -157,7 +166,9 @@ class LineGrammar:
         # digit-blind (it is written by `_build` below), so the checks are done by then.
         store = ShapeStore.open(self._text) if self._cached and stored else None
         self._cache: ParseCache[LineParse] | None = (
-            ParseCache(True, store) if store is not None and len(store) else None
+            ParseCache(True, store, numbers=NUMBER_TERMINALS, settled=_settled)
+            if store is not None and len(store)
+            else None
         )
         if self._cache is None:
             self._build(store)
@@ -208,7 +219,9 @@ class LineGrammar:
         if previous is not None:  # built for a shape the store lacked: keep what was cached
             self._cache = previous
         else:
-            self._cache = ParseCache(blind, store if blind else None)
+            self._cache = ParseCache(
+                blind, store if blind else None, numbers=NUMBER_TERMINALS, settled=_settled
+            )
 
     def save_shapes(self, *, force: bool = False) -> None:
         """Keep the shapes this run parsed for the next (memledger.input.shapestore)."""
@@ -246,6 +259,14 @@ class LineGrammar:
         if self._cache is not None and not self._extras:  # the common case, without two calls
             return self._cache.parse(message, self._tree, self._from_tree)
         return self._packaged_first(message, cached=True)
+
+    def outline(self, message: str) -> LineParse | None:
+        """A parse of another message of `message`'s shape whose kind, size keys and problems
+        (none) are `message`'s too (shapecache.ParseCache.outline), or None when the caches
+        cannot say; its values are the other message's: `parse` gives `message`'s own."""
+        if self._cache is None or self._extras:
+            return None
+        return self._cache.outline(message)
 
     def parse_uncached(self, message: str) -> LineParse | None:
         """`parse` by the grammars alone (the reference the caches are tested against)."""

@@ -237,6 +237,10 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
             _store(logical, text[:MAX_PARSE_CHARS], parsed, out, pasted=False)
             return
     message = _progress_message(text) if text.startswith("Capturing") else text
+    if len(message) <= MAX_PARSE_CHARS and (outline := grammar.outline(message)) is not None:
+        # a shape all of whose lines type alike: typed only if kept (most are not past the cap)
+        _store(logical, message, outline, out, pasted=False, typed_by=grammar)
+        return
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:
         if logical.prefixed and (unread or looks_like_memory(text) or grammar.meant_for(message)):
@@ -272,9 +276,19 @@ def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: Collector) ->
 
 
 def _store(
-    logical: LogicalLine, message: str, parsed: LineParse, out: Collector, *, pasted: bool
+    logical: LogicalLine,
+    message: str,
+    parsed: LineParse,
+    out: Collector,
+    *,
+    pasted: bool,
+    typed_by: LineGrammar | None = None,
 ) -> None:
-    """Keep a recognised line (bounded per kind), with its startup and evidence bookkeeping."""
+    """Keep a recognised line (bounded per kind), with its startup and evidence bookkeeping.
+
+    With `typed_by`, `parsed` is an outline (LineGrammar.outline): its kind, size keys and
+    problems (none) are the line's, which is all this needs until the line is kept; only then is
+    the line typed, so a line past its kind's cap is counted without it."""
     if parsed.kind is EventKind.CAPTURE_PROGRESS:
         if "avail" not in parsed.sizes:  # vLLM's `Capturing CUDA graphs (decode, FULL)`: every
             return  # SGLang bar says avail_mem (v0.5.6 cuda_graph_runner.py:474, cpu_...:475)
@@ -309,6 +323,10 @@ def _store(
         _unrecognised(out, logical, partial(_not_kept, parsed.kind), coverage)
         return
     out.kept_per_kind[kept_key] = kept + 1
+    if typed_by is not None:
+        typed = typed_by.parse(message)
+        assert typed is not None, "a message of an outlined shape parses"  # shapecache.Shape
+        parsed = typed
     event = _event(parsed.kind, logical, parsed)
     out.keep(Stored(event, logical.prefixed or pasted, out.segment, pasted))
 

@@ -18,6 +18,12 @@ than a repeat count); a grammar that fails the check gets the exact cache only. 
 after an ASCII letter or `_` is never folded (`DSV4`, `TP10`, `bf16` keep their text), so
 keywords with digits stay keywords. tests/input/test_shape_cache.py compares both caches with the
 grammar on every message of every real log.
+
+A shape can also answer, without any typing, what a message of it is (`ParseCache.outline`):
+when each of its digit tokens is a plain short number (`steady`), every message of the shape is
+typed alike but for the numbers' values: the same kind, the same size keys, no problems when the
+first had none. The parser uses that to count a line past its kind's cap without typing it.
+tests/input/test_shape_cache.py checks it on every real message with its digits changed.
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ from typing import Any, Generic, TypeVar
 from memledger.input.shapestore import ABSENT, ShapeStore
 
 _FOLD_RE = re.compile(r"(?<![A-Za-z_])\d")
+_STEADY_NUMBER = re.compile(r"\d{1,9}(?:\.\d{1,20})?")
+"""A number token no digit change can put out of range (memledger.units): no sign (`-0` and `-1`
+fold alike, only one is a negative size), no exponent (`1e10` and `1e30` fold alike), at most 9
+digits before the point (10^9 GB is under MAX_BYTES, so is any count under MAX_MAGNITUDE) and
+20 after it (a non-zero fraction stays above MIN_FRACTION, its exponent above -40)."""
 _REPEAT_RE = re.compile(r"\{\d+(?:,\d*)?\}")
 EXACT_ENTRIES = 4096
 SHAPE_ENTRIES = 1024
@@ -82,6 +93,15 @@ def digit_tokens(node: Any, path: Path = ()) -> list[tuple[Path, Any]]:
     return found
 
 
+def steady(token: Any, numbers: frozenset[str]) -> bool:
+    """Whether this digit token reads alike in every message of its shape: a number terminal
+    (`numbers`) of `_STEADY_NUMBER`'s form, or a token with no digit folding can change (a
+    token alone folds at least the digits it folds in its message: none before its start)."""
+    if token.type in numbers:
+        return _STEADY_NUMBER.fullmatch(token) is not None
+    return _FOLD_RE.search(token) is None
+
+
 class Shape:
     """A cached shape's tree and where its digit tokens sit (`digit_tokens`).
 
@@ -94,13 +114,19 @@ class Shape:
     matter. Rebuilding the nodes above each token instead cost about ten new nodes a line.
     """
 
-    __slots__ = ("tree", "slots")
+    __slots__ = ("tree", "slots", "steady", "outline")
 
-    def __init__(self, tree: Any) -> None:
+    def __init__(self, tree: Any, numbers: frozenset[str] = frozenset()) -> None:
         self.tree = tree
+        found = digit_tokens(tree)
         self.slots: list[tuple[list[Any], int]] = [
-            (_node_at(tree, path[:-1]).children, path[-1]) for path, _ in digit_tokens(tree)
+            (_node_at(tree, path[:-1]).children, path[-1]) for path, _ in found
         ]
+        self.steady = all(steady(token, numbers) for _, token in found)
+        """Every digit token is `steady`: the messages of this shape differ in numbers' values
+        only (ParseCache.outline)."""
+        self.outline: Any = None
+        """The first result of a steady shape when `ParseCache.settled` holds for it."""
 
     def retext(self, message: str) -> Any:
         """The shape's tree with each digit token's text read from `message` at its place
@@ -128,11 +154,32 @@ class ParseCache(Generic[Result]):
     """The exact and shape caches of one grammar; `store` keeps the shapes between runs
     (memledger.input.shapestore), so `parse_tree` (Lark) runs only for a shape new to both."""
 
-    def __init__(self, shapes: bool, store: ShapeStore | None = None) -> None:
+    def __init__(
+        self,
+        shapes: bool,
+        store: ShapeStore | None = None,
+        *,
+        numbers: frozenset[str] = frozenset(),
+        settled: Callable[[Result], bool] | None = None,
+    ) -> None:
         self.shapes_enabled = shapes
         self.exact: dict[str, Result | None] = {}
         self.shapes: dict[str, Shape | None] = {}
         self.store = store if shapes else None
+        self.numbers = numbers
+        """The terminals whose text is read as a number (`steady`)."""
+        self.settled = settled
+        """Which results may outline their shape (None: none); see `outline`."""
+
+    def outline(self, message: str) -> Result | None:
+        """The first result of `message`'s shape, if the shape was parsed, is steady and its
+        result `settled`; else None. Every message of a steady shape is typed alike but for its
+        numbers' values (`_STEADY_NUMBER`, `steady`): same kind, same keys, same problems (a
+        settled result has none). Not its values: parse the message for them."""
+        if not self.shapes_enabled or self.settled is None:
+            return None
+        known = self.shapes.get(fold(message))
+        return None if known is None else known.outline
 
     def parse(
         self,
@@ -170,12 +217,19 @@ class ParseCache(Generic[Result]):
                         self.store.add(shape, tree)
                 if len(self.shapes) >= SHAPE_ENTRIES:
                     self.shapes.clear()
-                self.shapes[shape] = None if tree is None else Shape(tree)
-            else:  # the cached tree holds another message's text
-                tree = None if known is None else known.retext(message)
+                new = self.shapes[shape] = None if tree is None else Shape(tree, self.numbers)
+                result = None if tree is None else from_tree(tree, message)
+                if new is not None and new.steady and result is not None and self.settled:
+                    new.outline = result if self.settled(result) else None
+                return self._remember(message, result)
+            # the cached tree holds another message's text
+            tree = None if known is None else known.retext(message)
         else:
             tree = parse_tree(message)
         result = None if tree is None else from_tree(tree, message)
+        return self._remember(message, result)
+
+    def _remember(self, message: str, result: Result | None) -> Result | None:
         if len(self.exact) >= EXACT_ENTRIES:
             self.exact.clear()
         self.exact[message] = result

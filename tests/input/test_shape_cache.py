@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from memledger.input import linegrammar
-from memledger.input.linegrammar import LineGrammar
-from memledger.input.parsing import parse_log
-from memledger.input.shapecache import ParseCache, Shape, digit_blind, fold, retext
-from memledger.input.transform import LineParse
+from memledger.input.linegrammar import NUMBER_TERMINALS, LineGrammar
+from memledger.input.parsing import EVENTS_PER_KIND_CAP, parse_log
+from memledger.input.shapecache import ParseCache, Shape, digit_blind, fold, retext, steady
+from memledger.input.transform import LineParse, transform
 from tests.conftest import SAMPLES, real_log_paths
 from tests.security.helpers import log_text
 
@@ -155,3 +155,135 @@ def test_a_known_shape_rewrites_only_its_changed_numbers_in_place() -> None:
     parsed = grammar.parse(second)
     assert parsed is not None and parsed.sizes["avail"].text == "11.91 GB"
     assert grammar.parse(first) == grammar.parse_uncached(first)
+
+
+# --- Outlines: a steady shape says what its lines are without typing them (past the kind cap).
+
+
+def test_an_outline_has_the_kind_size_keys_and_no_problems_of_every_real_message(
+    messages: list[str],
+) -> None:
+    grammar = LineGrammar()
+    outlined = 0
+    for variant in [m for message in messages for m in (message, _shifted(message))]:
+        outline = grammar.outline(variant)  # asked before the message itself is parsed
+        if outline is not None:
+            outlined += 1
+            full = grammar.parse_uncached(variant)
+            assert full is not None, variant
+            assert (full.kind, sorted(full.sizes), full.problems) == (
+                outline.kind,
+                sorted(outline.sizes),
+                [],
+            ), variant
+        grammar.parse(variant)
+    assert outlined > len(messages) / 2  # outlines were offered, not just never wrong
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # 10 digits of GB: 10^9 GB is a size, 9 * 10^9 GB is past MAX_BYTES
+        ("Memory pool end. avail mem=1000000000 GB", "Memory pool end. avail mem=9000000000 GB"),
+        # an exponent: 1e10 B is a size, 1e19 B is not
+        ("Memory pool end. avail mem=1e10 B", "Memory pool end. avail mem=1e19 B"),
+        # a key holding a foldable digit: c128 is declared, c199 is not
+        (
+            "DSV4 pool sizes: full=1, swa=2, c4=3, c128=4, c4_state=5, c128_state=6",
+            "DSV4 pool sizes: full=1, swa=2, c4=3, c199=4, c4_state=5, c128_state=6",
+        ),
+    ],
+)
+def test_a_shape_whose_digits_can_change_its_problems_gets_no_outline(
+    first: str, second: str
+) -> None:
+    grammar = LineGrammar()
+    assert fold(first) == fold(second)  # one shape
+    parsed_first, parsed_second = grammar.parse(first), grammar.parse_uncached(second)
+    assert parsed_first is not None and parsed_second is not None
+    assert parsed_first.problems == [] and parsed_second.problems != []  # why it must not
+    assert grammar.outline(second) is None and grammar.outline(first) is None
+    # a steady shape of the same line does get one
+    grammar.parse("Memory pool end. avail mem=12.50 GB")
+    assert grammar.outline("Memory pool end. avail mem=99.99 GB") is not None
+
+
+def test_steady_tokens() -> None:
+    tree = LineGrammar()._tree("Load weight end. avail mem=47.63 GB, mem usage=-0.00 GB.")
+    tokens = {str(t): t for t in tree.scan_values(lambda _: True)}
+    assert steady(tokens["47.63"], NUMBER_TERMINALS)
+    assert not steady(tokens["-0.00"], NUMBER_TERMINALS)  # -0.00 and -1.00 fold alike
+    assert not steady(tokens["47.63"], frozenset())  # a digit in a word read as text
+    assert not _cache(LineGrammar()).outline("Memory pool end. avail mem=1.00 GB")  # unparsed
+
+
+def test_a_problem_or_a_startup_marker_outlines_nothing() -> None:
+    grammar = LineGrammar()
+    # K without V: a problem the next line of this shape has too, but its text is the line's
+    kv = "KV Cache is allocated. #tokens: 1000, K size: 1.00 GB"
+    init = "Init torch distributed begin."
+    for message in (kv, init):
+        assert grammar.parse(message) is not None
+        assert grammar.outline(message) is None
+
+
+_PAST_CAP = 600
+
+
+def _past_cap_log(tmp_path: Path) -> Path:
+    """A TP2 startup, then more than EVENTS_PER_KIND_CAP lines of several kinds on both ranks:
+    capture progress (SGLang's and vLLM's), KV lines, a K-without-V line, out-of-range numbers,
+    a shape with a sign, a 10-digit size."""
+    lines = []
+    for i in range(EVENTS_PER_KIND_CAP + _PAST_CAP):
+        stamp = f"2026-11-06 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
+        for tag in ("TP0", "TP1"):
+            lines.append(
+                f"[{stamp} {tag}] Capturing batches (bs={1 + i % 512} avail_mem="
+                f"{30 + i % 997 / 100:.2f} GB): {i % 100}%|###| {i % 100}/100 [00:01<00:00]"
+            )
+            lines.append(
+                f"[{stamp} {tag}] KV Cache is allocated. #tokens: {300000 + i}, "
+                f"K size: {18 + i % 89 / 100:.2f} GB, V size: {18 + i % 89 / 100:.2f} GB"
+            )
+        head = f"[{stamp} TP0]"
+        if i % 7 == 0:
+            lines.append(f"{head} KV Cache is allocated. #tokens: {i}, K size: 1.{i % 10} GB")
+        if i % 11 == 0:
+            lines.append(f"{head} Memory pool end. avail mem={i % 9}000000000 GB")
+            lines.append(f"{head} Load weight end. avail mem=1.00 GB, mem usage=-{i % 3}.00 GB.")
+        if i % 13 == 0:
+            lines.append(f"{head} Capturing CUDA graphs (decode, FULL): {i % 100}%|#|")
+    path = tmp_path / "past-cap.log"
+    path.write_text(log_text() + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_lines_past_the_cap_are_counted_as_before_without_being_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = _past_cap_log(tmp_path)
+    typed: list[str] = []
+
+    def counted(kind: Any, variant: str, node: Any, message: str, **kw: Any) -> LineParse:
+        typed.append(message)
+        return transform(kind, variant, node, message, **kw)
+
+    monkeypatch.setattr(linegrammar, "transform", counted)
+    fast = parse_log(log)
+    fast_typed = len(typed)
+    assert parse_log(log, rank="TP1") == _without_outlines(monkeypatch, log, "TP1")
+    typed.clear()
+    slow = _without_outlines(monkeypatch, log, None)
+    assert fast == slow  # every count, kept event, coverage line and note alike
+    kv = [e for e in fast.startup.events if e.kind == "kv_allocated"]
+    assert len(kv) == EVENTS_PER_KIND_CAP  # kept up to the cap, the rest counted:
+    assert fast.startup.unrecognised_count > 2 * _PAST_CAP  # past it, of each kind; malformed
+    # the capture and KV lines past the cap were not typed (TP1 prints TP0's very messages)
+    assert len(typed) - fast_typed >= 2 * _PAST_CAP
+
+
+def _without_outlines(monkeypatch: pytest.MonkeyPatch, log: Path, rank: str | None) -> Any:
+    with monkeypatch.context() as patch:
+        patch.setattr(LineGrammar, "outline", lambda self, message: None)
+        return parse_log(log, rank=rank)
