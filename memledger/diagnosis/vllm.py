@@ -20,6 +20,7 @@ from memledger.input.vllm_reader import Reading, Startup, VllmLog
 from memledger.model.ledger import Ledger
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sizing.vllm import VllmSizing
+from memledger.vllm.knobs import LEVERS
 from memledger.vllm.sizing_rules import DEFAULT_BLOCK_SIZE, REDUNDANCY_BUFFER_BYTES
 
 GIB = 1 << 30
@@ -113,6 +114,23 @@ def diagnose_vllm(
     )
 
 
+Valued = dict[str, tuple[float | None, str]]
+"""A lever's value (None: not computable) and its working, by knob."""
+
+
+def _levers(failure: str, valued: Valued | None = None, **words: str) -> list[Suggestion]:
+    """The failure's levers in the table's order (memledger.vllm.knobs.LEVERS): a knob in
+    `valued` with its value and working, the others with the table's why; one without a why is
+    named only with a value."""
+    found = []
+    for lever in LEVERS[failure]:
+        value, why = (valued or {}).get(lever.knob, (None, lever.why.format(**words)))
+        if why:
+            direction = Direction(lever.direction)
+            found.append(Suggestion(knob=lever.knob, direction=direction, value=value, why=why))
+    return found
+
+
 def _utilization_value(
     facts: Mapping[str, Fact], more: int, *, lower: bool = False
 ) -> tuple[float | None, str]:
@@ -157,16 +175,12 @@ def _free_memory(
             )
         )
         value = math.floor(free / total * 100) / 100
-        suggestions.append(
-            Suggestion(
-                knob="gpu_memory_utilization",
-                direction=Direction.LOWER,
-                value=value,
-                why=f"free {_g(free)} / total {_g(total)} = {free / total:.4f}, rounded down: "
-                f"vLLM asks total x utilization of the free memory (v0.10.2 "
-                f"vllm/v1/worker/gpu_worker.py:176-189); or free the {_g(others)} others hold",
-            )
+        why = (
+            f"free {_g(free)} / total {_g(total)} = {free / total:.4f}, rounded down: vLLM asks "
+            "total x utilization of the free memory (v0.10.2 vllm/v1/worker/gpu_worker.py:176-189)"
+            f"; or free the {_g(others)} others hold"
         )
+        suggestions += _levers("free_memory", {"gpu_memory_utilization": (value, why)})
     verdict = (
         f"vLLM refused to start: {_g(free or 0)} free, the budget asks "
         f"{_g(requested or 0)} ({util:g} of the GPU)"
@@ -199,57 +213,23 @@ def _max_len_v1(
                 evidence=evidence,
             )
         )
+    valued: Valued = {}
     if estimate is not None:
-        value = int(estimate) // DEFAULT_BLOCK_SIZE * DEFAULT_BLOCK_SIZE
-        suggestions.append(
-            Suggestion(
-                knob="max_model_len",
-                direction=Direction.LOWER,
-                value=value,
-                why=f"vLLM's estimated maximum model length {int(estimate):,} (the longest "
-                f"request that fits {_g(available or 0)}), down to a multiple of "
-                f"{DEFAULT_BLOCK_SIZE}",
-            )
+        valued["max_model_len"] = (
+            int(estimate) // DEFAULT_BLOCK_SIZE * DEFAULT_BLOCK_SIZE,
+            f"vLLM's estimated maximum model length {int(estimate):,} (the longest request that "
+            f"fits {_g(available or 0)}), down to a multiple of {DEFAULT_BLOCK_SIZE}",
         )
     elif needed is not None and available is not None and max_len:
-        value = int(max_len * available / needed) // DEFAULT_BLOCK_SIZE * DEFAULT_BLOCK_SIZE
-        suggestions.append(
-            Suggestion(
-                knob="max_model_len",
-                direction=Direction.LOWER,
-                value=value,
-                why=f"{int(max_len):,} x {_g(available)} available / {_g(needed)} needed",
-            )
+        valued["max_model_len"] = (
+            int(max_len * available / needed) // DEFAULT_BLOCK_SIZE * DEFAULT_BLOCK_SIZE,
+            f"{int(max_len):,} x {_g(available)} available / {_g(needed)} needed",
         )
-    else:
-        suggestions.append(
-            Suggestion(
-                knob="max_model_len",
-                direction=Direction.LOWER,
-                why="the log cut the available KV figure: lower it until one request fits",
-            )
-        )
-    more = shortfall if shortfall is not None else 0
-    util_value, why = _utilization_value(facts, more) if more else (None, "")
-    suggestions.append(
-        Suggestion(
-            knob="gpu_memory_utilization",
-            direction=Direction.RAISE,
-            value=util_value,
-            why=f"the budget must grow by the shortfall {_g(more)}: {why}"
-            if more
-            else "the budget must grow by the shortfall (not printed whole)",
-        )
-    )
-    suggestions.append(
-        Suggestion(
-            knob="max_num_batched_tokens",
-            direction=Direction.LOWER,
-            why="the profiling pass runs max_num_batched_tokens tokens: its activation peak is "
-            "held out of the KV budget, and shrinks with it (a 2026 default doubled it to 16384 "
-            "on GPUs of 160 GiB or more)",
-        )
-    )
+    if shortfall:
+        util_value, why = _utilization_value(facts, shortfall)
+        why = f"the budget must grow by the shortfall {_g(shortfall)}: {why}"
+        valued["gpu_memory_utilization"] = (util_value, why)
+    suggestions += _levers("max_seq_len_v1", valued)
     verdict = (
         f"KV cache too small for one max-length request: {_g(shortfall)} short"
         if shortfall is not None
@@ -282,31 +262,17 @@ def _max_len_v0(
             evidence=_at(log, error),
         )
     )
+    valued: Valued = {}
     if tokens is not None:
-        suggestions.append(
-            Suggestion(
-                knob="max_model_len",
-                direction=Direction.LOWER,
-                value=int(tokens),
-                why=f"the tokens the KV cache holds ({int(tokens):,})",
-            )
-        )
-    raise_to: float | None = None
-    why = ""
+        valued["max_model_len"] = (int(tokens), f"the tokens the KV cache holds ({int(tokens):,})")
     if shortfall is not None:
         raise_to, why = _utilization_value(facts, shortfall)
         why = (
             f"{short_tokens:,} tokens x {sizing.block_bytes:,} B per {DEFAULT_BLOCK_SIZE}-token "
             f"block (from {sizing.block_bytes_from}) = {_g(shortfall)}: {why}"
         )
-    suggestions.append(
-        Suggestion(
-            knob="gpu_memory_utilization",
-            direction=Direction.RAISE,
-            value=raise_to,
-            why=why or "the budget must hold one max-length request",
-        )
-    )
+        valued["gpu_memory_utilization"] = (raise_to, why)
+    suggestions += _levers("max_seq_len_v0", valued)
     return Phase.KV_SIZING, "KV cache too small for one max-length request", shortfall
 
 
@@ -336,27 +302,12 @@ def _no_cache(
             evidence=_at(log, kv) + [f"{log.path}:{r.line}" for r in errors[:1]],
         )
     )
-    value, why = (None, "")
+    valued: Valued = {}
     if shortfall is not None:
         value, why = _utilization_value(facts, shortfall + GIB)
         why = f"the budget must grow by {_g(shortfall)} plus 1 GiB of KV: {why}"
-    suggestions.append(
-        Suggestion(
-            knob="gpu_memory_utilization",
-            direction=Direction.RAISE,
-            value=value,
-            why=why
-            or "the budget (total x utilization) is smaller than weights + "
-            "activation peak + non-torch memory",
-        )
-    )
-    suggestions.append(
-        Suggestion(
-            knob="max_num_batched_tokens",
-            direction=Direction.LOWER,
-            why="a smaller profiling pass holds a smaller activation peak out of the budget",
-        )
-    )
+        valued["gpu_memory_utilization"] = (value, why)
+    suggestions += _levers("no_cache_memory", valued)
     verdict = "no memory left for the KV cache" + (
         "" if shortfall is None else f": the budget is {_g(shortfall)} short"
     )
@@ -381,27 +332,7 @@ def _after_kv(
             evidence=_at(log, kv),
         )
     )
-    suggestions.append(
-        Suggestion(
-            knob="max_model_len",
-            direction=Direction.LOWER,
-            why=f"one request of max_model_len tokens must fit in {_g(kv.bytes or 0)}",
-        )
-    )
-    suggestions.append(
-        Suggestion(
-            knob="gpu_memory_utilization",
-            direction=Direction.RAISE,
-            why="a larger budget leaves more for the KV cache",
-        )
-    )
-    suggestions.append(
-        Suggestion(
-            knob="max_num_batched_tokens",
-            direction=Direction.LOWER,
-            why="a smaller profiling pass holds a smaller activation peak out of the budget",
-        )
-    )
+    suggestions += _levers("kv_check", kv=_g(kv.bytes or 0))
     return Phase.KV_SIZING, (
         f"startup failed after KV sizing ({_g(kv.bytes or 0)} available): most likely the KV "
         "check for one max-length request"
@@ -444,46 +375,13 @@ def _oom(
             evidence=_at(log, error),
         )
     )
-    if phase is Phase.GRAPH_CAPTURE:
-        estimate = _bytes(facts, "graph_estimate_gib") or _bytes(facts, "graph_gib")
-        value, why = (None, "")
-        if estimate is not None:
-            value, why = _utilization_value(facts, estimate, lower=True)
-        suggestions.append(
-            Suggestion(
-                knob="gpu_memory_utilization",
-                direction=Direction.LOWER,
-                value=value,
-                why=(
-                    f"leave the CUDA graphs ({_g(estimate)}) outside the budget: {why}"
-                    if estimate is not None
-                    else "graphs are captured after the KV cache took the budget (before 0.21.0, "
-                    "or when the estimate missed): they need room outside it"
-                ),
-            )
-        )
-        suggestions.append(
-            Suggestion(
-                knob="enforce_eager",
-                direction=Direction.ENABLE,
-                why="no CUDA graphs at all (slower decoding)",
-            )
-        )
-        suggestions.append(
-            Suggestion(
-                knob="max_num_seqs",
-                direction=Direction.LOWER,
-                why="the largest captured batch, so the largest graph, shrinks with it",
-            )
-        )
-    else:
-        suggestions.append(
-            Suggestion(
-                knob="gpu_memory_utilization",
-                direction=Direction.LOWER,
-                why="an allocation outside the budget failed: leave more headroom",
-            )
-        )
+    estimate = _bytes(facts, "graph_estimate_gib") or _bytes(facts, "graph_gib")
+    valued: Valued = {}
+    if phase is Phase.GRAPH_CAPTURE and estimate is not None:
+        value, why = _utilization_value(facts, estimate, lower=True)
+        why = f"leave the CUDA graphs ({_g(estimate)}) outside the budget: {why}"
+        valued["gpu_memory_utilization"] = (value, why)
+    suggestions += _levers("graph_capture_oom" if phase is Phase.GRAPH_CAPTURE else "oom", valued)
     return phase, f"CUDA out of memory during {PHASE_TEXT[phase]}", shortfall
 
 

@@ -11,10 +11,11 @@ The tables have the shapes of SGLang's: one entry per item, each with the releas
   regular expressions.
 - `errors.py`: `ERRORS`, one `VllmError` per failure text (no cache memory, the max-seq-len
   ValueError of V0 and of V1 in its 2025 and 2026 wordings, the free-memory check, PyTorch's and
-  CUDA's out-of-memory texts), with the startup phase and the knobs; the traceback frame words
+  CUDA's out-of-memory texts), with the startup phase; the traceback frame words
   that place an OOM (`GRAPH_FRAMES`, `PROFILE_FRAMES`, `LOAD_FRAMES`).
 - `sizing_rules.py`: `RULES`, vLLM's KV sizing step by step (`SizingRule`, SGLang's shape).
-- `knobs.py`: `KNOBS`, the settings a diagnosis may name, what each moves, its default.
+- `knobs.py`: `KNOBS`, the settings a diagnosis may name, what each moves, its default;
+  `LEVERS`, each failure's knobs in the order to try, with the direction and why.
 
 The code that reads the tables: `memledger/input/vllm_reader.py` (lines -> readings ->
 startups), `memledger/input/vllm_facts.py` (one value per fact, rank 0's first),
@@ -34,8 +35,9 @@ A new fact name is read by every step that knows the name; the facts view
 (`vllm_facts.startup_facts`) needs nothing new.
 
 ## Adding a failure text
-An entry in `errors.ERRORS` with its phase and knobs; if vLLM (or the pasting) breaks the message
-over lines, `continued` is a regex for where the first line ends. A test on a synthetic message.
+An entry in `errors.ERRORS` with its phase, and its levers in `knobs.LEVERS`; if vLLM (or the
+pasting) breaks the message over lines, `continued` is a regex for where the first line ends. A
+test on a synthetic message.
 
 ## Adding a sizing rule
 A `SizingRule` in `sizing_rules.py` (a moved rule gets a new entry, the old one keeps its

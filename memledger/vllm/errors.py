@@ -1,9 +1,9 @@
 """vLLM's failure texts: one `VllmError` per wording, with the phase it stops and what to turn.
 
 The same shape as `lines.VllmLine` (a regex whose named groups are facts, prefilter words, the
-releases and the wheel line), plus the startup phase the failure belongs to and the knobs
-(`knobs.KNOBS` ids) that address it, in the order to try. The diagnosis
-(`memledger.vllm.diagnose`) reads these; the wording decides the failure, never the prefix.
+releases and the wheel line), plus the startup phase the failure belongs to; the knobs that
+address it are `knobs.LEVERS[id]`. The diagnosis (`memledger.diagnosis.vllm`) reads these; the
+wording decides the failure, never the prefix.
 
 A V1 error raised in a worker is printed by the engine core inside a traceback
 (`ERROR ... [core.py:N] ValueError: ...`), and since 2026 wraps its message over several
@@ -27,7 +27,6 @@ class VllmError:
     phase: str
     """`device_check` (before weights), `load`, `profile` (the dummy forward pass),
     `kv_sizing` (the KV budget is checked), `graph_capture`, `unknown` (from the traceback)."""
-    knobs: tuple[str, ...]
     first: str | None
     last: str | None
     source: str
@@ -46,7 +45,6 @@ ERRORS: tuple[VllmError, ...] = (
         r"No available memory for the cache blocks",
         ("No available memory for the cache blocks",),
         "kv_sizing",
-        ("gpu_memory_utilization", "max_num_batched_tokens", "enforce_eager"),
         None,
         None,
         "v0.6.4.post1 vllm/worker/worker.py:493 (raise_if_cache_size_invalid: num_gpu_blocks <= "
@@ -59,7 +57,6 @@ ERRORS: tuple[VllmError, ...] = (
         rf"number of tokens that can be stored in KV cache \((?P<kv_tokens_n>{COUNT})\)",
         ("is larger than the maximum number of tokens",),
         "kv_sizing",
-        ("max_model_len", "gpu_memory_utilization"),
         None,
         None,
         "v0.6.4.post1 vllm/worker/worker.py:499-503 (max_model_len > block_size * num_gpu_blocks)",
@@ -74,7 +71,6 @@ ERRORS: tuple[VllmError, ...] = (
         rf"(?P<estimated_max_model_len_n>{COUNT}))?",
         ("To serve at least one request with the model",),
         "kv_sizing",
-        ("max_model_len", "gpu_memory_utilization", "max_num_batched_tokens", "kv_cache_dtype"),
         "0.7.0",
         None,
         "v0.7.3 vllm/v1/core/kv_cache_utils.py:466 ('models's', no estimate); v0.10.2 "
@@ -89,7 +85,6 @@ ERRORS: tuple[VllmError, ...] = (
         rf"\((?P<gpu_memory_utilization>{NUM}), (?P<requested_gib>{NUM}) GiB\)",
         ("is less than desired GPU memory utilization",),
         "device_check",
-        ("gpu_memory_utilization",),
         "0.9.0",
         None,
         "v0.10.2 vllm/v1/worker/gpu_worker.py:181 (init_device); v0.29.0 "
@@ -104,7 +99,6 @@ ERRORS: tuple[VllmError, ...] = (
         r"PyTorch)?",
         ("CUDA out of memory",),
         "unknown",
-        ("gpu_memory_utilization", "enforce_eager", "max_num_seqs"),
         None,
         None,
         "PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp), not vLLM; the phase "
@@ -116,7 +110,6 @@ ERRORS: tuple[VllmError, ...] = (
         r"CUDA error: out of memory",
         ("CUDA error: out of memory",),
         "unknown",
-        ("gpu_memory_utilization", "enforce_eager", "max_num_seqs"),
         None,
         None,
         "the CUDA runtime through PyTorch (an allocation inside a kernel or graph capture)",
@@ -127,7 +120,6 @@ ERRORS: tuple[VllmError, ...] = (
         r"EngineCore failed to start",
         ("EngineCore failed to start",),
         "unknown",
-        (),
         "0.8.0",
         None,
         "v0.29.0 vllm/v1/engine/core.py:1374 (logger.exception around the engine core's init)",
