@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog, Value
 from memledger.model.ledger import Checkpoint, Ledger
+from memledger.sglang.failure_rules import nearest_source
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 
 _OOM_EXCEPTION = "OutOfMemory"
@@ -119,6 +120,13 @@ class Evidence:
 
     def at(self, line: int | None) -> str:
         return f"{self.path}:{line}" if line is not None else self.path
+
+    def cite(self, sources: tuple[tuple[str, str], ...]) -> str:
+        """`vX path:line` of `sources` at the release nearest the log's own (v0.5.8's when the
+        log does not date itself)."""
+        version = self.sizing.version if self.sizing is not None else None
+        first, last = (version.first or 0, version.last or 0) if version is not None else (0, 0)
+        return nearest_source(sources, first, last)
 
     @property
     def serving_batch(self) -> Event | None:

@@ -18,7 +18,8 @@ from memledger.sglang.failure_rules import (
     LARGE_GPU_RESERVE_CITATION,
     LARGE_GPU_RESERVE_GIB,
     LATE_RELEASE_CAUSE,
-    SUMMARY_LINE_CITATION,
+    MAX_REQ_INPUT_LEN_SOURCES,
+    SUMMARY_LINE_SOURCES,
     Phase,
 )
 from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
@@ -296,7 +297,7 @@ def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
                 else f"the KV pool holds {tokens:,} tokens a rank: "
             )
             + f"every running request's prompt and generated tokens come out of it{fit}{cap} "
-            f"({SUMMARY_LINE_CITATION})"
+            f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})"
         ),
         evidence=[evidence.at(summary.line)],
     )
@@ -314,9 +315,9 @@ def _pool_levers(evidence: Evidence, tokens: int, context: int) -> list[Suggesti
             direction=Direction.LOWER,
             value=shorter,
             why=(
-                f"SGLang refuses requests longer than min(context_len, max_total_num_tokens) - 6 "
-                f"(v0.5.8 managers/tp_worker.py:286-290): a context of {tokens:,} tokens or "
-                f"fewer, the pool's, rounded down to 1,024 = {shorter:,}; the pool is unchanged"
+                f"SGLang refuses a request longer than its max_req_input_len "
+                f"({evidence.cite(MAX_REQ_INPUT_LEN_SOURCES)}): a context of {tokens:,} tokens "
+                f"or fewer, the pool's, rounded down to 1,024 = {shorter:,}; the pool is unchanged"
             ),
         )
     ]

@@ -31,18 +31,13 @@ from memledger.sglang.failure_rules import (
     TROUBLESHOOTING_CITATION,
     LoadSite,
     Phase,
-    nearest_source,
 )
 from memledger.sglang.lifecycle import SERVING_BATCH_LEVERS
 
 
 def _budget(evidence: Evidence) -> str:
     """Where SGLang computes the KV budget, at the release nearest the log's own."""
-    version = evidence.sizing.version if evidence.sizing is not None else None
-    first, last = (version.first or 0, version.last or 0) if version is not None else (0, 0)
-    return (
-        f"SGLang's budget rest = A - P x (1 - mfs): {nearest_source(BUDGET_SOURCES, first, last)}"
-    )
+    return f"SGLang's budget rest = A - P x (1 - mfs): {evidence.cite(BUDGET_SOURCES)}"
 
 
 def shortfall(evidence: Evidence) -> int | None:

@@ -17,7 +17,7 @@ from memledger.sglang.failure_rules import (
     COUNT_SHAPES,
     HEADROOM_DOCS_CAP_GIB,
     HEADROOM_FLOOR_MIN_GIB,
-    MAX_REQ_INPUT_LEN_CITATION,
+    MAX_REQ_INPUT_LEN_SOURCES,
     PAGE_ACCOUNTING_CITATION,
     POOL_RAN_OUT_CITATION,
     SWA_RATIO_CITATION,
@@ -212,7 +212,7 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
         if isinstance(limit, int):
             bound = (
                 f": {limit:,} + 6 = {limit + 6:,} is the smaller of the context length and the "
-                f"KV pool's max_total_num_tokens ({MAX_REQ_INPUT_LEN_CITATION})"
+                f"KV pool's max_total_num_tokens ({evidence.cite(MAX_REQ_INPUT_LEN_SOURCES)})"
             )
             tokens = evidence.ledger.summary.kv_tokens_per_rank
             if isinstance(tokens, int) and tokens == limit + 6:

@@ -185,10 +185,16 @@ SERVING_SHAPES = frozenset({"too_long", "retract", "prefill", "decode", "alloc_r
 POOL_RAN_OUT_CITATION = (
     "v0.5.8 mem_cache/common.py:284 (prefill), :321 (alloc_req_slots), :413 (decode)"
 )
-MAX_REQ_INPUT_LEN_CITATION = (
-    "max_req_input_len = min(context_len - 1, max_total_num_tokens - 1) - 5: v0.5.8 "
-    "managers/tp_worker.py:286-290"
+MAX_REQ_INPUT_LEN_SOURCES: tuple[tuple[str, str], ...] = (
+    ("0.2.13", "managers/tp_worker.py:134-137: min(context_len - 1, max_total_num_tokens - 1)"),
+    ("0.4.0", "managers/tp_worker.py:100-104: min(context_len - 1, max_total_num_tokens - 1) - 5"),
+    ("0.4.6", "managers/tp_worker.py:120-124: min(context_len - 1, max_total_num_tokens - 1) - 5"),
+    ("0.5.2", "managers/tp_worker.py:151-155: min(context_len - 1, max_total_num_tokens - 1) - 5"),
+    ("0.5.8", "managers/tp_worker.py:286-290: min(context_len - 1, max_total_num_tokens - 1) - 5"),
+    ("0.5.23", "managers/tp_worker.py:568-572: min(context_len - 1, kv_capacity - 1) - 5"),
 )
+"""Where each release computes max_req_input_len, the longest request it accepts, and how (read in
+each wheel), oldest first: cited at the release nearest the log's own (`nearest_source`)."""
 REQ_TO_TOKEN_CITATION = (
     "v0.5.8 mem_cache/memory_pool.py:136 torch.zeros((size, max_context_len), int32), sized in "
     "model_executor/model_runner_kv_cache_mixin.py:336-386"
@@ -645,8 +651,15 @@ CAPTURE_FAILED_TEXT = "Capture cuda graph failed"
 model_executor/cuda_graph_runner.py:369, v0.5.23
 model_executor/runner/decode_cuda_graph_runner.py:603): the phase, when no frame or startup line
 gives it."""
-SUMMARY_LINE_CITATION = (
-    "the scheduler's summary line, max_total_num_tokens=... max_running_requests=... "
-    "context_len=... (v0.5.8 managers/scheduler.py:585-597)"
+SUMMARY_LINE_SOURCES: tuple[tuple[str, str], ...] = (
+    ("0.2.13", "managers/tp_worker.py:141-147"),
+    ("0.3.0", "managers/tp_worker.py:148-153"),
+    ("0.4.0", "managers/scheduler.py:222-227"),
+    ("0.4.6", "managers/scheduler.py:305-311"),
+    ("0.5.2", "managers/scheduler.py:411-418"),
+    ("0.5.8", "managers/scheduler.py:590-597"),
+    ("0.5.23", "managers/scheduler.py:1268-1276"),
 )
-"""Where a ready log states the KV pool's tokens and the request cap SGLang settled on."""
+"""Where each release prints the scheduler's summary line, max_total_num_tokens=...
+max_running_requests=... context_len=... (read in each wheel), oldest first: where a ready log
+states the KV pool's tokens and the request cap SGLang settled on."""

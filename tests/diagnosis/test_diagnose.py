@@ -167,12 +167,15 @@ def test_ready_logs_findings() -> None:
     # (review m7: lowering the fraction or capping the tokens would shrink it further)
     capacity = next(f for f in wsl.findings if f.id == "kv_capacity")
     assert capacity.severity.value == "warning"
+    # a 0.4.6.post2 log: its release's summary line and request limit, not v0.5.8's (review m7)
+    assert "v0.4.6 managers/scheduler.py:305-311" in capacity.message
     shorter, ranks = wsl.suggestions
     assert (shorter.knob, shorter.direction.value, shorter.value) == (
         "context_length",
         "lower",
         15360,
     )
+    assert "v0.4.6 managers/tp_worker.py:120-124" in shorter.why
     # (40,960 - 15,387) x 114,436 B = 2.73 GiB over P 3.23 GiB: no fraction holds it
     assert (ranks.knob, ranks.direction.value) == ("tp_size", "raise")
     assert "0.88 + 0.8438 = 1.7238: above 0.95" in ranks.why

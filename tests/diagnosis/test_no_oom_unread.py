@@ -5,6 +5,7 @@ out-of-memory says so. Every input is a synthetic line in its family's shape."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -14,7 +15,14 @@ from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import evidence_text, render_text
-from memledger.sglang.failure_rules import BUDGET_SOURCES, Phase, nearest_source
+from memledger.sglang.failure_rules import (
+    BUDGET_SOURCES,
+    MAX_REQ_INPUT_LEN_SOURCES,
+    SUMMARY_LINE_SOURCES,
+    Phase,
+    nearest_source,
+)
+from memledger.sglang.releases import version_code
 
 
 def _diagnose(text: str) -> Diagnosis:
@@ -258,3 +266,26 @@ def test_the_budget_is_cited_at_the_release_nearest_the_logs() -> None:
     assert nearest_source(BUDGET_SOURCES, 5023, 0).startswith("v0.5.23 ")
     assert nearest_source(BUDGET_SOURCES, 0, 0).startswith("v0.5.8 ")  # release unknown
     assert nearest_source(BUDGET_SOURCES, 3000, 3003).startswith("v0.4.1 ")  # none older
+
+
+@pytest.mark.parametrize(
+    "sources", [BUDGET_SOURCES, MAX_REQ_INPUT_LEN_SOURCES, SUMMARY_LINE_SOURCES]
+)
+def test_release_dated_sources_run_oldest_first_and_name_a_file_line(
+    sources: tuple[tuple[str, str], ...],
+) -> None:
+    codes = [version_code(release) for release, _ in sources]
+    assert codes == sorted(codes) and len(set(codes)) == len(codes) and all(codes)
+    assert all(re.match(r"[a-z_/]+\.py:\d+", where) for _, where in sources)
+    assert any(release == "0.5.8" for release, _ in sources)  # the unknown-release citation
+
+
+def test_the_summary_line_and_the_request_limit_are_cited_at_the_logs_release() -> None:
+    # review m7: a 0.4.6 log cited v0.5.8's scheduler; before 0.4.0 there was no "- 5"
+    assert nearest_source(SUMMARY_LINE_SOURCES, 4006, 4006).startswith(
+        "v0.4.6 managers/scheduler.py:"
+    )
+    assert nearest_source(SUMMARY_LINE_SOURCES, 3000, 3003).startswith("v0.3.0 managers/tp_worker")
+    old = nearest_source(MAX_REQ_INPUT_LEN_SOURCES, 2013, 3005)
+    assert old.endswith("max_total_num_tokens - 1)")
+    assert nearest_source(MAX_REQ_INPUT_LEN_SOURCES, 5023, 0).endswith("kv_capacity - 1) - 5")
