@@ -296,6 +296,53 @@ def _kv_line(r: Reading) -> Found:
     return None if line is None else (1, line)
 
 
+_POOL_LINES = frozenset(
+    {
+        EventKind.KV_ALLOCATED,
+        EventKind.KV_SKIPPED,
+        EventKind.MAMBA_ALLOCATED,
+        EventKind.REPLAY_SSM,
+        EventKind.SWA_SPLIT,
+        EventKind.SWA_POOL,
+        EventKind.DSV4_CALC,
+        EventKind.DSV4_POOL_SIZES,
+        EventKind.DSV4_POOL_INIT,
+        EventKind.POST_CAPTURE_KV,
+    }
+)
+
+
+def _plain_kv_pool(r: Reading) -> Event | None:
+    """The target's KV line when it is the target's only pool line (no Mamba, SWA or DSV4
+    pool beside it): one KV pool of per-layer buffers, whose printed sizes are all of it."""
+    lines = [
+        event
+        for span in r.chain.spans
+        if span.region == TARGET
+        for event in span.events
+        if event.kind in _POOL_LINES
+    ]
+    if (
+        len(lines) != 1
+        or lines[0].kind != EventKind.KV_ALLOCATED
+        or not lines[0].sizes
+        or lines[0].value("va_upper_bound")
+    ):
+        return None
+    return lines[0]
+
+
+def _kv_pool_size(half_ulp: bool) -> Callable[[Reading], Found]:
+    def read(r: Reading) -> Found:
+        line = _plain_kv_pool(r)
+        if line is None:
+            return None
+        sizes = line.sizes.values()
+        return sum(s.half_ulp if half_ulp else s.bytes for s in sizes), line
+
+    return read
+
+
 def _max_total_num_tokens(r: Reading) -> Found:
     total = r.summary_value("max_total_num_tokens")
     return (total, r.summary) if isinstance(total, int) else None
@@ -398,6 +445,16 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     ),
     LogInput("kv_tokens", _kv_tokens, "no KV #tokens and no max_total_num_tokens in the log"),
     LogInput("max_total_num_tokens", _max_total_num_tokens),
+    LogInput(
+        "kv_pool_bytes",
+        _kv_pool_size(False),
+        "no target KV line, or other pools (Mamba, SWA, DSV4) beside it",
+    ),
+    LogInput(
+        "kv_pool_half_ulp",
+        _kv_pool_size(True),
+        "no target KV line, or other pools (Mamba, SWA, DSV4) beside it",
+    ),
     LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),
     LogInput("model_type", _model_type, "no `type=` on the target's load-end line"),

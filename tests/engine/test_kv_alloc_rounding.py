@@ -1,0 +1,120 @@
+"""Formula kv_alloc_rounding: PyTorch's caching allocator rounds each per-layer KV buffer of
+10 MiB or more up to 2 MiB, and the tails stay reserved in the pool interval. Synthetic lines;
+the model dims come from a synthetic --model-config."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import memledger
+from memledger.model.ledger import Ledger, RowGroup, RowKind
+from memledger.units import GIB, MIB
+
+TOKENS = 300_000
+LAYERS = 24
+KV_HEADS = 4
+HEAD_DIM = 128
+BUFFER = (TOKENS + 1) * KV_HEADS * HEAD_DIM * 2  # page_size 1: one padding row, bf16
+"""One K (or V) buffer: (size + page_size) rows x heads x head_dim x 2 B."""
+PRINTED = round(LAYERS * BUFFER / GIB, 2)
+
+
+def _lines(*, extra_pool: str | None = None, device: str = "cuda") -> list[str]:
+    pool = [
+        f"KV Cache is allocated. #tokens: {TOKENS}, K size: {PRINTED:.2f} GB, "
+        f"V size: {PRINTED:.2f} GB",
+        *([extra_pool] if extra_pool else []),
+    ]
+    return [
+        "[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=1, "
+        f"page_size=1, mem_fraction_static=0.85, device='{device}')",
+        "[2026-01-01 00:00:01 TP0] Init torch distributed begin.",
+        "[2026-01-01 00:00:01 TP0] Init torch distributed ends. mem usage=0.02 GB",
+        "[2026-01-01 00:00:02 TP0] Load weight begin. avail mem=39.50 GB",
+        "[2026-01-01 00:00:03 TP0] Load weight end. elapsed=1.25 s, type=Qwen3ForCausalLM, "
+        "dtype=torch.bfloat16, avail mem=30.00 GB, mem usage=9.50 GB.",
+        *(f"[2026-01-01 00:00:03 TP0] {line}" for line in pool),
+        "[2026-01-01 00:00:03 TP0] Memory pool end. avail mem=15.90 GB",
+        "[2026-01-01 00:00:04 TP0] max_total_num_tokens=300000, chunked_prefill_size=8192, "
+        "max_prefill_tokens=16384, max_running_requests=64, context_len=4096, "
+        "available_gpu_mem=15.90 GB",
+    ]
+
+
+def _config(tmp_path: Path, **dims: int) -> Path:
+    fields = {
+        "num_hidden_layers": LAYERS,
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "num_key_value_heads": KV_HEADS,
+        "head_dim": HEAD_DIM,
+        "torch_dtype": "bfloat16",
+    }
+    fields.update(dims)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    return path
+
+
+def _ledger(lines: list[str], model_config: Path | None = None) -> Ledger:
+    text = "\n".join(lines) + "\n"
+    return memledger.ledger(memledger.load_text(text), model_config=model_config)
+
+
+def _unexplained(found: Ledger) -> int:
+    return sum(r.bytes or 0 for r in found.rows if r.group is RowGroup.UNEXPLAINED)
+
+
+def test_each_buffer_is_rounded_up_to_2_mib(tmp_path: Path) -> None:
+    found = _ledger(_lines(), _config(tmp_path))
+    row = found.row("kv_alloc_rounding")
+    assert row is not None and row.kind is RowKind.DERIVED
+    tail = math.ceil(BUFFER / (2 * MIB)) * 2 * MIB - BUFFER
+    assert 0 < tail < 2 * MIB
+    assert row.bytes == 2 * LAYERS * tail  # K and V buffers of every layer
+    assert row.interval == "load_end->memory_pool_end"
+    # carved from the pool interval: what it names leaves the unexplained residual
+    without = _ledger(_lines())
+    assert _unexplained(without) - _unexplained(found) == row.bytes
+    assert abs(found.balance_error_bytes) <= found.tolerance_bytes
+
+
+def test_without_model_dims_the_row_is_unknown_and_says_what_sizes_it() -> None:
+    found = _ledger(_lines())
+    row = found.row("kv_alloc_rounding")
+    assert row is not None and row.kind is RowKind.UNKNOWN and not row.in_partition
+    assert "--model-config" in (row.evidence.note or "")
+
+
+def test_dims_that_do_not_give_the_logged_pool_make_no_row(tmp_path: Path) -> None:
+    # twice the KV heads would give twice the printed pool: these are not the log's buffers
+    found = _ledger(_lines(), _config(tmp_path, num_key_value_heads=8))
+    assert found.row("kv_alloc_rounding") is None
+
+
+def test_a_pool_beside_the_kv_pool_or_an_npu_makes_no_row(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    mamba = (
+        "Mamba Cache is allocated. max_mamba_cache_size: 38, conv_state size: 0.03GB, "
+        "ssm_state size: 2.74GB "
+    )
+    assert _ledger(_lines(extra_pool=mamba), config).row("kv_alloc_rounding") is None
+    assert _ledger(_lines(device="npu"), config).row("kv_alloc_rounding") is None
+
+
+def test_mla_has_one_buffer_per_layer(tmp_path: Path) -> None:
+    layers, width = 20, 512 + 64
+    buffer = (TOKENS + 1) * width * 2
+    printed = round(layers * buffer / GIB, 2)
+    lines = [
+        line.replace(
+            f"K size: {PRINTED:.2f} GB, V size: {PRINTED:.2f} GB", f"KV size: {printed:.2f} GB"
+        )
+        for line in _lines()
+    ]
+    config = _config(tmp_path, num_hidden_layers=layers, kv_lora_rank=512, qk_rope_head_dim=64)
+    row = _ledger(lines, config).row("kv_alloc_rounding")
+    assert row is not None and row.kind is RowKind.DERIVED
+    assert row.bytes == layers * (math.ceil(buffer / (2 * MIB)) * 2 * MIB - buffer)
