@@ -186,6 +186,10 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         return _squeezed(evidence, *squeeze)
     phase = failure_phase(evidence)
     said_phase, firm = mentioned_phase(evidence)  # what the paste's prose names
+    order = list(Phase)
+    if evidence.refusal is not None and said_phase is not None:
+        if order.index(said_phase) < order.index(Phase.KV_SIZING):
+            said_phase = None  # the refusal prints at KV sizing; what came before took the budget
     framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
     if said_phase is not None and (phase is Phase.UNKNOWN or (firm and not framed)):
         phase = said_phase

@@ -19,6 +19,8 @@ from memledger.sglang.failure_rules import (
     HEADROOM_FLOOR_MIN_GIB,
     MFS_STEP,
     OTHER_PROCESS_MIN_GIB,
+    OWN_FROM_PYTORCH,
+    SMALL_PROCESS_TENANTS,
     Phase,
 )
 from memledger.units import GIB, MIB
@@ -35,20 +37,29 @@ def other_processes(evidence: Evidence) -> Finding | None:
         return None
     sizes = oom.sizes
     capacity, free, own = sizes.get("capacity"), sizes.get("free"), sizes.get("process_in_use")
-    if capacity is None or free is None or own is None:
+    own_bytes, own_text = (own.bytes, f"{own.text} this process has") if own else (None, "")
+    allocated = sizes.get("allocated")
+    if own is None and "listed_process" in sizes and allocated is not None:
+        # every process listed by PID, none as this one: its PyTorch reserve stands for it
+        spare = sizes.get("reserved_unallocated")
+        own_bytes = allocated.bytes + (spare.bytes if spare is not None else 0)
+        own_text = f"{g(own_bytes)} this process's PyTorch reserve, {OWN_FROM_PYTORCH}"
+    if capacity is None or free is None or own_bytes is None:
         return None
-    held = capacity.bytes - free.bytes - own.bytes
+    held = capacity.bytes - free.bytes - own_bytes
     requested = sizes.get("requested")
     missing = max(0, requested.bytes - free.bytes) if requested is not None else 0
     if held < OTHER_PROCESS_MIN_GIB * GIB or held < missing:
         return None
-    if own.bytes < held:
+    if own is None and own_bytes >= held:
+        return None  # a lower bound of its own use says only that it is the small one
+    if own_bytes < held:
         # the process that ran out is the small one: a pipeline's own model beside a server
         what = (
-            f"the process that ran out holds only {own.text}: the GPU's memory is another "
-            "process's, most often an SGLang server on the same GPU (a pipeline's own models "
-            "beside it, MinerU or a TTS stack); leave room by lowering that server's "
-            "--mem-fraction-static by at least the bytes asked, or put the two on different GPUs"
+            f"the process that ran out holds only {g(own_bytes)}: the GPU's memory is another "
+            f"process's, most often an SGLang server on the same GPU ({SMALL_PROCESS_TENANTS}); "
+            "leave room by lowering that server's --mem-fraction-static by at least the bytes "
+            "asked, or put the two on different GPUs"
         )
     else:
         what = (
@@ -61,7 +72,7 @@ def other_processes(evidence: Evidence) -> Finding | None:
         severity=Severity.ERROR,
         message=(
             f"{g(held)} of this GPU is held outside this process ({capacity.text} - "
-            f"{free.text} free - {own.text} this process has): {what}"
+            f"{free.text} free - {own_text}): {what}"
         ),
         bytes=held,
         evidence=[evidence.at(oom.line)],

@@ -64,12 +64,15 @@ def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion],
         )
         for m in found
     ]
-    # a refusal is before anything a lever here moves: its levers are the KV budget's
+    # a refusal is before anything a later stage's lever moves: those are the KV budget's; what
+    # a stage before KV sizing allocates (LoRA with the weights) is part of that budget
+    order = list(Phase)
     levers = [
         lever_suggestion(lever, m.says.split(":")[0])
         for m in found
         for lever in m.levers
         if evidence.refusal is None
+        or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
     ]
     words = ""
     if levers:

@@ -42,6 +42,9 @@ ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # `GPU 1 ... 50.40 GiB is free`: a paste that elides the capacity (sglang#37712)
     ("free", re.compile(r"(?:of which|\.\.\.|…) ?" + _NUM + r" is free")),
     ("process_in_use", re.compile(r"this process has " + _NUM + r" memory in use")),
+    # every process the driver lists, by PID; the first is kept: its presence without `this process
+    # has` says the text named none as its own (a container's PIDs are not the host's)
+    ("listed_process", re.compile(r"Process \d+ has " + _NUM + r" memory in use")),
     ("allocated", re.compile(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch")),
     ("private_pools", re.compile(_NUM + r" allocated in private pools")),
     ("reserved_unallocated", re.compile(_NUM + r" is reserved by PyTorch but unallocated")),

@@ -381,6 +381,27 @@ ERRORS: tuple[ErrorText, ...] = (
         outcome=Outcome.REFUSAL,
         values={"shape": "said"},
     ),
+    # the refusal in the words of SGLang's own arithmetic, quoted by a reporter (`which results in
+    # rest_memory < 0`): rest_memory is what profile_max_num_token divides by the cell size (v0.5.8
+    # model_executor/model_runner_kv_cache_mixin.py:138-144); at or below zero tokens SGLang
+    # refuses (same file :327-331)
+    ErrorText(
+        "negative_rest_memory_said",
+        re.compile(
+            r"rest_memory\W{0,3}\s*(?:<=?|≤)\s*0(?![.\d])"
+            r"|rest_memory\W{0,3} (?:is |was |becomes |became |gets |goes )?(?:negative|below zero)"
+            r"|negative\W{0,3}(?:value (?:for |of )?)?\W?rest_memory"
+        ),
+        ("rest_memory",),
+        Family.REPORTER,
+        "what people write for SGLang's KV refusal in its own variable's name (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:138-144: rest_memory = available - "
+        "total x (1 - mfs); :327-331 refuses when it leaves no token)",
+        "so rest_memory < 0 once the weights are in and the server stops",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "said"},
+    ),
     # ---- SGLang's own pools (and the host's memory) running out (kind pool_exhausted), in order
     ErrorText(
         "prefill_out_of_memory",
@@ -586,6 +607,17 @@ ERRORS: tuple[ErrorText, ...] = (
         "Prefill out of memory when page size is large",
         kind="reported",
         values={"mention": "page_size"},
+    ),
+    ErrorText(
+        "said_lora",
+        re.compile(r"(?<![\w.])(?:LoRA|Lora|lora)(?![\w=])"),
+        ("lora", "LoRA", "Lora"),
+        Family.REPORTER,
+        "LoRA adapters named in prose or flags (SGLang loads them and their memory pool after the "
+        "base weights, before KV sizing: memledger.sglang.lifecycle MENTIONS)",
+        "With two LoRA adapters on, only 3.1 GB stays free after loading",
+        kind="reported",
+        values={"mention": "lora"},
     ),
     ErrorText(
         "said_other_process",

@@ -569,6 +569,20 @@ OTHER_PROCESS_MIN_GIB = 1
 at or above this much, and at least the bytes that were missing, is named as the cause: the
 allocator's own numbers say another process holds it (MinerU#3418). Below it, the driver's own
 reservation can explain the difference."""
+SMALL_PROCESS_TENANTS = (
+    "a pipeline's own models beside it, MinerU or a TTS stack, or SGLang's own front end "
+    "preprocessing a vision model's images on the GPU (fast image processors run on cuda: v0.4.6 "
+    "managers/multimodal_processors/base_processor.py:81-85, v0.5.8 multimodal/processors/"
+    "base_processor.py:329-336; --disable-fast-image-processor keeps them on the CPU: v0.4.6 "
+    "managers/tokenizer_manager.py:188)"
+)
+"""What runs out beside an SGLang server holding most of the GPU, when the process that ran out
+holds little (the OOM text's own numbers)."""
+OWN_FROM_PYTORCH = "as the text lists every process by PID and none as this one"
+"""torch c10/cuda/CUDACachingAllocator.cpp prints `Process N has X memory in use` for each of the
+GPU's processes and `Including non-PyTorch memory, this process has X` only for its own PID, which
+a container's PID namespace hides: then the process's PyTorch reserve (allocated + reserved but
+unallocated) stands for its own use, a lower bound (no CUDA context)."""
 HEADROOM_FLOOR_MIN_GIB = 40
 """From this GPU capacity up, SGLang's own default keeps more than HEADROOM_DOCS_CAP_GIB outside
 the static pool (v0.5.8 server_args.py:988-999: 512 MiB + max(chunk, 2048) x 1.5 MiB with a

@@ -272,6 +272,27 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "lora",
+        Phase.LOAD,
+        "LoRA adapters: with --enable-lora (or --lora-paths) the adapters' weights and the LoRA "
+        "memory pool (max_loras_per_batch slots of max_lora_rank-wide A/B buffers per target "
+        "module) are allocated right after the base weights and before KV sizing (v0.5.8 "
+        "model_executor/model_runner.py:533-535 then :555; lora/mem_pool.py:52-100), so they "
+        "count as weights: what they take is missing from the KV budget",
+        (
+            Lever(
+                "max_loras_per_batch",
+                "lower",
+                "fewer LoRA slots: the LoRA pool is max_loras_per_batch x the per-slot A/B buffers",
+            ),
+            Lever(
+                "max_lora_rank",
+                "lower",
+                "narrower LoRA buffers: each slot's A/B buffers are max_lora_rank wide",
+            ),
+        ),
+    ),
+    Mention(
         "other_process",
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "

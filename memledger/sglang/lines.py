@@ -68,6 +68,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "allocated",
             "capacity",
             "free",
+            "listed_process",
             "private_pools",
             "process_in_use",
             "requested",

@@ -261,3 +261,60 @@ def test_a_runtime_oom_code_alone_is_an_oom(line: str) -> None:
     result = _diagnose(line + "\n")
     assert result.outcome == "oom"
     assert any(s.knob == "mem_fraction_static" for s in result.suggestions)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Loaded the adapter with --lora-paths; then rest_memory < 0 and the server stops.\n",
+        "With LoRA on, only 3.1 GB stays free after loading, so rest_memory is negative.\n",
+    ],
+)
+def test_a_refusal_in_sglangs_own_words_with_lora_is_kv_sizing_with_loras_levers(
+    text: str,
+) -> None:
+    """A reporter quoting SGLang's rest_memory gone negative is its KV refusal (never exit 3),
+    placed at KV sizing; LoRA's adapters and pool come before it, so their knobs help too."""
+    result = _diagnose(text)
+    assert (result.outcome, result.phase) == ("oom", Phase.KV_SIZING)
+    knobs = [s.knob for s in result.suggestions]
+    assert {"max_loras_per_batch", "max_lora_rank", "mem_fraction_static"} <= set(knobs)
+    assert any("LoRA" in f.message for f in result.findings)
+
+
+def test_lora_named_in_server_args_keys_is_no_mention() -> None:
+    """`enable_lora=False, lora_paths=None` in wrapped server_args names no LoRA in use."""
+    text = (
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+        "enable_lora=False, lora_paths=None, max_loras_per_batch=8, lora_backend='triton'\n"
+    )
+    result = _diagnose(text)
+    assert not any("LoRA" in f.message for f in result.findings)
+    assert not any(s.knob == "max_loras_per_batch" for s in result.suggestions)
+
+
+def _listed(own_gib: float) -> str:
+    """An OOM text in the shape a container prints: every process by PID, none as its own."""
+    return (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a "
+        "total capacity of 47.50 GiB of which 30.00 MiB is free. Process 111 has 2.10 GiB memory "
+        f"in use. Process 222 has 43.20 GiB memory in use. Of the allocated memory {own_gib:.2f} "
+        "GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.\n"
+    )
+
+
+def test_a_small_process_beside_a_server_is_named_when_the_text_lists_pids_only() -> None:
+    """With no `this process has` clause, the PyTorch reserve stands for the process that ran
+    out; when that is small, the memory is another process's, SGLang's front end among them."""
+    result = _diagnose(_listed(1.50))
+    held = [f for f in result.findings if f.id == "other_processes"]
+    assert len(held) == 1 and held[0].bytes is not None
+    assert abs(held[0].bytes - (47.50 * GIB - 30 * 2**20 - 1.50 * GIB - 100 * 2**20)) < 2**20
+    assert "--disable-fast-image-processor" in held[0].message
+
+
+def test_the_process_holding_the_gpu_listed_by_pid_is_not_another_process() -> None:
+    """The same text where the PyTorch reserve is the big process: its reserve is a lower bound
+    of its own use, so what the rest holds is not claimed."""
+    result = _diagnose(_listed(43.00))
+    assert not any(f.id == "other_processes" for f in result.findings)

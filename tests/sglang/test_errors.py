@@ -122,7 +122,7 @@ def test_a_word_missing_from_a_branch_is_caught() -> None:
 
 def test_the_refusal_words_are_written_once() -> None:
     refusals = [entry for entry in ERRORS if entry.outcome is Outcome.REFUSAL]
-    assert [entry.kind for entry in refusals] == [EventKind.KV_REFUSAL] * 4
+    assert [entry.kind for entry in refusals] == [EventKind.KV_REFUSAL] * 5
     for entry in refusals:
         assert error_texts.read_kv_refusal(entry.example) is not None
         assert outcome_kind(entry.example) is not None
