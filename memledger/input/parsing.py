@@ -290,7 +290,7 @@ def _store(
     if parsed.kind.value in DRAFT_INIT_AFTER and parsed.values.get("role") != "draft":
         out.draft_may_init.add(logical.rank)
     elif parsed.kind.value == DRAFT_INIT_UNTIL:
-        out.draft_may_init.discard(logical.rank)
+        out.draft_may_init.clear()  # rank 0's (or bench_one_batch's bare) line: every worker built
     if (
         parsed.kind is EventKind.DIST_INIT_BEGIN
         and parsed.values.get("variant") in ("torch_distributed", "nccl")

@@ -272,8 +272,9 @@ model_executor/model_runner.py:694, v0.5.16 distributed/bootstrap.py:62 `Init to
 begin.`), not a new startup, until DRAFT_INIT_UNTIL or an outcome (ready, OOM, crash) ends the
 startup. A capture end counts only when it is the target's (a draft's graphs end the draft)."""
 DRAFT_INIT_UNTIL = "summary"
-"""The scheduler's `max_total_num_tokens=...` line, printed once both workers are built (v0.5.8
-managers/scheduler.py:590-597): a distributed init after it starts a new server."""
+"""The scheduler's `max_total_num_tokens=...` line, printed by rank 0 once both workers are built
+(v0.5.8 managers/scheduler.py:590-597; bench_one_batch.py prints it bare after its one
+ModelRunner): a distributed init after it, on any rank, starts a new server."""
 
 
 LINES: tuple[LineSpec, ...] = (

@@ -39,11 +39,12 @@ SUMMARY = (
     "max_running_requests=48, context_len=8192, available_gpu_mem=11.00 GB"
 )
 READY = "[2026-01-05 10:01:00] The server is fired up and ready to roll!"
+BENCH_SUMMARY = "max_total_num_tokens=400000"  # bench_one_batch.py's, bare after its graphs
 
 
 def _parse(messages: list[str], *, prefixed: bool = True) -> tuple[int, list[int]]:
     lines = [
-        (P.format(i % 60) if prefixed and not m.startswith("[") else "") + m
+        (P.format(i % 60) if prefixed and not m.startswith("[") and m != BENCH_SUMMARY else "") + m
         for i, m in enumerate(messages)
     ]
     parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste")
@@ -66,8 +67,13 @@ def test_the_draft_init_after_the_targets_load_alone_is_one_startup() -> None:
 
 @pytest.mark.parametrize(
     "between",
-    [[SUMMARY], [SUMMARY, READY], ["torch.OutOfMemoryError: CUDA out of memory."]],
-    ids=["summary", "ready", "oom"],
+    [
+        [SUMMARY],
+        [SUMMARY, READY],
+        ["torch.OutOfMemoryError: CUDA out of memory."],
+        [BENCH_SUMMARY, "Warmup ..."],
+    ],
+    ids=["summary", "ready", "oom", "bench_one_batch"],
 )
 def test_an_init_after_the_summary_or_an_outcome_is_a_new_startup(between: list[str]) -> None:
     n, loads = _parse([*TARGET, *between, *TARGET])
