@@ -62,6 +62,8 @@ from memledger.model.events import (
     Value,
 )
 from memledger.sglang.lines import (
+    DRAFT_INIT_AFTER,
+    DRAFT_INIT_UNTIL,
     ENV_VAR_HEADS,
     ENV_VAR_NAMES,
     SERVING_BATCH_STARTS,
@@ -199,6 +201,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     outcome = None if quiet else outcome_kind(text)
     if outcome is not None:
         _evidence(out, outcome[0], logical, outcome[1])
+        out.draft_may_init.clear()  # the server is up or down: a distributed init restarts it
     gpu = False
     if not quiet:
         _add_platform(out, logical)
@@ -298,9 +301,14 @@ def _store(
         out.last_progress_desc = desc
         if previous is not None and previous[1] == message:
             return
-    if parsed.kind is EventKind.DIST_INIT_BEGIN and parsed.values.get("variant") in (
-        "torch_distributed",
-        "nccl",
+    if parsed.kind.value in DRAFT_INIT_AFTER and parsed.values.get("role") != "draft":
+        out.draft_may_init.add(logical.rank)
+    elif parsed.kind.value == DRAFT_INIT_UNTIL:
+        out.draft_may_init.clear()  # rank 0's (or bench_one_batch's bare) line: every worker built
+    if (
+        parsed.kind is EventKind.DIST_INIT_BEGIN
+        and parsed.values.get("variant") in ("torch_distributed", "nccl")
+        and logical.rank not in out.draft_may_init  # else the draft worker's own init
     ):
         if pasted:  # a startup marker only if the whole input turns out to be a paste
             out.pasted_init_lines.append((logical.line, logical.rank, True))

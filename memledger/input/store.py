@@ -272,6 +272,9 @@ class Collector:
     pasted_lines: int = 0
     """Bare lines read while no line had a prefix (the input may be a paste)."""
     pasted_init_lines: list[tuple[int, str, bool]] = field(default_factory=list)
+    draft_may_init: set[str] = field(default_factory=set)
+    """Ranks whose target worker printed a sglang.lines.DRAFT_INIT_AFTER line since their last
+    summary or outcome: their next distributed init is the draft worker's, not a startup."""
     pasted_unrecognised: Bucket = field(default_factory=Bucket)
     skipped: dict[int, Bucket] = field(default_factory=dict)
     """Memory-looking lines not read, with why (bare lines of a prefixed log), per segment."""

@@ -258,6 +258,26 @@ def read_serving_batch(message: str) -> dict[str, int | float | str] | None:
     return values
 
 
+DRAFT_INIT_AFTER: dict[str, str] = {
+    "load_end": "v0.5.8 managers/scheduler.py:534-536 `init_model_worker`: `init_tp_model_worker` "
+    "(the target's ModelRunner: init, load, pools, graphs) then `maybe_init_draft_worker`; "
+    "v0.5.16 managers/scheduler.py:845-848: the draft worker right after the target's load, "
+    "before the pools",
+    "capture_end": "v0.5.8 managers/scheduler.py:534-536 (the target's graphs are captured "
+    "inside its ModelRunner, before the draft worker starts); v0.4.6 speculative/eagle_worker.py "
+    "`__init__` after the target worker",
+}
+"""Line kinds of the target worker after which a distributed-init begin on the same rank is
+the speculative draft worker's own (its ModelRunner runs `init_torch_distributed` again: v0.5.8
+model_executor/model_runner.py:694, v0.5.16 distributed/bootstrap.py:62 `Init torch distributed
+begin.`), not a new startup, until DRAFT_INIT_UNTIL or an outcome (ready, OOM, crash) ends the
+startup. A capture end counts only when it is the target's (a draft's graphs end the draft)."""
+DRAFT_INIT_UNTIL = "summary"
+"""The scheduler's `max_total_num_tokens=...` line, printed by rank 0 once both workers are built
+(v0.5.8 managers/scheduler.py:590-597; bench_one_batch.py prints it bare after its one
+ModelRunner): a distributed init after it, on any rank, starts a new server."""
+
+
 LINES: tuple[LineSpec, ...] = (
     # ---- distributed init / baseline
     LineSpec("dist_init_begin", words=("Init ",), values={"variant": str}),
