@@ -30,6 +30,8 @@ from benchcommon import (
     MEMLEDGER,
     NAIVE_LOOP,
     Pair,
+    add_before_option,
+    before_yardstick,
     fleet_templates,
     load_average,
     pairs,
@@ -94,12 +96,20 @@ def ledger_loop(case: str, ours: list[Pair], files: list[str]) -> Pair:
     )
 
 
-def timed(case: str, command: list[str], files: list[str], runs: int, record: Path | None) -> Pair:
-    """`command` beside the naive loop and grep over `files`, then the extrapolated loop of
-    `ledger` calls; every line printed; the first pair returned."""
+def timed(
+    case: str,
+    command: list[str],
+    files: list[str],
+    runs: int,
+    record: Path | None,
+    before: Path | None = None,
+) -> Pair:
+    """`command` beside the naive loop and grep over `files` (and `--before`'s memledger), then
+    the extrapolated loop of `ledger` calls; every line printed; the first pair returned."""
     naive = [sys.executable, "-c", NAIVE_LOOP, GREP_PATTERN, *files]
     grep = ["grep", "-cE", GREP_PATTERN, *files]
-    results = pairs(case, command, [("naive python loop", naive), ("grep -cE", grep)], runs=runs)
+    yardsticks = [("naive python loop", naive), ("grep -cE", grep)]
+    results = pairs(case, command, [*yardsticks, *before_yardstick(before, command)], runs=runs)
     results.append(ledger_loop(case, results, files))
     for result in results:
         print_pair(result, record)
@@ -125,6 +135,8 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--record", type=Path, help="append each result as JSON to this file")
+    parser.add_argument("--check-only", action="store_true", help="only `check LOG...`")
+    add_before_option(parser)
     args = parser.parse_args()
     sizes = args.logs or [1000, 10000]
     budget = write_if_missing(workdir("fleet") / "budget.toml", BUDGET)
@@ -137,12 +149,14 @@ def main() -> int:
         files = [str(p) for p in fleet(n_logs)]
         check = [*MEMLEDGER, "check", *files, "--budget", str(budget), "--format", "json"]
         checks[n_logs] = result = timed(
-            f"check {n_logs} logs", check, files, args.runs, args.record
+            f"check {n_logs} logs", check, files, args.runs, args.record, args.before
         )
         print(
             f"  check: {1000 * result.memledger / n_logs:.1f} ms per log wall, "
             f"{1000 * result.memledger_cpu / n_logs:.1f} ms cpu"
         )
+        if args.check_only:
+            continue
         view = [*MEMLEDGER, "ledger", *files, "--format", "json"]
         views[n_logs] = timed(f"ledger {n_logs} logs", view, files, args.runs, args.record)
         folder = Path(files[0]).parent  # the same logs as one argument: memledger walks it
@@ -161,7 +175,7 @@ def main() -> int:
             f"check over 1,000 logs: {checks[1000].memledger_min:.1f} s (min wall; "
             f"target < {TARGET_1000_SECONDS:.0f} s)"
         )
-    if len(checks) > 1:
+    if len(checks) > 1 and not args.check_only:
         small, large = min(checks), max(checks)
         cases = (
             ("check", checks),

@@ -28,6 +28,8 @@ from benchcommon import (
     MEMLEDGER,
     NAIVE_LOOP,
     STARTUP,
+    add_before_option,
+    before_yardstick,
     pairs,
     pinned,
     print_header,
@@ -89,6 +91,7 @@ def main() -> int:
     parser.add_argument("--core", type=int, default=0, help="core to pin to (default 0)")
     parser.add_argument("--shape", choices=sorted(SHAPES), action="append")
     parser.add_argument("--record", type=Path, help="append each result as JSON to this file")
+    add_before_option(parser)
     args = parser.parse_args()
     here = workdir("memlines")
     small = write_if_missing(here / "startup.log", STARTUP)
@@ -99,6 +102,13 @@ def main() -> int:
     base = statistics.median(r.wall for r in alone)
     base_cpu = statistics.median(r.cpu for r in alone)
     print(f"memledger parse on the startup alone: {base:.3f} s, cpu {base_cpu:.3f} s (subtracted)")
+    before_base = 0.0
+    if args.before is not None:
+        command = [str(args.before), "-P", *MEMLEDGER[1:], "parse", str(small), "--format", "json"]
+        before_base = statistics.median(
+            run(pinned(command, args.core)).wall for _ in range(args.runs)
+        )
+        print(f"memledger before, on the startup alone: {before_base:.3f} s (subtracted)")
     print_header()
     ok = True
     for shape in args.shape or sorted(SHAPES):
@@ -113,11 +123,19 @@ def main() -> int:
                     "naive python loop",
                     pinned([sys.executable, "-c", NAIVE_LOOP, GREP_PATTERN, str(log)], args.core),
                 ),
+                *before_yardstick(args.before, ours),
             ],
             runs=args.runs,
         )
         for result in results:
             print_pair(result, args.record)
+        if args.before is not None:
+            before = results[-1].yardstick
+            print(
+                f"  {shape} before: {args.lines / max(before - before_base, 1e-9):,.0f} memory "
+                f"lines/s on one core (end to end {args.lines / before:,.0f}/s)"
+            )
+        result = results[0]
         rate = args.lines / max(result.memledger - base, 1e-9)
         # cpu seconds too: on a shared core the wall time includes other processes' turns
         cpu_rate = args.lines / max(result.memledger_cpu - base_cpu, 1e-9)

@@ -18,7 +18,9 @@ from pathlib import Path
 from benchcommon import (
     MEMLEDGER,
     STARTUP,
-    pair,
+    add_before_option,
+    before_yardstick,
+    pairs,
     print_header,
     print_pair,
     workdir,
@@ -34,6 +36,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs of each (default 5)")
     parser.add_argument("--log", type=Path, help="small log to use (default: a generated one)")
     parser.add_argument("--record", type=Path, help="append each result as JSON to this file")
+    parser.add_argument("--only", action="append", help="only these cases (e.g. 'ledger (text)')")
+    add_before_option(parser)
     args = parser.parse_args()
     here = workdir("startup")
     log = args.log or write_if_missing(here / "small.log", STARTUP)
@@ -60,10 +64,14 @@ def main() -> int:
     print_header()
     ledger_time = 0.0
     for name, command in cases:
-        result = pair(name, command, "python -c pass", bare, runs=args.runs)
-        print_pair(result, args.record)
+        if args.only and name not in args.only:
+            continue
+        yardsticks = [("python -c pass", bare), *before_yardstick(args.before, command)]
+        results = pairs(name, command, yardsticks, runs=args.runs)
+        for result in results:
+            print_pair(result, args.record)
         if name == "ledger (text)":
-            ledger_time = result.memledger
+            ledger_time = results[0].memledger
     verdict = "meets" if ledger_time < TARGET_LEDGER_SECONDS else "misses"
     print(
         f"ledger on a small log: {ledger_time:.3f} s, {verdict} the {TARGET_LEDGER_SECONDS} s goal"

@@ -11,6 +11,7 @@ RSS and the load average at the time. Generated inputs go under a temp directory
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -93,6 +94,29 @@ def run(
         message = err.decode(errors="replace").strip()[:400]
         print(f"  warning: exit {code} from {' '.join(argv)[:160]}: {message}", file=sys.stderr)
     return Run(wall, usage.ru_utime + usage.ru_stime, code, usage.ru_maxrss)
+
+
+def add_before_option(parser: argparse.ArgumentParser) -> None:
+    """`--before PYTHON`: time another memledger (an older checkout's interpreter) beside this one."""
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="PYTHON",
+        help="also run each memledger command with this interpreter (an older checkout's venv) "
+        "as one more yardstick, alternating with the others: before and after in one run",
+    )
+
+
+def before_yardstick(before: Path | None, command: Sequence[str]) -> list[tuple[str, Command]]:
+    """The yardstick list entry for `--before`: `command` (a MEMLEDGER argv, maybe pinned) run
+    with the older interpreter; empty without `--before`."""
+    if before is None:
+        return []
+    argv = list(command)
+    at = argv.index(MEMLEDGER[0])
+    # -P: the working directory is not put on sys.path (a checkout there is not the one timed)
+    argv[at : at + 1] = [str(before), "-P"]
+    return [("memledger before", argv)]
 
 
 def pinned(command: Sequence[str], core: int | None) -> list[str]:

@@ -1,6 +1,7 @@
 """Tables: the one `Table` type every renderer builds, and the only places they become text.
 
-`text_table` is the only tabulate caller; `github_table` the only GitHub-markdown table builder;
+`text_table` is the only tabulate caller (and lays out most tables itself, as tabulate would:
+`tabulate_layout`); `github_table` the only GitHub-markdown table builder;
 `markdown_cell` the one markdown escaper (used for table cells and for the plain text markdown
 renderers interpolate into headings and paragraphs).
 """
@@ -8,7 +9,7 @@ renderers interpolate into headings and paragraphs).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Literal
@@ -226,9 +227,12 @@ def text_table(
     columns are shortened until the table fits (`fit_columns`).
     """
 
-    from tabulate import tabulate  # here: JSON and markdown output never need it (~15 ms)
-
     def render(t: Table) -> str:
+        laid = None if numparse else tabulate_layout(t.headers, t.rows, t.align, style)
+        if laid is not None:
+            return laid
+        from tabulate import tabulate  # here: most tables never need it (~45 ms to import)
+
         return tabulate(
             t.rows,
             headers=t.headers,
@@ -249,6 +253,79 @@ def text_table(
         target -= excess
         text = render(fit_columns(table, target))
     return text
+
+
+_TABULATE_DECIDES = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Control characters: tabulate treats some specially (ANSI colour codes are not counted in
+widths, a line break makes a multi-line cell, `\x01` a separating line)."""
+
+
+def tabulate_layout(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None, style: str
+) -> str | None:
+    """What tabulate (0.9, 0.10) prints for string cells without number parsing in its `simple`
+    or `plain` format (`tabulate(rows, headers, style, disable_numparse=True, colalign=align)`),
+    without importing it: its import reads every installed package's metadata for its version
+    (importlib.metadata, email, ...: ~45 ms of a ~0.27 s `ledger`). None where tabulate must
+    decide: a control character, ragged rows, an alignment other than left or right, no rows
+    and no headers, or a non-ASCII cell when wcwidth is installed (tabulate then measures
+    widths with it). tests/render/test_tables.py compares the two on random tables.
+
+    The rules: cells are stripped; a column is as wide as its widest cell, and its header plus
+    2; columns are joined by two spaces and each line is right-stripped; a column is left
+    aligned unless `align` says right (headers too, but all left in a table without rows);
+    `simple` puts a dashed line under the headers, or above and below the rows when there are
+    none; `plain` prints no lines."""
+    if style not in ("simple", "plain") or not (headers or rows):
+        return None
+    n_columns = len(headers) if headers else len(rows[0])
+    if not n_columns or any(len(row) != n_columns for row in rows):
+        return None
+    aligns = ["left"] * n_columns
+    if align is not None and rows:
+        aligns[: len(align)] = align[:n_columns]
+    if any(a not in ("left", "right") for a in aligns):
+        return None
+    cells = " ".join([*headers, *(cell for row in rows for cell in row)])
+    if _TABULATE_DECIDES.search(cells) or (not cells.isascii() and _wcwidth_installed()):
+        return None
+    columns = [[row[i].strip() for row in rows] for i in range(n_columns)]
+    widths = [
+        max([len(headers[i]) + 2 if headers else 0, *map(len, column)])
+        for i, column in enumerate(columns)
+    ]
+
+    def line(cells: Iterable[str]) -> str:
+        return "  ".join(cells).rstrip()
+
+    def padded(cells: Iterable[str]) -> list[str]:
+        return [
+            cell.ljust(width) if how == "left" else cell.rjust(width)
+            for cell, width, how in zip(cells, widths, aligns, strict=True)
+        ]
+
+    dashes = line("-" * width for width in widths)
+    lines: list[str] = []
+    if headers:
+        lines.append(line(padded(headers)))
+    if style == "simple":
+        lines.append(dashes)
+    lines.extend(line(padded(row)) for row in zip(*columns, strict=True))
+    if style == "simple" and not headers:
+        lines.append(dashes)
+    return "\n".join(lines)
+
+
+_WCWIDTH: list[bool] = []
+
+
+def _wcwidth_installed() -> bool:
+    """Whether tabulate would measure widths with wcwidth (found once per process)."""
+    if not _WCWIDTH:
+        from importlib.util import find_spec
+
+        _WCWIDTH.append(find_spec("wcwidth") is not None)
+    return _WCWIDTH[0]
 
 
 TABLE_ROWS = 512
