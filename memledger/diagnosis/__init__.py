@@ -356,13 +356,15 @@ def _fraction_first(suggestions: list[Suggestion], lever: Suggestion | None) -> 
     return suggestions
 
 
-def _with_graph_memory(
-    evidence: Evidence, suggestions: list[Suggestion]
-) -> tuple[list[Finding], list[Suggestion]]:
-    """The graph-memory note and its lever, after the suggestions already made (one per knob)."""
-    found, levers = graph_memory(evidence)
+def _after_startup(evidence: Evidence) -> tuple[list[Finding], list[Finding], list[Suggestion]]:
+    """What a startup that got through its graphs left: no or thin headroom, and the graph-memory
+    note; their levers (the graphs' after the headroom's, one per knob)."""
+    headroom, suggestions = zero_headroom(evidence)
+    if not headroom:
+        headroom, suggestions = thin_headroom(evidence)
+    graphs, levers = graph_memory(evidence)
     knobs = {s.knob for s in suggestions}
-    return found, suggestions + [s for s in levers if s.knob not in knobs]
+    return headroom, graphs, suggestions + [s for s in levers if s.knob not in knobs]
 
 
 def _placed_by_graphs(evidence: Evidence) -> list[Finding]:
@@ -419,11 +421,15 @@ def exception_line(traceback: Event) -> int:
     return at if isinstance(at, int) else traceback.line
 
 
+def _quoted(event: Event, where: str = "") -> str:
+    """An error's exception and message on one line, clipped, and the line it is on."""
+    what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
+    return f"{_clip(what)} ({where}line {exception_line(event)})"
+
+
 def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     """SGLang's own pool ran out while serving: the lever is a bigger pool or smaller batches."""
-    phase = failure_phase(evidence)
-    if phase is Phase.UNKNOWN:
-        phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
+    phase = failure_phase(evidence)  # never unknown: a pool raises only while serving
     findings, suggestions = pool_ran_out(evidence, event)
     findings += site_finding(evidence) + serving_notes(evidence)
     what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
@@ -461,7 +467,6 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
     phase = failure_phase(evidence)
     if phase is Phase.UNKNOWN and cause.own_pool:
         phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
-    what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
     findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
     suggestions = [
         Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
@@ -472,12 +477,12 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
         outcome="oom",
         phase=phase,
         verdict=(
-            f"SGLang's own pool was full during {PHASE_TEXT[phase]} (not a GPU allocation): "
-            f"{_clip(what)} (line {exception_line(event)}); {cause.fix}"
+            f"SGLang's own pool was full during {PHASE_TEXT[phase]} (not a GPU allocation)"
             if cause.own_pool
             else f"likely out of GPU memory during {PHASE_TEXT[phase]}, behind an error that is "
-            f"no allocator OOM: {_clip(what)} (line {exception_line(event)}); {cause.fix}"
-        ),
+            "no allocator OOM"
+        )
+        + f": {_quoted(event)}; {cause.fix}",
         failed_rank=event.rank or _failed_rank(evidence),
         findings=findings,
         suggestions=suggestions,
@@ -489,12 +494,10 @@ def _crash(evidence: Evidence) -> Diagnosis:
     traceback = evidence.traceback
     findings: list[Finding] = []
     known = True
+    where = f"{traceback.rank}, " if traceback is not None and traceback.rank else ""
     if traceback is not None and traceback.values.get("exception"):
-        what = f"{traceback.values['exception']}: {traceback.values.get('message') or ''}"
-        where = f"{traceback.rank}, " if traceback.rank else ""
-        cause = f"{_clip(what)} ({where}line {exception_line(traceback)})"
+        cause = _quoted(traceback, where)
     elif traceback is not None:
-        where = f"{traceback.rank}, " if traceback.rank else ""
         cause = f"the traceback is cut off before its exception ({where}line {traceback.line})"
         known = False
     else:
@@ -511,9 +514,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     if hit is not None:
         findings.append(cause_finding(hit[0], hit[1], evidence))
         if not known and hit[1].values.get("exception"):
-            # the known error's own line, not the frames pasted after it
-            what = f"{hit[1].values['exception']}: {hit[1].values.get('message') or ''}"
-            cause = f"{_clip(what)} (line {exception_line(hit[1])})"
+            cause = _quoted(hit[1])  # the known error's own line, not the frames pasted after it
     if exit_event is not None and killed:
         findings.append(
             Finding(
@@ -593,11 +594,8 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     ]
     if phase is Phase.GRAPH_CAPTURE and where.startswith("during"):
         findings += capture_point(evidence)[0]
-    headroom, suggestions = zero_headroom(evidence)
-    if not headroom:
-        headroom, suggestions = thin_headroom(evidence)
+    headroom, graphs, suggestions = _after_startup(evidence)
     dropped = after_pool_drop(evidence)
-    graphs, suggestions = _with_graph_memory(evidence, suggestions)
     findings += headroom + graphs + free_rose_after_pool(evidence) + serving_notes(evidence)
     findings += [dropped] if dropped is not None else []
     verdict = f"log ends {where}{at}: no error text, outcome unknown"
@@ -634,10 +632,7 @@ def _truncated(evidence: Evidence) -> Diagnosis:
 
 
 def _ready(evidence: Evidence) -> Diagnosis:
-    headroom, suggestions = zero_headroom(evidence)
-    if not headroom:
-        headroom, suggestions = thin_headroom(evidence)
-    graphs, suggestions = _with_graph_memory(evidence, suggestions)
+    headroom, graphs, suggestions = _after_startup(evidence)
     capacity, pool_levers = kv_capacity(evidence)
     if pool_levers:  # a pool short of one request: nothing that shrinks it, its levers first
         shrink = {("mem_fraction_static", Direction.LOWER), ("max_total_tokens", Direction.LOWER)}

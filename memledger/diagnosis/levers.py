@@ -20,10 +20,9 @@ from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.sglang.failure_rules import DECODE_GRAPH_FLAG_CITATION, DECODE_GRAPH_RUNNER
-from memledger.sglang.fraction_rules import CHUNKED_PREFILL_BY_GPU, CHUNKED_PREFILL_LARGE_GPU
 from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.sglang.sizing_rules import RULE
-from memledger.sizing.defaults import default_cuda_graph_max_bs
+from memledger.sizing.defaults import default_chunked_prefill, default_cuda_graph_max_bs
 from memledger.units import MIB
 
 GRAPH_DEFAULT_SOURCE = "v0.5.10 server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981"
@@ -97,8 +96,7 @@ def inferred_chunk(evidence: Evidence) -> tuple[int, str] | None:
     gpu = gpu_capacity_mib(evidence)
     if gpu is None:
         return None
-    by_gpu = (c for bound, c in CHUNKED_PREFILL_BY_GPU if gpu < bound)
-    value = next(by_gpu, CHUNKED_PREFILL_LARGE_GPU)
+    value = default_chunked_prefill(gpu)
     return value, (
         f"not in the log; SGLang's default for a {gpu / 1024:.0f} GiB GPU is {value}, "
         f"inferred by {CHUNK_DEFAULT_SOURCE}"
@@ -120,8 +118,7 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
     gpu_mib = pre.avail_bytes / MIB
     tp = evidence.tp_size or 1
     chunk = evidence.int_param("chunked_prefill_size")
-    by_gpu = (c for bound, c in CHUNKED_PREFILL_BY_GPU if gpu_mib < bound)
-    chunk = chunk if chunk is not None else next(by_gpu, CHUNKED_PREFILL_LARGE_GPU)
+    chunk = chunk if chunk is not None else default_chunked_prefill(int(gpu_mib))
     max_bs = evidence.int_param("cuda_graph_max_bs") or default_cuda_graph_max_bs(int(gpu_mib), tp)
     algorithm = evidence.param("speculative_algorithm")
     default = default_mfs_by_v058_rule(

@@ -90,12 +90,7 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
                     f"{gain}, at the cost of the slack left for graphs and activations"
                 ),
             ),
-            Suggestion(
-                knob="max_running_requests",
-                direction=Direction.LOWER,
-                value=_half(evidence.int_param("max_running_requests")),
-                why="fewer requests in a batch hold fewer KV tokens at once",
-            ),
+            _fewer_requests(evidence),
         ]
         chunk = evidence.int_param("chunked_prefill_size")
         if shape == "prefill":
@@ -185,20 +180,24 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
             f"1.0), a smaller one the full pool; here the {short} pool is short"
         ),
     )
-    running = Suggestion(
+    finding = Finding(
+        id=FindingId.SWA_POOL_RAN_OUT, severity=Severity.ERROR, message=message, evidence=at
+    )
+    return [finding], [lever, _fewer_requests(evidence)]
+
+
+def _half(value: int | None) -> int | None:
+    return math.ceil(value / 2) if value else None
+
+
+def _fewer_requests(evidence: Evidence) -> Suggestion:
+    """Half the running requests: a full pool's lever besides a bigger pool."""
+    return Suggestion(
         knob="max_running_requests",
         direction=Direction.LOWER,
         value=_half(evidence.int_param("max_running_requests")),
         why="fewer requests in a batch hold fewer KV tokens at once",
     )
-    finding = Finding(
-        id=FindingId.SWA_POOL_RAN_OUT, severity=Severity.ERROR, message=message, evidence=at
-    )
-    return [finding], [lever, running]
-
-
-def _half(value: int | None) -> int | None:
-    return math.ceil(value / 2) if value else None
 
 
 def serving_notes(evidence: Evidence) -> list[Finding]:

@@ -69,21 +69,14 @@ def diagnose_vllm(
     phase, verdict, shortfall = Phase.UNKNOWN, "", None
     main = next((r for r in errors if r.error is not None and r.error.id != "engine_failed"), None)
     kv = facts.get("kv_cache_gib")
-    if main is not None and main.error is not None and main.error.id == "free_memory":
+    failure = main.error.id if main is not None and main.error is not None else None
+    if main is not None and failure == "free_memory":
         phase, verdict, shortfall = _free_memory(log, facts, main, findings, suggestions)
-    elif main is not None and main.error is not None and main.error.id == "max_seq_len_v1":
+    elif main is not None and failure == "max_seq_len_v1":
         phase, verdict, shortfall = _max_len_v1(log, facts, main, findings, suggestions)
-    elif main is not None and main.error is not None and main.error.id == "max_seq_len_v0":
+    elif main is not None and failure == "max_seq_len_v0":
         phase, verdict, shortfall = _max_len_v0(log, facts, sizing, main, findings, suggestions)
-    elif (
-        main is not None
-        and main.error is not None
-        and main.error.id
-        in (
-            "torch_oom",
-            "cuda_error_oom",
-        )
-    ):
+    elif main is not None and failure in ("torch_oom", "cuda_error_oom"):
         phase, verdict, shortfall = _oom(log, startup, facts, main, findings, suggestions)
     elif (
         "no_cache_memory" in ids
