@@ -111,8 +111,25 @@ def _dp_size(r: Reading) -> Found:
     return 1, None
 
 
+_TP_TAG = re.compile(r"(?:^| )TP(\d+)(?: |$)")
+"""A tensor-parallel rank's tag (` TP{tp_rank}`, the global TP rank under DP attention too)."""
+
+
 def _tp_size(r: Reading) -> Found:
-    return _positive_int(r.chain.args.get("tp_size")) or 1, r.args_event
+    """server_args' tp_size; without server_args, the TP ranks the rank tags show (a fragment
+    that prints TP0-TP3 ran at least tp 4: a lower bound, as a fragment may show fewer ranks),
+    else 1."""
+    given = _positive_int(r.chain.args.get("tp_size"))
+    if given is not None or r.args_event is not None:
+        return given or 1, r.args_event
+    seen = {int(m.group(1)) for info in r.chain.startup.ranks if (m := _TP_TAG.search(info.rank))}
+    if seen and max(seen) > 0:
+        r.audit.note(
+            f"tp_size {max(seen) + 1} from the rank tags (TP0-TP{max(seen)}): no server_args; "
+            "a fragment may show fewer ranks than ran"
+        )
+        return max(seen) + 1, None
+    return 1, None
 
 
 def _dcp_size(r: Reading) -> Found:

@@ -118,3 +118,23 @@ def test_mla_has_one_buffer_per_layer(tmp_path: Path) -> None:
     row = _ledger(lines, config).row("kv_alloc_rounding")
     assert row is not None and row.kind is RowKind.DERIVED
     assert row.bytes == layers * (math.ceil(buffer / (2 * MIB)) * 2 * MIB - buffer)
+
+
+def test_a_fragment_without_server_args_takes_tp_from_the_rank_tags(tmp_path: Path) -> None:
+    # A tp-2 fragment: no server_args, TP0 and TP1 print the same pool. Each rank holds half
+    # the config's KV heads, which only tp 2 from the tags gives (tp 1 would double the pool).
+    tp_lines = [
+        line
+        for line in _lines()
+        if "server_args" not in line and "max_total_num_tokens" not in line
+    ]
+    tp_lines += [line.replace(" TP0]", " TP1]") for line in tp_lines]
+    found = _ledger(tp_lines, _config(tmp_path, num_key_value_heads=2 * KV_HEADS))
+    assert found.parameters["ledger.tp_size"] == 2
+    assert any("tp_size 2 from the rank tags (TP0-TP1)" in note for note in found.notes)
+    row = found.row("kv_alloc_rounding")
+    assert row is not None and row.kind is RowKind.DERIVED
+    tail = math.ceil(BUFFER / (2 * MIB)) * 2 * MIB - BUFFER
+    assert row.bytes == 2 * LAYERS * tail
+    single = [line for line in tp_lines if " TP1]" not in line]
+    assert _ledger(single).parameters["ledger.tp_size"] == 1
