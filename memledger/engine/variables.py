@@ -317,8 +317,6 @@ _POOL_LINES = frozenset(
     {
         EventKind.KV_ALLOCATED,
         EventKind.KV_SKIPPED,
-        EventKind.MAMBA_ALLOCATED,
-        EventKind.REPLAY_SSM,
         EventKind.SWA_SPLIT,
         EventKind.SWA_POOL,
         EventKind.DSV4_CALC,
@@ -330,8 +328,9 @@ _POOL_LINES = frozenset(
 
 
 def _plain_kv_pool(r: Reading) -> Event | None:
-    """The target's KV line when it is the target's only pool line (no Mamba, SWA or DSV4
-    pool beside it): one KV pool of per-layer buffers, whose printed sizes are all of it."""
+    """The target's KV line when it is the target's only KV pool line (no SWA or DSV4 pool
+    beside it; a hybrid's Mamba/SSM state pool is its own tensors): one KV pool of per-layer
+    buffers, whose printed sizes are all of it."""
     lines = [
         event
         for span in r.chain.spans
@@ -465,12 +464,12 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     LogInput(
         "kv_pool_bytes",
         _kv_pool_size(False),
-        "no target KV line, or other pools (Mamba, SWA, DSV4) beside it",
+        "no target KV line, or other KV pools (SWA, DSV4) beside it",
     ),
     LogInput(
         "kv_pool_half_ulp",
         _kv_pool_size(True),
-        "no target KV line, or other pools (Mamba, SWA, DSV4) beside it",
+        "no target KV line, or other KV pools (SWA, DSV4) beside it",
     ),
     LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),
