@@ -111,8 +111,25 @@ def _dp_size(r: Reading) -> Found:
     return 1, None
 
 
+_TP_TAG = re.compile(r"(?:^| )TP(\d+)(?: |$)")
+"""A tensor-parallel rank's tag (` TP{tp_rank}`, the global TP rank under DP attention too)."""
+
+
 def _tp_size(r: Reading) -> Found:
-    return _positive_int(r.chain.args.get("tp_size")) or 1, r.args_event
+    """server_args' tp_size; without server_args, the TP ranks the rank tags show (a fragment
+    that prints TP0-TP3 ran at least tp 4: a lower bound, as a fragment may show fewer ranks),
+    else 1."""
+    given = _positive_int(r.chain.args.get("tp_size"))
+    if given is not None or r.args_event is not None:
+        return given or 1, r.args_event
+    seen = {int(m.group(1)) for info in r.chain.startup.ranks if (m := _TP_TAG.search(info.rank))}
+    if seen and max(seen) > 0:
+        r.audit.note(
+            f"tp_size {max(seen) + 1} from the rank tags (TP0-TP{max(seen)}): no server_args; "
+            "a fragment may show fewer ranks than ran"
+        )
+        return max(seen) + 1, None
+    return 1, None
 
 
 def _dcp_size(r: Reading) -> Found:
@@ -300,8 +317,6 @@ _POOL_LINES = frozenset(
     {
         EventKind.KV_ALLOCATED,
         EventKind.KV_SKIPPED,
-        EventKind.MAMBA_ALLOCATED,
-        EventKind.REPLAY_SSM,
         EventKind.SWA_SPLIT,
         EventKind.SWA_POOL,
         EventKind.DSV4_CALC,
@@ -313,8 +328,9 @@ _POOL_LINES = frozenset(
 
 
 def _plain_kv_pool(r: Reading) -> Event | None:
-    """The target's KV line when it is the target's only pool line (no Mamba, SWA or DSV4
-    pool beside it): one KV pool of per-layer buffers, whose printed sizes are all of it."""
+    """The target's KV line when it is the target's only KV pool line (no SWA or DSV4 pool
+    beside it; a hybrid's Mamba/SSM state pool is its own tensors): one KV pool of per-layer
+    buffers, whose printed sizes are all of it."""
     lines = [
         event
         for span in r.chain.spans
@@ -448,12 +464,12 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     LogInput(
         "kv_pool_bytes",
         _kv_pool_size(False),
-        "no target KV line, or other pools (Mamba, SWA, DSV4) beside it",
+        "no target KV line, or other KV pools (SWA, DSV4) beside it",
     ),
     LogInput(
         "kv_pool_half_ulp",
         _kv_pool_size(True),
-        "no target KV line, or other pools (Mamba, SWA, DSV4) beside it",
+        "no target KV line, or other KV pools (SWA, DSV4) beside it",
     ),
     LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),

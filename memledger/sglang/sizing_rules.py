@@ -268,26 +268,31 @@ RULES: tuple[SizingRule, ...] = (
             "v0.5.6 model_executor/model_runner.py:1367-1373 (A all-reduced to the world "
             "minimum), :1442-1447 (rest_memory), printed after :1670 logs the KV dtype. The "
             "print itself is inferred from the Ascend logs, not read in source: no release "
-            "wheel 0.4.6 - 0.5.11, 0.5.16, 0.5.20 or 0.5.23 has the line (0.5.23 names the "
-            "phrase only in distributed/bootstrap.py:194, a docstring), and the logs print it "
-            "on every rank where SGLang logs the KV dtype on rank 0 only: an Ascend build's own"
+            "wheel 0.4.6 - 0.5.11 (0.5.6.post1 and 0.5.6.post2 included), 0.5.16, 0.5.20 or "
+            "0.5.23 has the line (0.5.23 names the phrase only in distributed/bootstrap.py:194, "
+            "a docstring), and the logs print it on every rank where SGLang logs the KV dtype "
+            "on rank 0 only: the logs' builds are snapshots between 0.5.6.post2 and 0.5.7 "
+            "(rule npu_spec_headroom), and the print is theirs"
         ),
     ),
     SizingRule(
         id="npu_spec_headroom",
-        title="Ascend builds that print the rest keep 0.5.6's speculative headroom",
+        title="Builds between 0.5.6.post2 and 0.5.7 (the Ascend logs') keep the headroom",
         formula=(
             "T' = T + R x steps x topk + R x draft_tokens + 100 (R = max_num_reqs), also "
             "where the release range is after 0.5.6 (rule spec_headroom's end)"
         ),
         releases=ReleaseRange("0.5.3", "0.5.8"),
         source=(
-            "v0.5.6 model_executor/model_runner.py:1697-1716 (draft_runner_cache_size with "
-            "the headroom); v0.5.7 model_executor/model_runner_kv_cache_mixin.py:306-312 "
-            "drops it. That the Ascend builds keep it is inferred from their logs, not read in "
-            "source: they carry 0.5.7's server_args fields (speculative_moe_a2a_backend, "
-            "v0.5.7 server_args.py:431; absent in 0.5.6), and their printed rest reaches the "
-            "logged token count only with the headroom added; no source seen keeps it"
+            "v0.5.6 model_executor/model_runner.py:1697-1716 and v0.5.6.post2 :1700-1710 "
+            "(draft_runner_cache_size with the headroom); v0.5.7 "
+            "model_executor/model_runner_kv_cache_mixin.py:306-312 drops it. The Ascend logs' "
+            "builds sit between the two: their server_args hold load_watch_interval (v0.5.6.post2 "
+            "server_args.py:366, gone in 0.5.7) beside fields 0.5.7 added (custom_sigquit_handler, "
+            "v0.5.7 server_args.py:333; speculative_draft_model_quantization :432) and fields of "
+            "no release (enable_mtp, speculative_suffix_*). That such a snapshot still had the "
+            "headroom is inferred, not read: their printed rest reaches the logged token count "
+            "only with it"
         ),
     ),
     SizingRule(

@@ -21,7 +21,9 @@ BUFFER = (TOKENS + 1) * KV_HEADS * HEAD_DIM * 2  # page_size 1: one padding row,
 PRINTED = round(LAYERS * BUFFER / GIB, 2)
 
 
-def _lines(*, extra_pool: str | None = None, device: str = "cuda") -> list[str]:
+def _lines(
+    *, extra_pool: str | None = None, device: str = "cuda", model_type: str = "Qwen3ForCausalLM"
+) -> list[str]:
     pool = [
         f"KV Cache is allocated. #tokens: {TOKENS}, K size: {PRINTED:.2f} GB, "
         f"V size: {PRINTED:.2f} GB",
@@ -33,7 +35,7 @@ def _lines(*, extra_pool: str | None = None, device: str = "cuda") -> list[str]:
         "[2026-01-01 00:00:01 TP0] Init torch distributed begin.",
         "[2026-01-01 00:00:01 TP0] Init torch distributed ends. mem usage=0.02 GB",
         "[2026-01-01 00:00:02 TP0] Load weight begin. avail mem=39.50 GB",
-        "[2026-01-01 00:00:03 TP0] Load weight end. elapsed=1.25 s, type=Qwen3ForCausalLM, "
+        f"[2026-01-01 00:00:03 TP0] Load weight end. elapsed=1.25 s, type={model_type}, "
         "dtype=torch.bfloat16, avail mem=30.00 GB, mem usage=9.50 GB.",
         *(f"[2026-01-01 00:00:03 TP0] {line}" for line in pool),
         "[2026-01-01 00:00:03 TP0] Memory pool end. avail mem=15.90 GB",
@@ -94,14 +96,13 @@ def test_dims_that_do_not_give_the_logged_pool_make_no_row(tmp_path: Path) -> No
     assert found.row("kv_alloc_rounding") is None
 
 
-def test_a_pool_beside_the_kv_pool_or_an_npu_makes_no_row(tmp_path: Path) -> None:
+def test_a_swa_pool_beside_the_kv_pool_or_an_npu_makes_no_row(tmp_path: Path) -> None:
+    # a sliding-window split makes a second set of KV buffers the one KV line does not size
     config = _config(tmp_path)
-    mamba = (
-        "Mamba Cache is allocated. max_mamba_cache_size: 38, conv_state size: 0.03GB, "
-        "ssm_state size: 2.74GB "
-    )
-    assert _ledger(_lines(extra_pool=mamba), config).row("kv_alloc_rounding") is None
+    swa = "Use sliding window memory pool. full_layer_tokens=300000, swa_layer_tokens=240000"
+    assert _ledger(_lines(extra_pool=swa), config).row("kv_alloc_rounding") is None
     assert _ledger(_lines(device="npu"), config).row("kv_alloc_rounding") is None
+    assert _ledger(_lines(), config).row("kv_alloc_rounding") is not None
 
 
 def test_mla_has_one_buffer_per_layer(tmp_path: Path) -> None:
@@ -118,3 +119,50 @@ def test_mla_has_one_buffer_per_layer(tmp_path: Path) -> None:
     row = _ledger(lines, config).row("kv_alloc_rounding")
     assert row is not None and row.kind is RowKind.DERIVED
     assert row.bytes == layers * (math.ceil(buffer / (2 * MIB)) * 2 * MIB - buffer)
+
+
+def test_a_fragment_without_server_args_takes_tp_from_the_rank_tags(tmp_path: Path) -> None:
+    # A tp-2 fragment: no server_args, TP0 and TP1 print the same pool. Each rank holds half
+    # the config's KV heads, which only tp 2 from the tags gives (tp 1 would double the pool).
+    tp_lines = [
+        line
+        for line in _lines()
+        if "server_args" not in line and "max_total_num_tokens" not in line
+    ]
+    tp_lines += [line.replace(" TP0]", " TP1]") for line in tp_lines]
+    found = _ledger(tp_lines, _config(tmp_path, num_key_value_heads=2 * KV_HEADS))
+    assert found.parameters["ledger.tp_size"] == 2
+    assert any("tp_size 2 from the rank tags (TP0-TP1)" in note for note in found.notes)
+    row = found.row("kv_alloc_rounding")
+    assert row is not None and row.kind is RowKind.DERIVED
+    tail = math.ceil(BUFFER / (2 * MIB)) * 2 * MIB - BUFFER
+    assert row.bytes == 2 * LAYERS * tail
+    single = [line for line in tp_lines if " TP1]" not in line]
+    assert _ledger(single).parameters["ledger.tp_size"] == 1
+
+
+def test_a_hybrid_gdn_model_rounds_only_its_full_attention_layers(tmp_path: Path) -> None:
+    # Qwen3-Next style: every 4th layer is full attention and has KV buffers; the Mamba/SSM
+    # pool printed beside the KV line is its own tensors and does not stop the row.
+    interval = 4
+    full = LAYERS // interval
+    printed = round(full * BUFFER / GIB, 2)
+    mamba = (
+        "Mamba Cache is allocated. max_mamba_cache_size: 38, conv_state size: 0.03GB, "
+        "ssm_state size: 2.74GB "
+    )
+    lines = [
+        line.replace(f"{PRINTED:.2f} GB", f"{printed:.2f} GB")
+        for line in _lines(extra_pool=mamba, model_type="Qwen3NextForCausalLM")
+    ]
+    config = _config(tmp_path, full_attention_interval=interval)
+    row = _ledger(lines, config).row("kv_alloc_rounding")
+    assert row is not None and row.kind is RowKind.DERIVED
+    tail = math.ceil(BUFFER / (2 * MIB)) * 2 * MIB - BUFFER
+    assert row.bytes == 2 * full * tail
+    # without the interval the config's 24 KV layers would be 4 x the printed pool: no row
+    assert _ledger(lines, _config(tmp_path)).row("kv_alloc_rounding") is None
+    # another hybrid class beside its Mamba pool: its KV layout is not modelled, no row at all
+    other = [line.replace("Qwen3NextForCausalLM", "GraniteMoeHybridForCausalLM") for line in lines]
+    assert _ledger(other, config).row("kv_alloc_rounding") is None
+    assert _ledger(other).row("kv_alloc_rounding") is None
