@@ -149,6 +149,11 @@ def _dump_record(value: Any, json_mode: bool, by_alias: bool, exclude: Exclude) 
 
 
 def _dump_value(value: Any, json_mode: bool, by_alias: bool) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most values: as they are
+        return value
+    if kind is float:
+        return value if not json_mode or math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _dump_record(value, json_mode, by_alias, None)
     if isinstance(value, dict):
@@ -193,7 +198,12 @@ _encode_string: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def _write(out: list[str], value: Any, indent: int | None, depth: int) -> None:
-    if value is None:
+    kind = type(value)
+    if kind is str:  # the most common values first, by exact type (a bool is no int here)
+        out.append(_encode_string(value))
+    elif kind is int:
+        out.append(int.__repr__(value))
+    elif value is None:
         out.append("null")
     elif value is True:
         out.append("true")

@@ -170,6 +170,9 @@ class ParseCache(Generic[Result]):
         """The terminals whose text is read as a number (`steady`)."""
         self.settled = settled
         """Which results may outline their shape (None: none); see `outline`."""
+        self._folded: tuple[str, str] = ("", "")
+        """The last message `outline` folded, and its shape: `parse` of that very message (the
+        parser's next call when the line is kept) does not fold it again."""
 
     def outline(self, message: str) -> Result | None:
         """The first result of `message`'s shape, if the shape was parsed, is steady and its
@@ -178,7 +181,9 @@ class ParseCache(Generic[Result]):
         settled result has none). Not its values: parse the message for them."""
         if not self.shapes_enabled or self.settled is None:
             return None
-        known = self.shapes.get(fold(message))
+        shape = fold(message)
+        self._folded = (message, shape)
+        known = self.shapes.get(shape)
         return None if known is None else known.outline
 
     def parse(
@@ -207,7 +212,8 @@ class ParseCache(Generic[Result]):
         from_tree: Callable[[Any, str], Result | None],
     ) -> Result | None:
         if self.shapes_enabled:
-            shape = fold(message)
+            last, folded = self._folded
+            shape = folded if last is message else fold(message)
             known = self.shapes.get(shape, _MISSING)
             if known is _MISSING:
                 tree = ABSENT if self.store is None else self.store.tree(shape, message)
