@@ -75,8 +75,8 @@ from memledger.diagnosis.occupancy import (
 )
 from memledger.diagnosis.phase import (
     failure_phase,
-    graphs_in_allocator,
     milestone,
+    placed_by_graphs,
     traceback_phase,
 )
 from memledger.diagnosis.pools import (
@@ -105,7 +105,6 @@ from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
     PHASE_TEXT,
-    PRIVATE_POOLS_CITATION,
     CrashCause,
     Phase,
 )
@@ -222,7 +221,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     said, said_levers, said_words = mention_answer(evidence)
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
-    findings += _placed_by_graphs(evidence)
+    findings += placed_by_graphs(evidence)
     findings += ([held] if held is not None else []) + extra
     findings += [dropped] if dropped is not None else []
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
@@ -365,26 +364,6 @@ def _after_startup(evidence: Evidence) -> tuple[list[Finding], list[Finding], li
     graphs, levers = graph_memory(evidence)
     knobs = {s.knob for s in suggestions}
     return headroom, graphs, suggestions + [s for s in levers if s.knob not in knobs]
-
-
-def _placed_by_graphs(evidence: Evidence) -> list[Finding]:
-    """Say so when the phase is read off the OOM text's CUDA-graph memory, not the paste's lines."""
-    pools = graphs_in_allocator(evidence)
-    if pools is None:
-        return []
-    return [
-        Finding(
-            id=FindingId.PHASE_FROM_GRAPHS,
-            severity=Severity.INFO,
-            message=(
-                f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
-                "CUDA graphs, so the weights and the KV pool were in place "
-                f"({PRIVATE_POOLS_CITATION})"
-            ),
-            bytes=pools.bytes,
-            evidence=[evidence.at(evidence.oom.line)] if evidence.oom else [],
-        )
-    ]
 
 
 def _ends_in_exception(evidence: Evidence) -> bool:
