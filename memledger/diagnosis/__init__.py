@@ -194,19 +194,19 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         phase = said_phase
     missing = shortfall(evidence)
     findings = oom_findings(evidence)
-    table = req_to_token_oom(evidence)
-    oversize = larger_than_gpu(evidence) if table is None else None
-    forward = oversized_forward(evidence, phase) if table is None and oversize is None else None
+    # an allocation whose own site answers it: the request table, one larger than the GPU, a
+    # long prefill's working set
+    site = (
+        req_to_token_oom(evidence)
+        or larger_than_gpu(evidence)
+        or oversized_forward(evidence, phase)
+    )
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
         found, lever = dp_auto_fraction(evidence)  # sglang#28884
         extra, suggestions = extra + found, _fraction_first(suggestions, lever)
-    elif table is not None:
-        extra, suggestions = table
-    elif oversize is not None:
-        extra, suggestions = oversize
-    elif forward is not None:
-        extra, suggestions = forward
+    elif site is not None:
+        extra, suggestions = site
     elif phase in (Phase.LOAD, Phase.DIST_INIT):
         extra, suggestions = load_oom(evidence)
     else:
@@ -214,10 +214,11 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         if phase in (Phase.WARMUP, Phase.SERVING):
             found, lever = _large_gpu_reserve(evidence)
             extra, suggestions = extra + found, _fraction_first(suggestions, lever)
-    blocked = any(f.id == FindingId.UNSHARDED_FALLBACK for f in extra)
-    if not suggestions and table is None and oversize is None and evidence.refusal is None:
-        if not blocked:  # a site no knob fixes (the Transformers fallback) stands alone
-            suggestions = stage_levers(phase)  # the lifecycle model's levers, with directions
+    blocking = next((f for f in extra if f.id == FindingId.UNSHARDED_FALLBACK), None)
+    if not suggestions and site is None and evidence.refusal is None and blocking is None:
+        # the lifecycle model's levers, with directions (a site no knob fixes, the Transformers
+        # fallback, stands alone)
+        suggestions = stage_levers(phase)
     said, said_levers, said_words = mention_answer(evidence)
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
@@ -248,12 +249,11 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     oversized = next((f for f in findings if f.id == FindingId.ALLOCATION_EXCEEDS_GPU), None)
     if oversized is not None:
         head += "; one allocation is larger than the whole GPU"
-    elif forward is not None:
+    elif any(f.id == FindingId.OVERSIZED_FORWARD for f in extra):
         head += "; one allocation is a long prefill's working set, with much memory still free"
     levers = [phrase(s) for s in suggestions if s.value is not None][:2]
     if loading and levers:
         levers = load_levers(suggestions)
-    blocking = next((f for f in findings if f.id == FindingId.UNSHARDED_FALLBACK), None)
     stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
