@@ -75,8 +75,8 @@ from memledger.diagnosis.occupancy import (
 )
 from memledger.diagnosis.phase import (
     failure_phase,
-    graphs_in_allocator,
     milestone,
+    placed_by_graphs,
     traceback_phase,
 )
 from memledger.diagnosis.pools import (
@@ -105,7 +105,6 @@ from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
     PHASE_TEXT,
-    PRIVATE_POOLS_CITATION,
     CrashCause,
     Phase,
 )
@@ -195,19 +194,19 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         phase = said_phase
     missing = shortfall(evidence)
     findings = oom_findings(evidence)
-    table = req_to_token_oom(evidence)
-    oversize = larger_than_gpu(evidence) if table is None else None
-    forward = oversized_forward(evidence, phase) if table is None and oversize is None else None
+    # an allocation whose own site answers it: the request table, one larger than the GPU, a
+    # long prefill's working set
+    site = (
+        req_to_token_oom(evidence)
+        or larger_than_gpu(evidence)
+        or oversized_forward(evidence, phase)
+    )
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
         found, lever = dp_auto_fraction(evidence)  # sglang#28884
         extra, suggestions = extra + found, _fraction_first(suggestions, lever)
-    elif table is not None:
-        extra, suggestions = table
-    elif oversize is not None:
-        extra, suggestions = oversize
-    elif forward is not None:
-        extra, suggestions = forward
+    elif site is not None:
+        extra, suggestions = site
     elif phase in (Phase.LOAD, Phase.DIST_INIT):
         extra, suggestions = load_oom(evidence)
     else:
@@ -215,14 +214,15 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         if phase in (Phase.WARMUP, Phase.SERVING):
             found, lever = _large_gpu_reserve(evidence)
             extra, suggestions = extra + found, _fraction_first(suggestions, lever)
-    blocked = any(f.id == FindingId.UNSHARDED_FALLBACK for f in extra)
-    if not suggestions and table is None and oversize is None and evidence.refusal is None:
-        if not blocked:  # a site no knob fixes (the Transformers fallback) stands alone
-            suggestions = stage_levers(phase)  # the lifecycle model's levers, with directions
+    blocking = next((f for f in extra if f.id == FindingId.UNSHARDED_FALLBACK), None)
+    if not suggestions and site is None and evidence.refusal is None and blocking is None:
+        # the lifecycle model's levers, with directions (a site no knob fixes, the Transformers
+        # fallback, stands alone)
+        suggestions = stage_levers(phase)
     said, said_levers, said_words = mention_answer(evidence)
     held = other_processes(evidence)
     dropped = after_pool_drop(evidence)
-    findings += _placed_by_graphs(evidence)
+    findings += placed_by_graphs(evidence)
     findings += ([held] if held is not None else []) + extra
     findings += [dropped] if dropped is not None else []
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
@@ -249,12 +249,11 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     oversized = next((f for f in findings if f.id == FindingId.ALLOCATION_EXCEEDS_GPU), None)
     if oversized is not None:
         head += "; one allocation is larger than the whole GPU"
-    elif forward is not None:
+    elif any(f.id == FindingId.OVERSIZED_FORWARD for f in extra):
         head += "; one allocation is a long prefill's working set, with much memory still free"
     levers = [phrase(s) for s in suggestions if s.value is not None][:2]
     if loading and levers:
         levers = load_levers(suggestions)
-    blocking = next((f for f in findings if f.id == FindingId.UNSHARDED_FALLBACK), None)
     stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
@@ -365,26 +364,6 @@ def _after_startup(evidence: Evidence) -> tuple[list[Finding], list[Finding], li
     graphs, levers = graph_memory(evidence)
     knobs = {s.knob for s in suggestions}
     return headroom, graphs, suggestions + [s for s in levers if s.knob not in knobs]
-
-
-def _placed_by_graphs(evidence: Evidence) -> list[Finding]:
-    """Say so when the phase is read off the OOM text's CUDA-graph memory, not the paste's lines."""
-    pools = graphs_in_allocator(evidence)
-    if pools is None:
-        return []
-    return [
-        Finding(
-            id=FindingId.PHASE_FROM_GRAPHS,
-            severity=Severity.INFO,
-            message=(
-                f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
-                "CUDA graphs, so the weights and the KV pool were in place "
-                f"({PRIVATE_POOLS_CITATION})"
-            ),
-            bytes=pools.bytes,
-            evidence=[evidence.at(evidence.oom.line)] if evidence.oom else [],
-        )
-    ]
 
 
 def _ends_in_exception(evidence: Evidence) -> bool:

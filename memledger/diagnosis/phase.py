@@ -8,17 +8,18 @@ before the failure does.
 from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence, frames_of
+from memledger.diagnosis.model import Finding, FindingId, Severity
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CAPTURE_FAILED_TEXT,
     CRASH_CAUSES,
     PHASE_FRAMES,
+    PRIVATE_POOLS_CITATION,
     SERVING_SHAPES,
     WARMUP_CONTEXT,
     Phase,
 )
 from memledger.sglang.lines import READY_TEXT
-from memledger.units import Size
 
 # The phase a startup is in once it has printed a line of this kind (until the next milestone).
 _MILESTONE_PHASE: dict[EventKind, Phase] = {
@@ -132,7 +133,7 @@ def failure_phase(evidence: Evidence) -> Phase:
         last = milestone(evidence)[1]
         if last is not None and last.kind is EventKind.CAPTURE_END:
             phase = Phase.DRAFT
-    if phase is Phase.UNKNOWN and graphs_in_allocator(evidence) is not None:
+    if phase is Phase.UNKNOWN and placed_by_graphs(evidence):
         phase = Phase.SERVING  # graphs exist: the weights and the KV pool were in place
     if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
         # the server never said it was up: the request that failed was the warmup request (a
@@ -146,18 +147,31 @@ def _ready_before(evidence: Evidence) -> bool:
     return any(is_ready_line(e) and (stop is None or e.line < stop) for e in evidence.events)
 
 
-def graphs_in_allocator(evidence: Evidence) -> Size | None:
-    """The CUDA-graph memory the OOM text shows (`with X allocated in private pools`), when the
-    paste has neither frames nor startup lines that place the failure: graphs are captured after
-    the weights and the KV pool (failure_rules.PRIVATE_POOLS_CITATION), so the OOM came after
+def placed_by_graphs(evidence: Evidence) -> list[Finding]:
+    """The finding that places the failure in serving by the CUDA-graph memory the OOM text shows
+    (`with X allocated in private pools`), when the paste has neither frames nor startup lines
+    that place it: graphs are captured after the weights and the KV pool, so the OOM came after
     both; a capture OOM pastes its `Capturing batches` lines or frames, so serving is the rest."""
     oom = evidence.oom
     pools = oom.sizes.get("private_pools") if oom is not None else None
-    if pools is None or pools.bytes <= 0:
-        return None
-    if evidence.traceback is not None and traceback_phase(evidence.traceback) is not None:
-        return None
-    return pools if milestone(evidence)[0] is Phase.UNKNOWN else None
+    framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
+    if oom is None or pools is None or pools.bytes <= 0 or framed:
+        return []
+    if milestone(evidence)[0] is not Phase.UNKNOWN:  # the paste's startup lines place it
+        return []
+    return [
+        Finding(
+            id=FindingId.PHASE_FROM_GRAPHS,
+            severity=Severity.INFO,
+            message=(
+                f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
+                "CUDA graphs, so the weights and the KV pool were in place "
+                f"({PRIVATE_POOLS_CITATION})"
+            ),
+            bytes=pools.bytes,
+            evidence=[evidence.at(oom.line)],
+        )
+    ]
 
 
 def _cause_phase(evidence: Evidence) -> Phase | None:
