@@ -609,6 +609,18 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "page_size"},
     ),
     ErrorText(
+        "said_attention_workspace",
+        re.compile(r'aiter_backend\.py", line \d+, in __init__'),
+        ("aiter_backend.py",),
+        Family.REPORTER,
+        "the AITER attention backend's constructor in a traceback frame: where it allocates its "
+        "workspace (v0.5.8 layers/attention/aiter_backend.py:157-167)",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/layers/attention/aiter_backend.py", '
+        "line 270, in __init__",
+        kind="reported",
+        values={"mention": "attention_workspace", "where": "frame"},
+    ),
+    ErrorText(
         "said_lora",
         re.compile(r"(?<![\w.])(?:LoRA|Lora|lora)(?![\w=])"),
         ("lora", "LoRA", "Lora"),

@@ -272,6 +272,24 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "attention_workspace",
+        Phase.AFTER_POOL,
+        "the AITER attention backend's workspace: allocated as the backend starts, after the KV "
+        "pool, max_bs x heads x ceil(context_len / 256) partitions x head_dim (v0.5.8 "
+        "layers/attention/aiter_backend.py:157-167, v0.5.23 :556-566), so it grows with the "
+        "context length and the request slots, outside the KV budget (sglang PR #20888 caps it by "
+        "the KV capacity)",
+        (
+            _CONTEXT,
+            Lever(
+                "max_running_requests",
+                "lower",
+                "the workspace's max_bs: fewer request slots, a smaller workspace (v0.5.8 "
+                "aiter_backend.py:157-167)",
+            ),
+        ),
+    ),
+    Mention(
         "lora",
         Phase.LOAD,
         "LoRA adapters: with --enable-lora (or --lora-paths) the adapters' weights and the LoRA "

@@ -169,6 +169,27 @@ def test_a_mention_places_the_failure_and_brings_its_lever(
     assert FindingId.REPORTED in {f.id for f in diagnosis.findings}
 
 
+@pytest.mark.parametrize("header", [True, False], ids=["traceback", "frame alone"])
+def test_an_attention_backends_constructor_frame_names_its_workspace(header: bool) -> None:
+    # the AITER backend's workspace grows with the context (v0.5.8 aiter_backend.py:157-167):
+    # the frame of its __init__ under a HIP OOM, with or without the traceback's head
+    text = (
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 9.00 GiB.\n"
+        "GPU 0 has a total capacity of 191.98 GiB of which 2.00 GiB is free.\n"
+        + ("Traceback (most recent call last):\n" if header else "")
+        + '  File "/opt/sglang/python/sglang/srt/layers/attention/aiter_backend.py", line 201, '
+        "in __init__\n"
+    )
+    diagnosis = _diagnose(text)
+    assert diagnosis.phase is Phase.AFTER_POOL
+    knobs = [s.knob for s in diagnosis.suggestions]
+    assert knobs[:2] == ["context_length", "max_running_requests"]
+    assert "attention backend's workspace" in diagnosis.verdict
+    # a frame of the same file elsewhere (a forward while serving) names no workspace
+    serving = _diagnose(text.replace("in __init__", "in forward_decode"))
+    assert "workspace" not in serving.verdict
+
+
 def test_another_process_named_in_prose_is_said_first() -> None:
     diagnosis = _diagnose(
         "the next test OOMs because the GPU is held by the orphaned server process\n"
