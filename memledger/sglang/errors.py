@@ -621,6 +621,20 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "attention_workspace", "where": "frame"},
     ),
     ErrorText(
+        "said_audio_decoder_stage",
+        re.compile(r"Stage vocoder received msg|Stage code2wav received msg"),
+        ("Stage vocoder", "Stage code2wav"),
+        Family.REPORTER,
+        "sglang-omni's stage loop logs each message a stage takes (sgl-project/sglang-omni@2489a10 "
+        "sglang_omni/pipeline/stage/runtime.py:264 `Stage %s received msg`); the audio decoder "
+        "stages are `vocoder` (models/fishaudio_s2_pro/pipeline/next_stage.py:10) and `code2wav` "
+        "(models/qwen3_omni/pipeline/next_stage.py:19)",
+        "2026-01-05 10:00:00,126 [INFO] sglang_omni.pipeline.stage.runtime: Stage vocoder "
+        "received msg: DataReadyMessage",
+        kind="reported",
+        values={"mention": "audio_decoder_stage"},
+    ),
+    ErrorText(
         "said_lora",
         re.compile(r"(?<![\w.])(?:LoRA|Lora|lora)(?![\w=])"),
         ("lora", "LoRA", "Lora"),

@@ -290,6 +290,27 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "audio_decoder_stage",
+        None,  # not SGLang's engine: its serving levers do not apply
+        "a multi-stage pipeline's audio decoder stage (sglang-omni's vocoder, code2wav): it runs "
+        "on the GPU beside SGLang's engine, which keeps its fraction of it (mem_fraction_static "
+        "0.85 for S2-Pro: sgl-project/sglang-omni@2489a10 "
+        "models/fishaudio_s2_pro/pipeline/stages.py:316-324), and its input is the codes the AR "
+        "stage generated, up to that stage's max_new_tokens (2048 by default: "
+        "models/fishaudio_s2_pro/runtime/s2pro_sglang_ar.py:305, :345), so a generation that never "
+        "meets its end token hands it the longest input",
+        (
+            Lever(
+                "max_new_tokens",
+                "lower",
+                "a request setting of the AR stage: the decoder stage's input and activations "
+                "scale with the codes generated (a generation that stops at its end token stays "
+                "below it)",
+            ),
+            _MFS_LOWER,
+        ),
+    ),
+    Mention(
         "lora",
         Phase.LOAD,
         "LoRA adapters: with --enable-lora (or --lora-paths) the adapters' weights and the LoRA "

@@ -310,3 +310,21 @@ def test_the_summary_line_and_the_request_limit_are_cited_at_the_logs_release() 
     old = nearest_source(MAX_REQ_INPUT_LEN_SOURCES, 2013, 3005)
     assert old.endswith("max_total_num_tokens - 1)")
     assert nearest_source(MAX_REQ_INPUT_LEN_SOURCES, 5023, 0).endswith("kv_capacity - 1) - 5")
+
+
+@pytest.mark.parametrize("stage", ["vocoder", "code2wav"])
+def test_an_oom_after_a_pipelines_audio_decoder_stage_names_it(stage: str) -> None:
+    # sglang-omni's stage loop line (pipeline/stage/runtime.py:264), then PyTorch's OOM text
+    text = (
+        "2026-01-05 10:00:00,126 [INFO] sglang_omni.pipeline.stage.runtime: Stage "
+        f"{stage} received msg: DataReadyMessage\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 20.00 MiB is free.\n"
+    )
+    diagnosis = _diagnose(text)
+    assert diagnosis.outcome == "oom"
+    assert "audio decoder stage (sglang-omni's vocoder, code2wav)" in diagnosis.verdict
+    assert [s.knob for s in diagnosis.suggestions][:2] == ["max_new_tokens", "mem_fraction_static"]
+    # the thinker's stage is SGLang's own engine: no such mention
+    other = _diagnose(text.replace(f"Stage {stage}", "Stage thinker"))
+    assert "audio decoder" not in other.verdict
