@@ -125,6 +125,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "relation": str,
             "said": str,
             "value": float,
+            "where": str,  # `frame`: an errors.py row read in traceback frames
         },
     ),
     "oom": ((), {"reason": str}),
