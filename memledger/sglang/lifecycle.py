@@ -311,6 +311,18 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "dflash_dp_attention",
+        None,
+        "a DFLASH/DSPARK draft under DP attention: its KV pool is sharded at attn_tp_size "
+        "(tp_size / dp_size), but the target's budget priced the draft's bytes a token at the "
+        "global tp_size (v0.5.20 model_executor/model_runner_components/"
+        "spec_aux_hidden_state.py:242-247), so the shared token count overshoots by up to dp "
+        "times the draft's term and the draft's own pool runs out at startup (sglang#38202); "
+        "v0.5.23 prices it at attn_tp_size (mem_cache/kv_cache_configurator.py:375-379, "
+        "mem_cache/draft_kv_budget.py:14-47)",
+        (_KV_CAP,),
+    ),
+    Mention(
         "lora",
         Phase.LOAD,
         "LoRA adapters: with --enable-lora (or --lora-paths) the adapters' weights and the LoRA "
@@ -340,6 +352,18 @@ MENTIONS: tuple[Mention, ...] = (
     Mention("serving", Phase.SERVING, "the server was serving requests when it failed"),
 )
 """Each mention once, by name."""
+SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
+    "speculative": (("speculative_algorithm", ()),),
+    "dflash_dp_attention": (
+        ("speculative_algorithm", ("DFLASH", "DSPARK")),
+        ("enable_dp_attention", (True,)),
+    ),
+}
+"""Mentions the settings make without words: each setting and the values that make it (none
+listed: any set value)."""
+SETTING_MENTION_FIXED = {"dflash_dp_attention": "0.5.23"}
+"""The release from which a setting mention's defect is gone (the log's own release, when its
+formats date it at or after this, makes none)."""
 MENTION: dict[str, Mention] = {mention.name: mention for mention in MENTIONS}
 
 

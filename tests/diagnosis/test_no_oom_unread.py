@@ -15,6 +15,7 @@ from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import evidence_text, render_text
+from memledger.sglang import lifecycle
 from memledger.sglang.failure_rules import (
     BUDGET_SOURCES,
     MAX_REQ_INPUT_LEN_SOURCES,
@@ -328,3 +329,42 @@ def test_an_oom_after_a_pipelines_audio_decoder_stage_names_it(stage: str) -> No
     # the thinker's stage is SGLang's own engine: no such mention
     other = _diagnose(text.replace(f"Stage {stage}", "Stage thinker"))
     assert "audio decoder" not in other.verdict
+
+
+_DFLASH_DP = (
+    "[2026-09-06 07:40:00] server_args=ServerArgs(model_path='/m/x', tp_size=2, dp_size=2, "
+    "enable_dp_attention={dp}, speculative_algorithm='{spec}', mem_fraction_static=0.9)\n"
+    "{baseline}"
+    "[rank1]:[W906 07:46:05.0 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM "
+    "on device 1 while trying to allocate 4334813184 bytes (free: 3779919872, total: "
+    "287431131136).\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "dp", "named"),
+    [
+        ("DSPARK", True, True),
+        ("DFLASH", True, True),
+        ("DFLASH", False, False),
+        ("EAGLE", True, False),
+    ],
+)
+def test_a_dflash_draft_under_dp_attention_is_named_by_its_settings(
+    spec: str, dp: bool, named: bool
+) -> None:
+    diagnosis = _diagnose(_DFLASH_DP.format(spec=spec, dp=dp, baseline=""))
+    messages = [f.message for f in diagnosis.findings if "attn_tp_size" in f.message]
+    assert bool(messages) is named
+    if named:
+        assert "max_total_tokens" in [s.knob for s in diagnosis.suggestions]
+
+
+def test_a_release_past_the_fix_is_not_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `Memory baseline taken` dates a log at 0.5.21 or later (sglang.release_markers); with the
+    # fix placed there, such a log makes no mention
+    baseline = "[2026-09-06 07:40:05 DP1 TP1] Memory baseline taken. mem usage=0.50 GB\n"
+    text = _DFLASH_DP.format(spec="DFLASH", dp=True, baseline=baseline)
+    assert any("attn_tp_size" in f.message for f in _diagnose(text).findings)
+    monkeypatch.setitem(lifecycle.SETTING_MENTION_FIXED, "dflash_dp_attention", "0.5.21")
+    assert not any("attn_tp_size" in f.message for f in _diagnose(text).findings)
