@@ -88,7 +88,12 @@ from memledger.diagnosis.pools import (
 )
 from memledger.diagnosis.reported import mention_answer, mentioned_phase, squeezed
 from memledger.diagnosis.reserve import outside_pool
-from memledger.diagnosis.stages import embedding_framework, in_framework, stage_levers
+from memledger.diagnosis.stages import (
+    embedding_framework,
+    in_framework,
+    in_framework_words,
+    stage_levers,
+)
 from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.diagnosis.verdicts import (
     absent,
@@ -301,6 +306,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         named, tail, whole = in_framework(framework, suggestions, evidence, missing)
         findings += named
         verdict = tail if whole else verdict + tail
+        suggestions = in_framework_words(framework, suggestions)
     return _diagnosis(
         evidence,
         outcome="oom",

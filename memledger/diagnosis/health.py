@@ -14,6 +14,8 @@ from memledger.diagnosis.reserve import default_reserve, outside_pool
 from memledger.diagnosis.stages import stage_levers
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
+    DRAFT_BEFORE_POOL_CAUSE,
+    DRAFT_OWN_HEAD_TYPE,
     HEADROOM_DOCS_CAP_GIB,
     LARGE_GPU_RESERVE_CITATION,
     LARGE_GPU_RESERVE_GIB,
@@ -41,7 +43,8 @@ FAR_BELOW_DEFAULT = 0.10
 
 def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
     """Free memory that rose after a `Memory pool end`: sized-away memory that never reaches
-    the pool (e.g. draft embedding/head released after the draft pool was sized)."""
+    the pool (e.g. draft embedding/head released after the draft pool was sized); without such
+    a rise in the log, a draft loaded before the pool's lines (`draft_before_pool`)."""
     points = evidence.ledger.checkpoints
     findings: list[Finding] = []
     for index, point in enumerate(points):
@@ -69,7 +72,43 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
                 evidence=[evidence.at(point.line), evidence.at(peak.line)],
             )
         )
-    return findings
+    return findings or draft_before_pool(evidence)
+
+
+def draft_before_pool(evidence: Evidence) -> list[Finding]:
+    """A draft model with a head of its own (DRAFT_OWN_HEAD_TYPE) loaded before the KV pool's
+    lines, in a log that stops before a reading after the pool could show the head's release:
+    its embed/lm_head were held while the pool was sized (DRAFT_BEFORE_POOL_CAUSE)."""
+    pools = (EventKind.KV_ALLOCATED, EventKind.MEMORY_POOL_END, EventKind.KV_REFUSAL)
+    lines = [e.line for e in evidence.events if e.kind in pools]
+    if not lines or any(c.line > max(lines) for c in evidence.ledger.checkpoints):
+        return []  # no pool, or a reading after it: free_rose_after_pool saw what was released
+    first_pool = min(lines)
+    draft = next(
+        (
+            e
+            for e in evidence.events
+            if e.kind is EventKind.LOAD_END
+            and DRAFT_OWN_HEAD_TYPE.search(str(e.values.get("type") or ""))
+            and e.line < first_pool
+        ),
+        None,
+    )
+    if draft is None:
+        return []
+    usage = draft.size("usage")
+    held = f", {usage.gib:.2f} GiB" if usage is not None else ""
+    return [
+        Finding(
+            id=FindingId.FREE_ROSE_AFTER_POOL,
+            severity=Severity.INFO,
+            message=(
+                f"the draft model ({draft.values.get('type')}{held}) was loaded before the KV "
+                f"pool was sized: {DRAFT_BEFORE_POOL_CAUSE}"
+            ),
+            evidence=[evidence.at(draft.line), evidence.at(first_pool)],
+        )
+    ]
 
 
 def _free_after_startup(evidence: Evidence) -> tuple[int, int, str] | None:

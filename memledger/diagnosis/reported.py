@@ -10,7 +10,14 @@ from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.stages import lever_suggestion
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
-from memledger.sglang.lifecycle import MENTION, Mention, squeeze_levers
+from memledger.sglang.lifecycle import (
+    MENTION,
+    SETTING_MENTION_FIXED,
+    SETTING_MENTIONS,
+    Mention,
+    squeeze_levers,
+)
+from memledger.sglang.releases import version_code
 
 FRACTION = "mem_fraction_static"
 MOMENTS = ("serving", "logprob")
@@ -27,11 +34,19 @@ def typed(evidence: Evidence, knob: str) -> list[tuple[float, str, str]]:
 
 
 def mentions(evidence: Evidence) -> list[Mention]:
-    """What the paste names, once each in the table's order; speculative decoding also when its
-    settings show it."""
+    """What the paste names, once each in the table's order, and what its settings make
+    (lifecycle.SETTING_MENTIONS: speculative decoding, a DFLASH draft under DP attention)."""
     named = {str(e.values.get("mention")) for e in evidence.reported}
-    if evidence.param("speculative_algorithm"):
-        named.add("speculative")
+    version = evidence.sizing.version if evidence.sizing is not None else None
+    for name, settings in SETTING_MENTIONS.items():
+        fixed = SETTING_MENTION_FIXED.get(name)
+        if fixed and version is not None and version.lower >= version_code(fixed):
+            continue
+        if all(
+            (value := evidence.param(key)) and (not values or value in values)
+            for key, values in settings
+        ):
+            named.add(name)
     return [m for name, m in MENTION.items() if name in named]
 
 

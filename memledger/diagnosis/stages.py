@@ -4,6 +4,8 @@ and the embedding framework's own name for each knob (memledger.sglang.framework
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
@@ -52,6 +54,20 @@ def embedding_framework(evidence: Evidence) -> Framework | None:
     if any(e.values.get("runtime") == "torch_memory_saver" for e in evidence.oom_messages):
         named.append(MEMORY_SAVER)
     return next((f for f in named if f is not MEMORY_SAVER), named[0] if named else None)
+
+
+def in_framework_words(framework: Framework, suggestions: list[Suggestion]) -> list[Suggestion]:
+    """Each suggestion of a knob the framework sets, its why opened by the framework's setting
+    (`in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization`): what the reporter
+    configures, beside SGLang's flag."""
+    return [
+        replace(
+            s, why=f"in {framework.name}: {s.direction.value} {framework.knobs[s.knob]}; {s.why}"
+        )
+        if s.knob in framework.knobs
+        else s
+        for s in suggestions
+    ]
 
 
 def in_framework(

@@ -76,6 +76,15 @@ EXCEPTION_RE = BY_NAME["exception_line"].regex
 REQ_TO_TOKEN_CODE_RE = BY_NAME["req_to_token_code"].regex
 _KILLED = BY_NAME["killed"]
 _FRAMEWORK = BY_NAME["framework_named"]
+_FRAME_ROWS = tuple(e for e in of_kind(EventKind.REPORTED) if e.values.get("where") == "frame")
+
+
+def _frame_mentions(text: str) -> list[str]:
+    """The mentions a traceback frame line names (memledger.sglang.errors rows read in frames:
+    `where` frame)."""
+    return [str(e.values["mention"]) for e in _FRAME_ROWS if e.find(text) is not None]
+
+
 _EXIT_CODE = BY_NAME["exit_code"]
 SIGKILL_EXIT_CODES = frozenset({-9, 137})
 """multiprocessing reports SIGKILL as -9; a shell reports 128 + 9."""
@@ -393,6 +402,10 @@ class ErrorTextReader:
                 )
                 del block.frames[:-MAX_FRAMES]
                 block.after_frame = True
+                found += [  # a frame that names what it allocates (kind reported, `frame` rows)
+                    ErrorReading(EventKind.REPORTED, line, rank, text, values={"mention": m})
+                    for m in _frame_mentions(text)
+                ]
                 return found
             if self._block.after_frame and REQ_TO_TOKEN_CODE_RE.search(text):
                 self._block.pool = "req_to_token"

@@ -3,7 +3,7 @@
 A big log's scan is mostly this one process (`grep -v` of the serving-time lines). The CLI
 starts it here, with the stdlib only (os, stat, subprocess), ~0.03 s after the interpreter
 starts; memledger.input.grep_scan.prestart adopts it a little later (it checks that grep has
-`-P`, and starts the keyword grep on its output and `wc -l`) while the rest of memledger
+`-P`, and starts the keyword grep on its output) while the rest of memledger
 imports. Until then its output waits in a 1 MiB pipe. Nothing here is needed for correctness:
 any failure starts nothing, and a process nobody adopts is killed by `stop_unadopted`.
 """
@@ -114,9 +114,11 @@ def start_first(
     boring: Sequence[str],
     limit: Callable[[], None] | None = limit_data,
 ) -> subprocess.Popen[bytes]:
-    """`grep -n -a -v BORING` on `target` (None: its stdin, a pipe), output into a pipe."""
+    """`grep -n -a -v -B1 BORING` on `target` (None: its stdin, a pipe), output into a pipe:
+    the lines that are no serving-time line (`N:line`), each after the serving-time line just
+    before it, if any (`N-line`: the last of its run)."""
     return subprocess.Popen(
-        [grep, "-n", "-a", "-v", *boring, "--", target or "-"],
+        [grep, "-n", "-a", "-v", "-B1", *boring, "--", target or "-"],
         stdin=subprocess.PIPE if target is None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -211,23 +213,25 @@ class Parts:
 
 def start_parts(
     grep: str, path: str, boring: Sequence[str], limit: Callable[[], None] | None = limit_data
-) -> Parts | None:
+) -> Parts:
     """The first greps of `path` cut in two, with their feeders (not started: spawn every
-    process first, a fork beside a running thread is best avoided); None: no newline near the
-    middle, or one CPU (two processes would only share it)."""
-    if cores() < 2:
-        return None
+    process first, a fork beside a running thread is best avoided); one part when there is no
+    newline near the middle, or one CPU (two processes would only share it). Each part ends
+    with END_OF_PART, so the serving-time line before the file's end is found as before a
+    candidate (memledger.input.scan.SERVING_REACH)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
         middle = size // 2
-        newline = os.pread(fd, SPLIT_SEARCH_BYTES, middle).find(b"\n")
+        newline = os.pread(fd, SPLIT_SEARCH_BYTES, middle).find(b"\n") if cores() > 1 else -1
         unterminated = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
     finally:
         os.close(fd)
-    if newline < 0 or middle + newline + 1 >= size:
-        return None
-    cuts = [0, middle + newline + 1, size]
+    cuts = (
+        [0, size]
+        if newline < 0 or middle + newline + 1 >= size
+        else [0, middle + newline + 1, size]
+    )
     firsts: list[subprocess.Popen[bytes]] = []
     feeders: list[Feeder] = []
     try:
@@ -262,9 +266,8 @@ def start_early(argv: Sequence[str]) -> None:
     boring = ["-P", BORING_PCRE]
     try:
         parts = start_parts(grep, found[0], boring)
-        if parts is not None:
-            parts.start_feeding()  # the keyword greps start later, beside running threads
-        STARTED[found[1]] = (grep, parts or start_first(grep, found[0], boring))
+        parts.start_feeding()  # the keyword greps start later, beside running threads
+        STARTED[found[1]] = (grep, parts)
     except (OSError, ValueError, subprocess.SubprocessError):
         pass
 

@@ -1,9 +1,12 @@
 """The grep prefilter: a big log's candidate lines found by two `grep` processes, at C speed.
 
-A long-running server's log is mostly serving-time lines. `grep -v` drops those (a `Decode batch`
-/ `Prefill batch` line alone on its physical line) and a second grep keeps the lines holding a
-keyword: the same lines as the built-in scanner (memledger.input.scan; tests/input/test_scan.py
-compares them on every real log), in a third of its time. It is the default for a regular file
+A long-running server's log is mostly serving-time lines. `grep -v -B1` drops those (a `Decode
+batch` / `Prefill batch` line alone on its physical line) but the last of each run, and a second
+grep keeps the lines holding a keyword with the SERVING_REACH lines before each (`-B`): the same
+lines as the built-in scanner (memledger.input.scan; the serving-time line kept before a
+candidate is among them; tests/input/test_scan.py compares them on every real log), in a third
+of its time. Every input fed to grep ends with grep_early.END_OF_PART, whose lines before it give
+the serving-time line kept before the end. It is the default for a regular file
 of at least GREP_MIN_BYTES when grep has `-P` (PCRE: the serving-line test in one linear pass;
 as an ERE it is 3x slower); `MEMLEDGER_PREFILTER=grep` forces it (streams are then fed to grep),
 `MEMLEDGER_PREFILTER=python` turns it off.
@@ -28,7 +31,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -38,13 +41,16 @@ from memledger.input import grep_early
 from memledger.input.grep_early import BORING_PCRE, GREP_DATA_LIMIT, GREP_MIN_BYTES
 from memledger.input.scan import (
     BORING_ERE,
-    CHUNK_BYTES,
     MAX_LINE_BYTES,
     OUT_OF_MEMORY_ERE,
+    SERVING_LINE_MAX,
+    SERVING_REACH,
+    Held,
     LineFilter,
     aligned_reader,
     read_error,
     scan_lines,
+    serving_within_reach,
 )
 from memledger.sglang.lines import CUT_TAIL_ERE
 
@@ -122,12 +128,11 @@ def stdin_file() -> Path | None:
 
 @dataclass
 class Pipeline:
-    """The running greps (and the line counter) for one input; a file cut in parts has one
-    Pipeline a part, the first holding the others (`rest`), each fed by its `feeder`."""
+    """The running greps for one input; a file cut in parts has one Pipeline a part, the first
+    holding the others (`rest`), each fed by its `feeder`."""
 
     first: subprocess.Popen[bytes]
     second: subprocess.Popen[bytes]
-    counter: subprocess.Popen[bytes] | None
     words: tuple[str, ...]
     feeder: grep_early.Feeder | None = None
     rest: list[Pipeline] = field(default_factory=list)
@@ -136,7 +141,6 @@ class Pipeline:
         """Kill the processes (and close their pipes unless the reader still drains them)."""
         _finished(self)
         processes = [p for part in (self, *self.rest) for p in (part.first, part.second)]
-        processes += [self.counter] if self.counter is not None else []
         for process in processes:
             if process.poll() is None:
                 process.kill()
@@ -155,8 +159,8 @@ def start(
 ) -> Pipeline:
     """Start `grep -v` (serving lines) | `grep -E` (keywords) on `target` (None: stdin pipe).
     A file is cut in two parts when two CPUs are there (grep_early.start_parts: a pipeline a
-    part, each fed its part), else read by one `grep -v`, with `wc -l` beside it for the line
-    count. `first`: the `grep -v` (or parts) started on `target` at CLI entry."""
+    part, each fed its part, one part else). `first`: the `grep -v` (or parts) started on
+    `target` at CLI entry."""
     env = {**os.environ, "LC_ALL": "C"}
     pcre = first is not None or has_pcre(grep)  # started at entry: with -P
     boring = ["-P", BORING_PCRE] if pcre else ["-E", "-e", BORING_ERE]
@@ -167,7 +171,7 @@ def start(
         parts = first
         try:
             pipelines = [
-                Pipeline(one, _keywords(grep, one, words, env, limit), None, tuple(words), feeder)
+                Pipeline(one, _keywords(grep, one, words, env, limit), tuple(words), feeder)
                 for one, feeder in zip(parts.firsts, parts.feeders, strict=True)
             ]
         except BaseException:
@@ -181,19 +185,7 @@ def start(
     if first is None:
         first = grep_early.start_first(grep, target, boring, limit)
     second = _keywords(grep, first, words, env, limit)
-    wc = shutil.which("wc") if target is not None else None
-    counter = (
-        None
-        if wc is None or target is None
-        else subprocess.Popen(
-            [wc, "-l", "--", target],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-    )
-    pipeline = Pipeline(first, second, counter, tuple(words))
+    pipeline = Pipeline(first, second, tuple(words))
     _RUNNING.append(pipeline)
     return pipeline
 
@@ -205,11 +197,13 @@ def _keywords(
     env: dict[str, str],
     limit: Callable[[], None] | None,
 ) -> subprocess.Popen[bytes]:
-    """`grep -E` of the keywords on the first grep's output. Its lines are the first grep's,
+    """`grep -n -B REACH -E` of the keywords on the first grep's output: each keyword line
+    (`M:N:line`) after the REACH lines before it (`M-N:line`, `M-N-line`: scan.SERVING_REACH),
+    among which the serving-time line kept before it, if any. Its lines are the first grep's,
     each shorter than that grep's data limit; the limit is set on it too, just after it
     starts (prlimit, Linux): no preexec_fn, so the spawn needs no fork beside the feeders."""
     second = subprocess.Popen(
-        [grep, "-a", "-E", "-e", ere(words)],
+        [grep, "-a", "-n", f"-B{SERVING_REACH}", "-E", "-e", ere(words)],
         stdin=first.stdout,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -307,7 +301,12 @@ def grep_candidates(
         writer.start()
     elif progress is not None:
         _watch_progress(pipeline, progress[1], progress[0])
-    return drain(pipeline, path, writer, errors, on_lines, fallback)
+    return drain_to_end(drain(pipeline, path, writer, errors, on_lines, fallback))
+
+
+_RECORD = re.compile(rb"[0-9]+([:-])([0-9]+)([:-])")
+"""The prefixes of a keyword-grep output line: its own line number and `:` (a keyword line) or
+`-` (a line before one), then the first grep's (`:` no serving-time line, `-` one)."""
 
 
 def drain(
@@ -317,37 +316,54 @@ def drain(
     errors: list[BaseException],
     on_lines: Callable[[int, int], None],
     fallback: Callable[[int], Iterator[tuple[int, bytes]]] | None,
-) -> Iterator[tuple[int, bytes]]:
+) -> Generator[tuple[int, bytes], None, tuple[Held, int | None]]:
+    """The candidates of the pipeline's output, each after the serving-time line kept before it
+    (memledger.input.scan.LineFilter: the last one before it, within SERVING_REACH lines and
+    after the previous candidate; the first grep prints the last of each run, the second the
+    REACH lines before each keyword line). Returns the serving-time line held at the end, and
+    the line of the END_OF_PART that ended the input (None: handed over to `fallback`, which
+    read on to the end)."""
     parts = [pipeline, *pipeline.rest]
     completed = False
-    handed_over: int | None = None  # the line the built-in scanner goes on from
+    handed_over = False  # a line too long for the bounded read: the built-in scanner goes on
     failed: Pipeline | None = None  # a part whose grep failed
     lines_before = 0  # the lines of the parts read so far (a fed part ends with END_OF_PART)
+    held: Held = None
+    last_candidate = 0
+    end_line: int | None = None
     try:
-        limit = MAX_LINE_BYTES + 24 if fallback is not None else -1  # + the `N:` prefix
+        limit = MAX_LINE_BYTES + 48 if fallback is not None else -1  # + the `M:N:` prefixes
         for part in parts:
             stdout = part.second.stdout
             assert stdout is not None
-            last = 0
-            end_line: int | None = None
+            end_line = None
             while raw := stdout.readline(limit):
-                number, _, content = raw.partition(b":")
                 if 0 < limit <= len(raw) and not raw.endswith(b"\n"):
-                    line = int(number) if number.isdigit() else last + 1
-                    handed_over = lines_before + line
+                    handed_over = True
                     break
+                record = _RECORD.match(raw)
+                if record is None:
+                    continue  # a group separator
+                line = lines_before + int(record[2])
+                content = raw[record.end() :]
                 if content.endswith(b"\n"):
                     content = content[:-1]
-                try:
-                    line = int(number)
-                except ValueError:
+                if record[3] == b"-":  # a serving-time line: the last of its run
+                    held = (line, content) if len(content) <= SERVING_LINE_MAX else None
+                elif record[1] == b"-":
+                    pass  # a line before a keyword line, no candidate
+                elif content == grep_early.END_OF_PART:  # no candidate: no keyword in it
+                    end_line = int(record[2])  # the part's end, if no other line follows
                     continue
-                last = line
-                if content == grep_early.END_OF_PART:  # never a candidate: no keyword in it
-                    end_line = line
-                    continue
-                yield lines_before + line, content
-            if handed_over is not None:
+                else:
+                    kept = serving_within_reach(held, line)
+                    if kept is not None:
+                        yield kept
+                    held = None
+                    last_candidate = line
+                    yield line, content
+                end_line = None
+            if handed_over:
                 break
             part.second.wait()
             part.first.wait()
@@ -359,13 +375,13 @@ def drain(
             codes = (part.first.returncode, part.second.returncode)
             if any(code not in (0, 1) for code in codes) or (part.feeder and end_line is None):
                 failed = part
-                handed_over = lines_before + last + 1  # a line too long for grep's memory
+                handed_over = True  # a line too long for grep's memory
                 break
             if end_line is not None:
                 lines_before += end_line - 1
         completed = True
     finally:
-        if not completed or handed_over is not None or errors:
+        if not completed or handed_over or errors:
             pipeline.stop(close=False)
         for part in parts:
             assert part.second.stdout is not None
@@ -380,46 +396,32 @@ def drain(
                 if process.stderr is not None:
                     complaint = complaint or process.stderr.read().strip()
                     process.stderr.close()
-    _finished(pipeline)  # its processes have ended (the counter is waited for below)
+    _finished(pipeline)  # its processes have ended
     if errors:
         error = errors[0]
         raise error if isinstance(error, InputError) else InputError(f"read failed ({error})")
     if failed is not None and fallback is None:
         detail = complaint.decode(errors="replace") or f"exit {failed.first.returncode}"
         raise InputError(f"scan failed: {detail.splitlines()[0]}")
-    if handed_over is not None:
+    if handed_over:
         assert fallback is not None
-        if pipeline.counter is not None:
-            pipeline.counter.kill()
-            pipeline.counter.wait()
-        yield from fallback(handed_over)
-        return
+        # it reads from the start: the serving-time line before its next candidate is its own
+        yield from fallback(last_candidate + 1)
+        return None, None
     if path is not None:
         fed = [part.feeder for part in parts if part.feeder is not None]
-        on_lines(*((lines_before, fed[-1].end) if fed else _totals(pipeline, path)))
+        on_lines(lines_before, fed[-1].end)
+    return held, None if end_line is None else lines_before + 1
 
 
-def _totals(pipeline: Pipeline, path: Path | None) -> tuple[int, int]:
-    """(lines, bytes) of a file: `wc -l` (plus an unterminated last line), else counted here."""
-    assert path is not None
-    size = path.stat().st_size
-    unterminated = 0
-    if size:
-        with path.open("rb") as handle:
-            handle.seek(size - 1)
-            unterminated = int(handle.read(1) != b"\n")
-    counter = pipeline.counter
-    if counter is not None:
-        out, _ = counter.communicate()
-        try:
-            return int(out.split()[0]) + unterminated, size
-        except (ValueError, IndexError):
-            pass
-    newlines = 0
-    with path.open("rb") as counted:
-        while chunk := counted.read(CHUNK_BYTES):
-            newlines += chunk.count(b"\n")
-    return newlines + unterminated, size
+def drain_to_end(
+    lines: Generator[tuple[int, bytes], None, tuple[Held, int | None]],
+) -> Iterator[tuple[int, bytes]]:
+    """`drain`'s lines, then the serving-time line kept before the input's end."""
+    held, end = yield from lines
+    kept = None if end is None else serving_within_reach(held, end)
+    if kept is not None:
+        yield kept
 
 
 def _feed(copy: Callable[[IO[bytes]], None], sink: IO[bytes], errors: list[BaseException]) -> None:

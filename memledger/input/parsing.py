@@ -234,7 +234,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
             _store(logical, tidy_pasted(text, MAX_PARSE_CHARS), parsed, out, pasted=True)
         return
     if text.startswith(SERVING_BATCH_STARTS):
-        serving = read_serving_batch(text)  # the scanner kept the last of each stage only
+        serving = read_serving_batch(text)  # the scanner kept the last one before a kept line
         if serving is not None:
             parsed = LineParse(EventKind.SERVING_BATCH, values=dict(serving))
             _store(logical, text[:MAX_PARSE_CHARS], parsed, out, pasted=False)

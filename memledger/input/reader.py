@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
+from memledger.input.grep_early import END_OF_PART
 from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
 from memledger.input.scan import (
     CHUNK_BYTES,
     LineFilter,
     aligned_reader,
+    is_serving,
     read_error,
     scan_lines,
     worker_command,
@@ -277,9 +279,7 @@ def _python_candidates(
 ) -> Iterator[tuple[int, bytes]]:
     """Start the built-in scan now (a worker overlaps the grammar build) and return its lines."""
     split = _split_point(log)
-    # the last serving-time lines of a stream read here whole (a paste, a short pipe): a file may
-    # be read by grep or in halves, which keep none (memledger.input.scan.LineFilter)
-    line_filter = LineFilter(extra_words, keep_serving=log.path is None)
+    line_filter = LineFilter(extra_words)
     if split is None or log.path is None:
         return _scan_stream(log, line_filter, stats, progress)
     try:
@@ -337,7 +337,7 @@ def _scan_with_worker(
     from_worker = 0
     try:
         read = _stream_reader(log.stream, log.name, counted, stop=split)
-        head_lines = yield from scan_lines(read, line_filter)
+        head_lines = yield from scan_lines(read, line_filter, ends=False)
         records = worker_records(worker.stdout, head_lines + 1)
         while True:
             try:
@@ -346,6 +346,10 @@ def _scan_with_worker(
                 finished = done.value
                 break
             from_worker += 1
+            if line_filter.held is not None:  # the head's last serving-time line: the worker's
+                if not is_serving(item[1]):  # own one, if any, is later and comes first
+                    yield from line_filter.finish(item[0])
+                line_filter.held = None
             yield item
     finally:
         if finished is None:
@@ -358,6 +362,7 @@ def _scan_with_worker(
         tail_lines, tail_bytes = finished
         stats.n_bytes += tail_bytes
         stats.n_lines = head_lines + tail_lines
+        yield from line_filter.finish(stats.n_lines + 1)  # the worker found none at all
         return
     if from_worker:
         detail = complaint.splitlines()[0] if complaint else f"exit {worker.returncode}"
@@ -401,6 +406,7 @@ def _grep_candidates(
                 sink.write(chunk)
                 if progress is not None:
                     progress(stats.n_bytes, log.size)
+            sink.write((b"\n" if last and last != b"\n" else b"") + END_OF_PART + b"\n")
         finally:
             stats.n_lines = newlines + (1 if last and last != b"\n" else 0)
 

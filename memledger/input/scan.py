@@ -3,9 +3,10 @@
 Pure Python and import-light, because a worker process runs it too
 (`python -m memledger.input.scan`, started by memledger.input.reader for the second half of a big
 file). Each 1 MiB chunk is split into
-lines once; serving-time lines (`Decode batch`, `Prefill batch`) are dropped by a substring test;
-the rest are tested against the keywords once per line shape (digits folded); only a keyword with
-a digit in it (`DSV4`) is looked for again in each line of a shape that may hold it.
+lines once; serving-time lines (`Decode batch`, `Prefill batch`) are dropped by a substring test
+(the last one before a candidate is looked for back from it: SERVING_REACH); the rest are tested
+against the keywords once per line shape (digits folded); only a keyword with a digit in it
+(`DSV4`) is looked for again in each line of a shape that may hold it.
 """
 
 from __future__ import annotations
@@ -142,17 +143,40 @@ _NO_KEYWORD, _KEYWORD, _DIGIT_KEYWORD_MAYBE = 0, 1, 2
 keyword with a digit may be there (each line of the shape is searched for those)."""
 
 
-class LineFilter:
-    """Which of a list of whole physical lines are candidates (keyword, no serving-time marker)."""
+SERVING_REACH = 8
+"""A serving-time line is kept before a candidate (or the end of the input) when fewer than this
+many lines lie between them: the last one logged before a failure, what was being served then
+(memledger.sglang.lines.SERVING_BATCH_HEADS). The grep prefilter finds it the same way (`grep -B`:
+memledger.input.grep_scan)."""
+SERVING_LINE_MAX = 4096
+"""A serving-time line longer than this is not kept (SGLang's are a few hundred bytes)."""
+Held = tuple[int, bytes] | None
+"""The last serving-time line after the last candidate, within reach: (line number, bytes)."""
 
-    def __init__(self, extra_words: Iterable[str] = (), *, keep_serving: bool = False) -> None:
-        """`keep_serving`: hand out the last serving-time line of each marker (prefill, decode)
-        before the next candidate and at the end (`flush`), in line order: what was being served
-        when a failure came (memledger.sglang.lines.SERVING_BATCH_HEADS), at most two lines held
-        whatever the log's length. The reader asks for it only where no grep or worker shares
-        the file (memledger.input.reader), so every path of a file gives the same lines."""
-        self.keep_serving = keep_serving
-        self.serving: dict[bytes, tuple[int, bytes]] = {}
+
+def is_serving(raw: bytes) -> bool:
+    """A serving-time line alone on its physical line (a marker and at most one `[`): skipped as
+    a candidate; glued to another SGLang line (a second `[`), the line is read and the
+    serving-time part yields nothing (security review F11)."""
+    decode, prefill = BORING_LINES
+    return (raw.find(decode) >= 0 or raw.find(prefill) >= 0) and raw.count(b"[") < 2
+
+
+def serving_within_reach(held: Held, line: int) -> Held:
+    """`held` when it is to be kept before a candidate (or the end) at `line`."""
+    if held is None or line - held[0] - 1 >= SERVING_REACH:
+        return None
+    return held
+
+
+class LineFilter:
+    """Which of a list of whole physical lines are candidates (keyword, no serving-time marker),
+    each after the last serving-time line before it when it is within SERVING_REACH lines and
+    after the previous candidate (`held` carries it from one list to the next: at most one line
+    held whatever the log's length)."""
+
+    def __init__(self, extra_words: Iterable[str] = (), held: Held = None) -> None:
+        self.held = held
         words = tuple(extra_words)
         regexes = _filter_regexes(words)
         self.keywords, self.shape_keywords, self.shape_digit_keywords, self.digit_keywords = regexes
@@ -168,10 +192,8 @@ class LineFilter:
         return _NO_KEYWORD
 
     def candidates(self, lines: list[bytes], first_line: int) -> Iterator[tuple[int, bytes]]:
-        """(line number, bytes) of each candidate; `first_line` is the number of lines[0]."""
-        if self.keep_serving:
-            yield from self._candidates_keeping_serving(lines, first_line)
-            return
+        """(line number, bytes) of each candidate, each after the serving-time line kept before
+        it; `first_line` is the number of lines[0]."""
         decode, prefill = BORING_LINES
         keywords = self.keywords
         digit_keywords = self.digit_keywords
@@ -181,8 +203,7 @@ class LineFilter:
         for raw in lines:
             # find, not `in`: bytes.__contains__ first tries its operand as an int (slower)
             if raw.find(decode) >= 0 or raw.find(prefill) >= 0:
-                # alone on its line, skipped; glued to another SGLang line (a second `[`), the
-                # line is read and the serving-time part yields nothing (security review F11)
+                # alone on its line, skipped (`is_serving`)
                 if raw.count(b"[") < 2:
                     continue
             if len(raw) <= SHAPE_MAX_BYTES:
@@ -201,54 +222,45 @@ class LineFilter:
             # The verdict depends on the bytes alone, so an equal line before this one and
             # after `position` would have been a candidate already: the first equal line
             # from `position` is this one.
-            position = lines.index(raw, position)
-            yield first_line + position, raw
-            position += 1
+            found = lines.index(raw, position)
+            serving = self._last_serving(lines, position, found, first_line)
+            if serving is not None:
+                yield serving
+            yield first_line + found, raw
+            position = found + 1
+        self.held = self._last_serving(lines, position, len(lines), first_line, keep=True)
 
-    def _wanted(self, raw: bytes) -> bool:
-        """Whether a line without a lone serving-time marker is a candidate (`candidates`'
-        test, one line at a time)."""
-        if len(raw) > SHAPE_MAX_BYTES:
-            return bool(self.keywords(raw) or cut_tail(raw))
-        shape = raw.translate(_FOLD_DIGITS)
-        verdict = self.shape_verdicts.get(shape)
-        if verdict is None:
-            if len(self.shape_verdicts) >= SHAPE_CACHE_ENTRIES:
-                self.shape_verdicts.clear()
-            verdict = self.shape_verdicts[shape] = self._shape_verdict(shape)
-        if verdict == _NO_KEYWORD:
-            return False
-        return verdict == _KEYWORD or bool(self.digit_keywords(raw))
+    def _last_serving(
+        self, lines: list[bytes], low: int, end: int, first_line: int, *, keep: bool = False
+    ) -> Held:
+        """The last serving-time line before lines[end] within reach and at or after lines[low]
+        (lines before `low` are at or before a candidate), else `held` when `low` is 0 and it
+        is still within reach; `keep`: the state for the next list (the end is no candidate)."""
+        for index in range(end - 1, max(low, end - SERVING_REACH) - 1, -1):
+            raw = lines[index]
+            if is_serving(raw):
+                return (first_line + index, raw) if len(raw) <= SERVING_LINE_MAX else None
+        if low > 0 or (keep and end >= SERVING_REACH):
+            return None
+        return self.held if keep else serving_within_reach(self.held, first_line + end)
 
-    def _candidates_keeping_serving(
-        self, lines: list[bytes], first_line: int
-    ) -> Iterator[tuple[int, bytes]]:
-        decode, prefill = BORING_LINES
-        pending = self.serving
-        for index, raw in enumerate(lines):
-            is_decode = raw.find(decode) >= 0
-            if (is_decode or raw.find(prefill) >= 0) and raw.count(b"[") < 2:
-                pending[decode if is_decode else prefill] = (first_line + index, raw)
-                continue
-            if self._wanted(raw):
-                if pending:
-                    yield from self.flush()
-                yield first_line + index, raw
-
-    def flush(self) -> Iterator[tuple[int, bytes]]:
-        """The serving-time lines held (`keep_serving`), in line order; holds none after."""
-        held = sorted(self.serving.values())
-        self.serving.clear()
-        yield from held
+    def finish(self, end_line: int) -> Iterator[tuple[int, bytes]]:
+        """The serving-time line kept before the end of the input (`end_line`: the number one
+        past its last line); holds none after."""
+        held = serving_within_reach(self.held, end_line)
+        self.held = None
+        if held is not None:
+            yield held
 
 
 def scan_lines(
-    read: Callable[[int], bytes], line_filter: LineFilter, first_line: int = 1
+    read: Callable[[int], bytes], line_filter: LineFilter, first_line: int = 1, *, ends: bool = True
 ) -> Generator[tuple[int, bytes], None, int]:
     """Candidates of a byte stream read in chunks; returns its number of physical lines.
 
     A physical line longer than MAX_LINE_BYTES is tested in pieces (each with its line number),
-    cut where a chunk ends.
+    cut where a chunk ends. `ends`: the stream is the input's end (else the serving-time line
+    held at its end stays in `line_filter.held`, for whoever reads on).
     """
     next_line = first_line
     leftover = b""
@@ -270,9 +282,10 @@ def scan_lines(
         next_line += len(lines)
     if leftover:
         yield from line_filter.candidates([leftover], next_line)
-    yield from line_filter.flush()
     if leftover or cut:
         next_line += 1  # a last line without newline
+    if ends:
+        yield from line_filter.finish(next_line)
     return next_line - first_line
 
 

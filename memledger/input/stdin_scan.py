@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
+from memledger.input.grep_early import END_OF_PART
 from memledger.input.grep_scan import Pipeline, drain, start
 from memledger.input.scan import (
     CHUNK_BYTES,
@@ -32,6 +33,7 @@ from memledger.input.scan import (
     LineFilter,
     aligned_reader,
     scan_lines,
+    serving_within_reach,
 )
 from memledger.sglang.lines import PREFILTER_WORDS
 
@@ -69,6 +71,7 @@ class Feeder(threading.Thread):
                 first = chunk.find(b"\n")
                 if len(held) + (len(chunk) if first < 0 else first) > MAX_LINE_BYTES:
                     self.handover = (self.newlines + 1, written, held + chunk)
+                    self.sink.write(END_OF_PART + b"\n")  # grep's part ends on a whole line
                     return
                 if first < 0:
                     held += chunk
@@ -83,8 +86,8 @@ class Feeder(threading.Thread):
                 if self.progress is not None:
                     self.progress(self.n_bytes, None)
                 chunk = os.read(self.source, CHUNK_BYTES)
-            if held:
-                self.sink.write(held)  # the last line, without newline
+            # the last line (without newline), then the end's marker (memledger.input.grep_scan)
+            self.sink.write(held + (b"\n" if held else b"") + END_OF_PART + b"\n")
         except BrokenPipeError:
             pass  # the pipeline was stopped
         except OSError as exc:
@@ -209,12 +212,16 @@ def candidates(
         raise AssertionError("prestart only runs without extension grammars")
     feeder = ahead.feeder
     errors: list[BaseException] = []
-    yield from drain(ahead.pipeline, None, feeder, errors, lambda n, b: None, None)
+    lines = drain(ahead.pipeline, None, feeder, errors, lambda n, b: None, None)
+    serving, end = yield from lines
     if feeder.error is not None:
         from memledger.input.scan import read_error
 
         raise read_error(feeder.error, name)
     if feeder.handover is None:
+        kept = None if end is None else serving_within_reach(serving, end)
+        if kept is not None:
+            yield kept
         on_lines(feeder.n_lines(), feeder.n_bytes)
         return
     line, offset, held = feeder.handover
@@ -226,5 +233,6 @@ def candidates(
         read_bytes += size
 
     read = aligned_reader(rest, offset, head_bytes, name, count, seek=False)
-    more = yield from scan_lines(read, LineFilter(words[len(PREFILTER_WORDS) :]), line)
+    line_filter = LineFilter(words[len(PREFILTER_WORDS) :], serving)
+    more = yield from scan_lines(read, line_filter, line)
     on_lines(line - 1 + more, read_bytes)

@@ -80,7 +80,8 @@ class EventKind(StrEnum):
     GPU_NAMED = "gpu_named"
     READY = "ready"
     SERVING_BATCH = "serving_batch"
-    """A `Prefill batch.` / `Decode batch.` line: the last of each stage before a kept line."""
+    """A `Prefill batch.` / `Decode batch.` line: the last one before a kept line, within reach
+    (memledger.input.scan.SERVING_REACH)."""
     OOM = "oom"
     CRASH = "crash"
     OOM_MESSAGE = "oom_message"

@@ -609,6 +609,32 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "page_size"},
     ),
     ErrorText(
+        "said_attention_workspace",
+        re.compile(r'aiter_backend\.py", line \d+, in __init__'),
+        ("aiter_backend.py",),
+        Family.REPORTER,
+        "the AITER attention backend's constructor in a traceback frame: where it allocates its "
+        "workspace (v0.5.8 layers/attention/aiter_backend.py:157-167)",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/layers/attention/aiter_backend.py", '
+        "line 270, in __init__",
+        kind="reported",
+        values={"mention": "attention_workspace", "where": "frame"},
+    ),
+    ErrorText(
+        "said_audio_decoder_stage",
+        re.compile(r"Stage vocoder received msg|Stage code2wav received msg"),
+        ("Stage vocoder", "Stage code2wav"),
+        Family.REPORTER,
+        "sglang-omni's stage loop logs each message a stage takes (sgl-project/sglang-omni@2489a10 "
+        "sglang_omni/pipeline/stage/runtime.py:264 `Stage %s received msg`); the audio decoder "
+        "stages are `vocoder` (models/fishaudio_s2_pro/pipeline/next_stage.py:10) and `code2wav` "
+        "(models/qwen3_omni/pipeline/next_stage.py:19)",
+        "2026-01-05 10:00:00,126 [INFO] sglang_omni.pipeline.stage.runtime: Stage vocoder "
+        "received msg: DataReadyMessage",
+        kind="reported",
+        values={"mention": "audio_decoder_stage"},
+    ),
+    ErrorText(
         "said_lora",
         re.compile(r"(?<![\w.])(?:LoRA|Lora|lora)(?![\w=])"),
         ("lora", "LoRA", "Lora"),

@@ -660,6 +660,18 @@ LATE_RELEASE_CAUSE = (
     "them before it"
 )
 """Why free memory rises after `Memory pool end` on a speculative startup."""
+DRAFT_BEFORE_POOL_CAUSE = (
+    "from 0.5.16 the draft worker is built right after the target's load, before the pools are "
+    "sized (v0.5.16 managers/scheduler.py:845-851): the draft's own embed_tokens/lm_head count "
+    "as used while the KV pool is sized and are dropped for the target's only after it (v0.5.23 "
+    "speculative/eagle_worker_v2.py:243-258 alloc_memory_pool, then init_lm_head), so the pool "
+    "comes out smaller by their bytes; sglang PR #37155 shares them before sizing"
+)
+"""Why a draft load logged before the KV pool's lines leaves the pool short."""
+DRAFT_OWN_HEAD_TYPE = re.compile(r"eagle|nextn|mtp", re.IGNORECASE)
+"""`type=` classes of drafts that load an embed/lm_head of their own and take the target's after
+the pool (EAGLE, NextN/MTP: v0.5.23 speculative/eagle_worker_v2.py:243-258); a DFlash draft has
+no head of its own (v0.5.23 speculative/dflash_worker_v2.py:138)."""
 CAPTURE_FAILED_TEXT = "Capture cuda graph failed"
 """How SGLang re-raises any error of its graph capture (v0.5.8
 model_executor/cuda_graph_runner.py:369, v0.5.23

@@ -272,6 +272,57 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "attention_workspace",
+        Phase.AFTER_POOL,
+        "the AITER attention backend's workspace: allocated as the backend starts, after the KV "
+        "pool, max_bs x heads x ceil(context_len / 256) partitions x head_dim (v0.5.8 "
+        "layers/attention/aiter_backend.py:157-167, v0.5.23 :556-566), so it grows with the "
+        "context length and the request slots, outside the KV budget (sglang PR #20888 caps it by "
+        "the KV capacity)",
+        (
+            _CONTEXT,
+            Lever(
+                "max_running_requests",
+                "lower",
+                "the workspace's max_bs: fewer request slots, a smaller workspace (v0.5.8 "
+                "aiter_backend.py:157-167)",
+            ),
+        ),
+    ),
+    Mention(
+        "audio_decoder_stage",
+        None,  # not SGLang's engine: its serving levers do not apply
+        "a multi-stage pipeline's audio decoder stage (sglang-omni's vocoder, code2wav): it runs "
+        "on the GPU beside SGLang's engine, which keeps its fraction of it (mem_fraction_static "
+        "0.85 for S2-Pro: sgl-project/sglang-omni@2489a10 "
+        "models/fishaudio_s2_pro/pipeline/stages.py:316-324), and its input is the codes the AR "
+        "stage generated, up to that stage's max_new_tokens (2048 by default: "
+        "models/fishaudio_s2_pro/runtime/s2pro_sglang_ar.py:305, :345), so a generation that never "
+        "meets its end token hands it the longest input",
+        (
+            Lever(
+                "max_new_tokens",
+                "lower",
+                "a request setting of the AR stage: the decoder stage's input and activations "
+                "scale with the codes generated (a generation that stops at its end token stays "
+                "below it)",
+            ),
+            _MFS_LOWER,
+        ),
+    ),
+    Mention(
+        "dflash_dp_attention",
+        None,
+        "a DFLASH/DSPARK draft under DP attention: its KV pool is sharded at attn_tp_size "
+        "(tp_size / dp_size), but the target's budget priced the draft's bytes a token at the "
+        "global tp_size (v0.5.20 model_executor/model_runner_components/"
+        "spec_aux_hidden_state.py:242-247), so the shared token count overshoots by up to dp "
+        "times the draft's term and the draft's own pool runs out at startup (sglang#38202); "
+        "v0.5.23 prices it at attn_tp_size (mem_cache/kv_cache_configurator.py:375-379, "
+        "mem_cache/draft_kv_budget.py:14-47)",
+        (_KV_CAP,),
+    ),
+    Mention(
         "lora",
         Phase.LOAD,
         "LoRA adapters: with --enable-lora (or --lora-paths) the adapters' weights and the LoRA "
@@ -301,6 +352,18 @@ MENTIONS: tuple[Mention, ...] = (
     Mention("serving", Phase.SERVING, "the server was serving requests when it failed"),
 )
 """Each mention once, by name."""
+SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
+    "speculative": (("speculative_algorithm", ()),),
+    "dflash_dp_attention": (
+        ("speculative_algorithm", ("DFLASH", "DSPARK")),
+        ("enable_dp_attention", (True,)),
+    ),
+}
+"""Mentions the settings make without words: each setting and the values that make it (none
+listed: any set value)."""
+SETTING_MENTION_FIXED = {"dflash_dp_attention": "0.5.23"}
+"""The release from which a setting mention's defect is gone (the log's own release, when its
+formats date it at or after this, makes none)."""
 MENTION: dict[str, Mention] = {mention.name: mention for mention in MENTIONS}
 
 

@@ -125,6 +125,7 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "relation": str,
             "said": str,
             "value": float,
+            "where": str,  # `frame`: an errors.py row read in traceback frames
         },
     ),
     "oom": ((), {"reason": str}),
@@ -227,8 +228,8 @@ batch. #new-seq, #new-token, #cached-token, cache hit rate, #running-req, #queue
 :270-277 (`[gpu=N] Decode batch. #running-req, #token, token usage, gen throughput (token/s),
 #queue-req`); v0.4.6 managers/scheduler.py:992-1007 `log_prefill_stats` (`token usage` in
 place of the hit rate; `#unbootstrapped-req`, `#transferring-req` in PD prefill) and
-:1043-1047 `log_decode_stats`. The scanner keeps only the last of each stage before a kept line
-(memledger.input.scan), so millions of them stay cheap."""
+:1043-1047 `log_decode_stats`. The scanner keeps only the last one before a kept line (and before
+the end), within reach (memledger.input.scan.SERVING_REACH), so millions of them stay cheap."""
 SERVING_BATCH_STARTS: tuple[str, ...] = tuple(SERVING_BATCH_HEADS)
 SERVING_BATCH_FIELDS: tuple[ServingField, ...] = (
     ServingField("#new-seq", "new_seq", int),
@@ -652,7 +653,7 @@ LINES: tuple[LineSpec, ...] = (
         "gpu_named", words=GPU_NAME_WORDS, values={"form": str, "name": str, "total_mib": int}
     ),
     LineSpec("ready", words=("fired up",), values={"reason": str}),
-    # a serving-batch line: no prefilter word (the scanner keeps the last of each stage itself)
+    # a serving-batch line: no prefilter word (the scanner keeps the last one itself)
     LineSpec(
         "serving_batch",
         values={"stage": str, **{f.key: f.kind for f in SERVING_BATCH_FIELDS}},

@@ -18,12 +18,10 @@ from memledger.checking.budget import parse_budget
 from memledger.cli import main
 from memledger.errors import ConfigError, InputError
 from memledger.model.check import CheckStatus
-from memledger.model.events import EventKind
 from tests.check.helpers import base_ledger, head_ledger, save_ledger, write
 from tests.conftest import REAL_LOGS, SAMPLES, unwrapped
 
 TODAY = date(2026, 11, 5)
-SERVING = EventKind.SERVING_BATCH
 SAMPLES_DP2 = str(SAMPLES / "dp2.log")
 SAMPLES_DP16 = str(SAMPLES / "dp16.log")
 FAILING = '[[budget]]\nitem = "kv_tokens_per_instance"\nmin = 52_000_000\n'  # head: 51.0 M
@@ -172,13 +170,7 @@ def test_load_path_text_and_streams_agree() -> None:
     for parsed in (from_path, from_text, from_binary, from_str_stream):
         assert (parsed.n_startups, parsed.startup.outcome) == (1, "ready")
         assert _load_begin_avail(parsed) == pytest.approx(22.76)
-        # a stream read whole also keeps the last serving-batch line of each stage before a kept
-        # line; a file keeps none (grep may read it: memledger.input.scan.LineFilter)
-        events = parsed.startup.events
-        assert [e for e in events if e.kind is not SERVING] == from_path.startup.events
-        kept = len([e for e in events if e.kind is SERVING])
-        assert kept <= 2 * (len(from_path.startup.events) + 1)  # at most two before each
-    assert not any(e.kind is SERVING for e in from_path.startup.events)
+        assert parsed.startup.events == from_path.startup.events
     assert from_path.path == str(QWEN_3090)
     assert from_text.path == "<text>"
 

@@ -55,6 +55,9 @@ def test_a_frameworks_oom_names_its_own_knob(frame: str, name: str, knob: str) -
     result = _diagnose(text)
     assert result.outcome == "oom"
     assert f"(in {name}: lower {knob.rsplit('.', 1)[0]}." in result.verdict
+    # the suggestion opens with the framework's setting too, one line of the list
+    [share] = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert share.why.startswith(f"in {name}: lower {knob}; ")
     assert any(
         f.id == "embedded_in_framework" and f"--mem-fraction-static is {name}'s {knob}" in f.message
         for f in result.findings
@@ -85,3 +88,17 @@ def test_an_oom_in_areals_trainer_is_the_trainers() -> None:
         f.id == "trainer_oom" and "actor.mb_spec.max_tokens_per_mb" in f.message
         for f in result.findings
     )
+
+
+def test_a_memory_saver_oom_with_a_frameworks_path_names_its_knob_in_the_suggestion() -> None:
+    # torch_memory_saver's CUresult line under a Ray worker's prefix, and a warning that shows
+    # the framework's checkout in a path (any line names the framework, not only frames)
+    text = (
+        "(WorkerDict pid=7) [torch_memory_saver.cpp] CUresult error  result=2 "
+        "file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103\n"
+        "(WorkerDict pid=7) /home/u/verl/sglang/python/sglang/srt/utils.py:800: UserWarning: x\n"
+    )
+    result = _diagnose(text)
+    assert result.outcome == "oom"
+    [share] = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert share.why.startswith("in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization; ")

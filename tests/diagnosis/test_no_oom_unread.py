@@ -15,6 +15,7 @@ from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import evidence_text, render_text
+from memledger.sglang import lifecycle
 from memledger.sglang.failure_rules import (
     BUDGET_SOURCES,
     MAX_REQ_INPUT_LEN_SOURCES,
@@ -169,6 +170,27 @@ def test_a_mention_places_the_failure_and_brings_its_lever(
     assert FindingId.REPORTED in {f.id for f in diagnosis.findings}
 
 
+@pytest.mark.parametrize("header", [True, False], ids=["traceback", "frame alone"])
+def test_an_attention_backends_constructor_frame_names_its_workspace(header: bool) -> None:
+    # the AITER backend's workspace grows with the context (v0.5.8 aiter_backend.py:157-167):
+    # the frame of its __init__ under a HIP OOM, with or without the traceback's head
+    text = (
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 9.00 GiB.\n"
+        "GPU 0 has a total capacity of 191.98 GiB of which 2.00 GiB is free.\n"
+        + ("Traceback (most recent call last):\n" if header else "")
+        + '  File "/opt/sglang/python/sglang/srt/layers/attention/aiter_backend.py", line 201, '
+        "in __init__\n"
+    )
+    diagnosis = _diagnose(text)
+    assert diagnosis.phase is Phase.AFTER_POOL
+    knobs = [s.knob for s in diagnosis.suggestions]
+    assert knobs[:2] == ["context_length", "max_running_requests"]
+    assert "attention backend's workspace" in diagnosis.verdict
+    # a frame of the same file elsewhere (a forward while serving) names no workspace
+    serving = _diagnose(text.replace("in __init__", "in forward_decode"))
+    assert "workspace" not in serving.verdict
+
+
 def test_another_process_named_in_prose_is_said_first() -> None:
     diagnosis = _diagnose(
         "the next test OOMs because the GPU is held by the orphaned server process\n"
@@ -289,3 +311,60 @@ def test_the_summary_line_and_the_request_limit_are_cited_at_the_logs_release() 
     old = nearest_source(MAX_REQ_INPUT_LEN_SOURCES, 2013, 3005)
     assert old.endswith("max_total_num_tokens - 1)")
     assert nearest_source(MAX_REQ_INPUT_LEN_SOURCES, 5023, 0).endswith("kv_capacity - 1) - 5")
+
+
+@pytest.mark.parametrize("stage", ["vocoder", "code2wav"])
+def test_an_oom_after_a_pipelines_audio_decoder_stage_names_it(stage: str) -> None:
+    # sglang-omni's stage loop line (pipeline/stage/runtime.py:264), then PyTorch's OOM text
+    text = (
+        "2026-01-05 10:00:00,126 [INFO] sglang_omni.pipeline.stage.runtime: Stage "
+        f"{stage} received msg: DataReadyMessage\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 20.00 MiB is free.\n"
+    )
+    diagnosis = _diagnose(text)
+    assert diagnosis.outcome == "oom"
+    assert "audio decoder stage (sglang-omni's vocoder, code2wav)" in diagnosis.verdict
+    assert [s.knob for s in diagnosis.suggestions][:2] == ["max_new_tokens", "mem_fraction_static"]
+    # the thinker's stage is SGLang's own engine: no such mention
+    other = _diagnose(text.replace(f"Stage {stage}", "Stage thinker"))
+    assert "audio decoder" not in other.verdict
+
+
+_DFLASH_DP = (
+    "[2026-09-06 07:40:00] server_args=ServerArgs(model_path='/m/x', tp_size=2, dp_size=2, "
+    "enable_dp_attention={dp}, speculative_algorithm='{spec}', mem_fraction_static=0.9)\n"
+    "{baseline}"
+    "[rank1]:[W906 07:46:05.0 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM "
+    "on device 1 while trying to allocate 4334813184 bytes (free: 3779919872, total: "
+    "287431131136).\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "dp", "named"),
+    [
+        ("DSPARK", True, True),
+        ("DFLASH", True, True),
+        ("DFLASH", False, False),
+        ("EAGLE", True, False),
+    ],
+)
+def test_a_dflash_draft_under_dp_attention_is_named_by_its_settings(
+    spec: str, dp: bool, named: bool
+) -> None:
+    diagnosis = _diagnose(_DFLASH_DP.format(spec=spec, dp=dp, baseline=""))
+    messages = [f.message for f in diagnosis.findings if "attn_tp_size" in f.message]
+    assert bool(messages) is named
+    if named:
+        assert "max_total_tokens" in [s.knob for s in diagnosis.suggestions]
+
+
+def test_a_release_past_the_fix_is_not_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `Memory baseline taken` dates a log at 0.5.21 or later (sglang.release_markers); with the
+    # fix placed there, such a log makes no mention
+    baseline = "[2026-09-06 07:40:05 DP1 TP1] Memory baseline taken. mem usage=0.50 GB\n"
+    text = _DFLASH_DP.format(spec="DFLASH", dp=True, baseline=baseline)
+    assert any("attn_tp_size" in f.message for f in _diagnose(text).findings)
+    monkeypatch.setitem(lifecycle.SETTING_MENTION_FIXED, "dflash_dp_attention", "0.5.21")
+    assert not any("attn_tp_size" in f.message for f in _diagnose(text).findings)

@@ -151,11 +151,12 @@ def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_
     path = _hostile_log(tmp_path)
     grep_early.start_early(["parse", "--format", "json", str(path)])
     [(_grep, first)] = grep_early.STARTED.values()
-    assert isinstance(first, subprocess.Popen)  # no newline near the middle: one part
+    assert isinstance(first, grep_early.Parts)
+    assert len(first.firsts) == 1  # no newline near the middle: one part, fed as the halves are
     prestart.prestart(["parse", "--format", "json", str(path)])
     assert grep_early.STARTED == {}
     [pipeline] = grep_scan.STARTED.values()
-    assert pipeline.first is first  # adopted, not started again
+    assert pipeline.first is first.firsts[0] and not pipeline.rest  # adopted, not started again
     expected = _candidates(path, "python")
     monkeypatch.delenv("MEMLEDGER_PREFILTER", raising=False)
     stats = ReadStats()
@@ -174,9 +175,9 @@ def test_the_cli_starts_the_first_grep_with_the_stdlib_only_and_prestart_adopts_
         assert grep_early.STARTED == {}
     grep_early.start_early(["ledger", str(path)])
     [(_grep, unadopted)] = grep_early.STARTED.values()
-    assert isinstance(unadopted, subprocess.Popen)
+    assert isinstance(unadopted, grep_early.Parts)
     grep_scan.stop_unclaimed()  # the command failed before reading: the early grep is stopped
-    assert grep_early.STARTED == {} and unadopted.returncode is not None
+    assert grep_early.STARTED == {} and unadopted.firsts[0].returncode is not None
 
 
 def test_the_entry_point_imports_no_click_typing_or_memledger_module_before_the_prestart() -> None:
@@ -236,13 +237,15 @@ def test_grep_out_of_memory_hands_over(
     assert _candidates(path, "grep") == expected
 
 
-def test_one_cpu_reads_the_file_in_one_part_with_wc(
+def test_one_cpu_reads_the_file_in_one_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _two_halves_log(tmp_path)
     expected = _candidates(path, "python")
     monkeypatch.setattr(grep_early, "cores", lambda: 1)
-    assert grep_early.start_parts("grep", str(path), ["-P", BORING_PCRE]) is None
+    parts = grep_early.start_parts("grep", str(path), ["-P", BORING_PCRE])
+    assert len(parts.firsts) == 1 and parts.feeders[0].end == path.stat().st_size
+    parts.stop()
     assert _candidates(path, "grep") == expected
 
 

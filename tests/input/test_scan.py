@@ -48,21 +48,33 @@ def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[
     """(candidates, number of physical lines): a line is kept when it holds a keyword (or an
     error text's or a memory-looking word in any case, or starts as a cut line's rest) and is not a
     serving-time line alone (a marker and no second `[`: a line glued to another SGLang line is
-    kept, security review F11)."""
+    kept, security review F11). Before each kept line, and at the end, the last serving-time line
+    before it is kept too when it comes after the previous kept line, fewer than SERVING_REACH
+    lines before it, and is at most SERVING_LINE_MAX bytes long."""
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()  # the newline ends the last line; it does not start another
     words = [word.encode() for word in (*PREFILTER_WORDS, *extra_words)]
-    found = [
-        (number, line)
-        for number, line in enumerate(lines, 1)
-        if not (any(marker in line for marker in BORING_LINES) and line.count(b"[") <= 1)
-        and (
+    found: Found = []
+    serving: tuple[int, bytes] | None = None
+
+    def serving_before(number: int) -> Found:
+        if serving is None or number - serving[0] - 1 >= scan.SERVING_REACH:
+            return []
+        if (found and serving[0] < found[-1][0]) or len(serving[1]) > scan.SERVING_LINE_MAX:
+            return []
+        return [serving]
+
+    for number, line in enumerate(lines, 1):
+        if any(marker in line for marker in BORING_LINES) and line.count(b"[") <= 1:
+            serving = (number, line)
+        elif (
             any(word in line for word in words)
             or any(w.encode() in line.lower() for w in (*ANY_CASE_WORDS, *MEMORY_WORDS_ANY_CASE))
             or CUT_TAIL.match(line) is not None
-        )
-    ]
+        ):
+            found += [*serving_before(number), (number, line)]
+    found += serving_before(len(lines) + 1)
     return found, len(lines)
 
 
@@ -259,21 +271,27 @@ def test_long_serving_log_is_what_the_test_means(long_log: Path) -> None:
     found, n_lines = reference_candidates(data)
     assert not data.endswith(b"\n") and n_lines > 20_000
     assert max(len(line) for line in data.split(b"\n")) > scan.CHUNK_BYTES
+    serving = [(n, line) for n, line in found if _is_serving(line)]
+    candidates = [item for item in found if item not in serving]
     # 3 startup lines, 2 + 1 + 2 + 2 groups on boundaries and one at the end, the straddling
     # line, the long line, the last line
-    assert len(found) == 3 + 8 * CANDIDATES_PER_GROUP + 1 + 1 + 1
+    assert len(candidates) == 3 + 8 * CANDIDATES_PER_GROUP + 1 + 1 + 1
+    # and the serving-time line just before a group (the filler's), not the one of many
+    # megabytes before the last group
+    assert 0 < len(serving) < len(candidates)
+    assert all(len(line) <= scan.SERVING_LINE_MAX for _, line in serving)
     first = _interesting("group 0")[0]
     for boundary in (SNIFF_BYTES, SNIFF_BYTES + 2 * scan.CHUNK_BYTES, LONG_LOG_BYTES // 2):
         assert data[boundary - 1 : boundary] == b"\n" and data[boundary:].startswith(first[:40])
     straddling = data.index(LOAD_LINE, SNIFF_BYTES + scan.CHUNK_BYTES - 40)
     assert straddling < SNIFF_BYTES + scan.CHUNK_BYTES < straddling + len(LOAD_LINE)
-    kept = [line for _, line in found]
+    kept = [line for _, line in candidates]
     assert DSV4_LINE in kept and DSV5_LINE not in kept
-    assert not any(b"Decode batch" in line for line in kept)
+    assert not any(b"Decode batch" in line and line.count(b"[") < 2 for line in kept)
 
 
 def _is_serving(raw: bytes) -> bool:
-    return any(raw.find(marker) >= 0 for marker in scan.BORING_LINES)
+    return scan.is_serving(raw)
 
 
 def test_long_serving_log_same_lines_from_every_scanner(
@@ -284,12 +302,7 @@ def test_long_serving_log_same_lines_from_every_scanner(
     monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1 << 62)
     assert scanned(long_log, "python") == expected
     with long_log.open("rb") as stream:
-        streamed = scanned(stream, "python")  # a stream: no worker, no grep on a path
-    # a stream read whole also keeps the last serving-time line of each marker before a kept line
-    # (memledger.input.scan.LineFilter keep_serving); without them, the same lines
-    serving = [(n, raw) for n, raw in streamed[0] if raw.count(b"[") < 2 and _is_serving(raw)]
-    assert serving and len(serving) <= 2 * (len(expected[0]) + 1)
-    assert ([c for c in streamed[0] if c not in serving], streamed[1]) == expected
+        assert scanned(stream, "python") == expected  # a stream: no worker, no grep on a path
     # this process and a worker, half each
     monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1 << 20)
     finished = _worker_finished(monkeypatch)
@@ -429,7 +442,7 @@ def _memory_reader(data: bytes, head: int, stop: int | None = None) -> Callable[
 
 def _scan_split(data: bytes, split: int, head: int, line_filter: LineFilter) -> tuple[Found, int]:
     """This process's part before `split`, then a worker's from it (in-process here)."""
-    first = scan_lines(_memory_reader(data, head, split), line_filter)
+    first = scan_lines(_memory_reader(data, head, split), line_filter, ends=False)
     found: Found = []
     while True:
         try:

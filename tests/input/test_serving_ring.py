@@ -1,8 +1,8 @@
-"""The last serving-time lines (`Prefill batch.` / `Decode batch.`) before a kept line: a stream
-read whole keeps the last of each marker, at most two held whatever the log's length; files
-(the grep prefilter, a worker) keep none, and grep and the built-in scanner still agree on them.
-Synthetic lines in the shapes of v0.2.13 managers/tp_worker.py:270-277, :419-427 and v0.4.6
-managers/scheduler.py:992-1047."""
+"""The last serving-time line (`Prefill batch.` / `Decode batch.`) before a kept line, and before
+the end: kept when it comes after the previous kept line and fewer than SERVING_REACH lines
+before it, one line held whatever the log's length; every path agrees on it (a stream, a file
+read here, in halves with a worker, or by grep). Synthetic lines in the shapes of v0.2.13
+managers/tp_worker.py:270-277, :419-427 and v0.4.6 managers/scheduler.py:992-1047."""
 
 from __future__ import annotations
 
@@ -13,14 +13,16 @@ from unittest import mock
 
 import pytest
 
-from memledger.input import grep_scan
+from memledger.input import grep_scan, reader
 from memledger.input.parsing import parse_log
 from memledger.input.reader import ReadStats, iter_candidate_lines, open_log
-from memledger.input.scan import LineFilter, scan_lines
+from memledger.input.scan import SERVING_REACH, LineFilter, scan_lines
 from memledger.model.events import EventKind
 
 P = "[2026-01-05 10:00:00 TP0] "
 DECODES = 100_000
+ACCESS = '[2026-01-05 10:00:01] INFO:     127.0.0.1:5 - "POST /generate HTTP/1.1" 200 OK'
+HAS_GREP = shutil.which("grep") is not None and grep_scan.has_pcre(shutil.which("grep") or "")
 
 
 def _decode(i: int) -> str:
@@ -30,76 +32,109 @@ def _decode(i: int) -> str:
     )
 
 
-def _log() -> tuple[bytes, dict[str, int]]:
-    """Startup lines, 10^5 decode lines, a prefill, more decodes, an OOM, decodes after it."""
+PREFILL = (
+    "[gpu=0] Prefill batch. #new-seq: 3, #new-token: 13938, #cached-token: 0, "
+    "cache hit rate: 0.00%, #running-req: 7, #queue-req: 12"
+)
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+
+
+def _log(between: int = 0, after: int = 3) -> tuple[bytes, dict[str, int]]:
+    """Startup lines, 10^5 decode lines, a prefill, `between` access lines, an OOM, `after`
+    decode lines."""
     lines = [
         P + "Load weight begin. avail mem=78.41 GB",
         P + "Memory pool end. avail mem=9.83 GB",
         *(_decode(i) for i in range(DECODES)),
-        "[gpu=0] Prefill batch. #new-seq: 3, #new-token: 13938, #cached-token: 0, "
-        "cache hit rate: 0.00%, #running-req: 7, #queue-req: 12",
-        *(_decode(i) for i in range(5)),
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
-        *(_decode(i) for i in range(3)),
+        PREFILL,
+        *([ACCESS] * between),
+        OOM,
+        *(_decode(i) for i in range(after)),
     ]
-    at = {
-        "prefill": DECODES + 3,
-        "decode_before": DECODES + 8,
-        "oom": DECODES + 9,
-        "decode_last": DECODES + 12,
-    }
+    at = {"prefill": DECODES + 3, "oom": DECODES + 4 + between, "last": len(lines)}
     return ("\n".join(lines) + "\n").encode(), at
 
 
-def test_only_the_last_serving_lines_before_a_kept_line_are_kept_and_at_most_two_held() -> None:
+def test_the_last_serving_line_before_a_kept_line_and_the_end_are_kept_one_held() -> None:
     data, at = _log()
-    stream = io.BytesIO(data)
-    line_filter = LineFilter(keep_serving=True)
+    line_filter = LineFilter()
     found = []
-    for item in scan_lines(stream.read, line_filter):
-        assert len(line_filter.serving) <= 2  # bounded whatever the number of serving lines
+    for item in scan_lines(io.BytesIO(data).read, line_filter):
+        assert line_filter.held is None or isinstance(line_filter.held[0], int)  # one line
         found.append(item)
-    numbers = [n for n, _ in found]
-    assert numbers == [1, 2, at["prefill"], at["decode_before"], at["oom"], at["decode_last"]]
-    assert not line_filter.serving
+    assert [n for n, _ in found] == [1, 2, at["prefill"], at["oom"], at["last"]]
+    assert line_filter.held is None
 
 
-def test_without_keep_serving_no_serving_line_is_kept() -> None:
-    data, at = _log()
-    found = list(scan_lines(io.BytesIO(data).read, LineFilter()))
-    assert [n for n, _ in found] == [1, 2, at["oom"]]
+@pytest.mark.parametrize("between", [SERVING_REACH - 1, SERVING_REACH])
+def test_a_serving_line_out_of_reach_is_not_kept(between: int) -> None:
+    data, at = _log(between=between, after=0)
+    found = [n for n, _ in scan_lines(io.BytesIO(data).read, LineFilter())]
+    within = between < SERVING_REACH
+    assert found == [1, 2, *([at["prefill"]] if within else []), at["oom"]]
 
 
-def test_a_streamed_log_gives_typed_events_of_the_last_lines_only() -> None:
-    data, at = _log()
+def test_a_streamed_log_gives_the_typed_event_of_the_batch_before_the_oom() -> None:
+    data, at = _log(between=2)
     parsed = parse_log(io.BytesIO(data), label="stream")
     serving = [e for e in parsed.startup.events if e.kind is EventKind.SERVING_BATCH]
-    assert [e.line for e in serving if e.rank == "TP0"] == [at["decode_before"], at["decode_last"]]
-    (prefill,) = [e for e in serving if e.values["stage"] == "prefill"]
-    assert (prefill.line, prefill.rank, prefill.values["new_token"]) == (
-        at["prefill"],
-        "gpu=0",
-        13938,
-    )
+    assert [(e.line, e.rank, e.values["stage"]) for e in serving] == [
+        (at["prefill"], "gpu=0", "prefill"),
+        (at["last"], "TP0", "decode"),
+    ]
+    assert serving[0].values["new_token"] == 13938
 
 
-def _candidates(path: Path, prefilter: str) -> list[tuple[int, bytes]]:
+def _candidates(source: Path | io.BytesIO, prefilter: str) -> tuple[list[tuple[int, bytes]], int]:
     stats = ReadStats()
-    with mock.patch.dict("os.environ", {"MEMLEDGER_PREFILTER": prefilter}), open_log(path) as log:
-        return list(iter_candidate_lines(log, stats))
+    with mock.patch.dict("os.environ", {"MEMLEDGER_PREFILTER": prefilter}), open_log(source) as log:
+        return list(iter_candidate_lines(log, stats)), stats.n_lines
 
 
-@pytest.mark.skipif(
-    shutil.which("grep") is None or not grep_scan.has_pcre(shutil.which("grep") or ""),
-    reason="no grep with -P on PATH",
-)
-def test_a_file_keeps_none_and_grep_agrees_with_the_built_in_scanner(tmp_path: Path) -> None:
-    data, at = _log()
+@pytest.mark.parametrize("between", [0, 2, SERVING_REACH])
+def test_a_file_in_one_part_or_two_by_grep_or_here_and_a_stream_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, between: int
+) -> None:
+    data, _ = _log(between=between)
     path = tmp_path / "serving.log"
     path.write_bytes(data)
-    python = _candidates(path, "python")
-    assert python == _candidates(path, "grep")
-    assert [n for n, _ in python] == [1, 2, at["oom"]]
-    with path.open("rb") as handle, open_log(handle) as log:  # the same bytes as a stream
-        streamed = [n for n, _ in iter_candidate_lines(log, ReadStats())]
-    assert streamed == [1, 2, at["prefill"], at["decode_before"], at["oom"], at["decode_last"]]
+    streamed = _candidates(io.BytesIO(data), "python")
+    assert _candidates(path, "python") == streamed
+    _halves(monkeypatch, path)
+    assert _candidates(path, "python") == streamed
+    if HAS_GREP:
+        assert _candidates(path, "grep") == streamed
+        assert _candidates(io.BytesIO(data), "grep") == streamed  # a stream fed to grep
+
+
+def _halves(monkeypatch: pytest.MonkeyPatch, path: Path) -> int:
+    """Have the file read in halves (this process and a worker); where the worker starts."""
+    monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(reader, "_usable_cpus", lambda: 2)
+    with open_log(path) as log:
+        split = reader._split_point(log)
+    assert split is not None
+    return split
+
+
+@pytest.mark.parametrize("worker_finds", ["the candidate", "nothing"])
+def test_the_serving_line_at_the_end_of_the_first_half_is_kept_before_the_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_finds: str
+) -> None:
+    head = "\n".join([P + "Load weight begin. avail mem=78.41 GB", *map(_decode, range(9000))])
+    size = len(head) + 1
+    if worker_finds == "the candidate":  # the prefill straddles the middle, the OOM follows it
+        tail = [OOM, *(["x" * 80] * ((size - len(OOM)) // 81))]
+    else:  # two long lines of no interest after the prefill, then the end
+        tail = ["x" * (size // 2), "y" * (size // 2)]
+    data = ("\n".join([head, PREFILL, *tail]) + "\n").encode()
+    path = tmp_path / "halves.log"
+    path.write_bytes(data)
+    streamed = _candidates(io.BytesIO(data), "python")
+    prefill = (9002, PREFILL.encode())
+    assert prefill in streamed[0]
+    split = _halves(monkeypatch, path)
+    assert data.rindex(PREFILL.encode(), 0, split) < split <= data.index(b"x")  # split after it
+    assert _candidates(path, "python") == streamed
+    if HAS_GREP:
+        assert _candidates(path, "grep") == streamed

@@ -24,7 +24,14 @@ with warnings.catch_warnings():
 
 
 def _reported(text: str) -> dict[str, Value]:
-    """What a reporter typed: every setting and mention of the line, merged."""
+    """What a reporter typed: every setting and mention of the line, merged; a traceback frame's
+    mentions (rows read in frames, `where` frame) as the reader reads them under a traceback."""
+    if text.lstrip().startswith("File "):
+        reader = error_texts.ErrorTextReader()
+        events = [*reader.feed(1, "Traceback (most recent call last):", "", False)]
+        events += reader.feed(2, text, "", False)
+        mentions = [e.values for e in events if e.kind is EventKind.REPORTED]
+        return {"where": "frame", **{k: v for found in mentions for k, v in found.items()}}
     return {key: value for found in read_reported(text) for key, value in found.items()}
 
 
