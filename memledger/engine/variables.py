@@ -359,6 +359,20 @@ def _kv_pool_size(half_ulp: bool) -> Callable[[Reading], Found]:
     return read
 
 
+def _mla_kv_line(r: Reading) -> Found:
+    """1 when the target's KV line prints one `KV size` (an MLA pool), not K and V sizes."""
+    line = _target_kv_event(r.chain)
+    if line is None or "kv" not in line.sizes or "k" in line.sizes:
+        return None
+    return 1, line
+
+
+def _swa_pool(r: Reading) -> Found:
+    """1 when the log prints a sliding-window pool (an SWA split or SWAKVPool line)."""
+    line = r.first(EventKind.SWA_SPLIT) or r.first(EventKind.SWA_POOL)
+    return None if line is None else (1, line)
+
+
 def _max_total_num_tokens(r: Reading) -> Found:
     total = r.summary_value("max_total_num_tokens")
     return (total, r.summary) if isinstance(total, int) else None
@@ -472,6 +486,8 @@ LOG_INPUTS: tuple[LogInput, ...] = (
         "no target KV line, or other KV pools (SWA, DSV4) beside it",
     ),
     LogInput("kv_line", _kv_line, "no `KV Cache is allocated` line (0.4.1 and older)"),
+    LogInput("mla_kv_line", _mla_kv_line, "the target's KV line prints K and V sizes (not MLA)"),
+    LogInput("swa_pool", _swa_pool, "no sliding-window pool line"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),
     LogInput("model_type", _model_type, "no `type=` on the target's load-end line"),
     LogInput(

@@ -134,6 +134,23 @@ HINTS: tuple[ResidualHint, ...] = (
         _req_to_token_could_be,
     ),
     ResidualHint(
+        "kv_buffer_rounding_unsized",
+        # v0.5.9 mem_cache/memory_pool.py:810-824: a K and a V tensor per layer; PyTorch's
+        # caching allocator rounds each allocation of 10 MiB or more up to 2 MiB and keeps the
+        # tail (c10/cuda/CUDACachingAllocator.cpp get_allocation_size; formula
+        # kv_alloc_rounding sizes it where --model-config gives the buffers).
+        "likely: the caching allocator's rounding of the KV pool's buffers, a K and a V "
+        "tensor per layer (one for MLA; v0.5.9 mem_cache/memory_pool.py:810-824, :1057-1063), "
+        "each rounded up to a multiple of 2 MiB with the tail kept: up to 2 MiB a buffer, which "
+        "--model-config sizes (formula kv_alloc_rounding); and pool bookkeeping SGLang does not "
+        "print (v0.5.10 mem_cache/memory_pool.py:327/511)",
+        lambda r: (
+            r.end_kind == EventKind.MEMORY_POOL_END
+            and r.bytes > 0
+            and "kv_alloc_rounding" in r.unknown_rows
+        ),
+    ),
+    ResidualHint(
         "pool_release",
         "likely: memory returned inside the pool interval: a logged pool size above what was "
         "newly allocated, or a buffer freed before `Memory pool end` emptied the cache "
