@@ -433,6 +433,10 @@ def map_paths(
     return _pooled(work, chain(head, items), workers)
 
 
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+"""Blocked from each fork until the worker has set their handling (`_worker_signals`)."""
+
+
 def _pooled(work: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     import multiprocessing
 
@@ -440,10 +444,19 @@ def _pooled(work: Callable[[T], R], items: Iterable[T], workers: int) -> Iterato
     _WORK = work
     for stream in (sys.stdout, sys.stderr):  # a child must not inherit unwritten output
         stream.flush()
+    # Workers are born with SIGINT and SIGTERM blocked (a fork keeps the mask), and unblock them
+    # once the default action is set: see _worker_signals. This process's mask is restored as
+    # soon as the pool (its workers forked) exists; a signal sent meanwhile is delivered then.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    restored = False
     try:
         with multiprocessing.get_context("fork").Pool(workers, _worker_signals) as pool:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            restored = True
             yield from pool.imap(_run_work, items, chunksize=TASK_LOGS)
     finally:
+        if not restored:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _WORK = None
 
 
@@ -453,9 +466,18 @@ def _run_work(item: Any) -> Any:
 
 
 def _worker_signals() -> None:
-    """Ctrl-C and SIGTERM are the parent's to handle: it stops the pool."""
+    """Ctrl-C and SIGTERM are the parent's to handle: it stops the pool (Pool.terminate sends
+    each worker SIGTERM, then joins it), so a worker ignores SIGINT and dies of SIGTERM.
+
+    A worker is born with both blocked (`_pooled`) and unblocks them only here, after: a
+    SIGTERM that comes before waits, then kills it. Unblocked, it could come before the child's
+    Python has reset its signal state after the fork, which drops it (the parent's Python handler
+    was tripped and is cleared): on a busy machine a worker that gets no CPU until the other has
+    read every log was terminated that way, lived on, and waited for a task forever while the
+    parent joined it (check of 2-3 logs, in-process in the test suite and as a CLI)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
 
 
 def _warm(options: LoadOptions) -> None:

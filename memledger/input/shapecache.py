@@ -178,9 +178,10 @@ class ParseCache(Generic[Result]):
         """The first result of `message`'s shape, if the shape was parsed, is steady and its
         result `settled`; else None. Every message of a steady shape is typed alike but for its
         numbers' values (`_STEADY_NUMBER`, `steady`): same kind, same keys, same problems (a
-        settled result has none). Not its values: parse the message for them."""
-        if not self.shapes_enabled or self.settled is None:
-            return None
+        settled result has none). Not its values: parse the message for them. None too for a
+        message in the exact cache (its parse costs a lookup)."""
+        if not self.shapes_enabled or self.settled is None or message in self.exact:
+            return None  # a message seen before: `parse` has its result at once, no fold needed
         shape = fold(message)
         self._folded = (message, shape)
         known = self.shapes.get(shape)
