@@ -150,17 +150,11 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     suggestions: list[Suggestion] = []
     if pre is not None:
         target = min(HEADROOM_TARGET_CAP, round(pre.avail_bytes * HEADROOM_TARGET_FRACTION))
-        lowered = lower_mfs(
-            evidence,
-            target - free,
+        reason = (
             f"to leave {g(target)} free (min(5 GiB, 10% of P); SGLang's tuning guide advises "
-            f"5-8 GB), {g(target - free)} must move",
+            f"5-8 GB), {g(target - free)} must move"
         )
-        if lowered is not None:
-            suggestions.append(lowered)
-        capped = kv_cap_lever(evidence, target - free)
-        if capped is not None:
-            suggestions.append(capped)
+        suggestions = _freeing(evidence, target - free, reason)
     # without P the amount has no value, the direction stands: the serving stage's levers
     return [finding], suggestions or stage_levers(Phase.SERVING, bound=True)
 
@@ -235,26 +229,24 @@ def large_gpu_reserve(
     conditions += [reserve.condition] if reserve.condition else []
     prefix = f"if {' and '.join(conditions)}: " if conditions else ""
     reason = prefix + reason
-    suggestions: list[Suggestion] = []
-    lowered = lower_mfs(evidence, missing, reason)
-    if lowered is not None:
-        suggestions.append(lowered)
-    else:
-        suggestions.append(
-            Suggestion(
-                knob="mem_fraction_static",
-                direction=Direction.LOWER,
-                value=None,
-                why=(
-                    f"{reason}; lowering mfs by d frees d x P outside the pool, and the log "
-                    f"lacks P (free before loading) or the fraction: d = {g(missing)} / P"
-                ),
-            )
+    suggestions = _freeing(evidence, missing, reason, prefix)
+    if not suggestions or suggestions[0].knob != "mem_fraction_static":  # no value: the direction
+        why = (
+            f"{reason}; lowering mfs by d frees d x P outside the pool, and the log lacks P (free "
+            f"before loading) or the fraction: d = {g(missing)} / P"
         )
-    capped = kv_cap_lever(evidence, missing)
-    if capped is not None:
-        suggestions.append(replace(capped, why=prefix + capped.why))
+        suggestions.insert(
+            0, Suggestion(knob="mem_fraction_static", direction=Direction.LOWER, why=why)
+        )
     return [finding], suggestions
+
+
+def _freeing(evidence: Evidence, missing: int, reason: str, prefix: str = "") -> list[Suggestion]:
+    """The two valued ways to free `missing` bytes after the pool: a lower fraction (`reason`
+    leads its working) and a cap on the KV pool's tokens (`prefix` leads its working)."""
+    capped = kv_cap_lever(evidence, missing)
+    capped = capped and replace(capped, why=prefix + capped.why)
+    return [s for s in (lower_mfs(evidence, missing, reason), capped) if s is not None]
 
 
 def mfs_below_default(evidence: Evidence) -> list[Finding]:

@@ -210,35 +210,24 @@ def load_oom(evidence: Evidence) -> Result:
     if site is not None and not site[0].more_ranks_help:
         return findings, []
     tp = evidence.tp_size
-    suggestions = []
+    # no value for a knob whose current value is unknown: "2" to a user already on 2 GPUs
+    ranks = next_power_of_two(tp * weights / room) if tp is not None else None
     if tp is None:
-        # no value for a knob whose current value is unknown: "2" to a user already on 2 GPUs
-        suggestions.append(
-            Suggestion(
-                knob="tp_size",
-                direction=Direction.RAISE,
-                value=None,
-                why=(
-                    f"weights must stay under {room_text} for a KV budget ({_budget(evidence)}); "
-                    f"{g(weights)} / {g(room)} = {weights / room:.2f}: at least "
-                    f"{next_power_of_two(weights / room)} x the ranks now in use (the log does "
-                    "not show the current --tp-size)"
-                ),
-            )
+        why = (
+            f"{g(weights)} / {g(room)} = {weights / room:.2f}: at least "
+            f"{next_power_of_two(weights / room)} x the ranks now in use (the log does not show "
+            "the current --tp-size)"
         )
-    elif (tp_value := next_power_of_two(tp * weights / room)) > tp:
+    else:
+        why = (
+            f"tp {tp} x {g(weights)} / {g(room)} = {tp * weights / room:.2f} ranks -> {ranks} (a "
+            "lower bound: loading had not finished; assumes the weights shard evenly)"
+        )
+    suggestions = []
+    if tp is None or (ranks is not None and ranks > tp):
+        why = f"weights must stay under {room_text} for a KV budget ({_budget(evidence)}); {why}"
         suggestions.append(
-            Suggestion(
-                knob="tp_size",
-                direction=Direction.RAISE,
-                value=tp_value,
-                why=(
-                    f"weights must stay under {room_text} for a KV budget ({_budget(evidence)}); "
-                    f"tp {tp} x {g(weights)} / {g(room)} = {tp * weights / room:.2f} ranks -> "
-                    f"{tp_value} (a lower bound: loading had not finished; assumes the weights "
-                    "shard evenly)"
-                ),
-            )
+            Suggestion(knob="tp_size", direction=Direction.RAISE, value=ranks, why=why)
         )
     offload = gib_ceil(weights - room)
     suggestions.append(

@@ -9,16 +9,10 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import failed_in_prefill
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
-from memledger.sglang.failure_rules import Phase
+from memledger.sglang.failure_rules import LOAD_SITES, Phase
 from memledger.sglang.lifecycle import BATCH_KNOBS, NEEDS
 
-ROOT_CAUSES = {
-    "unquantized_layer": (
-        "likely cause: quantization={quantization} is set, but the failing layer is built "
-        "unquantized (full-precision bytes): check that the checkpoint's quantization covers it"
-    ),
-    "unsharded_fallback": "the Transformers fallback builds the whole model on each GPU",
-}
+ROOT_CAUSES = {site.finding_id: site.headline for site in LOAD_SITES}
 """Error findings that name why memory ran out (not how much): the headline leads with them,
 ahead of the byte count's levers. Their findings' messages hold the source."""
 

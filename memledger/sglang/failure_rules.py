@@ -227,6 +227,7 @@ class LoadSite:
         function: str,
         finding_id: str,
         message: str,
+        headline: str,
         *,
         more_ranks_help: bool,
         needs_quantization: bool = False,
@@ -235,6 +236,8 @@ class LoadSite:
         self.function = function
         self.finding_id = finding_id
         self.message = message
+        self.headline = headline
+        """The verdict's words for the root cause, ahead of the byte count's levers."""
         self.more_ranks_help = more_ranks_help
         self.needs_quantization = needs_quantization
 
@@ -248,6 +251,7 @@ LOAD_SITES: tuple[LoadSite, ...] = (
         "every GPU before sharding it (v0.5.8 models/transformers.py:157-168: "
         "AutoModel.from_config, then tensor_parallel): more ranks or CPU offload do not lower "
         "that peak; a native SGLang implementation of the model (a newer release) does",
+        "the Transformers fallback builds the whole model on each GPU",
         more_ranks_help=False,
     ),
     LoadSite(
@@ -257,6 +261,8 @@ LOAD_SITES: tuple[LoadSite, ...] = (
         "quantization={quantization} is set, but the failing layer's weights are created "
         "unquantized (srt/layers/quantization/unquant.py create_weights): that layer takes "
         "full-precision bytes; check that the checkpoint's quantization covers it",
+        "likely cause: quantization={quantization} is set, but the failing layer is built "
+        "unquantized (full-precision bytes): check that the checkpoint's quantization covers it",
         more_ranks_help=True,
         needs_quantization=True,
     ),

@@ -216,6 +216,8 @@ LIFECYCLE: tuple[Stage, ...] = (
 )
 
 STAGE: dict[Phase, Stage] = {stage.phase: stage for stage in LIFECYCLE}
+_AFTER_LOAD = LIFECYCLE[LIFECYCLE.index(STAGE[Phase.MEMORY_POOL]) :]
+"""The stages from the KV pool on: everything after the weights."""
 
 
 @dataclass(frozen=True)
@@ -372,13 +374,7 @@ def squeeze_levers() -> tuple[Lever, ...]:
     leaves no KV budget: no fraction fits, so the levers that shrink the weights a rank or what
     comes after the pool, once each: from serving back to the pool (the last consumers are the
     likeliest to give way), then the weights' (the fraction's own levers excluded)."""
-    after = LIFECYCLE[LIFECYCLE.index(STAGE[Phase.MEMORY_POOL]) :]
-    seen: dict[str, Lever] = {}
-    for stage in (*reversed(after), STAGE[Phase.LOAD]):
-        for lever in stage.levers:
-            if lever.knob != "mem_fraction_static":
-                seen.setdefault(lever.knob, lever)
-    return tuple(seen.values())
+    return _once((*reversed(_AFTER_LOAD), STAGE[Phase.LOAD]), skip="mem_fraction_static")
 
 
 NEEDS: dict[str, str] = {
@@ -398,8 +394,12 @@ BATCH_KNOBS: tuple[str, ...] = tuple(
 def levers_after_load() -> tuple[Lever, ...]:
     """The levers of an OOM whose phase is unknown but came after the weights: those of every
     stage from the pool on, once each, in lifecycle order."""
+    return _once(_AFTER_LOAD)
+
+
+def _once(stages: tuple[Stage, ...], *, skip: str = "") -> tuple[Lever, ...]:
+    """The stages' levers in their order, each knob once (its first), but `skip`."""
     seen: dict[str, Lever] = {}
-    for stage in LIFECYCLE[LIFECYCLE.index(STAGE[Phase.MEMORY_POOL]) :]:
-        for lever in stage.levers:
-            seen.setdefault(lever.knob, lever)
+    for lever in (lever for stage in stages for lever in stage.levers if lever.knob != skip):
+        seen.setdefault(lever.knob, lever)
     return tuple(seen.values())
