@@ -65,24 +65,14 @@ def larger_than_gpu(evidence: Evidence) -> Result | None:
     requested, capacity = oom.sizes.get("requested"), oom.sizes.get("capacity")
     if requested is None or capacity is None or requested.bytes <= capacity.bytes:
         return None
-    if requested.bytes >= OVERSIZE_FACTOR * capacity.bytes:
-        message = (
-            f"one allocation of {requested.text} is {requested.bytes / capacity.bytes:,.0f} "
-            f"times the whole GPU ({capacity.text}): a size computed wrong (a bug, or a "
-            "configuration value far out of range), not something a memory flag makes fit"
-        )
-        return [
-            Finding(
-                id=FindingId.ALLOCATION_EXCEEDS_GPU,
-                severity=Severity.ERROR,
-                message=message,
-                bytes=requested.bytes,
-                evidence=[evidence.at(oom.line)],
-            )
-        ], []
+    wrong = requested.bytes >= OVERSIZE_FACTOR * capacity.bytes  # no lever: a size computed wrong
     message = (
-        f"one allocation of {requested.text} is larger than the whole GPU ({capacity.text}): no "
-        "--mem-fraction-static, graph cap or chunk size makes it fit; it is a buffer sized by "
+        f"one allocation of {requested.text} is {requested.bytes / capacity.bytes:,.0f} times "
+        f"the whole GPU ({capacity.text}): a size computed wrong (a bug, or a configuration value "
+        "far out of range), not something a memory flag makes fit"
+        if wrong
+        else f"one allocation of {requested.text} is larger than the whole GPU ({capacity.text}): "
+        "no --mem-fraction-static, graph cap or chunk size makes it fit; it is a buffer sized by "
         f"a length, at startup most often the request-to-token table, {TABLE_FORMULA}"
     )
     finding = Finding(
@@ -92,7 +82,7 @@ def larger_than_gpu(evidence: Evidence) -> Result | None:
         bytes=requested.bytes,
         evidence=[evidence.at(oom.line)],
     )
-    return [finding], table_levers(evidence, requested)
+    return [finding], [] if wrong else table_levers(evidence, requested)
 
 
 def table_levers(evidence: Evidence, requested: Size | None) -> list[Suggestion]:
