@@ -233,7 +233,8 @@ _PAST_CAP = 600
 def _past_cap_log(tmp_path: Path) -> Path:
     """A TP2 startup, then more than EVENTS_PER_KIND_CAP lines of several kinds on both ranks:
     capture progress (SGLang's and vLLM's), KV lines, a K-without-V line, out-of-range numbers,
-    a shape with a sign, a 10-digit size."""
+    a shape with a sign, a 10-digit size, target and draft capture ends with inits after them
+    (whose role the parser reads before the cap)."""
     lines = []
     for i in range(EVENTS_PER_KIND_CAP + _PAST_CAP):
         stamp = f"2026-11-06 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
@@ -254,6 +255,13 @@ def _past_cap_log(tmp_path: Path) -> Path:
             lines.append(f"{head} Load weight end. avail mem=1.00 GB, mem usage=-{i % 3}.00 GB.")
         if i % 13 == 0:
             lines.append(f"{head} Capturing CUDA graphs (decode, FULL): {i % 100}%|#|")
+        if i % 17 == 0:  # the draft worker's window: a target's capture end, then an init
+            role = "draft extend" if i % 2 else "target decode"
+            lines.append(
+                f"{head} Capture {role} CUDA graph end. bs=[1, 2], elapsed=1.{i % 10}0 s, "
+                f"mem usage=0.{i % 10}1 GB, avail mem=1{i % 10}.00 GB."
+            )
+            lines.append(f"{head} Init torch distributed begin.")
     path = tmp_path / "past-cap.log"
     path.write_text(log_text() + "\n".join(lines) + "\n", encoding="utf-8")
     return path
