@@ -240,8 +240,12 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
             _store(logical, text[:MAX_PARSE_CHARS], parsed, out, pasted=False)
             return
     message = _progress_message(text) if text.startswith("Capturing") else text
-    if len(message) <= MAX_PARSE_CHARS and (outline := grammar.outline(message)) is not None:
-        # a shape all of whose lines type alike: typed only if kept (most are not past the cap)
+    if (
+        out.a_kind_full  # else no line is past its cap: nothing to save
+        and len(message) <= MAX_PARSE_CHARS
+        and (outline := grammar.outline(message)) is not None
+    ):
+        # a shape all of whose lines type alike: typed only if kept (not if past the cap)
         _store(logical, message, outline, out, pasted=False, typed_by=grammar)
         return
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
@@ -290,8 +294,8 @@ def _store(
     """Keep a recognised line (bounded per kind), with its startup and evidence bookkeeping.
 
     With `typed_by`, `parsed` is an outline (LineGrammar.outline): its kind, size keys and
-    problems (none) are the line's, which is all this needs until the line is kept; only then is
-    the line typed, so a line past its kind's cap is counted without it."""
+    problems (none) are the line's, not its values; the line is typed before any value is read
+    or once it is kept, so a line past its kind's cap is counted without being typed."""
     if parsed.kind is EventKind.CAPTURE_PROGRESS:
         if "avail" not in parsed.sizes:  # vLLM's `Capturing CUDA graphs (decode, FULL)`: every
             return  # SGLang bar says avail_mem (v0.5.6 cuda_graph_runner.py:474, cpu_...:475)
@@ -301,6 +305,10 @@ def _store(
         out.last_progress_desc = desc
         if previous is not None and previous[1] == message:
             return
+    if typed_by is not None and (
+        parsed.kind is EventKind.DIST_INIT_BEGIN or parsed.kind.value in DRAFT_INIT_AFTER
+    ):  # values are read next (the init's variant, the worker's role): the line's own
+        parsed, typed_by = _typed(typed_by, message), None
     if parsed.kind.value in DRAFT_INIT_AFTER and parsed.values.get("role") != "draft":
         out.draft_may_init.add(logical.rank)
     elif parsed.kind.value == DRAFT_INIT_UNTIL:
@@ -331,12 +339,19 @@ def _store(
         _unrecognised(out, logical, partial(_not_kept, parsed.kind), coverage)
         return
     out.kept_per_kind[kept_key] = kept + 1
+    if kept + 1 == EVENTS_PER_KIND_CAP:
+        out.a_kind_full = True
     if typed_by is not None:
-        typed = typed_by.parse(message)
-        assert typed is not None, "a message of an outlined shape parses"  # shapecache.Shape
-        parsed = typed
+        parsed = _typed(typed_by, message)
     event = _event(parsed.kind, logical, parsed)
     out.keep(Stored(event, logical.prefixed or pasted, out.segment, pasted))
+
+
+def _typed(grammar: LineGrammar, message: str) -> LineParse:
+    """The typed parse of an outlined line (LineGrammar.outline: its shape parsed)."""
+    typed = grammar.parse(message)
+    assert typed is not None, "a message of an outlined shape parses"  # shapecache.Shape
+    return typed
 
 
 def _startup_range(

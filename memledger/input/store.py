@@ -262,6 +262,9 @@ class Collector:
     gpus_startup: int = -1
     last_progress_desc: tuple[int, str] | None = None
     kept_per_kind: dict[tuple[int, str, EventKind], int] = field(default_factory=dict)
+    a_kind_full: bool = False
+    """Some kind of some rank has reached its cap (memledger.input.parsing): from then on a line
+    may be counted as not kept without being typed (its shape's outline is worth asking for)."""
     errors: ErrorTextReader = field(default_factory=ErrorTextReader)
     error_lines: dict[tuple[int, str], int] = field(default_factory=dict)
     """Lines that gave error readings, per (segment, rank), and per segment (rank `\0`)."""
