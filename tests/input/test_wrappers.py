@@ -1,0 +1,131 @@
+"""What a tool puts before each line (memledger.input.wrappers): every row of the table, wrapped
+around the same synthetic log, gives the reading the bare log gives. The lines are synthetic, in
+the shapes of SGLang v0.2.13 managers/tp_worker.py:419-427 (`[gpu=N] Prefill batch. ...`) and
+v0.4.6 model_executor/model_runner.py (`Load weight end. ...`); no real log text is used."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+
+import pytest
+
+from memledger.app.load import build
+from memledger.app.options import LoadOptions
+from memledger.diagnosis import Diagnosis, diagnose
+from memledger.input.launch_command import find_launch_command
+from memledger.input.logical import strip_paste_columns
+from memledger.input.parsing import parse_log
+from memledger.input.scan import LineFilter, is_serving
+from memledger.input.wrappers import COLUMN, WRAPPERS, unwrapped_bytes, unwrapped_text
+from memledger.model.events import EventKind
+
+P = "[2026-03-02 08:00:00 TP0] "
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB. GPU 0 has a total "
+    "capacity of 79.10 GiB of which 1.20 GiB is free."
+)
+SERVING_OOM = [
+    P + "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=61.00 GB, "
+    "mem usage=15.50 GB.",
+    P + "KV Cache is allocated. #tokens: 300000, KV size: 36.60 GB",
+    "[2026-03-02 08:00:05] The server is fired up and ready to roll!",
+    P + "Prefill batch. #new-seq: 9, #new-token: 20500, #cached-token: 700, token usage: 0.30, "
+    "#running-req: 2, #queue-req: 40",
+    OOM,
+]
+OLD_SERVING_OOM = [
+    "[gpu=0] Prefill batch. #new-seq: 9, #new-token: 20500, #cached-token: 700, "
+    "cache hit rate: 3.30%, #running-req: 2, #queue-req: 40",
+    OOM,
+]
+LOGS = {"v0.4 serving": SERVING_OOM, "v0.2 serving": OLD_SERVING_OOM}
+
+_ROW = {w.name: w for w in WRAPPERS}
+WRAPPED: dict[str, Callable[[str], str]] = {
+    **{w.name: (lambda line, w=w: w.example + line) for w in WRAPPERS},  # type: ignore[misc]
+    "ansi colours": lambda line: "\x1b[0;32m" + line + "\x1b[0m",
+    "coloured compose column": lambda line: "\x1b[36msglang-1  |\x1b[0m " + line,
+    "kubectl --prefix --timestamps": lambda line: "[pod/s-0/s] 2026-03-02T08:00:00.5Z " + line,
+    "quote of a compose log": lambda line: "> sglang-1  | " + line,
+    "crlf": lambda line: line + "\r",
+}
+
+
+def _diagnose(lines: list[str]) -> Diagnosis:
+    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.txt")
+    return diagnose(parsed, build(parsed, LoadOptions()))
+
+
+def _reading(result: Diagnosis) -> tuple[object, ...]:
+    return (
+        result.outcome,
+        result.phase.value,
+        result.verdict,
+        [(s.knob, s.direction, s.value) for s in result.suggestions],
+    )
+
+
+def test_every_row_matches_its_own_example_whole() -> None:
+    for row in WRAPPERS:
+        whole = re.match(row.pattern, row.example + "x")
+        assert whole is not None and whole.end() == len(row.example), row.name
+        assert unwrapped_text(row.example + "x") == "x", row.name
+        assert unwrapped_bytes((row.example + "x").encode()) == b"x", row.name
+        assert row.kind == COLUMN or strip_paste_columns(row.example + "x") == "x", row.name
+        assert row.source, row.name
+
+
+@pytest.mark.parametrize("log", sorted(LOGS))
+def test_the_bare_log_reads_as_a_serving_oom_with_a_prefill_cap(log: str) -> None:
+    result = _diagnose(LOGS[log])
+    assert (result.outcome, result.phase.value) == ("oom", "serving")
+    assert ("max_prefill_tokens", 16384) in [(s.knob, s.value) for s in result.suggestions]
+
+
+@pytest.mark.parametrize("log", sorted(LOGS))
+@pytest.mark.parametrize("name", sorted(WRAPPED))
+def test_a_wrapped_log_reads_as_the_bare_one(name: str, log: str) -> None:
+    wrap, lines = WRAPPED[name], LOGS[log]
+    assert _reading(_diagnose([wrap(line) for line in lines])) == _reading(_diagnose(lines))
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [WRAPPED["journald short"], WRAPPED["kubectl logs --prefix"], WRAPPED["ansi colours"]],
+)
+def test_a_serving_line_behind_a_bracketed_wrapper_is_alone(wrap: Callable[[str], str]) -> None:
+    line = wrap(SERVING_OOM[3]).encode()
+    assert line.count(b"[") >= 2  # the wrapper's own `[`
+    assert is_serving(line)
+    data = [wrap(text).encode() for text in SERVING_OOM]
+    kept = [number for number, _ in LineFilter().candidates(data, 1)]
+    assert kept[-2:] == [4, 5]  # the serving line, kept before the OOM
+
+
+def test_two_glued_lines_behind_a_wrapper_stay_a_candidate() -> None:
+    glued = _ROW["journald short"].example + SERVING_OOM[3] + " " + SERVING_OOM[1]
+    assert not is_serving(glued.encode())
+    kept = list(LineFilter().candidates([glued.encode()], 1))
+    assert kept == [(1, glued.encode())]
+    parsed = parse_log(io.BytesIO(glued.encode() + b"\n"), label="paste.txt")
+    assert EventKind.KV_ALLOCATED in {e.kind for e in parsed.startup.events}
+
+
+def test_a_serving_line_with_a_bracket_of_its_own_is_no_wrapped_one() -> None:
+    # nothing peeled: the second `[` is the line's, read as glued (security review F11)
+    assert not is_serving(b"[gpu=0] Prefill batch. #new-seq: 1 [x]")
+
+
+@pytest.mark.parametrize("name", ["docker compose service column", "Ray worker prefix"])
+def test_a_launch_command_behind_a_column_is_read_over_its_continuations(name: str) -> None:
+    command = [
+        "python -m sglang.launch_server --model-path org/model \\",
+        "  --tp-size 2 \\",
+        "  --mem-fraction-static 0.8",
+    ]
+    wrapped = "\n".join(_ROW[name].example + line for line in command).encode()
+    found = find_launch_command(wrapped, whole=True)
+    assert found is not None
+    assert (found.params.get("tp_size"), found.params.get("mem_fraction_static")) == (2, 0.8)
