@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from memledger.input.parsing import parse_log
 from memledger.input.scan import LineFilter, is_serving
 from memledger.input.wrappers import COLUMN, WRAPPERS, unwrapped_bytes, unwrapped_text
 from memledger.model.events import EventKind
+from tests.input.test_scan import HAVE_GREP, reference_candidates, scanned
 
 P = "[2026-03-02 08:00:00 TP0] "
 OOM = (
@@ -129,3 +131,23 @@ def test_a_launch_command_behind_a_column_is_read_over_its_continuations(name: s
     found = find_launch_command(wrapped, whole=True)
     assert found is not None
     assert (found.params.get("tp_size"), found.params.get("mem_fraction_static")) == (2, 0.8)
+
+
+@pytest.mark.skipif(not HAVE_GREP, reason="grep not on PATH")
+def test_the_grep_prefilter_keeps_what_the_built_in_scanner_keeps(tmp_path: Path) -> None:
+    bar = "Capturing: 50%|##  | 1/2 [00:01<00:01]\r"
+    shapes = [
+        *(wrap(line) for wrap in WRAPPED.values() for line in SERVING_OOM),
+        bar + SERVING_OOM[3],  # a progress bar's state before a serving line
+        "Capturing batches (bs=8 avail_mem=9.00 GB) [x]\r" + SERVING_OOM[3],  # a kept state
+        _ROW["journald short"].example + SERVING_OOM[3] + " " + SERVING_OOM[1],  # glued
+        _ROW["journald short"].example + SERVING_OOM[3] + " [x]",  # glued to no keyword
+    ]
+    path = tmp_path / "wrapped.log"
+    path.write_text("\n".join(shapes) + "\n", encoding="utf-8")
+    expected = reference_candidates(path.read_bytes())
+    assert scanned(path, "python") == expected
+    assert scanned(path, "grep") == expected
+    kept = {number for number, _ in expected[0]}
+    assert len(shapes) - 3 in kept  # the serving line after a bar's state, held before the next
+    assert len(shapes) - 2 in kept  # a CR state with a keyword is read
