@@ -15,7 +15,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from memledger.input.wrappers import ANSI_PATTERN, COLUMN_PATTERN, MAX_COLUMNS, STAMP_PATTERN
+from memledger.input.wrappers import (
+    ANSI_PATTERN,
+    COLUMN_PATTERN,
+    MAX_COLUMNS,
+    STAMP_PATTERN,
+    without_suffix,
+)
 
 # `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`,
 # `[12-27 11:24:23]` (datefmt `%m-%d %H:%M:%S`, v0.5.23 multimodal_gen/runtime/utils/
@@ -74,6 +80,7 @@ def strip_paste_columns(text: str) -> str:
     tool timestamps at its start (the module docstring)."""
     if text.endswith("\r"):
         text = text[:-1]
+    text = without_suffix(text)
     for _ in range(_MAX_COLUMNS):
         column = PASTE_COLUMN_RE.match(text) or JUNK_PREFIX_RE.match(text)
         if column is None or not column.end():

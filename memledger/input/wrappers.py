@@ -6,10 +6,11 @@ must give the same reading whatever wrapped it, so each column is peeled off a l
 before the line is read (memledger.input.logical), and the scanner tells a serving-time line
 behind such a column from two SGLang lines glued together (memledger.input.scan).
 
-Two kinds of row: a COLUMN is peeled anywhere in a run of columns (`> sglang-1  | ...`); a STAMP
-(a tool's timestamp or process tag) is peeled where a bare line starts too, after the columns,
-and several may follow each other (`2025-...Z (WorkerDict pid=1) ...`). The order of the rows
-is the order the alternatives are tried. Tests: tests/input/test_wrappers.py (each row's
+Three kinds of row: a COLUMN is peeled anywhere in a run of columns (`> sglang-1  | ...`); a
+STAMP (a tool's timestamp or process tag) is peeled where a bare line starts too, after the
+columns, and several may follow each other (`2025-...Z (WorkerDict pid=1) ...`); a SUFFIX is
+what a tool appends (Ray's `[repeated 3x across cluster]`), cut from the line's end. The order
+of the rows is the order the alternatives are tried. Tests: tests/input/test_wrappers.py (each row's
 example, wrapped around synthetic SGLang lines).
 
 Import-light (`re` only): the scanner's worker process imports it.
@@ -27,7 +28,7 @@ class Wrapper:
 
     name: str
     kind: str
-    """COLUMN or STAMP (the module docstring)."""
+    """COLUMN, STAMP or SUFFIX (the module docstring)."""
     pattern: str
     """Regex of the shape at the line's start (str; compiled for str and for bytes)."""
     example: str
@@ -38,14 +39,16 @@ class Wrapper:
 
 COLUMN = "column"
 STAMP = "stamp"
+SUFFIX = "suffix"
 
 WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper(
         "markdown quote",
         COLUMN,
-        r"(?:>[ \t]?)+",
-        "> > ",
-        "CommonMark 0.31 §5.1 block quotes (GitHub comments, e-mail replies; nested: `> > `)",
+        r"[ \t]{0,8}(?:>[ \t]?)+",
+        "  > > ",
+        "CommonMark 0.31 §5.1 block quotes (GitHub comments, e-mail replies; nested: `> > `; "
+        "indented inside a list item: `  > `)",
     ),
     Wrapper(
         "comment marker",
@@ -120,6 +123,14 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "configure-logging.html; verl's `(WorkerDict pid=N)`",
     ),
     Wrapper(
+        "syslog-style timestamp",
+        STAMP,
+        r"[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? ",
+        "Jun 01 10:00:00 ",
+        "moreutils `ts` (default format `%b %d %H:%M:%S`, man ts(1)): a terminal's output piped "
+        "through it; the RFC 3164 stamp without a host",
+    ),
+    Wrapper(
         "journald short",
         STAMP,
         r"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? )?[\w.\-]+ [\w\-.@/]+\[\d+\]: ?",
@@ -130,6 +141,20 @@ WRAPPERS: tuple[Wrapper, ...] = (
 )
 """Every shape, COLUMNs first (the order they are tried)."""
 
+SUFFIXES: tuple[Wrapper, ...] = (
+    Wrapper(
+        "Ray log deduplication",
+        SUFFIX,
+        r" ?\[repeated \d{1,9}x across cluster\]$",
+        " [repeated 3x across cluster]",
+        "Ray's driver prints a line that several workers logged alike once, with this count "
+        "after it (log deduplication, RAY_DEDUP_LOGS=1 by default): docs.ray.io/en/latest/"
+        "ray-observability/user-guides/configure-logging.html",
+    ),
+)
+"""What a tool puts after a line; each ends with SUFFIX_END (a cheap test before the regex)."""
+SUFFIX_END = "cluster]"
+
 
 def _union(kind: str) -> str:
     return "|".join(w.pattern for w in WRAPPERS if w.kind == kind)
@@ -139,6 +164,12 @@ COLUMN_PATTERN = _union(COLUMN)
 """One COLUMN row, as a regex alternation."""
 STAMP_PATTERN = rf"(?:{_union(STAMP)})+"
 """A run of STAMP rows."""
+
+SUFFIX_PATTERN = "|".join(w.pattern for w in SUFFIXES)
+"""One SUFFIX row, as a regex alternation (anchored at the line's end)."""
+_SUFFIX_TEXT = re.compile(SUFFIX_PATTERN)
+_SUFFIX_BYTES = re.compile(SUFFIX_PATTERN.encode())
+_SUFFIX_END_BYTES = SUFFIX_END.encode()
 
 MAX_COLUMNS = 4
 """Columns peeled per line (`> sglang-1  | 2025-...Z [...]` has three)."""
@@ -158,6 +189,8 @@ def unwrapped_bytes(raw: bytes) -> bytes:
         raw = _ANSI_BYTES.sub(b"", raw)
     if raw.endswith(b"\r"):
         raw = raw[:-1]
+    if raw.endswith(_SUFFIX_END_BYTES):
+        raw = _SUFFIX_BYTES.sub(b"", raw, count=1)
     for _ in range(MAX_COLUMNS):
         column = _PEEL_BYTES(raw)
         if column is None or not column.end():
@@ -175,7 +208,7 @@ def unwrapped_text(line: str) -> str:
     the last state a CR redrew: a progress bar's states before a line are gone)."""
     if "\x1b" in line:
         line = _ANSI_TEXT.sub("", line)
-    line = line.rstrip("\r")
+    line = without_suffix(line.rstrip("\r"))
     line = line[line.rfind("\r") + 1 :]
     for _ in range(MAX_COLUMNS):
         column = _PEEL_TEXT(line)
@@ -183,3 +216,10 @@ def unwrapped_text(line: str) -> str:
             break
         line = line[column.end() :]
     return line
+
+
+def without_suffix(text: str) -> str:
+    """The line without what a tool put after it (a SUFFIX row)."""
+    if text.endswith(SUFFIX_END):
+        return _SUFFIX_TEXT.sub("", text, count=1)
+    return text

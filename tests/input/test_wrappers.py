@@ -19,7 +19,14 @@ from memledger.input.launch_command import find_launch_command
 from memledger.input.logical import strip_paste_columns
 from memledger.input.parsing import parse_log
 from memledger.input.scan import LineFilter, is_serving
-from memledger.input.wrappers import COLUMN, WRAPPERS, unwrapped_bytes, unwrapped_text
+from memledger.input.wrappers import (
+    COLUMN,
+    SUFFIXES,
+    WRAPPERS,
+    unwrapped_bytes,
+    unwrapped_text,
+    without_suffix,
+)
 from memledger.model.events import EventKind
 from tests.input.test_scan import HAVE_GREP, reference_candidates, scanned
 
@@ -52,6 +59,7 @@ WRAPPED: dict[str, Callable[[str], str]] = {
     "kubectl --prefix --timestamps": lambda line: "[pod/s-0/s] 2026-03-02T08:00:00.5Z " + line,
     "quote of a compose log": lambda line: "> sglang-1  | " + line,
     "crlf": lambda line: line + "\r",
+    "Ray deduplicated": lambda line: "(WorkerDict pid=7) " + line + SUFFIXES[0].example,
 }
 
 
@@ -76,6 +84,14 @@ def test_every_row_matches_its_own_example_whole() -> None:
         assert unwrapped_text(row.example + "x") == "x", row.name
         assert unwrapped_bytes((row.example + "x").encode()) == b"x", row.name
         assert row.kind == COLUMN or strip_paste_columns(row.example + "x") == "x", row.name
+        assert row.source, row.name
+
+
+def test_every_suffix_row_is_cut_from_the_line_end_only() -> None:
+    for row in SUFFIXES:
+        assert without_suffix("x" + row.example) == "x", row.name
+        assert unwrapped_bytes(("x" + row.example).encode()) == b"x", row.name
+        assert without_suffix("x" + row.example + " y") == "x" + row.example + " y", row.name
         assert row.source, row.name
 
 
