@@ -58,6 +58,16 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "a line quoted in a shell script or YAML comment",
     ),
     Wrapper(
+        "markdown list bullet",
+        COLUMN,
+        r"[-*+][ \t]+(?=\[)",
+        "- ",
+        "CommonMark 0.31 §5.2 list items (`- `, `* `, `+ `): log lines pasted as a list, before "
+        "a `[` only (an SGLang prefix, a bracketed tag); a bare line keeps its bullet here "
+        "(memledger.input.pasted drops it and keeps the line as pasted for evidence), and "
+        "Python logging's `- name - LEVEL - ` is never one",
+    ),
+    Wrapper(
         "docker compose service column",
         COLUMN,
         r"[\w.\-]+[ \t]+\|[ \t]",
