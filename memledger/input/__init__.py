@@ -43,6 +43,7 @@ Modules:
 - `store`: The event store of one parse.
 - `transform`: The transformer.
 - `wrapped`: Messages a terminal or a copy hard-wrapped.
+- `wrappers`: What the tool a log came through puts before each of its lines, one shape a row.
 - `engine_detect`: Which engine wrote a log.
 - `vllm_facts`: The facts of one vLLM startup.
 - `vllm_reader`: vLLM log text -> readings, grouped into startups (the input step for the vLLM

@@ -41,6 +41,7 @@ from memledger.input import grep_early
 from memledger.input.grep_early import BORING_PCRE, GREP_DATA_LIMIT, GREP_MIN_BYTES
 from memledger.input.scan import (
     BORING_ERE,
+    BORING_LINES,
     MAX_LINE_BYTES,
     OUT_OF_MEMORY_ERE,
     SERVING_LINE_MAX,
@@ -48,6 +49,9 @@ from memledger.input.scan import (
     Held,
     LineFilter,
     aligned_reader,
+    cut_tail,
+    is_serving,
+    keyword_test,
     read_error,
     scan_lines,
     serving_within_reach,
@@ -57,11 +61,18 @@ from memledger.sglang.lines import CUT_TAIL_ERE
 
 def ere(words: Iterable[str]) -> str:
     """The keyword ERE of the second grep: the words, the memory words in any case, the
-    start of a cut line's rest after the first grep's `N:` (sglang.lines.CUT_TAIL_ERE), and
-    grep_early.END_OF_PART."""
+    start of a cut line's rest after the first grep's `N:` (sglang.lines.CUT_TAIL_ERE),
+    grep_early.END_OF_PART, and a serving-time marker (a marker line the first grep kept has a
+    second `[`: glued, or behind a tool's column; `drain` tells which, as the built-in scanner
+    does)."""
     escaped = [re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", w) for w in words]
     end = f"^[0-9]+:{grep_early.END_OF_PART.decode()}$"  # a fed part's last line
-    return "|".join([*escaped, OUT_OF_MEMORY_ERE, f"^[0-9]+:{CUT_TAIL_ERE}", end])
+    return "|".join([*escaped, OUT_OF_MEMORY_ERE, f"^[0-9]+:{CUT_TAIL_ERE}", end, _MARKER_ERE])
+
+
+_MARKER_ERE = r"^[0-9]+:.*\] (Decode|Prefill) batch"
+"""scan.BORING_LINES as an ERE, on a line the first grep kept (`N:`; its `N-` lines are the
+serving-time lines alone, printed before a kept line)."""
 
 
 _PCRE: dict[str, bool] = {}
@@ -330,6 +341,8 @@ def drain(
     lines_before = 0  # the lines of the parts read so far (a fed part ends with END_OF_PART)
     held: Held = None
     last_candidate = 0
+    decode, prefill = BORING_LINES
+    keywords = keyword_test(pipeline.words)
     end_line: int | None = None
     try:
         limit = MAX_LINE_BYTES + 48 if fallback is not None else -1  # + the `M:N:` prefixes
@@ -355,6 +368,14 @@ def drain(
                 elif content == grep_early.END_OF_PART:  # no candidate: no keyword in it
                     end_line = int(record[2])  # the part's end, if no other line follows
                     continue
+                elif (content.find(decode) >= 0 or content.find(prefill) >= 0) and (
+                    is_serving(content)
+                ):
+                    # a marker line the first grep kept (a second `[`) that is a serving-time
+                    # line behind a tool's column (scan.serving_behind_wrapper)
+                    held = (line, content) if len(content) <= SERVING_LINE_MAX else None
+                elif not (keywords(content) or cut_tail(content)):
+                    pass  # a glued marker line without a keyword (the ERE's marker matched)
                 else:
                     kept = serving_within_reach(held, line)
                     if kept is not None:

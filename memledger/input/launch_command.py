@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from memledger.input.launch_yaml import yaml_command_words
 from memledger.input.server_args import is_read_key
 from memledger.input.store import TEXT_CAP
+from memledger.input.wrappers import unwrapped_text
 from memledger.model.events import Event, EventKind, ParamValue
 from memledger.sglang.launch_flags import (
     COMMAND_MARKERS,
@@ -179,13 +180,13 @@ def find_launch_command(head: bytes, whole: bool) -> LaunchCommand | None:
             found = _command(number, " ".join(words)[:MAX_COMMAND_CHARS], words)
             if found is not None:
                 return found
-        parts = [_PROMPT_RE.sub("", line.rstrip("\r"), count=1)]
+        parts = [_PROMPT_RE.sub("", unwrapped_text(line), count=1)]
         follow = number
         while parts[-1].rstrip().endswith("\\") and follow < len(lines):
             if len(parts) > MAX_CONTINUATIONS or sum(map(len, parts)) > MAX_COMMAND_CHARS:
                 break
             parts[-1] = parts[-1].rstrip()[:-1]
-            parts.append(_PROMPT_RE.sub("", lines[follow].rstrip("\r"), count=1))
+            parts.append(_PROMPT_RE.sub("", unwrapped_text(lines[follow]), count=1))
             follow += 1
         text = " ".join(part.strip() for part in parts)
         close = text.find("`", text.find("sglang"))

@@ -15,6 +15,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from memledger.input.wrappers import (
+    ANSI_PATTERN,
+    COLUMN_PATTERN,
+    MAX_COLUMNS,
+    STAMP_PATTERN,
+    without_suffix,
+)
+
 # `[2025-10-16 09:06:22 DP0 TP0 EP0]`, `[22:30:52 TP0]`, `[2026-02-04 11:30:29]`, `[gpu_id=0]`,
 # `[12-27 11:24:23]` (datefmt `%m-%d %H:%M:%S`, v0.5.23 multimodal_gen/runtime/utils/
 # logging_utils.py:459; users shorten pastes the same way).
@@ -32,31 +40,13 @@ PREFIX_RE = re.compile(
 LEVEL_FILE_RE = re.compile(
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +[\w.\-/]+\.py:\d+: ?"
 )
-ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-# Text other tools put before a bare line: docker/kubectl timestamps, Ray actor tags, journald,
-# and the `- name - LEVEL - ` of Python's logging after its timestamp (`%(asctime)s - %(name)s -
-# %(levelname)s - %(message)s`, as allenai/olmocr#105 wraps SGLang's lines).
-JUNK_PREFIX_RE = re.compile(
-    r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? ?"
-    r"|- (?:[\w.<>\-]+ - )?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) - "
-    r"|\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) ?"
-    r"|(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} )?[\w.\-]+ [\w\-.@/]+\[\d+\]: ?)+"
-)
-
-
-# Columns a paste puts before each line (see the module docstring), peeled off the line start.
-PASTE_COLUMN_RE = re.compile(
-    r"(?:>[ \t]?)+"  # GitHub / e-mail quote markers, nested
-    r"|#[ \t]+"  # a comment marker: a line quoted in a script or YAML comment (`#   key=...`)
-    r"|[\w.\-]+[ \t]+\|[ \t]"  # docker compose: `sglang-1  | `, `sglang_1 | `
-    r"|\[pod/[^\]\s]+\][ \t]"  # kubectl logs --prefix
-    # a line number: `cat -n` / `nl` (a tab after it), `grep -n` (`:`, `-` on context lines);
-    # never a number of the message (`88`, `12:00:00`, `4 GB`)
-    r"| {0,6}\d{1,7}\t"
-    r"|\d{1,7}[:-](?=[A-Za-z\[ ])"
-)
-_MAX_COLUMNS = 4
-"""Columns peeled per line (`> sglang-1  | 2025-...Z [...]` has three)."""
+ANSI_RE = re.compile(ANSI_PATTERN)
+# Text other tools put before a bare line (docker/kubectl timestamps, Python logging, Ray,
+# journald) and the columns a paste puts before each line (quote markers, docker compose,
+# kubectl --prefix, line numbers): the rows of memledger.input.wrappers, each with its source.
+JUNK_PREFIX_RE = re.compile(STAMP_PATTERN)
+PASTE_COLUMN_RE = re.compile(COLUMN_PATTERN)
+_MAX_COLUMNS = MAX_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +80,7 @@ def strip_paste_columns(text: str) -> str:
     tool timestamps at its start (the module docstring)."""
     if text.endswith("\r"):
         text = text[:-1]
+    text = without_suffix(text)
     for _ in range(_MAX_COLUMNS):
         column = PASTE_COLUMN_RE.match(text) or JUNK_PREFIX_RE.match(text)
         if column is None or not column.end():

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import IO, Protocol
 
 from memledger.errors import InputError
+from memledger.input.wrappers import unwrapped_bytes
 from memledger.sglang.errors import ANY_CASE_WORDS
 from memledger.sglang.lines import CUT_TAIL_ERE, MEMORY_WORDS_ANY_CASE, PREFILTER_WORDS
 
@@ -157,9 +158,44 @@ Held = tuple[int, bytes] | None
 def is_serving(raw: bytes) -> bool:
     """A serving-time line alone on its physical line (a marker and at most one `[`): skipped as
     a candidate; glued to another SGLang line (a second `[`), the line is read and the
-    serving-time part yields nothing (security review F11)."""
+    serving-time part yields nothing (security review F11). A `[` of what a tool put around the
+    line (ANSI colours, journald's `IDENT[PID]: `, kubectl's `[pod/...] `, a tqdm state a CR
+    redrew) does not count: `serving_behind_wrapper`."""
     decode, prefill = BORING_LINES
-    return (raw.find(decode) >= 0 or raw.find(prefill) >= 0) and raw.count(b"[") < 2
+    if raw.find(decode) < 0 and raw.find(prefill) < 0:
+        return False
+    return raw.count(b"[") < 2 or serving_behind_wrapper(raw)
+
+
+def serving_behind_wrapper(raw: bytes) -> bool:
+    """A line with a serving-time marker and two or more `[` (`is_serving`'s slow path: SGLang's
+    own lines have one) is a serving-time line alone when, without its ANSI codes and the
+    columns a tool put first (memledger.input.wrappers), the marker is left with at most one
+    `[`; a progress bar's states a CR redrew before it go too, unless one holds a keyword of
+    the default words (then the line is read: no kept text is skipped). A line none of that
+    changes is two SGLang lines glued (read as a candidate)."""
+    rest = unwrapped_bytes(raw)
+    cut = rest.rfind(b"\r")
+    if cut >= 0:
+        before = rest[:cut]
+        if _default_keywords()(before) or _CUT_TAIL_MATCH(before) is not None:
+            return False
+        rest = unwrapped_bytes(rest[cut + 1 :])
+    if len(rest) == len(raw):
+        return False
+    decode, prefill = BORING_LINES
+    return (rest.find(decode) >= 0 or rest.find(prefill) >= 0) and rest.count(b"[") < 2
+
+
+def _default_keywords() -> KeywordTest:
+    """The keyword test of the default words (`_filter_regexes(())`'s first)."""
+    return _filter_regexes(())[0]
+
+
+def keyword_test(extra_words: Iterable[str] = ()) -> KeywordTest:
+    """Whether a whole line holds a keyword (the default words and `extra_words`), as
+    LineFilter decides a candidate (with `cut_tail`)."""
+    return _filter_regexes(tuple(extra_words))[0]
 
 
 def serving_within_reach(held: Held, line: int) -> Held:
@@ -204,7 +240,7 @@ class LineFilter:
             # find, not `in`: bytes.__contains__ first tries its operand as an int (slower)
             if raw.find(decode) >= 0 or raw.find(prefill) >= 0:
                 # alone on its line, skipped (`is_serving`)
-                if raw.count(b"[") < 2:
+                if raw.count(b"[") < 2 or serving_behind_wrapper(raw):
                     continue
             if len(raw) <= SHAPE_MAX_BYTES:
                 shape = raw.translate(_FOLD_DIGITS)

@@ -47,10 +47,11 @@ CUT_TAIL = re.compile(CUT_TAIL_ERE.encode())
 def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[Found, int]:
     """(candidates, number of physical lines): a line is kept when it holds a keyword (or an
     error text's or a memory-looking word in any case, or starts as a cut line's rest) and is not a
-    serving-time line alone (a marker and no second `[`: a line glued to another SGLang line is
-    kept, security review F11). Before each kept line, and at the end, the last serving-time line
-    before it is kept too when it comes after the previous kept line, fewer than SERVING_REACH
-    lines before it, and is at most SERVING_LINE_MAX bytes long."""
+    serving-time line alone (a marker and no second `[`, or one a tool's column put there:
+    scan.serving_behind_wrapper, pinned by tests/input/test_wrappers.py; a line glued to
+    another SGLang line is kept, security review F11). Before each kept line, and at the end,
+    the last serving-time line before it is kept too when it comes after the previous kept line,
+    fewer than SERVING_REACH lines before it, and is at most SERVING_LINE_MAX bytes long."""
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()  # the newline ends the last line; it does not start another
@@ -66,7 +67,9 @@ def reference_candidates(data: bytes, extra_words: Iterable[str] = ()) -> tuple[
         return [serving]
 
     for number, line in enumerate(lines, 1):
-        if any(marker in line for marker in BORING_LINES) and line.count(b"[") <= 1:
+        if any(marker in line for marker in BORING_LINES) and (
+            line.count(b"[") <= 1 or scan.serving_behind_wrapper(line)
+        ):
             serving = (number, line)
         elif (
             any(word in line for word in words)
@@ -418,6 +421,10 @@ _LINE_PARTS = [
     b' - "POST /generate HTTP/1.1" 200 OK',
     b"12",
     b"x",
+    # what a tool puts before a line (memledger.input.wrappers): a `[` that is not SGLang's
+    b"\x1b[32m",
+    b"host sglang[12]: ",
+    b"[pod/p/c] ",
 ]
 _lines = st.lists(st.lists(st.sampled_from(_LINE_PARTS), max_size=6).map(b"".join), max_size=60)
 
