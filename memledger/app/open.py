@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from memledger.errors import InputError
 from memledger.input.reader import SNIFF_BYTES, ByteSource, OpenedLog, PeekedStream, open_log
+from memledger.input.wrappers import is_log_record
 from memledger.model.ledger import LEDGER_SCHEMA_VERSION, Ledger, upgrade_document
 from memledger.record import field_values, validate
 
@@ -155,6 +156,8 @@ def _saved_ledger(label: str, data: bytes) -> dict[str, Any] | None:
     if not all(key in document for key in SAVED_LEDGER_KEYS):
         if _is_saved_diff(document):
             return document
+        if is_log_record(document):
+            return None  # one line of a tool's log, as its record (memledger.input.wrappers)
         raise InputError(
             "JSON, but not a saved ledger (expected the object written by "
             "`memledger ledger --format json`, with schema_version and rows)",

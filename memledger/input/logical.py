@@ -20,6 +20,7 @@ from memledger.input.wrappers import (
     COLUMN_PATTERN,
     MAX_COLUMNS,
     STAMP_PATTERN,
+    unwrapped_record,
     without_suffix,
 )
 
@@ -128,6 +129,10 @@ def iter_logical_lines(line: int, text: str) -> Iterator[LogicalLine]:
 
 def logical_lines_in_full(line: int, text: str) -> Iterator[LogicalLine]:
     """`iter_logical_lines` of an ANSI-free line, every step taken (no common-case shortcut)."""
+    if text[:1] == "{":  # a line inside a tool's record (docker's json-file)
+        text = unwrapped_record(text)
+        if "\x1b" in text:
+            text = ANSI_RE.sub("", text)
     text = strip_paste_columns(text)
     for first, last, segment in _cr_segments(text):
         if not segment:

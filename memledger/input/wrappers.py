@@ -18,6 +18,7 @@ Import-light (`re` only): the scanner's worker process imports it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ class Wrapper:
 COLUMN = "column"
 STAMP = "stamp"
 SUFFIX = "suffix"
+RECORD = "record"
 
 WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper(
@@ -108,6 +110,16 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "of the message (`88`, `12:00:00`, `4 GB`)",
     ),
     Wrapper(
+        "CRI container log",
+        STAMP,
+        r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
+        r" (?:stdout|stderr) [FP] ",
+        "2025-06-01T10:00:00.123456789Z stderr F ",
+        "the CRI log format containerd and CRI-O write under /var/log/pods (`TIME STREAM TAG "
+        "LOG`, tag F a full line, P a partial one): kubernetes/design-proposals-archive "
+        "node/kubelet-cri-logging.md",
+    ),
+    Wrapper(
         "RFC 3339 timestamp",
         STAMP,
         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? ?",
@@ -163,6 +175,21 @@ SUFFIXES: tuple[Wrapper, ...] = (
     ),
 )
 """What a tool puts after a line; each ends with SUFFIX_END (a cheap test before the regex)."""
+
+RECORDS: tuple[Wrapper, ...] = (
+    Wrapper(
+        "docker json-file record",
+        RECORD,
+        r'\{"log"',
+        '{"log"',
+        'docker\'s default json-file logging driver (a line as `{"log":"LINE\\n","stream":'
+        '"stderr","time":"..."}` in /var/lib/docker/containers/ID/ID-json.log): '
+        "docs.docker.com/engine/logging/drivers/json-file/",
+    ),
+)
+"""A line a tool stored inside a record of its own: the record is decoded, its line read."""
+RECORD_START = '{"log"'
+
 SUFFIX_END = "cluster]"
 
 
@@ -216,6 +243,7 @@ _ANSI_TEXT = re.compile(ANSI_PATTERN)
 def unwrapped_text(line: str) -> str:
     """`unwrapped_bytes` of a decoded line, and only what follows its last CR (a terminal shows
     the last state a CR redrew: a progress bar's states before a line are gone)."""
+    line = unwrapped_record(line)
     if "\x1b" in line:
         line = _ANSI_TEXT.sub("", line)
     line = without_suffix(line.rstrip("\r"))
@@ -233,3 +261,20 @@ def without_suffix(text: str) -> str:
     if text.endswith(SUFFIX_END):
         return _SUFFIX_TEXT.sub("", text, count=1)
     return text
+
+
+def unwrapped_record(text: str) -> str:
+    """The line a RECORDS row holds (`{"log":"LINE\n",...}` -> `LINE`), else the text as is
+    (json.loads runs no code; a record too deep or no JSON is left as is)."""
+    if not text.startswith(RECORD_START) or not text.rstrip().endswith("}"):
+        return text
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return record["log"].rstrip("\n") if is_log_record(record) else text
+
+
+def is_log_record(document: object) -> bool:
+    """Whether a decoded JSON value is a RECORDS row's record (a `log` string in an object)."""
+    return isinstance(document, dict) and isinstance(document.get("log"), str)

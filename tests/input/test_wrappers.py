@@ -6,6 +6,7 @@ v0.4.6 model_executor/model_runner.py (`Load weight end. ...`); no real log text
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from memledger.input.wrappers import (
     SUFFIXES,
     WRAPPERS,
     unwrapped_bytes,
+    unwrapped_record,
     unwrapped_text,
     without_suffix,
 )
@@ -60,6 +62,9 @@ WRAPPED: dict[str, Callable[[str], str]] = {
     "quote of a compose log": lambda line: "> sglang-1  | " + line,
     "crlf": lambda line: line + "\r",
     "Ray deduplicated": lambda line: "(WorkerDict pid=7) " + line + SUFFIXES[0].example,
+    "docker json-file": lambda line: json.dumps(
+        {"log": line + "\n", "stream": "stderr", "time": "2026-03-02T08:00:00.1Z"}
+    ),
 }
 
 
@@ -94,6 +99,24 @@ def test_every_suffix_row_is_cut_from_the_line_end_only() -> None:
         assert unwrapped_bytes(("x" + row.example).encode()) == b"x", row.name
         assert without_suffix("x" + row.example + " y") == "x" + row.example + " y", row.name
         assert row.source, row.name
+
+
+def test_a_record_gives_its_line_and_anything_else_stays_as_is() -> None:
+    record = json.dumps({"log": "[TP0] x\n", "stream": "stdout", "time": "t"})
+    assert unwrapped_record(record) == "[TP0] x"
+    assert unwrapped_text(record) == "[TP0] x"
+    deep = '{"log":"x","a":' + "[" * 100_000 + "]" * 100_000 + "}"
+    for text in ('{"log":"x"', '{"log":"x", "log2": 1, }', '{"log": 1}', deep):
+        assert unwrapped_record(text) == text
+
+
+def test_one_record_alone_is_read_as_a_log_not_refused_as_json(tmp_path: Path) -> None:
+    from memledger.app.open import open_input
+
+    path = tmp_path / "one.log"
+    path.write_text(json.dumps({"log": OOM + "\n", "stream": "stderr"}) + "\n", encoding="utf-8")
+    with open_input(path) as opened:
+        assert opened.log is not None and opened.document is None
 
 
 @pytest.mark.parametrize("log", sorted(LOGS))
