@@ -14,7 +14,7 @@ import re
 from collections.abc import Generator, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,6 +28,9 @@ from memledger.model.ledger import (
     Summary,
     group_totals,
 )
+
+if TYPE_CHECKING:
+    from memledger.diagnosis.model import Diagnosis
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT_ROOT / "samples"
@@ -169,6 +172,19 @@ def make_ledger(
         usable_bytes=usable_bytes,
         **({"groups": group_totals(list(rows))} | fields),
     )
+
+
+def diagnose_paste(paste: str | Sequence[str], *, label: str = "paste.txt") -> Diagnosis:
+    """What `memledger diagnose -` says of a made-up paste (text, or lines each ended by a
+    newline), named `label` in its evidence: the one way tests diagnose synthetic text."""
+    from memledger.app.load import build
+    from memledger.app.options import LoadOptions
+    from memledger.diagnosis import diagnose
+    from memledger.input.parsing import parse_log
+
+    text = paste if isinstance(paste, str) else "\n".join(paste) + "\n"
+    parsed = parse_log(io.BytesIO(text.encode()), label=label)
+    return diagnose(parsed, build(parsed, LoadOptions()))
 
 
 @pytest.fixture(scope="session")

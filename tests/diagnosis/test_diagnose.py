@@ -7,7 +7,6 @@ into the repository) plus error texts written from the shapes PyTorch and SGLang
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from memledger.input.parsing import parse_log
 from memledger.record import to_json
 from memledger.sglang.failure_rules import CRASH_CAUSES, LOAD_SITES
 from memledger.units import GIB, MIB
-from tests.conftest import REAL_LOGS, load_truth
+from tests.conftest import REAL_LOGS, diagnose_paste, load_truth
 from tests.input.helpers import physical_lines, real_log
 
 
@@ -34,8 +33,7 @@ def _diagnose_path(path: Path) -> Diagnosis:
 
 
 def _diagnose_text(lines: list[str]) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="pasted.log")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines, label="pasted.log")
 
 
 # (log, outcome, phase, verdict start) for every OOM, crash and truncated log of the corpus.

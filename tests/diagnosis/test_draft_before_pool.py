@@ -6,14 +6,10 @@ model_executor/model_runner.py (load end, KV allocation, pool end, capture)."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
-from memledger.input.parsing import parse_log
+from memledger.diagnosis import Diagnosis
+from tests.conftest import diagnose_paste
 
 P = "[2026-01-05 10:00:00 TP0] "
 BEGIN = P + "Load weight begin. avail mem={} GB"
@@ -36,8 +32,7 @@ def _draft(kind: str) -> str:
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.log")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines, label="paste.log")
 
 
 def _held(result: Diagnosis) -> list[str]:

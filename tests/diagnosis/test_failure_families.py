@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import io
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis import Diagnosis
 from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.parsing import parse_log
 from memledger.model.events import EventKind
 from memledger.units import GIB
+from tests.conftest import diagnose_paste
 
 P = "[2025-09-13 09:09:15 TP0] "
 FRAME = '  File "/usr/lib/python3/site-packages/sglang/srt/{path}", line {n}, in {func}'
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.txt")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines)
 
 
 def _knobs(result: Diagnosis) -> dict[str, str]:

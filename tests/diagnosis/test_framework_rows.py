@@ -4,20 +4,15 @@ each framework's shape (its module paths)."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
-from memledger.input.parsing import parse_log
+from memledger.diagnosis import Diagnosis
 from memledger.sglang.frameworks import FRAMEWORKS, framework_of
+from tests.conftest import diagnose_paste
 
 
 def _diagnose(text: str) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(text.encode()), label="paste.log")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(text, label="paste.log")
 
 
 @pytest.mark.parametrize(

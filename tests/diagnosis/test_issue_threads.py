@@ -19,14 +19,12 @@ from memledger.diagnosis import Diagnosis, diagnose
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import render_text
 from memledger.units import GIB, MIB
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, diagnose_paste
 from tests.input.test_pasted_fragments import FRAGMENTS
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    data = ("\n".join(lines) + "\n").encode()
-    parsed = parse_log(io.BytesIO(data), label="thread.log")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines, label="thread.log")
 
 
 def _ids(result: Diagnosis) -> list[str]:

@@ -4,27 +4,23 @@ synthetic line in its family's shape."""
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis import Diagnosis
 from memledger.diagnosis.model import Direction
-from memledger.input.parsing import parse_log
 from memledger.sglang.failure_rules import CRASH_CAUSES, PHASE_TEXT, Phase
 from memledger.sglang.frameworks import FRAMEWORKS, framework_of
 from memledger.sglang.lifecycle import LIFECYCLE, STAGE, levers_after_load
 from memledger.units import GIB
+from tests.conftest import diagnose_paste
 
 SOURCE = re.compile(r"v\d+\.\d+\.\d+(\.post\d+)? \S+\.py|https://github\.com/")
 
 
 def _diagnose(text: str) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(text.encode()), label="paste.txt")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(text)
 
 
 @pytest.mark.parametrize("stage", LIFECYCLE, ids=lambda s: s.phase.value)

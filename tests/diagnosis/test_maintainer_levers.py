@@ -5,23 +5,18 @@ here (SGLang's line shapes, PyTorch's OOM text), not copied from the threads."""
 
 from __future__ import annotations
 
-import io
 import math
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
-from memledger.input.parsing import parse_log
+from memledger.diagnosis import Diagnosis
 from memledger.render.diagnose import suggestion_title
 from memledger.units import GIB, MIB
+from tests.conftest import diagnose_paste
 
 PREFIX = "[2025-04-29 16:19:00 TP0] "
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    data = ("\n".join(lines) + "\n").encode()
-    parsed = parse_log(io.BytesIO(data), label="thread.log")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines, label="thread.log")
 
 
 def _startup(tokens: int, kv_side_gb: float, pool_end_gb: float) -> list[str]:

@@ -9,9 +9,7 @@ import re
 
 import pytest
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis import Diagnosis
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
 from memledger.render.diagnose import evidence_text, render_text
@@ -24,11 +22,11 @@ from memledger.sglang.failure_rules import (
     nearest_source,
 )
 from memledger.sglang.releases import version_code
+from tests.conftest import diagnose_paste
 
 
 def _diagnose(text: str) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(text.encode()), label="paste.txt")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(text)
 
 
 @pytest.mark.parametrize(

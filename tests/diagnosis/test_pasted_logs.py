@@ -5,17 +5,14 @@ PyTorch's shape; nothing of the corpus is copied into the repository."""
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis import Diagnosis
 from memledger.diagnosis.model import MEMORY_KNOBS
-from memledger.input.parsing import parse_log
 from memledger.units import GIB, MIB
+from tests.conftest import diagnose_paste
 from tests.input.helpers import physical_lines, real_log
 
 pytestmark = pytest.mark.real_logs
@@ -29,9 +26,7 @@ OOM_TEXT = (
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    data = ("\n".join(lines) + "\n").encode()
-    parsed = parse_log(io.BytesIO(data), label="paste.txt")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines)
 
 
 def _rank_lines(name: str, tag: str) -> list[str]:

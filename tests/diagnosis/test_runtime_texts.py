@@ -6,21 +6,15 @@ allocator, the BLAS libraries' allocation status. Synthetic lines in each family
 
 from __future__ import annotations
 
-import io
-
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis import Diagnosis
 from memledger.input.error_texts import ErrorTextReader, read_oom_message
-from memledger.input.parsing import parse_log
 from memledger.model.events import EventKind
 from memledger.units import GIB
+from tests.conftest import diagnose_paste
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    data = ("\n".join(lines) + "\n").encode()
-    parsed = parse_log(io.BytesIO(data), label="paste.log")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines, label="paste.log")
 
 
 def _ids(result: Diagnosis) -> list[str]:

@@ -10,12 +10,11 @@ import io
 
 import pytest
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis import Diagnosis
 from memledger.diagnosis.memory import power_of_two_below
 from memledger.input.parsing import parse_log
 from memledger.model.events import EventKind
+from tests.conftest import diagnose_paste
 
 OLD = "[gpu=0] "
 NEW = "[2025-06-01 10:00:00 TP0] "
@@ -45,8 +44,7 @@ def _decode(prefix: str, running: int) -> str:
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.txt")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines)
 
 
 def _values(result: Diagnosis) -> dict[str, int | float | None]:

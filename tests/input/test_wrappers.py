@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memledger.app.load import build
-from memledger.app.options import LoadOptions
-from memledger.diagnosis import Diagnosis, diagnose
+from memledger.diagnosis import Diagnosis
 from memledger.input.launch_command import find_launch_command
 from memledger.input.logical import strip_paste_columns
 from memledger.input.parsing import parse_log
@@ -30,6 +28,7 @@ from memledger.input.wrappers import (
     without_suffix,
 )
 from memledger.model.events import EventKind
+from tests.conftest import diagnose_paste
 from tests.input.test_scan import HAVE_GREP, reference_candidates, scanned
 
 P = "[2026-03-02 08:00:00 TP0] "
@@ -69,8 +68,7 @@ WRAPPED: dict[str, Callable[[str], str]] = {
 
 
 def _diagnose(lines: list[str]) -> Diagnosis:
-    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.txt")
-    return diagnose(parsed, build(parsed, LoadOptions()))
+    return diagnose_paste(lines)
 
 
 def _reading(result: Diagnosis) -> tuple[object, ...]:
