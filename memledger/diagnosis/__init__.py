@@ -11,9 +11,7 @@ Modules:
 - `crash`: Crashes with a known cause that is not GPU memory.
 - `evidence`: What a parsed startup and its ledger say about a failure.
 - `forward`: One allocation of tens of GiB while much memory is still free.
-- `graphs`: CUDA graphs that took more memory than SGLang plans for them, with the known cause at
-  the log's release.
-- `health`: Memory problems a startup can survive.
+- `health`: Memory problems a startup can survive (graphs over SGLang's plan among them).
 - `levers`: Levers with values for an OOM after the pool, the way SGLang maintainers answer these
   threads.
 - `memory`: Findings and suggestions for a startup that ran out of memory, by phase.
@@ -42,9 +40,10 @@ from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
 from memledger.diagnosis.evidence import Evidence, gather
 from memledger.diagnosis.forward import oversized_forward
-from memledger.diagnosis.graphs import graph_memory, graph_memory_verdict
 from memledger.diagnosis.health import (
     free_rose_after_pool,
+    graph_memory,
+    graph_memory_verdict,
     kv_capacity,
     large_gpu_reserve,
     mfs_below_default,
@@ -82,6 +81,7 @@ from memledger.diagnosis.phase import (
 from memledger.diagnosis.pools import (
     host_finding,
     host_memory,
+    page_bug,
     pool_failure,
     pool_ran_out,
     serving_notes,
@@ -424,10 +424,15 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
         + " or ".join(levers)
     )
     if any(f.id == FindingId.POOL_NOT_FULL for f in findings):
+        found = page_bug(evidence)
         verdict = (
             f"SGLang's KV pool raised 'out of memory' during {PHASE_TEXT[phase]} but was not full "
-            f"(more tokens free than asked): its page accounting, not its size; {levers[0]} or "
-            "upgrade past the fix (v0.4.5, sglang#4913)"
+            f"(more tokens free than asked): its page accounting, not its size; {levers[0]}"
+            + (
+                f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
+                if found
+                else ""
+            )
         )
     elif any(f.id == FindingId.SWA_POOL_RAN_OUT for f in findings):
         verdict = (
@@ -596,9 +601,9 @@ def _truncated(evidence: Evidence) -> Diagnosis:
         levers = levers or [phrase(s) for s in suggestions][:1]
         verdict += f"; {levers[0]}" if levers else ""
     if graphs and headroom:
-        verdict += f"; {graph_memory_verdict(graphs[0])}"
+        verdict += f"; {graph_memory_verdict(evidence, graphs[0])}"
     elif graphs:
-        verdict = f"log ends {where}{at}: {graph_memory_verdict(graphs[0])}"
+        verdict = f"log ends {where}{at}: {graph_memory_verdict(evidence, graphs[0])}"
     refused = next((f for f in findings if f.id == FindingId.REQUEST_EXCEEDS_POOL), None)
     if refused is not None and not headroom:
         verdict = (
@@ -653,7 +658,9 @@ def _ready(evidence: Evidence) -> Diagnosis:
         )
         outcome = evidence.outcome
     elif graphs:
-        verdict = f"ready: no memory problem found; note {graph_memory_verdict(graphs[0])}"
+        verdict = (
+            f"ready: no memory problem found; note {graph_memory_verdict(evidence, graphs[0])}"
+        )
         outcome = evidence.outcome
     else:
         verdict = "ready: no memory problem found"

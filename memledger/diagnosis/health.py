@@ -1,5 +1,7 @@
 """Memory problems a startup can survive: memory freed after sizing, no headroom after the
-graphs, a fraction far below SGLang's default. Checked on every startup, failed or not."""
+graphs, graphs that took more than SGLang plans for them (where a known defect of the log's
+release explains it: memledger.sglang.known_bugs), a fraction far below SGLang's default. Checked
+on every startup, failed or not."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from dataclasses import replace
 
 from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.levers import kv_cap_lever
+from memledger.diagnosis.levers import graph_cap_knob, kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.reserve import default_reserve, outside_pool
@@ -16,6 +18,7 @@ from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     DRAFT_BEFORE_POOL_CAUSE,
     DRAFT_OWN_HEAD_TYPE,
+    GRAPH_MEMORY_NOTE_GIB,
     HEADROOM_DOCS_CAP_GIB,
     LARGE_GPU_RESERVE_CITATION,
     LARGE_GPU_RESERVE_GIB,
@@ -24,6 +27,7 @@ from memledger.sglang.failure_rules import (
     SUMMARY_LINE_SOURCES,
     Phase,
 )
+from memledger.sglang.known_bugs import bug_words, known_bug
 from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.units import GIB, MIB
 
@@ -391,3 +395,52 @@ def _pool_levers(evidence: Evidence, tokens: int, context: int) -> list[Suggesti
             )
         )
     return levers
+
+
+def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
+    """The note, and the graph cap, for graphs over GRAPH_MEMORY_NOTE_GIB where a known defect of
+    the log's release and settings may be the cause (nothing otherwise: a large model's graphs can
+    be large for reasons the log does not show)."""
+    captures = [e for e in evidence.before_failure({EventKind.CAPTURE_END}) if "usage" in e.sizes]
+    largest = max(captures, key=lambda e: e.sizes["usage"].bytes, default=None)
+    if largest is None or largest.sizes["usage"].bytes <= GRAPH_MEMORY_NOTE_GIB * GIB:
+        return [], []
+    version = evidence.sizing.version if evidence.sizing is not None else None
+    found = known_bug("graphs_over_plan", version, evidence.server_args)
+    if found is None:
+        return [], []
+    usage = largest.sizes["usage"].bytes
+    finding = Finding(
+        id=FindingId.GRAPH_MEMORY,
+        severity=Severity.INFO,
+        message=(
+            f"the CUDA graphs took {g(usage)}, more than the {GRAPH_MEMORY_NOTE_GIB} GiB SGLang's "
+            "default keeps for bs-256 graphs (v0.4.6.post2 server_args.py:241-247): "
+            f"{bug_words(*found)}: upgrade, or capture fewer graphs"
+        ),
+        bytes=usage,
+        evidence=[evidence.at(largest.line)],
+    )
+    knob, spelled = graph_cap_knob(evidence)
+    current = evidence.int_param(knob)
+    lever = Suggestion(
+        knob=knob,
+        direction=Direction.LOWER,
+        value=current // 2 if current and current > 1 else None,
+        why=(
+            f"graph memory grows with the largest captured batch ({current or 'not in the log'}"
+            f"); upgrading to {found[0].fixed_in} or later removes {found[0].said} instead{spelled}"
+        ),
+    )
+    return [finding], [lever]
+
+
+def graph_memory_verdict(evidence: Evidence, finding: Finding) -> str:
+    """The verdict's words for graphs that took much: the known defect, then the graph cap."""
+    version = evidence.sizing.version if evidence.sizing is not None else None
+    found = known_bug("graphs_over_plan", version, evidence.server_args)
+    said = ""
+    if found is not None:
+        maybe = "possibly " if found[1] else ""
+        said = f"{maybe}{found[0].said}, fixed in {found[0].fixed_in}; else "
+    return f"the CUDA graphs took {g(finding.bytes or 0)}: {said}lower --cuda-graph-max-bs"

@@ -23,6 +23,7 @@ from memledger.sglang.failure_rules import (
     SWA_RATIO_CITATION,
     Phase,
 )
+from memledger.sglang.known_bugs import KnownBug, bug_words, known_bug
 
 
 def pool_failure(evidence: Evidence) -> Event | None:
@@ -144,18 +145,18 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
             if page and page > 1
             else ""
         )
+        found = page_bug(evidence)
         message = (
             f"SGLang's KV pool was not full: {free:,} tokens free for the {asked:,} asked{pages}. "
             f"The raise is its page accounting: {PAGE_ACCOUNTING_CITATION}"
+            + (f"; {bug_words(*found)}" if found else "")
         )
         lever = Suggestion(
             knob="page_size",
             direction=Direction.LOWER,
             value=1,
-            why=(
-                "at --page-size 1 a decode step takes one token a request, never a whole page; "
-                "or run a release with the page-count fix (v0.4.5 and later, sglang#4913)"
-            ),
+            why="at --page-size 1 a decode step takes one token a request, never a whole page"
+            + (f"; or run {found[0].fixed_in} or later ({found[0].fix})" if found else ""),
         )
         return [
             Finding(
@@ -184,6 +185,13 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
         id=FindingId.SWA_POOL_RAN_OUT, severity=Severity.ERROR, message=message, evidence=at
     )
     return [finding], [lever, _fewer_requests(evidence)]
+
+
+def page_bug(evidence: Evidence) -> tuple[KnownBug, str] | None:
+    """The known defect of the log's release that makes a pool with room raise, if it may have
+    one (memledger.sglang.known_bugs)."""
+    version = evidence.sizing.version if evidence.sizing is not None else None
+    return known_bug("pool_not_full", version, evidence.server_args)
 
 
 def _half(value: int | None) -> int | None:

@@ -110,6 +110,7 @@ Modules:
 - `hints`: What an unexplained residual most likely is.
 - `launch_flags`: How an SGLang launch command names the ServerArgs fields (SGLang knowledge, as
   data).
+- `known_bugs`: Defects some SGLang releases have and a later one fixed, one `KnownBug` each.
 - `lifecycle`: SGLang's memory lifecycle, one stage per phase: what it allocates, what bounds it,
   its levers.
 - `lines`: Every SGLang log line memledger reads.

@@ -173,8 +173,7 @@ COUNT_LINES = 6
 :500-516: up to five)."""
 PAGE_ACCOUNTING_CITATION = (
     "a paged decode takes a whole page a request at a page boundary (v0.5.8 "
-    "mem_cache/common.py:404-406), and v0.4.4's pre-check counted one token a request, not pages "
-    "(managers/schedule_batch.py:998-1008; pages since v0.4.5 :1143-1160, sglang#4913)"
+    "mem_cache/common.py:404-406)"
 )
 SWA_RATIO_CITATION = (
     "--swa-full-tokens-ratio, the sliding-window pool's size over the full pool's (default 0.8, "
@@ -626,18 +625,6 @@ GRAPH_MEMORY_NOTE_GIB = 3
 """CUDA graphs taking more than this (`Capture cuda graph end. ... mem usage=X`) are more than
 SGLang's own default plans for them: '3GB for cuda graph' at bs 256 on a large GPU
 (v0.4.6.post2 server_args.py:241-247)."""
-FA3_GRAPH_FIX_RELEASE = "0.4.10"
-"""The last release (post releases aside: 0.4.10.post1) whose FA3 backend copied the page table
-for every captured batch size: v0.4.10.post1 layers/attention/flashattention_backend.py:1463-1465
-(`page_table[req_pool_indices, :]`, kept per bs at :1470); 0.4.10.post2 slices `[:bs, :]`
-(https://github.com/sgl-project/sglang/pull/8567) and shares one logits buffer across graphs
-(v0.4.10.post2 model_executor/cuda_graph_runner.py:378-382, /pull/8579): graph memory 5.16 GB ->
-0.95 GB on GLM-4.5-Air tp 4 (PR #8579's figures); sglang#8538 (Llama-4 Maverick, 6.19 GB)."""
-FA3_DEFAULT_CITATION = (
-    "FA3 is SGLang's default attention backend on Hopper (v0.4.10.post1 "
-    "model_executor/model_runner.py:389-397 for MHA models, :407-411 for MLA; Llama-4 requires "
-    "it, server_args.py:1896)"
-)
 DECODE_GRAPH_FLAG_CITATION = (
     "from 0.5.16 the decode graphs' cap is --cuda-graph-max-bs-decode (--cuda-graph-max-bs is a "
     "deprecated alias, v0.5.16 server_args.py:7200-7207), and the capture failure says so: 'set "

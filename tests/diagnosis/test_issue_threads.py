@@ -479,6 +479,26 @@ def test_v058_counts_and_the_page_size_in_the_log_give_the_pages_asked() -> None
     assert "148 x page_size 64 = 9,472" in note.message
 
 
+def test_a_pool_with_room_past_the_page_count_fix_is_not_told_to_upgrade() -> None:
+    # the page-count defect is a row of memledger.sglang.known_bugs (releases <= 0.4.4): a log
+    # whose formats date it at 0.5.19 or later still gets the page accounting and --page-size 1,
+    # with no upgrade it already has
+    result = _diagnose(
+        [
+            "[2026-05-01 10:00:00] server_args={'model_path': 'm', 'page_size': 64}",
+            "[2026-05-01 10:00:40 TP0] Load weight end. elapsed=30.00 s, type=LlamaForCausalLM, "
+            "avail mem=56.50 GB, mem usage=83.00 GB.",
+            "RuntimeError: Decode out of memory. Try to lower your batch size.",
+            "Try to allocate 148 tokens.",
+            "Available tokens: 2048 (available_size=2048 + evictable_size=0)",
+        ]
+    )
+    (note,) = [f for f in result.findings if f.id == "pool_not_full"]
+    assert "page accounting" in note.message and "#4913" not in note.message
+    assert _knobs(result).get("page_size") == 1
+    assert "lower --page-size to 1" in result.verdict and "upgrade" not in result.verdict
+
+
 def test_a_hybrid_swa_pool_short_while_the_full_pool_has_room() -> None:
     # v0.5.8 mem_cache/common.py:502-512: hybrid SWA models print both pools; the sliding-window
     # pool's share is --swa-full-tokens-ratio (v0.5.8 server_args.py:325, in (0, 1])
@@ -1138,12 +1158,12 @@ def test_8538_fa3_graphs_of_6_19_gb_name_the_page_table_copies() -> None:
     (graphs,) = [f for f in result.findings if f.id == "graph_memory"]
     assert graphs.bytes == round(6.19 * GIB)
     assert "if the attention backend is FA3" in graphs.message
-    assert "the release is 0.4.10.post1 or older" in graphs.message
+    assert "the release is before 0.4.10.post2 (this log's: >= 0.4.0)" in graphs.message
+    assert "flashattention_backend.py:1463-1465" in graphs.message  # the known-bug row's cause
     assert (
-        "with FA3 up to 0.4.10.post1 that is its per-bs page tables (sglang#8538), fixed in "
-        in (result.verdict)
+        "the CUDA graphs took 6.19 GiB: possibly FA3's per-bs page tables (sglang#8538), fixed in "
+        "0.4.10.post2; else lower --cuda-graph-max-bs" in result.verdict
     )
-    assert "0.4.10.post2" in result.verdict
 
 
 def test_graphs_at_a_release_past_the_fa3_fix_get_no_such_note() -> None:
