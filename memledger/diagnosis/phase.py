@@ -48,19 +48,28 @@ _DRAFT_START = frozenset(
     {EventKind.DIST_INIT_BEGIN, EventKind.DIST_INIT_END, EventKind.LOAD_BEGIN, EventKind.LOAD_END}
 )
 """Milestones a worker prints when it starts: after a capture end they are the draft's."""
+_DRAFT_STEPS = frozenset(
+    {Phase.DIST_INIT, Phase.LOAD, Phase.MEMORY_POOL, Phase.AFTER_POOL, Phase.GRAPH_CAPTURE}
+)
+"""The target's startup steps a draft worker runs again for itself."""
 
 
 def traceback_phase(traceback: Event) -> Phase | None:
-    """The phase the innermost known phase function of a traceback names, if any."""
+    """The phase a traceback's frames name: its innermost startup frame's (PHASE_FRAMES), the
+    draft's when a draft worker's frame encloses a target step, else its innermost serving frame's
+    (the serving loop calls no startup step, so a startup frame is where it failed)."""
     if WARMUP_CONTEXT in str(traceback.values.get("context") or ""):
         return Phase.WARMUP
-    found: Phase | None = None
+    placed: list[Phase] = []
     for frame in frames_of(traceback):
-        for function, fragment, phase in PHASE_FRAMES:
-            if frame.function == function and fragment in frame.path:
-                found = phase
+        for row in PHASE_FRAMES:
+            if frame.function == row.function and row.fragment in frame.path:
+                placed.append(row.phase)
                 break
-    return found
+    startup = [p for p in placed if p is not Phase.SERVING]
+    if Phase.DRAFT in startup and startup[-1] in _DRAFT_STEPS:
+        return Phase.DRAFT
+    return (startup or placed)[-1] if placed else None
 
 
 def is_ready_line(event: Event) -> bool:

@@ -88,11 +88,13 @@ tests/sizing/test_rules.py (a meta-test fails when a rule has none).
 
 ## Failure rules (`failure_rules.py`, used by memledger/diagnosis/)
 - `PHASE_FRAMES`: which SGLang function (and file fragment) a traceback frame must name for a
-  startup phase; the innermost match wins. `LOAD_SITES`: frames that explain a load-time OOM
-  (the Transformers fallback, unquantized layers). The mem_fraction_static default is a
-  sizing rule (`mfs_default`), its arithmetic for every release in `mfs_defaults.py`.
-- Add a row with the function's `vX path:line` in the module docstring and a test in
-  tests/diagnosis/test_diagnose.py on a traceback that names it.
+  lifecycle phase, each row citing `vX path:line`; the innermost startup frame wins over serving
+  frames, a draft worker's frame makes a target step inside it the draft's. `LOAD_SITES`: frames
+  that explain a load-time OOM (the Transformers fallback, unquantized layers). The
+  mem_fraction_static default is a sizing rule (`mfs_default`), its arithmetic for every
+  release in `mfs_defaults.py`.
+- Add a row with the function's `vX path:line`: tests/diagnosis/test_phase_frames.py checks
+  every row on a synthetic traceback.
 
 Modules:
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import NamedTuple
 
 from memledger.sglang.releases import version_code
 
@@ -63,74 +64,479 @@ PHASE_TEXT: dict[Phase, str] = {
     Phase.UNKNOWN: "an unknown phase",
 }
 
-# (function name, a fragment the frame's file must contain or "", phase). The innermost frame
-# that matches names the phase: `initialize` -> `load_model` -> ... reads as load.
-PHASE_FRAMES: tuple[tuple[str, str, Phase], ...] = (
-    ("init_torch_distributed", "", Phase.DIST_INIT),
-    ("init_distributed_environment", "", Phase.DIST_INIT),
-    ("initialize_model_parallel", "", Phase.DIST_INIT),
-    ("init_parallel_runtime", "", Phase.DIST_INIT),
-    ("measure_pre_model_load_memory", "", Phase.DIST_INIT),
-    ("load_model", "", Phase.LOAD),
-    ("load_weights_and_postprocess", "", Phase.LOAD),
-    ("_initialize_model", "model_loader", Phase.LOAD),
-    ("process_weights_after_loading", "", Phase.LOAD),
+
+class PhaseFrame(NamedTuple):
+    """A traceback frame that places a failure in a lifecycle phase: the function, a fragment its
+    file's path must contain ("" for any file), the phase, and where SGLang defines it."""
+
+    function: str
+    fragment: str
+    phase: Phase
+    source: str
+
+
+_F = PhaseFrame
+PHASE_FRAMES: tuple[PhaseFrame, ...] = (
+    # the speculative draft worker's own startup, ahead of the target's rows of the same function
+    # names (the draft worker calls them too): its constructor (dist init, weights), its pools,
+    # backends and graphs (v0.5.8 speculative/eagle_worker.py:80-201, v0.5.23 managers/
+    # scheduler.py:1035-1126 drives them apart from the target's)
+    _F(
+        "__init__", "speculative/eagle_worker", Phase.DRAFT, "v0.5.8 speculative/eagle_worker.py:80"
+    ),
+    _F(
+        "__init__",
+        "speculative/multi_layer_eagle_worker",
+        Phase.DRAFT,
+        "v0.5.8 speculative/multi_layer_eagle_worker_v2.py:66",
+    ),
+    _F(
+        "__init__",
+        "speculative/standalone_worker",
+        Phase.DRAFT,
+        "v0.5.8 speculative/standalone_worker_v2.py:38",
+    ),
+    _F(
+        "__init__",
+        "speculative/dflash_worker",
+        Phase.DRAFT,
+        "v0.5.23 speculative/dflash_worker_v2.py:388",
+    ),
+    _F(
+        "__init__", "speculative/ngram_worker", Phase.DRAFT, "v0.5.8 speculative/ngram_worker.py:25"
+    ),
+    _F(
+        "__init__",
+        "speculative/eagle_draft",
+        Phase.DRAFT,
+        "v0.5.8 speculative/eagle_draft_cuda_graph_runner.py:38",
+    ),
+    _F("init_lm_head", "speculative/", Phase.DRAFT, "v0.5.8 speculative/eagle_worker_v2.py:192"),
+    _F(
+        "alloc_memory_pool",
+        "speculative/",
+        Phase.DRAFT,
+        "v0.5.23 speculative/eagle_worker_v2.py:243",
+    ),
+    _F(
+        "init_attention_backend",
+        "speculative/",
+        Phase.DRAFT,
+        "v0.5.8 speculative/eagle_worker.py:209",
+    ),
+    _F(
+        "init_attention_backends",
+        "speculative/",
+        Phase.DRAFT,
+        "v0.5.23 speculative/eagle_worker_v2.py:276",
+    ),
+    _F("init_cuda_graphs", "speculative/", Phase.DRAFT, "v0.5.8 speculative/eagle_worker.py:228"),
+    _F(
+        "_capture_cuda_graphs",
+        "speculative/",
+        Phase.DRAFT,
+        "v0.5.23 speculative/eagle_worker_v2.py:476",
+    ),
+    _F(
+        "capture",
+        "speculative/",
+        Phase.DRAFT,
+        "v0.5.8 speculative/eagle_draft_cuda_graph_runner.py:178",
+    ),
+    _F(
+        "capture_one_batch_size",
+        "speculative/",
+        Phase.DRAFT,
+        "v0.5.8 speculative/eagle_draft_cuda_graph_runner.py:181",
+    ),
+    _F(
+        "capture_one_shape",
+        "speculative/",
+        Phase.DRAFT,
+        "v0.5.23 speculative/eagle_draft_cuda_graph_runner.py:380",
+    ),
+    _F("maybe_init_draft_worker", "", Phase.DRAFT, "v0.5.23 managers/scheduler.py:1035"),
+    # distributed init: process groups, NCCL and custom all-reduce buffers, the balance check
+    _F("init_torch_distributed", "", Phase.DIST_INIT, "v0.5.8 model_executor/model_runner.py:693"),
+    _F(
+        "init_distributed_environment",
+        "",
+        Phase.DIST_INIT,
+        "v0.5.8 distributed/parallel_state.py:1471",
+    ),
+    _F(
+        "initialize_model_parallel",
+        "",
+        Phase.DIST_INIT,
+        "v0.5.8 distributed/parallel_state.py:1537",
+    ),
+    _F(
+        "__init__",
+        "distributed/parallel_state",
+        Phase.DIST_INIT,
+        "v0.5.8 distributed/parallel_state.py:212",
+    ),
+    _F(
+        "__init__",
+        "device_communicators/custom_all_reduce",
+        Phase.DIST_INIT,
+        "v0.5.8 distributed/device_communicators/custom_all_reduce.py:52",
+    ),
+    _F(
+        "__init__",
+        "device_communicators/pynccl.py",
+        Phase.DIST_INIT,
+        "v0.5.8 distributed/device_communicators/pynccl.py:29",
+    ),
+    _F("init_parallel_runtime", "", Phase.DIST_INIT, "v0.5.23 distributed/bootstrap.py:90"),
+    _F(
+        "measure_pre_model_load_memory", "", Phase.DIST_INIT, "v0.5.23 distributed/bootstrap.py:193"
+    ),
+    # weights: the loader, each layer's weight_loader, the model's and the quantization's
+    # post-load steps (requantisation, MoE weight shuffles, MLA absorption); LoRA's adapters and
+    # pool come right after the base weights, before KV sizing (v0.5.8
+    # model_executor/model_runner.py:533-535)
+    _F("load_model", "", Phase.LOAD, "v0.5.8 model_executor/model_runner.py:805"),
+    _F("load_weights_and_postprocess", "", Phase.LOAD, "v0.5.8 model_loader/loader.py:669"),
+    _F("_initialize_model", "model_loader", Phase.LOAD, "v0.5.8 model_loader/loader.py:229"),
+    _F("default_weight_loader", "", Phase.LOAD, "v0.5.8 model_loader/weight_utils.py:993"),
+    _F(
+        "safetensors_weights_iterator",
+        "",
+        Phase.LOAD,
+        "v0.5.8 model_loader/weight_utils.py:715",
+    ),
+    _F("weight_loader", "srt/layers/", Phase.LOAD, "v0.5.8 layers/linear.py:236"),
+    _F("weight_loader_v2", "srt/layers/", Phase.LOAD, "v0.5.8 layers/linear.py:414"),
+    _F(
+        "process_weights_after_loading",
+        "",
+        Phase.LOAD,
+        "v0.5.8 layers/quantization/fp8.py:417",
+    ),
+    _F(
+        "process_weights_after_loading_block_quant",
+        "",
+        Phase.LOAD,
+        "v0.5.8 layers/quantization/fp8.py:366",
+    ),
+    _F(
+        "requant_weight_ue8m0_inplace",
+        "",
+        Phase.LOAD,
+        "v0.5.8 layers/quantization/fp8_utils.py:651",
+    ),
+    _F("post_load_weights", "", Phase.LOAD, "v0.5.8 model_loader/utils.py:119"),
+    _F(
+        "maybe_apply_post_load_model_transforms",
+        "",
+        Phase.LOAD,
+        "v0.5.23 model_executor/model_runner.py:826",
+    ),
+    _F(
+        "maybe_precompile_model_kernels_after_loading",
+        "",
+        Phase.LOAD,
+        "v0.5.23 model_executor/model_runner.py:1436",
+    ),
+    _F(
+        "start_startup_weight_load",
+        "",
+        Phase.LOAD,
+        "v0.5.23 model_executor/model_runner.py:1412",
+    ),
+    _F(
+        "finalize_startup_weight_load",
+        "",
+        Phase.LOAD,
+        "v0.5.23 model_executor/model_runner.py:1416",
+    ),
+    _F("init_tp_model_worker", "", Phase.LOAD, "v0.5.23 managers/scheduler.py:1018"),
     # building the model creates its weights: a model's or a layer's constructor, a quantization
     # method's create_weights (v0.5.8 model_loader/loader.py _initialize_model -> models/*.py)
-    ("__init__", "srt/models/", Phase.LOAD),
-    # a MoE layer and its kernel's state built with the model (v0.5.8
-    # layers/moe/fused_moe_triton/layer.py FusedMoE.__init__): weight loading, whatever CUDA-graph
-    # memory the OOM text shows (the phase the frames name wins over the private-pool reading)
-    ("__init__", "srt/layers/moe/", Phase.LOAD),
-    ("create_weights", "srt/layers/", Phase.LOAD),
-    ("load_weights", "srt/models/", Phase.LOAD),
-    ("init_memory_pool", "", Phase.MEMORY_POOL),
-    ("profile_max_num_token", "", Phase.MEMORY_POOL),
-    ("configure", "kv_cache_configurator", Phase.MEMORY_POOL),
-    ("init_cublas", "", Phase.AFTER_POOL),
-    ("init_attention_backend", "", Phase.AFTER_POOL),
+    _F("__init__", "srt/models/", Phase.LOAD, "v0.5.8 models/llama.py:454"),
+    # a MoE layer and its kernel's state built with the model (FusedMoE.__init__): weight
+    # loading, whatever CUDA-graph memory the OOM text shows
+    _F(
+        "__init__", "srt/layers/moe/", Phase.LOAD, "v0.5.8 layers/moe/fused_moe_triton/layer.py:152"
+    ),
+    _F("create_weights", "srt/layers/", Phase.LOAD, "v0.5.8 layers/quantization/fp8.py:274"),
+    _F("load_weights", "srt/models/", Phase.LOAD, "v0.5.8 models/llama.py:599"),
+    _F("init_lora_manager", "", Phase.LOAD, "v0.5.8 model_executor/model_runner.py:1411"),
+    _F("maybe_init_lora_manager", "", Phase.LOAD, "v0.5.23 model_executor/model_runner.py:831"),
+    _F("init_memory_pool", "srt/lora/", Phase.LOAD, "v0.5.8 lora/lora_manager.py:508"),
+    _F("init_buffers", "srt/lora/", Phase.LOAD, "v0.5.8 lora/mem_pool.py:202"),
+    _F("__init__", "srt/lora/", Phase.LOAD, "v0.5.8 lora/mem_pool.py:49"),
+    # the KV budget, the request table and the KV (Mamba, SWA) pools
+    _F(
+        "init_memory_pool",
+        "",
+        Phase.MEMORY_POOL,
+        "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:252",
+    ),
+    _F(
+        "profile_max_num_token",
+        "",
+        Phase.MEMORY_POOL,
+        "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:111",
+    ),
+    _F(
+        "configure",
+        "kv_cache_configurator",
+        Phase.MEMORY_POOL,
+        "v0.5.23 mem_cache/kv_cache_configurator.py:457",
+    ),
+    _F("alloc_memory_pool", "", Phase.MEMORY_POOL, "v0.5.23 model_executor/model_runner.py:971"),
+    _F("init_target_memory_pool", "", Phase.MEMORY_POOL, "v0.5.23 managers/scheduler.py:1078"),
+    _F("init_memory_pools", "", Phase.MEMORY_POOL, "v0.5.23 managers/scheduler.py:1098"),
+    _F(
+        "post_capture_resize_kv_pool",
+        "",
+        Phase.MEMORY_POOL,
+        "v0.5.23 model_executor/model_runner.py:1061",
+    ),
+    _F(
+        "__init__",
+        "mem_cache/memory_pool.py",
+        Phase.MEMORY_POOL,
+        "v0.5.8 mem_cache/memory_pool.py:120",
+    ),
+    _F("_create_buffers", "mem_cache/", Phase.MEMORY_POOL, "v0.5.8 mem_cache/memory_pool.py:754"),
+    _F("__init__", "mem_cache/allocator", Phase.MEMORY_POOL, "v0.5.8 mem_cache/allocator.py:120"),
+    # after the pool: cuBLAS, attention backends and their workspaces, kernel warmup/autotune,
+    # symmetric memory
+    _F("init_cublas", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1587"),
+    _F(
+        "init_attention_backend", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1596"
+    ),
     # an attention backend's constructor allocating its workspace (v0.5.8
     # layers/attention/flashinfer_backend.py:196-206; aiter_backend.py, sglang PR #20888)
-    ("__init__", "layers/attention/", Phase.AFTER_POOL),
-    ("init_attention_backends", "", Phase.AFTER_POOL),
-    ("kernel_warmup", "", Phase.AFTER_POOL),
-    ("_flashinfer_autotune", "", Phase.AFTER_POOL),
-    ("_autotune_buffers", "", Phase.AFTER_POOL),
-    ("prealloc_symmetric_memory_pool", "", Phase.AFTER_POOL),
-    ("_prepare_replicated_q_proj", "", Phase.AFTER_POOL),
-    ("init_cuda_graphs", "", Phase.GRAPH_CAPTURE),
-    ("init_device_graphs", "", Phase.GRAPH_CAPTURE),
-    ("init_piecewise_cuda_graphs", "", Phase.GRAPH_CAPTURE),
-    ("init_decode_cuda_graph", "", Phase.GRAPH_CAPTURE),
-    ("init_prefill_cuda_graph", "", Phase.GRAPH_CAPTURE),
-    ("capture_decode_graph", "", Phase.GRAPH_CAPTURE),
-    ("capture_prefill_graph", "", Phase.GRAPH_CAPTURE),
-    ("capture", "graph_runner", Phase.GRAPH_CAPTURE),
-    ("capture_one_batch_size", "", Phase.GRAPH_CAPTURE),
-    ("__init__", "graph_runner", Phase.GRAPH_CAPTURE),
-    ("_execute_server_warmup", "", Phase.WARMUP),
-    ("_wait_and_warmup", "", Phase.WARMUP),
-    # the scheduler's forward pass (v0.5.8 managers/tp_worker.py forward_batch_generation; the
-    # overlap thread's forward_thread_func_): a batch being served (or the warmup request)
-    ("forward_batch_generation", "tp_worker", Phase.SERVING),
-    ("forward_thread_func_", "tp_worker", Phase.SERVING),
-    # the overlap thread's outer loop (v0.4.4 managers/tp_worker_overlap_thread.py:111)
-    ("forward_thread_func", "tp_worker_overlap_thread", Phase.SERVING),
-    # an RL framework resuming what SGLang released (v0.5.8
-    # managers/scheduler_update_weights_mixin.py:154; torch_memory_saver entrypoint.py resume)
-    ("resume_memory_occupation", "", Phase.RESUME),
-    ("resume", "torch_memory_saver", Phase.RESUME),
-    ("run_event_loop", "", Phase.SERVING),
-    ("event_loop_normal", "", Phase.SERVING),
-    ("event_loop_overlap", "", Phase.SERVING),
-    ("run_batch", "scheduler", Phase.SERVING),
+    _F(
+        "__init__",
+        "layers/attention/",
+        Phase.AFTER_POOL,
+        "v0.5.8 layers/attention/flashinfer_backend.py:115",
+    ),
+    _F(
+        "init_attention_backends",
+        "",
+        Phase.AFTER_POOL,
+        "v0.5.23 model_executor/model_runner.py:1105",
+    ),
+    _F("init_all_attention_backends", "", Phase.AFTER_POOL, "v0.5.23 managers/scheduler.py:1113"),
+    _F("kernel_warmup", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1688"),
+    _F("_flashinfer_autotune", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1726"),
+    _F(
+        "_dummy_run",
+        "model_executor/model_runner",
+        Phase.AFTER_POOL,
+        "v0.5.8 model_executor/model_runner.py:1737",
+    ),
+    _F(
+        "_autotune_buffers",
+        "",
+        Phase.AFTER_POOL,
+        "v0.5.23 model_executor/runner/decode_cuda_graph_runner.py:704",
+    ),
+    _F(
+        "prealloc_symmetric_memory_pool",
+        "",
+        Phase.AFTER_POOL,
+        "v0.5.23 distributed/device_communicators/pynccl_allocator.py:510",
+    ),
+    _F(
+        "_prepare_replicated_q_proj",
+        "",
+        Phase.AFTER_POOL,
+        "v0.5.23 model_executor/model_runner.py:1133",
+    ),
+    # the target's graphs
+    _F(
+        "init_cuda_graphs",
+        "",
+        Phase.GRAPH_CAPTURE,
+        "v0.4.6.post5 model_executor/model_runner.py:1082",
+    ),
+    _F("init_device_graphs", "", Phase.GRAPH_CAPTURE, "v0.5.8 model_executor/model_runner.py:1979"),
+    _F(
+        "init_piecewise_cuda_graphs",
+        "",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.8 model_executor/model_runner.py:2018",
+    ),
+    _F(
+        "init_decode_cuda_graph",
+        "",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.23 model_executor/model_runner.py:1605",
+    ),
+    _F(
+        "init_prefill_cuda_graph",
+        "",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.23 model_executor/model_runner.py:1678",
+    ),
+    _F("init_all_cuda_graphs", "", Phase.GRAPH_CAPTURE, "v0.5.23 managers/scheduler.py:1122"),
+    _F(
+        "capture_decode_graph",
+        "",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.23 model_executor/model_runner_components/cuda_graph_setup.py:703",
+    ),
+    _F(
+        "capture_prefill_graph",
+        "",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.23 model_executor/model_runner_components/cuda_graph_setup.py:472",
+    ),
+    _F(
+        "capture",
+        "graph_runner",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.8 model_executor/cuda_graph_runner.py:472",
+    ),
+    _F(
+        "capture_one_batch_size",
+        "",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.8 model_executor/cuda_graph_runner.py:552",
+    ),
+    _F(
+        "run_once",
+        "graph_runner",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.8 model_executor/cuda_graph_runner.py:696",
+    ),
+    _F(
+        "capture_one_shape",
+        "graph_runner",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1368",
+    ),
+    _F(
+        "_capture_one_stream",
+        "graph_runner",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1318",
+    ),
+    _F(
+        "warmup_torch_compile",
+        "graph_runner",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.8 model_executor/piecewise_cuda_graph_runner.py:285",
+    ),
+    _F(
+        "__init__",
+        "graph_runner",
+        Phase.GRAPH_CAPTURE,
+        "v0.5.8 model_executor/cuda_graph_runner.py:237",
+    ),
+    # the HTTP server's warmup request, the sampler's prewarm after the graphs
+    _F("_execute_server_warmup", "", Phase.WARMUP, "v0.5.8 entrypoints/http_server.py:1496"),
+    _F("_wait_and_warmup", "", Phase.WARMUP, "v0.5.8 entrypoints/http_server.py:1649"),
+    _F("prewarm_sampling", "", Phase.WARMUP, "v0.5.23 model_executor/model_runner.py:1165"),
+    # an RL framework resuming what SGLang released (torch_memory_saver entrypoint.py resume)
+    _F(
+        "resume_memory_occupation",
+        "",
+        Phase.RESUME,
+        "v0.5.8 managers/scheduler_update_weights_mixin.py:154",
+    ),
+    _F(
+        "resume",
+        "torch_memory_saver",
+        Phase.RESUME,
+        "v0.5.23 utils/torch_memory_saver_adapter.py:76",
+    ),
+    # the serving loop: a batch being scheduled, run, sampled (or the warmup request). These
+    # frames are weaker than any startup frame above (memledger.diagnosis.phase): the serving
+    # loop calls no startup step, so a startup frame in the same traceback is where it failed
+    _F("run_event_loop", "", Phase.SERVING, "v0.5.23 managers/scheduler.py:1975"),
+    _F("event_loop_normal", "", Phase.SERVING, "v0.5.8 managers/scheduler.py:1068"),
+    _F("event_loop_overlap", "", Phase.SERVING, "v0.5.8 managers/scheduler.py:1095"),
+    _F("get_next_batch_to_run", "scheduler", Phase.SERVING, "v0.5.8 managers/scheduler.py:1805"),
+    _F("run_batch", "scheduler", Phase.SERVING, "v0.5.8 managers/scheduler.py:2244"),
+    _F("process_batch_result", "scheduler", Phase.SERVING, "v0.5.8 managers/scheduler.py:2413"),
+    _F(
+        "forward_batch_generation",
+        "",
+        Phase.SERVING,
+        "v0.5.8 managers/tp_worker.py:429, speculative/eagle_worker_v2.py:639",
+    ),
+    _F(
+        "forward_batch_speculative_generation",
+        "",
+        Phase.SERVING,
+        "v0.5.1 speculative/eagle_worker.py:352",
+    ),
+    _F(
+        "forward_thread_func_",
+        "tp_worker",
+        Phase.SERVING,
+        "v0.4.6.post5 managers/tp_worker_overlap_thread.py:125",
+    ),
+    _F(
+        "forward_thread_func",
+        "tp_worker_overlap_thread",
+        Phase.SERVING,
+        "v0.4.6.post5 managers/tp_worker_overlap_thread.py:115",
+    ),
+    _F(
+        "forward",
+        "model_executor/model_runner",
+        Phase.SERVING,
+        "v0.5.8 model_executor/model_runner.py:2221",
+    ),
+    _F(
+        "_forward_raw",
+        "model_executor/model_runner",
+        Phase.SERVING,
+        "v0.5.8 model_executor/model_runner.py:2277",
+    ),
+    _F(
+        "forward_extend",
+        "model_executor/model_runner",
+        Phase.SERVING,
+        "v0.5.8 model_executor/model_runner.py:2151",
+    ),
+    _F(
+        "forward_decode",
+        "model_executor/model_runner",
+        Phase.SERVING,
+        "v0.5.8 model_executor/model_runner.py:2128",
+    ),
+    _F(
+        "sample",
+        "model_executor/model_runner",
+        Phase.SERVING,
+        "v0.5.8 model_executor/model_runner.py:2362",
+    ),
     # a decode batch retracting requests for room (v0.5.8 managers/schedule_batch.py:3451), a PD
-    # decode worker pre-allocating for a request in transfer (v0.5.8 disaggregation/decode.py)
-    ("retract_decode", "", Phase.SERVING),
-    ("_pre_alloc", "disaggregation", Phase.SERVING),
-    ("handle_request", "entrypoints", Phase.SERVING),
-    ("generate_request", "tokenizer_manager", Phase.SERVING),
+    # decode worker pre-allocating for a request in transfer
+    _F("retract_decode", "", Phase.SERVING, "v0.5.8 managers/schedule_batch.py:1846"),
+    _F("_pre_alloc", "disaggregation", Phase.SERVING, "v0.5.8 disaggregation/decode.py:656"),
+    _F("alloc", "mem_cache/", Phase.SERVING, "v0.5.8 mem_cache/memory_pool.py:148"),
+    _F(
+        "handle_request",
+        "entrypoints",
+        Phase.SERVING,
+        "v0.5.8 entrypoints/openai/serving_base.py:86",
+    ),
+    _F(
+        "generate_request",
+        "tokenizer_manager",
+        Phase.SERVING,
+        "v0.5.8 managers/tokenizer_manager.py:486",
+    ),
 )
+"""Which function (in which file) places a traceback in which phase. Each frame takes the first
+row it matches; the traceback's phase is its innermost startup frame's, the draft worker's when a
+draft frame encloses a target step, and a serving frame's only when no startup frame is there
+(memledger.diagnosis.phase). Not listed on purpose: code that runs in whichever phase first calls
+it, whose phase the enclosing frames give: DeepGEMM's JIT compile (v0.5.8
+layers/deep_gemm_wrapper/compile_utils.py:291 deep_gemm_execution_hook), DeepEP's buffers
+(allocated at the first dispatch), the models' and layers' forward code (capture, warmup and
+serving all run it)."""
 WARMUP_CONTEXT = "warmup error"
 """`Initialization failed. warmup error: Traceback ...` (v0.5.8 entrypoints/http_server.py:1516)."""
 
