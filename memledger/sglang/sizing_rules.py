@@ -292,7 +292,8 @@ RULES: tuple[SizingRule, ...] = (
             "v0.5.7 server_args.py:333; speculative_draft_model_quantization :432) and fields of "
             "no release (enable_mtp, speculative_suffix_*). That such a snapshot still had the "
             "headroom is inferred, not read: their printed rest reaches the logged token count "
-            "only with it"
+            "only with it. Without that print, an Ascend log with both of those server_args "
+            "fields shows the build"
         ),
     ),
     SizingRule(
@@ -438,6 +439,11 @@ DSA_SCALE_BYTES = 4
 # Hybrid GDN models (rule mamba_gdn_dp), by the class the load-end line names: v0.5.6
 # model_executor/model_runner.py:1500-1504 (Qwen3NextConfig, JetNemotronConfig, JetVLMConfig).
 GDN_MODEL_PREFIXES: tuple[str, ...] = ("Qwen3Next", "JetNemotron", "JetVLM")
+
+# server_args fields that together mark a main-branch build between 0.5.6.post2 and 0.5.7 (rule
+# npu_spec_headroom): load_watch_interval (v0.5.6.post2 server_args.py:366, gone in 0.5.7) beside
+# custom_sigquit_handler (v0.5.7 server_args.py:333, not in 0.5.6.post2). No release holds both.
+SNAPSHOT_056_057_SERVER_ARGS: tuple[str, ...] = ("load_watch_interval", "custom_sigquit_handler")
 
 # The algorithms 0.5.6 gives the headroom to (rules spec_headroom, npu_spec_headroom): those with
 # the EAGLE flag (EAGLE, its alias NEXTN, EAGLE3) and STANDALONE: v0.5.6

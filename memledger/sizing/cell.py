@@ -74,7 +74,8 @@ def npu_dsa_layers(inputs: SizingInputs, alloc: float, half: float) -> int | Non
     knobs = inputs.knobs
     if knobs.get("device") != "npu" and knobs.get("attention_backend") != "ascend":
         return None
-    elem = kv_element_bytes(inputs.logged_kv_dtype, knobs.get("kv_cache_dtype"), None)
+    # `auto` is the model's dtype (the load-end line's) where no rank-0 KV dtype line is pasted
+    elem = kv_element_bytes(inputs.logged_kv_dtype, knobs.get("kv_cache_dtype"), model_elem(inputs))
     if elem != 2:
         return None
     row = (DSA_KV_LORA_RANK + DSA_ROPE_DIM + DSA_INDEX_HEAD_DIM) * elem

@@ -8,7 +8,7 @@ from memledger.model.events import Event, EventKind, ParamValue, ParsedLog
 from memledger.model.model_config import ModelDims
 from memledger.record import record
 from memledger.sglang.release_markers import VersionRange, release_range
-from memledger.sglang.sizing_rules import KV_DTYPE_BYTES
+from memledger.sglang.sizing_rules import KV_DTYPE_BYTES, SNAPSHOT_056_057_SERVER_ARGS
 from memledger.sizing.fraction import PrintedFraction
 from memledger.sizing.gpu import GpuCapacity, gpu_capacity
 from memledger.units import GIB
@@ -134,6 +134,9 @@ class SizingInputs:
     """How many prefill/piecewise graph sizes the first such capture line lists."""
     logged_rest: Reading | None = None
     """`The available memory for KV cache is X GB` (Ascend builds print SGLang's rest)."""
+    snapshot_056_057: bool = False
+    """Its server_args hold fields of 0.5.6.post2 and of 0.5.7 together (no release does): a
+    build between the two (sizing_rules.SNAPSHOT_056_057_SERVER_ARGS, rule npu_spec_headroom)."""
     ranks_seen: int = 0
     """How many ranks printed a load-begin reading (P and A are their minimum; SGLang's are
     every rank's)."""
@@ -457,6 +460,7 @@ def sizing_inputs(
         model_type=model_type if isinstance(model_type, str) else None,
         logged_prefill_graph_sizes=prefill_sizes,
         free_last=free_last,
+        snapshot_056_057=all(name in startup.server_args for name in SNAPSHOT_056_057_SERVER_ARGS),
         ranks_seen=sum(
             1
             for info in parsed.startup.ranks

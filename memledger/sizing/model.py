@@ -46,22 +46,24 @@ def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
 
 def _headroom_rule(inputs: SizingInputs, notes: list[str]) -> str | None:
     """Which rule adds the speculative headroom to the tokens (None: no headroom). An Ascend
-    build that prints its rest (the fork's own line) keeps it in the 0.5.3 - 0.5.8 formats, also
-    where its server_args date it after 0.5.6 (rule npu_spec_headroom)."""
+    build between 0.5.6.post2 and 0.5.7 keeps it in the 0.5.3 - 0.5.8 formats, also where its
+    server_args date it after 0.5.6 (rule npu_spec_headroom): its own print of the rest shows the
+    build, and so do its server_args (fields of both releases), where the print is not pasted."""
     algorithm = str(inputs.knobs.get("speculative_algorithm") or "").upper()
     if algorithm not in SPEC_HEADROOM_ALGORITHMS:
         return None
     verdict = inputs.version.within(RULE["spec_headroom"])
     if verdict is True:
         return "spec_headroom"
-    if (
-        inputs.logged_rest is not None
-        and inputs.version.within(RULE["npu_spec_headroom"]) is not False
-    ):
+    npu = inputs.knobs.get("device") == "npu" or inputs.knobs.get("attention_backend") == "ascend"
+    shown = "prints its rest" if inputs.logged_rest is not None else ""
+    if not shown and npu and inputs.snapshot_056_057:
+        shown = "holds fields of 0.5.6.post2 and 0.5.7 in its server_args"
+    if shown and inputs.version.within(RULE["npu_spec_headroom"]) is not False:
         when = "may predate or follow" if verdict is None else "follows"
         notes.append(
             f"release {inputs.version.text} {when} 0.5.6's speculative headroom; an Ascend "
-            "build that prints its rest keeps it (rule npu_spec_headroom)"
+            f"build that {shown} keeps it (rule npu_spec_headroom)"
         )
         return "npu_spec_headroom"
     return None

@@ -51,6 +51,11 @@ def _whole_ratio_share(
     return (share, alt) if abs(alt - logged) <= TOLERANCE * logged else None
 
 
+def _int_knob(inputs: SizingInputs, name: str) -> int | None:
+    value = inputs.knobs.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _npu_miss_reason(inputs: SizingInputs, pred: Prediction, logged: int, off: float) -> str:
     """What an Ascend log lacks for the NPU rules (npu_printed_rest, npu_spec_headroom)."""
     assert pred.tokens is not None
@@ -70,6 +75,14 @@ def _npu_miss_reason(inputs: SizingInputs, pred: Prediction, logged: int, off: f
     if inputs.logged_rest is None and pred.cell_bytes:
         gap = (pred.tokens - logged) * pred.cell_bytes / GIB
         seen = inputs.ranks_seen
+        world = (_int_knob(inputs, "tp_size") or 1) * (_int_knob(inputs, "pp_size") or 1)
+        if seen >= world > 1 and gap > 0:
+            return (
+                f"{head}: this log prints no rest of its own (rule npu_printed_rest), and all "
+                f"{world} ranks print their readings: SGLang read {gap:.2f} GiB less free when "
+                "it sized than their load-end readings show (memory taken in between, which "
+                "the log does not print)"
+            )
         ranks = f"it shows {seen} rank{'s' if seen != 1 else ''}" if seen else "its ranks"
         return (
             f"{head}: SGLang divides the rest over every rank's minimum free memory, and this "
@@ -83,9 +96,48 @@ def _npu_miss_reason(inputs: SizingInputs, pred: Prediction, logged: int, off: f
     )
 
 
+def _cap_reason(inputs: SizingInputs, pred: Prediction, logged: int, head: str) -> str | None:
+    """The logged count is the --max-total-tokens cap while the KV line's cell gives fewer
+    tokens from the rest (rule max_total_tokens): SGLang's profiled count reached the cap, so
+    the build sized with a smaller cell than its pool allocates; the log prints no sizing cell,
+    so the profiled count is not predicted."""
+    cap = inputs.knobs.get("max_total_tokens")
+    page = max(base_settings(inputs).page_size, 1)
+    if (
+        not isinstance(cap, int)
+        or isinstance(cap, bool)
+        or pred.tokens is None
+        or not pred.tokens < logged == cap // page * page
+        or not inputs.target_kv
+        or pred.kv_budget_bytes is None
+    ):
+        return None
+    pool = sum(p.bytes for p in inputs.target_kv)
+    over = pool - pred.kv_budget_bytes
+    where = f"{inputs.server_args_source} {inputs.server_args_line}"
+    text = (
+        f"{head}: the logged count is the --max-total-tokens cap ({cap:,}, {where}; rule "
+        f"max_total_tokens), which SGLang's profiled count reached, but the KV line's "
+        f"{pred.cell_bytes or 0:,.0f} B/token give only {pred.tokens:,} from the "
+        f"{pred.kv_budget_bytes / GIB:.2f} GiB it divides"
+    )
+    if over > 0:
+        text += (
+            f", and the logged pool ({pool / GIB:.2f} GiB) is {over / GIB:.2f} GiB more than "
+            "that: the build sized with a smaller cell than it allocates, which the log does "
+            "not print"
+        )
+    return text
+
+
 def _miss_reason(inputs: SizingInputs, pred: Prediction, logged: int) -> str:
     assert pred.tokens is not None and pred.rest_bytes is not None
     off = (pred.tokens - logged) / logged * 100 if logged else 0.0
+    capped = _cap_reason(
+        inputs, pred, logged, f"predicted {pred.tokens:,} vs logged {logged:,} ({off:+.1f} %)"
+    )
+    if capped is not None:
+        return capped
     rest_logged = inputs.logged_rest
     if rest_logged is not None and logged and inputs.state_logged_bytes > rest_logged.bytes:
         sized_cell = rest_logged.bytes / logged

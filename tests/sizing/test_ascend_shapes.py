@@ -304,3 +304,196 @@ def test_without_the_printed_rest_the_world_minimum_is_named() -> None:
     assert result.mismatch is not None
     assert "prints no rest of its own (rule npu_printed_rest; it shows 1 rank)" in result.mismatch
     assert "it fits if a rank had 0.50 GiB less free" in result.mismatch
+
+
+# server_args fields of 0.5.6.post2 (load_watch_interval) and of 0.5.7 (custom_sigquit_handler)
+# together: a build between the two (sizing_rules.SNAPSHOT_056_057_SERVER_ARGS)
+SNAPSHOT_FIELDS = {"load_watch_interval": 0.1, "custom_sigquit_handler": None}
+
+
+def _without_rest(text: str, printed: str, load_end: str, shown: str) -> str:
+    """The startup as a paste without its rest line, its load-end reading at `shown`."""
+    text = text.replace(f"The available memory for KV cache is {printed} GB.\n", "", 1)
+    return text.replace(load_end, shown, 1)
+
+
+@pytest.mark.parametrize(
+    ("fields", "kept"),
+    [
+        (SNAPSHOT_FIELDS, True),
+        ({"load_watch_interval": 0.1}, False),
+        ({"custom_sigquit_handler": None}, False),
+    ],
+)
+def test_the_snapshot_server_args_keep_the_headroom_without_the_printed_rest(
+    fields: dict[str, Any], kept: bool
+) -> None:
+    """The decode startup of a build that prints no rest line (one node: A - P x (1 - mfs) =
+    45.78 - 60.80 x 0.22 = 32.40 GiB): server_args holding fields of both 0.5.6.post2 and 0.5.7
+    date it between them, where rule npu_spec_headroom holds, so the headroom is added; a field
+    of only one release does not, and the miss names the headroom instead."""
+    text, tokens, headroom = _qwen3_235b_decode_eagle3(32.40)
+    args = ", ".join(f"{key}={value!r}" for key, value in fields.items())
+    head = "server_args=ServerArgs(model_path='m', "
+    text = text.replace(head, f"{head}{args}, ", 1)
+    text = _without_rest(
+        text,
+        "32.40",
+        "avail mem=46.21 GB, mem usage=14.59 GB.",
+        "avail mem=45.78 GB, mem usage=15.02 GB.",
+    )
+    result = _result(text)
+    if kept:
+        assert result.mismatch is None
+        predicted = result.predicted_max_total_num_tokens
+        assert predicted is not None and abs(predicted - tokens) <= PAGE  # readings to 0.01 GB
+        assert _term(result, "speculative headroom") == headroom
+        assert any(
+            "holds fields of 0.5.6.post2 and 0.5.7 in its server_args" in note
+            for note in result.prediction.notes
+        )
+    else:
+        assert _term(result, "speculative headroom") is None
+        assert result.mismatch is not None
+        assert f"(+{headroom:,} tokens, rule spec_headroom)" in result.mismatch
+
+
+def _dsa_decode_mtp(printed_rest: float, kv_dtype_line: bool) -> tuple[str, int]:
+    """DeepSeek-V3.2 (61 layers), PD decode, MTP 1/1/2: sized with the indexer as uint8 + scales
+    (61 x (576 x 2 + 132) B, rule dsa_indexer_cell), allocated as bf16 (61 x 704 x 2 B, rule
+    npu_dsa_pool)."""
+    sized, alloc = 61 * (576 * 2 + 132), 61 * 704 * 2
+    mrr = 32
+    tokens = _floor(round(printed_rest * GIB) // sized + _headroom(mrr, 1, 1, 2))
+    args = _npu_args(
+        mem_fraction_static=0.79,
+        max_running_requests=mrr,
+        tp_size=32,
+        dp_size=8,
+        enable_dp_attention=True,
+        disaggregation_mode="decode",
+        moe_a2a_backend="deepep",
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=1,
+        speculative_eagle_topk=1,
+        speculative_num_draft_tokens=2,
+        **SNAPSHOT_FIELDS,
+    )
+    lines = [
+        _args(args),
+        "Load weight begin. avail mem=60.78 GB",
+        "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=28.93 GB, mem usage=31.85 GB.",
+        *(["Using KV cache dtype: torch.bfloat16"] if kv_dtype_line else []),
+        f"The available memory for KV cache is {printed_rest:.2f} GB.",
+        f"KV Cache is allocated. #tokens: {tokens}, KV size: {_gb((tokens + PAGE) * alloc)} GB",
+        "Memory pool end. avail mem=11.20 GB",
+        f"max_total_num_tokens={tokens}, chunked_prefill_size=-1, max_prefill_tokens=16384, "
+        f"max_running_requests={mrr // 8}, context_len=163840, available_gpu_mem=9.80 GB",
+    ]
+    return _log(lines, tag="DP4 TP16 EP16"), tokens
+
+
+@pytest.mark.parametrize("kv_dtype_line", [True, False])
+def test_dsa_pool_of_a_node_without_rank_0_is_sized_with_the_indexer_cell(
+    kv_dtype_line: bool,
+) -> None:
+    """A second node's log has no rank 0, so no `Using KV cache dtype` line: kv_cache_dtype
+    `auto` is the load-end line's bf16, and the allocated bf16 DSA row is still recognised."""
+    text, tokens = _dsa_decode_mtp(16.06, kv_dtype_line)
+    result = _result(text)
+    assert result.mismatch is None
+    assert result.bytes_per_token == 61 * (576 * 2 + 132)
+    assert result.predicted_max_total_num_tokens == tokens
+
+
+def _gdn_capped(cap: int | None) -> tuple[str, int]:
+    """A hybrid GDN startup (80 Mamba slots, radix cache off) whose KV line allocates 49,152
+    B/token, four times the 12,288 of the 12 full-attention layers x 1 KV head x 256 x 2 x 2 B
+    a release sizes with: from the 20.12 GiB printed rest the sizing count is far above the
+    cap, the allocated pool above the rest."""
+    sized, alloc = 12 * 256 * 2 * 2, 49_152
+    uncapped = _floor(round(20.12 * GIB) // sized)
+    tokens = uncapped if cap is None else min(uncapped, cap)
+    fields: dict[str, Any] = {
+        "mem_fraction_static": 0.685,
+        "max_running_requests": 80,
+        "tp_size": 4,
+        "moe_a2a_backend": "deepep",
+        "disable_radix_cache": True,
+        **SNAPSHOT_FIELDS,
+    }
+    if cap is not None:
+        fields["max_total_tokens"] = cap
+    half = _gb((tokens + PAGE) * alloc // 2)
+    text = _log(
+        [
+            _args(_npu_args(**fields)),
+            "Load weight begin. avail mem=60.71 GB",
+            "Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=40.76 GB, mem usage=19.95 GB.",
+            "Using KV cache dtype: torch.bfloat16",
+            "The available memory for KV cache is 20.12 GB.",
+            "Mamba Cache is allocated. max_mamba_cache_size: 80, conv_state size: 0.03GB, "
+            "ssm_state size: 1.42GB ",
+            f"KV Cache is allocated. #tokens: {tokens}, K size: {half} GB, V size: {half} GB",
+            "Memory pool end. avail mem=18.55 GB",
+            f"max_total_num_tokens={tokens}, chunked_prefill_size=-1, max_prefill_tokens=16384, "
+            "max_running_requests=80, context_len=262144, available_gpu_mem=10.20 GB",
+        ],
+        tag="TP0 EP0",
+    )
+    return text, tokens
+
+
+def test_a_count_at_the_max_total_tokens_cap_names_the_cap() -> None:
+    """The logged count is the --max-total-tokens cap while the KV line's cell holds fewer
+    tokens in the rest: the miss says the cap bound it and that the build sized with a smaller
+    cell than it allocates (the pool exceeds the rest); without the cap it does not say so."""
+    text, tokens = _gdn_capped(450_560)
+    result = _result(text)
+    assert result.logged_max_total_num_tokens == tokens == 450_560
+    predicted = result.predicted_max_total_num_tokens
+    assert predicted is not None and predicted < tokens * (1 - 0.005)
+    assert result.mismatch is not None
+    assert "the logged count is the --max-total-tokens cap (450,560, server_args line" in (
+        result.mismatch
+    )
+    assert "the build sized with a smaller cell than it allocates" in result.mismatch
+    uncapped, _ = _gdn_capped(None)
+    uncapped = uncapped.replace(f"#tokens: {_gdn_capped(None)[1]}", "#tokens: 450560")
+    uncapped = uncapped.replace(
+        f"max_total_num_tokens={_gdn_capped(None)[1]}", "max_total_num_tokens=450560"
+    )
+    other = _result(uncapped)
+    assert other.mismatch is not None and "--max-total-tokens cap" not in other.mismatch
+
+
+def test_without_the_printed_rest_and_every_rank_shown_names_the_gap() -> None:
+    """A TP2 paste with both ranks' readings and no rest line, whose ranks read about 0.50 GiB
+    more free memory at load end than SGLang had when it sized (46.71 - 60.80 x 0.22 = 33.33
+    GiB vs the 32.40 divided less the 0.43 the printing already leaves): no rank is missing
+    from the log, so the miss names memory taken between the reading and the sizing, not
+    another rank."""
+    text, tokens, _ = _qwen3_235b_decode_eagle3(32.40)
+    head = "server_args=ServerArgs(model_path='m', "
+    text = text.replace(head, f"{head}load_watch_interval=0.1, custom_sigquit_handler=None, ", 1)
+    text = text.replace("tp_size=16, dp_size=16", "tp_size=2, dp_size=1")
+    text = text.replace("enable_dp_attention=True", "enable_dp_attention=False")
+    text = text.replace("DP0 TP0 EP0", "TP0")
+    text = _without_rest(
+        text,
+        "32.40",
+        "avail mem=46.21 GB, mem usage=14.59 GB.",
+        "avail mem=46.71 GB, mem usage=14.09 GB.",
+    )
+    loads = [line for line in text.splitlines() if "Load weight" in line][:2]
+    other_rank = "".join(line.replace(" TP0]", " TP1]") + "\n" for line in loads)
+    result = _result(text + other_rank)
+    predicted = result.predicted_max_total_num_tokens
+    assert predicted is not None and predicted > tokens * (1 + 0.005)
+    assert result.mismatch is not None
+    assert "and all 2 ranks print their readings: SGLang read 0.9" in result.mismatch
+    alone = _result(text)  # rank 1 not shown: the other rank may have read less
+    assert alone.mismatch is not None
+    assert "(rule npu_printed_rest; it shows 1 rank): it fits if a rank had 0.9" in (alone.mismatch)
