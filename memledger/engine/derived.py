@@ -107,6 +107,17 @@ def formula_rows(
             reason = f"{span.key} is a load/capture interval"
             result.outside.append(_unknown(formula, reason, audit, carve))
             continue
+        if span.start.avail.bytes == 0 and span.end.avail.bytes == 0:
+            # Both readings at the floor (free < 0.005 GiB, e.g. WSL spilling into shared
+            # memory): the interval's drop cannot show what it allocated, so the row is shown
+            # beside the account, not carved from a drop of 0.
+            carve.in_partition = False
+            carve.note = (
+                f"{carve.note}; not summed: avail read 0.00 at both ends of {span.key}, so the "
+                "readings cannot show it"
+            )
+            result.outside.append(carve)
+            continue
         result.by_span.setdefault(span.key, []).append(carve)
     return result
 

@@ -433,6 +433,18 @@ def _model_type(r: Reading) -> Found:
     return None
 
 
+def _attention_backend(r: Reading) -> Found:
+    """The attention backend the target runs: server_args' attention_backend, else the one SGLang
+    says it picked (`Attention backend not set. Use X backend by default.`: before 0.5.x the
+    printed server_args still say None)."""
+    given = r.chain.args.get("attention_backend")
+    if isinstance(given, str) and given:
+        return given, r.args_event
+    line = r.first(EventKind.ATTENTION_BACKEND_DEFAULT)
+    backend = None if line is None else line.value("backend")
+    return (backend, line) if isinstance(backend, str) else None
+
+
 def _unified_memory(r: Reading) -> Found:
     """1 when nvidia-smi gave SGLang no memory total (the GB10 / unified-memory fallback line)."""
     line = r.first(EventKind.GPU_CAPACITY_FALLBACK)
@@ -490,6 +502,11 @@ LOG_INPUTS: tuple[LogInput, ...] = (
     LogInput("swa_pool", _swa_pool, "no sliding-window pool line"),
     LogInput("max_mamba_cache_size", _max_mamba_cache_size),
     LogInput("model_type", _model_type, "no `type=` on the target's load-end line"),
+    LogInput(
+        "attention_backend",
+        _attention_backend,
+        "server_args give no attention_backend and the log has no `Use X backend by default` line",
+    ),
     LogInput(
         "unified_memory",
         _unified_memory,

@@ -357,6 +357,12 @@ class _HeadReader:
         if numbers:
             head.builder.put("layers", RawValue("num", numbers[0]))
 
+    def attention_backend_default(self, head: _Head) -> None:
+        # the word after `Use`: the last head word (`not set` / `not explicitly specified` first)
+        words = head.tokens("WORD")
+        if words:
+            head.values["backend"] = words[-1]
+
     def lora(self, head: _Head) -> None:
         # `loading starts:` -> `starts`; `unloading completes:` -> `unloading_completes`
         phase = head.tokens("WORD")

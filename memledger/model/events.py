@@ -55,6 +55,7 @@ class EventKind(StrEnum):
     MEMORY_POOL_END = "memory_pool_end"
     ATTENTION_BACKEND_BEGIN = "attention_backend_begin"
     ATTENTION_BACKEND_END = "attention_backend_end"
+    ATTENTION_BACKEND_DEFAULT = "attention_backend_default"
     CAPTURE_BEGIN = "capture_begin"
     CAPTURE_BS = "capture_bs"
     CAPTURE_PROGRESS = "capture_progress"

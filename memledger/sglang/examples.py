@@ -306,6 +306,27 @@ EXAMPLES: tuple[Example, ...] = (
         {"chunked_prefill_size": None},
     ),
     Example(
+        # v0.4.6.post5 model_executor/model_runner.py:349-351
+        "Attention backend not set. Use flashinfer backend by default.",
+        EventKind.ATTENTION_BACKEND_DEFAULT,
+        {},
+        {"backend": "flashinfer"},
+    ),
+    Example(
+        # v0.5.2 model_executor/model_runner.py:498-500
+        "Attention backend not explicitly specified. Use fa3 backend by default.",
+        EventKind.ATTENTION_BACKEND_DEFAULT,
+        {},
+        {"backend": "fa3"},
+    ),
+    Example(
+        # v0.5.8 server_args.py:1697-1699
+        "Attention backend not specified. Use trtllm_mha backend by default.",
+        EventKind.ATTENTION_BACKEND_DEFAULT,
+        {},
+        {"backend": "trtllm_mha"},
+    ),
+    Example(
         "All Reduce config: symmetric_memory = 28.01 MB, local_buffer = 8.00 MB, multicast = True",
         EventKind.ALL_REDUCE_CONFIG,
         {"symmetric_memory": "28.01 MB", "local_buffer": "8.00 MB"},

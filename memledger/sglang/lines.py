@@ -462,6 +462,7 @@ LINES: tuple[LineSpec, ...] = (
         sizes=("avail",),
         values={"elapsed": float},
     ),
+    LineSpec("attention_backend_default", words=("backend by default",), values={"backend": str}),
     LineSpec(
         "capture_begin",
         r"Capture .*begin\b",
