@@ -14,7 +14,6 @@ from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     AFTER_POOL_DROP_MIN_GIB,
     DP_ATTENTION_RESERVE_CITATION,
-    DP_ATTENTION_RESERVE_MIB_PER_TOKEN,
     HEADROOM_DOCS_CAP_GIB,
     HEADROOM_FLOOR_MIN_GIB,
     MFS_STEP,
@@ -24,11 +23,9 @@ from memledger.sglang.failure_rules import (
     SMALL_PROCESS_TENANTS,
     Phase,
 )
+from memledger.sglang.fraction_rules import MFS_ACTIVATION_MIB_PER_TOKEN, MFS_ACTIVATION_MIN_TOKENS
 from memledger.sglang.lifecycle import STAGE
 from memledger.units import GIB, MIB
-
-MIN_PREFILL_RESERVE_TOKENS = 2048
-"""max(chunked_prefill_size, 2048) (v0.5.8 server_args.py:993)."""
 
 
 def other_processes(evidence: Evidence) -> Finding | None:
@@ -115,11 +112,8 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
         return [], None
     if dp is None or dp <= 1 or chunk is None or chunk <= 0 or not isinstance(mfs, float):
         return [], None
-    per_token = DP_ATTENTION_RESERVE_MIB_PER_TOKEN * MIB
-    over = round(
-        (max(chunk * dp, MIN_PREFILL_RESERVE_TOKENS) - max(chunk, MIN_PREFILL_RESERVE_TOKENS))
-        * per_token
-    )
+    low = MFS_ACTIVATION_MIN_TOKENS  # the default rule's max(chunk, 2048) x 1.5 MiB
+    over = round((max(chunk * dp, low) - max(chunk, low)) * MFS_ACTIVATION_MIB_PER_TOKEN * MIB)
     if over <= 0:
         return [], None
     target = f"{mfs:g} + {g(over)} / the GPU's memory"
