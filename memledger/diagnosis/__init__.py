@@ -592,7 +592,8 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     if dropped is not None and not headroom:
         verdict = (
             f"log ends {where}{at}, no error text; {g(dropped.bytes)} was taken after the KV pool "
-            "before the graphs, outside its budget (an attention workspace: sglang PR #18263)"
+            "before the graphs, outside its budget (setup after the pool: most often an attention "
+            "backend's workspace)"
         )
     if headroom:
         verdict = f"log ends {where}{at}: {headroom[0].message}"

@@ -36,10 +36,9 @@ def oversized_forward(evidence: Evidence, phase: Phase) -> Result | None:
         message=(
             f"one allocation of {requested.text} with {free.text} still free: the pools left "
             "room, and one tensor that large is a forward's working set sized by its tokens, a "
-            "long prefill chunk (a decode step holds one token a request): sglang#37712's 73.65 "
-            "GiB was the DSA indexer's [chunk tokens x KV rows] logits, bounded by chunking "
-            "them in sglang PR #38507; a smaller chunk shrinks it in proportion "
-            f"({PREFILL_ASK_CITATION})"
+            "long prefill chunk (a decode step holds one token a request), such as a sparse "
+            "attention indexer's [chunk tokens x context] logits, which no KV budget counts; a "
+            f"smaller chunk shrinks it in proportion ({PREFILL_ASK_CITATION})"
         ),
         bytes=requested.bytes - free.bytes,
         evidence=[evidence.at(oom.line)],
@@ -58,7 +57,8 @@ def oversized_forward(evidence: Evidence, phase: Phase) -> Result | None:
             f"the allocation grows with the prefill chunk's tokens: {g(free.bytes)} free of "
             f"{g(requested.bytes)} asked is {share:.2f} of it"
             + (f"; {origin}, a power of two" if origin else "; the chunk is not in the log")
-            + "; or upgrade past the fix of the kernel that asked (sglang PR #38507 for DSA)"
+            + "; or a release whose kernel chunks it under a free-memory budget (sglang PR #38507 "
+            "for the DSA indexer)"
         ),
     )
     return [finding], [lever]

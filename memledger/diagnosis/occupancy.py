@@ -14,19 +14,18 @@ from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     AFTER_POOL_DROP_MIN_GIB,
     DP_ATTENTION_RESERVE_CITATION,
-    DP_ATTENTION_RESERVE_MIB_PER_TOKEN,
     HEADROOM_DOCS_CAP_GIB,
     HEADROOM_FLOOR_MIN_GIB,
     MFS_STEP,
     OTHER_PROCESS_MIN_GIB,
     OWN_FROM_PYTORCH,
+    PHASE_TEXT,
     SMALL_PROCESS_TENANTS,
     Phase,
 )
+from memledger.sglang.fraction_rules import MFS_ACTIVATION_MIB_PER_TOKEN, MFS_ACTIVATION_MIN_TOKENS
+from memledger.sglang.lifecycle import STAGE
 from memledger.units import GIB, MIB
-
-MIN_PREFILL_RESERVE_TOKENS = 2048
-"""max(chunked_prefill_size, 2048) (v0.5.8 server_args.py:993)."""
 
 
 def other_processes(evidence: Evidence) -> Finding | None:
@@ -113,11 +112,8 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
         return [], None
     if dp is None or dp <= 1 or chunk is None or chunk <= 0 or not isinstance(mfs, float):
         return [], None
-    per_token = DP_ATTENTION_RESERVE_MIB_PER_TOKEN * MIB
-    over = round(
-        (max(chunk * dp, MIN_PREFILL_RESERVE_TOKENS) - max(chunk, MIN_PREFILL_RESERVE_TOKENS))
-        * per_token
-    )
+    low = MFS_ACTIVATION_MIN_TOKENS  # the default rule's max(chunk, 2048) x 1.5 MiB
+    over = round((max(chunk * dp, low) - max(chunk, low)) * MFS_ACTIVATION_MIB_PER_TOKEN * MIB)
     if over <= 0:
         return [], None
     target = f"{mfs:g} + {g(over)} / the GPU's memory"
@@ -147,8 +143,8 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
 
 def after_pool_drop(evidence: Evidence) -> Finding | None:
     """Free memory that fell by several GiB between `Memory pool end` and the first reading of
-    the graph capture (its begin line, else its first progress bar): a buffer sized after the
-    KV pool and outside its budget (sglang PR #18263: AITER's attention workspace)."""
+    the graph capture (its begin line, else its first progress bar): what the lifecycle's stage
+    after the pool allocated, outside the KV budget (memledger.sglang.lifecycle)."""
     pool = evidence.budget.pool_end
     if pool is None:
         return None
@@ -175,16 +171,16 @@ def after_pool_drop(evidence: Evidence) -> Finding | None:
         if pre is not None and pre.avail_bytes > 0
         else ""
     )
+    stage = STAGE[Phase.AFTER_POOL]
     return Finding(
         id=FindingId.AFTER_POOL_DROP,
         severity=Severity.WARNING,
         message=(
             f"{g(drop)} of free memory was taken between Memory pool end ({pool.avail_gib:.2f} "
             f"GiB free) and the first graph capture reading ({g(first.sizes['avail'].bytes)} "
-            f"free{bar}): a "
-            "buffer sized after the KV pool and outside its budget, most often the attention "
-            "backend's workspace (AITER's 51.75 GB in sglang PR #18263, fixed there by counting "
-            f"it before the pool){step}; another attention backend avoids it"
+            f"free{bar}): {PHASE_TEXT[Phase.AFTER_POOL]} allocates {stage.allocates}, bounded "
+            f"by {stage.bound} ({stage.source}); several GiB there is a buffer sized by the pool "
+            f"or the context, most often an attention backend's workspace{step}"
         ),
         bytes=drop,
         evidence=[evidence.at(pool.line), evidence.at(first.line)],

@@ -57,8 +57,8 @@ def req_to_token_oom(evidence: Evidence) -> Result | None:
 def larger_than_gpu(evidence: Evidence) -> Result | None:
     """One allocation asked for more than the whole GPU: no fraction, graph cap or chunk makes it
     fit. At startup it is a buffer sized by a length, most often the request-to-token table
-    (the 80 GiB ask of Llama-4 Scout's 10M-token context,
-    https://github.com/sgl-project/sglang/issues/5755, fixed with --context-length 1000000)."""
+    (the memory-pool stage's, memledger.sglang.lifecycle: a model's default context of millions
+    of tokens makes it larger than the GPU)."""
     oom = evidence.oom
     if oom is None or evidence.refusal is not None:
         return None
@@ -105,10 +105,7 @@ def table_levers(evidence: Evidence, requested: Size | None) -> list[Suggestion]
     elif context:
         context_why += f" ({context_origin}); the room for it is not in the log, so no value"
     else:
-        context_why += (
-            "; a model's own default can be millions of tokens (Llama-4 Scout's 10M: #5755 ran "
-            "with --context-length 1000000)"
-        )
+        context_why += "; a model's own default context can be millions of tokens"
     if ratio is not None and running:
         rows_value = max(1, math.floor(running * ratio))
         rows_why += f" ({running} now, x {ratio:.3f}: {room_origin})"

@@ -1000,14 +1000,13 @@ the static pool (v0.5.8 server_args.py:988-999: 512 MiB + max(chunk, 2048) x 1.5
 4096-token chunk at 40 GiB, + graphs), so after an OOM while serving the tuning guide's 5 GiB is a
 floor for the free memory to restore; on smaller GPUs the default keeps less and no floor is
 claimed."""
-DP_ATTENTION_RESERVE_MIB_PER_TOKEN = 1.5
-"""The automatic fraction reserves max(chunked_prefill_size, 2048) x 1.5 MiB for prefill
-activations (v0.5.8 server_args.py:990-993)."""
 DP_ATTENTION_RESERVE_CITATION = (
-    "the automatic fraction is computed (v0.5.16 server_args.py:2966, v0.5.8 :710) before DP "
-    "attention divides --chunked-prefill-size by --dp-size (v0.5.16 :3005, :5609; v0.5.8 :727, "
-    ":1937), so it reserved prefill activations for dp times the chunk a rank runs; fixed in "
-    "https://github.com/sgl-project/sglang/pull/28884"
+    "the automatic fraction is computed before DP attention divides --chunked-prefill-size by "
+    "--dp-size (v0.5.8 server_args.py:710 before :727, :1937; v0.5.16 :2966 before :3005, "
+    ":5609; v0.5.17 :3527 before :3566, the chunk read at :4770, divided at :6466; v0.5.19 "
+    "arg_groups/pipeline.py:228 before :284, "
+    "memory_hook.py:246-251, parallel_hook.py:202), so it reserves prefill activations for dp "
+    "times the chunk a rank runs; sglang#28884 mirrors the division, in no release through 0.5.19"
 )
 AFTER_POOL_DROP_MIN_GIB = 4
 """Free memory that fell this much between `Memory pool end` and the first graph capture reading
