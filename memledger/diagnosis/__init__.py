@@ -423,7 +423,10 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
         f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
         + " or ".join(levers)
     )
-    if any(f.id == FindingId.POOL_NOT_FULL for f in findings):
+    if any(f.id == FindingId.POOL_NOT_FULL for f in findings) and not levers:
+        verdict = f"SGLang's KV pool raised during {PHASE_TEXT[phase]} on a batch its scheduler "
+        verdict += "had admitted: its accounting lost tokens (a leak), not its size; upgrade"
+    elif any(f.id == FindingId.POOL_NOT_FULL for f in findings):
         found = page_bug(evidence)
         verdict = (
             f"SGLang's KV pool raised 'out of memory' during {PHASE_TEXT[phase]} but was not full "

@@ -13,6 +13,7 @@ from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Sev
 from memledger.diagnosis.occupancy import headroom_floor_step
 from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
+    ADMITTED_RAISE,
     COUNT_LINES,
     COUNT_SHAPES,
     HEADROOM_DOCS_CAP_GIB,
@@ -46,6 +47,13 @@ def host_memory(evidence: Evidence) -> Event | None:
 def pool_ran_out(evidence: Evidence, event: Event) -> Result:
     """A pool sized at startup is full: a bigger pool or fewer tokens at once, never less mfs."""
     shape = str(event.values.get("shape"))
+    if shape == "admitted":  # the scheduler had admitted the batch by its own count: no size lever
+        message = f"SGLang's KV pool raised on a batch its scheduler had admitted: {ADMITTED_RAISE}"
+        at = [evidence.at(event.line)]
+        finding = Finding(
+            id=FindingId.POOL_NOT_FULL, severity=Severity.ERROR, message=message, evidence=at
+        )
+        return [finding], []
     if event.values.get("pool") == "req_slots":
         message = (
             "SGLang ran out of request slots (alloc_req_slots): more requests were admitted than "

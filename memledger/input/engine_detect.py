@@ -30,6 +30,9 @@ _SGLANG_WORDS = (
     "Capture cuda graph",
     "mem_fraction_static",
 )
+_SGLANG_NAMED = re.compile(r"\bsglang\b", re.IGNORECASE)
+"""SGLang named in a line (prose, a flag, a path): evidence as good as vLLM's name (`vLLM`), so a
+reporter's sentence that names both engines is no vLLM log."""
 _VLLM_HEADER = re.compile(
     r"(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d (?:\[[\w.]{1,80}(?::\d+)?\]|"
     r"[\w.]{1,80}\.py:\d+\])"
@@ -65,7 +68,11 @@ def detect_engine(lines: Iterable[str]) -> Detection:
         if number > _MAX_LINES:
             break
         text = line[:4096]
-        if _SGLANG_PREFIX.search(text) or any(w in text for w in _SGLANG_WORDS):
+        if (
+            _SGLANG_PREFIX.search(text)
+            or any(w in text for w in _SGLANG_WORDS)
+            or _SGLANG_NAMED.search(text)
+        ):
             sglang += 1
             continue
         if (

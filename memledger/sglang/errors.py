@@ -403,6 +403,17 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"shape": "said"},
     ),
     # ---- SGLang's own pools (and the host's memory) running out (kind pool_exhausted), in order
+    # SGLang 0.1's raise after its own scheduler had admitted the batch (`nerver` as printed)
+    ErrorText(
+        "pool_raise_admitted",
+        re.compile(r"(?:Prefill|Decode) out of memory\. This should ne(?:r)?ver happen"),
+        ("of memory",),
+        Family.SGLANG_POOL,
+        "v0.1.14 managers/router/infer_batch.py:229-239 (prefill), :388-396 (decode)",
+        "Prefill out of memory. This should nerver happen.",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "admitted"},
+    ),
     ErrorText(
         "prefill_out_of_memory",
         re.compile(r"Prefill out of memory\.(?:.*?Try to allocate (?P<tokens>\d+) tokens)?"),
@@ -646,6 +657,62 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "lora"},
     ),
     ErrorText(
+        "said_loading",
+        # `while loading.`, `during model loading,`, `loading the weights` (not `loading CUDA
+        # kernels`: what loads must be the model), and a line that starts `Loading <model> ...`
+        # and says it ran out of memory (not a `Loading safetensors checkpoint shards` progress
+        # bar nor `Loading JIT ops`: they name no out-of-memory). Whole phrases as its words: a
+        # log line holding a bare `Loading` stays quiet (memledger.input.quiet)
+        re.compile(
+            r"(?:while loading|when loading|during loading|While loading|When loading"
+            r"|During loading)(?=\s*(?:[.,;:!?)]|$))"
+            r"|(?:model loading|weight loading|weights loading|checkpoint loading)\b"
+            r"|(?:loading the model|loading the weights|loading the checkpoint|loading model"
+            r"|loading weights|loading checkpoint)\b"
+            r"|^Loading [^:\n]{1,160}?(?:\boom\b|\bOom\b|OOM|out of memory)",
+        ),
+        (
+            "while loading",
+            "when loading",
+            "during loading",
+            "While loading",
+            "When loading",
+            "During loading",
+            "model loading",
+            "weight loading",
+            "weights loading",
+            "checkpoint loading",
+            "loading the model",
+            "loading the weights",
+            "loading the checkpoint",
+            "loading model",
+            "loading weights",
+            "loading checkpoint",
+            "oom",
+            "Oom",
+            "OOM",
+            "out of memory",
+        ),
+        Family.REPORTER,
+        "what people write when it failed while the weights were loading (the load stage: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "Loading a 480B fp8 model on two cards ends with oom in the weight shuffle",
+        kind="reported",
+        values={"mention": "loading"},
+    ),
+    ErrorText(
+        "said_mamba",
+        # a hybrid model's Mamba (SSM / linear-attention) state pool, or its size setting
+        re.compile(r"(?<![\w.])(?:[Mm]amba|MAMBA)(?![\w=])|max[-_]mamba[-_]cache[-_]size"),
+        ("amba", "AMBA", "mamba"),
+        Family.REPORTER,
+        "a hybrid model's Mamba state pool named in prose or flags (sized beside the KV pool: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "OOM when memory is not enough for 512 max_mamba_cache_size",
+        kind="reported",
+        values={"mention": "mamba"},
+    ),
+    ErrorText(
         "said_other_process",
         re.compile(
             r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"
@@ -796,6 +863,18 @@ ERRORS: tuple[ErrorText, ...] = (
         Family.REPORTER,
         "what people write around a log",
         "the server hits OOM at startup",
+        outcome=Outcome.OOM,
+    ),
+    ErrorText(
+        "oom_word_lower",
+        # `oom`, `ooms`, `oomed` as people type it in titles and prose (`ends with oom in ...`,
+        # `Fix oom issue`); not the kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`,
+        # `oom_score_adj`), a file (`oom.py`) nor a word holding the letters (`room`, `bloom`)
+        re.compile(r"(?<![A-Za-z0-9_./-])(?:oom|Oom)(?:s|ed|'d|ing)?(?![A-Za-z0-9_/-]|\.\w)"),
+        ("oom", "Oom"),
+        Family.REPORTER,
+        "what people write around a log, in lower case",
+        "loading the model on two cards ends with oom in the weight shuffle",
         outcome=Outcome.OOM,
     ),
     ErrorText(

@@ -585,8 +585,19 @@ SWA_RATIO_CITATION = (
     "--swa-full-tokens-ratio, the sliding-window pool's size over the full pool's (default 0.8, "
     "in (0, 1]: v0.5.8 server_args.py:325, :2424-2425)"
 )
-SERVING_SHAPES = frozenset({"too_long", "retract", "prefill", "decode", "alloc_req_slots"})
+SERVING_SHAPES = frozenset(
+    {"too_long", "retract", "prefill", "decode", "alloc_req_slots", "admitted"}
+)
 """`pool_exhausted` shapes SGLang prints only while scheduling requests."""
+ADMITTED_RAISE = (
+    "SGLang 0.1 admits a request only while its tokens fit in the pool's free plus evictable "
+    "tokens (v0.1.14 managers/router/model_rpc.py:308-352), and raises this after evicting what "
+    "it could, so the raise says its own count was wrong: tokens the pool lost track of (a KV "
+    "cache leak, which the same release warns of as `KV cache pool leak detected!`, "
+    "model_rpc.py:233-242), not a pool too small; a bigger pool or a smaller batch does not "
+    "address it: upgrade, or restart the server to get the lost tokens back"
+)
+"""What SGLang 0.1's `This should never happen` pool raise means (memledger.diagnosis.pools)."""
 POOL_RAN_OUT_CITATION = (
     "v0.5.8 mem_cache/common.py:284 (prefill), :321 (alloc_req_slots), :413 (decode)"
 )

@@ -346,6 +346,40 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "loading",
+        Phase.LOAD,
+        "it failed while the weights were loading: the checkpoint's tensors, then each "
+        "quantization method's post-processing, which repacks or re-lays weights out of "
+        "transient copies (v0.5.8 model_loader/loader.py:672-681 process_weights_after_loading; "
+        "on ROCm with AITER an fp8 MoE layer's experts are shuffled whole, "
+        "layers/quantization/fp8.py:840-852), all before the KV pool is sized",
+    ),
+    Mention(
+        "mamba",
+        Phase.MEMORY_POOL,
+        "a hybrid model's Mamba state pool: one slot of conv and SSM state a request "
+        "(mamba_cache_per_req bytes), allocated with the KV pool and taken out of its budget; "
+        "with --max-mamba-cache-size set or the radix cache off it has max_mamba_cache_size "
+        "slots, --max-running-requests or 512 by default (divided by --dp-size under DP "
+        "attention), else --mamba-full-memory-ratio of the budget (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:168-204; its size is printed in `Mamba "
+        "Cache is allocated. max_mamba_cache_size: N`, mem_cache/memory_pool.py:276, :286)",
+        (
+            Lever(
+                "max_mamba_cache_size",
+                "lower",
+                "fewer Mamba slots: the pool is max_mamba_cache_size x mamba_cache_per_req (v0.5.8 "
+                "model_runner_kv_cache_mixin.py:199-204)",
+            ),
+            Lever(
+                "max_running_requests",
+                "lower",
+                "the Mamba pool's default size when --max-mamba-cache-size is unset and the radix "
+                "cache is off (v0.5.8 model_runner_kv_cache_mixin.py:173-177)",
+            ),
+        ),
+    ),
+    Mention(
         "other_process",
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "
