@@ -61,13 +61,17 @@ def in_framework_words(framework: Framework, suggestions: list[Suggestion]) -> l
     (`in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization`): what the reporter
     configures, beside SGLang's flag."""
     return [
-        replace(
-            s, why=f"in {framework.name}: {s.direction.value} {framework.knobs[s.knob]}; {s.why}"
-        )
+        replace(s, why=f"in {framework.name}: {_set(s, framework.knobs[s.knob])}; {s.why}")
         if s.knob in framework.knobs
         else s
         for s in suggestions
     ]
+
+
+def _set(s: Suggestion, name: str) -> str:
+    """`lower <the framework's setting> to <value>`: each framework hands its value to SGLang
+    as is (memledger.sglang.frameworks), so SGLang's value is the framework's."""
+    return f"{s.direction.value} {name}" + (f" to {s.value}" if s.value is not None else "")
 
 
 def in_framework(
@@ -83,7 +87,8 @@ def in_framework(
             id=FindingId.EMBEDDED_IN_FRAMEWORK,
             severity=Severity.INFO,
             message=(
-                f"SGLang runs inside {framework.name}, beside its trainer on the same GPUs: "
+                f"SGLang runs inside {framework.name}"
+                + (", beside its trainer on the same GPUs: " if framework.beside_trainer else ": ")
                 + (
                     "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
                     if named
@@ -122,4 +127,4 @@ def in_framework(
         return findings, "", False
     # the share first: the frameworks' usual fix (memledger.sglang.frameworks)
     first, name = min(named, key=lambda pair: pair[0].knob != "mem_fraction_static")
-    return findings, f" (in {framework.name}: {first.direction.value} {name})", False
+    return findings, f" (in {framework.name}: {_set(first, name)})", False

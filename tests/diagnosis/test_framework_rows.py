@@ -4,11 +4,29 @@ each framework's shape (its module paths)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from memledger.diagnosis import Diagnosis
-from memledger.sglang.frameworks import FRAMEWORKS, framework_of
+from memledger.sglang.frameworks import FRAMEWORKS, Framework, framework_of
 from tests.conftest import diagnose_paste
+
+READ_AT = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{7} [\w/.-]+\.(py|yaml|md):\d+")
+"""`owner/repo@commit path:line`: where a framework's mapping was read."""
+STARTUP = [
+    "[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=1, "
+    "mem_fraction_static=0.85, max_running_requests=256, context_length=8192)",
+    "[2026-03-01 10:00:01 TP0] Load weight begin. avail mem=78.50 GB",
+    "[2026-03-01 10:00:05 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+    "avail mem=63.20 GB, mem usage=15.30 GB.",
+    "[2026-03-01 10:00:06 TP0] KV Cache is allocated. #tokens: 900000, K size: 24.00 GB, "
+    "V size: 24.00 GB",
+    "[2026-03-01 10:00:06 TP0] Memory pool end. avail mem=11.80 GB",
+    "[2026-03-01 10:00:20 TP0] Capture cuda graph end. Time elapsed: 10.00 s. mem usage=1.20 GB. "
+    "avail mem=10.50 GB.",
+    "[2026-03-01 10:00:21] The server is fired up and ready to roll!",
+]
 
 
 def _diagnose(text: str) -> Diagnosis:
@@ -97,3 +115,27 @@ def test_a_memory_saver_oom_with_a_frameworks_path_names_its_knob_in_the_suggest
     assert result.outcome == "oom"
     [share] = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
     assert share.why.startswith("in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization; ")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS, ids=lambda f: f.name)
+def test_every_framework_leads_with_its_own_setting_and_value(framework: Framework) -> None:
+    """One function checks every framework row: its mapping is cited where it was read, and a
+    serving OOM under a frame of its code, after SGLang's startup lines, is answered in its own
+    words with SGLang's value (each framework hands the value over as is)."""
+    assert READ_AT.search(framework.source), framework.source
+    knob = framework.knobs["mem_fraction_static"]
+    frame = f'  File "/opt/x{framework.words[0]}y/run.py", line 120, in generate'
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 2.00 GiB is free. Of the allocated memory 60.10 GiB "
+        "is allocated by PyTorch, and 1.20 GiB is reserved by PyTorch but unallocated."
+    )
+    result = _diagnose(
+        "\n".join([*STARTUP, "Traceback (most recent call last):", frame, "    x()", oom]) + "\n"
+    )
+    [share] = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert share.value is not None and 0 < float(share.value) < 0.85
+    assert share.why.startswith(f"in {framework.name}: lower {knob} to {share.value}; ")
+    assert f"(in {framework.name}: lower {knob} to {share.value})" in result.verdict
+    [named] = [f for f in result.findings if f.id == "embedded_in_framework"]
+    assert ("beside its trainer" in named.message) is framework.beside_trainer
