@@ -497,3 +497,24 @@ def test_without_the_printed_rest_and_every_rank_shown_names_the_gap() -> None:
     alone = _result(text)  # rank 1 not shown: the other rank may have read less
     assert alone.mismatch is not None
     assert "(rule npu_printed_rest; it shows 1 rank): it fits if a rank had 0.9" in (alone.mismatch)
+
+
+def test_a_dsa_pool_wider_than_sized_is_not_over_the_budget() -> None:
+    """The DSA decode without its rest line, the ranks shown reading 0.10 GiB more than the
+    rank SGLang sized by: the pool is allocated 61 x 1,408 B/token but sized at 61 x 1,284
+    (rule npu_dsa_pool), which is no excess over the budget; the miss names the unseen ranks."""
+    text, tokens = _dsa_decode_mtp(16.06, True)
+    text = _without_rest(
+        text,
+        "16.06",
+        "avail mem=28.93 GB, mem usage=31.85 GB.",
+        "avail mem=28.93 GB, mem usage=31.85 GB.",
+    )
+    result = _result(text)
+    predicted = result.predicted_max_total_num_tokens
+    assert predicted is not None and predicted > tokens * (1 + 0.005)
+    assert result.mismatch is not None
+    assert "exceed SGLang's budget" not in result.mismatch
+    assert "this log prints no rest of its own (rule npu_printed_rest; it shows 1 rank)" in (
+        result.mismatch
+    )
