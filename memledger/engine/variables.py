@@ -18,7 +18,7 @@ from memledger.engine.roles import TARGET
 from memledger.model.events import Event, EventKind
 from memledger.model.ledger import LOG_PARAM_PREFIX
 from memledger.model.model_config import ModelDims
-from memledger.sglang.releases import known_within
+from memledger.sglang.releases import known_within, within
 from memledger.sglang.request_table import (
     decode_extra_slots,
     default_max_num_reqs,
@@ -31,6 +31,7 @@ from memledger.sglang.sizing_rules import RULE
 from memledger.sglang.versions import (
     DEFAULT_REQUESTS,
     EXTRA_SLOTS,
+    FLASHINFER_INDEX_BUFFER,
     LOGICAL_DCP_TOKENS,
     format_ceiling,
     format_version,
@@ -445,6 +446,18 @@ def _attention_backend(r: Reading) -> Found:
     return (backend, line) if isinstance(backend, str) else None
 
 
+def _flashinfer_index_buffer(r: Reading) -> Found:
+    """1 when the log's release pins a FlashInfer whose verify wrapper keeps a 64 MiB index
+    buffer, 0 when it does not (sglang/versions.py FLASHINFER_INDEX_BUFFER); None when the
+    formats leave the release open on both sides of the change."""
+    found = r.found
+    if found.format_version <= 0:
+        return None
+    ceiling = found.format_ceiling - 1 if found.format_ceiling > 0 else None
+    inside = within(found.format_version, ceiling, FLASHINFER_INDEX_BUFFER.releases)
+    return None if inside is None else (int(inside), None)
+
+
 def _unified_memory(r: Reading) -> Found:
     """1 when nvidia-smi gave SGLang no memory total (the GB10 / unified-memory fallback line)."""
     line = r.first(EventKind.GPU_CAPACITY_FALLBACK)
@@ -506,6 +519,12 @@ LOG_INPUTS: tuple[LogInput, ...] = (
         "attention_backend",
         _attention_backend,
         "server_args give no attention_backend and the log has no `Use X backend by default` line",
+    ),
+    LogInput(
+        "flashinfer_index_buffer",
+        _flashinfer_index_buffer,
+        "the log's formats leave its SGLang release open across 0.4.6 - 0.5.7, the releases "
+        "whose pinned FlashInfer keeps the verify wrappers' 64 MiB index buffer",
     ),
     LogInput(
         "unified_memory",

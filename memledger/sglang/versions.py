@@ -111,6 +111,24 @@ LOGICAL_DCP_TOKENS = VersionRule(
 mem_cache/kv_cache_configurator.py:319-328; v0.5.23 tp_worker.py:574. v0.5.20 tp_worker.py:549-552
 printed the per-rank rows."""
 
+FLASHINFER_INDEX_BUFFER = VersionRule(
+    "flashinfer_verify_index_buffer",
+    ReleaseRange("0.4.6", "0.5.7"),
+    "v0.4.6.post5 layers/attention/flashinfer_backend.py:171-175, v0.5.2 :185-189, v0.5.7 "
+    ":270-275 (the verify wrapper: BatchPrefillWithPagedKVCacheWrapper with FlashInfer's default "
+    "backend 'auto'); flashinfer 0.2.5 prefill.py:1074-1082 (0.2.3 :1085, 0.3.1 :1415, 0.5.3 "
+    ":1428-1436: with backend 'auto' or 'fa3', a 64 MiB int32 _vector_sparse_indices_buffer and a "
+    "128 KiB indptr buffer); not in 0.6.1's constructor (prefill.py:1408-1560)",
+    "every verify wrapper of the FlashInfer backend keeps a 64 MiB index buffer on the device: "
+    "the releases whose wheel pins a FlashInfer that allocates it (METADATA flashinfer_python: "
+    "0.2.3 at 0.4.6, 0.2.5 at 0.4.6.post5, 0.2.7.post1 at 0.4.9.post2, 0.2.11.post3 at 0.5.0rc2, "
+    "0.3.1 at 0.5.2, 0.4.1 at 0.5.4, 0.5.0 at 0.5.5, 0.5.3 at 0.5.6 - 0.5.7; 0.6.1 at 0.5.8)",
+    replaced_in="0.5.8",
+)
+"""The FlashInfer backend's verify wrappers' 64 MiB index buffers (formula flashinfer_index_buffer):
+by the FlashInfer release each SGLang wheel pins. An image that installs another FlashInfer than
+its SGLang wheel pins is not seen in a log."""
+
 RULES: tuple[VersionRule, ...] = (
     LOGICAL_DCP_TOKENS,
     EXTRA_SLOTS,
@@ -119,6 +137,7 @@ RULES: tuple[VersionRule, ...] = (
     GLOBAL_REQ_ROWS,
     REQ_PADDING_ROW,
     DEFAULT_REQUESTS,
+    FLASHINFER_INDEX_BUFFER,
 )
 
 
