@@ -13,7 +13,7 @@ from memledger.diagnosis.levers import graph_cap_knob, kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.reserve import default_reserve, outside_pool
-from memledger.diagnosis.stages import stage_levers
+from memledger.diagnosis.stages import model_lever, stage_levers
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     DRAFT_BEFORE_POOL_CAUSE,
@@ -235,13 +235,8 @@ def large_gpu_reserve(
     reason = prefix + reason
     suggestions = _freeing(evidence, missing, reason, prefix)
     if not suggestions or suggestions[0].knob != "mem_fraction_static":  # no value: the direction
-        why = (
-            f"{reason}; lowering mfs by d frees d x P outside the pool, and the log lacks P (free "
-            f"before loading) or the fraction: d = {g(missing)} / P"
-        )
-        suggestions.insert(
-            0, Suggestion(knob="mem_fraction_static", direction=Direction.LOWER, why=why)
-        )
+        lacks = f"the log lacks P (free before loading) or the fraction: d = {g(missing)} / P"
+        suggestions.insert(0, model_lever("mem_fraction_static", before=reason, after=lacks))
     return [finding], suggestions
 
 

@@ -22,13 +22,13 @@ from memledger.diagnosis.levers import (
 )
 from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
+from memledger.diagnosis.stages import model_lever
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     BUDGET_SOURCES,
     CAPTURE_ORDER_CITATION,
     LOAD_SITES,
     MINIMUM_VIABLE_CITATION,
-    TROUBLESHOOTING_CITATION,
     LoadSite,
     Phase,
 )
@@ -274,18 +274,8 @@ def kv_refusal(evidence: Evidence) -> Result:
     ]
     if minimum is None:
         # SGLang's own advice, without a value: the log lacks P or A (1 - A/P)
-        return findings, [
-            Suggestion(
-                knob="mem_fraction_static",
-                direction=Direction.RAISE,
-                value=None,
-                why=(
-                    "the KV budget is A - P x (1 - mfs) "
-                    f"({_budget(evidence)}); a higher mfs leaves room once it passes the minimum "
-                    "viable 1 - A/P, which needs the `Load weight begin`/`end` readings"
-                ),
-            )
-        ]
+        needs = f"{_budget(evidence)}; a value needs the `Load weight begin`/`end` readings"
+        return findings, [model_lever("mem_fraction_static", "raise", after=needs)]
     value = above_step(minimum)
     stuck = stuck_between(evidence, value)
     if stuck is not None:
@@ -314,12 +304,7 @@ def kv_refusal(evidence: Evidence) -> Result:
                 "the slack P x (1 - mfs) left for graphs shrinks by the same amount"
             ),
         ),
-        Suggestion(
-            knob="tp_size",
-            direction=Direction.RAISE,
-            value=None,
-            why="more ranks hold fewer weight bytes each, which leaves a KV budget at this mfs",
-        ),
+        model_lever("tp_size", "raise", after="that leaves a KV budget at this mfs"),
     ]
     return findings, suggestions
 
@@ -449,6 +434,10 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
         # the logged batch's numbers name the lever first; the fraction after it
         suggestions[:0] = logged
         suggestions.extend(s for s in _batch_levers(evidence) if s.knob not in _knobs(logged))
+        if "mem_fraction_static" not in _knobs(suggestions):
+            # no OOM text with sizes: the serving stage's fraction lever still holds, after its
+            # batch levers (memledger.sglang.lifecycle), without a value
+            suggestions.append(unknown_budget_mfs(evidence, None, phase))
     capped = kv_cap_lever(evidence, missing) if missing else None
     if capped is not None:
         # after the phase's own valued levers (graph cap, chunk), before the value-less ones
@@ -458,17 +447,8 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
         )
         suggestions.insert(last, capped)
     if not any(s.knob == "mem_fraction_static" for s in suggestions) and missing:
-        suggestions.append(
-            Suggestion(
-                knob="tp_size",
-                direction=Direction.RAISE,
-                value=None,
-                why=(
-                    "lowering --mem-fraction-static cannot free enough without leaving no KV "
-                    "budget (minimum viable 1 - A/P); more ranks hold fewer weight bytes each"
-                ),
-            )
-        )
+        why = "a lower --mem-fraction-static cannot free that and leave a KV budget (1 - A/P)"
+        suggestions.append(model_lever("tp_size", "raise", before=why))
     return findings, suggestions
 
 
@@ -506,13 +486,12 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
             value=value,
             why=f"{CAPTURE_ORDER_CITATION}; {why}{spelled}",
         ),
-        Suggestion(
-            knob="disable_cuda_graph",
-            direction=Direction.ENABLE,
-            value=None,
-            why="no graphs, no graph memory; decode gets slower (the last resort)",
-        ),
+        model_lever("disable_cuda_graph", "enable", after="the last resort"),
     ]
+
+
+def _half(value: int | None) -> int | None:
+    return math.ceil(value / 2) if value else None
 
 
 def _knobs(suggestions: list[Suggestion]) -> set[str]:
@@ -579,40 +558,13 @@ def _batch_levers(evidence: Evidence) -> list[Suggestion]:
             chunk, origin = inferred[0], f" ({inferred[1]})"  # the text has no parentheses
     if chunk is not None and chunk > 0:
         value = max(chunk // 2, 256)
-        levers.append(
-            Suggestion(
-                knob="chunked_prefill_size",
-                direction=Direction.LOWER,
-                value=value,
-                why=(
-                    f"prefill activations grow with the chunk: {chunk}{origin} -> {value} halves "
-                    "the largest forward's activation memory (an estimate)"
-                ),
-            )
-        )
+        halves = f"{chunk}{origin} -> {value} halves the largest forward's (an estimate)"
+        levers.append(model_lever("chunked_prefill_size", before=halves, value=value))
     running = evidence.int_param("max_running_requests")
-    levers.append(
-        Suggestion(
-            knob="max_running_requests",
-            direction=Direction.LOWER,
-            value=math.ceil(running / 2) if running else None,
-            why=(
-                "fewer requests at once: smaller batches and their activations (a VLM's image "
-                f"encoder runs over the batch's images too); {TROUBLESHOOTING_CITATION}"
-            ),
-        )
-    )
+    vlm = "a VLM's image encoder runs over the batch's images too"
+    levers.append(model_lever("max_running_requests", after=vlm, value=_half(running)))
     if len(levers) == 1 and (evidence.traceback is None or not frames_of(evidence.traceback)):
         # no frames: prefill or decode is not in the paste, so both of the guide's levers
-        levers.append(
-            Suggestion(
-                knob="chunked_prefill_size",
-                direction=Direction.LOWER,
-                value=None,
-                why=(
-                    "if the OOM was in a prefill: its activations grow with the chunk "
-                    "(--chunked-prefill-size is not in the log)"
-                ),
-            )
-        )
+        unset = "if the OOM was in a prefill (--chunked-prefill-size is not in the log)"
+        levers.append(model_lever("chunked_prefill_size", before=unset))
     return levers

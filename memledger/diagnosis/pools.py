@@ -11,6 +11,7 @@ from memledger.diagnosis.arithmetic import floor_step, g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
+from memledger.diagnosis.stages import model_lever
 from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
     ADMITTED_RAISE,
@@ -300,22 +301,9 @@ def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) ->
         # the fraction is in the log, P is not: at most current - d, since P <= the capacity;
         # a value only where the paste places the OOM after loading (before it no mfs helps)
         value = floor_step(current - floor)
-        return Suggestion(
-            knob="mem_fraction_static",
-            direction=Direction.LOWER,
-            value=None if phase is Phase.UNKNOWN else value,
-            why=(
-                f"lowering mfs by d leaves d x P more free after the pool; P (free before "
-                f"loading) is not in the log{bound}: at most {current:g} - {floor:g} = "
-                f"{value:g}{when}"
-            ),
-        )
-    return Suggestion(
-        knob="mem_fraction_static",
-        direction=Direction.LOWER,
-        value=None,
-        why=(
-            "lowering mfs by d leaves d x P more free after the pool; the log shows neither P "
-            f"(free before loading) nor the current fraction, so no value{bound}{when}"
-        ),
-    )
+        at_most = f"at most {current:g} - {floor:g} = {value:g}{when}"
+        unknown_p = f"P (free before loading) is not in the log{bound}: {at_most}"
+        valued = None if phase is Phase.UNKNOWN else value
+        return model_lever("mem_fraction_static", after=unknown_p, value=valued)
+    neither = "the log shows neither P (free before loading) nor the current fraction, so no value"
+    return model_lever("mem_fraction_static", after=f"{neither}{bound}{when}")

@@ -12,7 +12,7 @@ from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, S
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sglang.frameworks import BY_NAME, MEMORY_SAVER, Framework, trainer_frame
-from memledger.sglang.lifecycle import STAGE, Lever, levers_after_load
+from memledger.sglang.lifecycle import LEVER, STAGE, Lever, levers_after_load
 
 
 def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
@@ -33,6 +33,26 @@ def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
         lever_suggestion(lever, where, tail="; the paste carries no numbers for a value")
         for lever in levers
     ]
+
+
+def model_lever(
+    knob: str,
+    direction: str = "lower",
+    *,
+    before: str = "",
+    after: str = "",
+    value: int | float | None = None,
+) -> Suggestion:
+    """The lifecycle's lever of `knob` in `direction` (memledger.sglang.lifecycle.LEVER) as a
+    suggestion: the paste's own numbers `before` and `after` what the lever moves."""
+    effect = LEVER[(knob, direction)].effect
+    why = f"{before}: {effect}" if before else effect
+    return Suggestion(
+        knob=knob,
+        direction=Direction(direction),
+        value=value,
+        why=f"{why}; {after}" if after else why,
+    )
 
 
 def lever_suggestion(lever: Lever, why: str, *, tail: str = "") -> Suggestion:

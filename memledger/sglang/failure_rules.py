@@ -1032,11 +1032,6 @@ PRIVATE_POOLS_CITATION = (
     "pool holds memory"
 )
 """Why an OOM text showing private-pool memory came after the weights and the KV pool."""
-TROUBLESHOOTING_CITATION = (
-    "SGLang's troubleshooting guide (docs/references/troubleshooting.md, CUDA Out of Memory): an "
-    "OOM during prefill: lower --chunked-prefill-size; during decoding: lower "
-    "--max-running-requests; a lower --mem-fraction-static helps both"
-)
 GRAPH_MEMORY_NOTE_GIB = 3
 """CUDA graphs taking more than this (`Capture cuda graph end. ... mem usage=X`) are more than
 SGLang's own default plans for them: '3GB for cuda graph' at bs 256 on a large GPU

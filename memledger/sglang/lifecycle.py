@@ -411,6 +411,12 @@ def squeeze_levers() -> tuple[Lever, ...]:
     return _once((*reversed(_AFTER_LOAD), STAGE[Phase.LOAD]), skip="mem_fraction_static")
 
 
+LEVER: dict[tuple[str, str], Lever] = {
+    (lever.knob, lever.direction): lever
+    for stage in reversed(LIFECYCLE)
+    for lever in (*stage.levers, *stage.bound_levers)
+}
+"""Each stage's lever by (knob, direction): what a valued suggestion of diagnose says it moves."""
 NEEDS: dict[str, str] = {
     lever.knob: lever.needs for stage in LIFECYCLE for lever in stage.levers if lever.needs
 }
