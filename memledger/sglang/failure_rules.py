@@ -547,6 +547,15 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2362",
     ),
+    _F(
+        "compute_logprobs_only",
+        "model_executor/model_runner",
+        Phase.SERVING,
+        "v0.5.8 model_executor/model_runner.py:2400",
+    ),
+    # the sampler runs on a served batch (model_runner.sample), and under a draft's capture or
+    # the sampling prewarm, whose frames outrank it
+    _F("forward", "layers/sampler", Phase.SERVING, "v0.5.8 layers/sampler.py:67"),
     # a decode batch retracting requests for room (v0.5.8 managers/schedule_batch.py:3451), a PD
     # decode worker pre-allocating for a request in transfer
     _F("retract_decode", "", Phase.SERVING, "v0.5.8 managers/schedule_batch.py:1846"),
