@@ -100,6 +100,19 @@ def milestone(evidence: Evidence) -> tuple[Phase, Event | None]:
 
 
 def failure_phase(evidence: Evidence) -> Phase:
+    phase = _placed(evidence)
+    if phase is Phase.UNKNOWN and placed_by_graphs(evidence):
+        phase = Phase.SERVING  # graphs exist: the weights and the KV pool were in place
+    if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
+        # the server never said it was up: the request that failed was the warmup request (a
+        # traceback pasted alone, without startup lines, says nothing about that)
+        phase = Phase.WARMUP
+    return phase
+
+
+def _placed(evidence: Evidence) -> Phase:
+    """The phase every evidence but the OOM text's private-pool figure places the failure in:
+    frames, milestones, the error text, a serving line, the cause's check."""
     if evidence.refusal is not None:
         return Phase.KV_SIZING
     phase: Phase | None = None
@@ -142,12 +155,6 @@ def failure_phase(evidence: Evidence) -> Phase:
         last = milestone(evidence)[1]
         if last is not None and last.kind is EventKind.CAPTURE_END:
             phase = Phase.DRAFT
-    if phase is Phase.UNKNOWN and placed_by_graphs(evidence):
-        phase = Phase.SERVING  # graphs exist: the weights and the KV pool were in place
-    if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
-        # the server never said it was up: the request that failed was the warmup request (a
-        # traceback pasted alone, without startup lines, says nothing about that)
-        phase = Phase.WARMUP
     return phase
 
 
@@ -158,15 +165,15 @@ def _ready_before(evidence: Evidence) -> bool:
 
 def placed_by_graphs(evidence: Evidence) -> list[Finding]:
     """The finding that places the failure in serving by the CUDA-graph memory the OOM text shows
-    (`with X allocated in private pools`), when the paste has neither frames nor startup lines
-    that place it: graphs are captured after the weights and the KV pool, so the OOM came after
-    both; a capture OOM pastes its `Capturing batches` lines or frames, so serving is the rest."""
+    (`with X allocated in private pools`), when nothing else places it (frames of any fragment,
+    startup lines, the error text, a serving line, the cause's check: `_placed`): graphs are
+    captured after the weights and the KV pool, so the OOM came after both; a capture OOM pastes
+    its `Capturing batches` lines or frames, so serving is the rest."""
     oom = evidence.oom
     pools = oom.sizes.get("private_pools") if oom is not None else None
-    framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
-    if oom is None or pools is None or pools.bytes <= 0 or framed:
+    if oom is None or pools is None or pools.bytes <= 0:
         return []
-    if milestone(evidence)[0] is not Phase.UNKNOWN:  # the paste's startup lines place it
+    if _placed(evidence) is not Phase.UNKNOWN:  # the weakest evidence: anything else places it
         return []
     return [
         Finding(

@@ -156,6 +156,16 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
         "v0.5.23 speculative/eagle_draft_cuda_graph_runner.py:380",
     ),
     _F("maybe_init_draft_worker", "", Phase.DRAFT, "v0.5.23 managers/scheduler.py:1035"),
+    # the draft-only model classes (NextN/MTP heads, EAGLE/EAGLE3 drafts, DFlash), built and
+    # loaded only by the draft worker
+    _F("__init__", "_nextn.py", Phase.DRAFT, "v0.5.8 models/deepseek_nextn.py:192"),
+    _F("load_weights", "_nextn.py", Phase.DRAFT, "v0.5.8 models/deepseek_nextn.py:247"),
+    _F("__init__", "_mtp.py", Phase.DRAFT, "v0.5.8 models/qwen3_next_mtp.py:38"),
+    _F("load_weights", "_mtp.py", Phase.DRAFT, "v0.5.8 models/qwen3_next_mtp.py:105"),
+    _F("__init__", "_eagle", Phase.DRAFT, "v0.5.8 models/llama_eagle3.py:187"),
+    _F("load_weights", "_eagle", Phase.DRAFT, "v0.5.8 models/llama_eagle3.py:229"),
+    _F("__init__", "models/dflash", Phase.DRAFT, "v0.5.23 models/dflash.py:687"),
+    _F("load_weights", "models/dflash", Phase.DRAFT, "v0.5.23 models/dflash.py:886"),
     # distributed init: process groups, NCCL and custom all-reduce buffers, the balance check
     _F("init_torch_distributed", "", Phase.DIST_INIT, "v0.5.8 model_executor/model_runner.py:693"),
     _F(
@@ -325,6 +335,32 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
     ),
     _F("init_all_attention_backends", "", Phase.AFTER_POOL, "v0.5.23 managers/scheduler.py:1113"),
     _F("kernel_warmup", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1688"),
+    # v0.5.23's kernel warmup and autotune (DeepGEMM's among them) run once from the first
+    # graph runner's capture, before its graphs (model_executor/runner/base_runner.py:253-297)
+    _F(
+        "warmup",
+        "runner/base_runner",
+        Phase.AFTER_POOL,
+        "v0.5.23 model_executor/runner/base_runner.py:253",
+    ),
+    _F(
+        "_warmup",
+        "runner/base_runner",
+        Phase.AFTER_POOL,
+        "v0.5.23 model_executor/runner/base_runner.py:257",
+    ),
+    _F(
+        "_dummy_run",
+        "runner/base_runner",
+        Phase.AFTER_POOL,
+        "v0.5.23 model_executor/runner/base_runner.py:465",
+    ),
+    _F(
+        "pp_parallel_deep_gemm_warmup",
+        "",
+        Phase.AFTER_POOL,
+        "v0.5.23 layers/deep_gemm_wrapper/compile_utils.py:534",
+    ),
     _F("_flashinfer_autotune", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1726"),
     _F(
         "_dummy_run",
@@ -511,6 +547,15 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2362",
     ),
+    _F(
+        "compute_logprobs_only",
+        "model_executor/model_runner",
+        Phase.SERVING,
+        "v0.5.8 model_executor/model_runner.py:2400",
+    ),
+    # the sampler runs on a served batch (model_runner.sample), and under a draft's capture or
+    # the sampling prewarm, whose frames outrank it
+    _F("forward", "layers/sampler", Phase.SERVING, "v0.5.8 layers/sampler.py:67"),
     # a decode batch retracting requests for room (v0.5.8 managers/schedule_batch.py:3451), a PD
     # decode worker pre-allocating for a request in transfer
     _F("retract_decode", "", Phase.SERVING, "v0.5.8 managers/schedule_batch.py:1846"),

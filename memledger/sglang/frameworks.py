@@ -95,7 +95,14 @@ FRAMEWORKS: tuple[Framework, ...] = (
     ),
     Framework(
         "miles",
-        ("/miles/backends/", "/miles/ray/", "/miles/rollout/", "miles.backends", "miles.ray"),
+        (
+            "miles/backends/",
+            "miles/utils/",
+            "miles/ray/",
+            "miles/rollout/",
+            "miles.backends",
+            "miles.ray",
+        ),
         {**_flags(), "tp_size": "--rollout-num-gpus-per-engine"},
         "miles (slime's fork) forwards every SGLang server arg set as --sglang-<arg>, as is, "
         "and makes tp_size --rollout-num-gpus-per-engine (radixark/miles@31f1ca9 "
@@ -170,9 +177,15 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "ROLL passes actor_infer.strategy_args.strategy_config to SGLang as is, its "
         "tensor_parallel_size as tp_size, and logs it as `[sglang][sglang_config]: {...}` "
         "(alibaba/ROLL@8eb27cc roll/distributed/strategy/sglang_strategy.py:76-77, :104-130); "
-        "its guide: mem_fraction_static, 'increase this value if KV cache building fails, "
-        "decrease this value if CUDA memory is insufficient' "
-        "(https://alibaba.github.io/ROLL/docs/User%20Guides/Configuration/sglang)",
+        "its guide: mem_fraction_static, 'Fraction of the free GPU memory used for static "
+        "memory ... Decrease it if CUDA runs out of memory' (docs_roll/docs/User Guides/"
+        "Configuration/config_guide.md:128)",
+        trainer_words=("megatron_strategy.py", "fsdp2_strategy.py", "deepspeed_strategy.py"),
+        trainer_levers=(
+            "the fsdp2_train strategy with offload_policy: true, per_device_train_batch_size 1 "
+            "with more gradient_accumulation_steps (alibaba/ROLL@8eb27cc docs_roll/docs/User "
+            "Guides/Hardware Support/ascend_npu_rlvr.md:793-800)"
+        ),
     ),
     Framework(
         "NeMo-RL",
@@ -184,10 +197,10 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "NeMo-RL passes policy.generation.sglang_cfg's keys to SGLang as is "
         "(NVIDIA-NeMo/RL@7ea279a nemo_rl/models/generation/sglang/sglang_worker.py:376, "
         ":408-437; examples/configs/grpo_math_1B_sglang.yaml:10-21: mem_fraction_static 0.6)",
-        trainer_words=("nemo_rl/models/policy/",),
+        trainer_words=("dtensor_policy_worker", "megatron_policy_worker"),
         trainer_levers=(
-            "the policy's own memory: a smaller policy.train_micro_batch_size, activation "
-            "checkpointing or CPU offload in policy.dtensor_cfg"
+            "a smaller policy.train_micro_batch_size, policy.dtensor_cfg.activation_checkpointing "
+            "or cpu_offload (NVIDIA-NeMo/RL@7ea279a examples/configs/grpo_math_1B.yaml:133-146)"
         ),
     ),
     Framework(

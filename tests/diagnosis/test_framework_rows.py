@@ -139,3 +139,23 @@ def test_every_framework_leads_with_its_own_setting_and_value(framework: Framewo
     assert f"(in {framework.name}: lower {knob} to {share.value})" in result.verdict
     [named] = [f for f in result.findings if f.id == "embedded_in_framework"]
     assert ("beside its trainer" in named.message) is framework.beside_trainer
+
+
+@pytest.mark.parametrize(
+    "framework", [f for f in FRAMEWORKS if f.trainer_words], ids=lambda f: f.name
+)
+def test_every_frameworks_trainer_frame_is_the_trainers(framework: Framework) -> None:
+    """One function checks every trainer row: an OOM whose innermost frame is the trainer's
+    code is the trainer's, with its levers and SGLang's share in the framework's words."""
+    path = f"/opt{framework.words[0]}{framework.trainer_words[0]}"
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB.\n"
+        "GPU 0 has a total capacity of 79.19 GiB of which 1.20 GiB is free.\n"
+        f'  File "{path}", line 300, in train_step\n    loss.backward()\n'
+    )
+    result = _diagnose(text)
+    assert result.verdict.startswith(f"OOM in {framework.name}'s trainer"), result.verdict
+    assert framework.knobs["mem_fraction_static"] in result.verdict
+    assert any(
+        f.id == "trainer_oom" and framework.trainer_levers in f.message for f in result.findings
+    )

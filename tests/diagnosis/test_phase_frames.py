@@ -42,15 +42,20 @@ def _cited_path(row: PhaseFrame) -> str:
 @pytest.mark.parametrize("row", PHASE_FRAMES, ids=lambda r: f"{r.function}@{r.fragment}")
 def test_every_frame_row_names_its_phase(row: PhaseFrame) -> None:
     """One function checks every row: a cited source at a release whose file the row's fragment
-    matches, a phase of the lifecycle, and a traceback whose only SGLang frame is the row's
-    function in its cited file is diagnosed in the row's phase, not by the private-pool figure."""
+    matches, a phase of the lifecycle, and a paste whose only SGLang frame is the row's function
+    in its cited file is diagnosed in the row's phase; the OOM text's private-pool figure is read
+    as serving only where the frame says serving too."""
     assert SOURCE.match(row.source), row.source
     path = _cited_path(row)
     assert row.fragment in "srt/" + path, (row.fragment, path)
     assert row.phase in STAGE
-    result = diagnose_paste(_traceback([(path, row.function)]))
-    assert (result.outcome, result.phase) == ("oom", row.phase)
-    assert not any(f.id == "phase_from_graphs" for f in result.findings)
+    frame = f'  File "{PREFIX}{path}", line 120, in {row.function}\n    out = step(x)\n'
+    # the frame in its traceback, and pasted after the OOM text (a second fragment)
+    for text in (_traceback([(path, row.function)]), OOM + frame):
+        result = diagnose_paste(text)
+        assert (result.outcome, result.phase) == ("oom", row.phase)
+        graphs = [f for f in result.findings if f.id == "phase_from_graphs"]
+        assert not graphs or row.phase is Phase.SERVING
 
 
 def test_no_row_is_shadowed_by_an_earlier_one() -> None:
