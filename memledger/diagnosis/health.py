@@ -12,7 +12,7 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import graph_cap_knob, kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
-from memledger.diagnosis.reserve import default_reserve, outside_pool
+from memledger.diagnosis.reserve import default_reserve, outside_pool, sglang_default
 from memledger.diagnosis.stages import model_lever, stage_levers
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
@@ -28,7 +28,7 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.known_bugs import bug_words, known_bug
-from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
+from memledger.sglang.sizing_rules import RULE
 from memledger.units import GIB, MIB
 
 MFS_CEILING = 0.95
@@ -43,6 +43,8 @@ HEADROOM_TARGET_CAP = HEADROOM_DOCS_CAP_GIB * GIB
 """The headroom to restore: 10% of P, at most 5 GiB, the low end of SGLang's own 5-8 GB advice
 (memledger.sglang.failure_rules.HEADROOM_DOCS_CAP_GIB); 10% keeps a small GPU's pool."""
 FAR_BELOW_DEFAULT = 0.10
+_DEFAULT_KNOBS = ("chunked_prefill_size", "max_prefill_tokens", "cuda_graph_max_bs")
+"""The knobs SGLang's default is computed from, which a server_args line shows."""
 
 
 def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
@@ -255,28 +257,15 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
     device = evidence.param("device")
     if mfs is None or pre is None or (isinstance(device, str) and device not in ("cuda", "")):
         return []
-    chunk = evidence.int_param("chunked_prefill_size")
-    prefill = evidence.int_param("max_prefill_tokens")
-    max_bs = evidence.int_param("cuda_graph_max_bs")
-    if chunk is None or prefill is None or max_bs is None:
-        return []
+    if any(evidence.int_param(k) is None for k in _DEFAULT_KNOBS):
+        return []  # a server_args line that shows the knobs the default is computed from
     capacity = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
     # without the capacity, P (free before loading) is a lower bound: the default only grows
     gpu_bytes = capacity.bytes if capacity is not None else pre.avail_bytes
-    algorithm = evidence.param("speculative_algorithm")
-    default = default_mfs_by_v058_rule(
-        gpu_bytes / MIB,
-        chunked_prefill_size=chunk,
-        max_prefill_tokens=prefill,
-        cuda_graph_max_bs=max_bs,
-        tp_size=evidence.tp_size or 1,
-        pp_size=evidence.int_param("pp_size") or 1,
-        dp_size=evidence.int_param("dp_size") or 1,
-        enable_dp_attention=evidence.param("enable_dp_attention") is True,
-        speculative_algorithm=algorithm if isinstance(algorithm, str) else None,
-    )
-    if mfs > default - FAR_BELOW_DEFAULT:
+    found = sglang_default(evidence, gpu_bytes)
+    if found is None or mfs > found.value - FAR_BELOW_DEFAULT:
         return []
+    default = found.value
     kv_gain = round((floor_step(default) - mfs) * pre.avail_bytes)
     return [
         Finding(
@@ -284,7 +273,7 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
             severity=Severity.INFO,
             message=(
                 f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
-                f"(about {default:.3f} by the v0.5.8 rule, server_args.py:987-1031, for "
+                f"(about {default:.3f} by rule {found.rule}, {RULE[found.rule].source}, for "
                 f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be"
             ),
             bytes=kv_gain,

@@ -18,9 +18,8 @@ import math
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Suggestion
 from memledger.sglang.failure_rules import DECODE_GRAPH_FLAG_CITATION, DECODE_GRAPH_RUNNER
-from memledger.sglang.mfs_defaults import default_mfs_by_v058_rule
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.defaults import default_chunked_prefill, default_cuda_graph_max_bs
 from memledger.units import MIB
@@ -100,54 +99,6 @@ def inferred_chunk(evidence: Evidence) -> tuple[int, str] | None:
     return value, (
         f"not in the log; SGLang's default for a {gpu / 1024:.0f} GiB GPU is {value}, "
         f"inferred by {CHUNK_DEFAULT_SOURCE}"
-    )
-
-
-def stuck_between(evidence: Evidence, value: float) -> Finding | None:
-    """At the first mfs that sizes a KV pool, is the slack below SGLang's own reserve?
-
-    The "stuck between two errors" thread (https://github.com/sgl-project/sglang/issues/4330:
-    CUDA OOM at 0.85, "Not enough memory" at 0.84): raising mfs past the minimum viable shrinks
-    the slack P x (1 - mfs) that graphs and activations need; when even the minimum leaves less
-    than SGLang reserves for them on this GPU, no mem_fraction_static fits both."""
-    pre = evidence.budget.pre_load
-    if pre is None or pre.avail_bytes <= 0:
-        return None
-    # the GPU's capacity is not in a refusal log: P (free before loading) stands in, a lower
-    # bound; SGLang's reserve only grows with the capacity
-    gpu_mib = pre.avail_bytes / MIB
-    tp = evidence.tp_size or 1
-    chunk = evidence.int_param("chunked_prefill_size")
-    chunk = chunk if chunk is not None else default_chunked_prefill(int(gpu_mib))
-    max_bs = evidence.int_param("cuda_graph_max_bs") or default_cuda_graph_max_bs(int(gpu_mib), tp)
-    algorithm = evidence.param("speculative_algorithm")
-    default = default_mfs_by_v058_rule(
-        gpu_mib,
-        chunked_prefill_size=chunk,
-        max_prefill_tokens=evidence.int_param("max_prefill_tokens") or 16384,
-        cuda_graph_max_bs=max_bs,
-        tp_size=tp,
-        speculative_algorithm=algorithm if isinstance(algorithm, str) else None,
-    )
-    reserve = round(pre.avail_bytes * (1 - default))
-    slack = round(pre.avail_bytes * (1 - value))
-    if slack >= reserve:
-        return None
-    spec = f", speculative {algorithm}" if isinstance(algorithm, str) else ""
-    return Finding(
-        id=FindingId.NO_FRACTION_FITS,
-        severity=Severity.WARNING,
-        message=(
-            f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "
-            f"the {g(reserve)} SGLang itself reserves for activations and graphs on this GPU "
-            f"(its default rule, v0.5.8 server_args.py:987-1031, for P = {g(pre.avail_bytes)}, "
-            f"chunked_prefill_size {chunk}, cuda_graph_max_bs {max_bs}, tp {tp}{spec}): expect "
-            "an OOM in graph capture or the first prefill there; no fraction fits both, so "
-            "fewer weight bytes a rank (more tp, a quantized checkpoint) or a smaller slack "
-            "need (lower --cuda-graph-max-bs, --chunked-prefill-size) is the fix"
-        ),
-        bytes=reserve - slack,
-        evidence=[evidence.at(pre.line)],
     )
 
 

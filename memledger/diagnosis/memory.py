@@ -18,10 +18,10 @@ from memledger.diagnosis.levers import (
     inferred_chunk,
     inferred_graph_max_bs,
     kv_cap_lever,
-    stuck_between,
 )
 from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
+from memledger.diagnosis.reserve import stuck_between
 from memledger.diagnosis.stages import model_lever
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (

@@ -19,39 +19,8 @@ from memledger.sglang.failure_rules import (
     WARMUP_CONTEXT,
     Phase,
 )
+from memledger.sglang.lifecycle import DRAFT_START, DRAFT_STEPS, MILESTONE_PHASE
 from memledger.sglang.lines import READY_TEXT
-
-# The phase a startup is in once it has printed a line of this kind (until the next milestone).
-_MILESTONE_PHASE: dict[EventKind, Phase] = {
-    EventKind.DIST_INIT_BEGIN: Phase.DIST_INIT,
-    EventKind.DIST_INIT_END: Phase.LOAD,
-    EventKind.MEMORY_BASELINE: Phase.LOAD,
-    EventKind.LOAD_BEGIN: Phase.LOAD,
-    EventKind.LOAD_END: Phase.MEMORY_POOL,
-    EventKind.KV_ALLOCATED: Phase.MEMORY_POOL,
-    EventKind.MAMBA_ALLOCATED: Phase.MEMORY_POOL,
-    EventKind.SWA_POOL: Phase.MEMORY_POOL,
-    EventKind.SWA_SPLIT: Phase.MEMORY_POOL,
-    EventKind.MEMORY_POOL_END: Phase.AFTER_POOL,
-    EventKind.ATTENTION_BACKEND_BEGIN: Phase.AFTER_POOL,
-    EventKind.ATTENTION_BACKEND_END: Phase.AFTER_POOL,
-    EventKind.SYMM_PREALLOC: Phase.AFTER_POOL,
-    EventKind.CAPTURE_BEGIN: Phase.GRAPH_CAPTURE,
-    EventKind.CAPTURE_BS: Phase.GRAPH_CAPTURE,
-    EventKind.CAPTURE_PROGRESS: Phase.GRAPH_CAPTURE,
-    EventKind.CAPTURE_END: Phase.GRAPH_CAPTURE,
-    EventKind.SUMMARY: Phase.WARMUP,
-}
-
-
-_DRAFT_START = frozenset(
-    {EventKind.DIST_INIT_BEGIN, EventKind.DIST_INIT_END, EventKind.LOAD_BEGIN, EventKind.LOAD_END}
-)
-"""Milestones a worker prints when it starts: after a capture end they are the draft's."""
-_DRAFT_STEPS = frozenset(
-    {Phase.DIST_INIT, Phase.LOAD, Phase.MEMORY_POOL, Phase.AFTER_POOL, Phase.GRAPH_CAPTURE}
-)
-"""The target's startup steps a draft worker runs again for itself."""
 
 
 def traceback_phase(traceback: Event) -> Phase | None:
@@ -67,7 +36,7 @@ def traceback_phase(traceback: Event) -> Phase | None:
                 placed.append(row.phase)
                 break
     startup = [p for p in placed if p is not Phase.SERVING]
-    if Phase.DRAFT in startup and startup[-1] in _DRAFT_STEPS:
+    if Phase.DRAFT in startup and startup[-1] in DRAFT_STEPS:
         return Phase.DRAFT
     return (startup or placed)[-1] if placed else None
 
@@ -87,12 +56,12 @@ def milestone(evidence: Evidence) -> tuple[Phase, Event | None]:
             break
         if is_ready_line(event):
             phase, last = Phase.SERVING, event
-        elif captured and event.kind in _DRAFT_START:
+        elif captured and event.kind in DRAFT_START:
             # a worker starting again after the target's graphs: the speculative draft's own
             # startup (lifecycle stage DRAFT, v0.5.8 speculative/eagle_worker.py:80-201)
             phase, last = Phase.DRAFT, event
-        elif event.kind in _MILESTONE_PHASE:  # the ledger rank's own lines (and its bars)
-            phase, last = _MILESTONE_PHASE[event.kind], event
+        elif event.kind in MILESTONE_PHASE:  # the ledger rank's own lines (and its bars)
+            phase, last = MILESTONE_PHASE[event.kind], event
             if phase is Phase.DRAFT or event.values.get("role") == "draft":
                 phase = Phase.DRAFT
         captured = captured or event.kind is EventKind.CAPTURE_END

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.model import Finding, FindingId, Severity
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     LARGE_GPU_CONTEXT_ALLOWANCE_GIB,
@@ -26,7 +27,7 @@ from memledger.sglang.failure_rules import (
 )
 from memledger.sglang.mfs_defaults import LAST_BUCKETS
 from memledger.sglang.sizing_rules import RULE
-from memledger.sizing.defaults import capacity_pieces, default_mem_fraction_static
+from memledger.sizing.defaults import DefaultMfs, capacity_pieces, default_mem_fraction_static
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.settings import base_settings
 from memledger.units import GIB, MIB
@@ -166,4 +167,45 @@ def _modelled(evidence: Evidence, inputs: SizingInputs, p: int) -> DefaultReserv
         max(ends),
         f"at release {release} for a GPU of {pieces[0].first_mib:,}"
         f" MiB (P) or more (P x (1 - default), rule {rule}: {RULE[rule].source})",
+    )
+
+
+def sglang_default(evidence: Evidence, gpu_bytes: int) -> DefaultMfs | None:
+    """SGLang's default mem_fraction_static for this log on a GPU of `gpu_bytes`, by the sizing
+    model at the log's release (memledger.sizing.defaults; None where the release gives none)."""
+    inputs = evidence.sizing
+    if inputs is None or gpu_bytes <= 0:
+        return None
+    gpu = math.ceil(gpu_bytes / MIB)
+    return default_mem_fraction_static(inputs, replace(base_settings(inputs), gpu_memory_mib=gpu))
+
+
+def stuck_between(evidence: Evidence, value: float) -> Finding | None:
+    """At the first mfs that sizes a KV pool, is the slack P x (1 - mfs) below what SGLang's own
+    default keeps for activations and graphs at the log's release? Raising mfs past the minimum
+    viable shrinks that slack: when even the minimum leaves less, no fraction fits both (an OOM
+    above it, the refusal below). The GPU's capacity is not in a refusal log: P (free before
+    loading) stands in, a lower bound, as the reserve only grows with the capacity."""
+    pre = evidence.budget.pre_load
+    default = sglang_default(evidence, pre.avail_bytes) if pre is not None else None
+    if pre is None or default is None:
+        return None
+    reserve = round(pre.avail_bytes * (1 - default.value))
+    slack = round(pre.avail_bytes * (1 - value))
+    if slack >= reserve:
+        return None
+    return Finding(
+        id=FindingId.NO_FRACTION_FITS,
+        severity=Severity.WARNING,
+        message=(
+            f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "
+            f"the {g(reserve)} SGLang itself reserves for activations and graphs on this GPU "
+            f"(P x (1 - {default.value:g}): {default.basis}, for P = {g(pre.avail_bytes)}; rule "
+            f"{default.rule}, {RULE[default.rule].source}): expect an OOM in graph capture or the "
+            "first prefill there; no fraction fits both, so fewer weight bytes a rank (more tp, a "
+            "quantized checkpoint) or a smaller slack need (lower --cuda-graph-max-bs, "
+            "--chunked-prefill-size) is the fix"
+        ),
+        bytes=reserve - slack,
+        evidence=[evidence.at(pre.line)],
     )

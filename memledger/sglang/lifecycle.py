@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import Phase
 
 
@@ -216,6 +217,39 @@ LIFECYCLE: tuple[Stage, ...] = (
 )
 
 STAGE: dict[Phase, Stage] = {stage.phase: stage for stage in LIFECYCLE}
+MILESTONE_PHASE: dict[EventKind, Phase] = {
+    EventKind.DIST_INIT_BEGIN: Phase.DIST_INIT,
+    EventKind.DIST_INIT_END: Phase.LOAD,
+    EventKind.MEMORY_BASELINE: Phase.LOAD,
+    EventKind.LOAD_BEGIN: Phase.LOAD,
+    EventKind.LOAD_END: Phase.MEMORY_POOL,
+    EventKind.KV_ALLOCATED: Phase.MEMORY_POOL,
+    EventKind.MAMBA_ALLOCATED: Phase.MEMORY_POOL,
+    EventKind.SWA_POOL: Phase.MEMORY_POOL,
+    EventKind.SWA_SPLIT: Phase.MEMORY_POOL,
+    EventKind.MEMORY_POOL_END: Phase.AFTER_POOL,
+    EventKind.ATTENTION_BACKEND_BEGIN: Phase.AFTER_POOL,
+    EventKind.ATTENTION_BACKEND_END: Phase.AFTER_POOL,
+    EventKind.SYMM_PREALLOC: Phase.AFTER_POOL,
+    EventKind.CAPTURE_BEGIN: Phase.GRAPH_CAPTURE,
+    EventKind.CAPTURE_BS: Phase.GRAPH_CAPTURE,
+    EventKind.CAPTURE_PROGRESS: Phase.GRAPH_CAPTURE,
+    EventKind.CAPTURE_END: Phase.GRAPH_CAPTURE,
+    EventKind.SUMMARY: Phase.WARMUP,
+}
+"""The stage a worker is in once it has printed a milestone line of this kind, until the next
+(the lines in the order of `LIFECYCLE`'s sources; the summary line precedes the warmup request)."""
+
+
+DRAFT_START = frozenset(
+    {EventKind.DIST_INIT_BEGIN, EventKind.DIST_INIT_END, EventKind.LOAD_BEGIN, EventKind.LOAD_END}
+)
+"""Milestones a worker prints when it starts: after a capture end they are the draft's."""
+DRAFT_STEPS = frozenset(
+    {Phase.DIST_INIT, Phase.LOAD, Phase.MEMORY_POOL, Phase.AFTER_POOL, Phase.GRAPH_CAPTURE}
+)
+"""The target's startup steps a draft worker runs again for itself."""
+
 _AFTER_LOAD = LIFECYCLE[LIFECYCLE.index(STAGE[Phase.MEMORY_POOL]) :]
 """The stages from the KV pool on: everything after the weights."""
 
