@@ -170,6 +170,7 @@ def measured_spans(
         args=dict(steps.args),
         model_type=model_type if isinstance(model_type, str) else None,
         state_pool_line=any(e.kind == EventKind.MAMBA_ALLOCATED for e in steps.events),
+        lora_line=any(e.kind == EventKind.LORA_BACKEND for e in steps.events),
         hybrid_config=model_config is not None
         and hybrid_config(
             model_config.architecture, set(model_config.extra), model_config.linear_attn_layers

@@ -363,6 +363,11 @@ class _HeadReader:
         if words:
             head.values["backend"] = words[-1]
 
+    def lora_backend(self, head: _Head) -> None:
+        names = head.tokens("LORA_KERNELS")
+        if names:
+            head.values["backend"] = names[0]
+
     def lora(self, head: _Head) -> None:
         # `loading starts:` -> `starts`; `unloading completes:` -> `unloading_completes`
         phase = head.tokens("WORD")

@@ -74,6 +74,7 @@ class EventKind(StrEnum):
     DSPARK_SLOT_MAP = "dspark_slot_map"
     IMBALANCE = "imbalance"
     LORA = "lora"
+    LORA_BACKEND = "lora_backend"
     GPU_CAPACITY_FALLBACK = "gpu_capacity_fallback"
     MFS_REDUCED = "mfs_reduced"
     MFS_VLM_ADJUSTED = "mfs_vlm_adjusted"

@@ -306,6 +306,13 @@ EXAMPLES: tuple[Example, ...] = (
         {"chunked_prefill_size": None},
     ),
     Example(
+        # v0.4.6.post5 lora/lora_manager.py:68, v0.5.8 :83
+        "Using triton as backend of LoRA kernels.",
+        EventKind.LORA_BACKEND,
+        {},
+        {"backend": "triton"},
+    ),
+    Example(
         # v0.4.6.post5 model_executor/model_runner.py:349-351
         "Attention backend not set. Use flashinfer backend by default.",
         EventKind.ATTENTION_BACKEND_DEFAULT,

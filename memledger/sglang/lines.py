@@ -614,6 +614,7 @@ LINES: tuple[LineSpec, ...] = (
         words=("unbalanced",),
         values={"local_gpu_memory": float, "min_per_gpu_memory": float},
     ),
+    LineSpec("lora_backend", words=("LoRA kernels",), values={"backend": str}),
     LineSpec(
         "lora",
         words=("LoRA",),

@@ -87,6 +87,8 @@ class SpanFacts:
     """The log printed the Mamba/SSM pool's own size line (`Mamba Cache is allocated`)."""
     hybrid_config: bool = False
     """--model-config describes linear-attention or Mamba layers."""
+    lora_line: bool = False
+    """The log printed the LoRA manager's `Using X as backend of LoRA kernels.` line."""
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,12 @@ class MeasuredSpan:
 
 
 def _lora_enabled(facts: SpanFacts) -> bool:
-    # --lora-paths enables LoRA (v0.5.16 server_args.py:7772-7777); --enable-lora from 0.4.9.
-    return bool(facts.args.get("enable_lora")) or bool(facts.args.get("lora_paths"))
+    # --lora-paths enables LoRA (v0.5.16 server_args.py:7772-7777); --enable-lora from 0.4.9;
+    # a paste without server_args shows it by the LoRA manager's own line (v0.5.8
+    # lora/lora_manager.py:83, built by init_lora_manager before the pool).
+    return (
+        bool(facts.args.get("enable_lora")) or bool(facts.args.get("lora_paths")) or facts.lora_line
+    )
 
 
 def _state_pool_unprinted(facts: SpanFacts) -> bool:

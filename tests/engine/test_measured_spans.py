@@ -172,6 +172,20 @@ def test_lora_pool_without_its_inputs_is_the_measured_remainder() -> None:
     assert [r.id for r in found.rows].count("lora_pool") == 1
 
 
+def test_a_paste_without_server_args_shows_lora_by_the_managers_line() -> None:
+    # v0.5.8 lora/lora_manager.py:83, printed by the LoRA manager built before the pool
+    manager = "Using triton as backend of LoRA kernels."
+    found = _ledger(
+        _startup("LlamaForCausalLM", [manager, LORA_KV], 0.70, 0.50, load_end_avail=15.00)
+    )
+    pool = _row(found, "lora_pool")
+    assert pool.kind is RowKind.LOGGED and pool.interval == "load_end->memory_pool_end"
+    assert found.row("unexplained.memory_pool_end") is None
+    without = _ledger(_startup("LlamaForCausalLM", [LORA_KV], 0.70, 0.50, load_end_avail=15.00))
+    assert without.row("lora_pool") is None
+    assert _row(without, "unexplained.memory_pool_end").bytes == pool.bytes
+
+
 def test_lora_pool_is_the_mem_pool_formula_with_model_config(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text(
