@@ -713,6 +713,20 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "mamba"},
     ),
     ErrorText(
+        "said_released",
+        # an RL framework's call that hands SGLang's memory to the trainer (the HTTP endpoint,
+        # the engine method), named in prose or a log
+        re.compile(r"release_memory_occupation|release memory occupation"),
+        ("release_memory_occupation", "release memory occupation"),
+        Family.REPORTER,
+        "SGLang's release of its GPU memory for a colocated trainer named in prose (v0.5.8 "
+        "managers/scheduler_update_weights_mixin.py:121-146: memledger.sglang.lifecycle "
+        "MENTIONS)",
+        "the trainer OOMs right after /release_memory_occupation returns",
+        kind="reported",
+        values={"mention": "released"},
+    ),
+    ErrorText(
         "said_other_process",
         re.compile(
             r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"

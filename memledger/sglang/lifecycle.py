@@ -414,6 +414,19 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "released",
+        None,  # the trainer beside SGLang ran out, in no stage of SGLang's own
+        "SGLang's release of its memory for a colocated trainer: it pauses only what "
+        "torch_memory_saver allocated under its tags, kv_cache, weights and cuda_graph (v0.5.8 "
+        "constants.py:2-10, "
+        "managers/scheduler_update_weights_mixin.py:121-146); a pool made outside it stays on "
+        "the GPU for the trainer to run into: a hybrid sliding-window (SWA) model's KV pools "
+        "were (v0.5.8 mem_cache/swa_memory_pool.py:51 forces enable_memory_saver=False; "
+        "v0.5.23 :45, :66-73 passes it on), so with an SWA model upgrade; what stays is at most "
+        "SGLang's fraction of the GPU",
+        (_MFS_LOWER,),
+    ),
+    Mention(
         "other_process",
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "

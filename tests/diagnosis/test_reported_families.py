@@ -145,3 +145,24 @@ def test_the_later_prefill_raise_is_still_a_full_pool() -> None:
     result = diagnose_paste("Prefill out of memory. Try to lower your batch size.\n")
     assert "leak" not in result.verdict
     assert any(s.knob == "mem_fraction_static" for s in result.suggestions)
+
+
+def test_a_trainer_oom_after_sglangs_release_names_what_the_release_keeps() -> None:
+    """A colocated trainer running out after SGLang's release: the release pauses only what
+    torch_memory_saver allocated, and an SWA model's KV pools were made outside it."""
+    text = (
+        "After /release_memory_occupation the trainer's model init fails with CUDA out of "
+        "memory on every rank.\n"
+    )
+    result = diagnose_paste(text)
+    assert result.outcome == "oom"
+    said = [f.message for f in result.findings if "release of its memory" in f.message]
+    assert len(said) == 1 and "swa_memory_pool.py" in said[0]
+    assert [s.knob for s in result.suggestions if s.direction == "lower"][:1] == [
+        "mem_fraction_static"
+    ]
+
+
+def test_the_word_release_alone_names_no_release() -> None:
+    result = diagnose_paste("OOM after the new release of our trainer\n")
+    assert not any("release of its memory" in f.message for f in result.findings)
