@@ -189,12 +189,13 @@ RULES: tuple[SizingRule, ...] = (
             "allocated cell = (kv_lora_rank + rope + index_head_dim) x L x e, while the tokens "
             "come from the dsa_indexer_cell (bf16: 1,408 B vs 1,284 B per layer)"
         ),
-        releases=ReleaseRange("0.5.4", "0.5.16"),
+        releases=ReleaseRange("0.5.4", "0.5.19"),
         source=(
             "v0.5.4 mem_cache/memory_pool.py:1574-1584; "
             "v0.5.8 hardware_backend/npu/memory_pool_npu.py:224-235; "
-            "v0.5.16 hardware_backend/npu/memory_pool_npu.py:347-355 (v0.5.23 "
-            "model_executor/pool_configurator.py:575-580 sizes the NPU indexer in bf16)"
+            "v0.5.16 hardware_backend/npu/memory_pool_npu.py:347-355; v0.5.19 :584-594, its "
+            "model_executor/pool_configurator.py still sizing uint8 (v0.5.20 "
+            "model_executor/pool_configurator.py:466-473 sizes the NPU indexer in the KV dtype)"
         ),
     ),
     SizingRule(

@@ -172,7 +172,8 @@ def build_cell(inputs: SizingInputs, settings: Settings, notes: list[str]) -> Ce
             if inputs.version.within(RULE["npu_dsa_pool"]) is None:
                 notes.append(
                     f"release {inputs.version.text} may predate or follow rule 'npu_dsa_pool' "
-                    "(0.5.4 .. 0.5.16; 0.5.23 sizes the NPU indexer in bf16); applied it"
+                    f"({RULE['npu_dsa_pool'].releases.text}; 0.5.20 sizes the NPU indexer in "
+                    "the KV dtype); applied it"
                 )
     target_tokens = full_pool.tokens if full_pool is not None else inputs.logged_tokens
     algo = str(inputs.knobs.get("speculative_algorithm") or "").upper()
