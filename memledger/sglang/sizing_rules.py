@@ -199,6 +199,24 @@ RULES: tuple[SizingRule, ...] = (
         ),
     ),
     SizingRule(
+        id="npu_hybrid_all_layers",
+        title="Ascend backend pools a hybrid model's KV over every layer, sized by full attention",
+        formula=(
+            "allocated cell = sizing cell x num_hidden_layers / full-attention layers (Qwen3-Next:"
+            " L // full_attention_interval); tokens come from the full-attention cell"
+        ),
+        releases=ReleaseRange("0.5.5", "0.5.9"),
+        source=(
+            "v0.5.5 model_executor/model_runner.py:1273-1274 (sized with "
+            "full_attention_layer_ids), :1693-1716 (attention_backend ascend: one pool, "
+            "layer_num=num_effective_layers, before the hybrid branch); v0.5.8 "
+            "model_executor/model_runner_kv_cache_mixin.py:126-131, :397-433; v0.5.9 :486; "
+            "v0.5.10 :478 adds `and not self.mambaish_config`; v0.5.8 "
+            "configs/qwen3_next.py:248-271 (every full_attention_interval-th layer is full "
+            "attention)"
+        ),
+    ),
+    SizingRule(
         id="mamba_ratio_v057",
         title="Mamba requests cap K // 5 (K // 4 with extra_buffer and speculative decoding)",
         formula="ratio = 3 + (1 if extra_buffer and speculative else 2); 1 without radix cache",

@@ -567,3 +567,22 @@ def test_the_npu_dsa_sizing_follows_the_release(dict_args: bool, baseline: bool)
         "may predate or follow rule 'npu_dsa_pool'" in n for n in result.prediction.notes
     )
     assert undecided is not baseline
+
+
+def test_model_config_gives_the_hybrid_sizing_cell_on_the_ascend_backend() -> None:
+    """The capped hybrid startup with --model-config (48 layers, full_attention_interval 4): the
+    sizing cell is the KV line's x 12 / 48 (rule npu_hybrid_all_layers), which reaches the cap;
+    without the config the miss names the rule and what the log lacks."""
+    from memledger.model.model_config import model_dims_from_dict
+
+    text, tokens = _gdn_capped(450_560)
+    config = {"num_hidden_layers": 48, "full_attention_interval": 4, "torch_dtype": "bfloat16"}
+    dims = model_dims_from_dict(config, label="config.json")
+    result = size_log(sizing_inputs(memledger.load_text(text), dims))
+    assert result.mismatch is None
+    assert result.predicted_max_total_num_tokens == tokens
+    assert result.bytes_per_token is not None
+    assert abs(result.bytes_per_token - 12 * 256 * 2 * 2) <= 0.01 * GIB / tokens
+    alone = _result(text)
+    assert alone.mismatch is not None
+    assert "(rule npu_hybrid_all_layers: the Ascend pool holds every layer" in alone.mismatch
