@@ -189,12 +189,31 @@ RULES: tuple[SizingRule, ...] = (
             "allocated cell = (kv_lora_rank + rope + index_head_dim) x L x e, while the tokens "
             "come from the dsa_indexer_cell (bf16: 1,408 B vs 1,284 B per layer)"
         ),
-        releases=ReleaseRange("0.5.4", "0.5.16"),
+        releases=ReleaseRange("0.5.4", "0.5.19"),
         source=(
             "v0.5.4 mem_cache/memory_pool.py:1574-1584; "
             "v0.5.8 hardware_backend/npu/memory_pool_npu.py:224-235; "
-            "v0.5.16 hardware_backend/npu/memory_pool_npu.py:347-355 (v0.5.23 "
-            "model_executor/pool_configurator.py:575-580 sizes the NPU indexer in bf16)"
+            "v0.5.16 hardware_backend/npu/memory_pool_npu.py:347-355; v0.5.19 :584-594, its "
+            "model_executor/pool_configurator.py still sizing uint8 (v0.5.20 "
+            "model_executor/pool_configurator.py:466-473 sizes the NPU indexer in the KV dtype)"
+        ),
+    ),
+    SizingRule(
+        id="npu_hybrid_all_layers",
+        title="Ascend backend pools a hybrid model's KV over every layer, sized by full attention",
+        formula=(
+            "allocated cell = sizing cell x num_hidden_layers / full-attention layers (Qwen3-Next:"
+            " L // full_attention_interval); tokens come from the full-attention cell"
+        ),
+        releases=ReleaseRange("0.5.5", "0.5.9"),
+        source=(
+            "v0.5.5 model_executor/model_runner.py:1273-1274 (sized with "
+            "full_attention_layer_ids), :1693-1716 (attention_backend ascend: one pool, "
+            "layer_num=num_effective_layers, before the hybrid branch); v0.5.8 "
+            "model_executor/model_runner_kv_cache_mixin.py:126-131, :397-433; v0.5.9 :486; "
+            "v0.5.10 :478 adds `and not self.mambaish_config`; v0.5.8 "
+            "configs/qwen3_next.py:248-271 (every full_attention_interval-th layer is full "
+            "attention)"
         ),
     ),
     SizingRule(

@@ -89,6 +89,33 @@ def npu_dsa_layers(inputs: SizingInputs, alloc: float, half: float) -> int | Non
     return layers
 
 
+def _npu_hybrid_all_layers(inputs: SizingInputs, pool: KVPool, notes: list[str]) -> bool:
+    """Rule npu_hybrid_all_layers: an Ascend-backend hybrid (Mamba/GDN) model's KV pool holds
+    every layer while SGLang sized it over the full-attention ones; a note says so, and what
+    the log lacks for the sizing cell (the layer split is in --model-config)."""
+    if (
+        inputs.mamba is None
+        or pool.combined
+        or inputs.knobs.get("attention_backend") != "ascend"
+        or inputs.version.within(RULE["npu_hybrid_all_layers"]) is False
+    ):
+        return False
+    rule = RULE["npu_hybrid_all_layers"]
+    if inputs.version.within(rule) is None:
+        notes.append(
+            f"release {inputs.version.text} may predate or follow rule 'npu_hybrid_all_layers' "
+            f"({rule.releases.text}; 0.5.10 pools a hybrid model's full-attention layers only)"
+            "; applied it"
+        )
+    if inputs.full_attention_layers is None:
+        notes.append(
+            "rule npu_hybrid_all_layers: the Ascend pool holds every layer, SGLang sized it "
+            "over the full-attention layers, which the log does not count (--model-config with "
+            "full_attention_interval gives them); the KV line's cell is divided"
+        )
+    return True
+
+
 def dsa_sizing_cell(layers: int, elem: float) -> int:
     """Rule dsa_indexer_cell: the latent and rope in the KV dtype, the indexer as uint8 + scales."""
     indexer = DSA_INDEX_HEAD_DIM + DSA_INDEX_HEAD_DIM // DSA_QUANT_BLOCK * DSA_SCALE_BYTES
@@ -172,8 +199,21 @@ def build_cell(inputs: SizingInputs, settings: Settings, notes: list[str]) -> Ce
             if inputs.version.within(RULE["npu_dsa_pool"]) is None:
                 notes.append(
                     f"release {inputs.version.text} may predate or follow rule 'npu_dsa_pool' "
-                    "(0.5.4 .. 0.5.16; 0.5.23 sizes the NPU indexer in bf16); applied it"
+                    f"({RULE['npu_dsa_pool'].releases.text}; 0.5.20 sizes the NPU indexer in "
+                    "the KV dtype); applied it"
                 )
+        elif _npu_hybrid_all_layers(inputs, first, notes):
+            split = inputs.full_attention_layers
+            if split is not None:
+                full_layers, all_layers = split
+                alloc = value
+                value, half = value * full_layers / all_layers, half * full_layers / all_layers
+                note = (
+                    f"Ascend hybrid pool: allocated {alloc:,.0f} B over all {all_layers} layers, "
+                    f"sized over the {full_layers} full-attention layers (rule "
+                    "npu_hybrid_all_layers, --model-config)"
+                )
+                notes.append(note)
     target_tokens = full_pool.tokens if full_pool is not None else inputs.logged_tokens
     algo = str(inputs.knobs.get("speculative_algorithm") or "").upper()
     if inputs.draft_kv and inputs.version.within(RULE["draft_in_cell"]):

@@ -134,6 +134,9 @@ class SizingInputs:
     """How many prefill/piecewise graph sizes the first such capture line lists."""
     logged_rest: Reading | None = None
     """`The available memory for KV cache is X GB` (Ascend builds print SGLang's rest)."""
+    full_attention_layers: tuple[int, int] | None = None
+    """(full-attention layers, num_hidden_layers) from --model-config's full_attention_interval
+    (a hybrid GDN model; rule npu_hybrid_all_layers); None without them."""
     snapshot_056_057: bool = False
     """Its server_args hold fields of 0.5.6.post2 and of 0.5.7 together (no release does): a
     build between the two (sizing_rules.SNAPSHOT_056_057_SERVER_ARGS, rule npu_spec_headroom)."""
@@ -460,6 +463,7 @@ def sizing_inputs(
         model_type=model_type if isinstance(model_type, str) else None,
         logged_prefill_graph_sizes=prefill_sizes,
         free_last=free_last,
+        full_attention_layers=_full_attention_layers(model),
         snapshot_056_057=all(name in startup.server_args for name in SNAPSHOT_056_057_SERVER_ARGS),
         ranks_seen=sum(
             1
@@ -472,6 +476,17 @@ def sizing_inputs(
         printed_fraction=_printed_fraction(fraction_event),
         gpu_capacity=gpu_capacity(events),
     )
+
+
+def _full_attention_layers(model: ModelDims | None) -> tuple[int, int] | None:
+    """A hybrid GDN config's full-attention layers: every full_attention_interval-th of
+    num_hidden_layers (v0.5.8 configs/qwen3_next.py:248-271)."""
+    if model is None or not model.num_hidden_layers:
+        return None
+    interval = model.extra.get("full_attention_interval")
+    if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+        return None
+    return model.num_hidden_layers // interval, model.num_hidden_layers
 
 
 def _printed_fraction(event: Event | None) -> PrintedFraction | None:

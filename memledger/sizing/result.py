@@ -127,6 +127,12 @@ def _cap_reason(inputs: SizingInputs, pred: Prediction, logged: int, head: str) 
             "that: the build sized with a smaller cell than it allocates, which the log does "
             "not print"
         )
+    if any(note.startswith("rule npu_hybrid_all_layers") for note in pred.notes):
+        text += (
+            " (rule npu_hybrid_all_layers: the Ascend pool holds every layer, SGLang sized it "
+            "over the full-attention ones; --model-config with full_attention_interval counts "
+            "them)"
+        )
     return text
 
 

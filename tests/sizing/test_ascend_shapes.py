@@ -518,3 +518,71 @@ def test_a_dsa_pool_wider_than_sized_is_not_over_the_budget() -> None:
     assert "this log prints no rest of its own (rule npu_printed_rest; it shows 1 rank)" in (
         result.mismatch
     )
+
+
+def _dsa_dated(*, dict_args: bool, baseline: bool) -> tuple[str, int, int]:
+    """A DeepSeek-V3.2 Ascend startup without a rest line, dated by its formats: `Init torch
+    distributed ends. elapsed=` (0.5.9 - 0.5.20), a dict server_args (0.5.19 on), a `Memory
+    baseline taken` line (0.5.21 on), the load end's `elapsed=` without `dtype=` (0.5.10 on).
+    Its logged count is what the rule of its release gives."""
+    sized, alloc = 61 * (576 * 2 + 132), 61 * 704 * 2
+    rest = round(28.93 * GIB) - round(round(60.78 * GIB) * (1 - 0.79))
+    cell = alloc if baseline else sized
+    tokens = _floor(rest // cell)
+    fields = _npu_args(mem_fraction_static=0.79, tp_size=16)
+    args = f"server_args={fields!r}" if dict_args else _args(fields)
+    text = _log(
+        [
+            args,
+            "Memory baseline taken. mem usage=0.00 GB"
+            if baseline
+            else "Init torch distributed ends. elapsed=10.00 s, mem usage=0.00 GB",
+            "Load weight begin. avail mem=60.78 GB",
+            "Load weight end. elapsed=120.00 s, type=DeepseekV32ForCausalLM, "
+            "avail mem=28.93 GB, mem usage=31.85 GB.",
+            f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {tokens}, "
+            f"KV size: {_gb((tokens + PAGE) * alloc)} GB",
+            "Memory pool end. avail mem=11.20 GB",
+            f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384,"
+            " max_running_requests=64, context_len=163840, available_gpu_mem=9.80 GB",
+        ],
+        tag="TP0",
+    )
+    return text, tokens, cell
+
+
+@pytest.mark.parametrize(("dict_args", "baseline"), [(True, False), (False, True)])
+def test_the_npu_dsa_sizing_follows_the_release(dict_args: bool, baseline: bool) -> None:
+    """0.5.19 still sizes the NPU DSA pool with the uint8 indexer while allocating it in bf16
+    (rule npu_dsa_pool, v0.5.19 hardware_backend/npu/memory_pool_npu.py:584-594); 0.5.20 sizes it
+    in the KV dtype (v0.5.20 model_executor/pool_configurator.py:466-473). A 0.5.19 - 0.5.20 log
+    is sized by the rule (said so), a 0.5.21+ one by the allocated cell."""
+    text, tokens, cell = _dsa_dated(dict_args=dict_args, baseline=baseline)
+    result = _result(text)
+    assert result.mismatch is None
+    assert result.predicted_max_total_num_tokens == tokens
+    assert result.bytes_per_token is not None
+    assert abs(result.bytes_per_token - cell) <= 0.01 * GIB / tokens
+    undecided = any(
+        "may predate or follow rule 'npu_dsa_pool'" in n for n in result.prediction.notes
+    )
+    assert undecided is not baseline
+
+
+def test_model_config_gives_the_hybrid_sizing_cell_on_the_ascend_backend() -> None:
+    """The capped hybrid startup with --model-config (48 layers, full_attention_interval 4): the
+    sizing cell is the KV line's x 12 / 48 (rule npu_hybrid_all_layers), which reaches the cap;
+    without the config the miss names the rule and what the log lacks."""
+    from memledger.model.model_config import model_dims_from_dict
+
+    text, tokens = _gdn_capped(450_560)
+    config = {"num_hidden_layers": 48, "full_attention_interval": 4, "torch_dtype": "bfloat16"}
+    dims = model_dims_from_dict(config, label="config.json")
+    result = size_log(sizing_inputs(memledger.load_text(text), dims))
+    assert result.mismatch is None
+    assert result.predicted_max_total_num_tokens == tokens
+    assert result.bytes_per_token is not None
+    assert abs(result.bytes_per_token - 12 * 256 * 2 * 2) <= 0.01 * GIB / tokens
+    alone = _result(text)
+    assert alone.mismatch is not None
+    assert "(rule npu_hybrid_all_layers: the Ascend pool holds every layer" in alone.mismatch

@@ -1219,3 +1219,41 @@ def test_spec_headroom_is_for_the_eagle_family_and_standalone() -> None:
     for algorithm in ("EAGLE", "NEXTN", "EAGLE3", "STANDALONE"):
         assert tokens(algorithm) == plain + 10 * 2 + 10 * 3 + 100
     assert tokens("NGRAM") == plain
+
+
+def _ascend_hybrid(version: str, layers: tuple[int, int] | None) -> SizingInputs:
+    """A hybrid GDN model on the Ascend backend: 80 Mamba slots of 18 MiB (radix cache off), one
+    KV line allocated over all 48 layers (48 x 1,024 B/token, 12 of them full attention)."""
+    read = inputs(
+        version=(version, version),
+        p=60.0,
+        a=40.0,
+        knobs={
+            "attention_backend": "ascend",
+            "device": "npu",
+            "disable_radix_cache": True,
+            "max_running_requests": 80,
+        },
+        target=[pool(100_000, 48 * 1024)],
+        mamba=_mamba(80, 18 * MIB),
+    )
+    return replace(read, full_attention_layers=layers)
+
+
+def test_rule_npu_hybrid_all_layers() -> None:
+    """0.5.5 - 0.5.9 pool a hybrid model's KV over every layer on the Ascend backend while the
+    tokens come from the full-attention layers (v0.5.8 model_executor/
+    model_runner_kv_cache_mixin.py:126-131, :397-433); 0.5.10 pools the full-attention layers
+    only (:478). --model-config's full_attention_interval gives the split; without it a note
+    says what is missing and the KV line's cell is divided."""
+    rest = gib(40 - 60 * 0.2) - 80 * 18 * MIB
+    split = predict(_ascend_hybrid("0.5.8", (12, 48)))
+    assert split.cell_bytes == pytest.approx(12 * 1024, rel=1e-4)
+    assert split.tokens == rest // (12 * 1024)
+    assert split.kv_bytes == pytest.approx((split.tokens + 1) * 48 * 1024, rel=1e-4)  # allocated
+    unknown = predict(_ascend_hybrid("0.5.8", None))
+    assert unknown.tokens == rest // (48 * 1024)
+    assert any(n.startswith("rule npu_hybrid_all_layers") for n in unknown.notes)
+    fixed = predict(_ascend_hybrid("0.5.10", (12, 48)))  # pool and sizing agree again
+    assert fixed.cell_bytes == pytest.approx(48 * 1024, rel=1e-4)
+    assert not any("npu_hybrid_all_layers" in n for n in fixed.notes)
