@@ -207,7 +207,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     )
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
-        found, lever = dp_auto_fraction(evidence)  # sglang#28884
+        found, lever = dp_auto_fraction(evidence)  # the automatic fraction under DP attention
         extra, suggestions = extra + found, _fraction_first(suggestions, lever)
     elif site is not None:
         extra, suggestions = site
@@ -337,8 +337,8 @@ def _squeezed(
 
 def _large_gpu_reserve(evidence: Evidence) -> tuple[list[Finding], Suggestion | None]:
     """A serving OOM on a GPU the log shows is over 96 GiB, with less outside the KV pool than
-    SGLang's own default keeps there (sglang#5893): the finding, and the fraction that restores
-    that reserve when it has a value."""
+    SGLang's own default keeps there (reserve.default_reserve): the finding, and the fraction
+    that restores that reserve when it has a value."""
     outside = outside_pool(evidence)
     if outside is None or not outside.known_large:  # only where the log shows such a GPU
         return [], None

@@ -170,9 +170,9 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
 
 def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     """Startup done with some memory free, but less outside the KV pool than SGLang's own default
-    keeps there at this release, on a GPU over 96 GiB: the headroom sglang#5893's H200s ran out
-    of while serving. A note (the startup survived) whose lever is conditional on a later OOM;
-    conditional on the release where the log's is not one the reserve can be computed for."""
+    keeps there at this release, on a GPU over 96 GiB: the headroom serving batches run out of.
+    A note (the startup survived) whose lever is conditional on a later OOM; conditional on the
+    release where the log's is not one the reserve can be computed for."""
     after = _free_after_startup(evidence)
     if after is None or after[0] < ZERO_HEADROOM:
         return [], []

@@ -78,7 +78,8 @@ class DefaultReserve:
 
 def outside_pool(evidence: Evidence) -> Outside | None:
     """The memory left outside the KV pool, or None where the log cannot say or the GPU is
-    known to be 96 GiB or smaller (the headroom check is for large GPUs, sglang#5893)."""
+    known to be 96 GiB or smaller (SGLang's 0.4.x default keeps a fixed reserve only above that:
+    v0.4.6.post2 server_args.py:241)."""
     pre = evidence.budget.pre_load
     if pre is not None and pre.avail_bytes <= LARGE_GPU_BYTES:
         return None
