@@ -10,7 +10,6 @@ Modules:
   working).
 - `crash`: Crashes with a known cause that is not GPU memory.
 - `evidence`: What a parsed startup and its ledger say about a failure.
-- `forward`: One allocation of tens of GiB while much memory is still free.
 - `health`: Memory problems a startup can survive (graphs over SGLang's plan among them).
 - `levers`: Levers with values for an OOM after the pool, the way SGLang maintainers answer these
   threads.
@@ -23,9 +22,10 @@ Modules:
   at each, and mentions that place or explain a failure, answered through the lifecycle model.
 - `reserve`: What a startup left outside its KV pool, against what SGLang's own default keeps there
   at the log's release.
+- `sites`: Allocations whose own site answers the OOM: the request-to-token table, one larger than
+  the GPU, a long prefill's working set.
 - `stages`: The lifecycle model's levers for a shortfall without numbers, and the embedding
   framework's names for them.
-- `table`: The request-to-token table.
 - `verdicts`: The verdict of an OOM whose levers have no value (the paste lacks the numbers).
 - `vllm`: Why a vLLM startup failed.
 """
@@ -39,7 +39,6 @@ from typing import Any
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
 from memledger.diagnosis.evidence import Evidence, gather
-from memledger.diagnosis.forward import oversized_forward
 from memledger.diagnosis.health import (
     free_rose_after_pool,
     graph_memory,
@@ -88,13 +87,13 @@ from memledger.diagnosis.pools import (
 )
 from memledger.diagnosis.reported import mention_answer, mentioned_phase, squeezed
 from memledger.diagnosis.reserve import outside_pool
+from memledger.diagnosis.sites import larger_than_gpu, oversized_forward, req_to_token_oom
 from memledger.diagnosis.stages import (
     embedding_framework,
     in_framework,
     in_framework_words,
     stage_levers,
 )
-from memledger.diagnosis.table import larger_than_gpu, req_to_token_oom
 from memledger.diagnosis.verdicts import (
     absent,
     load_deficit,
@@ -208,7 +207,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     )
     if evidence.refusal is not None:
         extra, suggestions = kv_refusal(evidence)
-        found, lever = dp_auto_fraction(evidence)  # sglang#28884
+        found, lever = dp_auto_fraction(evidence)  # the automatic fraction under DP attention
         extra, suggestions = extra + found, _fraction_first(suggestions, lever)
     elif site is not None:
         extra, suggestions = site
@@ -338,8 +337,8 @@ def _squeezed(
 
 def _large_gpu_reserve(evidence: Evidence) -> tuple[list[Finding], Suggestion | None]:
     """A serving OOM on a GPU the log shows is over 96 GiB, with less outside the KV pool than
-    SGLang's own default keeps there (sglang#5893): the finding, and the fraction that restores
-    that reserve when it has a value."""
+    SGLang's own default keeps there (reserve.default_reserve): the finding, and the fraction
+    that restores that reserve when it has a value."""
     outside = outside_pool(evidence)
     if outside is None or not outside.known_large:  # only where the log shows such a GPU
         return [], None

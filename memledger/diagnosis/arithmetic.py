@@ -21,6 +21,11 @@ def next_power_of_two(value: float) -> int:
     return 1 << max(0, math.ceil(math.log2(value))) if value > 1 else 1
 
 
+def power_of_two_below(n: int) -> int | None:
+    """The largest power of two below n (8192 for 13938 and for 16384), None below 2."""
+    return 1 << ((n - 1).bit_length() - 1) if n >= 2 else None
+
+
 def g(byte_count: int | float | None) -> str:
     """`2.40 GiB`."""
     return "an unknown amount" if byte_count is None else f"{byte_count / GIB:.2f} GiB"

@@ -12,7 +12,12 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import graph_cap_knob, kv_cap_lever
 from memledger.diagnosis.memory import lower_mfs
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
-from memledger.diagnosis.reserve import default_reserve, outside_pool, sglang_default
+from memledger.diagnosis.reserve import (
+    RESERVE_SOURCE,
+    default_reserve,
+    outside_pool,
+    sglang_default,
+)
 from memledger.diagnosis.stages import model_lever, stage_levers
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
@@ -20,8 +25,6 @@ from memledger.sglang.failure_rules import (
     DRAFT_OWN_HEAD_TYPE,
     GRAPH_MEMORY_NOTE_GIB,
     HEADROOM_DOCS_CAP_GIB,
-    LARGE_GPU_RESERVE_CITATION,
-    LARGE_GPU_RESERVE_GIB,
     LATE_RELEASE_CAUSE,
     MAX_REQ_INPUT_LEN_SOURCES,
     SUMMARY_LINE_SOURCES,
@@ -167,9 +170,9 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
 
 def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     """Startup done with some memory free, but less outside the KV pool than SGLang's own default
-    keeps there at this release, on a GPU over 96 GiB: the headroom sglang#5893's H200s ran out
-    of while serving. A note (the startup survived) whose lever is conditional on a later OOM;
-    conditional on the release where the log's is not one the reserve can be computed for."""
+    keeps there at this release, on a GPU over 96 GiB: the headroom serving batches run out of.
+    A note (the startup survived) whose lever is conditional on a later OOM; conditional on the
+    release where the log's is not one the reserve can be computed for."""
     after = _free_after_startup(evidence)
     if after is None or after[0] < ZERO_HEADROOM:
         return [], []
@@ -221,10 +224,9 @@ def large_gpu_reserve(
     )
     if reserve.condition:
         reason = (
-            f"SGLang's default keeps {LARGE_GPU_RESERVE_GIB} GiB outside the static pool on a GPU "
-            "over 96 GiB (15 GB for activations + 3 GB for the bs-256 graphs; "
-            f"{LARGE_GPU_RESERVE_CITATION}), or serving batches run out of memory: {g(missing)} "
-            "must move"
+            f"SGLang's default keeps {reserve.shown} outside the static pool on a GPU over 96 GiB "
+            f"(15 GB for activations + 3 GB for the bs-256 graphs; {RESERVE_SOURCE}), or serving "
+            f"batches run out of memory: {g(missing)} must move"
         )
     else:
         reason = (

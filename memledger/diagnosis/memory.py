@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import math
 
-from memledger.diagnosis.arithmetic import above_step, floor_step, g, gib_ceil, next_power_of_two
+from memledger.diagnosis.arithmetic import (
+    above_step,
+    floor_step,
+    g,
+    gib_ceil,
+    next_power_of_two,
+    power_of_two_below,
+)
 from memledger.diagnosis.evidence import Evidence, frames_of, innermost_sglang_frame
 from memledger.diagnosis.levers import (
     failed_in_prefill,
@@ -496,11 +503,6 @@ def _half(value: int | None) -> int | None:
 
 def _knobs(suggestions: list[Suggestion]) -> set[str]:
     return {s.knob for s in suggestions}
-
-
-def power_of_two_below(n: int) -> int | None:
-    """The largest power of two below n (8192 for 13938 and for 16384), None below 2."""
-    return 1 << ((n - 1).bit_length() - 1) if n >= 2 else None
 
 
 def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:

@@ -18,14 +18,13 @@ from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, FindingId, Severity
 from memledger.model.events import EventKind
+from memledger.sglang.backend_defaults import LARGE_GPU_MFS_RULES, LARGE_GPU_RESERVE_MIB
 from memledger.sglang.failure_rules import (
     LARGE_GPU_CONTEXT_ALLOWANCE_GIB,
     LARGE_GPU_MIB,
-    LARGE_GPU_RESERVE_CITATION,
-    LARGE_GPU_RESERVE_GIB,
-    LARGE_GPU_RESERVE_RELEASES,
 )
 from memledger.sglang.mfs_defaults import LAST_BUCKETS
+from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.defaults import DefaultMfs, capacity_pieces, default_mem_fraction_static
 from memledger.sizing.inputs import SizingInputs
@@ -33,6 +32,11 @@ from memledger.sizing.settings import base_settings
 from memledger.units import GIB, MIB
 
 LARGE_GPU_BYTES = LARGE_GPU_MIB * MIB
+RESERVE_RULES = tuple(r for r in LARGE_GPU_MFS_RULES if r.id.startswith("mfs_large_gpu_48g"))
+"""The sizing model's 0.4.x rules that keep LARGE_GPU_RESERVE_MIB (18 GiB) or more outside the
+static pool on a GPU over 96 GiB: mfs = min(0.88 + 48 GiB x 0.12 / G, (G - 18 GiB) / G)."""
+RESERVE_RELEASES = f"{RESERVE_RULES[0].releases[0]} - {RESERVE_RULES[-1].releases[-1]}"
+RESERVE_SOURCE = "; ".join(rule.source for rule in RESERVE_RULES)
 ALLOWANCE_BYTES = LARGE_GPU_CONTEXT_ALLOWANCE_GIB * GIB
 
 
@@ -74,7 +78,8 @@ class DefaultReserve:
 
 def outside_pool(evidence: Evidence) -> Outside | None:
     """The memory left outside the KV pool, or None where the log cannot say or the GPU is
-    known to be 96 GiB or smaller (the headroom check is for large GPUs, sglang#5893)."""
+    known to be 96 GiB or smaller (SGLang's 0.4.x default keeps a fixed reserve only above that:
+    v0.4.6.post2 server_args.py:241)."""
     pre = evidence.budget.pre_load
     if pre is not None and pre.avail_bytes <= LARGE_GPU_BYTES:
         return None
@@ -126,15 +131,16 @@ def default_reserve(evidence: Evidence) -> DefaultReserve | None:
         if modelled is not None:
             return modelled
     version = inputs.version if inputs is not None else None
-    if version is not None and version.within(RULE["mfs_default_tp_80g"]) is False:
+    codes = {version_code(name) for rule in RESERVE_RULES for name in rule.releases}
+    if version is not None and not any(version.allows(code) for code in codes):
         return None  # the 18 GiB is not this release's rule, and no other can be computed
-    reserve = LARGE_GPU_RESERVE_GIB * GIB
+    reserve = LARGE_GPU_RESERVE_MIB * MIB
     seen = version.text if version is not None else "unknown"
     return DefaultReserve(
         reserve,
         reserve,
-        f"({LARGE_GPU_RESERVE_CITATION})",
-        f"the release is {LARGE_GPU_RESERVE_RELEASES} (this log's: {seen})",
+        f"({RESERVE_SOURCE})",
+        f"the release is {RESERVE_RELEASES} (this log's: {seen})",
     )
 
 

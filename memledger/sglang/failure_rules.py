@@ -1006,16 +1006,6 @@ LARGE_GPU_MIB = 96 * 1024
 """SGLang's "large GPU" bound: above it, its default keeps a fixed reserve outside the static
 pool and captures CUDA graphs up to bs 256 (v0.4.6.post2 server_args.py:241,
 cuda_graph_runner.py:141)."""
-LARGE_GPU_RESERVE_GIB = 18
-"""What SGLang's default leaves outside the static pool on a GPU over LARGE_GPU_MIB: mfs at most
-(gpu_mem - 18 GiB) / gpu_mem, '15 GB + additional 3GB for cuda graph' (v0.4.6.post2
-server_args.py:241-247; https://github.com/sgl-project/sglang/pull/5893: 5.09-5.61 GB left after
-the bs-256 graphs on H200 was not enough for serving)."""
-LARGE_GPU_RESERVE_CITATION = "v0.4.6.post2 server_args.py:241-247, sglang#5893"
-LARGE_GPU_RESERVE_RELEASES = "0.4.6.post2 - 0.4.7"
-"""The releases whose default keeps LARGE_GPU_RESERVE_GIB there (0.4.6 - 0.4.6.post1: 13 GiB,
-v0.4.6 server_args.py:236-238; 0.4.7.post1 on: a reserve per capacity bucket,
-memledger.sglang.mfs_defaults; 0.5.3 on: its reserve formula)."""
 LARGE_GPU_CONTEXT_ALLOWANCE_GIB = 1
 """SGLang's reserve is of the GPU's capacity, which also holds the CUDA context and NCCL's buffers
 the log's free memory no longer shows: a shortfall up to this much is not flagged."""

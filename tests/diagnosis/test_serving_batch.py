@@ -11,7 +11,7 @@ import io
 import pytest
 
 from memledger.diagnosis import Diagnosis
-from memledger.diagnosis.memory import power_of_two_below
+from memledger.diagnosis.arithmetic import power_of_two_below
 from memledger.input.parsing import parse_log
 from memledger.model.events import EventKind
 from tests.conftest import diagnose_paste
