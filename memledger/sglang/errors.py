@@ -701,6 +701,55 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "loading"},
     ),
     ErrorText(
+        "said_capture",
+        # `OOM during cuda graph capture`, `fails when capturing CUDA graphs`: whole phrases
+        # that SGLang's own `Capture cuda graph begin` / `Capturing batches` log lines do not
+        # hold in any case, so those stay quiet (memledger.input.quiet folds case)
+        re.compile(
+            r"capturing cuda graph|capturing CUDA graph|capturing the cuda graph"
+            r"|capturing the CUDA graph|cuda graph capture|CUDA graph capture"
+            r"|CUDA Graph capture|cudagraph capture"
+        ),
+        (
+            "capturing cuda graph",
+            "capturing CUDA graph",
+            "capturing the cuda graph",
+            "capturing the CUDA graph",
+            "cuda graph capture",
+            "CUDA graph capture",
+            "CUDA Graph capture",
+            "cudagraph capture",
+        ),
+        Family.REPORTER,
+        "what people write when it failed while SGLang captured its CUDA graphs (the stage after "
+        "the pools: memledger.sglang.lifecycle MENTIONS)",
+        "the server OOMs during cuda graph capture on the second GPU",
+        kind="reported",
+        values={"mention": "capture"},
+    ),
+    ErrorText(
+        "said_warmup",
+        re.compile(
+            r"during warmup|during the warmup|During warmup|at warmup|in warmup"
+            r"|while warming up|when warming up"
+        ),
+        (
+            "during warmup",
+            "during the warmup",
+            "During warmup",
+            "at warmup",
+            "in warmup",
+            "while warming up",
+            "when warming up",
+        ),
+        Family.REPORTER,
+        "what people write when it failed on the warmup request after startup (memledger.sglang"
+        ".lifecycle MENTIONS)",
+        "it dies with OOM during warmup, after the graphs",
+        kind="reported",
+        values={"mention": "warmup"},
+    ),
+    ErrorText(
         "said_mamba",
         # a hybrid model's Mamba (SSM / linear-attention) state pool, or its size setting
         re.compile(r"(?<![\w.])(?:[Mm]amba|MAMBA)(?![\w=])|max[-_]mamba[-_]cache[-_]size"),

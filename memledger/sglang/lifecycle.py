@@ -389,6 +389,19 @@ MENTIONS: tuple[Mention, ...] = (
         "layers/quantization/fp8.py:840-852), all before the KV pool is sized",
     ),
     Mention(
+        "capture",
+        Phase.GRAPH_CAPTURE,
+        "it failed while SGLang captured its CUDA graphs: the graphs' private pool, largest "
+        "batch first, out of the slack after the KV pool (v0.5.8 "
+        "model_executor/model_runner.py:1979-2016)",
+    ),
+    Mention(
+        "warmup",
+        Phase.WARMUP,
+        "it failed on the warmup request: its activations, out of the slack after the graphs "
+        "(v0.5.8 entrypoints/http_server.py:1496)",
+    ),
+    Mention(
         "mamba",
         Phase.MEMORY_POOL,
         "a hybrid model's Mamba state pool: one slot of conv and SSM state a request "

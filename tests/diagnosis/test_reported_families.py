@@ -166,3 +166,38 @@ def test_a_trainer_oom_after_sglangs_release_names_what_the_release_keeps() -> N
 def test_the_word_release_alone_names_no_release() -> None:
     result = diagnose_paste("OOM after the new release of our trainer\n")
     assert not any("release of its memory" in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    ("text", "phase", "knob"),
+    [
+        ("The server OOMs during cuda graph capture on the second GPU.\n", Phase.GRAPH_CAPTURE,
+         "cuda_graph_max_bs"),
+        ("It fails with CUDA out of memory when capturing CUDA graphs.\n",
+         Phase.GRAPH_CAPTURE, "cuda_graph_max_bs"),
+        ("It dies with OOM during warmup, right after startup.\n", Phase.WARMUP,
+         "chunked_prefill_size"),
+    ],
+)  # fmt: skip
+def test_a_failure_said_to_come_at_capture_or_warmup_is_placed_there(
+    text: str, phase: Phase, knob: str
+) -> None:
+    result = diagnose_paste(text)
+    assert (result.outcome, result.phase) == ("oom", phase)
+    assert knob in {s.knob for s in result.suggestions}
+
+
+def test_sglangs_own_capture_lines_stay_quiet_and_name_no_capture_in_prose() -> None:
+    """`Capture cuda graph begin` and `Capturing batches` are log lines the line table reads:
+    none of the prose phrases is in them, in any case (the quiet-line test folds case)."""
+    from memledger.input.quiet import READER_WORDS
+
+    lines = (
+        "Capture cuda graph begin. This can take up to several minutes. avail mem=10.11 GB",
+        "Capturing batches (bs=16 avail_mem=13.46 GB):   0%|          | 0/6 [00:00<?, ?it/s]",
+        "Capture cuda graph bs [1, 2, 4, 8]",
+    )
+    for line in lines:
+        assert BY_NAME["said_capture"].find(line) is None
+        phrases = [w for w in READER_WORDS if "captur" in w.lower()]
+        assert phrases and not any(w.lower() in line.lower() for w in phrases)
