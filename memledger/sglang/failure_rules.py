@@ -491,6 +491,26 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
         Phase.RESUME,
         "v0.5.23 utils/torch_memory_saver_adapter.py:76",
     ),
+    # the embedding frameworks' own calls that resume SGLang's memory (memledger.sglang.frameworks)
+    _F(
+        "wake_up",
+        "sglang_rollout/async_sglang_server",
+        Phase.RESUME,
+        "verl-project/verl@1dda039 verl/workers/rollout/sglang_rollout/async_sglang_server.py:480",
+    ),
+    _F("onload", "ray/rollout.py", Phase.RESUME, "THUDM/slime@624b824 slime/ray/rollout.py:211"),
+    _F(
+        "onload_weights",
+        "ray/rollout.py",
+        Phase.RESUME,
+        "THUDM/slime@624b824 slime/ray/rollout.py:343",
+    ),
+    _F(
+        "load_states",
+        "strategy/sglang_strategy",
+        Phase.RESUME,
+        "alibaba/ROLL@8eb27cc roll/distributed/strategy/sglang_strategy.py:359",
+    ),
     # the serving loop: a batch being scheduled, run, sampled (or the warmup request). These
     # frames are weaker than any startup frame above (memledger.diagnosis.phase): the serving
     # loop calls no startup step, so a startup frame in the same traceback is where it failed
