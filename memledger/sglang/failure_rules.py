@@ -319,6 +319,22 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
     _F(
         "init_attention_backend", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1596"
     ),
+    # the model's own attention-side modules, built with the model: a vision tower's attention,
+    # Mamba mixers, linear-attention norms, a sparse-attention indexer (not backends)
+    _F("__init__", "layers/attention/vision", Phase.LOAD, "v0.5.8 layers/attention/vision.py:520"),
+    _F(
+        "__init__",
+        "layers/attention/mamba/",
+        Phase.LOAD,
+        "v0.5.8 layers/attention/mamba/mamba.py:126",
+    ),
+    _F("__init__", "layers/attention/fla/", Phase.LOAD, "v0.5.8 layers/attention/fla/kda.py:438"),
+    _F(
+        "__init__",
+        "layers/attention/nsa/nsa_indexer",
+        Phase.LOAD,
+        "v0.5.8 layers/attention/nsa/nsa_indexer.py:128",
+    ),
     # an attention backend's constructor allocating its workspace (v0.5.8
     # layers/attention/flashinfer_backend.py:196-206; aiter_backend.py, sglang PR #20888)
     _F(
