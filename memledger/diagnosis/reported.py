@@ -5,12 +5,13 @@ through the lifecycle model (memledger.sglang.lifecycle: MENTIONS, squeeze_lever
 from __future__ import annotations
 
 from memledger.diagnosis.arithmetic import g
-from memledger.diagnosis.evidence import Evidence
+from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.stages import lever_suggestion
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
 from memledger.sglang.lifecycle import (
+    FRAME_MENTIONS,
     MENTION,
     SETTING_MENTION_FIXED,
     SETTING_MENTIONS,
@@ -34,9 +35,12 @@ def typed(evidence: Evidence, knob: str) -> list[tuple[float, str, str]]:
 
 
 def mentions(evidence: Evidence) -> list[Mention]:
-    """What the paste names, once each in the table's order, and what its settings make
-    (lifecycle.SETTING_MENTIONS: speculative decoding, a DFLASH draft under DP attention)."""
+    """What the paste names, once each in the table's order, what its failing frames make
+    (lifecycle.FRAME_MENTIONS) and what its settings make (lifecycle.SETTING_MENTIONS:
+    speculative decoding, a DFLASH draft under DP attention)."""
     named = {str(e.values.get("mention")) for e in evidence.reported}
+    frames = frames_of(evidence.traceback) if evidence.traceback is not None else []
+    named |= {name for f in frames for part, name in FRAME_MENTIONS.items() if part in f.path}
     version = evidence.sizing.version if evidence.sizing is not None else None
     for name, settings in SETTING_MENTIONS.items():
         fixed = SETTING_MENTION_FIXED.get(name)

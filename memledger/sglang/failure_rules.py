@@ -319,6 +319,22 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
     _F(
         "init_attention_backend", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1596"
     ),
+    # the model's own attention-side modules, built with the model: a vision tower's attention,
+    # Mamba mixers, linear-attention norms, a sparse-attention indexer (not backends)
+    _F("__init__", "layers/attention/vision", Phase.LOAD, "v0.5.8 layers/attention/vision.py:520"),
+    _F(
+        "__init__",
+        "layers/attention/mamba/",
+        Phase.LOAD,
+        "v0.5.8 layers/attention/mamba/mamba.py:126",
+    ),
+    _F("__init__", "layers/attention/fla/", Phase.LOAD, "v0.5.8 layers/attention/fla/kda.py:438"),
+    _F(
+        "__init__",
+        "layers/attention/nsa/nsa_indexer",
+        Phase.LOAD,
+        "v0.5.8 layers/attention/nsa/nsa_indexer.py:128",
+    ),
     # an attention backend's constructor allocating its workspace (v0.5.8
     # layers/attention/flashinfer_backend.py:196-206; aiter_backend.py, sglang PR #20888)
     _F(
@@ -334,6 +350,13 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
         "v0.5.23 model_executor/model_runner.py:1105",
     ),
     _F("init_all_attention_backends", "", Phase.AFTER_POOL, "v0.5.23 managers/scheduler.py:1113"),
+    _F("init_flashinfer", "", Phase.AFTER_POOL, "v0.2.13 model_executor/model_runner.py:294"),
+    _F(
+        "init_flash_infer",
+        "",
+        Phase.AFTER_POOL,
+        "v0.1.18 managers/controller/model_runner.py:384",
+    ),
     _F("kernel_warmup", "", Phase.AFTER_POOL, "v0.5.8 model_executor/model_runner.py:1688"),
     # v0.5.23's kernel warmup and autotune (DeepGEMM's among them) run once from the first
     # graph runner's capture, before its graphs (model_executor/runner/base_runner.py:253-297)
@@ -484,6 +507,26 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
         Phase.RESUME,
         "v0.5.23 utils/torch_memory_saver_adapter.py:76",
     ),
+    # the embedding frameworks' own calls that resume SGLang's memory (memledger.sglang.frameworks)
+    _F(
+        "wake_up",
+        "sglang_rollout/async_sglang_server",
+        Phase.RESUME,
+        "verl-project/verl@1dda039 verl/workers/rollout/sglang_rollout/async_sglang_server.py:480",
+    ),
+    _F("onload", "ray/rollout.py", Phase.RESUME, "THUDM/slime@624b824 slime/ray/rollout.py:211"),
+    _F(
+        "onload_weights",
+        "ray/rollout.py",
+        Phase.RESUME,
+        "THUDM/slime@624b824 slime/ray/rollout.py:343",
+    ),
+    _F(
+        "load_states",
+        "strategy/sglang_strategy",
+        Phase.RESUME,
+        "alibaba/ROLL@8eb27cc roll/distributed/strategy/sglang_strategy.py:359",
+    ),
     # the serving loop: a batch being scheduled, run, sampled (or the warmup request). These
     # frames are weaker than any startup frame above (memledger.diagnosis.phase): the serving
     # loop calls no startup step, so a startup frame in the same traceback is where it failed
@@ -519,43 +562,61 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
     ),
     _F(
         "forward",
-        "model_executor/model_runner",
+        "model_runner.py",
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2221",
     ),
     _F(
         "_forward_raw",
-        "model_executor/model_runner",
+        "model_runner.py",
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2277",
     ),
     _F(
         "forward_extend",
-        "model_executor/model_runner",
+        "model_runner.py",
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2151",
     ),
     _F(
         "forward_decode",
-        "model_executor/model_runner",
+        "model_runner.py",
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2128",
     ),
     _F(
         "sample",
-        "model_executor/model_runner",
+        "model_runner.py",
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2362",
     ),
     _F(
         "compute_logprobs_only",
-        "model_executor/model_runner",
+        "model_runner.py",
         Phase.SERVING,
         "v0.5.8 model_executor/model_runner.py:2400",
     ),
     # the sampler runs on a served batch (model_runner.sample), and under a draft's capture or
     # the sampling prewarm, whose frames outrank it
     _F("forward", "layers/sampler", Phase.SERVING, "v0.5.8 layers/sampler.py:67"),
+    # releases 0.1-0.2: the tensor-parallel server's loop (managers/controller/tp_worker.py in
+    # 0.1.x) and the model runner's prefill
+    _F("exposed_step", "tp_worker", Phase.SERVING, "v0.2.13 managers/tp_worker.py:202"),
+    _F("forward_step", "tp_worker", Phase.SERVING, "v0.2.13 managers/tp_worker.py:229"),
+    _F("forward_prefill_batch", "tp_worker", Phase.SERVING, "v0.2.13 managers/tp_worker.py:439"),
+    _F(
+        "forward_fill_batch",
+        "tp_worker",
+        Phase.SERVING,
+        "v0.1.18 managers/controller/tp_worker.py:437",
+    ),
+    _F("forward_decode_batch", "tp_worker", Phase.SERVING, "v0.2.13 managers/tp_worker.py:573"),
+    _F(
+        "forward_prefill",
+        "model_runner.py",
+        Phase.SERVING,
+        "v0.1.18 managers/controller/model_runner.py:417",
+    ),
     # a decode batch retracting requests for room (v0.5.8 managers/schedule_batch.py:3451), a PD
     # decode worker pre-allocating for a request in transfer
     _F("retract_decode", "", Phase.SERVING, "v0.5.8 managers/schedule_batch.py:1846"),

@@ -457,6 +457,13 @@ SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
 }
 """Mentions the settings make without words: each setting and the values that make it (none
 listed: any set value)."""
+FRAME_MENTIONS: dict[str, str] = {
+    "srt/lora/": "lora",
+    "layers/attention/aiter_backend": "attention_workspace",
+}
+"""Mentions the failing traceback's frames make: a frame in this file (fragment) names it. LoRA's
+manager and pool (v0.5.8 lora/lora_manager.py:508 init_memory_pool, lora/mem_pool.py:202
+init_buffers), the AITER backend's workspace (v0.5.8 layers/attention/aiter_backend.py:157-167)."""
 SETTING_MENTION_FIXED = {"dflash_dp_attention": "0.5.23"}
 """The release from which a setting mention's defect is gone (the log's own release, when its
 formats date it at or after this, makes none)."""

@@ -12,7 +12,13 @@ from memledger.diagnosis import Diagnosis
 from memledger.diagnosis.model import Direction
 from memledger.sglang.failure_rules import CRASH_CAUSES, PHASE_TEXT, Phase
 from memledger.sglang.frameworks import FRAMEWORKS, framework_of
-from memledger.sglang.lifecycle import LIFECYCLE, STAGE, levers_after_load
+from memledger.sglang.lifecycle import (
+    FRAME_MENTIONS,
+    LIFECYCLE,
+    MENTION,
+    STAGE,
+    levers_after_load,
+)
 from memledger.units import GIB
 from tests.conftest import diagnose_paste
 
@@ -314,3 +320,20 @@ def test_the_process_holding_the_gpu_listed_by_pid_is_not_another_process() -> N
     of its own use, so what the rest holds is not claimed."""
     result = _diagnose(_listed(43.00))
     assert not any(f.id == "other_processes" for f in result.findings)
+
+
+@pytest.mark.parametrize(("part", "name"), FRAME_MENTIONS.items())
+def test_a_failing_frame_makes_its_mention(part: str, name: str) -> None:
+    """A frame in a file of the table (LoRA's pool, the AITER workspace) names its mention: its
+    levers lead the phase's, as when the paste's words name it."""
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "/sgl/python/sglang/{part}/x.py", line 205, in __init__\n'
+        "    self.buffers = torch.empty(shape)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+        "capacity of 79.19 GiB of which 300.00 MiB is free.\n"
+    )
+    result = _diagnose(text)
+    levers = [lever.knob for lever in MENTION[name].levers]
+    assert [s.knob for s in result.suggestions][: len(levers)] == levers
+    assert any(f.id == "reported" and MENTION[name].says in f.message for f in result.findings)

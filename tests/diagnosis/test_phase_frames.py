@@ -13,7 +13,11 @@ from memledger.sglang.failure_rules import PHASE_FRAMES, Phase, PhaseFrame
 from memledger.sglang.lifecycle import STAGE
 from tests.conftest import diagnose_paste
 
-SOURCE = re.compile(r"^v\d+\.\d+\.\d+(\.post\d+)? [\w/.]+\.py:\d+(, [\w/.]+\.py:\d+)*$")
+SOURCE = re.compile(
+    r"^(v\d+\.\d+\.\d+(\.post\d+)?|[\w.-]+/[\w.-]+@[0-9a-f]{7}) [\w/.]+\.py:\d+"
+    r"(, [\w/.]+\.py:\d+)*$"
+)
+"""SGLang's `vX path:line`, or an embedding framework's `owner/repo@commit path:line`."""
 PREFIX = "/usr/local/lib/python3.10/dist-packages/sglang/srt/"
 OOM = (
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
@@ -23,9 +27,14 @@ OOM = (
 )
 
 
+def _file(path: str) -> str:
+    """Where the frame's file is installed: SGLang's under its package, a framework's own."""
+    return path if path.startswith("/") else PREFIX + path
+
+
 def _traceback(frames: list[tuple[str, str]]) -> str:
     lines = [
-        f'  File "{PREFIX}{path}", line {100 + i}, in {function}\n    out = step(x)\n'
+        f'  File "{_file(path)}", line {100 + i}, in {function}\n    out = step(x)\n'
         for i, (path, function) in enumerate(frames)
     ]
     torch = (
@@ -36,7 +45,9 @@ def _traceback(frames: list[tuple[str, str]]) -> str:
 
 
 def _cited_path(row: PhaseFrame) -> str:
-    return row.source.split(" ", 1)[1].split(":", 1)[0]
+    """The cited file: SGLang's relative to srt/, a framework's under /opt/<repo>/."""
+    path = row.source.split(" ", 1)[1].split(":", 1)[0]
+    return f"/opt/{path}" if "@" in row.source else path
 
 
 @pytest.mark.parametrize("row", PHASE_FRAMES, ids=lambda r: f"{r.function}@{r.fragment}")
@@ -49,7 +60,7 @@ def test_every_frame_row_names_its_phase(row: PhaseFrame) -> None:
     path = _cited_path(row)
     assert row.fragment in "srt/" + path, (row.fragment, path)
     assert row.phase in STAGE
-    frame = f'  File "{PREFIX}{path}", line 120, in {row.function}\n    out = step(x)\n'
+    frame = f'  File "{_file(path)}", line 120, in {row.function}\n    out = step(x)\n'
     # the frame in its traceback, and pasted after the OOM text (a second fragment)
     for text in (_traceback([(path, row.function)]), OOM + frame):
         result = diagnose_paste(text)
