@@ -793,6 +793,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             r"min_per_gpu_memory=(?P<min_per_gpu_memory>\d+(?:\.\d+)?).{0,40}?"
             r"local_gpu_memory=(?P<local_gpu_memory>\d+(?:\.\d+)?)"
         ),
+        standalone=True,
     ),
     CrashCause(
         "memory_saver_hip_vmm",
@@ -821,6 +822,19 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "torch_memory_saver), https://github.com/fzyzcjy/torch_memory_saver/issues/4 (result=2 "
         "is the out-of-memory)",
         numbers=r"(?:result=|error:?\s*)(?P<result_code>\d+)",
+        standalone=True,
+    ),
+    CrashCause(
+        "other_rank_load_failed",
+        r"could finish the model loading, but there are other ranks that didn't finish loading",
+        "this rank loaded its weights, but another rank did not reach the barrier after loading "
+        "within UNBALANCED_MODEL_LOADING_TIMEOUT_S (480 s in v0.5.8): that rank failed or stalled "
+        "while loading, most often out of memory (SGLang's own words: 'e.g., OOM') or a slow "
+        "node (v0.4.6 model_executor/model_runner.py:484-493, v0.5.8 :980-990, :227); the "
+        "failing rank's own log holds the cause",
+        "read the log of the rank that did not finish loading",
+        "v0.4.6 model_executor/model_runner.py:484-493, v0.5.8 model_executor/model_runner.py:989",
+        phase=Phase.LOAD,
         standalone=True,
     ),
     CrashCause(
@@ -856,6 +870,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "raise SGLANG_FLASHINFER_WORKSPACE_SIZE",
         "https://github.com/sgl-project/sglang/issues/2102, "
         "https://github.com/sgl-project/sglang/issues/1405",
+        standalone=True,
     ),
     CrashCause(
         "not_capturable",
@@ -890,13 +905,21 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "kernel_shared_memory",
-        r"OutOfResources: out of resource: shared memory",
-        "a Triton kernel asked for more on-chip shared memory per block than this GPU has "
-        "(the `Required` vs `Hardware limit` bytes): not GPU memory, no memory flag changes it; "
-        "a kernel config tuned for this GPU (SGLang's fused-MoE tuning script) or another "
-        "backend does",
-        "tune the kernel config for this GPU",
-        "https://github.com/sgl-project/sglang/issues/6001",
+        # Triton's OutOfResources names the resource: `shared memory`, `threads` (a block's warps),
+        # `tensor memory` (python/triton/compiler/compiler.py _init_handles, runtime/errors.py);
+        # XLA names a TPU kernel's on-chip vector memory `vmem` (memledger.sglang.errors tpu_vmem)
+        r"out of resource: (?:shared memory|threads|tensor memory)"
+        r"|Ran out of memory in memory space vmem|#allocation\d+ [^\n]*?space=vmem",
+        "a kernel asked for more of a chip's on-chip resource per block than it has: a Triton "
+        "kernel's shared memory or threads on a GPU (the `Required` vs `Hardware limit` it "
+        "prints), a TPU kernel's VMEM scratch under XLA: not GPU/HBM memory, no memory flag "
+        "changes it; a kernel config tuned for this chip (SGLang's fused-MoE tuning script, "
+        "smaller kernel blocks or pages) or another backend does",
+        "tune the kernel config for this GPU (or TPU)",
+        "https://github.com/sgl-project/sglang/issues/6001; triton-lang/triton "
+        "python/triton/runtime/errors.py OutOfResources; XLA docs/errors/error_1000.md, "
+        "error_1001.md (vmem); sgl-project/sglang-jax#408 (a KV-update kernel's tiles)",
+        standalone=True,
     ),
     CrashCause(
         "deepep_buffer_memory",
@@ -913,6 +936,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/issues/29942",
         gpu_memory=True,
         knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
     ),
     CrashCause(
         "hicache_host_memory",
@@ -927,6 +951,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "lower --hicache-size or --hicache-ratio (or free host RAM)",
         "https://github.com/sgl-project/sglang/pull/20136 (the check counts one rank's pool "
         "against the host's available RAM less the reserve; TP/PP ranks each pin one)",
+        standalone=True,
     ),
     CrashCause(
         "mamba_slots",
@@ -947,6 +972,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/pull/19002",
         own_pool=True,
         knobs=(("max_mamba_cache_size", "raise"), ("max_running_requests", "lower")),
+        standalone=True,
     ),
     CrashCause(
         "retract_one_left",
@@ -967,6 +993,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             ("max_total_tokens", "raise"),
             ("context_length", "lower"),
         ),
+        standalone=True,
     ),
 )
 """Matched against the failing traceback's `exception: message` text (the input layer does, and
