@@ -340,7 +340,11 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|int8 mamba checkpoint pool needs ~[\d.]+ ?GB but only [\d.]+ ?GB HBM is free"
             r"|Masked grouped-GEMM workspace allocation failed"
         ),
-        ("insufficient free VRAM", "int8 mamba checkpoint pool needs", "workspace allocation failed"),
+        (
+            "insufficient free VRAM",
+            "int8 mamba checkpoint pool needs",
+            "workspace allocation failed",
+        ),
         Family.SGLANG_POOL,
         "v0.5.23 layers/moe/expert_pack.py:377 (MemoryError, bytes), "
         "mem_cache/mamba_checkpoint_pool.py:357 ('Lower --int8-mamba-ckpt-size ... or "
@@ -576,9 +580,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "decode_retracted",
         # an INFO line: the server retracts requests and goes on (no OOM end)
-        re.compile(
-            r"[Dd]ecode out of memory happened[.,](?:.*?#retracted_reqs: (?P<tokens>\d+))?"
-        ),
+        re.compile(r"[Dd]ecode out of memory happened[.,](?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
         ("of memory",),
         Family.SGLANG_POOL,
         "v0.4.6 managers/scheduler.py:1499; v0.3.0 managers/tp_worker.py:661; v0.2.13 "
@@ -684,15 +686,30 @@ ERRORS: tuple[ErrorText, ...] = (
         "host_memory",
         re.compile(
             r"\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: can't allocate memory"
-            r"|std::bad_alloc|Out of memory: Kill(?:ed)? process|invoked oom-killer"
+            r"|std::bad_alloc"
         ),
-        ("allocate memory", "bad_alloc", "Out of memory: Kill", "invoked oom-killer"),
+        ("allocate memory", "bad_alloc"),
         Family.HOST,
-        "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator); Linux "
-        "mm/oom_kill.c, the kernel's OOM killer in dmesg (`Out of memory: Killed process N`)",
-        "OSError: [Errno 12] Cannot allocate memory",
+        "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator)",
+        # the example without its `OSError:`, the phrase that states the crash being its own
+        "[Errno 12] Cannot allocate memory",
         kind="pool_exhausted",
+        outcome=Outcome.CRASH,
         values={"pool": "host", "shape": "host_memory"},
+    ),
+    ErrorText(
+        "oom_killer",
+        # the kernel's words for the host running out: no GPU memory in them
+        re.compile(r"Out of memory: Kill(?:ed)? process|invoked oom-killer"),
+        ("Out of memory: Kill", "invoked oom-killer"),
+        Family.HOST,
+        "Linux mm/oom_kill.c, the kernel's OOM killer as dmesg prints it (`Out of memory: Killed "
+        "process N (name)`, `invoked oom-killer`)",
+        "Out of memory: Killed process 12345 (python3) total-vm:123456789kB, anon-rss:98765432kB",
+        kind="pool_exhausted",
+        outcome=Outcome.CRASH,
+        values={"pool": "host", "shape": "host_memory"},
+        masks_oom=True,
     ),
     # ---- what reporters write around a paste (kind reported; memledger.input.reported reads
     # a bare line's settings and mentions): a setting's name, then the values typed after it
@@ -999,7 +1016,8 @@ ERRORS: tuple[ErrorText, ...] = (
         "tpu_vmem",
         re.compile(
             r"RESOURCE_EXHAUSTED: (?:XLA:TPU compile permanent error\. )?Ran out of memory in "
-            r"memory space vmem|would exceed memory \(size=\d+\) :: #allocation\d+ [^\n]*?space=vmem"
+            r"memory space vmem"
+            r"|would exceed memory \(size=\d+\) :: #allocation\d+ [^\n]*?space=vmem"
         ),
         ("memory space vmem", "space=vmem"),
         Family.TPU,

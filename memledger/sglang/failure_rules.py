@@ -631,7 +631,15 @@ SWA_RATIO_CITATION = (
     "in (0, 1]: v0.5.8 server_args.py:325, :2424-2425)"
 )
 SERVING_SHAPES = frozenset(
-    {"too_long", "retract", "prefill", "decode", "alloc_req_slots", "admitted"}
+    {
+        "too_long",
+        "retract",
+        "prefill",
+        "decode",
+        "alloc_req_slots",
+        "alloc_token_slots",
+        "admitted",
+    }
 )
 """`pool_exhausted` shapes SGLang prints only while scheduling requests."""
 ADMITTED_RAISE = (
@@ -951,6 +959,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "lower --hicache-size or --hicache-ratio (or free host RAM)",
         "https://github.com/sgl-project/sglang/pull/20136 (the check counts one rank's pool "
         "against the host's available RAM less the reserve; TP/PP ranks each pin one)",
+        knobs=(("hicache_size", "lower"), ("hicache_ratio", "lower")),
         standalone=True,
     ),
     CrashCause(
