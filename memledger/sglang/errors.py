@@ -423,7 +423,7 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(r"Memory pool size is too small"),
         ("Memory pool size is too small",),
         Family.SGLANG_ASSERTION,
-        "v0.4.0 managers/tp_worker.py:105, v0.5.8 managers/tp_worker.py:293 (assert max_req_len = "
+        "v0.4.0 managers/tp_worker.py:107, v0.5.8 :293, v0.5.23 :425 (assert max_req_len = "
         "min(context_len - 1, max_total_num_tokens - 1) > 0 and max_req_input_len = max_req_len "
         "- 5 > 0: the KV pool holds about five tokens or none)",
         "AssertionError: Memory pool size is too small",
@@ -543,8 +543,8 @@ ERRORS: tuple[ErrorText, ...] = (
         ),
         ("of memory", "req_pool_indices is full"),
         Family.SGLANG_POOL,
-        "v0.5.8 mem_cache/common.py:321; v0.2.13 managers/schedule_batch.py:366 (to v0.4.0); "
-        "v0.5.0rc2 disaggregation/decode.py:497 (the PD decode worker's assert)",
+        "v0.5.8 mem_cache/common.py:321; v0.3.0 managers/schedule_batch.py:377, v0.4.0 :564; "
+        "v0.5.8 disaggregation/decode.py:665, v0.5.23 :2260 (the PD decode worker's assert)",
         "alloc_req_slots runs out of memory. Please set a smaller number for "
         "`--max-running-requests`.",
         kind="pool_exhausted",
@@ -561,7 +561,8 @@ ERRORS: tuple[ErrorText, ...] = (
         ("of memory", "KV cache is full!"),
         Family.SGLANG_POOL,
         "v0.5.8 mem_cache/common.py:217 (alloc_token_slots; callers :361 extend, :439 decode, "
-        "speculative/eagle_info.py:112); v0.5.0rc2 disaggregation/decode.py:528, v0.5.23 :2357",
+        "speculative/eagle_info.py:112), v0.5.23 mem_cache/allocation.py:163; v0.5.8 "
+        "disaggregation/decode.py:688, v0.5.23 :2358",
         "RuntimeError: Out of memory. Try to lower your batch size.",
         kind="pool_exhausted",
         values={"pool": "kv", "shape": "alloc_token_slots"},
@@ -583,7 +584,7 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(r"[Dd]ecode out of memory happened[.,](?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
         ("of memory",),
         Family.SGLANG_POOL,
-        "v0.4.6 managers/scheduler.py:1499; v0.3.0 managers/tp_worker.py:661; v0.2.13 "
+        "v0.4.6 managers/scheduler.py:1499; v0.3.0 managers/tp_worker.py:662; v0.2.13 "
         "managers/tp_worker.py:581 (`decode out of memory happened, #retracted_reqs: N`)",
         "Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.4 -> 0.6",
         kind="pool_exhausted",
@@ -597,7 +598,7 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(r"retract_decode: aborted last request \S+ due to OOM"),
         ("retract_decode: aborted",),
         Family.SGLANG_POOL,
-        "v0.5.23 managers/schedule_batch.py:3528 (the last request aborted when retracting all "
+        "v0.5.23 managers/schedule_batch.py:3529 (the last request aborted when retracting all "
         "others left no room for it; v0.5.8 :1886-1892 raised instead)",
         "retract_decode: aborted last request 9f2c1e due to OOM",
         kind="pool_exhausted",

@@ -755,6 +755,7 @@ class CrashCause:
         numbers: str = "",
         standalone: bool = False,
         knobs: tuple[tuple[str, str], ...] = (),
+        example: str,
     ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
@@ -777,8 +778,12 @@ class CrashCause:
         """(server-arg name, `raise`/`lower`) of the fix's launch flags, in its order (no value:
         the text does not show the pool's size)."""
         self.standalone = standalone
-        """The text is a library's own error line, not a Python exception: a line holding it is
-        an error of its own (a traceback event of no frames) wherever it stands."""
+        """The text is a library's own error line, not a Python exception, or one distinct enough
+        that a reporter quoting it mid-sentence still means it: a line holding it is an error of
+        its own (a traceback event of no frames) wherever it stands."""
+        self.example = example
+        """A line in the text's shape (synthetic): tests/sglang/test_crash_causes.py diagnoses it
+        alone, and quoted in a sentence when the cause is standalone."""
 
 
 CRASH_CAUSES: tuple[CrashCause, ...] = (
@@ -802,6 +807,11 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             r"local_gpu_memory=(?P<local_gpu_memory>\d+(?:\.\d+)?)"
         ),
         standalone=True,
+        example=(
+            "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+            "processes. min_per_gpu_memory=60.00, local_gpu_memory=78.00, local_gpu_memory * "
+            "0.9=70.20"
+        ),
     ),
     CrashCause(
         "memory_saver_hip_vmm",
@@ -813,6 +823,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "still fails",
         "https://github.com/fzyzcjy/torch_memory_saver/issues/9, "
         "https://github.com/fzyzcjy/torch_memory_saver/pull/14",
+        example=(
+            "[torch_memory_saver.cpp] hipError_t error  result=2 "
+            "file=csrc/torch_memory_saver_hip.cpp func=cu_mem_create line=103"
+        ),
     ),
     CrashCause(
         "memory_saver_driver_error",
@@ -831,6 +845,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "is the out-of-memory)",
         numbers=r"(?:result=|error:?\s*)(?P<result_code>\d+)",
         standalone=True,
+        example=(
+            "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/core.cpp func=resume "
+            "line=150"
+        ),
     ),
     CrashCause(
         "other_rank_load_failed",
@@ -844,6 +862,11 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "v0.4.6 model_executor/model_runner.py:484-493, v0.5.8 model_executor/model_runner.py:989",
         phase=Phase.LOAD,
         standalone=True,
+        example=(
+            "ValueError: TP rank 1 could finish the model loading, but there are other ranks that "
+            "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow "
+            "node."
+        ),
     ),
     CrashCause(
         "deepep_dispatch_cap",
@@ -857,6 +880,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/pull/28985 (recipes raise the value or cap "
         "--max-running-requests to dodge the assertion), "
         "https://github.com/NVIDIA/srt-slurm/issues/44",
+        example=(
+            "RuntimeError: Failed: Assertion error /sgl-workspace/DeepEP/csrc/deep_ep.cpp:1058 "
+            "'num_tokens <= num_max_dispatch_tokens_per_rank'"
+        ),
     ),
     CrashCause(
         "torch_compile_quantized",
@@ -866,6 +893,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "drop --enable-torch-compile",
         "https://github.com/sgl-project/sglang/issues/1522 (maintainer: torch.compile is not "
         "compatible with awq or gptq)",
+        example=(
+            "RuntimeError: gptq_marlin_gemm() Expected a value of type 'Tensor' for argument "
+            "'b_scales' but instead found type 'FakeScriptObject'."
+        ),
     ),
     CrashCause(
         "flashinfer_workspace",
@@ -879,6 +910,12 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/issues/2102, "
         "https://github.com/sgl-project/sglang/issues/1405",
         standalone=True,
+        example=(
+            "RuntimeError: Error in function 'aligned_alloc' at "
+            "/workspace/include/flashinfer/allocator.h:49: Buffer overflow when allocating memory "
+            "for batch_prefill_tmp_v with size 566231040 and alignment 16, but only 402653184 "
+            "bytes available in AlignedAllocator. Increase the workspace buffer size."
+        ),
     ),
     CrashCause(
         "not_capturable",
@@ -889,6 +926,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "drop --enable-torch-compile or set --disable-cuda-graph",
         "https://github.com/sgl-project/sglang/issues/7918, "
         "https://github.com/sgl-project/sglang/issues/6342",
+        example=("RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     ),
     CrashCause(
         "capture_invalidated",
@@ -910,6 +948,9 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/issues/24011 (hipErrorCapturedEvent in "
         "AiterCustomAllreduce.flush_graph_buffers on ROCm 7.2.0; the ROCm 7.2.2 image fixed it)",
         phase=Phase.GRAPH_CAPTURE,
+        example=(
+            "RuntimeError: HIP error: operation failed due to a previous error during capture"
+        ),
     ),
     CrashCause(
         "kernel_shared_memory",
@@ -928,6 +969,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "python/triton/runtime/errors.py OutOfResources; XLA docs/errors/error_1000.md, "
         "error_1001.md (vmem); sgl-project/sglang-jax#408 (a KV-update kernel's tiles)",
         standalone=True,
+        example=(
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+            "147456, Hardware limit: 101376. Reducing block sizes or `num_stages` may help."
+        ),
     ),
     CrashCause(
         "deepep_buffer_memory",
@@ -945,6 +990,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         gpu_memory=True,
         knobs=(("mem_fraction_static", "lower"),),
         standalone=True,
+        example=(
+            "RuntimeError: Failed: CUDA error /sgl-workspace/DeepEP/csrc/deep_ep.cpp:304 'invalid "
+            "argument'"
+        ),
     ),
     CrashCause(
         "hicache_host_memory",
@@ -961,6 +1010,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "against the host's available RAM less the reserve; TP/PP ranks each pin one)",
         knobs=(("hicache_size", "lower"), ("hicache_ratio", "lower")),
         standalone=True,
+        example=(
+            "ValueError: Not enough host memory available. Requesting 200.00 GB but only have "
+            "120.50 GB free. Please reduce the size of the hierarchical cache."
+        ),
     ),
     CrashCause(
         "mamba_slots",
@@ -982,6 +1035,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         own_pool=True,
         knobs=(("max_mamba_cache_size", "raise"), ("max_running_requests", "lower")),
         standalone=True,
+        example=(
+            "AssertionError: Not enough space for mamba cache, try to increase "
+            "--mamba-full-memory-ratio or --max-mamba-cache-size."
+        ),
     ),
     CrashCause(
         "retract_one_left",
@@ -1003,6 +1060,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             ("context_length", "lower"),
         ),
         standalone=True,
+        example=("AssertionError: No space left for only one request"),
     ),
 )
 """Matched against the failing traceback's `exception: message` text (the input layer does, and
