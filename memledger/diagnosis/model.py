@@ -85,6 +85,7 @@ class FindingId(StrEnum):
     KERNEL_SHARED_MEMORY = "kernel_shared_memory"
     MAMBA_SLOTS = "mamba_slots"
     NOT_CAPTURABLE = "not_capturable"
+    NVSHMEM_TEAMS = "nvshmem_teams"
     OTHER_RANK_LOAD_FAILED = "other_rank_load_failed"
     RETRACT_ONE_LEFT = "retract_one_left"
     TORCH_COMPILE_QUANTIZED = "torch_compile_quantized"

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memledger.sglang.failure_rules import CRASH_CAUSES
 from memledger.sglang.frameworks import FRAMEWORK_WORDS
 
 
@@ -975,6 +976,18 @@ ERRORS: tuple[ErrorText, ...] = (
         "    self.req_to_token = torch.zeros(",
         kind="traceback",
         values={"pool": "req_to_token"},
+    ),
+    # a known error text read wherever it stands, quoted mid-sentence or a library's own line
+    # (memledger.sglang.failure_rules CRASH_CAUSES `standalone`, each with its words and example):
+    # one row so their words reach the reader (the prefilter and the quiet-line test)
+    ErrorText(
+        "standalone_cause",
+        re.compile("|".join(f"(?:{c.pattern.pattern})" for c in CRASH_CAUSES if c.standalone)),
+        tuple(dict.fromkeys(w for c in CRASH_CAUSES if c.standalone for w in c.words)),
+        Family.PYTHON,
+        "memledger.sglang.failure_rules CRASH_CAUSES (each cause cites its own source)",
+        next(c.example for c in CRASH_CAUSES if c.standalone),
+        kind="traceback",
     ),
     # ---- process ends (kind process_exit)
     ErrorText(

@@ -755,6 +755,7 @@ class CrashCause:
         numbers: str = "",
         standalone: bool = False,
         knobs: tuple[tuple[str, str], ...] = (),
+        words: tuple[str, ...] = (),
         example: str,
     ) -> None:
         self.finding_id = finding_id
@@ -781,6 +782,10 @@ class CrashCause:
         """The text is a library's own error line, not a Python exception, or one distinct enough
         that a reporter quoting it mid-sentence still means it: a line holding it is an error of
         its own (a traceback event of no frames) wherever it stands."""
+        self.words = words
+        """A standalone text's words: every match of `pattern` holds one (case-sensitive). The
+        prefilter and the quiet-line test let a line holding one through to the reader
+        (memledger.sglang.errors `standalone_cause`)."""
         self.example = example
         """A line in the text's shape (synthetic): tests/sglang/test_crash_causes.py diagnoses it
         alone, and quoted in a sentence when the cause is standalone."""
@@ -807,6 +812,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             r"local_gpu_memory=(?P<local_gpu_memory>\d+(?:\.\d+)?)"
         ),
         standalone=True,
+        words=("memory capacity is unbalanced",),
         example=(
             "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
             "processes. min_per_gpu_memory=60.00, local_gpu_memory=78.00, local_gpu_memory * "
@@ -845,6 +851,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "is the out-of-memory)",
         numbers=r"(?:result=|error:?\s*)(?P<result_code>\d+)",
         standalone=True,
+        words=("torch_memory_saver",),
         example=(
             "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/core.cpp func=resume "
             "line=150"
@@ -862,6 +869,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "v0.4.6 model_executor/model_runner.py:484-493, v0.5.8 model_executor/model_runner.py:989",
         phase=Phase.LOAD,
         standalone=True,
+        words=("could finish the model loading",),
         example=(
             "ValueError: TP rank 1 could finish the model loading, but there are other ranks that "
             "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow "
@@ -910,6 +918,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/issues/2102, "
         "https://github.com/sgl-project/sglang/issues/1405",
         standalone=True,
+        words=("batch_prefill_tmp_", "AlignedAllocator", "Increase the workspace buffer size"),
         example=(
             "RuntimeError: Error in function 'aligned_alloc' at "
             "/workspace/include/flashinfer/allocator.h:49: Buffer overflow when allocating memory "
@@ -969,6 +978,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "python/triton/runtime/errors.py OutOfResources; XLA docs/errors/error_1000.md, "
         "error_1001.md (vmem); sgl-project/sglang-jax#408 (a KV-update kernel's tiles)",
         standalone=True,
+        words=("out of resource: ", "memory space vmem", "space=vmem"),
         example=(
             "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
             "147456, Hardware limit: 101376. Reducing block sizes or `num_stages` may help."
@@ -976,7 +986,12 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "deepep_buffer_memory",
-        r"deep_ep\.cpp:\d+ 'invalid argument'",
+        # and NVSHMEM's own lines when the heap's physical memory cannot be created (status 2 is
+        # CUDA_ERROR_OUT_OF_MEMORY from cuMemCreate; 7 the heap setup failing after it:
+        # nvshmem src/host/mem/mem_heap.cpp, deepseek-ai/DeepEP#157)
+        r"deep_ep\.cpp:\d+ 'invalid argument'"
+        r"|mem_heap\.cpp:\d+: non-zero status: 2 cuMemCreate failed"
+        r"|allocate_physical_memory_to_heap failed",
         "DeepEP's buffer could not be set up (`Buffer::sync` at its first use, lazily during "
         "graph capture or the first MoE dispatch): this `invalid argument` is also what NVSHMEM's "
         "physical allocation failing for lack of free GPU memory looks like (sglang#29942: a "
@@ -990,9 +1005,26 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         gpu_memory=True,
         knobs=(("mem_fraction_static", "lower"),),
         standalone=True,
+        words=("deep_ep.cpp", "cuMemCreate failed", "allocate_physical_memory_to_heap failed"),
         example=(
             "RuntimeError: Failed: CUDA error /sgl-workspace/DeepEP/csrc/deep_ep.cpp:304 'invalid "
             "argument'"
+        ),
+    ),
+    CrashCause(
+        "nvshmem_teams",
+        r"No more teams available",
+        "NVSHMEM ran out of team slots (NVSHMEM_MAX_TEAMS), not memory, although it reports it as "
+        "NVSHMEMX_ERROR_OUT_OF_MEMORY: DeepEP's low-latency mode on NVSHMEM 3.x creates more teams "
+        "than the default allows; no memory flag changes it",
+        "raise NVSHMEM_MAX_TEAMS (the error's own advice)",
+        "nvshmem src/host/team/team_internal.cpp ('No more teams available (max = N), try setting "
+        "NVSHMEM_MAX_TEAMS environment variable'); https://github.com/NVIDIA/nvshmem/issues/100",
+        standalone=True,
+        words=("No more teams available",),
+        example=(
+            "/src/host/team/team_internal.cpp:1821: error status: 2 (NVSHMEMX_ERROR_OUT_OF_MEMORY) "
+            "No more teams available (max = 7), try setting NVSHMEM_MAX_TEAMS environment variable"
         ),
     ),
     CrashCause(
@@ -1010,6 +1042,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "against the host's available RAM less the reserve; TP/PP ranks each pin one)",
         knobs=(("hicache_size", "lower"), ("hicache_ratio", "lower")),
         standalone=True,
+        words=("Not enough host memory available",),
         example=(
             "ValueError: Not enough host memory available. Requesting 200.00 GB but only have "
             "120.50 GB free. Please reduce the size of the hierarchical cache."
@@ -1035,6 +1068,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         own_pool=True,
         knobs=(("max_mamba_cache_size", "raise"), ("max_running_requests", "lower")),
         standalone=True,
+        words=("Not enough space for mamba", "Can not alloc mamba cache"),
         example=(
             "AssertionError: Not enough space for mamba cache, try to increase "
             "--mamba-full-memory-ratio or --max-mamba-cache-size."
@@ -1060,6 +1094,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             ("context_length", "lower"),
         ),
         standalone=True,
+        words=("No space left for only one request", "Out of memory even after retracting"),
         example=("AssertionError: No space left for only one request"),
     ),
 )

@@ -4,6 +4,8 @@ reporters quote an error."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from memledger.input.error_texts import ErrorTextReader
@@ -34,9 +36,12 @@ def _causes_read(text: str) -> list[object]:
 @pytest.mark.parametrize("cause", CRASH_CAUSES, ids=[c.finding_id for c in CRASH_CAUSES])
 def test_every_crash_cause_reads_its_example(cause: CrashCause) -> None:
     assert cause.example and cause.source and cause.fix
+    assert not cause.standalone or cause.words, "a standalone text names its words"
     assert cause.pattern.search(cause.example) is not None, cause.example
     _reads_as(cause, cause.example + "\n")
-    quoted = f'After the weights load it stops with "{cause.example}" and exits.'
+    # quoted as reporters do, often without the exception's type (`...Error: `)
+    said = re.sub(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", "", cause.example)
+    quoted = f'After the weights load it stops with "{said}" and exits.'
     if cause.standalone:
         assert _causes_read(quoted) == [cause.finding_id]
         _reads_as(cause, quoted + "\n")
