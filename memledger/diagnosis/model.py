@@ -77,6 +77,7 @@ class FindingId(StrEnum):
     NO_KV_BUDGET = "no_kv_budget"
     OOM = "oom"
     # the known crash causes (memledger.sglang.failure_rules.CRASH_CAUSES)
+    BLAS_HANDLE_MEMORY = "blas_handle_memory"
     CAPTURE_INVALIDATED = "capture_invalidated"
     DEEPEP_BUFFER_MEMORY = "deepep_buffer_memory"
     DEEPEP_DISPATCH_CAP = "deepep_dispatch_cap"

@@ -1028,6 +1028,30 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "blas_handle_memory",
+        r"CUBLAS_STATUS_NOT_INITIALIZED when calling .(?:cublas|cublasLt)Create"
+        r"|HIPBLAS_STATUS_NOT_INITIALIZED when calling .hipblasCreate",
+        "cuBLAS (hipBLAS on ROCm) could not create its handle: cublasCreate reports "
+        "CUBLAS_STATUS_NOT_INITIALIZED when the CUDA runtime under it fails, most often for lack "
+        "of free GPU memory for the handle and its workspace; PyTorch creates it at the first "
+        "matmul, which SGLang runs right after the KV pool (init_cublas: v0.3.0 "
+        "model_executor/model_runner.py:116, v0.4.6 :220, v0.5.8 :1587), so the pool left too "
+        "little",
+        "lower --mem-fraction-static (more room after the pool)",
+        "cuBLAS docs, cublasCreate() return values; the maintainers' reading in "
+        "https://github.com/QwenLM/Qwen/issues/120 and https://github.com/OpenBMB/VisCPM/issues/3 "
+        "(out of GPU memory)",
+        gpu_memory=True,
+        phase=Phase.AFTER_POOL,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("CUBLAS_STATUS_NOT_INITIALIZED", "HIPBLAS_STATUS_NOT_INITIALIZED"),
+        example=(
+            "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling "
+            "`cublasCreate(handle)`"
+        ),
+    ),
+    CrashCause(
         "hicache_host_memory",
         r"Not enough host memory available",
         "SGLang's HiCache host-pool check at startup: the host pool of each rank (--hicache-size "
