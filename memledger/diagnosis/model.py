@@ -77,6 +77,7 @@ class FindingId(StrEnum):
     NO_KV_BUDGET = "no_kv_budget"
     OOM = "oom"
     # the known crash causes (memledger.sglang.failure_rules.CRASH_CAUSES)
+    BLAS_HANDLE_MEMORY = "blas_handle_memory"
     CAPTURE_INVALIDATED = "capture_invalidated"
     DEEPEP_BUFFER_MEMORY = "deepep_buffer_memory"
     DEEPEP_DISPATCH_CAP = "deepep_dispatch_cap"
@@ -85,6 +86,8 @@ class FindingId(StrEnum):
     KERNEL_SHARED_MEMORY = "kernel_shared_memory"
     MAMBA_SLOTS = "mamba_slots"
     NOT_CAPTURABLE = "not_capturable"
+    NVSHMEM_TEAMS = "nvshmem_teams"
+    OTHER_RANK_LOAD_FAILED = "other_rank_load_failed"
     RETRACT_ONE_LEFT = "retract_one_left"
     TORCH_COMPILE_QUANTIZED = "torch_compile_quantized"
     UNBALANCED_MEMORY = "unbalanced_memory"

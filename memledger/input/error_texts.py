@@ -37,8 +37,9 @@ ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # torch_npu's workspace allocator writes it lower-case: `NPUWorkspaceAllocator tried to
     # allocate 216.00 MiB(NPU 0; 61.27 GiB total capacity; 90.23 MiB free)` (OpParamMaker.cpp)
     ("requested", re.compile(r"[Tt]ried to allocate " + _NUM)),
-    # torch >= 2.1
-    ("capacity", re.compile(r"has a total capacity of " + _NUM)),
+    # torch >= 2.1 (2.1 itself printed `total capacty`, c10/cuda/CUDACachingAllocator.cpp; the
+    # typo was fixed in 2.2)
+    ("capacity", re.compile(r"has a total capac(?:i)?ty of " + _NUM)),
     # `GPU 1 ... 50.40 GiB is free`: a paste that elides the capacity (sglang#37712)
     ("free", re.compile(r"(?:of which|\.\.\.|…) ?" + _NUM + r" is free")),
     ("process_in_use", re.compile(r"this process has " + _NUM + r" memory in use")),

@@ -12,7 +12,7 @@ import re
 from memledger.input.ascii_view import ascii_view, non_ascii_words
 from memledger.input.error_texts import read_kv_refusal
 from memledger.model.events import EventKind
-from memledger.sglang.errors import Outcome, any_case, joined, of_outcome, words_of
+from memledger.sglang.errors import MASKS_OOM, Outcome, any_case, joined, of_outcome, words_of
 from memledger.sglang.failure_rules import KV_REFUSAL_OUTCOME, KV_REFUSAL_REASON
 from memledger.sglang.lines import READY_TEXT
 
@@ -20,9 +20,6 @@ OOM_RE = joined(of_outcome(Outcome.OOM))
 CRASH_RE = joined(of_outcome(Outcome.CRASH))
 (_EXIT,) = of_outcome(Outcome.EXIT)
 EXIT_CODE_RE = _EXIT.regex
-RETRACTION_TEXT = "Decode out of memory happened"
-"""SGLang retracting requests when the KV pool fills while serving (v0.4.6
-managers/scheduler.py:1499, an INFO line): the server goes on, so it is no OOM outcome."""
 
 # A quoted value (`text="how do I fix an OOM?"` in a logged request, a model path) is data the
 # server echoes, not what happened to it: outcome phrases are not looked for inside one.
@@ -50,7 +47,9 @@ def outcome_kind(text: str) -> tuple[EventKind, str] | None:
                 return None  # the common case, without the regexes below (quotes only remove)
     if "'" in text or '"' in text:
         text = _QUOTED_VALUE_RE.sub(" ''", text)
-    oom = OOM_RE.search(text) if RETRACTION_TEXT not in text else None
+    # a retraction the server survives, a recovered warning, an on-chip scratch limit
+    # (memledger.sglang.errors `masks_oom`) hold the words of an OOM but end nothing
+    oom = None if any(entry.find(text) for entry in MASKS_OOM) else OOM_RE.search(text)
     if oom:
         return EventKind.OOM, oom.group(0)
     # before the crash phrases: `RuntimeError: Not enough memory ...` is SGLang's refusal, the

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memledger.sglang.failure_rules import CRASH_CAUSES
 from memledger.sglang.frameworks import FRAMEWORK_WORDS
 
 
@@ -34,6 +35,9 @@ class Family(StrEnum):
     CUDA = "CUDA"
     HIP = "HIP"
     NPU = "NPU"
+    TPU = "TPU"
+    """XLA on a TPU (sglang-jax)."""
+    TRITON = "Triton"
     TORCH_MEMORY_SAVER = "torch_memory_saver"
     SGLANG_REFUSAL = "SGLang refusal"
     """SGLang refusing to size its KV pool."""
@@ -97,6 +101,10 @@ class ErrorText:
     sizes: tuple[tuple[str, str], ...] = ()
     """(size key, regex group) of the byte counts an OOM text prints, read as its sizes (the keys
     of memledger.input.error_texts.ALLOCATOR_FIELDS: `requested`, `free`, `capacity`)."""
+    masks_oom: bool = False
+    """The text holds an out-of-memory phrase but states no out-of-memory end: a retraction the
+    server survives, a warning it recovers from, an on-chip scratch limit. A line it matches
+    states no OOM outcome (memledger.input.outcome)."""
 
     def find(self, text: str) -> re.Match[str] | None:
         """The regex's match in `text` (after the cheap word test), or None."""
@@ -301,6 +309,53 @@ ERRORS: tuple[ErrorText, ...] = (
         outcome=Outcome.OOM,
         values={"runtime": "CUDA runtime"},
     ),
+    # XLA's HBM running out on a TPU (sglang-jax): a buffer, a program's reservation, or the
+    # compiler's own count; XLA prints sizes as `15.65G` (no byte counts). `memory space vmem` is
+    # the on-chip scratch, not HBM: `tpu_vmem` below
+    ErrorText(
+        "xla_hbm_exhausted",
+        re.compile(
+            r"RESOURCE_EXHAUSTED: (?:Error allocating device buffer: Attempting to allocate"
+            r"|Error loading program [^\n]{0,200}?Attempting to reserve"
+            r"|XLA:TPU compile permanent error\. Ran out of memory in memory space hbm"
+            r"|TPU TensorCore Hbm usage)"
+        ),
+        ("RESOURCE_EXHAUSTED",),
+        Family.TPU,
+        "XLA docs/errors/error_0100.md (buffer allocation), error_0101.md (program "
+        "allocation: 'Attempting to reserve ... at the bottom of memory'), error_1000.md "
+        "(compile-time HBM OOM); sglang-jax runs on it",
+        "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: "
+        "Attempting to allocate 15.65G. That was not possible. There are 11.08G free.; "
+        "(0x0x0_HBM0)",
+        kind="oom_message",
+        outcome=Outcome.OOM,
+        values={"device": "TPU", "runtime": "XLA"},
+    ),
+    # SGLang's own free-memory checks outside its static pool (v0.5.23), each naming a buffer
+    ErrorText(
+        "sglang_buffer_no_memory",
+        re.compile(
+            r"insufficient free VRAM for one top-k expert working set: free=(?P<free>\d+), "
+            r"object=(?P<requested>\d+)"
+            r"|int8 mamba checkpoint pool needs ~[\d.]+ ?GB but only [\d.]+ ?GB HBM is free"
+            r"|Masked grouped-GEMM workspace allocation failed"
+        ),
+        (
+            "insufficient free VRAM",
+            "int8 mamba checkpoint pool needs",
+            "workspace allocation failed",
+        ),
+        Family.SGLANG_POOL,
+        "v0.5.23 layers/moe/expert_pack.py:377 (MemoryError, bytes), "
+        "mem_cache/mamba_checkpoint_pool.py:357 ('Lower --int8-mamba-ckpt-size ... or "
+        "--mem-fraction-static'), layers/moe/moe_runner/deep_gemm.py:779",
+        "MemoryError: insufficient free VRAM for one top-k expert working set: free=1073741824, "
+        "object=2147483648",
+        kind="oom_message",
+        values={"runtime": "SGLang"},
+        sizes=(("requested", "requested"), ("free", "free")),
+    ),
     # ---- SGLang refusing to size the KV pool (kind kv_refusal), in this order
     ErrorText(
         "negative_profile",
@@ -362,6 +417,48 @@ ERRORS: tuple[ErrorText, ...] = (
         outcome=Outcome.REFUSAL,
         values={"shape": "not_enough_memory"},
         captures=(("mem_fraction_static", "mfs", float),),
+    ),
+    # the pool sized so small that not one request fits: the scheduler's own check after sizing
+    ErrorText(
+        "pool_too_small",
+        re.compile(r"Memory pool size is too small"),
+        ("Memory pool size is too small",),
+        Family.SGLANG_ASSERTION,
+        "v0.4.0 managers/tp_worker.py:107, v0.5.8 :293, v0.5.23 :425 (assert max_req_len = "
+        "min(context_len - 1, max_total_num_tokens - 1) > 0 and max_req_input_len = max_req_len "
+        "- 5 > 0: the KV pool holds about five tokens or none)",
+        "AssertionError: Memory pool size is too small",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "pool_too_small"},
+    ),
+    # v0.5.23's refusals for a hybrid model's state pool and the unified pool: what is left
+    # after the weights holds no request's state
+    ErrorText(
+        "state_pool_refused",
+        re.compile(
+            r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache"
+            r"|Hybrid \(mamba/linear-attention\) state cache is too small to serve any requests"
+            r"|byte budget \d+ cannot fit ONE worst-case request"
+            r"|pool cap \(\d+ tokens, [\d.]+ Gi?B\) leaves no room for the full KV pool"
+        ),
+        (
+            "linear-attention) state cache",
+            "cannot fit ONE worst-case request",
+            "leaves no room for the full KV pool",
+        ),
+        Family.SGLANG_REFUSAL,
+        "v0.5.23 mem_cache/kv_cache_configurator.py:3393, :3153 ('Try: (1) reduce "
+        "--max-running-requests, (2) increase --mem-fraction-static'; v0.5.13 "
+        "model_executor/model_runner_kv_cache_mixin.py:897); the SWA pool's cap, v0.5.16 "
+        "model_executor/pool_configurator.py:540, v0.5.23 :1681; "
+        "mem_cache/unified_memory_pool.py:1563 ('Raise --mem-fraction-static, lower the model "
+        "context length')",
+        "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+        "Computed max_mamba_cache_size=0 (total_rest_memory=1.2 GB, mamba_cache_per_req=80.0 MB).",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "state_pool"},
     ),
     # the refusal as reporters describe it (`a negative value for self.max_total_num_tokens`):
     # the v0.3 text SGLang printed before raising (v0.3.0 model_executor/model_runner.py:
@@ -439,14 +536,38 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "req_slots_out_of_memory",
-        re.compile(r"alloc_req_slots runs out of memory"),
-        ("of memory",),
+        # v0.2.13 to v0.4.0 said it without the function's name; a PD decode worker asserts it
+        re.compile(
+            r"alloc_req_slots runs out of memory"
+            r"|Out of memory\. Please set a smaller number for .--max-running-requests"
+            r"|req_pool_indices is full! There is a bug in memory estimation"
+        ),
+        ("of memory", "req_pool_indices is full"),
         Family.SGLANG_POOL,
-        "v0.5.8 mem_cache/common.py:321",
+        "v0.5.8 mem_cache/common.py:321; v0.3.0 managers/schedule_batch.py:377, v0.4.0 :564; "
+        "v0.5.8 disaggregation/decode.py:665, v0.5.23 :2260 (the PD decode worker's assert)",
         "alloc_req_slots runs out of memory. Please set a smaller number for "
         "`--max-running-requests`.",
         kind="pool_exhausted",
         values={"pool": "req_slots", "shape": "alloc_req_slots"},
+    ),
+    ErrorText(
+        "token_slots_out_of_memory",
+        # alloc_token_slots, under extend (page size 1), decode and speculative drafts; the PD
+        # decode worker's assert when its pre-allocation overran the pool
+        re.compile(
+            r"Out of memory\. Try to lower your batch size"
+            r"|KV cache is full! (?:There is a b|B)ug in memory estimation"
+        ),
+        ("of memory", "KV cache is full!"),
+        Family.SGLANG_POOL,
+        "v0.5.8 mem_cache/common.py:217 (alloc_token_slots; callers :361 extend, :439 decode, "
+        "speculative/eagle_info.py:112), v0.5.23 mem_cache/allocation.py:163; v0.5.8 "
+        "disaggregation/decode.py:688, v0.5.23 :2358",
+        "RuntimeError: Out of memory. Try to lower your batch size.",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "alloc_token_slots"},
+        glued=_GLUED,
     ),
     ErrorText(
         "kv_pool_full_retract",
@@ -460,14 +581,29 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "decode_retracted",
-        re.compile(r"Decode out of memory happened\.(?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
+        # an INFO line: the server retracts requests and goes on (no OOM end)
+        re.compile(r"[Dd]ecode out of memory happened[.,](?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
         ("of memory",),
         Family.SGLANG_POOL,
-        "v0.4.6 managers/scheduler.py:1499",
+        "v0.4.6 managers/scheduler.py:1499; v0.3.0 managers/tp_worker.py:662; v0.2.13 "
+        "managers/tp_worker.py:581 (`decode out of memory happened, #retracted_reqs: N`)",
         "Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.4 -> 0.6",
         kind="pool_exhausted",
         values={"pool": "kv", "shape": "retract"},
         captures=(("tokens", "tokens", int),),
+        masks_oom=True,
+    ),
+    ErrorText(
+        "retract_aborted",
+        # where older releases raised `Out of memory even after retracting all other requests`
+        re.compile(r"retract_decode: aborted last request \S+ due to OOM"),
+        ("retract_decode: aborted",),
+        Family.SGLANG_POOL,
+        "v0.5.23 managers/schedule_batch.py:3529 (the last request aborted when retracting all "
+        "others left no room for it; v0.5.8 :1886-1892 raised instead)",
+        "retract_decode: aborted last request 9f2c1e due to OOM",
+        kind="pool_exhausted",
+        values={"pool": "kv", "shape": "decode"},
     ),
     # the count lines SGLang prints under its Prefill/Decode raise: asked, then free + evictable
     ErrorText(
@@ -557,9 +693,25 @@ ERRORS: tuple[ErrorText, ...] = (
         ("allocate memory", "bad_alloc"),
         Family.HOST,
         "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator)",
-        "OSError: [Errno 12] Cannot allocate memory",
+        # the example without its `OSError:`, the phrase that states the crash being its own
+        "[Errno 12] Cannot allocate memory",
         kind="pool_exhausted",
+        outcome=Outcome.CRASH,
         values={"pool": "host", "shape": "host_memory"},
+    ),
+    ErrorText(
+        "oom_killer",
+        # the kernel's words for the host running out: no GPU memory in them
+        re.compile(r"Out of memory: Kill(?:ed)? process|invoked oom-killer"),
+        ("Out of memory: Kill", "invoked oom-killer"),
+        Family.HOST,
+        "Linux mm/oom_kill.c, the kernel's OOM killer as dmesg prints it (`Out of memory: Killed "
+        "process N (name)`, `invoked oom-killer`)",
+        "Out of memory: Killed process 12345 (python3) total-vm:123456789kB, anon-rss:98765432kB",
+        kind="pool_exhausted",
+        outcome=Outcome.CRASH,
+        values={"pool": "host", "shape": "host_memory"},
+        masks_oom=True,
     ),
     # ---- what reporters write around a paste (kind reported; memledger.input.reported reads
     # a bare line's settings and mentions): a setting's name, then the values typed after it
@@ -874,6 +1026,18 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="traceback",
         values={"pool": "req_to_token"},
     ),
+    # a known error text read wherever it stands, quoted mid-sentence or a library's own line
+    # (memledger.sglang.failure_rules CRASH_CAUSES `standalone`, each with its words and example):
+    # one row so their words reach the reader (the prefilter and the quiet-line test)
+    ErrorText(
+        "standalone_cause",
+        re.compile("|".join(f"(?:{c.pattern.pattern})" for c in CRASH_CAUSES if c.standalone)),
+        tuple(dict.fromkeys(w for c in CRASH_CAUSES if c.standalone for w in c.words)),
+        Family.PYTHON,
+        "memledger.sglang.failure_rules CRASH_CAUSES (each cause cites its own source)",
+        next(c.example for c in CRASH_CAUSES if c.standalone),
+        kind="traceback",
+    ),
     # ---- process ends (kind process_exit)
     ErrorText(
         "killed",
@@ -908,6 +1072,42 @@ ERRORS: tuple[ErrorText, ...] = (
         "what people write for it (`out-of-memory errors`, `ran out of GPU memory`)",
         "RuntimeError: CUDA error: out of memory",
         outcome=Outcome.OOM,
+    ),
+    # texts that hold an out-of-memory phrase but state no OOM end (`masks_oom`): on-chip
+    # scratch limits, and SGLang's warnings it recovers from
+    ErrorText(
+        "tpu_vmem",
+        re.compile(
+            r"RESOURCE_EXHAUSTED: (?:XLA:TPU compile permanent error\. )?Ran out of memory in "
+            r"memory space vmem"
+            r"|would exceed memory \(size=\d+\) :: #allocation\d+ [^\n]*?space=vmem"
+        ),
+        ("memory space vmem", "space=vmem"),
+        Family.TPU,
+        "XLA docs/errors/error_1000.md ('Ran out of memory in memory space vmem'), "
+        "error_1001.md ('Allocation (size=N) would exceed memory ... space=vmem'): a TPU kernel's "
+        "on-chip vector memory, not HBM; sgl-project/sglang-jax#408, #1595 (KV-update tiles)",
+        "RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating on stack "
+        "for %kv_cache_update.1",
+        outcome=Outcome.CRASH,
+        masks_oom=True,
+    ),
+    ErrorText(
+        "recovered_oom_warning",
+        re.compile(
+            r"for warmup, reducing max_m to \d+ to avoid out of memory"
+            r"|If you hit GPU OOM issue, please adjust the memory fraction"
+            r"|ran out of GPU memory on \S+; retrying on CPU"
+        ),
+        ("to avoid out of memory", "If you hit GPU OOM issue", "; retrying on CPU"),
+        Family.SGLANG_POOL,
+        "SGLang's warnings that go on: v0.5.8 layers/deep_gemm_wrapper/compile_utils.py:157 "
+        "(DeepGEMM's warmup shrinks its max_m to the free memory), model_loader/loader.py:607 "
+        "(a calibration memory limit), v0.5.23 multimodal/processors/base_processor.py:948 "
+        "(image preprocessing falls back to the CPU)",
+        "Available memory 1.2GB is less than required memory 3.5GB for warmup, reducing max_m to "
+        "4096 to avoid out of memory",
+        masks_oom=True,
     ),
     ErrorText(
         "out_of_memory_error",
@@ -1057,6 +1257,10 @@ BY_NAME: dict[str, ErrorText] = {entry.name: entry for entry in ERRORS}
 def of_kind(kind: str) -> tuple[ErrorText, ...]:
     """The entries a reader of event kind `kind` reads, in order."""
     return tuple(entry for entry in ERRORS if entry.kind == kind)
+
+
+MASKS_OOM: tuple[ErrorText, ...] = tuple(entry for entry in ERRORS if entry.masks_oom)
+"""The entries whose line states no OOM outcome although it holds an out-of-memory phrase."""
 
 
 def of_outcome(outcome: Outcome) -> tuple[ErrorText, ...]:

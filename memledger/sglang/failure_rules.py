@@ -692,7 +692,15 @@ SWA_RATIO_CITATION = (
     "in (0, 1]: v0.5.8 server_args.py:325, :2424-2425)"
 )
 SERVING_SHAPES = frozenset(
-    {"too_long", "retract", "prefill", "decode", "alloc_req_slots", "admitted"}
+    {
+        "too_long",
+        "retract",
+        "prefill",
+        "decode",
+        "alloc_req_slots",
+        "alloc_token_slots",
+        "admitted",
+    }
 )
 """`pool_exhausted` shapes SGLang prints only while scheduling requests."""
 ADMITTED_RAISE = (
@@ -808,6 +816,8 @@ class CrashCause:
         numbers: str = "",
         standalone: bool = False,
         knobs: tuple[tuple[str, str], ...] = (),
+        words: tuple[str, ...] = (),
+        example: str,
     ) -> None:
         self.finding_id = finding_id
         self.pattern = re.compile(pattern)
@@ -830,8 +840,16 @@ class CrashCause:
         """(server-arg name, `raise`/`lower`) of the fix's launch flags, in its order (no value:
         the text does not show the pool's size)."""
         self.standalone = standalone
-        """The text is a library's own error line, not a Python exception: a line holding it is
-        an error of its own (a traceback event of no frames) wherever it stands."""
+        """The text is a library's own error line, not a Python exception, or one distinct enough
+        that a reporter quoting it mid-sentence still means it: a line holding it is an error of
+        its own (a traceback event of no frames) wherever it stands."""
+        self.words = words
+        """A standalone text's words: every match of `pattern` holds one (case-sensitive). The
+        prefilter and the quiet-line test let a line holding one through to the reader
+        (memledger.sglang.errors `standalone_cause`)."""
+        self.example = example
+        """A line in the text's shape (synthetic): tests/sglang/test_crash_causes.py diagnoses it
+        alone, and quoted in a sentence when the cause is standalone."""
 
 
 CRASH_CAUSES: tuple[CrashCause, ...] = (
@@ -854,6 +872,13 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             r"min_per_gpu_memory=(?P<min_per_gpu_memory>\d+(?:\.\d+)?).{0,40}?"
             r"local_gpu_memory=(?P<local_gpu_memory>\d+(?:\.\d+)?)"
         ),
+        standalone=True,
+        words=("memory capacity is unbalanced",),
+        example=(
+            "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+            "processes. min_per_gpu_memory=60.00, local_gpu_memory=78.00, local_gpu_memory * "
+            "0.9=70.20"
+        ),
     ),
     CrashCause(
         "memory_saver_hip_vmm",
@@ -865,6 +890,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "still fails",
         "https://github.com/fzyzcjy/torch_memory_saver/issues/9, "
         "https://github.com/fzyzcjy/torch_memory_saver/pull/14",
+        example=(
+            "[torch_memory_saver.cpp] hipError_t error  result=2 "
+            "file=csrc/torch_memory_saver_hip.cpp func=cu_mem_create line=103"
+        ),
     ),
     CrashCause(
         "memory_saver_driver_error",
@@ -883,6 +912,30 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "is the out-of-memory)",
         numbers=r"(?:result=|error:?\s*)(?P<result_code>\d+)",
         standalone=True,
+        words=("torch_memory_saver",),
+        example=(
+            "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/core.cpp func=resume "
+            "line=150"
+        ),
+    ),
+    CrashCause(
+        "other_rank_load_failed",
+        r"could finish the model loading, but there are other ranks that didn't finish loading",
+        "this rank loaded its weights, but another rank did not reach the barrier after loading "
+        "within UNBALANCED_MODEL_LOADING_TIMEOUT_S (480 s in v0.5.8): that rank failed or stalled "
+        "while loading, most often out of memory (SGLang's own words: 'e.g., OOM') or a slow "
+        "node (v0.4.6 model_executor/model_runner.py:484-493, v0.5.8 :980-990, :227); the "
+        "failing rank's own log holds the cause",
+        "read the log of the rank that did not finish loading",
+        "v0.4.6 model_executor/model_runner.py:484-493, v0.5.8 model_executor/model_runner.py:989",
+        phase=Phase.LOAD,
+        standalone=True,
+        words=("could finish the model loading",),
+        example=(
+            "ValueError: TP rank 1 could finish the model loading, but there are other ranks that "
+            "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow "
+            "node."
+        ),
     ),
     CrashCause(
         "deepep_dispatch_cap",
@@ -896,6 +949,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/pull/28985 (recipes raise the value or cap "
         "--max-running-requests to dodge the assertion), "
         "https://github.com/NVIDIA/srt-slurm/issues/44",
+        example=(
+            "RuntimeError: Failed: Assertion error /sgl-workspace/DeepEP/csrc/deep_ep.cpp:1058 "
+            "'num_tokens <= num_max_dispatch_tokens_per_rank'"
+        ),
     ),
     CrashCause(
         "torch_compile_quantized",
@@ -905,6 +962,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "drop --enable-torch-compile",
         "https://github.com/sgl-project/sglang/issues/1522 (maintainer: torch.compile is not "
         "compatible with awq or gptq)",
+        example=(
+            "RuntimeError: gptq_marlin_gemm() Expected a value of type 'Tensor' for argument "
+            "'b_scales' but instead found type 'FakeScriptObject'."
+        ),
     ),
     CrashCause(
         "flashinfer_workspace",
@@ -917,6 +978,14 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "raise SGLANG_FLASHINFER_WORKSPACE_SIZE",
         "https://github.com/sgl-project/sglang/issues/2102, "
         "https://github.com/sgl-project/sglang/issues/1405",
+        standalone=True,
+        words=("batch_prefill_tmp_", "AlignedAllocator", "Increase the workspace buffer size"),
+        example=(
+            "RuntimeError: Error in function 'aligned_alloc' at "
+            "/workspace/include/flashinfer/allocator.h:49: Buffer overflow when allocating memory "
+            "for batch_prefill_tmp_v with size 566231040 and alignment 16, but only 402653184 "
+            "bytes available in AlignedAllocator. Increase the workspace buffer size."
+        ),
     ),
     CrashCause(
         "not_capturable",
@@ -927,6 +996,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "drop --enable-torch-compile or set --disable-cuda-graph",
         "https://github.com/sgl-project/sglang/issues/7918, "
         "https://github.com/sgl-project/sglang/issues/6342",
+        example=("RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     ),
     CrashCause(
         "capture_invalidated",
@@ -948,20 +1018,41 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/issues/24011 (hipErrorCapturedEvent in "
         "AiterCustomAllreduce.flush_graph_buffers on ROCm 7.2.0; the ROCm 7.2.2 image fixed it)",
         phase=Phase.GRAPH_CAPTURE,
+        example=(
+            "RuntimeError: HIP error: operation failed due to a previous error during capture"
+        ),
     ),
     CrashCause(
         "kernel_shared_memory",
-        r"OutOfResources: out of resource: shared memory",
-        "a Triton kernel asked for more on-chip shared memory per block than this GPU has "
-        "(the `Required` vs `Hardware limit` bytes): not GPU memory, no memory flag changes it; "
-        "a kernel config tuned for this GPU (SGLang's fused-MoE tuning script) or another "
-        "backend does",
-        "tune the kernel config for this GPU",
-        "https://github.com/sgl-project/sglang/issues/6001",
+        # Triton's OutOfResources names the resource: `shared memory`, `threads` (a block's warps),
+        # `tensor memory` (python/triton/compiler/compiler.py _init_handles, runtime/errors.py);
+        # XLA names a TPU kernel's on-chip vector memory `vmem` (memledger.sglang.errors tpu_vmem)
+        r"out of resource: (?:shared memory|threads|tensor memory)"
+        r"|Ran out of memory in memory space vmem|#allocation\d+ [^\n]*?space=vmem",
+        "a kernel asked for more of a chip's on-chip resource per block than it has: a Triton "
+        "kernel's shared memory or threads on a GPU (the `Required` vs `Hardware limit` it "
+        "prints), a TPU kernel's VMEM scratch under XLA: not GPU/HBM memory, no memory flag "
+        "changes it; a kernel config tuned for this chip (SGLang's fused-MoE tuning script, "
+        "smaller kernel blocks or pages) or another backend does",
+        "tune the kernel config for this GPU (or TPU)",
+        "https://github.com/sgl-project/sglang/issues/6001; triton-lang/triton "
+        "python/triton/runtime/errors.py OutOfResources; XLA docs/errors/error_1000.md, "
+        "error_1001.md (vmem); sgl-project/sglang-jax#408 (a KV-update kernel's tiles)",
+        standalone=True,
+        words=("out of resource: ", "memory space vmem", "space=vmem"),
+        example=(
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+            "147456, Hardware limit: 101376. Reducing block sizes or `num_stages` may help."
+        ),
     ),
     CrashCause(
         "deepep_buffer_memory",
-        r"deep_ep\.cpp:\d+ 'invalid argument'",
+        # and NVSHMEM's own lines when the heap's physical memory cannot be created (status 2 is
+        # CUDA_ERROR_OUT_OF_MEMORY from cuMemCreate; 7 the heap setup failing after it:
+        # nvshmem src/host/mem/mem_heap.cpp, deepseek-ai/DeepEP#157)
+        r"deep_ep\.cpp:\d+ 'invalid argument'"
+        r"|mem_heap\.cpp:\d+: non-zero status: 2 cuMemCreate failed"
+        r"|allocate_physical_memory_to_heap failed",
         "DeepEP's buffer could not be set up (`Buffer::sync` at its first use, lazily during "
         "graph capture or the first MoE dispatch): this `invalid argument` is also what NVSHMEM's "
         "physical allocation failing for lack of free GPU memory looks like (sglang#29942: a "
@@ -974,6 +1065,52 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/issues/29942",
         gpu_memory=True,
         knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("deep_ep.cpp", "cuMemCreate failed", "allocate_physical_memory_to_heap failed"),
+        example=(
+            "RuntimeError: Failed: CUDA error /sgl-workspace/DeepEP/csrc/deep_ep.cpp:304 'invalid "
+            "argument'"
+        ),
+    ),
+    CrashCause(
+        "nvshmem_teams",
+        r"No more teams available",
+        "NVSHMEM ran out of team slots (NVSHMEM_MAX_TEAMS), not memory, although it reports it as "
+        "NVSHMEMX_ERROR_OUT_OF_MEMORY: DeepEP's low-latency mode on NVSHMEM 3.x creates more teams "
+        "than the default allows; no memory flag changes it",
+        "raise NVSHMEM_MAX_TEAMS (the error's own advice)",
+        "nvshmem src/host/team/team_internal.cpp ('No more teams available (max = N), try setting "
+        "NVSHMEM_MAX_TEAMS environment variable'); https://github.com/NVIDIA/nvshmem/issues/100",
+        standalone=True,
+        words=("No more teams available",),
+        example=(
+            "/src/host/team/team_internal.cpp:1821: error status: 2 (NVSHMEMX_ERROR_OUT_OF_MEMORY) "
+            "No more teams available (max = 7), try setting NVSHMEM_MAX_TEAMS environment variable"
+        ),
+    ),
+    CrashCause(
+        "blas_handle_memory",
+        r"CUBLAS_STATUS_NOT_INITIALIZED when calling .(?:cublas|cublasLt)Create"
+        r"|HIPBLAS_STATUS_NOT_INITIALIZED when calling .hipblasCreate",
+        "cuBLAS (hipBLAS on ROCm) could not create its handle: cublasCreate reports "
+        "CUBLAS_STATUS_NOT_INITIALIZED when the CUDA runtime under it fails, most often for lack "
+        "of free GPU memory for the handle and its workspace; PyTorch creates it at the first "
+        "matmul, which SGLang runs right after the KV pool (init_cublas: v0.3.0 "
+        "model_executor/model_runner.py:116, v0.4.6 :220, v0.5.8 :1587), so the pool left too "
+        "little",
+        "lower --mem-fraction-static (more room after the pool)",
+        "cuBLAS docs, cublasCreate() return values; the maintainers' reading in "
+        "https://github.com/QwenLM/Qwen/issues/120 and https://github.com/OpenBMB/VisCPM/issues/3 "
+        "(out of GPU memory)",
+        gpu_memory=True,
+        phase=Phase.AFTER_POOL,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("CUBLAS_STATUS_NOT_INITIALIZED", "HIPBLAS_STATUS_NOT_INITIALIZED"),
+        example=(
+            "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling "
+            "`cublasCreate(handle)`"
+        ),
     ),
     CrashCause(
         "hicache_host_memory",
@@ -988,6 +1125,13 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "lower --hicache-size or --hicache-ratio (or free host RAM)",
         "https://github.com/sgl-project/sglang/pull/20136 (the check counts one rank's pool "
         "against the host's available RAM less the reserve; TP/PP ranks each pin one)",
+        knobs=(("hicache_size", "lower"), ("hicache_ratio", "lower")),
+        standalone=True,
+        words=("Not enough host memory available",),
+        example=(
+            "ValueError: Not enough host memory available. Requesting 200.00 GB but only have "
+            "120.50 GB free. Please reduce the size of the hierarchical cache."
+        ),
     ),
     CrashCause(
         "mamba_slots",
@@ -1008,6 +1152,12 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/pull/19002",
         own_pool=True,
         knobs=(("max_mamba_cache_size", "raise"), ("max_running_requests", "lower")),
+        standalone=True,
+        words=("Not enough space for mamba", "Can not alloc mamba cache"),
+        example=(
+            "AssertionError: Not enough space for mamba cache, try to increase "
+            "--mamba-full-memory-ratio or --max-mamba-cache-size."
+        ),
     ),
     CrashCause(
         "retract_one_left",
@@ -1028,6 +1178,9 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             ("max_total_tokens", "raise"),
             ("context_length", "lower"),
         ),
+        standalone=True,
+        words=("No space left for only one request", "Out of memory even after retracting"),
+        example=("AssertionError: No space left for only one request"),
     ),
 )
 """Matched against the failing traceback's `exception: message` text (the input layer does, and

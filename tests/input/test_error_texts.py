@@ -56,6 +56,20 @@ def test_old_torch_and_npu_oom_shapes() -> None:
     assert "reserved_unallocated" not in sizes
 
 
+def test_torch_2_1_misspelt_capacity_is_read() -> None:
+    # torch 2.1 printed `total capacty` (c10/cuda/CUDACachingAllocator.cpp, fixed in 2.2)
+    pasted = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. GPU 0 has a "
+        "total capacty of 23.65 GiB of which 281.12 MiB is free."
+    )
+    reading = read_oom_message(pasted)
+    assert reading is not None
+    sizes, values = reading
+    assert sizes["capacity"].bytes == round(23.65 * GIB)
+    assert sizes["free"].bytes == round(281.12 * 2**20)
+    assert values == {"device": "CUDA", "gpu": 0}
+
+
 def test_oom_message_with_private_pools_and_an_annotation() -> None:
     pasted = (
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
