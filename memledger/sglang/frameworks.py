@@ -253,8 +253,8 @@ SGLang unchanged, so SGLang's value is the framework's: a mem_fraction_static is
 fraction of the memory free when it starts (the budget rest = A - P x (1 - mfs)), whatever the
 framework calls it (a `gpu_memory_utilization` reads like vLLM's fraction of the whole card, but
 none of these converts it). verl's tp is SGLang's tp divided by the rollout's data_parallel_size.
-Read and left out: OpenRLHF (OpenRLHF/OpenRLHF@3c3be62) and TRL (huggingface/trl@f2cd577) run
-vLLM only."""
+Read and left out: OpenRLHF (OpenRLHF/OpenRLHF@3c3be62), TRL (huggingface/trl@f2cd577) and
+EasyR1 (hiyouga/EasyR1@b44b311) run vLLM only."""
 
 MEMORY_SAVER = Framework(
     "an RL framework (SGLang's memory saver)",
