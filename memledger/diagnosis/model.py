@@ -107,23 +107,6 @@ class Suggestion:
         return "--" + self.knob.replace("_", "-")
 
 
-MEMORY_KNOBS = frozenset(
-    {
-        "mem_fraction_static",
-        "cuda_graph_max_bs",
-        "cuda_graph_max_bs_decode",
-        "context_length",
-        "max_running_requests",
-        "chunked_prefill_size",
-        "disable_cuda_graph",
-        "tp_size",
-        "cpu_offload_gb",
-        "max_total_tokens",
-    }
-)
-"""Knobs that trade memory; a diagnosis without memory evidence suggests none of them."""
-
-
 DIAGNOSIS_SCHEMA_VERSION = 1
 
 

@@ -19,10 +19,11 @@ from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.evidence import gather
 from memledger.diagnosis.health import zero_headroom
-from memledger.diagnosis.model import MEMORY_KNOBS, FindingId
+from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
 from memledger.record import to_json
 from memledger.sglang.failure_rules import CRASH_CAUSES, LOAD_SITES
+from memledger.sglang.lifecycle import MEMORY_KNOBS
 from memledger.units import GIB, MIB
 from tests.conftest import REAL_LOGS, diagnose_paste, load_truth
 from tests.input.helpers import physical_lines, real_log
