@@ -108,6 +108,7 @@ from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
+    LOAD_SITES,
     PHASE_TEXT,
     CrashCause,
     Phase,
@@ -125,6 +126,8 @@ __all__ = [
 ]
 
 MESSAGE_CLIP = 110
+BLOCKING_SITES = frozenset(site.finding_id for site in LOAD_SITES if not site.more_ranks_help)
+"""Load sites no memory knob fixes: their finding stands alone, without the stage's levers."""
 
 
 def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None) -> Diagnosis:
@@ -218,7 +221,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         if phase in (Phase.WARMUP, Phase.SERVING):
             found, lever = _large_gpu_reserve(evidence)
             extra, suggestions = extra + found, _fraction_first(suggestions, lever)
-    blocking = next((f for f in extra if f.id == FindingId.UNSHARDED_FALLBACK), None)
+    # a load site more ranks do not help (the Transformers fallback) stands alone
+    blocking = next((f for f in extra if f.id in BLOCKING_SITES), None)
     if not suggestions and site is None and evidence.refusal is None and blocking is None:
         # the lifecycle model's levers, with directions (a site no knob fixes, the Transformers
         # fallback, stands alone)

@@ -65,7 +65,7 @@ def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Findin
     elif isinstance(code, int):
         said = f"; here code {code}: {DRIVER_RESULTS.get(code, 'a driver error')}"
     return Finding(
-        id=FindingId(cause.finding_id),
+        id=cause.finding_id,
         severity=Severity.ERROR,
         message=f"{cause.message}{said} ({cause.source})",
         bytes=amount,

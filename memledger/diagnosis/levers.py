@@ -19,16 +19,15 @@ import math
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Direction, Suggestion
-from memledger.sglang.failure_rules import DECODE_GRAPH_FLAG_CITATION, DECODE_GRAPH_RUNNER
+from memledger.sglang.failure_rules import (
+    DECODE_GRAPH_FLAG_CITATION,
+    DECODE_GRAPH_RUNNER,
+    PREFILL_FRAMES,
+)
+from memledger.sglang.fraction_rules import CHUNKED_PREFILL_SOURCE, CUDA_GRAPH_MAX_BS_SOURCE
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.defaults import default_chunked_prefill, default_cuda_graph_max_bs
 from memledger.units import MIB
-
-GRAPH_DEFAULT_SOURCE = "v0.5.10 server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981"
-CHUNK_DEFAULT_SOURCE = "v0.5.10 server_args.py:904-950 (_handle_gpu_memory_settings)"
-PREFILL_FUNCTIONS = ("forward_extend", "run_batch_prefill")
-"""Frames that run a prefill (model_executor/model_runner.py `forward_extend`: the traceback in
-https://github.com/sgl-project/sglang/issues/6027)."""
 
 
 def gpu_capacity_mib(evidence: Evidence) -> int | None:
@@ -78,7 +77,7 @@ def inferred_graph_max_bs(evidence: Evidence) -> tuple[int, str] | None:
     tp_text = f"tp {tp}" if evidence.tp_size else "tp assumed 1"
     return value, (
         f"not in the log; SGLang's default for a {gpu / 1024:.0f} GiB GPU at {tp_text} is "
-        f"{value}, inferred by {GRAPH_DEFAULT_SOURCE}, releases 0.5.5-0.5.19"
+        f"{value}, inferred by {CUDA_GRAPH_MAX_BS_SOURCE}, releases 0.5.5-0.5.19"
     )
 
 
@@ -87,7 +86,7 @@ def failed_in_prefill(evidence: Evidence) -> bool:
     traceback = evidence.traceback
     if traceback is None:
         return False
-    return any(frame.function in PREFILL_FUNCTIONS for frame in frames_of(traceback))
+    return any(frame.function in PREFILL_FRAMES for frame in frames_of(traceback))
 
 
 def inferred_chunk(evidence: Evidence) -> tuple[int, str] | None:
@@ -98,7 +97,7 @@ def inferred_chunk(evidence: Evidence) -> tuple[int, str] | None:
     value = default_chunked_prefill(gpu)
     return value, (
         f"not in the log; SGLang's default for a {gpu / 1024:.0f} GiB GPU is {value}, "
-        f"inferred by {CHUNK_DEFAULT_SOURCE}"
+        f"inferred by {CHUNKED_PREFILL_SOURCE}"
     )
 
 

@@ -172,7 +172,7 @@ def load_oom(evidence: Evidence) -> Result:
     if site is not None:
         findings.append(
             Finding(
-                id=FindingId(site[0].finding_id),
+                id=site[0].finding_id,
                 severity=Severity.ERROR,
                 message=site[1],
                 evidence=[evidence.at(evidence.traceback.line)] if evidence.traceback else [],

@@ -30,7 +30,9 @@ class Direction(StrEnum):
 
 
 class FindingId(StrEnum):
-    """Every finding diagnose can report, by the id its JSON carries (`findings[].id`)."""
+    """Every finding diagnose's own rules can report, by the id its JSON carries (`findings[].id`);
+    a failure table's row reports its own id (memledger.sglang.failure_rules: a `CrashCause`'s or a
+    `LoadSite`'s `finding_id`), so adding a row needs no member here."""
 
     # findings of memledger.diagnosis' own rules
     AFTER_POOL_DROP = "after_pool_drop"
@@ -76,32 +78,13 @@ class FindingId(StrEnum):
     KV_SHORT_OF_ONE_REQUEST = "kv_short_of_one_request"
     NO_KV_BUDGET = "no_kv_budget"
     OOM = "oom"
-    # the known crash causes (memledger.sglang.failure_rules.CRASH_CAUSES)
-    BLAS_HANDLE_MEMORY = "blas_handle_memory"
-    CAPTURE_INVALIDATED = "capture_invalidated"
-    DEEPEP_BUFFER_MEMORY = "deepep_buffer_memory"
-    DEEPEP_DISPATCH_CAP = "deepep_dispatch_cap"
-    FLASHINFER_WORKSPACE = "flashinfer_workspace"
-    HICACHE_HOST_MEMORY = "hicache_host_memory"
-    KERNEL_SHARED_MEMORY = "kernel_shared_memory"
-    MAMBA_SLOTS = "mamba_slots"
-    NOT_CAPTURABLE = "not_capturable"
-    NVSHMEM_TEAMS = "nvshmem_teams"
-    OTHER_RANK_LOAD_FAILED = "other_rank_load_failed"
-    RETRACT_ONE_LEFT = "retract_one_left"
-    TORCH_COMPILE_QUANTIZED = "torch_compile_quantized"
-    UNBALANCED_MEMORY = "unbalanced_memory"
-    MEMORY_SAVER_DRIVER_ERROR = "memory_saver_driver_error"
-    MEMORY_SAVER_HIP_VMM = "memory_saver_hip_vmm"
     REPORTED = "reported"
-    # the load sites that explain a load-time OOM (memledger.sglang.failure_rules.LOAD_SITES)
-    UNQUANTIZED_LAYER = "unquantized_layer"
-    UNSHARDED_FALLBACK = "unsharded_fallback"
 
 
 @record
 class Finding:
-    id: FindingId
+    id: str
+    """A `FindingId`, or the `finding_id` of the failure-table row the finding is."""
     severity: Severity
     message: str
     bytes: int | None = None
@@ -122,23 +105,6 @@ class Suggestion:
     @property
     def flag(self) -> str:
         return "--" + self.knob.replace("_", "-")
-
-
-MEMORY_KNOBS = frozenset(
-    {
-        "mem_fraction_static",
-        "cuda_graph_max_bs",
-        "cuda_graph_max_bs_decode",
-        "context_length",
-        "max_running_requests",
-        "chunked_prefill_size",
-        "disable_cuda_graph",
-        "tp_size",
-        "cpu_offload_gb",
-        "max_total_tokens",
-    }
-)
-"""Knobs that trade memory; a diagnosis without memory evidence suggests none of them."""
 
 
 DIAGNOSIS_SCHEMA_VERSION = 1

@@ -20,18 +20,9 @@ from memledger.input.vllm_reader import Reading, Startup, VllmLog
 from memledger.model.ledger import Ledger
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sizing.vllm import VllmSizing
+from memledger.units import GIB
 from memledger.vllm.knobs import LEVERS
 from memledger.vllm.sizing_rules import DEFAULT_BLOCK_SIZE, REDUNDANCY_BUFFER_BYTES
-
-GIB = 1 << 30
-PHASES = {
-    "device_check": Phase.DEVICE_CHECK,
-    "load": Phase.LOAD,
-    "profile": Phase.PROFILE,
-    "kv_sizing": Phase.KV_SIZING,
-    "graph_capture": Phase.GRAPH_CAPTURE,
-    "unknown": Phase.UNKNOWN,
-}
 
 
 def _g(value: float) -> str:
@@ -343,7 +334,7 @@ def _oom(
     kinds = {r.kind for r in startup.readings}
     graph_begun = "graph_begin" in kinds and "graph_done" not in kinds
     if startup.frame_phase is not None:
-        phase = PHASES[startup.frame_phase]
+        phase = Phase(startup.frame_phase)  # the reader names a Phase value
     elif graph_begun:
         phase = Phase.GRAPH_CAPTURE
     elif "kv_available" in kinds or "blocks" in kinds:

@@ -643,6 +643,10 @@ it, whose phase the enclosing frames give: DeepGEMM's JIT compile (v0.5.8
 layers/deep_gemm_wrapper/compile_utils.py:291 deep_gemm_execution_hook), DeepEP's buffers
 (allocated at the first dispatch), the models' and layers' forward code (capture, warmup and
 serving all run it)."""
+PREFILL_FRAMES = ("forward_extend", "run_batch_prefill")
+"""Functions whose frame runs a prefill (extend) forward, the serving stage's prefill: v0.5.10
+model_executor/model_runner.py:2645 `forward_extend` (`run_batch_prefill` is not in that wheel;
+kept from the rule's first version)."""
 WARMUP_CONTEXT = "warmup error"
 """`Initialization failed. warmup error: Traceback ...` (v0.5.8 entrypoints/http_server.py:1516)."""
 

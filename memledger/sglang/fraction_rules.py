@@ -194,8 +194,11 @@ MFS_VLM_BASELINE_HIDDEN = 1024
 CAPACITY_CAP_MIB = 288 * 1024
 """The largest capacity the default's range is reported up to (an MI355X: 288 GiB)."""
 
-# chunked_prefill_size default by GPU capacity (MiB upper bound -> tokens): v0.5.8
-# server_args.py:904-950 (_handle_gpu_memory_settings); above the last bound: 16384.
+CHUNKED_PREFILL_SOURCE = (
+    "v0.5.8 server_args.py:904-950, v0.5.10 :1166-1226 (_handle_gpu_memory_settings)"
+)
+"""Where SGLang picks chunked_prefill_size by GPU capacity when none is given (MiB upper bound ->
+tokens, below); above the last bound: 16384."""
 CHUNKED_PREFILL_BY_GPU: tuple[tuple[int, int], ...] = (
     (20 * 1024, 2048),
     (35 * 1024, 2048),
@@ -206,8 +209,9 @@ CHUNKED_PREFILL_BY_GPU: tuple[tuple[int, int], ...] = (
 CHUNKED_PREFILL_LARGE_GPU = 16384
 CHUNKED_PREFILL_NO_GPU = 4096
 
-# cuda_graph_max_bs default by GPU capacity (MiB upper bound -> (tp < 4, tp >= 4)): v0.5.10
-# server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981 (same table); above: 512.
+CUDA_GRAPH_MAX_BS_SOURCE = "v0.5.10 server_args.py:1166-1226, v0.5.16 server_args.py:3928-3981"
+"""Where SGLang picks cuda_graph_max_bs by GPU capacity (MiB upper bound -> (tp < 4, tp >= 4),
+below; the same table in both); above: 512."""
 CUDA_GRAPH_MAX_BS_BY_GPU: tuple[tuple[int, int, int], ...] = (
     (20 * 1024, 8, 8),
     (35 * 1024, 24, 80),

@@ -484,6 +484,13 @@ LEVER: dict[tuple[str, str], Lever] = {
     for lever in (*stage.levers, *stage.bound_levers)
 }
 """Each stage's lever by (knob, direction): what a valued suggestion of diagnose says it moves."""
+MEMORY_KNOBS = frozenset(
+    {knob for knob, _ in LEVER}
+    | {lever.knob for levers in SERVING_BATCH_LEVERS.values() for lever in levers}
+    | {"cuda_graph_max_bs_decode"}  # the graph cap's name from 0.5.16 (failure_rules)
+)
+"""The knobs that trade memory: every stage's levers; a diagnosis without memory evidence
+suggests none of them."""
 NEEDS: dict[str, str] = {
     lever.knob: lever.needs for stage in LIFECYCLE for lever in stage.levers if lever.needs
 }

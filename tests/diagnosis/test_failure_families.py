@@ -10,9 +10,9 @@ from __future__ import annotations
 import io
 
 from memledger.diagnosis import Diagnosis
-from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.parsing import parse_log
 from memledger.model.events import EventKind
+from memledger.sglang.lifecycle import MEMORY_KNOBS
 from memledger.units import GIB
 from tests.conftest import diagnose_paste
 

@@ -77,7 +77,7 @@ def test_a_memory_saver_driver_error_other_than_2_is_not_an_oom(line: str, code:
     diagnosis = _diagnose(line + "\n")
     assert diagnosis.outcome == "crash"
     found = {f.id: f for f in diagnosis.findings}
-    assert code in found[FindingId.MEMORY_SAVER_DRIVER_ERROR].message
+    assert code in found["memory_saver_driver_error"].message
     assert "not for lack of memory" in diagnosis.verdict
     assert not diagnosis.suggestions
 
@@ -261,7 +261,7 @@ def test_the_memory_savers_hip_oom_also_names_rocms_allocation_limit() -> None:
     )
     assert diagnosis.outcome == "oom"
     found = {f.id: f for f in diagnosis.findings}
-    assert "chunk-wise" in found[FindingId.MEMORY_SAVER_HIP_VMM].message
+    assert "chunk-wise" in found["memory_saver_hip_vmm"].message
     assert "(HIP runtime: torch_memory_saver)" in found[FindingId.OOM_MESSAGE].message
     assert "also: upgrade torch_memory_saver" in diagnosis.verdict
 

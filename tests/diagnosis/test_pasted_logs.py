@@ -10,7 +10,7 @@ import re
 import pytest
 
 from memledger.diagnosis import Diagnosis
-from memledger.diagnosis.model import MEMORY_KNOBS
+from memledger.sglang.lifecycle import MEMORY_KNOBS
 from memledger.units import GIB, MIB
 from tests.conftest import diagnose_paste
 from tests.input.helpers import physical_lines, real_log

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from memledger.diagnosis.model import MEMORY_KNOBS
 from memledger.input.server_args import (
     MAX_KEPT_PARAMS,
     MAX_VALUE_CHARS,
@@ -18,6 +17,7 @@ from memledger.input.server_args import (
     is_read_key,
     parse_server_args,
 )
+from memledger.sglang.lifecycle import MEMORY_KNOBS
 from memledger.sizing.inputs import KNOBS
 from tests.security.helpers import log_text, run
 
