@@ -21,8 +21,6 @@ from memledger.sglang.lifecycle import (
 from memledger.sglang.releases import version_code
 
 FRACTION = "mem_fraction_static"
-MOMENTS = ("serving", "logprob")
-"""Mentions that describe the moment of a failure wherever they stand in the paste."""
 
 
 def typed(evidence: Evidence, knob: str) -> list[tuple[float, str, str]]:
@@ -58,7 +56,7 @@ def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
     """The phase a mention places a failure in (the first in the table's order) and whether it
     is said in the sentence that says it failed (`eighth draft pool: CUDA OOM`, `a single
     64k-length input ... crash due to OOM`): that outweighs a startup line the paste shows. A
-    mention elsewhere places only the moments it describes (serving, a request's logprobs)."""
+    mention elsewhere places only the moments it describes (lifecycle.Mention.moment)."""
     failed = evidence.failure_line
     for mention in mentions(evidence):
         lines = {e.line for e in evidence.reported if e.values.get("mention") == mention.name}
@@ -66,7 +64,7 @@ def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
             continue
         if failed in lines:
             return mention.phase, True
-        if mention.name in MOMENTS:
+        if mention.moment:
             return mention.phase, False
     return None, False
 

@@ -31,13 +31,18 @@ _SGLANG_WORDS = (
     "mem_fraction_static",
 )
 _SGLANG_NAMED = re.compile(r"\bsglang\b", re.IGNORECASE)
-"""SGLang named in a line (prose, a flag, a path): evidence as good as vLLM's name (`vLLM`), so a
-reporter's sentence that names both engines is no vLLM log."""
+"""SGLang named in a line (prose, a flag, a path): a reporter's sentence that names both engines
+is no vLLM log."""
 _VLLM_HEADER = re.compile(
     r"(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d (?:\[[\w.]{1,80}(?::\d+)?\]|"
     r"[\w.]{1,80}\.py:\d+\])"
 )
-_VLLM_WORDS = ("vllm/", "vllm.", "vLLM", "vllm serve", "VLLM_")
+_VLLM_WORDS = ("vllm/", "vllm serve", "VLLM_")
+_VLLM_MODULE = re.compile(r"\bvllm\.[A-Za-z_]")
+"""vLLM's own text: a module path (`vllm.engine.llm_engine`), a file path, its CLI, its
+environment variables. Not its name: a reporter's `vLLM works with the same model` or `switched
+from vLLM` is prose around a paste, and a paste holding nothing of vLLM's log is not a vLLM log
+(the SGLang path reads its failure text)."""
 _MAX_LINES = 200_000
 """Lines looked at (a startup's evidence is at its start; a long serving log is not read whole)."""
 
@@ -78,6 +83,7 @@ def detect_engine(lines: Iterable[str]) -> Detection:
         if (
             _VLLM_HEADER.search(text)
             or any(w in text for w in _VLLM_WORDS)
+            or _VLLM_MODULE.search(text)
             or looks_like_vllm(text)
         ):
             vllm += 1

@@ -702,11 +702,15 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_killer",
         # the kernel's words for the host running out: no GPU memory in them
-        re.compile(r"Out of memory: Kill(?:ed)? process|invoked oom-killer"),
-        ("Out of memory: Kill", "invoked oom-killer"),
+        re.compile(
+            r"Out of memory: Kill(?:ed)? process|invoked oom-killer"
+            r"|Memory cgroup out of memory: Kill(?:ed)? process"
+        ),
+        ("Out of memory: Kill", "invoked oom-killer", "out of memory: Kill"),
         Family.HOST,
         "Linux mm/oom_kill.c, the kernel's OOM killer as dmesg prints it (`Out of memory: Killed "
-        "process N (name)`, `invoked oom-killer`)",
+        "process N (name)`, `invoked oom-killer`; in a container's memory cgroup `Memory cgroup "
+        "out of memory: Killed process N (name)`)",
         "Out of memory: Killed process 12345 (python3) total-vm:123456789kB, anon-rss:98765432kB",
         kind="pool_exhausted",
         outcome=Outcome.CRASH,
@@ -883,7 +887,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_warmup",
         re.compile(
             r"during warmup|during the warmup|During warmup|at warmup|in warmup"
-            r"|while warming up|when warming up"
+            r"|while warming up|when warming up|during warm-up|during the warm-up|in the warmup"
         ),
         (
             "during warmup",
@@ -893,6 +897,9 @@ ERRORS: tuple[ErrorText, ...] = (
             "in warmup",
             "while warming up",
             "when warming up",
+            "during warm-up",
+            "during the warm-up",
+            "in the warmup",
         ),
         Family.REPORTER,
         "what people write when it failed on the warmup request after startup (memledger.sglang"
@@ -928,6 +935,59 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "released"},
     ),
     ErrorText(
+        "said_resume",
+        # an RL framework's cycle around SGLang: resume after the trainer's step, weight updates,
+        # wake_up (verl's and others' name for resuming); the release itself is said_released
+        re.compile(
+            r"\b[Rr]esum(?:e|ed|es|ing)\b|resume_memory_occupation"
+            r"|update_weights\w*|updating (?:the )?weights|update weights"
+            r"|\bwake[_ ]up\b|\bwakes up\b|\bwaking up\b|\bonload(?:ing|ed)?\b"
+        ),
+        (
+            "esum",
+            "resume_memory_occupation",
+            "update_weights",
+            "updating ",
+            "update weights",
+            "wake",
+            "waking up",
+            "onload",
+        ),
+        Family.REPORTER,
+        "what people write when it failed as an RL framework resumed SGLang's memory or updated "
+        "its weights (the resume stage: memledger.sglang.lifecycle MENTIONS)",
+        "OOM when resuming after the actor update",
+        kind="reported",
+        values={"mention": "resume"},
+    ),
+    ErrorText(
+        "said_kv_allocation",
+        # `when allocating the KV cache`, `KV cache allocation`, `creating the kv cache`; not
+        # SGLang's own `KV Cache is allocated.` line (it has its own line kind)
+        re.compile(
+            r"(?:allocating |allocate |initializing |initialising |creating )(?:the )?"
+            r"(?:kv cache|kv_cache|kv-cache|kvcache)"
+            r"|(?:kv |kv_|kv-|kv)(?:cache allocation|cache initiali[sz]ation|cache creation)",
+            re.I,
+        ),
+        (
+            "allocating ",
+            "allocate ",
+            "initializing ",
+            "initialising ",
+            "creating ",
+            "cache allocation",
+            "cache initiali",
+            "cache creation",
+        ),
+        Family.REPORTER,
+        "what people write when it failed allocating the KV cache (the memory-pool stage: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "CUDA OOM when allocating the KV cache",
+        kind="reported",
+        values={"mention": "kv_allocation"},
+    ),
+    ErrorText(
         "said_other_process",
         re.compile(
             r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"
@@ -945,7 +1005,13 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_serving",
         re.compile(
             r"(?:concurrent|parallel|multiple|many) (?:\w+ ){0,2}(?:requests|prompts|inputs)"
-            r"|\d+k?[- ]length input|bench_serving|(?:during|while) (?:serving|inference|decoding)",
+            r"|\d+k?[- ]length input|bench_serving|(?:during|while) (?:serving|inference|decoding)"
+            r"|(?:during prefill|during the prefill|during decode|during the decode"
+            r"|while prefilling|in the prefill|in the decode|at prefill|at decode)\b"
+            r"|under (?:heavy |high |some )?(?:load|traffic|concurrency)"
+            r"|(?:at|on|after|with) the (?:first request|first query|first prompt|1st request)"
+            r"|after (?:a few|several|some|many|\d+) (?:hours|minutes|days)"
+            r"|(?:during|while|in) (?:the )?(?:generation|rollouts?)\b",
             re.I,
         ),
         (
@@ -958,6 +1024,25 @@ ERRORS: tuple[ErrorText, ...] = (
             "serving",
             "inference",
             "decoding",
+            "during prefill",
+            "during the prefill",
+            "during decode",
+            "during the decode",
+            "while prefilling",
+            "in the prefill",
+            "in the decode",
+            "at prefill",
+            "at decode",
+            "under ",
+            "first request",
+            "first query",
+            "first prompt",
+            "1st request",
+            "hours",
+            "minutes",
+            "days",
+            "generation",
+            "rollout",
         ),
         Family.REPORTER,
         "what people write when the server was already serving",
@@ -1063,13 +1148,14 @@ ERRORS: tuple[ErrorText, ...] = (
         "out_of_memory",
         # `out-of-memory`, `out of GPU memory` as people write it; a device word between
         re.compile(
-            r"out of (?:(?:GPU|device|CUDA|HIP|NPU|VRAM|HBM|video) )?memory|out-of-(?:GPU-)?memory",
+            r"out of (?:(?:GPU|device|CUDA|HIP|NPU|VRAM|HBM|video) )?memory|out-of-(?:GPU-)?memory"
+            r"|out of (?:GPU )?(?:VRAM|HBM)\b",
             re.IGNORECASE,
         ),
         ("out of ", "out-of-"),
         Family.CUDA,
         "any device's out-of-memory text, e.g. the CUDA runtime's `CUDA error: out of memory`; "
-        "what people write for it (`out-of-memory errors`, `ran out of GPU memory`)",
+        "what people write for it (`out-of-memory errors`, `ran out of GPU memory`, `out of VRAM`)",
         "RuntimeError: CUDA error: out of memory",
         outcome=Outcome.OOM,
     ),
@@ -1148,6 +1234,63 @@ ERRORS: tuple[ErrorText, ...] = (
         "what people write around a log in Chinese ('GPU memory insufficient / overflowed')",
         "启动时显存不足",
         outcome=Outcome.OOM,
+    ),
+    ErrorText(
+        "oom_said_words",
+        # `not enough memory`, `insufficient GPU memory`, `GPU memory exhausted`, `a CUDA memory
+        # error` as people write them; not SGLang's own refusal (`RuntimeError: Not enough
+        # memory. Please try to increase --mem-fraction-static`: the kv_refusal entries), nor the
+        # host's (`not enough host memory`, `insufficient shared memory`: no device word here)
+        re.compile(
+            r"(?<!Error: )\b[Nn]ot enough (?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
+            r"(?!\. Please)"
+            r"|\b[Ii]nsufficient (?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
+            r"|(?:GPU|gpu|CUDA|cuda|VRAM|device) memory (?:is |was |got )?exhausted"
+            r"|\b(?:CUDA |cuda |GPU |gpu )?memory error\b"
+        ),
+        ("ot enough ", "nsufficient ", "exhausted", "memory error"),
+        Family.REPORTER,
+        "what people write around a log for a device out of memory (SGLang's own retraction "
+        "docstring says it so: v0.5.8 managers/schedule_batch.py:1851 `when there is not enough "
+        "memory`)",
+        "the server hits not enough memory during decode",
+        outcome=Outcome.OOM,
+    ),
+    ErrorText(
+        "host_oom_said",
+        # the host's RAM, not the GPU's, as people write it: the kernel's OOM killer (its own
+        # report is the oom_killer entry), the host's memory named; `内存不足` is Chinese
+        # reporters' usage for host RAM (`显存` is the GPU's: the oom_cjk entry). A line it
+        # matches states no GPU out-of-memory (`host OOM`, `OOM-killed` hold the word OOM)
+        re.compile(
+            r"\b(?:OOM|oom)[- ]?kill(?:ed|er|ing)?\b|\boom_kill\b"
+            r"|\b(?:host|Host|CPU|cpu|system|System) (?:OOM|oom)\b"
+            r"|(?:out of|not enough|[Ii]nsufficient) (?:host memory|host RAM|CPU memory"
+            r"|CPU RAM|cpu memory|system memory|system RAM)"
+            r"|out of RAM\b"
+            r"|内存不足|内存不够"
+        ),
+        (
+            "OOM",
+            "oom",
+            "host memory",
+            "host RAM",
+            "CPU memory",
+            "CPU RAM",
+            "cpu memory",
+            "system memory",
+            "system RAM",
+            "out of RAM",
+            "内存不",
+        ),
+        Family.HOST,
+        "what people write for the host's RAM running out (the kernel's OOM killer: Linux "
+        "mm/oom_kill.c)",
+        "the scheduler was OOM-killed after a few hours",
+        kind="pool_exhausted",
+        outcome=Outcome.CRASH,
+        values={"pool": "host", "shape": "host_memory"},
+        masks_oom=True,
     ),
     ErrorText(
         "traceback_started",

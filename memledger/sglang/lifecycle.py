@@ -265,6 +265,10 @@ class Mention:
     """The stage it places a failure in when nothing else does."""
     says: str
     levers: tuple[Lever, ...] = ()
+    moment: bool = False
+    """It says when the failure came (`during warmup`, `under load`): it places the failure
+    wherever it stands in the paste, not only in the sentence that says it failed, when nothing
+    in the log places it."""
 
 
 MENTIONS: tuple[Mention, ...] = (
@@ -292,6 +296,7 @@ MENTIONS: tuple[Mention, ...] = (
                 "or no return_logprob",
             ),
         ),
+        moment=True,
     ),
     Mention(
         "page_size",
@@ -387,6 +392,7 @@ MENTIONS: tuple[Mention, ...] = (
         "transient copies (v0.5.8 model_loader/loader.py:672-681 process_weights_after_loading; "
         "on ROCm with AITER an fp8 MoE layer's experts are shuffled whole, "
         "layers/quantization/fp8.py:840-852), all before the KV pool is sized",
+        moment=True,
     ),
     Mention(
         "capture",
@@ -394,12 +400,14 @@ MENTIONS: tuple[Mention, ...] = (
         "it failed while SGLang captured its CUDA graphs: the graphs' private pool, largest "
         "batch first, out of the slack after the KV pool (v0.5.8 "
         "model_executor/model_runner.py:1979-2016)",
+        moment=True,
     ),
     Mention(
         "warmup",
         Phase.WARMUP,
         "it failed on the warmup request: its activations, out of the slack after the graphs "
         "(v0.5.8 entrypoints/http_server.py:1496)",
+        moment=True,
     ),
     Mention(
         "mamba",
@@ -440,12 +448,32 @@ MENTIONS: tuple[Mention, ...] = (
         (_MFS_LOWER,),
     ),
     Mention(
+        "resume",
+        Phase.RESUME,
+        "an RL framework's cycle: SGLang's weights and KV cache are released for the trainer's "
+        "step and re-created before the next rollout, then the new weights are loaded into them "
+        "(v0.5.8 managers/scheduler_update_weights_mixin.py:121 release_memory_occupation, :154 "
+        "resume_memory_occupation, :87 update_weights_from_tensor), so the trainer's memory and "
+        "SGLang's share must fit the card together",
+        moment=True,
+    ),
+    Mention(
+        "kv_allocation",
+        Phase.MEMORY_POOL,
+        "the KV cache's allocation: the request table and the KV pool, sized from the budget "
+        "left after the weights (v0.5.8 model_executor/model_runner_kv_cache_mixin.py:252 "
+        "init_memory_pool)",
+        moment=True,
+    ),
+    Mention(
         "other_process",
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "
         "on what was free when it started; free the GPU first (nvidia-smi lists who holds it)",
     ),
-    Mention("serving", Phase.SERVING, "the server was serving requests when it failed"),
+    Mention(
+        "serving", Phase.SERVING, "the server was serving requests when it failed", moment=True
+    ),
 )
 """Each mention once, by name."""
 SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
