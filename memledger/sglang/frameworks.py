@@ -78,11 +78,13 @@ FRAMEWORKS: tuple[Framework, ...] = (
             "mem_fraction_static": "actor_rollout_ref.rollout.gpu_memory_utilization",
             "tp_size": "actor_rollout_ref.rollout.tensor_model_parallel_size",
             "max_running_requests": "actor_rollout_ref.rollout.max_num_seqs",
+            "disable_cuda_graph": "actor_rollout_ref.rollout.enforce_eager",
             **_passed("actor_rollout_ref.rollout.engine_kwargs.sglang.", _VERL_KWARGS),
         },
         "verl passes rollout.gpu_memory_utilization to SGLang as mem_fraction_static, as is "
         "(default 0.5), SGLang's tp_size as tensor_model_parallel_size x data_parallel_size and "
-        "max_running_requests as max_num_seqs; engine_kwargs.sglang goes through whole "
+        "max_running_requests as max_num_seqs, disable_cuda_graph as enforce_eager; "
+        "engine_kwargs.sglang goes through whole "
         "(verl-project/verl@1dda039 verl/workers/rollout/sglang_rollout/async_sglang_server.py:"
         "276, :313-329; verl/workers/config/rollout.py:185; "
         "https://github.com/verl-project/verl/pull/1491)",
