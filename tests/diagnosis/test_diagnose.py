@@ -292,4 +292,5 @@ def test_every_finding_id_of_the_failure_tables_is_its_own() -> None:
     ids = [cause.finding_id for cause in CRASH_CAUSES] + [site.finding_id for site in LOAD_SITES]
     assert len(ids) == len(set(ids))
     assert all(re.fullmatch(r"[a-z][a-z0-9_]*", finding) for finding in ids)
-    assert not set(ids) & {member.value for member in FindingId}
+    mirrored = set(ids) & {member.value for member in FindingId}
+    assert not mirrored, f"a table row reports its own id: no FindingId member for {mirrored}"
