@@ -70,6 +70,29 @@ def test_torch_2_1_misspelt_capacity_is_read() -> None:
     assert values == {"device": "CUDA", "gpu": 0}
 
 
+def test_cann_allocation_failures_in_their_shapes() -> None:
+    # newer CANN puts the PID and time between the code and its text; an aclnn operator fails
+    # with ACL_ERROR_RT_MEMORY_ALLOCATION (207001), the resource line under it carrying the size
+    for text, asked in (
+        ("EL0004: [PID: 4242] 2026-01-01-00:00:00.000.000 Failed to allocate memory.", None),
+        (
+            "NPU function error: call aclnnMoeDistributeDispatchV2 failed, error code is 207001",
+            None,
+        ),
+        (
+            "    Failed to allocate resource[DeviceMemory] with info [size:2147483648]. Reason: "
+            "Memory resources are exhausted.",
+            2 * GIB,
+        ),
+    ):
+        reading = read_oom_message(text)
+        assert reading is not None, text
+        sizes, values = reading
+        assert values["device"] == "NPU" and values["runtime"] == "CANN"
+        assert (sizes["requested"].bytes if "requested" in sizes else None) == asked
+    assert read_oom_message("call aclnnAdd failed, error code is 2070011") is None
+
+
 def test_oom_message_with_private_pools_and_an_annotation() -> None:
     pasted = (
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
