@@ -696,12 +696,24 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "host_memory",
         re.compile(
-            r"\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: can't allocate memory"
+            r"\[Errno 12\] Cannot allocate memory"
+            r"|DefaultCPUAllocator: can't allocate memory|DefaultCPUAllocator: not enough memory"
             r"|std::bad_alloc"
+            r"|Unable to allocate [\d.]+ [KMGTP]?i?B for an array with shape"
+            r"|(?<![\w.])MemoryError\s*$"
         ),
-        ("allocate memory", "bad_alloc"),
+        (
+            "allocate memory",
+            "not enough memory",
+            "bad_alloc",
+            "for an array with shape",
+            "MemoryError",
+        ),
         Family.HOST,
-        "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator)",
+        "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator; `not enough "
+        "memory` on Windows); numpy's _ArrayMemoryError ('Unable to allocate 12.0 GiB for an "
+        "array with shape'); CPython's bare MemoryError when malloc fails (Objects/obmalloc.c, "
+        "PyErr_NoMemory)",
         # the example without its `OSError:`, the phrase that states the crash being its own
         "[Errno 12] Cannot allocate memory",
         kind="pool_exhausted",
