@@ -160,23 +160,32 @@ ERRORS: tuple[ErrorText, ...] = (
         # CANN's error EL0004 and the runtime's failed rtMalloc under it (its size in bytes):
         # memory taken outside torch_npu's caching allocator (GE, op workspaces), no `out of
         # memory` words
+        # (`EL0004: [PID: N] <time> Failed to allocate memory.` in newer CANN); an aclnn operator's
+        # failure with ACL_ERROR_RT_MEMORY_ALLOCATION (207001) and the resource line under it
         re.compile(
-            r"Memory_Allocation_Failure\(EL0004\)|\bEL0004: Failed to allocate memory"
+            r"Memory_Allocation_Failure\(EL0004\)"
+            r"|\bEL0004: (?:\[PID: ?\d+\] [^\n]{0,40}?)?Failed to allocate memory"
             r"|Call rtMalloc fail\b(?:[^\n]*?\bsize:\s?(?P<requested>\d+))?"
             r"(?:[^\n]*?\bdevice_id:\s?(?P<gpu>\d+))?"
+            r"|failed, error code is 207001\b"
+            r"|Failed to allocate resource\[DeviceMemory\] with info \[size:(?P<resource>\d+)\]"
         ),
-        ("EL0004", "rtMalloc fail"),
+        ("EL0004", "rtMalloc fail", "error code is 207001", "Failed to allocate resource["),
         Family.NPU,
         "CANN (Ascend) error code EL0004 Memory_Allocation_Failure: 'Failed to allocate memory "
         "... Possible Cause: Available memory is insufficient', with the runtime's `Call rtMalloc "
         "fail, purpose: ..., size:N, device_id:D` lines under it; "
-        "https://github.com/PKU-YuanGroup/Helios/issues/62 (a 910B, GE page caching)",
+        "https://github.com/PKU-YuanGroup/Helios/issues/62 (a 910B, GE page caching); ACL's "
+        "ACL_ERROR_RT_MEMORY_ALLOCATION = 207001 (CANN acl_base.h) as torch_npu prints an "
+        "operator's failure (`call aclnnX failed, error code is 207001`, with `Failed to allocate "
+        "resource[DeviceMemory] with info [size:N]. Reason: Memory resources are exhausted.`: "
+        "https://github.com/vllm-project/vllm-ascend/issues/3141, an HCCL dispatch buffer)",
         "[PID: 1] 2026-01-01-00:00:00.000.000 Memory_Allocation_Failure(EL0004): Failed to "
         "allocate memory requested by GE module.",
         kind="oom_message",
         values={"device": "NPU", "runtime": "CANN"},
         captures=(("gpu", "gpu", int),),
-        sizes=(("requested", "requested"),),
+        sizes=(("requested", "requested"), ("requested", "resource")),
     ),
     # the BLAS libraries' allocation status, as c10 prints it when a handle or its workspace is
     # made (`when calling cublasCreate(handle)`): cuBLAS's docs (cublasStatus_t) say of
@@ -687,12 +696,24 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "host_memory",
         re.compile(
-            r"\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: can't allocate memory"
+            r"\[Errno 12\] Cannot allocate memory"
+            r"|DefaultCPUAllocator: can't allocate memory|DefaultCPUAllocator: not enough memory"
             r"|std::bad_alloc"
+            r"|Unable to allocate [\d.]+ [KMGTP]?i?B for an array with shape"
+            r"|(?<![\w.])MemoryError\s*$"
         ),
-        ("allocate memory", "bad_alloc"),
+        (
+            "allocate memory",
+            "not enough memory",
+            "bad_alloc",
+            "for an array with shape",
+            "MemoryError",
+        ),
         Family.HOST,
-        "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator)",
+        "Linux ENOMEM; torch c10/core/impl/alloc_cpu.cpp (DefaultCPUAllocator; `not enough "
+        "memory` on Windows); numpy's _ArrayMemoryError ('Unable to allocate 12.0 GiB for an "
+        "array with shape'); CPython's bare MemoryError when malloc fails (Objects/obmalloc.c, "
+        "PyErr_NoMemory)",
         # the example without its `OSError:`, the phrase that states the crash being its own
         "[Errno 12] Cannot allocate memory",
         kind="pool_exhausted",

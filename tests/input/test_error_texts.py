@@ -10,6 +10,7 @@ from memledger.input.error_texts import (
     ErrorTextReader,
     read_kv_refusal,
     read_oom_message,
+    read_pool_exhausted,
     read_process_exit,
     short_path,
 )
@@ -68,6 +69,44 @@ def test_torch_2_1_misspelt_capacity_is_read() -> None:
     assert sizes["capacity"].bytes == round(23.65 * GIB)
     assert sizes["free"].bytes == round(281.12 * 2**20)
     assert values == {"device": "CUDA", "gpu": 0}
+
+
+def test_cann_allocation_failures_in_their_shapes() -> None:
+    # newer CANN puts the PID and time between the code and its text; an aclnn operator fails
+    # with ACL_ERROR_RT_MEMORY_ALLOCATION (207001), the resource line under it carrying the size
+    for text, asked in (
+        ("EL0004: [PID: 4242] 2026-01-01-00:00:00.000.000 Failed to allocate memory.", None),
+        (
+            "NPU function error: call aclnnMoeDistributeDispatchV2 failed, error code is 207001",
+            None,
+        ),
+        (
+            "    Failed to allocate resource[DeviceMemory] with info [size:2147483648]. Reason: "
+            "Memory resources are exhausted.",
+            2 * GIB,
+        ),
+    ):
+        reading = read_oom_message(text)
+        assert reading is not None, text
+        sizes, values = reading
+        assert values["device"] == "NPU" and values["runtime"] == "CANN"
+        assert (sizes["requested"].bytes if "requested" in sizes else None) == asked
+    assert read_oom_message("call aclnnAdd failed, error code is 2070011") is None
+
+
+def test_host_memory_shapes_and_sglangs_own_memory_error() -> None:
+    # the host's RAM: Windows torch, numpy, CPython's bare MemoryError; SGLang raising MemoryError
+    # for the GPU's own free memory is no host text
+    for text in (
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough "
+        "memory: you tried to allocate 68719476736 bytes.",
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 12.0 GiB for an array with "
+        "shape (100000, 32000) and data type float32",
+        "MemoryError",
+    ):
+        assert read_pool_exhausted(text) == {"pool": "host", "shape": "host_memory"}, text
+    assert read_pool_exhausted("MemoryError: insufficient free VRAM for one top-k expert") is None
+    assert read_pool_exhausted("torch.OutOfMemoryError") is None
 
 
 def test_oom_message_with_private_pools_and_an_annotation() -> None:
