@@ -982,6 +982,68 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "resume"},
     ),
     ErrorText(
+        "said_dist_init",
+        # `during NCCL init`, `at the torch distributed initialization`, `in init_torch_distributed`
+        re.compile(
+            r"(?:during|while|at|in|on) (?:the )?"
+            r"(?:NCCL init|nccl init|torch distributed init|distributed init)"
+            r"(?:iali[sz]ation|iali[sz]ing)?\b|init_torch_distributed"
+        ),
+        ("NCCL init", "nccl init", "distributed init", "init_torch_distributed"),
+        Family.REPORTER,
+        "what people write when it failed at distributed init (the first stage: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "CUDA OOM during NCCL init on rank 3",
+        kind="reported",
+        values={"mention": "dist_init"},
+    ),
+    ErrorText(
+        "said_autotune",
+        # `during FlashInfer autotune`, `while DeepGEMM JIT compiling`, `in the kernel warmup`
+        re.compile(
+            r"(?:during|while|in|at) (?:the )?(?:FlashInfer |flashinfer |DeepGEMM |deep_gemm |"
+            r"DeepGemm |kernel |Triton |triton )?(?:autotun|JIT compil|JIT warm|kernel warm)\w*"
+        ),
+        ("autotun", "JIT compil", "JIT warm", "kernel warm"),
+        Family.REPORTER,
+        "what people write when it failed while kernels were tuned or compiled before the graphs "
+        "(memledger.sglang.lifecycle MENTIONS)",
+        "OOM during FlashInfer autotune on B200",
+        kind="reported",
+        values={"mention": "autotune"},
+    ),
+    ErrorText(
+        "said_torch_compile",
+        # `during torch.compile`, `while torch compiling`: SGLang compiles inside graph capture
+        re.compile(
+            r"(?:during|while|in|at) (?:the )?(?:torch\.compil|torch_compil|torch compil)\w*"
+        ),
+        ("torch.compil", "torch_compil", "torch compil"),
+        Family.REPORTER,
+        "what people write when it failed in torch.compile (inside CUDA graph capture: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "the server OOMs during torch.compile with --enable-torch-compile",
+        kind="reported",
+        values={"mention": "torch_compile"},
+    ),
+    ErrorText(
+        "said_draft_startup",
+        # `while loading the draft model`, `during the draft model's load`, `when capturing the
+        # EAGLE draft's graphs`: a preposition before the draft (its name alone is said_speculative)
+        re.compile(
+            r"(?:during|while|when|at|in) (?:loading |capturing |starting )?"
+            r"(?:the draft |the EAGLE|the eagle|the MTP |the NextN )3?\s?(?:draft )?"
+            r"(?:model|worker|weights|graphs?|load|pools?)"
+        ),
+        ("the draft ", "the EAGLE", "the eagle", "the MTP ", "the NextN "),
+        Family.REPORTER,
+        "what people write when it failed in the speculative draft worker's startup (the draft "
+        "stage: memledger.sglang.lifecycle MENTIONS)",
+        "OOM while loading the draft weights on the second card",
+        kind="reported",
+        values={"mention": "draft_startup"},
+    ),
+    ErrorText(
         "said_kv_allocation",
         # `when allocating the KV cache`, `KV cache allocation`, `creating the kv cache`; not
         # SGLang's own `KV Cache is allocated.` line (it has its own line kind)

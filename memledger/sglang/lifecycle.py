@@ -458,6 +458,46 @@ MENTIONS: tuple[Mention, ...] = (
         moment=True,
     ),
     Mention(
+        "dist_init",
+        Phase.DIST_INIT,
+        "distributed init: the CUDA context, NCCL's communicators and custom all-reduce buffers, "
+        "then the per-rank balance check, before any weight (v0.5.8 "
+        "model_executor/model_runner.py:693-803 init_torch_distributed): what another process "
+        "holds on the card counts here",
+        moment=True,
+    ),
+    Mention(
+        "autotune",
+        Phase.AFTER_POOL,
+        "kernel tuning and compiling after the KV pool and before the graphs: FlashInfer's MoE "
+        "autotune (v0.5.8 model_executor/model_runner.py:1688-1730 kernel_warmup) and DeepGEMM's "
+        "JIT warmup, which lowers its own max_m when memory is short "
+        "(layers/deep_gemm_wrapper/compile_utils.py:138-157), out of the slack P x (1 - mfs)",
+        moment=True,
+    ),
+    Mention(
+        "torch_compile",
+        Phase.GRAPH_CAPTURE,
+        "torch.compile: with --enable-torch-compile the graphs of batch sizes up to "
+        "--torch-compile-max-bs are compiled as they are captured (v0.5.8 "
+        "model_executor/cuda_graph_runner.py:212-216, :320), out of the same slack",
+        (
+            Lever(
+                "torch_compile_max_bs",
+                "lower",
+                "fewer batch sizes compiled during capture (v0.5.8 cuda_graph_runner.py:212-216)",
+            ),
+        ),
+        moment=True,
+    ),
+    Mention(
+        "draft_startup",
+        Phase.DRAFT,
+        "the speculative draft worker's own startup: its dist init, weights, KV pool(s) and "
+        "graphs after the target's graphs (v0.5.8 speculative/eagle_worker.py:80-201)",
+        moment=True,
+    ),
+    Mention(
         "kv_allocation",
         Phase.MEMORY_POOL,
         "the KV cache's allocation: the request table and the KV pool, sized from the budget "
