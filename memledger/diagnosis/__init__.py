@@ -109,6 +109,7 @@ from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
     LOAD_SITES,
+    MAX_REQ_INPUT_LEN_SOURCES,
     PHASE_TEXT,
     CrashCause,
     Phase,
@@ -558,6 +559,15 @@ def _crash(evidence: Evidence) -> Diagnosis:
         )
         verdict_end = "the error is not in the log"
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
+    # a known cause's launch flags are its levers: the Suggestions say what its fix says
+    levers = (
+        []
+        if hit is None
+        else [
+            Suggestion(knob=knob, direction=Direction(direction), value=None, why=hit[0].fix)
+            for knob, direction in hit[0].knobs
+        ]
+    )
     return _diagnosis(
         evidence,
         outcome="crash",
@@ -565,6 +575,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         verdict=f"crash during {PHASE_TEXT[phase]}: {cause} - {verdict_end}",
         failed_rank=_failed_rank(evidence),
         findings=findings,
+        suggestions=levers,
     )
 
 
@@ -618,6 +629,19 @@ def _truncated(evidence: Evidence) -> Diagnosis:
             "of the context length and the KV pool; a bigger pool (raise "
             "--mem-fraction-static) or a longer --context-length accepts it"
         )
+        suggestions = suggestions or [  # the verdict's lever, not "no knob helps"
+            Suggestion(
+                knob="mem_fraction_static",
+                direction=Direction.RAISE,
+                value=None,
+                why=(
+                    "a request longer than the smaller of the context length and the KV pool "
+                    f"is refused ({evidence.cite(MAX_REQ_INPUT_LEN_SOURCES)}): where the pool "
+                    "is the smaller, a higher fraction gives it d x P more tokens' room; where "
+                    "the context length is, raise --context-length instead"
+                ),
+            )
+        ]
     return _diagnosis(
         evidence,
         outcome="truncated",

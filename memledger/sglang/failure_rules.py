@@ -979,10 +979,11 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "environ.py:309, layers/attention/flashinfer_backend.py:172, :196-206), not free GPU "
         "memory: raise SGLANG_FLASHINFER_WORKSPACE_SIZE above the bytes the text asks for, or "
         "lower --chunked-prefill-size",
-        "raise SGLANG_FLASHINFER_WORKSPACE_SIZE",
+        "raise SGLANG_FLASHINFER_WORKSPACE_SIZE, or lower --chunked-prefill-size",
         "https://github.com/sgl-project/sglang/issues/2102, "
         "https://github.com/sgl-project/sglang/issues/1405",
         standalone=True,
+        knobs=(("chunked_prefill_size", "lower"),),
         words=("batch_prefill_tmp_", "AlignedAllocator", "Increase the workspace buffer size"),
         example=(
             "RuntimeError: Error in function 'aligned_alloc' at "

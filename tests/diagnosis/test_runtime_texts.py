@@ -104,7 +104,11 @@ def test_the_hicache_host_pool_check_is_host_memory_with_its_knobs() -> None:
     assert "hicache_host_memory" in _ids(result)
     assert "--hicache-size" in result.verdict and "--hicache-ratio" in result.verdict
     assert "not GPU memory" in result.verdict
-    assert result.suggestions == []
+    # the HiCache sizes are the Suggestions too, and nothing else
+    assert [(s.knob, s.direction) for s in result.suggestions] == [
+        ("hicache_size", "lower"),
+        ("hicache_ratio", "lower"),
+    ]
 
 
 def test_canns_allocation_failure_is_an_npu_oom_with_the_runtimes_size() -> None:
