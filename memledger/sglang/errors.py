@@ -723,15 +723,27 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_killer",
         # the kernel's words for the host running out: no GPU memory in them
+        # and a JIT build's compiler it killed (FlashInfer, DeepGEMM, sgl-kernel compile at first
+        # use: too many parallel jobs for the host's RAM)
         re.compile(
             r"Out of memory: Kill(?:ed)? process|invoked oom-killer"
             r"|Memory cgroup out of memory: Kill(?:ed)? process"
+            r"|Killed signal terminated program cc1plus"
+            r"|nvcc error\s*:\s*'[^'\n]*' died due to signal 9"
         ),
-        ("Out of memory: Kill", "invoked oom-killer", "out of memory: Kill"),
+        (
+            "Out of memory: Kill",
+            "invoked oom-killer",
+            "out of memory: Kill",
+            "Killed signal terminated",
+            "died due to signal 9",
+        ),
         Family.HOST,
         "Linux mm/oom_kill.c, the kernel's OOM killer as dmesg prints it (`Out of memory: Killed "
         "process N (name)`, `invoked oom-killer`; in a container's memory cgroup `Memory cgroup "
-        "out of memory: Killed process N (name)`)",
+        "out of memory: Killed process N (name)`); the compilers' words when it killed them: "
+        "GCC's driver (`c++: fatal error: Killed signal terminated program cc1plus`), nvcc "
+        "(`nvcc error : 'cicc' died due to signal 9 (Kill signal)`)",
         "Out of memory: Killed process 12345 (python3) total-vm:123456789kB, anon-rss:98765432kB",
         kind="pool_exhausted",
         outcome=Outcome.CRASH,
