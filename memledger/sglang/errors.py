@@ -700,7 +700,8 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|DefaultCPUAllocator: can't allocate memory|DefaultCPUAllocator: not enough memory"
             r"|std::bad_alloc"
             r"|Unable to allocate [\d.]+ [KMGTP]?i?B for an array with shape"
-            r"|(?<![\w.])MemoryError\s*$"
+            # bare, at the line's end or closing a quote (`"MemoryError"` in a sentence)
+            r"|(?<![\w.])MemoryError(?:\s*$|(?=[\"'`]))"
         ),
         (
             "allocate memory",
@@ -1335,9 +1336,11 @@ ERRORS: tuple[ErrorText, ...] = (
         # `not enough memory`, `insufficient GPU memory`, `GPU memory exhausted`, `a CUDA memory
         # error` as people write them; not SGLang's own refusal (`RuntimeError: Not enough
         # memory. Please try to increase --mem-fraction-static`: the kv_refusal entries), nor the
-        # host's (`not enough host memory`, `insufficient shared memory`: no device word here)
+        # host's (`not enough host memory`, `insufficient shared memory`: no device word here;
+        # Windows torch's `DefaultCPUAllocator: not enough memory`: the host_memory entry)
         re.compile(
-            r"(?<!Error: )\b[Nn]ot enough (?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
+            r"(?<!Error: )(?<!CPUAllocator: )\b[Nn]ot enough "
+            r"(?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
             r"(?!\. Please)"
             r"|\b[Ii]nsufficient (?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
             r"|(?:GPU|gpu|CUDA|cuda|VRAM|device) memory (?:is |was |got )?exhausted"
