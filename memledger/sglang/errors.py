@@ -700,7 +700,8 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|DefaultCPUAllocator: can't allocate memory|DefaultCPUAllocator: not enough memory"
             r"|std::bad_alloc"
             r"|Unable to allocate [\d.]+ [KMGTP]?i?B for an array with shape"
-            r"|(?<![\w.])MemoryError\s*$"
+            # bare, at the line's end or closing a quote (`"MemoryError"` in a sentence)
+            r"|(?<![\w.])MemoryError(?:\s*$|(?=[\"'`]))"
         ),
         (
             "allocate memory",
@@ -723,15 +724,27 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_killer",
         # the kernel's words for the host running out: no GPU memory in them
+        # and a JIT build's compiler it killed (FlashInfer, DeepGEMM, sgl-kernel compile at first
+        # use: too many parallel jobs for the host's RAM)
         re.compile(
             r"Out of memory: Kill(?:ed)? process|invoked oom-killer"
             r"|Memory cgroup out of memory: Kill(?:ed)? process"
+            r"|Killed signal terminated program cc1plus"
+            r"|nvcc error\s*:\s*'[^'\n]*' died due to signal 9"
         ),
-        ("Out of memory: Kill", "invoked oom-killer", "out of memory: Kill"),
+        (
+            "Out of memory: Kill",
+            "invoked oom-killer",
+            "out of memory: Kill",
+            "Killed signal terminated",
+            "died due to signal 9",
+        ),
         Family.HOST,
         "Linux mm/oom_kill.c, the kernel's OOM killer as dmesg prints it (`Out of memory: Killed "
         "process N (name)`, `invoked oom-killer`; in a container's memory cgroup `Memory cgroup "
-        "out of memory: Killed process N (name)`)",
+        "out of memory: Killed process N (name)`); the compilers' words when it killed them: "
+        "GCC's driver (`c++: fatal error: Killed signal terminated program cc1plus`), nvcc "
+        "(`nvcc error : 'cicc' died due to signal 9 (Kill signal)`)",
         "Out of memory: Killed process 12345 (python3) total-vm:123456789kB, anon-rss:98765432kB",
         kind="pool_exhausted",
         outcome=Outcome.CRASH,
@@ -1323,9 +1336,11 @@ ERRORS: tuple[ErrorText, ...] = (
         # `not enough memory`, `insufficient GPU memory`, `GPU memory exhausted`, `a CUDA memory
         # error` as people write them; not SGLang's own refusal (`RuntimeError: Not enough
         # memory. Please try to increase --mem-fraction-static`: the kv_refusal entries), nor the
-        # host's (`not enough host memory`, `insufficient shared memory`: no device word here)
+        # host's (`not enough host memory`, `insufficient shared memory`: no device word here;
+        # Windows torch's `DefaultCPUAllocator: not enough memory`: the host_memory entry)
         re.compile(
-            r"(?<!Error: )\b[Nn]ot enough (?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
+            r"(?<!Error: )(?<!CPUAllocator: )\b[Nn]ot enough "
+            r"(?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
             r"(?!\. Please)"
             r"|\b[Ii]nsufficient (?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
             r"|(?:GPU|gpu|CUDA|cuda|VRAM|device) memory (?:is |was |got )?exhausted"

@@ -103,10 +103,15 @@ def test_host_memory_shapes_and_sglangs_own_memory_error() -> None:
         "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 12.0 GiB for an array with "
         "shape (100000, 32000) and data type float32",
         "MemoryError",
+        'It fails with "MemoryError" and exits.',
+        # a JIT build's compiler killed by the OOM killer (GCC's driver, nvcc)
+        "c++: fatal error: Killed signal terminated program cc1plus",
+        "nvcc error   : 'cicc' died due to signal 9 (Kill signal)",
     ):
         assert read_pool_exhausted(text) == {"pool": "host", "shape": "host_memory"}, text
     assert read_pool_exhausted("MemoryError: insufficient free VRAM for one top-k expert") is None
     assert read_pool_exhausted("torch.OutOfMemoryError") is None
+    assert read_pool_exhausted("a MemoryError subclass is raised") is None
 
 
 def test_oom_message_with_private_pools_and_an_annotation() -> None:
