@@ -859,6 +859,10 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|(?:model loading|weight loading|weights loading|checkpoint loading)\b"
             r"|(?:loading the model|loading the weights|loading the checkpoint|loading model"
             r"|loading weights|loading checkpoint)\b"
+            # an issue title's Title Case
+            r"|(?:While Loading|When Loading|During Loading|Model Loading|Weight Loading"
+            r"|Weights Loading|Loading The Model|Loading The Weights|Loading Model"
+            r"|Loading Weights)\b"
             r"|^Loading [^:\n]{1,160}?(?:\boom\b|\bOom\b|OOM|out of memory)",
         ),
         (
@@ -878,6 +882,16 @@ ERRORS: tuple[ErrorText, ...] = (
             "loading model",
             "loading weights",
             "loading checkpoint",
+            "While Loading",
+            "When Loading",
+            "During Loading",
+            "Model Loading",
+            "Weight Loading",
+            "Weights Loading",
+            "Loading The Model",
+            "Loading The Weights",
+            "Loading Model",
+            "Loading Weights",
             "oom",
             "Oom",
             "OOM",
@@ -899,6 +913,8 @@ ERRORS: tuple[ErrorText, ...] = (
             r"capturing cuda graph|capturing CUDA graph|capturing the cuda graph"
             r"|capturing the CUDA graph|cuda graph capture|CUDA graph capture"
             r"|CUDA Graph capture|cudagraph capture"
+            # an issue title's Title Case
+            r"|Capturing CUDA Graph|Capturing Cuda Graph|CUDA Graph Capture|Cuda Graph Capture"
         ),
         (
             "capturing cuda graph",
@@ -909,6 +925,10 @@ ERRORS: tuple[ErrorText, ...] = (
             "CUDA graph capture",
             "CUDA Graph capture",
             "cudagraph capture",
+            "Capturing CUDA Graph",
+            "Capturing Cuda Graph",
+            "CUDA Graph Capture",
+            "Cuda Graph Capture",
         ),
         Family.REPORTER,
         "what people write when it failed while SGLang captured its CUDA graphs (the stage after "
@@ -922,6 +942,8 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"during warmup|during the warmup|During warmup|at warmup|in warmup"
             r"|while warming up|when warming up|during warm-up|during the warm-up|in the warmup"
+            # an issue title's Title Case
+            r"|During Warmup|During The Warmup|At Warmup|In Warmup|While Warming Up|During Warm-up"
         ),
         (
             "during warmup",
@@ -934,6 +956,12 @@ ERRORS: tuple[ErrorText, ...] = (
             "during warm-up",
             "during the warm-up",
             "in the warmup",
+            "During Warmup",
+            "During The Warmup",
+            "At Warmup",
+            "In Warmup",
+            "While Warming Up",
+            "During Warm-up",
         ),
         Family.REPORTER,
         "what people write when it failed on the warmup request after startup (memledger.sglang"
@@ -975,7 +1003,8 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"\b[Rr]esum(?:e|ed|es|ing)\b|resume_memory_occupation"
             r"|update_weights\w*|updating (?:the )?weights|update weights"
-            r"|\bwake[_ ]up\b|\bwakes up\b|\bwaking up\b|\bonload(?:ing|ed)?\b"
+            r"|\bwake[_ ]up\b|\bwakes up\b|\bwaking up\b|\bonload(?:ing|ed)?\b",
+            re.I,
         ),
         (
             "esum",
@@ -1000,7 +1029,8 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"(?:during|while|at|in|on) (?:the )?"
             r"(?:NCCL init|nccl init|torch distributed init|distributed init)"
-            r"(?:iali[sz]ation|iali[sz]ing)?\b|init_torch_distributed"
+            r"(?:iali[sz]ation|iali[sz]ing)?\b|init_torch_distributed",
+            re.I,
         ),
         ("NCCL init", "nccl init", "distributed init", "init_torch_distributed"),
         Family.REPORTER,
@@ -1015,7 +1045,8 @@ ERRORS: tuple[ErrorText, ...] = (
         # `during FlashInfer autotune`, `while DeepGEMM JIT compiling`, `in the kernel warmup`
         re.compile(
             r"(?:during|while|in|at) (?:the )?(?:FlashInfer |flashinfer |DeepGEMM |deep_gemm |"
-            r"DeepGemm |kernel |Triton |triton )?(?:autotun|JIT compil|JIT warm|kernel warm)\w*"
+            r"DeepGemm |kernel |Triton |triton )?(?:autotun|JIT compil|JIT warm|kernel warm)\w*",
+            re.I,
         ),
         ("autotun", "JIT compil", "JIT warm", "kernel warm"),
         Family.REPORTER,
@@ -1029,7 +1060,8 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_torch_compile",
         # `during torch.compile`, `while torch compiling`: SGLang compiles inside graph capture
         re.compile(
-            r"(?:during|while|in|at) (?:the )?(?:torch\.compil|torch_compil|torch compil)\w*"
+            r"(?:during|while|in|at) (?:the )?(?:torch\.compil|torch_compil|torch compil)\w*",
+            re.I,
         ),
         ("torch.compil", "torch_compil", "torch compil"),
         Family.REPORTER,
@@ -1046,7 +1078,8 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"(?:during|while|when|at|in) (?:loading |capturing |starting )?"
             r"(?:the draft |the EAGLE|the eagle|the MTP |the NextN )3?\s?(?:draft )?"
-            r"(?:model|worker|weights|graphs?|load|pools?)"
+            r"(?:model|worker|weights|graphs?|load|pools?)",
+            re.I,
         ),
         ("the draft ", "the EAGLE", "the eagle", "the MTP ", "the NextN "),
         Family.REPORTER,
@@ -1339,12 +1372,12 @@ ERRORS: tuple[ErrorText, ...] = (
         # host's (`not enough host memory`, `insufficient shared memory`: no device word here;
         # Windows torch's `DefaultCPUAllocator: not enough memory`: the host_memory entry)
         re.compile(
-            r"(?<!Error: )(?<!CPUAllocator: )\b[Nn]ot enough "
-            r"(?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
+            r"(?<!Error: )(?<!CPUAllocator: )\bnot enough (?:(?:GPU|device|CUDA|VRAM) )?memory"
             r"(?!\. Please)"
-            r"|\b[Ii]nsufficient (?:(?:GPU|gpu|device|CUDA|cuda|VRAM|vram) )?memory"
-            r"|(?:GPU|gpu|CUDA|cuda|VRAM|device) memory (?:is |was |got )?exhausted"
-            r"|\b(?:CUDA |cuda |GPU |gpu )?memory error\b"
+            r"|\binsufficient (?:(?:GPU|device|CUDA|VRAM) )?memory"
+            r"|(?:GPU|CUDA|VRAM|device) memory (?:is |was |got )?exhausted"
+            r"|\b(?:CUDA |GPU )?memory error\b",
+            re.I,  # and in a title's Title Case
         ),
         ("ot enough ", "nsufficient ", "exhausted", "memory error"),
         Family.REPORTER,
@@ -1361,26 +1394,10 @@ ERRORS: tuple[ErrorText, ...] = (
         # reporters' usage for host RAM (`显存` is the GPU's: the oom_cjk entry). A line it
         # matches states no GPU out-of-memory (`host OOM`, `OOM-killed` hold the word OOM)
         re.compile(
-            r"\b(?:OOM|oom)[- ]?kill(?:ed|er|ing)?\b|\boom_kill\b"
-            r"|\b(?:host|Host|CPU|cpu|system|System) (?:OOM|oom)\b"
-            r"|(?:out of|not enough|[Ii]nsufficient) (?:host memory|host RAM|CPU memory"
-            r"|CPU RAM|cpu memory|system memory|system RAM)"
-            r"|out of RAM\b"
-            r"|内存不足|内存不够"
+            r"\b(?:OOM|oom|Oom)[- ]?[Kk]ill(?:ed|er|ing)?\b|\boom_kill\b"
+            r"|\b(?:host|Host|HOST|CPU|cpu|system|System) (?:OOM|oom)\b"
         ),
-        (
-            "OOM",
-            "oom",
-            "host memory",
-            "host RAM",
-            "CPU memory",
-            "CPU RAM",
-            "cpu memory",
-            "system memory",
-            "system RAM",
-            "out of RAM",
-            "内存不",
-        ),
+        ("OOM", "oom", "Oom"),
         Family.HOST,
         "what people write for the host's RAM running out (the kernel's OOM killer: Linux "
         "mm/oom_kill.c)",
@@ -1389,6 +1406,32 @@ ERRORS: tuple[ErrorText, ...] = (
         outcome=Outcome.CRASH,
         values={"pool": "host", "shape": "host_memory"},
         masks_oom=True,
+    ),
+    ErrorText(
+        "host_memory_said",
+        # the host's memory named as running out, in any case (a title's Title Case too);
+        # `内存不足` is Chinese reporters' usage for host RAM (`显存` is the GPU's: oom_cjk)
+        re.compile(
+            r"(?:out of|not enough|insufficient) (?:host memory|host ram|cpu memory|cpu ram"
+            r"|system memory|system ram)|out of ram\b|内存不足|内存不够",
+            re.I,
+        ),
+        (
+            "host memory",
+            "host ram",
+            "cpu memory",
+            "cpu ram",
+            "system memory",
+            "system ram",
+            "out of ram",
+            "内存不",
+        ),
+        Family.HOST,
+        "what people write for the host's RAM running out",
+        "the scheduler ran out of host memory while loading the checkpoint",
+        kind="pool_exhausted",
+        outcome=Outcome.CRASH,
+        values={"pool": "host", "shape": "host_memory"},
     ),
     ErrorText(
         "traceback_started",

@@ -83,9 +83,9 @@ VLLM_KNOBS = {"gpu_memory_utilization", "max_model_len", "max_num_batched_tokens
 
 
 def _pastes() -> list[tuple[str, str, bool]]:
-    """(paste, phase, host) of every failure word with every phase word, in three layouts: one
-    sentence; a title, the phase in the body's next sentence; the sentence over a pasted
-    allocator message (GPU words)."""
+    """(paste, phase, host) of every failure word with every phase word, in four layouts: one
+    sentence (every other one also in Title Case); a title, the phase in the body's next
+    sentence; the sentence over a pasted allocator message (GPU words)."""
     pastes: list[tuple[str, str, bool]] = []
     words = [(w, False) for w in GPU_WORDS] + [(w, True) for w in HOST_WORDS]
     for i, ((word, host), (when, phase)) in enumerate(itertools.product(words, PHASE_WORDS)):
@@ -93,6 +93,8 @@ def _pastes() -> list[tuple[str, str, bool]]:
         title = shape.format(s=" ".join(p for p in (noise, "the server", word) if p))
         one = shape.format(s=" ".join(p for p in (noise, "the server", word, when) if p))
         pastes.append((one, phase, host))
+        if i % 2 == 0:  # an issue title's Title Case: each word's first letter up
+            pastes.append((" ".join(w[:1].upper() + w[1:] for w in one.split(" ")), phase, host))
         if when:
             pastes.append((f"{title}\n\nIt happens {when}.", phase, host))
         if not host:
