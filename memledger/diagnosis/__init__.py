@@ -528,7 +528,8 @@ def _crash(evidence: Evidence) -> Diagnosis:
     if shm is not None:
         verdict_end = "the host's shared memory (/dev/shm), not GPU memory: docker --shm-size 32g"
     elif hit is not None:
-        verdict_end = f"not GPU memory: {hit[0].fix}"
+        memory = "possibly GPU memory" if hit[0].maybe_memory else "not GPU memory"
+        verdict_end = f"{memory}: {hit[0].fix}"
     elif host is not None or killed:
         verdict_end = (
             "host RAM, not GPU memory"

@@ -816,6 +816,7 @@ class CrashCause:
         *,
         own_pool: bool = False,
         gpu_memory: bool = False,
+        maybe_memory: bool = False,
         phase: Phase | None = None,
         numbers: str = "",
         standalone: bool = False,
@@ -835,6 +836,9 @@ class CrashCause:
         self.gpu_memory = gpu_memory
         """GPU memory ran out behind an error text that is no allocator OOM (a communication
         library's buffer): the fix is more room after the pool."""
+        self.maybe_memory = maybe_memory
+        """The text is a kernel error or an out-of-memory the runtime reported so: the verdict
+        says "possibly GPU memory", and the fix is the OOM's."""
         self.phase = phase
         """The lifecycle phase that prints the text, when nothing else in the paste places it."""
         self.numbers = re.compile(numbers) if numbers else None
@@ -1026,6 +1030,20 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         example=(
             "RuntimeError: HIP error: operation failed due to a previous error during capture"
         ),
+    ),
+    CrashCause(
+        "illegal_memory_access",
+        r"an illegal memory access was encountered",
+        "CUDA's illegal memory access is a kernel error, or an out-of-memory that CUDA reported "
+        "this way instead of 'out of memory' (SGLang's troubleshooting guide): if memory was "
+        "tight, lower --mem-fraction-static (or the framework's name for it); else file the "
+        "kernel error",
+        "if memory was tight, lower --mem-fraction-static; else a kernel error",
+        "sgl-project/sglang docs/references/troubleshooting.md 'CUDA Error: Illegal Memory Access "
+        "Encountered' (v0.5.8)",
+        maybe_memory=True,
+        knobs=(("mem_fraction_static", "lower"),),
+        example="RuntimeError: CUDA error: an illegal memory access was encountered",
     ),
     CrashCause(
         "kernel_shared_memory",

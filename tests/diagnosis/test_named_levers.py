@@ -43,3 +43,16 @@ def test_a_request_refused_as_too_long_suggests_a_bigger_pool() -> None:
     assert "refused as longer than the limit" in result.verdict
     assert ("mem_fraction_static", Direction.RAISE) in _levers(paste)
     assert "context-length" in result.suggestions[0].why
+
+
+def test_an_illegal_memory_access_may_be_an_oom_in_disguise() -> None:
+    # SGLang's troubleshooting guide: a kernel error, or an OOM CUDA reported this way
+    paste = [
+        "[2025-01-01 00:00:00 TP0] Traceback (most recent call last):",
+        '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 1, in event_loop_normal',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    result = diagnose_paste(paste)
+    assert "possibly GPU memory" in result.verdict and "not a memory problem" not in result.verdict
+    assert "illegal_memory_access" in {f.id for f in result.findings}
+    assert ("mem_fraction_static", Direction.LOWER) in _levers(paste)
