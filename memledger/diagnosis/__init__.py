@@ -37,7 +37,13 @@ from dataclasses import replace
 from typing import Any
 
 from memledger.diagnosis.arithmetic import g
-from memledger.diagnosis.crash import cause_finding, known_cause, shm_exhausted, shm_finding
+from memledger.diagnosis.crash import (
+    cause_finding,
+    cause_levers,
+    known_cause,
+    shm_exhausted,
+    shm_finding,
+)
 from memledger.diagnosis.evidence import Evidence, gather
 from memledger.diagnosis.health import (
     free_rose_after_pool,
@@ -465,10 +471,7 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
     if phase is Phase.UNKNOWN and cause.own_pool:
         phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
     findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
-    suggestions = [
-        Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
-        for knob, direction in cause.knobs
-    ]
+    suggestions = cause_levers(cause)
     return _diagnosis(
         evidence,
         outcome="oom",
@@ -561,14 +564,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         verdict_end = "the error is not in the log"
     findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
-    levers = (
-        []
-        if hit is None
-        else [
-            Suggestion(knob=knob, direction=Direction(direction), value=None, why=hit[0].fix)
-            for knob, direction in hit[0].knobs
-        ]
-    )
+    levers = [] if hit is None else cause_levers(hit[0])
     return _diagnosis(
         evidence,
         outcome="crash",

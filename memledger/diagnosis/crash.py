@@ -4,7 +4,7 @@ the error texts of `memledger.sglang.failure_rules.CRASH_CAUSES` (each with its 
 from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Finding, FindingId, Severity
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
@@ -71,3 +71,12 @@ def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Findin
         bytes=amount,
         evidence=[evidence.at(event.line)],
     )
+
+
+def cause_levers(cause: CrashCause) -> list[Suggestion]:
+    """The cause's launch flags as suggestions, in its order, each with its fix as the reason (no
+    value: the text does not show the size behind it)."""
+    return [
+        Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
+        for knob, direction in cause.knobs
+    ]
