@@ -55,6 +55,8 @@ class Budget:
     """A: free after the last load before the pool (the draft's when it loads first)."""
     pool_end: Checkpoint | None
     mem_fraction_static: float | None
+    typed_at: int | None = None
+    """The line where the reporter typed the fraction, when nothing printed one."""
 
     @property
     def slack_bytes(self) -> int | None:
@@ -174,7 +176,7 @@ def _checkpoint(ledger: Ledger, *ids: str, before: int | None = None) -> list[Ch
     return [c for c in ledger.checkpoints if c.id in ids and (before is None or c.line < before)]
 
 
-def _budget(ledger: Ledger, server_args: dict[str, object]) -> Budget:
+def _budget(ledger: Ledger, server_args: dict[str, object], reported: list[Event]) -> Budget:
     pre = next(iter(_checkpoint(ledger, "load_begin")), None)
     pool = next(iter(_checkpoint(ledger, "memory_pool_end")), None)
     loads = _checkpoint(ledger, "load_end", "draft_load_end", before=pool.line if pool else None)
@@ -185,6 +187,18 @@ def _budget(ledger: Ledger, server_args: dict[str, object]) -> Budget:
     if mfs is None and ledger.sizing is not None:
         # no server_args: the fraction the logged pools imply (memledger.sizing)
         mfs = ledger.sizing.implied_mem_fraction_static
+    typed = [
+        (v, e.line)
+        for e in reported
+        if e.values.get("knob") == "mem_fraction_static"
+        and e.values.get("said") == "oom"
+        and isinstance(v := e.values.get("value"), float)
+    ]
+    if mfs is None and typed:
+        # nothing printed: the lowest fraction the reporter says ran out of memory (`an OOM at
+        # mem_fraction_static=0.85`), the one a lower value must start from
+        mfs, line = min(typed)
+        return Budget(pre, loads[-1] if loads else None, pool, mfs, line)
     return Budget(pre, loads[-1] if loads else None, pool, mfs)
 
 
@@ -270,7 +284,7 @@ def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None
         events=events,
         server_args=server_args,
         ledger=ledger,
-        budget=_budget(ledger, server_args),
+        budget=_budget(ledger, server_args, reported),
         oom=oom,
         oom_messages=ooms,
         refusal=_merged(refusals) or _said_refusal(reported),

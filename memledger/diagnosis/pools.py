@@ -301,9 +301,16 @@ def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) ->
         # the fraction is in the log, P is not: at most current - d, since P <= the capacity;
         # a value only where the paste places the OOM after loading (before it no mfs helps)
         value = floor_step(current - floor)
-        at_most = f"at most {current:g} - {floor:g} = {value:g}{when}"
+        typed = evidence.budget.typed_at
+        said = f" (the fraction typed at {evidence.path}:{typed})" if typed else ""
+        at_most = f"at most {current:g} - {floor:g} = {value:g}{said}{when}"
         unknown_p = f"P (free before loading) is not in the log{bound}: {at_most}"
         valued = None if phase is Phase.UNKNOWN else value
         return model_lever("mem_fraction_static", after=unknown_p, value=valued)
-    neither = "the log shows neither P (free before loading) nor the current fraction, so no value"
+    neither = (
+        "the log shows neither P (free before loading) nor the current fraction, so no value"
+        if current is None
+        else f"the paste gives the fraction ({current:g}) but not P (free before loading), so no "
+        "value"
+    )
     return model_lever("mem_fraction_static", after=f"{neither}{bound}{when}")

@@ -107,6 +107,12 @@ def read_reported(text: str) -> list[dict[str, Value]]:
             stop = named[index + 1][0] if index + 1 < len(named) else len(text)
             found += _values(entry, text, end, min(stop, end + REACH))
     if named and not any(f.get("said") == "oom" for f in found) and _said(text) == "oom":
-        # a sentence about a setting that says it ran out of memory, at no typed value
-        found.append({"said": "oom"})
+        unsaid = [f for f in found if "value" in f and "said" not in f]
+        if len(unsaid) == 1:
+            # one value in a sentence that says it ran out, in another clause (`an OOM while
+            # serving, at mem_fraction_static 0.85`): the value it ran out at
+            unsaid[0]["said"] = "oom"
+        else:
+            # a sentence about a setting that says it ran out of memory, at no typed value
+            found.append({"said": "oom"})
     return found

@@ -201,3 +201,44 @@ def test_sglangs_own_capture_lines_stay_quiet_and_name_no_capture_in_prose() -> 
         assert BY_NAME["said_capture"].find(line) is None
         phrases = [w for w in READER_WORDS if "captur" in w.lower()]
         assert phrases and not any(w.lower() in line.lower() for w in phrases)
+
+
+_ALLOCATOR_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.78 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.20 GiB is free. Of the allocated memory 70.1 GiB is "
+    "allocated by PyTorch\n"
+)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "It happens while serving long prompts with mem_fraction_static=0.85, a CUDA OOM.",
+        "- an OOM while serving requests, at `mem_fraction_static: 0.85`",
+        "during serving we get oom when mem-fraction-static is 0.85",
+    ],
+)
+def test_a_fraction_typed_as_the_one_that_ran_out_is_where_a_lower_value_starts(
+    sentence: str,
+) -> None:
+    # the allocator text gives the capacity and the free bytes, the sentence the fraction: the
+    # tuning guide's 5 GiB floor is 5 - 1.20 = 3.80 GiB, d >= 3.80 / 79.15 -> 0.05, 0.85 - 0.05
+    result = diagnose_paste(_ALLOCATOR_OOM + sentence + "\n")
+    lever = next(s for s in result.suggestions if s.knob == "mem_fraction_static")
+    assert lever.value == pytest.approx(0.8)
+    assert "0.85 - 0.05 = 0.8 (the fraction typed at paste.txt:2)" in " ".join(lever.why.split())
+
+
+def test_a_fraction_said_to_work_is_not_the_one_to_lower_from() -> None:
+    result = diagnose_paste(
+        _ALLOCATOR_OOM + "during serving, with mem_fraction_static 0.7 it works\n"
+    )
+    lever = next(s for s in result.suggestions if s.knob == "mem_fraction_static")
+    assert lever.value is None
+
+
+def test_a_typed_fraction_without_the_allocator_numbers_says_what_is_missing() -> None:
+    result = diagnose_paste("CUDA OOM at scale while serving, with `mem_fraction_static=0.85`\n")
+    lever = next(s for s in result.suggestions if s.knob == "mem_fraction_static")
+    assert lever.value is None
+    assert "the paste gives the fraction (0.85) but not P" in " ".join(lever.why.split())
