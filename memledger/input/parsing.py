@@ -188,6 +188,10 @@ def _add_platform(out: Collector, logical: LogicalLine) -> None:
 
 def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     text = logical.text
+    if not logical.prefixed and "**" in text:
+        # markdown bold inside a quoted message (`Please try to **increase** ...`): the error
+        # texts are read without it, as a pasted line's message is (input.pasted)
+        text = text.replace("**", "")
     if logical.prefixed:
         out.saw_prefix = True
         out.see_tag(logical.rank, logical.line)

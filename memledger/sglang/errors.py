@@ -415,8 +415,10 @@ ERRORS: tuple[ErrorText, ...] = (
             + r")?"
             # the same RuntimeError quoted without its advice (sgl-project/sglang-omni#293)
             r"|RuntimeError: Not enough memory\.?\s*$"
+            # or its advice quoted alone: no other text of SGLang's says it
+            r"|Please try to increase --mem-fraction-static"
         ),
-        ("Not enough memory",),
+        ("Not enough memory", "Please try to increase --mem-fraction-static"),
         Family.SGLANG_REFUSAL,
         "v0.5.8 model_executor/model_runner_kv_cache_mixin.py:327-331 (without `Current value` "
         "in v0.4.x and in v0.5.23 model_executor/pool_configurator.py:96)",
@@ -440,6 +442,22 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="kv_refusal",
         outcome=Outcome.REFUSAL,
         values={"shape": "pool_too_small"},
+    ),
+    # the same check one step earlier: not one request slot after sizing. max_running_requests
+    # is min(max_total_num_tokens // 2, or --max-running-requests // dp_size under DP attention,
+    # the request table's size): zero when the KV pool holds a token or none (v0.5.8
+    # model_executor/model_runner.py:558-566)
+    ErrorText(
+        "max_running_zero",
+        re.compile(r"max_running_request is zero"),
+        ("max_running_request is zero",),
+        Family.SGLANG_ASSERTION,
+        "v0.5.8 managers/tp_worker.py:281, v0.5.23 :420 (assert max_running_requests > 0, "
+        "'max_running_request is zero')",
+        "AssertionError: max_running_request is zero",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "max_running_zero"},
     ),
     # v0.5.23's refusals for a hybrid model's state pool and the unified pool: what is left
     # after the weights holds no request's state
@@ -847,6 +865,30 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "lora"},
     ),
     ErrorText(
+        "said_kt_gpu_experts",
+        # KTransformers' hybrid CPU/GPU experts, named by its flags (upstream SGLang's and the
+        # kvcache-ai fork's) or its name
+        re.compile(
+            r"--kt-num-gpu-experts|kt_num_gpu_experts|--kt-weight-path|kt_weight_path"
+            r"|(?<![\w.])(?:KTransformers|ktransformers|Ktransformers)\b"
+        ),
+        (
+            "--kt-num-gpu-experts",
+            "kt_num_gpu_experts",
+            "--kt-weight-path",
+            "kt_weight_path",
+            "KTransformers",
+            "ktransformers",
+            "Ktransformers",
+        ),
+        Family.REPORTER,
+        "KTransformers' expert split named in flags or prose (v0.5.8 server_args.py:4038 "
+        "--kt-num-gpu-experts; memledger.sglang.lifecycle MENTIONS)",
+        "With --kt-num-gpu-experts 64 on four 24 GB cards it runs out of memory at startup",
+        kind="reported",
+        values={"mention": "kt_gpu_experts"},
+    ),
+    ErrorText(
         "said_loading",
         # `while loading.`, `during model loading,`, `loading the weights` (not `loading CUDA
         # kernels`: what loads must be the model), and a line that starts `Loading <model> ...`
@@ -985,9 +1027,18 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "said_released",
         # an RL framework's call that hands SGLang's memory to the trainer (the HTTP endpoint,
-        # the engine method), named in prose or a log
-        re.compile(r"release_memory_occupation|release memory occupation"),
-        ("release_memory_occupation", "release memory occupation"),
+        # the engine method), named in prose or a log; or said in words of the engine: `sglang
+        # won't offload when rollout is done`, `offload the rollout engine`, `SGLang did not
+        # release its memory` (not a flag's part, `--cpu-offload-gb`, nor an offload to the CPU)
+        re.compile(
+            r"release_memory_occupation|release memory occupation"
+            r"|(?:sglang|SGLang|SGLANG|rollout engine|inference engine)\W{1,3}"
+            r"(?:[A-Za-z']+\W{1,3}){0,3}?(?<![-_])(?:offload|release)(?:s|d|ed|ing)?\b(?![-_])"
+            r"(?!\W+(?:\w+\W+){0,3}(?:to|on|onto)\W+(?:the\W+)?(?:cpu|CPU|host)\b|\W+notes?\b)"
+            r"|(?<![-_\w])(?:offload|release)(?:s|d|ed|ing)?\W+(?:the\W+)?"
+            r"(?:sglang|SGLang|SGLANG|rollout engine|inference engine)\b"
+        ),
+        ("release_memory_occupation", "release memory occupation", "offload", "release"),
         Family.REPORTER,
         "SGLang's release of its GPU memory for a colocated trainer named in prose (v0.5.8 "
         "managers/scheduler_update_weights_mixin.py:121-146: memledger.sglang.lifecycle "

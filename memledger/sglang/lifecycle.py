@@ -385,6 +385,24 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "kt_gpu_experts",
+        None,  # the experts are weights, but a reporter's OOM may come at any stage after them
+        "KTransformers' CPU/GPU expert split (--kt-weight-path set): each MoE layer keeps "
+        "--kt-num-gpu-experts routed experts on the GPU as weights and runs the rest on the CPU "
+        "(v0.5.8 server_args.py:4038, layers/moe/kt_ep_wrapper.py:85-94, :206-209); they load "
+        "with the weights, before the KV pool is sized, so every expert kept on the GPU is "
+        "missing from the KV budget and the slack after it",
+        (
+            Lever(
+                "kt_num_gpu_experts",
+                "lower",
+                "fewer routed experts per MoE layer on the GPU (0: all on the CPU): their weights "
+                "stay free for the KV pool and activations (v0.5.8 kt_ep_wrapper.py:206-209)",
+            ),
+            _KV_CAP,
+        ),
+    ),
+    Mention(
         "loading",
         Phase.LOAD,
         "it failed while the weights were loading: the checkpoint's tensors, then each "
@@ -444,7 +462,14 @@ MENTIONS: tuple[Mention, ...] = (
         "the GPU for the trainer to run into: a hybrid sliding-window (SWA) model's KV pools "
         "were (v0.5.8 mem_cache/swa_memory_pool.py:51 forces enable_memory_saver=False; "
         "v0.5.23 :45, :66-73 passes it on), so with an SWA model upgrade; what stays is at most "
-        "SGLang's fraction of the GPU",
+        "SGLang's fraction of the GPU. The call returns once each DP group's first rank has "
+        "replied (v0.5.8 managers/tokenizer_communicator_mixin.py:187-188 waits for dp_size "
+        "replies; only pipeline rank 0 and attention-TP rank 0 send them, managers/scheduler.py:"
+        "407-442); every other rank pauses on its own, with no barrier after the KV cache's "
+        "pause (scheduler_update_weights_mixin.py:136-150; v0.5.23 "
+        "managers/scheduler_components/weight_updater.py:337-381), so a trainer that allocates "
+        "as soon as it returns can still meet memory a rank has not released yet: wait until "
+        "every GPU shows it free",
         (_MFS_LOWER,),
     ),
     Mention(
@@ -518,6 +543,8 @@ MENTIONS: tuple[Mention, ...] = (
 """Each mention once, by name."""
 SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
     "speculative": (("speculative_algorithm", ()),),
+    # KT's experts are split only with a weight path (v0.5.8 layers/moe/kt_ep_wrapper.py:73-74)
+    "kt_gpu_experts": (("kt_weight_path", ()),),
     "dflash_dp_attention": (
         ("speculative_algorithm", ("DFLASH", "DSPARK")),
         ("enable_dp_attention", (True,)),

@@ -1,0 +1,142 @@
+"""What people paste from projects that embed or deploy SGLang (issue 24, the hidden-set goal):
+SGLang's refusal advice quoted alone or in markdown bold, its `max_running_request is zero`
+check, the release of SGLang's memory said in words (`offload`, `release`), and KTransformers'
+GPU experts named. Each is read in several shapes of the family (a sentence, lower case, inline
+code, a bullet, a quote, another engine named in the sentence), through the whole command path
+(engine detection included, so an unread paste raises InputError: exit 3). Every input is a
+synthetic line."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.options import DiagnoseOptions
+from memledger.diagnosis.model import Diagnosis
+
+
+def _diagnose(paste: str) -> Diagnosis:
+    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
+
+
+def _knobs(result: Diagnosis, direction: str) -> list[str]:
+    return [s.knob for s in result.suggestions if s.direction == direction]
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        'A 60GB model on one 80GB card hits the other error: "Please try to increase '
+        '--mem-fraction-static".',
+        "It fails with Not enough memory. Please try to **increase** --mem-fraction-static.",
+        'Startup stops at "Please try to **increase** --mem-fraction-static" on the H100.',
+        "the launch ends in `RuntimeError: Please try to increase --mem-fraction-static`",
+        "- Please try to increase --mem-fraction-static",
+        "> Please try to increase --mem-fraction-static.",
+        "vLLM starts at 0.9 but SGLang says: Please try to increase --mem-fraction-static",
+    ],
+)
+def test_the_refusals_advice_is_the_refusal(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert result.phase == "kv_sizing"
+    assert _knobs(result, "raise")[:1] == ["mem_fraction_static"]
+
+
+def test_bold_elsewhere_is_still_read_as_its_text() -> None:
+    """A bold word in an allocator message goes, and the message keeps its numbers."""
+    result = _diagnose(
+        "torch.OutOfMemoryError: CUDA **out of memory**. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 1.00 GiB is free."
+    )
+    assert result.outcome == "oom"
+    assert result.shortfall_bytes is not None and round(result.shortfall_bytes / 2**30, 2) == 1.0
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "AssertionError: max_running_request is zero",
+        "It fails to start at 0.25 (`AssertionError: max_running_request is zero`).",
+        "the scheduler dies: max_running_request is zero",
+        "- AssertionError: max_running_request is zero",
+        "vLLM is fine at this fraction; SGLang: AssertionError: max_running_request is zero",
+    ],
+)
+def test_no_request_slot_is_a_refusal_of_the_pool(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert result.phase == "kv_sizing"
+    assert "mem_fraction_static" in _knobs(result, "raise")
+
+
+_RELEASE = "release of its memory for a colocated trainer"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "fix: sglang won't offload when rollout is done in collocated mode, it may cause oom",
+        "In colocated mode SGLang should offload after the rollout so the actor has memory; "
+        "now the actor OOMs.",
+        "- we offload the rollout engine before training, still CUDA out of memory",
+        "The trainer OOMs because `SGLang did not release` its GPU memory.",
+        "Workaround for SGLang release_memory_occupation returning too early causing OOM",
+        "vLLM sleeps fine, but the inference engine releases its memory late and the actor OOMs",
+    ],
+)
+def test_the_release_said_in_words_names_sglangs_release(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    said = [f.message for f in result.findings if _RELEASE in f.message]
+    assert len(said) == 1
+    # what the release keeps, and that the call can return before every rank let go
+    assert "swa_memory_pool.py" in said[0] and "dp_size replies" in said[0]
+    assert _knobs(result, "lower")[:1] == ["mem_fraction_static"]
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "python -m sglang.launch_server --model m --cpu-offload-gb 20 runs out of memory",
+        "sglang offloads the weights to the CPU and still OOMs",
+        "after upgrading, the sglang 0.5.8 release notes say nothing about this OOM",
+        "OOM after the new release of our trainer",
+    ],
+)
+def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) -> None:
+    result = _diagnose(paste)
+    assert not any(_RELEASE in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "python -m sglang.launch_server --model /m/DeepSeek-V3.2 --kt-weight-path /m "
+        "--kt-num-gpu-experts 8 --tp 4\ntorch.OutOfMemoryError: CUDA out of memory.",
+        "KTransformers on four 3090s: every model ends in CUDA out of memory at launch.",
+        "ktransformers always gets oom, even with kt_num_gpu_experts=1",
+        "* `--kt-num-gpu-experts 120` -> OOM on the 24 GB cards",
+        "vLLM can't run it at all; ktransformers starts and then runs out of memory.",
+    ],
+)
+def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    lowered = _knobs(result, "lower")
+    assert lowered[0] == "kt_num_gpu_experts"
+    assert any("kt_ep_wrapper.py:206-209" in s.why for s in result.suggestions)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "transformers 4.57 with sglang runs out of memory at launch",
+        "HF Transformers OOMs where SGLang does not",
+    ],
+)
+def test_transformers_alone_names_no_ktransformers(paste: str) -> None:
+    result = _diagnose(paste)
+    assert "kt_num_gpu_experts" not in _knobs(result, "lower")
