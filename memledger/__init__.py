@@ -25,6 +25,7 @@ Modules:
 - `model`: the records the layers hand each other and the JSON contract; no computation.
 - `record`: records as frozen stdlib data classes; their JSON, and pydantic's TypeAdapter on demand.
 - `config_files`: reading the user's TOML/JSON files, depth bounded.
+- `model_catalogue`: public models' config.json facts by repo id, when no --model-config is given.
 - `errors`: the error hierarchy and the documented exit codes.
 - `units`: sizes as integer bytes with the printing precision they were read at.
 """

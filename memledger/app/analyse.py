@@ -41,10 +41,10 @@ def analyse(parsed: ParsedLog, options: LoadOptions, *, diagnose: bool = False) 
     from memledger.engine import build_ledger
     from memledger.engine.chain import one_rank_readings
     from memledger.formulas import load_formulas
-    from memledger.model.model_config import load_model_config
+    from memledger.model_catalogue import model_dims
     from memledger.sizing import size_log, sizing_inputs
 
-    dims = None if options.model_config is None else load_model_config(options.model_config)
+    dims = model_dims(options.model_config, parsed.startup.server_args.get("model_path"))
     ledger = build_ledger(parsed, formulas=load_formulas(options.formula_files), model_config=dims)
     inputs = sizing_inputs(parsed, dims)
     # Interleaved ranks' readings are no one rank's: no sizing is redone from them.

@@ -200,8 +200,8 @@ def label_of(source: Source) -> str:
 
 def sizing_inputs_of(parsed: ParsedLog, options: LoadOptions) -> SizingInputs:
     """The numbers SGLang sized the log's pools with (for the diff's upgrade explanation)."""
-    from memledger.model.model_config import load_model_config
+    from memledger.model_catalogue import model_dims
     from memledger.sizing import sizing_inputs
 
-    model = None if options.model_config is None else load_model_config(options.model_config)
+    model = model_dims(options.model_config, parsed.startup.server_args.get("model_path"))
     return sizing_inputs(parsed, model)

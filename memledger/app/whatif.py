@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def whatif_of(options: WhatIfOptions) -> WhatIf:
     """SGLang's pools under `changes`, anchored on the measured log (memledger.sizing)."""
-    from memledger.model.model_config import load_model_config
+    from memledger.model_catalogue import model_dims
     from memledger.sizing import sizing_inputs, whatif
     from memledger.sizing.solve import parse_target, solve
 
@@ -27,8 +27,7 @@ def whatif_of(options: WhatIfOptions) -> WhatIf:
     if isinstance(source, Ledger):
         raise ConfigError("whatif reads a log, not a ledger: it needs the log's events")
     parsed = source if isinstance(source, ParsedLog) else load_parsed(source, options.load)
-    path = options.load.model_config
-    model = None if path is None else load_model_config(path)
+    model = model_dims(options.load.model_config, parsed.startup.server_args.get("model_path"))
     inputs = sizing_inputs(parsed, model)
     if options.solve is not None and wanted is not None:
         return solve(inputs, options.changes, options.solve, *wanted)

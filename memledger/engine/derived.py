@@ -168,6 +168,10 @@ def _evaluate(formula: Formula, variables: Variables) -> Carve:
         source = variables.sources.get(name)
         if source is not None and source not in sources:
             sources.append(source)
+    if variables.model_source is not None and any(
+        name.startswith("model.") or name in variables.from_model for name in inputs
+    ):
+        inputs["model.source"] = variables.model_source
     return Carve(
         formula.id,
         formula.label,

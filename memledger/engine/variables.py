@@ -51,6 +51,11 @@ class Variables:
     """A lower bound of the SGLang release the log's formats imply (0 = unknown)."""
     format_ceiling: int = 0
     """The first release the log's formats predate (an exclusive upper bound; 0 = unknown)."""
+    model_source: str | None = None
+    """Where the `model.*` values came from when it was not --model-config (the model
+    catalogue's entry): shown beside every derived number that read one."""
+    from_model: set[str] = field(default_factory=set)
+    """`log.*` names whose value came from the model dims (context_len without a summary line)."""
 
     def log(self, name: str, default: Any = None) -> Any:
         return self.values.get(LOG_PARAM_PREFIX + name, default)
@@ -163,6 +168,7 @@ def _context_len(r: Reading) -> Found:
             f"context_len {model} from the model config's max_position_embeddings "
             "(no summary line and no context_length in server_args)"
         )
+        r.found.from_model.add(LOG_PARAM_PREFIX + "context_len")
         return model, None
     return None
 
@@ -557,6 +563,12 @@ def collect(chain: Chain, model: ModelDims | None, audit: Audit) -> Variables:
             found.sources[f"args.{key}"] = args_event
     if model is not None:
         found.values.update(model.as_variables())
+        if model.catalogue is not None:
+            found.model_source = model.catalogue
+            audit.note(
+                f"model dims: the model {model.catalogue}; no --model-config was given (one "
+                "would override it)"
+            )
     reading = Reading(chain, found, audit, args_event, chain.summary_event())
     for entry in LOG_INPUTS:
         result = entry.read(reading)
@@ -574,6 +586,10 @@ def collect(chain: Chain, model: ModelDims | None, audit: Audit) -> Variables:
 def missing_reason(name: str, model: ModelDims | None) -> str:
     """Why a formula input is not known, for the formula's unknown row."""
     if name.startswith("model."):
+        if model is not None and model.catalogue is not None:
+            return f"needs model dims ({name}), which the model catalogue's entry lacks: pass " + (
+                "--model-config config.json"
+            )
         return f"needs model dims ({name}): pass --model-config config.json" + (
             "" if model is None else " with that key"
         )

@@ -79,13 +79,16 @@ class ModelDims:
     quant_method: str | None = None
     extra: dict[str, int | float | str | bool] = field(default_factory=dict)
     """Every other scalar key of the config, so a user formula can reach it (`model.<key>`)."""
+    catalogue: str | None = None
+    """Set when no --model-config was given and these dimensions are the model catalogue's entry
+    for the log's model path: which entry, the source it was copied from, and how it matched."""
 
     def as_variables(self) -> dict[str, int | float | str | bool]:
         """`model.<name>` -> value for the formula evaluator (unset names left out)."""
         names: dict[str, int | float | str | bool] = {
             f"model.{key}": value for key, value in self.extra.items()
         }
-        for key, value in to_dict(self, exclude={"path", "extra"}).items():
+        for key, value in to_dict(self, exclude={"path", "extra", "catalogue"}).items():
             if value is not None:
                 names[f"model.{key}"] = value
         return names

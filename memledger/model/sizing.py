@@ -8,6 +8,10 @@ from dataclasses import field
 
 from memledger.record import field_names, record
 
+CATALOGUE_NOTE = "model catalogue entry "
+"""How `theoretical_note` begins when the model's dimensions are the model catalogue's (no
+--model-config given)."""
+
 
 @record
 class Settings:

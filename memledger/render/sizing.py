@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from memledger.model.sizing import SizingResult, Term
+from memledger.model.sizing import CATALOGUE_NOTE, SizingResult, Term
 from memledger.render.formats import Formats, ReportFormat, report_formats
 from memledger.render.tables import (
     ABSENT,
@@ -110,7 +110,13 @@ def sizing_table(result: SizingResult) -> Table:
     if result.theoretical_bytes_per_token is not None:
         rows.append(
             [
-                "bytes/token (--model-config)",
+                "bytes/token ("
+                + (
+                    "model catalogue"
+                    if result.theoretical_note.startswith(CATALOGUE_NOTE)
+                    else "--model-config"
+                )
+                + ")",
                 f"{result.theoretical_bytes_per_token:,} B",
                 "modelled",
                 result.theoretical_note,

@@ -106,10 +106,11 @@ HINTS: tuple[ResidualHint, ...] = (
         # A reading is free memory, which cannot go below 0: once it reads 0.00 the drop into it
         # is capped at what was free before (the WSL driver lets allocations continue in shared
         # system memory while reporting 0 free).
-        "likely: the free memory that was left, not a sized allocation: avail read 0.00 at the "
-        "end of this interval, so the drop is capped at what was free (allocations past that "
-        "point are not seen)",
-        lambda r: r.end_at_floor and r.bytes > 0,
+        "likely: free memory at its floor, not a sized allocation: avail read 0.00 at the end "
+        "of this interval, so the drop is capped at what was free and allocations past that "
+        "point are not seen (a positive residual is the free memory that was left, a negative "
+        "one rows allocated past the floor)",
+        lambda r: r.end_at_floor and r.bytes != 0,
     ),
     ResidualHint(
         "kv_pool_unprinted",

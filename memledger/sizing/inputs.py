@@ -6,6 +6,7 @@ from dataclasses import field, replace
 
 from memledger.model.events import Event, EventKind, ParamValue, ParsedLog
 from memledger.model.model_config import ModelDims
+from memledger.model.sizing import CATALOGUE_NOTE
 from memledger.record import record
 from memledger.sglang.release_markers import VersionRange, release_range
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES, SNAPSHOT_056_057_SERVER_ARGS
@@ -120,6 +121,12 @@ class SizingInputs:
     logged_tokens_source: str = ""
     logged_max_running_requests: int | None = None
     logged_context_len: int | None = None
+    model_source: str | None = None
+    """ModelDims.catalogue: the model catalogue's entry these dims are (no --model-config)."""
+    model_context_len: int | None = None
+    """The model dims' max_position_embeddings: SGLang's context_len when neither server_args
+    nor the log give one (model_config.get_context_length), as the ledger's req_to_token takes
+    it (engine/variables.py _context_len)."""
     logged_kv_dtype: str | None = None
     logged_chunked_prefill_size: int | None = None
     logged_max_capture_bs: int | None = None
@@ -403,6 +410,8 @@ def sizing_inputs(
         attn_tp = tp // dp if knobs.get("enable_dp_attention") else tp
         if elem is not None:
             cell, cell_note = _mla_cell(model, float(elem), attn_tp)
+            if model.catalogue is not None:
+                cell_note = f"{CATALOGUE_NOTE}{model.path.split(': ', 1)[-1]}: {cell_note}"
 
     capture_bs = [
         bs
@@ -453,6 +462,10 @@ def sizing_inputs(
         if summary
         else None,
         logged_context_len=_int(summary.values.get("context_len")) if summary else None,
+        model_source=None if model is None else model.catalogue,
+        model_context_len=None
+        if model is None
+        else _int(model.extra.get("max_position_embeddings")),
         logged_kv_dtype=logged_kv_dtype,
         logged_chunked_prefill_size=_int(summary.values.get("chunked_prefill_size"))
         if summary

@@ -22,7 +22,9 @@ def base_settings(inputs: SizingInputs) -> Settings:
         else None,
         max_running_requests=num("max_running_requests"),
         disaggregation_decode_extra_slots=num("disaggregation_decode_extra_slots"),
-        context_length=num("context_length") or inputs.logged_context_len,
+        context_length=num("context_length")
+        or inputs.logged_context_len
+        or inputs.model_context_len,
         cuda_graph_max_bs=num("cuda_graph_max_bs"),
         kv_cache_dtype=dtype if isinstance(dtype, str) else None,
         max_total_tokens=num("max_total_tokens"),

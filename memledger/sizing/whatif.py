@@ -345,6 +345,8 @@ def whatif(inputs: SizingInputs, changes: Mapping[str, int | float | str | None]
             "the request table is known under one of the two settings only (context length or "
             "max_running_requests missing): its change is left out of the headroom"
         )
+    if inputs.model_source is not None:
+        notes.append(f"model dims: the model {inputs.model_source}; no --model-config was given")
     logged = inputs.logged_tokens
     if pb.tokens is not None and logged and abs(pb.tokens - logged) > 0.005 * logged:
         notes.insert(
