@@ -1,8 +1,9 @@
 """Model dimensions of well-known public models, for a log whose user gave no --model-config.
 
 The catalogue (`data/models.json`) is data: one entry per Hugging Face repo id, holding only the
-config.json keys memledger reads, each entry citing the file it was copied from (a public
-repository at a commit). A log names its model (server_args `model_path`); `match` finds the entry
+config.json keys memledger reads, each entry citing what it was copied from (a config.json in a
+public repository at a commit, or a released wheel's model builder or config that names the
+repo). A log names its model (server_args `model_path`); `match` finds the entry
 conservatively: the repo id itself, a Hugging Face or ModelScope cache folder that spells it, or a
 path whose last component is the entry's model name, exactly. A fine-tune, a re-quantisation or
 any other name gets nothing. Whatever matched is said in the ledger (`ModelDims.catalogue`), and
@@ -30,7 +31,9 @@ class CatalogueEntry:
     repo: str
     """The Hugging Face repo id (`Qwen/Qwen3-0.6B`)."""
     source: str
-    """Where `config` was copied from: `owner/repository@commit path`."""
+    """Where `config` was copied from: a config.json, `owner/repository@commit path`; or a model
+    builder or config of a released wheel that names the repo, `name version wheel path:line ...`
+    (data/models.json's `about` says how its fields map to config.json keys)."""
     config: dict[str, Any]
     """The config.json keys memledger reads (a VLM's under `text_config`, as the file has them)."""
 
@@ -129,7 +132,7 @@ def catalogue_dims(model_path: object) -> ModelDims | None:
         return None
     entry = found.entry
     label = f"model catalogue: {entry.repo}"
-    said = f"catalogue entry {entry.repo} (config.json copied from {entry.source}); {found.how}"
+    said = f"catalogue entry {entry.repo} (copied from {entry.source}); {found.how}"
     return replace(model_dims_from_dict(entry.config, label=label), catalogue=said)
 
 

@@ -15,7 +15,11 @@ from memledger.model.ledger import Ledger, RowKind
 from memledger.model.model_config import model_dims_from_dict
 from memledger.model_catalogue import PATH_RULES, catalogue_dims, entries, match
 
-SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40} \S+\.json$")
+CONFIG_FILE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40} \S+\.json$")
+BUILDER = re.compile(r"^torchtune \d+\.\d+\.\d+ wheel \S+\.py:\d+-\d+ \w+$")
+LITGPT = re.compile(
+    r"^litgpt \d+\.\d+\.\d+ wheel litgpt/config\.py:\d+ hf_config\(org='([^']+)', name='([^']+)'\)$"
+)
 
 
 @pytest.mark.parametrize("entry", entries(), ids=lambda e: e.repo)
@@ -24,13 +28,38 @@ def test_each_entry_reads_as_a_config_and_cites_its_file(entry: object) -> None:
 
     assert isinstance(entry, CatalogueEntry)
     assert re.fullmatch(r"[\w.-]+/[\w.-]+", entry.repo)
-    assert SOURCE.match(entry.source), entry.source
-    # the cited file is named for the repo it copies (owner--name_config.json)
-    assert entry.source.endswith(entry.repo.replace("/", "--", 1) + "_config.json")
     dims = model_dims_from_dict(entry.config, label=entry.repo)
+    if BUILDER.match(entry.source):
+        # a model builder: only the keys its arguments give (no class name, no dtype)
+        assert set(entry.config) <= {
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "hidden_size",
+            "head_dim",
+            "max_position_embeddings",
+        }
+    elif (litgpt := LITGPT.match(entry.source)) is not None:
+        # a litgpt config: its hf_config names this repo (a `{}` stands for a variant's suffix)
+        org, name = litgpt.groups()
+        assert re.fullmatch(re.escape(f"{org}/{name}").replace(r"\{\}", ".*"), entry.repo)
+        assert set(entry.config) <= {
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "hidden_size",
+            "head_dim",
+        }
+    else:
+        assert CONFIG_FILE.match(entry.source), entry.source
+        # the cited file is named for the repo it copies (owner--name_config.json)
+        assert entry.source.endswith(entry.repo.replace("/", "--", 1) + "_config.json")
+        assert dims.architecture
     assert dims.num_hidden_layers and dims.num_hidden_layers > 0
-    assert dims.architecture
     assert dims.num_attention_heads and dims.num_attention_heads > 0
+    assert (
+        dims.num_key_value_heads is None or dims.num_attention_heads % dims.num_key_value_heads == 0
+    )
 
 
 def test_repo_ids_are_unique_whatever_the_case() -> None:
