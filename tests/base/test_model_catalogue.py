@@ -176,3 +176,15 @@ def test_no_model_path_no_entry() -> None:
     assert catalogue_dims(3) is None
     dims = catalogue_dims("Qwen/Qwen3-8B")
     assert dims is not None and dims.catalogue is not None and "Qwen/Qwen3-8B" in dims.catalogue
+
+
+def test_a_pasted_launch_command_names_the_model_too() -> None:
+    # a paste without server_args: the launch command's --model-path is the model path
+    lines = [
+        "$ python3 -m sglang.launch_server --model-path qwen/qwen3-8b --mem-fraction-static 0.85",
+        *_lines("unused")[1:],
+    ]
+    found = memledger.ledger(memledger.load_text("\n".join(lines) + "\n"))
+    row = found.row("kv_alloc_rounding")
+    assert row is not None and row.kind is RowKind.DERIVED
+    assert "Qwen/Qwen3-8B" in str(row.evidence.inputs["model.source"])
