@@ -140,3 +140,37 @@ def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
 def test_transformers_alone_names_no_ktransformers(paste: str) -> None:
     result = _diagnose(paste)
     assert "kt_num_gpu_experts" not in _knobs(result, "lower")
+
+
+_TOO_BIG = "the weights alone exceed one GPU"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Try to run a model which is too big for a single GPU (without more TP). It fails with "
+        "CUDA out of memory.",
+        "a 70b model is too large for one gpu, so it runs out of memory",
+        "it dies with OOM: `Llama-70B doesn't fit on one card`",
+        "- the checkpoint cannot fit in a single GPU -> torch.OutOfMemoryError",
+        "vLLM says the same: the model is Too big for a single GPU, out of memory at start",
+    ],
+)
+def test_weights_too_big_for_one_gpu_place_the_failure_at_load(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert result.phase == "load"
+    assert _knobs(result, "raise")[:1] == ["tp_size"]
+    assert any(_TOO_BIG in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Llama-8B fits on one GPU fine, but OOMs under load",
+        "the prompt is too big for the KV pool and the server runs out of memory",
+    ],
+)
+def test_a_model_that_fits_names_no_oversized_weights(paste: str) -> None:
+    result = _diagnose(paste)
+    assert not any(_TOO_BIG in f.message for f in result.findings)
