@@ -1417,12 +1417,15 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_word_lower",
         # `oom`, `ooms`, `oomed` as people type it in titles and prose (`ends with oom in ...`,
-        # `Fix oom issue`); not the kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`,
-        # `oom_score_adj`), a file (`oom.py`) nor a word holding the letters (`room`, `bloom`)
-        re.compile(r"(?<![A-Za-z0-9_./-])(?:oom|Oom)(?:s|ed|'d|ing)?(?![A-Za-z0-9_/-]|\.\w)"),
-        ("oom", "Oom"),
+        # `Fix oom issue`), or in mixed case (`OoM`, as papers write it; `ooM`, `OOm`); not the
+        # kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`, `oom_score_adj`), a file
+        # (`oom.py`) nor a word holding the letters (`room`, `bloom`)
+        re.compile(
+            r"(?<![A-Za-z0-9_./-])(?:oom|Oom|OoM|ooM|OOm)(?:s|ed|'d|ing)?(?![A-Za-z0-9_/-]|\.\w)"
+        ),
+        ("oom", "Oom", "OoM", "ooM", "OOm"),
         Family.REPORTER,
-        "what people write around a log, in lower case",
+        "what people write around a log, in lower or mixed case",
         "loading the model on two cards ends with oom in the weight shuffle",
         outcome=Outcome.OOM,
     ),

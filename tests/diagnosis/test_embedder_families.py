@@ -15,6 +15,8 @@ import pytest
 from memledger.app.diagnose import diagnosis_of
 from memledger.app.options import DiagnoseOptions
 from memledger.diagnosis.model import Diagnosis
+from memledger.input.outcome import outcome_kind
+from memledger.model.events import EventKind
 
 
 def _diagnose(paste: str) -> Diagnosis:
@@ -174,3 +176,25 @@ def test_weights_too_big_for_one_gpu_place_the_failure_at_load(paste: str) -> No
 def test_a_model_that_fits_names_no_oversized_weights(paste: str) -> None:
     result = _diagnose(paste)
     assert not any(_TOO_BIG in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "CUDA OoM with large PDFs",
+        "the server hits OoM after an hour of traffic",
+        "- 70B ooM's on four cards",
+        "it fails with `OOm` during warmup",
+        "vLLM is fine, but SGLang gets OoM at the first request",
+    ],
+)
+def test_the_oom_word_in_mixed_case_is_an_out_of_memory(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert result.suggestions
+
+
+@pytest.mark.parametrize("paste", ["the room is full of OoMPa dolls", "see tools/OoM.py"])
+def test_the_letters_inside_a_word_or_a_file_are_no_oom(paste: str) -> None:
+    stated = outcome_kind(paste)
+    assert stated is None or stated[0] is not EventKind.OOM
