@@ -120,7 +120,7 @@ def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) ->
         "--kt-num-gpu-experts 8 --tp 4\ntorch.OutOfMemoryError: CUDA out of memory.",
         "KTransformers on four 3090s: every model ends in CUDA out of memory at launch.",
         "ktransformers always gets oom, even with kt_num_gpu_experts=1",
-        "* `--kt-num-gpu-experts 120` -> OOM on the 24 GB cards",
+        "* with `--kt-num-gpu-experts 120` it OOMs on the 24 GB cards",
         "vLLM can't run it at all; ktransformers starts and then runs out of memory.",
     ],
 )
