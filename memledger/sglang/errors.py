@@ -889,6 +889,26 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "kt_gpu_experts"},
     ),
     ErrorText(
+        "said_too_big_for_gpu",
+        # `a model which is too big for a single GPU`, `70B doesn't fit on one card`: the weights
+        # alone are more than a GPU holds, whatever the fraction
+        re.compile(
+            r"(?:too big|too large|Too big|Too large) for (?:a single|one single|one|a|my|each|the)"
+            r" (?:GPU|GPUs|gpu|card|device)\b"
+            r"|(?:not|n't|cannot|can not) (?:fit on|fit in|fit into) "
+            r"(?:a single|one single|one|a|my|each|the)"
+            r" (?:GPU|gpu|card|device)\b"
+        ),
+        ("too big", "too large", "Too big", "Too large", "fit on", "fit in"),
+        Family.REPORTER,
+        "what people write when a model's weights alone exceed one GPU (the load stage, whose "
+        "bytes a rank are parameters x dtype / tp: v0.5.8 model_executor/model_runner.py:805; "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "Try to run a model which is too big for a single GPU and it fails",
+        kind="reported",
+        values={"mention": "too_big_for_gpu"},
+    ),
+    ErrorText(
         "said_loading",
         # `while loading.`, `during model loading,`, `loading the weights` (not `loading CUDA
         # kernels`: what loads must be the model), and a line that starts `Loading <model> ...`
@@ -1397,12 +1417,15 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_word_lower",
         # `oom`, `ooms`, `oomed` as people type it in titles and prose (`ends with oom in ...`,
-        # `Fix oom issue`); not the kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`,
-        # `oom_score_adj`), a file (`oom.py`) nor a word holding the letters (`room`, `bloom`)
-        re.compile(r"(?<![A-Za-z0-9_./-])(?:oom|Oom)(?:s|ed|'d|ing)?(?![A-Za-z0-9_/-]|\.\w)"),
-        ("oom", "Oom"),
+        # `Fix oom issue`), or in mixed case (`OoM`, as papers write it; `ooM`, `OOm`); not the
+        # kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`, `oom_score_adj`), a file
+        # (`oom.py`) nor a word holding the letters (`room`, `bloom`)
+        re.compile(
+            r"(?<![A-Za-z0-9_./-])(?:oom|Oom|OoM|ooM|OOm)(?:s|ed|'d|ing)?(?![A-Za-z0-9_/-]|\.\w)"
+        ),
+        ("oom", "Oom", "OoM", "ooM", "OOm"),
         Family.REPORTER,
-        "what people write around a log, in lower case",
+        "what people write around a log, in lower or mixed case",
         "loading the model on two cards ends with oom in the weight shuffle",
         outcome=Outcome.OOM,
     ),

@@ -403,6 +403,16 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "too_big_for_gpu",
+        Phase.LOAD,
+        "the weights alone exceed one GPU: a rank holds parameters x dtype / tp of them (v0.5.8 "
+        "model_executor/model_runner.py:805), so the load fails before any KV pool, whatever "
+        "--mem-fraction-static says; more GPUs (tensor parallelism) or fewer bytes a parameter "
+        "(a quantized checkpoint) is the way",
+        (_TP_RAISE,),
+        moment=True,
+    ),
+    Mention(
         "loading",
         Phase.LOAD,
         "it failed while the weights were loading: the checkpoint's tensors, then each "

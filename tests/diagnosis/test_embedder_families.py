@@ -9,12 +9,20 @@ synthetic line."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
 from memledger.app.diagnose import diagnosis_of
 from memledger.app.options import DiagnoseOptions
 from memledger.diagnosis.model import Diagnosis
+from memledger.input.outcome import outcome_kind
+from memledger.model.events import EventKind
+
+
+def _id(paste: str) -> str:
+    """A test id without spaces (a landing script splits failing ids at white space)."""
+    return re.sub(r"\W+", "-", paste)[:48].strip("-")
 
 
 def _diagnose(paste: str) -> Diagnosis:
@@ -37,6 +45,7 @@ def _knobs(result: Diagnosis, direction: str) -> list[str]:
         "> Please try to increase --mem-fraction-static.",
         "vLLM starts at 0.9 but SGLang says: Please try to increase --mem-fraction-static",
     ],
+    ids=_id,
 )
 def test_the_refusals_advice_is_the_refusal(paste: str) -> None:
     result = _diagnose(paste)
@@ -64,6 +73,7 @@ def test_bold_elsewhere_is_still_read_as_its_text() -> None:
         "- AssertionError: max_running_request is zero",
         "vLLM is fine at this fraction; SGLang: AssertionError: max_running_request is zero",
     ],
+    ids=_id,
 )
 def test_no_request_slot_is_a_refusal_of_the_pool(paste: str) -> None:
     result = _diagnose(paste)
@@ -86,6 +96,7 @@ _RELEASE = "release of its memory for a colocated trainer"
         "Workaround for SGLang release_memory_occupation returning too early causing OOM",
         "vLLM sleeps fine, but the inference engine releases its memory late and the actor OOMs",
     ],
+    ids=_id,
 )
 def test_the_release_said_in_words_names_sglangs_release(paste: str) -> None:
     result = _diagnose(paste)
@@ -105,6 +116,7 @@ def test_the_release_said_in_words_names_sglangs_release(paste: str) -> None:
         "after upgrading, the sglang 0.5.8 release notes say nothing about this OOM",
         "OOM after the new release of our trainer",
     ],
+    ids=_id,
 )
 def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) -> None:
     result = _diagnose(paste)
@@ -118,9 +130,10 @@ def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) ->
         "--kt-num-gpu-experts 8 --tp 4\ntorch.OutOfMemoryError: CUDA out of memory.",
         "KTransformers on four 3090s: every model ends in CUDA out of memory at launch.",
         "ktransformers always gets oom, even with kt_num_gpu_experts=1",
-        "* `--kt-num-gpu-experts 120` -> OOM on the 24 GB cards",
+        "* with `--kt-num-gpu-experts 120` it OOMs on the 24 GB cards",
         "vLLM can't run it at all; ktransformers starts and then runs out of memory.",
     ],
+    ids=_id,
 )
 def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
     result = _diagnose(paste)
@@ -136,7 +149,67 @@ def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
         "transformers 4.57 with sglang runs out of memory at launch",
         "HF Transformers OOMs where SGLang does not",
     ],
+    ids=_id,
 )
 def test_transformers_alone_names_no_ktransformers(paste: str) -> None:
     result = _diagnose(paste)
     assert "kt_num_gpu_experts" not in _knobs(result, "lower")
+
+
+_TOO_BIG = "the weights alone exceed one GPU"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Try to run a model which is too big for a single GPU (without more TP). It fails with "
+        "CUDA out of memory.",
+        "a 70b model is too large for one gpu, so it runs out of memory",
+        "it dies with OOM: `Llama-70B doesn't fit on one card`",
+        "- the checkpoint cannot fit in a single GPU -> torch.OutOfMemoryError",
+        "vLLM says the same: the model is Too big for a single GPU, out of memory at start",
+    ],
+    ids=_id,
+)
+def test_weights_too_big_for_one_gpu_place_the_failure_at_load(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert result.phase == "load"
+    assert _knobs(result, "raise")[:1] == ["tp_size"]
+    assert any(_TOO_BIG in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Llama-8B fits on one GPU fine, but OOMs under load",
+        "the prompt is too big for the KV pool and the server runs out of memory",
+    ],
+    ids=_id,
+)
+def test_a_model_that_fits_names_no_oversized_weights(paste: str) -> None:
+    result = _diagnose(paste)
+    assert not any(_TOO_BIG in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "CUDA OoM with large PDFs",
+        "the server hits OoM after an hour of traffic",
+        "- 70B ooM's on four cards",
+        "it fails with `OOm` during warmup",
+        "vLLM is fine, but SGLang gets OoM at the first request",
+    ],
+    ids=_id,
+)
+def test_the_oom_word_in_mixed_case_is_an_out_of_memory(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert result.suggestions
+
+
+@pytest.mark.parametrize("paste", ["the room is full of OoMPa dolls", "see tools/OoM.py"], ids=_id)
+def test_the_letters_inside_a_word_or_a_file_are_no_oom(paste: str) -> None:
+    stated = outcome_kind(paste)
+    assert stated is None or stated[0] is not EventKind.OOM
