@@ -9,6 +9,7 @@ a big regular file is scanned by two processes, half each. Only candidate lines 
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import subprocess
@@ -36,6 +37,7 @@ from memledger.input.scan import (
 )
 from memledger.input.stdin_scan import StdinAhead, prefiltered, stdin_source
 from memledger.input.stdin_scan import candidates as stdin_candidates
+from memledger.input.wrappers import lookalike_tail, plain_bytes
 from memledger.sglang.lines import PREFILTER_WORDS
 
 SNIFF_BYTES = 8192
@@ -62,6 +64,10 @@ class ReadStats:
     n_candidates: int = 0
 
 
+def _json_led(head: bytes) -> bool:
+    return head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"{"
+
+
 def _looks_binary(sniff: bytes) -> bool:
     if not sniff:
         return False
@@ -84,6 +90,30 @@ class PeekedStream:
             data, self._head = self._head[:size], self._head[size:]
             return data
         return self._rest.read(size)
+
+    def seek(self, offset: int, /) -> int:
+        raise OSError("input stream is not seekable")
+
+
+class PlainStream:
+    """A byte stream with every look-alike character (memledger.input.wrappers.LOOKALIKES)
+    read as the one the log printed; a look-alike cut by a read's end is kept for the next."""
+
+    def __init__(self, inner: ByteSource) -> None:
+        self._inner = inner
+        self._held = b""
+
+    def read(self, size: int = -1, /) -> bytes:
+        while True:
+            data = self._inner.read(size)
+            if not data:
+                data, self._held = self._held, b""
+                return plain_bytes(data)
+            data = self._held + data
+            keep = lookalike_tail(data)
+            self._held = data[len(data) - keep :] if keep else b""
+            if len(data) > keep:
+                return plain_bytes(data[: len(data) - keep])
 
     def seek(self, offset: int, /) -> int:
         raise OSError("input stream is not seekable")
@@ -175,6 +205,11 @@ def open_log(
         if path is not None and not path.is_file():
             path = None  # a FIFO or device: stream it
         running = prefiltered() if from_stdin and path is None else None
+        if (path is None or size is None or size < PARALLEL_MIN_BYTES) and not _json_led(head):
+            # read by this process alone (no worker counts its bytes from an offset): what a
+            # copy put in place of the log's characters is read as the log's (wrappers.py); a
+            # JSON document or JSON lines (a saved ledger, docker's json-file) escape their own
+            head, stream = plain_bytes(head), PlainStream(stream)
         yield OpenedLog(
             name=name, stream=stream, path=path, size=size, head=head, prefiltered=running
         )
