@@ -37,7 +37,7 @@ from memledger.input.scan import (
 )
 from memledger.input.stdin_scan import StdinAhead, prefiltered, stdin_source
 from memledger.input.stdin_scan import candidates as stdin_candidates
-from memledger.input.wrappers import lookalike_tail, plain_bytes
+from memledger.input.wrappers import encoding_of, lookalike_tail, plain_bytes
 from memledger.sglang.lines import PREFILTER_WORDS
 
 SNIFF_BYTES = 8192
@@ -90,6 +90,25 @@ class PeekedStream:
             data, self._head = self._head[:size], self._head[size:]
             return data
         return self._rest.read(size)
+
+    def seek(self, offset: int, /) -> int:
+        raise OSError("input stream is not seekable")
+
+
+class DecodedStream:
+    """A byte stream in another encoding (memledger.input.wrappers.ENCODINGS), read as UTF-8;
+    what does not decode becomes U+FFFD."""
+
+    def __init__(self, inner: ByteSource, codec: str) -> None:
+        self._inner = inner
+        self._decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+
+    def read(self, size: int = -1, /) -> bytes:
+        while True:
+            data = self._inner.read(size)
+            text = self._decoder.decode(data, final=not data)
+            if text or not data:
+                return text.encode("utf-8")
 
     def seek(self, offset: int, /) -> int:
         raise OSError("input stream is not seekable")
@@ -200,11 +219,17 @@ def open_log(
             if not inner:
                 raise InputError("empty file (after gunzip)", path=name)
             head, stream = inner, PeekedStream(inner, gunzip)
+        encoding = encoding_of(head)
+        if encoding is not None:  # re-encoded as UTF-8: nothing reads the file's own bytes
+            path, size = None, None
+            decoded = DecodedStream(stream, encoding.codec)
+            head = decoded.read(SNIFF_BYTES)
+            stream = PeekedStream(head, decoded)
         if _looks_binary(head):
             raise InputError("binary file, not a text log", path=name)
         if path is not None and not path.is_file():
             path = None  # a FIFO or device: stream it
-        running = prefiltered() if from_stdin and path is None else None
+        running = prefiltered() if from_stdin and path is None and encoding is None else None
         if (path is None or size is None or size < PARALLEL_MIN_BYTES) and not _json_led(head):
             # read by this process alone (no worker counts its bytes from an offset): what a
             # copy put in place of the log's characters is read as the log's (wrappers.py); a

@@ -78,6 +78,14 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "`- name - LEVEL - ` is never one",
     ),
     Wrapper(
+        "markdown ordered list item",
+        COLUMN,
+        r" {0,3}\d{1,9}[.)](?:[ \t]+(?=\[)|[ \t])",
+        "12. ",
+        "CommonMark 0.31 §5.2 ordered list items (`1. `, `1) `: one to nine digits): log lines "
+        "pasted as a numbered list; blanks as the bullet's (one before a bare line)",
+    ),
+    Wrapper(
         "docker compose service column",
         COLUMN,
         r"[\w.\-]+[ \t]+\|[ \t]",
@@ -319,6 +327,42 @@ def lookalike_tail(data: bytes) -> int:
         if any(text.startswith(tail) and text != tail for text, _ in _PLAIN):
             return size
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Encoding:
+    """A text encoding a tool saved a log in, told by the byte-order mark it starts with."""
+
+    name: str
+    bom: bytes
+    codec: str
+    """Python's codec (it drops the mark)."""
+    source: str
+
+
+ENCODINGS: tuple[Encoding, ...] = (
+    Encoding(
+        "UTF-16 little-endian",
+        b"\xff\xfe",
+        "utf-16",
+        "Windows PowerShell 5.1 saves a redirected command's output (`> log.txt`, Out-File) as "
+        "UTF-16LE with a byte-order mark: learn.microsoft.com/powershell/module/"
+        "microsoft.powershell.core/about/about_character_encoding ('Unicode' in 5.1); Notepad's "
+        "'UTF-16 LE' (its 'Unicode')",
+    ),
+    Encoding(
+        "UTF-16 big-endian",
+        b"\xfe\xff",
+        "utf-16",
+        "UTF-16 with a big-endian byte-order mark (Unicode 15 §23.8; Notepad's 'UTF-16 BE')",
+    ),
+)
+"""Encodings other than UTF-8 that a log is read in (memledger.input.reader re-encodes it)."""
+
+
+def encoding_of(head: bytes) -> Encoding | None:
+    """The ENCODINGS row whose byte-order mark starts the input, else None (UTF-8)."""
+    return next((row for row in ENCODINGS if head.startswith(row.bom)), None)
 
 
 def _union(kind: str) -> str:

@@ -21,10 +21,13 @@ from memledger.input.reader import PlainStream
 from memledger.input.scan import LineFilter, is_serving
 from memledger.input.wrappers import (
     COLUMN,
+    ENCODINGS,
     LOOKALIKES,
     SUFFIXES,
     WRAPPERS,
+    Encoding,
     Lookalike,
+    encoding_of,
     plain_bytes,
     unwrapped_bytes,
     unwrapped_record,
@@ -217,6 +220,8 @@ BULLETS = {
     "plus bullet": "+ ",
     "rich-text bullet": "• ",
     "nested bullet": "  - ",
+    "ordered list item": "12. ",
+    "ordered list item with a parenthesis": "3) ",
     "Ray task prefix": "(pid=4242) ",
     "Ray task prefix with ip": "(pid=4242, ip=10.0.0.2) ",
 }
@@ -254,6 +259,25 @@ def test_a_bullet_before_a_bare_line_keeps_the_line_s_indentation(name: str) -> 
 )
 def test_what_is_no_bullet_keeps_its_mark(line: str) -> None:
     assert not re.match(_ROW["markdown list bullet"].pattern, line)
+
+
+@pytest.mark.parametrize("line", ["3.5 GB free", "12.75 GiB KV cache is needed", "2025-06-01 x"])
+def test_what_is_no_list_item_keeps_its_number(line: str) -> None:
+    assert not re.match(_ROW["markdown ordered list item"].pattern, line)
+
+
+@pytest.mark.parametrize("row", ENCODINGS, ids=[row.name for row in ENCODINGS])
+def test_a_log_saved_in_another_encoding_reads_as_the_utf8_one(row: Encoding) -> None:
+    text = "\r\n".join(LOOKALIKE_LOG) + "\r\n"  # as Windows wrote it
+    codec = "utf-16-le" if row.bom == b"\xff\xfe" else "utf-16-be"
+    data = row.bom + text.encode(codec)
+    assert encoding_of(data) is row and row.source
+    parsed = parse_log(io.BytesIO(data), label="paste.txt")
+    plain = parse_log(io.BytesIO(text.encode()), label="paste.txt")
+    assert [(e.kind, e.line, e.values, e.params) for e in parsed.startup.events] == [
+        (e.kind, e.line, e.values, e.params) for e in plain.startup.events
+    ]
+    assert (parsed.startup.outcome, plain.startup.outcome) == ("oom", "oom")
 
 
 # Every character a LOOKALIKES row replaces, in synthetic lines: a server_args repr (quotes,
