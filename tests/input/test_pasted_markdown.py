@@ -25,12 +25,12 @@ def _parse(lines: list[str]) -> ParsedLog:
     [
         (f"For SGLang I saw `{KV}` which is twice vLLM's", None),  # inline code in a sentence
         (f"`{KV}`", None),  # a line of its own as inline code
-        (f"2. {KV}", None),  # a numbered list item
         (f"**{KV}**", None),  # bold
-        # a list bullet is a column a paste put before the line, as a quote marker is
-        # (memledger.input.wrappers): the evidence is the line without it
+        # a list bullet or number is a column a paste put before the line, as a quote marker
+        # is (memledger.input.wrappers): the evidence is the line without it
         (f"- {KV}", KV),
         (f"* {KV}", KV),
+        (f"2. {KV}", KV),
     ],
 )
 def test_a_line_inside_markdown_is_read(line: str, evidence: str | None) -> None:
