@@ -25,7 +25,7 @@ from memledger.errors import InputError
 from memledger.input.grep_early import END_OF_PART
 from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
-from memledger.input.rewrap import RewrappedStream, wrap_width
+from memledger.input.rewrap import RewrappedStream, wrap_of
 from memledger.input.scan import (
     CHUNK_BYTES,
     LineFilter,
@@ -236,9 +236,9 @@ def open_log(
             # copy put in place of the log's characters is read as the log's (wrappers.py); a
             # JSON document or JSON lines (a saved ledger, docker's json-file) escape their own
             head, stream = plain_bytes(head), PlainStream(stream)
-            width = wrap_width(head)
-            if width is not None:  # a terminal cut every line at its width: read them whole
-                rewrapped = RewrappedStream(stream, width)
+            wrap = wrap_of(head)
+            if wrap is not None:  # a terminal cut every line at its width: read them whole
+                rewrapped = RewrappedStream(stream, wrap)
                 head = rewrapped.read(SNIFF_BYTES)
                 stream = PeekedStream(head, rewrapped)
         yield OpenedLog(

@@ -14,13 +14,15 @@ start a record of its own (an SGLang prefix, a tool's timestamp or process tag, 
 blank line: lines every rank printed alike are as long as each other, and each starts one). A
 line of exactly that width is then joined with the line after it, without a space (a hard wrap
 keeps every character), up to MAX_JOINED_BYTES; each joined piece leaves an empty line behind the
-joined line, so every later line keeps its number.
+joined line, so every later line keeps its number. A reply that quoted such a paste (`> ` before
+every piece) is measured and joined behind its quote markers.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 from memledger.input.logical import PREFIX_RE
@@ -45,29 +47,66 @@ what a tool puts before each line (memledger.input.wrappers: a timestamp, a proc
 `(Worker_TP1 pid=7)`, a column)."""
 
 
+_QUOTE = re.compile(rb"[ \t]{0,8}(?:>[ \t]?)+")
+"""Quote markers a reply put before every line of a paste that was already wrapped."""
+
+
 class ByteSource(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
-def _length(line: bytes) -> int:
-    """Characters a terminal showed of a line (its end's CR dropped)."""
-    line = line.removesuffix(b"\r")
-    return len(line) if line.isascii() else len(line.decode("utf-8", "replace"))
+def _quoted(line: bytes) -> tuple[bytes, bytes]:
+    """(the quote markers a reply put before the line, the line the terminal showed)."""
+    quote = _QUOTE.match(line)
+    return (line[: quote.end()], line[quote.end() :]) if quote else (b"", line)
 
 
-def _continues(first: bytes, line: bytes) -> bool:
-    """Whether `line` may be the rest of `first` cut at the width: it starts no record of its
-    own, nor as `first` does (a line every rank printed alike)."""
-    return _RECORD_START.match(line) is None and line[:SAME_START] != first[:SAME_START]
+@dataclass(frozen=True, slots=True)
+class Wrap:
+    """How a paste was cut: at `width` characters, and whether a reply quoted it after (the
+    width is then measured behind the quote markers)."""
+
+    width: int
+    quoted: bool = False
+
+    def length(self, line: bytes) -> int:
+        """Characters a terminal showed of a line (its end's CR dropped)."""
+        if self.quoted:
+            line = _quoted(line)[1]
+        line = line.removesuffix(b"\r")
+        return len(line) if line.isascii() else len(line.decode("utf-8", "replace"))
+
+    def continues(self, first: bytes, line: bytes) -> bool:
+        """Whether `line` may be the rest of `first` cut at the width: it starts no record of
+        its own, nor as `first` does (a line every rank printed alike); behind the same quote
+        markers when quoted."""
+        if self.quoted:
+            (quote, line), (first_quote, first) = _quoted(line), _quoted(first)
+            if quote != first_quote:
+                return False
+        return _RECORD_START.match(line) is None and line[:SAME_START] != first[:SAME_START]
+
+    def cut(self, line: bytes) -> bool:
+        return self.length(line) == self.width and bool(line.strip())
 
 
-def wrap_width(head: bytes) -> int | None:
-    """The width a terminal cut the input's lines at (module docstring), else None."""
+def wrap_of(head: bytes) -> Wrap | None:
+    """How a terminal cut the input's lines (module docstring), else None: measured on the
+    lines as they are, else behind the quote markers of a reply that quoted them."""
     lines = head.split(b"\n")[:-1]  # the last one may be cut by the block's end
     if len(lines) < MIN_CUT_LINES:
         return None
-    lengths = [_length(line) for line in lines]
+    found = _cut_at(lines, False)
+    if found is None and any(line[:1] == b">" for line in lines):
+        found = _cut_at(lines, True)
+    return found
+
+
+def _cut_at(lines: list[bytes], quoted: bool) -> Wrap | None:
+    measure = Wrap(0, quoted)
+    lengths = [measure.length(line) for line in lines]
     width = max(lengths)
+    wrap = Wrap(width, quoted)
     at = [index for index, length in enumerate(lengths) if length == width]
     if width < MIN_WIDTH or len(at) < MIN_CUT_LINES:
         return None
@@ -77,22 +116,25 @@ def wrap_width(head: bytes) -> int | None:
     if near >= len(at):
         return None
     followed = sum(
-        1 for index in at if index + 1 < len(lines) and _continues(lines[index], lines[index + 1])
+        1
+        for index in at
+        if index + 1 < len(lines) and wrap.continues(lines[index], lines[index + 1])
     )
-    return width if 2 * followed > len(at) else None
+    return wrap if 2 * followed > len(at) else None
 
 
-def rewrapped_lines(lines: Iterator[bytes], width: int) -> Iterator[bytes]:
-    """Physical lines (without `\\n`) with each line of `width` characters joined to the next
-    one unless that one starts a record of its own (a line exactly that long the terminal did not
+def rewrapped_lines(lines: Iterator[bytes], wrap: Wrap) -> Iterator[bytes]:
+    """Physical lines (without `\\n`) with each line cut at the width joined to the next one
+    unless that one starts a record of its own (a line exactly that long the terminal did not
     cut), and an empty line for each piece joined (line numbers kept)."""
     held: list[bytes] = []
     size = 0
     for line in lines:
         if held:
-            if _continues(held[0], line) and size < MAX_JOINED_BYTES:
-                cut = _length(line) == width and bool(line.strip())
-                held.append(line.removesuffix(b"\r") if cut else line)
+            if wrap.continues(held[0], line) and size < MAX_JOINED_BYTES:
+                cut = wrap.cut(line)
+                rest = _quoted(line)[1] if wrap.quoted else line  # one quote marker is kept
+                held.append(rest.removesuffix(b"\r") if cut else rest)
                 size += len(line)
                 if not cut:
                     yield from _joined(held)
@@ -100,7 +142,7 @@ def rewrapped_lines(lines: Iterator[bytes], width: int) -> Iterator[bytes]:
                 continue
             yield from _joined(held)
             held, size = [], 0
-        if _length(line) == width and line.strip():
+        if wrap.cut(line):
             held, size = [line.removesuffix(b"\r")], len(line)
         else:
             yield line
@@ -117,8 +159,8 @@ def _joined(pieces: list[bytes]) -> Iterator[bytes]:
 class RewrappedStream:
     """A byte stream read through `rewrapped_lines` (every line then ends with a newline)."""
 
-    def __init__(self, inner: ByteSource, width: int) -> None:
-        self._lines = rewrapped_lines(_physical(inner), width)
+    def __init__(self, inner: ByteSource, wrap: Wrap) -> None:
+        self._lines = rewrapped_lines(_physical(inner), wrap)
         self._buffer = b""
 
     def read(self, size: int = -1, /) -> bytes:

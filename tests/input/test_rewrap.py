@@ -11,7 +11,7 @@ import pytest
 
 from memledger.diagnosis import Diagnosis
 from memledger.input.parsing import parse_log
-from memledger.input.rewrap import MAX_JOINED_BYTES, rewrapped_lines, wrap_width
+from memledger.input.rewrap import MAX_JOINED_BYTES, Wrap, rewrapped_lines, wrap_of
 from tests.conftest import diagnose_paste
 
 P = "[2026-03-02 08:00:00 TP0] "
@@ -59,7 +59,19 @@ def _reading(lines: list[str]) -> tuple[object, ...]:
 def test_a_hard_wrapped_log_reads_as_the_bare_one(width: int) -> None:
     wrapped = _hard_wrapped(LOG, width)
     assert len(wrapped) > len(LOG) and max(map(len, wrapped)) == width
-    assert wrap_width("\n".join(wrapped).encode() + b"\n") == width
+    assert wrap_of("\n".join(wrapped).encode() + b"\n") == Wrap(width)
+    assert _reading(wrapped) == _reading(LOG)
+
+
+@pytest.mark.parametrize("quote_first", [True, False])
+def test_a_quoted_hard_wrapped_log_reads_as_the_bare_one(quote_first: bool) -> None:
+    # quoted, then cut by the terminal (the markers count in the width), or cut and then
+    # quoted by a reply (`> ` before every piece: the width is the pieces' own)
+    if quote_first:
+        wrapped = _hard_wrapped(["> " + line for line in LOG], 80)
+    else:
+        wrapped = ["> " + piece for piece in _hard_wrapped(LOG, 80)]
+    assert wrap_of("\n".join(wrapped).encode() + b"\n") == Wrap(80, quoted=not quote_first)
     assert _reading(wrapped) == _reading(LOG)
 
 
@@ -92,12 +104,12 @@ def test_a_joined_line_keeps_the_numbers_of_the_lines_after_it() -> None:
     ],
 )
 def test_what_no_terminal_cut_has_no_width(text: str) -> None:
-    assert wrap_width(text.encode() + b"\n") is None
+    assert wrap_of(text.encode() + b"\n") is None
 
 
 def test_a_line_exactly_as_wide_that_was_not_cut_stays_alone() -> None:
     lines = [b"a" * 10, b"b" * 3, b"c" * 10, b"[2026-03-02 08:00:00 TP0] x", b"", b"d" * 10]
-    assert list(rewrapped_lines(iter(lines), 10)) == [
+    assert list(rewrapped_lines(iter(lines), Wrap(10))) == [
         b"a" * 10 + b"b" * 3,
         b"",  # the joined piece's line, kept so later lines keep their numbers
         b"c" * 10,
@@ -109,6 +121,6 @@ def test_a_line_exactly_as_wide_that_was_not_cut_stays_alone() -> None:
 
 def test_a_joined_line_stops_growing_at_its_bound() -> None:
     pieces = (b"x" * 1000 for _ in range(3 * MAX_JOINED_BYTES // 1000))
-    out = list(rewrapped_lines(pieces, 1000))
+    out = list(rewrapped_lines(pieces, Wrap(1000)))
     assert max(map(len, out)) <= MAX_JOINED_BYTES + 1000
     assert sum(map(len, out)) == 3 * MAX_JOINED_BYTES // 1000 * 1000  # nothing lost
