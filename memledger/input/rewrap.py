@@ -157,11 +157,26 @@ def _joined(pieces: list[bytes]) -> Iterator[bytes]:
 
 
 class RewrappedStream:
-    """A byte stream read through `rewrapped_lines` (every line then ends with a newline)."""
+    """A byte stream read through `rewrapped_lines` (every line then ends with a newline). A line
+    longer than MAX_JOINED_BYTES ends the rewrapping: it and all after it are read as they are
+    (memory stays bounded whatever the input)."""
 
     def __init__(self, inner: ByteSource, wrap: Wrap) -> None:
-        self._lines = rewrapped_lines(_physical(inner), wrap)
+        self._inner = inner
+        self._rest = b""
+        self._lines = rewrapped_lines(self._physical(), wrap)
         self._buffer = b""
+
+    def _physical(self) -> Iterator[bytes]:
+        while chunk := self._inner.read(1 << 20):
+            parts = (self._rest + chunk).split(b"\n")
+            self._rest = parts.pop()
+            yield from parts
+            if len(self._rest) > MAX_JOINED_BYTES:
+                return  # read on as it is, from this unfinished line
+        if self._rest:
+            yield self._rest
+            self._rest = b""
 
     def read(self, size: int = -1, /) -> bytes:
         want = size if size > 0 else 1 << 62
@@ -172,19 +187,16 @@ class RewrappedStream:
             have += len(line) + 1
             if have >= want:
                 break
+        else:
+            if self._rest:  # the rewrapping ended at an unfinished long line
+                pieces.append(self._rest)
+                have += len(self._rest)
+                self._rest = b""
+            if have < want:
+                pieces.append(self._inner.read(want - have))
         data = b"".join(pieces)
         self._buffer = data[want:]
         return data[:want]
 
     def seek(self, offset: int, /) -> int:
         raise OSError("input stream is not seekable")
-
-
-def _physical(inner: ByteSource) -> Iterator[bytes]:
-    rest = b""
-    while chunk := inner.read(1 << 20):
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        yield from parts
-    if rest:
-        yield rest

@@ -11,7 +11,7 @@ import pytest
 
 from memledger.diagnosis import Diagnosis
 from memledger.input.parsing import parse_log
-from memledger.input.rewrap import MAX_JOINED_BYTES, Wrap, rewrapped_lines, wrap_of
+from memledger.input.rewrap import MAX_JOINED_BYTES, RewrappedStream, Wrap, rewrapped_lines, wrap_of
 from tests.conftest import diagnose_paste
 
 P = "[2026-03-02 08:00:00 TP0] "
@@ -124,3 +124,14 @@ def test_a_joined_line_stops_growing_at_its_bound() -> None:
     out = list(rewrapped_lines(pieces, Wrap(1000)))
     assert max(map(len, out)) <= MAX_JOINED_BYTES + 1000
     assert sum(map(len, out)) == 3 * MAX_JOINED_BYTES // 1000 * 1000  # nothing lost
+
+
+def test_a_line_longer_than_the_bound_is_read_as_it_is_from_there_on() -> None:
+    data = b"a" * 80 + b"\n" + b"b" * 3 + b"\n" + b"x" * (2 * MAX_JOINED_BYTES) + b"\n" + b"c" * 80
+    data += b"\nd\n"
+    stream = RewrappedStream(io.BytesIO(data), Wrap(80))
+    read = b"".join(iter(lambda: stream.read(1 << 16), b""))
+    cut = data.index(b"x")
+    # before it, the cut line joined (and its line kept); from it on, the bytes as they were
+    assert read[: read.index(b"x")] == b"a" * 80 + b"b" * 3 + b"\n\n"
+    assert read[read.index(b"x") :] == data[cut:]
