@@ -91,7 +91,7 @@ from memledger.diagnosis.pools import (
     pool_ran_out,
     serving_notes,
 )
-from memledger.diagnosis.reported import mention_answer, mentioned_phase, squeezed
+from memledger.diagnosis.reported import mention_answer, mentioned_phase, pool_question, squeezed
 from memledger.diagnosis.reserve import outside_pool
 from memledger.diagnosis.sites import larger_than_gpu, oversized_forward, req_to_token_oom
 from memledger.diagnosis.stages import (
@@ -172,9 +172,25 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
         return _out_of_memory(evidence)
     if evidence.outcome == "crash" or _ends_in_exception(evidence) or shm_exhausted(evidence):
         return _crash(evidence)
-    if evidence.outcome == "truncated":
-        return _truncated(evidence)
-    return _ready(evidence)
+    found = _truncated(evidence) if evidence.outcome == "truncated" else _ready(evidence)
+    asked = pool_question(evidence)
+    if asked is None:
+        return found
+    # a question about the pool's size with no failure: its answer leads what the log shows
+    finding, levers, verdict = asked
+    quiet = found.verdict.endswith(("outcome unknown", "no memory problem found"))
+    return replace(
+        found,
+        verdict=verdict if quiet else f"{found.verdict}; {verdict}",
+        findings=[
+            finding,
+            *(f for f in found.findings if not quiet or f.id != FindingId.TRUNCATED),
+        ],
+        suggestions=[
+            *levers,
+            *(s for s in found.suggestions if s.knob not in {x.knob for x in levers}),
+        ],
+    )
 
 
 def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:

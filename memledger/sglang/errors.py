@@ -1033,6 +1033,61 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "warmup"},
     ),
     ErrorText(
+        "said_pool_size",
+        # the size of the KV pool asked about or complained of, no failure said: `why is my
+        # max_total_num_tokens so small`, `KV cache pool is smaller after upgrading`, `how do I
+        # get more tokens in the KV cache`, `KV Cache 容量太小`; its words are the size words,
+        # since `KV` alone is on SGLang's every pool line (and not `only`, `lower`, `drop`,
+        # which SGLang's and vLLM's own lines hold hundreds of times)
+        re.compile(
+            r"(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache(?: pool)?(?: size| capacity"
+            r"| tokens?)?|kv pool|token capacity|token pool|#tokens|tokens? in the kv"
+            r"|kv[ _-]?cache ?(?:容量|大小|空间))"
+            r"[^.?!\n]{0,50}?(?:small|\bless\b|fewer|shrink|shrank|shrunk|dropped"
+            r"|decreas|increas|enlarg|bigger|larger|\bmore\b|\bgrow"
+            r"|太小|变小|减少|增加|增大|更大)"
+            r"|(?:\bwhy\b|\bhow\b|increas|enlarg|bigger|larger|\bmore\b|\bgrow"
+            r"|为什么|如何|怎么|增加|增大)[^.?!\n]{0,50}?"
+            r"(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache(?: pool)?(?: size| capacity"
+            r"| tokens?)|kv pool|token capacity|tokens? in the kv"
+            r"|kv[ _-]?cache ?(?:容量|大小|空间))",
+            re.IGNORECASE,
+        ),
+        (
+            "small",
+            "less",
+            "fewer",
+            "shrink",
+            "shrank",
+            "shrunk",
+            "dropped",
+            "decreas",
+            "increas",
+            "enlarg",
+            "bigger",
+            "larger",
+            "more",
+            "grow",
+            "why",
+            "how",
+            "太小",
+            "变小",
+            "减少",
+            "增加",
+            "增大",
+            "更大",
+            "为什么",
+            "如何",
+            "怎么",
+        ),
+        Family.REPORTER,
+        "the KV pool's size asked about in prose, with no failure (what sizes it: memledger"
+        ".sglang.lifecycle MENTIONS pool_size; v0.5.8 model_runner_kv_cache_mixin.py:138-144)",
+        "why is my max_total_num_tokens so small on an H100?",
+        kind="reported",
+        values={"mention": "pool_size"},
+    ),
+    ErrorText(
         "said_mamba",
         # a hybrid model's Mamba (SSM / linear-attention) state pool, or its size setting
         re.compile(r"(?<![\w.])(?:[Mm]amba|MAMBA)(?![\w=])|max[-_]mamba[-_]cache[-_]size"),
