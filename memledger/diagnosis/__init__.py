@@ -166,7 +166,7 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
     if failure is not None and evidence.oom is None and evidence.refusal is None:
         return _pool_ran_out(evidence, failure)
     hit = known_cause(evidence) if evidence.oom is None and evidence.refusal is None else None
-    if hit is not None and (hit[0].own_pool or hit[0].gpu_memory):
+    if hit is not None and (hit[0].own_pool or hit[0].gpu_memory) and evidence.outcome != "ready":
         return _own_pool_full(evidence, hit[0], hit[1])
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
