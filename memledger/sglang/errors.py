@@ -909,6 +909,30 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "too_big_for_gpu"},
     ),
     ErrorText(
+        "said_swa",
+        # a hybrid sliding-window model named in prose or by its setting; the upper case only
+        # (SGLang's own decode lines print `#swa token:` in every batch of such a model)
+        re.compile(
+            r"(?<![A-Za-z])SWA(?![A-Za-z])|sliding window|sliding-window|Sliding Window"
+            r"|swa_full_tokens_ratio|swa-full-tokens-ratio"
+        ),
+        (
+            "SWA",
+            "sliding window",
+            "sliding-window",
+            "Sliding Window",
+            "swa_full_tokens_ratio",
+            "swa-full-tokens-ratio",
+        ),
+        Family.REPORTER,
+        "a hybrid sliding-window model's pools named in prose (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:206-248: memledger.sglang.lifecycle "
+        "MENTIONS)",
+        "For SWA models the pool runs out although max_total_tokens covers the batch",
+        kind="reported",
+        values={"mention": "swa_pools"},
+    ),
+    ErrorText(
         "said_loading",
         # `while loading.`, `during model loading,`, `loading the weights` (not `loading CUDA
         # kernels`: what loads must be the model), and a line that starts `Loading <model> ...`

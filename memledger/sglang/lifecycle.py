@@ -413,6 +413,18 @@ MENTIONS: tuple[Mention, ...] = (
         moment=True,
     ),
     Mention(
+        "swa_pools",
+        None,  # a pool's split, not a stage
+        "a hybrid sliding-window (SWA) model's two KV pools: the per-layer token count T (the "
+        "profiled budget, or --max-total-tokens where it caps it) is split so the full-attention "
+        "layers hold T x layers / (r x swa_layers + full_layers) tokens and the SWA layers r times "
+        "that, r = --swa-full-tokens-ratio (0.8 by default), each rounded down to pages (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:206-248, :296-305; server_args.py:325); "
+        "with half the layers SWA the SWA pool holds about 0.89 T, so a --max-total-tokens set "
+        "to exactly what a batch needs leaves the SWA pool short of it: a larger cap (the "
+        "tokens needed / the SWA share) or an r nearer 1 gives it room",
+    ),
+    Mention(
         "loading",
         Phase.LOAD,
         "it failed while the weights were loading: the checkpoint's tensors, then each "
