@@ -80,7 +80,7 @@ def strip_paste_columns(text: str) -> str:
     """The line without what a paste put around it: CRLF, quote/compose/kubectl columns and
     tool timestamps at its start (the module docstring)."""
     if text.endswith("\r"):
-        text = text[:-1]
+        text = text.rstrip("\r")  # CRLF, or `\r\r\n` (a CRLF written again in text mode)
     text = without_suffix(text)
     for _ in range(_MAX_COLUMNS):
         column = PASTE_COLUMN_RE.match(text) or JUNK_PREFIX_RE.match(text)

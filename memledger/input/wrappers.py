@@ -397,7 +397,7 @@ def unwrapped_bytes(raw: bytes) -> bytes:
     if b"\x1b" in raw:
         raw = _ANSI_BYTES.sub(b"", raw)
     if raw.endswith(b"\r"):
-        raw = raw[:-1]
+        raw = raw.rstrip(b"\r")
     if raw.endswith(_SUFFIX_END_BYTES):
         raw = _SUFFIX_BYTES.sub(b"", raw, count=1)
     for _ in range(MAX_COLUMNS):

@@ -67,6 +67,7 @@ WRAPPED: dict[str, Callable[[str], str]] = {
     "kubectl --prefix --timestamps": lambda line: "[pod/s-0/s] 2026-03-02T08:00:00.5Z " + line,
     "quote of a compose log": lambda line: "> sglang-1  | " + line,
     "crlf": lambda line: line + "\r",
+    "crlf written again in text mode": lambda line: line + "\r\r",
     "Ray deduplicated": lambda line: "(WorkerDict pid=7) " + line + SUFFIXES[0].example,
     "docker json-file": lambda line: json.dumps(
         {"log": line + "\n", "stream": "stderr", "time": "2026-03-02T08:00:00.1Z"}
