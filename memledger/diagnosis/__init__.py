@@ -246,21 +246,16 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     noted = CRASH_CAUSE.get(str(evidence.oom.values.get("cause"))) if evidence.oom else None
     if noted is not None and evidence.oom is not None:
         findings.append(cause_finding(noted, evidence.oom, evidence))
+    head = f"OOM during {PHASE_TEXT[phase]}"
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
-    else:
-        head = f"OOM during {PHASE_TEXT[phase]}"
     # ranked: a root cause an error finding names leads; the amount is the budget's deficit
     loading = phase in (Phase.LOAD, Phase.DIST_INIT) and evidence.refusal is None
     deficit = load_deficit(evidence, findings) if loading else None
     cause = root_cause(evidence, findings)
-    if cause is not None:
-        head += f": {cause}"
-        head += f"; {deficit}" if deficit else f"; {g(missing)} short" if missing else ""
-    elif deficit is not None:
-        head += f": {deficit}"
-    elif missing:
-        head += f": {g(missing)} short"
+    amount = deficit or (f"{g(missing)} short" if missing else None)
+    leads = [part for part in (cause, amount) if part]
+    head += f": {'; '.join(leads)}" if leads else ""
     oversized = next((f for f in findings if f.id == FindingId.ALLOCATION_EXCEEDS_GPU), None)
     if oversized is not None:
         head += "; one allocation is larger than the whole GPU"
@@ -427,31 +422,28 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     phase = failure_phase(evidence)  # never unknown: a pool raises only while serving
     findings, suggestions = pool_ran_out(evidence, event)
     findings += site_finding(evidence) + serving_notes(evidence)
-    what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
+    ids = {f.id for f in findings}
+    during = f"during {PHASE_TEXT[phase]}"
     levers = [phrase(s) for s in suggestions][:2]
-    verdict = (
-        f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
-        + " or ".join(levers)
-    )
-    if any(f.id == FindingId.POOL_NOT_FULL for f in findings) and not levers:
-        verdict = f"SGLang's KV pool raised during {PHASE_TEXT[phase]} on a batch its scheduler "
-        verdict += "had admitted: its accounting lost tokens (a leak), not its size; upgrade"
-    elif any(f.id == FindingId.POOL_NOT_FULL for f in findings):
+    if FindingId.POOL_NOT_FULL in ids and not levers:
+        verdict = f"SGLang's KV pool raised {during} on a batch its scheduler had admitted: its "
+        verdict += "accounting lost tokens (a leak), not its size; upgrade"
+    elif FindingId.POOL_NOT_FULL in ids:
         found = page_bug(evidence)
         verdict = (
-            f"SGLang's KV pool raised 'out of memory' during {PHASE_TEXT[phase]} but was not full "
-            f"(more tokens free than asked): its page accounting, not its size; {levers[0]}"
-            + (
-                f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
-                if found
-                else ""
-            )
+            f"SGLang's KV pool raised 'out of memory' {during} but was not full (more tokens free "
+            f"than asked): its page accounting, not its size; {levers[0]}"
         )
-    elif any(f.id == FindingId.SWA_POOL_RAN_OUT for f in findings):
+        if found:
+            verdict += f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
+    elif FindingId.SWA_POOL_RAN_OUT in ids:
         verdict = (
-            f"SGLang's KV pool ran out during {PHASE_TEXT[phase]}: one of a hybrid SWA model's "
-            f"two pools, the other had room; {' or '.join(levers)}"
+            f"SGLang's KV pool ran out {during}: one of a hybrid SWA model's two pools, the other "
+            f"had room; {' or '.join(levers)}"
         )
+    else:
+        what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
+        verdict = f"SGLang's {what} ran out {during} (not a GPU allocation); {' or '.join(levers)}"
     return _diagnosis(
         evidence,
         outcome="oom",
@@ -533,12 +525,10 @@ def _crash(evidence: Evidence) -> Diagnosis:
     elif hit is not None:
         memory = "possibly GPU memory" if hit[0].maybe_memory else "not GPU memory"
         verdict_end = f"{memory}: {hit[0].fix}"
-    elif host is not None or killed:
-        verdict_end = (
-            "host RAM, not GPU memory"
-            if host is not None
-            else ("killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory")
-        )
+    elif host is not None:
+        verdict_end = "host RAM, not GPU memory"
+    elif killed:
+        verdict_end = "killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory"
     elif known:
         findings.append(
             Finding(
@@ -602,29 +592,19 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     dropped = after_pool_drop(evidence)
     findings += headroom + graphs + free_rose_after_pool(evidence) + serving_notes(evidence)
     findings += [dropped] if dropped is not None else []
-    verdict = f"log ends {where}{at}: no error text, outcome unknown"
-    if dropped is not None and not headroom:
-        verdict = (
-            f"log ends {where}{at}, no error text; {g(dropped.bytes)} was taken after the KV pool "
-            "before the graphs, outside its budget (setup after the pool: most often an attention "
-            "backend's workspace)"
-        )
+    ends = f"log ends {where}{at}"
+    refused = next((f for f in findings if f.id == FindingId.REQUEST_EXCEEDS_POOL), None)
     if headroom:
-        verdict = f"log ends {where}{at}: {headroom[0].message}"
         # a valued lever first; else the direction (the paste lacks P)
         levers = [phrase(s) for s in suggestions if s.value is not None][:1]
         levers = levers or [phrase(s) for s in suggestions][:1]
-        verdict += f"; {levers[0]}" if levers else ""
-    if graphs and headroom:
-        verdict += f"; {graph_memory_verdict(evidence, graphs[0])}"
-    elif graphs:
-        verdict = f"log ends {where}{at}: {graph_memory_verdict(evidence, graphs[0])}"
-    refused = next((f for f in findings if f.id == FindingId.REQUEST_EXCEEDS_POOL), None)
-    if refused is not None and not headroom:
+        noted = [graph_memory_verdict(evidence, graphs[0])] if graphs else []
+        verdict = f"{ends}: {'; '.join([headroom[0].message, *levers, *noted])}"
+    elif refused is not None:
         verdict = (
-            f"log ends {where}{at}: a request was refused as longer than the limit, the smaller "
-            "of the context length and the KV pool; a bigger pool (raise "
-            "--mem-fraction-static) or a longer --context-length accepts it"
+            f"{ends}: a request was refused as longer than the limit, the smaller of the context "
+            "length and the KV pool; a bigger pool (raise --mem-fraction-static) or a longer "
+            "--context-length accepts it"
         )
         suggestions = suggestions or [  # the verdict's lever, not "no knob helps"
             Suggestion(
@@ -639,6 +619,16 @@ def _truncated(evidence: Evidence) -> Diagnosis:
                 ),
             )
         ]
+    elif graphs:
+        verdict = f"{ends}: {graph_memory_verdict(evidence, graphs[0])}"
+    elif dropped is not None:
+        verdict = (
+            f"{ends}, no error text; {g(dropped.bytes)} was taken after the KV pool before the "
+            "graphs, outside its budget (setup after the pool: most often an attention backend's "
+            "workspace)"
+        )
+    else:
+        verdict = f"{ends}: no error text, outcome unknown"
     return _diagnosis(
         evidence,
         outcome="truncated",
@@ -662,11 +652,11 @@ def _ready(evidence: Evidence) -> Diagnosis:
     findings += serving_notes(evidence) + capacity
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
+    outcome = evidence.outcome
     if [f.id for f in warnings] == [FindingId.KV_CAPACITY]:
         # a pool short of one full-context request serves shorter ones: not starved, but said
         verdict = f"{evidence.outcome}: {warnings[0].message.split('; ')[0]}"
         verdict += f"; {phrase(suggestions[0])}" if suggestions else ""
-        outcome = evidence.outcome
     elif warnings:
         said = warnings[0].message
         if warnings[0].id == FindingId.KV_CAPACITY:
@@ -677,22 +667,14 @@ def _ready(evidence: Evidence) -> Diagnosis:
             levers = [f"{phrase(suggestions[0])} ({absent(evidence)})"]
         verdict += f"; {levers[0]}" if levers else ""
         outcome = "starved"
-    elif headroom:
-        # it came up and served: a note, not a problem; its lever is for a later OOM only
-        amount = f"{g(headroom[0].bytes)} " if headroom[0].bytes else ""
-        verdict = (
-            f"ready: no memory problem found; note {headroom[0].id}: {amount}below SGLang's "
-            "default reserve"
-        )
-        outcome = evidence.outcome
-    elif graphs:
-        verdict = (
-            f"ready: no memory problem found; note {graph_memory_verdict(evidence, graphs[0])}"
-        )
-        outcome = evidence.outcome
     else:
         verdict = "ready: no memory problem found"
-        outcome = evidence.outcome
+        if headroom:
+            # it came up and served: a note, not a problem; its lever is for a later OOM only
+            amount = f"{g(headroom[0].bytes)} " if headroom[0].bytes else ""
+            verdict += f"; note {headroom[0].id}: {amount}below SGLang's default reserve"
+        elif graphs:
+            verdict += f"; note {graph_memory_verdict(evidence, graphs[0])}"
     return _diagnosis(
         evidence,
         outcome=outcome,
