@@ -268,14 +268,8 @@ def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None
     reported = by_kind.get(EventKind.REPORTED, [])
     exits = by_kind.get(EventKind.PROCESS_EXIT, [])
     server_args: dict[str, object] = dict(startup.server_args)
-    command = next(
-        (
-            e
-            for e in events
-            if e.kind is EventKind.SERVER_ARGS and e.values.get("form") == "command"
-        ),
-        None,
-    )
+    settings = by_kind.get(EventKind.SERVER_ARGS, [])
+    command = next((e for e in settings if e.values.get("form") == "command"), None)
     return Evidence(
         path=parsed.path,
         rank=startup.rank,

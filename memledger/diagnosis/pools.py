@@ -5,9 +5,7 @@ has the opposite lever of an allocator OOM, or no GPU lever at all.
 
 from __future__ import annotations
 
-import math
-
-from memledger.diagnosis.arithmetic import floor_step, g
+from memledger.diagnosis.arithmetic import floor_step, g, half
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
@@ -62,12 +60,7 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
             "--max-running-requests"
         )
         levers = [
-            Suggestion(
-                knob="max_running_requests",
-                direction=Direction.LOWER,
-                value=_half(evidence.int_param("max_running_requests")),
-                why=f"fewer requests than table rows ({POOL_RAN_OUT_CITATION})",
-            )
+            _fewer_requests(evidence, f"fewer requests than table rows ({POOL_RAN_OUT_CITATION})")
         ]
     else:
         counts = _counts(evidence, event)
@@ -203,17 +196,15 @@ def page_bug(evidence: Evidence) -> tuple[KnownBug, str] | None:
     return known_bug("pool_not_full", version, evidence.server_args)
 
 
-def _half(value: int | None) -> int | None:
-    return math.ceil(value / 2) if value else None
-
-
-def _fewer_requests(evidence: Evidence) -> Suggestion:
+def _fewer_requests(
+    evidence: Evidence, why: str = "fewer requests in a batch hold fewer KV tokens at once"
+) -> Suggestion:
     """Half the running requests: a full pool's lever besides a bigger pool."""
     return Suggestion(
         knob="max_running_requests",
         direction=Direction.LOWER,
-        value=_half(evidence.int_param("max_running_requests")),
-        why="fewer requests in a batch hold fewer KV tokens at once",
+        value=half(evidence.int_param("max_running_requests")),
+        why=why,
     )
 
 

@@ -302,15 +302,12 @@ def _after_kv(case: _Case) -> Answer:
 
 def _oom(case: _Case) -> Answer:
     kinds = {r.kind for r in case.startup.readings}
-    graph_begun = "graph_begin" in kinds and "graph_done" not in kinds
+    # a capture begun and not done, or begun after the KV cache was sized
+    sized = "kv_available" in kinds or "blocks" in kinds
+    capture = "graph_begin" in kinds and ("graph_done" not in kinds or sized)
+    phase = Phase.GRAPH_CAPTURE if capture else Phase.UNKNOWN
     if case.startup.frame_phase is not None:
         phase = Phase(case.startup.frame_phase)  # the reader names a Phase value
-    elif graph_begun:
-        phase = Phase.GRAPH_CAPTURE
-    elif "kv_available" in kinds or "blocks" in kinds:
-        phase = Phase.GRAPH_CAPTURE if "graph_begin" in kinds else Phase.UNKNOWN
-    else:
-        phase = Phase.UNKNOWN
     tried, free = case.bytes("oom_tried_to_allocate_mib"), case.bytes("oom_free_mib")
     shortfall = None if tried is None or free is None else max(tried - free, 0)
     case.findings.append(
@@ -320,10 +317,8 @@ def _oom(case: _Case) -> Answer:
             message=f"out of GPU memory during {PHASE_TEXT[phase]}"
             + (
                 ""
-                if shortfall is None
+                if tried is None or free is None
                 else f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
-                if tried is not None and free is not None
-                else ""
             ),
             bytes=shortfall,
             evidence=case.at(case.error),
