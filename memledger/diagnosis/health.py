@@ -139,12 +139,24 @@ def _free_after_startup(evidence: Evidence) -> tuple[int, int, str] | None:
     return last.avail_bytes, last.line, last.id
 
 
-def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
-    """No free memory left once startup is done: the first batch's activations will OOM."""
+def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
+    """What a startup left free once done. No free memory: the first batch's activations will
+    OOM. Some free, but less outside the KV pool than SGLang's own default keeps there at this
+    release, on a GPU over 96 GiB: the headroom serving batches run out of; a note (the startup
+    survived) whose lever is conditional on a later OOM, and on the release where the log's is not
+    one the reserve can be computed for."""
     after = _free_after_startup(evidence)
-    if after is None or after[0] >= ZERO_HEADROOM:
+    if after is None:
         return [], []
     free, line, point = after
+    if free >= ZERO_HEADROOM:
+        outside = outside_pool(evidence)
+        if outside is None or (not outside.known_large and free < HEADROOM_TARGET_CAP):
+            # the GPU's size is not in the paste: only a startup that meets the tuning guide's
+            # 5 GiB can be short of the large-GPU reserve alone (below 5 GiB is another question)
+            return [], []
+        free_text = "" if outside.after_graphs else f", {g(free)} free after startup"
+        return large_gpu_reserve(evidence, Severity.INFO, free_text)
     finding = Finding(
         id=FindingId.ZERO_HEADROOM,
         severity=Severity.WARNING,
@@ -166,23 +178,6 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         suggestions = _freeing(evidence, target - free, reason)
     # without P the amount has no value, the direction stands: the serving stage's levers
     return [finding], suggestions or stage_levers(Phase.SERVING, bound=True)
-
-
-def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
-    """Startup done with some memory free, but less outside the KV pool than SGLang's own default
-    keeps there at this release, on a GPU over 96 GiB: the headroom serving batches run out of.
-    A note (the startup survived) whose lever is conditional on a later OOM; conditional on the
-    release where the log's is not one the reserve can be computed for."""
-    after = _free_after_startup(evidence)
-    if after is None or after[0] < ZERO_HEADROOM:
-        return [], []
-    outside = outside_pool(evidence)
-    if outside is None or (not outside.known_large and after[0] < HEADROOM_TARGET_CAP):
-        # the GPU's size is not in the paste: only a startup that meets the tuning guide's
-        # 5 GiB can be short of the large-GPU reserve alone (below 5 GiB is another question)
-        return [], []
-    free_text = "" if outside.after_graphs else f", {g(after[0])} free after startup"
-    return large_gpu_reserve(evidence, Severity.INFO, free_text)
 
 
 LATER_OOM = "serving runs out of memory later"
