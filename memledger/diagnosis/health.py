@@ -199,15 +199,23 @@ def large_gpu_reserve(
     short = f"{g(missing)} below" if reserve.low == reserve.high else f"at least {g(missing)} below"
     kept = f"{reserve.shown} SGLang's default keeps there {reserve.text}"
     head = f"{g(outside.bytes)} outside the KV pool ({outside.text}{free_text}): "
-    if reserve.condition:
+    message = f"{head}{short} the {kept}"
+    reason = (
+        f"SGLang's default keeps {reserve.shown} outside the static pool for activations "
+        f"and graphs {reserve.text}: {g(missing)} must move to restore it"
+    )
+    if reserve.condition:  # the release is open: the 0.4.x large-GPU rule is a condition
         where = (
             f"this GPU is over 96 GiB; if {reserve.condition}"
             if outside.known_large
             else f"if this GPU is over 96 GiB and {reserve.condition}"
         )
         message = f"{head}{where}, that is {short} the {kept}"
-    else:
-        message = f"{head}{short} the {kept}"
+        reason = (
+            f"SGLang's default keeps {reserve.shown} outside the static pool on a GPU over 96 GiB "
+            f"(15 GB for activations + 3 GB for the bs-256 graphs; {RESERVE_SOURCE}), or serving "
+            f"batches run out of memory: {g(missing)} must move"
+        )
     if not outside.known_large:
         message += "; the paste does not show the GPU's size"
     finding = Finding(
@@ -217,17 +225,6 @@ def large_gpu_reserve(
         bytes=missing,
         evidence=[evidence.at(outside.line)],
     )
-    if reserve.condition:
-        reason = (
-            f"SGLang's default keeps {reserve.shown} outside the static pool on a GPU over 96 GiB "
-            f"(15 GB for activations + 3 GB for the bs-256 graphs; {RESERVE_SOURCE}), or serving "
-            f"batches run out of memory: {g(missing)} must move"
-        )
-    else:
-        reason = (
-            f"SGLang's default keeps {reserve.shown} outside the static pool for activations "
-            f"and graphs {reserve.text}: {g(missing)} must move to restore it"
-        )
     conditions = [LATER_OOM] if severity is Severity.INFO else []
     conditions += [reserve.condition] if reserve.condition else []
     prefix = f"if {' and '.join(conditions)}: " if conditions else ""

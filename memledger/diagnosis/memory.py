@@ -66,6 +66,16 @@ def _float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+_OOM_SIZES = {
+    "requested": ": asked for {}",
+    "free": " with {} free",
+    "capacity": " of {}",
+    "allocated": "; {} allocated by PyTorch",
+    "private_pools": " ({} in private pools: CUDA graphs)",
+}
+"""How the OOM finding says each size the allocator's text printed, in this order."""
+
+
 def oom_findings(evidence: Evidence) -> list[Finding]:
     """What the allocator's own message says, rank by rank."""
     oom = evidence.oom
@@ -78,22 +88,12 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
         # a text that names no device (torch_memory_saver's, a runtime's error code) says none
         where = f"{oom.values['device']} runtime" if "device" in oom.values else "runtime"
         device = f" ({where}: {oom.values['runtime']})"
-    parts = [f"{rank} ran out of GPU memory{device}"]
-    if "requested" in sizes:
-        parts.append(f": asked for {_t(oom, 'requested')}")
-    if "free" in sizes:
-        parts.append(f" with {_t(oom, 'free')} free")
-    if "capacity" in sizes:
-        parts.append(f" of {_t(oom, 'capacity')}")
-    if "allocated" in sizes:
-        parts.append(f"; {_t(oom, 'allocated')} allocated by PyTorch")
-    if "private_pools" in sizes:
-        parts.append(f" ({_t(oom, 'private_pools')} in private pools: CUDA graphs)")
+    said = [form.format(sizes[key].text) for key, form in _OOM_SIZES.items() if key in sizes]
     findings = [
         Finding(
             id=FindingId.OOM_MESSAGE,
             severity=Severity.ERROR,
-            message="".join(parts),
+            message="".join([f"{rank} ran out of GPU memory{device}", *said]),
             bytes=shortfall(evidence),
             evidence=[evidence.at(oom.line)],
         )
