@@ -69,17 +69,13 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
             return not_full
         asked = counts.get("asked", event.values.get("tokens"))
         free = counts.get("available")
+        counted = f" ({asked:,} tokens asked for)" if isinstance(asked, int) else ""
+        if isinstance(asked, int) and free is not None:
+            counted = f" ({free:,} tokens free for {asked:,} asked)"
         message = (
-            f"SGLang's KV pool was full at {shape}"
-            + (
-                f" ({free:,} tokens free for {asked:,} asked)"
-                if isinstance(asked, int) and free is not None
-                else f" ({asked:,} tokens asked for)"
-                if isinstance(asked, int)
-                else ""
-            )
-            + ": the pool sized at startup, not the allocator, ran out; a bigger pool or "
-            "fewer tokens at once helps, a lower --mem-fraction-static makes it worse"
+            f"SGLang's KV pool was full at {shape}{counted}: the pool sized at startup, not the "
+            "allocator, ran out; a bigger pool or fewer tokens at once helps, a lower "
+            "--mem-fraction-static makes it worse"
         )
         pre = evidence.budget.pre_load
         gain = f"; each 0.01 adds about {g(pre.avail_bytes * 0.01)} of KV" if pre else ""

@@ -124,19 +124,22 @@ def _levers(failure: str, valued: Valued | None = None, **words: str) -> list[Su
     return found
 
 
-def _utilization_value(case: _Case, more: int, *, lower: bool = False) -> tuple[float | None, str]:
-    """gpu_memory_utilization moved by `more` bytes of budget (rounded outward to 0.01)."""
+def _utilization(
+    case: _Case, more: int, reason: str, *, lower: bool = False
+) -> tuple[float | None, str]:
+    """gpu_memory_utilization moved by `more` bytes of budget (rounded outward to 0.01), with
+    its working after `reason`."""
     total, util = case.bytes("total_gpu_gib"), case.number("gpu_memory_utilization")
     if total is None or util is None:
         missing = " and ".join(
             n for n, v in (("the total GPU memory", total), ("the utilization", util)) if v is None
         )
-        return None, f"the log prints not {missing}: each 0.01 is 1 % of the GPU's memory"
+        return None, f"{reason}: the log prints not {missing}: each 0.01 is 1 % of the GPU's memory"
     delta = more / total
     value = util - delta if lower else util + delta
     value = math.floor(value * 100) / 100 if lower else math.ceil(value * 100) / 100
     return min(max(value, 0.01), 1.0), (
-        f"{util:g} {'-' if lower else '+'} {_g(more)} / {_g(total)} total = "
+        f"{reason}: {util:g} {'-' if lower else '+'} {_g(more)} / {_g(total)} total = "
         f"{util - delta if lower else util + delta:.4f}, rounded {'down' if lower else 'up'}"
     )
 
@@ -203,15 +206,12 @@ def _max_len_v1(case: _Case) -> Answer:
             f"{int(max_len):,} x {_g(available)} available / {_g(needed)} needed",
         )
     if shortfall:
-        util_value, why = _utilization_value(case, shortfall)
-        why = f"the budget must grow by the shortfall {_g(shortfall)}: {why}"
-        valued["gpu_memory_utilization"] = (util_value, why)
+        why = f"the budget must grow by the shortfall {_g(shortfall)}"
+        valued["gpu_memory_utilization"] = _utilization(case, shortfall, why)
     case.suggestions += _levers("max_seq_len_v1", valued)
-    verdict = (
-        f"KV cache too small for one max-length request: {_g(shortfall)} short"
-        if shortfall is not None
-        else "KV cache too small for one max-length request"
-    )
+    verdict = "KV cache too small for one max-length request"
+    if shortfall is not None:
+        verdict += f": {_g(shortfall)} short"
     return Phase.KV_SIZING, verdict, shortfall
 
 
@@ -237,12 +237,11 @@ def _max_len_v0(case: _Case) -> Answer:
     if tokens is not None:
         valued["max_model_len"] = (int(tokens), f"the tokens the KV cache holds ({int(tokens):,})")
     if shortfall is not None:
-        raise_to, why = _utilization_value(case, shortfall)
         why = (
             f"{short_tokens:,} tokens x {sizing.block_bytes:,} B per {DEFAULT_BLOCK_SIZE}-token "
-            f"block (from {sizing.block_bytes_from}) = {_g(shortfall)}: {why}"
+            f"block (from {sizing.block_bytes_from}) = {_g(shortfall)}"
         )
-        valued["gpu_memory_utilization"] = (raise_to, why)
+        valued["gpu_memory_utilization"] = _utilization(case, shortfall, why)
     case.suggestions += _levers("max_seq_len_v0", valued)
     return Phase.KV_SIZING, "KV cache too small for one max-length request", shortfall
 
@@ -269,9 +268,8 @@ def _no_cache(case: _Case) -> Answer:
     )
     valued: Valued = {}
     if shortfall is not None:
-        value, why = _utilization_value(case, shortfall + GIB)
-        why = f"the budget must grow by {_g(shortfall)} plus 1 GiB of KV: {why}"
-        valued["gpu_memory_utilization"] = (value, why)
+        why = f"the budget must grow by {_g(shortfall)} plus 1 GiB of KV"
+        valued["gpu_memory_utilization"] = _utilization(case, shortfall + GIB, why)
     case.suggestions += _levers("no_cache_memory", valued)
     verdict = "no memory left for the KV cache" + (
         "" if shortfall is None else f": the budget is {_g(shortfall)} short"
@@ -327,9 +325,8 @@ def _oom(case: _Case) -> Answer:
     estimate = case.bytes("graph_estimate_gib") or case.bytes("graph_gib")
     valued: Valued = {}
     if phase is Phase.GRAPH_CAPTURE and estimate is not None:
-        value, why = _utilization_value(case, estimate, lower=True)
-        why = f"leave the CUDA graphs ({_g(estimate)}) outside the budget: {why}"
-        valued["gpu_memory_utilization"] = (value, why)
+        why = f"leave the CUDA graphs ({_g(estimate)}) outside the budget"
+        valued["gpu_memory_utilization"] = _utilization(case, estimate, why, lower=True)
     case.suggestions += _levers(
         "graph_capture_oom" if phase is Phase.GRAPH_CAPTURE else "oom", valued
     )
