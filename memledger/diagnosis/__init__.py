@@ -150,8 +150,18 @@ def _diagnosis(evidence: Evidence, **fields: Any) -> Diagnosis:
 
 def _out_of_memory(evidence: Evidence) -> Diagnosis:
     squeeze = reported.squeezed(evidence)
-    if squeeze is not None:
-        return _squeezed(evidence, *squeeze)
+    if squeeze is not None:  # no fraction fits: an OOM above it, SGLang's refusal below
+        findings, suggestions, verdict = squeeze
+        return _diagnosis(
+            evidence,
+            outcome="oom",
+            phase=Phase.KV_SIZING,
+            verdict=verdict,
+            shortfall_bytes=memory.shortfall(evidence),
+            failed_rank=_failed_rank(evidence),
+            findings=findings + memory.site_finding(evidence),
+            suggestions=suggestions,
+        )
     phase = failure_phase(evidence)
     said_phase, firm = reported.mentioned_phase(evidence)  # what the paste's prose names
     order = list(Phase)
@@ -280,23 +290,6 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         shortfall_bytes=missing,
         failed_rank=_failed_rank(evidence),
         findings=findings,
-        suggestions=suggestions,
-    )
-
-
-def _squeezed(
-    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion], verdict: str
-) -> Diagnosis:
-    """No fraction fits: an OOM above it, SGLang's refusal below (memledger.diagnosis.reported)."""
-    said, _, _ = reported.mention_answer(evidence)
-    return _diagnosis(
-        evidence,
-        outcome="oom",
-        phase=Phase.KV_SIZING,
-        verdict=verdict,
-        shortfall_bytes=memory.shortfall(evidence),
-        failed_rank=_failed_rank(evidence),
-        findings=findings + said + memory.site_finding(evidence),
         suggestions=suggestions,
     )
 

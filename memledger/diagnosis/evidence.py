@@ -37,12 +37,8 @@ def frames_of(traceback: Event) -> list[Frame]:
     return frames
 
 
-def is_sglang_frame(frame: Frame) -> bool:
-    return frame.path.startswith("srt/")
-
-
 def innermost_sglang_frame(traceback: Event) -> Frame | None:
-    return next((f for f in reversed(frames_of(traceback)) if is_sglang_frame(f)), None)
+    return next((f for f in reversed(frames_of(traceback)) if f.path.startswith("srt/")), None)
 
 
 @dataclass(frozen=True)
