@@ -356,16 +356,12 @@ def _clip(text: str) -> str:
     return text[: cut if cut > MESSAGE_CLIP // 2 else MESSAGE_CLIP] + " ..."
 
 
-def exception_line(traceback: Event) -> int:
-    """The line of a traceback's exception (the event's own line is its head's)."""
-    at = traceback.values.get("exception_line")
-    return at if isinstance(at, int) else traceback.line
-
-
 def _quoted(event: Event, where: str = "") -> str:
-    """An error's exception and message on one line, clipped, and the line it is on."""
+    """An error's exception and message on one line, clipped, and the line of the exception (a
+    traceback event's own line is its head's)."""
     what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
-    return f"{_clip(what)} ({where}line {exception_line(event)})"
+    at = event.values.get("exception_line")
+    return f"{_clip(what)} ({where}line {at if isinstance(at, int) else event.line})"
 
 
 def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:

@@ -386,24 +386,20 @@ def _suggestion_audit(case: _Case) -> list[Finding]:
     if step is None or suggested is None or step.logged is None:
         return []
     same = "matches" if step.matches else "does not match"
-    twice = step.rule == "suggestion_graph_twice"
-    estimate = case.bytes("graph_estimate_gib")
-    if twice:
+    judgement = (
+        "right for this release: budget - weights - non-torch - activation - graphs - 150 "
+        f"MiB ({REDUNDANCY_BUFFER_BYTES:,} B); it sizes the KV so the graphs fit inside the "
+        "requested memory"
+    )
+    if step.rule == "suggestion_graph_twice":
+        estimate = case.bytes("graph_estimate_gib")
         right = step.logged + (estimate or 0)
+        back = "add the graph estimate back"
+        if estimate:
+            back = f"the right figure is {int(right):,} ({_g(right)})"
         judgement = (
             "it subtracts the CUDA graphs twice (the activation peak already holds the graph "
-            "estimate since 0.21.0, vllm#57936)"
-            + (
-                f": the right figure is {int(right):,} ({_g(right)})"
-                if estimate
-                else ": add the graph estimate back"
-            )
-        )
-    else:
-        judgement = (
-            "right for this release: budget - weights - non-torch - activation - graphs - 150 "
-            f"MiB ({REDUNDANCY_BUFFER_BYTES:,} B); it sizes the KV so the graphs fit inside the "
-            "requested memory"
+            f"estimate since 0.21.0, vllm#57936): {back}"
         )
     return [
         Finding(
