@@ -466,7 +466,6 @@ def _crash(evidence: Evidence) -> Diagnosis:
                 evidence=[evidence.at(exit_event.line)],
             )
         )
-    at = [evidence.at(traceback.line if traceback else evidence.outcome_line)]
     if shm is not None:
         verdict_end = "the host's shared memory (/dev/shm), not GPU memory: docker --shm-size 32g"
     elif hit is not None:
@@ -476,29 +475,15 @@ def _crash(evidence: Evidence) -> Diagnosis:
         verdict_end = "host RAM, not GPU memory"
     elif killed:
         verdict_end = "killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory"
-    elif known:
-        findings.append(
-            Finding(
-                id=FindingId.NOT_MEMORY,
-                severity=Severity.INFO,
-                message=f"not a memory problem: {cause}; no out-of-memory text in the log",
-                evidence=at,
-            )
-        )
-        verdict_end = "not a memory problem"
-    else:
-        findings.append(
-            Finding(
-                id=FindingId.ERROR_NOT_IN_LOG,
-                severity=Severity.INFO,
-                message=(
-                    f"the error that ended the startup is not in the log: {cause}; no "
-                    "out-of-memory text either"
-                ),
-                evidence=at,
-            )
-        )
-        verdict_end = "the error is not in the log"
+    else:  # no cause named: the error the log shows is no memory problem, or it is not shown
+        verdict_end = "not a memory problem" if known else "the error is not in the log"
+        said = f"not a memory problem: {cause}; no out-of-memory text in the log"
+        if not known:
+            said = f"the error that ended the startup is not in the log: {cause}; no "
+            said += "out-of-memory text either"
+        found = FindingId.NOT_MEMORY if known else FindingId.ERROR_NOT_IN_LOG
+        at = [evidence.at(traceback.line if traceback else evidence.outcome_line)]
+        findings.append(Finding(id=found, severity=Severity.INFO, message=said, evidence=at))
     findings += (
         memory.site_finding(evidence)
         + health.free_rose_after_pool(evidence)
