@@ -367,30 +367,9 @@ def _quoted(event: Event, where: str = "") -> str:
 def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     """SGLang's own pool ran out while serving: the lever is a bigger pool or smaller batches."""
     phase = failure_phase(evidence)  # never unknown: a pool raises only while serving
-    findings, suggestions = pools.pool_ran_out(evidence, event)
-    findings += memory.site_finding(evidence) + pools.serving_notes(evidence)
-    ids = {f.id for f in findings}
     during = f"during {PHASE_TEXT[phase]}"
-    levers = [verdicts.phrase(s) for s in suggestions][:2]
-    if FindingId.POOL_NOT_FULL in ids and not levers:
-        verdict = f"SGLang's KV pool raised {during} on a batch its scheduler had admitted: its "
-        verdict += "accounting lost tokens (a leak), not its size; upgrade"
-    elif FindingId.POOL_NOT_FULL in ids:
-        found = pools.page_bug(evidence)
-        verdict = (
-            f"SGLang's KV pool raised 'out of memory' {during} but was not full (more tokens free "
-            f"than asked): its page accounting, not its size; {levers[0]}"
-        )
-        if found:
-            verdict += f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
-    elif FindingId.SWA_POOL_RAN_OUT in ids:
-        verdict = (
-            f"SGLang's KV pool ran out {during}: one of a hybrid SWA model's two pools, the other "
-            f"had room; {' or '.join(levers)}"
-        )
-    else:
-        what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
-        verdict = f"SGLang's {what} ran out {during} (not a GPU allocation); {' or '.join(levers)}"
+    findings, suggestions, verdict = pools.pool_ran_out(evidence, event, during)
+    findings += memory.site_finding(evidence) + pools.serving_notes(evidence)
     return _diagnosis(
         evidence,
         outcome="oom",
