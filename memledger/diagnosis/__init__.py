@@ -121,15 +121,31 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
     if failure is not None and evidence.oom is None and evidence.refusal is None:
         return _pool_ran_out(evidence, failure)
     hit = crash.known_cause(evidence) if evidence.oom is None and evidence.refusal is None else None
-    if hit is not None and (hit[0].own_pool or hit[0].gpu_memory):
+    if hit is not None and (hit[0].own_pool or hit[0].gpu_memory) and evidence.outcome != "ready":
         return _own_pool_full(evidence, hit[0], hit[1])
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
     if evidence.outcome == "crash" or _ends_in_exception(evidence) or crash.shm_exhausted(evidence):
         return _crash(evidence)
-    if evidence.outcome == "truncated":
-        return _truncated(evidence)
-    return _ready(evidence)
+    found = _truncated(evidence) if evidence.outcome == "truncated" else _ready(evidence)
+    asked = reported.pool_question(evidence)
+    if asked is None:
+        return found
+    # a question about the pool's size with no failure: its answer leads what the log shows
+    finding, levers, verdict = asked
+    quiet = found.verdict.endswith(("outcome unknown", "no memory problem found"))
+    return replace(
+        found,
+        verdict=verdict if quiet else f"{found.verdict}; {verdict}",
+        findings=[
+            finding,
+            *(f for f in found.findings if not quiet or f.id != FindingId.TRUNCATED),
+        ],
+        suggestions=[
+            *levers,
+            *(s for s in found.suggestions if s.knob not in {x.knob for x in levers}),
+        ],
+    )
 
 
 def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:

@@ -72,7 +72,8 @@ def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
 def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str]:
     """The findings of what the paste names, their levers (ahead of the phase's), and the
     verdict's words for the first that explains the failure."""
-    found = [m for m in mentions(evidence) if m.name != "serving"]
+    # a question about the pool's size answers no failure (pool_question)
+    found = [m for m in mentions(evidence) if m.name not in ("serving", "pool_size")]
     findings = [
         Finding(
             id=FindingId.REPORTED,
@@ -98,6 +99,32 @@ def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion],
     elif any(m.name == "other_process" for m in found):
         words = f"; {MENTION['other_process'].says.split(':')[0]}: free the GPU first"
     return findings, levers, words
+
+
+def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] | None:
+    """A paste that asks about the KV pool's size (`why is my max_total_num_tokens so small`):
+    what sizes the pool, this log's figures where it has them, and the levers of a bigger one."""
+    asked = next((m for m in mentions(evidence) if m.name == "pool_size"), None)
+    if asked is None:
+        return None
+    summary, mfs = evidence.ledger.summary, evidence.budget.mem_fraction_static
+    figures = (
+        "for its figures add the server_args, `Load weight end` and `KV Cache is allocated` lines"
+    )
+    if summary.kv_tokens_per_rank and summary.kv_pool:
+        at = f" at --mem-fraction-static {mfs:g}" if mfs is not None else ""
+        figures = (
+            f"here it holds {summary.kv_tokens_per_rank:,} tokens a rank in {g(summary.kv_pool)}"
+            f"{at} (`memledger whatif` with `--solve mem_fraction_static --for "
+            "max_total_num_tokens=N` gives the fraction for N)"
+        )
+    finding = Finding(
+        id=FindingId.REPORTED, severity=Severity.INFO, message=f"the paste asks about {asked.says}"
+    )
+    levers = [lever_suggestion(lever, "a bigger KV pool") for lever in asked.levers]
+    named = " or ".join(f"{s.direction.value} {s.flag}" for s in levers)
+    verdict = f"the paste asks about the KV pool's size: {figures}; a bigger pool: {named}"
+    return finding, levers, verdict
 
 
 def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] | None:

@@ -29,6 +29,7 @@ Modules:
 - `ranks`: Which rank's lines a parse reads.
 - `reader`: Streaming reader.
 - `reported`: What a reporter typed around a paste, read from a bare prose line as typed events.
+- `rewrap`: A paste a terminal hard-wrapped at its width, read with each line whole again.
 - `saved_ledger`: A saved ledger is untrusted input (an artifact of another job, a cache from
   another branch).
 - `scan`: The built-in keyword scanner.

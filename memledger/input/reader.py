@@ -9,6 +9,7 @@ a big regular file is scanned by two processes, half each. Only candidate lines 
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import subprocess
@@ -24,6 +25,7 @@ from memledger.errors import InputError
 from memledger.input.grep_early import END_OF_PART
 from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
+from memledger.input.rewrap import RewrappedStream, wrap_of
 from memledger.input.scan import (
     CHUNK_BYTES,
     LineFilter,
@@ -36,6 +38,7 @@ from memledger.input.scan import (
 )
 from memledger.input.stdin_scan import StdinAhead, prefiltered, stdin_source
 from memledger.input.stdin_scan import candidates as stdin_candidates
+from memledger.input.wrappers import encoding_of, lookalike_tail, plain_bytes
 from memledger.sglang.lines import PREFILTER_WORDS
 
 SNIFF_BYTES = 8192
@@ -62,6 +65,10 @@ class ReadStats:
     n_candidates: int = 0
 
 
+def _json_led(head: bytes) -> bool:
+    return head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"{"
+
+
 def _looks_binary(sniff: bytes) -> bool:
     if not sniff:
         return False
@@ -84,6 +91,49 @@ class PeekedStream:
             data, self._head = self._head[:size], self._head[size:]
             return data
         return self._rest.read(size)
+
+    def seek(self, offset: int, /) -> int:
+        raise OSError("input stream is not seekable")
+
+
+class DecodedStream:
+    """A byte stream in another encoding (memledger.input.wrappers.ENCODINGS), read as UTF-8;
+    what does not decode becomes U+FFFD."""
+
+    def __init__(self, inner: ByteSource, codec: str) -> None:
+        self._inner = inner
+        self._decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+
+    def read(self, size: int = -1, /) -> bytes:
+        while True:
+            data = self._inner.read(size)
+            text = self._decoder.decode(data, final=not data)
+            if text or not data:
+                return text.encode("utf-8")
+
+    def seek(self, offset: int, /) -> int:
+        raise OSError("input stream is not seekable")
+
+
+class PlainStream:
+    """A byte stream with every look-alike character (memledger.input.wrappers.LOOKALIKES)
+    read as the one the log printed; a look-alike cut by a read's end is kept for the next."""
+
+    def __init__(self, inner: ByteSource) -> None:
+        self._inner = inner
+        self._held = b""
+
+    def read(self, size: int = -1, /) -> bytes:
+        while True:
+            data = self._inner.read(size)
+            if not data:
+                data, self._held = self._held, b""
+                return plain_bytes(data)
+            data = self._held + data
+            keep = lookalike_tail(data)
+            self._held = data[len(data) - keep :] if keep else b""
+            if len(data) > keep:
+                return plain_bytes(data[: len(data) - keep])
 
     def seek(self, offset: int, /) -> int:
         raise OSError("input stream is not seekable")
@@ -170,11 +220,27 @@ def open_log(
             if not inner:
                 raise InputError("empty file (after gunzip)", path=name)
             head, stream = inner, PeekedStream(inner, gunzip)
+        encoding = encoding_of(head)
+        if encoding is not None:  # re-encoded as UTF-8: nothing reads the file's own bytes
+            path, size = None, None
+            decoded = DecodedStream(stream, encoding.codec)
+            head = decoded.read(SNIFF_BYTES)
+            stream = PeekedStream(head, decoded)
         if _looks_binary(head):
             raise InputError("binary file, not a text log", path=name)
         if path is not None and not path.is_file():
             path = None  # a FIFO or device: stream it
-        running = prefiltered() if from_stdin and path is None else None
+        running = prefiltered() if from_stdin and path is None and encoding is None else None
+        if (path is None or size is None or size < PARALLEL_MIN_BYTES) and not _json_led(head):
+            # read by this process alone (no worker counts its bytes from an offset): what a
+            # copy put in place of the log's characters is read as the log's (wrappers.py); a
+            # JSON document or JSON lines (a saved ledger, docker's json-file) escape their own
+            head, stream = plain_bytes(head), PlainStream(stream)
+            wrap = wrap_of(head)
+            if wrap is not None:  # a terminal cut every line at its width: read them whole
+                rewrapped = RewrappedStream(stream, wrap)
+                head = rewrapped.read(SNIFF_BYTES)
+                stream = PeekedStream(head, rewrapped)
         yield OpenedLog(
             name=name, stream=stream, path=path, size=size, head=head, prefiltered=running
         )

@@ -82,8 +82,13 @@ def _values(entry: ErrorText, text: str, start: int, stop: int) -> list[dict[str
     return found
 
 
-_COMMAND_RE = re.compile(r"^[\s`$>]*(?:--|python|sglang |torchrun)|launch_server")
-"""A launch command's line (memledger.input.launch_command reads its settings): not prose."""
+_COMMAND_RE = re.compile(
+    r"^[\s$>]*(?:--|python|sglang |torchrun)|^[\s$>]*`(?:--|python|sglang |torchrun)[^`]*`?\s*$"
+    r"|launch_server"
+)
+"""A launch command's line (memledger.input.launch_command reads its settings): not prose. A
+command quoted as inline code is one when nothing follows the code (`` `--tp 2` -> OOM `` is a
+sentence about a flag)."""
 
 
 def read_reported(text: str) -> list[dict[str, Value]]:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from memledger.input.wrappers import unwrapped_text
 from memledger.vllm.errors import ERRORS, GRAPH_FRAMES, LOAD_FRAMES, PROFILE_FRAMES, VllmError
 from memledger.vllm.lines import LINES, VllmLine
 
@@ -264,8 +265,9 @@ def _typed(match: re.Match[str]) -> tuple[dict[str, Value], dict[str, tuple[int,
 
 
 def _message(text: str) -> str:
-    """A continuation line's text without its prefix (for a message vLLM broke over lines)."""
-    text = _strip(text)
+    """A continuation line's text without its prefix (for a message vLLM broke over lines), and
+    without what a tool or a paste put before it (memledger.input.wrappers)."""
+    text = unwrapped_text(text)
     headers = list(_HEADER.finditer(text))
     if headers:
         return text[headers[-1].end() :].strip()

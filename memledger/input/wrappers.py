@@ -13,6 +13,11 @@ what a tool appends (Ray's `[repeated 3x across cluster]`), cut from the line's 
 of the rows is the order the alternatives are tried. Tests: tests/input/test_wrappers.py (each row's
 example, wrapped around synthetic SGLang lines).
 
+A copy also puts characters in place of the log's (a web page's no-break spaces, a chat's
+zero-width spaces, smart quotes, a Chinese input method's full-width colon, HTML escapes): the
+LOOKALIKES table, one row per character, read as the log's before anything else reads the bytes
+(memledger.input.reader).
+
 Import-light (`re` only): the scanner's worker process imports it.
 """
 
@@ -62,12 +67,23 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper(
         "markdown list bullet",
         COLUMN,
-        r"[-*+][ \t]+(?=\[)",
+        r" {0,3}(?:[-*+]|•)(?:[ \t]+(?=\[)|[ \t](?!(?:[\w.<>\-]+ - )?"
+        r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) - ))",
         "- ",
-        "CommonMark 0.31 §5.2 list items (`- `, `* `, `+ `): log lines pasted as a list, before "
-        "a `[` only (an SGLang prefix, a bracketed tag); a bare line keeps its bullet here "
-        "(memledger.input.pasted drops it and keeps the line as pasted for evidence), and "
-        "Python logging's `- name - LEVEL - ` is never one",
+        "CommonMark 0.31 §5.2 list items (`- `, `* `, `+ `, up to three spaces in when nested; "
+        "`• ` from a rich-text copy): log lines pasted as a list, a bullet before every line "
+        "of a log or a traceback. Before a "
+        "`[` (an SGLang prefix) the blanks go with it; before a bare line one blank only, so a "
+        "traceback's indentation stays (`-   File ...` is `  File ...`). Python logging's "
+        "`- name - LEVEL - ` is never one",
+    ),
+    Wrapper(
+        "markdown ordered list item",
+        COLUMN,
+        r" {0,3}\d{1,9}[.)](?:[ \t]+(?=\[)|[ \t])",
+        "12. ",
+        "CommonMark 0.31 §5.2 ordered list items (`1. `, `1) `: one to nine digits): log lines "
+        "pasted as a numbered list; blanks as the bullet's (one before a bare line)",
     ),
     Wrapper(
         "docker compose service column",
@@ -138,11 +154,12 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper(
         "Ray worker prefix",
         STAMP,
-        r"\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) ?",
+        r"\((?:[\w.\-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ?",
         "(TaskRunner pid=1234, ip=10.0.0.1) ",
         "Ray's driver prefix for a worker's or actor's output (`(ActorName pid=N, ip=A)`, the ip "
-        "on a multi-node cluster): docs.ray.io/en/latest/ray-observability/user-guides/"
-        "configure-logging.html; verl's `(WorkerDict pid=N)`",
+        "on a multi-node cluster; a task's or an older Ray's without a name, `(pid=N)`): "
+        "docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html; verl's "
+        "`(WorkerDict pid=N)`",
     ),
     Wrapper(
         "syslog-style timestamp",
@@ -191,6 +208,161 @@ RECORDS: tuple[Wrapper, ...] = (
 RECORD_START = '{"log"'
 
 SUFFIX_END = "cluster]"
+
+
+@dataclass(frozen=True, slots=True)
+class Lookalike:
+    """A character a copy put in place of the one the log printed."""
+
+    name: str
+    text: str
+    """What the paste holds."""
+    plain: str
+    """What the log printed (empty: nothing, the character was added)."""
+    source: str
+    """Where the character comes from."""
+
+
+LOOKALIKES: tuple[Lookalike, ...] = (
+    Lookalike(
+        "no-break space",
+        "\u00a0",
+        " ",
+        "a web page's or a rich-text editor's `&nbsp;` copied as text (a rendered GitHub or forum "
+        "post, a chat client, a PDF); HTML 5 §13.5 named character references",
+    ),
+    Lookalike(
+        "narrow no-break space",
+        "\u202f",
+        " ",
+        "U+202F, which macOS and some locales put in times and numbers a page shows",
+    ),
+    Lookalike("figure space", "\u2007", " ", "U+2007, a rich-text editor's space between digits"),
+    Lookalike(
+        "ideographic space",
+        "\u3000",
+        " ",
+        "U+3000, a Chinese or Japanese input method's full-width space",
+    ),
+    Lookalike(
+        "zero-width space",
+        "\u200b",
+        "",
+        "U+200B, which chat clients and web pages put into long words as a wrap point "
+        "(Unicode 15 §23.2 Layout Controls)",
+    ),
+    Lookalike("zero-width non-joiner", "\u200c", "", "U+200C (Unicode 15 §23.2), as U+200B"),
+    Lookalike("zero-width joiner", "\u200d", "", "U+200D (Unicode 15 §23.2), as U+200B"),
+    Lookalike("word joiner", "\u2060", "", "U+2060 (Unicode 15 §23.2), as U+200B"),
+    Lookalike(
+        "byte-order mark",
+        "\ufeff",
+        "",
+        "U+FEFF, a Windows editor's byte-order mark at the start of a saved paste, or a "
+        "zero-width no-break space inside it",
+    ),
+    Lookalike("soft hyphen", "\u00ad", "", "U+00AD, a web page's hyphenation point"),
+    Lookalike(
+        "left single quotation mark",
+        "\u2018",
+        "'",
+        "smart quotes: macOS, iOS, Word, Google Docs, Notion and Slack turn a typed or pasted "
+        "`'` into `‘` or `’` and `\"` into `“` or `”`",
+    ),
+    Lookalike("right single quotation mark", "\u2019", "'", "smart quotes (the row above)"),
+    Lookalike("left double quotation mark", "\u201c", '"', "smart quotes (the row above)"),
+    Lookalike("right double quotation mark", "\u201d", '"', "smart quotes (the row above)"),
+    Lookalike(
+        "full-width colon",
+        "\uff1a",
+        ": ",
+        "a Chinese input method's `：` (U+FF1A, Unicode's Halfwidth and Fullwidth Forms block) "
+        "typed or converted for `:` in a paste",
+    ),
+    Lookalike("full-width comma", "\uff0c", ", ", "`，` (U+FF0C), as the full-width colon"),
+    Lookalike("full-width left parenthesis", "\uff08", "(", "`（` (U+FF08), as the colon"),
+    Lookalike("full-width right parenthesis", "\uff09", ")", "`）` (U+FF09), as the colon"),
+    Lookalike(
+        "HTML less-than",
+        "&lt;",
+        "<",
+        "a log copied from a page's HTML source or an e-mail's, escaped for HTML (HTML 5 §13.5 "
+        "named character references; Python's html.escape writes these five)",
+    ),
+    Lookalike("HTML greater-than", "&gt;", ">", "HTML-escaped (the row above)"),
+    Lookalike("HTML quotation mark", "&quot;", '"', "HTML-escaped (the row above)"),
+    Lookalike("HTML apostrophe", "&#x27;", "'", "HTML-escaped (html.escape's spelling)"),
+    Lookalike("HTML apostrophe, decimal", "&#39;", "'", "HTML-escaped (GitHub's spelling)"),
+    Lookalike("HTML named apostrophe", "&apos;", "'", "HTML-escaped (XML's spelling)"),
+    Lookalike("HTML no-break space", "&nbsp;", " ", "HTML-escaped (the row above)"),
+    Lookalike("HTML ampersand", "&amp;", "&", "HTML-escaped (read once: `&amp;lt;` is `&lt;`)"),
+)
+"""Every look-alike character, read as what the log printed (memledger.input.reader translates the
+input a process reads itself); `&amp;` last (plain_bytes)."""
+
+_PLAIN = tuple((row.text.encode(), row.plain.encode()) for row in LOOKALIKES)
+_LOOKALIKE_LEADS = tuple({text[:1] for text, _ in _PLAIN})
+LOOKALIKE_HOLD = max(len(text) for text, _ in _PLAIN) - 1
+"""The most bytes a block's end can hold of a look-alike whose rest is in the next block."""
+
+
+def plain_bytes(data: bytes) -> bytes:
+    """Bytes with every look-alike replaced by what the log printed; bytes without any as is.
+    One `find` per first byte, then a `replace` per look-alike present: memory stays a copy of
+    the block however many there are. Read once: no row's plain text is another row's, and
+    `&amp;` goes last, so `&amp;lt;` is `&lt;`. Never adds or removes a line end."""
+    if not any(data.find(lead) >= 0 for lead in _LOOKALIKE_LEADS):
+        return data
+    for text, plain in _PLAIN:
+        if data.find(text) >= 0:
+            data = data.replace(text, plain)
+    return data
+
+
+def lookalike_tail(data: bytes) -> int:
+    """How many bytes at the end of a block may start a look-alike cut by the block's end (to be
+    read with the next block): the longest such ending, else 0."""
+    for size in range(min(LOOKALIKE_HOLD, len(data)), 0, -1):
+        tail = data[-size:]
+        if any(text.startswith(tail) and text != tail for text, _ in _PLAIN):
+            return size
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Encoding:
+    """A text encoding a tool saved a log in, told by the byte-order mark it starts with."""
+
+    name: str
+    bom: bytes
+    codec: str
+    """Python's codec (it drops the mark)."""
+    source: str
+
+
+ENCODINGS: tuple[Encoding, ...] = (
+    Encoding(
+        "UTF-16 little-endian",
+        b"\xff\xfe",
+        "utf-16",
+        "Windows PowerShell 5.1 saves a redirected command's output (`> log.txt`, Out-File) as "
+        "UTF-16LE with a byte-order mark: learn.microsoft.com/powershell/module/"
+        "microsoft.powershell.core/about/about_character_encoding ('Unicode' in 5.1); Notepad's "
+        "'UTF-16 LE' (its 'Unicode')",
+    ),
+    Encoding(
+        "UTF-16 big-endian",
+        b"\xfe\xff",
+        "utf-16",
+        "UTF-16 with a big-endian byte-order mark (Unicode 15 §23.8; Notepad's 'UTF-16 BE')",
+    ),
+)
+"""Encodings other than UTF-8 that a log is read in (memledger.input.reader re-encodes it)."""
+
+
+def encoding_of(head: bytes) -> Encoding | None:
+    """The ENCODINGS row whose byte-order mark starts the input, else None (UTF-8)."""
+    return next((row for row in ENCODINGS if head.startswith(row.bom)), None)
 
 
 def _union(kind: str) -> str:

@@ -909,6 +909,30 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "too_big_for_gpu"},
     ),
     ErrorText(
+        "said_swa",
+        # a hybrid sliding-window model named in prose or by its setting; the upper case only
+        # (SGLang's own decode lines print `#swa token:` in every batch of such a model)
+        re.compile(
+            r"(?<![A-Za-z])SWA(?![A-Za-z])|sliding window|sliding-window|Sliding Window"
+            r"|swa_full_tokens_ratio|swa-full-tokens-ratio"
+        ),
+        (
+            "SWA",
+            "sliding window",
+            "sliding-window",
+            "Sliding Window",
+            "swa_full_tokens_ratio",
+            "swa-full-tokens-ratio",
+        ),
+        Family.REPORTER,
+        "a hybrid sliding-window model's pools named in prose (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:206-248: memledger.sglang.lifecycle "
+        "MENTIONS)",
+        "For SWA models the pool runs out although max_total_tokens covers the batch",
+        kind="reported",
+        values={"mention": "swa_pools"},
+    ),
+    ErrorText(
         "said_loading",
         # `while loading.`, `during model loading,`, `loading the weights` (not `loading CUDA
         # kernels`: what loads must be the model), and a line that starts `Loading <model> ...`
@@ -1033,6 +1057,61 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "warmup"},
     ),
     ErrorText(
+        "said_pool_size",
+        # the size of the KV pool asked about or complained of, no failure said: `why is my
+        # max_total_num_tokens so small`, `KV cache pool is smaller after upgrading`, `how do I
+        # get more tokens in the KV cache`, `KV Cache 容量太小`; its words are the size words,
+        # since `KV` alone is on SGLang's every pool line (and not `only`, `lower`, `drop`,
+        # which SGLang's and vLLM's own lines hold hundreds of times)
+        re.compile(
+            r"(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache(?: pool)?(?: size| capacity"
+            r"| tokens?)?|kv pool|token capacity|token pool|#tokens|tokens? in the kv"
+            r"|kv[ _-]?cache ?(?:容量|大小|空间))"
+            r"[^.?!\n]{0,50}?(?:small|\bless\b|fewer|shrink|shrank|shrunk|dropped"
+            r"|decreas|increas|enlarg|bigger|larger|\bmore\b|\bgrow"
+            r"|太小|变小|减少|增加|增大|更大)"
+            r"|(?:\bwhy\b|\bhow\b|increas|enlarg|bigger|larger|\bmore\b|\bgrow"
+            r"|为什么|如何|怎么|增加|增大)[^.?!\n]{0,50}?"
+            r"(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache(?: pool)?(?: size| capacity"
+            r"| tokens?)|kv pool|token capacity|tokens? in the kv"
+            r"|kv[ _-]?cache ?(?:容量|大小|空间))",
+            re.IGNORECASE,
+        ),
+        (
+            "small",
+            "less",
+            "fewer",
+            "shrink",
+            "shrank",
+            "shrunk",
+            "dropped",
+            "decreas",
+            "increas",
+            "enlarg",
+            "bigger",
+            "larger",
+            "more",
+            "grow",
+            "why",
+            "how",
+            "太小",
+            "变小",
+            "减少",
+            "增加",
+            "增大",
+            "更大",
+            "为什么",
+            "如何",
+            "怎么",
+        ),
+        Family.REPORTER,
+        "the KV pool's size asked about in prose, with no failure (what sizes it: memledger"
+        ".sglang.lifecycle MENTIONS pool_size; v0.5.8 model_runner_kv_cache_mixin.py:138-144)",
+        "why is my max_total_num_tokens so small on an H100?",
+        kind="reported",
+        values={"mention": "pool_size"},
+    ),
+    ErrorText(
         "said_mamba",
         # a hybrid model's Mamba (SSM / linear-attention) state pool, or its size setting
         re.compile(r"(?<![\w.])(?:[Mm]amba|MAMBA)(?![\w=])|max[-_]mamba[-_]cache[-_]size"),
@@ -1074,7 +1153,10 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"\b[Rr]esum(?:e|ed|es|ing)\b|resume_memory_occupation"
             r"|update_weights\w*|updating (?:the )?weights|update weights"
-            r"|\bwake[_ ]up\b|\bwakes up\b|\bwaking up\b|\bonload(?:ing|ed)?\b",
+            r"|\bwake[_ ]up\b|\bwakes up\b|\bwaking up\b|\bonload(?:ing|ed)?\b"
+            # the weight sync between rollouts as people name it (in Chinese: said_resume_zh)
+            r"|weight update|weights update|weight sync|weights sync|sync weights|syncing weights"
+            r"|sync the weights|syncing the weights|weight synchroni|weights synchroni",
             re.I,
         ),
         (
@@ -1086,6 +1168,16 @@ ERRORS: tuple[ErrorText, ...] = (
             "wake",
             "waking up",
             "onload",
+            "weight update",
+            "weights update",
+            "weight sync",
+            "weights sync",
+            "sync weights",
+            "syncing weights",
+            "sync the weights",
+            "syncing the weights",
+            "weight synchroni",
+            "weights synchroni",
         ),
         Family.REPORTER,
         "what people write when it failed as an RL framework resumed SGLang's memory or updated "
@@ -1211,7 +1303,20 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|under (?:heavy |high |some )?(?:load|traffic|concurrency)"
             r"|(?:at|on|after|with) the (?:first request|first query|first prompt|1st request)"
             r"|after (?:a few|several|some|many|\d+) (?:hours|minutes|days)"
-            r"|(?:during|while|in) (?:the )?(?:generation|rollouts?)\b",
+            r"|(?:during|while|in) (?:the )?(?:generation|rollouts?)\b"
+            # a stage named with words between (`during long-context prefill`), a title's
+            # `Decode OOM`, a load test, a request arriving, time served before it failed
+            r"|(?:during|while) (?:the |a )?(?:[\w-]+ ){1,2}(?:prefill|decode|inference)\b"
+            r"|prefill oom|decode oom|prefill out of memory|decode out of memory"
+            r"|stress test|stress-test|load test|load-test|\bbenchmark(?:ing|s)?\b"
+            r"|high concurrency"
+            r"|(?:coming|long-context|long context) (?:\w+ ){0,2}requests?\b"
+            r"|(?:long-context|long context) prefill"
+            r"|when generating|while generating|long inputs?|long prompts?|long sequences?"
+            r"|large batch(?:es)?\b|high qps\b"
+            r"|(?:completing|processing) (?:all |the )?\d+ (?:prompts|requests)"
+            r"|(?:after running|after serving) for (?:about |around |over )?"
+            r"(?:a|an|one|half an|\d+) (?:hours?|minutes?|days?)",
             re.I,
         ),
         (
@@ -1243,12 +1348,140 @@ ERRORS: tuple[ErrorText, ...] = (
             "days",
             "generation",
             "rollout",
+            "during",
+            "while",
+            "prefill oom",
+            "decode oom",
+            "prefill out of memory",
+            "decode out of memory",
+            "stress test",
+            "stress-test",
+            "load test",
+            "load-test",
+            "benchmark",
+            "high concurrency",
+            "coming",
+            "long-context",
+            "long context",
+            "completing",
+            "processing",
+            "generating",
+            "long input",
+            "long prompt",
+            "long sequence",
+            "large batch",
+            "high qps",
+            "after running",
+            "after serving",
         ),
         Family.REPORTER,
-        "what people write when the server was already serving",
+        "what people write when the server was already serving (issue and forum titles: "
+        "`Decode OOM ...`, `OOM during long-context prefill`, `OOM during stress testing`, `... "
+        "for the coming request`, `OOM after running for about an hour`)",
         "OOM for concurrent long requests",
         kind="reported",
         values={"mention": "serving"},
+    ),
+    ErrorText(
+        "said_growth",
+        # memory that grows request after request until it runs out: a leak or fragmentation
+        # while serving, not a pool SGLang sized at startup
+        re.compile(
+            r"memory (?:\w+ ){0,5}?(?:keeps|kept|continues to|continued to|continuously"
+            r"|steadily|slowly) (?:increas|grow|ris)\w*"
+            r"|(?:continuous|steady) (?:increase|growth|rise) in (?:\w+ ){0,2}memory"
+            r"|memory leak",
+            re.I,
+        ),
+        (
+            "keeps",
+            "kept",
+            "continues to",
+            "continued to",
+            "continuously",
+            "steadily",
+            "slowly",
+            "continuous",
+            "steady",
+            "memory leak",
+        ),
+        Family.REPORTER,
+        "what people write when GPU memory grows while serving until it runs out (SGLang's "
+        "tracking issue sgl-project/sglang#9365: memory grows with each request to a VLM until "
+        "an OOM, in the activations and temporaries, not the static pools)",
+        "the GPU memory keeps increasing until it gets cuda out of memory",
+        kind="reported",
+        values={"mention": "serving"},
+    ),
+    # Chinese reporters' phase words (a CJK run has no word boundary: whole words here)
+    ErrorText(
+        "said_serving_zh",
+        re.compile(
+            r"推理(?:时|过程|阶段|中|的时候|服务)|推理显存|预填充|解码(?:阶段|时)|高并发|并发(?:请求|输入)"
+            r"|批量(?:请求|输入|推理)|多轮对话|长上下文|长文本|压测|请求(?:时|服务|过程)"
+            # GPU memory that keeps growing while serving (the said_growth row in English)
+            r"|显存(?:缓慢|持续|不断|一直)(?:上涨|增长|增加|升高)"
+        ),
+        (
+            "推理",
+            "预填充",
+            "解码",
+            "并发",
+            "批量",
+            "多轮对话",
+            "长上下文",
+            "长文本",
+            "压测",
+            "请求",
+            "显存",
+        ),
+        Family.REPORTER,
+        "what Chinese reporters write when the server was already serving: 推理时 'at "
+        "inference', 预填充/解码 'prefill/decode' (SGLang's own Chinese FAQ uses them), 并发 "
+        "'concurrency', 长上下文 'long context', 请求 'request', 显存持续上涨 'GPU memory keeps "
+        "rising'",
+        "单次推理正常，但高并发请求时显存不足",
+        kind="reported",
+        values={"mention": "serving"},
+    ),
+    ErrorText(
+        "said_loading_zh",
+        re.compile(
+            r"(?:加载|载入|load|Load|LOAD)\s?(?:模型|权重)|(?:模型|权重)(?:加载|载入)|加载时"
+        ),
+        ("模型", "权重", "加载"),
+        Family.REPORTER,
+        "what Chinese reporters write when it failed while the weights loaded: 加载模型 / 加载权重 "
+        "'loading the model / the weights', 模型加载 'model loading', 加载时 'while loading'",
+        "加载权重时显存不足",
+        kind="reported",
+        values={"mention": "loading"},
+    ),
+    ErrorText(
+        "said_resume_zh",
+        re.compile(r"权重更新|权重同步|更新权重|同步权重"),
+        ("权重更新", "权重同步", "更新权重", "同步权重"),
+        Family.REPORTER,
+        "what Chinese reporters write when it failed as an RL framework updated SGLang's weights: "
+        "权重更新 'weight update', 同步权重 'sync weights' (the resume stage: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "同步权重时显存不足",
+        kind="reported",
+        values={"mention": "resume"},
+    ),
+    ErrorText(
+        "said_capture_zh",
+        re.compile(
+            r"捕获\s?(?:CUDA|cuda|Cuda)\s?(?:图|graph|Graph)|(?:CUDA|cuda|Cuda)\s?(?:图|graph|Graph)\s?捕获"
+            r"|图捕获"
+        ),
+        ("捕获",),
+        Family.REPORTER,
+        "what Chinese reporters write when it failed while SGLang captured its CUDA graphs: "
+        "捕获CUDA图 'capturing the CUDA graph'",
+        "捕获CUDA图时显存溢出",
+        kind="reported",
+        values={"mention": "capture"},
     ),
     # a framework that embeds SGLang, named anywhere in the paste (a frame's path, a warning, a
     # flag): memledger.input.error_texts reads which one (memledger.sglang.frameworks)
@@ -1417,11 +1650,13 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_word_lower",
         # `oom`, `ooms`, `oomed` as people type it in titles and prose (`ends with oom in ...`,
-        # `Fix oom issue`), or in mixed case (`OoM`, as papers write it; `ooM`, `OOm`); not the
-        # kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`, `oom_score_adj`), a file
-        # (`oom.py`) nor a word holding the letters (`room`, `bloom`)
+        # `Fix oom issue`, `oom/hanging after ...`), or in mixed case (`OoM`, as papers write
+        # it; `ooM`, `OOm`); not the kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`,
+        # `oom_score_adj`), a file (`oom.py`, `tests/oom/`) nor a word holding the letters
+        # (`room`, `bloom`)
         re.compile(
-            r"(?<![A-Za-z0-9_./-])(?:oom|Oom|OoM|ooM|OOm)(?:s|ed|'d|ing)?(?![A-Za-z0-9_/-]|\.\w)"
+            r"(?<![A-Za-z0-9_./-])(?:oom|Oom|OoM|ooM|OOm)(?:s|ed|'d|ing)?"
+            r"(?![A-Za-z0-9_-]|\.\w|/[\w.-]*[/.])"
         ),
         ("oom", "Oom", "OoM", "ooM", "OOm"),
         Family.REPORTER,
@@ -1431,10 +1666,14 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "oom_cjk",
-        re.compile(r"显存(?:不足|不够|溢出|爆了)|爆显存"),
+        re.compile(
+            r"显存(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)|爆显存"
+            r"|显存[^\n，。,.]{0,8}?跑不(?:起来|动)"
+        ),
         ("显存",),
         Family.REPORTER,
-        "what people write around a log in Chinese ('GPU memory insufficient / overflowed')",
+        "what people write around a log in Chinese ('GPU memory insufficient / overflowed / "
+        "exhausted', and 显存...跑不起来 'with N GB of GPU memory it still will not run')",
         "启动时显存不足",
         outcome=Outcome.OOM,
     ),
@@ -1450,12 +1689,26 @@ ERRORS: tuple[ErrorText, ...] = (
             r"(?!\. Please)"
             r"|\binsufficient (?:(?:GPU|device|CUDA|VRAM) )?memory"
             r"|(?:GPU|CUDA|VRAM|device) memory (?:is |was |got )?exhausted"
-            r"|\b(?:CUDA |GPU )?memory error\b",
+            r"|\b(?:CUDA |GPU )?memory error\b"
+            r"|\b(?:runs?|ran|running) dry on (?:(?:GPU|device|CUDA|VRAM) )?memory"
+            r"|out of GPU RAM|out of VRAM|out of video memory"
+            r"|overwhelmed kv[- _]?cache|kv[- _]?cache (?:is |was |got )?(?:overwhelmed|exhausted)",
             re.I,  # and in a title's Title Case
         ),
-        ("ot enough ", "nsufficient ", "exhausted", "memory error"),
+        (
+            "ot enough ",
+            "nsufficient ",
+            "exhausted",
+            "memory error",
+            "dry on ",
+            "out of gpu ram",
+            "out of vram",
+            "out of video memory",
+            "overwhelmed",
+        ),
         Family.REPORTER,
-        "what people write around a log for a device out of memory (SGLang's own retraction "
+        "what people write around a log for a device out of memory (`runs dry on memory`, `out of "
+        "GPU RAM`, `out of VRAM`, `overwhelmed kv-cache`; SGLang's own retraction "
         "docstring says it so: v0.5.8 managers/schedule_batch.py:1851 `when there is not enough "
         "memory`)",
         "the server hits not enough memory during decode",
@@ -1468,8 +1721,8 @@ ERRORS: tuple[ErrorText, ...] = (
         # reporters' usage for host RAM (`显存` is the GPU's: the oom_cjk entry). A line it
         # matches states no GPU out-of-memory (`host OOM`, `OOM-killed` hold the word OOM)
         re.compile(
-            r"\b(?:OOM|oom|Oom)[- ]?[Kk]ill(?:ed|er|ing)?\b|\boom_kill\b"
-            r"|\b(?:host|Host|HOST|CPU|cpu|system|System) (?:OOM|oom)\b"
+            r"\b(?:OOM|oom|Oom)[- ]?[Kk]ill(?:s|ed|er|ing)?\b|\boom_kill\b"
+            r"|\b(?:host|Host|HOST|CPU|cpu|system|System|RAM|ram) (?:OOM|oom)\b"
         ),
         ("OOM", "oom", "Oom"),
         Family.HOST,
@@ -1487,7 +1740,9 @@ ERRORS: tuple[ErrorText, ...] = (
         # `内存不足` is Chinese reporters' usage for host RAM (`显存` is the GPU's: oom_cjk)
         re.compile(
             r"(?:out of|not enough|insufficient) (?:host memory|host ram|cpu memory|cpu ram"
-            r"|system memory|system ram)|out of ram\b|内存不足|内存不够",
+            r"|system memory|system ram)|out of ram\b|内存不足|内存不够"
+            r"|(?:host memory|host ram|cpu memory|cpu ram|system memory|system ram|node memory"
+            r"|node ram) (?:is |was |got )?(?:exhaust|runs? out|ran out)\w*",
             re.I,
         ),
         (
@@ -1499,9 +1754,12 @@ ERRORS: tuple[ErrorText, ...] = (
             "system ram",
             "out of ram",
             "内存不",
+            "node memory",
+            "node ram",
         ),
         Family.HOST,
-        "what people write for the host's RAM running out",
+        "what people write for the host's RAM running out (`host RAM exhausts`, `node CPU memory "
+        "exhaustion`)",
         "the scheduler ran out of host memory while loading the checkpoint",
         kind="pool_exhausted",
         outcome=Outcome.CRASH,

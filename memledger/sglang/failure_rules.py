@@ -945,6 +945,281 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             "node."
         ),
     ),
+    # ---- SGLang 0.5.23's fixed-capacity buffers: sized at startup (an environment variable or a
+    # launch flag), checked before a batch would write past them; no GPU out-of-memory
+    CrashCause(
+        "pplx_dispatch_cap",
+        r"exceeds num_max_dispatch_tokens_per_rank|SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
+        "PPLX's all-to-all got more tokens a rank than its buffer is sized for "
+        "(SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128: v0.5.23 environ.py:1453; "
+        "asserted at v0.5.23 layers/moe/token_dispatcher/pplx.py:291, :376), not a GPU "
+        "out-of-memory: raise that variable above the per-rank batch, or lower the per-rank "
+        "decode batch and --chunked-prefill-size",
+        "raise SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK, or lower --chunked-prefill-size",
+        "v0.5.23 layers/moe/token_dispatcher/pplx.py:291",
+        knobs=(("chunked_prefill_size", "lower"),),
+        standalone=True,
+        words=("exceeds num_max_dispatch_tokens_per_rank", "SGLANG_PPLX_NUM_MAX_DISPATCH"),
+        example=(
+            "AssertionError: num_tokens (512) exceeds num_max_dispatch_tokens_per_rank (128); "
+            "raise SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK or lower the per-rank decode "
+            "batch / chunked-prefill size."
+        ),
+    ),
+    CrashCause(
+        "deepep_v2_dispatch_cap",
+        r"DeepEP v2 (?:dispatch input|per-rank prefill budget|per-rank decode CUDA graph) exceeds",
+        "DeepEP v2's dispatch buffer holds a fixed number of tokens a rank "
+        "(SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128: v0.5.23 "
+        "environ.py:1441): a batch got more (v0.5.23 layers/moe/token_dispatcher/"
+        "deepep_v2.py:282), or the startup check found the prefill chunk or the decode graphs' "
+        "batch over it (arg_groups/moe_hook.py:689, :700); not a GPU out-of-memory: raise the "
+        "variable to the required count, or lower --chunked-prefill-size (prefill) or "
+        "--cuda-graph-max-bs-decode (decode graphs)",
+        "raise SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, or lower --chunked-prefill-size",
+        "v0.5.23 layers/moe/token_dispatcher/deepep_v2.py:282, arg_groups/moe_hook.py:689, :700",
+        knobs=(("chunked_prefill_size", "lower"),),
+        standalone=True,
+        words=("DeepEP v2 ",),
+        example=(
+            "ValueError: DeepEP v2 dispatch input exceeds the per-rank buffer capacity 128, got "
+            "512. Increase SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK or lower the active "
+            "prefill/decode batch limit."
+        ),
+    ),
+    CrashCause(
+        "flashinfer_a2a_workspace",
+        r"FlashInfer A2A runtime token geometry exceeds|FlashInfer MoE A2A per-rank token budget "
+        r"exceeds",
+        "FlashInfer's MoE all-to-all workspace holds a fixed number of tokens a rank "
+        "(SGLANG_FLASHINFER_NUM_MAX_DISPATCH_TOKENS_PER_RANK; unset, the larger of the prefill "
+        "buffer and 4096: v0.5.23 arg_groups/overrides.py:1886-1894) and does not grow: a batch "
+        "(a prefill chunk, a graph's decode or verify batch) needs more (v0.5.23 "
+        "layers/moe/token_dispatcher/flashinfer.py:512 asserts before it becomes an illegal "
+        "memory access; the startup check: arg_groups/moe_hook.py:767); not a GPU "
+        "out-of-memory: raise the variable to the required count, or lower "
+        "--chunked-prefill-size and the CUDA-graph max batch sizes",
+        "raise SGLANG_FLASHINFER_NUM_MAX_DISPATCH_TOKENS_PER_RANK, or lower --chunked-prefill-size",
+        "v0.5.23 layers/moe/token_dispatcher/flashinfer.py:512, arg_groups/moe_hook.py:767",
+        knobs=(("chunked_prefill_size", "lower"),),
+        standalone=True,
+        words=("FlashInfer A2A runtime token geometry", "FlashInfer MoE A2A per-rank token budget"),
+        example=(
+            "AssertionError: FlashInfer A2A runtime token geometry exceeds its fixed workspace: "
+            "runtime_max_tokens_per_rank=9216 > max_num_tokens=8192. Increase "
+            "SGLANG_FLASHINFER_NUM_MAX_DISPATCH_TOKENS_PER_RANK to cover the largest mixed "
+            "prefill and speculative-verify batch."
+        ),
+    ),
+    CrashCause(
+        "mega_moe_token_cap",
+        r"mega MoE: num_tokens=\d+ exceeds|Muse MegaMoE needs \d+ tokens per rank"
+        r"|MegaMoE received \d+ tokens per rank",
+        "the mega-MoE kernels' symmetric buffers hold a fixed number of tokens a rank "
+        "(SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK, default 8192: v0.5.23 "
+        "environ.py:1470): a batch got more (v0.5.23 layers/moe/mega_moe.py:443; "
+        "models/kimi_k3.py:819, which has no fallback; layers/moe/"
+        "flashinfer_megamoe_autotune.py:363), or the startup check found the prefill budget "
+        "over it (arg_groups/layernorm_sp_hook.py:205); not a GPU out-of-memory: raise the "
+        "variable, or lower --chunked-prefill-size and --cuda-graph-max-bs-decode",
+        "raise SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK, or lower "
+        "--chunked-prefill-size",
+        "v0.5.23 layers/moe/mega_moe.py:443, models/kimi_k3.py:819, "
+        "arg_groups/layernorm_sp_hook.py:205, layers/moe/flashinfer_megamoe_autotune.py:363",
+        knobs=(("chunked_prefill_size", "lower"),),
+        standalone=True,
+        words=("mega MoE: num_tokens=", "Muse MegaMoE needs ", "MegaMoE received "),
+        example=(
+            "AssertionError: mega MoE: num_tokens=16384 exceeds cap "
+            "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK=8192; raise the env var or "
+            "lower --cuda-graph-max-bs-decode / --chunked-prefill-size accordingly"
+        ),
+    ),
+    CrashCause(
+        "trtllm_semaphore_rows",
+        r"query rows exceeds the persistent semaphore capacity",
+        "DeepSeek-V4's trtllm-gen attention keeps a persistent semaphore buffer whose rows are "
+        "sized at startup from --chunked-prefill-size, --max-prefill-tokens and "
+        "--max-running-requests; a launch with more query rows would write past it, so SGLang "
+        "raises (v0.5.23 layers/attention/deepseek_v4_trtllm_backend.py:134); not a GPU "
+        "out-of-memory: lower --chunked-prefill-size, as the text says",
+        "lower --chunked-prefill-size",
+        "v0.5.23 layers/attention/deepseek_v4_trtllm_backend.py:134",
+        knobs=(("chunked_prefill_size", "lower"),),
+        standalone=True,
+        words=("query rows exceeds the persistent semaphore capacity",),
+        example=(
+            "RuntimeError: trtllm-gen launch with 20480 query rows exceeds the persistent "
+            "semaphore capacity of 16384 rows derived from --chunked-prefill-size / "
+            "--max-prefill-tokens / --max-running-requests; lower --chunked-prefill-size."
+        ),
+    ),
+    CrashCause(
+        "disagg_staging_pool",
+        r"Chunk staging allocation permanently failed|\[STAGING_REQ\] alloc failed",
+        "PD disaggregation's staging ring buffer (SGLANG_DISAGG_STAGING_POOL_SIZE_MB, default "
+        "4096: v0.5.23 environ.py:860) is smaller than one KV chunk to transfer (v0.5.23 "
+        "disaggregation/nixl/conn.py:2668 raises; common/staging_handler.py:868 logs the "
+        "failed allocation); not the GPU's free memory: raise the variable",
+        "raise SGLANG_DISAGG_STAGING_POOL_SIZE_MB",
+        "v0.5.23 disaggregation/nixl/conn.py:2668, disaggregation/common/staging_handler.py:868",
+        standalone=True,
+        words=("Chunk staging allocation permanently failed", "[STAGING_REQ] alloc failed"),
+        example=(
+            "RuntimeError: [Staging] Chunk staging allocation permanently failed: chunk exceeds "
+            "ring buffer total size (room=42). Increase SGLANG_DISAGG_STAGING_POOL_SIZE_MB."
+        ),
+    ),
+    CrashCause(
+        "embedding_pool",
+        r"EmbeddingPool: requested \d+MB exceeds pool capacity",
+        "an encoder-disaggregated server's embedding pool (SGLANG_EMBEDDING_POOL_SIZE_MB, "
+        "default 4096: v0.5.23 environ.py:1704) is smaller than one request's multimodal "
+        "embeddings (v0.5.23 disaggregation/encoder/receiver.py:1749); not the GPU's free "
+        "memory: raise the variable",
+        "raise SGLANG_EMBEDDING_POOL_SIZE_MB",
+        "v0.5.23 disaggregation/encoder/receiver.py:1749",
+        standalone=True,
+        words=("EmbeddingPool: requested ",),
+        example=(
+            "EmbeddingPool: requested 6144MB exceeds pool capacity 4096MB. Raise "
+            "SGLANG_EMBEDDING_POOL_SIZE_MB."
+        ),
+    ),
+    CrashCause(
+        "npu_sparse_kv_buffer",
+        r"Failed to allocate sparse KV buffer",
+        "the Ascend sparse-KV offload allocates a device buffer of req_capacity x "
+        "sparse_context_len rows at startup, and the device had no room for it (v0.5.23 "
+        "hardware_backend/npu/sparsity_driven_kv_offload/manager.py:218); SGLang's advice: a "
+        "smaller --max-running-requests for sparse KV offload",
+        "lower --max-running-requests",
+        "v0.5.23 hardware_backend/npu/sparsity_driven_kv_offload/manager.py:218",
+        gpu_memory=True,
+        knobs=(("max_running_requests", "lower"),),
+        standalone=True,
+        words=("Failed to allocate sparse KV buffer",),
+        example=(
+            "RuntimeError: Failed to allocate sparse KV buffer k_cache: req_capacity=256, "
+            "max_context_len=131072, sparse_context_len=2048. The sparse KV request capacity may "
+            "be too large; set a smaller --max-running-requests for sparse KV offload."
+        ),
+    ),
+    CrashCause(
+        "dsv4_compress_ring",
+        r"compress state ring can keep resident",
+        "DeepSeek-V4's compressed-attention state ring keeps a fixed number of draft tokens "
+        "resident (v0.5.23 model_executor/pool_configurator.py:1302 asserts when "
+        "--speculative-num-draft-tokens asks more); not GPU memory: lower the draft count",
+        "lower --speculative-num-draft-tokens",
+        "v0.5.23 model_executor/pool_configurator.py:1302",
+        phase=Phase.MEMORY_POOL,
+        knobs=(("speculative_num_draft_tokens", "lower"),),
+        standalone=True,
+        words=("compress state ring can keep resident",),
+        example=(
+            "AssertionError: speculative_num_draft_tokens=8 exceeds what the c4 compress state "
+            "ring can keep resident (ring_size=8 serves at most 4 draft tokens). Lower the draft "
+            "count, or grow the ring in get_compress_state_ring_size()."
+        ),
+    ),
+    CrashCause(
+        "mlx_aux_state_pool",
+        r"MLX auxiliary-state cache is too small to serve any",
+        "on Apple silicon (MLX) the hybrid model's auxiliary-state pool "
+        "(--max-mamba-cache-size) backs fewer than one request a DP worker (v0.5.23 "
+        "hardware_backend/mlx/model_runner_stub.py:231): raise --max-mamba-cache-size to the "
+        "minimum the text gives, or leave it unset to size the pool from the concurrency cap",
+        "raise --max-mamba-cache-size",
+        "v0.5.23 hardware_backend/mlx/model_runner_stub.py:231",
+        own_pool=True,
+        phase=Phase.MEMORY_POOL,
+        knobs=(("max_mamba_cache_size", "raise"),),
+        standalone=True,
+        words=("MLX auxiliary-state cache is too small",),
+        example=(
+            "RuntimeError: MLX auxiliary-state cache is too small to serve any requests: "
+            "max_mamba_cache_size=2 backs only 0 concurrent requests per attention-DP worker "
+            "(per-worker auxiliary-state cap=2, 3 slots per request). Increase "
+            "--max-mamba-cache-size to at least 3, or leave it unset to size the pool from the "
+            "concurrency cap."
+        ),
+    ),
+    # ---- SGLang's warnings that report memory it lacked and go on: pasted alone they are the
+    # report, in a log that reached ready the model's own reading answers (memledger.diagnosis)
+    CrashCause(
+        "kv_pool_below_context",
+        r"KV pool holds \d+ tokens, fewer than --context-length",
+        "SGLang warned that the KV pool holds fewer tokens than one request of the full context "
+        "(v0.5.23 managers/tp_worker.py:559, from the final served pool): long requests will be "
+        "refused or truncated while serving; lower --context-length to the pool, or raise "
+        "--mem-fraction-static (or free what other processes hold) for a bigger pool",
+        "lower --context-length, or raise --mem-fraction-static",
+        "v0.5.23 managers/tp_worker.py:559",
+        own_pool=True,
+        knobs=(("context_length", "lower"), ("mem_fraction_static", "raise")),
+        standalone=True,
+        words=("KV pool holds ",),
+        example=(
+            "KV pool holds 30000 tokens, fewer than --context-length 131072. One full-length "
+            "request cannot fit, so long requests will be refused or truncated at serving time. "
+            "Lower --context-length, raise --mem-fraction-static, or free memory taken before "
+            "the pool is sized."
+        ),
+    ),
+    CrashCause(
+        "deepgemm_warmup_budget",
+        r"less than required memory [\d.]+\s?GB for warmup",
+        "SGLang warned that DeepGEMM's kernel warmup (after the KV pool, before the graphs) had "
+        "less free GPU memory than it wanted and shrank its largest M to fit (v0.5.8 "
+        "layers/deep_gemm_wrapper/compile_utils.py:157, v0.5.23 :238); SGLang goes on, with "
+        "little room after the pool: lower --mem-fraction-static for more",
+        "lower --mem-fraction-static",
+        "v0.5.8 layers/deep_gemm_wrapper/compile_utils.py:157; v0.5.23 :238",
+        gpu_memory=True,
+        phase=Phase.AFTER_POOL,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("less than required memory",),
+        example=(
+            "Available memory 1.2GB is less than required memory 3.5GB for warmup, reducing max_m "
+            "to 4096 to avoid out of memory"
+        ),
+    ),
+    CrashCause(
+        "dflash_graph_disabled",
+        r"Disable DFLASH draft cuda graph because only",
+        "SGLang warned that less than 1 GB was free after the target's backend and graphs, so "
+        "the DFLASH draft runs without CUDA graphs (v0.5.23 speculative/dflash_worker_v2.py:736): "
+        "the draft decodes eagerly, slower; lower --mem-fraction-static to leave the draft's "
+        "graphs room",
+        "lower --mem-fraction-static",
+        "v0.5.23 speculative/dflash_worker_v2.py:736",
+        gpu_memory=True,
+        phase=Phase.DRAFT,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("Disable DFLASH draft cuda graph",),
+        example=(
+            "Disable DFLASH draft cuda graph because only 0.80 GB GPU memory is available after "
+            "target backend initialization."
+        ),
+    ),
+    CrashCause(
+        "multimodal_preprocess_cpu",
+        r"Multimodal preprocessing ran out of GPU memory",
+        "SGLang warned that multimodal preprocessing ran out of GPU memory and retried on the "
+        "CPU (v0.5.23 multimodal/processors/base_processor.py:948): the request goes on, slower; "
+        "the GPU had no room beside the pools: lower --mem-fraction-static for more",
+        "lower --mem-fraction-static",
+        "v0.5.23 multimodal/processors/base_processor.py:948",
+        gpu_memory=True,
+        phase=Phase.SERVING,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("Multimodal preprocessing ran out of GPU memory",),
+        example="Multimodal preprocessing ran out of GPU memory on cuda:0; retrying on CPU",
+    ),
     CrashCause(
         "deepep_dispatch_cap",
         r"num_max_dispatch_tokens_per_rank",
@@ -1044,6 +1319,30 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         maybe_memory=True,
         knobs=(("mem_fraction_static", "lower"),),
         example="RuntimeError: CUDA error: an illegal memory access was encountered",
+    ),
+    CrashCause(
+        "hip_memory_access_fault",
+        # ROCm's own line for a GPU page fault, and reporters' name for it (`Memory access fault
+        # occurs when using EP on MI300`)
+        r"Memory access fault|memory access fault",
+        "ROCm's runtime caught a GPU page fault (a kernel read or wrote an address no "
+        "allocation backs): the HIP counterpart of CUDA's illegal memory access, so a kernel "
+        "error, or an out-of-memory reported this way as SGLang's troubleshooting guide says of "
+        "the CUDA text: if memory was tight, lower --mem-fraction-static (or the framework's "
+        "name for it); else file the kernel error",
+        "if memory was tight, lower --mem-fraction-static; else a kernel error",
+        "ROCR-Runtime src/core/runtime/runtime.cpp Runtime::VMFaultHandler (`Memory access "
+        "fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason: %s.`); "
+        "sgl-project/sglang docs/references/troubleshooting.md 'CUDA Error: Illegal Memory "
+        "Access Encountered' (v0.5.8)",
+        maybe_memory=True,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("Memory access fault", "memory access fault"),
+        example=(
+            "Memory access fault by GPU node-2 (Agent handle: 0x55d3c1a2b3c0) on address "
+            "0x7f1c2e000000. Reason: Page not present or supervisor privilege."
+        ),
     ),
     CrashCause(
         "kernel_shared_memory",

@@ -413,6 +413,18 @@ MENTIONS: tuple[Mention, ...] = (
         moment=True,
     ),
     Mention(
+        "swa_pools",
+        None,  # a pool's split, not a stage
+        "a hybrid sliding-window (SWA) model's two KV pools: the per-layer token count T (the "
+        "profiled budget, or --max-total-tokens where it caps it) is split so the full-attention "
+        "layers hold T x layers / (r x swa_layers + full_layers) tokens and the SWA layers r times "
+        "that, r = --swa-full-tokens-ratio (0.8 by default), each rounded down to pages (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:206-248, :296-305; server_args.py:325); "
+        "with half the layers SWA the SWA pool holds about 0.89 T, so a --max-total-tokens set "
+        "to exactly what a batch needs leaves the SWA pool short of it: a larger cap (the "
+        "tokens needed / the SWA share) or an r nearer 1 gives it room",
+    ),
+    Mention(
         "loading",
         Phase.LOAD,
         "it failed while the weights were loading: the checkpoint's tensors, then each "
@@ -548,6 +560,31 @@ MENTIONS: tuple[Mention, ...] = (
     ),
     Mention(
         "serving", Phase.SERVING, "the server was serving requests when it failed", moment=True
+    ),
+    Mention(
+        "pool_size",
+        None,  # a question about a size, no failure: it places nothing
+        "the KV pool's size: SGLang sizes the pool last, from what the weights leave: rest = A - "
+        "P x (1 - mfs) GiB (P free before loading, A after), in tokens of one token's KV bytes "
+        "over the layers (v0.5.8 model_executor/model_runner_kv_cache_mixin.py:47-109, :136-144); "
+        "a hybrid model's Mamba pool takes its share first (:142, :146-204), --max-total-tokens "
+        "caps it (:299-305), a release's default --mem-fraction-static can differ, and HiCache's "
+        "host pool is a second tier in host RAM that leaves it as it is",
+        (
+            Lever(
+                "mem_fraction_static",
+                "raise",
+                "the pool gets rest = A - P x (1 - mfs) (v0.5.8 model_runner_kv_cache_mixin.py:"
+                "138-140): each 0.01 more gives it 0.01 x P, taken from the slack that graphs and "
+                "activations use",
+            ),
+            Lever(
+                "tp_size",
+                "raise",
+                "each rank loads its share of the weights, so more ranks leave a larger A for "
+                "each rank's pool",
+            ),
+        ),
     ),
 )
 """Each mention once, by name."""

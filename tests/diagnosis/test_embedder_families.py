@@ -213,3 +213,39 @@ def test_the_oom_word_in_mixed_case_is_an_out_of_memory(paste: str) -> None:
 def test_the_letters_inside_a_word_or_a_file_are_no_oom(paste: str) -> None:
     stated = outcome_kind(paste)
     assert stated is None or stated[0] is not EventKind.OOM
+
+
+_SWA = "hybrid sliding-window (SWA) model's two KV pools"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "For SWA models the pool runs out of memory although --max-total-tokens covers the batch",
+        "gemma with sliding window attention runs out of memory at 8 requests",
+        "- `--swa-full-tokens-ratio 0.5` then OOM in prefill",
+        "vLLM serves it; SGLang with a sliding-window model says out of memory",
+    ],
+    ids=_id,
+)
+def test_an_swa_model_named_explains_its_split_pools(paste: str) -> None:
+    result = _diagnose(paste)
+    said = [f.message for f in result.findings if _SWA in f.message]
+    assert len(said) == 1
+    assert (
+        "swa-full-tokens-ratio" in said[0] and "model_runner_kv_cache_mixin.py:206-248" in said[0]
+    )
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Decode batch, #running-req: 4, #full token: 2642688, full token usage: 1.00, "
+        "#swa token: 14592, swa token usage: 0.06, cuda graph: True\nCUDA out of memory",
+        "SWAP space is full and the server ran out of memory",
+    ],
+    ids=_id,
+)
+def test_sglangs_own_swa_counts_and_swap_name_no_swa_model(paste: str) -> None:
+    result = _diagnose(paste)
+    assert not any(_SWA in f.message for f in result.findings)

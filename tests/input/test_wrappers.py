@@ -17,11 +17,18 @@ from memledger.diagnosis import Diagnosis
 from memledger.input.launch_command import find_launch_command
 from memledger.input.logical import strip_paste_columns
 from memledger.input.parsing import parse_log
+from memledger.input.reader import PlainStream
 from memledger.input.scan import LineFilter, is_serving
 from memledger.input.wrappers import (
     COLUMN,
+    ENCODINGS,
+    LOOKALIKES,
     SUFFIXES,
     WRAPPERS,
+    Encoding,
+    Lookalike,
+    encoding_of,
+    plain_bytes,
     unwrapped_bytes,
     unwrapped_record,
     unwrapped_text,
@@ -189,3 +196,176 @@ def test_the_grep_prefilter_keeps_what_the_built_in_scanner_keeps(tmp_path: Path
     kept = {number for number, _ in expected[0]}
     assert len(shapes) - 3 in kept  # the serving line after a bar's state, held before the next
     assert len(shapes) - 2 in kept  # a CR state with a keyword is read
+
+
+# A traceback as Python prints it (two-space frames, four-space source lines), raised where
+# SGLang's model_runner.py checks each rank's free memory at distributed init (the IMBALANCE
+# line of memledger.sglang.examples); paths and numbers are made up.
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 2500, in '
+    "run_scheduler_process",
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
+    '  File "/opt/sglang/python/sglang/srt/model_executor/model_runner.py", line 300, in __init__',
+    "    min_per_gpu_memory = self.init_torch_distributed()",
+    '  File "/opt/sglang/python/sglang/srt/model_executor/model_runner.py", line 700, in '
+    "init_torch_distributed",
+    "    raise ValueError(",
+    "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+    "processes. min_per_gpu_memory=72.50, local_gpu_memory=79.10, local_gpu_memory * 0.9=71.19",
+]
+BULLETS = {
+    "dash bullet": "- ",
+    "star bullet": "* ",
+    "plus bullet": "+ ",
+    "rich-text bullet": "• ",
+    "nested bullet": "  - ",
+    "ordered list item": "12. ",
+    "ordered list item with a parenthesis": "3) ",
+    "Ray task prefix": "(pid=4242) ",
+    "Ray task prefix with ip": "(pid=4242, ip=10.0.0.2) ",
+}
+
+
+def test_the_bare_traceback_reads_as_a_distributed_init_crash() -> None:
+    result = _diagnose(TRACEBACK)
+    assert (result.outcome, result.phase.value) == ("crash", "dist_init")
+    assert "memory capacity is unbalanced" in result.verdict
+
+
+@pytest.mark.parametrize("name", sorted({**WRAPPED, **BULLETS}))
+def test_a_traceback_with_a_column_before_every_line_reads_as_the_bare_one(name: str) -> None:
+    wrap = WRAPPED.get(name) or (lambda line: BULLETS[name] + line)
+    wrapped = [wrap(line) for line in TRACEBACK]
+    assert _reading(_diagnose(wrapped)) == _reading(_diagnose(TRACEBACK))
+
+
+@pytest.mark.parametrize("name", sorted(BULLETS))
+def test_a_bullet_before_a_bare_line_keeps_the_line_s_indentation(name: str) -> None:
+    line = BULLETS[name] + TRACEBACK[1]
+    assert strip_paste_columns(line) == TRACEBACK[1]
+    assert unwrapped_bytes(line.encode()) == TRACEBACK[1].encode()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- sglang - INFO - Load weight end.",  # Python logging's name and level
+        "- WARNING - Load weight end.",
+        "-1: Load weight end.",  # no blank after the mark
+        "--tp-size 2",
+        "*** Load weight end.",
+    ],
+)
+def test_what_is_no_bullet_keeps_its_mark(line: str) -> None:
+    assert not re.match(_ROW["markdown list bullet"].pattern, line)
+
+
+@pytest.mark.parametrize("line", ["3.5 GB free", "12.75 GiB KV cache is needed", "2025-06-01 x"])
+def test_what_is_no_list_item_keeps_its_number(line: str) -> None:
+    assert not re.match(_ROW["markdown ordered list item"].pattern, line)
+
+
+@pytest.mark.parametrize("row", ENCODINGS, ids=[row.name for row in ENCODINGS])
+def test_a_log_saved_in_another_encoding_reads_as_the_utf8_one(row: Encoding) -> None:
+    text = "\r\n".join(LOOKALIKE_LOG) + "\r\n"  # as Windows wrote it
+    codec = "utf-16-le" if row.bom == b"\xff\xfe" else "utf-16-be"
+    data = row.bom + text.encode(codec)
+    assert encoding_of(data) is row and row.source
+    parsed = parse_log(io.BytesIO(data), label="paste.txt")
+    plain = parse_log(io.BytesIO(text.encode()), label="paste.txt")
+    assert [(e.kind, e.line, e.values, e.params) for e in parsed.startup.events] == [
+        (e.kind, e.line, e.values, e.params) for e in plain.startup.events
+    ]
+    assert (parsed.startup.outcome, plain.startup.outcome) == ("oom", "oom")
+
+
+# Every character a LOOKALIKES row replaces, in synthetic lines: a server_args repr (quotes,
+# parentheses, commas), a traceback frame (double quotes, `<module>`), an OOM text (`: `), and a
+# shell line with `&`.
+LOOKALIKE_LOG = [
+    "[2026-03-02 07:59:00] server_args=ServerArgs(model_path='org/m', served_model_name='R&D', "
+    "tp_size=1, mem_fraction_static=0.88, chunked_prefill_size=8192)",
+    *SERVING_OOM[:4],
+    "Traceback (most recent call last):",
+    '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 10, in <module>',
+    OOM,
+    "$ ulimit -n 65535 && python -m sglang.launch_server --model-path org/m",
+]
+
+
+def _disguised(text: str, row: Lookalike) -> str:
+    """The text with the row's character where the log had its plain one (or, for a character
+    that stands for nothing, after every blank and at the start)."""
+    if row.plain:
+        return text.replace(row.plain, row.text)
+    return row.text + text.replace(" ", " " + row.text)
+
+
+def test_every_lookalike_row_reads_as_its_plain_text_and_has_a_source() -> None:
+    for row in LOOKALIKES:
+        assert row.text != row.plain and row.source, row.name
+        assert plain_bytes(("a" + row.text + "b").encode()) == ("a" + row.plain + "b").encode()
+    # one pass: an escaped escape is read once
+    assert plain_bytes(b"&amp;lt;") == b"&lt;"
+    assert plain_bytes(b"no lookalike: a < b & c") == b"no lookalike: a < b & c"
+
+
+@pytest.mark.parametrize("name", [row.name for row in LOOKALIKES])
+def test_a_log_with_a_lookalike_reads_as_the_plain_one(name: str) -> None:
+    row = next(r for r in LOOKALIKES if r.name == name)
+    disguised = [_disguised(line, row) for line in LOOKALIKE_LOG]
+    assert disguised != LOOKALIKE_LOG  # the row's character is in the log
+    plain = _reading(_diagnose(LOOKALIKE_LOG))
+    assert plain[:2] == ("oom", "serving")
+    assert _reading(_diagnose(disguised)) == plain
+    assert _events(disguised) == _events(LOOKALIKE_LOG)
+
+
+def _events(lines: list[str]) -> list[tuple[object, ...]]:
+    """What parse reads of each line: kind, place, sizes, values, settings and text."""
+    parsed = parse_log(io.BytesIO("\n".join(lines).encode() + b"\n"), label="paste.txt")
+    return [
+        (e.kind, e.line, e.sizes, e.values, e.params, e.text)
+        for e in sorted(parsed.startup.events, key=lambda e: (e.line, e.kind.value))
+    ]
+
+
+def test_a_lookalike_cut_by_a_read_s_end_is_read_whole() -> None:
+    text = "\u00a0".join(["Load weight end.", "avail mem=61.00 GB"]) + " &amp; \u2019\uff1a\n"
+    data = text.encode() * 50
+
+    class Trickle:
+        """A stream that gives a few bytes a read (a pipe fed slowly)."""
+
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def read(self, size: int = -1, /) -> bytes:
+            piece, self.data = self.data[:3], self.data[3:]
+            return piece
+
+    stream = PlainStream(Trickle(data))
+    read = b"".join(iter(lambda: stream.read(1 << 20), b""))
+    assert read == plain_bytes(data) and b"\xc2" not in read and b"&" in read
+
+
+def test_a_sentence_with_no_break_spaces_is_read_as_one_with_spaces() -> None:
+    # a reporter's prose copied from a rendered page: every blank a no-break space
+    prose = "after the model loaded I got " + OOM.replace("torch.", "") + " during a long prefill"
+    plain = _diagnose([prose])
+    assert plain.outcome == "oom"
+    assert _reading(_diagnose([prose.replace(" ", "\u00a0")])) == _reading(plain)
+
+
+def test_the_look_alikes_of_a_saved_ledger_s_json_are_its_own(tmp_path: Path) -> None:
+    # JSON escapes its own characters: a brace-led input is read as its bytes are
+    from memledger.input.reader import open_log
+
+    path = tmp_path / "x.json"
+    path.write_bytes(b'{"text": "&quot;"}\n')
+    with open_log(path) as log:
+        assert log.head == b'{"text": "&quot;"}\n'
+    path.write_bytes(b"x &quot;\n")
+    with open_log(path) as log:
+        assert log.head == b'x "\n'

@@ -63,3 +63,40 @@ def test_triton_and_tpu_on_chip_limits_are_no_device_oom() -> None:
         result = diagnose_paste(text + "\n")
         assert result.outcome == "crash", text
         assert "kernel_shared_memory" in [str(f.id) for f in result.findings], text
+
+
+_WARNINGS = (
+    "kv_pool_below_context",
+    "deepgemm_warmup_budget",
+    "dflash_graph_disabled",
+    "multimodal_preprocess_cpu",
+)
+_READY_LOG = (
+    "[2026-01-05 10:00:00 TP0] Load weight begin. avail mem=78.50 GB",
+    "[2026-01-05 10:00:40 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+    "avail mem=62.40 GB, mem usage=16.10 GB.",
+    "[2026-01-05 10:00:41 TP0] KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, "
+    "V size: 24.41 GB",
+    "[2026-01-05 10:00:41 TP0] Memory pool end. avail mem=12.60 GB",
+    "[2026-01-05 10:00:50 TP0] Capture cuda graph end. Time elapsed: 8.00 s. mem usage=0.90 GB. "
+    "avail mem=11.70 GB.",
+    "{warning}",
+    "[2026-01-05 10:00:55] The server is fired up and ready to roll!",
+)
+
+
+@pytest.mark.parametrize("name", _WARNINGS)
+def test_a_memory_warning_alone_says_what_it_is_and_in_a_ready_log_changes_nothing(
+    name: str,
+) -> None:
+    # SGLang went on after each: pasted alone the warning is the report (its finding, a lever
+    # with a direction, never exit 3); in a log that reached ready the ready diagnosis stands
+    cause = next(c for c in CRASH_CAUSES if c.finding_id == name)
+    alone = diagnose_paste(cause.example + "\n")
+    assert name in [str(f.id) for f in alone.findings]
+    assert alone.suggestions and all(s.direction for s in alone.suggestions)
+    warned = "[2026-01-05 10:00:52 TP0] " + cause.example
+    ready = diagnose_paste([line.format(warning=warned) for line in _READY_LOG])
+    plain = diagnose_paste([line for line in _READY_LOG if line != "{warning}"])
+    assert ready.outcome == plain.outcome == "ready"
+    assert name not in [str(f.id) for f in ready.findings]

@@ -15,6 +15,7 @@ from memledger.errors import InputError
 from memledger.input.engine_detect import SGLANG, VLLM, detect_engine
 from memledger.input.vllm_facts import startup_facts
 from memledger.input.vllm_reader import rank_tag, read_vllm
+from memledger.input.wrappers import WRAPPERS
 from memledger.vllm.errors import ERRORS
 from memledger.vllm.lines import LINES
 
@@ -402,3 +403,22 @@ def test_a_vllm_log_is_read_as_vllm_end_to_end() -> None:
 def test_neither_engine_is_one_line_error(tmp_path: pytest.TempPathFactory) -> None:
     with pytest.raises(InputError, match="no vLLM log lines either"):
         load_any(io.BytesIO(b"just some notes\nabout a server\n"), label="notes.txt")
+
+
+@pytest.mark.parametrize(
+    "column", [row.example for row in WRAPPERS if row.name != "grep -n / srun --label"] + ["0: "]
+)
+def test_a_message_broken_over_lines_is_joined_behind_a_column(column: str) -> None:
+    # each physical line behind what a tool or a paste put before it (memledger.input.wrappers);
+    # `grep -n`'s `12:` before a digit is never peeled (`12:12.75` may be a time), srun's `0: ` is
+    lines = [
+        column + "ERROR 01-23 17:09:45 [core.py:1142] ValueError: To serve at least one request "
+        "with the model's max seq len (98304),",
+        column + "12.75 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(11.5 GiB).",
+        column + "Based on the available memory, the estimated maximum model length is 88672.",
+    ]
+    log = read_vllm(lines, "x.log")
+    (error,) = log.startups[0].of("max_seq_len_v1")
+    assert error.facts["estimated_max_model_len"] == 88672
+    assert error.facts["kv_cache_gib"] == 11.5

@@ -1,0 +1,202 @@
+"""A paste a terminal hard-wrapped at its width, read with each line whole again.
+
+Some terminals and consoles copy what they show, a newline wherever a line reached the window's
+width (the Windows console, `screen`, a web shell, an e-mail at 80 columns): every long line
+comes as pieces of exactly that many characters and a shorter last piece. Read so, an error
+text loses its end and a memory line its values, and the cut ones cannot all be told from a line
+a narrow window never cut (memledger.input.wrapped rejoins memory lines one at a time).
+
+The width is told from the input's first block: the longest line's length, held by at least
+MIN_CUT_LINES lines (by just that many only when they follow each other, one line's pieces), more
+of them than lines a little shorter (a log's or a sentence's own
+lengths spread, a terminal's cut does not), and most of them followed by a line that does not
+start a record of its own (an SGLang prefix, a tool's timestamp or process tag, a traceback, a
+blank line: lines every rank printed alike are as long as each other, and each starts one). A
+line of exactly that width is then joined with the line after it, without a space (a hard wrap
+keeps every character), up to MAX_JOINED_BYTES; each joined piece leaves an empty line behind the
+joined line, so every later line keeps its number. A reply that quoted such a paste (`> ` before
+every piece) is measured and joined behind its quote markers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from memledger.input.logical import PREFIX_RE
+from memledger.input.wrappers import COLUMN_PATTERN, STAMP_PATTERN
+
+MIN_WIDTH = 60
+"""Narrower than a terminal a log is read in (80 columns and up; a console's default is 120)."""
+MIN_CUT_LINES = 2
+NEAR_WIDTH = 8
+"""Lines this much shorter than the width count as a spread of lengths (prose, a log's own)."""
+SAME_START = 12
+"""Lines that start with as many equal bytes are two records printed alike, not one cut."""
+MAX_JOINED_BYTES = 1 << 20
+"""A joined line stops growing here (a file of lines all that long is no wrapped paste)."""
+
+_RECORD_START = re.compile(
+    rb"\s*$|Traceback \(|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\b|"
+    + f"{PREFIX_RE.pattern}|{COLUMN_PATTERN}|{STAMP_PATTERN}".encode()
+)
+"""A line that starts a record of its own: blank, an SGLang prefix, a traceback, a level, or
+what a tool puts before each line (memledger.input.wrappers: a timestamp, a process tag such as
+`(Worker_TP1 pid=7)`, a column)."""
+
+
+_QUOTE = re.compile(rb"[ \t]{0,8}(?:>[ \t]?)+")
+"""Quote markers a reply put before every line of a paste that was already wrapped."""
+
+
+class ByteSource(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def _quoted(line: bytes) -> tuple[bytes, bytes]:
+    """(the quote markers a reply put before the line, the line the terminal showed)."""
+    quote = _QUOTE.match(line)
+    return (line[: quote.end()], line[quote.end() :]) if quote else (b"", line)
+
+
+@dataclass(frozen=True, slots=True)
+class Wrap:
+    """How a paste was cut: at `width` characters, and whether a reply quoted it after (the
+    width is then measured behind the quote markers)."""
+
+    width: int
+    quoted: bool = False
+
+    def length(self, line: bytes) -> int:
+        """Characters a terminal showed of a line (its end's CR dropped)."""
+        if self.quoted:
+            line = _quoted(line)[1]
+        line = line.removesuffix(b"\r")
+        return len(line) if line.isascii() else len(line.decode("utf-8", "replace"))
+
+    def continues(self, first: bytes, line: bytes) -> bool:
+        """Whether `line` may be the rest of `first` cut at the width: it starts no record of
+        its own, nor as `first` does (a line every rank printed alike); behind the same quote
+        markers when quoted."""
+        if self.quoted:
+            (quote, line), (first_quote, first) = _quoted(line), _quoted(first)
+            if quote != first_quote:
+                return False
+        return _RECORD_START.match(line) is None and line[:SAME_START] != first[:SAME_START]
+
+    def cut(self, line: bytes) -> bool:
+        return self.length(line) == self.width and bool(line.strip())
+
+
+def wrap_of(head: bytes) -> Wrap | None:
+    """How a terminal cut the input's lines (module docstring), else None: measured on the
+    lines as they are, else behind the quote markers of a reply that quoted them."""
+    lines = head.split(b"\n")[:-1]  # the last one may be cut by the block's end
+    if len(lines) < MIN_CUT_LINES:
+        return None
+    found = _cut_at(lines, False)
+    if found is None and any(line[:1] == b">" for line in lines):
+        found = _cut_at(lines, True)
+    return found
+
+
+def _cut_at(lines: list[bytes], quoted: bool) -> Wrap | None:
+    measure = Wrap(0, quoted)
+    lengths = [measure.length(line) for line in lines]
+    width = max(lengths)
+    wrap = Wrap(width, quoted)
+    at = [index for index, length in enumerate(lengths) if length == width]
+    if width < MIN_WIDTH or len(at) < MIN_CUT_LINES:
+        return None
+    if len(at) == MIN_CUT_LINES and at[-1] - at[0] != MIN_CUT_LINES - 1:
+        return None  # as few as that: one line's pieces, one after the other
+    near = sum(1 for length in lengths if width - NEAR_WIDTH <= length < width)
+    if near >= len(at):
+        return None
+    followed = sum(
+        1
+        for index in at
+        if index + 1 < len(lines) and wrap.continues(lines[index], lines[index + 1])
+    )
+    return wrap if 2 * followed > len(at) else None
+
+
+def rewrapped_lines(lines: Iterator[bytes], wrap: Wrap) -> Iterator[bytes]:
+    """Physical lines (without `\\n`) with each line cut at the width joined to the next one
+    unless that one starts a record of its own (a line exactly that long the terminal did not
+    cut), and an empty line for each piece joined (line numbers kept)."""
+    held: list[bytes] = []
+    size = 0
+    for line in lines:
+        if held:
+            if wrap.continues(held[0], line) and size < MAX_JOINED_BYTES:
+                cut = wrap.cut(line)
+                rest = _quoted(line)[1] if wrap.quoted else line  # one quote marker is kept
+                held.append(rest.removesuffix(b"\r") if cut else rest)
+                size += len(line)
+                if not cut:
+                    yield from _joined(held)
+                    held, size = [], 0
+                continue
+            yield from _joined(held)
+            held, size = [], 0
+        if wrap.cut(line):
+            held, size = [line.removesuffix(b"\r")], len(line)
+        else:
+            yield line
+    if held:
+        yield from _joined(held)
+
+
+def _joined(pieces: list[bytes]) -> Iterator[bytes]:
+    """The pieces as one line, and an empty line for each piece after the first."""
+    yield b"".join(pieces)
+    yield from [b""] * (len(pieces) - 1)
+
+
+class RewrappedStream:
+    """A byte stream read through `rewrapped_lines` (every line then ends with a newline). A line
+    longer than MAX_JOINED_BYTES ends the rewrapping: it and all after it are read as they are
+    (memory stays bounded whatever the input)."""
+
+    def __init__(self, inner: ByteSource, wrap: Wrap) -> None:
+        self._inner = inner
+        self._rest = b""
+        self._lines = rewrapped_lines(self._physical(), wrap)
+        self._buffer = b""
+
+    def _physical(self) -> Iterator[bytes]:
+        while chunk := self._inner.read(1 << 20):
+            parts = (self._rest + chunk).split(b"\n")
+            self._rest = parts.pop()
+            yield from parts
+            if len(self._rest) > MAX_JOINED_BYTES:
+                return  # read on as it is, from this unfinished line
+        if self._rest:
+            yield self._rest
+            self._rest = b""
+
+    def read(self, size: int = -1, /) -> bytes:
+        want = size if size > 0 else 1 << 62
+        pieces = [self._buffer]
+        have = len(self._buffer)
+        for line in self._lines:
+            pieces.append(line + b"\n")
+            have += len(line) + 1
+            if have >= want:
+                break
+        else:
+            if self._rest:  # the rewrapping ended at an unfinished long line
+                pieces.append(self._rest)
+                have += len(self._rest)
+                self._rest = b""
+            if have < want:
+                pieces.append(self._inner.read(want - have))
+        data = b"".join(pieces)
+        self._buffer = data[want:]
+        return data[:want]
+
+    def seek(self, offset: int, /) -> int:
+        raise OSError("input stream is not seekable")

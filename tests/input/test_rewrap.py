@@ -1,0 +1,137 @@
+"""A paste a terminal hard-wrapped at its width (memledger.input.rewrap): read as the bare log.
+Synthetic lines in the shapes of SGLang's startup lines (v0.4.6 model_executor/model_runner.py:
+`Load weight end. ...`, `KV Cache is allocated. ...`), its scheduler summary and a CUDA OOM;
+no real log text."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memledger.diagnosis import Diagnosis
+from memledger.input.parsing import parse_log
+from memledger.input.rewrap import MAX_JOINED_BYTES, RewrappedStream, Wrap, rewrapped_lines, wrap_of
+from tests.conftest import diagnose_paste
+
+P = "[2026-03-02 08:00:00 TP0] "
+LOG = [
+    "[2026-03-02 07:59:00] server_args=ServerArgs(model_path='org/model', tp_size=1, "
+    "mem_fraction_static=0.88, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "context_length=32768, cuda_graph_max_bs=8, attention_backend='flashinfer')",
+    P + "Load weight begin. avail mem=78.50 GB",
+    P + "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=61.00 GB, "
+    "mem usage=15.50 GB.",
+    P + "KV Cache is allocated. #tokens: 300000, K size: 18.30 GB, V size: 18.30 GB",
+    P + "Memory pool end. avail mem=22.10 GB",
+    P + "max_total_num_tokens=300000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "max_running_requests=4096, context_len=32768, available_gpu_mem=20.00 GB",
+    "Traceback (most recent call last):",
+    '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 2500, in '
+    "run_scheduler_process",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB. GPU 0 has a total "
+    "capacity of 79.10 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this process "
+    "has 77.90 GiB memory in use.",
+]
+
+
+def _hard_wrapped(lines: list[str], width: int) -> list[str]:
+    """What a terminal `width` columns wide gives on copy: every line in pieces of `width`."""
+    return [line[at : at + width] for line in lines for at in range(0, max(len(line), 1), width)]
+
+
+def _reading(lines: list[str]) -> tuple[object, ...]:
+    parsed = parse_log(io.BytesIO(("\n".join(lines) + "\n").encode()), label="paste.txt")
+    events = sorted(
+        (
+            e.kind.value,
+            e.sizes,
+            {k: v for k, v in e.values.items() if k != "exception_line"},
+            e.params,
+        )
+        for e in parsed.startup.events
+    )  # a physical line number (the wrapped paste has more lines) aside
+    result: Diagnosis = diagnose_paste(lines)
+    return events, result.outcome, result.phase.value, result.verdict
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_a_hard_wrapped_log_reads_as_the_bare_one(width: int) -> None:
+    wrapped = _hard_wrapped(LOG, width)
+    assert len(wrapped) > len(LOG) and max(map(len, wrapped)) == width
+    assert wrap_of("\n".join(wrapped).encode() + b"\n") == Wrap(width)
+    assert _reading(wrapped) == _reading(LOG)
+
+
+@pytest.mark.parametrize("quote_first", [True, False])
+def test_a_quoted_hard_wrapped_log_reads_as_the_bare_one(quote_first: bool) -> None:
+    # quoted, then cut by the terminal (the markers count in the width), or cut and then
+    # quoted by a reply (`> ` before every piece: the width is the pieces' own)
+    if quote_first:
+        wrapped = _hard_wrapped(["> " + line for line in LOG], 80)
+    else:
+        wrapped = ["> " + piece for piece in _hard_wrapped(LOG, 80)]
+    assert wrap_of("\n".join(wrapped).encode() + b"\n") == Wrap(80, quoted=not quote_first)
+    assert _reading(wrapped) == _reading(LOG)
+
+
+def test_a_joined_line_keeps_the_numbers_of_the_lines_after_it() -> None:
+    wrapped = _hard_wrapped(LOG, 80)
+    parsed = parse_log(io.BytesIO(("\n".join(wrapped) + "\n").encode()), label="paste.txt")
+    lines = {e.kind.value: e.line for e in parsed.startup.events}
+    # the physical line each record starts on in the wrapped paste
+    starts = [n for n, text in enumerate(wrapped, start=1) if text.startswith(P)]
+    assert lines["load_begin"] == starts[0] and lines["memory_pool_end"] == starts[3]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # every rank printed the same long line: as long as each other, each starts a record
+        "\n".join(f"[2026-03-02 08:00:00 TP{rank}] " + "x" * 70 for rank in range(4)),
+        # a tool's process tag before each (vLLM's workers under Ray)
+        "\n".join(f"(Worker_TP{rank} pid=1{rank}) INFO " + "y" * 70 for rank in range(4)),
+        # the same line twice, a bracketed tag first
+        "\n".join(["[some_tool.cpp] error result=1 file=x.cpp func=resume line=214 " * 2] * 2),
+        # prose word-wrapped by an editor: lengths spread below the width
+        "\n".join(
+            ["a sentence of words " * 4 + "end.", "a sentence of words " * 4, "more words " * 7]
+            + ["a sentence of words " * 4 + "end."]
+        ),
+        # one long line alone, and lines narrower than any terminal
+        "x" * 200,
+        "\n".join(["z" * 30] * 5),
+    ],
+)
+def test_what_no_terminal_cut_has_no_width(text: str) -> None:
+    assert wrap_of(text.encode() + b"\n") is None
+
+
+def test_a_line_exactly_as_wide_that_was_not_cut_stays_alone() -> None:
+    lines = [b"a" * 10, b"b" * 3, b"c" * 10, b"[2026-03-02 08:00:00 TP0] x", b"", b"d" * 10]
+    assert list(rewrapped_lines(iter(lines), Wrap(10))) == [
+        b"a" * 10 + b"b" * 3,
+        b"",  # the joined piece's line, kept so later lines keep their numbers
+        b"c" * 10,
+        b"[2026-03-02 08:00:00 TP0] x",
+        b"",
+        b"d" * 10,
+    ]
+
+
+def test_a_joined_line_stops_growing_at_its_bound() -> None:
+    pieces = (b"x" * 1000 for _ in range(3 * MAX_JOINED_BYTES // 1000))
+    out = list(rewrapped_lines(pieces, Wrap(1000)))
+    assert max(map(len, out)) <= MAX_JOINED_BYTES + 1000
+    assert sum(map(len, out)) == 3 * MAX_JOINED_BYTES // 1000 * 1000  # nothing lost
+
+
+def test_a_line_longer_than_the_bound_is_read_as_it_is_from_there_on() -> None:
+    data = b"a" * 80 + b"\n" + b"b" * 3 + b"\n" + b"x" * (2 * MAX_JOINED_BYTES) + b"\n" + b"c" * 80
+    data += b"\nd\n"
+    stream = RewrappedStream(io.BytesIO(data), Wrap(80))
+    read = b"".join(iter(lambda: stream.read(1 << 16), b""))
+    cut = data.index(b"x")
+    # before it, the cut line joined (and its line kept); from it on, the bytes as they were
+    assert read[: read.index(b"x")] == b"a" * 80 + b"b" * 3 + b"\n\n"
+    assert read[read.index(b"x") :] == data[cut:]
