@@ -36,34 +36,20 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from memledger.diagnosis import (
+    crash,
+    health,
+    memory,
+    occupancy,
+    pools,
+    reported,
+    reserve,
+    sites,
+    stages,
+    verdicts,
+)
 from memledger.diagnosis.arithmetic import g
-from memledger.diagnosis.crash import (
-    cause_finding,
-    cause_levers,
-    known_cause,
-    shm_exhausted,
-    shm_finding,
-)
 from memledger.diagnosis.evidence import Evidence, gather
-from memledger.diagnosis.health import (
-    free_rose_after_pool,
-    graph_memory,
-    graph_memory_verdict,
-    kv_capacity,
-    large_gpu_reserve,
-    mfs_below_default,
-    thin_headroom,
-    zero_headroom,
-)
-from memledger.diagnosis.memory import (
-    after_pool_oom,
-    capture_point,
-    kv_refusal,
-    load_oom,
-    oom_findings,
-    shortfall,
-    site_finding,
-)
 from memledger.diagnosis.model import (
     Diagnosis,
     Direction,
@@ -72,42 +58,11 @@ from memledger.diagnosis.model import (
     Severity,
     Suggestion,
 )
-from memledger.diagnosis.occupancy import (
-    after_pool_drop,
-    dp_auto_fraction,
-    other_processes,
-)
 from memledger.diagnosis.phase import (
     failure_phase,
     milestone,
     placed_by_graphs,
     traceback_phase,
-)
-from memledger.diagnosis.pools import (
-    host_finding,
-    host_memory,
-    page_bug,
-    pool_failure,
-    pool_ran_out,
-    serving_notes,
-)
-from memledger.diagnosis.reported import mention_answer, mentioned_phase, pool_question, squeezed
-from memledger.diagnosis.reserve import outside_pool
-from memledger.diagnosis.sites import larger_than_gpu, oversized_forward, req_to_token_oom
-from memledger.diagnosis.stages import (
-    embedding_framework,
-    in_framework,
-    in_framework_words,
-    stage_levers,
-)
-from memledger.diagnosis.verdicts import (
-    absent,
-    load_deficit,
-    load_levers,
-    phrase,
-    root_cause,
-    serving_order,
-    unvalued,
 )
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
@@ -162,18 +117,18 @@ _NOTE_RE = re.compile(re.escape(NOTE_PREFIX) + r"(\d{1,9}): (.*)", re.DOTALL)
 
 
 def _diagnose(evidence: Evidence) -> Diagnosis:
-    failure = pool_failure(evidence)
+    failure = pools.pool_failure(evidence)
     if failure is not None and evidence.oom is None and evidence.refusal is None:
         return _pool_ran_out(evidence, failure)
-    hit = known_cause(evidence) if evidence.oom is None and evidence.refusal is None else None
+    hit = crash.known_cause(evidence) if evidence.oom is None and evidence.refusal is None else None
     if hit is not None and (hit[0].own_pool or hit[0].gpu_memory) and evidence.outcome != "ready":
         return _own_pool_full(evidence, hit[0], hit[1])
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
-    if evidence.outcome == "crash" or _ends_in_exception(evidence) or shm_exhausted(evidence):
+    if evidence.outcome == "crash" or _ends_in_exception(evidence) or crash.shm_exhausted(evidence):
         return _crash(evidence)
     found = _truncated(evidence) if evidence.outcome == "truncated" else _ready(evidence)
-    asked = pool_question(evidence)
+    asked = reported.pool_question(evidence)
     if asked is None:
         return found
     # a question about the pool's size with no failure: its answer leads what the log shows
@@ -210,11 +165,21 @@ def _diagnosis(evidence: Evidence, **fields: Any) -> Diagnosis:
 
 
 def _out_of_memory(evidence: Evidence) -> Diagnosis:
-    squeeze = squeezed(evidence)
-    if squeeze is not None:
-        return _squeezed(evidence, *squeeze)
+    squeeze = reported.squeezed(evidence)
+    if squeeze is not None:  # no fraction fits: an OOM above it, SGLang's refusal below
+        findings, suggestions, verdict = squeeze
+        return _diagnosis(
+            evidence,
+            outcome="oom",
+            phase=Phase.KV_SIZING,
+            verdict=verdict,
+            shortfall_bytes=memory.shortfall(evidence),
+            failed_rank=_failed_rank(evidence),
+            findings=findings + memory.site_finding(evidence),
+            suggestions=suggestions,
+        )
     phase = failure_phase(evidence)
-    said_phase, firm = mentioned_phase(evidence)  # what the paste's prose names
+    said_phase, firm = reported.mentioned_phase(evidence)  # what the paste's prose names
     order = list(Phase)
     if evidence.refusal is not None and said_phase is not None:
         if order.index(said_phase) < order.index(Phase.KV_SIZING):
@@ -222,25 +187,26 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
     if said_phase is not None and (phase is Phase.UNKNOWN or (firm and not framed)):
         phase = said_phase
-    missing = shortfall(evidence)
-    findings = oom_findings(evidence)
+    missing = memory.shortfall(evidence)
+    findings = memory.oom_findings(evidence)
     # an allocation whose own site answers it: the request table, one larger than the GPU, a
     # long prefill's working set
     site = (
-        req_to_token_oom(evidence)
-        or larger_than_gpu(evidence)
-        or oversized_forward(evidence, phase)
+        sites.req_to_token_oom(evidence)
+        or sites.larger_than_gpu(evidence)
+        or sites.oversized_forward(evidence, phase)
     )
     if evidence.refusal is not None:
-        extra, suggestions = kv_refusal(evidence)
-        found, lever = dp_auto_fraction(evidence)  # the automatic fraction under DP attention
+        extra, suggestions = memory.kv_refusal(evidence)
+        # the automatic fraction under DP attention
+        found, lever = occupancy.dp_auto_fraction(evidence)
         extra, suggestions = extra + found, _fraction_first(suggestions, lever)
     elif site is not None:
         extra, suggestions = site
     elif phase in (Phase.LOAD, Phase.DIST_INIT):
-        extra, suggestions = load_oom(evidence)
+        extra, suggestions = memory.load_oom(evidence)
     else:
-        extra, suggestions = after_pool_oom(evidence, phase)
+        extra, suggestions = memory.after_pool_oom(evidence, phase)
         if phase in (Phase.WARMUP, Phase.SERVING):
             found, lever = _large_gpu_reserve(evidence)
             extra, suggestions = extra + found, _fraction_first(suggestions, lever)
@@ -249,42 +215,41 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     if not suggestions and site is None and evidence.refusal is None and blocking is None:
         # the lifecycle model's levers, with directions (a site no knob fixes, the Transformers
         # fallback, stands alone)
-        suggestions = stage_levers(phase)
-    said, said_levers, said_words = mention_answer(evidence)
-    held = other_processes(evidence)
-    dropped = after_pool_drop(evidence)
+        suggestions = stages.stage_levers(phase)
+    said, said_levers, said_words = reported.mention_answer(evidence)
+    held = occupancy.other_processes(evidence)
+    dropped = occupancy.after_pool_drop(evidence)
     findings += placed_by_graphs(evidence)
     findings += ([held] if held is not None else []) + extra
     findings += [dropped] if dropped is not None else []
-    findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
+    findings += (
+        memory.site_finding(evidence)
+        + health.free_rose_after_pool(evidence)
+        + pools.serving_notes(evidence)
+    )
     findings += said
     # an OOM text that a known cause besides free memory also prints (its table row names it)
     noted = CRASH_CAUSE.get(str(evidence.oom.values.get("cause"))) if evidence.oom else None
     if noted is not None and evidence.oom is not None:
-        findings.append(cause_finding(noted, evidence.oom, evidence))
+        findings.append(crash.cause_finding(noted, evidence.oom, evidence))
+    head = f"OOM during {PHASE_TEXT[phase]}"
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
-    else:
-        head = f"OOM during {PHASE_TEXT[phase]}"
     # ranked: a root cause an error finding names leads; the amount is the budget's deficit
     loading = phase in (Phase.LOAD, Phase.DIST_INIT) and evidence.refusal is None
-    deficit = load_deficit(evidence, findings) if loading else None
-    cause = root_cause(evidence, findings)
-    if cause is not None:
-        head += f": {cause}"
-        head += f"; {deficit}" if deficit else f"; {g(missing)} short" if missing else ""
-    elif deficit is not None:
-        head += f": {deficit}"
-    elif missing:
-        head += f": {g(missing)} short"
+    deficit = verdicts.load_deficit(evidence, findings) if loading else None
+    cause = verdicts.root_cause(evidence, findings)
+    amount = deficit or (f"{g(missing)} short" if missing else None)
+    leads = [part for part in (cause, amount) if part]
+    head += f": {'; '.join(leads)}" if leads else ""
     oversized = next((f for f in findings if f.id == FindingId.ALLOCATION_EXCEEDS_GPU), None)
     if oversized is not None:
         head += "; one allocation is larger than the whole GPU"
     elif any(f.id == FindingId.OVERSIZED_FORWARD for f in extra):
         head += "; one allocation is a long prefill's working set, with much memory still free"
-    levers = [phrase(s) for s in suggestions if s.value is not None][:2]
+    levers = [verdicts.phrase(s) for s in suggestions if s.value is not None][:2]
     if loading and levers:
-        levers = load_levers(suggestions)
+        levers = verdicts.load_levers(suggestions)
     stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
@@ -294,7 +259,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
             head
             + f"; {g(held.bytes)} of the GPU is held by another process: free it"
             + (
-                f"; else {' or '.join(phrase(s) for s in suggestions[:2])}"
+                f"; else {' or '.join(verdicts.phrase(s) for s in suggestions[:2])}"
                 if loading and suggestions
                 else ", or lower --mem-fraction-static by as much"
             )
@@ -313,12 +278,12 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     elif levers:
         verdict = head + f"; {'else ' if cause else ''}{' or '.join(levers)}"
     elif blocking is not None:
-        verdict = head if cause else head + f"; {root_cause(evidence, [blocking])}"
+        verdict = head if cause else head + f"; {verdicts.root_cause(evidence, [blocking])}"
     elif suggestions:
         # no value without the numbers, but still the change to make, and what would give one
         if phase in (Phase.SERVING, Phase.WARMUP):
-            suggestions = serving_order(evidence, suggestions)
-        verdict = head + unvalued(evidence, suggestions, phase, missing)
+            suggestions = verdicts.serving_order(evidence, suggestions)
+        verdict = head + verdicts.unvalued(evidence, suggestions, phase, missing)
     elif oversized is not None and oversized.message.find("computed wrong") >= 0:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
@@ -327,12 +292,12 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     if said_levers:  # what the paste names leads the phase's levers
         knobs = {s.knob for s in said_levers}
         suggestions = said_levers + [s for s in suggestions if s.knob not in knobs]
-    framework = embedding_framework(evidence)
+    framework = stages.embedding_framework(evidence)
     if framework is not None:
-        named, tail, whole = in_framework(framework, suggestions, evidence, missing)
+        named, tail, whole = stages.in_framework(framework, suggestions, evidence, missing)
         findings += named
         verdict = tail if whole else verdict + tail
-        suggestions = in_framework_words(framework, suggestions)
+        suggestions = stages.in_framework_words(framework, suggestions)
     return _diagnosis(
         evidence,
         outcome="oom",
@@ -345,31 +310,14 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     )
 
 
-def _squeezed(
-    evidence: Evidence, findings: list[Finding], suggestions: list[Suggestion], verdict: str
-) -> Diagnosis:
-    """No fraction fits: an OOM above it, SGLang's refusal below (memledger.diagnosis.reported)."""
-    said, _, _ = mention_answer(evidence)
-    return _diagnosis(
-        evidence,
-        outcome="oom",
-        phase=Phase.KV_SIZING,
-        verdict=verdict,
-        shortfall_bytes=shortfall(evidence),
-        failed_rank=_failed_rank(evidence),
-        findings=findings + said + site_finding(evidence),
-        suggestions=suggestions,
-    )
-
-
 def _large_gpu_reserve(evidence: Evidence) -> tuple[list[Finding], Suggestion | None]:
     """A serving OOM on a GPU the log shows is over 96 GiB, with less outside the KV pool than
     SGLang's own default keeps there (reserve.default_reserve): the finding, and the fraction
     that restores that reserve when it has a value."""
-    outside = outside_pool(evidence)
+    outside = reserve.outside_pool(evidence)
     if outside is None or not outside.known_large:  # only where the log shows such a GPU
         return [], None
-    found, levers = large_gpu_reserve(evidence, Severity.WARNING)
+    found, levers = health.large_gpu_reserve(evidence, Severity.WARNING)
     mfs = (s for s in levers if s.knob == "mem_fraction_static" and isinstance(s.value, float))
     return found, next(mfs, None)
 
@@ -390,12 +338,10 @@ def _fraction_first(suggestions: list[Suggestion], lever: Suggestion | None) -> 
 def _after_startup(evidence: Evidence) -> tuple[list[Finding], list[Finding], list[Suggestion]]:
     """What a startup that got through its graphs left: no or thin headroom, and the graph-memory
     note; their levers (the graphs' after the headroom's, one per knob)."""
-    headroom, suggestions = zero_headroom(evidence)
-    if not headroom:
-        headroom, suggestions = thin_headroom(evidence)
-    graphs, levers = graph_memory(evidence)
+    left, suggestions = health.headroom_after_startup(evidence)
+    graphs, levers = health.graph_memory(evidence)
     knobs = {s.knob for s in suggestions}
-    return headroom, graphs, suggestions + [s for s in levers if s.knob not in knobs]
+    return left, graphs, suggestions + [s for s in levers if s.knob not in knobs]
 
 
 def _ends_in_exception(evidence: Evidence) -> bool:
@@ -426,48 +372,20 @@ def _clip(text: str) -> str:
     return text[: cut if cut > MESSAGE_CLIP // 2 else MESSAGE_CLIP] + " ..."
 
 
-def exception_line(traceback: Event) -> int:
-    """The line of a traceback's exception (the event's own line is its head's)."""
-    at = traceback.values.get("exception_line")
-    return at if isinstance(at, int) else traceback.line
-
-
 def _quoted(event: Event, where: str = "") -> str:
-    """An error's exception and message on one line, clipped, and the line it is on."""
+    """An error's exception and message on one line, clipped, and the line of the exception (a
+    traceback event's own line is its head's)."""
     what = f"{event.values.get('exception') or 'error'}: {event.values.get('message') or ''}"
-    return f"{_clip(what)} ({where}line {exception_line(event)})"
+    at = event.values.get("exception_line")
+    return f"{_clip(what)} ({where}line {at if isinstance(at, int) else event.line})"
 
 
 def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     """SGLang's own pool ran out while serving: the lever is a bigger pool or smaller batches."""
     phase = failure_phase(evidence)  # never unknown: a pool raises only while serving
-    findings, suggestions = pool_ran_out(evidence, event)
-    findings += site_finding(evidence) + serving_notes(evidence)
-    what = "request slots" if event.values.get("pool") == "req_slots" else "KV pool"
-    levers = [phrase(s) for s in suggestions][:2]
-    verdict = (
-        f"SGLang's {what} ran out during {PHASE_TEXT[phase]} (not a GPU allocation); "
-        + " or ".join(levers)
-    )
-    if any(f.id == FindingId.POOL_NOT_FULL for f in findings) and not levers:
-        verdict = f"SGLang's KV pool raised during {PHASE_TEXT[phase]} on a batch its scheduler "
-        verdict += "had admitted: its accounting lost tokens (a leak), not its size; upgrade"
-    elif any(f.id == FindingId.POOL_NOT_FULL for f in findings):
-        found = page_bug(evidence)
-        verdict = (
-            f"SGLang's KV pool raised 'out of memory' during {PHASE_TEXT[phase]} but was not full "
-            f"(more tokens free than asked): its page accounting, not its size; {levers[0]}"
-            + (
-                f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
-                if found
-                else ""
-            )
-        )
-    elif any(f.id == FindingId.SWA_POOL_RAN_OUT for f in findings):
-        verdict = (
-            f"SGLang's KV pool ran out during {PHASE_TEXT[phase]}: one of a hybrid SWA model's "
-            f"two pools, the other had room; {' or '.join(levers)}"
-        )
+    during = f"during {PHASE_TEXT[phase]}"
+    findings, suggestions, verdict = pools.pool_ran_out(evidence, event, during)
+    findings += memory.site_finding(evidence) + pools.serving_notes(evidence)
     return _diagnosis(
         evidence,
         outcome="oom",
@@ -486,8 +404,8 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
     phase = failure_phase(evidence)
     if phase is Phase.UNKNOWN and cause.own_pool:
         phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
-    findings = [cause_finding(cause, event, evidence), *site_finding(evidence)]
-    suggestions = cause_levers(cause)
+    findings = [crash.cause_finding(cause, event, evidence), *memory.site_finding(evidence)]
+    suggestions = crash.cause_levers(cause)
     return _diagnosis(
         evidence,
         outcome="oom",
@@ -520,15 +438,15 @@ def _crash(evidence: Evidence) -> Diagnosis:
         cause = _clip(evidence.ledger.stopped_at or "no traceback in the log")
     exit_event = evidence.exit
     killed = exit_event is not None and bool(exit_event.values.get("killed"))
-    host = host_memory(evidence)
+    host = pools.host_memory(evidence)
     if host is not None:
-        findings.append(host_finding(host, evidence))
-    shm = shm_exhausted(evidence)
+        findings.append(pools.host_finding(host, evidence))
+    shm = crash.shm_exhausted(evidence)
     if shm is not None:
-        findings.append(shm_finding(shm, evidence))
-    hit = known_cause(evidence) if shm is None else None
+        findings.append(crash.shm_finding(shm, evidence))
+    hit = crash.known_cause(evidence) if shm is None else None
     if hit is not None:
-        findings.append(cause_finding(hit[0], hit[1], evidence))
+        findings.append(crash.cause_finding(hit[0], hit[1], evidence))
         if not known and hit[1].values.get("exception"):
             cause = _quoted(hit[1])  # the known error's own line, not the frames pasted after it
     if exit_event is not None and killed:
@@ -543,44 +461,31 @@ def _crash(evidence: Evidence) -> Diagnosis:
                 evidence=[evidence.at(exit_event.line)],
             )
         )
-    at = [evidence.at(traceback.line if traceback else evidence.outcome_line)]
     if shm is not None:
         verdict_end = "the host's shared memory (/dev/shm), not GPU memory: docker --shm-size 32g"
     elif hit is not None:
-        memory = "possibly GPU memory" if hit[0].maybe_memory else "not GPU memory"
-        verdict_end = f"{memory}: {hit[0].fix}"
-    elif host is not None or killed:
-        verdict_end = (
-            "host RAM, not GPU memory"
-            if host is not None
-            else ("killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory")
-        )
-    elif known:
-        findings.append(
-            Finding(
-                id=FindingId.NOT_MEMORY,
-                severity=Severity.INFO,
-                message=f"not a memory problem: {cause}; no out-of-memory text in the log",
-                evidence=at,
-            )
-        )
-        verdict_end = "not a memory problem"
-    else:
-        findings.append(
-            Finding(
-                id=FindingId.ERROR_NOT_IN_LOG,
-                severity=Severity.INFO,
-                message=(
-                    f"the error that ended the startup is not in the log: {cause}; no "
-                    "out-of-memory text either"
-                ),
-                evidence=at,
-            )
-        )
-        verdict_end = "the error is not in the log"
-    findings += site_finding(evidence) + free_rose_after_pool(evidence) + serving_notes(evidence)
+        gpu = "possibly GPU memory" if hit[0].maybe_memory else "not GPU memory"
+        verdict_end = f"{gpu}: {hit[0].fix}"
+    elif host is not None:
+        verdict_end = "host RAM, not GPU memory"
+    elif killed:
+        verdict_end = "killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory"
+    else:  # no cause named: the error the log shows is no memory problem, or it is not shown
+        verdict_end = "not a memory problem" if known else "the error is not in the log"
+        said = f"not a memory problem: {cause}; no out-of-memory text in the log"
+        if not known:
+            said = f"the error that ended the startup is not in the log: {cause}; no "
+            said += "out-of-memory text either"
+        found = FindingId.NOT_MEMORY if known else FindingId.ERROR_NOT_IN_LOG
+        at = [evidence.at(traceback.line if traceback else evidence.outcome_line)]
+        findings.append(Finding(id=found, severity=Severity.INFO, message=said, evidence=at))
+    findings += (
+        memory.site_finding(evidence)
+        + health.free_rose_after_pool(evidence)
+        + pools.serving_notes(evidence)
+    )
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
-    levers = [] if hit is None else cause_levers(hit[0])
+    levers = [] if hit is None else crash.cause_levers(hit[0])
     return _diagnosis(
         evidence,
         outcome="crash",
@@ -613,34 +518,26 @@ def _truncated(evidence: Evidence) -> Diagnosis:
         )
     ]
     if phase is Phase.GRAPH_CAPTURE and where.startswith("during"):
-        findings += capture_point(evidence)[0]
+        findings += memory.capture_point(evidence)[0]
     headroom, graphs, suggestions = _after_startup(evidence)
-    dropped = after_pool_drop(evidence)
-    findings += headroom + graphs + free_rose_after_pool(evidence) + serving_notes(evidence)
+    dropped = occupancy.after_pool_drop(evidence)
+    findings += (
+        headroom + graphs + health.free_rose_after_pool(evidence) + pools.serving_notes(evidence)
+    )
     findings += [dropped] if dropped is not None else []
-    verdict = f"log ends {where}{at}: no error text, outcome unknown"
-    if dropped is not None and not headroom:
-        verdict = (
-            f"log ends {where}{at}, no error text; {g(dropped.bytes)} was taken after the KV pool "
-            "before the graphs, outside its budget (setup after the pool: most often an attention "
-            "backend's workspace)"
-        )
-    if headroom:
-        verdict = f"log ends {where}{at}: {headroom[0].message}"
-        # a valued lever first; else the direction (the paste lacks P)
-        levers = [phrase(s) for s in suggestions if s.value is not None][:1]
-        levers = levers or [phrase(s) for s in suggestions][:1]
-        verdict += f"; {levers[0]}" if levers else ""
-    if graphs and headroom:
-        verdict += f"; {graph_memory_verdict(evidence, graphs[0])}"
-    elif graphs:
-        verdict = f"log ends {where}{at}: {graph_memory_verdict(evidence, graphs[0])}"
+    ends = f"log ends {where}{at}"
     refused = next((f for f in findings if f.id == FindingId.REQUEST_EXCEEDS_POOL), None)
-    if refused is not None and not headroom:
+    if headroom:
+        # a valued lever first; else the direction (the paste lacks P)
+        levers = [verdicts.phrase(s) for s in suggestions if s.value is not None][:1]
+        levers = levers or [verdicts.phrase(s) for s in suggestions][:1]
+        noted = [health.graph_memory_verdict(evidence, graphs[0])] if graphs else []
+        verdict = f"{ends}: {'; '.join([headroom[0].message, *levers, *noted])}"
+    elif refused is not None:
         verdict = (
-            f"log ends {where}{at}: a request was refused as longer than the limit, the smaller "
-            "of the context length and the KV pool; a bigger pool (raise "
-            "--mem-fraction-static) or a longer --context-length accepts it"
+            f"{ends}: a request was refused as longer than the limit, the smaller of the context "
+            "length and the KV pool; a bigger pool (raise --mem-fraction-static) or a longer "
+            "--context-length accepts it"
         )
         suggestions = suggestions or [  # the verdict's lever, not "no knob helps"
             Suggestion(
@@ -655,6 +552,16 @@ def _truncated(evidence: Evidence) -> Diagnosis:
                 ),
             )
         ]
+    elif graphs:
+        verdict = f"{ends}: {health.graph_memory_verdict(evidence, graphs[0])}"
+    elif dropped is not None:
+        verdict = (
+            f"{ends}, no error text; {g(dropped.bytes)} was taken after the KV pool before the "
+            "graphs, outside its budget (setup after the pool: most often an attention backend's "
+            "workspace)"
+        )
+    else:
+        verdict = f"{ends}: no error text, outcome unknown"
     return _diagnosis(
         evidence,
         outcome="truncated",
@@ -667,48 +574,45 @@ def _truncated(evidence: Evidence) -> Diagnosis:
 
 def _ready(evidence: Evidence) -> Diagnosis:
     headroom, graphs, suggestions = _after_startup(evidence)
-    capacity, pool_levers = kv_capacity(evidence)
+    capacity, pool_levers = health.kv_capacity(evidence)
     if pool_levers:  # a pool short of one request: nothing that shrinks it, its levers first
         shrink = {("mem_fraction_static", Direction.LOWER), ("max_total_tokens", Direction.LOWER)}
         kept = [s for s in suggestions if (s.knob, s.direction) not in shrink]
         suggestions = pool_levers + [s for s in kept if s.knob not in {p.knob for p in pool_levers}]
         headroom = capacity + headroom
         capacity = []
-    findings = headroom + graphs + free_rose_after_pool(evidence) + mfs_below_default(evidence)
-    findings += serving_notes(evidence) + capacity
+    findings = (
+        headroom
+        + graphs
+        + health.free_rose_after_pool(evidence)
+        + health.mfs_below_default(evidence)
+    )
+    findings += pools.serving_notes(evidence) + capacity
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
+    outcome = evidence.outcome
     if [f.id for f in warnings] == [FindingId.KV_CAPACITY]:
         # a pool short of one full-context request serves shorter ones: not starved, but said
         verdict = f"{evidence.outcome}: {warnings[0].message.split('; ')[0]}"
-        verdict += f"; {phrase(suggestions[0])}" if suggestions else ""
-        outcome = evidence.outcome
+        verdict += f"; {verdicts.phrase(suggestions[0])}" if suggestions else ""
     elif warnings:
         said = warnings[0].message
         if warnings[0].id == FindingId.KV_CAPACITY:
             said = said.split("; ")[0]  # the rest is the finding's detail
         verdict = f"ready, but starved: {said}"
-        levers = [phrase(s) for s in suggestions if s.value is not None][:1]
+        levers = [verdicts.phrase(s) for s in suggestions if s.value is not None][:1]
         if not levers and suggestions:  # the direction, and what a value needs
-            levers = [f"{phrase(suggestions[0])} ({absent(evidence)})"]
+            levers = [f"{verdicts.phrase(suggestions[0])} ({verdicts.absent(evidence)})"]
         verdict += f"; {levers[0]}" if levers else ""
         outcome = "starved"
-    elif headroom:
-        # it came up and served: a note, not a problem; its lever is for a later OOM only
-        amount = f"{g(headroom[0].bytes)} " if headroom[0].bytes else ""
-        verdict = (
-            f"ready: no memory problem found; note {headroom[0].id}: {amount}below SGLang's "
-            "default reserve"
-        )
-        outcome = evidence.outcome
-    elif graphs:
-        verdict = (
-            f"ready: no memory problem found; note {graph_memory_verdict(evidence, graphs[0])}"
-        )
-        outcome = evidence.outcome
     else:
         verdict = "ready: no memory problem found"
-        outcome = evidence.outcome
+        if headroom:
+            # it came up and served: a note, not a problem; its lever is for a later OOM only
+            amount = f"{g(headroom[0].bytes)} " if headroom[0].bytes else ""
+            verdict += f"; note {headroom[0].id}: {amount}below SGLang's default reserve"
+        elif graphs:
+            verdict += f"; note {health.graph_memory_verdict(evidence, graphs[0])}"
     return _diagnosis(
         evidence,
         outcome=outcome,

@@ -26,6 +26,11 @@ def power_of_two_below(n: int) -> int | None:
     return 1 << ((n - 1).bit_length() - 1) if n >= 2 else None
 
 
+def half(value: int | None) -> int | None:
+    """Half a count, rounded up (None stays None: no value to halve)."""
+    return math.ceil(value / 2) if value else None
+
+
 def g(byte_count: int | float | None) -> str:
     """`2.40 GiB`."""
     return "an unknown amount" if byte_count is None else f"{byte_count / GIB:.2f} GiB"

@@ -37,12 +37,8 @@ def frames_of(traceback: Event) -> list[Frame]:
     return frames
 
 
-def is_sglang_frame(frame: Frame) -> bool:
-    return frame.path.startswith("srt/")
-
-
 def innermost_sglang_frame(traceback: Event) -> Frame | None:
-    return next((f for f in reversed(frames_of(traceback)) if is_sglang_frame(f)), None)
+    return next((f for f in reversed(frames_of(traceback)) if f.path.startswith("srt/")), None)
 
 
 @dataclass(frozen=True)
@@ -268,14 +264,8 @@ def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None
     reported = by_kind.get(EventKind.REPORTED, [])
     exits = by_kind.get(EventKind.PROCESS_EXIT, [])
     server_args: dict[str, object] = dict(startup.server_args)
-    command = next(
-        (
-            e
-            for e in events
-            if e.kind is EventKind.SERVER_ARGS and e.values.get("form") == "command"
-        ),
-        None,
-    )
+    settings = by_kind.get(EventKind.SERVER_ARGS, [])
+    command = next((e for e in settings if e.values.get("form") == "command"), None)
     return Evidence(
         path=parsed.path,
         rank=startup.rank,

@@ -139,12 +139,24 @@ def _free_after_startup(evidence: Evidence) -> tuple[int, int, str] | None:
     return last.avail_bytes, last.line, last.id
 
 
-def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
-    """No free memory left once startup is done: the first batch's activations will OOM."""
+def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
+    """What a startup left free once done. No free memory: the first batch's activations will
+    OOM. Some free, but less outside the KV pool than SGLang's own default keeps there at this
+    release, on a GPU over 96 GiB: the headroom serving batches run out of; a note (the startup
+    survived) whose lever is conditional on a later OOM, and on the release where the log's is not
+    one the reserve can be computed for."""
     after = _free_after_startup(evidence)
-    if after is None or after[0] >= ZERO_HEADROOM:
+    if after is None:
         return [], []
     free, line, point = after
+    if free >= ZERO_HEADROOM:
+        outside = outside_pool(evidence)
+        if outside is None or (not outside.known_large and free < HEADROOM_TARGET_CAP):
+            # the GPU's size is not in the paste: only a startup that meets the tuning guide's
+            # 5 GiB can be short of the large-GPU reserve alone (below 5 GiB is another question)
+            return [], []
+        free_text = "" if outside.after_graphs else f", {g(free)} free after startup"
+        return large_gpu_reserve(evidence, Severity.INFO, free_text)
     finding = Finding(
         id=FindingId.ZERO_HEADROOM,
         severity=Severity.WARNING,
@@ -168,23 +180,6 @@ def zero_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     return [finding], suggestions or stage_levers(Phase.SERVING, bound=True)
 
 
-def thin_headroom(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
-    """Startup done with some memory free, but less outside the KV pool than SGLang's own default
-    keeps there at this release, on a GPU over 96 GiB: the headroom serving batches run out of.
-    A note (the startup survived) whose lever is conditional on a later OOM; conditional on the
-    release where the log's is not one the reserve can be computed for."""
-    after = _free_after_startup(evidence)
-    if after is None or after[0] < ZERO_HEADROOM:
-        return [], []
-    outside = outside_pool(evidence)
-    if outside is None or (not outside.known_large and after[0] < HEADROOM_TARGET_CAP):
-        # the GPU's size is not in the paste: only a startup that meets the tuning guide's
-        # 5 GiB can be short of the large-GPU reserve alone (below 5 GiB is another question)
-        return [], []
-    free_text = "" if outside.after_graphs else f", {g(after[0])} free after startup"
-    return large_gpu_reserve(evidence, Severity.INFO, free_text)
-
-
 LATER_OOM = "serving runs out of memory later"
 """A ready startup's lever is conditional: it came up and served; the note says what to do if
 it does not keep serving."""
@@ -204,15 +199,23 @@ def large_gpu_reserve(
     short = f"{g(missing)} below" if reserve.low == reserve.high else f"at least {g(missing)} below"
     kept = f"{reserve.shown} SGLang's default keeps there {reserve.text}"
     head = f"{g(outside.bytes)} outside the KV pool ({outside.text}{free_text}): "
-    if reserve.condition:
+    message = f"{head}{short} the {kept}"
+    reason = (
+        f"SGLang's default keeps {reserve.shown} outside the static pool for activations "
+        f"and graphs {reserve.text}: {g(missing)} must move to restore it"
+    )
+    if reserve.condition:  # the release is open: the 0.4.x large-GPU rule is a condition
         where = (
             f"this GPU is over 96 GiB; if {reserve.condition}"
             if outside.known_large
             else f"if this GPU is over 96 GiB and {reserve.condition}"
         )
         message = f"{head}{where}, that is {short} the {kept}"
-    else:
-        message = f"{head}{short} the {kept}"
+        reason = (
+            f"SGLang's default keeps {reserve.shown} outside the static pool on a GPU over 96 GiB "
+            f"(15 GB for activations + 3 GB for the bs-256 graphs; {RESERVE_SOURCE}), or serving "
+            f"batches run out of memory: {g(missing)} must move"
+        )
     if not outside.known_large:
         message += "; the paste does not show the GPU's size"
     finding = Finding(
@@ -222,17 +225,6 @@ def large_gpu_reserve(
         bytes=missing,
         evidence=[evidence.at(outside.line)],
     )
-    if reserve.condition:
-        reason = (
-            f"SGLang's default keeps {reserve.shown} outside the static pool on a GPU over 96 GiB "
-            f"(15 GB for activations + 3 GB for the bs-256 graphs; {RESERVE_SOURCE}), or serving "
-            f"batches run out of memory: {g(missing)} must move"
-        )
-    else:
-        reason = (
-            f"SGLang's default keeps {reserve.shown} outside the static pool for activations "
-            f"and graphs {reserve.text}: {g(missing)} must move to restore it"
-        )
     conditions = [LATER_OOM] if severity is Severity.INFO else []
     conditions += [reserve.condition] if reserve.condition else []
     prefix = f"if {' and '.join(conditions)}: " if conditions else ""

@@ -8,13 +8,12 @@ mfs by d frees d x P for everything sized after the pool, and the weights fit on
 
 from __future__ import annotations
 
-import math
-
 from memledger.diagnosis.arithmetic import (
     above_step,
     floor_step,
     g,
     gib_ceil,
+    half,
     next_power_of_two,
     power_of_two_below,
 )
@@ -67,6 +66,16 @@ def _float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+_OOM_SIZES = {
+    "requested": ": asked for {}",
+    "free": " with {} free",
+    "capacity": " of {}",
+    "allocated": "; {} allocated by PyTorch",
+    "private_pools": " ({} in private pools: CUDA graphs)",
+}
+"""How the OOM finding says each size the allocator's text printed, in this order."""
+
+
 def oom_findings(evidence: Evidence) -> list[Finding]:
     """What the allocator's own message says, rank by rank."""
     oom = evidence.oom
@@ -79,22 +88,12 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
         # a text that names no device (torch_memory_saver's, a runtime's error code) says none
         where = f"{oom.values['device']} runtime" if "device" in oom.values else "runtime"
         device = f" ({where}: {oom.values['runtime']})"
-    parts = [f"{rank} ran out of GPU memory{device}"]
-    if "requested" in sizes:
-        parts.append(f": asked for {_t(oom, 'requested')}")
-    if "free" in sizes:
-        parts.append(f" with {_t(oom, 'free')} free")
-    if "capacity" in sizes:
-        parts.append(f" of {_t(oom, 'capacity')}")
-    if "allocated" in sizes:
-        parts.append(f"; {_t(oom, 'allocated')} allocated by PyTorch")
-    if "private_pools" in sizes:
-        parts.append(f" ({_t(oom, 'private_pools')} in private pools: CUDA graphs)")
+    said = [form.format(sizes[key].text) for key, form in _OOM_SIZES.items() if key in sizes]
     findings = [
         Finding(
             id=FindingId.OOM_MESSAGE,
             severity=Severity.ERROR,
-            message="".join(parts),
+            message="".join([f"{rank} ran out of GPU memory{device}", *said]),
             bytes=shortfall(evidence),
             evidence=[evidence.at(oom.line)],
         )
@@ -376,12 +375,9 @@ def capture_point(evidence: Evidence) -> tuple[list[Finding], int | None, list[i
     if isinstance(tokens, int):
         where += f" at num_tokens={tokens}"
     if failing_bs is not None:
-        position = (
-            f" (bucket {sizes[::-1].index(failing_bs) + 1} of {len(sizes)})"
-            if (failing_bs in sizes)
-            else ""
-        )
-        where += f" at bs={failing_bs}{position}"
+        where += f" at bs={failing_bs}"
+    if failing_bs is not None and failing_bs in sizes:
+        where += f" (bucket {sizes[::-1].index(failing_bs) + 1} of {len(sizes)})"
     free = bar.sizes.get("avail") if bar is not None else None
     free = free or begin.sizes.get("avail")
     message = f"capturing {where}" + (f", {free.text} free at that point" if free else "")
@@ -497,10 +493,6 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
     ]
 
 
-def _half(value: int | None) -> int | None:
-    return math.ceil(value / 2) if value else None
-
-
 def _knobs(suggestions: list[Suggestion]) -> set[str]:
     return {s.knob for s in suggestions}
 
@@ -515,6 +507,7 @@ def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
     at = evidence.at(batch.line)
     usage = batch.values.get("token_usage")
     pool = f", KV pool {float(usage):.0%} used" if isinstance(usage, (int, float)) else ""
+    one = batch.values.get("new_seq") == 1  # the cap admits one request whatever its length
     levers: list[Suggestion] = []
     for lever in SERVING_BATCH_LEVERS.get(stage, ()):
         if lever.knob == "mem_fraction_static":
@@ -528,12 +521,10 @@ def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
         if not isinstance(logged, int) or logged < 2:
             continue
         value = power_of_two_below(logged)
-        one = lever.knob == "max_prefill_tokens" and batch.values.get("new_seq") == 1
-        note = (
-            "; it was one request, which the cap admits whatever its length: the chunk splits it"
-            if one
-            else ""
-        )
+        note = ""
+        if one and lever.knob == "max_prefill_tokens":
+            note = "; it was one request, which the cap admits whatever its length: the chunk "
+            note += "splits it"
         levers.append(
             Suggestion(
                 knob=lever.knob,
@@ -545,7 +536,7 @@ def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
                 ),
             )
         )
-    if levers and levers[0].knob == "max_prefill_tokens" and batch.values.get("new_seq") == 1:
+    if one and levers and levers[0].knob == "max_prefill_tokens":
         levers.reverse()  # one request: the chunk first
     return levers
 
@@ -564,7 +555,7 @@ def _batch_levers(evidence: Evidence) -> list[Suggestion]:
         levers.append(model_lever("chunked_prefill_size", before=halves, value=value))
     running = evidence.int_param("max_running_requests")
     vlm = "a VLM's image encoder runs over the batch's images too"
-    levers.append(model_lever("max_running_requests", after=vlm, value=_half(running)))
+    levers.append(model_lever("max_running_requests", after=vlm, value=half(running)))
     if len(levers) == 1 and (evidence.traceback is None or not frames_of(evidence.traceback)):
         # no frames: prefill or decode is not in the paste, so both of the guide's levers
         unset = "if the OOM was in a prefill (--chunked-prefill-size is not in the log)"

@@ -96,10 +96,6 @@ def headroom_floor_step(evidence: Evidence, missing: int | None, phase: Phase) -
     return round(math.ceil(round(needed / capacity.bytes / MFS_STEP, 9)) * MFS_STEP, 4)
 
 
-def _enabled(value: object) -> bool:
-    return value is True or value == "True"
-
-
 def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | None]:
     """A KV refusal under DP attention where the fraction may be SGLang's automatic one: that
     one reserved prefill activations for the undivided chunk (sglang#28884); the fraction to set
@@ -108,7 +104,8 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
     dp = evidence.int_param("dp_size")
     chunk = evidence.int_param("chunked_prefill_size")
     mfs = evidence.param("mem_fraction_static")
-    if evidence.refusal is None or not _enabled(evidence.param("enable_dp_attention")):
+    attention = evidence.param("enable_dp_attention")  # a bool, or its text in a pasted command
+    if evidence.refusal is None or (attention is not True and attention != "True"):
         return [], None
     if dp is None or dp <= 1 or chunk is None or chunk <= 0 or not isinstance(mfs, float):
         return [], None

@@ -100,25 +100,23 @@ def _placed(evidence: Evidence) -> Phase:
     if phase is None:
         phase = milestone(evidence)[0]
     declared = evidence.oom.values.get("phase") if evidence.oom is not None else None
-    if phase is Phase.UNKNOWN and declared in set(Phase):
-        phase = Phase(str(declared))  # an error text only one phase prints names it
-    if phase is Phase.UNKNOWN and any(
-        e.values.get("shape") in SERVING_SHAPES for e in evidence.exhausted
-    ):
-        phase = Phase.SERVING  # a request was refused or retracted: the server was serving
-    if phase is Phase.UNKNOWN and evidence.serving_batch is not None:
-        phase = Phase.SERVING  # a serving batch was logged before the failure
-    traceback = evidence.traceback
-    if (
-        phase is Phase.UNKNOWN
-        and traceback is not None
-        and str(traceback.values.get("message") or "").startswith(CAPTURE_FAILED_TEXT)
-    ):
-        phase = Phase.GRAPH_CAPTURE  # SGLang's own re-raise names the phase
+    said = str(evidence.traceback.values.get("message") or "") if evidence.traceback else ""
     cause = _cause_phase(evidence)  # the phase whose check prints the text
-    if phase is Phase.UNKNOWN and cause is not None:
-        phase = cause
-    elif cause is Phase.DIST_INIT and phase is Phase.GRAPH_CAPTURE:
+    weaker = (  # what else places it, strongest first
+        # an error text only one phase prints names it
+        Phase(str(declared)) if declared in set(Phase) else None,
+        # a request was refused or retracted, or a serving batch logged: the server was serving
+        Phase.SERVING
+        if any(e.values.get("shape") in SERVING_SHAPES for e in evidence.exhausted)
+        or evidence.serving_batch is not None
+        else None,
+        # SGLang's own re-raise names the phase
+        Phase.GRAPH_CAPTURE if said.startswith(CAPTURE_FAILED_TEXT) else None,
+        cause,
+    )
+    if phase is Phase.UNKNOWN:
+        phase = next((p for p in weaker if p is not None), Phase.UNKNOWN)
+    if cause is Phase.DIST_INIT and phase is Phase.GRAPH_CAPTURE:
         # a distributed-init check after the target's graphs: the only later dist init in the
         # lifecycle is the speculative draft worker's (memledger.sglang.lifecycle)
         last = milestone(evidence)[1]

@@ -5,13 +5,12 @@ has the opposite lever of an allocator OOM, or no GPU lever at all.
 
 from __future__ import annotations
 
-import math
-
-from memledger.diagnosis.arithmetic import floor_step, g
+from memledger.diagnosis.arithmetic import floor_step, g, half
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
 from memledger.diagnosis.stages import model_lever
+from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
     ADMITTED_RAISE,
@@ -25,7 +24,7 @@ from memledger.sglang.failure_rules import (
     SWA_RATIO_CITATION,
     Phase,
 )
-from memledger.sglang.known_bugs import KnownBug, bug_words, known_bug
+from memledger.sglang.known_bugs import bug_words, known_bug
 
 
 def pool_failure(evidence: Evidence) -> Event | None:
@@ -45,8 +44,13 @@ def host_memory(evidence: Evidence) -> Event | None:
     return next((e for e in evidence.exhausted if e.values.get("pool") == "host"), None)
 
 
-def pool_ran_out(evidence: Evidence, event: Event) -> Result:
-    """A pool sized at startup is full: a bigger pool or fewer tokens at once, never less mfs."""
+Answer = tuple[list[Finding], list[Suggestion], str]
+"""A pool's findings, levers and verdict."""
+
+
+def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
+    """A pool sized at startup is full (`during` a phase): a bigger pool or fewer tokens at once,
+    never less mfs; or it raised with room, which is not its size."""
     shape = str(event.values.get("shape"))
     if shape == "admitted":  # the scheduler had admitted the batch by its own count: no size lever
         message = f"SGLang's KV pool raised on a batch its scheduler had admitted: {ADMITTED_RAISE}"
@@ -54,39 +58,33 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
         finding = Finding(
             id=FindingId.POOL_NOT_FULL, severity=Severity.ERROR, message=message, evidence=at
         )
-        return [finding], []
+        verdict = f"SGLang's KV pool raised {during} on a batch its scheduler had admitted: its "
+        return [finding], [], verdict + "accounting lost tokens (a leak), not its size; upgrade"
+    what = "KV pool"
     if event.values.get("pool") == "req_slots":
+        what = "request slots"
         message = (
             "SGLang ran out of request slots (alloc_req_slots): more requests were admitted than "
             "the request-to-token table has rows; SGLang's own advice is a smaller "
             "--max-running-requests"
         )
         levers = [
-            Suggestion(
-                knob="max_running_requests",
-                direction=Direction.LOWER,
-                value=_half(evidence.int_param("max_running_requests")),
-                why=f"fewer requests than table rows ({POOL_RAN_OUT_CITATION})",
-            )
+            _fewer_requests(evidence, f"fewer requests than table rows ({POOL_RAN_OUT_CITATION})")
         ]
     else:
         counts = _counts(evidence, event)
-        not_full = _not_full(evidence, event, counts)
+        not_full = _not_full(evidence, event, counts, during)
         if not_full is not None:
             return not_full
         asked = counts.get("asked", event.values.get("tokens"))
         free = counts.get("available")
+        counted = f" ({asked:,} tokens asked for)" if isinstance(asked, int) else ""
+        if isinstance(asked, int) and free is not None:
+            counted = f" ({free:,} tokens free for {asked:,} asked)"
         message = (
-            f"SGLang's KV pool was full at {shape}"
-            + (
-                f" ({free:,} tokens free for {asked:,} asked)"
-                if isinstance(asked, int) and free is not None
-                else f" ({asked:,} tokens asked for)"
-                if isinstance(asked, int)
-                else ""
-            )
-            + ": the pool sized at startup, not the allocator, ran out; a bigger pool or "
-            "fewer tokens at once helps, a lower --mem-fraction-static makes it worse"
+            f"SGLang's KV pool was full at {shape}{counted}: the pool sized at startup, not the "
+            "allocator, ran out; a bigger pool or fewer tokens at once helps, a lower "
+            "--mem-fraction-static makes it worse"
         )
         pre = evidence.budget.pre_load
         gain = f"; each 0.01 adds about {g(pre.avail_bytes * 0.01)} of KV" if pre else ""
@@ -118,7 +116,8 @@ def pool_ran_out(evidence: Evidence, event: Event) -> Result:
         message=message,
         evidence=[evidence.at(event.line)],
     )
-    return [finding], levers
+    said = " or ".join(phrase(s) for s in levers[:2])
+    return [finding], levers, f"SGLang's {what} ran out {during} (not a GPU allocation); {said}"
 
 
 def _counts(evidence: Evidence, event: Event) -> dict[str, int]:
@@ -138,7 +137,9 @@ def _counts(evidence: Evidence, event: Event) -> dict[str, int]:
     return counts
 
 
-def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Result | None:
+def _not_full(
+    evidence: Evidence, event: Event, counts: dict[str, int], during: str
+) -> Answer | None:
     """The raise printed more tokens free than it asked for: not the pool's size. One pool with
     room is SGLang's page accounting; a hybrid SWA model's sliding-window pool short while the
     full pool has room is the split between the two (--swa-full-tokens-ratio)."""
@@ -154,7 +155,10 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
             if page and page > 1
             else ""
         )
-        found = page_bug(evidence)
+        # the known defect of the log's release that makes a pool with room raise, if it may
+        # have one (memledger.sglang.known_bugs)
+        version = evidence.sizing.version if evidence.sizing is not None else None
+        found = known_bug("pool_not_full", version, evidence.server_args)
         message = (
             f"SGLang's KV pool was not full: {free:,} tokens free for the {asked:,} asked{pages}. "
             f"The raise is its page accounting: {PAGE_ACCOUNTING_CITATION}"
@@ -167,11 +171,16 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
             why="at --page-size 1 a decode step takes one token a request, never a whole page"
             + (f"; or run {found[0].fixed_in} or later ({found[0].fix})" if found else ""),
         )
-        return [
-            Finding(
-                id=FindingId.POOL_NOT_FULL, severity=Severity.ERROR, message=message, evidence=at
-            )
-        ], [lever]
+        verdict = (
+            f"SGLang's KV pool raised 'out of memory' {during} but was not full (more tokens free "
+            f"than asked): its page accounting, not its size; {phrase(lever)}"
+        )
+        if found:
+            verdict += f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
+        finding = Finding(
+            id=FindingId.POOL_NOT_FULL, severity=Severity.ERROR, message=message, evidence=at
+        )
+        return [finding], [lever], verdict
     full, swa = counts.get("available_full"), counts.get("available_swa")
     if full is None or swa is None or (full >= asked) == (swa >= asked):
         return None
@@ -193,27 +202,23 @@ def _not_full(evidence: Evidence, event: Event, counts: dict[str, int]) -> Resul
     finding = Finding(
         id=FindingId.SWA_POOL_RAN_OUT, severity=Severity.ERROR, message=message, evidence=at
     )
-    return [finding], [lever, _fewer_requests(evidence)]
+    levers = [lever, _fewer_requests(evidence)]
+    verdict = (
+        f"SGLang's KV pool ran out {during}: one of a hybrid SWA model's two pools, the other "
+        f"had room; {' or '.join(phrase(s) for s in levers)}"
+    )
+    return [finding], levers, verdict
 
 
-def page_bug(evidence: Evidence) -> tuple[KnownBug, str] | None:
-    """The known defect of the log's release that makes a pool with room raise, if it may have
-    one (memledger.sglang.known_bugs)."""
-    version = evidence.sizing.version if evidence.sizing is not None else None
-    return known_bug("pool_not_full", version, evidence.server_args)
-
-
-def _half(value: int | None) -> int | None:
-    return math.ceil(value / 2) if value else None
-
-
-def _fewer_requests(evidence: Evidence) -> Suggestion:
+def _fewer_requests(
+    evidence: Evidence, why: str = "fewer requests in a batch hold fewer KV tokens at once"
+) -> Suggestion:
     """Half the running requests: a full pool's lever besides a bigger pool."""
     return Suggestion(
         knob="max_running_requests",
         direction=Direction.LOWER,
-        value=_half(evidence.int_param("max_running_requests")),
-        why="fewer requests in a batch hold fewer KV tokens at once",
+        value=half(evidence.int_param("max_running_requests")),
+        why=why,
     )
 
 

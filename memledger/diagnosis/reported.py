@@ -130,7 +130,8 @@ def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] |
 def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] | None:
     """Raising the fraction ran out of memory after the pool and lowering it left no KV budget
     (an OOM and SGLang's refusal in one paste): no fraction fits both, so the answer is what
-    shrinks the weights a rank or what comes after the pool, with the typed values' arithmetic."""
+    shrinks the weights a rank or what comes after the pool, with the typed values' arithmetic;
+    the findings end with what else the paste names."""
     if evidence.refusal is None or not _oom_besides_refusal(evidence):
         return None
     values = typed(evidence, FRACTION)
@@ -174,7 +175,7 @@ def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] 
             else ""
         )
     )
-    return findings, suggestions, verdict
+    return findings + mention_answer(evidence)[0], suggestions, verdict
 
 
 def _oom_besides_refusal(evidence: Evidence) -> bool:

@@ -102,20 +102,14 @@ def in_framework(
     (the trainer's OOM: SGLang's phase talk does not apply)."""
     named = [(s, framework.knobs[s.knob]) for s in suggestions if s.knob in framework.knobs]
     at = [evidence.at(evidence.traceback.line)] if evidence.traceback else []
+    beside = ", beside its trainer on the same GPUs" if framework.beside_trainer else ""
+    settings = "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
+    settings = settings or "its settings are SGLang's"
     findings = [
         Finding(
             id=FindingId.EMBEDDED_IN_FRAMEWORK,
             severity=Severity.INFO,
-            message=(
-                f"SGLang runs inside {framework.name}"
-                + (", beside its trainer on the same GPUs: " if framework.beside_trainer else ": ")
-                + (
-                    "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
-                    if named
-                    else "its settings are SGLang's"
-                )
-                + f" ({framework.source})"
-            ),
+            message=f"SGLang runs inside {framework.name}{beside}: {settings} ({framework.source})",
             evidence=at,
         )
     ]
@@ -136,13 +130,12 @@ def in_framework(
                 evidence=at,
             )
         )
-        return (
-            findings,
-            f"OOM in {framework.name}'s trainer ({trainer}), not in SGLang"
-            + (f": {g(missing)} short" if missing else "")
-            + f"; lower the trainer's memory (its own settings), or lower {share} to leave it more",
-            True,
+        tail = f"OOM in {framework.name}'s trainer ({trainer}), not in SGLang"
+        tail += f": {g(missing)} short" if missing else ""
+        tail += (
+            f"; lower the trainer's memory (its own settings), or lower {share} to leave it more"
         )
+        return findings, tail, True
     if not named:
         return findings, "", False
     # the share first: the frameworks' usual fix (memledger.sglang.frameworks)

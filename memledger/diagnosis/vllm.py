@@ -12,7 +12,8 @@ arithmetic and where its numbers came from.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, FindingId, Severity, Suggestion
 from memledger.input.vllm_facts import Fact
@@ -29,19 +30,34 @@ def _g(value: float) -> str:
     return f"{value / GIB:,.2f} GiB"
 
 
-def _at(log: VllmLog, fact: Fact | Reading | None) -> list[str]:
-    line = None if fact is None else fact.line
-    return [] if line is None else [f"{log.path}:{line}"]
+@dataclass
+class _Case:
+    """One vLLM startup as the failure rules read it: what they read, what they found."""
+
+    log: VllmLog
+    startup: Startup
+    facts: Mapping[str, Fact]
+    sizing: VllmSizing
+    error: Reading | None
+    """The failure text that decides (not `EngineCore failed to start`), if any."""
+    findings: list[Finding] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+
+    def at(self, fact: Fact | Reading | None) -> list[str]:
+        line = None if fact is None else fact.line
+        return [] if line is None else [f"{self.log.path}:{line}"]
+
+    def bytes(self, name: str) -> int | None:
+        fact = self.facts.get(name)
+        return None if fact is None else fact.bytes
+
+    def number(self, name: str) -> float | None:
+        fact = self.facts.get(name)
+        return None if fact is None or isinstance(fact.value, str) else float(fact.value)
 
 
-def _bytes(facts: Mapping[str, Fact], name: str) -> int | None:
-    fact = facts.get(name)
-    return None if fact is None else fact.bytes
-
-
-def _number(facts: Mapping[str, Fact], name: str) -> float | None:
-    fact = facts.get(name)
-    return None if fact is None or isinstance(fact.value, str) else float(fact.value)
+Answer = tuple[Phase, str, int | None]
+"""A failure rule's phase, verdict and shortfall (bytes, where the log gives the numbers)."""
 
 
 def diagnose_vllm(
@@ -54,21 +70,14 @@ def diagnose_vllm(
     """The diagnosis of one vLLM startup."""
     errors = startup.errors
     ids = [r.error.id for r in errors if r.error is not None]
-    findings: list[Finding] = []
-    suggestions: list[Suggestion] = []
-    findings += _suggestion_audit(log, facts, sizing)
-    phase, verdict, shortfall = Phase.UNKNOWN, "", None
     main = next((r for r in errors if r.error is not None and r.error.id != "engine_failed"), None)
+    case = _Case(log, startup, facts, sizing, main)
+    case.findings += _suggestion_audit(case)
+    phase, verdict, shortfall = Phase.UNKNOWN, "", None
     kv = facts.get("kv_cache_gib")
-    failure = main.error.id if main is not None and main.error is not None else None
-    if main is not None and failure == "free_memory":
-        phase, verdict, shortfall = _free_memory(log, facts, main, findings, suggestions)
-    elif main is not None and failure == "max_seq_len_v1":
-        phase, verdict, shortfall = _max_len_v1(log, facts, main, findings, suggestions)
-    elif main is not None and failure == "max_seq_len_v0":
-        phase, verdict, shortfall = _max_len_v0(log, facts, sizing, main, findings, suggestions)
-    elif main is not None and failure in ("torch_oom", "cuda_error_oom"):
-        phase, verdict, shortfall = _oom(log, startup, facts, main, findings, suggestions)
+    rule = _FAILURES.get(main.error.id) if main is not None and main.error is not None else None
+    if rule is not None:
+        phase, verdict, shortfall = rule(case)
     elif (
         "no_cache_memory" in ids
         or startup.blocks_zero()
@@ -76,14 +85,14 @@ def diagnose_vllm(
             kv is not None and kv.bytes is not None and kv.bytes <= 0 and startup.outcome == "error"
         )
     ):
-        phase, verdict, shortfall = _no_cache(log, facts, errors, findings, suggestions)
+        phase, verdict, shortfall = _no_cache(case)
     elif startup.outcome == "error" and kv is not None and "kv_tokens" not in facts:
-        phase, verdict = _after_kv(log, facts, findings, suggestions)
+        phase, verdict, shortfall = _after_kv(case)
     elif startup.outcome == "error":
         verdict = "startup failed; the log holds no memory figure or failure text that says why"
     else:
-        verdict = _healthy(ledger, facts, startup)
-        findings += _thin_headroom(log, ledger)
+        verdict = _healthy(case)
+        case.findings += _thin_headroom(log, ledger)
     outcome = "crash" if startup.outcome == "error" else startup.outcome
     return Diagnosis(
         path=log.path,
@@ -93,8 +102,8 @@ def diagnose_vllm(
         verdict=verdict,
         shortfall_bytes=shortfall,
         failed_rank=main.tag or None if main is not None else None,
-        findings=findings,
-        suggestions=suggestions,
+        findings=case.findings,
+        suggestions=case.suggestions,
     )
 
 
@@ -115,47 +124,41 @@ def _levers(failure: str, valued: Valued | None = None, **words: str) -> list[Su
     return found
 
 
-def _utilization_value(
-    facts: Mapping[str, Fact], more: int, *, lower: bool = False
+def _utilization(
+    case: _Case, more: int, reason: str, *, lower: bool = False
 ) -> tuple[float | None, str]:
-    """gpu_memory_utilization moved by `more` bytes of budget (rounded outward to 0.01)."""
-    total, util = _bytes(facts, "total_gpu_gib"), _number(facts, "gpu_memory_utilization")
+    """gpu_memory_utilization moved by `more` bytes of budget (rounded outward to 0.01), with
+    its working after `reason`."""
+    total, util = case.bytes("total_gpu_gib"), case.number("gpu_memory_utilization")
     if total is None or util is None:
         missing = " and ".join(
             n for n, v in (("the total GPU memory", total), ("the utilization", util)) if v is None
         )
-        return None, f"the log prints not {missing}: each 0.01 is 1 % of the GPU's memory"
+        return None, f"{reason}: the log prints not {missing}: each 0.01 is 1 % of the GPU's memory"
     delta = more / total
     value = util - delta if lower else util + delta
     value = math.floor(value * 100) / 100 if lower else math.ceil(value * 100) / 100
     return min(max(value, 0.01), 1.0), (
-        f"{util:g} {'-' if lower else '+'} {_g(more)} / {_g(total)} total = "
+        f"{reason}: {util:g} {'-' if lower else '+'} {_g(more)} / {_g(total)} total = "
         f"{util - delta if lower else util + delta:.4f}, rounded {'down' if lower else 'up'}"
     )
 
 
-def _free_memory(
-    log: VllmLog,
-    facts: Mapping[str, Fact],
-    error: Reading,
-    findings: list[Finding],
-    suggestions: list[Suggestion],
-) -> tuple[Phase, str, int | None]:
-    free, total = _bytes(facts, "free_gib"), _bytes(facts, "total_gpu_gib")
-    requested = _bytes(facts, "requested_gib")
-    util = _number(facts, "gpu_memory_utilization")
+def _free_memory(case: _Case) -> Answer:
+    free, total = case.bytes("free_gib"), case.bytes("total_gpu_gib")
+    requested = case.bytes("requested_gib")
+    util = case.number("gpu_memory_utilization")
     shortfall = None if free is None or requested is None else requested - free
-    evidence = _at(log, error)
     if free is not None and total is not None:
         others = total - free
-        findings.append(
+        case.findings.append(
             Finding(
                 id=FindingId.IN_USE_AT_START,
                 severity=Severity.ERROR,
                 message=f"{_g(others)} of the {_g(total)} GPU was in use before vLLM started "
                 "(another process, or an earlier engine still holding memory)",
                 bytes=others,
-                evidence=evidence,
+                evidence=case.at(case.error),
             )
         )
         value = math.floor(free / total * 100) / 100
@@ -164,7 +167,7 @@ def _free_memory(
             "total x utilization of the free memory (v0.10.2 vllm/v1/worker/gpu_worker.py:176-189)"
             f"; or free the {_g(others)} others hold"
         )
-        suggestions += _levers("free_memory", {"gpu_memory_utilization": (value, why)})
+        case.suggestions += _levers("free_memory", {"gpu_memory_utilization": (value, why)})
     verdict = (
         f"vLLM refused to start: {_g(free or 0)} free, the budget asks "
         f"{_g(requested or 0)} ({util:g} of the GPU)"
@@ -174,27 +177,20 @@ def _free_memory(
     return Phase.DEVICE_CHECK, verdict, shortfall
 
 
-def _max_len_v1(
-    log: VllmLog,
-    facts: Mapping[str, Fact],
-    error: Reading,
-    findings: list[Finding],
-    suggestions: list[Suggestion],
-) -> tuple[Phase, str, int | None]:
-    needed, available = _bytes(facts, "kv_needed_gib"), _bytes(facts, "kv_cache_gib")
-    max_len = _number(facts, "max_model_len")
-    estimate = _number(facts, "estimated_max_model_len")
+def _max_len_v1(case: _Case) -> Answer:
+    needed, available = case.bytes("kv_needed_gib"), case.bytes("kv_cache_gib")
+    max_len = case.number("max_model_len")
+    estimate = case.number("estimated_max_model_len")
     shortfall = None if needed is None or available is None else needed - available
-    evidence = _at(log, error)
     if shortfall is not None:
-        findings.append(
+        case.findings.append(
             Finding(
                 id=FindingId.KV_SHORT_OF_ONE_REQUEST,
                 severity=Severity.ERROR,
                 message=f"one request of {int(max_len or 0):,} tokens needs {_g(needed or 0)} "
                 f"of KV cache; the budget left {_g(available or 0)} ({_g(shortfall)} short)",
                 bytes=shortfall,
-                evidence=evidence,
+                evidence=case.at(case.error),
             )
         )
     valued: Valued = {}
@@ -210,32 +206,23 @@ def _max_len_v1(
             f"{int(max_len):,} x {_g(available)} available / {_g(needed)} needed",
         )
     if shortfall:
-        util_value, why = _utilization_value(facts, shortfall)
-        why = f"the budget must grow by the shortfall {_g(shortfall)}: {why}"
-        valued["gpu_memory_utilization"] = (util_value, why)
-    suggestions += _levers("max_seq_len_v1", valued)
-    verdict = (
-        f"KV cache too small for one max-length request: {_g(shortfall)} short"
-        if shortfall is not None
-        else "KV cache too small for one max-length request"
-    )
+        why = f"the budget must grow by the shortfall {_g(shortfall)}"
+        valued["gpu_memory_utilization"] = _utilization(case, shortfall, why)
+    case.suggestions += _levers("max_seq_len_v1", valued)
+    verdict = "KV cache too small for one max-length request"
+    if shortfall is not None:
+        verdict += f": {_g(shortfall)} short"
     return Phase.KV_SIZING, verdict, shortfall
 
 
-def _max_len_v0(
-    log: VllmLog,
-    facts: Mapping[str, Fact],
-    sizing: VllmSizing,
-    error: Reading,
-    findings: list[Finding],
-    suggestions: list[Suggestion],
-) -> tuple[Phase, str, int | None]:
-    max_len, tokens = _number(facts, "max_model_len"), _number(facts, "kv_tokens")
+def _max_len_v0(case: _Case) -> Answer:
+    sizing = case.sizing
+    max_len, tokens = case.number("max_model_len"), case.number("kv_tokens")
     short_tokens = None if max_len is None or tokens is None else int(max_len - tokens)
     shortfall = None
     if short_tokens is not None and sizing.block_bytes:
         shortfall = math.ceil(short_tokens / DEFAULT_BLOCK_SIZE) * sizing.block_bytes
-    findings.append(
+    case.findings.append(
         Finding(
             id=FindingId.KV_SHORT_OF_ONE_REQUEST,
             severity=Severity.ERROR,
@@ -243,34 +230,27 @@ def _max_len_v0(
             f"{int(max_len or 0):,}"
             + ("" if shortfall is None else f" ({_g(shortfall)} of KV short)"),
             bytes=shortfall,
-            evidence=_at(log, error),
+            evidence=case.at(case.error),
         )
     )
     valued: Valued = {}
     if tokens is not None:
         valued["max_model_len"] = (int(tokens), f"the tokens the KV cache holds ({int(tokens):,})")
     if shortfall is not None:
-        raise_to, why = _utilization_value(facts, shortfall)
         why = (
             f"{short_tokens:,} tokens x {sizing.block_bytes:,} B per {DEFAULT_BLOCK_SIZE}-token "
-            f"block (from {sizing.block_bytes_from}) = {_g(shortfall)}: {why}"
+            f"block (from {sizing.block_bytes_from}) = {_g(shortfall)}"
         )
-        valued["gpu_memory_utilization"] = (raise_to, why)
-    suggestions += _levers("max_seq_len_v0", valued)
+        valued["gpu_memory_utilization"] = _utilization(case, shortfall, why)
+    case.suggestions += _levers("max_seq_len_v0", valued)
     return Phase.KV_SIZING, "KV cache too small for one max-length request", shortfall
 
 
-def _no_cache(
-    log: VllmLog,
-    facts: Mapping[str, Fact],
-    errors: list[Reading],
-    findings: list[Finding],
-    suggestions: list[Suggestion],
-) -> tuple[Phase, str, int | None]:
-    kv = facts.get("kv_cache_gib")
+def _no_cache(case: _Case) -> Answer:
+    kv = case.facts.get("kv_cache_gib")
     shortfall = None if kv is None or kv.bytes is None or kv.bytes > 0 else -kv.bytes
-    weights = facts.get("weights_gib")
-    findings.append(
+    weights = case.facts.get("weights_gib")
+    case.findings.append(
         Finding(
             id=FindingId.NO_KV_BUDGET,
             severity=Severity.ERROR,
@@ -283,29 +263,23 @@ def _no_cache(
                 else f"; the weights alone take {_g(weights.bytes)}"
             ),
             bytes=shortfall,
-            evidence=_at(log, kv) + [f"{log.path}:{r.line}" for r in errors[:1]],
+            evidence=case.at(kv) + case.at(next(iter(case.startup.errors), None)),
         )
     )
     valued: Valued = {}
     if shortfall is not None:
-        value, why = _utilization_value(facts, shortfall + GIB)
-        why = f"the budget must grow by {_g(shortfall)} plus 1 GiB of KV: {why}"
-        valued["gpu_memory_utilization"] = (value, why)
-    suggestions += _levers("no_cache_memory", valued)
+        why = f"the budget must grow by {_g(shortfall)} plus 1 GiB of KV"
+        valued["gpu_memory_utilization"] = _utilization(case, shortfall + GIB, why)
+    case.suggestions += _levers("no_cache_memory", valued)
     verdict = "no memory left for the KV cache" + (
         "" if shortfall is None else f": the budget is {_g(shortfall)} short"
     )
     return Phase.KV_SIZING, verdict, shortfall
 
 
-def _after_kv(
-    log: VllmLog,
-    facts: Mapping[str, Fact],
-    findings: list[Finding],
-    suggestions: list[Suggestion],
-) -> tuple[Phase, str]:
-    kv = facts["kv_cache_gib"]
-    findings.append(
+def _after_kv(case: _Case) -> Answer:
+    kv = case.facts["kv_cache_gib"]
+    case.findings.append(
         Finding(
             id=FindingId.FAILED_AT_KV_CHECK,
             severity=Severity.ERROR,
@@ -313,61 +287,60 @@ def _after_kv(
             "where V1 checks that one max-length request fits (the failure text is not in the "
             "log)",
             bytes=kv.bytes,
-            evidence=_at(log, kv),
+            evidence=case.at(kv),
         )
     )
-    suggestions += _levers("kv_check", kv=_g(kv.bytes or 0))
-    return Phase.KV_SIZING, (
+    case.suggestions += _levers("kv_check", kv=_g(kv.bytes or 0))
+    verdict = (
         f"startup failed after KV sizing ({_g(kv.bytes or 0)} available): most likely the KV "
         "check for one max-length request"
     )
+    return Phase.KV_SIZING, verdict, None
 
 
-def _oom(
-    log: VllmLog,
-    startup: Startup,
-    facts: Mapping[str, Fact],
-    error: Reading,
-    findings: list[Finding],
-    suggestions: list[Suggestion],
-) -> tuple[Phase, str, int | None]:
-    kinds = {r.kind for r in startup.readings}
-    graph_begun = "graph_begin" in kinds and "graph_done" not in kinds
-    if startup.frame_phase is not None:
-        phase = Phase(startup.frame_phase)  # the reader names a Phase value
-    elif graph_begun:
-        phase = Phase.GRAPH_CAPTURE
-    elif "kv_available" in kinds or "blocks" in kinds:
-        phase = Phase.GRAPH_CAPTURE if "graph_begin" in kinds else Phase.UNKNOWN
-    else:
-        phase = Phase.UNKNOWN
-    tried, free = _bytes(facts, "oom_tried_to_allocate_mib"), _bytes(facts, "oom_free_mib")
+def _oom(case: _Case) -> Answer:
+    kinds = {r.kind for r in case.startup.readings}
+    # a capture begun and not done, or begun after the KV cache was sized
+    sized = "kv_available" in kinds or "blocks" in kinds
+    capture = "graph_begin" in kinds and ("graph_done" not in kinds or sized)
+    phase = Phase.GRAPH_CAPTURE if capture else Phase.UNKNOWN
+    if case.startup.frame_phase is not None:
+        phase = Phase(case.startup.frame_phase)  # the reader names a Phase value
+    tried, free = case.bytes("oom_tried_to_allocate_mib"), case.bytes("oom_free_mib")
     shortfall = None if tried is None or free is None else max(tried - free, 0)
-    findings.append(
+    case.findings.append(
         Finding(
             id=FindingId.OOM,
             severity=Severity.ERROR,
             message=f"out of GPU memory during {PHASE_TEXT[phase]}"
             + (
                 ""
-                if shortfall is None
+                if tried is None or free is None
                 else f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
-                if tried is not None and free is not None
-                else ""
             ),
             bytes=shortfall,
-            evidence=_at(log, error),
+            evidence=case.at(case.error),
         )
     )
-    estimate = _bytes(facts, "graph_estimate_gib") or _bytes(facts, "graph_gib")
+    estimate = case.bytes("graph_estimate_gib") or case.bytes("graph_gib")
     valued: Valued = {}
     if phase is Phase.GRAPH_CAPTURE and estimate is not None:
-        value, why = _utilization_value(facts, estimate, lower=True)
-        why = f"leave the CUDA graphs ({_g(estimate)}) outside the budget: {why}"
-        valued["gpu_memory_utilization"] = (value, why)
-    suggestions += _levers("graph_capture_oom" if phase is Phase.GRAPH_CAPTURE else "oom", valued)
+        why = f"leave the CUDA graphs ({_g(estimate)}) outside the budget"
+        valued["gpu_memory_utilization"] = _utilization(case, estimate, why, lower=True)
+    case.suggestions += _levers(
+        "graph_capture_oom" if phase is Phase.GRAPH_CAPTURE else "oom", valued
+    )
     return phase, f"CUDA out of memory during {PHASE_TEXT[phase]}", shortfall
 
+
+_FAILURES: dict[str, Callable[[_Case], Answer]] = {
+    "free_memory": _free_memory,
+    "max_seq_len_v1": _max_len_v1,
+    "max_seq_len_v0": _max_len_v0,
+    "torch_oom": _oom,
+    "cuda_error_oom": _oom,
+}
+"""The rule of each failure text that decides the failure (memledger.vllm.errors ids)."""
 
 THIN_HEADROOM = GIB // 2
 """Less than this outside vLLM's budget, with CUDA graphs still to come out of it, is a warning."""
@@ -396,8 +369,9 @@ def _thin_headroom(log: VllmLog, ledger: Ledger) -> list[Finding]:
     ]
 
 
-def _healthy(ledger: Ledger, facts: Mapping[str, Fact], startup: Startup) -> str:
-    concurrency = _number(facts, "max_concurrency")
+def _healthy(case: _Case) -> str:
+    concurrency = case.number("max_concurrency")
+    startup = case.startup
     if startup.outcome == "truncated":
         return "the log stops before the engine is ready or fails: no failure to diagnose"
     if concurrency is not None and concurrency < 1:
@@ -405,31 +379,27 @@ def _healthy(ledger: Ledger, facts: Mapping[str, Fact], startup: Startup) -> str
     return "ready" + ("" if concurrency is None else f": {concurrency:g}x max-length requests")
 
 
-def _suggestion_audit(log: VllmLog, facts: Mapping[str, Fact], sizing: VllmSizing) -> list[Finding]:
+def _suggestion_audit(case: _Case) -> list[Finding]:
     """vLLM's `--kv-cache-memory=` suggestion, recomputed and judged."""
-    step = sizing.step("suggestion") or sizing.step("suggestion_graph_twice")
-    suggested = facts.get("suggested_kv_cache_memory_bytes")
+    step = case.sizing.step("suggestion") or case.sizing.step("suggestion_graph_twice")
+    suggested = case.facts.get("suggested_kv_cache_memory_bytes")
     if step is None or suggested is None or step.logged is None:
         return []
     same = "matches" if step.matches else "does not match"
-    twice = step.rule == "suggestion_graph_twice"
-    estimate = _bytes(facts, "graph_estimate_gib")
-    if twice:
+    judgement = (
+        "right for this release: budget - weights - non-torch - activation - graphs - 150 "
+        f"MiB ({REDUNDANCY_BUFFER_BYTES:,} B); it sizes the KV so the graphs fit inside the "
+        "requested memory"
+    )
+    if step.rule == "suggestion_graph_twice":
+        estimate = case.bytes("graph_estimate_gib")
         right = step.logged + (estimate or 0)
+        back = "add the graph estimate back"
+        if estimate:
+            back = f"the right figure is {int(right):,} ({_g(right)})"
         judgement = (
             "it subtracts the CUDA graphs twice (the activation peak already holds the graph "
-            "estimate since 0.21.0, vllm#57936)"
-            + (
-                f": the right figure is {int(right):,} ({_g(right)})"
-                if estimate
-                else ": add the graph estimate back"
-            )
-        )
-    else:
-        judgement = (
-            "right for this release: budget - weights - non-torch - activation - graphs - 150 "
-            f"MiB ({REDUNDANCY_BUFFER_BYTES:,} B); it sizes the KV so the graphs fit inside the "
-            "requested memory"
+            f"estimate since 0.21.0, vllm#57936): {back}"
         )
     return [
         Finding(
@@ -438,6 +408,6 @@ def _suggestion_audit(log: VllmLog, facts: Mapping[str, Fact], sizing: VllmSizin
             message=f"vLLM suggests --kv-cache-memory={int(suggested.value):,}; recomputed "
             f"{int(step.value):,} ({same}, {step.arithmetic}); {judgement}",
             bytes=int(suggested.value),
-            evidence=_at(log, suggested),
+            evidence=case.at(suggested),
         )
     ]

@@ -18,7 +18,7 @@ from memledger.app.load import build
 from memledger.app.options import LoadOptions
 from memledger.diagnosis import Diagnosis, diagnose
 from memledger.diagnosis.evidence import gather
-from memledger.diagnosis.health import zero_headroom
+from memledger.diagnosis.health import headroom_after_startup
 from memledger.diagnosis.model import FindingId
 from memledger.input.parsing import parse_log
 from memledger.record import to_json
@@ -277,7 +277,7 @@ def test_the_kv_cap_and_the_lower_fraction_buy_the_same_tokens_as_whatif() -> No
     # (memledger.whatif) must agree with diagnose's own arithmetic on the tokens either leaves
     log = real_log("single/020")
     parsed = parse_log(log)
-    _, (lower, cap) = zero_headroom(gather(parsed, build(parsed, LoadOptions())))
+    _, (lower, cap) = headroom_after_startup(gather(parsed, build(parsed, LoadOptions())))
     assert (lower.knob, cap.knob) == ("mem_fraction_static", "max_total_tokens")
     assert lower.value == 0.78 and cap.value == 15387 - 3031
     by_fraction = memledger.whatif(log, mem_fraction_static=lower.value)
