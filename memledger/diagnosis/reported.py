@@ -181,6 +181,8 @@ def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] 
 def _oom_besides_refusal(evidence: Evidence) -> bool:
     if evidence.oom is not None or any(e.values.get("said") == "oom" for e in evidence.reported):
         return True
+    if evidence.refusal is not None and evidence.refusal.values.get("shape") == "said":
+        return False  # the refusal told in words, and an OOM word with no text: the same failure
     return any(
         e.kind is EventKind.OOM and e.values.get("reason") != KV_REFUSAL_REASON
         for e in evidence.events

@@ -526,6 +526,43 @@ ERRORS: tuple[ErrorText, ...] = (
         outcome=Outcome.REFUSAL,
         values={"shape": "said"},
     ),
+    # the refusal as reporters describe it in plain words: the KV pool could not be allocated
+    # once the weights were in (`the default --mem-fraction-static causes the KV pool allocation
+    # to fail`, `not enough memory for the KV cache`): SGLang refuses when rest_memory leaves no
+    # token (v0.5.8 model_executor/model_runner_kv_cache_mixin.py:138-144, :327-331)
+    ErrorText(
+        "kv_pool_failed_said",
+        re.compile(
+            r"[Kk][Vv][ _-]?(?:[Cc]ache|[Pp]ool)(?: pool)? (?:allocation|creation) (?:fails|failed"
+            r"|failure|to fail|fail)"
+            r"|[Ff]ail(?:s|ed)? to (?:allocate|create) (?:the )?[Kk][Vv][ _-]?(?:[Cc]ache|[Pp]ool)"
+            r"|(?:[Nn]ot enough (?:GPU |gpu )?(?:memory|room|space)|[Nn]o memory|[Nn]o GPU memory"
+            r"|[Nn]o room|[Nn]o space) (?:left )?(?:for|to allocate) (?:the )?[Kk][Vv][ _-]?"
+            r"(?:[Cc]ache|[Pp]ool)"
+            r"|[Kk][Vv][ _-]?(?:[Cc]ache|[Pp]ool) budget (?:is |was |becomes |goes )?(?:negative"
+            r"|zero|below zero|<= ?0)"
+        ),
+        (
+            "allocation",
+            "creation",
+            "allocate",
+            "create",
+            "enough",
+            "o memory",
+            "o GPU memory",
+            "o room",
+            "o space",
+            "budget",
+        ),
+        Family.REPORTER,
+        "what people write for SGLang's KV refusal in plain words (v0.5.8 model_executor/"
+        "model_runner_kv_cache_mixin.py:138-144: rest_memory = available - total x (1 - mfs); "
+        ":327-331 refuses when it leaves no token)",
+        "the default --mem-fraction-static (~0.65) causes the KV pool allocation to fail",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "said"},
+    ),
     # ---- SGLang's own pools (and the host's memory) running out (kind pool_exhausted), in order
     # SGLang 0.1's raise after its own scheduler had admitted the batch (`nerver` as printed)
     ErrorText(

@@ -73,3 +73,41 @@ def test_a_pool_question_with_the_logs_pool_gives_its_figures() -> None:
         ]
     )
     assert "here it holds 400,000 tokens a rank in 48.82 GiB" in " ".join(result.verdict.split())
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "SGLang's default `--mem-fraction-static` causes the KV pool allocation to fail",
+        "- it fails to allocate the KV cache on a 24 GiB card",
+        "there is not enough memory for the KV cache after the weights",
+        "the kv cache budget is negative once the weights are in",
+    ],
+)
+def test_the_refusal_told_in_words_is_a_refusal_whose_lever_is_a_higher_fraction(
+    sentence: str,
+) -> None:
+    result = diagnose_paste("Tests OOM on L4 runners.\n" + sentence + "\n")
+    assert result.verdict.startswith("SGLang refused to size the KV cache")
+    assert (result.suggestions[0].knob, result.suggestions[0].direction.value) == (
+        "mem_fraction_static",
+        "raise",
+    )
+
+
+def test_an_allocator_oom_beside_the_refusal_in_words_is_still_no_fraction_fits() -> None:
+    # an OOM text of its own is another failure, at another fraction
+    result = diagnose_paste(_ALLOCATOR_OOM + "at a lower fraction the KV pool allocation fails\n")
+    assert result.verdict.startswith("OOM at a higher --mem-fraction-static")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "KV cache pool: used 25.51%, avail mem=38.14 GB",
+        "Memory allocation for the KV cache took 2 s",
+        "the KV cache allocation finished",
+    ],
+)
+def test_pool_lines_that_tell_no_refusal_are_not_one(line: str) -> None:
+    assert BY_NAME["kv_pool_failed_said"].find(line) is None
