@@ -67,6 +67,7 @@ from memledger.diagnosis.phase import (
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
+from memledger.sglang.adjustments import says
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
     LOAD_SITES,
@@ -97,10 +98,18 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
     same parse; the inputs are read from it when not given)."""
     evidence = gather(parsed, ledger, inputs)
     diagnosis = _diagnose(evidence)
-    if not evidence.command_notes:
-        return diagnosis
-    # where the settings come from is part of the answer: a pasted command is not a printout
+    # what SGLang changed by itself, and where the settings come from, are part of the answer
     said = [
+        Finding(
+            id=FindingId.SETTING_ADJUSTED,
+            severity=Severity.INFO,
+            message=says(e.values),
+            evidence=[evidence.at(e.line)],
+        )
+        for e in evidence.events
+        if e.kind is EventKind.SETTING_ADJUSTED
+    ]
+    said += [
         Finding(
             id=FindingId.LAUNCH_COMMAND,
             severity=Severity.INFO,

@@ -79,6 +79,7 @@ class FindingId(StrEnum):
     NO_KV_BUDGET = "no_kv_budget"
     OOM = "oom"
     REPORTED = "reported"
+    SETTING_ADJUSTED = "setting_adjusted"
 
 
 @record

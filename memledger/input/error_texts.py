@@ -70,6 +70,7 @@ _ALLOCATOR_OOM = BY_NAME["allocator_oom"]
 _OOM_MESSAGES = of_kind(EventKind.OOM_MESSAGE)
 _REFUSALS = of_kind(EventKind.KV_REFUSAL)
 _POOLS = of_kind(EventKind.POOL_EXHAUSTED)
+_ADJUSTMENTS = of_kind(EventKind.SETTING_ADJUSTED)
 OUT_OF_MEMORY_RE = _ALLOCATOR_OOM.regex
 TRACEBACK_RE = BY_NAME["traceback_head"].regex
 FRAME_RE = BY_NAME["traceback_frame"].regex
@@ -176,6 +177,17 @@ def read_pool_exhausted(text: str) -> dict[str, Value] | None:
         match = entry.find(text)
         if match is not None:
             return _captured(entry, match)
+    return None
+
+
+def read_adjustment(text: str) -> dict[str, Value] | None:
+    """SGLang changing a memory setting by itself (memledger.sglang.adjustments): the entry's
+    setting and the value its `value` group read (printed as it is: a count, a dtype), or None."""
+    for entry in _ADJUSTMENTS:
+        match = entry.find(text)
+        if match is not None:
+            chosen = match.groupdict().get("value")
+            return {**entry.values, **({"value": chosen} if chosen else {})}
     return None
 
 
@@ -423,12 +435,20 @@ class ErrorTextReader:
         exhausted = read_pool_exhausted(text)
         if exhausted is not None:
             found.append(ErrorReading(EventKind.POOL_EXHAUSTED, line, rank, text, values=exhausted))
+        adjusted = read_adjustment(text)
+        if adjusted is not None:
+            found.append(
+                ErrorReading(EventKind.SETTING_ADJUSTED, line, rank, text, values=adjusted)
+            )
         ended = read_process_exit(text)
         if ended is not None:
             found.append(ErrorReading(EventKind.PROCESS_EXIT, line, rank, text, values=ended))
         # a refusal only in words (`a negative max_total_num_tokens`) leaves the line prose too
         read = [
-            r for r in found if r.kind is not EventKind.REPORTED and r.values.get("shape") != "said"
+            r
+            for r in found
+            if r.kind not in (EventKind.REPORTED, EventKind.SETTING_ADJUSTED)
+            and r.values.get("shape") != "said"
         ]
         if not prefixed and not read and self._block is None:
             # a bare line no other reader read: the reporter's prose around a paste

@@ -35,7 +35,6 @@ from memledger.input.reader import (
 )
 from memledger.input.server_args import bounded_parts, coverage_reason, parse_server_args
 from memledger.input.store import (
-    BEFORE_STARTUP,
     RANK_AGNOSTIC,
     RETAINED_CAP,
     TEXT_CAP,
@@ -46,6 +45,7 @@ from memledger.input.store import (
     RankCandidates,
     Stored,
     Window,
+    before_startup,
     bound_notes,
     rank_table,
 )
@@ -377,7 +377,7 @@ def _startup_range(
         hi = starts[index + 1][0] - 1 if index + 1 in starts else max(n_lines, lo)
 
         def in_kept_startup(item: Stored) -> bool:
-            if item.event.kind in BEFORE_STARTUP:  # the store gave them the next startup's
+            if before_startup(item.event):  # the store gave them the next startup's
                 return item.segment == segment
             return lo <= item.event.line <= hi
 
@@ -407,7 +407,7 @@ def _startup_range(
 
     def in_startup(item: Stored) -> bool:
         line = item.event.line
-        if item.event.kind in BEFORE_STARTUP:  # the startup that follows them
+        if before_startup(item.event):  # the startup that follows them
             return next((start for start in kept if start >= line), kept[-1]) == lo
         return lo <= line <= hi
 

@@ -60,6 +60,7 @@ RANK_AGNOSTIC = frozenset(
         EventKind.REPORTED,
         EventKind.GPU_CAPACITY_FALLBACK,
         EventKind.MFS_VLM_ADJUSTED,
+        EventKind.SETTING_ADJUSTED,
         EventKind.PLATFORM_MARKER,
         EventKind.ENV_VAR,
         EventKind.GPU_NAMED,
@@ -75,6 +76,14 @@ BEFORE_STARTUP = frozenset(
 )
 """Rank-agnostic lines SGLang prints while building ServerArgs, before the `server_args` line
 that starts a startup: they belong to the startup that follows them."""
+
+
+def before_startup(event: Event) -> bool:
+    """A line of BEFORE_STARTUP, or a setting SGLang changed while building its ServerArgs
+    (memledger.sglang.adjustments, `at` args)."""
+    return event.kind in BEFORE_STARTUP or event.values.get("at") == "args"
+
+
 # the readings `rank_key_values` takes from a rank's events: the first event of a kind with a size
 _KEY_READINGS = (
     (EventKind.LOAD_BEGIN, "avail"),
@@ -341,7 +350,7 @@ class Collector:
             return
         previous = window.starts[-1][1] if window.starts else 0
         for item in self.stored:  # lines SGLang prints before the server_args line they precede
-            if item.event.kind in BEFORE_STARTUP and item.event.line > previous:
+            if before_startup(item.event) and item.event.line > previous:
                 item.segment = self.n_markers
         if window.wanted >= 0 and index > window.wanted:
             window.starts.append((index, line, self.n_markers))

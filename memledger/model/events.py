@@ -78,6 +78,8 @@ class EventKind(StrEnum):
     GPU_CAPACITY_FALLBACK = "gpu_capacity_fallback"
     MFS_REDUCED = "mfs_reduced"
     MFS_VLM_ADJUSTED = "mfs_vlm_adjusted"
+    SETTING_ADJUSTED = "setting_adjusted"
+    """SGLang changing a memory setting by itself (memledger.sglang.adjustments)."""
     PLATFORM_MARKER = "platform_marker"
     GPU_NAMED = "gpu_named"
     READY = "ready"

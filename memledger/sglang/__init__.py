@@ -98,6 +98,7 @@ tests/sizing/test_rules.py (a meta-test fails when a rule has none).
 
 Modules:
 
+- `adjustments`: Every line SGLang prints when it changes a memory setting by itself.
 - `backend_defaults`: SGLang defaults by release that the KV pool depends on besides
   mem_fraction_static.
 - `default_changes`: SGLang defaults that changed between releases and move the KV pool.

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memledger.sglang.adjustments import ADJUSTMENTS
 from memledger.sglang.failure_rules import CRASH_CAUSES
 from memledger.sglang.frameworks import FRAMEWORK_WORDS
 
@@ -45,6 +46,8 @@ class Family(StrEnum):
     """One of SGLang's own pools (sized at startup) full while serving."""
     SGLANG_ASSERTION = "SGLang assertion"
     SGLANG_EXIT = "SGLang exit"
+    SGLANG_ADJUSTMENT = "SGLang adjustment"
+    """SGLang changing a memory setting by itself (memledger.sglang.adjustments)."""
     """SGLang's launcher reporting a failed child or startup."""
     HOST = "host memory"
     SHM = "shared memory"
@@ -1883,6 +1886,25 @@ ERRORS: tuple[ErrorText, ...] = (
         "v0.5.8 entrypoints/engine.py:853",
         "Exit code: -9",
         outcome=Outcome.EXIT,
+    ),
+    # ---- SGLang changing a memory setting by itself (kind setting_adjusted): one entry per
+    # text of memledger.sglang.adjustments, whose rows say the setting, the reason and the lever
+    *(
+        ErrorText(
+            row.name,
+            row.regex,
+            row.words,
+            Family.SGLANG_ADJUSTMENT,
+            row.source,
+            row.example,
+            kind="setting_adjusted",
+            values={
+                "adjustment": row.name,
+                "setting": row.setting,
+                **({"at": "args"} if row.at_args else {}),
+            },
+        )
+        for row in ADJUSTMENTS
     ),
 )
 """Every error text, in the order each reader tries them."""

@@ -40,6 +40,7 @@ _READERS: dict[EventKind, Callable[[str], Any]] = {
     EventKind.KV_REFUSAL: error_texts.read_kv_refusal,
     EventKind.POOL_EXHAUSTED: error_texts.read_pool_exhausted,
     EventKind.PROCESS_EXIT: error_texts.read_process_exit,
+    EventKind.SETTING_ADJUSTED: error_texts.read_adjustment,
     EventKind.REPORTED: _reported,
 }
 

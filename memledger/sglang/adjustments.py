@@ -1,0 +1,425 @@
+"""Every line SGLang prints when it changes a memory setting by itself: one `Adjustment` per text.
+
+SGLang caps, resets or turns off a setting the user gave (or its default) while it resolves its
+server arguments and sizes its pools, and says so in one info or warning line: the Mamba state
+cache caps max_running_requests, speculative decoding resets it to 48, DP attention divides the
+chunked prefill size, an attention backend forces its page size, a model turns CUDA graphs or the
+radix cache off. Each entry is one such text: the setting it changes, the value SGLang chose (the
+regex's `value` group, or `to` when the text prints none), why, how to get another value, and the
+wheel line that prints it (`vX path:line`, path under `python/sglang/srt/` of `pip download
+sglang==X --no-deps`, the first release read and the last where it moved).
+
+The error-text table (memledger.sglang.errors) makes one `setting_adjusted` entry of each, so
+the readers, the prefilter and the quiet-line test take them from there; the reader
+(memledger.input.error_texts.read_adjustment) reads one anywhere in a line: in a log line with
+its prefix, pasted alone, or quoted in a sentence. `says` is what diagnose writes of one.
+
+Stdlib only: the scan worker imports this module through memledger.sglang.errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """One line SGLang prints when it changes a memory setting."""
+
+    name: str
+    """Unique id (also the error-text entry's name)."""
+    regex: re.Pattern[str]
+    """Searched in the line; its `value` group, when it has one, is the value SGLang chose."""
+    words: tuple[str, ...]
+    """Every match holds one (case-sensitive): the readers' cheap test and the prefilter's."""
+    setting: str
+    """The server argument (or derived setting) it changes, with underscores."""
+    reason: str
+    """Why SGLang changes it, in a few words (`the Mamba state cache`)."""
+    source: str
+    """`vX path:line` of the wheel line(s) that print it."""
+    example: str
+    """A synthetic line of the text (checked by the shared error-text test)."""
+    to: str = ""
+    """The value it sets when the text prints none (`disabled`, `48`)."""
+    lever: str = ""
+    """How to get another value: a flag to set or what to change (empty: nothing to set)."""
+    at_args: bool = True
+    """Printed while SGLang builds its ServerArgs, before the `server_args` line of the startup
+    it belongs to (False: printed while the pools are sized, inside the startup)."""
+
+
+def _row(
+    name: str,
+    pattern: str,
+    words: tuple[str, ...],
+    setting: str,
+    reason: str,
+    source: str,
+    example: str,
+    to: str = "",
+    lever: str = "",
+    at_args: bool = True,
+) -> Adjustment:
+    return Adjustment(
+        name, re.compile(pattern), words, setting, reason, source, example, to, lever, at_args
+    )
+
+
+_NUM = r"(?P<value>-?\d+)"
+
+ADJUSTMENTS: tuple[Adjustment, ...] = (
+    # ---- max_running_requests
+    _row(
+        "mamba_caps_running_requests",
+        r"max_running_requests is capped to " + _NUM + r" by the mamba state cache",
+        ("max_running_requests is capped to",),
+        "max_running_requests",
+        "the Mamba state cache: max_mamba_cache_size // state slots per request",
+        "v0.5.20 mem_cache/kv_cache_configurator.py:2285, v0.5.23 :3140",
+        "max_running_requests is capped to 9 by the mamba state cache (max_mamba_cache_size=36, "
+        "4 state slots per request). To raise it: increase --mamba-full-memory-ratio or "
+        "--max-mamba-cache-size, or halve the state size with --mamba-ssm-dtype bfloat16.",
+        lever="raise --max-mamba-cache-size or --mamba-full-memory-ratio, or --mamba-ssm-dtype "
+        "bfloat16 (half the state per request)",
+        at_args=False,
+    ),
+    _row(
+        "kv_caps_running_requests",
+        r"max_running_requests was reduced from the requested \d+ to " + _NUM,
+        ("max_running_requests was reduced from",),
+        "max_running_requests",
+        "the KV pool's capacity: at most max_total_num_tokens // 2 requests per DP worker",
+        "v0.5.16 mem_cache/kv_cache_configurator.py:1653, v0.5.23 :3166",
+        "max_running_requests was reduced from the requested 256 to 120 (per dp worker) due to "
+        "the available KV cache capacity.",
+        lever="a bigger KV pool: raise --mem-fraction-static (or a smaller model a rank)",
+        at_args=False,
+    ),
+    _row(
+        "speculative_resets_running_requests",
+        r"Max running requests is reset to " + _NUM + r" for speculative decoding",
+        ("Max running requests is reset to",),
+        "max_running_requests",
+        "speculative decoding's default (each request holds draft tokens and their KV)",
+        "v0.5.4 server_args.py:1292, v0.5.8 :2136, v0.5.16 arg_groups/speculative_hook.py:257, "
+        "v0.5.23 arg_groups/speculative_hook.py:444",
+        "Max running requests is reset to 48 for speculative decoding. You can override this by "
+        "explicitly setting --max-running-requests.",
+        lever="set --max-running-requests explicitly",
+    ),
+    _row(
+        "model_sets_running_requests",
+        r"Setting max_running_requests to " + _NUM + r" for \S+",
+        ("Setting max_running_requests to",),
+        "max_running_requests",
+        "the model architecture's default (DeepSeek-V4's pools)",
+        "v0.5.16 arg_groups/deepseek_v4_hook.py:51, v0.5.23 :144",
+        "Setting max_running_requests to 256 for DeepseekV4ForCausalLM.",
+        lever="set --max-running-requests explicitly",
+    ),
+    _row(
+        "post_capture_running_requests",
+        r"Post-capture KV sizing: max_running_requests \d+ -> " + _NUM,
+        ("Post-capture KV sizing: max_running_requests",),
+        "max_running_requests",
+        "the KV pool sized again after CUDA graph capture",
+        "v0.5.16 model_executor/model_runner_components/kv_pool_runtime.py:99, v0.5.23 :172",
+        "Post-capture KV sizing: max_running_requests 2048 -> 1536",
+        lever="a bigger KV pool: raise --mem-fraction-static",
+        at_args=False,
+    ),
+    # ---- the KV pool's token counts
+    _row(
+        "swa_ring_tokens",
+        r"SWA ring: swa_max_total_num_tokens \d+ -> " + _NUM,
+        ("SWA ring: swa_max_total_num_tokens",),
+        "swa_max_total_num_tokens",
+        "the per-request SWA ring's fixed capacity (one window per request slot)",
+        "v0.5.20 mem_cache/kv_cache_configurator.py:347, v0.5.23 :492",
+        "SWA ring: swa_max_total_num_tokens 524288 -> 65536 (fixed per-request SWA ring capacity).",
+        at_args=False,
+    ),
+    # ---- chunked prefill
+    _row(
+        "dp_attention_chunked_prefill",
+        r"DP attention is enabled\. The chunked prefill size is adjusted to " + _NUM,
+        ("The chunked prefill size is adjusted to",),
+        "chunked_prefill_size",
+        "DP attention: the chunked prefill size is divided by dp_size (MoE kernel limits)",
+        "v0.4.6.post5 server_args.py:335, v0.5.4 :1174, v0.5.8 :1938, v0.5.10 :2642",
+        "DP attention is enabled. The chunked prefill size is adjusted to 2048 to avoid MoE "
+        "kernel issues.",
+        lever="--chunked-prefill-size is per DP group: set dp_size x the size wanted",
+    ),
+    _row(
+        "dp_attention_chunked_prefill_from",
+        r"DP attention is enabled\. chunked prefill size is adjusted from \d+ to " + _NUM,
+        ("chunked prefill size is adjusted from",),
+        "chunked_prefill_size",
+        "DP attention: the chunked prefill size is divided by dp_size",
+        "v0.5.16 server_args.py:5610, v0.5.23 arg_groups/parallel_hook.py:333",
+        "DP attention is enabled. chunked prefill size is adjusted from 8192 to 1024.",
+        lever="--chunked-prefill-size is per DP group: set dp_size x the size wanted",
+    ),
+    _row(
+        "model_turns_off_chunked_prefill",
+        r"Automatically turn off? --chunked-prefill-size as it is not supported for \S+",
+        ("--chunked-prefill-size as it is not supported",),
+        "chunked_prefill_size",
+        "the model does not support chunked prefill: each prompt is prefilled whole",
+        "v0.4.6.post5 model_executor/model_runner.py:401 ('turn of'), v0.5.8 :644, "
+        "v0.5.16 server_args.py:3125, v0.5.23 arg_groups/model_hook.py:1033",
+        "Automatically turn off --chunked-prefill-size as it is not supported for gemma3",
+        to="-1 (off)",
+        lever="lower --max-prefill-tokens or --context-length (a whole prompt's activations)",
+    ),
+    # ---- page size
+    _row(
+        "flashmla_page_size",
+        r"FlashMLA only supports a page_size of 64, change page_size to " + _NUM,
+        ("FlashMLA only supports a page_size",),
+        "page_size",
+        "the FlashMLA attention backend",
+        "v0.4.6.post5 server_args.py:286, v0.5.8 :1722, v0.5.16 arg_groups/overrides.py:1692, "
+        "v0.5.23 arg_groups/overrides.py:1151",
+        "FlashMLA only supports a page_size of 64, change page_size to 64.",
+    ),
+    _row(
+        "cutlass_mla_page_size",
+        r"Cutlass MLA only supports a page_size of 128, change page_size to " + _NUM,
+        ("Cutlass MLA only supports a page_size",),
+        "page_size",
+        "the Cutlass MLA attention backend",
+        "v0.4.6.post5 server_args.py:292, v0.5.8 :1731, v0.5.16 arg_groups/overrides.py:1700",
+        "Cutlass MLA only supports a page_size of 128, change page_size to 128.",
+    ),
+    _row(
+        "trtllm_page_size",
+        r"(?:TensorRT-LLM MLA only supports|TensorRT-LLM MHA only supports)"
+        r" page_size of [\d, or]+, changing page_size from \d+ to " + _NUM,
+        ("TensorRT-LLM MLA only supports", "TensorRT-LLM MHA only supports"),
+        "page_size",
+        "the TensorRT-LLM attention backend",
+        "v0.5.4 server_args.py:1105, :1126, v0.5.8 :1746, :1767, v0.5.16 "
+        "arg_groups/overrides.py:1710, :1739, v0.5.23 arg_groups/overrides.py:1161, :1185",
+        "TensorRT-LLM MHA only supports page_size of 16, 32 or 64, changing page_size from 1 "
+        "to 64.",
+    ),
+    _row(
+        "fa4_page_size",
+        r"FA4 backend only supports page size 128 for non-MLA model architectures, changing "
+        r"page_size from \d+ to " + _NUM,
+        ("FA4 backend only supports page size",),
+        "page_size",
+        "the FA4 attention backend on a non-MLA model",
+        "v0.5.8 server_args.py:1780, v0.5.10 :2410",
+        "FA4 backend only supports page size 128 for non-MLA model architectures, changing "
+        "page_size from 1 to 128.",
+    ),
+    _row(
+        "xpu_page_size",
+        r"Intel XPU attention backend only supports page_size of [\d, or]+, changing page_size "
+        r"from \d+ to " + _NUM,
+        ("Intel XPU attention backend only supports",),
+        "page_size",
+        "the Intel XPU attention backend",
+        "v0.5.8 server_args.py:1813, v0.5.10 :2443",
+        "Intel XPU attention backend only supports page_size of 32, 64 or 128, changing "
+        "page_size from 1 to 128.",
+    ),
+    _row(
+        "ascend_page_size",
+        r"Ascend attention backend only supports a page_size of 128, change page_size to " + _NUM,
+        ("Ascend attention backend only supports",),
+        "page_size",
+        "the Ascend attention backend",
+        "v0.5.0rc2 server_args.py:413, v0.5.4 :1071",
+        "At this moment Ascend attention backend only supports a page_size of 128, change "
+        "page_size to 128.",
+    ),
+    _row(
+        "dsa_page_size",
+        r"Setting page size to " + _NUM + r" for DeepSeek [DN]SA",
+        ("Setting page size to",),
+        "page_size",
+        "DeepSeek's sparse attention (DSA/NSA) backend",
+        "v0.5.4 server_args.py:1024, v0.5.8 :1153, :1159, v0.5.16 arg_groups/overrides.py:395, "
+        ":402",
+        "Setting page size to 64 for DeepSeek DSA.",
+    ),
+    _row(
+        "aiter_page_size",
+        r"Setting page_size=" + _NUM + r" (?:as default )?for (?:aiter|SGLANG_AITER)",
+        ("Setting page_size=",),
+        "page_size",
+        "the AITER attention backend's KV layout (ROCm)",
+        "v0.5.10 server_args.py:2071, v0.5.16 arg_groups/overrides.py:979, :1929, "
+        "v0.5.23 arg_groups/overrides.py:1356",
+        "Setting page_size=64 as default for SGLANG_AITER_KV_CACHE_LAYOUT=vectorized_5d.",
+    ),
+    _row(
+        "dllm_page_size",
+        r"Setting page size to " + _NUM + r" for diffusion LLM inference",
+        ("Setting page size to",),
+        "page_size",
+        "diffusion LLM inference: the page is the dLLM block",
+        "v0.5.10 server_args.py:3556, v0.5.16 arg_groups/overrides.py:2179, "
+        "v0.5.23 arg_groups/overrides.py:1738",
+        "Setting page size to 32 for diffusion LLM inference",
+    ),
+    _row(
+        "dsv4_page_size",
+        r"Use dsv4 attention backend for \S+, setting page_size to " + _NUM,
+        ("setting page_size to",),
+        "page_size",
+        "DeepSeek-V4's attention backend",
+        "v0.5.16 arg_groups/overrides.py:806",
+        "Use dsv4 attention backend for DeepseekV4ForCausalLM, setting page_size to 256.",
+    ),
+    # ---- KV cache dtype
+    _row(
+        "model_sets_kv_cache_dtype",
+        r"Setting KV cache dtype to (?P<value>[\w.]+)",
+        ("Setting KV cache dtype to",),
+        "kv_cache_dtype",
+        "the model or its attention backend (DeepSeek DSA by GPU generation)",
+        "v0.5.4 server_args.py:1032, v0.5.8 :1167, v0.5.16 arg_groups/overrides.py:1237, "
+        ":1475, v0.5.23 arg_groups/overrides.py:504, :536, :904",
+        "Setting KV cache dtype to fp8_e4m3 for DeepSeek DSA on SM90 device.",
+        lever="the KV pool's bytes per token follow it: --kv-cache-dtype sets it explicitly",
+    ),
+    _row(
+        "dflash_kv_cache_dtype",
+        r"DFLASH fa4 draft: overriding KV cache dtype \S+ -> (?P<value>[\w.]+)",
+        ("overriding KV cache dtype",),
+        "kv_cache_dtype",
+        "the DFLASH draft's fa4 backend reads K in the query's dtype (draft pool only)",
+        "v0.5.16 mem_cache/kv_cache_dtype.py:86, v0.5.23 :100",
+        "DFLASH fa4 draft: overriding KV cache dtype fp8_e4m3 -> bfloat16 (fa4 needs K.dtype == "
+        "Q.dtype; cannot read the target's quantized KV).",
+        at_args=False,
+    ),
+    # ---- hybrid SWA pools
+    _row(
+        "hicache_resets_swa_ratio",
+        r"Reset swa_full_tokens_ratio to (?P<value>[\d.]+) for \S+ model with hierarchical cache",
+        ("Reset swa_full_tokens_ratio to",),
+        "swa_full_tokens_ratio",
+        "hierarchical cache on a hybrid-SWA model: SWA and full layers get the same tokens",
+        "v0.5.8 server_args.py:1337, v0.5.10 :1808, :1828, v0.5.16 arg_groups/overrides.py:1090, "
+        "v0.5.23 arg_groups/overrides.py:352",
+        "Reset swa_full_tokens_ratio to 1.0 for Step3p5ForCausalLM model with hierarchical cache",
+    ),
+    _row(
+        "model_sets_swa_ratio",
+        r"Setting swa_full_tokens_ratio to (?P<value>[\d.]+) for \S+",
+        ("Setting swa_full_tokens_ratio to",),
+        "swa_full_tokens_ratio",
+        "the model's default split between SWA and full-attention tokens",
+        "v0.5.16 arg_groups/overrides.py:812",
+        "Setting swa_full_tokens_ratio to 0.1 for DeepseekV4ForCausalLM.",
+        lever="set --swa-full-tokens-ratio explicitly",
+    ),
+    # ---- CUDA graphs
+    _row(
+        "cuda_graph_off",
+        r"(?:Cuda graph is disabled|CUDA graph is disabled|cuda graph is disabled)"
+        r" (?:because|for|when)",
+        ("Cuda graph is disabled", "CUDA graph is disabled", "cuda graph is disabled"),
+        "disable_cuda_graph",
+        "the attention backend, DeepEP's normal mode, a prefill server, diffusion LLMs or "
+        "--enable-mis (the line says which)",
+        "v0.4.6.post5 server_args.py:318, :352, :449, v0.5.8 :1703, :1709, :1988, :2339, :2523, "
+        "v0.5.16 server_args.py:3881, v0.5.23 arg_groups/attention_hook.py:125, :144, :540, "
+        "arg_groups/moe_hook.py:384, arg_groups/dllm_hook.py:38, arg_groups/serving_hook.py:567",
+        "Cuda graph is disabled because of using torch native attention backend",
+        to="True",
+    ),
+    _row(
+        "prefill_graph_off",
+        r"Disable prefill CUDA graph capture because no configured capture size fits",
+        ("Disable prefill CUDA graph capture",),
+        "prefill CUDA graphs",
+        "no configured capture size fits the backend's max_capture_tokens",
+        "v0.5.23 model_executor/model_runner_components/cuda_graph_setup.py:605",
+        "Disable prefill CUDA graph capture because no configured capture size fits "
+        "backend=fa3 with max_capture_tokens=8192 (max_capture_requests=16, context_length=4096, "
+        "request-pool size=16).",
+        to="off",
+        at_args=False,
+    ),
+    # ---- radix cache
+    _row(
+        "radix_cache_off",
+        r"(?:Disabling radix cache since|Radix cache is disabled (?:for|because|when)"
+        r"|Radix cache and chunked prefill are disabled|disable radix cache)",
+        (
+            "Disabling radix cache since",
+            "Radix cache is disabled",
+            "Radix cache and chunked prefill are disabled",
+            "disable radix cache",
+        ),
+        "disable_radix_cache",
+        "the model, its attention backend, speculative decoding or a decode server (the line "
+        "says which): no prefix sharing, each request holds its own KV",
+        "v0.5.4 model_executor/model_runner.py:404, v0.5.8 server_args.py:1439, :1456, :2544, "
+        "v0.5.10 managers/scheduler.py:732, v0.5.23 arg_groups/attention_hook.py:173, :557, "
+        "arg_groups/model_hook.py:212, arg_groups/pd_disaggregation_hook.py:127, "
+        "mem_cache/kv_cache_builder.py:369",
+        "Disabling radix cache since trtllm_mha does not support page_size = 1, which is "
+        "required by MambaRadixCache. Try to use --attention-backend triton if radix cache is "
+        "necessary.",
+        to="True",
+    ),
+    # ---- overlap schedule
+    _row(
+        "overlap_schedule_off",
+        r"(?:Disabling overlap schedule since|Overlap scheduler is disabled (?:for|when|because)"
+        r"|The overlap scheduler and mixed chunked prefill are disabled"
+        r"|incompatible with overlap schedule)",
+        (
+            "Disabling overlap schedule since",
+            "Overlap scheduler is disabled",
+            "The overlap scheduler and mixed chunked prefill are disabled",
+            "incompatible with overlap schedule",
+        ),
+        "disable_overlap_schedule",
+        "the Mamba radix cache, speculative decoding, pipeline parallelism or an embedding "
+        "model (the line says which)",
+        "v0.4.6.post5 managers/scheduler.py:269, server_args.py:386, v0.5.4 :1304, :1383, "
+        "v0.5.8 server_args.py:1444, :1562, :1577, :1598, :2046, :2157, :2250, "
+        "v0.5.23 arg_groups/overrides.py:920",
+        "Disabling overlap schedule since MambaRadixCache is not compatible with overlap "
+        "schedule currently, try to use --disable-radix-cache if overlap schedule is necessary",
+        to="True",
+    ),
+    # ---- context length
+    _row(
+        "draft_context_length",
+        r"Overriding the draft model's max_position_embeddings to " + _NUM,
+        ("Overriding the draft model's max_position_embeddings",),
+        "context_length",
+        "the draft model takes the target's context length",
+        "v0.5.4 configs/model_config.py:287, v0.5.8 :353, v0.5.16 :748, v0.5.23 :1310",
+        "Overriding the draft model's max_position_embeddings to 131072.",
+        at_args=False,
+    ),
+)
+"""Each text once, grouped by the setting it changes."""
+
+BY_NAME: Mapping[str, Adjustment] = {row.name: row for row in ADJUSTMENTS}
+
+
+def says(values: Mapping[str, object]) -> str:
+    """What diagnose writes of a `setting_adjusted` event (its `values`: the entry's name, and the
+    value printed when the text prints one)."""
+    row = BY_NAME[str(values.get("adjustment"))]
+    chosen = str(values.get("value") or row.to)
+    to = f" to {chosen}" if chosen else ""
+    lever = f"; to change it: {row.lever}" if row.lever else ""
+    cited = [part for part in row.source.split(", ") if part.startswith("v")]
+    source = cited[0] if len(cited) == 1 else f"{cited[0]} ... {cited[-1]}"
+    return f"SGLang set {row.setting}{to} ({row.reason}; {source}){lever}"

@@ -1,0 +1,78 @@
+"""SGLang's own lines that change a memory setting (memledger.sglang.adjustments): each read as a
+`setting_adjusted` event carrying the setting and the value SGLang chose, in the three shapes a
+paste holds it (a log line with its prefix, the line alone, quoted in a sentence), and said by
+diagnose. Each row's example is also checked by the error-text table's shared test."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from memledger.input.error_texts import read_adjustment
+from memledger.input.parsing import parse_log
+from memledger.model.events import Event, EventKind
+from memledger.sglang.adjustments import ADJUSTMENTS, BY_NAME, Adjustment, says
+from tests.conftest import diagnose_paste
+
+_SHAPES = {
+    "prefixed": "[2026-01-05 10:00:00 TP0] {}",
+    "alone": "{}",
+    "quoted": "I keep seeing `{}` before it fails, why?",
+    "bullet": "- {}",
+}
+
+
+def _printed(row: Adjustment) -> str:
+    match = row.regex.search(row.example)
+    assert match is not None
+    return match.groupdict().get("value") or row.to
+
+
+@pytest.mark.parametrize("row", ADJUSTMENTS, ids=[row.name for row in ADJUSTMENTS])
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_each_text_is_read_with_its_setting_and_value(row: Adjustment, shape: str) -> None:
+    paste = _SHAPES[shape].format(row.example) + "\n"
+    read = _adjusted(paste)
+    assert [e.values.get("adjustment") for e in read] == [row.name]
+    assert read[0].values["setting"] == row.setting
+    assert (read[0].values.get("value") or row.to) == _printed(row)
+    said = [f.message for f in diagnose_paste(paste).findings]
+    assert says(read[0].values) in said
+
+
+def _adjusted(paste: str) -> list[Event]:
+    parsed = parse_log(io.BytesIO(paste.encode()), label="paste.txt")
+    return [e for e in parsed.startup.events if e.kind is EventKind.SETTING_ADJUSTED]
+
+
+def test_the_value_is_what_the_line_prints() -> None:
+    # the Mamba cap and the DP-attention division carry the number SGLang printed
+    text = "max_running_requests is capped to 17 by the mamba state cache (x)"
+    message = says({"adjustment": "mamba_caps_running_requests", "value": "17"})
+    assert BY_NAME["mamba_caps_running_requests"].regex.search(text) is not None
+    assert message.startswith("SGLang set max_running_requests to 17 (the Mamba state cache")
+    assert "--max-mamba-cache-size" in message
+    chunk = says({"adjustment": "dp_attention_chunked_prefill_from", "value": "1024"})
+    assert chunk.startswith("SGLang set chunked_prefill_size to 1024 (DP attention")
+
+
+def test_a_text_that_prints_no_value_says_what_it_sets() -> None:
+    message = says({"adjustment": "cuda_graph_off"})
+    assert message.startswith("SGLang set disable_cuda_graph to True (")
+
+
+def test_each_row_is_unique_and_cites_a_release() -> None:
+    assert len(BY_NAME) == len(ADJUSTMENTS)
+    for row in ADJUSTMENTS:
+        assert re.match(r"v0\.\d+\.\d+\S* \S+\.py:\d+", row.source), row.name
+        assert "value" in row.regex.groupindex or row.to, row.name
+        assert all(word in row.regex.pattern.replace("\\", "") for word in row.words), row.name
+
+
+def test_a_setting_named_in_other_words_is_no_adjustment() -> None:
+    # a reporter typing the setting is their value, not SGLang's change
+    assert read_adjustment("I set max_running_requests to 9 and it still OOMs") is None
+    assert read_adjustment("--max-running-requests 9 --chunked-prefill-size 1024") is None
+    assert read_adjustment("page_size=64, kv_cache_dtype=fp8_e4m3, disable_cuda_graph=True") is None
