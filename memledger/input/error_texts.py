@@ -186,8 +186,8 @@ def read_adjustment(text: str) -> dict[str, Value] | None:
     for entry in _ADJUSTMENTS:
         match = entry.find(text)
         if match is not None:
-            chosen = match.groupdict().get("value")
-            return {**entry.values, **({"value": chosen} if chosen else {})}
+            read = {key: text for key, text in match.groupdict().items() if text and text.strip()}
+            return {**entry.values, **read}
     return None
 
 

@@ -31,7 +31,8 @@ class Adjustment:
     name: str
     """Unique id (also the error-text entry's name)."""
     regex: re.Pattern[str]
-    """Searched in the line; its `value` group, when it has one, is the value SGLang chose."""
+    """Searched in the line; its `value` group, when it has one, is the value SGLang chose, and
+    its `why` group the reason the line gives (a text that names one of several)."""
     words: tuple[str, ...]
     """Every match holds one (case-sensitive): the readers' cheap test and the prefilter's."""
     setting: str
@@ -327,11 +328,11 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     _row(
         "cuda_graph_off",
         r"(?:Cuda graph is disabled|CUDA graph is disabled|cuda graph is disabled)"
-        r" (?:because|for|when)",
+        r" (?:because|for|when)(?P<why>[^.;,]{0,160})",
         ("Cuda graph is disabled", "CUDA graph is disabled", "cuda graph is disabled"),
         "disable_cuda_graph",
         "the attention backend, DeepEP's normal mode, a prefill server, diffusion LLMs or "
-        "--enable-mis (the line says which)",
+        "--enable-mis",
         "v0.4.6.post5 server_args.py:318, :352, :449, v0.5.8 :1703, :1709, :1988, :2339, :2523, "
         "v0.5.16 server_args.py:3881, v0.5.23 arg_groups/attention_hook.py:125, :144, :540, "
         "arg_groups/moe_hook.py:384, arg_groups/dllm_hook.py:38, arg_groups/serving_hook.py:567",
@@ -355,7 +356,8 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     _row(
         "radix_cache_off",
         r"(?:Disabling radix cache since|Radix cache is disabled (?:for|because|when)"
-        r"|Radix cache and chunked prefill are disabled|disable radix cache)",
+        r"|Radix cache and chunked prefill are disabled|disable radix cache)"
+        r"(?P<why>[^.;,]{0,160})",
         (
             "Disabling radix cache since",
             "Radix cache is disabled",
@@ -364,7 +366,7 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         ),
         "disable_radix_cache",
         "the model, its attention backend, speculative decoding or a decode server (the line "
-        "says which): no prefix sharing, each request holds its own KV",
+        "names it): no prefix sharing, each request holds its own KV",
         "v0.5.4 model_executor/model_runner.py:404, v0.5.8 server_args.py:1439, :1456, :2544, "
         "v0.5.10 managers/scheduler.py:732, v0.5.23 arg_groups/attention_hook.py:173, :557, "
         "arg_groups/model_hook.py:212, arg_groups/pd_disaggregation_hook.py:127, "
@@ -379,7 +381,7 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "overlap_schedule_off",
         r"(?:Disabling overlap schedule since|Overlap scheduler is disabled (?:for|when|because)"
         r"|The overlap scheduler and mixed chunked prefill are disabled"
-        r"|incompatible with overlap schedule)",
+        r"|incompatible with overlap schedule)(?P<why>[^.;,]{0,160})",
         (
             "Disabling overlap schedule since",
             "Overlap scheduler is disabled",
@@ -387,8 +389,7 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
             "incompatible with overlap schedule",
         ),
         "disable_overlap_schedule",
-        "the Mamba radix cache, speculative decoding, pipeline parallelism or an embedding "
-        "model (the line says which)",
+        "the Mamba radix cache, speculative decoding, pipeline parallelism or an embedding model",
         "v0.4.6.post5 managers/scheduler.py:269, server_args.py:386, v0.5.4 :1304, :1383, "
         "v0.5.8 server_args.py:1444, :1562, :1577, :1598, :2046, :2157, :2250, "
         "v0.5.23 arg_groups/overrides.py:920",
@@ -420,6 +421,8 @@ def says(values: Mapping[str, object]) -> str:
     chosen = str(values.get("value") or row.to)
     to = f" to {chosen}" if chosen else ""
     lever = f"; to change it: {row.lever}" if row.lever else ""
+    why = str(values.get("why") or "").strip(" ,")
+    reason = f"{row.reason}; here: {why}" if why else row.reason
     cited = [part for part in row.source.split(", ") if part.startswith("v")]
     source = cited[0] if len(cited) == 1 else f"{cited[0]} ... {cited[-1]}"
-    return f"SGLang set {row.setting}{to} ({row.reason}; {source}){lever}"
+    return f"SGLang set {row.setting}{to} ({reason}; {source}){lever}"

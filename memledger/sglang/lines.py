@@ -128,7 +128,10 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "where": str,  # `frame`: an errors.py row read in traceback frames
         },
     ),
-    "setting_adjusted": ((), {"adjustment": str, "at": str, "setting": str, "value": str}),
+    "setting_adjusted": (
+        (),
+        {"adjustment": str, "at": str, "setting": str, "value": str, "why": str},
+    ),
     "oom": ((), {"reason": str}),
     "crash": ((), {"reason": str}),
 }

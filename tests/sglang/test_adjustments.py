@@ -63,6 +63,12 @@ def test_a_text_that_prints_no_value_says_what_it_sets() -> None:
     assert message.startswith("SGLang set disable_cuda_graph to True (")
 
 
+def test_a_text_of_several_reasons_says_its_own() -> None:
+    read = read_adjustment("Cuda graph is disabled because deepep_mode=`normal`")
+    assert read is not None and read["why"] == " deepep_mode=`normal`"
+    assert "; here: deepep_mode=`normal`;" in says(read)
+
+
 def test_each_row_is_unique_and_cites_a_release() -> None:
     assert len(BY_NAME) == len(ADJUSTMENTS)
     for row in ADJUSTMENTS:
