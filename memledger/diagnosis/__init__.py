@@ -225,7 +225,6 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         # the lifecycle model's levers, with directions (a site no knob fixes, the Transformers
         # fallback, stands alone)
         suggestions = stages.stage_levers(phase)
-    said, said_levers, said_words = reported.mention_answer(evidence)
     held = occupancy.other_processes(evidence)
     dropped = occupancy.after_pool_drop(evidence)
     findings += placed_by_graphs(evidence)
@@ -236,7 +235,6 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         + health.free_rose_after_pool(evidence)
         + pools.serving_notes(evidence)
     )
-    findings += said
     # an OOM text that a known cause besides free memory also prints (its table row names it)
     noted = CRASH_CAUSE.get(str(evidence.oom.values.get("cause"))) if evidence.oom else None
     if noted is not None and evidence.oom is not None:
@@ -297,10 +295,10 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
-    verdict += said_words + (f"; also: {noted.fix}" if noted is not None else "")
-    if said_levers:  # what the paste names leads the phase's levers
-        knobs = {s.knob for s in said_levers}
-        suggestions = said_levers + [s for s in suggestions if s.knob not in knobs]
+    findings, suggestions, verdict = reported.mention_answer(  # what the paste names
+        evidence, (findings, suggestions, verdict)
+    )
+    verdict += f"; also: {noted.fix}" if noted is not None else ""
     framework = stages.embedding_framework(evidence)
     if framework is not None:
         named, tail, whole = stages.in_framework(framework, suggestions, evidence, missing)
@@ -571,6 +569,7 @@ def _truncated(evidence: Evidence) -> Diagnosis:
         )
     else:
         verdict = f"{ends}: no error text, outcome unknown"
+    findings = reported.mention_answer(evidence, (findings, [], ""))[0]  # no failure: said
     return _diagnosis(
         evidence,
         outcome="truncated",
@@ -622,6 +621,7 @@ def _ready(evidence: Evidence) -> Diagnosis:
             verdict += f"; note {headroom[0].id}: {amount}below SGLang's default reserve"
         elif graphs:
             verdict += f"; note {health.graph_memory_verdict(evidence, graphs[0])}"
+    findings = reported.mention_answer(evidence, (findings, [], ""))[0]  # came up: said
     return _diagnosis(
         evidence,
         outcome=outcome,

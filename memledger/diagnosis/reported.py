@@ -8,6 +8,7 @@ from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.stages import lever_suggestion
+from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
 from memledger.sglang.lifecycle import (
@@ -21,6 +22,7 @@ from memledger.sglang.lifecycle import (
 from memledger.sglang.releases import version_code
 
 FRACTION = "mem_fraction_static"
+Answer = tuple[list[Finding], list[Suggestion], str]  # findings, suggestions, verdict
 
 
 def typed(evidence: Evidence, knob: str) -> list[tuple[float, str, str]]:
@@ -53,12 +55,13 @@ def mentions(evidence: Evidence) -> list[Mention]:
 
 
 def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
-    """The phase a mention places a failure in (the first in the table's order) and whether it
+    """The phase a mention places a failure in (one that says when, a moment, before one that
+    names what: `EAGLE ... OOMs under load` is serving; else the table's order) and whether it
     is said in the sentence that says it failed (`eighth draft pool: CUDA OOM`, `a single
     64k-length input ... crash due to OOM`): that outweighs a startup line the paste shows. A
     mention elsewhere places only the moments it describes (lifecycle.Mention.moment)."""
     failed = evidence.failure_line
-    for mention in mentions(evidence):
+    for mention in sorted(mentions(evidence), key=lambda m: not m.moment):
         lines = {e.line for e in evidence.reported if e.values.get("mention") == mention.name}
         if mention.phase is None:
             continue
@@ -69,17 +72,14 @@ def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
     return None, False
 
 
-def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str]:
-    """The findings of what the paste names, their levers (ahead of the phase's), and the
-    verdict's words for the first that explains the failure."""
-    # a question about the pool's size answers no failure (pool_question)
-    found = [m for m in mentions(evidence) if m.name not in ("serving", "pool_size")]
-    findings = [
-        Finding(
-            id=FindingId.REPORTED,
-            severity=Severity.INFO,
-            message=f"the paste names {m.says}",
-        )
+def mention_answer(evidence: Evidence, answer: Answer) -> Answer:
+    """The answer's findings, levers and verdict with what the paste names (without a failure,
+    only what is said alone): its findings, its levers ahead (one a knob), its words."""
+    failed = evidence.failure_line is not None
+    skip = ("serving", "pool_size")  # a question about the pool's size: pool_question answers
+    found = [m for m in mentions(evidence) if m.name not in skip and (m.alone or failed)]
+    said = [
+        Finding(id=FindingId.REPORTED, severity=Severity.INFO, message=f"the paste names {m.says}")
         for m in found
     ]
     # a refusal is before anything a later stage's lever moves: those are the KV budget's; what
@@ -94,11 +94,11 @@ def mention_answer(evidence: Evidence) -> tuple[list[Finding], list[Suggestion],
     ]
     words = ""
     if levers:
-        named = " or ".join(f"{s.direction.value} {s.flag}" for s in levers[:2])
-        words = f"; {found[0].says.split(':')[0]}: {named}"
+        words = f"; {found[0].says.split(':')[0]}: {' or '.join(phrase(s) for s in levers[:2])}"
     elif any(m.name == "other_process" for m in found):
         words = f"; {MENTION['other_process'].says.split(':')[0]}: free the GPU first"
-    return findings, levers, words
+    kept = [s for s in answer[1] if s.knob not in {k.knob for k in levers}]
+    return answer[0] + said, levers + kept, answer[2] + words
 
 
 def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] | None:
@@ -127,7 +127,7 @@ def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] |
     return finding, levers, verdict
 
 
-def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] | None:
+def squeezed(evidence: Evidence) -> Answer | None:
     """Raising the fraction ran out of memory after the pool and lowering it left no KV budget
     (an OOM and SGLang's refusal in one paste): no fraction fits both, so the answer is what
     shrinks the weights a rank or what comes after the pool, with the typed values' arithmetic;
@@ -175,7 +175,7 @@ def squeezed(evidence: Evidence) -> tuple[list[Finding], list[Suggestion], str] 
             else ""
         )
     )
-    return findings + mention_answer(evidence)[0], suggestions, verdict
+    return findings + mention_answer(evidence, ([], [], ""))[0], suggestions, verdict
 
 
 def _oom_besides_refusal(evidence: Evidence) -> bool:

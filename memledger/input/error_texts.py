@@ -24,6 +24,7 @@ from memledger.sglang.errors import (
     BY_NAME,
     ERRORS,
     ErrorText,
+    Family,
     of_kind,
 )
 from memledger.sglang.failure_rules import CRASH_CAUSES, CrashCause
@@ -79,6 +80,13 @@ REQ_TO_TOKEN_CODE_RE = BY_NAME["req_to_token_code"].regex
 _KILLED = BY_NAME["killed"]
 _FRAMEWORK = BY_NAME["framework_named"]
 _FRAME_ROWS = tuple(e for e in of_kind(EventKind.REPORTED) if e.values.get("where") == "frame")
+_LOG_MENTIONS = tuple(
+    e
+    for e in of_kind(EventKind.REPORTED)
+    if e.family is not Family.REPORTER and "mention" in e.values
+)
+"""Rows of SGLang's own lines that name a mention (a warning it prints, a request it refuses):
+read on a prefixed log line too, where the reporter's prose rows are not."""
 
 
 def _frame_mentions(text: str) -> list[str]:
@@ -450,6 +458,13 @@ class ErrorTextReader:
             if r.kind not in (EventKind.REPORTED, EventKind.SETTING_ADJUSTED)
             and r.values.get("shape") != "said"
         ]
+        if prefixed and not read:  # SGLang's own line that names a mention
+            found += [
+                ErrorReading(EventKind.REPORTED, line, rank, text, values={"mention": m})
+                for m in dict.fromkeys(
+                    str(e.values["mention"]) for e in _LOG_MENTIONS if e.find(text)
+                )
+            ]
         if not prefixed and not read and self._block is None:
             # a bare line no other reader read: the reporter's prose around a paste
             found += [

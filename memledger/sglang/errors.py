@@ -1320,6 +1320,96 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "kv_allocation"},
     ),
     ErrorText(
+        "said_growing",
+        # GPU memory said to grow while serving: `memory usage continued to increase`, `VRAM keeps
+        # growing`, `a CUDA memory leak`, `显存缓慢上涨`; not SGLang's own `memory leak detected!`
+        # nor the KV pool's `token usage` filling up (its pool is sized once)
+        re.compile(
+            r"(?:memory|VRAM|(?<!token )(?<!cache )usage)[^.\n]{0,40}?"
+            r"(?:keeps?|kept|continu(?:es|ed|ing)|goes on|"
+            r"went on)\s+(?:to\s+)?(?:slowly\s+|steadily\s+|gradually\s+)?"
+            r"(?:increas|grow|ris|climb|creep)\w*"
+            r"|(?:memory|VRAM)[^.\n]{0,30}?(?:increas|grow|ris|climb|creep)\w* "
+            r"(?:over time|steadily|slowly|gradually|continuously)"
+            r"|(?:GPU |CUDA |VRAM |video )memory leak(?! detected)|\bVRAM leak"
+            r"|显存(?:缓慢|持续|逐渐|不断|一直)(?:上涨|增长|增加|上升)|显存泄[漏露]",
+            re.I,
+        ),
+        (
+            "keep",
+            "kept",
+            "continu",
+            "goes on",
+            "went on",
+            "over time",
+            "steadily",
+            "slowly",
+            "gradually",
+            "continuously",
+            "memory leak",
+            "VRAM leak",
+            "显存",
+        ),
+        Family.REPORTER,
+        "what people write when GPU memory grew while serving until it ran out (a leak, not the "
+        "pools sized at startup: memledger.sglang.lifecycle MENTIONS)",
+        "GPU memory keeps increasing with every image request until it OOMs",
+        kind="reported",
+        values={"mention": "growing"},
+    ),
+    ErrorText(
+        "said_hicache",
+        # HiCache named in prose or flags: `hierarchical cache`, `HiCache`, `--hicache-ratio`;
+        # not SGLang's own `Allocating X GB host memory for hierarchical KV cache.` (v0.5.8
+        # mem_cache/memory_pool_host.py:180), a line of a healthy start
+        re.compile(r"(?<!memory for )hierarchical(?:[ _-]kv)?[ _-]cach\w*|\bhicache\b", re.I),
+        ("hierarchical", "hicache"),
+        Family.REPORTER,
+        "HiCache (SGLang's host-RAM tier behind the GPU KV pool) named in prose or flags "
+        "(memledger.sglang.lifecycle MENTIONS)",
+        "with --enable-hierarchical-cache the server OOMs at startup",
+        kind="reported",
+        values={"mention": "hicache"},
+    ),
+    ErrorText(
+        "mamba_caps_requests",
+        # SGLang's own warning when the mamba state slots allow fewer requests than asked
+        re.compile(r"max_running_requests is capped to \d+ by the mamba state cache"),
+        ("by the mamba state cache",),
+        Family.SGLANG_POOL,
+        "v0.5.17 mem_cache/kv_cache_configurator.py:1740-1749, v0.5.23 :3139-3149",
+        "max_running_requests is capped to 12 by the mamba state cache (max_mamba_cache_size=60, "
+        "5 state slots per request). To raise it: increase --mamba-full-memory-ratio or "
+        "--max-mamba-cache-size, or halve the state size with --mamba-ssm-dtype bfloat16.",
+        kind="reported",
+        values={"mention": "mamba_capped"},
+    ),
+    ErrorText(
+        "pd_request_too_long",
+        # a PD worker refusing a request longer than its admission bound (a log line, not a
+        # failure of the server)
+        re.compile(r"exceeds the maximum number of tokens: \d+ > \d+"),
+        ("exceeds the maximum number of tokens",),
+        Family.SGLANG_POOL,
+        "v0.5.8 disaggregation/prefill.py:212-218, v0.5.23 disaggregation/prefill.py:470, "
+        "decode.py:983",
+        "Request 5d1c exceeds the maximum number of tokens: 40960 > 32768",
+        kind="reported",
+        values={"mention": "pd_admission_cap"},
+    ),
+    ErrorText(
+        "said_swa_cap",
+        # the variable quoted from SGLang's code or a debug print: the SWA pool's token count
+        re.compile(r"\bswa_max_total_num_tokens\b"),
+        ("swa_max_total_num_tokens",),
+        Family.REPORTER,
+        "SGLang's SWA pool size quoted from its code (v0.5.8 disaggregation/prefill.py:108-114: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "the prefill node takes min(max_total_num_tokens, swa_max_total_num_tokens)",
+        kind="reported",
+        values={"mention": "pd_admission_cap"},
+    ),
+    ErrorText(
         "said_other_process",
         re.compile(
             r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"
@@ -1341,6 +1431,7 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|(?:during prefill|during the prefill|during decode|during the decode"
             r"|while prefilling|in the prefill|in the decode|at prefill|at decode)\b"
             r"|under (?:heavy |high |some )?(?:load|traffic|concurrency)"
+            r"|\bmid[- ](?:traffic|run|benchmark|serving|generation|decode)\b"
             r"|(?:at|on|after|with) the (?:first request|first query|first prompt|1st request)"
             r"|after (?:a few|several|some|many|\d+) (?:hours|minutes|days)"
             r"|(?:during|while|in) (?:the )?(?:generation|rollouts?)\b"
@@ -1379,6 +1470,7 @@ ERRORS: tuple[ErrorText, ...] = (
             "at prefill",
             "at decode",
             "under ",
+            "mid",
             "first request",
             "first query",
             "first prompt",

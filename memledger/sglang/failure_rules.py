@@ -1444,15 +1444,53 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "mem_cache/pool_host/base.py HICACHE_HOST_MEMORY_RESERVE_BYTES); host memory, not GPU "
         "memory: every rank of the node pins its own host pool, so the node needs about the "
         "ranks x the pool",
-        "lower --hicache-size or --hicache-ratio (or free host RAM)",
+        "lower --hicache-size or --hicache-ratio (or free host RAM); hugepages reserved for "
+        "the pool are not counted as free",
         "https://github.com/sgl-project/sglang/pull/20136 (the check counts one rank's pool "
-        "against the host's available RAM less the reserve; TP/PP ranks each pin one)",
+        "against the host's available RAM less the reserve; TP/PP ranks each pin one); the free "
+        "figure is psutil's available RAM (v0.5.8 mem_cache/memory_pool_host.py:166-170, v0.5.23 "
+        "mem_cache/host_memory.py:136-138), the kernel's MemAvailable, which leaves out reserved "
+        "hugepages, while with SGLANG_HUGEPAGE_SIZE the pool is mapped from them (v0.5.23 "
+        "mem_cache/storage/mmap/mmap_allocator.py:163-185): a host whose RAM is reserved as "
+        "hugepages for the pool is refused although the pool fits (fixes credit the hugetlb pool: "
+        "sglang PRs #35048, #38208)",
         knobs=(("hicache_size", "lower"), ("hicache_ratio", "lower")),
         standalone=True,
         words=("Not enough host memory available",),
         example=(
             "ValueError: Not enough host memory available. Requesting 200.00 GB but only have "
             "120.50 GB free. Please reduce the size of the hierarchical cache."
+        ),
+    ),
+    CrashCause(
+        "pool_leak_check",
+        # the raises only: 0.3's `KV cache pool leak detected!` was a warning the server went on
+        # after (v0.3.0 managers/tp_worker.py:305-324), no crash
+        r"memory leak detected!|Mem Leak Detected!",
+        "SGLang's self-check of its pools when no batch is running: every KV slot and request "
+        "slot must then be free or held by the prefix cache, and some were neither, so a code "
+        "path freed fewer slots than it allocated: SGLang's own accounting, not GPU memory that "
+        "ran out, and no memory flag fixes it. The check raises ValueError from 0.4 on while "
+        "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE is on, its default (v0.4.6.post5 "
+        "managers/scheduler.py:1241-1267; v0.5.8 managers/scheduler_runtime_checker_mixin.py:"
+        "234-248, environ.py:212; v0.5.23 managers/scheduler_components/invariant_checker.py:"
+        "438-458, `pool memory leak detected!` for the hybrid pools from scheduler.py:5296); "
+        "the leaks SGLang fixed came from speculative decoding's over-allocated draft slots "
+        "(sglang PRs #13826, #31616) and their release with HiCache (PR #19518)",
+        "an SGLang accounting bug, not a memory setting: upgrade, or run without the feature on "
+        "the leaking path (speculative decoding, HiCache); SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_"
+        "IDLE=0 only turns the raise into a warning, the slots stay lost",
+        "https://github.com/sgl-project/sglang/pull/13826 (EAGLE's paged draft slots never "
+        "released), https://github.com/sgl-project/sglang/pull/31616 (EAGLE's unaligned "
+        "allocation length), https://github.com/sgl-project/sglang/pull/19518 (spec v2 with "
+        "decode-side HiCache)",
+        phase=Phase.SERVING,
+        standalone=True,
+        words=("leak detected!", "Leak Detected!"),
+        example=(
+            "ValueError: token_to_kv_pool_allocator memory leak detected! "
+            "self.max_total_num_tokens=50000, available_size=49872, evictable_size=0, "
+            "protected_size=0"
         ),
     ),
     CrashCause(

@@ -269,6 +269,9 @@ class Mention:
     """It says when the failure came (`during warmup`, `under load`): it places the failure
     wherever it stands in the paste, not only in the sentence that says it failed, when nothing
     in the log places it."""
+    alone: bool = False
+    """What it says holds without a failure (SGLang's own warning, a question about a pool's
+    size, memory that grows): a ready or cut-off log is answered with it too."""
 
 
 MENTIONS: tuple[Mention, ...] = (
@@ -280,7 +283,24 @@ MENTIONS: tuple[Mention, ...] = (
         "speculative/eagle_worker.py:80-201); for DeepSeek-V3/GLM-4.5-style MTP models without "
         "--speculative-draft-model-path the target's own checkpoint is the draft's (v0.5.8 "
         "server_args.py:2169-2181)",
-        (_KV_CAP, _GRAPH_BS),
+        (
+            _KV_CAP,
+            _GRAPH_BS,
+            Lever(
+                "speculative_num_draft_tokens",
+                "lower",
+                "the target's verify pass runs num_draft_tokens tokens a request, so its graphs "
+                "and activations are bs x num_draft_tokens tokens (v0.5.8 "
+                "model_executor/cuda_graph_runner.py:283-286)",
+            ),
+        ),
+    ),
+    Mention(
+        "draft_startup",
+        Phase.DRAFT,
+        "the speculative draft worker's own startup: its dist init, weights, KV pool(s) and "
+        "graphs after the target's graphs (v0.5.8 speculative/eagle_worker.py:80-201)",
+        moment=True,
     ),
     Mention(
         "logprob",
@@ -538,19 +558,107 @@ MENTIONS: tuple[Mention, ...] = (
         moment=True,
     ),
     Mention(
-        "draft_startup",
-        Phase.DRAFT,
-        "the speculative draft worker's own startup: its dist init, weights, KV pool(s) and "
-        "graphs after the target's graphs (v0.5.8 speculative/eagle_worker.py:80-201)",
-        moment=True,
-    ),
-    Mention(
         "kv_allocation",
         Phase.MEMORY_POOL,
         "the KV cache's allocation: the request table and the KV pool, sized from the budget "
         "left after the weights (v0.5.8 model_executor/model_runner_kv_cache_mixin.py:252 "
         "init_memory_pool)",
         moment=True,
+    ),
+    Mention(
+        "growing",
+        Phase.SERVING,
+        "GPU memory that grew while serving until it ran out: SGLang sizes its pools once at "
+        "startup (the KV pool and the request table: v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:252; the graphs: "
+        "model_executor/model_runner.py:1979-2016), so memory that keeps growing is held by "
+        "something that does not release it, a leak, most often a vision model's images "
+        "preprocessed on the GPU (fast image processors run on cuda: v0.5.8 "
+        "multimodal/processors/base_processor.py:329-336) or tensors a request path keeps; a "
+        "lower --mem-fraction-static only delays the OOM",
+        (
+            Lever(
+                "disable_fast_image_processor",
+                "enable",
+                "images are preprocessed on the CPU, not on the GPU beside the pools (v0.4.6 "
+                "managers/tokenizer_manager.py:188)",
+            ),
+        ),
+        moment=True,
+        alone=True,
+    ),
+    Mention(
+        "hicache",
+        None,
+        "HiCache (--enable-hierarchical-cache): a host-RAM tier behind the GPU KV pool, "
+        "--hicache-ratio x the GPU pool's tokens or --hicache-size GB a rank (v0.5.8 "
+        "mem_cache/memory_pool_host.py:150-170), that keeps evicted prefixes in host RAM and "
+        "loads them back; it does not enlarge the GPU KV pool (max_total_num_tokens is the GPU "
+        "pool's); on the GPU it adds the transfers' working memory after the pool, which with "
+        "--page-size 1 gathered each write's K/V into a flat GPU copy first (v0.4.6.post5 "
+        "managers/cache_controller.py:188-194, :363-368; kernels copy pages directly in v0.5.8 "
+        "managers/cache_controller.py:503-515)",
+        (
+            Lever(
+                "page_size",
+                "raise",
+                "the write-through copies whole pages, no flat K/V gather on the GPU (v0.4.6.post5 "
+                "managers/cache_controller.py:188-194)",
+            ),
+            _MFS_LOWER,
+        ),
+        alone=True,
+    ),
+    Mention(
+        "mamba_capped",
+        None,
+        "SGLang's cap of the running requests by the hybrid model's mamba state slots: each "
+        "running request holds several slots (1, plus the radix cache's track buffers), so the "
+        "cap is max_mamba_cache_size // slots a request and requests past it queue (v0.5.17 "
+        "mem_cache/kv_cache_configurator.py:1734-1750, v0.5.23 :3134-3150); the slots are "
+        "--max-mamba-cache-size, else --mamba-full-memory-ratio of the pool budget",
+        (
+            Lever(
+                "mamba_full_memory_ratio",
+                "raise",
+                "a larger share of the pool budget for the mamba state slots (the KV pool gets "
+                "the rest)",
+            ),
+            Lever(
+                "max_mamba_cache_size",
+                "raise",
+                "more mamba state slots: the cap is max_mamba_cache_size // slots a request",
+            ),
+            Lever(
+                "mamba_ssm_dtype",
+                "enable",
+                "bfloat16 state instead of float32 halves each slot's bytes (SGLang's own advice, "
+                "v0.5.23 mem_cache/kv_cache_configurator.py:3141-3145)",
+            ),
+        ),
+        alone=True,
+    ),
+    Mention(
+        "pd_admission_cap",
+        None,
+        "a PD worker's admission bound: it refuses a request longer than its max_total_num_tokens "
+        "(`Request ... exceeds the maximum number of tokens: N > M`, v0.5.8 "
+        "disaggregation/prefill.py:212-218), and for a hybrid sliding-window (SWA) model the "
+        "prefill and decode workers clamp that bound to the SWA pool's tokens, "
+        "swa_max_total_num_tokens (v0.5.8 disaggregation/prefill.py:108-114, decode.py:243-248, "
+        "a FIXME: the SWA pool held the whole prompt), so the SWA pool's size caps the input; "
+        "it is --swa-full-tokens-ratio x the full pool's tokens (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:222-243), and sglang PR #26607 stops "
+        "capping DeepSeek-V4's PD prefill by it",
+        (
+            Lever(
+                "swa_full_tokens_ratio",
+                "raise",
+                "a larger SWA pool: swa tokens = full tokens x the ratio (v0.5.8 "
+                "model_runner_kv_cache_mixin.py:231-237)",
+            ),
+        ),
+        alone=True,
     ),
     Mention(
         "other_process",

@@ -34,8 +34,9 @@ def test_a_question_about_the_pools_size_is_answered_not_exit_3(question: str) -
         ("mem_fraction_static", "raise"),
         ("tp_size", "raise"),
     ]
-    # no log lines: nothing ended, so no `the log ends ...` finding
-    assert [f.id for f in result.findings] == ["reported"]
+    # no log lines: nothing ended, so no `the log ends ...` finding (what else the question
+    # names, HiCache, is said beside it)
+    assert {f.id for f in result.findings} == {"reported"}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,247 @@
+"""Families of what people paste about SGLang's pools that no OOM text carries (issue 24): the
+pools' self-check finding lost slots (`memory leak detected!`), memory said to grow while serving,
+HiCache named (what it adds on the GPU, and that it does not enlarge the GPU pool), SGLang's own
+warning that the mamba state slots cap the running requests, a PD worker's admission bound (the
+SWA pool on a hybrid model), the draft-token window of speculative decoding, and the hugepages the
+HiCache host check does not count. Every input is a synthetic line in its family's shape, pasted
+as reporters paste: alone, in a sentence, lower case, inside backticks, as a bullet, beside the
+name of another engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from memledger.diagnosis.model import Diagnosis
+from memledger.errors import InputError
+from memledger.sglang.failure_rules import Phase
+from tests.conftest import diagnose_paste
+
+P = "[2026-08-01 10:00:00 TP0] "
+SHAPES = (
+    "{s}",
+    "we see this: {s}",
+    "`{s}`",
+    "- {s}",
+    "vLLM never printed it, but SGLang does: {s}",
+)
+
+
+def _knobs(result: Diagnosis) -> list[tuple[str, str]]:
+    return [(s.knob, s.direction.value) for s in result.suggestions]
+
+
+def _said(result: Diagnosis) -> str:
+    return " ".join([result.verdict, *(f.message for f in result.findings)])
+
+
+LEAKS = (
+    "ValueError: token_to_kv_pool_allocator memory leak detected! "
+    "self.max_total_num_tokens=40000, available_size=39936, evictable_size=0, protected_size=0",
+    "req_to_token_pool memory leak detected!available_size=63, total_size=64",
+    "pool memory leak detected!",
+    "AssertionError: Mem Leak Detected! total_tokens=39900 vs self.max_total_num_tokens=40000",
+)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("text", LEAKS)
+def test_the_pools_self_check_is_an_accounting_bug_not_memory(text: str, shape: str) -> None:
+    result = diagnose_paste(shape.format(s=text) + "\n")
+    assert (result.outcome, result.phase) == ("crash", Phase.SERVING)
+    assert "pool_leak_check" in [str(f.id) for f in result.findings]
+    assert "not GPU memory" in result.verdict and "accounting bug" in result.verdict
+    # no memory flag fixes it: nothing to raise or lower
+    assert not any(knob == "mem_fraction_static" for knob, _ in _knobs(result))
+
+
+def test_sglang_03s_leak_warning_is_no_crash() -> None:
+    """0.3 warned and went on serving (v0.3.0 managers/tp_worker.py:305-324): pasted alone it is
+    no failure to diagnose (no OOM or refusal text), beside an OOM it is no crash."""
+    warning = (
+        "Warning: available_size=39936, max_total_num_tokens=40000\nKV cache pool leak detected!\n"
+    )
+    with pytest.raises(InputError):
+        diagnose_paste(warning)
+    result = diagnose_paste(warning + "then the next request: CUDA out of memory\n")
+    assert result.outcome == "oom"
+    assert "pool_leak_check" not in [str(f.id) for f in result.findings]
+
+
+def test_a_leak_word_without_the_checks_exclamation_is_no_self_check() -> None:
+    result = diagnose_paste("we suspect a memory leak detected by our own monitor, OOM later\n")
+    assert "pool_leak_check" not in [str(f.id) for f in result.findings]
+
+
+GROWTH = (
+    "GPU memory keeps increasing with every image request, then CUDA out of memory",
+    "the memory usage continued to increase and after an hour it OOMs",
+    "VRAM usage kept growing until the server crashed with OOM",
+    "显存缓慢上涨，最后 OOM",
+    "a slow CUDA memory leak: out of memory after two days",
+)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("text", GROWTH)
+def test_memory_said_to_grow_while_serving_is_a_leak_not_the_fraction(
+    text: str, shape: str
+) -> None:
+    result = diagnose_paste(shape.format(s=text) + "\n")
+    assert (result.outcome, result.phase) == ("oom", Phase.SERVING)
+    assert "leak" in _said(result) and "only delays" in _said(result)
+    assert _knobs(result)[0] == ("disable_fast_image_processor", "enable")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "throughput increased over time after warmup, then it OOMs",
+        # the KV pool filling up is its sized pool in use, not memory that grows
+        "token usage keeps increasing until the KV cache pool is full, then OOM",
+        "kv cache usage kept growing under load and it ran out of memory",
+    ],
+)
+def test_growth_of_something_else_is_no_memory_growth(text: str) -> None:
+    result = diagnose_paste(text + "\n")
+    assert not any(s.knob == "disable_fast_image_processor" for s in result.suggestions)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "with --enable-hierarchical-cache and --hicache-ratio 2 the server OOMs at startup",
+        "enabling hicache at mem-fraction-static 0.95 gives CUDA out of memory",
+        "Hierarchical KV caching on: OOM while running the benchmark",
+    ],
+)
+def test_hicache_named_with_an_oom_gives_its_gpu_levers(text: str, shape: str) -> None:
+    result = diagnose_paste(shape.format(s=text) + "\n")
+    assert result.outcome == "oom"
+    knobs = _knobs(result)
+    assert ("page_size", "raise") in knobs and ("mem_fraction_static", "lower") in knobs
+    assert "host-RAM tier" in _said(result)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HiCache is on, but max_total_num_tokens did not grow. Why?",
+        "- I enabled hierarchical cache and `max_total_num_tokens` stayed the same",
+    ],
+)
+def test_a_question_naming_hicache_is_answered_not_refused(text: str) -> None:
+    """No failure, no log line: what HiCache is (a host tier, not a bigger GPU pool) is the
+    answer; nothing claims an outcome."""
+    result = diagnose_paste(text + "\n")
+    assert result.outcome == "truncated"
+    assert "does not enlarge the GPU KV pool" in _said(result)
+
+
+MAMBA_CAP = (
+    "max_running_requests is capped to 9 by the mamba state cache (max_mamba_cache_size=47, 5 "
+    "state slots per request). To raise it: increase --mamba-full-memory-ratio or "
+    "--max-mamba-cache-size, or halve the state size with --mamba-ssm-dtype bfloat16."
+)
+
+
+@pytest.mark.parametrize("shape", [*SHAPES, P + "{s}"])
+def test_sglangs_mamba_cap_warning_gets_the_slot_levers(shape: str) -> None:
+    result = diagnose_paste(shape.format(s=MAMBA_CAP) + "\n")
+    assert result.outcome != "oom"
+    # no failure: SGLang's statement is said with its flags, no advice is made of it
+    assert "--mamba-full-memory-ratio" in _said(result) and not result.suggestions
+    # the warning alone is no failure: said as a finding, the verdict claims no outcome
+    assert "mamba state slots" in _said(result) and "outcome unknown" in result.verdict
+
+
+def test_the_mamba_cap_in_a_ready_log_is_said_and_stays_ready() -> None:
+    result = diagnose_paste(
+        [
+            P + MAMBA_CAP,
+            P + "max_total_num_tokens=200000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            "max_running_requests=9, context_len=32768",
+            P + "The server is fired up and ready to roll!",
+        ]
+    )
+    # a server that came up: the cap is said, with its flags, and no advice is made of it
+    assert (result.outcome, result.verdict) == ("ready", "ready: no memory problem found")
+    assert any("mamba state slots" in f.message for f in result.findings)
+    assert "--mamba-full-memory-ratio" in _said(result)
+
+
+def test_sglangs_own_hicache_line_in_a_ready_log_names_nothing() -> None:
+    """`Allocating X GB host memory for hierarchical KV cache.` is a healthy start's line, pasted
+    bare (no prefix) as some logs print it: no HiCache mention is made of it."""
+    result = diagnose_paste(
+        [
+            "KV Cache is allocated. #tokens: 105600, K size: 7.26 GB, V size: 7.26 GB",
+            "Memory pool end. avail mem=21.66 GB",
+            "Allocating 15.58 GB host memory for hierarchical KV cache.",
+            "max_total_num_tokens=105600, chunked_prefill_size=4096, max_prefill_tokens=16384, "
+            "max_running_requests=2048, context_len=40960, available_gpu_mem=21.09 GB",
+            "The server is fired up and ready to roll!",
+        ]
+    )
+    assert (result.outcome, result.verdict) == ("ready", "ready: no memory problem found")
+    assert "host-RAM tier" not in _said(result)
+
+
+def test_a_ready_log_naming_speculative_decoding_gets_no_failure_levers() -> None:
+    """What only explains a failure (the draft's pools) is not advice for a log that came up."""
+    result = diagnose_paste(
+        [
+            "I am trying speculative decoding with EAGLE3",
+            P + "max_total_num_tokens=200000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            "max_running_requests=64, context_len=32768",
+            P + "The server is fired up and ready to roll!",
+        ]
+    )
+    assert result.outcome == "ready"
+    assert not any(s.knob == "speculative_num_draft_tokens" for s in result.suggestions)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        *(
+            s.format(s="Request 7f3a exceeds the maximum number of tokens: 40960 > 18432")
+            for s in SHAPES
+        ),
+        P + "Request 7f3a exceeds the maximum number of tokens: 40960 > 18432",
+        # the clamp quoted from SGLang's code (never a prefixed log line)
+        *(
+            s.format(s="min(self.max_total_num_tokens, model_runner.swa_max_total_num_tokens)")
+            for s in SHAPES
+        ),
+    ],
+)
+def test_a_pd_workers_admission_bound_names_the_swa_pool(paste: str) -> None:
+    result = diagnose_paste(paste + "\n")
+    assert "SWA pool's tokens" in _said(result) and "--swa-full-tokens-ratio" in _said(result)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "with EAGLE speculative decoding the decode node OOMs mid-traffic",
+        "- speculative decoding (DFlash, 16 draft tokens): CUDA out of memory mid-run",
+        "`EAGLE3` in SGLang OOMs under load, vLLM does not",
+    ],
+)
+def test_a_speculative_oom_while_serving_offers_the_draft_token_window(text: str) -> None:
+    result = diagnose_paste(text + "\n")
+    assert (result.outcome, result.phase) == ("oom", Phase.SERVING)
+    assert ("speculative_num_draft_tokens", "lower") in _knobs(result)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_hicache_host_refusal_says_hugepages_are_not_counted(shape: str) -> None:
+    text = (
+        "ValueError: Not enough host memory available. Requesting 80.00 GB but only have 12.00 GB "
+        "free. Please reduce the size of the hierarchical cache."
+    )
+    result = diagnose_paste(shape.format(s=text) + "\n")
+    assert "hugepages" in result.verdict
+    (row,) = [f for f in result.findings if f.id == "hicache_host_memory"]
+    assert "MemAvailable" in row.message and "SGLANG_HUGEPAGE_SIZE" in row.message
