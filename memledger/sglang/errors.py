@@ -109,9 +109,15 @@ class ErrorText:
     server survives, a warning it recovers from, an on-chip scratch limit. A line it matches
     states no OOM outcome (memledger.input.outcome)."""
 
+    _any_case: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # read once: a flag test on the regex is an enum operation, and find runs per line
+        object.__setattr__(self, "_any_case", bool(self.regex.flags & re.IGNORECASE))
+
     def find(self, text: str) -> re.Match[str] | None:
         """The regex's match in `text` (after the cheap word test), or None."""
-        if self.regex.flags & re.IGNORECASE:
+        if self._any_case:
             lowered = text.lower()
             if text.isascii() and not any(word.lower() in lowered for word in self.words):
                 return None
@@ -538,7 +544,8 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"[Kk][Vv][ _-]?(?:[Cc]ache|[Pp]ool)(?: pool)? (?:allocation|creation) (?:fails|failed"
             r"|failure|to fail|fail)"
-            r"|[Ff]ail(?:s|ed)? to (?:allocate|create) (?:the )?[Kk][Vv][ _-]?(?:[Cc]ache|[Pp]ool)"
+            r"|[Ff]ail(?:s|ed)? (?:to allocate|to create) (?:the )?[Kk][Vv][ _-]?"
+            r"(?:[Cc]ache|[Pp]ool)"
             r"|(?:[Nn]ot enough (?:GPU |gpu )?(?:memory|room|space)|[Nn]o memory|[Nn]o GPU memory"
             r"|[Nn]o room|[Nn]o space) (?:left )?(?:for|to allocate) (?:the )?[Kk][Vv][ _-]?"
             r"(?:[Cc]ache|[Pp]ool)"
@@ -548,8 +555,8 @@ ERRORS: tuple[ErrorText, ...] = (
         (
             "allocation",
             "creation",
-            "allocate",
-            "create",
+            "to allocate",
+            "to create",
             "enough",
             "o memory",
             "o GPU memory",
