@@ -57,6 +57,7 @@ from memledger.diagnosis.model import (
     FindingId,
     Severity,
     Suggestion,
+    leading,
 )
 from memledger.diagnosis.phase import (
     failure_phase,
@@ -150,10 +151,7 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
             finding,
             *(f for f in found.findings if not quiet or f.id != FindingId.TRUNCATED),
         ],
-        suggestions=[
-            *levers,
-            *(s for s in found.suggestions if s.knob not in {x.knob for x in levers}),
-        ],
+        suggestions=leading(levers, found.suggestions),
     )
 
 
@@ -347,8 +345,7 @@ def _after_startup(evidence: Evidence) -> tuple[list[Finding], list[Finding], li
     note; their levers (the graphs' after the headroom's, one per knob)."""
     left, suggestions = health.headroom_after_startup(evidence)
     graphs, levers = health.graph_memory(evidence)
-    knobs = {s.knob for s in suggestions}
-    return left, graphs, suggestions + [s for s in levers if s.knob not in knobs]
+    return left, graphs, leading(suggestions, levers)
 
 
 def _ends_in_exception(evidence: Evidence) -> bool:
@@ -586,7 +583,7 @@ def _ready(evidence: Evidence) -> Diagnosis:
     if pool_levers:  # a pool short of one request: nothing that shrinks it, its levers first
         shrink = {("mem_fraction_static", Direction.LOWER), ("max_total_tokens", Direction.LOWER)}
         kept = [s for s in suggestions if (s.knob, s.direction) not in shrink]
-        suggestions = pool_levers + [s for s in kept if s.knob not in {p.knob for p in pool_levers}]
+        suggestions = leading(pool_levers, kept)
         headroom = capacity + headroom
         capacity = []
     findings = (

@@ -108,6 +108,13 @@ class Suggestion:
         return "--" + self.knob.replace("_", "-")
 
 
+def leading(first: list[Suggestion], rest: list[Suggestion]) -> list[Suggestion]:
+    """`first`, then those of `rest` whose knob none of `first` moves (one suggestion a knob, the
+    firmer answer's)."""
+    knobs = {s.knob for s in first}
+    return [*first, *(s for s in rest if s.knob not in knobs)]
+
+
 DIAGNOSIS_SCHEMA_VERSION = 1
 
 

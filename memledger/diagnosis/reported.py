@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion, leading
 from memledger.diagnosis.stages import lever_suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
@@ -97,8 +97,7 @@ def mention_answer(evidence: Evidence, answer: Answer) -> Answer:
         words = f"; {found[0].says.split(':')[0]}: {' or '.join(phrase(s) for s in levers[:2])}"
     elif any(m.name == "other_process" for m in found):
         words = f"; {MENTION['other_process'].says.split(':')[0]}: free the GPU first"
-    kept = [s for s in answer[1] if s.knob not in {k.knob for k in levers}]
-    return answer[0] + said, levers + kept, answer[2] + words
+    return answer[0] + said, leading(levers, answer[1]), answer[2] + words
 
 
 def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] | None:
@@ -150,8 +149,7 @@ def squeezed(evidence: Evidence) -> Answer | None:
     draft = next((m for m in mentions(evidence) if m.name == "speculative"), None)
     if draft is not None:
         first = [lever_suggestion(lever, "the draft worker") for lever in draft.levers]
-        knobs = {s.knob for s in first}
-        suggestions = first + [s for s in suggestions if s.knob not in knobs]
+        suggestions = leading(first, suggestions)
     findings = [
         Finding(
             id=FindingId.NO_FRACTION_FITS,
