@@ -16,6 +16,7 @@ from memledger.sglang.lifecycle import (
     MENTION,
     SETTING_MENTION_FIXED,
     SETTING_MENTIONS,
+    SUPERSEDED,
     Mention,
     squeeze_levers,
 )
@@ -51,6 +52,7 @@ def mentions(evidence: Evidence) -> list[Mention]:
             for key, values in settings
         ):
             named.add(name)
+    named -= {name for name, by in SUPERSEDED.items() if by in named}
     return [m for name, m in MENTION.items() if name in named]
 
 

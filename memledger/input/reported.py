@@ -83,12 +83,14 @@ def _values(entry: ErrorText, text: str, start: int, stop: int) -> list[dict[str
 
 
 _COMMAND_RE = re.compile(
-    r"^[\s$>]*(?:--|python|sglang |torchrun)|^[\s$>]*`(?:--|python|sglang |torchrun)[^`]*`?\s*$"
+    r"^[\s$>]*(?:--\w|python|sglang |torchrun)"
+    r"|^[\s$>]*`(?:--\w|python|sglang |torchrun)[^`]*`?\s*$"
     r"|launch_server"
 )
 """A launch command's line (memledger.input.launch_command reads its settings): not prose. A
 command quoted as inline code is one when nothing follows the code (`` `--tp 2` -> OOM `` is a
-sentence about a flag)."""
+sentence about a flag). A flag is `--` and its name: `-- The old value ...` is a dash that opens
+a sentence."""
 
 
 def read_reported(text: str) -> list[dict[str, Value]]:

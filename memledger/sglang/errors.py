@@ -819,6 +819,26 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- what reporters write around a paste (kind reported; memledger.input.reported reads
     # a bare line's settings and mentions): a setting's name, then the values typed after it
     ErrorText(
+        "said_fraction_near_one",
+        # SGLang's fraction typed at 0.97 or more (0.99, `=0.98`, `to .97`, 1.0): above the
+        # default SGLang itself picks on any card up to 288 GB (lifecycle MENTIONS). Kept before
+        # typed_fraction: both start at the setting's name, and the line's reader takes a
+        # setting's values up to the next name that starts after it
+        re.compile(
+            r"(?:mem[-_ ]?fraction(?:[-_ ]?static)?|gpu[-_]memory[-_]utilization)`?"
+            r"(?:\s*[=:]\s*|\s+(?:(?:was|is|been|be|set|to|of|at|as)\s+){0,3})`?"
+            r"(?:0?\.9[7-9]\d{0,2}|1\.0{1,3})(?![\d.])",
+            re.I,
+        ),
+        ("fraction", "utilization"),
+        Family.REPORTER,
+        "a --mem-fraction-static (or an RL framework's gpu_memory_utilization, which sets it: "
+        "memledger.sglang.frameworks) typed at 0.97 or more (memledger.sglang.lifecycle MENTIONS)",
+        "The config sets --mem-fraction-static=0.99 so the model barely fits on a 24GB card",
+        kind="reported",
+        values={"mention": "fraction_near_one"},
+    ),
+    ErrorText(
         "typed_fraction",
         re.compile(r"mem[-_ ]?fraction(?:[-_ ]?stati?c?\w*)?|gpu[-_]memory[-_]utilization", re.I),
         ("fraction", "utilization"),
@@ -913,27 +933,40 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_kt_gpu_experts",
-        # KTransformers' hybrid CPU/GPU experts, named by its flags (upstream SGLang's and the
-        # kvcache-ai fork's) or its name
+        # KTransformers' CPU/GPU expert split, on: its weight path named (upstream SGLang's and
+        # the kvcache-ai fork's flag, or the server arg)
+        re.compile(r"--kt-weight-path|kt_weight_path(?!\s*[=:]\s*None)"),
+        ("--kt-weight-path", "kt_weight_path"),
+        Family.REPORTER,
+        "KTransformers' expert split named by its weight path (v0.5.8 server_args.py:521 "
+        "kt_weight_path, layers/moe/kt_ep_wrapper.py:73-74; memledger.sglang.lifecycle MENTIONS)",
+        "With --kt-weight-path /models/cpu --kt-num-gpu-experts 64 on four 24 GB cards it runs "
+        "out of memory at startup",
+        kind="reported",
+        values={"mention": "kt_gpu_experts"},
+    ),
+    ErrorText(
+        "said_ktransformers",
+        # KTransformers named, or its GPU-expert count, with no weight path in the sentence: the
+        # split is on only with one (memledger.sglang.lifecycle MENTIONS, SUPERSEDED)
         re.compile(
-            r"--kt-num-gpu-experts|kt_num_gpu_experts|--kt-weight-path|kt_weight_path"
-            r"|(?<![\w.])(?:KTransformers|ktransformers|Ktransformers)\b"
+            r"--kt-num-gpu-experts|kt_num_gpu_experts"
+            r"|(?<![\w.])(?:KTransformers|ktransformers|Ktransformers|KTRANSFORMERS)\b"
         ),
         (
             "--kt-num-gpu-experts",
             "kt_num_gpu_experts",
-            "--kt-weight-path",
-            "kt_weight_path",
             "KTransformers",
             "ktransformers",
             "Ktransformers",
+            "KTRANSFORMERS",
         ),
         Family.REPORTER,
-        "KTransformers' expert split named in flags or prose (v0.5.8 server_args.py:4038 "
-        "--kt-num-gpu-experts; memledger.sglang.lifecycle MENTIONS)",
-        "With --kt-num-gpu-experts 64 on four 24 GB cards it runs out of memory at startup",
+        "KTransformers (SGLang with CPU experts) named, or its GPU-expert count (v0.5.8 "
+        "server_args.py:4038 --kt-num-gpu-experts; memledger.sglang.lifecycle MENTIONS)",
+        "Out of memory error using Ktransformers with DeepSeek on one B200",
         kind="reported",
-        values={"mention": "kt_gpu_experts"},
+        values={"mention": "ktransformers"},
     ),
     ErrorText(
         "said_too_big_for_gpu",

@@ -423,6 +423,45 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "ktransformers",
+        None,  # the experts are weights, but a reporter's OOM may come at any stage after them
+        "KTransformers' CPU experts: SGLang splits a MoE layer's routed experts between GPU and "
+        "CPU only when --kt-weight-path is set (v0.5.8 layers/moe/kt_ep_wrapper.py:73-74 makes "
+        "no KT config without it, fused_moe_triton/layer.py:250-270 then creates every local "
+        "expert on the GPU; v0.5.23 kt_ep_wrapper.py:78, fused_moe_triton/layer.py:488-505): "
+        "without it the whole MoE loads on the GPU with the weights; with it "
+        "--kt-num-gpu-experts experts a layer stay there, before the KV pool is sized",
+        (
+            Lever(
+                "kt_weight_path",
+                "enable",
+                "the CPU experts' weights: without it no expert runs on the CPU and every routed "
+                "expert is a GPU weight (v0.5.8 kt_ep_wrapper.py:73-74)",
+            ),
+            Lever(
+                "kt_num_gpu_experts",
+                "lower",
+                "with --kt-weight-path set: fewer routed experts per MoE layer on the GPU (0: all "
+                "on the CPU; v0.5.8 kt_ep_wrapper.py:206-209)",
+            ),
+            _KV_CAP,
+        ),
+    ),
+    Mention(
+        "fraction_near_one",
+        None,  # a setting, not a stage
+        "a --mem-fraction-static of 0.97 or more: the weights and the KV pool take that share of "
+        "the GPU, and CUDA graphs, a prefill chunk's activations and the attention workspaces "
+        "share the rest, (1 - mfs) x P (v0.5.8 model_runner_kv_cache_mixin.py:138-140): 0.24 "
+        "GiB of 24 at 0.99; SGLang's own default reserves 512 MiB + max(chunked prefill, 2048) "
+        "x 1.5 MiB + the graphs' share + tp x pp / 8 GiB, at least 10 GiB on a GPU over 60 GiB "
+        "(v0.5.8 server_args.py:988-1031; v0.5.23 arg_groups/memory_hook.py:296-325), so 0.97 "
+        "is above its default on any GPU up to 288 GB: lower --mem-fraction-static to (P - that "
+        "reserve) / P",
+        (_MFS_LOWER,),
+        alone=True,
+    ),
+    Mention(
         "too_big_for_gpu",
         Phase.LOAD,
         "the weights alone exceed one GPU: a rank holds parameters x dtype / tp of them (v0.5.8 "
@@ -707,6 +746,9 @@ SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
 }
 """Mentions the settings make without words: each setting and the values that make it (none
 listed: any set value)."""
+SUPERSEDED: dict[str, str] = {"ktransformers": "kt_gpu_experts"}
+"""A mention another one makes needless when both are named: KTransformers named with its weight
+path is the split that is on (kt_gpu_experts), not the question whether it is."""
 FRAME_MENTIONS: dict[str, str] = {
     "srt/lora/": "lora",
     "layers/attention/aiter_backend": "attention_workspace",

@@ -1,0 +1,163 @@
+"""Families from projects that embed or drive SGLang (issue 24, held-out threads 100-103): a
+fraction typed at 0.97 or more (an RL framework's gpu_memory_utilization included), KTransformers
+named without its weight path (no expert goes to the CPU then), and a prose line that opens with a
+dash (`-- The old value ...`), which is a sentence and not a launch command. Each is read in
+several shapes of the family, through the whole command path (engine detection included, so an
+unread paste raises InputError: exit 3). Every input is a synthetic line."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.options import DiagnoseOptions
+from memledger.diagnosis.model import Diagnosis
+from memledger.input.reported import read_reported
+
+
+def _id(paste: str) -> str:
+    """A test id without spaces (a landing script splits failing ids at white space)."""
+    return re.sub(r"\W+", "-", paste)[:48].strip("-")
+
+
+def _diagnose(paste: str) -> Diagnosis:
+    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
+
+
+def _knobs(result: Diagnosis, direction: str) -> list[str]:
+    return [s.knob for s in result.suggestions if s.direction == direction]
+
+
+def _named(result: Diagnosis, words: str) -> bool:
+    return any(words in f.message for f in result.findings)
+
+
+NEAR_ONE = "a --mem-fraction-static of 0.97 or more"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "I set --mem-fraction-static 0.98 and got CUDA out of memory during serving",
+        "- mem_fraction_static: 0.99 -> CUDA OOM on the first batch",
+        "verl crashes with OOM in rollout, actor_rollout_ref.rollout.gpu_memory_utilization=0.98",
+        "with `--mem-fraction-static 1.0` it ran out of memory",
+        "OOM after startup with MEM_FRACTION_STATIC = .97 on an L40S",
+        "> mem-fraction-static was set to 0.985, then a CUDA out of memory error",
+    ],
+    ids=_id,
+)
+def test_a_fraction_near_one_with_a_failure_lowers_the_fraction_first(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert _named(result, NEAR_ONE)
+    assert _knobs(result, "lower")[:1] == ["mem_fraction_static"]
+    assert NEAR_ONE in result.verdict
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "with --mem-fraction-static 0.96 it ran out of memory",
+        "mem_fraction_static=0.9 and it ran out of memory",
+        "I tried --mem-fraction-static 0.85, 0.88 and then it ran out of memory",
+        "gpu_memory_utilization=0.7 works, OOM otherwise",
+    ],
+    ids=_id,
+)
+def test_a_fraction_below_the_defaults_range_is_no_near_one_mention(paste: str) -> None:
+    assert not _named(_diagnose(paste), NEAR_ONE)
+
+
+def test_the_near_one_mention_leaves_the_typed_value_read() -> None:
+    """Both rows start at the setting's name: the typed value is still read after the mention."""
+    events = read_reported("The config sets --mem-fraction-static=0.99 so it barely fits on 24GB")
+    assert {"mention": "fraction_near_one"} in events
+    assert [e["value"] for e in events if e.get("knob") == "mem_fraction_static"] == [0.99]
+
+
+def test_a_fraction_near_one_said_alone_is_a_finding_with_its_direction() -> None:
+    """No failure in the paste: the finding says what 0.99 leaves and which way to move it."""
+    result = _diagnose(
+        "Our sample config used `--mem-fraction-static=0.99` to fit a vision model on a 24GB GPU "
+        "(barely fits); such a high value is unsafe."
+    )
+    found = [f.message for f in result.findings if NEAR_ONE in f.message]
+    assert found and "lower --mem-fraction-static" in found[0]
+    assert "(1 - mfs) x P" in found[0]
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "-- The previous value `--mem-fraction-static=0.99` was picked so the model barely fits.",
+        "--  Before: mem_fraction_static=0.98, it barely fits on 24GB.",
+        " -- note: mem-fraction-static 0.99 leaves no headroom",
+    ],
+    ids=_id,
+)
+def test_a_dash_that_opens_a_sentence_is_prose_not_a_command(paste: str) -> None:
+    events = read_reported(paste)
+    assert {"mention": "fraction_near_one"} in events
+    assert _diagnose(paste).outcome != ""  # read, not refused (an unread paste raises)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "--mem-fraction-static 0.99 --tp 2",
+        "  --mem-fraction-static 0.98 \\",
+        "$ python -m sglang.launch_server --mem-fraction-static 0.99",
+        "`--mem-fraction-static 0.99`",
+    ],
+    ids=_id,
+)
+def test_a_launch_commands_line_is_still_no_prose(line: str) -> None:
+    assert read_reported(line) == []
+
+
+KT_NAMED = [
+    "Out of memory error using Ktransformers with DeepSeek on one B200",
+    "ktransformers always gets oom at startup",
+    "KTRANSFORMERS: CUDA out of memory while loading the weights",
+    "OOM with ktransformers and --kt-num-gpu-experts 0, same on an H100",
+    "The KTransformers fork of SGLang stops at load:\ntorch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.02 GiB is "
+    "free.",
+]
+
+
+@pytest.mark.parametrize("paste", KT_NAMED, ids=_id)
+def test_ktransformers_without_its_weight_path_sets_the_weight_path(paste: str) -> None:
+    """Without --kt-weight-path SGLang makes no KT config and every expert is a GPU weight."""
+    result = _diagnose(paste)
+    assert result.outcome == "oom"
+    assert "kt_weight_path" in _knobs(result, "enable")
+    assert "kt_num_gpu_experts" in _knobs(result, "lower")
+    assert not _named(result, "(--kt-weight-path set)")
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "KTransformers OOM at startup, I passed --kt-weight-path /m/cpu and --kt-num-gpu-experts 8",
+        "ktransformers: kt_weight_path=/data/cpu-weights, kt_num_gpu_experts=16, CUDA OOM",
+        "OOM at startup with --kt-weight-path /models/cpu (Ktransformers)",
+    ],
+    ids=_id,
+)
+def test_ktransformers_with_its_weight_path_is_the_split_that_is_on(paste: str) -> None:
+    result = _diagnose(paste)
+    assert "kt_weight_path" not in _knobs(result, "enable")
+    assert _knobs(result, "lower")[:1] == ["kt_num_gpu_experts"]
+    assert _named(result, "(--kt-weight-path set)")
+
+
+def test_a_weight_path_printed_as_none_is_no_split() -> None:
+    """The server args print kt_weight_path=None when it is not given: not the split, on."""
+    events = read_reported("Ktransformers run, kt_weight_path=None, kt_num_gpu_experts=8, OOM")
+    assert {"mention": "ktransformers"} in events
+    assert {"mention": "kt_gpu_experts"} not in events
