@@ -8,11 +8,13 @@ from dataclasses import replace
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Diagnosis, Direction, Finding, FindingId, Severity, Suggestion
 from memledger.model.events import EventKind
+from memledger.sglang.adjustment_values import lever_values
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sglang.frameworks import BY_NAME, MEMORY_SAVER, Framework, trainer_frame
-from memledger.sglang.lifecycle import LEVER, STAGE, Lever, levers_after_load
+from memledger.sglang.levers import Lever
+from memledger.sglang.lifecycle import LEVER, STAGE, levers_after_load
 
 
 def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
@@ -63,6 +65,20 @@ def lever_suggestion(lever: Lever, why: str, *, tail: str = "") -> Suggestion:
         value=None,
         why=f"{why}: {lever.effect}{tail}",
     )
+
+
+def adjustment_levers(evidence: Evidence, diagnosis: Diagnosis) -> list[Suggestion]:
+    """The levers of SGLang's own setting changes (memledger.sglang.adjustment_values) after a
+    startup that did not fail (a failure's levers answer it)."""
+    subject = not diagnosis.memory_problem and diagnosis.phase is Phase.UNKNOWN
+    return [
+        Suggestion(knob=lever.knob, direction=Direction(lever.direction), value=v, why=why)
+        for e in evidence.events
+        if e.kind is EventKind.SETTING_ADJUSTED and not diagnosis.failed
+        for lever, v, why in lever_values(
+            e.values, evidence.server_args, evidence.at(e.line), subject
+        )
+    ]
 
 
 def embedding_framework(evidence: Evidence) -> Framework | None:

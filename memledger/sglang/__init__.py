@@ -98,6 +98,8 @@ tests/sizing/test_rules.py (a meta-test fails when a rule has none).
 
 Modules:
 
+- `adjustment_values`: What SGLang's own setting change leaves to set: each lever of an `Adjustment`
+  row with its value.
 - `adjustments`: Every line SGLang prints when it changes a memory setting by itself.
 - `backend_defaults`: SGLang defaults by release that the KV pool depends on besides
   mem_fraction_static.
@@ -114,6 +116,8 @@ Modules:
 - `launch_flags`: How an SGLang launch command names the ServerArgs fields (SGLang knowledge, as
   data).
 - `known_bugs`: Defects some SGLang releases have and a later one fixed, one `KnownBug` each.
+- `levers`: A lever: one SGLang setting, the way to move it and what that changes, with the
+  arithmetic of its value when the evidence carries the numbers.
 - `lifecycle`: SGLang's memory lifecycle, one stage per phase: what it allocates, what bounds it,
   its levers.
 - `lines`: Every SGLang log line memledger reads.

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from memledger.sglang.levers import Lever
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,9 @@ class Adjustment:
     name: str
     """Unique id (also the error-text entry's name)."""
     regex: re.Pattern[str]
-    """Searched in the line; its `value` group, when it has one, is the value SGLang chose, and
-    its `why` group the reason the line gives (a text that names one of several)."""
+    """Searched in the line; its `value` group, when it has one, is the value SGLang chose, its
+    `why` group the reason the line gives (a text that names one of several), and its other
+    groups the numbers a lever's value reads as `log.NAME` (`was`: the value before)."""
     words: tuple[str, ...]
     """Every match holds one (case-sensitive): the readers' cheap test and the prefilter's."""
     setting: str
@@ -45,11 +48,16 @@ class Adjustment:
     """A synthetic line of the text (checked by the shared error-text test)."""
     to: str = ""
     """The value it sets when the text prints none (`disabled`, `48`)."""
-    lever: str = ""
-    """How to get another value: a flag to set or what to change (empty: nothing to set)."""
+    levers: tuple[Lever, ...] = ()
+    """How to get another value: one lever a flag the text names, its direction the way away
+    from SGLang's choice (none: the change follows from another setting, nothing to set)."""
     at_args: bool = True
     """Printed while SGLang builds its ServerArgs, before the `server_args` line of the startup
     it belongs to (False: printed while the pools are sized, inside the startup)."""
+    caps: bool = False
+    """SGLang gave less than the value asked for (the requested one, or its own earlier one): a
+    limit the user meets. Its levers are the Suggestions of any startup that did not fail; a row
+    that sets a default only of a paste that places nothing else (the line is its subject)."""
 
 
 def _row(
@@ -61,21 +69,40 @@ def _row(
     source: str,
     example: str,
     to: str = "",
-    lever: str = "",
+    levers: tuple[Lever, ...] = (),
     at_args: bool = True,
+    caps: bool = False,
 ) -> Adjustment:
     return Adjustment(
-        name, re.compile(pattern), words, setting, reason, source, example, to, lever, at_args
+        name,
+        re.compile(pattern),
+        words,
+        setting,
+        reason,
+        source,
+        example,
+        to,
+        levers,
+        at_args,
+        caps,
     )
 
 
 _NUM = r"(?P<value>-?\d+)"
+_DP_CHUNK = Lever(
+    "chunked_prefill_size",
+    "raise",
+    "under DP attention a DP group prefills --chunked-prefill-size // dp_size tokens a chunk "
+    "(v0.5.8 server_args.py:1934-1938, v0.5.23 arg_groups/parallel_hook.py:327-333): dp_size x "
+    "the size wanted gives each group that size",
+)
 
 ADJUSTMENTS: tuple[Adjustment, ...] = (
     # ---- max_running_requests
     _row(
         "mamba_caps_running_requests",
-        r"max_running_requests is capped to " + _NUM + r" by the mamba state cache",
+        r"max_running_requests is capped to " + _NUM + r" by the mamba state cache"
+        r"(?: \(max_mamba_cache_size=(?P<cache>\d+), (?P<per>\d+) state slots per request)?",
         ("max_running_requests is capped to",),
         "max_running_requests",
         "the Mamba state cache: max_mamba_cache_size // state slots per request",
@@ -83,21 +110,53 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "max_running_requests is capped to 9 by the mamba state cache (max_mamba_cache_size=36, "
         "4 state slots per request). To raise it: increase --mamba-full-memory-ratio or "
         "--max-mamba-cache-size, or halve the state size with --mamba-ssm-dtype bfloat16.",
-        lever="raise --max-mamba-cache-size or --mamba-full-memory-ratio, or --mamba-ssm-dtype "
-        "bfloat16 (half the state per request)",
+        levers=(
+            Lever(
+                "max_mamba_cache_size",
+                "raise",
+                "the cap is max_mamba_cache_size // the state slots a request holds (v0.5.20 "
+                "mem_cache/kv_cache_configurator.py:2280-2281): the requested max_running_requests "
+                "(a DP worker's share) x the slots lifts it there; the Mamba slots come out of the "
+                "KV pool's budget",
+                needs="the server_args line (max_running_requests)",
+                value="args.max_running_requests // default(args.dp_size if "
+                "args.enable_dp_attention else 1, 1) * log.per",
+            ),
+            Lever(
+                "mamba_full_memory_ratio",
+                "raise",
+                "the Mamba state cache's share of the pool budget when --max-mamba-cache-size is "
+                "unset (the KV pool gets the rest)",
+            ),
+            Lever(
+                "mamba_ssm_dtype",
+                "enable",
+                "bfloat16 SSM state instead of float32: each slot half the bytes, twice the slots "
+                "in the same budget (the line's own advice)",
+            ),
+        ),
         at_args=False,
+        caps=True,
     ),
     _row(
         "kv_caps_running_requests",
-        r"max_running_requests was reduced from the requested \d+ to " + _NUM,
+        r"max_running_requests was reduced from the requested (?P<was>\d+) to " + _NUM,
         ("max_running_requests was reduced from",),
         "max_running_requests",
         "the KV pool's capacity: at most max_total_num_tokens // 2 requests per DP worker",
         "v0.5.16 mem_cache/kv_cache_configurator.py:1653, v0.5.23 :3166",
         "max_running_requests was reduced from the requested 256 to 120 (per dp worker) due to "
         "the available KV cache capacity.",
-        lever="a bigger KV pool: raise --mem-fraction-static (or a smaller model a rank)",
+        levers=(
+            Lever(
+                "mem_fraction_static",
+                "raise",
+                "a DP worker serves at most max_total_num_tokens // 2 requests (v0.5.23 "
+                "mem_cache/kv_cache_configurator.py:3129, :3132): a larger KV pool serves more",
+            ),
+        ),
         at_args=False,
+        caps=True,
     ),
     _row(
         "speculative_resets_running_requests",
@@ -109,7 +168,15 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "v0.5.23 arg_groups/speculative_hook.py:444",
         "Max running requests is reset to 48 for speculative decoding. You can override this by "
         "explicitly setting --max-running-requests.",
-        lever="set --max-running-requests explicitly",
+        levers=(
+            Lever(
+                "max_running_requests",
+                "raise",
+                "48 is speculative decoding's default when none is given (v0.5.23 "
+                "arg_groups/speculative_hook.py:438-445); a value given is kept, each request "
+                "holding its draft tokens' KV",
+            ),
+        ),
     ),
     _row(
         "model_sets_running_requests",
@@ -119,18 +186,34 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "the model architecture's default (DeepSeek-V4's pools)",
         "v0.5.16 arg_groups/deepseek_v4_hook.py:51, v0.5.23 :144",
         "Setting max_running_requests to 256 for DeepseekV4ForCausalLM.",
-        lever="set --max-running-requests explicitly",
+        levers=(
+            Lever(
+                "max_running_requests",
+                "raise",
+                "the model's default when none is given (v0.5.23 arg_groups/deepseek_v4_hook.py:"
+                "138-144); a value given is kept",
+            ),
+        ),
     ),
     _row(
         "post_capture_running_requests",
-        r"Post-capture KV sizing: max_running_requests \d+ -> " + _NUM,
+        r"Post-capture KV sizing: max_running_requests (?P<was>\d+) -> " + _NUM,
         ("Post-capture KV sizing: max_running_requests",),
         "max_running_requests",
         "the KV pool sized again after CUDA graph capture",
         "v0.5.16 model_executor/model_runner_components/kv_pool_runtime.py:99, v0.5.23 :172",
         "Post-capture KV sizing: max_running_requests 2048 -> 1536",
-        lever="a bigger KV pool: raise --mem-fraction-static",
+        levers=(
+            Lever(
+                "mem_fraction_static",
+                "raise",
+                "the pool sized again from what the graphs left serves fewer requests (v0.5.23 "
+                "model_executor/model_runner_components/kv_pool_runtime.py:162-173): a larger "
+                "budget keeps more",
+            ),
+        ),
         at_args=False,
+        caps=True,
     ),
     # ---- the KV pool's token counts
     _row(
@@ -153,17 +236,17 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "v0.4.6.post5 server_args.py:335, v0.5.4 :1174, v0.5.8 :1938, v0.5.10 :2642",
         "DP attention is enabled. The chunked prefill size is adjusted to 2048 to avoid MoE "
         "kernel issues.",
-        lever="--chunked-prefill-size is per DP group: set dp_size x the size wanted",
+        levers=(_DP_CHUNK,),
     ),
     _row(
         "dp_attention_chunked_prefill_from",
-        r"DP attention is enabled\. chunked prefill size is adjusted from \d+ to " + _NUM,
+        r"DP attention is enabled\. chunked prefill size is adjusted from (?P<was>\d+) to " + _NUM,
         ("chunked prefill size is adjusted from",),
         "chunked_prefill_size",
         "DP attention: the chunked prefill size is divided by dp_size",
         "v0.5.16 server_args.py:5610, v0.5.23 arg_groups/parallel_hook.py:333",
         "DP attention is enabled. chunked prefill size is adjusted from 8192 to 1024.",
-        lever="--chunked-prefill-size is per DP group: set dp_size x the size wanted",
+        levers=(replace(_DP_CHUNK, value="log.was * (log.was // log.value)"),),
     ),
     _row(
         "model_turns_off_chunked_prefill",
@@ -175,7 +258,19 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "v0.5.16 server_args.py:3125, v0.5.23 arg_groups/model_hook.py:1033",
         "Automatically turn off --chunked-prefill-size as it is not supported for gemma3",
         to="-1 (off)",
-        lever="lower --max-prefill-tokens or --context-length (a whole prompt's activations)",
+        levers=(
+            Lever(
+                "max_prefill_tokens",
+                "lower",
+                "a prompt is prefilled whole: fewer new tokens a prefill batch, smaller "
+                "activations",
+            ),
+            Lever(
+                "context_length",
+                "lower",
+                "the longest prompt, prefilled whole, bounds the largest prefill's activations",
+            ),
+        ),
     ),
     # ---- page size
     _row(
@@ -286,11 +381,11 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         r"Setting KV cache dtype to (?P<value>[\w.]+)",
         ("Setting KV cache dtype to",),
         "kv_cache_dtype",
-        "the model or its attention backend (DeepSeek DSA by GPU generation)",
+        "the model or its attention backend (DeepSeek DSA by GPU generation); the KV pool's "
+        "bytes a token follow it, --kv-cache-dtype sets it explicitly",
         "v0.5.4 server_args.py:1032, v0.5.8 :1167, v0.5.16 arg_groups/overrides.py:1237, "
         ":1475, v0.5.23 arg_groups/overrides.py:504, :536, :904",
         "Setting KV cache dtype to fp8_e4m3 for DeepSeek DSA on SM90 device.",
-        lever="the KV pool's bytes per token follow it: --kv-cache-dtype sets it explicitly",
     ),
     _row(
         "dflash_kv_cache_dtype",
@@ -322,7 +417,14 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "the model's default split between SWA and full-attention tokens",
         "v0.5.16 arg_groups/overrides.py:812",
         "Setting swa_full_tokens_ratio to 0.1 for DeepseekV4ForCausalLM.",
-        lever="set --swa-full-tokens-ratio explicitly",
+        levers=(
+            Lever(
+                "swa_full_tokens_ratio",
+                "raise",
+                "the SWA layers hold the full layers' tokens x the ratio (v0.5.8 "
+                "model_executor/model_runner_kv_cache_mixin.py:231-237); a ratio given is kept",
+            ),
+        ),
     ),
     # ---- CUDA graphs
     _row(
@@ -414,15 +516,25 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
 BY_NAME: Mapping[str, Adjustment] = {row.name: row for row in ADJUSTMENTS}
 
 
-def says(values: Mapping[str, object]) -> str:
+def says(values: Mapping[str, object], where: str = "") -> str:
     """What diagnose writes of a `setting_adjusted` event (its `values`: the entry's name, and the
-    value printed when the text prints one)."""
+    value printed when the text prints one), citing `where` (the line, `file:line`) when given."""
     row = BY_NAME[str(values.get("adjustment"))]
-    chosen = str(values.get("value") or row.to)
-    to = f" to {chosen}" if chosen else ""
-    lever = f"; to change it: {row.lever}" if row.lever else ""
+    to = f" to {chosen(values)}" if chosen(values) else ""
+    moves = " or ".join(
+        f"{'set' if lever.direction == 'enable' else lever.direction} --"
+        + lever.knob.replace("_", "-")
+        for lever in row.levers
+    )
+    lever = f"; to change it: {moves}" if moves else ""
     why = str(values.get("why") or "").strip(" ,")
     reason = f"{row.reason}; here: {why}" if why else row.reason
     cited = [part for part in row.source.split(", ") if part.startswith("v")]
     source = cited[0] if len(cited) == 1 else f"{cited[0]} ... {cited[-1]}"
-    return f"SGLang set {row.setting}{to} ({reason}; {source}){lever}"
+    at = f"{where}; " if where else ""
+    return f"SGLang set {row.setting}{to} ({reason}; {at}{source}){lever}"
+
+
+def chosen(values: Mapping[str, object]) -> str:
+    """The value SGLang chose: the one the line printed, else the row's."""
+    return str(values.get("value") or BY_NAME[str(values.get("adjustment"))].to)

@@ -16,9 +16,9 @@ torch_memory_saver (managers/scheduler_update_weights_mixin.py:121 `release_memo
 :154 `resume_memory_occupation`).
 
 ## Adding a stage or a lever
-A lever is (knob, direction, what it changes there); the knob is SGLang's server-arg name. An
-RL framework's name for a knob is `frameworks.FRAMEWORKS`, not a lever here. Add a test in
-tests/diagnosis/test_lifecycle.py when a stage gains a lever.
+A lever (memledger.sglang.levers) is (knob, direction, what it changes there); the knob is
+SGLang's server-arg name. An RL framework's name for a knob is `frameworks.FRAMEWORKS`, not a
+lever here. Add a test in tests/diagnosis/test_lifecycle.py when a stage gains a lever.
 """
 
 from __future__ import annotations
@@ -27,20 +27,7 @@ from dataclasses import dataclass
 
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import Phase
-
-
-@dataclass(frozen=True)
-class Lever:
-    knob: str
-    """SGLang's server-arg name with underscores."""
-    direction: str
-    """`lower`, `raise` or `enable` (the diagnosis' Direction values): the way that frees
-    memory in this phase."""
-    effect: str
-    """What the change does in this phase, with the arithmetic SGLang applies."""
-    needs: str = ""
-    """What a paste must add for a value, when not the fraction's P and mfs (server_args and
-    `Load weight begin`)."""
+from memledger.sglang.levers import Lever
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,17 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
     ),
     "setting_adjusted": (
         (),
-        {"adjustment": str, "at": str, "setting": str, "value": str, "why": str},
+        {
+            "adjustment": str,
+            "at": str,
+            "setting": str,
+            "value": str,
+            "why": str,
+            # the numbers a row's lever reads (memledger.sglang.adjustments)
+            "was": str,
+            "cache": str,
+            "per": str,
+        },
     ),
     "oom": ((), {"reason": str}),
     "crash": ((), {"reason": str}),

@@ -149,8 +149,13 @@ MAMBA_CAP = (
 def test_sglangs_mamba_cap_warning_gets_the_slot_levers(shape: str) -> None:
     result = diagnose_paste(shape.format(s=MAMBA_CAP) + "\n")
     assert result.outcome != "oom"
-    # no failure: SGLang's statement is said with its flags, no advice is made of it
-    assert "--mamba-full-memory-ratio" in _said(result) and not result.suggestions
+    # no failure: SGLang's statement is said with its flags, and its levers are the advice
+    assert "--mamba-full-memory-ratio" in _said(result)
+    assert [(s.knob, s.direction) for s in result.suggestions] == [
+        ("max_mamba_cache_size", "raise"),
+        ("mamba_full_memory_ratio", "raise"),
+        ("mamba_ssm_dtype", "enable"),
+    ]
     # the warning alone is no failure: said as a finding, the verdict claims no outcome
     assert "mamba state slots" in _said(result) and "outcome unknown" in result.verdict
 
@@ -164,10 +169,11 @@ def test_the_mamba_cap_in_a_ready_log_is_said_and_stays_ready() -> None:
             P + "The server is fired up and ready to roll!",
         ]
     )
-    # a server that came up: the cap is said, with its flags, and no advice is made of it
+    # a server that came up: the cap is said, with its flags, and they are the advice
     assert (result.outcome, result.verdict) == ("ready", "ready: no memory problem found")
     assert any("mamba state slots" in f.message for f in result.findings)
     assert "--mamba-full-memory-ratio" in _said(result)
+    assert result.suggestions[0].knob == "max_mamba_cache_size"
 
 
 def test_sglangs_own_hicache_line_in_a_ready_log_names_nothing() -> None:

@@ -10,10 +10,13 @@ import re
 
 import pytest
 
+from memledger.diagnosis.model import Direction
+from memledger.formulas import compile_expression
 from memledger.input.error_texts import read_adjustment
 from memledger.input.parsing import parse_log
 from memledger.model.events import Event, EventKind
 from memledger.sglang.adjustments import ADJUSTMENTS, BY_NAME, Adjustment, says
+from memledger.sglang.lines import ERROR_KEYS
 from tests.conftest import diagnose_paste
 
 _SHAPES = {
@@ -38,8 +41,11 @@ def test_each_text_is_read_with_its_setting_and_value(row: Adjustment, shape: st
     assert [e.values.get("adjustment") for e in read] == [row.name]
     assert read[0].values["setting"] == row.setting
     assert (read[0].values.get("value") or row.to) == _printed(row)
-    said = [f.message for f in diagnose_paste(paste).findings]
-    assert says(read[0].values) in said
+    result = diagnose_paste(paste)
+    assert says(read[0].values) in [f.message for f in result.findings]
+    if shape != "quoted":  # no failure: the row's levers are the suggestions, with directions
+        offered = [(s.knob, s.direction) for s in result.suggestions]
+        assert offered == [(lever.knob, Direction(lever.direction)) for lever in row.levers]
 
 
 def _adjusted(paste: str) -> list[Event]:
@@ -71,10 +77,22 @@ def test_a_text_of_several_reasons_says_its_own() -> None:
 
 def test_each_row_is_unique_and_cites_a_release() -> None:
     assert len(BY_NAME) == len(ADJUSTMENTS)
+    keys = ERROR_KEYS["setting_adjusted"][1]
     for row in ADJUSTMENTS:
         assert re.match(r"v0\.\d+\.\d+\S* \S+\.py:\d+", row.source), row.name
         assert "value" in row.regex.groupindex or row.to, row.name
         assert all(word in row.regex.pattern.replace("\\", "") for word in row.words), row.name
+        assert set(row.regex.groupindex) <= set(keys), row.name  # each group an event key
+        # the lifecycle's lever shape: a direction the diagnosis has, what it changes, each knob
+        # once; a value's arithmetic compiles and reads only the line's own numbers
+        assert len({lever.knob for lever in row.levers}) == len(row.levers), row.name
+        for lever in row.levers:
+            assert Direction(lever.direction) and lever.effect, row.name
+            assert re.fullmatch(r"[a-z][a-z0-9_]+", lever.knob), row.name
+            if lever.value:
+                compile_expression(lever.value)
+                read = set(re.findall(r"log\.(\w+)", lever.value))
+                assert read <= set(row.regex.groupindex), (row.name, read)
 
 
 def test_a_setting_named_in_other_words_is_no_adjustment() -> None:
@@ -82,3 +100,50 @@ def test_a_setting_named_in_other_words_is_no_adjustment() -> None:
     assert read_adjustment("I set max_running_requests to 9 and it still OOMs") is None
     assert read_adjustment("--max-running-requests 9 --chunked-prefill-size 1024") is None
     assert read_adjustment("page_size=64, kv_cache_dtype=fp8_e4m3, disable_cuda_graph=True") is None
+
+
+_MAMBA = (
+    "max_running_requests is capped to 9 by the mamba state cache (max_mamba_cache_size=47, 5 "
+    "state slots per request). To raise it: increase --mamba-full-memory-ratio"
+)
+
+
+@pytest.mark.parametrize(
+    ("settings", "value"),
+    [
+        ("max_running_requests=32, dp_size=1, enable_dp_attention=False", 160),
+        # under DP attention the cap is a DP worker's: 32 // 2 requests x 5 slots
+        ("max_running_requests=32, dp_size=2, enable_dp_attention=True", 80),
+        ("max_running_requests=None, dp_size=1", None),  # SGLang's estimate: no request to meet
+        ("", None),
+    ],
+)
+def test_the_mamba_caps_value_lifts_the_cap_to_the_requested_count(
+    settings: str, value: int | None
+) -> None:
+    args = f"server_args=ServerArgs(model_path='m', {settings})\n" if settings else ""
+    result = diagnose_paste(f"{args}[2026-01-05 10:00:00 TP0] {_MAMBA}\n")
+    lever = result.suggestions[0]
+    assert (lever.knob, lever.direction, lever.value) == ("max_mamba_cache_size", "raise", value)
+    if value is None:
+        assert "for a value add the server_args line" in lever.why
+    else:
+        assert "per 5" in lever.why and "max_running_requests 32" in lever.why
+
+
+def test_a_dp_chunk_from_a_size_gives_dp_size_times_it() -> None:
+    line = "DP attention is enabled. chunked prefill size is adjusted from 8192 to 1024."
+    (lever,) = diagnose_paste(line + "\n").suggestions
+    assert (lever.knob, lever.direction, lever.value) == ("chunked_prefill_size", "raise", 65536)
+
+
+def test_a_failed_startup_keeps_its_own_levers() -> None:
+    paste = (
+        "Max running requests is reset to 48 for speculative decoding.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    result = diagnose_paste(paste)
+    assert result.outcome == "oom"
+    offered = {(s.knob, s.direction) for s in result.suggestions}
+    assert ("max_running_requests", "raise") not in offered and offered
+    assert any(f.id == "setting_adjusted" for f in result.findings)  # still said
