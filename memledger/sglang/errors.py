@@ -1372,7 +1372,18 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|(?:memory|VRAM)[^.\n]{0,30}?(?:increas|grow|ris|climb|creep)\w* "
             r"(?:over time|steadily|slowly|gradually|continuously)"
             r"|(?:GPU |CUDA |VRAM |video )memory leak(?! detected)|\bVRAM leak"
-            r"|显存(?:缓慢|持续|逐渐|不断|一直)(?:上涨|增长|增加|上升)|显存泄[漏露]",
+            r"|显存(?:缓慢|持续|逐渐|不断|一直)(?:上涨|增长|增加|上升)|显存泄[漏露]"
+            # the readings typed (`memory utilization increased from 73.16 GiB to 77.06 GiB`,
+            # `VRAM went from 60 to 75 GB`), not a fraction (`memory fraction from 0.8 to 0.9`)
+            r"|(?:memory|VRAM)(?:(?!fraction|static)[^.\n]){0,40}?"
+            r"(?:increased from|increases from|grew from|grows from|rose from|rises from"
+            r"|climbed from|went up from|goes up from|jumped from) ~?\d[\d.,]*"
+            r" ?(?:GiB|GB|G|MiB|MB|%)? to ~?\d[\d.,]* ?(?:GiB|GB|G|MiB|MB|%)"
+            r"|显存(?:占用|使用)?从 ?\d[\d.]* ?(?:GiB|GB|G|%)? ?(?:涨|增长|增加|上升)到"
+            # and that it stayed after the load was gone (`did not return to its initial state`)
+            r"|memory (?:usage |utilization )?(?:did not|didn't|does not|doesn't|never|has not"
+            r"|hasn't) (?:\w+ )?(?:return|go back|come back|drop back|fall back)(?:ed)? to (?:its |"
+            r"the )?(?:initial|original|baseline)",
             re.I,
         ),
         (
@@ -1389,6 +1400,19 @@ ERRORS: tuple[ErrorText, ...] = (
             "memory leak",
             "VRAM leak",
             "显存",
+            "increased from",
+            "increases from",
+            "grew from",
+            "grows from",
+            "rose from",
+            "rises from",
+            "climbed from",
+            "went up from",
+            "goes up from",
+            "jumped from",
+            "initial",
+            "original",
+            "baseline",
         ),
         Family.REPORTER,
         "what people write when GPU memory grew while serving until it ran out (a leak, not the "
