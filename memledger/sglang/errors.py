@@ -885,6 +885,24 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "speculative"},
     ),
     ErrorText(
+        "said_kv_cap",
+        # the KV pool's cap named in prose, a flag, a config key or an embedder's name for it
+        # (`--max-total-tokens`, `sglang_max_total_tokens`, an env var's `..._MAX_TOTAL_TOKENS`);
+        # not a server_args dump's unset `max_total_tokens=None`, nor the pool's size,
+        # `max_total_num_tokens`
+        re.compile(
+            r"(?:max_total_tokens|max-total-tokens|max total tokens)\b(?!\s*=\s*None)", re.I
+        ),
+        ("max_total_tokens", "max-total-tokens", "max total tokens"),
+        Family.REPORTER,
+        "SGLang's --max-total-tokens named in prose or flags (v0.5.8 server_args.py, applied at "
+        "model_executor/model_runner_kv_cache_mixin.py:299-306: memledger.sglang.lifecycle "
+        "MENTIONS)",
+        "We set max_total_tokens to batch x max_length and the rollout runs out of memory",
+        kind="reported",
+        values={"mention": "kv_cap"},
+    ),
+    ErrorText(
         "said_page_size",
         re.compile(r"page size|page_size|page-size", re.I),
         ("page size", "page_size", "page-size"),
