@@ -5,11 +5,13 @@ has the opposite lever of an allocator OOM, or no GPU lever at all.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memledger.diagnosis.arithmetic import floor_step, g, half
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
-from memledger.diagnosis.stages import model_lever
+from memledger.diagnosis.stages import lever_suggestion, model_lever
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
@@ -25,6 +27,7 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.known_bugs import bug_words, known_bug
+from memledger.sglang.lifecycle import KV_CAP_RAISE
 
 
 def pool_failure(evidence: Evidence) -> Event | None:
@@ -100,6 +103,13 @@ def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
             ),
             _fewer_requests(evidence),
         ]
+        cap = evidence.int_param("max_total_tokens")
+        if cap:  # the pool is the cap's while it binds: a higher fraction buys it nothing
+            short = asked - free if isinstance(asked, int) and free is not None else 0
+            why = f"the pool is capped at {cap:,} tokens ({evidence.settings_where})"
+            why += f", {short:,} short of the tokens asked" if short > 0 else ""
+            lever = lever_suggestion(KV_CAP_RAISE, why)
+            levers.insert(0, replace(lever, value=cap + short if short > 0 else None))
         chunk = evidence.int_param("chunked_prefill_size")
         if shape == "prefill":
             levers.append(

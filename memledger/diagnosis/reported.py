@@ -91,7 +91,7 @@ def mention_answer(evidence: Evidence, answer: Answer) -> Answer:
         lever_suggestion(lever, m.says.split(":")[0])
         for m in found
         for lever in m.levers
-        if evidence.refusal is None
+        if (evidence.refusal is None and not (m.own_pool and evidence.oom is not None))
         or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
     ]
     words = ""

@@ -885,6 +885,24 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "speculative"},
     ),
     ErrorText(
+        "said_kv_cap",
+        # the KV pool's cap named in prose, a flag, a config key or an embedder's name for it
+        # (`--max-total-tokens`, `sglang_max_total_tokens`, an env var's `..._MAX_TOTAL_TOKENS`);
+        # not a server_args dump's unset `max_total_tokens=None`, nor the pool's size,
+        # `max_total_num_tokens`
+        re.compile(
+            r"(?:max_total_tokens|max-total-tokens|max total tokens)\b(?!\s*=\s*None)", re.I
+        ),
+        ("max_total_tokens", "max-total-tokens", "max total tokens"),
+        Family.REPORTER,
+        "SGLang's --max-total-tokens named in prose or flags (v0.5.8 server_args.py, applied at "
+        "model_executor/model_runner_kv_cache_mixin.py:299-306: memledger.sglang.lifecycle "
+        "MENTIONS)",
+        "We set max_total_tokens to batch x max_length and the rollout runs out of memory",
+        kind="reported",
+        values={"mention": "kv_cap"},
+    ),
+    ErrorText(
         "said_page_size",
         re.compile(r"page size|page_size|page-size", re.I),
         ("page size", "page_size", "page-size"),
@@ -1372,7 +1390,18 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|(?:memory|VRAM)[^.\n]{0,30}?(?:increas|grow|ris|climb|creep)\w* "
             r"(?:over time|steadily|slowly|gradually|continuously)"
             r"|(?:GPU |CUDA |VRAM |video )memory leak(?! detected)|\bVRAM leak"
-            r"|显存(?:缓慢|持续|逐渐|不断|一直)(?:上涨|增长|增加|上升)|显存泄[漏露]",
+            r"|显存(?:缓慢|持续|逐渐|不断|一直)(?:上涨|增长|增加|上升)|显存泄[漏露]"
+            # the readings typed (`memory utilization increased from 73.16 GiB to 77.06 GiB`,
+            # `VRAM went from 60 to 75 GB`), not a fraction (`memory fraction from 0.8 to 0.9`)
+            r"|(?:memory|VRAM)(?:(?!fraction|static)[^.\n]){0,40}?"
+            r"(?:increased from|increases from|grew from|grows from|rose from|rises from"
+            r"|climbed from|went up from|goes up from|jumped from) ~?\d[\d.,]*"
+            r" ?(?:GiB|GB|G|MiB|MB|%)? to ~?\d[\d.,]* ?(?:GiB|GB|G|MiB|MB|%)"
+            r"|显存(?:占用|使用)?从 ?\d[\d.]* ?(?:GiB|GB|G|%)? ?(?:涨|增长|增加|上升)到"
+            # and that it stayed after the load was gone (`did not return to its initial state`)
+            r"|memory (?:usage |utilization )?(?:did not|didn't|does not|doesn't|never|has not"
+            r"|hasn't) (?:\w+ )?(?:return|go back|come back|drop back|fall back)(?:ed)? to (?:its |"
+            r"the )?(?:initial|original|baseline)",
             re.I,
         ),
         (
@@ -1389,6 +1418,19 @@ ERRORS: tuple[ErrorText, ...] = (
             "memory leak",
             "VRAM leak",
             "显存",
+            "increased from",
+            "increases from",
+            "grew from",
+            "grows from",
+            "rose from",
+            "rises from",
+            "climbed from",
+            "went up from",
+            "goes up from",
+            "jumped from",
+            "initial",
+            "original",
+            "baseline",
         ),
         Family.REPORTER,
         "what people write when GPU memory grew while serving until it ran out (a leak, not the "

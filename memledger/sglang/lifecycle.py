@@ -70,6 +70,14 @@ _KV_CAP = Lever(
     "caps the KV pool's tokens (v0.5.8 model_runner_kv_cache_mixin.py:299-305): the bytes of "
     "the tokens cut stay free after the pool",
 )
+KV_CAP_RAISE = Lever(
+    "max_total_tokens",
+    "raise",
+    "the KV pool holds min(what the fraction's budget gives, --max-total-tokens) tokens (v0.5.8 "
+    "model_executor/model_runner_kv_cache_mixin.py:299-306; v0.5.23 "
+    "mem_cache/kv_cache_configurator.py:3096-3105): while the cap binds a higher fraction buys "
+    "no token, a higher cap does (up to what the budget holds)",
+)
 _CONTEXT = Lever(
     "context_length",
     "lower",
@@ -259,6 +267,9 @@ class Mention:
     alone: bool = False
     """What it says holds without a failure (SGLang's own warning, a question about a pool's
     size, memory that grows): a ready or cut-off log is answered with it too."""
+    own_pool: bool = False
+    """Its levers hold only for SGLang's own pool running out (its raise, or an OOM said in
+    words), not for an allocator's OOM text, whose lever goes the other way."""
 
 
 MENTIONS: tuple[Mention, ...] = (
@@ -304,6 +315,23 @@ MENTIONS: tuple[Mention, ...] = (
             ),
         ),
         moment=True,
+    ),
+    Mention(
+        "kv_cap",
+        None,  # a cap on a pool, not a stage
+        "--max-total-tokens, a cap on the KV pool's tokens: SGLang sizes the pool from the "
+        "fraction's budget first and then keeps the smaller of that and the cap (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:299-306, the refusal at :327-331 comes "
+        "after; v0.5.23 mem_cache/kv_cache_configurator.py:3042-3058 refuses before the cap at "
+        ":3096-3105), so a cap never makes room a refused fraction lacks (raise the fraction; "
+        "the cap keeps the pool small); and a pool capped at exactly what a batch needs runs out "
+        "of tokens: with --page-size above 1 a request takes whole pages and each extend or "
+        "decode step first frees a page a request more than its tokens (v0.5.8 "
+        "mem_cache/common.py:264-267, :403-406), and a hybrid SWA model splits the cap between "
+        "its two pools (model_runner_kv_cache_mixin.py:206-248): where SGLang's own pool ran "
+        "out, raise --max-total-tokens above what the batch needs",
+        (KV_CAP_RAISE,),
+        own_pool=True,
     ),
     Mention(
         "page_size",
@@ -724,6 +752,7 @@ MENTIONS: tuple[Mention, ...] = (
 """Each mention once, by name."""
 SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
     "speculative": (("speculative_algorithm", ()),),
+    "kv_cap": (("max_total_tokens", ()),),
     # KT's experts are split only with a weight path (v0.5.8 layers/moe/kt_ep_wrapper.py:73-74)
     "kt_gpu_experts": (("kt_weight_path", ()),),
     "dflash_dp_attention": (

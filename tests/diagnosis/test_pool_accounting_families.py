@@ -78,6 +78,11 @@ GROWTH = (
     "VRAM usage kept growing until the server crashed with OOM",
     "显存缓慢上涨，最后 OOM",
     "a slow CUDA memory leak: out of memory after two days",
+    # the readings typed, and memory that stayed after the load was gone
+    "GPU memory utilization increased from 71.20 GiB to 76.90 GiB, then CUDA out of memory",
+    "VRAM went up from 60GB to 75 GB over the run and the next one hit OOM",
+    "显存从 60G 涨到 75G，最后 OOM",
+    "the memory did not return to its initial state, and the second run got out of memory",
 )
 
 
@@ -99,11 +104,27 @@ def test_memory_said_to_grow_while_serving_is_a_leak_not_the_fraction(
         # the KV pool filling up is its sized pool in use, not memory that grows
         "token usage keeps increasing until the KV cache pool is full, then OOM",
         "kv cache usage kept growing under load and it ran out of memory",
+        # a setting changed, not memory grown
+        "I increased the memory fraction from 0.80 to 0.90 and it OOMs",
+        "memory usage increased from 0.85 to 0.9 of the card, then OOM",
     ],
 )
 def test_growth_of_something_else_is_no_memory_growth(text: str) -> None:
     result = diagnose_paste(text + "\n")
     assert not any(s.knob == "disable_fast_image_processor" for s in result.suggestions)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_growth_said_beside_a_traceback_cut_before_its_error_is_the_evidence(shape: str) -> None:
+    """The error is not in the paste: the reporter's growth numbers are what it holds."""
+    said = shape.format(s="memory usage grew from 70.10 GiB to 75.30 GiB and was never freed")
+    paste = f"{said}\n[gpu_id=0] Prefill batch. #new-seq: 2, #new-token: 4100, #cached-token: 0\n"
+    result = diagnose_paste(paste + "Traceback (most recent call last):\n")
+    assert (result.outcome, result.phase) == ("crash", Phase.SERVING)
+    assert "grew while serving" in _said(result) and "leak" in _said(result)
+    # without the words the cut-off traceback says only that the error is missing
+    bare = diagnose_paste(paste.split("\n", 1)[1] + "Traceback (most recent call last):\n")
+    assert "grew while serving" not in _said(bare)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
