@@ -210,22 +210,39 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}
 
 
+def _prose_only(entry: ErrorText) -> bool:
+    """A reporter's prose row: read on a bare line only (`read_reported`; a frame's rows only
+    once the frame's own row matched)."""
+    return entry.kind == EventKind.REPORTED and entry.family is Family.REPORTER
+
+
 ERROR_WORDS: tuple[str, ...] = tuple(
     dict.fromkeys(word.lower() for entry in ERRORS if entry.kind for word in entry.words)
 )
 """Lower-cased, what every text a reader here reads holds one of (memledger.input.quiet): the
 words of every entry a reader reads (memledger.sglang.errors)."""
+LOG_ERROR_WORDS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        word.lower()
+        for entry in ERRORS
+        if entry.kind and not _prose_only(entry)
+        for word in entry.words
+    )
+)
+"""ERROR_WORDS without the reporter's prose rows': what a prefixed line a reader here reads
+holds one of (SGLang's own lines print `SWA`, `kept`, `Mamba` where no prose row is read)."""
 _NON_ASCII_ERROR_WORDS = non_ascii_words(ERROR_WORDS)
 
 
-def no_error_words(text: str) -> bool:
-    """True when a line holds none of ERROR_WORDS: then no reader reads anything in it (most
-    lines; a non-ASCII line is tested on its ASCII stand-in, memledger.input.ascii_view)."""
+def no_error_words(text: str, prefixed: bool = False) -> bool:
+    """True when a line holds none of ERROR_WORDS (LOG_ERROR_WORDS if `prefixed`): then no
+    reader reads anything in it (most lines; a non-ASCII line is tested on its ASCII stand-in,
+    memledger.input.ascii_view)."""
     view = ascii_view(text, _NON_ASCII_ERROR_WORDS)
     if view is None:
         return False
     lowered = view.lower()
-    return not any(word in lowered for word in ERROR_WORDS)
+    return not any(word in lowered for word in (LOG_ERROR_WORDS if prefixed else ERROR_WORDS))
 
 
 MAX_REJOINS = 8
@@ -352,7 +369,7 @@ class ErrorTextReader:
     ) -> list[ErrorReading]:
         """The events this line completes. `quiet`: the caller knows the line holds none of
         ERROR_WORDS (memledger.input.quiet)."""
-        if self._held is None and self._block is None and (quiet or no_error_words(text)):
+        if self._held is None and self._block is None and (quiet or no_error_words(text, prefixed)):
             # what `_read` does with a line holding none of its words: only the opener changes
             self._opener = (line, rank) if prefixed and text.rstrip().endswith(":") else None
             return []

@@ -26,15 +26,15 @@ EXIT_CODE_RE = _EXIT.regex
 _QUOTED_VALUE_RE = re.compile(r"""(?<=[=(\[{,:])\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 
 _STATED = tuple(entry for outcome in Outcome for entry in of_outcome(outcome))
-_ANY_CASE_WORDS = words_of(tuple(entry for entry in _STATED if any_case(entry)))
+OUTCOME_ANY_CASE_WORDS = words_of(tuple(entry for entry in _STATED if any_case(entry)))
 OUTCOME_WORDS: tuple[str, ...] = (
     *words_of(tuple(entry for entry in _STATED if not any_case(entry))),
     READY_TEXT,
 )
-"""A line stating an outcome holds one of these, or one of _ANY_CASE_WORDS in any case
-(the words of memledger.sglang.errors' outcome texts)."""
+"""A line stating an outcome holds one of these, or one of OUTCOME_ANY_CASE_WORDS in any case
+(the words of memledger.sglang.errors' outcome texts; the any-case ones are lower case)."""
 _OUTCOME_WORDS_RE = re.compile("|".join(re.escape(word) for word in OUTCOME_WORDS))
-_NON_ASCII_OUTCOME_WORDS = non_ascii_words((*_ANY_CASE_WORDS, *OUTCOME_WORDS))
+_NON_ASCII_OUTCOME_WORDS = non_ascii_words((*OUTCOME_ANY_CASE_WORDS, *OUTCOME_WORDS))
 
 
 def outcome_kind(text: str) -> tuple[EventKind, str] | None:
@@ -42,7 +42,7 @@ def outcome_kind(text: str) -> tuple[EventKind, str] | None:
     view = ascii_view(text, _NON_ASCII_OUTCOME_WORDS)  # memledger.input.ascii_view
     if view is not None:
         lowered = view.lower()
-        if not any(word in lowered for word in _ANY_CASE_WORDS):
+        if not any(word in lowered for word in OUTCOME_ANY_CASE_WORDS):
             if _OUTCOME_WORDS_RE.search(view) is None:
                 return None  # the common case, without the regexes below (quotes only remove)
     if "'" in text or '"' in text:

@@ -201,7 +201,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
         event = _server_args_event(logical.line, logical.rank, text, None)
         out.keep(Stored(event, logical.prefixed, out.segment, server_args_text=text))
         return
-    quiet = out.quiet(text)  # most lines: no outcome phrase, platform marker or error text
+    # most lines: no outcome phrase, platform marker or error text
+    quiet = out.quiet(text, logical.prefixed)
     outcome = None if quiet else outcome_kind(text)
     if outcome is not None:
         _evidence(out, outcome[0], logical, outcome[1])

@@ -19,9 +19,8 @@ non-ASCII word of theirs).
 from __future__ import annotations
 
 from memledger.input.ascii_view import ascii_view, non_ascii_words
-from memledger.input.error_texts import ERROR_WORDS
-from memledger.input.outcome import OUTCOME_WORDS
-from memledger.sglang.errors import ANY_CASE_WORDS
+from memledger.input.error_texts import ERROR_WORDS, LOG_ERROR_WORDS
+from memledger.input.outcome import OUTCOME_ANY_CASE_WORDS, OUTCOME_WORDS
 from memledger.sglang.lines import GPU_NAME_WORDS, PLATFORM_MARKERS
 
 _FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
@@ -35,46 +34,61 @@ def _folded(word: str) -> bytes:
     return word.lower().encode("ascii").translate(_FOLD_DIGITS)
 
 
-READER_WORDS: tuple[str, ...] = (
+_OTHER_READERS_WORDS: tuple[str, ...] = (
     *OUTCOME_WORDS,
-    *ANY_CASE_WORDS,  # outcome_kind's case-blind phrase
-    *ERROR_WORDS,
+    *OUTCOME_ANY_CASE_WORDS,  # outcome_kind's case-blind phrases (the error texts' are below)
     *(marker.text for marker in PLATFORM_MARKERS),
     *GPU_NAME_WORDS,
 )
+READER_WORDS: tuple[str, ...] = (*_OTHER_READERS_WORDS, *ERROR_WORDS)
 """What a line that any of the three readers reads holds one of (each module says so of its own;
 tests/input/test_hot_path.py checks it against the readers)."""
-# a word with a non-ASCII character is in no ASCII line: it makes no ASCII line doubtful (and a
-# non-ASCII line holding it is never quiet: memledger.input.ascii_view)
-_WORDS = tuple(dict.fromkeys(_folded(word) for word in READER_WORDS if word.isascii()))
+LOG_READER_WORDS: tuple[str, ...] = (*_OTHER_READERS_WORDS, *LOG_ERROR_WORDS)
+"""The same for a prefixed line (SGLang's own): the reporter's prose rows are not read there."""
+
+
+def _folded_words(words: tuple[str, ...]) -> tuple[bytes, ...]:
+    # a word with a non-ASCII character is in no ASCII line: it makes no ASCII line doubtful (and
+    # a non-ASCII line holding it is never quiet: memledger.input.ascii_view)
+    return tuple(dict.fromkeys(_folded(word) for word in words if word.isascii()))
+
+
+_WORDS = _folded_words(READER_WORDS)
+_LOG_WORDS = _folded_words(LOG_READER_WORDS)
 _NON_ASCII_WORDS = non_ascii_words(READER_WORDS)
+QUIET_BARE, QUIET_PREFIXED, DOUBTFUL = 2, 1, 0
+"""A shape's verdict: quiet as any line, quiet only as a prefixed line, or read."""
 
 
-def _quiet_shape(shape: bytes) -> bool:
+def _verdict(shape: bytes) -> int:
     lowered = shape.lower()
-    return not any(word in lowered for word in _WORDS)
+    if any(word in lowered for word in _LOG_WORDS):
+        return DOUBTFUL
+    return QUIET_PREFIXED if any(word in lowered for word in _WORDS) else QUIET_BARE
 
 
-_SHAPES: dict[bytes, bool] = {}
+_SHAPES: dict[bytes, int] = {}
 """Verdicts by line shape, for the whole process (cleared when SHAPE_ENTRIES are held)."""
 
 
 class QuietLines:
-    """`quiet(text)`: True when no reader before the grammar reads anything in this line."""
+    """`quiet(text, prefixed)`: True when no reader before the grammar reads anything in this
+    line (a prefixed line: SGLang's own, where the reporter's prose rows are not read)."""
 
     def __init__(self) -> None:
         self._shapes = _SHAPES  # a shape's verdict is its bytes' alone: shared by every log
 
-    def __call__(self, text: str) -> bool:
+    def __call__(self, text: str, prefixed: bool = False) -> bool:
         view = ascii_view(text, _NON_ASCII_WORDS)  # memledger.input.ascii_view
         if view is None:
             return False
         shape = view.encode("ascii").translate(_FOLD_DIGITS)
         if len(shape) > SHAPE_MAX_CHARS:
-            return _quiet_shape(shape)
-        quiet = self._shapes.get(shape)
-        if quiet is None:
-            if len(self._shapes) >= SHAPE_ENTRIES:
-                self._shapes.clear()
-            quiet = self._shapes[shape] = _quiet_shape(shape)
-        return quiet
+            verdict = _verdict(shape)
+        else:
+            verdict = self._shapes.get(shape, -1)
+            if verdict < 0:
+                if len(self._shapes) >= SHAPE_ENTRIES:
+                    self._shapes.clear()
+                verdict = self._shapes[shape] = _verdict(shape)
+        return verdict >= (QUIET_PREFIXED if prefixed else QUIET_BARE)

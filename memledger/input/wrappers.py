@@ -301,17 +301,26 @@ LOOKALIKES: tuple[Lookalike, ...] = (
 input a process reads itself); `&amp;` last (plain_bytes)."""
 
 _PLAIN = tuple((row.text.encode(), row.plain.encode()) for row in LOOKALIKES)
-_LOOKALIKE_LEADS = tuple({text[:1] for text, _ in _PLAIN})
+_LOOKALIKE_LEADS = tuple(
+    (lead, re.compile(re.escape(lead) + b"[" + re.escape(bytes(sorted(seconds))) + b"]"))
+    for lead in dict.fromkeys(text[:1] for text, _ in _PLAIN)
+    if (seconds := {text[1] for text, _ in _PLAIN if text[:1] == lead})
+)
+"""Each look-alike's first byte, and a regex for it with the byte after it: a block is searched
+for a first byte (memchr), then for its pairs only where it holds one (UTF-8's lead byte of `█`
+is the one of U+2000-U+20FF, on every line of a progress bar); a two-byte needle per look-alike
+costs a block one slow scan each."""
 LOOKALIKE_HOLD = max(len(text) for text, _ in _PLAIN) - 1
 """The most bytes a block's end can hold of a look-alike whose rest is in the next block."""
 
 
 def plain_bytes(data: bytes) -> bytes:
     """Bytes with every look-alike replaced by what the log printed; bytes without any as is.
-    One `find` per first byte, then a `replace` per look-alike present: memory stays a copy of
-    the block however many there are. Read once: no row's plain text is another row's, and
-    `&amp;` goes last, so `&amp;lt;` is `&lt;`. Never adds or removes a line end."""
-    if not any(data.find(lead) >= 0 for lead in _LOOKALIKE_LEADS):
+    A look for each first byte (_LOOKALIKE_LEADS), then, only in a block that holds one, a
+    `replace` per look-alike present: memory stays a copy of the block however many there are.
+    Read once: no row's plain text is another row's, and `&amp;` goes last, so `&amp;lt;` is
+    `&lt;`. Never adds or removes a line end."""
+    if not any(data.find(lead) >= 0 and pairs.search(data) for lead, pairs in _LOOKALIKE_LEADS):
         return data
     for text, plain in _PLAIN:
         if data.find(text) >= 0:

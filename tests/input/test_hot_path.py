@@ -136,12 +136,14 @@ def _reads_nothing(text: str, rank: str, prefixed: bool) -> bool:
 @settings(max_examples=250, deadline=None)
 @given(text=_TEXTS, prefixed=st.booleans())
 def test_a_quiet_line_is_read_by_no_reader(text: str, prefixed: bool) -> None:
-    if QuietLines()(text):
+    if QuietLines()(text, prefixed):
         assert outcome_kind(text) is None
         assert marker_of(text) is None
-        assert no_error_words(text)
-    if no_error_words(text):
+        assert no_error_words(text, prefixed)
+    if no_error_words(text, prefixed):
         assert _reads_nothing(text, "TP0", prefixed)
+    if no_error_words(text):
+        assert no_error_words(text, True)  # a prefixed line is read for fewer words
 
 
 def test_every_text_a_reader_reads_is_doubtful() -> None:
@@ -162,15 +164,23 @@ def test_on_every_real_line_quiet_means_read_by_none() -> None:
     texts = _line_texts()
     assert len(texts) > 10000
     doubtful = 0
+    quiet_only_prefixed = 0
     for text in texts:
         if quiet_lines(text):
             assert outcome_kind(text) is None and marker_of(text) is None, text
             assert no_error_words(text), text
         else:
             doubtful += 1
+        if quiet_lines(text, True):
+            assert outcome_kind(text) is None and marker_of(text) is None, text
+            assert no_error_words(text, True), text
+            quiet_only_prefixed += not quiet_lines(text)
         if no_error_words(text):
             assert _reads_nothing(text, "TP0", True) and _reads_nothing(text, "", False), text
+        if no_error_words(text, True):
+            assert _reads_nothing(text, "TP0", True), text
     assert 0 < doubtful < len(texts)  # both verdicts occur in the corpus
+    assert quiet_only_prefixed > 0  # SGLang's own lines holding a prose row's word
 
 
 def test_every_reader_word_makes_a_line_doubtful() -> None:
@@ -181,6 +191,24 @@ def test_every_reader_word_makes_a_line_doubtful() -> None:
     assert quiet_lines("KV cache pool: used 25.51%, avail mem=38.14 GB")
     assert quiet_lines("Memory pool end. avail mem=38.14 GB")
     assert not quiet_lines("KV cache pool: used 25.51%, avail mem=38.14 GB \u212a")  # not ASCII
+
+
+def test_a_prose_rows_word_makes_only_a_bare_line_doubtful() -> None:
+    # SGLang's own lines print words of the reporter's prose rows (`#swa token`, `kept`,
+    # `Mamba Cache`): those rows read bare lines only, so a prefixed line holding one is quiet
+    quiet_lines = QuietLines()
+    for text in (
+        "Decode batch. #running-req: 3, #full token: 900, #swa token: 450, cuda graph: True",
+        "requant-then-shard: 276 weights kept full through post-load",
+        "Mamba Cache is allocated. max_mamba_cache_size: 32, conv_state size: 2.35GB",
+    ):
+        assert quiet_lines(text, True) and no_error_words(text, True), text
+        assert not quiet_lines(text) and not no_error_words(text), text
+    # a prose row's word in a sentence is read on a bare line
+    said = "the SWA pool runs out after a few requests"
+    assert not quiet_lines(said) and not _reads_nothing(said, "", False)
+    # a prefixed line with a word of a row read on SGLang's own lines stays doubtful
+    assert not quiet_lines("The chunked prefill size is adjusted to 4096 to fit", True)
 
 
 def test_no_error_words_then_the_reader_keeps_only_its_opener() -> None:
@@ -255,8 +283,8 @@ def _memory_lines_log(tmp_path: Path) -> Path:
 
 def _full_readings(patch: pytest.MonkeyPatch) -> None:
     """Every shortcut off: each line read as it was before the shortcuts."""
-    patch.setattr(QuietLines, "__call__", lambda self, text: False)
-    patch.setattr(error_texts, "no_error_words", lambda text: False)
+    patch.setattr(QuietLines, "__call__", lambda self, text, prefixed=False: False)
+    patch.setattr(error_texts, "no_error_words", lambda text, prefixed=False: False)
     patch.setattr(
         parsing, "looks_like_memory", lambda text: MEMORY_LOOKING_RE.search(text) is not None
     )

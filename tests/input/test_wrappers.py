@@ -310,6 +310,13 @@ def test_every_lookalike_row_reads_as_its_plain_text_and_has_a_source() -> None:
     # one pass: an escaped escape is read once
     assert plain_bytes(b"&amp;lt;") == b"&lt;"
     assert plain_bytes(b"no lookalike: a < b & c") == b"no lookalike: a < b & c"
+    # a look-alike's first byte in other characters (a progress bar's `█`, `…`, `→`, an `&` of
+    # prose) is no look-alike; beside one, the look-alike is still read
+    bar = "Loading 50% |█████     | 1/2 [00:01<00:01] … a → b & c\n".encode() * 1000
+    assert plain_bytes(bar) is bar
+    for row in LOOKALIKES:
+        mixed = bar + ("x" + row.text + "y").encode()
+        assert plain_bytes(mixed) == bar + ("x" + row.plain + "y").encode(), row.name
 
 
 @pytest.mark.parametrize("name", [row.name for row in LOOKALIKES])
