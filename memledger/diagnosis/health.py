@@ -69,16 +69,15 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
         if rise < RISE_THRESHOLD + point.error_bytes + peak.error_bytes:
             continue
         findings.append(
-            Finding(
-                id=FindingId.FREE_ROSE_AFTER_POOL,
-                severity=Severity.WARNING,
-                message=(
-                    f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
-                    f"{peak.avail_gib:.2f} GiB at {peak.id}): memory freed after SGLang sized "
-                    f"the pool never reaches it ({LATE_RELEASE_CAUSE})"
-                ),
+            evidence.finding(
+                FindingId.FREE_ROSE_AFTER_POOL,
+                Severity.WARNING,
+                f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
+                f"{peak.avail_gib:.2f} GiB at {peak.id}): memory freed after SGLang sized "
+                f"the pool never reaches it ({LATE_RELEASE_CAUSE})",
+                point.line,
+                peak.line,
                 bytes=rise,
-                evidence=[evidence.at(point.line), evidence.at(peak.line)],
             )
         )
     return findings or draft_before_pool(evidence)
@@ -108,14 +107,13 @@ def draft_before_pool(evidence: Evidence) -> list[Finding]:
     usage = draft.size("usage")
     held = f", {usage.gib:.2f} GiB" if usage is not None else ""
     return [
-        Finding(
-            id=FindingId.FREE_ROSE_AFTER_POOL,
-            severity=Severity.INFO,
-            message=(
-                f"the draft model ({draft.values.get('type')}{held}) was loaded before the KV "
-                f"pool was sized: {DRAFT_BEFORE_POOL_CAUSE}"
-            ),
-            evidence=[evidence.at(draft.line), evidence.at(first_pool)],
+        evidence.finding(
+            FindingId.FREE_ROSE_AFTER_POOL,
+            Severity.INFO,
+            f"the draft model ({draft.values.get('type')}{held}) was loaded before the KV "
+            f"pool was sized: {DRAFT_BEFORE_POOL_CAUSE}",
+            draft.line,
+            first_pool,
         )
     ]
 
@@ -157,15 +155,13 @@ def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Sugg
             return [], []
         free_text = "" if outside.after_graphs else f", {g(free)} free after startup"
         return large_gpu_reserve(evidence, Severity.INFO, free_text)
-    finding = Finding(
-        id=FindingId.ZERO_HEADROOM,
-        severity=Severity.WARNING,
-        message=(
-            f"only {g(free)} free after startup ({point}): the first large batch will run "
-            "out of memory"
-        ),
+    finding = evidence.finding(
+        FindingId.ZERO_HEADROOM,
+        Severity.WARNING,
+        f"only {g(free)} free after startup ({point}): the first large batch will run "
+        "out of memory",
+        line,
         bytes=free,
-        evidence=[evidence.at(line)],
     )
     pre = evidence.budget.pre_load
     suggestions: list[Suggestion] = []
@@ -218,12 +214,8 @@ def large_gpu_reserve(
         )
     if not outside.known_large:
         message += "; the paste does not show the GPU's size"
-    finding = Finding(
-        id=FindingId.THIN_HEADROOM,
-        severity=severity,
-        message=message,
-        bytes=missing,
-        evidence=[evidence.at(outside.line)],
+    finding = evidence.finding(
+        FindingId.THIN_HEADROOM, severity, message, outside.line, bytes=missing
     )
     conditions = [LATER_OOM] if severity is Severity.INFO else []
     conditions += [reserve.condition] if reserve.condition else []
@@ -262,14 +254,12 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
     default = found.value
     kv_gain = round((floor_step(default) - mfs) * pre.avail_bytes)
     return [
-        Finding(
-            id=FindingId.MFS_FAR_BELOW_DEFAULT,
-            severity=Severity.INFO,
-            message=(
-                f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
-                f"(about {default:.3f} by rule {found.rule}, {RULE[found.rule].source}, for "
-                f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be"
-            ),
+        evidence.finding(
+            FindingId.MFS_FAR_BELOW_DEFAULT,
+            Severity.INFO,
+            f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
+            f"(about {default:.3f} by rule {found.rule}, {RULE[found.rule].source}, for "
+            f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be",
             bytes=kv_gain,
         )
     ]
@@ -299,20 +289,18 @@ def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
         else ""
     )
     short = isinstance(context, int) and tokens < context
-    finding = Finding(
-        id=FindingId.KV_CAPACITY,
-        severity=Severity.WARNING if short else Severity.INFO,
-        message=(
-            (
-                f"the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
-                f"{context:,}-token context; "
-                if short
-                else f"the KV pool holds {tokens:,} tokens a rank: "
-            )
-            + f"every running request's prompt and generated tokens come out of it{fit}{cap} "
-            f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})"
-        ),
-        evidence=[evidence.at(summary.line)],
+    finding = evidence.finding(
+        FindingId.KV_CAPACITY,
+        Severity.WARNING if short else Severity.INFO,
+        (
+            f"the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
+            f"{context:,}-token context; "
+            if short
+            else f"the KV pool holds {tokens:,} tokens a rank: "
+        )
+        + f"every running request's prompt and generated tokens come out of it{fit}{cap} "
+        f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})",
+        summary.line,
     )
     if not short or not isinstance(context, int):
         return [finding], []
@@ -388,16 +376,14 @@ def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     if found is None:
         return [], []
     usage = largest.sizes["usage"].bytes
-    finding = Finding(
-        id=FindingId.GRAPH_MEMORY,
-        severity=Severity.INFO,
-        message=(
-            f"the CUDA graphs took {g(usage)}, more than the {GRAPH_MEMORY_NOTE_GIB} GiB SGLang's "
-            "default keeps for bs-256 graphs (v0.4.6.post2 server_args.py:241-247): "
-            f"{bug_words(*found)}: upgrade, or capture fewer graphs"
-        ),
+    finding = evidence.finding(
+        FindingId.GRAPH_MEMORY,
+        Severity.INFO,
+        f"the CUDA graphs took {g(usage)}, more than the {GRAPH_MEMORY_NOTE_GIB} GiB SGLang's "
+        "default keeps for bs-256 graphs (v0.4.6.post2 server_args.py:241-247): "
+        f"{bug_words(*found)}: upgrade, or capture fewer graphs",
+        largest.line,
         bytes=usage,
-        evidence=[evidence.at(largest.line)],
     )
     knob, spelled = graph_cap_knob(evidence)
     current = evidence.int_param(knob)

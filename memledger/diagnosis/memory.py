@@ -90,38 +90,36 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
         device = f" ({where}: {oom.values['runtime']})"
     said = [form.format(sizes[key].text) for key, form in _OOM_SIZES.items() if key in sizes]
     findings = [
-        Finding(
-            id=FindingId.OOM_MESSAGE,
-            severity=Severity.ERROR,
-            message="".join([f"{rank} ran out of GPU memory{device}", *said]),
+        evidence.finding(
+            FindingId.OOM_MESSAGE,
+            Severity.ERROR,
+            "".join([f"{rank} ran out of GPU memory{device}", *said]),
+            oom.line,
             bytes=shortfall(evidence),
-            evidence=[evidence.at(oom.line)],
         )
     ]
     others = sorted({e.rank for e in evidence.oom_messages if e.rank and e.rank != oom.rank})
     if others:
         findings.append(
-            Finding(
-                id=FindingId.OOM_OTHER_RANKS,
-                severity=Severity.INFO,
-                message=f"{len(others)} other rank(s) ran out of memory too: {', '.join(others)}",
-                evidence=[evidence.at(e.line) for e in evidence.oom_messages if e is not oom][:8],
+            evidence.finding(
+                FindingId.OOM_OTHER_RANKS,
+                Severity.INFO,
+                f"{len(others)} other rank(s) ran out of memory too: {', '.join(others)}",
+                *[e.line for e in evidence.oom_messages if e is not oom][:8],
             )
         )
     unallocated = sizes.get("reserved_unallocated")
     requested = sizes.get("requested")
     if unallocated and requested and unallocated.bytes >= requested.bytes:
         findings.append(
-            Finding(
-                id=FindingId.FRAGMENTATION,
-                severity=Severity.WARNING,
-                message=(
-                    f"{unallocated.text} is reserved by PyTorch but unallocated, at least the "
-                    f"{requested.text} asked for: fragmentation (PyTorch's own advice: "
-                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"
-                ),
+            evidence.finding(
+                FindingId.FRAGMENTATION,
+                Severity.WARNING,
+                f"{unallocated.text} is reserved by PyTorch but unallocated, at least the "
+                f"{requested.text} asked for: fragmentation (PyTorch's own advice: "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+                oom.line,
                 bytes=unallocated.bytes,
-                evidence=[evidence.at(oom.line)],
             )
         )
     return findings
@@ -139,11 +137,11 @@ def site_finding(evidence: Evidence) -> list[Finding]:
     if traceback is None or frame is None:
         return []
     return [
-        Finding(
-            id=FindingId.FAILURE_SITE,
-            severity=Severity.INFO,
-            message=f"innermost SGLang frame: {frame.text} ({traceback.rank or 'untagged'})",
-            evidence=[evidence.at(traceback.line)],
+        evidence.finding(
+            FindingId.FAILURE_SITE,
+            Severity.INFO,
+            f"innermost SGLang frame: {frame.text} ({traceback.rank or 'untagged'})",
+            traceback.line,
         )
     ]
 
@@ -170,21 +168,19 @@ def load_oom(evidence: Evidence) -> Result:
     findings = []
     if site is not None:
         findings.append(
-            Finding(
-                id=site[0].finding_id,
-                severity=Severity.ERROR,
-                message=site[1],
-                evidence=[evidence.at(evidence.traceback.line)] if evidence.traceback else [],
+            evidence.finding(
+                site[0].finding_id,
+                Severity.ERROR,
+                site[1],
+                *([evidence.traceback.line] if evidence.traceback else []),
             )
         )
     findings += [
-        Finding(
-            id=FindingId.MFS_NOT_THE_LEVER,
-            severity=Severity.INFO,
-            message=(
-                "--mem-fraction-static does not help: the weights load before SGLang sizes "
-                "anything from it"
-            ),
+        evidence.finding(
+            FindingId.MFS_NOT_THE_LEVER,
+            Severity.INFO,
+            "--mem-fraction-static does not help: the weights load before SGLang sizes "
+            "anything from it",
         )
     ]
     if oom is None or "allocated" not in oom.sizes or "requested" not in oom.sizes:
@@ -203,12 +199,13 @@ def load_oom(evidence: Evidence) -> Result:
     if pre is not None:
         message += f"; {g(pre.avail_bytes)} was free before loading"
     findings.append(
-        Finding(
-            id=FindingId.WEIGHTS_EXCEED_BUDGET,
-            severity=Severity.ERROR,
-            message=message,
+        evidence.finding(
+            FindingId.WEIGHTS_EXCEED_BUDGET,
+            Severity.ERROR,
+            message,
+            oom.line,
+            *([pre.line] if pre else []),
             bytes=weights - room if room is not None else None,
-            evidence=[evidence.at(oom.line)] + ([evidence.at(pre.line)] if pre else []),
         )
     )
     if room is None or room <= 0 or weights <= room:
@@ -267,15 +264,13 @@ def kv_refusal(evidence: Evidence) -> Result:
             "negative, and --max-total-tokens only lowers it"
         )
     findings = [
-        Finding(
-            id=FindingId.WEIGHTS_EXCEED_BUDGET,
-            severity=Severity.ERROR,
-            message=(
-                "SGLang refused to size the KV cache: the loaded weights leave no room under "
-                f"--mem-fraction-static{current_text}" + (f" ({'; '.join(notes)})" if notes else "")
-            ),
+        evidence.finding(
+            FindingId.WEIGHTS_EXCEED_BUDGET,
+            Severity.ERROR,
+            "SGLang refused to size the KV cache: the loaded weights leave no room under "
+            f"--mem-fraction-static{current_text}" + (f" ({'; '.join(notes)})" if notes else ""),
+            refusal.line,
             bytes=shortfall(evidence),
-            evidence=[evidence.at(refusal.line)],
         )
     ]
     if minimum is None:
@@ -381,13 +376,9 @@ def capture_point(evidence: Evidence) -> tuple[list[Finding], int | None, list[i
     free = bar.sizes.get("avail") if bar is not None else None
     free = free or begin.sizes.get("avail")
     message = f"capturing {where}" + (f", {free.text} free at that point" if free else "")
-    lines = [evidence.at(begin.line)] + ([evidence.at(bar.line)] if bar else [])
-    finding = Finding(
-        id=FindingId.CAPTURE_POINT,
-        severity=Severity.INFO,
-        message=message,
-        bytes=free.bytes if free else None,
-        evidence=lines,
+    lines = [begin.line] + ([bar.line] if bar else [])
+    finding = evidence.finding(
+        FindingId.CAPTURE_POINT, Severity.INFO, message, *lines, bytes=free.bytes if free else None
     )
     return [finding], failing_bs, sizes
 
@@ -402,17 +393,15 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
     if slack is not None and budget.pre_load is not None and budget.mem_fraction_static:
         pool = budget.pool_end
         findings.append(
-            Finding(
-                id=FindingId.ALLOCATION_EXCEEDS_SLACK,
-                severity=Severity.ERROR,
-                message=(
-                    f"an allocation after the pool did not fit the slack mfs leaves: "
-                    f"P x (1 - mfs) = {g(budget.pre_load.avail_bytes)} x "
-                    f"{1 - budget.mem_fraction_static:.4f} = {g(slack)}"
-                    + (f"; {pool.avail_gib:.2f} GiB was free at Memory pool end" if pool else "")
-                ),
+            evidence.finding(
+                FindingId.ALLOCATION_EXCEEDS_SLACK,
+                Severity.ERROR,
+                f"an allocation after the pool did not fit the slack mfs leaves: "
+                f"P x (1 - mfs) = {g(budget.pre_load.avail_bytes)} x "
+                f"{1 - budget.mem_fraction_static:.4f} = {g(slack)}"
+                + (f"; {pool.avail_gib:.2f} GiB was free at Memory pool end" if pool else ""),
+                *([pool.line] if pool else []),
                 bytes=missing,
-                evidence=[evidence.at(pool.line)] if pool else [],
             )
         )
     failing_bs: int | None = None

@@ -200,18 +200,16 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
     slack = round(pre.avail_bytes * (1 - value))
     if slack >= reserve:
         return None
-    return Finding(
-        id=FindingId.NO_FRACTION_FITS,
-        severity=Severity.WARNING,
-        message=(
-            f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "
-            f"the {g(reserve)} SGLang itself reserves for activations and graphs on this GPU "
-            f"(P x (1 - {default.value:g}): {default.basis}, for P = {g(pre.avail_bytes)}; rule "
-            f"{default.rule}, {RULE[default.rule].source}): expect an OOM in graph capture or the "
-            "first prefill there; no fraction fits both, so fewer weight bytes a rank (more tp, a "
-            "quantized checkpoint) or a smaller slack need (lower --cuda-graph-max-bs, "
-            "--chunked-prefill-size) is the fix"
-        ),
+    return evidence.finding(
+        FindingId.NO_FRACTION_FITS,
+        Severity.WARNING,
+        f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "
+        f"the {g(reserve)} SGLang itself reserves for activations and graphs on this GPU "
+        f"(P x (1 - {default.value:g}): {default.basis}, for P = {g(pre.avail_bytes)}; rule "
+        f"{default.rule}, {RULE[default.rule].source}): expect an OOM in graph capture or the "
+        "first prefill there; no fraction fits both, so fewer weight bytes a rank (more tp, a "
+        "quantized checkpoint) or a smaller slack need (lower --cuda-graph-max-bs, "
+        "--chunked-prefill-size) is the fix",
+        pre.line,
         bytes=reserve - slack,
-        evidence=[evidence.at(pre.line)],
     )
