@@ -38,7 +38,7 @@ from memledger.sglang.failure_rules import (
     LoadSite,
     Phase,
 )
-from memledger.sglang.lifecycle import SERVING_BATCH_LEVERS
+from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
 
 
 def _budget(evidence: Evidence) -> str:
@@ -487,44 +487,35 @@ def _knobs(suggestions: list[Suggestion]) -> set[str]:
 
 
 def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
-    """The levers of the last serving-batch line before the failure, valued from its numbers
-    (lifecycle.SERVING_BATCH_LEVERS: the prefill's #new-token, the decode's #running-req)."""
+    """The levers of the last serving-batch line before the failure, valued from its count
+    (lifecycle.SERVING_BATCH_LEVERS and SERVING_BATCH_COUNT: the prefill's #new-token, the
+    decode's #running-req)."""
     batch = evidence.serving_batch
-    if batch is None:
+    stage = str(batch.values.get("stage")) if batch is not None else ""
+    key, what = SERVING_BATCH_COUNT.get(stage, ("", ""))
+    logged = batch.values.get(key) if batch is not None else None
+    if batch is None or not isinstance(logged, int) or logged < 2:
         return []
-    stage = str(batch.values.get("stage"))
     at = evidence.at(batch.line)
     usage = batch.values.get("token_usage")
     pool = f", KV pool {float(usage):.0%} used" if isinstance(usage, (int, float)) else ""
     one = batch.values.get("new_seq") == 1  # the cap admits one request whatever its length
-    levers: list[Suggestion] = []
-    for lever in SERVING_BATCH_LEVERS.get(stage, ()):
-        if lever.knob == "mem_fraction_static":
-            continue  # valued from the shortfall above, when the log has P and the fraction
-        if lever.knob == "max_running_requests":
-            logged = batch.values.get("running_req")
-            what = "requests ran in the last decode batch"
-        else:
-            logged = batch.values.get("new_token")
-            what = "new tokens went into the last prefill batch"
-        if not isinstance(logged, int) or logged < 2:
-            continue
-        value = power_of_two_below(logged)
-        note = ""
-        if one and lever.knob == "max_prefill_tokens":
-            note = "; it was one request, which the cap admits whatever its length: the chunk "
-            note += "splits it"
-        levers.append(
-            Suggestion(
-                knob=lever.knob,
-                direction=Direction.LOWER,
-                value=value,
-                why=(
-                    f"{logged} {what} before the OOM ({at}{pool}); {value}, the power of two "
-                    f"below {logged}, keeps the next one at most {value} ({lever.effect}){note}"
-                ),
-            )
+    value = power_of_two_below(logged)
+    note = "; it was one request, which the cap admits whatever its length: the chunk splits it"
+    levers = [
+        Suggestion(
+            knob=lever.knob,
+            direction=Direction.LOWER,
+            value=value,
+            why=(
+                f"{logged} {what} before the OOM ({at}{pool}); {value}, the power of two "
+                f"below {logged}, keeps the next one at most {value} ({lever.effect})"
+                + (note if one and lever.knob == "max_prefill_tokens" else "")
+            ),
         )
+        for lever in SERVING_BATCH_LEVERS[stage]
+        if lever.knob != "mem_fraction_static"  # valued from the shortfall, where P is logged
+    ]
     if one and levers and levers[0].knob == "max_prefill_tokens":
         levers.reverse()  # one request: the chunk first
     return levers
