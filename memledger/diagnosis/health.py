@@ -277,31 +277,25 @@ def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     tokens, context = summary.values.get("max_total_num_tokens"), summary.values.get("context_len")
     if not isinstance(tokens, int) or tokens <= 0:
         return [], []
-    fit = (
-        f"; {tokens / context:,.1f} requests of the full {context:,}-token context fit at once"
-        if isinstance(context, int) and context > 0
-        else ""
-    )
     running = summary.values.get("max_running_requests")
-    cap = (
-        f"; max_running_requests={running} caps how many run at once (SGLang's request slots)"
-        if isinstance(running, int)
-        else ""
-    )
+    fit = cap = ""
+    if isinstance(context, int) and context > 0:
+        fit = (
+            f"; {tokens / context:,.1f} requests of the full {context:,}-token context fit at once"
+        )
+    if isinstance(running, int):
+        cap = f"; max_running_requests={running} caps how many run at once (SGLang's request slots)"
     short = isinstance(context, int) and tokens < context
-    finding = evidence.finding(
-        FindingId.KV_CAPACITY,
-        Severity.WARNING if short else Severity.INFO,
-        (
+    said = f"the KV pool holds {tokens:,} tokens a rank: "
+    if short:
+        said = (
             f"the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
             f"{context:,}-token context; "
-            if short
-            else f"the KV pool holds {tokens:,} tokens a rank: "
         )
-        + f"every running request's prompt and generated tokens come out of it{fit}{cap} "
-        f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})",
-        summary.line,
-    )
+    said += f"every running request's prompt and generated tokens come out of it{fit}{cap} "
+    said += f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})"
+    severity = Severity.WARNING if short else Severity.INFO
+    finding = evidence.finding(FindingId.KV_CAPACITY, severity, said, summary.line)
     if not short or not isinstance(context, int):
         return [finding], []
     return [finding], _pool_levers(evidence, tokens, context)
@@ -335,31 +329,18 @@ def _pool_levers(evidence: Evidence, tokens: int, context: int) -> list[Suggesti
             f"{g(pre.avail_bytes)} = {extra / pre.avail_bytes:.4f} -> {mfs:g} + "
             f"{extra / pre.avail_bytes:.4f} = {raised:.4f}"
         )
+        more = "; more ranks split the weights and the KV heads, each rank's pool holds more"
         if raised < MFS_CEILING:
+            up = f"{working}, rounded up to 0.01; the slack after the pool shrinks as much"
+            value = floor_step(raised + 0.0099)
             levers.append(
                 Suggestion(
-                    knob="mem_fraction_static",
-                    direction=Direction.RAISE,
-                    value=floor_step(raised + 0.0099),
-                    why=f"{working}, rounded up to 0.01; the slack after the pool shrinks as much",
+                    knob="mem_fraction_static", direction=Direction.RAISE, value=value, why=up
                 )
             )
-        levers.append(
-            Suggestion(
-                knob="tp_size",
-                direction=Direction.RAISE,
-                value=None,
-                why=(
-                    f"{working}"
-                    + (
-                        f": above {MFS_CEILING}, more than this GPU can give"
-                        if raised >= MFS_CEILING
-                        else ""
-                    )
-                    + "; more ranks split the weights and the KV heads, each rank's pool holds more"
-                ),
-            )
-        )
+        else:
+            working += f": above {MFS_CEILING}, more than this GPU can give"
+        levers.append(Suggestion(knob="tp_size", direction=Direction.RAISE, why=working + more))
     return levers
 
 

@@ -125,11 +125,6 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
     return findings
 
 
-def _t(event: Event, key: str) -> str:
-    size = event.sizes.get(key)
-    return size.text if size is not None else "unknown"
-
-
 def site_finding(evidence: Evidence) -> list[Finding]:
     """Where in SGLang the failing call was made (the innermost SGLang frame)."""
     traceback = evidence.traceback
@@ -165,27 +160,16 @@ def load_oom(evidence: Evidence) -> Result:
     """Weights did not fit: only fewer bytes per rank help (more ranks, offload), not mfs."""
     oom, budget = evidence.oom, evidence.budget
     site = _load_site(evidence)
-    findings = []
-    if site is not None:
-        findings.append(
-            evidence.finding(
-                site[0].finding_id,
-                Severity.ERROR,
-                site[1],
-                *([evidence.traceback.line] if evidence.traceback else []),
-            )
-        )
-    findings += [
-        evidence.finding(
-            FindingId.MFS_NOT_THE_LEVER,
-            Severity.INFO,
-            "--mem-fraction-static does not help: the weights load before SGLang sizes "
-            "anything from it",
-        )
-    ]
+    at = [evidence.traceback.line] if evidence.traceback else []
+    findings = [evidence.finding(site[0].finding_id, Severity.ERROR, site[1], *at)] if site else []
+    not_mfs = "--mem-fraction-static does not help: the weights load before SGLang sizes anything "
+    findings.append(
+        evidence.finding(FindingId.MFS_NOT_THE_LEVER, Severity.INFO, not_mfs + "from it")
+    )
     if oom is None or "allocated" not in oom.sizes or "requested" not in oom.sizes:
         return findings, []
-    weights = oom.sizes["allocated"].bytes + oom.sizes["requested"].bytes
+    allocated, requested = oom.sizes["allocated"], oom.sizes["requested"]
+    weights = allocated.bytes + requested.bytes
     pre = budget.pre_load
     mfs = budget.mem_fraction_static
     room = round(pre.avail_bytes * mfs) if pre and mfs else pre.avail_bytes if pre else None
@@ -193,8 +177,8 @@ def load_oom(evidence: Evidence) -> Result:
         f"mfs x P = {mfs:g} x {g(pre.avail_bytes)} = {g(room)}" if pre and mfs else f"P = {g(room)}"
     )
     message = (
-        f"the weights need at least {g(weights)} a rank ({_t(oom, 'allocated')} allocated + "
-        f"{_t(oom, 'requested')} asked for when loading failed)"
+        f"the weights need at least {g(weights)} a rank ({allocated.text} allocated + "
+        f"{requested.text} asked for when loading failed)"
     )
     if pre is not None:
         message += f"; {g(pre.avail_bytes)} was free before loading"

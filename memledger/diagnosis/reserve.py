@@ -86,13 +86,7 @@ def outside_pool(evidence: Evidence) -> Outside | None:
     known_large = pre is not None
     pool = evidence.budget.pool_end
     if pool is not None:
-        return Outside(
-            pool.avail_bytes,
-            "free at Memory pool end",
-            pool.line,
-            known_large,
-            False,
-        )
+        return Outside(pool.avail_bytes, "free at Memory pool end", pool.line, known_large, False)
     captures = [
         e
         for e in evidence.before_failure({EventKind.CAPTURE_END})
@@ -102,14 +96,8 @@ def outside_pool(evidence: Evidence) -> Outside | None:
         return None
     last = captures[-1]
     usage, avail = last.sizes["usage"], last.sizes["avail"]
-    total = usage.bytes + avail.bytes
-    return Outside(
-        total,
-        f"{g(usage.bytes)} of CUDA graphs + {g(avail.bytes)} free after them",
-        last.line,
-        known_large,
-        True,
-    )
+    text = f"{g(usage.bytes)} of CUDA graphs + {g(avail.bytes)} free after them"
+    return Outside(usage.bytes + avail.bytes, text, last.line, known_large, True)
 
 
 def _rule_known(inputs: SizingInputs) -> bool:

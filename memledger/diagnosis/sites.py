@@ -111,16 +111,10 @@ def table_levers(evidence: Evidence, requested: Size | None) -> list[Suggestion]
         rows_why += f" ({running} now, x {ratio:.3f}: {room_origin})"
     return [
         Suggestion(
-            knob="context_length",
-            direction=Direction.LOWER,
-            value=context_value,
-            why=context_why,
+            knob="context_length", direction=Direction.LOWER, value=context_value, why=context_why
         ),
         Suggestion(
-            knob="max_running_requests",
-            direction=Direction.LOWER,
-            value=rows_value,
-            why=rows_why,
+            knob="max_running_requests", direction=Direction.LOWER, value=rows_value, why=rows_why
         ),
     ]
 

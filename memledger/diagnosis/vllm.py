@@ -292,16 +292,10 @@ def _oom(case: _Case) -> Answer:
         phase = Phase(case.startup.frame_phase)  # the reader names a Phase value
     tried, free = case.bytes("oom_tried_to_allocate_mib"), case.bytes("oom_free_mib")
     shortfall = None if tried is None or free is None else max(tried - free, 0)
-    case.found(
-        FindingId.OOM,
-        f"out of GPU memory during {PHASE_TEXT[phase]}"
-        + (
-            ""
-            if tried is None or free is None
-            else f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
-        ),
-        shortfall,
-    )
+    said = f"out of GPU memory during {PHASE_TEXT[phase]}"
+    if tried is not None and free is not None:
+        said += f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
+    case.found(FindingId.OOM, said, shortfall)
     estimate = case.bytes("graph_estimate_gib") or case.bytes("graph_gib")
     valued: Valued = {}
     if phase is Phase.GRAPH_CAPTURE and estimate is not None:
