@@ -214,7 +214,7 @@ def large_gpu_reserve(
         )
     if not outside.known_large:
         message += "; the paste does not show the GPU's size"
-    finding = evidence.finding(
+    found = evidence.finding(
         FindingId.THIN_HEADROOM, severity, message, outside.line, bytes=missing
     )
     conditions = [LATER_OOM] if severity is Severity.INFO else []
@@ -225,7 +225,7 @@ def large_gpu_reserve(
     if not suggestions or suggestions[0].knob != "mem_fraction_static":  # no value: the direction
         lacks = f"the log lacks P (free before loading) or the fraction: d = {g(missing)} / P"
         suggestions.insert(0, model_lever("mem_fraction_static", before=reason, after=lacks))
-    return [finding], suggestions
+    return [found], suggestions
 
 
 def _freeing(evidence: Evidence, missing: int, reason: str, prefix: str = "") -> list[Suggestion]:
@@ -368,24 +368,18 @@ def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     )
     knob, spelled = graph_cap_knob(evidence)
     current = evidence.int_param(knob)
-    lever = Suggestion(
-        knob=knob,
-        direction=Direction.LOWER,
-        value=current // 2 if current and current > 1 else None,
-        why=(
-            f"graph memory grows with the largest captured batch ({current or 'not in the log'}"
-            f"); upgrading to {found[0].fixed_in} or later removes {found[0].said} instead{spelled}"
-        ),
+    why = (
+        f"graph memory grows with the largest captured batch ({current or 'not in the log'}); "
+        f"upgrading to {found[0].fixed_in} or later removes {found[0].said} instead{spelled}"
     )
-    return [finding], [lever]
+    halved = current // 2 if current and current > 1 else None
+    return [finding], [Suggestion(knob=knob, direction=Direction.LOWER, value=halved, why=why)]
 
 
 def graph_memory_verdict(evidence: Evidence, finding: Finding) -> str:
     """The verdict's words for graphs that took much: the known defect, then the graph cap."""
     version = evidence.sizing.version if evidence.sizing is not None else None
     found = known_bug("graphs_over_plan", version, evidence.server_args)
-    said = ""
-    if found is not None:
-        maybe = "possibly " if found[1] else ""
-        said = f"{maybe}{found[0].said}, fixed in {found[0].fixed_in}; else "
+    maybe = "possibly " if found and found[1] else ""
+    said = f"{maybe}{found[0].said}, fixed in {found[0].fixed_in}; else " if found else ""
     return f"the CUDA graphs took {g(finding.bytes or 0)}: {said}lower --cuda-graph-max-bs"

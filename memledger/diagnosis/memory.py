@@ -455,13 +455,9 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
             "graph memory grows with the largest batch; neither the captured batch sizes nor the "
             "GPU's capacity are in the log"
         )
+    why = f"{CAPTURE_ORDER_CITATION}; {why}{spelled}"
     return [
-        Suggestion(
-            knob=knob,
-            direction=Direction.LOWER,
-            value=value,
-            why=f"{CAPTURE_ORDER_CITATION}; {why}{spelled}",
-        ),
+        Suggestion(knob=knob, direction=Direction.LOWER, value=value, why=why),
         model_lever("disable_cuda_graph", "enable", after="the last resort"),
     ]
 
