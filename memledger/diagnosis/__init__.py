@@ -59,12 +59,7 @@ from memledger.diagnosis.model import (
     Suggestion,
     leading,
 )
-from memledger.diagnosis.phase import (
-    failure_phase,
-    milestone,
-    placed_by_graphs,
-    traceback_phase,
-)
+from memledger.diagnosis.phase import failure_phase, milestone, placed_by_graphs, traceback_phase
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
@@ -79,15 +74,7 @@ from memledger.sglang.failure_rules import (
 )
 from memledger.sizing.inputs import SizingInputs
 
-__all__ = [
-    "Diagnosis",
-    "Direction",
-    "Finding",
-    "Severity",
-    "Suggestion",
-    "brief",
-    "diagnose",
-]
+__all__ = ["Diagnosis", "Direction", "Finding", "Severity", "Suggestion", "brief", "diagnose"]
 
 MESSAGE_CLIP = 110
 BLOCKING_SITES = frozenset(site.finding_id for site in LOAD_SITES if not site.more_ranks_help)

@@ -19,10 +19,7 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, FindingId, Severity
 from memledger.model.events import EventKind
 from memledger.sglang.backend_defaults import LARGE_GPU_MFS_RULES, LARGE_GPU_RESERVE_MIB
-from memledger.sglang.failure_rules import (
-    LARGE_GPU_CONTEXT_ALLOWANCE_GIB,
-    LARGE_GPU_MIB,
-)
+from memledger.sglang.failure_rules import LARGE_GPU_CONTEXT_ALLOWANCE_GIB, LARGE_GPU_MIB
 from memledger.sglang.mfs_defaults import LAST_BUCKETS
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE

@@ -69,11 +69,7 @@ Answer = tuple[Phase, str, int | None]
 
 
 def diagnose_vllm(
-    log: VllmLog,
-    startup: Startup,
-    facts: Mapping[str, Fact],
-    ledger: Ledger,
-    sizing: VllmSizing,
+    log: VllmLog, startup: Startup, facts: Mapping[str, Fact], ledger: Ledger, sizing: VllmSizing
 ) -> Diagnosis:
     """The diagnosis of one vLLM startup."""
     errors = startup.errors
