@@ -59,12 +59,7 @@ from memledger.diagnosis.model import (
     Suggestion,
     leading,
 )
-from memledger.diagnosis.phase import (
-    failure_phase,
-    milestone,
-    placed_by_graphs,
-    traceback_phase,
-)
+from memledger.diagnosis.phase import failure_phase, milestone, placed_by_graphs, traceback_phase
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
@@ -79,15 +74,7 @@ from memledger.sglang.failure_rules import (
 )
 from memledger.sizing.inputs import SizingInputs
 
-__all__ = [
-    "Diagnosis",
-    "Direction",
-    "Finding",
-    "Severity",
-    "Suggestion",
-    "brief",
-    "diagnose",
-]
+__all__ = ["Diagnosis", "Direction", "Finding", "Severity", "Suggestion", "brief", "diagnose"]
 
 MESSAGE_CLIP = 110
 BLOCKING_SITES = frozenset(site.finding_id for site in LOAD_SITES if not site.more_ranks_help)
@@ -101,21 +88,16 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
     diagnosis = _diagnose(evidence)
     # what SGLang changed by itself, and where the settings come from, are part of the answer
     said = [
-        Finding(
-            id=FindingId.SETTING_ADJUSTED,
-            severity=Severity.INFO,
-            message=says(e.values),
-            evidence=[evidence.at(e.line)],
-        )
+        evidence.finding(FindingId.SETTING_ADJUSTED, Severity.INFO, says(e.values), e.line)
         for e in evidence.events
         if e.kind is EventKind.SETTING_ADJUSTED
     ]
     said += [
-        Finding(
-            id=FindingId.LAUNCH_COMMAND,
-            severity=Severity.INFO,
-            message=f"pasted launch command: {match.group(2)}",
-            evidence=[evidence.at(int(match.group(1)))],
+        evidence.finding(
+            FindingId.LAUNCH_COMMAND,
+            Severity.INFO,
+            f"pasted launch command: {match.group(2)}",
+            int(match.group(1)),
         )
         for match in map(_NOTE_RE.match, evidence.command_notes)
         if match is not None
@@ -458,16 +440,10 @@ def _crash(evidence: Evidence) -> Diagnosis:
         if not known and hit[1].values.get("exception"):
             cause = _quoted(hit[1])  # the known error's own line, not the frames pasted after it
     if exit_event is not None and killed:
+        killer = "the process was killed (SIGKILL): often the host's OOM killer (host RAM, see "
+        killer += "dmesg); the log has no GPU out-of-memory text"
         findings.append(
-            Finding(
-                id=FindingId.KILLED,
-                severity=Severity.WARNING,
-                message=(
-                    "the process was killed (SIGKILL): often the host's OOM killer (host RAM, "
-                    "see dmesg); the log has no GPU out-of-memory text"
-                ),
-                evidence=[evidence.at(exit_event.line)],
-            )
+            evidence.finding(FindingId.KILLED, Severity.WARNING, killer, exit_event.line)
         )
     if shm is not None:
         verdict_end = "the host's shared memory (/dev/shm), not GPU memory: docker --shm-size 32g"
@@ -485,8 +461,8 @@ def _crash(evidence: Evidence) -> Diagnosis:
             said = f"the error that ended the startup is not in the log: {cause}; no "
             said += "out-of-memory text either"
         found = FindingId.NOT_MEMORY if known else FindingId.ERROR_NOT_IN_LOG
-        at = [evidence.at(traceback.line if traceback else evidence.outcome_line)]
-        findings.append(Finding(id=found, severity=Severity.INFO, message=said, evidence=at))
+        at = traceback.line if traceback else evidence.outcome_line
+        findings.append(evidence.finding(found, Severity.INFO, said, at))
     findings += (
         memory.site_finding(evidence)
         + health.free_rose_after_pool(evidence)

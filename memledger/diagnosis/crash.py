@@ -25,15 +25,13 @@ def shm_exhausted(evidence: Evidence) -> Event | None:
 def shm_finding(event: Event, evidence: Evidence) -> Finding:
     size = event.values.get("size")
     segment = f" (a {size / MIB:.1f} MiB segment)" if isinstance(size, int) and size > 0 else ""
-    return Finding(
-        id=FindingId.SHARED_MEMORY,
-        severity=Severity.ERROR,
-        message=(
-            f"the host's shared memory /dev/shm ran out{segment}, not the GPU's: {SHM_FIX} "
-            f"({SHM_SOURCE})"
-        ),
+    return evidence.finding(
+        FindingId.SHARED_MEMORY,
+        Severity.ERROR,
+        f"the host's shared memory /dev/shm ran out{segment}, not the GPU's: {SHM_FIX} "
+        f"({SHM_SOURCE})",
+        event.line,
         bytes=size if isinstance(size, int) and size > 0 else None,
-        evidence=[evidence.at(event.line)],
     )
 
 
@@ -64,12 +62,12 @@ def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Findin
         )
     elif isinstance(code, int):
         said = f"; here code {code}: {DRIVER_RESULTS.get(code, 'a driver error')}"
-    return Finding(
-        id=cause.finding_id,
-        severity=Severity.ERROR,
-        message=f"{cause.message}{said} ({cause.source})",
+    return evidence.finding(
+        cause.finding_id,
+        Severity.ERROR,
+        f"{cause.message}{said} ({cause.source})",
+        event.line,
         bytes=amount,
-        evidence=[evidence.at(event.line)],
     )
 
 

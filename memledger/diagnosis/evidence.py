@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from memledger.diagnosis.model import Finding, Severity
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog, Value
 from memledger.model.ledger import Checkpoint, Ledger
@@ -118,6 +119,19 @@ class Evidence:
 
     def at(self, line: int | None) -> str:
         return f"{self.path}:{line}" if line is not None else self.path
+
+    def finding(
+        self,
+        id: str,
+        severity: Severity,
+        message: str,
+        *lines: int | None,
+        bytes: int | None = None,
+    ) -> Finding:
+        """A finding resting on the log's `lines` (`file:line` each), of `bytes` if it has an
+        amount."""
+        at = [self.at(line) for line in lines]
+        return Finding(id=id, severity=severity, message=message, bytes=bytes, evidence=at)
 
     def cite(self, sources: tuple[tuple[str, str], ...]) -> str:
         """`vX path:line` of `sources` at the release nearest the log's own (v0.5.8's when the

@@ -69,16 +69,15 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
         if rise < RISE_THRESHOLD + point.error_bytes + peak.error_bytes:
             continue
         findings.append(
-            Finding(
-                id=FindingId.FREE_ROSE_AFTER_POOL,
-                severity=Severity.WARNING,
-                message=(
-                    f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
-                    f"{peak.avail_gib:.2f} GiB at {peak.id}): memory freed after SGLang sized "
-                    f"the pool never reaches it ({LATE_RELEASE_CAUSE})"
-                ),
+            evidence.finding(
+                FindingId.FREE_ROSE_AFTER_POOL,
+                Severity.WARNING,
+                f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
+                f"{peak.avail_gib:.2f} GiB at {peak.id}): memory freed after SGLang sized "
+                f"the pool never reaches it ({LATE_RELEASE_CAUSE})",
+                point.line,
+                peak.line,
                 bytes=rise,
-                evidence=[evidence.at(point.line), evidence.at(peak.line)],
             )
         )
     return findings or draft_before_pool(evidence)
@@ -108,14 +107,13 @@ def draft_before_pool(evidence: Evidence) -> list[Finding]:
     usage = draft.size("usage")
     held = f", {usage.gib:.2f} GiB" if usage is not None else ""
     return [
-        Finding(
-            id=FindingId.FREE_ROSE_AFTER_POOL,
-            severity=Severity.INFO,
-            message=(
-                f"the draft model ({draft.values.get('type')}{held}) was loaded before the KV "
-                f"pool was sized: {DRAFT_BEFORE_POOL_CAUSE}"
-            ),
-            evidence=[evidence.at(draft.line), evidence.at(first_pool)],
+        evidence.finding(
+            FindingId.FREE_ROSE_AFTER_POOL,
+            Severity.INFO,
+            f"the draft model ({draft.values.get('type')}{held}) was loaded before the KV "
+            f"pool was sized: {DRAFT_BEFORE_POOL_CAUSE}",
+            draft.line,
+            first_pool,
         )
     ]
 
@@ -157,15 +155,13 @@ def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Sugg
             return [], []
         free_text = "" if outside.after_graphs else f", {g(free)} free after startup"
         return large_gpu_reserve(evidence, Severity.INFO, free_text)
-    finding = Finding(
-        id=FindingId.ZERO_HEADROOM,
-        severity=Severity.WARNING,
-        message=(
-            f"only {g(free)} free after startup ({point}): the first large batch will run "
-            "out of memory"
-        ),
+    finding = evidence.finding(
+        FindingId.ZERO_HEADROOM,
+        Severity.WARNING,
+        f"only {g(free)} free after startup ({point}): the first large batch will run "
+        "out of memory",
+        line,
         bytes=free,
-        evidence=[evidence.at(line)],
     )
     pre = evidence.budget.pre_load
     suggestions: list[Suggestion] = []
@@ -218,12 +214,8 @@ def large_gpu_reserve(
         )
     if not outside.known_large:
         message += "; the paste does not show the GPU's size"
-    finding = Finding(
-        id=FindingId.THIN_HEADROOM,
-        severity=severity,
-        message=message,
-        bytes=missing,
-        evidence=[evidence.at(outside.line)],
+    found = evidence.finding(
+        FindingId.THIN_HEADROOM, severity, message, outside.line, bytes=missing
     )
     conditions = [LATER_OOM] if severity is Severity.INFO else []
     conditions += [reserve.condition] if reserve.condition else []
@@ -233,7 +225,7 @@ def large_gpu_reserve(
     if not suggestions or suggestions[0].knob != "mem_fraction_static":  # no value: the direction
         lacks = f"the log lacks P (free before loading) or the fraction: d = {g(missing)} / P"
         suggestions.insert(0, model_lever("mem_fraction_static", before=reason, after=lacks))
-    return [finding], suggestions
+    return [found], suggestions
 
 
 def _freeing(evidence: Evidence, missing: int, reason: str, prefix: str = "") -> list[Suggestion]:
@@ -262,14 +254,12 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
     default = found.value
     kv_gain = round((floor_step(default) - mfs) * pre.avail_bytes)
     return [
-        Finding(
-            id=FindingId.MFS_FAR_BELOW_DEFAULT,
-            severity=Severity.INFO,
-            message=(
-                f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
-                f"(about {default:.3f} by rule {found.rule}, {RULE[found.rule].source}, for "
-                f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be"
-            ),
+        evidence.finding(
+            FindingId.MFS_FAR_BELOW_DEFAULT,
+            Severity.INFO,
+            f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
+            f"(about {default:.3f} by rule {found.rule}, {RULE[found.rule].source}, for "
+            f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be",
             bytes=kv_gain,
         )
     ]
@@ -287,33 +277,25 @@ def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     tokens, context = summary.values.get("max_total_num_tokens"), summary.values.get("context_len")
     if not isinstance(tokens, int) or tokens <= 0:
         return [], []
-    fit = (
-        f"; {tokens / context:,.1f} requests of the full {context:,}-token context fit at once"
-        if isinstance(context, int) and context > 0
-        else ""
-    )
     running = summary.values.get("max_running_requests")
-    cap = (
-        f"; max_running_requests={running} caps how many run at once (SGLang's request slots)"
-        if isinstance(running, int)
-        else ""
-    )
+    fit = cap = ""
+    if isinstance(context, int) and context > 0:
+        fit = (
+            f"; {tokens / context:,.1f} requests of the full {context:,}-token context fit at once"
+        )
+    if isinstance(running, int):
+        cap = f"; max_running_requests={running} caps how many run at once (SGLang's request slots)"
     short = isinstance(context, int) and tokens < context
-    finding = Finding(
-        id=FindingId.KV_CAPACITY,
-        severity=Severity.WARNING if short else Severity.INFO,
-        message=(
-            (
-                f"the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
-                f"{context:,}-token context; "
-                if short
-                else f"the KV pool holds {tokens:,} tokens a rank: "
-            )
-            + f"every running request's prompt and generated tokens come out of it{fit}{cap} "
-            f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})"
-        ),
-        evidence=[evidence.at(summary.line)],
-    )
+    said = f"the KV pool holds {tokens:,} tokens a rank: "
+    if short:
+        said = (
+            f"the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
+            f"{context:,}-token context; "
+        )
+    said += f"every running request's prompt and generated tokens come out of it{fit}{cap} "
+    said += f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})"
+    severity = Severity.WARNING if short else Severity.INFO
+    finding = evidence.finding(FindingId.KV_CAPACITY, severity, said, summary.line)
     if not short or not isinstance(context, int):
         return [finding], []
     return [finding], _pool_levers(evidence, tokens, context)
@@ -347,31 +329,18 @@ def _pool_levers(evidence: Evidence, tokens: int, context: int) -> list[Suggesti
             f"{g(pre.avail_bytes)} = {extra / pre.avail_bytes:.4f} -> {mfs:g} + "
             f"{extra / pre.avail_bytes:.4f} = {raised:.4f}"
         )
+        more = "; more ranks split the weights and the KV heads, each rank's pool holds more"
         if raised < MFS_CEILING:
+            up = f"{working}, rounded up to 0.01; the slack after the pool shrinks as much"
+            value = floor_step(raised + 0.0099)
             levers.append(
                 Suggestion(
-                    knob="mem_fraction_static",
-                    direction=Direction.RAISE,
-                    value=floor_step(raised + 0.0099),
-                    why=f"{working}, rounded up to 0.01; the slack after the pool shrinks as much",
+                    knob="mem_fraction_static", direction=Direction.RAISE, value=value, why=up
                 )
             )
-        levers.append(
-            Suggestion(
-                knob="tp_size",
-                direction=Direction.RAISE,
-                value=None,
-                why=(
-                    f"{working}"
-                    + (
-                        f": above {MFS_CEILING}, more than this GPU can give"
-                        if raised >= MFS_CEILING
-                        else ""
-                    )
-                    + "; more ranks split the weights and the KV heads, each rank's pool holds more"
-                ),
-            )
-        )
+        else:
+            working += f": above {MFS_CEILING}, more than this GPU can give"
+        levers.append(Suggestion(knob="tp_size", direction=Direction.RAISE, why=working + more))
     return levers
 
 
@@ -388,37 +357,29 @@ def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     if found is None:
         return [], []
     usage = largest.sizes["usage"].bytes
-    finding = Finding(
-        id=FindingId.GRAPH_MEMORY,
-        severity=Severity.INFO,
-        message=(
-            f"the CUDA graphs took {g(usage)}, more than the {GRAPH_MEMORY_NOTE_GIB} GiB SGLang's "
-            "default keeps for bs-256 graphs (v0.4.6.post2 server_args.py:241-247): "
-            f"{bug_words(*found)}: upgrade, or capture fewer graphs"
-        ),
+    finding = evidence.finding(
+        FindingId.GRAPH_MEMORY,
+        Severity.INFO,
+        f"the CUDA graphs took {g(usage)}, more than the {GRAPH_MEMORY_NOTE_GIB} GiB SGLang's "
+        "default keeps for bs-256 graphs (v0.4.6.post2 server_args.py:241-247): "
+        f"{bug_words(*found)}: upgrade, or capture fewer graphs",
+        largest.line,
         bytes=usage,
-        evidence=[evidence.at(largest.line)],
     )
     knob, spelled = graph_cap_knob(evidence)
     current = evidence.int_param(knob)
-    lever = Suggestion(
-        knob=knob,
-        direction=Direction.LOWER,
-        value=current // 2 if current and current > 1 else None,
-        why=(
-            f"graph memory grows with the largest captured batch ({current or 'not in the log'}"
-            f"); upgrading to {found[0].fixed_in} or later removes {found[0].said} instead{spelled}"
-        ),
+    why = (
+        f"graph memory grows with the largest captured batch ({current or 'not in the log'}); "
+        f"upgrading to {found[0].fixed_in} or later removes {found[0].said} instead{spelled}"
     )
-    return [finding], [lever]
+    halved = current // 2 if current and current > 1 else None
+    return [finding], [Suggestion(knob=knob, direction=Direction.LOWER, value=halved, why=why)]
 
 
 def graph_memory_verdict(evidence: Evidence, finding: Finding) -> str:
     """The verdict's words for graphs that took much: the known defect, then the graph cap."""
     version = evidence.sizing.version if evidence.sizing is not None else None
     found = known_bug("graphs_over_plan", version, evidence.server_args)
-    said = ""
-    if found is not None:
-        maybe = "possibly " if found[1] else ""
-        said = f"{maybe}{found[0].said}, fixed in {found[0].fixed_in}; else "
+    maybe = "possibly " if found and found[1] else ""
+    said = f"{maybe}{found[0].said}, fixed in {found[0].fixed_in}; else " if found else ""
     return f"the CUDA graphs took {g(finding.bytes or 0)}: {said}lower --cuda-graph-max-bs"

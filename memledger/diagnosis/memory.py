@@ -38,7 +38,7 @@ from memledger.sglang.failure_rules import (
     LoadSite,
     Phase,
 )
-from memledger.sglang.lifecycle import SERVING_BATCH_LEVERS
+from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
 
 
 def _budget(evidence: Evidence) -> str:
@@ -90,46 +90,39 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
         device = f" ({where}: {oom.values['runtime']})"
     said = [form.format(sizes[key].text) for key, form in _OOM_SIZES.items() if key in sizes]
     findings = [
-        Finding(
-            id=FindingId.OOM_MESSAGE,
-            severity=Severity.ERROR,
-            message="".join([f"{rank} ran out of GPU memory{device}", *said]),
+        evidence.finding(
+            FindingId.OOM_MESSAGE,
+            Severity.ERROR,
+            "".join([f"{rank} ran out of GPU memory{device}", *said]),
+            oom.line,
             bytes=shortfall(evidence),
-            evidence=[evidence.at(oom.line)],
         )
     ]
     others = sorted({e.rank for e in evidence.oom_messages if e.rank and e.rank != oom.rank})
     if others:
         findings.append(
-            Finding(
-                id=FindingId.OOM_OTHER_RANKS,
-                severity=Severity.INFO,
-                message=f"{len(others)} other rank(s) ran out of memory too: {', '.join(others)}",
-                evidence=[evidence.at(e.line) for e in evidence.oom_messages if e is not oom][:8],
+            evidence.finding(
+                FindingId.OOM_OTHER_RANKS,
+                Severity.INFO,
+                f"{len(others)} other rank(s) ran out of memory too: {', '.join(others)}",
+                *[e.line for e in evidence.oom_messages if e is not oom][:8],
             )
         )
     unallocated = sizes.get("reserved_unallocated")
     requested = sizes.get("requested")
     if unallocated and requested and unallocated.bytes >= requested.bytes:
         findings.append(
-            Finding(
-                id=FindingId.FRAGMENTATION,
-                severity=Severity.WARNING,
-                message=(
-                    f"{unallocated.text} is reserved by PyTorch but unallocated, at least the "
-                    f"{requested.text} asked for: fragmentation (PyTorch's own advice: "
-                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"
-                ),
+            evidence.finding(
+                FindingId.FRAGMENTATION,
+                Severity.WARNING,
+                f"{unallocated.text} is reserved by PyTorch but unallocated, at least the "
+                f"{requested.text} asked for: fragmentation (PyTorch's own advice: "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+                oom.line,
                 bytes=unallocated.bytes,
-                evidence=[evidence.at(oom.line)],
             )
         )
     return findings
-
-
-def _t(event: Event, key: str) -> str:
-    size = event.sizes.get(key)
-    return size.text if size is not None else "unknown"
 
 
 def site_finding(evidence: Evidence) -> list[Finding]:
@@ -139,11 +132,11 @@ def site_finding(evidence: Evidence) -> list[Finding]:
     if traceback is None or frame is None:
         return []
     return [
-        Finding(
-            id=FindingId.FAILURE_SITE,
-            severity=Severity.INFO,
-            message=f"innermost SGLang frame: {frame.text} ({traceback.rank or 'untagged'})",
-            evidence=[evidence.at(traceback.line)],
+        evidence.finding(
+            FindingId.FAILURE_SITE,
+            Severity.INFO,
+            f"innermost SGLang frame: {frame.text} ({traceback.rank or 'untagged'})",
+            traceback.line,
         )
     ]
 
@@ -167,29 +160,16 @@ def load_oom(evidence: Evidence) -> Result:
     """Weights did not fit: only fewer bytes per rank help (more ranks, offload), not mfs."""
     oom, budget = evidence.oom, evidence.budget
     site = _load_site(evidence)
-    findings = []
-    if site is not None:
-        findings.append(
-            Finding(
-                id=site[0].finding_id,
-                severity=Severity.ERROR,
-                message=site[1],
-                evidence=[evidence.at(evidence.traceback.line)] if evidence.traceback else [],
-            )
-        )
-    findings += [
-        Finding(
-            id=FindingId.MFS_NOT_THE_LEVER,
-            severity=Severity.INFO,
-            message=(
-                "--mem-fraction-static does not help: the weights load before SGLang sizes "
-                "anything from it"
-            ),
-        )
-    ]
+    at = [evidence.traceback.line] if evidence.traceback else []
+    findings = [evidence.finding(site[0].finding_id, Severity.ERROR, site[1], *at)] if site else []
+    not_mfs = "--mem-fraction-static does not help: the weights load before SGLang sizes anything "
+    findings.append(
+        evidence.finding(FindingId.MFS_NOT_THE_LEVER, Severity.INFO, not_mfs + "from it")
+    )
     if oom is None or "allocated" not in oom.sizes or "requested" not in oom.sizes:
         return findings, []
-    weights = oom.sizes["allocated"].bytes + oom.sizes["requested"].bytes
+    allocated, requested = oom.sizes["allocated"], oom.sizes["requested"]
+    weights = allocated.bytes + requested.bytes
     pre = budget.pre_load
     mfs = budget.mem_fraction_static
     room = round(pre.avail_bytes * mfs) if pre and mfs else pre.avail_bytes if pre else None
@@ -197,18 +177,19 @@ def load_oom(evidence: Evidence) -> Result:
         f"mfs x P = {mfs:g} x {g(pre.avail_bytes)} = {g(room)}" if pre and mfs else f"P = {g(room)}"
     )
     message = (
-        f"the weights need at least {g(weights)} a rank ({_t(oom, 'allocated')} allocated + "
-        f"{_t(oom, 'requested')} asked for when loading failed)"
+        f"the weights need at least {g(weights)} a rank ({allocated.text} allocated + "
+        f"{requested.text} asked for when loading failed)"
     )
     if pre is not None:
         message += f"; {g(pre.avail_bytes)} was free before loading"
     findings.append(
-        Finding(
-            id=FindingId.WEIGHTS_EXCEED_BUDGET,
-            severity=Severity.ERROR,
-            message=message,
+        evidence.finding(
+            FindingId.WEIGHTS_EXCEED_BUDGET,
+            Severity.ERROR,
+            message,
+            oom.line,
+            *([pre.line] if pre else []),
             bytes=weights - room if room is not None else None,
-            evidence=[evidence.at(oom.line)] + ([evidence.at(pre.line)] if pre else []),
         )
     )
     if room is None or room <= 0 or weights <= room:
@@ -267,15 +248,13 @@ def kv_refusal(evidence: Evidence) -> Result:
             "negative, and --max-total-tokens only lowers it"
         )
     findings = [
-        Finding(
-            id=FindingId.WEIGHTS_EXCEED_BUDGET,
-            severity=Severity.ERROR,
-            message=(
-                "SGLang refused to size the KV cache: the loaded weights leave no room under "
-                f"--mem-fraction-static{current_text}" + (f" ({'; '.join(notes)})" if notes else "")
-            ),
+        evidence.finding(
+            FindingId.WEIGHTS_EXCEED_BUDGET,
+            Severity.ERROR,
+            "SGLang refused to size the KV cache: the loaded weights leave no room under "
+            f"--mem-fraction-static{current_text}" + (f" ({'; '.join(notes)})" if notes else ""),
+            refusal.line,
             bytes=shortfall(evidence),
-            evidence=[evidence.at(refusal.line)],
         )
     ]
     if minimum is None:
@@ -381,13 +360,9 @@ def capture_point(evidence: Evidence) -> tuple[list[Finding], int | None, list[i
     free = bar.sizes.get("avail") if bar is not None else None
     free = free or begin.sizes.get("avail")
     message = f"capturing {where}" + (f", {free.text} free at that point" if free else "")
-    lines = [evidence.at(begin.line)] + ([evidence.at(bar.line)] if bar else [])
-    finding = Finding(
-        id=FindingId.CAPTURE_POINT,
-        severity=Severity.INFO,
-        message=message,
-        bytes=free.bytes if free else None,
-        evidence=lines,
+    lines = [begin.line] + ([bar.line] if bar else [])
+    finding = evidence.finding(
+        FindingId.CAPTURE_POINT, Severity.INFO, message, *lines, bytes=free.bytes if free else None
     )
     return [finding], failing_bs, sizes
 
@@ -402,17 +377,15 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
     if slack is not None and budget.pre_load is not None and budget.mem_fraction_static:
         pool = budget.pool_end
         findings.append(
-            Finding(
-                id=FindingId.ALLOCATION_EXCEEDS_SLACK,
-                severity=Severity.ERROR,
-                message=(
-                    f"an allocation after the pool did not fit the slack mfs leaves: "
-                    f"P x (1 - mfs) = {g(budget.pre_load.avail_bytes)} x "
-                    f"{1 - budget.mem_fraction_static:.4f} = {g(slack)}"
-                    + (f"; {pool.avail_gib:.2f} GiB was free at Memory pool end" if pool else "")
-                ),
+            evidence.finding(
+                FindingId.ALLOCATION_EXCEEDS_SLACK,
+                Severity.ERROR,
+                f"an allocation after the pool did not fit the slack mfs leaves: "
+                f"P x (1 - mfs) = {g(budget.pre_load.avail_bytes)} x "
+                f"{1 - budget.mem_fraction_static:.4f} = {g(slack)}"
+                + (f"; {pool.avail_gib:.2f} GiB was free at Memory pool end" if pool else ""),
+                *([pool.line] if pool else []),
                 bytes=missing,
-                evidence=[evidence.at(pool.line)] if pool else [],
             )
         )
     failing_bs: int | None = None
@@ -482,13 +455,9 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
             "graph memory grows with the largest batch; neither the captured batch sizes nor the "
             "GPU's capacity are in the log"
         )
+    why = f"{CAPTURE_ORDER_CITATION}; {why}{spelled}"
     return [
-        Suggestion(
-            knob=knob,
-            direction=Direction.LOWER,
-            value=value,
-            why=f"{CAPTURE_ORDER_CITATION}; {why}{spelled}",
-        ),
+        Suggestion(knob=knob, direction=Direction.LOWER, value=value, why=why),
         model_lever("disable_cuda_graph", "enable", after="the last resort"),
     ]
 
@@ -498,44 +467,35 @@ def _knobs(suggestions: list[Suggestion]) -> set[str]:
 
 
 def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
-    """The levers of the last serving-batch line before the failure, valued from its numbers
-    (lifecycle.SERVING_BATCH_LEVERS: the prefill's #new-token, the decode's #running-req)."""
+    """The levers of the last serving-batch line before the failure, valued from its count
+    (lifecycle.SERVING_BATCH_LEVERS and SERVING_BATCH_COUNT: the prefill's #new-token, the
+    decode's #running-req)."""
     batch = evidence.serving_batch
-    if batch is None:
+    stage = str(batch.values.get("stage")) if batch is not None else ""
+    key, what = SERVING_BATCH_COUNT.get(stage, ("", ""))
+    logged = batch.values.get(key) if batch is not None else None
+    if batch is None or not isinstance(logged, int) or logged < 2:
         return []
-    stage = str(batch.values.get("stage"))
     at = evidence.at(batch.line)
     usage = batch.values.get("token_usage")
     pool = f", KV pool {float(usage):.0%} used" if isinstance(usage, (int, float)) else ""
     one = batch.values.get("new_seq") == 1  # the cap admits one request whatever its length
-    levers: list[Suggestion] = []
-    for lever in SERVING_BATCH_LEVERS.get(stage, ()):
-        if lever.knob == "mem_fraction_static":
-            continue  # valued from the shortfall above, when the log has P and the fraction
-        if lever.knob == "max_running_requests":
-            logged = batch.values.get("running_req")
-            what = "requests ran in the last decode batch"
-        else:
-            logged = batch.values.get("new_token")
-            what = "new tokens went into the last prefill batch"
-        if not isinstance(logged, int) or logged < 2:
-            continue
-        value = power_of_two_below(logged)
-        note = ""
-        if one and lever.knob == "max_prefill_tokens":
-            note = "; it was one request, which the cap admits whatever its length: the chunk "
-            note += "splits it"
-        levers.append(
-            Suggestion(
-                knob=lever.knob,
-                direction=Direction.LOWER,
-                value=value,
-                why=(
-                    f"{logged} {what} before the OOM ({at}{pool}); {value}, the power of two "
-                    f"below {logged}, keeps the next one at most {value} ({lever.effect}){note}"
-                ),
-            )
+    value = power_of_two_below(logged)
+    note = "; it was one request, which the cap admits whatever its length: the chunk splits it"
+    levers = [
+        Suggestion(
+            knob=lever.knob,
+            direction=Direction.LOWER,
+            value=value,
+            why=(
+                f"{logged} {what} before the OOM ({at}{pool}); {value}, the power of two "
+                f"below {logged}, keeps the next one at most {value} ({lever.effect})"
+                + (note if one and lever.knob == "max_prefill_tokens" else "")
+            ),
         )
+        for lever in SERVING_BATCH_LEVERS[stage]
+        if lever.knob != "mem_fraction_static"  # valued from the shortfall, where P is logged
+    ]
     if one and levers and levers[0].knob == "max_prefill_tokens":
         levers.reverse()  # one request: the chunk first
     return levers

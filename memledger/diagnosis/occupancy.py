@@ -66,15 +66,13 @@ def other_processes(evidence: Evidence) -> Finding | None:
             "was sized on the memory free when it started; free the GPU (nvidia-smi lists who "
             "holds it) or lower --mem-fraction-static by that much"
         )
-    return Finding(
-        id=FindingId.OTHER_PROCESSES,
-        severity=Severity.ERROR,
-        message=(
-            f"{g(held)} of this GPU is held outside this process ({capacity.text} - "
-            f"{free.text} free - {own_text}): {what}"
-        ),
+    return evidence.finding(
+        FindingId.OTHER_PROCESSES,
+        Severity.ERROR,
+        f"{g(held)} of this GPU is held outside this process ({capacity.text} - "
+        f"{free.text} free - {own_text}): {what}",
+        oom.line,
         bytes=held,
-        evidence=[evidence.at(oom.line)],
     )
 
 
@@ -114,17 +112,15 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
     if over <= 0:
         return [], None
     target = f"{mfs:g} + {g(over)} / the GPU's memory"
-    finding = Finding(
-        id=FindingId.DP_AUTO_FRACTION,
-        severity=Severity.WARNING,
-        message=(
-            f"if --mem-fraction-static {mfs:g} was SGLang's automatic value: under DP attention "
-            f"it reserved max({chunk} x dp {dp}, 2048) x 1.5 MiB for prefill activations where "
-            f"a rank runs a chunk of {chunk}, {g(over)} too much ({DP_ATTENTION_RESERVE_CITATION}"
-            f"); set the fraction by hand: {target}"
-        ),
+    finding = evidence.finding(
+        FindingId.DP_AUTO_FRACTION,
+        Severity.WARNING,
+        f"if --mem-fraction-static {mfs:g} was SGLang's automatic value: under DP attention "
+        f"it reserved max({chunk} x dp {dp}, 2048) x 1.5 MiB for prefill activations where "
+        f"a rank runs a chunk of {chunk}, {g(over)} too much ({DP_ATTENTION_RESERVE_CITATION}"
+        f"); set the fraction by hand: {target}",
+        evidence.refusal.line,
         bytes=over,
-        evidence=[evidence.at(evidence.refusal.line)],
     )
     suggestion = Suggestion(
         knob="mem_fraction_static",
@@ -169,16 +165,15 @@ def after_pool_drop(evidence: Evidence) -> Finding | None:
         else ""
     )
     stage = STAGE[Phase.AFTER_POOL]
-    return Finding(
-        id=FindingId.AFTER_POOL_DROP,
-        severity=Severity.WARNING,
-        message=(
-            f"{g(drop)} of free memory was taken between Memory pool end ({pool.avail_gib:.2f} "
-            f"GiB free) and the first graph capture reading ({g(first.sizes['avail'].bytes)} "
-            f"free{bar}): {PHASE_TEXT[Phase.AFTER_POOL]} allocates {stage.allocates}, bounded "
-            f"by {stage.bound} ({stage.source}); several GiB there is a buffer sized by the pool "
-            f"or the context, most often an attention backend's workspace{step}"
-        ),
+    return evidence.finding(
+        FindingId.AFTER_POOL_DROP,
+        Severity.WARNING,
+        f"{g(drop)} of free memory was taken between Memory pool end ({pool.avail_gib:.2f} "
+        f"GiB free) and the first graph capture reading ({g(first.sizes['avail'].bytes)} "
+        f"free{bar}): {PHASE_TEXT[Phase.AFTER_POOL]} allocates {stage.allocates}, bounded "
+        f"by {stage.bound} ({stage.source}); several GiB there is a buffer sized by the pool "
+        f"or the context, most often an attention backend's workspace{step}",
+        pool.line,
+        first.line,
         bytes=drop,
-        evidence=[evidence.at(pool.line), evidence.at(first.line)],
     )

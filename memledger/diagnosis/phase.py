@@ -143,16 +143,14 @@ def placed_by_graphs(evidence: Evidence) -> list[Finding]:
     if _placed(evidence) is not Phase.UNKNOWN:  # the weakest evidence: anything else places it
         return []
     return [
-        Finding(
-            id=FindingId.PHASE_FROM_GRAPHS,
-            severity=Severity.INFO,
-            message=(
-                f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
-                "CUDA graphs, so the weights and the KV pool were in place "
-                f"({PRIVATE_POOLS_CITATION})"
-            ),
+        evidence.finding(
+            FindingId.PHASE_FROM_GRAPHS,
+            Severity.INFO,
+            f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
+            "CUDA graphs, so the weights and the KV pool were in place "
+            f"({PRIVATE_POOLS_CITATION})",
+            oom.line,
             bytes=pools.bytes,
-            evidence=[evidence.at(oom.line)],
         )
     ]
 

@@ -57,10 +57,7 @@ def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
     shape = str(event.values.get("shape"))
     if shape == "admitted":  # the scheduler had admitted the batch by its own count: no size lever
         message = f"SGLang's KV pool raised on a batch its scheduler had admitted: {ADMITTED_RAISE}"
-        at = [evidence.at(event.line)]
-        finding = Finding(
-            id=FindingId.POOL_NOT_FULL, severity=Severity.ERROR, message=message, evidence=at
-        )
+        finding = evidence.finding(FindingId.POOL_NOT_FULL, Severity.ERROR, message, event.line)
         verdict = f"SGLang's KV pool raised {during} on a batch its scheduler had admitted: its "
         return [finding], [], verdict + "accounting lost tokens (a leak), not its size; upgrade"
     what = "KV pool"
@@ -120,12 +117,7 @@ def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
                     why="a prefill chunk takes its tokens from the pool at once",
                 )
             )
-    finding = Finding(
-        id=FindingId.POOL_RAN_OUT,
-        severity=Severity.ERROR,
-        message=message,
-        evidence=[evidence.at(event.line)],
-    )
+    finding = evidence.finding(FindingId.POOL_RAN_OUT, Severity.ERROR, message, event.line)
     said = " or ".join(phrase(s) for s in levers[:2])
     return [finding], levers, f"SGLang's {what} ran out {during} (not a GPU allocation); {said}"
 
@@ -156,7 +148,6 @@ def _not_full(
     asked = counts.get("asked")
     if asked is None:
         return None
-    at = [evidence.at(event.line)]
     free = counts.get("available")
     if free is not None and free >= asked:
         page = evidence.int_param("page_size")
@@ -187,9 +178,7 @@ def _not_full(
         )
         if found:
             verdict += f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
-        finding = Finding(
-            id=FindingId.POOL_NOT_FULL, severity=Severity.ERROR, message=message, evidence=at
-        )
+        finding = evidence.finding(FindingId.POOL_NOT_FULL, Severity.ERROR, message, event.line)
         return [finding], [lever], verdict
     full, swa = counts.get("available_full"), counts.get("available_swa")
     if full is None or swa is None or (full >= asked) == (swa >= asked):
@@ -209,9 +198,7 @@ def _not_full(
             f"1.0), a smaller one the full pool; here the {short} pool is short"
         ),
     )
-    finding = Finding(
-        id=FindingId.SWA_POOL_RAN_OUT, severity=Severity.ERROR, message=message, evidence=at
-    )
+    finding = evidence.finding(FindingId.SWA_POOL_RAN_OUT, Severity.ERROR, message, event.line)
     levers = [lever, _fewer_requests(evidence)]
     verdict = (
         f"SGLang's KV pool ran out {during}: one of a hybrid SWA model's two pools, the other "
@@ -249,42 +236,36 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
             if isinstance(tokens, int) and tokens == limit + 6:
                 bound += "; here it is the KV pool: a bigger pool accepts longer requests"
         findings.append(
-            Finding(
-                id=FindingId.REQUEST_EXCEEDS_POOL,
-                severity=Severity.INFO,
-                message=(
-                    f"{len(too_long)} request(s) refused as too long "
-                    f"({first.values.get('tokens', '?'):,} tokens, at most "
-                    f"{limit if isinstance(limit, int) else '?':,} accepted){bound}"
-                ),
-                evidence=[evidence.at(e.line) for e in too_long][:4],
+            evidence.finding(
+                FindingId.REQUEST_EXCEEDS_POOL,
+                Severity.INFO,
+                f"{len(too_long)} request(s) refused as too long "
+                f"({first.values.get('tokens', '?'):,} tokens, at most "
+                f"{limit if isinstance(limit, int) else '?':,} accepted){bound}",
+                *[e.line for e in too_long][:4],
             )
         )
     retracts = [e for e in evidence.exhausted if e.values.get("shape") == "retract"]
     if retracts:
         findings.append(
-            Finding(
-                id=FindingId.KV_POOL_FULL,
-                severity=Severity.WARNING,
-                message=(
-                    f"the KV pool filled while serving and SGLang retracted requests "
-                    f"({len(retracts)} time(s)): the pool is small for this load"
-                ),
-                evidence=[evidence.at(e.line) for e in retracts][:4],
+            evidence.finding(
+                FindingId.KV_POOL_FULL,
+                Severity.WARNING,
+                f"the KV pool filled while serving and SGLang retracted requests "
+                f"({len(retracts)} time(s)): the pool is small for this load",
+                *[e.line for e in retracts][:4],
             )
         )
     return findings
 
 
 def host_finding(event: Event, evidence: Evidence) -> Finding:
-    return Finding(
-        id=FindingId.HOST_MEMORY,
-        severity=Severity.WARNING,
-        message=(
-            "the host ran out of RAM (not the GPU): no GPU memory knob helps; check the host's "
-            "free memory and the container's limits"
-        ),
-        evidence=[evidence.at(event.line)],
+    return evidence.finding(
+        FindingId.HOST_MEMORY,
+        Severity.WARNING,
+        "the host ran out of RAM (not the GPU): no GPU memory knob helps; check the host's "
+        "free memory and the container's limits",
+        event.line,
     )
 
 

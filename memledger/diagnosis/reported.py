@@ -81,7 +81,7 @@ def mention_answer(evidence: Evidence, answer: Answer) -> Answer:
     skip = ("serving", "pool_size")  # a question about the pool's size: pool_question answers
     found = [m for m in mentions(evidence) if m.name not in skip and (m.alone or failed)]
     said = [
-        Finding(id=FindingId.REPORTED, severity=Severity.INFO, message=f"the paste names {m.says}")
+        evidence.finding(FindingId.REPORTED, Severity.INFO, f"the paste names {m.says}")
         for m in found
     ]
     # a refusal is before anything a later stage's lever moves: those are the KV budget's; what
@@ -119,8 +119,8 @@ def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] |
             f"{at} (`memledger whatif` with `--solve mem_fraction_static --for "
             "max_total_num_tokens=N` gives the fraction for N)"
         )
-    finding = Finding(
-        id=FindingId.REPORTED, severity=Severity.INFO, message=f"the paste asks about {asked.says}"
+    finding = evidence.finding(
+        FindingId.REPORTED, Severity.INFO, f"the paste asks about {asked.says}"
     )
     levers = [lever_suggestion(lever, "a bigger KV pool") for lever in asked.levers]
     named = " or ".join(f"{s.direction.value} {s.flag}" for s in levers)
@@ -153,16 +153,14 @@ def squeezed(evidence: Evidence) -> Answer | None:
         first = [lever_suggestion(lever, "the draft worker") for lever in draft.levers]
         suggestions = leading(first, suggestions)
     findings = [
-        Finding(
-            id=FindingId.NO_FRACTION_FITS,
-            severity=Severity.ERROR,
-            message=(
-                "a higher --mem-fraction-static ran out of memory after the pool and a lower one "
-                f"left no KV budget{band}: the weights leave about nothing for the KV pool and "
-                "what comes after it, so no fraction fits both; shrink what comes after the pool "
-                "(graphs, batches, the draft's pools) or the weights a rank"
-            ),
-            evidence=[evidence.at(evidence.refusal.line)],
+        evidence.finding(
+            FindingId.NO_FRACTION_FITS,
+            Severity.ERROR,
+            "a higher --mem-fraction-static ran out of memory after the pool and a lower one "
+            f"left no KV budget{band}: the weights leave about nothing for the KV pool and "
+            "what comes after it, so no fraction fits both; shrink what comes after the pool "
+            "(graphs, batches, the draft's pools) or the weights a rank",
+            evidence.refusal.line,
         )
     ]
     levers = " or ".join(f"{s.direction.value} {s.flag}" for s in suggestions[:3])

@@ -19,10 +19,7 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, FindingId, Severity
 from memledger.model.events import EventKind
 from memledger.sglang.backend_defaults import LARGE_GPU_MFS_RULES, LARGE_GPU_RESERVE_MIB
-from memledger.sglang.failure_rules import (
-    LARGE_GPU_CONTEXT_ALLOWANCE_GIB,
-    LARGE_GPU_MIB,
-)
+from memledger.sglang.failure_rules import LARGE_GPU_CONTEXT_ALLOWANCE_GIB, LARGE_GPU_MIB
 from memledger.sglang.mfs_defaults import LAST_BUCKETS
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
@@ -86,13 +83,7 @@ def outside_pool(evidence: Evidence) -> Outside | None:
     known_large = pre is not None
     pool = evidence.budget.pool_end
     if pool is not None:
-        return Outside(
-            pool.avail_bytes,
-            "free at Memory pool end",
-            pool.line,
-            known_large,
-            False,
-        )
+        return Outside(pool.avail_bytes, "free at Memory pool end", pool.line, known_large, False)
     captures = [
         e
         for e in evidence.before_failure({EventKind.CAPTURE_END})
@@ -102,14 +93,8 @@ def outside_pool(evidence: Evidence) -> Outside | None:
         return None
     last = captures[-1]
     usage, avail = last.sizes["usage"], last.sizes["avail"]
-    total = usage.bytes + avail.bytes
-    return Outside(
-        total,
-        f"{g(usage.bytes)} of CUDA graphs + {g(avail.bytes)} free after them",
-        last.line,
-        known_large,
-        True,
-    )
+    text = f"{g(usage.bytes)} of CUDA graphs + {g(avail.bytes)} free after them"
+    return Outside(usage.bytes + avail.bytes, text, last.line, known_large, True)
 
 
 def _rule_known(inputs: SizingInputs) -> bool:
@@ -200,18 +185,16 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
     slack = round(pre.avail_bytes * (1 - value))
     if slack >= reserve:
         return None
-    return Finding(
-        id=FindingId.NO_FRACTION_FITS,
-        severity=Severity.WARNING,
-        message=(
-            f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "
-            f"the {g(reserve)} SGLang itself reserves for activations and graphs on this GPU "
-            f"(P x (1 - {default.value:g}): {default.basis}, for P = {g(pre.avail_bytes)}; rule "
-            f"{default.rule}, {RULE[default.rule].source}): expect an OOM in graph capture or the "
-            "first prefill there; no fraction fits both, so fewer weight bytes a rank (more tp, a "
-            "quantized checkpoint) or a smaller slack need (lower --cuda-graph-max-bs, "
-            "--chunked-prefill-size) is the fix"
-        ),
+    return evidence.finding(
+        FindingId.NO_FRACTION_FITS,
+        Severity.WARNING,
+        f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "
+        f"the {g(reserve)} SGLang itself reserves for activations and graphs on this GPU "
+        f"(P x (1 - {default.value:g}): {default.basis}, for P = {g(pre.avail_bytes)}; rule "
+        f"{default.rule}, {RULE[default.rule].source}): expect an OOM in graph capture or the "
+        "first prefill there; no fraction fits both, so fewer weight bytes a rank (more tp, a "
+        "quantized checkpoint) or a smaller slack need (lower --cuda-graph-max-bs, "
+        "--chunked-prefill-size) is the fix",
+        pre.line,
         bytes=reserve - slack,
-        evidence=[evidence.at(pre.line)],
     )

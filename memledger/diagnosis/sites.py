@@ -15,7 +15,7 @@ import math
 
 from memledger.diagnosis.arithmetic import g, power_of_two_below
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
+from memledger.diagnosis.model import Direction, FindingId, Result, Severity, Suggestion
 from memledger.sglang.failure_rules import (
     FORWARD_ASK_MIN_GIB,
     FORWARD_FREE_MIN_GIB,
@@ -46,16 +46,14 @@ def req_to_token_oom(evidence: Evidence) -> Result | None:
     if traceback is None or traceback.values.get("pool") != "req_to_token":
         return None
     requested = oom.sizes.get("requested") if oom is not None else None
-    finding = Finding(
-        id=FindingId.REQ_TO_TOKEN_TABLE,
-        severity=Severity.ERROR,
-        message=(
-            f"the allocation that failed is the request-to-token table, {TABLE_FORMULA}"
-            + (f": {requested.text} asked for" if requested else "")
-            + "; a long --context-length or many --max-running-requests make it large"
-        ),
+    finding = evidence.finding(
+        FindingId.REQ_TO_TOKEN_TABLE,
+        Severity.ERROR,
+        f"the allocation that failed is the request-to-token table, {TABLE_FORMULA}"
+        + (f": {requested.text} asked for" if requested else "")
+        + "; a long --context-length or many --max-running-requests make it large",
+        traceback.line,
         bytes=requested.bytes if requested else None,
-        evidence=[evidence.at(traceback.line)],
     )
     return [finding], table_levers(evidence, requested)
 
@@ -81,12 +79,8 @@ def larger_than_gpu(evidence: Evidence) -> Result | None:
         "no --mem-fraction-static, graph cap or chunk size makes it fit; it is a buffer sized by "
         f"a length, at startup most often the request-to-token table, {TABLE_FORMULA}"
     )
-    finding = Finding(
-        id=FindingId.ALLOCATION_EXCEEDS_GPU,
-        severity=Severity.ERROR,
-        message=message,
-        bytes=requested.bytes,
-        evidence=[evidence.at(oom.line)],
+    finding = evidence.finding(
+        FindingId.ALLOCATION_EXCEEDS_GPU, Severity.ERROR, message, oom.line, bytes=requested.bytes
     )
     return [finding], [] if wrong else table_levers(evidence, requested)
 
@@ -117,16 +111,10 @@ def table_levers(evidence: Evidence, requested: Size | None) -> list[Suggestion]
         rows_why += f" ({running} now, x {ratio:.3f}: {room_origin})"
     return [
         Suggestion(
-            knob="context_length",
-            direction=Direction.LOWER,
-            value=context_value,
-            why=context_why,
+            knob="context_length", direction=Direction.LOWER, value=context_value, why=context_why
         ),
         Suggestion(
-            knob="max_running_requests",
-            direction=Direction.LOWER,
-            value=rows_value,
-            why=rows_why,
+            knob="max_running_requests", direction=Direction.LOWER, value=rows_value, why=rows_why
         ),
     ]
 
@@ -215,18 +203,16 @@ def oversized_forward(evidence: Evidence, phase: Phase) -> Result | None:
     if requested.bytes < FORWARD_ASK_MIN_GIB * GIB or free.bytes < FORWARD_FREE_MIN_GIB * GIB:
         return None
     share = free.bytes / requested.bytes
-    finding = Finding(
-        id=FindingId.OVERSIZED_FORWARD,
-        severity=Severity.ERROR,
-        message=(
-            f"one allocation of {requested.text} with {free.text} still free: the pools left "
-            "room, and one tensor that large is a forward's working set sized by its tokens, a "
-            "long prefill chunk (a decode step holds one token a request), such as a sparse "
-            "attention indexer's [chunk tokens x context] logits, which no KV budget counts; a "
-            f"smaller chunk shrinks it in proportion ({PREFILL_ASK_CITATION})"
-        ),
+    finding = evidence.finding(
+        FindingId.OVERSIZED_FORWARD,
+        Severity.ERROR,
+        f"one allocation of {requested.text} with {free.text} still free: the pools left "
+        "room, and one tensor that large is a forward's working set sized by its tokens, a "
+        "long prefill chunk (a decode step holds one token a request), such as a sparse "
+        "attention indexer's [chunk tokens x context] logits, which no KV budget counts; a "
+        f"smaller chunk shrinks it in proportion ({PREFILL_ASK_CITATION})",
+        oom.line,
         bytes=requested.bytes - free.bytes,
-        evidence=[evidence.at(oom.line)],
     )
     chunk = evidence.int_param("chunked_prefill_size")
     value = None

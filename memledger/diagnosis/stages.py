@@ -117,16 +117,16 @@ def in_framework(
     trainer's code), the verdict's tail in its words, and whether the tail is the whole answer
     (the trainer's OOM: SGLang's phase talk does not apply)."""
     named = [(s, framework.knobs[s.knob]) for s in suggestions if s.knob in framework.knobs]
-    at = [evidence.at(evidence.traceback.line)] if evidence.traceback else []
+    at = [evidence.traceback.line] if evidence.traceback else []
     beside = ", beside its trainer on the same GPUs" if framework.beside_trainer else ""
     settings = "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
     settings = settings or "its settings are SGLang's"
     findings = [
-        Finding(
-            id=FindingId.EMBEDDED_IN_FRAMEWORK,
-            severity=Severity.INFO,
-            message=f"SGLang runs inside {framework.name}{beside}: {settings} ({framework.source})",
-            evidence=at,
+        evidence.finding(
+            FindingId.EMBEDDED_IN_FRAMEWORK,
+            Severity.INFO,
+            f"SGLang runs inside {framework.name}{beside}: {settings} ({framework.source})",
+            *at,
         )
     ]
     paths = [f.path for e in evidence.events if e.kind is EventKind.TRACEBACK for f in frames_of(e)]
@@ -134,16 +134,13 @@ def in_framework(
     share = f"{framework.knobs['mem_fraction_static']}"
     if trainer is not None:
         findings.append(
-            Finding(
-                id=FindingId.TRAINER_OOM,
-                severity=Severity.ERROR,
-                message=(
-                    f"the allocation failed in {framework.name}'s trainer ({trainer}), not in "
-                    f"SGLang: the trainer's own memory is what to lower "
-                    f"({framework.trainer_levers}); a smaller SGLang share ({share}) also leaves "
-                    "it more"
-                ),
-                evidence=at,
+            evidence.finding(
+                FindingId.TRAINER_OOM,
+                Severity.ERROR,
+                f"the allocation failed in {framework.name}'s trainer ({trainer}), not in SGLang: "
+                f"the trainer's own memory is what to lower ({framework.trainer_levers}); a "
+                f"smaller SGLang share ({share}) also leaves it more",
+                *at,
             )
         )
         tail = f"OOM in {framework.name}'s trainer ({trainer}), not in SGLang"

@@ -55,17 +55,21 @@ class _Case:
         fact = self.facts.get(name)
         return None if fact is None or isinstance(fact.value, str) else float(fact.value)
 
+    def found(self, id: str, message: str, amount: int | None, at: list[str] | None = None) -> None:
+        """An error finding of `amount` bytes, resting on the deciding failure text's line unless
+        `at` names others."""
+        at = self.at(self.error) if at is None else at
+        self.findings.append(
+            Finding(id=id, severity=Severity.ERROR, message=message, bytes=amount, evidence=at)
+        )
+
 
 Answer = tuple[Phase, str, int | None]
 """A failure rule's phase, verdict and shortfall (bytes, where the log gives the numbers)."""
 
 
 def diagnose_vllm(
-    log: VllmLog,
-    startup: Startup,
-    facts: Mapping[str, Fact],
-    ledger: Ledger,
-    sizing: VllmSizing,
+    log: VllmLog, startup: Startup, facts: Mapping[str, Fact], ledger: Ledger, sizing: VllmSizing
 ) -> Diagnosis:
     """The diagnosis of one vLLM startup."""
     errors = startup.errors
@@ -151,15 +155,11 @@ def _free_memory(case: _Case) -> Answer:
     shortfall = None if free is None or requested is None else requested - free
     if free is not None and total is not None:
         others = total - free
-        case.findings.append(
-            Finding(
-                id=FindingId.IN_USE_AT_START,
-                severity=Severity.ERROR,
-                message=f"{_g(others)} of the {_g(total)} GPU was in use before vLLM started "
-                "(another process, or an earlier engine still holding memory)",
-                bytes=others,
-                evidence=case.at(case.error),
-            )
+        case.found(
+            FindingId.IN_USE_AT_START,
+            f"{_g(others)} of the {_g(total)} GPU was in use before vLLM started (another "
+            "process, or an earlier engine still holding memory)",
+            others,
         )
         value = math.floor(free / total * 100) / 100
         why = (
@@ -183,15 +183,11 @@ def _max_len_v1(case: _Case) -> Answer:
     estimate = case.number("estimated_max_model_len")
     shortfall = None if needed is None or available is None else needed - available
     if shortfall is not None:
-        case.findings.append(
-            Finding(
-                id=FindingId.KV_SHORT_OF_ONE_REQUEST,
-                severity=Severity.ERROR,
-                message=f"one request of {int(max_len or 0):,} tokens needs {_g(needed or 0)} "
-                f"of KV cache; the budget left {_g(available or 0)} ({_g(shortfall)} short)",
-                bytes=shortfall,
-                evidence=case.at(case.error),
-            )
+        case.found(
+            FindingId.KV_SHORT_OF_ONE_REQUEST,
+            f"one request of {int(max_len or 0):,} tokens needs {_g(needed or 0)} of KV cache; "
+            f"the budget left {_g(available or 0)} ({_g(shortfall)} short)",
+            shortfall,
         )
     valued: Valued = {}
     if estimate is not None:
@@ -222,16 +218,11 @@ def _max_len_v0(case: _Case) -> Answer:
     shortfall = None
     if short_tokens is not None and sizing.block_bytes:
         shortfall = math.ceil(short_tokens / DEFAULT_BLOCK_SIZE) * sizing.block_bytes
-    case.findings.append(
-        Finding(
-            id=FindingId.KV_SHORT_OF_ONE_REQUEST,
-            severity=Severity.ERROR,
-            message=f"the KV cache holds {int(tokens or 0):,} tokens, one request may take "
-            f"{int(max_len or 0):,}"
-            + ("" if shortfall is None else f" ({_g(shortfall)} of KV short)"),
-            bytes=shortfall,
-            evidence=case.at(case.error),
-        )
+    case.found(
+        FindingId.KV_SHORT_OF_ONE_REQUEST,
+        f"the KV cache holds {int(tokens or 0):,} tokens, one request may take "
+        f"{int(max_len or 0):,}" + ("" if shortfall is None else f" ({_g(shortfall)} of KV short)"),
+        shortfall,
     )
     valued: Valued = {}
     if tokens is not None:
@@ -249,22 +240,15 @@ def _max_len_v0(case: _Case) -> Answer:
 def _no_cache(case: _Case) -> Answer:
     kv = case.facts.get("kv_cache_gib")
     shortfall = None if kv is None or kv.bytes is None or kv.bytes > 0 else -kv.bytes
-    weights = case.facts.get("weights_gib")
-    case.findings.append(
-        Finding(
-            id=FindingId.NO_KV_BUDGET,
-            severity=Severity.ERROR,
-            message="nothing left for the KV cache: weights, non-torch memory and the "
-            "activation peak fill the budget"
-            + ("" if shortfall is None else f" ({_g(shortfall)} over it)")
-            + (
-                ""
-                if weights is None or weights.bytes is None
-                else f"; the weights alone take {_g(weights.bytes)}"
-            ),
-            bytes=shortfall,
-            evidence=case.at(kv) + case.at(next(iter(case.startup.errors), None)),
-        )
+    weights = case.bytes("weights_gib")
+    case.found(
+        FindingId.NO_KV_BUDGET,
+        "nothing left for the KV cache: weights, non-torch memory and the activation peak fill "
+        "the budget"
+        + ("" if shortfall is None else f" ({_g(shortfall)} over it)")
+        + ("" if weights is None else f"; the weights alone take {_g(weights)}"),
+        shortfall,
+        case.at(kv) + case.at(next(iter(case.startup.errors), None)),
     )
     valued: Valued = {}
     if shortfall is not None:
@@ -279,16 +263,12 @@ def _no_cache(case: _Case) -> Answer:
 
 def _after_kv(case: _Case) -> Answer:
     kv = case.facts["kv_cache_gib"]
-    case.findings.append(
-        Finding(
-            id=FindingId.FAILED_AT_KV_CHECK,
-            severity=Severity.ERROR,
-            message=f"the engine failed right after sizing {_g(kv.bytes or 0)} of KV cache, "
-            "where V1 checks that one max-length request fits (the failure text is not in the "
-            "log)",
-            bytes=kv.bytes,
-            evidence=case.at(kv),
-        )
+    case.found(
+        FindingId.FAILED_AT_KV_CHECK,
+        f"the engine failed right after sizing {_g(kv.bytes or 0)} of KV cache, where V1 checks "
+        "that one max-length request fits (the failure text is not in the log)",
+        kv.bytes,
+        case.at(kv),
     )
     case.suggestions += _levers("kv_check", kv=_g(kv.bytes or 0))
     verdict = (
@@ -308,20 +288,10 @@ def _oom(case: _Case) -> Answer:
         phase = Phase(case.startup.frame_phase)  # the reader names a Phase value
     tried, free = case.bytes("oom_tried_to_allocate_mib"), case.bytes("oom_free_mib")
     shortfall = None if tried is None or free is None else max(tried - free, 0)
-    case.findings.append(
-        Finding(
-            id=FindingId.OOM,
-            severity=Severity.ERROR,
-            message=f"out of GPU memory during {PHASE_TEXT[phase]}"
-            + (
-                ""
-                if tried is None or free is None
-                else f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
-            ),
-            bytes=shortfall,
-            evidence=case.at(case.error),
-        )
-    )
+    said = f"out of GPU memory during {PHASE_TEXT[phase]}"
+    if tried is not None and free is not None:
+        said += f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
+    case.found(FindingId.OOM, said, shortfall)
     estimate = case.bytes("graph_estimate_gib") or case.bytes("graph_gib")
     valued: Valued = {}
     if phase is Phase.GRAPH_CAPTURE and estimate is not None:

@@ -121,6 +121,12 @@ SERVING_BATCH_LEVERS: dict[str, tuple[Lever, ...]] = {
 """The levers of a serving OOM that follows a logged serving-batch line
 (memledger.sglang.lines.SERVING_BATCH_HEADS), by its stage, in the order to try them: its numbers
 (#new-token, #running-req) give their values."""
+SERVING_BATCH_COUNT: dict[str, tuple[str, str]] = {
+    "prefill": ("new_token", "new tokens went into the last prefill batch"),
+    "decode": ("running_req", "requests ran in the last decode batch"),
+}
+"""The count of a serving-batch line that values its stage's levers: the event's value key
+(`#new-token`, `#running-req`) and what it counts."""
 
 LIFECYCLE: tuple[Stage, ...] = (
     Stage(
