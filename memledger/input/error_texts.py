@@ -259,13 +259,37 @@ def _oom_cut(text: str) -> bool:
     return reading is None or "free" not in reading[0]
 
 
+_NUMBERED = tuple(entry for entry in ERRORS if entry.kind and entry.captures)
+"""The texts that carry numbers (a refusal's fraction and floor): a wrap may cut them off."""
+
+
+def _numbers_read(text: str) -> int:
+    """How many numbers the numbered texts read in `text` (0: none, or no such text)."""
+    found = (m for entry in _NUMBERED if (m := entry.find(text)) is not None)
+    return max((sum(1 for v in m.groupdict().values() if v is not None) for m in found), default=0)
+
+
+def _numbers_cut(text: str) -> bool:
+    """A numbered text that ends the line before any of its numbers (`... the KV cache under`
+    and `--mem-fraction-static=0.5. Raise above 0.627` on the next line)."""
+    found = [m for entry in _NUMBERED if (m := entry.find(text)) is not None]
+    tail = text.rstrip()[found[0].end() :] if found else ""
+    if not found or _numbers_read(text):
+        return False
+    return len(tail) <= 24 and not _DIGIT_RE.search(tail)
+
+
+_DIGIT_RE = re.compile(r"\d")
+
+
 def _looks_cut(text: str) -> bool:
-    """A frame or an OOM message a narrow terminal's wrap cut (read once the next line came)."""
+    """A frame, an OOM message or a numbered text a narrow terminal's wrap cut (read once the
+    next line came)."""
     if len(text) < WRAP_MIN_CHARS:
         return False
     if text.lstrip().startswith('File "') and FRAME_RE.match(text) is None:
         return True
-    return _oom_cut(text)
+    return _oom_cut(text) or _numbers_cut(text)
 
 
 def _rejoin(start: str, rest: str) -> str | None:
@@ -284,6 +308,8 @@ def _rejoin(start: str, rest: str) -> str | None:
     best = max(range(2), key=lambda i: (counts[i], -i))
     if counts[best] > known:
         return candidates[best]
+    if not known and _numbers_read(candidates[1]) > _numbers_read(start):
+        return candidates[1]  # a numbered text's numbers, on the wrapped line
     # a message wrapped over several lines: prose goes on (lower-case or a digit first)
     return candidates[1] if known and _mid_sentence(rest) else None
 

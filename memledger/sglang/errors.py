@@ -397,7 +397,8 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"Loaded weights leave no GPU memory for the KV cache"
             r"(?: under --mem-fraction-static=" + _MFS + ")?"
-            r"(?:.*?Raise --mem-fraction-static above (?P<above>\d+(?:\.\d+)?))?"
+            # SGLang's advice, or as people shorten it quoting it (`Raise above 0.627`)
+            r"(?:.*?[Rr]aise (?:--mem-fraction-static |it )?above (?P<above>\d+(?:\.\d+)?))?"
             r"(?:.*?minimum viable = [^=]*= (?P<minimum>\d+(?:\.\d+)?))?"
         ),
         ("Loaded weights leave no GPU memory",),
@@ -409,9 +410,11 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="kv_refusal",
         outcome=Outcome.REFUSAL,
         values={"shape": "no_room_for_kv"},
+        # the advice prints the minimum rounded up to 0.001; the minimum itself, printed after
+        # it, wins when the paste has it (a quote often keeps only `Raise above 0.627`)
         captures=(
             ("mem_fraction_static", "mfs", float),
-            ("raise_above", "above", float),
+            ("minimum_viable", "above", float),
             ("minimum_viable", "minimum", float),
         ),
     ),

@@ -84,7 +84,6 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
             "mem_fraction_static": float,
             "minimum_viable": float,
             "profiled_tokens": int,
-            "raise_above": float,
             "shape": str,
         },
     ),

@@ -161,3 +161,63 @@ def test_a_weight_path_printed_as_none_is_no_split() -> None:
     events = read_reported("Ktransformers run, kt_weight_path=None, kt_num_gpu_experts=8, OOM")
     assert {"mention": "ktransformers"} in events
     assert {"mention": "kt_gpu_experts"} not in events
+
+
+@pytest.mark.parametrize(
+    ("paste", "value"),
+    [
+        # SGLang's own text (v0.5.17-v0.5.23) and the ways people shorten it quoting it
+        (
+            "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+            "--mem-fraction-static=0.5. Raise --mem-fraction-static above 0.627 (minimum viable "
+            "= 1 - available/pre = 0.6263). If using speculative decoding, draft weights are now "
+            "counted.",
+            0.63,
+        ),
+        (
+            'the run dies during load: "Loaded weights leave no GPU memory for the KV cache '
+            'under --mem-fraction-static=0.5. Raise above 0.627"',
+            0.63,
+        ),
+        (
+            "`Loaded weights leave no GPU memory for the KV cache under "
+            "--mem-fraction-static=0.88. Raise above 0.9113` on 8xH200",
+            0.92,
+        ),
+        (
+            "> ValueError: Loaded weights leave no GPU memory for the KV cache under "
+            "--mem-fraction-static=0.6, raise it above 0.71",
+            0.72,
+        ),
+        # wrapped by a narrow terminal (or a reporter's code block) before its numbers
+        (
+            "```\nLoaded weights leave no GPU memory for the KV cache under\n"
+            "--mem-fraction-static=0.5. Raise above 0.627\n```",
+            0.63,
+        ),
+        (
+            "RuntimeError: Loaded weights leave no GPU memory for the KV cache under\n"
+            "--mem-fraction-static=0.8. Raise --mem-fraction-static above 0.91 (minimum viable = "
+            "1 - available/pre = 0.9051).",
+            0.91,
+        ),
+    ],
+    ids=lambda v: _id(v) if isinstance(v, str) else str(v),
+)
+def test_the_refusals_own_floor_is_the_value_to_raise_to(paste: str, value: float) -> None:
+    result = _diagnose(paste)
+    assert result.phase == "kv_sizing"
+    raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert raised and raised[0].direction == "raise" and raised[0].value == value
+
+
+def test_a_refusal_cut_before_its_numbers_and_a_new_record_stays_two_records() -> None:
+    """The next line is a record of its own (a traceback): the cut text is read as it is."""
+    result = _diagnose(
+        "Loaded weights leave no GPU memory for the KV cache under\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/managers/scheduler.py", line 3207, in run_scheduler_process'
+    )
+    assert result.phase == "kv_sizing"
+    raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert raised and raised[0].value is None

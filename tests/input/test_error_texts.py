@@ -148,8 +148,14 @@ def test_sglang_refusals_both_shapes() -> None:
     assert read_kv_refusal(new) == {
         "shape": "no_room_for_kv",
         "mem_fraction_static": 0.7,
-        "raise_above": 0.812,
         "minimum_viable": 0.8113,
+    }
+    # quoted with its advice shortened: the floor it prints, rounded up, stands for the minimum
+    short = new.split(" (minimum")[0].replace("Raise --mem-fraction-static above", "Raise above")
+    assert read_kv_refusal(short) == {
+        "shape": "no_room_for_kv",
+        "mem_fraction_static": 0.7,
+        "minimum_viable": 0.812,
     }
     assert read_kv_refusal("Memory pool end. avail mem=3.2 GB") is None
 
