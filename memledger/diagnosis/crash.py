@@ -24,15 +24,11 @@ def shm_exhausted(evidence: Evidence) -> Event | None:
 
 def shm_finding(event: Event, evidence: Evidence) -> Finding:
     size = event.values.get("size")
-    segment = f" (a {size / MIB:.1f} MiB segment)" if isinstance(size, int) and size > 0 else ""
-    return evidence.finding(
-        FindingId.SHARED_MEMORY,
-        Severity.ERROR,
-        f"the host's shared memory /dev/shm ran out{segment}, not the GPU's: {SHM_FIX} "
-        f"({SHM_SOURCE})",
-        event.line,
-        bytes=size if isinstance(size, int) and size > 0 else None,
-    )
+    amount = size if isinstance(size, int) and size > 0 else None
+    segment = f" (a {amount / MIB:.1f} MiB segment)" if amount else ""
+    said = f"the host's shared memory /dev/shm ran out{segment}, not the GPU's: {SHM_FIX}"
+    said += f" ({SHM_SOURCE})"
+    return evidence.finding(FindingId.SHARED_MEMORY, Severity.ERROR, said, event.line, bytes=amount)
 
 
 def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:
@@ -62,13 +58,8 @@ def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Findin
         )
     elif isinstance(code, int):
         said = f"; here code {code}: {DRIVER_RESULTS.get(code, 'a driver error')}"
-    return evidence.finding(
-        cause.finding_id,
-        Severity.ERROR,
-        f"{cause.message}{said} ({cause.source})",
-        event.line,
-        bytes=amount,
-    )
+    message = f"{cause.message}{said} ({cause.source})"
+    return evidence.finding(cause.finding_id, Severity.ERROR, message, event.line, bytes=amount)
 
 
 def cause_levers(cause: CrashCause) -> list[Suggestion]:

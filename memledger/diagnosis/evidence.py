@@ -145,12 +145,9 @@ class Evidence:
         """The last serving-batch line (`Prefill batch.` / `Decode batch.`) before the failure's
         error text (any, when only prose states the failure): what was being served then."""
         texts = [e.line for e in (self.oom, self.refusal, self.traceback, self.exit) if e]
-        before = min(texts) if texts else None
-        found = None
-        for event in self.events:
-            if event.kind is EventKind.SERVING_BATCH and (before is None or event.line < before):
-                found = event
-        return found
+        before = min(texts, default=None)
+        batches = [e for e in self.events if e.kind is EventKind.SERVING_BATCH]
+        return next((e for e in reversed(batches) if before is None or e.line < before), None)
 
     @property
     def failure_line(self) -> int | None:
