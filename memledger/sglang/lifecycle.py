@@ -126,7 +126,9 @@ SERVING_BATCH_COUNT: dict[str, tuple[str, str]] = {
     "decode": ("running_req", "requests ran in the last decode batch"),
 }
 """The count of a serving-batch line that values its stage's levers: the event's value key
-(`#new-token`, `#running-req`) and what it counts."""
+(`#new-token` of a prefill batch, `#running-req` of a decode batch: v0.2.13
+managers/tp_worker.py:270-277, :419-427; v0.4.6 managers/scheduler.py:992-1047) and what it
+counts."""
 
 LIFECYCLE: tuple[Stage, ...] = (
     Stage(

@@ -14,6 +14,8 @@ from memledger.diagnosis import Diagnosis
 from memledger.diagnosis.arithmetic import power_of_two_below
 from memledger.input.parsing import parse_log
 from memledger.model.events import EventKind
+from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
+from memledger.sglang.lines import SERVING_BATCH_FIELDS, SERVING_BATCH_HEADS
 from tests.conftest import diagnose_paste
 
 OLD = "[gpu=0] "
@@ -138,3 +140,14 @@ def test_serving_lines_are_typed_events() -> None:
 @pytest.mark.parametrize(("n", "below"), [(13938, 8192), (8192, 4096), (3, 2), (2, 1), (1, None)])
 def test_power_of_two_below(n: int, below: int | None) -> None:
     assert power_of_two_below(n) == below
+
+
+def test_every_serving_batch_stage_has_the_count_that_values_its_levers() -> None:
+    """Each stage with levers names the serving-batch field its values come from, one the line
+    reader keeps (memledger.sglang.lines.SERVING_BATCH_FIELDS), an integer count."""
+    fields = {field.key: field.kind for field in SERVING_BATCH_FIELDS}
+    assert (
+        set(SERVING_BATCH_COUNT) == set(SERVING_BATCH_LEVERS) == set(SERVING_BATCH_HEADS.values())
+    )
+    for key, what in SERVING_BATCH_COUNT.values():
+        assert fields.get(key) is int and what
