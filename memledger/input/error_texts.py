@@ -211,9 +211,15 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
 
 
 def _prose_only(entry: ErrorText) -> bool:
-    """A reporter's prose row: read on a bare line only (`read_reported`; a frame's rows only
-    once the frame's own row matched)."""
-    return entry.kind == EventKind.REPORTED and entry.family is Family.REPORTER
+    """A reporter's prose row: read on a bare line only (`read_reported`), unlike the framework
+    a line names (`_framework`, any line: a frame's path, a warning, a flag) and the mentions a
+    traceback frame names (`_frame_mentions`)."""
+    return (
+        entry.kind == EventKind.REPORTED
+        and entry.family is Family.REPORTER
+        and entry is not _FRAMEWORK
+        and entry not in _FRAME_ROWS
+    )
 
 
 ERROR_WORDS: tuple[str, ...] = tuple(

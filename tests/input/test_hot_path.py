@@ -211,6 +211,20 @@ def test_a_prose_rows_word_makes_only_a_bare_line_doubtful() -> None:
     assert not quiet_lines("The chunked prefill size is adjusted to 4096 to fit", True)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the framework a line names is read on any line (a warning's path under a prefix)
+        "(WorkerDict pid=7) /opt/verl/sglang/srt/utils.py:888: UserWarning: not writable",
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
+    ],
+)
+def test_a_framework_named_on_a_prefixed_line_is_read(text: str) -> None:
+    assert not QuietLines()(text, True) and not no_error_words(text, True)
+    read = ErrorTextReader().feed(1, text, "TP0", True)
+    assert any("framework" in r.values for r in read), read
+
+
 def test_no_error_words_then_the_reader_keeps_only_its_opener() -> None:
     reader = ErrorTextReader()
     assert reader.feed(1, "Exception in run_scheduler_process:", "TP0", True) == []
