@@ -405,6 +405,8 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
         suggestions.append(unknown_budget_mfs(evidence, None, phase))
     if phase is Phase.GRAPH_CAPTURE:
         suggestions.extend(_graph_levers(evidence, failing_bs, sizes))
+        if not any(s.knob == "mem_fraction_static" for s in suggestions):  # the stage's lever
+            suggestions.insert(1, unknown_budget_mfs(evidence, None, phase))
     elif phase in (Phase.WARMUP, Phase.SERVING):
         logged = _serving_batch_levers(evidence)
         # the logged batch's numbers name the lever first; the fraction after it

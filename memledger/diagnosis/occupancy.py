@@ -18,6 +18,7 @@ from memledger.sglang.failure_rules import (
     HEADROOM_FLOOR_MIN_GIB,
     MFS_STEP,
     OTHER_PROCESS_MIN_GIB,
+    OWN_BELOW_PYTORCH,
     OWN_FROM_PYTORCH,
     PHASE_TEXT,
     SMALL_PROCESS_TENANTS,
@@ -37,12 +38,14 @@ def other_processes(evidence: Evidence) -> Finding | None:
     sizes = oom.sizes
     capacity, free, own = sizes.get("capacity"), sizes.get("free"), sizes.get("process_in_use")
     own_bytes, own_text = (own.bytes, f"{own.text} this process has") if own else (None, "")
-    allocated = sizes.get("allocated")
-    if own is None and "listed_process" in sizes and allocated is not None:
-        # every process listed by PID, none as this one: its PyTorch reserve stands for it
-        spare = sizes.get("reserved_unallocated")
-        own_bytes = allocated.bytes + (spare.bytes if spare is not None else 0)
-        own_text = f"{g(own_bytes)} this process's PyTorch reserve, {OWN_FROM_PYTORCH}"
+    allocated, spare = sizes.get("allocated"), sizes.get("reserved_unallocated")
+    reserve = allocated.bytes + (spare.bytes if spare else 0) if allocated else None
+    why = OWN_FROM_PYTORCH if own is None and "listed_process" in sizes else None
+    if own is not None and reserve is not None and own.bytes < reserve:
+        why = OWN_BELOW_PYTORCH
+    if why is not None and reserve is not None:  # its PyTorch reserve stands for it
+        own, own_bytes = None, reserve
+        own_text = f"{g(reserve)} this process's PyTorch reserve, {why}"
     if capacity is None or free is None or own_bytes is None:
         return None
     held = capacity.bytes - free.bytes - own_bytes

@@ -1457,6 +1457,44 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "hicache"},
     ),
     ErrorText(
+        "said_kv_held",
+        # a reporter saying finished requests keep their KV: `do not release KV cache`, `KV cache
+        # is not freed`, `token usage keeps increasing`, `KV cache 不释放`
+        re.compile(
+            r"(?:not|n't|never)\s+(?:properly\s+|be\s+|being\s+|been\s+|get\s+)?"
+            r"(?:release|reclaim)\w*\s+(?:the\s+|its\s+|their\s+)?kv[ _-]?cache"
+            r"|kv[ _-]?cache(?: memory)?\s+(?:is\s+|was\s+|are\s+|were\s+)?(?:not|never)\s+"
+            r"(?:being\s+|been\s+)?(?:released|freed|reclaimed)"
+            r"|token usage[^.\n]{0,30}?(?:accumulat|keeps? (?:increas|grow|ris|climb))"
+            r"|kv ?cache[^\n]{0,4}(?:不释放|没有释放|未释放|没释放)",
+            re.I,
+        ),
+        ("releas", "reclaim", "freed", "accumulat", "keep", "释放"),
+        Family.REPORTER,
+        "what people write when the KV pool stays full after requests finish (the radix cache's "
+        "keeping, not a leak: memledger.sglang.lifecycle MENTIONS)",
+        "requests do not properly release KV cache memory after they complete",
+        kind="reported",
+        values={"mention": "kv_held"},
+    ),
+    ErrorText(
+        "said_double_counted",
+        # a reporter's reading of SGLang's arithmetic: `the peers' pools are subtracted twice`,
+        # `double-counting`, `charged twice`; not `loaded twice` (the draft-is-target family)
+        re.compile(
+            r"(?:counted|charged|subtracted|deducted|booked)\s+twice|double[- ]?count\w*"
+            r"|重复(?:计算|扣除)",
+            re.I,
+        ),
+        ("twice", "double", "重复"),
+        Family.REPORTER,
+        "what people write when SGLang's own memory arithmetic counts something twice "
+        "(memledger.sglang.lifecycle MENTIONS)",
+        "the guard's budget has the peers' pools subtracted twice",
+        kind="reported",
+        values={"mention": "double_counted"},
+    ),
+    ErrorText(
         "mamba_caps_requests",
         # SGLang's own warning when the mamba state slots allow fewer requests than asked
         re.compile(r"max_running_requests is capped to \d+ by the mamba state cache"),

@@ -1614,6 +1614,12 @@ OWN_FROM_PYTORCH = "as the text lists every process by PID and none as this one"
 GPU's processes and `Including non-PyTorch memory, this process has X` only for its own PID, which
 a container's PID namespace hides: then the process's PyTorch reserve (allocated + reserved but
 unallocated) stands for its own use, a lower bound (no CUDA context)."""
+OWN_BELOW_PYTORCH = "as its `this process has` figure is below its own PyTorch reserve"
+"""torch c10/cuda/CUDACachingAllocator.cpp takes `this process has X memory in use` from NVML's
+per-process usage of the GPU, which a container or a virtualised GPU can report as 0 bytes while
+the same text says PyTorch itself allocated tens of GiB: a figure below the process's own PyTorch
+reserve (allocated + reserved but unallocated) is not its use, and the reserve is the lower bound
+that stands for it; the rest of the card is then not shown to be another process's."""
 HEADROOM_FLOOR_MIN_GIB = 40
 """From this GPU capacity up, SGLang's own default keeps more than HEADROOM_DOCS_CAP_GIB outside
 the static pool (v0.5.8 server_args.py:988-999: 512 MiB + max(chunk, 2048) x 1.5 MiB with a

@@ -655,10 +655,14 @@ MENTIONS: tuple[Mention, ...] = (
         "HiCache (--enable-hierarchical-cache): a host-RAM tier behind the GPU KV pool, "
         "--hicache-ratio x the GPU pool's tokens or --hicache-size GB a rank (v0.5.8 "
         "mem_cache/memory_pool_host.py:150-170), that keeps evicted prefixes in host RAM and "
-        "loads them back; it does not enlarge the GPU KV pool (max_total_num_tokens is the GPU "
-        "pool's); on the GPU it adds the transfers' working memory after the pool, which with "
-        "--page-size 1 gathered each write's K/V into a flat GPU copy first (v0.4.6.post5 "
-        "managers/cache_controller.py:188-194, :363-368; kernels copy pages directly in v0.5.8 "
+        "loads them back; each rank pins its own host pool (every rank prints `Allocating X GB "
+        "host memory`, :180), so a node holds the ranks x X, which before sglang PR #35540 no "
+        "check summed (each rank compared its own pool with the host's available RAM; v0.5.23 "
+        "mem_cache/pool_host/base.py:68-110 splits it by the ranks on the host); it does not "
+        "enlarge the GPU KV pool (max_total_num_tokens is the GPU pool's); on the GPU it adds "
+        "the transfers' working memory after the pool, which with --page-size 1 gathered each "
+        "write's K/V into a flat GPU copy first (v0.4.6.post5 managers/cache_controller.py:"
+        "188-194, :363-368; kernels copy pages directly in v0.5.8 "
         "managers/cache_controller.py:503-515)",
         (
             Lever(
@@ -669,6 +673,31 @@ MENTIONS: tuple[Mention, ...] = (
             ),
             _MFS_LOWER,
         ),
+        alone=True,
+    ),
+    Mention(
+        "kv_held",
+        Phase.SERVING,
+        "finished requests' KV said to be kept: SGLang's `token usage` counts the KV tokens "
+        "held by requests, max_total_num_tokens less the free slots and less what the radix "
+        "cache can evict (v0.4.6 managers/scheduler.py:"
+        "983-997; v0.5.8 managers/scheduler_runtime_checker_mixin.py:22-27); a finished request "
+        "frees nothing at once: its KV goes into the radix (prefix) cache as evictable, for a "
+        "later request with the same prefix, and is evicted when the pool needs room (v0.5.8 "
+        "mem_cache/radix_cache.py:433-462); a pool near full under load is the running requests' "
+        "(SGLang queues or retracts past it), and a real leak fails SGLang's own idle check "
+        "(`memory leak detected!`, managers/scheduler_runtime_checker_mixin.py:243); "
+        "--disable-radix-cache frees a finished request's KV at once, with no prefix reuse "
+        "(mem_cache/chunk_cache.py:57-64)",
+        alone=True,
+    ),
+    Mention(
+        "double_counted",
+        None,
+        "memory said to be counted twice: SGLang's own arithmetic (a budget, a guard, a pool's "
+        "overhead) charging something twice, not a GPU short of memory: the release that fixes "
+        "the arithmetic removes it (upgrade), or a setting works around it (an explicit size "
+        "where SGLang would derive one, a cap with room for what is counted twice)",
         alone=True,
     ),
     Mention(
@@ -761,6 +790,7 @@ MENTIONS: tuple[Mention, ...] = (
 SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
     "speculative": (("speculative_algorithm", ()),),
     "kv_cap": (("max_total_tokens", ()),),
+    "hicache": (("enable_hierarchical_cache", (True,)),),
     # KT's experts are split only with a weight path (v0.5.8 layers/moe/kt_ep_wrapper.py:73-74)
     "kt_gpu_experts": (("kt_weight_path", ()),),
     "dflash_dp_attention": (
