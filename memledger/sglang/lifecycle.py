@@ -344,7 +344,11 @@ MENTIONS: tuple[Mention, ...] = (
         Phase.SERVING,
         "a paged KV cache: a request takes whole pages (v0.5.8 mem_cache/common.py:404-406), "
         "and the scheduler's token accounting has missed page rounding in some releases "
-        "(sglang#4913, PR #7397), so a pool with tokens to spare can raise 'out of memory'",
+        "(sglang#4913, PR #7397), so a pool with tokens to spare can raise 'out of memory'; "
+        "the retraction that makes room for the next decode counted tokens, not pages "
+        "(v0.4.6.post5 managers/schedule_batch.py:1355-1374), so it could stop with fewer free "
+        "pages than the next decode takes (v0.5.8 retracts until the pages fit, "
+        "check_decode_mem :1826-1836)",
         (
             Lever(
                 "page_size",
@@ -352,6 +356,7 @@ MENTIONS: tuple[Mention, ...] = (
                 "smaller pages waste less of each request's last page (1: no rounding)",
             ),
         ),
+        alone=True,
     ),
     Mention(
         "attention_workspace",
