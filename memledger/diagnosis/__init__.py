@@ -472,6 +472,8 @@ def _crash(evidence: Evidence) -> Diagnosis:
         findings = reported.mention_answer(evidence, (findings, [], ""))[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
     levers = [] if hit is None else crash.cause_levers(hit[0])
+    framework = stages.embedding_framework(evidence)  # its levers in the framework's words
+    levers = stages.in_framework_words(framework, levers) if framework else levers
     return _diagnosis(
         evidence,
         outcome="crash",
