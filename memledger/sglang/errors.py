@@ -909,6 +909,27 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "kv_cap"},
     ),
     ErrorText(
+        "said_per_request_rows",
+        # memory said to be sized by the running-request count: `sized by max_running_requests`,
+        # `rows == max_running_requests + 1`, `one row per concurrent request`
+        re.compile(
+            r"(?:sized|scales?|grows?|allocated|proportional|multiplied)\W+(?:\w+\W+){0,4}?"
+            r"(?:by|with|to|per|from)\W+(?:the\W+)?(?:max_running_requests|max-running-requests)"
+            r"|\brows?\W{0,3}(?:==|=)\W{0,3}(?:max_running_requests|max-running-requests)"
+            r"|(?:one|a|1) (?:row per|slot per|entry per) (?:[\w-]+ )?"
+            r"(?:running |concurrent |in-flight )?request",
+            re.I,
+        ),
+        ("max_running_requests", "max-running-requests", "row per", "slot per", "entry per"),
+        Family.REPORTER,
+        "what people write when a buffer or table has a row for each request SGLang may run "
+        "(its request table: v0.5.8 mem_cache/memory_pool.py:136; memledger.sglang.lifecycle "
+        "MENTIONS)",
+        "the buffer is sized by max_running_requests, one row per possibly-concurrent request",
+        kind="reported",
+        values={"mention": "per_request_rows"},
+    ),
+    ErrorText(
         "said_page_size",
         re.compile(r"page size|page_size|page-size", re.I),
         ("page size", "page_size", "page-size"),

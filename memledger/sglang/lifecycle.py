@@ -340,6 +340,26 @@ MENTIONS: tuple[Mention, ...] = (
         own_pool=True,
     ),
     Mention(
+        "per_request_rows",
+        None,  # the tables are sized with the pool; a plug-in's buffer may be in the budget
+        "memory with a row for each request SGLang may run: the request table is rows x "
+        "(context_len + 4) int32 (v0.5.8 mem_cache/memory_pool.py:136), a hybrid model's Mamba "
+        "slots and some attention workspaces (AITER's max_bs) follow the same count, and so do "
+        "plug-ins' per-request buffers; with --max-running-requests unset the count is SGLang's "
+        "estimate from the pool, min(max(tokens / context_len x 512, 2048), 4096) (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:257-265; v0.5.23 "
+        "mem_cache/kv_cache_configurator.py:3119-3132 caps it at half the tokens), far more than "
+        "a small pool serves: set --max-running-requests to what the pool serves",
+        (
+            Lever(
+                "max_running_requests",
+                "lower",
+                "each per-request table and buffer holds that many rows, not SGLang's estimate of "
+                "up to 4096 (v0.5.8 model_runner_kv_cache_mixin.py:257-265)",
+            ),
+        ),
+    ),
+    Mention(
         "page_size",
         Phase.SERVING,
         "a paged KV cache: a request takes whole pages (v0.5.8 mem_cache/common.py:404-406), "
