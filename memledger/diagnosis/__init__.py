@@ -486,7 +486,8 @@ def _crash(evidence: Evidence) -> Diagnosis:
 
 
 def _truncated(evidence: Evidence) -> Diagnosis:
-    phase, last = milestone(evidence)
+    # the phase its milestones, a serving batch or a retraction place the end in
+    phase, last = failure_phase(evidence), milestone(evidence)[1]
     at = f" (last memory line: {last.line})" if last is not None else ""
     # `Capture cuda graph end` is the last line: the graphs are done, the ready line is not
     where = (

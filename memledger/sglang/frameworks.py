@@ -289,6 +289,8 @@ BY_ITS_KNOB = Framework(
 )
 """A paste that names SGLang's fraction by the name RL frameworks give it, the framework
 itself unnamed."""
+UNNAMED = (MEMORY_SAVER, BY_ITS_KNOB)
+"""What stands for a framework the paste does not name: any framework it names comes first."""
 
 
 FRAMEWORK_WORDS: tuple[str, ...] = tuple(

@@ -294,7 +294,9 @@ def test_the_paged_allocators_state_beside_a_retraction_names_page_accounting(de
     its code, beside a retraction: the page rounding and the retraction's token count are the
     suspects, said even though the server survived."""
     result = diagnose_paste(RETRACT + debug + "\n")
-    assert result.outcome == "truncated"
+    # a retraction is the scheduler's while serving: the cut-off log ends there
+    assert (result.outcome, result.phase) == ("truncated", Phase.SERVING)
+    assert result.verdict.startswith("log ends during serving")
     said = _said(result)
     assert "a paged KV cache" in said and "counted tokens, not pages" in said
     # the retraction alone names no pages
@@ -312,3 +314,14 @@ def test_a_logs_own_page_size_setting_names_no_paged_cache() -> None:
         "mem_fraction_static=0.8)\n" + RETRACT
     )
     assert "a paged KV cache" not in _said(diagnose_paste(log))
+
+
+def test_a_log_cut_after_serving_batches_ends_during_serving() -> None:
+    batch = (
+        "[2025-05-01 10:00:00 TP0] Decode batch. #running-req: 4, #token: 900, token usage: 0.95, "
+        "gen throughput (token/s): 100.0, #queue-req: 0\n"
+    )
+    assert diagnose_paste(batch).phase is Phase.SERVING
+    # startup lines with no batch after them still end in their own phase
+    startup = "[2025-05-01 09:59:00 TP0] Load weight begin. avail mem=78.50 GB\n"
+    assert diagnose_paste(startup).phase is Phase.LOAD

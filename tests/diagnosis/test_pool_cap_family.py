@@ -94,7 +94,7 @@ def test_a_capped_pool_that_ran_out_is_given_a_higher_cap_with_its_arithmetic() 
     first = result.suggestions[0]
     # 9,000 capped, 3,000 asked with 1,200 free: 1,800 short
     assert (first.knob, first.direction.value, first.value) == ("max_total_tokens", "raise", 10800)
-    assert "capped at 9,000 tokens" in first.why and "1,800 short" in first.why
+    assert "capped at 9,000 tokens" in first.why and "1,800 tokens short" in first.why
     assert ("mem_fraction_static", "raise") in _knobs(result)
 
 
