@@ -472,6 +472,8 @@ def _crash(evidence: Evidence) -> Diagnosis:
         findings = reported.mention_answer(evidence, (findings, [], ""))[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
     levers = [] if hit is None else crash.cause_levers(hit[0])
+    framework = stages.embedding_framework(evidence)  # its levers in the framework's words
+    levers = stages.in_framework_words(framework, levers) if framework else levers
     return _diagnosis(
         evidence,
         outcome="crash",
@@ -484,7 +486,8 @@ def _crash(evidence: Evidence) -> Diagnosis:
 
 
 def _truncated(evidence: Evidence) -> Diagnosis:
-    phase, last = milestone(evidence)
+    # the phase its milestones, a serving batch or a retraction place the end in
+    phase, last = failure_phase(evidence), milestone(evidence)[1]
     at = f" (last memory line: {last.line})" if last is not None else ""
     # `Capture cuda graph end` is the last line: the graphs are done, the ready line is not
     where = (

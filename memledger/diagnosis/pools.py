@@ -100,13 +100,12 @@ def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
             ),
             _fewer_requests(evidence),
         ]
-        cap = evidence.int_param("max_total_tokens")
-        if cap:  # the pool is the cap's while it binds: a higher fraction buys it nothing
-            short = asked - free if isinstance(asked, int) and free is not None else 0
+        if cap := evidence.int_param("max_total_tokens"):  # while it binds, no fraction helps
+            short = max(asked - free, 0) if isinstance(asked, int) and free is not None else 0
             why = f"the pool is capped at {cap:,} tokens ({evidence.settings_where})"
-            why += f", {short:,} short of the tokens asked" if short > 0 else ""
+            why += f", {short:,} tokens short" if short else ""
             lever = lever_suggestion(KV_CAP_RAISE, why)
-            levers.insert(0, replace(lever, value=cap + short if short > 0 else None))
+            levers.insert(0, replace(lever, value=cap + short if short else None))
         chunk = evidence.int_param("chunked_prefill_size")
         if shape == "prefill":
             levers.append(

@@ -12,7 +12,7 @@ from memledger.diagnosis.model import Diagnosis, Direction, Finding, FindingId, 
 from memledger.model.events import EventKind
 from memledger.sglang.adjustment_values import lever_values
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
-from memledger.sglang.frameworks import BY_NAME, MEMORY_SAVER, Framework, trainer_frame
+from memledger.sglang.frameworks import BY_NAME, MEMORY_SAVER, UNNAMED, Framework, trainer_frame
 from memledger.sglang.levers import Lever
 from memledger.sglang.lifecycle import LEVER, STAGE, levers_after_load
 
@@ -89,7 +89,7 @@ def embedding_framework(evidence: Evidence) -> Framework | None:
     ]
     if any(e.values.get("runtime") == "torch_memory_saver" for e in evidence.oom_messages):
         named.append(MEMORY_SAVER)
-    return next((f for f in named if f is not MEMORY_SAVER), named[0] if named else None)
+    return next((f for f in named if f not in UNNAMED), named[0] if named else None)
 
 
 def in_framework_words(framework: Framework, suggestions: list[Suggestion]) -> list[Suggestion]:

@@ -54,6 +54,9 @@ class Family(StrEnum):
     PYTHON = "Python"
     """A traceback's parts and exception lines, whoever raised them."""
     SHELL = "shell"
+    DEBUG_PRINT = "debug print"
+    """SGLang's own variables printed through its logger by someone debugging it (a PR's
+    instrumentation): read on a log line like SGLang's own texts."""
     REPORTER = "reporter"
     """Words people write around a log (`OOM`)."""
 
@@ -906,12 +909,58 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "kv_cap"},
     ),
     ErrorText(
+        "said_per_request_rows",
+        # memory said to be sized by the running-request count: `sized by max_running_requests`,
+        # `rows == max_running_requests + 1`, `one row per concurrent request`
+        re.compile(
+            r"(?:sized|scales?|grows?|allocated|proportional|multiplied)\W+(?:\w+\W+){0,4}?"
+            r"(?:by|with|to|per|from)\W+(?:the\W+)?(?:max_running_requests|max-running-requests)"
+            r"|\brows?\W{0,3}(?:==|=)\W{0,3}(?:max_running_requests|max-running-requests)"
+            r"|(?:one|a|1) (?:row per|slot per|entry per) (?:[\w-]+ )?"
+            r"(?:running |concurrent |in-flight )?request",
+            re.I,
+        ),
+        ("max_running_requests", "max-running-requests", "row per", "slot per", "entry per"),
+        Family.REPORTER,
+        "what people write when a buffer or table has a row for each request SGLang may run "
+        "(its request table: v0.5.8 mem_cache/memory_pool.py:136; memledger.sglang.lifecycle "
+        "MENTIONS)",
+        "the buffer is sized by max_running_requests, one row per possibly-concurrent request",
+        kind="reported",
+        values={"mention": "per_request_rows"},
+    ),
+    ErrorText(
         "said_page_size",
         re.compile(r"page size|page_size|page-size", re.I),
         ("page size", "page_size", "page-size"),
         Family.REPORTER,
         "the paged KV cache's --page-size named in prose (memledger.sglang.lifecycle MENTIONS)",
         "Prefill out of memory when page size is large",
+        kind="reported",
+        values={"mention": "page_size"},
+    ),
+    ErrorText(
+        "paged_allocator_state",
+        # the paged allocator's and the decode check's own names, quoted from the code or in a
+        # debug print through SGLang's logger (`alloc_decode len(self.free_pages)=5`)
+        re.compile(
+            r"\b(?:free_pages|release_pages|new_page_count_next_decode|num_new_pages"
+            r"|alloc_paged_token_slots_(?:extend|decode)|PagedTokenToKVPoolAllocator)\b"
+        ),
+        (
+            "free_pages",
+            "release_pages",
+            "new_page_count_next_decode",
+            "num_new_pages",
+            "alloc_paged_token_slots_",
+            "PagedTokenToKVPoolAllocator",
+        ),
+        Family.DEBUG_PRINT,
+        "v0.4.6.post5 mem_cache/paged_allocator.py:181-208 (free_pages), "
+        "managers/schedule_batch.py:1317-1335 (new_page_count_next_decode, check_decode_mem); "
+        "v0.5.8 mem_cache/allocator.py:53-62 (free_pages, release_pages), mem_cache/common.py:"
+        "254-267 (alloc_paged_token_slots_extend)",
+        "[2025-05-01 10:00:00] alloc_decode len(self.free_pages)=3",
         kind="reported",
         values={"mention": "page_size"},
     ),

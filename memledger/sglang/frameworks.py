@@ -274,19 +274,39 @@ MEMORY_SAVER = Framework(
 )
 """A paste from SGLang run with --enable-memory-saver whose framework is not named."""
 
+BY_ITS_KNOB = Framework(
+    "an RL framework (named by its gpu_memory_utilization)",
+    ("gpu_memory_utilization", "gpu-memory-utilization"),
+    {
+        "mem_fraction_static": (
+            "gpu_memory_utilization (verl: actor_rollout_ref.rollout.gpu_memory_utilization; "
+            "SkyRL: generator.gpu_memory_utilization; RLinf: rollout.gpu_memory_utilization)"
+        )
+    },
+    "SGLang has no gpu_memory_utilization (vLLM's name for its share of the card); the "
+    "frameworks that run SGLang under that name hand it over as mem_fraction_static, as is: "
+    "verl, SkyRL and RLinf (their rows here)",
+)
+"""A paste that names SGLang's fraction by the name RL frameworks give it, the framework
+itself unnamed."""
+UNNAMED = (MEMORY_SAVER, BY_ITS_KNOB)
+"""What stands for a framework the paste does not name: any framework it names comes first."""
+
 
 FRAMEWORK_WORDS: tuple[str, ...] = tuple(
-    dict.fromkeys(word for f in (*FRAMEWORKS, MEMORY_SAVER) for word in f.words)
+    dict.fromkeys(word for f in (*FRAMEWORKS, MEMORY_SAVER, BY_ITS_KNOB) for word in f.words)
 )
 """Every word that names a framework (the error-text table's `framework_named` row)."""
-BY_NAME: dict[str, Framework] = {f.name: f for f in (*FRAMEWORKS, MEMORY_SAVER)}
+BY_NAME: dict[str, Framework] = {f.name: f for f in (*FRAMEWORKS, MEMORY_SAVER, BY_ITS_KNOB)}
 
 
 def framework_of(text: str) -> Framework | None:
     """The framework a paste's text shows, if any."""
     named = next((f for f in FRAMEWORKS if any(word in text for word in f.words)), None)
-    if named is None and any(word in text for word in MEMORY_SAVER.words):
-        return MEMORY_SAVER
+    if named is None:
+        named = next(
+            (f for f in (MEMORY_SAVER, BY_ITS_KNOB) if any(word in text for word in f.words)), None
+        )
     return named
 
 

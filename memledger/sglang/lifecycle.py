@@ -342,11 +342,35 @@ MENTIONS: tuple[Mention, ...] = (
         own_pool=True,
     ),
     Mention(
+        "per_request_rows",
+        None,  # the tables are sized with the pool; a plug-in's buffer may be in the budget
+        "memory with a row for each request SGLang may run: the request table is rows x "
+        "(context_len + 4) int32 (v0.5.8 mem_cache/memory_pool.py:136), a hybrid model's Mamba "
+        "slots and some attention workspaces (AITER's max_bs) follow the same count, and so do "
+        "plug-ins' per-request buffers; with --max-running-requests unset the count is SGLang's "
+        "estimate from the pool, min(max(tokens / context_len x 512, 2048), 4096) (v0.5.8 "
+        "model_executor/model_runner_kv_cache_mixin.py:257-265; v0.5.23 "
+        "mem_cache/kv_cache_configurator.py:3119-3132 caps it at half the tokens), far more than "
+        "a small pool serves: set --max-running-requests to what the pool serves",
+        (
+            Lever(
+                "max_running_requests",
+                "lower",
+                "each per-request table and buffer holds that many rows, not SGLang's estimate of "
+                "up to 4096 (v0.5.8 model_runner_kv_cache_mixin.py:257-265)",
+            ),
+        ),
+    ),
+    Mention(
         "page_size",
         Phase.SERVING,
         "a paged KV cache: a request takes whole pages (v0.5.8 mem_cache/common.py:404-406), "
         "and the scheduler's token accounting has missed page rounding in some releases "
-        "(sglang#4913, PR #7397), so a pool with tokens to spare can raise 'out of memory'",
+        "(sglang#4913, PR #7397), so a pool with tokens to spare can raise 'out of memory'; "
+        "the retraction that makes room for the next decode counted tokens, not pages "
+        "(v0.4.6.post5 managers/schedule_batch.py:1355-1374), so it could stop with fewer free "
+        "pages than the next decode takes (v0.5.8 retracts until the pages fit, "
+        "check_decode_mem :1826-1836)",
         (
             Lever(
                 "page_size",
@@ -354,6 +378,7 @@ MENTIONS: tuple[Mention, ...] = (
                 "smaller pages waste less of each request's last page (1: no rounding)",
             ),
         ),
+        alone=True,
     ),
     Mention(
         "attention_workspace",

@@ -159,3 +159,37 @@ def test_every_frameworks_trainer_frame_is_the_trainers(framework: Framework) ->
     assert any(
         f.id == "trainer_oom" and framework.trainer_levers in f.message for f in result.findings
     )
+
+
+KNOB_SAID = (
+    "only raising gpu_memory_utilization to 0.7 made it go away",
+    "`gpu-memory-utilization=0.5` in our launcher",
+    "- the rollout's gpu_memory_utilization is 0.6",
+    "vLLM calls it gpu_memory_utilization too; ours is 0.6",
+)
+ILLEGAL = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+@pytest.mark.parametrize("said", KNOB_SAID)
+def test_the_fraction_named_as_frameworks_name_it_is_answered_in_that_name(said: str) -> None:
+    """No framework named, but SGLang's share said as gpu_memory_utilization (what verl, SkyRL
+    and RLinf call it): the lever says that name, an OOM's and a crash cause's alike."""
+    for failure in (ILLEGAL, "torch.OutOfMemoryError: CUDA out of memory.\n"):
+        result = _diagnose(f"{failure}{said}\n")
+        [share] = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+        assert share.why.startswith("in an RL framework (named by its gpu_memory_utilization): ")
+        assert "actor_rollout_ref.rollout.gpu_memory_utilization" in share.why
+
+
+def test_a_named_framework_outranks_its_knob_name() -> None:
+    text = (
+        f"{ILLEGAL}gpu_memory_utilization is 0.6\n"
+        '  File "/home/u/verl/verl/trainer/main_ppo.py", line 54, in main\n'
+    )
+    [share] = [s for s in _diagnose(text).suggestions if s.knob == "mem_fraction_static"]
+    assert share.why.startswith("in verl: lower actor_rollout_ref.rollout.gpu_memory_utilization")
+
+
+def test_a_crash_without_the_knobs_name_keeps_sglangs_words() -> None:
+    [share] = [s for s in _diagnose(ILLEGAL).suggestions if s.knob == "mem_fraction_static"]
+    assert not share.why.startswith("in ")

@@ -272,3 +272,56 @@ def test_the_hicache_host_refusal_says_hugepages_are_not_counted(shape: str) -> 
     assert "hugepages" in result.verdict
     (row,) = [f for f in result.findings if f.id == "hicache_host_memory"]
     assert "MemAvailable" in row.message and "SGLANG_HUGEPAGE_SIZE" in row.message
+
+
+RETRACT = (
+    "[2025-05-01 10:00:01] Decode out of memory happened. #retracted_reqs: 1, "
+    "#new_token_ratio: 0.7000 -> 0.9000\n"
+)
+
+
+@pytest.mark.parametrize(
+    "debug",
+    [
+        "[2025-05-01 10:00:01] alloc_decode len(self.free_pages)=3",
+        "[2025-05-01 10:00:01] check_decode_mem self.new_page_count_next_decode()=4",
+        "alloc_paged_token_slots_decode: num_new_pages=4 but free_pages has 3",
+        "- the PagedTokenToKVPoolAllocator still has release_pages after the retraction",
+    ],
+)
+def test_the_paged_allocators_state_beside_a_retraction_names_page_accounting(debug: str) -> None:
+    """SGLang's page allocator's own names, in a debug print through its logger or quoted from
+    its code, beside a retraction: the page rounding and the retraction's token count are the
+    suspects, said even though the server survived."""
+    result = diagnose_paste(RETRACT + debug + "\n")
+    # a retraction is the scheduler's while serving: the cut-off log ends there
+    assert (result.outcome, result.phase) == ("truncated", Phase.SERVING)
+    assert result.verdict.startswith("log ends during serving")
+    said = _said(result)
+    assert "a paged KV cache" in said and "counted tokens, not pages" in said
+    # the retraction alone names no pages
+    assert "a paged KV cache" not in _said(diagnose_paste(RETRACT))
+
+
+def test_a_question_naming_the_page_size_is_answered_without_a_failure() -> None:
+    result = diagnose_paste("Does a page size of 64 waste KV cache compared to 1?\n" + RETRACT)
+    assert "a request takes whole pages" in _said(result)
+
+
+def test_a_logs_own_page_size_setting_names_no_paged_cache() -> None:
+    log = (
+        "[2025-05-01 10:00:00] server_args=ServerArgs(model_path='m', page_size=16, "
+        "mem_fraction_static=0.8)\n" + RETRACT
+    )
+    assert "a paged KV cache" not in _said(diagnose_paste(log))
+
+
+def test_a_log_cut_after_serving_batches_ends_during_serving() -> None:
+    batch = (
+        "[2025-05-01 10:00:00 TP0] Decode batch. #running-req: 4, #token: 900, token usage: 0.95, "
+        "gen throughput (token/s): 100.0, #queue-req: 0\n"
+    )
+    assert diagnose_paste(batch).phase is Phase.SERVING
+    # startup lines with no batch after them still end in their own phase
+    startup = "[2025-05-01 09:59:00 TP0] Load weight begin. avail mem=78.50 GB\n"
+    assert diagnose_paste(startup).phase is Phase.LOAD

@@ -94,7 +94,7 @@ def test_a_capped_pool_that_ran_out_is_given_a_higher_cap_with_its_arithmetic() 
     first = result.suggestions[0]
     # 9,000 capped, 3,000 asked with 1,200 free: 1,800 short
     assert (first.knob, first.direction.value, first.value) == ("max_total_tokens", "raise", 10800)
-    assert "capped at 9,000 tokens" in first.why and "1,800 short" in first.why
+    assert "capped at 9,000 tokens" in first.why and "1,800 tokens short" in first.why
     assert ("mem_fraction_static", "raise") in _knobs(result)
 
 
@@ -109,3 +109,51 @@ def test_the_pools_size_is_not_its_cap() -> None:
     """`max_total_num_tokens` is the pool's size SGLang prints, not the cap."""
     result = diagnose_paste("max_total_num_tokens=6000 and then CUDA OOM\n")
     assert "a cap on the KV pool's tokens" not in _said(result)
+
+
+PER_REQUEST = (
+    "our decode buffer is sized by max_running_requests and the server OOMs",
+    "the cache has rows == max_running_requests + 1, which runs out of memory at 0.3",
+    "it keeps one row per concurrent request, so with SGLang's default we hit CUDA OOM",
+    "- allocated with the --max-running-requests estimate (4096): OOM",
+)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("text", PER_REQUEST)
+def test_memory_said_to_have_a_row_per_request_is_capped_by_the_running_requests(
+    text: str, shape: str
+) -> None:
+    """A table or buffer with a row per request SGLang may run: its count is SGLang's estimate
+    (up to 4096) unless --max-running-requests caps it."""
+    result = diagnose_paste(shape.format(s=text) + "\n")
+    assert result.outcome == "oom"
+    assert _knobs(result)[0] == ("max_running_requests", "lower")
+    assert "up to 4096" in result.suggestions[0].why
+    assert "set --max-running-requests to what the pool serves" in _said(result)
+
+
+def test_memory_with_a_row_per_request_beside_the_zero_requests_check_names_the_cap() -> None:
+    """SGLang's `max_running_request is zero` is a refusal: raise the fraction leads, and what
+    the paste says of its per-request buffer adds the running-request cap."""
+    paste = (
+        "the plug-in's buffer is sized by max_running_requests; at 0.25 it failed to start with\n"
+        "AssertionError: max_running_request is zero\n"
+    )
+    result = diagnose_paste(paste)
+    assert _knobs(result)[0] == ("mem_fraction_static", "raise")
+    assert "set --max-running-requests to what the pool serves" in _said(result)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_running_requests is 256 and it OOMs",
+        "the KV pool is sized by the fraction, then OOM",
+        "one row per page of the pool, then OOM",
+    ],
+)
+def test_the_running_requests_named_without_a_row_per_request_are_no_such_memory(
+    text: str,
+) -> None:
+    assert "a row for each request" not in _said(diagnose_paste(text + "\n"))
