@@ -516,9 +516,9 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
 BY_NAME: Mapping[str, Adjustment] = {row.name: row for row in ADJUSTMENTS}
 
 
-def says(values: Mapping[str, object], where: str = "") -> str:
+def says(values: Mapping[str, object]) -> str:
     """What diagnose writes of a `setting_adjusted` event (its `values`: the entry's name, and the
-    value printed when the text prints one), citing `where` (the line, `file:line`) when given."""
+    value printed when the text prints one)."""
     row = BY_NAME[str(values.get("adjustment"))]
     to = f" to {chosen(values)}" if chosen(values) else ""
     moves = " or ".join(
@@ -527,14 +527,30 @@ def says(values: Mapping[str, object], where: str = "") -> str:
         for lever in row.levers
     )
     lever = f"; to change it: {moves}" if moves else ""
-    why = str(values.get("why") or "").strip(" ,")
-    reason = f"{row.reason}; here: {why}" if why else row.reason
-    cited = [part for part in row.source.split(", ") if part.startswith("v")]
-    source = cited[0] if len(cited) == 1 else f"{cited[0]} ... {cited[-1]}"
-    at = f"{where}; " if where else ""
-    return f"SGLang set {row.setting}{to} ({reason}; {at}{source}){lever}"
+    return f"SGLang set {row.setting}{to} ({_why(values)}; {_cited(row)}){lever}"
+
+
+def noted(values: Mapping[str, object], where: str) -> str:
+    """What a ledger notes of a `setting_adjusted` event printed at `where` (`file:line`): the
+    setting as SGLang left it, why, the line and the row's source."""
+    row = BY_NAME[str(values.get("adjustment"))]
+    cited = _cited(row, ", ")  # no "...": a ledger's markdown reads it as a cut cell
+    return f"{row.setting} {chosen(values)}: set by SGLang ({_why(values)}; {where}; {cited})"
 
 
 def chosen(values: Mapping[str, object]) -> str:
     """The value SGLang chose: the one the line printed, else the row's."""
     return str(values.get("value") or BY_NAME[str(values.get("adjustment"))].to)
+
+
+def _why(values: Mapping[str, object]) -> str:
+    """The row's reason, and the line's own when its text names one of several."""
+    row = BY_NAME[str(values.get("adjustment"))]
+    why = str(values.get("why") or "").strip(" ,")
+    return f"{row.reason}; here: {why}" if why else row.reason
+
+
+def _cited(row: Adjustment, joint: str = " ... ") -> str:
+    """The row's first and last release read (`v0.5.20 path:line ... v0.5.23 :line`)."""
+    cited = [part for part in row.source.split(", ") if part.startswith("v")]
+    return cited[0] if len(cited) == 1 else f"{cited[0]}{joint}{cited[-1]}"
