@@ -87,10 +87,10 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
     evidence = gather(parsed, ledger, inputs)
     diagnosis = _diagnose(evidence)
     # what SGLang changed by itself, and where the settings come from, are part of the answer
-    said = [
-        evidence.finding(FindingId.SETTING_ADJUSTED, Severity.INFO, says(e.values), e.line)
-        for e in evidence.events
-        if e.kind is EventKind.SETTING_ADJUSTED
+    adjusted = {says(e.values): e for e in evidence.events if e.kind is EventKind.SETTING_ADJUSTED}
+    said = [  # every rank prints it: said once
+        evidence.finding(FindingId.SETTING_ADJUSTED, Severity.INFO, message, e.line)
+        for message, e in adjusted.items()
     ]
     said += [
         evidence.finding(

@@ -71,10 +71,11 @@ def adjustment_levers(evidence: Evidence, diagnosis: Diagnosis) -> list[Suggesti
     """The levers of SGLang's own setting changes (memledger.sglang.adjustment_values) after a
     startup that did not fail (a failure's levers answer it)."""
     subject = not diagnosis.memory_problem and diagnosis.phase is Phase.UNKNOWN
+    events = {str(e.values): e for e in evidence.events if e.kind is EventKind.SETTING_ADJUSTED}
     return [
         Suggestion(knob=lever.knob, direction=Direction(lever.direction), value=v, why=why)
-        for e in evidence.events
-        if e.kind is EventKind.SETTING_ADJUSTED and not diagnosis.failed
+        for e in events.values()
+        if not diagnosis.failed
         for lever, v, why in lever_values(
             e.values, evidence.server_args, evidence.at(e.line), subject
         )

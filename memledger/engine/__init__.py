@@ -49,9 +49,10 @@ from memledger.engine.carve import Carve, Placed
 from memledger.engine.parameters import parameters
 from memledger.engine.summary import groups, summarise
 from memledger.formulas import Formula
-from memledger.model.events import LineCause, ParsedLog, Startup, UnrecognisedLine
+from memledger.model.events import EventKind, LineCause, ParsedLog, Startup, UnrecognisedLine
 from memledger.model.ledger import Ledger, LedgerSource, RowKind
 from memledger.model.model_config import ModelDims
+from memledger.sglang.adjustments import noted
 from memledger.sglang.hints import INTEGRATED_NOTE, INTEGRATED_READING_ERROR
 from memledger.sglang.rows import BUDGET_GROUPS
 
@@ -69,6 +70,7 @@ def build_ledger(
     for note in parsed.notes:  # how the input was read (a paste, no rank 0)
         audit.note(note)
     _note_unrecognised(parsed.startup, audit)
+    _note_adjusted(parsed, audit)
     # 1. Checkpoints, roles and spans; rows logged before the first reading; usable memory.
     steps = chain.build_chain(parsed.path, parsed.startup, audit)
     pre_load, pre_load_info = lines.pre_load_rows(steps)
@@ -169,6 +171,18 @@ def build_ledger(
         parameters=parameters(steps, inputs),
         notes=audit.notes,
     )
+
+
+def _note_adjusted(parsed: ParsedLog, audit: Audit) -> None:
+    """A setting SGLang changed by itself (memledger.sglang.adjustments) is part of why the pools
+    are what they are: each once (every rank prints it), with its line and the row's source."""
+    seen: set[tuple[object, ...]] = set()
+    for event in parsed.startup.events:
+        if event.kind is EventKind.SETTING_ADJUSTED:
+            key = tuple(sorted(event.values.items()))
+            if key not in seen:
+                seen.add(key)
+                audit.note(noted(event.values, f"{parsed.path}:{event.line}"))
 
 
 def _note_unrecognised(startup: Startup, audit: Audit) -> None:

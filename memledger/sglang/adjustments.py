@@ -89,6 +89,20 @@ def _row(
 
 
 _NUM = r"(?P<value>-?\d+)"
+_CLAUSE = r"(?:[^.;]|\.(?=\w)){0,160}"
+"""The reason a line gives, to its sentence's end (a dot inside `prefill.backend`, `0.62` stays)."""
+_WHOLE_PROMPT = (
+    Lever(
+        "max_prefill_tokens",
+        "lower",
+        "a prompt is prefilled whole: fewer new tokens a prefill batch, smaller activations",
+    ),
+    Lever(
+        "context_length",
+        "lower",
+        "the longest prompt, prefilled whole, bounds the largest prefill's activations",
+    ),
+)
 _DP_CHUNK = Lever(
     "chunked_prefill_size",
     "raise",
@@ -144,7 +158,8 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         ("max_running_requests was reduced from",),
         "max_running_requests",
         "the KV pool's capacity: at most max_total_num_tokens // 2 requests per DP worker",
-        "v0.5.16 mem_cache/kv_cache_configurator.py:1653, v0.5.23 :3166",
+        "v0.5.16 mem_cache/kv_cache_configurator.py:1653, v0.5.23 :3166 (MLX: v0.5.17 "
+        "hardware_backend/mlx/model_runner_stub.py:208, v0.5.23 :244)",
         "max_running_requests was reduced from the requested 256 to 120 (per dp worker) due to "
         "the available KV cache capacity.",
         levers=(
@@ -232,8 +247,10 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         r"DP attention is enabled\. The chunked prefill size is adjusted to " + _NUM,
         ("The chunked prefill size is adjusted to",),
         "chunked_prefill_size",
-        "DP attention: the chunked prefill size is divided by dp_size (MoE kernel limits)",
-        "v0.4.6.post5 server_args.py:335, v0.5.4 :1174, v0.5.8 :1938, v0.5.10 :2642",
+        "DP attention: the chunked prefill size is divided by dp_size (by 2 in v0.3.6-v0.4.0; "
+        "MoE kernel limits)",
+        "v0.3.6 server_args.py:195, v0.4.0 :207, v0.4.6.post5 server_args.py:335, "
+        "v0.5.4 :1174, v0.5.8 :1938, v0.5.10 :2642",
         "DP attention is enabled. The chunked prefill size is adjusted to 2048 to avoid MoE "
         "kernel issues.",
         levers=(_DP_CHUNK,),
@@ -258,19 +275,31 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "v0.5.16 server_args.py:3125, v0.5.23 arg_groups/model_hook.py:1033",
         "Automatically turn off --chunked-prefill-size as it is not supported for gemma3",
         to="-1 (off)",
-        levers=(
-            Lever(
-                "max_prefill_tokens",
-                "lower",
-                "a prompt is prefilled whole: fewer new tokens a prefill batch, smaller "
-                "activations",
-            ),
-            Lever(
-                "context_length",
-                "lower",
-                "the longest prompt, prefilled whole, bounds the largest prefill's activations",
-            ),
-        ),
+        levers=_WHOLE_PROMPT,
+    ),
+    _row(
+        "chunked_prefill_off",
+        r"Chunked prefill is disabled (?:because|for)(?P<why>" + _CLAUSE + ")",
+        ("Chunked prefill is disabled",),
+        "chunked_prefill_size",
+        "--enable-mis or a multimodal model on the Transformers backend: each prompt is "
+        "prefilled whole",
+        "v0.5.17 server_args.py:4597, managers/scheduler.py:1148, "
+        "v0.5.23 arg_groups/attention_hook.py:565, managers/scheduler.py:1368",
+        "Chunked prefill is disabled because --enable-mis is set.",
+        to="-1 (off)",
+        levers=_WHOLE_PROMPT,
+    ),
+    _row(
+        "small_gpu_chunked_prefill",
+        r"Automatically adjust --chunked-prefill-size for small GPUs",
+        ("Automatically adjust --chunked-prefill-size",),
+        "chunked_prefill_size",
+        "a GPU under 25,000 MB: the chunk is divided by 4 (8192 -> 2048) and "
+        "cuda_graph_max_bs set to 4",
+        "v0.3.6 server_args.py:176",
+        "Automatically adjust --chunked-prefill-size for small GPUs.",
+        to="2048",
     ),
     # ---- page size
     _row(
@@ -317,12 +346,13 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     ),
     _row(
         "xpu_page_size",
-        r"Intel XPU attention backend only supports page_size of [\d, or]+, changing page_size "
-        r"from \d+ to " + _NUM,
-        ("Intel XPU attention backend only supports",),
+        r"Intel XPU attention backend(?: for MLA)? only supports page_sizes? of [\[\]\d, or]+, "
+        r"changing page_size from \d+ to " + _NUM,
+        ("Intel XPU attention backend",),
         "page_size",
         "the Intel XPU attention backend",
-        "v0.5.8 server_args.py:1813, v0.5.10 :2443",
+        "v0.5.8 server_args.py:1813, v0.5.10 :2443, v0.5.17 arg_groups/overrides.py:2256, "
+        "v0.5.23 arg_groups/overrides.py:1334",
         "Intel XPU attention backend only supports page_size of 32, 64 or 128, changing "
         "page_size from 1 to 128.",
     ),
@@ -335,6 +365,17 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "v0.5.0rc2 server_args.py:413, v0.5.4 :1071",
         "At this moment Ascend attention backend only supports a page_size of 128, change "
         "page_size to 128.",
+    ),
+    _row(
+        "cutedsl_hpc_page_size",
+        r"(?:CuteDSL MLA only supports|HPC-Ops attention only supports) (?:a )?page_size of "
+        r"[\d, or]+, "
+        r"changing page_size from \d+ to " + _NUM,
+        ("CuteDSL MLA only supports", "HPC-Ops attention only supports"),
+        "page_size",
+        "the CuteDSL MLA or HPC-Ops attention backend",
+        "v0.5.17 arg_groups/overrides.py:2078, :2102, v0.5.23 arg_groups/overrides.py:1171, :1195",
+        "CuteDSL MLA only supports page_size of 32 or 64, changing page_size from 1 to 64.",
     ),
     _row(
         "dsa_page_size",
@@ -367,6 +408,17 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "Setting page size to 32 for diffusion LLM inference",
     ),
     _row(
+        "dllm_page_size_fallback",
+        r"Page size now falls back to " + _NUM,
+        ("Page size now falls back to",),
+        "page_size",
+        "diffusion LLM inference: a page may not be larger than the dLLM block",
+        "v0.5.10 managers/scheduler.py:451, v0.5.17 arg_groups/overrides.py:2573, "
+        "v0.5.23 arg_groups/overrides.py:1747",
+        "WARNING: The page size 64 should not be larger than dllm block size 32.Page size now "
+        "falls back to 32",
+    ),
+    _row(
         "dsv4_page_size",
         r"Use dsv4 attention backend for \S+, setting page_size to " + _NUM,
         ("setting page_size to",),
@@ -388,6 +440,16 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         "Setting KV cache dtype to fp8_e4m3 for DeepSeek DSA on SM90 device.",
     ),
     _row(
+        "backend_sets_kv_cache_dtype",
+        r"required FP8 KV; setting --kv-cache-dtype=(?P<value>[\w.]+)",
+        ("required FP8 KV; setting --kv-cache-dtype",),
+        "kv_cache_dtype",
+        "the tokenspeed_mla attention backend needs an FP8 KV cache: half the bytes a token of "
+        "bfloat16",
+        "v0.5.23 arg_groups/serving_hook.py:328",
+        "tokenspeed_mla required FP8 KV; setting --kv-cache-dtype=fp8_e4m3.",
+    ),
+    _row(
         "dflash_kv_cache_dtype",
         r"DFLASH fa4 draft: overriding KV cache dtype \S+ -> (?P<value>[\w.]+)",
         ("overriding KV cache dtype",),
@@ -399,6 +461,31 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
         at_args=False,
     ),
     # ---- hybrid SWA pools
+    _row(
+        "hybrid_swa_off",
+        r"Disabl(?:e|ing) hybrid SWA memory for (?P<why>\S+(?: model with hierarchical cache)?)",
+        ("hybrid SWA memory for",),
+        "disable_hybrid_swa_memory",
+        "the model (or HiCache on it) is not supported by the hybrid SWA pool: every layer keeps "
+        "its KV for the whole context, not a window",
+        "v0.5.8 server_args.py:1285, :1292, :1342, :1383, :1389, "
+        "v0.5.23 arg_groups/model_overrides/exaone.py:20, gemma2_gemma3.py:24, olmo2.py:21, "
+        "arg_groups/overrides.py:357",
+        "Disabling hybrid SWA memory for Olmo2ForCausalLM as it is not yet supported.",
+        to="True",
+    ),
+    _row(
+        "dsv4_swa_request_cap",
+        r"DSV4 SWA sizing: mode=cap, swa_tokens=" + _NUM,
+        ("DSV4 SWA sizing: mode=cap",),
+        "swa_max_total_num_tokens",
+        "DeepSeek-V4's SWA pool sized from the request cap (the worst case of "
+        "--max-running-requests a DP worker, plus prefix tails), not from "
+        "--swa-full-tokens-ratio",
+        "v0.5.21 model_executor/pool_configurator.py:1322, v0.5.23 :1485",
+        "DSV4 SWA sizing: mode=cap, swa_tokens=73728, request_cap+headroom=73600, prefix_tails=0",
+        at_args=False,
+    ),
     _row(
         "hicache_resets_swa_ratio",
         r"Reset swa_full_tokens_ratio to (?P<value>[\d.]+) for \S+ model with hierarchical cache",
@@ -443,15 +530,55 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     ),
     _row(
         "prefill_graph_off",
-        r"Disable prefill CUDA graph capture because no configured capture size fits",
-        ("Disable prefill CUDA graph capture",),
+        r"Disable prefill CUDA graph(?: capture)? (?:because|for)(?P<why>" + _CLAUSE + ")",
+        ("Disable prefill CUDA graph",),
         "prefill CUDA graphs",
-        "no configured capture size fits the backend's max_capture_tokens",
-        "v0.5.23 model_executor/model_runner_components/cuda_graph_setup.py:605",
+        "the prefill graphs' backend, a LoRA or non-language model, pipeline with context "
+        "parallelism, or no capture size that fits (the line names it)",
+        "v0.5.17 model_executor/model_runner_components/cuda_graph_setup.py:203, "
+        "v0.5.23 model_executor/model_runner_components/cuda_graph_setup.py:497, :536, :546, "
+        ":558, :564, :576, :605",
         "Disable prefill CUDA graph capture because no configured capture size fits "
         "backend=fa3 with max_capture_tokens=8192 (max_capture_requests=16, context_length=4096, "
         "request-pool size=16).",
         to="off",
+        at_args=False,
+    ),
+    _row(
+        "prefill_graph_off_args",
+        r"(?:disabling prefill CUDA graph|Disabling prefill CUDA graph)(?: \([^)]{0,40}\))?"
+        r"(?P<why>" + _CLAUSE + ")",
+        ("disabling prefill CUDA graph", "Disabling prefill CUDA graph"),
+        "prefill CUDA graphs",
+        "a setting the breakable or full prefill graph does not support, or the DeepSeek-V3 "
+        "arch on trtllm_mla (the line names it)",
+        "v0.5.17 server_args.py:4518, :4531, :4557, v0.5.23 arg_groups/cuda_graph_hook.py:245, "
+        ":266, :300",
+        "Breakable CUDA graph is incompatible with --enable-lora; disabling prefill CUDA graph.",
+        to="off",
+    ),
+    _row(
+        "draft_graph_off",
+        r"Disable (?:DFLASH draft cuda graph because|DSpark draft cuda graph because) "
+        r"(?P<why>" + _CLAUSE + ")",
+        ("DFLASH draft cuda graph because", "DSpark draft cuda graph because"),
+        "draft CUDA graphs",
+        "the DFLASH/DSpark draft runs eager: under 1 GB free after the target's attention "
+        "backend, DP attention, or a device without graph capture (the line names it)",
+        "v0.5.17 speculative/dflash_worker_v2.py:350, dspark_components/dspark_worker_v2.py:330, "
+        "v0.5.23 speculative/dflash_worker_v2.py:737, dspark_components/dspark_worker_v2.py:595",
+        "Disable DFLASH draft cuda graph because only 0.62 GB GPU memory is available after "
+        "target backend initialization.",
+        to="off",
+        levers=(
+            Lever(
+                "mem_fraction_static",
+                "lower",
+                "the draft captures its graphs only with 1 GB or more free after the target's "
+                "attention backend (v0.5.23 speculative/dflash_worker_v2.py:727-735): a lower "
+                "fraction leaves P x the difference more",
+            ),
+        ),
         at_args=False,
     ),
     # ---- radix cache
@@ -481,20 +608,24 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     # ---- overlap schedule
     _row(
         "overlap_schedule_off",
-        r"(?:Disabling overlap schedule since|Overlap scheduler is disabled (?:for|when|because)"
+        r"(?:Disabling overlap schedule since"
+        r"|(?:Overlap scheduler is disabled|Overlap schedule is disabled)"
+        r" (?:for|when|because)"
         r"|The overlap scheduler and mixed chunked prefill are disabled"
         r"|incompatible with overlap schedule)(?P<why>[^.;,]{0,160})",
         (
             "Disabling overlap schedule since",
             "Overlap scheduler is disabled",
+            "Overlap schedule is disabled",
             "The overlap scheduler and mixed chunked prefill are disabled",
             "incompatible with overlap schedule",
         ),
         "disable_overlap_schedule",
         "the Mamba radix cache, speculative decoding, pipeline parallelism or an embedding model",
-        "v0.4.6.post5 managers/scheduler.py:269, server_args.py:386, v0.5.4 :1304, :1383, "
-        "v0.5.8 server_args.py:1444, :1562, :1577, :1598, :2046, :2157, :2250, "
-        "v0.5.23 arg_groups/overrides.py:920",
+        "v0.3.6 server_args.py:205, v0.4.6.post5 managers/scheduler.py:269, server_args.py:386, "
+        "v0.5.4 :1304, :1383, "
+        "v0.5.8 server_args.py:1444, :1562, :1577, :1598, :2046, :2157, :2250, :2540, "
+        "v0.5.23 arg_groups/overrides.py:920, :1725",
         "Disabling overlap schedule since MambaRadixCache is not compatible with overlap "
         "schedule currently, try to use --disable-radix-cache if overlap schedule is necessary",
         to="True",
@@ -516,9 +647,9 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
 BY_NAME: Mapping[str, Adjustment] = {row.name: row for row in ADJUSTMENTS}
 
 
-def says(values: Mapping[str, object], where: str = "") -> str:
+def says(values: Mapping[str, object]) -> str:
     """What diagnose writes of a `setting_adjusted` event (its `values`: the entry's name, and the
-    value printed when the text prints one), citing `where` (the line, `file:line`) when given."""
+    value printed when the text prints one)."""
     row = BY_NAME[str(values.get("adjustment"))]
     to = f" to {chosen(values)}" if chosen(values) else ""
     moves = " or ".join(
@@ -527,14 +658,30 @@ def says(values: Mapping[str, object], where: str = "") -> str:
         for lever in row.levers
     )
     lever = f"; to change it: {moves}" if moves else ""
-    why = str(values.get("why") or "").strip(" ,")
-    reason = f"{row.reason}; here: {why}" if why else row.reason
-    cited = [part for part in row.source.split(", ") if part.startswith("v")]
-    source = cited[0] if len(cited) == 1 else f"{cited[0]} ... {cited[-1]}"
-    at = f"{where}; " if where else ""
-    return f"SGLang set {row.setting}{to} ({reason}; {at}{source}){lever}"
+    return f"SGLang set {row.setting}{to} ({_why(values)}; {_cited(row)}){lever}"
+
+
+def noted(values: Mapping[str, object], where: str) -> str:
+    """What a ledger notes of a `setting_adjusted` event printed at `where` (`file:line`): the
+    setting as SGLang left it, why, the line and the row's source."""
+    row = BY_NAME[str(values.get("adjustment"))]
+    cited = _cited(row, ", ")  # no "...": a ledger's markdown reads it as a cut cell
+    return f"{row.setting} {chosen(values)}: set by SGLang ({_why(values)}; {where}; {cited})"
 
 
 def chosen(values: Mapping[str, object]) -> str:
     """The value SGLang chose: the one the line printed, else the row's."""
     return str(values.get("value") or BY_NAME[str(values.get("adjustment"))].to)
+
+
+def _why(values: Mapping[str, object]) -> str:
+    """The row's reason, and the line's own when its text names one of several."""
+    row = BY_NAME[str(values.get("adjustment"))]
+    why = str(values.get("why") or "").strip(" ,")
+    return f"{row.reason}; here: {why}" if why else row.reason
+
+
+def _cited(row: Adjustment, joint: str = " ... ") -> str:
+    """The row's first and last release read (`v0.5.20 path:line ... v0.5.23 :line`)."""
+    cited = [part for part in row.source.split(", ") if part.startswith("v")]
+    return cited[0] if len(cited) == 1 else f"{cited[0]}{joint}{cited[-1]}"

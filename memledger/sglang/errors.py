@@ -493,7 +493,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "v0.5.23 mem_cache/kv_cache_configurator.py:3393, :3153 ('Try: (1) reduce "
         "--max-running-requests, (2) increase --mem-fraction-static'; v0.5.13 "
         "model_executor/model_runner_kv_cache_mixin.py:897); the SWA pool's cap, v0.5.16 "
-        "model_executor/pool_configurator.py:540, v0.5.23 :1681; "
+        "model_executor/pool_configurator.py:540, v0.5.17 :575, v0.5.23 :1026, :1681; "
         "mem_cache/unified_memory_pool.py:1563 ('Raise --mem-fraction-static, lower the model "
         "context length')",
         "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
@@ -1566,6 +1566,19 @@ ERRORS: tuple[ErrorText, ...] = (
         "v0.5.8 disaggregation/prefill.py:212-218, v0.5.23 disaggregation/prefill.py:470, "
         "decode.py:983",
         "Request 5d1c exceeds the maximum number of tokens: 40960 > 32768",
+        kind="reported",
+        values={"mention": "pd_admission_cap"},
+    ),
+    ErrorText(
+        "pd_decode_swa_prealloc",
+        # a PD decode worker refusing a request whose SWA tail needs more tokens than its SWA pool
+        # holds (a log line a request, not a failure of the server)
+        re.compile(r"requires too many SWA KV tokens for decode preallocation: \d+ > \d+"),
+        ("requires too many SWA KV tokens",),
+        Family.SGLANG_POOL,
+        "v0.5.17 disaggregation/decode.py:667, v0.5.20 :799, v0.5.21 :919, v0.5.22 :966, "
+        "v0.5.23 :990",
+        "Request 3f2a requires too many SWA KV tokens for decode preallocation: 70144 > 65536",
         kind="reported",
         values={"mention": "pd_admission_cap"},
     ),

@@ -147,3 +147,47 @@ def test_a_failed_startup_keeps_its_own_levers() -> None:
     offered = {(s.knob, s.direction) for s in result.suggestions}
     assert ("max_running_requests", "raise") not in offered and offered
     assert any(f.id == "setting_adjusted" for f in result.findings)  # still said
+
+
+def test_the_ledger_notes_what_sglang_set_once_with_its_line_and_source() -> None:
+    from memledger.app.load import build
+    from memledger.app.options import LoadOptions
+
+    paste = (
+        "".join(f"[2026-01-05 10:00:00 TP{rank}] {_MAMBA}\n" for rank in range(2))
+        + "[2026-01-05 10:00:01 TP0] "
+        + "Overriding the draft model's max_position_embeddings to 4096.\n"
+    )
+    parsed = parse_log(io.BytesIO(paste.encode()), label="run.log")
+    notes = [n for n in build(parsed, LoadOptions()).notes if "set by SGLang" in n]
+    row = BY_NAME["mamba_caps_running_requests"]
+    # each rank prints it; the ledger says it once, citing the first line and the row's source
+    assert notes[0].startswith("max_running_requests 9: set by SGLang (the Mamba state cache")
+    assert (
+        "; run.log:1; v0.5.20 mem_cache/kv_cache_configurator.py:2285, v0.5.23 :3140)" in (notes[0])
+    )
+    assert row.source.startswith("v0.5.20 mem_cache/kv_cache_configurator.py:2285")
+    assert (
+        notes[1].startswith("context_length 4096: set by SGLang (the draft model")
+        and "run.log:3" in notes[1]
+    )
+    assert len(notes) == 2
+
+
+def test_a_line_every_rank_prints_is_said_once_with_its_whole_reason() -> None:
+    line = (
+        "Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' "
+        "(e.g. via --cuda-graph-backend-prefill=disabled)."
+    )
+    result = diagnose_paste([f"[2026-01-05 10:00:00 TP{rank}] {line}" for rank in range(4)])
+    said = [f.message for f in result.findings if f.id == "setting_adjusted"]
+    assert len(said) == 1
+    assert "here: cuda_graph_config resolved prefill.backend='disabled'" in said[0]
+    draft = read_adjustment(
+        "Disable DFLASH draft cuda graph because only 0.62 GB GPU memory is available after "
+        "target backend initialization."
+    )
+    assert draft is not None
+    assert (
+        draft["why"] == "only 0.62 GB GPU memory is available after target backend initialization"
+    )
