@@ -251,6 +251,26 @@ def no_error_words(text: str, prefixed: bool = False) -> bool:
     return not any(word in lowered for word in (LOG_ERROR_WORDS if prefixed else ERROR_WORDS))
 
 
+_SHAPE_ROWS = tuple(entry for entry in ERRORS if not _prose_only(entry))
+
+
+def known_shapes(text: str) -> frozenset[str]:
+    """The error-text rows (not the reporter's prose rows) and crash causes `text` holds, with
+    the groups each read: what a line reads as, to tell a line a terminal cut from two lines
+    (memledger.input.rewrap)."""
+    found: set[str] = set()
+    for entry in _SHAPE_ROWS:
+        match = entry.find(text)
+        if match is not None:
+            found.add(entry.name)
+            found.update(f"{entry.name}.{key}" for key, got in match.groupdict().items() if got)
+    for cause in CRASH_CAUSES:
+        if cause.pattern.search(text) is not None:
+            found.add(cause.finding_id)
+            found.update(f"{cause.finding_id}.{key}" for key in _numbers(cause, text))
+    return frozenset(found)
+
+
 MAX_REJOINS = 8
 """Wrapped lines joined back into one error text at most (an OOM message over 8 lines)."""
 WRAP_MIN_CHARS = 40

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 from memledger.input.wrappers import (
     ANSI_PATTERN,
-    COLUMN_PATTERN,
-    MAX_COLUMNS,
     STAMP_PATTERN,
     unwrapped_record,
+    without_columns,
     without_suffix,
 )
 
@@ -46,8 +45,6 @@ ANSI_RE = re.compile(ANSI_PATTERN)
 # journald) and the columns a paste puts before each line (quote markers, docker compose,
 # kubectl --prefix, line numbers): the rows of memledger.input.wrappers, each with its source.
 JUNK_PREFIX_RE = re.compile(STAMP_PATTERN)
-PASTE_COLUMN_RE = re.compile(COLUMN_PATTERN)
-_MAX_COLUMNS = MAX_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +78,7 @@ def strip_paste_columns(text: str) -> str:
     tool timestamps at its start (the module docstring)."""
     if text.endswith("\r"):
         text = text.rstrip("\r")  # CRLF, or `\r\r\n` (a CRLF written again in text mode)
-    text = without_suffix(text)
-    for _ in range(_MAX_COLUMNS):
-        column = PASTE_COLUMN_RE.match(text) or JUNK_PREFIX_RE.match(text)
-        if column is None or not column.end():
-            break
-        text = text[column.end() :]
-    return text
+    return without_columns(without_suffix(text))
 
 
 def _message(text: str) -> str:

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memledger.errors import InputError
+from memledger.input.error_texts import known_shapes
 from memledger.input.grep_early import END_OF_PART
 from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
-from memledger.input.rewrap import RewrappedStream, wrap_of
+from memledger.input.rewrap import SHORT_BYTES, RewrappedStream, short_joined, wrap_of
 from memledger.input.scan import (
     CHUNK_BYTES,
     LineFilter,
@@ -139,6 +140,16 @@ class PlainStream:
         raise OSError("input stream is not seekable")
 
 
+def _short(stream: ByteSource) -> tuple[bytes, ByteSource]:
+    """The input's head and stream, a short paste's cut lines joined (memledger.input.rewrap)."""
+    data = stream.read(SHORT_BYTES + 1)
+    while len(data) <= SHORT_BYTES and (more := stream.read(SHORT_BYTES + 1 - len(data))):
+        data += more
+    joined = short_joined(data, known_shapes) if len(data) <= SHORT_BYTES else None
+    head = joined if joined is not None else data
+    return head[:SNIFF_BYTES], PeekedStream(head, stream)
+
+
 @dataclass
 class OpenedLog:
     """An input ready to scan: a plain file grep can read itself, or a byte stream."""
@@ -241,6 +252,9 @@ def open_log(
                 rewrapped = RewrappedStream(stream, wrap)
                 head = rewrapped.read(SNIFF_BYTES)
                 stream = PeekedStream(head, rewrapped)
+            elif len(head) < SNIFF_BYTES and b"\n" in head.rstrip(b"\n"):
+                # a short paste: one line a terminal cut is told by what the join reads
+                head, stream = _short(stream)
         yield OpenedLog(
             name=name, stream=stream, path=path, size=size, head=head, prefiltered=running
         )

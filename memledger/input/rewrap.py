@@ -16,12 +16,24 @@ line of exactly that width is then joined with the line after it, without a spac
 keeps every character), up to MAX_JOINED_BYTES; each joined piece leaves an empty line behind the
 joined line, so every later line keeps its number. A reply that quoted such a paste (`> ` before
 every piece) is measured and joined behind its quote markers.
+
+A short paste (the whole input, at most SHORT_LINES lines: one error line and a few around it)
+shows no width when one line was cut in two. There a line as long as the paste's longest (a
+terminal cuts at its width, and no line it showed is longer) is joined to the next when the cut
+falls inside a word or a number (no blank on either side), the next starts no record of its own,
+and the join loses nothing the readers read in either piece (`reads`: the error-text rows a text
+holds, memledger.input.error_texts.known_shapes); and either only the join makes a known shape
+(`Traceback (most re` + `cent call last):`, a row whose text the cut split), or the first piece
+is a log's line (a row, a level) and the next goes on as a word or a number does (lower case,
+a digit, `.`): `... occupied by othe` + `r processes.`, `size 435814` + `400`. Else an SGLang
+line that holds no error text (a memory line, `server_args=`) is left to memledger.input.wrapped,
+which rejoins it by its grammar and says so.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +49,10 @@ SAME_START = 12
 """Lines that start with as many equal bytes are two records printed alike, not one cut."""
 MAX_JOINED_BYTES = 1 << 20
 """A joined line stops growing here (a file of lines all that long is no wrapped paste)."""
+SHORT_LINES = 8
+"""A paste of at most this many non-blank lines is short (module docstring)."""
+SHORT_BYTES = 8192
+"""A short paste is at most this long (it is read whole before it is joined)."""
 
 _RECORD_START = re.compile(
     rb"\s*$|Traceback \(|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\b|"
@@ -200,3 +216,60 @@ class RewrappedStream:
 
     def seek(self, offset: int, /) -> int:
         raise OSError("input stream is not seekable")
+
+
+Reads = Callable[[str], frozenset[str]]
+"""What a text reads as (the names of the known shapes it holds)."""
+_GOES_ON = re.compile(r"[a-z0-9._,;:)\]/=-]")
+"""How the rest of a word, a number or a list of them starts (never a capital or a blank: a new
+sentence or record)."""
+
+
+def short_joined(data: bytes, reads: Reads) -> bytes | None:
+    """A short paste (module docstring) with each line a terminal cut joined to its rest, and an
+    empty line left for the piece (later lines keep their numbers); None when none was cut."""
+    if len(data) > SHORT_BYTES:
+        return None
+    lines = data.split(b"\n")
+    if sum(1 for line in lines if line.strip()) > SHORT_LINES:
+        return None
+    measure = Wrap(0)
+    width = max(measure.length(line) for line in lines)
+    if width < MIN_WIDTH:
+        return None
+    out: list[bytes] = []
+    index, joined = 0, False
+    while index < len(lines):
+        line = lines[index]
+        rest = lines[index + 1] if index + 1 < len(lines) else b""
+        if measure.length(line) == width and _cut_before(line, rest, reads):
+            out += [line.removesuffix(b"\r") + rest, b""]
+            index, joined = index + 2, True
+            continue
+        out.append(line)
+        index += 1
+    return b"\n".join(out) if joined else None
+
+
+def _cut_before(line: bytes, rest: bytes, reads: Reads) -> bool:
+    """Whether `rest` is what a terminal cut from the end of `line` (module docstring)."""
+    if not Wrap(0).continues(line, rest):
+        return False
+    first = line.removesuffix(b"\r").decode("utf-8", "replace")
+    second = rest.removesuffix(b"\r").decode("utf-8", "replace")
+    if not first.strip() or not second.strip():
+        return False
+    apart = reads(first) | reads(second)
+    whole = reads(first + second)
+    if not apart <= whole:
+        return False  # the join loses a reading: two lines
+    if whole - apart:
+        return True  # only the join makes a known shape
+    if not reads(first) and PREFIX_RE.search(first) is not None:
+        return False  # SGLang's own line, no error text: memledger.input.wrapped rejoins it
+    if first[-1].isspace() or second[0].isspace():
+        return False  # a cut at a blank: two lines as well as one
+    log_line = bool(reads(first)) or _RECORD_START.match(line) is not None
+    in_word = first[-1].isalnum() or first[-1] == "_"
+    goes_on = _GOES_ON.match(second) is not None or first[-1].isupper() and second[0].isupper()
+    return log_line and in_word and goes_on  # `... 44.87 G` + `B free`: a capital's word

@@ -34,7 +34,7 @@ class Wrapper:
 
     name: str
     kind: str
-    """COLUMN, STAMP or SUFFIX (the module docstring)."""
+    """COLUMN, STAMP, SUFFIX, RECORD or ENCLOSURE (the module docstring)."""
     pattern: str
     """Regex of the shape at the line's start (str; compiled for str and for bytes)."""
     example: str
@@ -47,6 +47,7 @@ COLUMN = "column"
 STAMP = "stamp"
 SUFFIX = "suffix"
 RECORD = "record"
+ENCLOSURE = "enclosure"
 
 WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper(
@@ -136,6 +137,19 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "node/kubelet-cri-logging.md",
     ),
     Wrapper(
+        "timestamp column",
+        STAMP,
+        r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?[ \t]+\|[ \t]"
+        r"(?:(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)[ \t]*\|[ \t]"
+        r"(?:[\w.<>\-]+:[\w.<>\-]+:\d+ - )?)?",
+        "2025-06-01 10:00:00.123 | INFO     | runner:main:42 - ",
+        "a timestamp and ` | ` before each line: loguru's default format (`{time:YYYY-MM-DD "
+        "HH:mm:ss.SSS} | {level: <8} | {name}:{function}:{line} - {message}`, loguru "
+        "_defaults.py LOGURU_FORMAT), as a launcher that logs a child server's output through "
+        "loguru writes it, or with its level and place left out (`{time} | {message}`); a log "
+        "viewer's time column copied with the line",
+    ),
+    Wrapper(
         "RFC 3339 timestamp",
         STAMP,
         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? ?",
@@ -160,6 +174,25 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "on a multi-node cluster; a task's or an older Ray's without a name, `(pid=N)`): "
         "docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html; verl's "
         "`(WorkerDict pid=N)`",
+    ),
+    Wrapper(
+        "chat timestamp",
+        STAMP,
+        r"\[\d{1,2}:\d{2}(?::\d{2})? ?[AaPp]\.?[Mm]\.?\][ \t]?|\[\d{1,2}:\d{2}\][ \t]?",
+        "[10:42 AM] ",
+        "a chat client's time before a message, copied with each line (Slack's and Teams' `10:42 "
+        "AM`, Discord's `[10:42 AM]`, a 24-hour `[10:42]`); never with seconds unless AM/PM "
+        "follows: `[10:42:11]` is an SGLang prefix whose date a user cut (input.logical)",
+    ),
+    Wrapper(
+        "GitHub Actions log command",
+        STAMP,
+        r"##\[(?:group|endgroup|section|command|error|warning|notice|debug)\]",
+        "##[error]",
+        "a GitHub Actions job log as its raw log shows it: `##[group]Run ...` and `##[endgroup]` "
+        "around a step's output, `##[error]` / `##[warning]` before an annotated line, after "
+        "the runner's timestamp (the workflow commands `::group::`, `::error::`: docs.github.com"
+        "/actions/reference/workflows-and-actions/workflow-commands)",
     ),
     Wrapper(
         "syslog-style timestamp",
@@ -206,6 +239,20 @@ RECORDS: tuple[Wrapper, ...] = (
 )
 """A line a tool stored inside a record of its own: the record is decoded, its line read."""
 RECORD_START = '{"log"'
+
+ENCLOSURES: tuple[Wrapper, ...] = (
+    Wrapper(
+        "markdown inline code",
+        ENCLOSURE,
+        r"`(?P<inner>[^`]+)`[ \t]*",
+        "`[2026-01-03 10:42:11 TP0] KV Cache is allocated. #tokens: 1024`",
+        "CommonMark 0.31 §6.1 code spans: each line of a log quoted as inline code, most often "
+        "one per list item (`` - `LINE` ``), as a chat or an issue form renders it; only a "
+        "whole line is one (a sentence that quotes a flag keeps its backticks)",
+    ),
+)
+"""What a paste put around a whole line (after its columns): the line is its `inner` group. A
+row's pattern is matched against the whole rest of the line."""
 
 SUFFIX_END = "cluster]"
 
@@ -393,6 +440,30 @@ MAX_COLUMNS = 4
 """Columns peeled per line (`> sglang-1  | 2025-...Z [...]` has three)."""
 
 _PEEL_BYTES = re.compile(f"{COLUMN_PATTERN}|{STAMP_PATTERN}".encode()).match
+ENCLOSURE_PATTERN = "|".join(w.pattern for w in ENCLOSURES)
+"""One ENCLOSURES row, as a regex alternation (matched against a whole line)."""
+ENCLOSURE_STARTS = "".join(dict.fromkeys(w.example[0] for w in ENCLOSURES))
+"""The characters an enclosure starts with (a cheap test before the regex)."""
+_ENCLOSED_TEXT = re.compile(ENCLOSURE_PATTERN)
+_ENCLOSED_BYTES = re.compile(ENCLOSURE_PATTERN.encode())
+_ENCLOSURE_STARTS_BYTES = ENCLOSURE_STARTS.encode()
+
+
+def unenclosed(text: str) -> str | None:
+    """The line an ENCLOSURES row put around the whole of `text`, else None."""
+    if not text or text[0] not in ENCLOSURE_STARTS:
+        return None
+    whole = _ENCLOSED_TEXT.fullmatch(text.rstrip("\r"))
+    return None if whole is None else whole.group("inner")
+
+
+def _unenclosed_bytes(raw: bytes) -> bytes | None:
+    if not raw or raw[:1] not in _ENCLOSURE_STARTS_BYTES:
+        return None
+    whole = _ENCLOSED_BYTES.fullmatch(raw)
+    return None if whole is None else whole.group("inner")
+
+
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 """ANSI escape sequences (ECMA-48 CSI, OSC and two-byte escapes): the colours a terminal, docker
 compose's service column, Ray's worker prefix or a logger printed."""
@@ -409,10 +480,15 @@ def unwrapped_bytes(raw: bytes) -> bytes:
         raw = raw.rstrip(b"\r")
     if raw.endswith(_SUFFIX_END_BYTES):
         raw = _SUFFIX_BYTES.sub(b"", raw, count=1)
+    enclosed = False
     for _ in range(MAX_COLUMNS):
         column = _PEEL_BYTES(raw)
         if column is None or not column.end():
-            break
+            inner = None if enclosed else _unenclosed_bytes(raw)
+            if inner is None:
+                break
+            raw, enclosed = inner, True
+            continue
         raw = raw[column.end() :]
     return raw
 
@@ -428,11 +504,21 @@ def unwrapped_text(line: str) -> str:
     if "\x1b" in line:
         line = _ANSI_TEXT.sub("", line)
     line = without_suffix(line.rstrip("\r"))
-    line = line[line.rfind("\r") + 1 :]
+    return without_columns(line[line.rfind("\r") + 1 :])
+
+
+def without_columns(line: str) -> str:
+    """The line without up to MAX_COLUMNS columns and stamps at its start, and without an
+    ENCLOSURES row around what they leave (once: `` - `LINE` ``)."""
+    enclosed = False
     for _ in range(MAX_COLUMNS):
         column = _PEEL_TEXT(line)
         if column is None or not column.end():
-            break
+            inner = None if enclosed else unenclosed(line)
+            if inner is None:
+                break
+            line, enclosed = inner, True
+            continue
         line = line[column.end() :]
     return line
 

@@ -24,10 +24,12 @@ def _parse(lines: list[str]) -> ParsedLog:
     ("line", "evidence"),
     [
         (f"For SGLang I saw `{KV}` which is twice vLLM's", None),  # inline code in a sentence
-        (f"`{KV}`", None),  # a line of its own as inline code
         (f"**{KV}**", None),  # bold
         # a list bullet or number is a column a paste put before the line, as a quote marker
-        # is (memledger.input.wrappers): the evidence is the line without it
+        # is, and inline code around a whole line is what the paste put around it
+        # (memledger.input.wrappers): the evidence is the line without them
+        (f"`{KV}`", KV),
+        (f"- `{KV}`", KV),
         (f"- {KV}", KV),
         (f"* {KV}", KV),
         (f"2. {KV}", KV),

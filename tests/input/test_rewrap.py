@@ -6,12 +6,22 @@ no real log text."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
 from memledger.diagnosis import Diagnosis
+from memledger.input.error_texts import known_shapes
 from memledger.input.parsing import parse_log
-from memledger.input.rewrap import MAX_JOINED_BYTES, RewrappedStream, Wrap, rewrapped_lines, wrap_of
+from memledger.input.rewrap import (
+    MAX_JOINED_BYTES,
+    SHORT_LINES,
+    RewrappedStream,
+    Wrap,
+    rewrapped_lines,
+    short_joined,
+    wrap_of,
+)
 from tests.conftest import diagnose_paste
 
 P = "[2026-03-02 08:00:00 TP0] "
@@ -135,3 +145,104 @@ def test_a_line_longer_than_the_bound_is_read_as_it_is_from_there_on() -> None:
     # before it, the cut line joined (and its line kept); from it on, the bytes as they were
     assert read[: read.index(b"x")] == b"a" * 80 + b"b" * 3 + b"\n\n"
     assert read[read.index(b"x") :] == data[cut:]
+
+
+# short pastes: one error line and a few around it, in the shapes SGLang and the libraries under it
+# print (v0.4.6 srt/utils.py get_available_gpu_memory's balance check; FlashInfer's allocator;
+# HiCache's host pool check, v0.5.8 mem_cache/memory_pool_host.py; HIP's capture error)
+SHORT = {
+    "balance check": [
+        "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+        "processes. min_per_gpu_memory=60.10, local_gpu_memory=75.20, local_gpu_memory * 0.9="
+        "67.68"
+    ],
+    "workspace": [
+        P + "Scheduler hit an exception: Traceback (most recent call last):",
+        "RuntimeError: Failed to allocate memory for batch_prefill_tmp_v with size 435814400 and "
+        "alignment 16 in AlignedAllocator",
+    ],
+    "host pool": [
+        "ValueError: Not enough host memory available. Requesting 40.00 GB but only have 44.87 GB "
+        "free. Please reduce the size of the hierarchical cache."
+    ],
+    "traceback head": [
+        P + "Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 2500, in run_scheduler_process',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB.",
+    ],
+    "capture": [
+        "RuntimeError: HIP error: operation not permitted on an event last recorded in a capturing "
+        "stream"
+    ],
+}
+
+
+def _at_a_blank(lines: list[str], width: int) -> bool:
+    """Whether a terminal `width` wide cuts one of the lines at a blank."""
+    return any(
+        " " in line[at - 1 : at + 1] for line in lines for at in range(width, len(line), width)
+    )
+
+
+def _unnumbered(lines: list[str]) -> str:
+    """The reading, the physical line numbers aside (a cut before a line moves it down)."""
+    return re.sub(r"line \d+", "line N", repr(_reading(lines)))
+
+
+@pytest.mark.parametrize("name", sorted(SHORT))
+def test_a_short_paste_with_one_line_cut_reads_as_the_bare_one(name: str) -> None:
+    lines = SHORT[name]
+    bare = _unnumbered(lines)
+    longest = max(len(line) for line in lines)
+    tried = 0
+    for width in range(60, longest, 7):
+        if not _at_a_blank(lines, width):  # a cut at a blank: below
+            assert _unnumbered(_hard_wrapped(lines, width)) == bare, (name, width)
+            tried += 1
+    assert tried
+
+
+def test_a_cut_at_a_blank_is_joined_where_the_join_makes_a_known_shape() -> None:
+    (line,) = SHORT["capture"]
+    at = line.index(" stream")  # the crash cause's text is whole only when joined
+    assert known_shapes(line) - known_shapes(line[:at]) - known_shapes(line[at:])
+    assert _reading([line[:at], line[at:]]) == _reading([line])
+    # a blank cut with no shape made by the join: two lines as well as one, left as they are
+    text = "RuntimeError: HIP error: operation not permitted on an event last recorded\n in it\n"
+    assert short_joined(text.encode(), known_shapes) is None
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # a reporter's sentence as long as a log line, then the error: two lines
+        [
+            "When I start the server with tp 2 on two cards it always fails during the warmup",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB.",
+        ],
+        # prose cut at a word's end, its rest lower case: no log line, no known shape made
+        [
+            "the server starts fine and serves a few requests but after some time it crashes",
+            "with an out of memory error during a long prefill",
+        ],
+        # an exception whose next line is a frame (indented): a record of its own
+        [
+            "RuntimeError: HIP error: operation not permitted on an event last recorded in a",
+            '  File "/sglang/srt/model_executor/cuda_graph_runner.py", line 300, in capture',
+        ],
+    ],
+)
+def test_two_lines_that_were_not_cut_stay_two(lines: list[str]) -> None:
+    text = ("\n".join(lines) + "\n").encode()
+    assert short_joined(text, known_shapes) is None
+
+
+def test_a_short_paste_is_joined_only_when_short() -> None:
+    lines = _hard_wrapped(SHORT["workspace"], 80)
+    assert len(lines) == 4  # both lines cut in two: no width told (not one line's pieces)
+    text = "\n".join(lines) + "\n"
+    joined = short_joined(text.encode(), known_shapes)
+    first, second = SHORT["workspace"]
+    assert joined == f"{first}\n\n{second}\n\n".encode()  # each piece leaves its line empty
+    padding = "".join(f"{P}Load weight begin. avail mem={i}.00 GB\n" for i in range(SHORT_LINES))
+    assert short_joined((padding + text).encode(), known_shapes) is None

@@ -15,12 +15,14 @@ import pytest
 
 from memledger.diagnosis import Diagnosis
 from memledger.input.launch_command import find_launch_command
-from memledger.input.logical import strip_paste_columns
+from memledger.input.logical import logical_lines_in_full, strip_paste_columns
 from memledger.input.parsing import parse_log
 from memledger.input.reader import PlainStream
 from memledger.input.scan import LineFilter, is_serving
 from memledger.input.wrappers import (
     COLUMN,
+    ENCLOSURE,
+    ENCLOSURES,
     ENCODINGS,
     LOOKALIKES,
     SUFFIXES,
@@ -29,6 +31,7 @@ from memledger.input.wrappers import (
     Lookalike,
     encoding_of,
     plain_bytes,
+    unenclosed,
     unwrapped_bytes,
     unwrapped_record,
     unwrapped_text,
@@ -60,6 +63,8 @@ OLD_SERVING_OOM = [
 LOGS = {"v0.4 serving": SERVING_OOM, "v0.2 serving": OLD_SERVING_OOM}
 
 _ROW = {w.name: w for w in WRAPPERS}
+_INNER = "[2026-01-03 10:42:11 TP0] KV Cache is allocated. #tokens: 1024"
+"""The line an ENCLOSURES row's example holds."""
 WRAPPED: dict[str, Callable[[str], str]] = {
     **{w.name: (lambda line, w=w: w.example + line) for w in WRAPPERS},  # type: ignore[misc]
     "ansi colours": lambda line: "\x1b[0;32m" + line + "\x1b[0m",
@@ -72,6 +77,12 @@ WRAPPED: dict[str, Callable[[str], str]] = {
     "docker json-file": lambda line: json.dumps(
         {"log": line + "\n", "stream": "stderr", "time": "2026-03-02T08:00:00.1Z"}
     ),
+    **{w.name: (lambda line, w=w: w.example.replace(_INNER, line)) for w in ENCLOSURES},  # type: ignore[misc]
+    "inline code on a bullet": lambda line: "- `" + line + "`",
+    "inline code on a quoted bullet": lambda line: "> * `" + line + "` ",
+    "GitHub Actions raw log": lambda line: "2026-03-02T08:00:00.1234567Z ##[error]" + line,
+    "chat time before a compose column": lambda line: "[8:00 PM] sglang-1  | " + line,
+    "timestamp column, no level": lambda line: "2026-03-02 08:00:00 | " + line,
 }
 
 
@@ -260,6 +271,39 @@ def test_a_bullet_before_a_bare_line_keeps_the_line_s_indentation(name: str) -> 
 )
 def test_what_is_no_bullet_keeps_its_mark(line: str) -> None:
     assert not re.match(_ROW["markdown list bullet"].pattern, line)
+
+
+def test_every_enclosure_row_gives_its_example_s_line() -> None:
+    for row in ENCLOSURES:
+        assert row.kind == ENCLOSURE and row.source, row.name
+        assert unenclosed(row.example) == _INNER, row.name
+        assert strip_paste_columns("- " + row.example) == _INNER, row.name
+        assert unwrapped_bytes(("- " + row.example).encode()) == _INNER.encode(), row.name
+        assert unwrapped_text("- " + row.example) == _INNER, row.name
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "set `--mem-fraction-static` to 0.8 and it runs",  # a sentence quoting code
+        "`--tp 2` -> OOM",
+        "`a` and `b`",  # two spans: no one encloses the line
+        "``",
+        "[2026-01-03 10:42:11 TP0] uses `triton` for attention",
+    ],
+)
+def test_a_line_not_wholly_in_code_keeps_its_backticks(line: str) -> None:
+    assert strip_paste_columns(line) == line
+    assert unwrapped_text(line) == line
+
+
+@pytest.mark.parametrize(
+    "line", ["[10:42:11] Load weight end.", "[22:30:52 TP0] Load weight end.", "[10:42:11 x] y"]
+)
+def test_a_time_with_seconds_is_an_sglang_prefix_not_a_chat_stamp(line: str) -> None:
+    assert strip_paste_columns(line) == line
+    (logical,) = logical_lines_in_full(1, line)
+    assert logical.prefixed or line.endswith("y")
 
 
 @pytest.mark.parametrize("line", ["3.5 GB free", "12.75 GiB KV cache is needed", "2025-06-01 x"])
