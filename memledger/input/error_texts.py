@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from memledger.input.ascii_view import ascii_view, non_ascii_words
 from memledger.input.reported import read_reported
+from memledger.input.rewrap import PROSE
 from memledger.model.events import EventKind, Value
 from memledger.sglang.errors import (
     BY_NAME,
@@ -251,17 +252,16 @@ def no_error_words(text: str, prefixed: bool = False) -> bool:
     return not any(word in lowered for word in (LOG_ERROR_WORDS if prefixed else ERROR_WORDS))
 
 
-_SHAPE_ROWS = tuple(entry for entry in ERRORS if not _prose_only(entry))
-
-
 def known_shapes(text: str) -> frozenset[str]:
-    """The error-text rows (not the reporter's prose rows) and crash causes `text` holds, with
-    the groups each read: what a line reads as, to tell a line a terminal cut from two lines
-    (memledger.input.rewrap)."""
+    """The error-text rows and crash causes `text` holds, with the groups each read (a reporter's
+    prose row by its name after rewrap.PROSE): what a line reads as, to tell a line a terminal
+    cut from two lines (memledger.input.rewrap)."""
     found: set[str] = set()
-    for entry in _SHAPE_ROWS:
-        match = entry.find(text)
-        if match is not None:
+    for entry in ERRORS:
+        match = entry.find(text) if entry.kind else None
+        if match is not None and _prose_only(entry):
+            found.add(PROSE + entry.name)
+        elif match is not None:
             found.add(entry.name)
             found.update(f"{entry.name}.{key}" for key, got in match.groupdict().items() if got)
     for cause in CRASH_CAUSES:

@@ -25,9 +25,10 @@ and the join loses nothing the readers read in either piece (`reads`: the error-
 holds, memledger.input.error_texts.known_shapes); and either only the join makes a known shape
 (`Traceback (most re` + `cent call last):`, a row whose text the cut split), or the first piece
 is a log's line (a row, a level) and the next goes on as a word or a number does (lower case,
-a digit, `.`): `... occupied by othe` + `r processes.`, `size 435814` + `400`. Else an SGLang
-line that holds no error text (a memory line, `server_args=`) is left to memledger.input.wrapped,
-which rejoins it by its grammar and says so.
+a digit, `.`) and reads as nothing the first does not (a known shape or a reporter's words of
+its own would be hidden behind the error text): `... occupied by othe` + `r processes.`,
+`size 435814` + `400`. Else an SGLang line that holds no error text (a memory line,
+`server_args=`) is left to memledger.input.wrapped, which rejoins it by its grammar and says so.
 """
 
 from __future__ import annotations
@@ -220,9 +221,16 @@ class RewrappedStream:
 
 Reads = Callable[[str], frozenset[str]]
 """What a text reads as (the names of the known shapes it holds)."""
+PROSE = "prose:"
+"""Before the name of a reporter's prose row a text holds (read on a bare line alone)."""
 _GOES_ON = re.compile(r"[a-z0-9._,;:)\]/=-]")
 """How the rest of a word, a number or a list of them starts (never a capital or a blank: a new
 sentence or record)."""
+
+
+def _rows(names: frozenset[str]) -> frozenset[str]:
+    """The error-text rows among what a text reads as (not a reporter's prose rows)."""
+    return frozenset(name for name in names if not name.startswith(PROSE))
 
 
 def short_joined(data: bytes, reads: Reads) -> bytes | None:
@@ -265,11 +273,13 @@ def _cut_before(line: bytes, rest: bytes, reads: Reads) -> bool:
         return False  # the join loses a reading: two lines
     if whole - apart:
         return True  # only the join makes a known shape
-    if not reads(first) and PREFIX_RE.search(first) is not None:
+    if not _rows(reads(first)) and PREFIX_RE.search(first) is not None:
         return False  # SGLang's own line, no error text: memledger.input.wrapped rejoins it
     if first[-1].isspace() or second[0].isspace():
         return False  # a cut at a blank: two lines as well as one
-    log_line = bool(reads(first)) or _RECORD_START.match(line) is not None
+    if reads(second) - reads(first):
+        return False  # a shape of its own, or a reporter's words: hidden behind an error text
+    log_line = bool(_rows(reads(first))) or _RECORD_START.match(line) is not None
     in_word = first[-1].isalnum() or first[-1] == "_"
     goes_on = _GOES_ON.match(second) is not None or first[-1].isupper() and second[0].isupper()
     return log_line and in_word and goes_on  # `... 44.87 G` + `B free`: a capital's word

@@ -15,6 +15,7 @@ from memledger.input.error_texts import known_shapes
 from memledger.input.parsing import parse_log
 from memledger.input.rewrap import (
     MAX_JOINED_BYTES,
+    PROSE,
     SHORT_LINES,
     RewrappedStream,
     Wrap,
@@ -196,10 +197,22 @@ def test_a_short_paste_with_one_line_cut_reads_as_the_bare_one(name: str) -> Non
     longest = max(len(line) for line in lines)
     tried = 0
     for width in range(60, longest, 7):
-        if not _at_a_blank(lines, width):  # a cut at a blank: below
-            assert _unnumbered(_hard_wrapped(lines, width)) == bare, (name, width)
-            tried += 1
+        if _at_a_blank(lines, width):  # a cut at a blank: below
+            continue
+        cut = _hard_wrapped(lines, width)
+        if any(_hides_words(a, b) for a, b in zip(cut, cut[1:], strict=False)):
+            # the rest holds a reporter's words the first piece does not (`B free. Please
+            # reduce the size of the hierarchical cache.`): left as two lines, read as typed
+            assert short_joined(("\n".join(cut) + "\n").encode(), known_shapes) is None
+            continue
+        assert _unnumbered(cut) == bare, (name, width)
+        tried += 1
     assert tried
+
+
+def _hides_words(first: str, rest: str) -> bool:
+    """Whether joining `rest` to `first` would hide a reporter's words of its own."""
+    return any(n.startswith(PROSE) for n in known_shapes(rest) - known_shapes(first))
 
 
 def test_a_cut_at_a_blank_is_joined_where_the_join_makes_a_known_shape() -> None:
@@ -224,6 +237,19 @@ def test_a_cut_at_a_blank_is_joined_where_the_join_makes_a_known_shape() -> None
         [
             "the server starts fine and serves a few requests but after some time it crashes",
             "with an out of memory error during a long prefill",
+        ],
+        # an error text, then a reporter's sentence that starts lower case: its words are read
+        # only on a line of its own
+        [
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.78 GiB. Of the "
+            "allocated memory 70.1 GiB is allocated by PyTorch",
+            "during serving we get oom when mem-fraction-static is 0.85",
+        ],
+        # a retraction, then a line of SGLang's page allocator: a shape of its own
+        [
+            "[2025-05-01 10:00:01] Decode out of memory happened. #retracted_reqs: 1, "
+            "#new_token_ratio: 0.7000 -> 0.9000",
+            "alloc_paged_token_slots_decode: num_new_pages=4 but free_pages has 3",
         ],
         # an exception whose next line is a frame (indented): a record of its own
         [
