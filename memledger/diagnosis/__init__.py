@@ -67,7 +67,6 @@ from memledger.sglang.adjustments import says
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
     LOAD_SITES,
-    MAX_REQ_INPUT_LEN_SOURCES,
     PHASE_TEXT,
     CrashCause,
     Phase,
@@ -105,7 +104,9 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
     return replace(
         diagnosis,
         findings=[*diagnosis.findings, *said],
-        suggestions=leading(diagnosis.suggestions, stages.adjustment_levers(evidence, diagnosis)),
+        suggestions=leading(
+            diagnosis.suggestions, stages.adjustment_levers(evidence, diagnosis)[0]
+        ),
     )
 
 
@@ -123,22 +124,25 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
         return _out_of_memory(evidence)
     if evidence.outcome == "crash" or _ends_in_exception(evidence) or crash.shm_exhausted(evidence):
         return _crash(evidence)
-    found = _truncated(evidence) if evidence.outcome == "truncated" else _ready(evidence)
-    asked = reported.pool_question(evidence)
-    if asked is None:
-        return found
-    # a question about the pool's size with no failure: its answer leads what the log shows
-    finding, levers, verdict = asked
-    quiet = found.verdict.endswith(("outcome unknown", "no memory problem found"))
-    return replace(
-        found,
-        verdict=verdict if quiet else f"{found.verdict}; {verdict}",
-        findings=[
-            finding,
-            *(f for f in found.findings if not quiet or f.id != FindingId.TRUNCATED),
-        ],
-        suggestions=leading(levers, found.suggestions),
-    )
+    found, quiet = (_truncated if evidence.outcome == "truncated" else _ready)(evidence)
+    # no failure: the most specific finding with levers leads (the paste's question about the
+    # pool's size, a setting SGLang changed, what the paste names; SGLang's serving lines where
+    # nothing else is said), its levers first: no knob helps only when no finding has one
+    asked = reported.pool_question(evidence) or ([], [], "")
+    adjusted, changed = stages.adjustment_levers(evidence, found)
+    named, levers, words = reported.mention_answer(evidence)
+    noted, serving = pools.noted_levers(evidence)
+    said = asked[2] or changed or words or (serving if quiet is not None else "")
+    findings = [*asked[0], *found.findings, *named]
+    if said and quiet is not None:  # its verdict says only the outcome: what leads is the news
+        found = replace(found, verdict=quiet[0] + said + quiet[1])
+        findings = [f for f in findings if f.id != FindingId.TRUNCATED]
+    elif said:
+        found = replace(found, verdict=f"{found.verdict}; {said}")
+    # in the verdict's order: what it said first (a quiet verdict's come with none)
+    suggestions = leading(adjusted, leading(levers, noted))
+    suggestions = leading(found.suggestions, leading(asked[1], suggestions))
+    return replace(found, findings=findings, suggestions=suggestions)
 
 
 def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:
@@ -239,6 +243,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     elif any(f.id == FindingId.OVERSIZED_FORWARD for f in extra):
         head += "; one allocation is a long prefill's working set, with much memory still free"
     levers = [verdicts.phrase(s) for s in suggestions if s.value is not None][:2]
+    named, first, words = reported.mention_answer(evidence)  # what the paste names
     if loading and levers:
         levers = verdicts.load_levers(suggestions)
     stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
@@ -274,14 +279,18 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         # no value without the numbers, but still the change to make, and what would give one
         if phase in (Phase.SERVING, Phase.WARMUP):
             suggestions = verdicts.serving_order(evidence, suggestions)
-        verdict = head + verdicts.unvalued(evidence, suggestions, phase, missing)
+        said: frozenset[str] = frozenset()
+        if words:  # a cause the paste names goes before the stage's levers
+            head, words, said = f"{head}; {words}", "", frozenset(s.knob for s in first[:2])
+        verdict = head + verdicts.unvalued(evidence, suggestions, phase, missing, said)
     elif oversized is not None and oversized.message.find("computed wrong") >= 0:
         verdict = head + ": a size computed wrong, no memory flag helps"
     else:
         verdict = head
-    findings, suggestions, verdict = reported.mention_answer(  # what the paste names
-        evidence, (findings, suggestions, verdict)
-    )
+    # the suggestions in the verdict's order: what the paste names first where it leads it
+    findings = findings + named
+    suggestions = leading(suggestions, first) if words else leading(first, suggestions)
+    verdict += f"; {words}" if words else ""
     verdict += f"; also: {noted.fix}" if noted is not None else ""
     framework = stages.embedding_framework(evidence)
     if framework is not None:
@@ -469,7 +478,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         + pools.serving_notes(evidence)
     )
     if not known:  # the error is not in the log: what the paste says of it is the evidence
-        findings = reported.mention_answer(evidence, (findings, [], ""))[0]
+        findings += reported.mention_answer(evidence)[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
     levers = [] if hit is None else crash.cause_levers(hit[0])
     framework = stages.embedding_framework(evidence)  # its levers in the framework's words
@@ -485,7 +494,11 @@ def _crash(evidence: Evidence) -> Diagnosis:
     )
 
 
-def _truncated(evidence: Evidence) -> Diagnosis:
+Quiet = tuple[str, str] | None
+"""A verdict that says only the outcome: the words before and after the finding that leads it."""
+
+
+def _truncated(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
     # the phase its milestones, a serving batch or a retraction place the end in
     phase, last = failure_phase(evidence), milestone(evidence)[1]
     at = f" (last memory line: {last.line})" if last is not None else ""
@@ -515,32 +528,13 @@ def _truncated(evidence: Evidence) -> Diagnosis:
     )
     findings += [dropped] if dropped is not None else []
     ends = f"log ends {where}{at}"
-    refused = next((f for f in findings if f.id == FindingId.REQUEST_EXCEEDS_POOL), None)
+    quiet: Quiet = None
     if headroom:
         # a valued lever first; else the direction (the paste lacks P)
         levers = [verdicts.phrase(s) for s in suggestions if s.value is not None][:1]
         levers = levers or [verdicts.phrase(s) for s in suggestions][:1]
         noted = [health.graph_memory_verdict(evidence, graphs[0])] if graphs else []
         verdict = f"{ends}: {'; '.join([headroom[0].message, *levers, *noted])}"
-    elif refused is not None:
-        verdict = (
-            f"{ends}: a request was refused as longer than the limit, the smaller of the context "
-            "length and the KV pool; a bigger pool (raise --mem-fraction-static) or a longer "
-            "--context-length accepts it"
-        )
-        suggestions = suggestions or [  # the verdict's lever, not "no knob helps"
-            Suggestion(
-                knob="mem_fraction_static",
-                direction=Direction.RAISE,
-                value=None,
-                why=(
-                    "a request longer than the smaller of the context length and the KV pool "
-                    f"is refused ({evidence.cite(MAX_REQ_INPUT_LEN_SOURCES)}): where the pool "
-                    "is the smaller, a higher fraction gives it d x P more tokens' room; where "
-                    "the context length is, raise --context-length instead"
-                ),
-            )
-        ]
     elif graphs:
         verdict = f"{ends}: {health.graph_memory_verdict(evidence, graphs[0])}"
     elif dropped is not None:
@@ -551,7 +545,7 @@ def _truncated(evidence: Evidence) -> Diagnosis:
         )
     else:
         verdict = f"{ends}: no error text, outcome unknown"
-    findings = reported.mention_answer(evidence, (findings, [], ""))[0]  # no failure: said
+        quiet = ("", f"; {verdict}")  # the outcome only: a finding with levers may lead it
     return _diagnosis(
         evidence,
         outcome="truncated",
@@ -559,10 +553,10 @@ def _truncated(evidence: Evidence) -> Diagnosis:
         verdict=verdict,
         findings=findings,
         suggestions=suggestions,
-    )
+    ), quiet
 
 
-def _ready(evidence: Evidence) -> Diagnosis:
+def _ready(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
     headroom, graphs, suggestions = _after_startup(evidence)
     capacity, pool_levers = health.kv_capacity(evidence)
     if pool_levers:  # a pool short of one request: nothing that shrinks it, its levers first
@@ -581,6 +575,7 @@ def _ready(evidence: Evidence) -> Diagnosis:
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
     outcome = evidence.outcome
+    quiet: Quiet = None
     if [f.id for f in warnings] == [FindingId.KV_CAPACITY]:
         # a pool short of one full-context request serves shorter ones: not starved, but said
         verdict = f"{evidence.outcome}: {warnings[0].message.split('; ')[0]}"
@@ -603,7 +598,8 @@ def _ready(evidence: Evidence) -> Diagnosis:
             verdict += f"; note {headroom[0].id}: {amount}below SGLang's default reserve"
         elif graphs:
             verdict += f"; note {health.graph_memory_verdict(evidence, graphs[0])}"
-    findings = reported.mention_answer(evidence, (findings, [], ""))[0]  # came up: said
+        else:
+            quiet = ("ready: ", "")  # the outcome only: a finding with levers may lead it
     return _diagnosis(
         evidence,
         outcome=outcome,
@@ -611,4 +607,4 @@ def _ready(evidence: Evidence) -> Diagnosis:
         verdict=verdict,
         findings=findings,
         suggestions=suggestions,
-    )
+    ), quiet

@@ -27,7 +27,7 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.known_bugs import bug_words, known_bug
-from memledger.sglang.lifecycle import KV_CAP_RAISE
+from memledger.sglang.lifecycle import KV_CAP_RAISE, SERVING_NOTE_LEVERS
 
 
 def pool_failure(evidence: Evidence) -> Event | None:
@@ -256,6 +256,16 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
             )
         )
     return findings
+
+
+def noted_levers(evidence: Evidence) -> tuple[list[Suggestion], str]:
+    """What SGLang's serving lines (requests refused as too long, retractions) call for with no
+    failure (memledger.sglang.lifecycle.SERVING_NOTE_LEVERS): levers, and the first's words."""
+    shapes = {e.values.get("shape") for e in evidence.exhausted}
+    noted = [said_levers for shape, said_levers in SERVING_NOTE_LEVERS.items() if shape in shapes]
+    levers = [lever_suggestion(lever, said) for said, found in noted for lever in found]
+    said = " or ".join(phrase(s) for s in levers[: len(noted[0][1])]) if noted else ""
+    return levers, f"{noted[0][0]}: {said}" if noted else ""
 
 
 def host_finding(event: Event, evidence: Evidence) -> Finding:

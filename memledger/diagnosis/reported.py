@@ -74,9 +74,10 @@ def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
     return None, False
 
 
-def mention_answer(evidence: Evidence, answer: Answer) -> Answer:
-    """The answer's findings, levers and verdict with what the paste names (without a failure,
-    only what is said alone): its findings, its levers ahead (one a knob), its words."""
+def mention_answer(evidence: Evidence) -> Answer:
+    """What the paste names (without a failure, only what is said alone): its findings, its
+    levers (without a failure, only those that answer it alone) and its words, the first
+    mention's with two levers (`growing ...: set --disable-fast-image-processor`)."""
     failed = evidence.failure_line is not None
     skip = ("serving", "pool_size")  # a question about the pool's size: pool_question answers
     found = [m for m in mentions(evidence) if m.name not in skip and (m.alone or failed)]
@@ -87,22 +88,29 @@ def mention_answer(evidence: Evidence, answer: Answer) -> Answer:
     # a refusal is before anything a later stage's lever moves: those are the KV budget's; what
     # a stage before KV sizing allocates (LoRA with the weights) is part of that budget
     order = list(Phase)
-    levers = [
-        lever_suggestion(lever, m.says.split(":")[0])
+    answering = [
+        m
         for m in found
-        for lever in m.levers
-        if (evidence.refusal is None and not (m.own_pool and evidence.oom is not None))
-        or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
+        if m.levers
+        and (failed or m.levers_alone)
+        and (
+            (evidence.refusal is None and not (m.own_pool and evidence.oom is not None))
+            or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
+        )
+    ]
+    levers = [
+        lever_suggestion(lever, m.says.split(":")[0]) for m in answering for lever in m.levers
     ]
     words = ""
     if levers:
-        words = f"; {found[0].says.split(':')[0]}: {' or '.join(phrase(s) for s in levers[:2])}"
+        first = levers[: min(2, len(answering[0].levers))]  # the first mention's own
+        words = f"{answering[0].says.split(':')[0]}: {' or '.join(phrase(s) for s in first)}"
     elif any(m.name == "other_process" for m in found):
-        words = f"; {MENTION['other_process'].says.split(':')[0]}: free the GPU first"
-    return answer[0] + said, leading(levers, answer[1]), answer[2] + words
+        words = f"{MENTION['other_process'].says.split(':')[0]}: free the GPU first"
+    return said, levers, words
 
 
-def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] | None:
+def pool_question(evidence: Evidence) -> Answer | None:
     """A paste that asks about the KV pool's size (`why is my max_total_num_tokens so small`):
     what sizes the pool, this log's figures where it has them, and the levers of a bigger one."""
     asked = next((m for m in mentions(evidence) if m.name == "pool_size"), None)
@@ -125,7 +133,7 @@ def pool_question(evidence: Evidence) -> tuple[Finding, list[Suggestion], str] |
     levers = [lever_suggestion(lever, "a bigger KV pool") for lever in asked.levers]
     named = " or ".join(f"{s.direction.value} {s.flag}" for s in levers)
     verdict = f"the paste asks about the KV pool's size: {figures}; a bigger pool: {named}"
-    return finding, levers, verdict
+    return [finding], levers, verdict
 
 
 def squeezed(evidence: Evidence) -> Answer | None:
@@ -173,7 +181,7 @@ def squeezed(evidence: Evidence) -> Answer | None:
             else ""
         )
     )
-    return findings + mention_answer(evidence, ([], [], ""))[0], suggestions, verdict
+    return findings + mention_answer(evidence)[0], suggestions, verdict
 
 
 def _oom_besides_refusal(evidence: Evidence) -> bool:

@@ -9,8 +9,11 @@ from dataclasses import replace
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
 from memledger.sglang.adjustment_values import lever_values
+from memledger.sglang.adjustments import BY_NAME as ADJUSTMENT
+from memledger.sglang.adjustments import chosen
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sglang.frameworks import BY_NAME, MEMORY_SAVER, UNNAMED, Framework, trainer_frame
 from memledger.sglang.levers import Lever
@@ -67,19 +70,26 @@ def lever_suggestion(lever: Lever, why: str, *, tail: str = "") -> Suggestion:
     )
 
 
-def adjustment_levers(evidence: Evidence, diagnosis: Diagnosis) -> list[Suggestion]:
+def adjustment_levers(evidence: Evidence, diagnosis: Diagnosis) -> tuple[list[Suggestion], str]:
     """The levers of SGLang's own setting changes (memledger.sglang.adjustment_values) after a
-    startup that did not fail (a failure's levers answer it)."""
+    startup that did not fail (a failure's levers answer it), and the words of the first that
+    has some (`SGLang set max_running_requests to 9 (the Mamba state cache): raise ...`)."""
     subject = not diagnosis.memory_problem and diagnosis.phase is Phase.UNKNOWN
     events = {str(e.values): e for e in evidence.events if e.kind is EventKind.SETTING_ADJUSTED}
-    return [
-        Suggestion(knob=lever.knob, direction=Direction(lever.direction), value=v, why=why)
-        for e in events.values()
-        if not diagnosis.failed
-        for lever, v, why in lever_values(
-            e.values, evidence.server_args, evidence.at(e.line), subject
-        )
-    ]
+    levers: list[Suggestion] = []
+    words = ""
+    for e in events.values() if not diagnosis.failed else ():
+        found = [
+            Suggestion(knob=lever.knob, direction=Direction(lever.direction), value=v, why=why)
+            for lever, v, why in lever_values(
+                e.values, evidence.server_args, evidence.at(e.line), subject
+            )
+        ]
+        row = ADJUSTMENT[str(e.values["adjustment"])]
+        said = f"SGLang set {row.setting} to {chosen(e.values)} ({row.reason}): "
+        words = words or (said + " or ".join(phrase(s) for s in found[:2]) if found else "")
+        levers += found
+    return levers, words
 
 
 def embedding_framework(evidence: Evidence) -> Framework | None:

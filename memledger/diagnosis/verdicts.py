@@ -57,9 +57,14 @@ def serving_order(evidence: Evidence, suggestions: list[Suggestion]) -> list[Sug
 
 
 def unvalued(
-    evidence: Evidence, suggestions: list[Suggestion], phase: Phase, missing: int | None
+    evidence: Evidence,
+    suggestions: list[Suggestion],
+    phase: Phase,
+    missing: int | None,
+    said: frozenset[str] = frozenset(),
 ) -> str:
-    """The `; ...` end of an OOM verdict whose suggestions have no value."""
+    """The `; ...` end of an OOM verdict whose suggestions have no value, but the knobs `said`
+    before it (nothing when they hold its first lever)."""
     floor = headroom_floor_step(evidence, missing, phase)
     mfs = next(
         (
@@ -73,11 +78,15 @@ def unvalued(
     current = evidence.budget.mem_fraction_static
     if step and current is not None and floor is not None:
         step += f" (to {floor_step(current - floor):g} at most from {current:g})"
-    batch = [s for s in suggestions if s.knob in BATCH_KNOBS]
+    batch = [s for s in suggestions if s.knob in BATCH_KNOBS and s.knob not in said]
     if phase in (Phase.SERVING, Phase.WARMUP) and batch:
         levers = " or ".join(phrase(s) for s in batch[:2])
-        tail = f", or {phrase(mfs)}{step}" if mfs is not None else ""
-        return f"; {levers} (SGLang's troubleshooting guide){tail} ({absent(evidence)})"
+        tail = (
+            f", or {phrase(mfs)}{step} ({absent(evidence)})" if mfs and mfs.knob not in said else ""
+        )
+        return f"; {levers} (SGLang's troubleshooting guide){tail}"
+    if phase is Phase.UNKNOWN and mfs is not None and mfs.knob in said:
+        return ""
     if phase is Phase.UNKNOWN and mfs is not None:
         value = "" if current is not None else f"; {absent(evidence)}"
         return (
@@ -85,6 +94,8 @@ def unvalued(
             f"(the paste does not say which: add its traceback's frames or startup lines{value})"
         )
     first = suggestions[0]
+    if first.knob in said:
+        return ""
     needs = NEEDS.get(first.knob.removesuffix("_decode"))  # the lifecycle's, by lever
     if needs:
         return f"; {phrase(first)} (for a value add {needs})"

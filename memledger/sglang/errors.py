@@ -1585,7 +1585,8 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "said_swa_cap",
         # the variable quoted from SGLang's code or a debug print: the SWA pool's token count
-        re.compile(r"\bswa_max_total_num_tokens\b"),
+        # (not SGLang's own `SWA ring: swa_max_total_num_tokens A -> B` line: adjustments.py)
+        re.compile(r"(?<!SWA ring: )\bswa_max_total_num_tokens\b"),
         ("swa_max_total_num_tokens",),
         Family.REPORTER,
         "SGLang's SWA pool size quoted from its code (v0.5.8 disaggregation/prefill.py:108-114: "

@@ -114,6 +114,56 @@ _MAX_PREFILL = Lever(
     "schedule_policy.py:464): a lower cap, fewer new tokens and smaller activations a batch",
 )
 
+SERVING_NOTE_LEVERS: dict[str, tuple[str, tuple[Lever, ...]]] = {
+    # a request longer than the smaller of the context length and the KV pool is refused
+    "too_long": (
+        "a request was refused as longer than the limit, the smaller of the context length and "
+        "the KV pool",
+        (
+            Lever(
+                "mem_fraction_static",
+                "raise",
+                "the longest request accepted is min(context_len - 1, max_total_num_tokens - 1) - "
+                "5 (v0.5.8 managers/tp_worker.py:286-290): where the pool is the smaller, each "
+                "0.01 more gives it 0.01 x P more tokens' room",
+            ),
+            Lever(
+                "context_length",
+                "raise",
+                "where the context length is the smaller of the two, a longer one accepts the "
+                "request (v0.5.8 managers/tp_worker.py:286-290)",
+            ),
+        ),
+    ),
+    # SGLang retracted running requests (freed their KV and queued them again: v0.5.8
+    # managers/scheduler.py:2178-2215, managers/schedule_batch.py:1846 retract_decode)
+    "retract": (
+        "SGLang retracted requests as the KV pool filled (it paused them and went on: no crash); "
+        "if often",
+        (
+            Lever(
+                "schedule_conservativeness",
+                "raise",
+                "the scheduler admits a request only while the running ones' expected growth "
+                "fits, new_token_ratio x their max_new_tokens, a ratio that starts at "
+                "SGLANG_INIT_NEW_TOKEN_RATIO x --schedule-conservativeness (v0.5.8 "
+                "managers/scheduler.py:789-793): a higher one admits fewer at once, so the pool "
+                "fills less often (SGLang's hyperparameter tuning guide: frequent `KV cache pool "
+                "is full. Retract requests.` -> e.g. 1.3; an occasional one is fine)",
+            ),
+            Lever(
+                "mem_fraction_static",
+                "raise",
+                "the KV pool is sized to rest = A - P x (1 - mfs) (v0.5.8 "
+                "model_runner_kv_cache_mixin.py:138-140): each 0.01 more gives it 0.01 x P, taken "
+                "from the slack that graphs and activations use",
+            ),
+        ),
+    ),
+}
+"""What SGLang's own serving lines (pool_exhausted events, by shape) call for when no failure
+came: what they say and their levers."""
+
 SERVING_BATCH_LEVERS: dict[str, tuple[Lever, ...]] = {
     "prefill": (_MAX_PREFILL, _CHUNK, _MFS_LOWER),
     "decode": (_RUNNING, _MFS_LOWER),
@@ -278,6 +328,9 @@ class Mention:
     own_pool: bool = False
     """Its levers hold only for SGLang's own pool running out (its raise, or an OOM said in
     words), not for an allocator's OOM text, whose lever goes the other way."""
+    levers_alone: bool = False
+    """Its levers answer it without a failure too (a cap SGLang set, memory that grows); else
+    they are a failure's (HiCache's transfer buffers) and a log with none names it without them."""
 
 
 MENTIONS: tuple[Mention, ...] = (
@@ -655,11 +708,11 @@ MENTIONS: tuple[Mention, ...] = (
     Mention(
         "growing",
         Phase.SERVING,
-        "GPU memory that grew while serving until it ran out: SGLang sizes its pools once at "
-        "startup (the KV pool and the request table: v0.5.8 "
+        "GPU memory that grew while serving until it ran out, a leak (not the pools' size): "
+        "SGLang sizes its pools once at startup (the KV pool and the request table: v0.5.8 "
         "model_executor/model_runner_kv_cache_mixin.py:252; the graphs: "
         "model_executor/model_runner.py:1979-2016), so memory that keeps growing is held by "
-        "something that does not release it, a leak, most often a vision model's images "
+        "something that does not release it, most often a vision model's images "
         "preprocessed on the GPU (fast image processors run on cuda: v0.5.8 "
         "multimodal/processors/base_processor.py:329-336) or tensors a request path keeps; a "
         "lower --mem-fraction-static only delays the OOM",
@@ -673,6 +726,7 @@ MENTIONS: tuple[Mention, ...] = (
         ),
         moment=True,
         alone=True,
+        levers_alone=True,
     ),
     Mention(
         "hicache",
@@ -753,6 +807,7 @@ MENTIONS: tuple[Mention, ...] = (
             ),
         ),
         alone=True,
+        levers_alone=True,
     ),
     Mention(
         "pd_admission_cap",
@@ -775,6 +830,7 @@ MENTIONS: tuple[Mention, ...] = (
             ),
         ),
         alone=True,
+        levers_alone=True,
     ),
     Mention(
         "other_process",

@@ -41,8 +41,11 @@ def test_a_request_refused_as_too_long_suggests_a_bigger_pool() -> None:
     ]
     result = diagnose_paste(paste)
     assert "refused as longer than the limit" in result.verdict
-    assert ("mem_fraction_static", Direction.RAISE) in _levers(paste)
-    assert "context-length" in result.suggestions[0].why
+    # the bigger pool first, then the longer context: the limit is the smaller of the two
+    assert [(s.knob, s.direction) for s in result.suggestions] == [
+        ("mem_fraction_static", Direction.RAISE),
+        ("context_length", Direction.RAISE),
+    ]
 
 
 def test_an_illegal_memory_access_may_be_an_oom_in_disguise() -> None:

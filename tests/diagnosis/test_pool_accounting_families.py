@@ -170,15 +170,15 @@ MAMBA_CAP = (
 def test_sglangs_mamba_cap_warning_gets_the_slot_levers(shape: str) -> None:
     result = diagnose_paste(shape.format(s=MAMBA_CAP) + "\n")
     assert result.outcome != "oom"
-    # no failure: SGLang's statement is said with its flags, and its levers are the advice
-    assert "--mamba-full-memory-ratio" in _said(result)
-    assert [(s.knob, s.direction) for s in result.suggestions] == [
+    # no failure, but a cap SGLang set: its levers are the suggestions, with their directions
+    assert [(s.knob, s.direction.value) for s in result.suggestions] == [
         ("max_mamba_cache_size", "raise"),
         ("mamba_full_memory_ratio", "raise"),
         ("mamba_ssm_dtype", "enable"),
     ]
-    # the warning alone is no failure: said as a finding, the verdict claims no outcome
-    assert "mamba state slots" in _said(result) and "outcome unknown" in result.verdict
+    # the warning leads the verdict, which still claims no outcome
+    assert result.verdict.startswith("SGLang set max_running_requests to 9 (the Mamba state cache")
+    assert result.verdict.endswith("outcome unknown")
 
 
 def test_the_mamba_cap_in_a_ready_log_is_said_and_stays_ready() -> None:
@@ -190,10 +190,10 @@ def test_the_mamba_cap_in_a_ready_log_is_said_and_stays_ready() -> None:
             P + "The server is fired up and ready to roll!",
         ]
     )
-    # a server that came up: the cap is said, with its flags, and they are the advice
-    assert (result.outcome, result.verdict) == ("ready", "ready: no memory problem found")
-    assert any("mamba state slots" in f.message for f in result.findings)
-    assert "--mamba-full-memory-ratio" in _said(result)
+    # a server that came up: the cap leads its verdict, with its levers
+    assert result.outcome == "ready"
+    assert result.verdict.startswith("ready: SGLang set max_running_requests to 9")
+    assert "raise --mamba-full-memory-ratio" in result.verdict
     assert result.suggestions[0].knob == "max_mamba_cache_size"
 
 
@@ -296,7 +296,9 @@ def test_the_paged_allocators_state_beside_a_retraction_names_page_accounting(de
     result = diagnose_paste(RETRACT + debug + "\n")
     # a retraction is the scheduler's while serving: the cut-off log ends there
     assert (result.outcome, result.phase) == ("truncated", Phase.SERVING)
-    assert result.verdict.startswith("log ends during serving")
+    # the retraction leads, with its levers; the outcome stays unknown
+    assert result.verdict.startswith("SGLang retracted requests")
+    assert result.verdict.endswith("log ends during serving: no error text, outcome unknown")
     said = _said(result)
     assert "a paged KV cache" in said and "counted tokens, not pages" in said
     # the retraction alone names no pages
