@@ -78,30 +78,24 @@ def diagnose_vllm(
     case = _Case(log, startup, facts, sizing, main)
     case.findings += _suggestion_audit(case)
     phase, verdict, shortfall = Phase.UNKNOWN, "", None
-    kv = facts.get("kv_cache_gib")
+    failed, kv = startup.outcome == "error", facts.get("kv_cache_gib")
+    no_kv = failed and kv is not None and kv.bytes is not None and kv.bytes <= 0
     rule = _FAILURES.get(main.error.id) if main is not None and main.error is not None else None
     if rule is not None:
         phase, verdict, shortfall = rule(case)
-    elif (
-        "no_cache_memory" in ids
-        or startup.blocks_zero()
-        or (
-            kv is not None and kv.bytes is not None and kv.bytes <= 0 and startup.outcome == "error"
-        )
-    ):
+    elif "no_cache_memory" in ids or startup.blocks_zero() or no_kv:
         phase, verdict, shortfall = _no_cache(case)
-    elif startup.outcome == "error" and kv is not None and "kv_tokens" not in facts:
+    elif failed and kv is not None and "kv_tokens" not in facts:
         phase, verdict, shortfall = _after_kv(case)
-    elif startup.outcome == "error":
+    elif failed:
         verdict = "startup failed; the log holds no memory figure or failure text that says why"
     else:
         verdict = _healthy(case)
         case.findings += _thin_headroom(log, ledger)
-    outcome = "crash" if startup.outcome == "error" else startup.outcome
     return Diagnosis(
         path=log.path,
         rank=ledger.source.rank,
-        outcome=outcome,
+        outcome="crash" if failed else startup.outcome,
         phase=phase,
         verdict=verdict,
         shortfall_bytes=shortfall,
@@ -341,8 +335,7 @@ def _thin_headroom(log: VllmLog, ledger: Ledger) -> list[Finding]:
 
 def _healthy(case: _Case) -> str:
     concurrency = case.number("max_concurrency")
-    startup = case.startup
-    if startup.outcome == "truncated":
+    if case.startup.outcome == "truncated":
         return "the log stops before the engine is ready or fails: no failure to diagnose"
     if concurrency is not None and concurrency < 1:
         return f"ready, but one max-length request does not fit ({concurrency:g}x)"
