@@ -508,25 +508,16 @@ def _truncated(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
         if last is not None and last.kind is EventKind.CAPTURE_END
         else f"during {PHASE_TEXT[phase]}"
     )
-    findings = [
-        Finding(
-            id=FindingId.TRUNCATED,
-            severity=Severity.INFO,
-            message=(
-                f"the log ends {where}{at} with no error and no ready line: "
-                "whether the startup failed is not in the log"
-            ),
-            evidence=[evidence.at(last.line)] if last is not None else [],
-        )
-    ]
+    ended = f"the log ends {where}{at} with no error and no ready line: whether the startup "
+    ended += "failed is not in the log"
+    at_last = [last.line] if last is not None else []
+    findings = [evidence.finding(FindingId.TRUNCATED, Severity.INFO, ended, *at_last)]
     if phase is Phase.GRAPH_CAPTURE and where.startswith("during"):
         findings += memory.capture_point(evidence)[0]
     headroom, graphs, suggestions = _after_startup(evidence)
     dropped = occupancy.after_pool_drop(evidence)
-    findings += (
-        headroom + graphs + health.free_rose_after_pool(evidence) + pools.serving_notes(evidence)
-    )
-    findings += [dropped] if dropped is not None else []
+    findings += headroom + graphs + health.free_rose_after_pool(evidence)
+    findings += pools.serving_notes(evidence) + ([dropped] if dropped is not None else [])
     ends = f"log ends {where}{at}"
     quiet: Quiet = None
     if headroom:
@@ -565,13 +556,8 @@ def _ready(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
         suggestions = leading(pool_levers, kept)
         headroom = capacity + headroom
         capacity = []
-    findings = (
-        headroom
-        + graphs
-        + health.free_rose_after_pool(evidence)
-        + health.mfs_below_default(evidence)
-    )
-    findings += pools.serving_notes(evidence) + capacity
+    findings = headroom + graphs + health.free_rose_after_pool(evidence)
+    findings += health.mfs_below_default(evidence) + pools.serving_notes(evidence) + capacity
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     phase = Phase.SERVING if evidence.outcome == "ready" else Phase.UNKNOWN
     outcome = evidence.outcome
