@@ -64,13 +64,7 @@ from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.adjustments import says
-from memledger.sglang.failure_rules import (
-    CRASH_CAUSE,
-    LOAD_SITES,
-    PHASE_TEXT,
-    CrashCause,
-    Phase,
-)
+from memledger.sglang.failure_rules import CRASH_CAUSE, LOAD_SITES, PHASE_TEXT, CrashCause, Phase
 from memledger.sizing.inputs import SizingInputs
 
 __all__ = ["Diagnosis", "Direction", "Finding", "Severity", "Suggestion", "brief", "diagnose"]

@@ -128,7 +128,6 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
     suggestion = Suggestion(
         knob="mem_fraction_static",
         direction=Direction.RAISE,
-        value=None,
         why=(
             f"the automatic fraction over-reserved {g(over)} under DP attention: {target} "
             "(SGLang's gpu_mem, the GPU's capacity, is not in the log)"

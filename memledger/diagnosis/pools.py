@@ -92,7 +92,6 @@ def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
             Suggestion(
                 knob="mem_fraction_static",
                 direction=Direction.RAISE,
-                value=None,
                 why=(
                     "the KV pool is mfs x P minus the weights: a higher mfs buys tokens"
                     f"{gain}, at the cost of the slack left for graphs and activations"
@@ -191,7 +190,6 @@ def _not_full(
     lever = Suggestion(
         knob="swa_full_tokens_ratio",
         direction=direction,
-        value=None,
         why=(
             f"a larger ratio gives the sliding-window pool more of the same KV budget (at most "
             f"1.0), a smaller one the full pool; here the {short} pool is short"

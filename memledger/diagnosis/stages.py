@@ -65,7 +65,6 @@ def lever_suggestion(lever: Lever, why: str, *, tail: str = "") -> Suggestion:
     return Suggestion(
         knob=lever.knob,
         direction=Direction(lever.direction),
-        value=None,
         why=f"{why}: {lever.effect}{tail}",
     )
 
