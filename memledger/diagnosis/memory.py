@@ -284,8 +284,8 @@ def kv_refusal(evidence: Evidence) -> Result:
             value=value,
             why=(
                 f"{working} ({MINIMUM_VIABLE_CITATION}); {value:g} is the first 0.01 step "
-                "above it: "
-                f"a KV budget of about {g(pre * (value - minimum)) if pre else '?'}{gain}; "
+                "above it: a KV budget of about "
+                f"{g(pre * (value - minimum)) if pre else f'{value - minimum:.4f} x P'}{gain}; "
                 "the slack P x (1 - mfs) left for graphs shrinks by the same amount"
             ),
         ),

@@ -221,3 +221,15 @@ def test_a_refusal_cut_before_its_numbers_and_a_new_record_stays_two_records() -
     assert result.phase == "kv_sizing"
     raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
     assert raised and raised[0].value is None
+
+
+def test_a_refusals_value_without_p_says_its_budget_as_a_share_of_p() -> None:
+    """No `Load weight begin` reading: the KV budget the value gives is (value - minimum) x P,
+    said as such, not an unknown mark."""
+    result = _diagnose(
+        "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.88. Raise above 0.9113"
+    )
+    why = next(s.why for s in result.suggestions if s.knob == "mem_fraction_static")
+    assert "a KV budget of about 0.0087 x P" in why
+    assert "?" not in why
