@@ -214,6 +214,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
     readings, unread = out.read_errors(logical.line, text, logical.rank, logical.prefixed, quiet)
     if readings:
         _add_errors(out, readings)
+    # SGLang's line that changed a setting is read whole (memledger.sglang.adjustments)
+    adjusted = any(r.kind is EventKind.SETTING_ADJUSTED for r in readings)
 
     if not logical.prefixed and text.startswith(ENV_VAR_HEADS):
         # the launcher's environment, printed bare before the server starts (sglang.lines)
@@ -232,7 +234,7 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
                     out, logical, SKIPPED_BARE, out.skipped.setdefault(out.segment, Bucket())
                 )
             return
-        parsed = _parse_pasted(logical, grammar, out)
+        parsed = None if adjusted else _parse_pasted(logical, grammar, out)
         if parsed is not None or outcome is not None or readings or gpu:
             out.pasted_lines += 1
         if parsed is not None:
@@ -255,7 +257,11 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
         return
     parsed = grammar.parse(message) if len(message) <= MAX_PARSE_CHARS else None
     if parsed is None:
-        if logical.prefixed and (unread or looks_like_memory(text) or grammar.meant_for(message)):
+        if (
+            logical.prefixed
+            and not adjusted
+            and (unread or looks_like_memory(text) or grammar.meant_for(message))
+        ):
             _unrecognised(out, logical, unread or (lambda: _why_not_parsed(message, grammar)))
         return
     _store(logical, message, parsed, out, pasted=False)

@@ -159,7 +159,9 @@ def test_the_ledger_notes_what_sglang_set_once_with_its_line_and_source() -> Non
         + "Overriding the draft model's max_position_embeddings to 4096.\n"
     )
     parsed = parse_log(io.BytesIO(paste.encode()), label="run.log")
-    notes = [n for n in build(parsed, LoadOptions()).notes if "set by SGLang" in n]
+    every = build(parsed, LoadOptions()).notes
+    notes = [n for n in every if "set by SGLang" in n]
+    assert not any("matched no known line shape" in n for n in every)  # read, not a gap
     row = BY_NAME["mamba_caps_running_requests"]
     # each rank prints it; the ledger says it once, citing the first line and the row's source
     assert notes[0].startswith("max_running_requests 9: set by SGLang (the Mamba state cache")
