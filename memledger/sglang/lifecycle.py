@@ -561,6 +561,7 @@ MENTIONS: tuple[Mention, ...] = (
         "reserve) / P",
         (_MFS_LOWER,),
         alone=True,
+        levers_alone=True,
     ),
     Mention(
         "too_big_for_gpu",

@@ -145,3 +145,11 @@ def test_a_mention_follows_the_levers_the_pastes_numbers_value() -> None:
     )
     assert _knobs(result)[0] == ("max_running_requests", "lower")
     assert ("speculative_num_draft_tokens", "lower") in _knobs(result)
+
+
+@pytest.mark.parametrize("shape", SHAPES[:1] + SHAPES[2:])
+def test_a_fraction_near_one_said_alone_gets_its_lever(shape: str) -> None:
+    """A setting that leaves no room is a lever without a failure too: lower the fraction."""
+    result = diagnose_paste(shape.format(s="our config uses --mem-fraction-static=0.99") + "\n")
+    assert result.verdict.startswith("a --mem-fraction-static of 0.97 or more")
+    assert _knobs(result) == [("mem_fraction_static", "lower")]
