@@ -11,13 +11,13 @@ from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, FindingId, Severity, Suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
-from memledger.sglang.adjustment_values import lever_values
 from memledger.sglang.adjustments import BY_NAME as ADJUSTMENT
 from memledger.sglang.adjustments import chosen
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sglang.frameworks import BY_NAME, MEMORY_SAVER, UNNAMED, Framework, trainer_frame
 from memledger.sglang.levers import Lever
 from memledger.sglang.lifecycle import LEVER, STAGE, levers_after_load
+from memledger.sizing.adjustment_values import lever_values
 
 
 def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
@@ -70,7 +70,7 @@ def lever_suggestion(lever: Lever, why: str, *, tail: str = "") -> Suggestion:
 
 
 def adjustment_levers(evidence: Evidence, diagnosis: Diagnosis) -> tuple[list[Suggestion], str]:
-    """The levers of SGLang's own setting changes (memledger.sglang.adjustment_values) after a
+    """The levers of SGLang's own setting changes (memledger.sizing.adjustment_values) after a
     startup that did not fail (a failure's levers answer it), and the words of the first that
     has some (`SGLang set max_running_requests to 9 (the Mamba state cache): raise ...`)."""
     subject = not diagnosis.memory_problem and diagnosis.phase is Phase.UNKNOWN

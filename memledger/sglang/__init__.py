@@ -98,8 +98,6 @@ tests/sizing/test_rules.py (a meta-test fails when a rule has none).
 
 Modules:
 
-- `adjustment_values`: What SGLang's own setting change leaves to set: each lever of an `Adjustment`
-  row with its value.
 - `adjustments`: Every line SGLang prints when it changes a memory setting by itself.
 - `backend_defaults`: SGLang defaults by release that the KV pool depends on besides
   mem_fraction_static.

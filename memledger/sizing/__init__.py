@@ -6,6 +6,8 @@ predicts the pools under other settings, anchored on the measured log.
 
 Modules:
 
+- `adjustment_values`: What SGLang's own setting change leaves to set: each lever of an `Adjustment`
+  row with its value.
 - `capacity`: Which GPU capacities give a mem_fraction_static default.
 - `cell`: Bytes per token SGLang divided the budget by, rebuilt from the KV lines a log printed
   (pure).
