@@ -95,13 +95,7 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
         for match in map(_NOTE_RE.match, evidence.command_notes)
         if match is not None
     ]
-    return replace(
-        diagnosis,
-        findings=[*diagnosis.findings, *said],
-        suggestions=leading(
-            diagnosis.suggestions, stages.adjustment_levers(evidence, diagnosis)[0]
-        ),
-    )
+    return replace(diagnosis, findings=[*diagnosis.findings, *said])
 
 
 _NOTE_RE = re.compile(re.escape(NOTE_PREFIX) + r"(\d{1,9}): (.*)", re.DOTALL)
