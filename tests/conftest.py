@@ -187,6 +187,27 @@ def diagnose_paste(paste: str | Sequence[str], *, label: str = "paste.txt") -> D
     return diagnose(parsed, build(parsed, LoadOptions()))
 
 
+PROSE_SHAPES = (
+    "{s}",
+    "we see this: {s}",
+    "`{s}`",
+    "- {s}",
+    "vLLM never printed it, but SGLang does: {s}",
+)
+"""How people paste one line of a family: alone, after a few words, as inline code, as a bullet,
+after a sentence that names the other engine (which must not turn the paste into a vLLM log)."""
+
+
+def said_of(result: Diagnosis) -> str:
+    """The verdict and every finding's message: all a diagnosis says in words."""
+    return " ".join([result.verdict, *(f.message for f in result.findings)])
+
+
+def knobs_of(result: Diagnosis) -> list[tuple[str, str]]:
+    """Each suggestion's knob and direction, in order."""
+    return [(s.knob, s.direction.value) for s in result.suggestions]
+
+
 @pytest.fixture(scope="session")
 def truth() -> list[dict[str, Any]]:
     return load_truth()

@@ -11,27 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from memledger.diagnosis.model import Diagnosis
 from memledger.errors import InputError
 from memledger.sglang.failure_rules import Phase
-from tests.conftest import diagnose_paste
+from tests.conftest import PROSE_SHAPES, diagnose_paste, knobs_of, said_of
 
 P = "[2026-08-01 10:00:00 TP0] "
-SHAPES = (
-    "{s}",
-    "we see this: {s}",
-    "`{s}`",
-    "- {s}",
-    "vLLM never printed it, but SGLang does: {s}",
-)
-
-
-def _knobs(result: Diagnosis) -> list[tuple[str, str]]:
-    return [(s.knob, s.direction.value) for s in result.suggestions]
-
-
-def _said(result: Diagnosis) -> str:
-    return " ".join([result.verdict, *(f.message for f in result.findings)])
 
 
 LEAKS = (
@@ -43,7 +27,7 @@ LEAKS = (
 )
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
 @pytest.mark.parametrize("text", LEAKS)
 def test_the_pools_self_check_is_an_accounting_bug_not_memory(text: str, shape: str) -> None:
     result = diagnose_paste(shape.format(s=text) + "\n")
@@ -51,7 +35,7 @@ def test_the_pools_self_check_is_an_accounting_bug_not_memory(text: str, shape: 
     assert "pool_leak_check" in [str(f.id) for f in result.findings]
     assert "not GPU memory" in result.verdict and "accounting bug" in result.verdict
     # no memory flag fixes it: nothing to raise or lower
-    assert not any(knob == "mem_fraction_static" for knob, _ in _knobs(result))
+    assert not any(knob == "mem_fraction_static" for knob, _ in knobs_of(result))
 
 
 def test_sglang_03s_leak_warning_is_no_crash() -> None:
@@ -86,15 +70,15 @@ GROWTH = (
 )
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
 @pytest.mark.parametrize("text", GROWTH)
 def test_memory_said_to_grow_while_serving_is_a_leak_not_the_fraction(
     text: str, shape: str
 ) -> None:
     result = diagnose_paste(shape.format(s=text) + "\n")
     assert (result.outcome, result.phase) == ("oom", Phase.SERVING)
-    assert "leak" in _said(result) and "only delays" in _said(result)
-    assert _knobs(result)[0] == ("disable_fast_image_processor", "enable")
+    assert "leak" in said_of(result) and "only delays" in said_of(result)
+    assert knobs_of(result)[0] == ("disable_fast_image_processor", "enable")
 
 
 @pytest.mark.parametrize(
@@ -114,20 +98,20 @@ def test_growth_of_something_else_is_no_memory_growth(text: str) -> None:
     assert not any(s.knob == "disable_fast_image_processor" for s in result.suggestions)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
 def test_growth_said_beside_a_traceback_cut_before_its_error_is_the_evidence(shape: str) -> None:
     """The error is not in the paste: the reporter's growth numbers are what it holds."""
     said = shape.format(s="memory usage grew from 70.10 GiB to 75.30 GiB and was never freed")
     paste = f"{said}\n[gpu_id=0] Prefill batch. #new-seq: 2, #new-token: 4100, #cached-token: 0\n"
     result = diagnose_paste(paste + "Traceback (most recent call last):\n")
     assert (result.outcome, result.phase) == ("crash", Phase.SERVING)
-    assert "grew while serving" in _said(result) and "leak" in _said(result)
+    assert "grew while serving" in said_of(result) and "leak" in said_of(result)
     # without the words the cut-off traceback says only that the error is missing
     bare = diagnose_paste(paste.split("\n", 1)[1] + "Traceback (most recent call last):\n")
-    assert "grew while serving" not in _said(bare)
+    assert "grew while serving" not in said_of(bare)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
 @pytest.mark.parametrize(
     "text",
     [
@@ -139,9 +123,9 @@ def test_growth_said_beside_a_traceback_cut_before_its_error_is_the_evidence(sha
 def test_hicache_named_with_an_oom_gives_its_gpu_levers(text: str, shape: str) -> None:
     result = diagnose_paste(shape.format(s=text) + "\n")
     assert result.outcome == "oom"
-    knobs = _knobs(result)
+    knobs = knobs_of(result)
     assert ("page_size", "raise") in knobs and ("mem_fraction_static", "lower") in knobs
-    assert "host-RAM tier" in _said(result)
+    assert "host-RAM tier" in said_of(result)
 
 
 @pytest.mark.parametrize(
@@ -156,7 +140,7 @@ def test_a_question_naming_hicache_is_answered_not_refused(text: str) -> None:
     answer; nothing claims an outcome."""
     result = diagnose_paste(text + "\n")
     assert result.outcome == "truncated"
-    assert "does not enlarge the GPU KV pool" in _said(result)
+    assert "does not enlarge the GPU KV pool" in said_of(result)
 
 
 MAMBA_CAP = (
@@ -166,7 +150,7 @@ MAMBA_CAP = (
 )
 
 
-@pytest.mark.parametrize("shape", [*SHAPES, P + "{s}"])
+@pytest.mark.parametrize("shape", [*PROSE_SHAPES, P + "{s}"])
 def test_sglangs_mamba_cap_warning_gets_the_slot_levers(shape: str) -> None:
     result = diagnose_paste(shape.format(s=MAMBA_CAP) + "\n")
     assert result.outcome != "oom"
@@ -211,7 +195,7 @@ def test_sglangs_own_hicache_line_in_a_ready_log_names_nothing() -> None:
         ]
     )
     assert (result.outcome, result.verdict) == ("ready", "ready: no memory problem found")
-    assert "host-RAM tier" not in _said(result)
+    assert "host-RAM tier" not in said_of(result)
 
 
 def test_a_ready_log_naming_speculative_decoding_gets_no_failure_levers() -> None:
@@ -233,19 +217,19 @@ def test_a_ready_log_naming_speculative_decoding_gets_no_failure_levers() -> Non
     [
         *(
             s.format(s="Request 7f3a exceeds the maximum number of tokens: 40960 > 18432")
-            for s in SHAPES
+            for s in PROSE_SHAPES
         ),
         P + "Request 7f3a exceeds the maximum number of tokens: 40960 > 18432",
         # the clamp quoted from SGLang's code (never a prefixed log line)
         *(
             s.format(s="min(self.max_total_num_tokens, model_runner.swa_max_total_num_tokens)")
-            for s in SHAPES
+            for s in PROSE_SHAPES
         ),
     ],
 )
 def test_a_pd_workers_admission_bound_names_the_swa_pool(paste: str) -> None:
     result = diagnose_paste(paste + "\n")
-    assert "SWA pool's tokens" in _said(result) and "--swa-full-tokens-ratio" in _said(result)
+    assert "SWA pool's tokens" in said_of(result) and "--swa-full-tokens-ratio" in said_of(result)
 
 
 @pytest.mark.parametrize(
@@ -259,10 +243,10 @@ def test_a_pd_workers_admission_bound_names_the_swa_pool(paste: str) -> None:
 def test_a_speculative_oom_while_serving_offers_the_draft_token_window(text: str) -> None:
     result = diagnose_paste(text + "\n")
     assert (result.outcome, result.phase) == ("oom", Phase.SERVING)
-    assert ("speculative_num_draft_tokens", "lower") in _knobs(result)
+    assert ("speculative_num_draft_tokens", "lower") in knobs_of(result)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
 def test_the_hicache_host_refusal_says_hugepages_are_not_counted(shape: str) -> None:
     text = (
         "ValueError: Not enough host memory available. Requesting 80.00 GB but only have 12.00 GB "
@@ -299,15 +283,15 @@ def test_the_paged_allocators_state_beside_a_retraction_names_page_accounting(de
     # the retraction leads, with its levers; the outcome stays unknown
     assert result.verdict.startswith("SGLang retracted requests")
     assert result.verdict.endswith("log ends during serving: no error text, outcome unknown")
-    said = _said(result)
+    said = said_of(result)
     assert "a paged KV cache" in said and "counted tokens, not pages" in said
     # the retraction alone names no pages
-    assert "a paged KV cache" not in _said(diagnose_paste(RETRACT))
+    assert "a paged KV cache" not in said_of(diagnose_paste(RETRACT))
 
 
 def test_a_question_naming_the_page_size_is_answered_without_a_failure() -> None:
     result = diagnose_paste("Does a page size of 64 waste KV cache compared to 1?\n" + RETRACT)
-    assert "a request takes whole pages" in _said(result)
+    assert "a request takes whole pages" in said_of(result)
 
 
 def test_a_logs_own_page_size_setting_names_no_paged_cache() -> None:
@@ -315,7 +299,7 @@ def test_a_logs_own_page_size_setting_names_no_paged_cache() -> None:
         "[2025-05-01 10:00:00] server_args=ServerArgs(model_path='m', page_size=16, "
         "mem_fraction_static=0.8)\n" + RETRACT
     )
-    assert "a paged KV cache" not in _said(diagnose_paste(log))
+    assert "a paged KV cache" not in said_of(diagnose_paste(log))
 
 
 def test_a_log_cut_after_serving_batches_ends_during_serving() -> None:

@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from memledger.diagnosis.model import Diagnosis
 from memledger.sglang.failure_rules import Phase
-from tests.conftest import diagnose_paste
+from tests.conftest import PROSE_SHAPES, diagnose_paste, knobs_of, said_of
 
-SHAPES = (
-    "{s}",
-    "we see this: {s}",
-    "`{s}`",
-    "- {s}",
-    "vLLM never printed it, but SGLang does: {s}",
-)
 NAMED = (
     "we set --max-total-tokens 6000 for the rollout and it OOMs",
     "our launcher sets max_total_tokens to batch x length, then OOM on the first long batch",
@@ -32,31 +24,23 @@ ALLOCATOR = (
 REFUSAL = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
 
 
-def _knobs(result: Diagnosis) -> list[tuple[str, str]]:
-    return [(s.knob, s.direction.value) for s in result.suggestions]
-
-
-def _said(result: Diagnosis) -> str:
-    return " ".join([result.verdict, *(f.message for f in result.findings)])
-
-
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
 @pytest.mark.parametrize("text", NAMED)
 def test_a_cap_named_beside_an_oom_said_in_words_is_raised(text: str, shape: str) -> None:
     """No allocator text: the pool it caps ran out, so its lever is a higher cap."""
     result = diagnose_paste(shape.format(s=text) + "\n")
     assert result.outcome == "oom"
-    assert _knobs(result)[0] == ("max_total_tokens", "raise")
+    assert knobs_of(result)[0] == ("max_total_tokens", "raise")
     assert "raise --max-total-tokens" in result.verdict
-    assert "never makes room a refused fraction lacks" in _said(result)
+    assert "never makes room a refused fraction lacks" in said_of(result)
 
 
 @pytest.mark.parametrize("text", NAMED)
 def test_a_cap_named_beside_the_allocators_oom_is_not_raised(text: str) -> None:
     """The allocator ran out: a bigger pool leaves it less, so no higher cap is offered."""
     result = diagnose_paste(f"{text}\n{ALLOCATOR}\n")
-    assert ("max_total_tokens", "raise") not in _knobs(result)
-    assert "a cap on the KV pool's tokens" in _said(result)
+    assert ("max_total_tokens", "raise") not in knobs_of(result)
+    assert "a cap on the KV pool's tokens" in said_of(result)
 
 
 @pytest.mark.parametrize(
@@ -71,9 +55,9 @@ def test_a_cap_named_beside_the_refusal_keeps_the_fractions_lever(text: str) -> 
     small; never a cap's lever."""
     result = diagnose_paste(f"{text}\n{REFUSAL}\n")
     assert result.phase is Phase.KV_SIZING
-    assert _knobs(result)[0] == ("mem_fraction_static", "raise")
-    assert ("max_total_tokens", "raise") not in _knobs(result)
-    assert "never makes room a refused fraction lacks" in _said(result)
+    assert knobs_of(result)[0] == ("mem_fraction_static", "raise")
+    assert ("max_total_tokens", "raise") not in knobs_of(result)
+    assert "never makes room a refused fraction lacks" in said_of(result)
 
 
 def _log(cap: str) -> str:
@@ -95,20 +79,20 @@ def test_a_capped_pool_that_ran_out_is_given_a_higher_cap_with_its_arithmetic() 
     # 9,000 capped, 3,000 asked with 1,200 free: 1,800 short
     assert (first.knob, first.direction.value, first.value) == ("max_total_tokens", "raise", 10800)
     assert "capped at 9,000 tokens" in first.why and "1,800 tokens short" in first.why
-    assert ("mem_fraction_static", "raise") in _knobs(result)
+    assert ("mem_fraction_static", "raise") in knobs_of(result)
 
 
 def test_an_uncapped_pool_that_ran_out_keeps_the_fraction_first() -> None:
     result = diagnose_paste(_log("None"))
-    assert _knobs(result)[0] == ("mem_fraction_static", "raise")
-    assert ("max_total_tokens", "raise") not in _knobs(result)
-    assert "a cap on the KV pool's tokens" not in _said(result)
+    assert knobs_of(result)[0] == ("mem_fraction_static", "raise")
+    assert ("max_total_tokens", "raise") not in knobs_of(result)
+    assert "a cap on the KV pool's tokens" not in said_of(result)
 
 
 def test_the_pools_size_is_not_its_cap() -> None:
     """`max_total_num_tokens` is the pool's size SGLang prints, not the cap."""
     result = diagnose_paste("max_total_num_tokens=6000 and then CUDA OOM\n")
-    assert "a cap on the KV pool's tokens" not in _said(result)
+    assert "a cap on the KV pool's tokens" not in said_of(result)
 
 
 PER_REQUEST = (
@@ -119,7 +103,7 @@ PER_REQUEST = (
 )
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
 @pytest.mark.parametrize("text", PER_REQUEST)
 def test_memory_said_to_have_a_row_per_request_is_capped_by_the_running_requests(
     text: str, shape: str
@@ -128,9 +112,9 @@ def test_memory_said_to_have_a_row_per_request_is_capped_by_the_running_requests
     (up to 4096) unless --max-running-requests caps it."""
     result = diagnose_paste(shape.format(s=text) + "\n")
     assert result.outcome == "oom"
-    assert _knobs(result)[0] == ("max_running_requests", "lower")
+    assert knobs_of(result)[0] == ("max_running_requests", "lower")
     assert "up to 4096" in result.suggestions[0].why
-    assert "set --max-running-requests to what the pool serves" in _said(result)
+    assert "set --max-running-requests to what the pool serves" in said_of(result)
 
 
 def test_memory_with_a_row_per_request_beside_the_zero_requests_check_names_the_cap() -> None:
@@ -141,8 +125,8 @@ def test_memory_with_a_row_per_request_beside_the_zero_requests_check_names_the_
         "AssertionError: max_running_request is zero\n"
     )
     result = diagnose_paste(paste)
-    assert _knobs(result)[0] == ("mem_fraction_static", "raise")
-    assert "set --max-running-requests to what the pool serves" in _said(result)
+    assert knobs_of(result)[0] == ("mem_fraction_static", "raise")
+    assert "set --max-running-requests to what the pool serves" in said_of(result)
 
 
 @pytest.mark.parametrize(
@@ -156,4 +140,4 @@ def test_memory_with_a_row_per_request_beside_the_zero_requests_check_names_the_
 def test_the_running_requests_named_without_a_row_per_request_are_no_such_memory(
     text: str,
 ) -> None:
-    assert "a row for each request" not in _said(diagnose_paste(text + "\n"))
+    assert "a row for each request" not in said_of(diagnose_paste(text + "\n"))
