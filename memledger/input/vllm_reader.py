@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memledger.input.wrappers import unwrapped_text
+from memledger.input.wrappers import unwrapped_record, unwrapped_text
 from memledger.vllm.errors import ERRORS, GRAPH_FRAMES, LOAD_FRAMES, PROFILE_FRAMES, VllmError
 from memledger.vllm.lines import LINES, VllmLine
 
@@ -172,12 +172,29 @@ class VllmLog:
 
 
 def _strip(text: str) -> str:
-    return _ANSI.sub("", text)
+    """The line without ANSI codes, out of a tool's JSON record (memledger.input.wrappers)."""
+    return _ANSI.sub("", unwrapped_record(text))
+
+
+def _process_tag(text: str) -> re.Match[str] | None:
+    """A line's process tag: the innermost of a run of them (a Ray actor's or a launcher's tag
+    goes before the line the process printed with its own, `(ServeReplica:app pid=1)
+    (EngineCore_DP0 pid=2) INFO ...`: the inner one names the process)."""
+    found = _PROCESS.search(text)
+    while found is not None:
+        start = found.end()
+        while text[start : start + 1] == " ":
+            start += 1
+        inner = _PROCESS.match(text, start)
+        if inner is None:
+            break
+        found = inner
+    return found
 
 
 def rank_tag(text: str) -> str:
     """The rank a line's process prefix names (see `Reading.tag`)."""
-    found = _PROCESS.search(text)
+    found = _process_tag(text)
     if found is None:
         return ""
     proc = found.group("proc")
@@ -271,7 +288,7 @@ def _message(text: str) -> str:
     headers = list(_HEADER.finditer(text))
     if headers:
         return text[headers[-1].end() :].strip()
-    found = _PROCESS.search(text)
+    found = _process_tag(text)
     if found is not None:
         text = text[found.end() :]
     return _QUOTE.sub("", text).strip()

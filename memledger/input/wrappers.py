@@ -34,7 +34,7 @@ class Wrapper:
 
     name: str
     kind: str
-    """COLUMN, STAMP, SUFFIX, RECORD or ENCLOSURE (the module docstring)."""
+    """COLUMN, STAMP, SUFFIX or ENCLOSURE (the module docstring)."""
     pattern: str
     """Regex of the shape at the line's start (str; compiled for str and for bytes)."""
     example: str
@@ -46,7 +46,6 @@ class Wrapper:
 COLUMN = "column"
 STAMP = "stamp"
 SUFFIX = "suffix"
-RECORD = "record"
 ENCLOSURE = "enclosure"
 
 WRAPPERS: tuple[Wrapper, ...] = (
@@ -168,12 +167,14 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper(
         "Ray worker prefix",
         STAMP,
-        r"\((?:[\w.\-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ?",
+        r"\((?:[\w.:\-]+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\) ?",
         "(TaskRunner pid=1234, ip=10.0.0.1) ",
         "Ray's driver prefix for a worker's or actor's output (`(ActorName pid=N, ip=A)`, the ip "
-        "on a multi-node cluster; a task's or an older Ray's without a name, `(pid=N)`): "
+        "on a multi-node cluster; a task's or an older Ray's without a name, `(pid=N)`; a Ray "
+        "Serve replica's `(ServeReplica:APP:DEPLOYMENT pid=N)`): "
         "docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html; verl's "
-        "`(WorkerDict pid=N)`",
+        "`(WorkerDict pid=N)`; a process tag of the same shape with a rank, `(VllmWorker rank=0 "
+        "pid=N)` (vLLM's multiprocessing workers, read as vLLM's by memledger.input.vllm_reader)",
     ),
     Wrapper(
         "chat timestamp",
@@ -226,19 +227,64 @@ SUFFIXES: tuple[Wrapper, ...] = (
 )
 """What a tool puts after a line; each ends with SUFFIX_END (a cheap test before the regex)."""
 
-RECORDS: tuple[Wrapper, ...] = (
-    Wrapper(
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A JSON object a tool or a logger writes per line, one of whose keys holds the line."""
+
+    name: str
+    key: str
+    """The key whose string is the line the engine printed."""
+    example: str
+    """A synthetic record (around `[TP0] x`), as the tool writes it."""
+    source: str
+    """Where the shape comes from."""
+
+
+RECORDS: tuple[Record, ...] = (
+    Record(
         "docker json-file record",
-        RECORD,
-        r'\{"log"',
-        '{"log"',
+        "log",
+        '{"log":"[TP0] x\\n","stream":"stderr","time":"2026-03-02T08:00:00.1Z"}',
         'docker\'s default json-file logging driver (a line as `{"log":"LINE\\n","stream":'
         '"stderr","time":"..."}` in /var/lib/docker/containers/ID/ID-json.log): '
-        "docs.docker.com/engine/logging/drivers/json-file/",
+        "docs.docker.com/engine/logging/drivers/json-file/; Fluent Bit's and Fluentd's `log` key",
+    ),
+    Record(
+        "structured logger message",
+        "message",
+        '{"asctime": "2026-03-02 08:00:00", "levelname": "INFO", "message": "[TP0] x"}',
+        "a JSON formatter on Python's logging (python-json-logger's JsonFormatter puts the "
+        "record's message under `message`), and Google Cloud Logging's structured `message` "
+        "(cloud.google.com/logging/docs/structured-logging): a launcher that logs the server's "
+        "output as JSON lines",
+    ),
+    Record(
+        "journald JSON",
+        "MESSAGE",
+        '{"__CURSOR": "s=1", "_PID": "7", "PRIORITY": "6", "MESSAGE": "[TP0] x"}',
+        "journalctl -o json / json-pretty's one object per entry, the line under `MESSAGE` "
+        "(man journalctl(1), --output; systemd.journal-fields(7))",
+    ),
+    Record(
+        "Cloud Logging text payload",
+        "textPayload",
+        '{"textPayload": "[TP0] x", "resource": {"type": "k8s_container"}, "severity": "INFO"}',
+        "a container's line as Google Cloud Logging exports it (LogEntry.textPayload: "
+        "cloud.google.com/logging/docs/reference/v2/rest/v2/LogEntry)",
+    ),
+    Record(
+        "msg key",
+        "msg",
+        '{"level": "info", "ts": 1767340800.1, "msg": "[TP0] x"}',
+        "JSON loggers that name the message `msg` (Go's log/slog JSONHandler and zap, Node's "
+        "pino, a log shipper re-emitting a container's line)",
     ),
 )
-"""A line a tool stored inside a record of its own: the record is decoded, its line read."""
-RECORD_START = '{"log"'
+"""A line a tool stored inside a record of its own (one JSON object per line): the record is
+decoded, the first of these keys that holds a string is the line read (so a record holding
+both `log` and `message` gives its `log`)."""
+RECORD_START = "{"
 
 ENCLOSURES: tuple[Wrapper, ...] = (
     Wrapper(
@@ -531,7 +577,7 @@ def without_suffix(text: str) -> str:
 
 
 def unwrapped_record(text: str) -> str:
-    """The line a RECORDS row holds (`{"log":"LINE\n",...}` -> `LINE`), else the text as is
+    """The line a RECORDS row holds (`{"log":"LINE\\n",...}` -> `LINE`), else the text as is
     (json.loads runs no code; a record too deep or no JSON is left as is)."""
     if not text.startswith(RECORD_START) or not text.rstrip().endswith("}"):
         return text
@@ -539,9 +585,20 @@ def unwrapped_record(text: str) -> str:
         record = json.loads(text)
     except (ValueError, RecursionError):
         return text
-    return record["log"].rstrip("\n") if is_log_record(record) else text
+    line = record_line(record)
+    return text if line is None else line.rstrip("\n")
+
+
+def record_line(document: object) -> str | None:
+    """The line a decoded JSON value holds as a RECORDS row's record, else None."""
+    if isinstance(document, dict):
+        for row in RECORDS:
+            line = document.get(row.key)
+            if isinstance(line, str):
+                return line
+    return None
 
 
 def is_log_record(document: object) -> bool:
-    """Whether a decoded JSON value is a RECORDS row's record (a `log` string in an object)."""
-    return isinstance(document, dict) and isinstance(document.get("log"), str)
+    """Whether a decoded JSON value is a RECORDS row's record (a line under one of their keys)."""
+    return record_line(document) is not None

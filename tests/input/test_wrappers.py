@@ -25,10 +25,12 @@ from memledger.input.wrappers import (
     ENCLOSURES,
     ENCODINGS,
     LOOKALIKES,
+    RECORDS,
     SUFFIXES,
     WRAPPERS,
     Encoding,
     Lookalike,
+    Record,
     encoding_of,
     plain_bytes,
     unenclosed,
@@ -65,6 +67,13 @@ LOGS = {"v0.4 serving": SERVING_OOM, "v0.2 serving": OLD_SERVING_OOM}
 _ROW = {w.name: w for w in WRAPPERS}
 _INNER = "[2026-01-03 10:42:11 TP0] KV Cache is allocated. #tokens: 1024"
 """The line an ENCLOSURES row's example holds."""
+
+
+def _in_record(row: Record) -> Callable[[str], str]:
+    """A line as a RECORDS row's tool writes it (its example's line replaced, JSON-escaped)."""
+    return lambda line: row.example.replace("[TP0] x", json.dumps(line)[1:-1])
+
+
 WRAPPED: dict[str, Callable[[str], str]] = {
     **{w.name: (lambda line, w=w: w.example + line) for w in WRAPPERS},  # type: ignore[misc]
     "ansi colours": lambda line: "\x1b[0;32m" + line + "\x1b[0m",
@@ -74,9 +83,9 @@ WRAPPED: dict[str, Callable[[str], str]] = {
     "crlf": lambda line: line + "\r",
     "crlf written again in text mode": lambda line: line + "\r\r",
     "Ray deduplicated": lambda line: "(WorkerDict pid=7) " + line + SUFFIXES[0].example,
-    "docker json-file": lambda line: json.dumps(
-        {"log": line + "\n", "stream": "stderr", "time": "2026-03-02T08:00:00.1Z"}
-    ),
+    **{r.name: _in_record(r) for r in RECORDS},
+    "Ray Serve replica": lambda line: "(ServeReplica:default:LLMServer pid=7) " + line,
+    "a process tag with a rank": lambda line: "(SGLangWorker rank=1 pid=7) " + line,
     **{w.name: (lambda line, w=w: w.example.replace(_INNER, line)) for w in ENCLOSURES},  # type: ignore[misc]
     "inline code on a bullet": lambda line: "- `" + line + "`",
     "inline code on a quoted bullet": lambda line: "> * `" + line + "` ",
@@ -118,13 +127,22 @@ def test_every_suffix_row_is_cut_from_the_line_end_only() -> None:
         assert row.source, row.name
 
 
-def test_a_record_gives_its_line_and_anything_else_stays_as_is() -> None:
-    record = json.dumps({"log": "[TP0] x\n", "stream": "stdout", "time": "t"})
-    assert unwrapped_record(record) == "[TP0] x"
-    assert unwrapped_text(record) == "[TP0] x"
-    deep = '{"log":"x","a":' + "[" * 100_000 + "]" * 100_000 + "}"
-    for text in ('{"log":"x"', '{"log":"x", "log2": 1, }', '{"log": 1}', deep):
+@pytest.mark.parametrize("row", RECORDS, ids=lambda row: row.name)
+def test_a_record_gives_its_line_and_anything_else_stays_as_is(row: Record) -> None:
+    assert unwrapped_record(row.example) == "[TP0] x", row.name
+    assert unwrapped_text(row.example) == "[TP0] x", row.name
+    assert json.loads(row.example)[row.key] in ("[TP0] x", "[TP0] x\n") and row.source
+    key = json.dumps(row.key)
+    deep = "{" + key + ':"x","a":' + "[" * 100_000 + "]" * 100_000 + "}"
+    for text in ("{" + key + ':"x"', "{" + key + ':"x", "y": 1, }', "{" + key + ": 1}", deep):
         assert unwrapped_record(text) == text
+
+
+def test_a_record_with_two_keys_gives_the_first_row_s() -> None:
+    first, second = RECORDS[0].key, RECORDS[1].key
+    assert unwrapped_record(json.dumps({second: "b", first: "a"})) == "a"
+    assert unwrapped_record(json.dumps({second: "b", first: 1})) == "b"
+    assert unwrapped_record(json.dumps({"other": "b"})) == '{"other": "b"}'
 
 
 def test_one_record_alone_is_read_as_a_log_not_refused_as_json(tmp_path: Path) -> None:

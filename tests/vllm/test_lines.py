@@ -4,6 +4,7 @@ prefix vLLM (or a paste) puts before it, and which engine a text is."""
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 
@@ -15,7 +16,7 @@ from memledger.errors import InputError
 from memledger.input.engine_detect import SGLANG, VLLM, detect_engine
 from memledger.input.vllm_facts import startup_facts
 from memledger.input.vllm_reader import rank_tag, read_vllm
-from memledger.input.wrappers import WRAPPERS
+from memledger.input.wrappers import RECORDS, WRAPPERS, Record
 from memledger.vllm.errors import ERRORS
 from memledger.vllm.lines import LINES
 
@@ -301,12 +302,22 @@ def test_every_wording_has_an_example() -> None:
         "\x1b[0;36m(EngineCore_DP0 pid=4242)\x1b[0;0m ",
         "▎ ",
         "> ",
+        "(ServeReplica:default:LLMServer pid=17) (EngineCore_DP0 pid=4242) ",
     ],
 )
 def test_prefixes_are_ignored(prefix: str) -> None:
     line = prefix + "INFO 11-05 07:33:48 [gpu_worker.py:301] Available KV cache memory: 7.25 GiB"
     log = read_vllm([line], "x.log")
     assert log.startups[0].of("kv_available")[0].facts == {"kv_cache_gib": 7.25}
+
+
+@pytest.mark.parametrize("row", RECORDS, ids=lambda row: row.name)
+def test_a_line_inside_a_json_record_reads_as_the_line(row: Record) -> None:
+    line = "INFO 11-05 07:33:48 [gpu_worker.py:301] # GPU blocks: 1381"
+    record = row.example.replace("[TP0] x", json.dumps(line)[1:-1])
+    for text in (line, record):
+        (startup,) = read_vllm([text], "x.log").startups
+        assert [r.facts for r in startup.readings] == [{"gpu_blocks": 1381}], text
 
 
 def test_the_file_line_tag_is_never_read() -> None:
@@ -331,6 +342,9 @@ def test_the_file_line_tag_is_never_read() -> None:
         ("(EngineCore_DP0 pid=1) INFO", ""),
         ("(EngineCore_DP1 pid=1) INFO", "DP1"),
         ("INFO 11-05 07:33:48 [x.py:1]", ""),
+        # a Ray actor's or a launcher's tag before the process's own: the inner one is the rank
+        ("(RayWorkerWrapper pid=9) (Worker_TP1 pid=5) INFO", "TP1"),
+        ("(VllmWorker rank=0 pid=8)  (VllmWorker rank=2 pid=5) INFO", "rank2"),
     ],
 )
 def test_rank_tags(text: str, tag: str) -> None:
