@@ -465,7 +465,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         + health.free_rose_after_pool(evidence)
         + pools.serving_notes(evidence)
     )
-    if not known:  # the error is not in the log: what the paste says of it is the evidence
+    if not known or killed:  # no error in the log: what the paste says of it is the evidence
         findings += reported.mention_answer(evidence)[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
     levers = [] if hit is None else crash.cause_levers(hit[0])

@@ -205,7 +205,10 @@ def read_process_exit(text: str) -> dict[str, Value] | None:
     if _KILLED.find(text) is not None:
         return {"killed": True}
     match = _EXIT_CODE.find(text)
-    code = None if match is None else int_or_none(match.group("code"))
+    found = {} if match is None else {k: int_or_none(v) for k, v in match.groupdict().items() if v}
+    code, status = found.get("code"), found.get("status")
+    if status is not None:  # os.waitpid's: a signal in the low 7 bits, else the code above them
+        code = -(status & 0x7F) if status & 0x7F else status >> 8
     if code is None or code == 0:
         return None
     return {"exit_code": code, "killed": code in SIGKILL_EXIT_CODES}

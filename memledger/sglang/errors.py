@@ -40,6 +40,7 @@ class Family(StrEnum):
     """XLA on a TPU (sglang-jax)."""
     TRITON = "Triton"
     TORCH_MEMORY_SAVER = "torch_memory_saver"
+    NCCL = "NCCL"
     SGLANG_REFUSAL = "SGLang refusal"
     """SGLang refusing to size its KV pool."""
     SGLANG_POOL = "SGLang pool"
@@ -1506,6 +1507,59 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "hicache"},
     ),
     ErrorText(
+        "said_memory_saver_expandable",
+        # a reporter naming PyTorch's expandable segments beside the release SGLang makes through
+        # torch_memory_saver, on one line: not the allocator's own advice in an OOM text (`try
+        # setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation`)
+        re.compile(
+            r"(?:torch_memory_saver|memory[ _-]saver|TorchMemorySaver|release_memory_occupation"
+            r"|offload|pause|sleep)[^\n]{0,160}?expandable_segments(?!:True to avoid)"
+            r"|expandable_segments(?!:True to avoid)[^\n]{0,160}?(?:torch_memory_saver"
+            r"|memory[ _-]saver|TorchMemorySaver|release_memory_occupation|offload|pause|sleep)",
+            re.I,
+        ),
+        ("expandable_segments",),
+        Family.REPORTER,
+        "PyTorch's expandable segments named beside torch_memory_saver's release (its refusal is "
+        "memledger.sglang.failure_rules CRASH_CAUSES memory_saver_expandable; "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the sglang offload frees nothing",
+        kind="reported",
+        values={"mention": "memory_saver_expandable"},
+    ),
+    ErrorText(
+        "nccl_alloc_failed",
+        # NCCL's own warning when its buffer allocation fails (cudaMalloc or cuMem, outside
+        # PyTorch's caching allocator); `Cuda failure 'out of memory'` is read as an OOM text
+        re.compile(r"Failed to CUDA (?:calloc(?: async)?|malloc) \d+ bytes"),
+        ("Failed to CUDA ",),
+        Family.NCCL,
+        "NCCL v2.21.5-1 src/include/alloc.h:161, :186, :206 (ncclCudaMalloc, ncclCudaCalloc, "
+        "ncclCudaCallocAsync); v2.29.7-1 :462, :493, :520",
+        "host-1:4242:4300 [0] include/alloc.h:186 NCCL WARN Failed to CUDA calloc 6291456 bytes",
+        kind="reported",
+        outcome=Outcome.OOM,
+        values={"mention": "nccl_alloc"},
+    ),
+    ErrorText(
+        "said_nccl_alloc",
+        # NCCL's allocation failure as people write it: `nccl failed to calloc`, `NCCL ran out
+        # of memory`, `NCCL OOM`
+        re.compile(
+            r"\bnccl\b(?! WARN)[^\n]{0,60}?"
+            r"(?:failed to (?:cuda )?(?:c|m)alloc|out of (?:GPU )?memory|\boom\b)",
+            re.I,
+        ),
+        ("nccl",),
+        Family.REPORTER,
+        "NCCL's buffer allocation failing, said in prose (the nccl_alloc_failed entry: "
+        "memledger.sglang.lifecycle MENTIONS)",
+        "this is an ad-hoc fix for the nccl failed to calloc error",
+        kind="reported",
+        outcome=Outcome.OOM,
+        values={"mention": "nccl_alloc"},
+    ),
+    ErrorText(
         "said_kv_held",
         # a reporter saying finished requests keep their KV: `do not release KV cache`, `KV cache
         # is not freed`, `token usage keeps increasing`, `KV cache 不释放`
@@ -1599,12 +1653,31 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_other_process",
         re.compile(
             r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"
-            r"|an?other (?:\w+ ){0,2}process(?:es)?",
+            r"|an?other (?:\w+ ){0,2}process(?:es)?"
+            # memory a process that ended left behind: `the GPU still held ~90GB`, `memory is
+            # still occupied after the kill`, `held by the crashed container`
+            r"|(?<!sglang's )(?<!engine's )(?<!rollout's )(?:GPU|memory|VRAM|card|device)s?\W{1,3}"
+            r"(?:\w+ ){0,2}?(?:is |was |are |were )?still "
+            r"(?:held|holds|holding|occupied|occupies|allocated|reserved|in use)\b"
+            r"|(?:held by|occupied by|kept by|taken by) (?:the |an? )?"
+            r"(?:previous|earlier|old|dead|killed|crashed|stale|exited|stopped) "
+            r"(?:\w+ ){0,2}?(?:process|container|run|server"
+            r"|instance|job)",
             re.I,
         ),
-        ("orphan", "zombie", "leftover", "other "),
+        (
+            "orphan",
+            "zombie",
+            "leftover",
+            "other ",
+            "still ",
+            "held by",
+            "occupied by",
+            "kept by",
+            "taken by",
+        ),
         Family.REPORTER,
-        "what people write when another process holds the GPU",
+        "what people write when another process holds the GPU, or one that ended still does",
         "the GPU memory is still held by the orphan process",
         kind="reported",
         values={"mention": "other_process"},
@@ -1887,10 +1960,28 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "exit_code",
-        re.compile(r"(?:Exit code:|terminated with|exitcode=|exit code)\s*(?P<code>-?\d+)"),
-        ("Exit code:", "terminated with", "exitcode=", "exit code"),
+        # SGLang's own (`Exit code: -9`, `terminated with -9`: multiprocessing's exitcode, -N a
+        # signal); a shell's or docker's (`Exit code 137`, `exited with code 137`, `exit status
+        # 137`: 128 + N a signal); and SGLang 0.4.6-0.4.9's child handler, which prints
+        # os.waitpid's raw status (`status`: 9 is SIGKILL, 256 is exit(1))
+        re.compile(
+            r"Child process unexpectedly failed with (?:an exit code |exitcode=)(?P<status>\d+)"
+            r"|(?:Exit code:?|terminated with|exitcode=|exit code:?|exited with code|exit status)"
+            r"\s*(?P<code>-?\d+)"
+        ),
+        (
+            "Child process unexpectedly failed",
+            "Exit code",
+            "terminated with",
+            "exitcode=",
+            "exit code",
+            "exited with code",
+            "exit status",
+        ),
         Family.SGLANG_EXIT,
-        "v0.5.8 entrypoints/engine.py:853, managers/data_parallel_controller.py:582",
+        "v0.5.8 entrypoints/engine.py:853, managers/data_parallel_controller.py:582; v0.4.6.post5 "
+        "entrypoints/engine.py:513-520 and v0.4.9.post2 :656-662 (sigchld_handler logs "
+        "os.waitpid's status); a shell's or docker's exit status (128 + the signal)",
         "Scheduler or DataParallelController 1234 terminated with -9",
         kind="process_exit",
     ),
@@ -2158,10 +2249,21 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "exit_code_line",
-        re.compile(r"Exit code:\s*(-?\d+)"),
-        ("Exit code",),
+        # the exit_code entry's shapes (a raw wait status is non-zero when the exit code is)
+        re.compile(
+            r"(?:Exit code:?|exit code:?|exited with code|exit status|terminated with"
+            r"|Child process unexpectedly failed with (?:an exit code |exitcode=))\s*(-?\d+)"
+        ),
+        (
+            "Exit code",
+            "exit code",
+            "exited with code",
+            "exit status",
+            "terminated with",
+            "Child process",
+        ),
         Family.SGLANG_EXIT,
-        "v0.5.8 entrypoints/engine.py:853",
+        "v0.5.8 entrypoints/engine.py:853; v0.4.9.post2 entrypoints/engine.py:656-662",
         "Exit code: -9",
         outcome=Outcome.EXIT,
     ),

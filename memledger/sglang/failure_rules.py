@@ -904,6 +904,24 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "memory_saver_expandable",
+        r"TorchMemorySaver is disabled for the current process because "
+        r"(?:PYTORCH_CUDA_ALLOC_CONF is set to expandable_segments|expandable_segments is not)",
+        "torch_memory_saver refuses PyTorch's expandable segments: SGLang's release pauses only "
+        "what it allocated in its tagged regions, and with expandable_segments:True PyTorch maps "
+        "memory outside them, so a pause would free nothing (its issue #24); not an "
+        "out-of-memory",
+        "unset expandable_segments in PYTORCH_CUDA_ALLOC_CONF for SGLang's process: "
+        "torch_memory_saver does not support it",
+        "torch_memory_saver 13d6461 torch_memory_saver/__init__.py (its PR #25); 4a43c97 "
+        "torch_memory_saver/entrypoint.py:397-401 (_sanity_checks); "
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/24",
+        example=(
+            "RuntimeError: TorchMemorySaver is disabled for the current process because "
+            "expandable_segments is not supported yet."
+        ),
+    ),
+    CrashCause(
         "memory_saver_driver_error",
         # the line itself, or the traceback event the input layer makes of it (`tag: text`)
         r"torch_memory_saver\.cpp\]?:? (?:CUresult error\s+result=|(?:cudaError|hipError_t) "

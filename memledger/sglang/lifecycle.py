@@ -656,6 +656,29 @@ MENTIONS: tuple[Mention, ...] = (
         (_MFS_LOWER,),
     ),
     Mention(
+        "nccl_alloc",
+        None,  # NCCL allocates at init and lazily at a group's first collective
+        "NCCL's buffers: NCCL allocates them itself (cudaMalloc or cuMem; NCCL v2.21.5-1 "
+        "src/include/alloc.h:161-206), outside PyTorch's caching allocator, so memory PyTorch "
+        "holds reserved but unallocated is not free for NCCL: empty PyTorch's cache before the "
+        "NCCL call (torch.cuda.empty_cache()) or keep a margin free beside it (a colocated "
+        "trainer: torch_memory_saver's memory_margin_bytes, 4a43c97 entrypoint.py:108-112); in "
+        "SGLang's own process NCCL's buffers come out of the (1 - mfs) x P that its pools leave "
+        "(v0.5.8 model_runner_kv_cache_mixin.py:138-140)",
+        (_MFS_LOWER,),
+    ),
+    Mention(
+        "memory_saver_expandable",
+        None,  # a setting of the process, in no stage
+        "expandable_segments is not supported by torch_memory_saver: unset it "
+        "(PYTORCH_CUDA_ALLOC_CONF) for SGLang's process. SGLang's release pauses only what "
+        "torch_memory_saver allocated in its tagged regions (v0.5.8 "
+        "managers/scheduler_update_weights_mixin.py:121-146); with expandable segments PyTorch "
+        "maps memory outside them, so a pause frees nothing, and torch_memory_saver now refuses "
+        "to run (torch_memory_saver 13d6461, its PR #25; 4a43c97 entrypoint.py:397-401)",
+        alone=True,
+    ),
+    Mention(
         "resume",
         Phase.RESUME,
         "an RL framework's cycle: SGLang's weights and KV cache are released for the trainer's "
