@@ -978,6 +978,51 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "attention_workspace", "where": "frame"},
     ),
     ErrorText(
+        "said_autotune_batch",
+        re.compile(r'(?:model_runner|base_runner)\.py", line \d+, in _flashinfer_autotune'),
+        ("_flashinfer_autotune",),
+        Family.REPORTER,
+        "FlashInfer's autotune in a traceback frame: a dummy forward of the request slots' batch "
+        "(v0.5.8 model_executor/model_runner.py:1726-1735) or the decode graphs' largest "
+        "(v0.5.23 model_executor/runner/base_runner.py:279-284, :392)",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", '
+        "line 1733, in _flashinfer_autotune",
+        kind="reported",
+        values={"mention": "autotune_batch", "where": "frame"},
+    ),
+    ErrorText(
+        "said_indexer_frame",
+        re.compile(r'(?:nsa_indexer|dsa_indexer|dsv4/indexer)\.py", line \d+, in \w+'),
+        ("nsa_indexer", "dsa_indexer", "dsv4/indexer"),
+        Family.REPORTER,
+        "the sparse-attention indexer in a traceback frame: DeepSeek-V3.2's (v0.5.8 "
+        "layers/attention/nsa/nsa_indexer.py, v0.5.23 layers/attention/dsa/dsa_indexer.py) or "
+        "V4's C4 indexer (v0.5.17 layers/attention/dsv4/indexer.py:633 forward_c4_indexer)",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/layers/attention/dsv4/indexer.py", '
+        "line 774, in forward_c4_indexer",
+        kind="reported",
+        values={"mention": "indexer_logits", "where": "frame"},
+    ),
+    ErrorText(
+        "said_indexer_logits",
+        # the indexer's scoring kernels and calls as people quote them (`forward_c4_indexer ->
+        # deep_gemm fp8_paged_mqa_logits -> CUDA out of memory`), and their words for its scores
+        re.compile(
+            r"fp8_(?:fp4_)?(?:paged_)?mqa_logits|forward_c4_indexer|_get_topk_(?:ragged|paged)"
+            r"|indexer(?:'s)? (?:logits|scores?|transient|top-?k)"
+            r"|(?:sparse|lightning|c4|nsa|dsa)[- ]indexer",
+            re.I,
+        ),
+        ("mqa_logits", "forward_c4_indexer", "_get_topk_", "indexer"),
+        Family.REPORTER,
+        "what people quote of the sparse-attention indexer: its DeepGEMM scoring calls (v0.5.8 "
+        "layers/attention/nsa/nsa_indexer.py:413, :527; v0.5.17 layers/attention/dsv4/"
+        "indexer.py:724-783) and their words for it (memledger.sglang.lifecycle MENTIONS)",
+        "indexer.py forward_c4_indexer -> deep_gemm fp8_paged_mqa_logits -> CUDA out of memory",
+        kind="reported",
+        values={"mention": "indexer_logits"},
+    ),
+    ErrorText(
         "said_audio_decoder_stage",
         re.compile(r"Stage vocoder received msg|Stage code2wav received msg"),
         ("Stage vocoder", "Stage code2wav"),
@@ -1443,6 +1488,11 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|(?:memory|VRAM)[^.\n]{0,30}?(?:increas|grow|ris|climb|creep)\w* "
             r"(?:over time|steadily|slowly|gradually|continuously)"
             r"|(?:GPU |CUDA |VRAM |video )memory leak(?! detected)|\bVRAM leak"
+            # a cache or buffer of SGLang's said to keep growing until the OOM (`the mask cache
+            # will keep increasing and finally cause OOM`); not the KV/radix cache (kv_held)
+            r"|(?<!kv )(?<!radix )(?<!prefix )\b(?:cache|buffer|tensor)s?\b[^.\n]{0,40}?"
+            r"(?:keeps?|kept|continu(?:es|ed|ing))\s+(?:on\s+)?(?:increas|grow)\w*"
+            r"[^.\n]{0,60}?(?:\bOOM|out of memory)"
             r"|显存(?:缓慢|持续|逐渐|不断|一直)(?:上涨|增长|增加|上升)|显存泄[漏露]"
             # the readings typed (`memory utilization increased from 73.16 GiB to 77.06 GiB`,
             # `VRAM went from 60 to 75 GB`), not a fraction (`memory fraction from 0.8 to 0.9`)

@@ -1386,6 +1386,34 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "index_out_of_bounds",
+        # PyTorch's device-side index asserts: gpu_index_kernel's `index out of bounds`
+        # (aten/src/ATen/native/cuda/IndexKernel.cu), index_select's `srcIndex <
+        # srcSelectDimSize` (Indexing.cu), the vectorized gather's `... index out of bounds`
+        r"index out of bounds|srcIndex < srcSelectDimSize",
+        "a CUDA kernel's device-side assert: an index past the end of a tensor. In SGLang these "
+        "came from a table or pool sized smaller than the indices written into it, engine bugs "
+        "each fixed by a release: a speculative draft's KV pool sized before the hybrid SWA "
+        "split, smaller than the target's full pool (sglang PR #17630), a multimodal request's "
+        "pad ids gathered inside the draft's prefill graph (PR #38330): not GPU memory that ran "
+        "out, and no memory flag changes it",
+        "an engine bug (an index past a pool or table's end): upgrade, or run "
+        "without the feature on that path (speculative decoding, the hybrid SWA pool); "
+        "CUDA_LAUNCH_BLOCKING=1 names the kernel",
+        "PyTorch aten/src/ATen/native/cuda/IndexKernel.cu gpu_index_kernel "
+        '(`CUDA_KERNEL_ASSERT(-sizes[i] <= index && index < sizes[i] && "index out of '
+        'bounds")`), Indexing.cu indexSelectLargeIndex (`srcIndex < srcSelectDimSize`); '
+        "https://github.com/sgl-project/sglang/pull/17630, "
+        "https://github.com/sgl-project/sglang/pull/38330",
+        standalone=True,
+        words=("index out of bounds", "srcIndex < srcSelectDimSize"),
+        example=(
+            "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:93: operator(): block: [12,0,0], "
+            'thread: [7,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && "index out of '
+            'bounds"` failed.'
+        ),
+    ),
+    CrashCause(
         "deepep_buffer_memory",
         # and NVSHMEM's own lines when the heap's physical memory cannot be created (status 2 is
         # CUDA_ERROR_OUT_OF_MEMORY from cuMemCreate; 7 the heap setup failing after it:

@@ -452,6 +452,56 @@ MENTIONS: tuple[Mention, ...] = (
         ),
     ),
     Mention(
+        "autotune_batch",
+        Phase.AFTER_POOL,
+        "FlashInfer's autotune: a dummy forward at startup, after the KV pool, of a batch as "
+        "large as the request slots (v0.5.8 model_executor/model_runner.py:1726-1735, "
+        "req_to_token_pool.size; x the draft tokens under speculative decoding :1745-1755) or "
+        "as the decode graphs' largest (v0.5.23 model_executor/runner/base_runner.py:279-284, "
+        "decode_cuda_graph_runner.py:704-716); its logits are gathered over the DP ranks "
+        "under DP attention (sglang PR #23796), all out of the slack after the pool",
+        (
+            Lever(
+                "max_running_requests",
+                "lower",
+                "the autotune batch is the request slots, req_to_token_pool.size (v0.5.8 "
+                "model_executor/model_runner.py:1733): fewer slots, a smaller dummy forward",
+            ),
+            Lever(
+                "disable_flashinfer_autotune",
+                "enable",
+                "no autotune forward at startup (v0.5.8 server_args.py:441, "
+                "model_runner.py:1699-1702); kernels keep their default configs",
+            ),
+            Lever(
+                "cuda_graph_max_bs",
+                "lower",
+                "from v0.5.23 the autotune reuses the decode graphs' buffers of their largest "
+                "batch (model_executor/runner/decode_cuda_graph_runner.py:704-716)",
+            ),
+        ),
+    ),
+    Mention(
+        "indexer_logits",
+        Phase.SERVING,
+        "the sparse-attention indexer's scores (DeepSeek-V3.2's DSA, V4's C4 indexer): an fp32 "
+        "[prefill-chunk tokens x context positions] logits tensor a layer, made by DeepGEMM "
+        "outside --mem-fraction-static's budget, so it grows with the context and the chunk "
+        "(v0.5.17 layers/attention/dsv4/indexer.py:726, :774-783 score all of a chunk's rows at "
+        "once); a lower fraction only moves the wall; v0.5.23 splits the rows under a "
+        "free-memory budget (dsv4/indexer.py:1083-1110, sglang PR #39095), as v0.5.8 did for "
+        "V3.2 (layers/attention/nsa/nsa_indexer.py:540-547): upgrade",
+        (
+            Lever(
+                "chunked_prefill_size",
+                "lower",
+                "the logits' rows are the prefill chunk's tokens (v0.5.17 "
+                "layers/attention/dsv4/indexer.py:726): half the chunk, half the tensor",
+            ),
+        ),
+        moment=True,
+    ),
+    Mention(
         "audio_decoder_stage",
         None,  # not SGLang's engine: its serving levers do not apply
         "a multi-stage pipeline's audio decoder stage (sglang-omni's vocoder, code2wav): it runs "
