@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from memledger.record import record
 from memledger.sglang.failure_rules import Phase
+from memledger.sglang.levers import flag_of
 
 
 class Severity(StrEnum):
@@ -105,7 +106,7 @@ class Suggestion:
 
     @property
     def flag(self) -> str:
-        return "--" + self.knob.replace("_", "-")
+        return flag_of(self.knob)
 
 
 def leading(first: list[Suggestion], rest: list[Suggestion]) -> list[Suggestion]:

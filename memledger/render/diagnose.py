@@ -48,7 +48,7 @@ def command_change(suggestion: Suggestion) -> str | None:
     if suggestion.direction is Direction.ENABLE:
         return suggestion.flag
     value = suggestion.value
-    if value is None:
+    if value is None or not suggestion.flag.startswith("--"):  # a request's field: no flag
         return None
     return f"{suggestion.flag} {value if isinstance(value, int) else f'{value:g}'}"
 
