@@ -21,13 +21,10 @@ from memledger.input.vllm_reader import Reading, Startup, VllmLog
 from memledger.model.ledger import Ledger
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sizing.vllm import VllmSizing
+from memledger.sizing.vllm import gib as _g
 from memledger.units import GIB
 from memledger.vllm.knobs import LEVERS
 from memledger.vllm.sizing_rules import DEFAULT_BLOCK_SIZE, REDUNDANCY_BUFFER_BYTES
-
-
-def _g(value: float) -> str:
-    return f"{value / GIB:,.2f} GiB"
 
 
 @dataclass
