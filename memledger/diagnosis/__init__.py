@@ -437,11 +437,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         if not known and hit[1].values.get("exception"):
             cause = _quoted(hit[1])  # the known error's own line, not the frames pasted after it
     if exit_event is not None and killed:
-        killer = "the process was killed (SIGKILL): often the host's OOM killer (host RAM, see "
-        killer += "dmesg); the log has no GPU out-of-memory text"
-        findings.append(
-            evidence.finding(FindingId.KILLED, Severity.WARNING, killer, exit_event.line)
-        )
+        findings.append(evidence.said("killed", exit_event.line))
     if shm is not None:
         verdict_end = "the host's shared memory (/dev/shm), not GPU memory: docker --shm-size 32g"
     elif hit is not None:
@@ -453,13 +449,10 @@ def _crash(evidence: Evidence) -> Diagnosis:
         verdict_end = "killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory"
     else:  # no cause named: the error the log shows is no memory problem, or it is not shown
         verdict_end = "not a memory problem" if known else "the error is not in the log"
-        said = f"not a memory problem: {cause}; no out-of-memory text in the log"
-        if not known:
-            said = f"the error that ended the startup is not in the log: {cause}; no "
-            said += "out-of-memory text either"
-        found = FindingId.NOT_MEMORY if known else FindingId.ERROR_NOT_IN_LOG
         at = traceback.line if traceback else evidence.outcome_line
-        findings.append(evidence.finding(found, Severity.INFO, said, at))
+        findings.append(
+            evidence.said("not_memory" if known else "error_not_in_log", at, cause=cause)
+        )
     findings += (
         memory.site_finding(evidence)
         + health.free_rose_after_pool(evidence)

@@ -4,14 +4,12 @@ the error texts of `memledger.sglang.failure_rules.CRASH_CAUSES` (each with its 
 from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
     DRIVER_RESULTS,
-    SHM_FIX,
     SHM_SHAPE,
-    SHM_SOURCE,
     CrashCause,
 )
 from memledger.units import GIB, MIB
@@ -26,9 +24,7 @@ def shm_finding(event: Event, evidence: Evidence) -> Finding:
     size = event.values.get("size")
     amount = size if isinstance(size, int) and size > 0 else None
     segment = f" (a {amount / MIB:.1f} MiB segment)" if amount else ""
-    said = f"the host's shared memory /dev/shm ran out{segment}, not the GPU's: {SHM_FIX}"
-    said += f" ({SHM_SOURCE})"
-    return evidence.finding(FindingId.SHARED_MEMORY, Severity.ERROR, said, event.line, bytes=amount)
+    return evidence.said("shared_memory", event.line, bytes=amount, segment=segment)
 
 
 def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from memledger.diagnosis.model import Finding, Severity
+from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.input.launch_command import NOTE_PREFIX
 from memledger.model.events import Event, EventKind, ParsedLog, Value
 from memledger.model.ledger import Checkpoint, Ledger
 from memledger.sglang.failure_rules import nearest_source
+from memledger.sglang.findings import ADVISED, SAID
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 
 _OOM_EXCEPTION = "OutOfMemory"
@@ -132,6 +133,22 @@ class Evidence:
         amount."""
         at = [self.at(line) for line in lines]
         return Finding(id=id, severity=severity, message=message, bytes=bytes, evidence=at)
+
+    def said(self, name: str, /, *lines: int | None, **fields: object) -> Finding:
+        """The finding `name` in its words (memledger.sglang.findings), the paste's `fields` in
+        them; `bytes=` its amount."""
+        row, amount = SAID[name], fields.pop("bytes", None)
+        words, amount = row.words(**fields), amount if isinstance(amount, int) else None
+        found = FindingId(row.finding_id)
+        return self.finding(found, Severity(row.severity), words, *lines, bytes=amount)
+
+    def advice(self, name: str, /, **fields: object) -> Suggestion:
+        """The lever `name` in its words (memledger.sglang.findings.ADVICE), the paste's `fields`
+        in them; `value=` its value, also a field."""
+        row, value = ADVISED[name], fields.get("value")
+        value = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        why = row.words(**fields)
+        return Suggestion(knob=row.knob, direction=Direction(row.direction), value=value, why=why)
 
     def cite(self, sources: tuple[tuple[str, str], ...]) -> str:
         """`vX path:line` of `sources` at the release nearest the log's own (v0.5.8's when the

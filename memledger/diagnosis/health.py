@@ -21,11 +21,9 @@ from memledger.diagnosis.reserve import (
 from memledger.diagnosis.stages import model_lever, stage_levers
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
-    DRAFT_BEFORE_POOL_CAUSE,
     DRAFT_OWN_HEAD_TYPE,
     GRAPH_MEMORY_NOTE_GIB,
     HEADROOM_DOCS_CAP_GIB,
-    LATE_RELEASE_CAUSE,
     MAX_REQ_INPUT_LEN_SOURCES,
     SUMMARY_LINE_SOURCES,
     Phase,
@@ -68,17 +66,9 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
         rise = peak.avail_bytes - point.avail_bytes
         if rise < RISE_THRESHOLD + point.error_bytes + peak.error_bytes:
             continue
+        numbers = {"rise": g(rise), "point": point, "peak": peak}
         findings.append(
-            evidence.finding(
-                FindingId.FREE_ROSE_AFTER_POOL,
-                Severity.WARNING,
-                f"free memory rose by {g(rise)} after {point.id} ({point.avail_gib:.2f} -> "
-                f"{peak.avail_gib:.2f} GiB at {peak.id}): memory freed after SGLang sized "
-                f"the pool never reaches it ({LATE_RELEASE_CAUSE})",
-                point.line,
-                peak.line,
-                bytes=rise,
-            )
+            evidence.said("free_rose_after_pool", point.line, peak.line, bytes=rise, **numbers)
         )
     return findings or draft_before_pool(evidence)
 
@@ -106,14 +96,10 @@ def draft_before_pool(evidence: Evidence) -> list[Finding]:
         return []
     usage = draft.size("usage")
     held = f", {usage.gib:.2f} GiB" if usage is not None else ""
+    draft_type = draft.values.get("type")
     return [
-        evidence.finding(
-            FindingId.FREE_ROSE_AFTER_POOL,
-            Severity.INFO,
-            f"the draft model ({draft.values.get('type')}{held}) was loaded before the KV "
-            f"pool was sized: {DRAFT_BEFORE_POOL_CAUSE}",
-            draft.line,
-            first_pool,
+        evidence.said(
+            "free_rose_after_pool.draft", draft.line, first_pool, type=draft_type, held=held
         )
     ]
 
@@ -155,14 +141,7 @@ def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Sugg
             return [], []
         free_text = "" if outside.after_graphs else f", {g(free)} free after startup"
         return large_gpu_reserve(evidence, Severity.INFO, free_text)
-    finding = evidence.finding(
-        FindingId.ZERO_HEADROOM,
-        Severity.WARNING,
-        f"only {g(free)} free after startup ({point}): the first large batch will run "
-        "out of memory",
-        line,
-        bytes=free,
-    )
+    finding = evidence.said("zero_headroom", line, bytes=free, free=g(free), point=point)
     pre = evidence.budget.pre_load
     suggestions: list[Suggestion] = []
     if pre is not None:
@@ -253,16 +232,9 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
         return []
     default = found.value
     kv_gain = round((floor_step(default) - mfs) * pre.avail_bytes)
-    return [
-        evidence.finding(
-            FindingId.MFS_FAR_BELOW_DEFAULT,
-            Severity.INFO,
-            f"--mem-fraction-static {mfs:g} is far below SGLang's default for this GPU "
-            f"(about {default:.3f} by rule {found.rule}, {RULE[found.rule].source}, for "
-            f"{g(gpu_bytes)}): the KV pool is about {g(kv_gain)} smaller than it could be",
-            bytes=kv_gain,
-        )
-    ]
+    numbers = {"mfs": mfs, "default": default, "gpu": g(gpu_bytes), "gain": g(kv_gain)}
+    rule = {"rule": found.rule, "rule_source": RULE[found.rule].source}
+    return [evidence.said("mfs_far_below_default", bytes=kv_gain, **numbers, **rule)]
 
 
 def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
@@ -286,16 +258,10 @@ def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     if isinstance(running, int):
         cap = f"; max_running_requests={running} caps how many run at once (SGLang's request slots)"
     short = isinstance(context, int) and tokens < context
-    said = f"the KV pool holds {tokens:,} tokens a rank: "
-    if short:
-        said = (
-            f"the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
-            f"{context:,}-token context; "
-        )
-    said += f"every running request's prompt and generated tokens come out of it{fit}{cap} "
-    said += f"(the scheduler's summary line, {evidence.cite(SUMMARY_LINE_SOURCES)})"
-    severity = Severity.WARNING if short else Severity.INFO
-    finding = evidence.finding(FindingId.KV_CAPACITY, severity, said, summary.line)
+    numbers = {"tokens": tokens, "context": context, "fit": fit, "cap": cap}
+    cited = evidence.cite(SUMMARY_LINE_SOURCES)
+    name = "kv_capacity.short" if short else "kv_capacity"
+    finding = evidence.said(name, summary.line, cited=cited, **numbers)
     if not short or not isinstance(context, int):
         return [finding], []
     return [finding], _pool_levers(evidence, tokens, context)
@@ -304,18 +270,8 @@ def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
 def _pool_levers(evidence: Evidence, tokens: int, context: int) -> list[Suggestion]:
     """A context the pool holds, a bigger fraction where the GPU has room for it, more ranks."""
     shorter = tokens // 1024 * 1024 or tokens
-    levers = [
-        Suggestion(
-            knob="context_length",
-            direction=Direction.LOWER,
-            value=shorter,
-            why=(
-                f"SGLang refuses a request longer than its max_req_input_len "
-                f"({evidence.cite(MAX_REQ_INPUT_LEN_SOURCES)}): a context of {tokens:,} tokens "
-                f"or fewer, the pool's, rounded down to 1,024 = {shorter:,}; the pool is unchanged"
-            ),
-        )
-    ]
+    cited = evidence.cite(MAX_REQ_INPUT_LEN_SOURCES)
+    levers = [evidence.advice("context_length.pool", value=shorter, cited=cited, tokens=tokens)]
     ledger, budget = evidence.ledger, evidence.budget
     cell = ledger.sizing.bytes_per_token if ledger.sizing is not None else None
     if cell is None and ledger.summary.kv_pool:
@@ -357,15 +313,8 @@ def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     if found is None:
         return [], []
     usage = largest.sizes["usage"].bytes
-    finding = evidence.finding(
-        FindingId.GRAPH_MEMORY,
-        Severity.INFO,
-        f"the CUDA graphs took {g(usage)}, more than the {GRAPH_MEMORY_NOTE_GIB} GiB SGLang's "
-        "default keeps for bs-256 graphs (v0.4.6.post2 server_args.py:241-247): "
-        f"{bug_words(*found)}: upgrade, or capture fewer graphs",
-        largest.line,
-        bytes=usage,
-    )
+    bug = bug_words(*found)
+    finding = evidence.said("graph_memory", largest.line, bytes=usage, usage=g(usage), bug=bug)
     knob, spelled = graph_cap_knob(evidence)
     current = evidence.int_param(knob)
     why = (

@@ -34,7 +34,6 @@ from memledger.sglang.failure_rules import (
     BUDGET_SOURCES,
     CAPTURE_ORDER_CITATION,
     LOAD_SITES,
-    MINIMUM_VIABLE_CITATION,
     LoadSite,
     Phase,
 )
@@ -100,28 +99,15 @@ def oom_findings(evidence: Evidence) -> list[Finding]:
     ]
     others = sorted({e.rank for e in evidence.oom_messages if e.rank and e.rank != oom.rank})
     if others:
+        lines = [e.line for e in evidence.oom_messages if e is not oom][:8]
         findings.append(
-            evidence.finding(
-                FindingId.OOM_OTHER_RANKS,
-                Severity.INFO,
-                f"{len(others)} other rank(s) ran out of memory too: {', '.join(others)}",
-                *[e.line for e in evidence.oom_messages if e is not oom][:8],
-            )
+            evidence.said("oom_other_ranks", *lines, count=len(others), ranks=", ".join(others))
         )
     unallocated = sizes.get("reserved_unallocated")
     requested = sizes.get("requested")
     if unallocated and requested and unallocated.bytes >= requested.bytes:
-        findings.append(
-            evidence.finding(
-                FindingId.FRAGMENTATION,
-                Severity.WARNING,
-                f"{unallocated.text} is reserved by PyTorch but unallocated, at least the "
-                f"{requested.text} asked for: fragmentation (PyTorch's own advice: "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
-                oom.line,
-                bytes=unallocated.bytes,
-            )
-        )
+        texts = {"unallocated": unallocated.text, "requested": requested.text}
+        findings.append(evidence.said("fragmentation", oom.line, bytes=unallocated.bytes, **texts))
     return findings
 
 
@@ -131,14 +117,8 @@ def site_finding(evidence: Evidence) -> list[Finding]:
     frame = innermost_sglang_frame(traceback) if traceback is not None else None
     if traceback is None or frame is None:
         return []
-    return [
-        evidence.finding(
-            FindingId.FAILURE_SITE,
-            Severity.INFO,
-            f"innermost SGLang frame: {frame.text} ({traceback.rank or 'untagged'})",
-            traceback.line,
-        )
-    ]
+    rank = traceback.rank or "untagged"
+    return [evidence.said("failure_site", traceback.line, frame=frame.text, rank=rank)]
 
 
 def _load_site(evidence: Evidence) -> tuple[LoadSite, str] | None:
@@ -247,16 +227,9 @@ def kv_refusal(evidence: Evidence) -> Result:
             f"the profiled pool was {profiled:,} tokens: the budget A - P x (1 - mfs) is "
             "negative, and --max-total-tokens only lowers it"
         )
-    findings = [
-        evidence.finding(
-            FindingId.WEIGHTS_EXCEED_BUDGET,
-            Severity.ERROR,
-            "SGLang refused to size the KV cache: the loaded weights leave no room under "
-            f"--mem-fraction-static{current_text}" + (f" ({'; '.join(notes)})" if notes else ""),
-            refusal.line,
-            bytes=shortfall(evidence),
-        )
-    ]
+    noted = f" ({'; '.join(notes)})" if notes else ""
+    refused = {"current": current_text, "notes": noted, "bytes": shortfall(evidence)}
+    findings = [evidence.said("weights_exceed_budget.refused", refusal.line, **refused)]
     if minimum is None:
         # SGLang's own advice, without a value: the log lacks P or A (1 - A/P)
         needs = f"{_budget(evidence)}; a value needs the `Load weight begin`/`end` readings"
@@ -277,17 +250,10 @@ def kv_refusal(evidence: Evidence) -> Result:
         )
     pre = budget.pre_load.avail_bytes if budget.pre_load else None
     gain = f"; each further 0.01 adds {g(pre * 0.01)} of KV" if pre else ""
+    kv = g(pre * (value - minimum)) if pre else f"{value - minimum:.4f} x P"
     suggestions = [
-        Suggestion(
-            knob="mem_fraction_static",
-            direction=Direction.RAISE,
-            value=value,
-            why=(
-                f"{working} ({MINIMUM_VIABLE_CITATION}); {value:g} is the first 0.01 step "
-                "above it: a KV budget of about "
-                f"{g(pre * (value - minimum)) if pre else f'{value - minimum:.4f} x P'}{gain}; "
-                "the slack P x (1 - mfs) left for graphs shrinks by the same amount"
-            ),
+        evidence.advice(
+            "mem_fraction_static.refused", value=value, working=working, budget=kv, gain=gain
         ),
         model_lever("tp_size", "raise", after="that leaves a KV budget at this mfs"),
     ]
@@ -309,16 +275,11 @@ def lower_mfs(evidence: Evidence, missing: int, reason: str) -> Suggestion | Non
     loss = round((mfs - value) * pre.avail_bytes)
     share = f" ({100 * loss / kv:.0f}% of its {g(kv)})" if kv and kv > 0 else ""
     floor_text = f"; stays above the minimum viable {minimum:.4f}" if minimum is not None else ""
-    return Suggestion(
-        knob="mem_fraction_static",
-        direction=Direction.LOWER,
-        value=value,
-        why=(
-            f"{reason}: lowering mfs by d frees d x P after the pool ({_budget(evidence)}); "
-            f"{g(missing)} / P {g(pre.avail_bytes)} = {delta:.4f} -> {mfs:g} - {delta:.4f} = "
-            f"{mfs - delta:.4f}, rounded down to {value:g}; the KV pool shrinks by "
-            f"{g(loss)}{share}{floor_text}"
-        ),
+    numbers = {"missing": g(missing), "p": g(pre.avail_bytes), "delta": delta, "mfs": mfs}
+    said = {"reason": reason, "budget": _budget(evidence), "loss": g(loss), "share": share}
+    raw, floor = mfs - delta, floor_text
+    return evidence.advice(
+        "mem_fraction_static.lower", value=value, raw=raw, floor=floor, **numbers, **said
     )
 
 
@@ -359,11 +320,10 @@ def capture_point(evidence: Evidence) -> tuple[list[Finding], int | None, list[i
         where += f" (bucket {sizes[::-1].index(failing_bs) + 1} of {len(sizes)})"
     free = bar.sizes.get("avail") if bar is not None else None
     free = free or begin.sizes.get("avail")
-    message = f"capturing {where}" + (f", {free.text} free at that point" if free else "")
+    at = f", {free.text} free at that point" if free else ""
     lines = [begin.line] + ([bar.line] if bar else [])
-    finding = evidence.finding(
-        FindingId.CAPTURE_POINT, Severity.INFO, message, *lines, bytes=free.bytes if free else None
-    )
+    amount = free.bytes if free else None
+    finding = evidence.said("capture_point", *lines, bytes=amount, where=where, at=at)
     return [finding], failing_bs, sizes
 
 
@@ -376,17 +336,11 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
     slack = budget.slack_bytes
     if slack is not None and budget.pre_load is not None and budget.mem_fraction_static:
         pool = budget.pool_end
+        at_end = f"; {pool.avail_gib:.2f} GiB was free at Memory pool end" if pool else ""
+        numbers = {"p": g(budget.pre_load.avail_bytes), "rest": 1 - budget.mem_fraction_static}
+        lines, said = [pool.line] if pool else [], {"slack": g(slack), "at_end": at_end}
         findings.append(
-            evidence.finding(
-                FindingId.ALLOCATION_EXCEEDS_SLACK,
-                Severity.ERROR,
-                f"an allocation after the pool did not fit the slack mfs leaves: "
-                f"P x (1 - mfs) = {g(budget.pre_load.avail_bytes)} x "
-                f"{1 - budget.mem_fraction_static:.4f} = {g(slack)}"
-                + (f"; {pool.avail_gib:.2f} GiB was free at Memory pool end" if pool else ""),
-                *([pool.line] if pool else []),
-                bytes=missing,
-            )
+            evidence.said("allocation_exceeds_slack", *lines, bytes=missing, **numbers, **said)
         )
     failing_bs: int | None = None
     sizes: list[int] = []

@@ -9,11 +9,10 @@ import math
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Finding, Suggestion
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     AFTER_POOL_DROP_MIN_GIB,
-    DP_ATTENTION_RESERVE_CITATION,
     HEADROOM_DOCS_CAP_GIB,
     HEADROOM_FLOOR_MIN_GIB,
     MFS_STEP,
@@ -21,7 +20,6 @@ from memledger.sglang.failure_rules import (
     OWN_BELOW_PYTORCH,
     OWN_FROM_PYTORCH,
     PHASE_TEXT,
-    SMALL_PROCESS_TENANTS,
     Phase,
 )
 from memledger.sglang.fraction_rules import MFS_ACTIVATION_MIB_PER_TOKEN, MFS_ACTIVATION_MIN_TOKENS
@@ -55,28 +53,10 @@ def other_processes(evidence: Evidence) -> Finding | None:
         return None
     if own is None and own_bytes >= held:
         return None  # a lower bound of its own use says only that it is the small one
-    if own_bytes < held:
-        # the process that ran out is the small one: a pipeline's own model beside a server
-        what = (
-            f"the process that ran out holds only {g(own_bytes)}: the GPU's memory is another "
-            f"process's, most often an SGLang server on the same GPU ({SMALL_PROCESS_TENANTS}); "
-            "leave room by lowering that server's --mem-fraction-static by at least the bytes "
-            "asked, or put the two on different GPUs"
-        )
-    else:
-        what = (
-            "another process (a second server, a notebook, a desktop) took it, and SGLang's pool "
-            "was sized on the memory free when it started; free the GPU (nvidia-smi lists who "
-            "holds it) or lower --mem-fraction-static by that much"
-        )
-    return evidence.finding(
-        FindingId.OTHER_PROCESSES,
-        Severity.ERROR,
-        f"{g(held)} of this GPU is held outside this process ({capacity.text} - "
-        f"{free.text} free - {own_text}): {what}",
-        oom.line,
-        bytes=held,
-    )
+    # the process that ran out is the small one: a pipeline's own model beside a server
+    name = "other_processes.small" if own_bytes < held else "other_processes"
+    numbers = {"held": g(held), "capacity": capacity.text, "free": free.text, "own": own_text}
+    return evidence.said(name, oom.line, bytes=held, own_bytes=g(own_bytes), **numbers)
 
 
 def headroom_floor_step(evidence: Evidence, missing: int | None, phase: Phase) -> float | None:
@@ -115,24 +95,9 @@ def dp_auto_fraction(evidence: Evidence) -> tuple[list[Finding], Suggestion | No
     if over <= 0:
         return [], None
     target = f"{mfs:g} + {g(over)} / the GPU's memory"
-    finding = evidence.finding(
-        FindingId.DP_AUTO_FRACTION,
-        Severity.WARNING,
-        f"if --mem-fraction-static {mfs:g} was SGLang's automatic value: under DP attention "
-        f"it reserved max({chunk} x dp {dp}, 2048) x 1.5 MiB for prefill activations where "
-        f"a rank runs a chunk of {chunk}, {g(over)} too much ({DP_ATTENTION_RESERVE_CITATION}"
-        f"); set the fraction by hand: {target}",
-        evidence.refusal.line,
-        bytes=over,
-    )
-    suggestion = Suggestion(
-        knob="mem_fraction_static",
-        direction=Direction.RAISE,
-        why=(
-            f"the automatic fraction over-reserved {g(over)} under DP attention: {target} "
-            "(SGLang's gpu_mem, the GPU's capacity, is not in the log)"
-        ),
-    )
+    numbers = {"mfs": mfs, "chunk": chunk, "dp": dp, "over": g(over), "target": target}
+    finding = evidence.said("dp_auto_fraction", evidence.refusal.line, bytes=over, **numbers)
+    suggestion = evidence.advice("mem_fraction_static.dp_auto", over=g(over), target=target)
     return [finding], suggestion
 
 
@@ -166,16 +131,7 @@ def after_pool_drop(evidence: Evidence) -> Finding | None:
         if pre is not None and pre.avail_bytes > 0
         else ""
     )
-    stage = STAGE[Phase.AFTER_POOL]
-    return evidence.finding(
-        FindingId.AFTER_POOL_DROP,
-        Severity.WARNING,
-        f"{g(drop)} of free memory was taken between Memory pool end ({pool.avail_gib:.2f} "
-        f"GiB free) and the first graph capture reading ({g(first.sizes['avail'].bytes)} "
-        f"free{bar}): {PHASE_TEXT[Phase.AFTER_POOL]} allocates {stage.allocates}, bounded "
-        f"by {stage.bound} ({stage.source}); several GiB there is a buffer sized by the pool "
-        f"or the context, most often an attention backend's workspace{step}",
-        pool.line,
-        first.line,
-        bytes=drop,
-    )
+    stage, phase = STAGE[Phase.AFTER_POOL], PHASE_TEXT[Phase.AFTER_POOL]
+    numbers = {"drop": g(drop), "pool": pool.avail_gib, "first": g(first.sizes["avail"].bytes)}
+    said = {"stage": stage, "phase": phase, "bar": bar, "step": step}
+    return evidence.said("after_pool_drop", pool.line, first.line, bytes=drop, **numbers, **said)

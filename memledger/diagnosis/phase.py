@@ -8,13 +8,12 @@ before the failure does.
 from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Finding, FindingId, Severity
+from memledger.diagnosis.model import Finding
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CAPTURE_FAILED_TEXT,
     CRASH_CAUSES,
     PHASE_FRAMES,
-    PRIVATE_POOLS_CITATION,
     SERVING_SHAPES,
     WARMUP_CONTEXT,
     Phase,
@@ -142,17 +141,7 @@ def placed_by_graphs(evidence: Evidence) -> list[Finding]:
         return []
     if _placed(evidence) is not Phase.UNKNOWN:  # the weakest evidence: anything else places it
         return []
-    return [
-        evidence.finding(
-            FindingId.PHASE_FROM_GRAPHS,
-            Severity.INFO,
-            f"read as serving: the OOM text shows {pools.text} in PyTorch's private pools, "
-            "CUDA graphs, so the weights and the KV pool were in place "
-            f"({PRIVATE_POOLS_CITATION})",
-            oom.line,
-            bytes=pools.bytes,
-        )
-    ]
+    return [evidence.said("phase_from_graphs", oom.line, bytes=pools.bytes, pools=pools.text)]
 
 
 def _cause_phase(evidence: Evidence) -> Phase | None:

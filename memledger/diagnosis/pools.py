@@ -5,25 +5,20 @@ has the opposite lever of an allocator OOM, or no GPU lever at all.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from memledger.diagnosis.arithmetic import floor_step, g, half
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
 from memledger.diagnosis.stages import lever_suggestion, model_lever
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import Event
 from memledger.sglang.failure_rules import (
-    ADMITTED_RAISE,
     COUNT_LINES,
     COUNT_SHAPES,
     HEADROOM_DOCS_CAP_GIB,
     HEADROOM_FLOOR_MIN_GIB,
     MAX_REQ_INPUT_LEN_SOURCES,
-    PAGE_ACCOUNTING_CITATION,
     POOL_RAN_OUT_CITATION,
-    SWA_RATIO_CITATION,
     Phase,
 )
 from memledger.sglang.known_bugs import bug_words, known_bug
@@ -56,18 +51,12 @@ def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
     never less mfs; or it raised with room, which is not its size."""
     shape = str(event.values.get("shape"))
     if shape == "admitted":  # the scheduler had admitted the batch by its own count: no size lever
-        message = f"SGLang's KV pool raised on a batch its scheduler had admitted: {ADMITTED_RAISE}"
-        finding = evidence.finding(FindingId.POOL_NOT_FULL, Severity.ERROR, message, event.line)
+        finding = evidence.said("pool_not_full.admitted", event.line)
         verdict = f"SGLang's KV pool raised {during} on a batch its scheduler had admitted: its "
         return [finding], [], verdict + "accounting lost tokens (a leak), not its size; upgrade"
-    what = "KV pool"
+    what, name, counted = "KV pool", "pool_ran_out", ""
     if event.values.get("pool") == "req_slots":
-        what = "request slots"
-        message = (
-            "SGLang ran out of request slots (alloc_req_slots): more requests were admitted than "
-            "the request-to-token table has rows; SGLang's own advice is a smaller "
-            "--max-running-requests"
-        )
+        what, name = "request slots", "pool_ran_out.req_slots"
         levers = [
             _fewer_requests(evidence, f"fewer requests than table rows ({POOL_RAN_OUT_CITATION})")
         ]
@@ -81,41 +70,24 @@ def pool_ran_out(evidence: Evidence, event: Event, during: str) -> Answer:
         counted = f" ({asked:,} tokens asked for)" if isinstance(asked, int) else ""
         if isinstance(asked, int) and free is not None:
             counted = f" ({free:,} tokens free for {asked:,} asked)"
-        message = (
-            f"SGLang's KV pool was full at {shape}{counted}: the pool sized at startup, not the "
-            "allocator, ran out; a bigger pool or fewer tokens at once helps, a lower "
-            "--mem-fraction-static makes it worse"
-        )
         pre = evidence.budget.pre_load
         gain = f"; each 0.01 adds about {g(pre.avail_bytes * 0.01)} of KV" if pre else ""
         levers = [
-            Suggestion(
-                knob="mem_fraction_static",
-                direction=Direction.RAISE,
-                why=(
-                    "the KV pool is mfs x P minus the weights: a higher mfs buys tokens"
-                    f"{gain}, at the cost of the slack left for graphs and activations"
-                ),
-            ),
+            evidence.advice("mem_fraction_static.pool_full", gain=gain),
             _fewer_requests(evidence),
         ]
         if cap := evidence.int_param("max_total_tokens"):  # while it binds, no fraction helps
             short = max(asked - free, 0) if isinstance(asked, int) and free is not None else 0
             why = f"the pool is capped at {cap:,} tokens ({evidence.settings_where})"
             why += f", {short:,} tokens short" if short else ""
-            lever = lever_suggestion(KV_CAP_RAISE, why)
-            levers.insert(0, replace(lever, value=cap + short if short else None))
+            levers.insert(
+                0, lever_suggestion(KV_CAP_RAISE, why, value=cap + short if short else None)
+            )
         chunk = evidence.int_param("chunked_prefill_size")
         if shape == "prefill":
-            levers.append(
-                Suggestion(
-                    knob="chunked_prefill_size",
-                    direction=Direction.LOWER,
-                    value=max(chunk // 2, 256) if chunk and chunk > 0 else None,
-                    why="a prefill chunk takes its tokens from the pool at once",
-                )
-            )
-    finding = evidence.finding(FindingId.POOL_RAN_OUT, Severity.ERROR, message, event.line)
+            halved = max(chunk // 2, 256) if chunk and chunk > 0 else None
+            levers.append(evidence.advice("chunked_prefill_size.pool_full", value=halved))
+    finding = evidence.said(name, event.line, shape=shape, counted=counted)
     said = " or ".join(phrase(s) for s in levers[:2])
     return [finding], levers, f"SGLang's {what} ran out {during} (not a GPU allocation); {said}"
 
@@ -158,34 +130,21 @@ def _not_full(
         # have one (memledger.sglang.known_bugs)
         version = evidence.sizing.version if evidence.sizing is not None else None
         found = known_bug("pool_not_full", version, evidence.server_args)
-        message = (
-            f"SGLang's KV pool was not full: {free:,} tokens free for the {asked:,} asked{pages}. "
-            f"The raise is its page accounting: {PAGE_ACCOUNTING_CITATION}"
-            + (f"; {bug_words(*found)}" if found else "")
-        )
-        lever = Suggestion(
-            knob="page_size",
-            direction=Direction.LOWER,
-            value=1,
-            why="at --page-size 1 a decode step takes one token a request, never a whole page"
-            + (f"; or run {found[0].fixed_in} or later ({found[0].fix})" if found else ""),
-        )
+        bug = f"; {bug_words(*found)}" if found else ""
+        upgrade = f"; or run {found[0].fixed_in} or later ({found[0].fix})" if found else ""
+        lever = evidence.advice("page_size.not_full", value=1, upgrade=upgrade)
         verdict = (
             f"SGLang's KV pool raised 'out of memory' {during} but was not full (more tokens free "
             f"than asked): its page accounting, not its size; {phrase(lever)}"
         )
         if found:
             verdict += f" or upgrade past {found[0].said} ({found[0].fixed_in}, {found[0].fix})"
-        finding = evidence.finding(FindingId.POOL_NOT_FULL, Severity.ERROR, message, event.line)
-        return [finding], [lever], verdict
+        numbers = {"free": free, "asked": asked, "pages": pages, "bug": bug}
+        return [evidence.said("pool_not_full", event.line, **numbers)], [lever], verdict
     full, swa = counts.get("available_full"), counts.get("available_swa")
     if full is None or swa is None or (full >= asked) == (swa >= asked):
         return None
     short, roomy = ("sliding-window", "full") if swa < asked else ("full", "sliding-window")
-    message = (
-        f"the {short} pool ran out ({min(full, swa):,} tokens free for the {asked:,} asked) while "
-        f"the {roomy} pool had {max(full, swa):,}: the split between them, {SWA_RATIO_CITATION}"
-    )
     direction = Direction.RAISE if swa < asked else Direction.LOWER
     lever = Suggestion(
         knob="swa_full_tokens_ratio",
@@ -195,7 +154,8 @@ def _not_full(
             f"1.0), a smaller one the full pool; here the {short} pool is short"
         ),
     )
-    finding = evidence.finding(FindingId.SWA_POOL_RAN_OUT, Severity.ERROR, message, event.line)
+    counted = {"short": short, "roomy": roomy, "asked": asked, "low": min(full, swa)}
+    finding = evidence.said("swa_pool_ran_out", event.line, high=max(full, swa), **counted)
     levers = [lever, _fewer_requests(evidence)]
     verdict = (
         f"SGLang's KV pool ran out {during}: one of a hybrid SWA model's two pools, the other "
@@ -232,27 +192,18 @@ def serving_notes(evidence: Evidence) -> list[Finding]:
             tokens = evidence.ledger.summary.kv_tokens_per_rank
             if isinstance(tokens, int) and tokens == limit + 6:
                 bound += "; here it is the KV pool: a bigger pool accepts longer requests"
-        findings.append(
-            evidence.finding(
-                FindingId.REQUEST_EXCEEDS_POOL,
-                Severity.INFO,
-                f"{len(too_long)} request(s) refused as too long "
-                f"({first.values.get('tokens', '?'):,} tokens, at most "
-                f"{limit if isinstance(limit, int) else '?':,} accepted){bound}",
-                *[e.line for e in too_long][:4],
-            )
-        )
+        lines = [e.line for e in too_long][:4]
+        numbers = {
+            "count": len(too_long),
+            "tokens": first.values.get("tokens", "?"),
+            "bound": bound,
+        }
+        numbers["limit"] = limit if isinstance(limit, int) else "?"
+        findings.append(evidence.said("request_exceeds_pool", *lines, **numbers))
     retracts = [e for e in evidence.exhausted if e.values.get("shape") == "retract"]
     if retracts:
-        findings.append(
-            evidence.finding(
-                FindingId.KV_POOL_FULL,
-                Severity.WARNING,
-                f"the KV pool filled while serving and SGLang retracted requests "
-                f"({len(retracts)} time(s)): the pool is small for this load",
-                *[e.line for e in retracts][:4],
-            )
-        )
+        lines = [e.line for e in retracts][:4]
+        findings.append(evidence.said("kv_pool_full", *lines, count=len(retracts)))
     return findings
 
 
@@ -267,13 +218,7 @@ def noted_levers(evidence: Evidence) -> tuple[list[Suggestion], str]:
 
 
 def host_finding(event: Event, evidence: Evidence) -> Finding:
-    return evidence.finding(
-        FindingId.HOST_MEMORY,
-        Severity.WARNING,
-        "the host ran out of RAM (not the GPU): no GPU memory knob helps; check the host's "
-        "free memory and the container's limits",
-        event.line,
-    )
+    return evidence.said("host_memory", event.line)
 
 
 def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) -> Suggestion:

@@ -160,17 +160,7 @@ def squeezed(evidence: Evidence) -> Answer | None:
     if draft is not None:
         first = [lever_suggestion(lever, "the draft worker") for lever in draft.levers]
         suggestions = leading(first, suggestions)
-    findings = [
-        evidence.finding(
-            FindingId.NO_FRACTION_FITS,
-            Severity.ERROR,
-            "a higher --mem-fraction-static ran out of memory after the pool and a lower one "
-            f"left no KV budget{band}: the weights leave about nothing for the KV pool and "
-            "what comes after it, so no fraction fits both; shrink what comes after the pool "
-            "(graphs, batches, the draft's pools) or the weights a rank",
-            evidence.refusal.line,
-        )
-    ]
+    findings = [evidence.said("no_fraction_fits", evidence.refusal.line, band=band)]
     levers = " or ".join(f"{s.direction.value} {s.flag}" for s in suggestions[:3])
     verdict = (
         f"OOM at a higher --mem-fraction-static, SGLang's KV refusal at a lower one{band}: no "

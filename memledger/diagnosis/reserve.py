@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Finding, FindingId, Severity
+from memledger.diagnosis.model import Finding
 from memledger.model.events import EventKind
 from memledger.sglang.backend_defaults import LARGE_GPU_MFS_RULES, LARGE_GPU_RESERVE_MIB
 from memledger.sglang.failure_rules import LARGE_GPU_CONTEXT_ALLOWANCE_GIB, LARGE_GPU_MIB
@@ -185,16 +185,9 @@ def stuck_between(evidence: Evidence, value: float) -> Finding | None:
     slack = round(pre.avail_bytes * (1 - value))
     if slack >= reserve:
         return None
-    return evidence.finding(
-        FindingId.NO_FRACTION_FITS,
-        Severity.WARNING,
-        f"at --mem-fraction-static {value:g} the slack P x (1 - mfs) = {g(slack)} is below "
-        f"the {g(reserve)} SGLang itself reserves for activations and graphs on this GPU "
-        f"(P x (1 - {default.value:g}): {default.basis}, for P = {g(pre.avail_bytes)}; rule "
-        f"{default.rule}, {RULE[default.rule].source}): expect an OOM in graph capture or the "
-        "first prefill there; no fraction fits both, so fewer weight bytes a rank (more tp, a "
-        "quantized checkpoint) or a smaller slack need (lower --cuda-graph-max-bs, "
-        "--chunked-prefill-size) is the fix",
-        pre.line,
-        bytes=reserve - slack,
+    numbers = {"value": value, "slack": g(slack), "reserve": g(reserve), "p": g(pre.avail_bytes)}
+    rule = {"default": default.value, "basis": default.basis, "rule": default.rule}
+    rule["rule_source"] = RULE[default.rule].source
+    return evidence.said(
+        "no_fraction_fits.stuck", pre.line, bytes=reserve - slack, **numbers, **rule
     )

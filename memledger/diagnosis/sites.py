@@ -15,15 +15,13 @@ import math
 
 from memledger.diagnosis.arithmetic import g, power_of_two_below
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, FindingId, Result, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Result, Suggestion
 from memledger.sglang.failure_rules import (
     FORWARD_ASK_MIN_GIB,
     FORWARD_FREE_MIN_GIB,
     HEADROOM_DOCS_CAP_GIB,
     OVERSIZE_FACTOR,
-    PREFILL_ASK_CITATION,
     REQ_TO_TOKEN_BYTES_PER_SLOT,
-    REQ_TO_TOKEN_CITATION,
     REQ_TO_TOKEN_EXTRA_LEN,
     REQ_TO_TOKEN_MIN_ROWS,
     REQ_TO_TOKEN_ORDER_CITATION,
@@ -32,10 +30,6 @@ from memledger.sglang.failure_rules import (
 from memledger.sglang.mfs_defaults import MFS_TP_MAX_GPU_MIB, tp_step
 from memledger.units import GIB, MIB, Size
 
-TABLE_FORMULA = (
-    f"max_running_requests x (context_len + {REQ_TO_TOKEN_EXTRA_LEN}) x "
-    f"{REQ_TO_TOKEN_BYTES_PER_SLOT} B ({REQ_TO_TOKEN_CITATION})"
-)
 ACTIVATION_ROOM = HEADROOM_DOCS_CAP_GIB * GIB
 """What the slack keeps for activations besides the table: the low end of SGLang's 5-8 GB."""
 
@@ -46,15 +40,9 @@ def req_to_token_oom(evidence: Evidence) -> Result | None:
     if traceback is None or traceback.values.get("pool") != "req_to_token":
         return None
     requested = oom.sizes.get("requested") if oom is not None else None
-    finding = evidence.finding(
-        FindingId.REQ_TO_TOKEN_TABLE,
-        Severity.ERROR,
-        f"the allocation that failed is the request-to-token table, {TABLE_FORMULA}"
-        + (f": {requested.text} asked for" if requested else "")
-        + "; a long --context-length or many --max-running-requests make it large",
-        traceback.line,
-        bytes=requested.bytes if requested else None,
-    )
+    asked = f": {requested.text} asked for" if requested else ""
+    amount = requested.bytes if requested else None
+    finding = evidence.said("req_to_token_table", traceback.line, bytes=amount, asked=asked)
     return [finding], table_levers(evidence, requested)
 
 
@@ -70,18 +58,10 @@ def larger_than_gpu(evidence: Evidence) -> Result | None:
     if requested is None or capacity is None or requested.bytes <= capacity.bytes:
         return None
     wrong = requested.bytes >= OVERSIZE_FACTOR * capacity.bytes  # no lever: a size computed wrong
-    message = (
-        f"one allocation of {requested.text} is {requested.bytes / capacity.bytes:,.0f} times "
-        f"the whole GPU ({capacity.text}): a size computed wrong (a bug, or a configuration value "
-        "far out of range), not something a memory flag makes fit"
-        if wrong
-        else f"one allocation of {requested.text} is larger than the whole GPU ({capacity.text}): "
-        "no --mem-fraction-static, graph cap or chunk size makes it fit; it is a buffer sized by "
-        f"a length, at startup most often the request-to-token table, {TABLE_FORMULA}"
-    )
-    finding = evidence.finding(
-        FindingId.ALLOCATION_EXCEEDS_GPU, Severity.ERROR, message, oom.line, bytes=requested.bytes
-    )
+    name = "allocation_exceeds_gpu.wrong" if wrong else "allocation_exceeds_gpu"
+    numbers = {"requested": requested.text, "capacity": capacity.text}
+    times = requested.bytes / capacity.bytes
+    finding = evidence.said(name, oom.line, bytes=requested.bytes, times=times, **numbers)
     return [finding], [] if wrong else table_levers(evidence, requested)
 
 
@@ -203,33 +183,15 @@ def oversized_forward(evidence: Evidence, phase: Phase) -> Result | None:
     if requested.bytes < FORWARD_ASK_MIN_GIB * GIB or free.bytes < FORWARD_FREE_MIN_GIB * GIB:
         return None
     share = free.bytes / requested.bytes
-    finding = evidence.finding(
-        FindingId.OVERSIZED_FORWARD,
-        Severity.ERROR,
-        f"one allocation of {requested.text} with {free.text} still free: the pools left "
-        "room, and one tensor that large is a forward's working set sized by its tokens, a "
-        "long prefill chunk (a decode step holds one token a request), such as a sparse "
-        "attention indexer's [chunk tokens x context] logits, which no KV budget counts; a "
-        f"smaller chunk shrinks it in proportion ({PREFILL_ASK_CITATION})",
-        oom.line,
-        bytes=requested.bytes - free.bytes,
-    )
+    short, numbers = requested.bytes - free.bytes, {"requested": requested.text, "free": free.text}
+    finding = evidence.said("oversized_forward", oom.line, bytes=short, **numbers)
     chunk = evidence.int_param("chunked_prefill_size")
     value = None
     if chunk is not None and chunk > 0:
         fit = int(chunk * share)
         value = power_of_two_below(fit + 1)  # the largest power of two up to fit
     origin = f"{chunk} x {share:.2f} = {int(chunk * share)} -> {value}" if value and chunk else ""
-    lever = Suggestion(
-        knob="chunked_prefill_size",
-        direction=Direction.LOWER,
-        value=value,
-        why=(
-            f"the allocation grows with the prefill chunk's tokens: {g(free.bytes)} free of "
-            f"{g(requested.bytes)} asked is {share:.2f} of it"
-            + (f"; {origin}, a power of two" if origin else "; the chunk is not in the log")
-            + "; or a release whose kernel chunks it under a free-memory budget (sglang PR #38507 "
-            "for the DSA indexer)"
-        ),
-    )
+    said = f"; {origin}, a power of two" if origin else "; the chunk is not in the log"
+    parts = {"free": g(free.bytes), "requested": g(requested.bytes), "share": share}
+    lever = evidence.advice("chunked_prefill_size.forward", value=value, chunk=said, **parts)
     return [finding], [lever]

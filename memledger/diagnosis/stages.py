@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Diagnosis, Direction, Finding, FindingId, Severity, Suggestion
+from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
 from memledger.sglang.adjustments import BY_NAME as ADJUSTMENT
@@ -50,22 +50,17 @@ def model_lever(
 ) -> Suggestion:
     """The lifecycle's lever of `knob` in `direction` (memledger.sglang.lifecycle.LEVER) as a
     suggestion: the paste's own numbers `before` and `after` what the lever moves."""
-    effect = LEVER[(knob, direction)].effect
-    why = f"{before}: {effect}" if before else effect
-    return Suggestion(
-        knob=knob,
-        direction=Direction(direction),
-        value=value,
-        why=f"{why}; {after}" if after else why,
-    )
+    tail = f"; {after}" if after else ""
+    return lever_suggestion(LEVER[(knob, direction)], before, tail=tail, value=value)
 
 
-def lever_suggestion(lever: Lever, why: str, *, tail: str = "") -> Suggestion:
-    """A lifecycle lever as a suggestion without a value: `why`, then what the lever moves."""
+def lever_suggestion(
+    lever: Lever, why: str, *, tail: str = "", value: int | float | None = None
+) -> Suggestion:
+    """A lifecycle lever as a suggestion: `why`, then what the lever moves, then `tail`."""
+    said = f"{why}: {lever.effect}" if why else lever.effect
     return Suggestion(
-        knob=lever.knob,
-        direction=Direction(lever.direction),
-        why=f"{why}: {lever.effect}{tail}",
+        knob=lever.knob, direction=Direction(lever.direction), value=value, why=said + tail
     )
 
 
@@ -132,11 +127,8 @@ def in_framework(
     settings = "; ".join(f"{s.flag} is {framework.name}'s {name}" for s, name in named)
     settings = settings or "its settings are SGLang's"
     findings = [
-        evidence.finding(
-            FindingId.EMBEDDED_IN_FRAMEWORK,
-            Severity.INFO,
-            f"SGLang runs inside {framework.name}{beside}: {settings} ({framework.source})",
-            *at,
+        evidence.said(
+            "embedded_in_framework", *at, framework=framework, beside=beside, settings=settings
         )
     ]
     paths = [f.path for e in evidence.events if e.kind is EventKind.TRACEBACK for f in frames_of(e)]
@@ -144,14 +136,7 @@ def in_framework(
     share = f"{framework.knobs['mem_fraction_static']}"
     if trainer is not None:
         findings.append(
-            evidence.finding(
-                FindingId.TRAINER_OOM,
-                Severity.ERROR,
-                f"the allocation failed in {framework.name}'s trainer ({trainer}), not in SGLang: "
-                f"the trainer's own memory is what to lower ({framework.trainer_levers}); a "
-                f"smaller SGLang share ({share}) also leaves it more",
-                *at,
-            )
+            evidence.said("trainer_oom", *at, framework=framework, trainer=trainer, share=share)
         )
         tail = f"OOM in {framework.name}'s trainer ({trainer}), not in SGLang"
         tail += f": {g(missing)} short" if missing else ""

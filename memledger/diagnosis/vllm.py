@@ -21,13 +21,11 @@ from memledger.input.vllm_reader import Reading, Startup, VllmLog
 from memledger.model.ledger import Ledger
 from memledger.sglang.failure_rules import PHASE_TEXT, Phase
 from memledger.sizing.vllm import VllmSizing
+from memledger.sizing.vllm import gib as _g
 from memledger.units import GIB
+from memledger.vllm.findings import VLLM_SAID
 from memledger.vllm.knobs import LEVERS
 from memledger.vllm.sizing_rules import DEFAULT_BLOCK_SIZE, REDUNDANCY_BUFFER_BYTES
-
-
-def _g(value: float) -> str:
-    return f"{value / GIB:,.2f} GiB"
 
 
 @dataclass
@@ -55,13 +53,21 @@ class _Case:
         fact = self.facts.get(name)
         return None if fact is None or isinstance(fact.value, str) else float(fact.value)
 
-    def found(self, id: str, message: str, amount: int | None, at: list[str] | None = None) -> None:
-        """An error finding of `amount` bytes, resting on the deciding failure text's line unless
-        `at` names others."""
-        at = self.at(self.error) if at is None else at
-        self.findings.append(
-            Finding(id=id, severity=Severity.ERROR, message=message, bytes=amount, evidence=at)
-        )
+    def found(
+        self, name: str, amount: int | None, at: list[str] | None = None, /, **fields: object
+    ) -> None:
+        """The finding `name` (memledger.vllm.findings) of `amount` bytes, the log's `fields` in
+        its words, resting on the deciding failure text's line unless `at` names others."""
+        self.findings.append(_said(name, amount, self.at(self.error) if at is None else at, fields))
+
+
+def _said(name: str, amount: int | None, at: list[str], fields: Mapping[str, object]) -> Finding:
+    """The finding `name` in its words (memledger.vllm.findings), the log's `fields` in them."""
+    row = VLLM_SAID[name]
+    words = row.words(**fields)
+    severity = Severity(row.severity)
+    found = FindingId(row.finding_id)
+    return Finding(id=found, severity=severity, message=words, bytes=amount, evidence=at)
 
 
 Answer = tuple[Phase, str, int | None]
@@ -149,12 +155,7 @@ def _free_memory(case: _Case) -> Answer:
     shortfall = None if free is None or requested is None else requested - free
     if free is not None and total is not None:
         others = total - free
-        case.found(
-            FindingId.IN_USE_AT_START,
-            f"{_g(others)} of the {_g(total)} GPU was in use before vLLM started (another "
-            "process, or an earlier engine still holding memory)",
-            others,
-        )
+        case.found("in_use_at_start", others, others=_g(others), total=_g(total))
         value = math.floor(free / total * 100) / 100
         why = (
             f"free {_g(free)} / total {_g(total)} = {free / total:.4f}, rounded down: vLLM asks "
@@ -177,12 +178,9 @@ def _max_len_v1(case: _Case) -> Answer:
     estimate = case.number("estimated_max_model_len")
     shortfall = None if needed is None or available is None else needed - available
     if shortfall is not None:
-        case.found(
-            FindingId.KV_SHORT_OF_ONE_REQUEST,
-            f"one request of {int(max_len or 0):,} tokens needs {_g(needed or 0)} of KV cache; "
-            f"the budget left {_g(available or 0)} ({_g(shortfall)} short)",
-            shortfall,
-        )
+        numbers = {"needed": _g(needed or 0), "available": _g(available or 0)}
+        length = {"max_len": int(max_len or 0), "shortfall": _g(shortfall)}
+        case.found("kv_short_of_one_request", shortfall, **numbers, **length)
     valued: Valued = {}
     if estimate is not None:
         valued["max_model_len"] = (
@@ -212,12 +210,9 @@ def _max_len_v0(case: _Case) -> Answer:
     shortfall = None
     if short_tokens is not None and sizing.block_bytes:
         shortfall = math.ceil(short_tokens / DEFAULT_BLOCK_SIZE) * sizing.block_bytes
-    case.found(
-        FindingId.KV_SHORT_OF_ONE_REQUEST,
-        f"the KV cache holds {int(tokens or 0):,} tokens, one request may take "
-        f"{int(max_len or 0):,}" + ("" if shortfall is None else f" ({_g(shortfall)} of KV short)"),
-        shortfall,
-    )
+    short = "" if shortfall is None else f" ({_g(shortfall)} of KV short)"
+    numbers = {"tokens": int(tokens or 0), "max_len": int(max_len or 0), "short": short}
+    case.found("kv_short_of_one_request.tokens", shortfall, **numbers)
     valued: Valued = {}
     if tokens is not None:
         valued["max_model_len"] = (int(tokens), f"the tokens the KV cache holds ({int(tokens):,})")
@@ -235,15 +230,10 @@ def _no_cache(case: _Case) -> Answer:
     kv = case.facts.get("kv_cache_gib")
     shortfall = None if kv is None or kv.bytes is None or kv.bytes > 0 else -kv.bytes
     weights = case.bytes("weights_gib")
-    case.found(
-        FindingId.NO_KV_BUDGET,
-        "nothing left for the KV cache: weights, non-torch memory and the activation peak fill "
-        "the budget"
-        + ("" if shortfall is None else f" ({_g(shortfall)} over it)")
-        + ("" if weights is None else f"; the weights alone take {_g(weights)}"),
-        shortfall,
-        case.at(kv) + case.at(next(iter(case.startup.errors), None)),
-    )
+    over = "" if shortfall is None else f" ({_g(shortfall)} over it)"
+    held = "" if weights is None else f"; the weights alone take {_g(weights)}"
+    at = case.at(kv) + case.at(next(iter(case.startup.errors), None))
+    case.found("no_kv_budget", shortfall, at, over=over, weights=held)
     valued: Valued = {}
     if shortfall is not None:
         why = f"the budget must grow by {_g(shortfall)} plus 1 GiB of KV"
@@ -257,13 +247,7 @@ def _no_cache(case: _Case) -> Answer:
 
 def _after_kv(case: _Case) -> Answer:
     kv = case.facts["kv_cache_gib"]
-    case.found(
-        FindingId.FAILED_AT_KV_CHECK,
-        f"the engine failed right after sizing {_g(kv.bytes or 0)} of KV cache, where V1 checks "
-        "that one max-length request fits (the failure text is not in the log)",
-        kv.bytes,
-        case.at(kv),
-    )
+    case.found("failed_at_kv_check", kv.bytes, case.at(kv), kv=_g(kv.bytes or 0))
     case.suggestions += _levers("kv_check", kv=_g(kv.bytes or 0))
     verdict = (
         f"startup failed after KV sizing ({_g(kv.bytes or 0)} available): most likely the KV "
@@ -282,10 +266,10 @@ def _oom(case: _Case) -> Answer:
         phase = Phase(case.startup.frame_phase)  # the reader names a Phase value
     tried, free = case.bytes("oom_tried_to_allocate_mib"), case.bytes("oom_free_mib")
     shortfall = None if tried is None or free is None else max(tried - free, 0)
-    said = f"out of GPU memory during {PHASE_TEXT[phase]}"
+    asked = ""
     if tried is not None and free is not None:
-        said += f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
-    case.found(FindingId.OOM, said, shortfall)
+        asked = f": asked {tried / (1 << 20):,.2f} MiB with {free / (1 << 20):,.2f} MiB free"
+    case.found("oom", shortfall, phase=PHASE_TEXT[phase], asked=asked)
     estimate = case.bytes("graph_estimate_gib") or case.bytes("graph_gib")
     valued: Valued = {}
     if phase is Phase.GRAPH_CAPTURE and estimate is not None:
@@ -321,16 +305,9 @@ def _thin_headroom(log: VllmLog, ledger: Ledger) -> list[Finding]:
         if graph is not None and graph.in_budget is False
         else "PyTorch's cache and any other process live in it"
     )
-    return [
-        Finding(
-            id=FindingId.THIN_HEADROOM,
-            severity=Severity.WARNING,
-            message=f"only {_g(headroom.bytes)} left outside the gpu_memory_utilization budget; "
-            f"{graph_text}: a higher batch or a second process can OOM",
-            bytes=headroom.bytes,
-            evidence=[f"{log.path}:{s.line}" for s in headroom.evidence.sources][:1],
-        )
-    ]
+    at = [f"{log.path}:{s.line}" for s in headroom.evidence.sources][:1]
+    words = {"headroom": _g(headroom.bytes), "graphs": graph_text}
+    return [_said("thin_headroom", headroom.bytes, at, words)]
 
 
 def _healthy(case: _Case) -> str:
@@ -364,13 +341,6 @@ def _suggestion_audit(case: _Case) -> list[Finding]:
             "it subtracts the CUDA graphs twice (the activation peak already holds the graph "
             f"estimate since 0.21.0, vllm#57936): {back}"
         )
-    return [
-        Finding(
-            id=FindingId.KV_CACHE_MEMORY_SUGGESTION,
-            severity=Severity.INFO,
-            message=f"vLLM suggests --kv-cache-memory={int(suggested.value):,}; recomputed "
-            f"{int(step.value):,} ({same}, {step.arithmetic}); {judgement}",
-            bytes=int(suggested.value),
-            evidence=case.at(suggested),
-        )
-    ]
+    numbers = {"suggested": int(suggested.value), "value": int(step.value), "same": same}
+    words = {"arithmetic": step.arithmetic, "judgement": judgement, **numbers}
+    return [_said("kv_cache_memory_suggestion", int(suggested.value), case.at(suggested), words)]

@@ -106,6 +106,8 @@ Modules:
 - `effects`: What a parameter change plausibly moves in a ledger.
 - `examples`: The example lines.
 - `failure_rules`: What a failed startup's traceback and milestones mean.
+- `findings`: What diagnose says of each finding and each valued lever: the words, severity or
+  direction, and source, one row a wording.
 - `fraction_rules`: SGLang's mem_fraction_static rules as data.
 - `frameworks`: Frameworks that embed SGLang (RL trainers): their words, their names for SGLang's
   settings, their trainer's code and levers.

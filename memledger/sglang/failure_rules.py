@@ -679,22 +679,11 @@ def nearest_source(sources: tuple[tuple[str, str], ...], first: int, last: int) 
     return f"v{release} {where}"
 
 
-MINIMUM_VIABLE_CITATION = (
-    "minimum viable = 1 - A/P: v0.5.23 mem_cache/kv_cache_configurator.py:3044-3056"
-)
 COUNT_SHAPES = frozenset({"asked", "available", "available_full", "available_swa"})
 """`pool_exhausted` count lines under a Prefill/Decode raise: details of it, not failures."""
 COUNT_LINES = 6
 """The count lines follow their raise within this many lines (v0.5.8 mem_cache/common.py:283-287,
 :500-516: up to five)."""
-PAGE_ACCOUNTING_CITATION = (
-    "a paged decode takes a whole page a request at a page boundary (v0.5.8 "
-    "mem_cache/common.py:404-406)"
-)
-SWA_RATIO_CITATION = (
-    "--swa-full-tokens-ratio, the sliding-window pool's size over the full pool's (default 0.8, "
-    "in (0, 1]: v0.5.8 server_args.py:325, :2424-2425)"
-)
 SERVING_SHAPES = frozenset(
     {
         "too_long",
@@ -707,15 +696,6 @@ SERVING_SHAPES = frozenset(
     }
 )
 """`pool_exhausted` shapes SGLang prints only while scheduling requests."""
-ADMITTED_RAISE = (
-    "SGLang 0.1 admits a request only while its tokens fit in the pool's free plus evictable "
-    "tokens (v0.1.14 managers/router/model_rpc.py:308-352), and raises this after evicting what "
-    "it could, so the raise says its own count was wrong: tokens the pool lost track of (a KV "
-    "cache leak, which the same release warns of as `KV cache pool leak detected!`, "
-    "model_rpc.py:233-242), not a pool too small; a bigger pool or a smaller batch does not "
-    "address it: upgrade, or restart the server to get the lost tokens back"
-)
-"""What SGLang 0.1's `This should never happen` pool raise means (memledger.diagnosis.pools)."""
 POOL_RAN_OUT_CITATION = (
     "v0.5.8 mem_cache/common.py:284 (prefill), :321 (alloc_req_slots), :413 (decode)"
 )
@@ -1608,16 +1588,6 @@ CRASH_CAUSE: dict[str, CrashCause] = {cause.finding_id: cause for cause in CRASH
 """Each cause by its finding id (a traceback event's `cause`)."""
 
 SHM_SHAPE = "shm"
-SHM_FIX = (
-    "give the container a bigger /dev/shm: `docker run --shm-size 32g` (or --ipc=host); in "
-    "Kubernetes mount an emptyDir of medium Memory at /dev/shm"
-)
-SHM_SOURCE = (
-    "SGLang's docker instructions run with --shm-size 32g "
-    "(https://github.com/sgl-project/sglang/pull/1986: 'with 70B TP 8, the default setup can "
-    "cause NCCL errors'); NCCL's segments need it "
-    "(https://github.com/sgl-project/sgl-project.github.io/issues/5)"
-)
 HEADROOM_DOCS_CAP_GIB = 5
 """SGLang's tuning guide: 'reserving 5-8 GB of memory for activations is typically sufficient',
 read off the logs just before the server is ready (docs/advanced_features/hyperparameter_tuning.md,
@@ -1672,27 +1642,12 @@ the static pool (v0.5.8 server_args.py:988-999: 512 MiB + max(chunk, 2048) x 1.5
 4096-token chunk at 40 GiB, + graphs), so after an OOM while serving the tuning guide's 5 GiB is a
 floor for the free memory to restore; on smaller GPUs the default keeps less and no floor is
 claimed."""
-DP_ATTENTION_RESERVE_CITATION = (
-    "the automatic fraction is computed before DP attention divides --chunked-prefill-size by "
-    "--dp-size (v0.5.8 server_args.py:710 before :727, :1937; v0.5.16 :2966 before :3005, "
-    ":5609; v0.5.17 :3527 before :3566, the chunk read at :4770, divided at :6466; v0.5.19 "
-    "arg_groups/pipeline.py:228 before :284, "
-    "memory_hook.py:246-251, parallel_hook.py:202), so it reserves prefill activations for dp "
-    "times the chunk a rank runs; sglang#28884 mirrors the division, in no release through 0.5.19"
-)
 AFTER_POOL_DROP_MIN_GIB = 4
 """Free memory that fell this much between `Memory pool end` and the first graph capture reading
 is named: what SGLang itself sizes there is small (FlashInfer's workspace 384-512 MiB, v0.5.8
 environ.py:309; cuBLAS's a few MiB), so several GiB is a buffer sized by the pool or the batch
 outside the KV budget, like the AITER attention backend's workspace (51.75 GB on an MI300-class
 GPU with a 1.67M-token pool: https://github.com/sgl-project/sglang/pull/18263)."""
-PRIVATE_POOLS_CITATION = (
-    "SGLang captures its CUDA graphs into one global graph memory pool after the KV pool (v0.4.4 "
-    "model_executor/cuda_graph_runner.py:153-162, :404-405 torch.cuda.graph(pool=...)); PyTorch's "
-    "OOM text prints `with X allocated in private pools (e.g., CUDA Graphs)` only when such a "
-    "pool holds memory"
-)
-"""Why an OOM text showing private-pool memory came after the weights and the KV pool."""
 GRAPH_MEMORY_NOTE_GIB = 3
 """CUDA graphs taking more than this (`Capture cuda graph end. ... mem usage=X`) are more than
 SGLang's own default plans for them: '3GB for cuda graph' at bs 256 on a large GPU
@@ -1714,11 +1669,6 @@ prefill chunk (a decode step holds one token a request). sglang#37712: 73.65 GiB
 in https://github.com/sgl-project/sglang/pull/38507 ('with chunked_prefill_size=8192 and a
 348k-row pooled kv batch, that is a single 10.62 GiB allocation')."""
 FORWARD_FREE_MIN_GIB = 8
-PREFILL_ASK_CITATION = (
-    "SGLang's troubleshooting guide (docs/references/troubleshooting.md): an OOM during prefill: "
-    "lower --chunked-prefill-size; input logprobs of a long prompt take much memory too "
-    "(logprob_start_len)"
-)
 LATE_RELEASE_CAUSE = (
     "most often a speculative draft's own embed/lm_head, dropped after the target pool was "
     "sized: v0.5.23 speculative/eagle_worker_v2.py:243-258, :336-378; sglang PR #37155 shares "

@@ -14,6 +14,8 @@ The tables have the shapes of SGLang's: one entry per item, each with the releas
   CUDA's out-of-memory texts), with the startup phase; the traceback frame words
   that place an OOM (`GRAPH_FRAMES`, `PROFILE_FRAMES`, `LOAD_FRAMES`).
 - `sizing_rules.py`: `RULES`, vLLM's KV sizing step by step (`SizingRule`, SGLang's shape).
+- `findings.py`: `VLLM_SAYINGS`, what diagnose says of each finding of a vLLM startup, one
+  `memledger.sglang.findings.Said` a wording.
 - `knobs.py`: `KNOBS`, the settings a diagnosis may name, what each moves, its default;
   `LEVERS`, each failure's knobs in the order to try, with the direction and why.
 
@@ -46,6 +48,7 @@ A `SizingRule` in `sizing_rules.py` (a moved rule gets a new entry, the old one 
 Modules:
 
 - `errors`: vLLM's failure texts.
+- `findings`: What diagnose says of each finding of a vLLM startup.
 - `knobs`: vLLM's memory knobs.
 - `lines`: Every vLLM log line memledger reads.
 - `sizing_rules`: vLLM's KV-cache sizing, step by step and release by release, as data.
