@@ -191,7 +191,7 @@ SHAPES: dict[str, tuple[Shape, str]] = {
     "rendered-github": (_rendered, "a rendered GitHub page copied (no fence, bullets stripped)"),
     "py-repr": (lambda t, e: repr(t), "the log as a Python string's repr, on one line"),
     "py-repr-exception": (
-        lambda t, e: "RuntimeError(" + repr(t.rstrip("\n")) + ")\n",
+        lambda t, e: "RuntimeError(" + repr(t) + ")\n",
         "a log inside an exception's repr (`\\n` escapes in one line)",
     ),
 }

@@ -8,6 +8,7 @@ Modules:
 
 - `ascii_view`: An ASCII stand-in for a line, for the readers' cheap word tests.
 - `error_texts`: Error texts a failed startup leaves, read into events.
+- `escaped`: A log printed as one escaped string (a repr, a JSON string), read as its lines.
 - `extension_regex`: Regexp terminals of `--grammar` extensions.
 - `facts`: `facts_of`.
 - `grammar_cache`: A per-user cache of the packaged grammar's LALR tables, without pickle.

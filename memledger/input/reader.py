@@ -23,6 +23,7 @@ from typing import IO, Protocol
 
 from memledger.errors import InputError
 from memledger.input.error_texts import known_shapes
+from memledger.input.escaped import UnescapedStream, unescaped
 from memledger.input.grep_early import END_OF_PART
 from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
@@ -246,7 +247,8 @@ def open_log(
             # read by this process alone (no worker counts its bytes from an offset): what a
             # copy put in place of the log's characters is read as the log's (wrappers.py); a
             # JSON document or JSON lines (a saved ledger, docker's json-file) escape their own
-            head, stream = plain_bytes(head), PlainStream(stream)
+            # a log printed as one escaped string is read as its lines (memledger.input.escaped)
+            head, stream = unescaped(plain_bytes(head)), UnescapedStream(PlainStream(stream))
             wrap = wrap_of(head)
             if wrap is not None:  # a terminal cut every line at its width: read them whole
                 rewrapped = RewrappedStream(stream, wrap)

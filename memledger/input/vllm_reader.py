@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memledger.input.wrappers import unwrapped_record, unwrapped_text
+from memledger.input.wrappers import enclosed_line, unwrapped_record, unwrapped_text
 from memledger.vllm.errors import ERRORS, GRAPH_FRAMES, LOAD_FRAMES, PROFILE_FRAMES, VllmError
 from memledger.vllm.lines import LINES, VllmLine
 
@@ -172,8 +172,12 @@ class VllmLog:
 
 
 def _strip(text: str) -> str:
-    """The line without ANSI codes, out of a tool's JSON record (memledger.input.wrappers)."""
-    return _ANSI.sub("", unwrapped_record(text))
+    """The line without ANSI codes, out of a tool's JSON record or a paste's inline code
+    (memledger.input.wrappers)."""
+    text = _ANSI.sub("", unwrapped_record(text))
+    if text.rstrip().endswith("`"):
+        return enclosed_line(text) or text
+    return text
 
 
 def _process_tag(text: str) -> re.Match[str] | None:

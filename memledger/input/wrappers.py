@@ -290,11 +290,13 @@ ENCLOSURES: tuple[Wrapper, ...] = (
     Wrapper(
         "markdown inline code",
         ENCLOSURE,
-        r"`(?P<inner>[^`]+)`[ \t]*",
+        r"(?P<fence>`{1,8})(?!`)(?P<inner>.+?)(?<!`)(?P=fence)[ \t]*",
         "`[2026-01-03 10:42:11 TP0] KV Cache is allocated. #tokens: 1024`",
         "CommonMark 0.31 §6.1 code spans: each line of a log quoted as inline code, most often "
         "one per list item (`` - `LINE` ``), as a chat or an issue form renders it; only a "
-        "whole line is one (a sentence that quotes a flag keeps its backticks)",
+        "whole line is one (a sentence that quotes a flag keeps its backticks). A line that "
+        "holds a backtick is fenced by a longer run, and then padded with a space on each "
+        "side, which the span drops (``` `` LINE ` WITH ONE `` ```)",
     ),
 )
 """What a paste put around a whole line (after its columns): the line is its `inner` group. A
@@ -500,14 +502,47 @@ def unenclosed(text: str) -> str | None:
     if not text or text[0] not in ENCLOSURE_STARTS:
         return None
     whole = _ENCLOSED_TEXT.fullmatch(text.rstrip("\r"))
-    return None if whole is None else whole.group("inner")
+    if whole is None:
+        return None
+    inner, fence = whole.group("inner", "fence")
+    if _closes(inner, fence):  # a run as long as the fence closed the span before the end
+        return None
+    padded = inner[:1] == inner[-1:] == " " and inner.strip(" ")
+    return inner[1:-1] if padded else inner
+
+
+def _closes(inner: str, fence: str) -> bool:
+    """Whether a backtick run exactly as long as the fence is inside (CommonMark: it ends the
+    span there, `` `a` and `b` `` is two spans)."""
+    return fence in inner and any(len(run) == len(fence) for run in re.findall("`+", inner))
 
 
 def _unenclosed_bytes(raw: bytes) -> bytes | None:
     if not raw or raw[:1] not in _ENCLOSURE_STARTS_BYTES:
         return None
     whole = _ENCLOSED_BYTES.fullmatch(raw)
-    return None if whole is None else whole.group("inner")
+    if whole is None:
+        return None
+    inner, fence = whole.group("inner", "fence")
+    if _closes(inner.decode("latin-1"), fence.decode()):
+        return None
+    padded = inner[:1] == inner[-1:] == b" " and inner.strip(b" ")
+    return inner[1:-1] if padded else inner
+
+
+def enclosed_line(line: str) -> str | None:
+    """The line an ENCLOSURES row holds behind the columns before it (`` - `LINE` `` ->
+    `LINE`, nothing peeled inside it), else None: for a reader that keeps what a line starts
+    with (a process tag) and only needs the line out of its enclosure."""
+    for _ in range(MAX_COLUMNS + 1):
+        inner = unenclosed(line)
+        if inner is not None:
+            return inner
+        column = _PEEL_TEXT(line)
+        if column is None or not column.end():
+            return None
+        line = line[column.end() :]
+    return None
 
 
 ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"

@@ -300,12 +300,24 @@ def test_every_enclosure_row_gives_its_example_s_line() -> None:
         assert unwrapped_text("- " + row.example) == _INNER, row.name
 
 
+@pytest.mark.parametrize("fence", ["``", "```"])
+def test_a_line_holding_a_backtick_is_read_out_of_its_longer_fence(fence: str) -> None:
+    # CommonMark 0.31 §6.1: a longer fence, and a space each side that the span drops
+    line = "[2026-01-03 10:42:11 TP0] server_args: tokenizer=`auto` x"
+    quoted = "- " + fence + " " + line + " " + fence
+    assert strip_paste_columns(quoted) == line
+    assert unwrapped_bytes(quoted.encode()) == line.encode()
+    assert strip_paste_columns(fence + "  two  " + fence) == " two "  # one space each side
+
+
 @pytest.mark.parametrize(
     "line",
     [
         "set `--mem-fraction-static` to 0.8 and it runs",  # a sentence quoting code
         "`--tp 2` -> OOM",
         "`a` and `b`",  # two spans: no one encloses the line
+        "``a`` and ``b``",
+        "`` a ` b `` c `` d ``",
         "``",
         "[2026-01-03 10:42:11 TP0] uses `triton` for attention",
     ],

@@ -320,6 +320,20 @@ def test_a_line_inside_a_json_record_reads_as_the_line(row: Record) -> None:
         assert [r.facts for r in startup.readings] == [{"gpu_blocks": 1381}], text
 
 
+@pytest.mark.parametrize("quote", ["- `{}`", "* `` {} ``", "`{}`"])
+def test_a_line_in_inline_code_reads_as_the_line(quote: str) -> None:
+    # a wording anchored at the line's end, and a message vLLM broke over lines
+    lines = [
+        "(EngineCore_DP0 pid=1) INFO 11-05 07:33:48 [kv_cache_utils.py:1] # GPU blocks: 1381",
+        "(EngineCore_DP0 pid=1) INFO 11-05 07:33:48 [x.py:1] Available KV cache memory: 7.25 GiB",
+    ]
+    quoted = [quote.format(line) for line in lines]
+    log, bare = read_vllm(quoted, "x.log"), read_vllm(lines, "x.log")
+    facts = [r.facts for r in log.startups[0].readings]
+    assert facts == [r.facts for r in bare.startups[0].readings]
+    assert {"gpu_blocks": 1381} in facts
+
+
 def test_the_file_line_tag_is_never_read() -> None:
     # the same sentence behind any [file.py:N] reads the same
     lines = [
