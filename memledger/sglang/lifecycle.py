@@ -535,6 +535,26 @@ MENTIONS: tuple[Mention, ...] = (
         (_KV_CAP,),
     ),
     Mention(
+        "deepep_normal_graphs",
+        Phase.GRAPH_CAPTURE,
+        "DeepEP's normal mode (--deepep-mode normal) with CUDA graphs on: its dispatch cannot be "
+        "captured in a graph (sglang PR #5014), so before 0.4.6.post5 the capture failed "
+        "whatever the memory (v0.4.6 server_args.py:301-312 left graphs on); from 0.4.6.post5 "
+        "SGLang turns them off itself (`Cuda graph is disabled because deepep_mode=normal`, "
+        "v0.4.6.post5 server_args.py:351-353, v0.5.8 :1987-1989): not a memory problem, and "
+        "SGLang's capture advice (a lower --mem-fraction-static, --cuda-graph-max-bs) does not "
+        "apply; --deepep-mode low_latency or auto keeps graphs",
+        (
+            Lever(
+                "disable_cuda_graph",
+                "enable",
+                "DeepEP's normal mode runs outside graphs: what SGLang sets itself from "
+                "0.4.6.post5 (server_args.py:351-353)",
+            ),
+        ),
+        alone=True,
+    ),
+    Mention(
         "lora",
         Phase.LOAD,
         "LoRA adapters: with --enable-lora (or --lora-paths) the adapters' weights and the LoRA "
@@ -952,6 +972,7 @@ SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
         ("speculative_algorithm", ("DFLASH", "DSPARK")),
         ("enable_dp_attention", (True,)),
     ),
+    "deepep_normal_graphs": (("deepep_mode", ("normal",)),),
 }
 """Mentions the settings make without words: each setting and the values that make it (none
 listed: any set value)."""
@@ -965,7 +986,7 @@ FRAME_MENTIONS: dict[str, str] = {
 """Mentions the failing traceback's frames make: a frame in this file (fragment) names it. LoRA's
 manager and pool (v0.5.8 lora/lora_manager.py:508 init_memory_pool, lora/mem_pool.py:202
 init_buffers), the AITER backend's workspace (v0.5.8 layers/attention/aiter_backend.py:157-167)."""
-SETTING_MENTION_FIXED = {"dflash_dp_attention": "0.5.23"}
+SETTING_MENTION_FIXED = {"dflash_dp_attention": "0.5.23", "deepep_normal_graphs": "0.4.6.post5"}
 """The release from which a setting mention's defect is gone (the log's own release, when its
 formats date it at or after this, makes none)."""
 MENTION: dict[str, Mention] = {mention.name: mention for mention in MENTIONS}

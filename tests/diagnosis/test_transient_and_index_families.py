@@ -164,3 +164,36 @@ def test_the_kv_or_radix_cache_growing_is_not_that_leak(said: str) -> None:
         f.id is FindingId.REPORTED and "a leak (not the pools' size)" in f.message
         for f in result.findings
     )
+
+
+_ADVICE_TAIL = (
+    "3. disable torch compile by not using --enable-torch-compile\n"
+    "4. disable cuda graph by --disable-cuda-graph. (Not recommended. Huge perf loss)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python -m sglang.launch_server --model-path m --tp 8 --enable-deepep-moe "
+        "--deepep-mode normal\n",
+        "python3 -m sglang.launch_server --model-path m --moe-a2a-backend deepep "
+        "--deepep-mode=normal --tp 8\n",
+    ],
+)
+def test_deepep_normal_mode_with_graphs_is_named_as_no_memory_problem(command: str) -> None:
+    """Before 0.4.6.post5 DeepEP's normal mode left CUDA graphs on and the capture failed
+    (v0.4.6 server_args.py:301-312; from v0.4.6.post5 :351-353 SGLang turns graphs off): a paste
+    of the command and the tail of SGLang's capture advice, no error line, names it."""
+    result = diagnose_paste(command + _ADVICE_TAIL)
+    assert "DeepEP's normal mode" in said_of(result)
+    assert "not a memory problem" in said_of(result)
+    assert ("mem_fraction_static", "lower") not in knobs_of(result)
+
+
+def test_deepep_auto_mode_is_not_named() -> None:
+    result = diagnose_paste(
+        "python -m sglang.launch_server --model-path m --tp 8 --enable-deepep-moe "
+        "--deepep-mode auto\n" + _ADVICE_TAIL
+    )
+    assert "DeepEP's normal mode" not in said_of(result)
