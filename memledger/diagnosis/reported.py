@@ -120,10 +120,11 @@ def pool_question(evidence: Evidence) -> Answer | None:
     figures = (
         "for its figures add the server_args, `Load weight end` and `KV Cache is allocated` lines"
     )
-    if summary.kv_tokens_per_rank and summary.kv_pool:
+    if summary.kv_tokens_per_rank:
         at = f" at --mem-fraction-static {mfs:g}" if mfs is not None else ""
+        held = f" in {g(summary.kv_pool)}" if summary.kv_pool else ""
         figures = (
-            f"here it holds {summary.kv_tokens_per_rank:,} tokens a rank in {g(summary.kv_pool)}"
+            f"here it holds {summary.kv_tokens_per_rank:,} tokens a rank{held}"
             f"{at} (`memledger whatif` with `--solve mem_fraction_static --for "
             "max_total_num_tokens=N` gives the fraction for N)"
         )

@@ -1270,7 +1270,11 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|为什么|如何|怎么|增加|增大)[^.?!\n]{0,50}?"
             r"(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache(?: pool)?(?: size| capacity"
             r"| tokens?)|kv pool|token capacity|tokens? in the kv"
-            r"|kv[ _-]?cache ?(?:容量|大小|空间))",
+            r"|kv[ _-]?cache ?(?:容量|大小|空间))"
+            # a question of how much it holds: `means the KV cache total is 2M?`
+            r"|(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache|kv pool)"
+            r"(?:[^.?!\n]|\.(?=\d)){0,50}?(?:\btotal\b|capacity|\bsize\b|\bhold|how many"
+            r"|\bmeans?\b)(?:[^.?!\n]|\.(?=\d)){0,30}\?",
             re.IGNORECASE,
         ),
         (
@@ -1299,6 +1303,7 @@ ERRORS: tuple[ErrorText, ...] = (
             "为什么",
             "如何",
             "怎么",
+            "?",
         ),
         Family.REPORTER,
         "the KV pool's size asked about in prose, with no failure (what sizes it: memledger"
