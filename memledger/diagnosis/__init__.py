@@ -172,6 +172,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
     if said_phase is not None and (phase is Phase.UNKNOWN or (firm and not framed)):
         phase = said_phase
+    named = memory.named_load(evidence) if phase is Phase.UNKNOWN else None
+    phase = Phase.LOAD if named is not None and named.per_rank > named.capacity else phase
     missing = memory.shortfall(evidence)
     findings = memory.oom_findings(evidence)
     # an allocation whose own site answers it: the request table, one larger than the GPU, a

@@ -38,6 +38,7 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
+from memledger.sizing.named_weights import NamedWeights, named_weights
 
 
 def _budget(evidence: Evidence) -> str:
@@ -136,6 +137,15 @@ def _load_site(evidence: Evidence) -> tuple[LoadSite, str] | None:
     return None
 
 
+def named_load(evidence: Evidence) -> NamedWeights | None:
+    """The weights a rank estimated from the model's name, against the OOM text's card."""
+    card = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
+    fraction = evidence.budget.mem_fraction_static
+    return named_weights(
+        evidence.server_args, evidence.tp_size, card.bytes if card else 0, fraction
+    )
+
+
 def load_oom(evidence: Evidence) -> Result:
     """Weights did not fit: only fewer bytes per rank help (more ranks, offload), not mfs."""
     oom, budget = evidence.oom, evidence.budget
@@ -146,6 +156,14 @@ def load_oom(evidence: Evidence) -> Result:
     findings.append(
         evidence.finding(FindingId.MFS_NOT_THE_LEVER, Severity.INFO, not_mfs + "from it")
     )
+    named = named_load(evidence)
+    if named is not None and named.over and budget.pre_load is None:  # no size printed: the name's
+        found = evidence.finding(FindingId.WEIGHTS_EXCEED_BUDGET, Severity.ERROR, named.says)
+        up = [
+            Suggestion(knob=k, direction=Direction("raise"), value=v, why=w)
+            for k, v, w in named.levers
+        ]
+        return [*findings, found], up
     if oom is None or "allocated" not in oom.sizes or "requested" not in oom.sizes:
         return findings, []
     allocated, requested = oom.sizes["allocated"], oom.sizes["requested"]
