@@ -4,6 +4,8 @@ through the lifecycle model (memledger.sglang.lifecycle: MENTIONS, squeeze_lever
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion, leading
@@ -21,6 +23,7 @@ from memledger.sglang.lifecycle import (
     squeeze_levers,
 )
 from memledger.sglang.releases import version_code
+from memledger.sizing.host_pool import host_pool_size
 
 FRACTION = "mem_fraction_static"
 Answer = tuple[list[Finding], list[Suggestion], str]  # findings, suggestions, verdict
@@ -100,6 +103,11 @@ def mention_answer(evidence: Evidence) -> Answer:
     ]
     levers = [
         lever_suggestion(lever, m.says.split(":")[0]) for m in answering for lever in m.levers
+    ]
+    host = host_pool_size(evidence.server_args, typed(evidence, "host_memory_gb"))
+    levers = [
+        replace(s, value=host[0], why=f"{s.why}; {host[1]}") if s.knob == "hicache_size" else s
+        for s in levers
     ]
     words = ""
     if levers:

@@ -857,6 +857,40 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"knob": "mem_fraction_static"},
     ),
     ErrorText(
+        "typed_host_memory",
+        # the host's RAM as people type it: `Mem: 256GB`, `256 GB RAM`, `host memory 512G`, the
+        # figure HiCache's host pools (one a rank) must fit in (memledger.sglang.lifecycle
+        # MENTIONS hicache_host)
+        re.compile(r"(?:host|system|cpu) (?:memory|ram|mem)\b|\bram\b|\bmem:", re.I),
+        ("host", "system", "cpu", "ram", "mem:"),
+        Family.REPORTER,
+        "what people write for the host's RAM, in GB (v0.5.8 mem_cache/memory_pool_host.py:"
+        "164-176 compares each rank's host pool with it, less 10 GiB)",
+        "Mem: 256GB, TP: 4",
+        kind="reported",
+        values={"knob": "host_memory_gb"},
+    ),
+    ErrorText(
+        "said_hicache_host",
+        # HiCache and the host's RAM in one sentence: `hicache=40GB and TP=4, so 40GB*4=160GB`,
+        # `buff/cache grows until it fails with --hicache-size 40`; not SGLang's own `Allocating
+        # X GB host memory for hierarchical KV cache.` (a line of a healthy start)
+        re.compile(
+            r"(?:\bhicache\b|hierarchical[ _-]cache)[^\n]{0,200}?(?:\bhost\b|\bram\b|buff/cache"
+            r"|\bmem\b|memory usage|\bpinned\b)"
+            r"|(?:\bhost\b|\bram\b|buff/cache)[^\n]{0,200}?(?<!memory for )"
+            r"(?:\bhicache\b|hierarchical[ _-]cache)",
+            re.I,
+        ),
+        ("hicache", "hierarchical"),
+        Family.REPORTER,
+        "HiCache's host pool said in words beside the host's RAM (memledger.sglang.lifecycle "
+        "MENTIONS hicache_host)",
+        "with --hicache-size 40 and TP=4 the host RAM fills up and init fails",
+        kind="reported",
+        values={"mention": "hicache_host"},
+    ),
+    ErrorText(
         "said_logprob",
         re.compile(r"logprob", re.I),
         ("logprob",),

@@ -114,6 +114,21 @@ _MAX_PREFILL = Lever(
     "schedule_policy.py:464): a lower cap, fewer new tokens and smaller activations a batch",
 )
 
+HICACHE_SIZE_LOWER = Lever(
+    "hicache_size",
+    "lower",
+    "--hicache-size is GB a rank (v0.5.8 mem_cache/memory_pool_host.py:151-152: host_size x 1e9 "
+    "bytes over each rank's bytes a token): the host holds ranks x it, and SGLang allows a rank "
+    "(available RAM - 10 GiB) / the ranks on the host (v0.5.23 mem_cache/pool_host/base.py:28, "
+    ":84-108)",
+)
+HICACHE_RATIO_LOWER = Lever(
+    "hicache_ratio",
+    "lower",
+    "without --hicache-size a rank's host pool is --hicache-ratio x its GPU pool's tokens (v0.5.8 "
+    "mem_cache/memory_pool_host.py:153-154)",
+)
+
 SERVING_NOTE_LEVERS: dict[str, tuple[str, tuple[Lever, ...]]] = {
     # a request longer than the smaller of the context length and the KV pool is refused
     "too_long": (
@@ -827,6 +842,21 @@ MENTIONS: tuple[Mention, ...] = (
             _MFS_LOWER,
         ),
         alone=True,
+    ),
+    Mention(
+        "hicache_host",
+        None,  # host RAM, not a GPU stage
+        "HiCache's host pool is per rank, each rank on a host pinning its own --hicache-size GB "
+        "of host RAM: the host holds the ranks x it (without --hicache-size each holds "
+        "--hicache-ratio x its GPU pool's tokens) and every rank prints its own `Allocating X GB "
+        "host memory` (v0.5.8 mem_cache/memory_pool_host.py:151-154, :164-181); v0.5.8 checks "
+        "each rank's pool alone against the host's available RAM less 10 GiB (:164-176), v0.5.23 "
+        "splits that allowance by the ranks on the host "
+        "(mem_cache/pool_host/base.py:28, :84-108): a per-rank size whose ranks x size fits the "
+        "host's available RAM",
+        (HICACHE_SIZE_LOWER, HICACHE_RATIO_LOWER),
+        alone=True,
+        levers_alone=True,
     ),
     Mention(
         "kv_held",
