@@ -101,9 +101,11 @@ def mention_answer(evidence: Evidence) -> Answer:
             or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
         )
     ]
-    levers = [
-        lever_suggestion(lever, m.says.split(":")[0]) for m in answering for lever in m.levers
-    ]
+    levers: list[Suggestion] = []
+    for m in answering:  # one suggestion a knob: the first mention's
+        levers = leading(
+            levers, [lever_suggestion(lever, m.says.split(":")[0]) for lever in m.levers]
+        )
     host = host_pool_size(evidence.server_args, typed(evidence, "host_memory_gb"))
     levers = [
         replace(s, value=host[0], why=f"{s.why}; {host[1]}") if s.knob == "hicache_size" else s

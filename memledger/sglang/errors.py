@@ -903,6 +903,24 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "logprob"},
     ),
     ErrorText(
+        "said_draft_window",
+        # the draft-token window named in prose: `num-draft-tokens = 8`, `a large draft-token
+        # window`, `the spec-verify workspace`; not server_args' `speculative_num_draft_tokens=`
+        # (every speculative run prints it)
+        re.compile(
+            r"num[- ]draft[- ]tokens?|draft[- ]tokens? (?:window|count)|number of draft tokens"
+            r"|verify workspace|spec(?:ulative)?[- ]verify|verify (?:pass|step)'?s? (?:memory|OOM)",
+            re.I,
+        ),
+        ("draft", "verify"),
+        Family.REPORTER,
+        "speculative decoding's draft-token window named in prose (what the target's verify pass "
+        "runs a request: memledger.sglang.lifecycle MENTIONS draft_window)",
+        "with a large draft-token window the decode OOMs mid-traffic",
+        kind="reported",
+        values={"mention": "draft_window"},
+    ),
+    ErrorText(
         "said_speculative",
         re.compile(
             r"[Ss]peculative|\bEAGLE3?\b|\bNEXTN\b|\bNextN\b|\bMTP\b"

@@ -350,6 +350,33 @@ class Mention:
 
 MENTIONS: tuple[Mention, ...] = (
     Mention(
+        "draft_window",
+        Phase.SERVING,
+        "speculative decoding's draft-token window: the target verifies bs x "
+        "--speculative-num-draft-tokens tokens a step, so the verify pass's activations and "
+        "graphs grow with it (v0.5.8 model_executor/cuda_graph_runner.py:283-286); SGLang's own "
+        "PD-decode reserve counts max(running requests x draft tokens, 2048) x 1.5 MiB for them "
+        "(v0.5.23 arg_groups/memory_hook.py:297-311), out of the same free memory as the KV "
+        "pool, so a lower --mem-fraction-static shrinks the pool the decode serves from, while a "
+        "smaller window shrinks the workspace itself",
+        (
+            Lever(
+                "speculative_num_draft_tokens",
+                "lower",
+                "each draft token less takes one token a running request off the verify pass "
+                "(bs x num_draft_tokens, v0.5.8 model_executor/cuda_graph_runner.py:283-286); "
+                "with EAGLE trees it is at most topk x num_steps + 1",
+            ),
+            Lever(
+                "speculative_num_steps",
+                "lower",
+                "fewer draft steps, fewer draft tokens to verify (EAGLE: the tree's depth; v0.5.8 "
+                "speculative/eagle_worker.py:80-201)",
+            ),
+            _GRAPH_BS,
+        ),
+    ),
+    Mention(
         "speculative",
         Phase.DRAFT,
         "speculative decoding: the draft worker's weights, KV pool(s) and graphs are allocated "
@@ -974,6 +1001,8 @@ MENTIONS: tuple[Mention, ...] = (
 """Each mention once, by name."""
 SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
     "speculative": (("speculative_algorithm", ()),),
+    # a PD decode instance serves only decode steps: its workspace is the verify pass's
+    "draft_window": (("speculative_algorithm", ()), ("disaggregation_mode", ("decode",))),
     "kv_cap": (("max_total_tokens", ()),),
     "hicache": (("enable_hierarchical_cache", (True,)),),
     # KT's experts are split only with a weight path (v0.5.8 layers/moe/kt_ep_wrapper.py:73-74)
