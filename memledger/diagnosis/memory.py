@@ -38,6 +38,7 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
+from memledger.sizing.adjustment_values import refusal_levers
 from memledger.sizing.named_weights import NamedWeights, named_weights
 
 
@@ -248,10 +249,16 @@ def kv_refusal(evidence: Evidence) -> Result:
     noted = f" ({'; '.join(notes)})" if notes else ""
     refused = {"current": current_text, "notes": noted, "bytes": shortfall(evidence)}
     findings = [evidence.said("weights_exceed_budget.refused", refusal.line, **refused)]
+    own = [  # what SGLang's own text or arithmetic names besides the fraction, first
+        Suggestion(knob=lever.knob, direction=Direction(lever.direction), value=v, why=why)
+        for lever, v, why in refusal_levers(
+            str(refusal.values.get("shape")), refusal.values, evidence.server_args
+        )
+    ]
     if minimum is None:
         # SGLang's own advice, without a value: the log lacks P or A (1 - A/P)
         needs = f"{_budget(evidence)}; a value needs the `Load weight begin`/`end` readings"
-        return findings, [model_lever("mem_fraction_static", "raise", after=needs)]
+        return findings, [*own, model_lever("mem_fraction_static", "raise", after=needs)]
     value = above_step(minimum)
     stuck = stuck_between(evidence, value)
     if stuck is not None:
@@ -275,7 +282,7 @@ def kv_refusal(evidence: Evidence) -> Result:
         ),
         model_lever("tp_size", "raise", after="that leaves a KV budget at this mfs"),
     ]
-    return findings, suggestions
+    return findings, own + suggestions
 
 
 def lower_mfs(evidence: Evidence, missing: int, reason: str) -> Suggestion | None:

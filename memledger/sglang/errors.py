@@ -483,18 +483,15 @@ ERRORS: tuple[ErrorText, ...] = (
             r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache"
             r"|Hybrid \(mamba/linear-attention\) state cache is too small to serve any requests"
             r"|byte budget \d+ cannot fit ONE worst-case request"
-            r"|pool cap \(\d+ tokens, [\d.]+ Gi?B\) leaves no room for the full KV pool"
         ),
         (
             "linear-attention) state cache",
             "cannot fit ONE worst-case request",
-            "leaves no room for the full KV pool",
         ),
         Family.SGLANG_REFUSAL,
         "v0.5.23 mem_cache/kv_cache_configurator.py:3393, :3153 ('Try: (1) reduce "
         "--max-running-requests, (2) increase --mem-fraction-static'; v0.5.13 "
-        "model_executor/model_runner_kv_cache_mixin.py:897); the SWA pool's cap, v0.5.16 "
-        "model_executor/pool_configurator.py:540, v0.5.17 :575, v0.5.23 :1026, :1681; "
+        "model_executor/model_runner_kv_cache_mixin.py:897); "
         "mem_cache/unified_memory_pool.py:1563 ('Raise --mem-fraction-static, lower the model "
         "context length')",
         "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
@@ -502,6 +499,34 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="kv_refusal",
         outcome=Outcome.REFUSAL,
         values={"shape": "state_pool"},
+    ),
+    # a radix-less hybrid SWA model with --max-running-requests set sizes its SWA pool to the
+    # worst case of that many requests (v0.5.23 model_executor/pool_configurator.py:924-965):
+    # SGLang's own advice starts with fewer requests
+    ErrorText(
+        "swa_cap_refused",
+        re.compile(
+            r"pool cap \((?P<tokens>\d+) tokens, (?P<swa>[\d.]+) Gi?B\) leaves no room for the "
+            r"full KV pool(?: within the available (?P<available>[\d.]+) Gi?B)?"
+        ),
+        ("leaves no room for the full KV pool",),
+        Family.SGLANG_REFUSAL,
+        "v0.5.16 model_executor/pool_configurator.py:540, v0.5.17 :575, v0.5.20 :892, v0.5.23 "
+        ":1026-1031 "
+        "('SWA pool cap (N tokens, X GiB) leaves no room for the full KV pool within the "
+        "available Y GiB. Reduce --max-running-requests, lower SGLANG_SWA_EVICTION_INTERVAL, or "
+        "increase --mem-fraction-static.'), :1681-1686 (DSV4's, in GB)",
+        "RuntimeError: SWA pool cap (1843200 tokens, 21.09 GiB) leaves no room for the full KV "
+        "pool within the available 18.50 GiB. Reduce --max-running-requests, lower "
+        "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "swa_cap"},
+        captures=(
+            ("swa_cap_tokens", "tokens", int),
+            ("swa_cap_gib", "swa", float),
+            ("available_gib", "available", float),
+        ),
     ),
     # the refusal as reporters describe it (`a negative value for self.max_total_num_tokens`):
     # the v0.3 text SGLang printed before raising (v0.3.0 model_executor/model_runner.py:

@@ -129,6 +129,41 @@ HICACHE_RATIO_LOWER = Lever(
     "mem_cache/memory_pool_host.py:153-154)",
 )
 
+REFUSAL_LEVERS: dict[str, tuple[Lever, ...]] = {
+    # SGLang's own first advice for its SWA cap refusal: fewer requests
+    "swa_cap": (
+        Lever(
+            "max_running_requests",
+            "lower",
+            "a radix-less hybrid SWA model's SWA pool holds the worst case of --max-running-"
+            "requests requests, (window + eviction interval x draft tokens + a page + a decode "
+            "step) x max_running_requests // attn dp, plus the prefill chunks in flight (v0.5.23 "
+            "model_executor/pool_configurator.py:924-965), and the full KV pool gets what is left "
+            "(:1005-1031); the cap grows about linearly with the requests: half of requests x "
+            "available / cap leaves the full pool about half the budget",
+            needs="the server_args line (max_running_requests)",
+            value="floor(args.max_running_requests * log.available_gib / log.swa_cap_gib / 2)",
+        ),
+    ),
+    # a DP worker's share of --max-running-requests rounds down to zero
+    "max_running_zero": (
+        Lever(
+            "max_running_requests",
+            "raise",
+            "under DP attention each DP worker runs --max-running-requests // dp_size requests "
+            "(v0.5.8 model_executor/model_runner.py:558-566; v0.5.23 mem_cache/"
+            "kv_cache_configurator.py:3284), 0 below dp_size, which the worker asserts against "
+            "(v0.5.8 managers/tp_worker.py:281): dp_size x the requests a worker should run",
+            needs="the server_args line (max_running_requests, dp_size, enable_dp_attention)",
+            value="args.dp_size if default(args.enable_dp_attention, 0) and "
+            "default(args.max_running_requests, 0) < args.dp_size else 0",
+        ),
+    ),
+}
+"""The levers of SGLang's KV refusals whose own text or arithmetic names one besides the
+fraction (by the kv_refusal event's `shape`), before the fraction's; a value of 0 (or not past
+the setting in its direction) means the lever does not answer this paste."""
+
 SERVING_NOTE_LEVERS: dict[str, tuple[str, tuple[Lever, ...]]] = {
     # a request longer than the smaller of the context length and the KV pool is refused
     "too_long": (
