@@ -28,7 +28,7 @@ from memledger.diagnosis.levers import (
 from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
 from memledger.diagnosis.reserve import stuck_between
-from memledger.diagnosis.stages import model_lever
+from memledger.diagnosis.stages import model_lever, valued
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     BUDGET_SOURCES,
@@ -39,7 +39,7 @@ from memledger.sglang.failure_rules import (
 )
 from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
 from memledger.sizing.adjustment_values import refusal_levers
-from memledger.sizing.named_weights import NamedWeights, named_weights
+from memledger.sizing.named_weights import named_weights
 
 
 def _budget(evidence: Evidence) -> str:
@@ -138,15 +138,6 @@ def _load_site(evidence: Evidence) -> tuple[LoadSite, str] | None:
     return None
 
 
-def named_load(evidence: Evidence) -> NamedWeights | None:
-    """The weights a rank estimated from the model's name, against the OOM text's card."""
-    card = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
-    fraction = evidence.budget.mem_fraction_static
-    return named_weights(
-        evidence.server_args, evidence.tp_size, card.bytes if card else 0, fraction
-    )
-
-
 def load_oom(evidence: Evidence) -> Result:
     """Weights did not fit: only fewer bytes per rank help (more ranks, offload), not mfs."""
     oom, budget = evidence.oom, evidence.budget
@@ -157,14 +148,10 @@ def load_oom(evidence: Evidence) -> Result:
     findings.append(
         evidence.finding(FindingId.MFS_NOT_THE_LEVER, Severity.INFO, not_mfs + "from it")
     )
-    named = named_load(evidence)
+    named = named_weights(evidence.server_args, evidence.tp_size, oom, budget.mem_fraction_static)
     if named is not None and named.over and budget.pre_load is None:  # no size printed: the name's
         found = evidence.finding(FindingId.WEIGHTS_EXCEED_BUDGET, Severity.ERROR, named.says)
-        up = [
-            Suggestion(knob=k, direction=Direction("raise"), value=v, why=w)
-            for k, v, w in named.levers
-        ]
-        return [*findings, found], up
+        return [*findings, found], valued(named.levers)
     if oom is None or "allocated" not in oom.sizes or "requested" not in oom.sizes:
         return findings, []
     allocated, requested = oom.sizes["allocated"], oom.sizes["requested"]
@@ -249,12 +236,8 @@ def kv_refusal(evidence: Evidence) -> Result:
     noted = f" ({'; '.join(notes)})" if notes else ""
     refused = {"current": current_text, "notes": noted, "bytes": shortfall(evidence)}
     findings = [evidence.said("weights_exceed_budget.refused", refusal.line, **refused)]
-    own = [  # what SGLang's own text or arithmetic names besides the fraction, first
-        Suggestion(knob=lever.knob, direction=Direction(lever.direction), value=v, why=why)
-        for lever, v, why in refusal_levers(
-            str(refusal.values.get("shape")), refusal.values, evidence.server_args
-        )
-    ]
+    shape = str(refusal.values.get("shape"))  # SGLang's own lever besides the fraction first
+    own = valued(refusal_levers(shape, refusal.values, evidence.server_args))
     if minimum is None:
         # SGLang's own advice, without a value: the log lacks P or A (1 - A/P)
         needs = f"{_budget(evidence)}; a value needs the `Load weight begin`/`end` readings"

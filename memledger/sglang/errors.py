@@ -139,6 +139,28 @@ lost (`...Try to allocate 1444 tokens.Avaliable tokens:5120self.token...`, sglan
 count lines SGLang prints, v0.4.5 managers/schedule_batch.py:856-860)."""
 _GLUED = (("glued_available", GLUED_AVAILABLE_RE),)
 
+DRAFT_WINDOW_WORDS = (
+    "num-draft-token",
+    "num draft token",
+    "draft-token window",
+    "draft token window",
+    "draft-tokens window",
+    "draft tokens window",
+    "draft-token count",
+    "draft token count",
+    "draft-tokens count",
+    "draft tokens count",
+    "number of draft tokens",
+    "verify workspace",
+    "spec-verify",
+    "spec verify",
+    "speculative-verify",
+    "speculative verify",
+)
+"""The draft-token window as people name it (not server_args' `speculative_num_draft_tokens=`,
+which every speculative run prints): the said_draft_window row's words and its regex."""
+
+
 ERRORS: tuple[ErrorText, ...] = (
     # ---- allocator OOM messages (kind oom_message)
     ErrorText(
@@ -886,8 +908,30 @@ ERRORS: tuple[ErrorText, ...] = (
         # the host's RAM as people type it: `Mem: 256GB`, `256 GB RAM`, `host memory 512G`, the
         # figure HiCache's host pools (one a rank) must fit in (memledger.sglang.lifecycle
         # MENTIONS hicache_host)
-        re.compile(r"(?:host|system|cpu) (?:memory|ram|mem)\b|\bram\b|\bmem:", re.I),
-        ("host", "system", "cpu", "ram", "mem:"),
+        re.compile(
+            r"(?:host memory|Host memory|host RAM|Host RAM|host ram|system memory|System memory"
+            r"|system RAM|System RAM|system ram|CPU memory|CPU RAM|cpu memory|cpu ram)\b"
+            r"|\d ?[GT]i?B RAM\b|\bRAM:|\bMem:"
+        ),
+        (
+            "host memory",
+            "Host memory",
+            "host RAM",
+            "Host RAM",
+            "host ram",
+            "system memory",
+            "System memory",
+            "system RAM",
+            "System RAM",
+            "system ram",
+            "CPU memory",
+            "CPU RAM",
+            "cpu memory",
+            "cpu ram",
+            "B RAM",
+            "RAM:",
+            "Mem:",
+        ),
         Family.REPORTER,
         "what people write for the host's RAM, in GB (v0.5.8 mem_cache/memory_pool_host.py:"
         "164-176 compares each rank's host pool with it, less 10 GiB)",
@@ -903,7 +947,7 @@ ERRORS: tuple[ErrorText, ...] = (
         re.compile(
             r"(?:\bhicache\b|hierarchical[ _-]cache)[^\n]{0,200}?(?:\bhost\b|\bram\b|buff/cache"
             r"|\bmem\b|memory usage|\bpinned\b)"
-            r"|(?:\bhost\b|\bram\b|buff/cache)[^\n]{0,200}?(?<!memory for )"
+            r"|(?:\bhost\b|\bram\b|buff/cache)[^\n]{0,200}?(?<!memory for )(?<!size of the )"
             r"(?:\bhicache\b|hierarchical[ _-]cache)",
             re.I,
         ),
@@ -932,12 +976,8 @@ ERRORS: tuple[ErrorText, ...] = (
         # the draft-token window named in prose: `num-draft-tokens = 8`, `a large draft-token
         # window`, `the spec-verify workspace`; not server_args' `speculative_num_draft_tokens=`
         # (every speculative run prints it)
-        re.compile(
-            r"num[- ]draft[- ]tokens?|draft[- ]tokens? (?:window|count)|number of draft tokens"
-            r"|verify workspace|spec(?:ulative)?[- ]verify|verify (?:pass|step)'?s? (?:memory|OOM)",
-            re.I,
-        ),
-        ("draft", "verify"),
+        re.compile("|".join(re.escape(word) for word in DRAFT_WINDOW_WORDS), re.I),
+        DRAFT_WINDOW_WORDS,
         Family.REPORTER,
         "speculative decoding's draft-token window named in prose (what the target's verify pass "
         "runs a request: memledger.sglang.lifecycle MENTIONS draft_window)",

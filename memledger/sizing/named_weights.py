@@ -9,7 +9,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memledger.model.events import Event
 from memledger.model_catalogue import match
+from memledger.sglang.levers import Lever
 from memledger.sglang.weight_bytes import (
     ACTIVE_ONLY,
     COUNT,
@@ -20,8 +22,13 @@ from memledger.sglang.weight_bytes import (
 )
 from memledger.units import GIB
 
-OFFLOAD_SOURCE = "v0.5.8 utils/offloader.py:65-67: --cpu-offload-gb x 1024**3 bytes a rank"
-"""Where SGLang reads --cpu-offload-gb: that many GiB of each rank's weights stay in host RAM."""
+TP_RAISE = Lever("tp_size", "raise", "each rank holds about 1/tp of the weights")
+OFFLOAD = Lever(
+    "cpu_offload_gb",
+    "raise",
+    "that many GiB of each rank's weights stay in host RAM (v0.5.8 utils/offloader.py:65-67: "
+    "--cpu-offload-gb x 1024**3 bytes a rank)",
+)
 ESTIMATED = "the weights a rank, estimated from the model's name,"
 """How the estimate's finding opens (the verdict quotes it to its first colon)."""
 _LARGEST_TP = 64
@@ -50,15 +57,15 @@ class NamedWeights:
         return self.per_rank > self.budget
 
     @property
-    def levers(self) -> tuple[tuple[str, int | None, str], ...]:
-        """(knob, value, why) of each lever that fits the weights, all raised: --tp-size, and
+    def levers(self) -> list[tuple[Lever, int | None, str]]:
+        """Each lever that fits the weights, with its value and why: --tp-size, and
         --cpu-offload-gb, the GiB a rank over the budget, rounded up."""
         over = self.per_rank - self.budget
         off = (
             f"{self.per_rank / GIB:.2f} GiB - {self.budget / GIB:.2f} GiB = {over / GIB:.2f} GiB "
-            f"a rank in host RAM, rounded up ({OFFLOAD_SOURCE}): slower, every step reads it"
+            f"a rank: {OFFLOAD.effect}, rounded up; slower, every step reads them"
         )
-        return ("tp_size", self.tp, self.tp_says), ("cpu_offload_gb", math.ceil(over / GIB), off)
+        return [(TP_RAISE, self.tp, self.tp_says), (OFFLOAD, math.ceil(over / GIB), off)]
 
 
 def _width(name: str, quantization: object) -> tuple[float, str]:
@@ -101,11 +108,19 @@ def _count(name: str) -> tuple[float, str] | None:
 
 
 def named_weights(
+    settings: Mapping[str, object], tp: int | None, oom: Event | None, fraction: float | None
+) -> NamedWeights | None:
+    """`estimate` on the card an OOM text's capacity gives (None without one)."""
+    size = oom.sizes.get("capacity") if oom is not None else None
+    return estimate(settings, tp, size.bytes, fraction) if size is not None else None
+
+
+def estimate(
     settings: Mapping[str, object], tp: int | None, capacity: int, fraction: float | None
 ) -> NamedWeights | None:
     """The estimate for the settings' `model_path` (a path or repo id; `quantization`, `pp_size`
-    read too) on a card of `capacity` bytes (an OOM text's), None when the name spells no
-    parameter count."""
+    read too) on a card of `capacity` bytes, None when the name spells no parameter count;
+    `fraction` makes the budget mfs x the card (None: the card)."""
     model, quantization, pp = (settings.get(k) for k in ("model_path", "quantization", "pp_size"))
     pp = pp if isinstance(pp, int) else None
     card = f"the GPU's {capacity / GIB:.2f} GiB (the OOM text's capacity)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from memledger.sizing.named_weights import named_weights
+from memledger.sizing.named_weights import estimate
 from memledger.units import GIB
 from tests.conftest import diagnose_paste, knobs_of
 
@@ -86,12 +86,12 @@ def test_weights_that_fit_or_a_name_without_a_count_leave_the_phase_alone(model:
 
 def test_the_estimate_reads_the_name_the_width_and_the_split() -> None:
     settings = {"model_path": "acme/Foo-8x7B-v0.1", "pp_size": 2}
-    found = named_weights(settings, 1, 80 * GIB, None)
+    found = estimate(settings, 1, 80 * GIB, None)
     assert found is not None
     assert found.per_rank == round(56e9 * 2 / 2)  # 8 x 7B, 2 B, over pp 2
     assert "an upper bound" in found.says and "pp 2" in found.says
     assert not found.over and found.tp is None
-    assert named_weights({"model_path": "acme/Foo-Chat"}, 1, 80 * GIB, None) is None
-    tiny = named_weights({"model_path": "acme/Foo-135M"}, None, 8 * GIB, None)
+    assert estimate({"model_path": "acme/Foo-Chat"}, 1, 80 * GIB, None) is None
+    tiny = estimate({"model_path": "acme/Foo-135M"}, None, 8 * GIB, None)
     assert tiny is not None and tiny.per_rank == 270_000_000
     assert "assumed: no --tp-size shown" in tiny.says
