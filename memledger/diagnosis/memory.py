@@ -28,7 +28,7 @@ from memledger.diagnosis.levers import (
 from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
 from memledger.diagnosis.reserve import stuck_between
-from memledger.diagnosis.stages import model_lever
+from memledger.diagnosis.stages import model_lever, valued
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     BUDGET_SOURCES,
@@ -38,6 +38,8 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
+from memledger.sizing.adjustment_values import refusal_levers
+from memledger.sizing.named_weights import named_weights
 
 
 def _budget(evidence: Evidence) -> str:
@@ -146,6 +148,10 @@ def load_oom(evidence: Evidence) -> Result:
     findings.append(
         evidence.finding(FindingId.MFS_NOT_THE_LEVER, Severity.INFO, not_mfs + "from it")
     )
+    named = named_weights(evidence.server_args, evidence.tp_size, oom, budget.mem_fraction_static)
+    if named is not None and named.over and budget.pre_load is None:  # no size printed: the name's
+        found = evidence.finding(FindingId.WEIGHTS_EXCEED_BUDGET, Severity.ERROR, named.says)
+        return [*findings, found], valued(named.levers)
     if oom is None or "allocated" not in oom.sizes or "requested" not in oom.sizes:
         return findings, []
     allocated, requested = oom.sizes["allocated"], oom.sizes["requested"]
@@ -230,10 +236,12 @@ def kv_refusal(evidence: Evidence) -> Result:
     noted = f" ({'; '.join(notes)})" if notes else ""
     refused = {"current": current_text, "notes": noted, "bytes": shortfall(evidence)}
     findings = [evidence.said("weights_exceed_budget.refused", refusal.line, **refused)]
+    shape = str(refusal.values.get("shape"))  # SGLang's own lever besides the fraction first
+    own = valued(refusal_levers(shape, refusal.values, evidence.server_args))
     if minimum is None:
         # SGLang's own advice, without a value: the log lacks P or A (1 - A/P)
         needs = f"{_budget(evidence)}; a value needs the `Load weight begin`/`end` readings"
-        return findings, [model_lever("mem_fraction_static", "raise", after=needs)]
+        return findings, [*own, model_lever("mem_fraction_static", "raise", after=needs)]
     value = above_step(minimum)
     stuck = stuck_between(evidence, value)
     if stuck is not None:
@@ -257,7 +265,7 @@ def kv_refusal(evidence: Evidence) -> Result:
         ),
         model_lever("tp_size", "raise", after="that leaves a KV budget at this mfs"),
     ]
-    return findings, suggestions
+    return findings, own + suggestions
 
 
 def lower_mfs(evidence: Evidence, missing: int, reason: str) -> Suggestion | None:

@@ -4,6 +4,8 @@ through the lifecycle model (memledger.sglang.lifecycle: MENTIONS, squeeze_lever
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion, leading
@@ -21,6 +23,7 @@ from memledger.sglang.lifecycle import (
     squeeze_levers,
 )
 from memledger.sglang.releases import version_code
+from memledger.sizing.host_pool import host_pool_size
 
 FRACTION = "mem_fraction_static"
 Answer = tuple[list[Finding], list[Suggestion], str]  # findings, suggestions, verdict
@@ -98,8 +101,15 @@ def mention_answer(evidence: Evidence) -> Answer:
             or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
         )
     ]
+    levers: list[Suggestion] = []
+    for m in answering:  # one suggestion a knob: the first mention's
+        levers = leading(
+            levers, [lever_suggestion(lever, m.says.split(":")[0]) for lever in m.levers]
+        )
+    host = host_pool_size(evidence.server_args, typed(evidence, "host_memory_gb"))
     levers = [
-        lever_suggestion(lever, m.says.split(":")[0]) for m in answering for lever in m.levers
+        replace(s, value=host[0], why=f"{s.why}; {host[1]}") if s.knob == "hicache_size" else s
+        for s in levers
     ]
     words = ""
     if levers:
@@ -120,10 +130,11 @@ def pool_question(evidence: Evidence) -> Answer | None:
     figures = (
         "for its figures add the server_args, `Load weight end` and `KV Cache is allocated` lines"
     )
-    if summary.kv_tokens_per_rank and summary.kv_pool:
+    if summary.kv_tokens_per_rank:
         at = f" at --mem-fraction-static {mfs:g}" if mfs is not None else ""
+        held = f" in {g(summary.kv_pool)}" if summary.kv_pool else ""
         figures = (
-            f"here it holds {summary.kv_tokens_per_rank:,} tokens a rank in {g(summary.kv_pool)}"
+            f"here it holds {summary.kv_tokens_per_rank:,} tokens a rank{held}"
             f"{at} (`memledger whatif` with `--solve mem_fraction_static --for "
             "max_total_num_tokens=N` gives the fraction for N)"
         )

@@ -4,6 +4,7 @@ and the embedding framework's own name for each knob (memledger.sglang.framework
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from memledger.diagnosis.arithmetic import g
@@ -54,6 +55,14 @@ def model_lever(
     return lever_suggestion(LEVER[(knob, direction)], before, tail=tail, value=value)
 
 
+def valued(levers: Sequence[tuple[Lever, int | float | None, str]]) -> list[Suggestion]:
+    """Levers with their values and whys (memledger.sizing.adjustment_values) as suggestions."""
+    return [
+        Suggestion(knob=k.knob, direction=Direction(k.direction), value=v, why=w)
+        for k, v, w in levers
+    ]
+
+
 def lever_suggestion(
     lever: Lever, why: str, *, tail: str = "", value: int | float | None = None
 ) -> Suggestion:
@@ -73,12 +82,7 @@ def adjustment_levers(evidence: Evidence, diagnosis: Diagnosis) -> tuple[list[Su
     levers: list[Suggestion] = []
     words = ""
     for e in events.values() if not diagnosis.failed else ():
-        found = [
-            Suggestion(knob=lever.knob, direction=Direction(lever.direction), value=v, why=why)
-            for lever, v, why in lever_values(
-                e.values, evidence.server_args, evidence.at(e.line), subject
-            )
-        ]
+        found = valued(lever_values(e.values, evidence.server_args, evidence.at(e.line), subject))
         row = ADJUSTMENT[str(e.values["adjustment"])]
         said = f"SGLang set {row.setting} to {chosen(e.values)} ({row.reason}): "
         words = words or (said + " or ".join(phrase(s) for s in found[:2]) if found else "")

@@ -537,8 +537,10 @@ class ErrorTextReader:
                     str(e.values["mention"]) for e in _LOG_MENTIONS if e.find(text)
                 )
             ]
-        if not prefixed and not read and self._block is None:
-            # a bare line no other reader read: the reporter's prose around a paste
+        asked = prefixed and text.rstrip().endswith("?")  # SGLang asks nothing
+        if (asked or not prefixed) and not read and self._block is None:
+            # a bare line no other reader read, or a log line the reporter ended with a
+            # question of theirs: the reporter's prose around a paste
             found += [
                 ErrorReading(EventKind.REPORTED, line, rank, text, values=values)
                 for values in read_reported(text)

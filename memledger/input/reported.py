@@ -20,6 +20,7 @@ from memledger.sglang.errors import SAID_OUTCOMES, ErrorText, of_kind
 
 _ENTRIES = of_kind(EventKind.REPORTED)
 _FRACTION_RE = re.compile(r"(?<![\w.])(0?\.\d{1,3}|1\.0)(?![\w.]|\.\d)")
+_SIZE_RE = re.compile(r"(?<![\w.])(\d{1,5}(?:\.\d+)?) ?(TB|TiB|Ti|T|GB|GiB|Gi|G)\b", re.I)
 _COUNT_RE = re.compile(r"(?<![\w.-])(\d{1,7})(\s?[kK])?(?![\w.])")
 _RELATION_RE = re.compile(
     r"(<=|>=|≤|≥|<|>|\babove\b|\bbelow\b|\bover\b|\bunder\b|at least|at most|more than|"
@@ -65,6 +66,15 @@ def _values(entry: ErrorText, text: str, start: int, stop: int) -> list[dict[str
     knob = str(entry.values["knob"])
     fraction = knob == "mem_fraction_static"
     found: list[dict[str, Value]] = []
+    if knob.endswith("_gb"):  # a size: after the name (`Mem: 256GB`) or just before (`256GB RAM`)
+        before = text[start - 3 : start].lower() == "ram"  # `256 GB RAM`, not `40 GB host memory`
+        size = _SIZE_RE.search(text, start, stop) or (
+            _SIZE_RE.search(text, max(0, start - 20)) if before else None
+        )
+        if size is None or size.start() >= stop:
+            return []
+        scale = 1000 if size.group(2).upper().startswith("T") else 1
+        return [{"knob": knob, "value": float(size.group(1)) * scale}]
     for match in (_FRACTION_RE if fraction else _COUNT_RE).finditer(text, start, stop):
         if fraction:
             value = float(match.group(1))

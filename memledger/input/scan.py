@@ -38,8 +38,17 @@ _FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 def _any_case(word: str) -> str:
     """An ERE matching the word in any case (grep -E and Python agree on bracket sets); a
     non-ASCII letter stays itself (bytes.lower folds ASCII only; `[内内]` as bytes is a set of
-    three bytes, not the character)."""
-    return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else c for c in word)
+    three bytes, not the character); an ERE operator (`?` of a question) is escaped."""
+    return "".join(_any_case_char(c) for c in word)
+
+
+def _any_case_char(c: str) -> str:
+    if c.isascii() and c.isalpha():
+        return f"[{c.upper()}{c.lower()}]"
+    return "\\" + c if c in _ERE_OPS else c
+
+
+_ERE_OPS = frozenset(".[]()*+?{}|^$\\")
 
 
 OUT_OF_MEMORY_ERE = "|".join(_any_case(w) for w in (*ANY_CASE_WORDS, *MEMORY_WORDS_ANY_CASE))

@@ -132,4 +132,6 @@ Modules:
   fraction_rules).
 - `sizing_rules`: SGLang's KV-pool sizing arithmetic as data.
 - `versions`: The engine's version-dependent rules, and its view of a log's release.
+- `weight_bytes`: Bytes a parameter by the format a model name or --quantization spells, and how
+  a name spells its parameter count.
 """

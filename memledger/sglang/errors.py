@@ -139,6 +139,28 @@ lost (`...Try to allocate 1444 tokens.Avaliable tokens:5120self.token...`, sglan
 count lines SGLang prints, v0.4.5 managers/schedule_batch.py:856-860)."""
 _GLUED = (("glued_available", GLUED_AVAILABLE_RE),)
 
+DRAFT_WINDOW_WORDS = (
+    "num-draft-token",
+    "num draft token",
+    "draft-token window",
+    "draft token window",
+    "draft-tokens window",
+    "draft tokens window",
+    "draft-token count",
+    "draft token count",
+    "draft-tokens count",
+    "draft tokens count",
+    "number of draft tokens",
+    "verify workspace",
+    "spec-verify",
+    "spec verify",
+    "speculative-verify",
+    "speculative verify",
+)
+"""The draft-token window as people name it (not server_args' `speculative_num_draft_tokens=`,
+which every speculative run prints): the said_draft_window row's words and its regex."""
+
+
 ERRORS: tuple[ErrorText, ...] = (
     # ---- allocator OOM messages (kind oom_message)
     ErrorText(
@@ -483,18 +505,15 @@ ERRORS: tuple[ErrorText, ...] = (
             r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache"
             r"|Hybrid \(mamba/linear-attention\) state cache is too small to serve any requests"
             r"|byte budget \d+ cannot fit ONE worst-case request"
-            r"|pool cap \(\d+ tokens, [\d.]+ Gi?B\) leaves no room for the full KV pool"
         ),
         (
             "linear-attention) state cache",
             "cannot fit ONE worst-case request",
-            "leaves no room for the full KV pool",
         ),
         Family.SGLANG_REFUSAL,
         "v0.5.23 mem_cache/kv_cache_configurator.py:3393, :3153 ('Try: (1) reduce "
         "--max-running-requests, (2) increase --mem-fraction-static'; v0.5.13 "
-        "model_executor/model_runner_kv_cache_mixin.py:897); the SWA pool's cap, v0.5.16 "
-        "model_executor/pool_configurator.py:540, v0.5.17 :575, v0.5.23 :1026, :1681; "
+        "model_executor/model_runner_kv_cache_mixin.py:897); "
         "mem_cache/unified_memory_pool.py:1563 ('Raise --mem-fraction-static, lower the model "
         "context length')",
         "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
@@ -502,6 +521,34 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="kv_refusal",
         outcome=Outcome.REFUSAL,
         values={"shape": "state_pool"},
+    ),
+    # a radix-less hybrid SWA model with --max-running-requests set sizes its SWA pool to the
+    # worst case of that many requests (v0.5.23 model_executor/pool_configurator.py:924-965):
+    # SGLang's own advice starts with fewer requests
+    ErrorText(
+        "swa_cap_refused",
+        re.compile(
+            r"pool cap \((?P<tokens>\d+) tokens, (?P<swa>[\d.]+) Gi?B\) leaves no room for the "
+            r"full KV pool(?: within the available (?P<available>[\d.]+) Gi?B)?"
+        ),
+        ("leaves no room for the full KV pool",),
+        Family.SGLANG_REFUSAL,
+        "v0.5.16 model_executor/pool_configurator.py:540, v0.5.17 :575, v0.5.20 :892, v0.5.23 "
+        ":1026-1031 "
+        "('SWA pool cap (N tokens, X GiB) leaves no room for the full KV pool within the "
+        "available Y GiB. Reduce --max-running-requests, lower SGLANG_SWA_EVICTION_INTERVAL, or "
+        "increase --mem-fraction-static.'), :1681-1686 (DSV4's, in GB)",
+        "RuntimeError: SWA pool cap (1843200 tokens, 21.09 GiB) leaves no room for the full KV "
+        "pool within the available 18.50 GiB. Reduce --max-running-requests, lower "
+        "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.",
+        kind="kv_refusal",
+        outcome=Outcome.REFUSAL,
+        values={"shape": "swa_cap"},
+        captures=(
+            ("swa_cap_tokens", "tokens", int),
+            ("swa_cap_gib", "swa", float),
+            ("available_gib", "available", float),
+        ),
     ),
     # the refusal as reporters describe it (`a negative value for self.max_total_num_tokens`):
     # the v0.3 text SGLang printed before raising (v0.3.0 model_executor/model_runner.py:
@@ -857,6 +904,62 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"knob": "mem_fraction_static"},
     ),
     ErrorText(
+        "typed_host_memory",
+        # the host's RAM as people type it: `Mem: 256GB`, `256 GB RAM`, `host memory 512G`, the
+        # figure HiCache's host pools (one a rank) must fit in (memledger.sglang.lifecycle
+        # MENTIONS hicache_host)
+        re.compile(
+            r"(?:host memory|Host memory|host RAM|Host RAM|host ram|system memory|System memory"
+            r"|system RAM|System RAM|system ram|CPU memory|CPU RAM|cpu memory|cpu ram)\b"
+            r"|\d ?[GT]i?B RAM\b|\bRAM:|\bMem:"
+        ),
+        (
+            "host memory",
+            "Host memory",
+            "host RAM",
+            "Host RAM",
+            "host ram",
+            "system memory",
+            "System memory",
+            "system RAM",
+            "System RAM",
+            "system ram",
+            "CPU memory",
+            "CPU RAM",
+            "cpu memory",
+            "cpu ram",
+            "B RAM",
+            "RAM:",
+            "Mem:",
+        ),
+        Family.REPORTER,
+        "what people write for the host's RAM, in GB (v0.5.8 mem_cache/memory_pool_host.py:"
+        "164-176 compares each rank's host pool with it, less 10 GiB)",
+        "Mem: 256GB, TP: 4",
+        kind="reported",
+        values={"knob": "host_memory_gb"},
+    ),
+    ErrorText(
+        "said_hicache_host",
+        # HiCache and the host's RAM in one sentence: `hicache=40GB and TP=4, so 40GB*4=160GB`,
+        # `buff/cache grows until it fails with --hicache-size 40`; not SGLang's own `Allocating
+        # X GB host memory for hierarchical KV cache.` (a line of a healthy start)
+        re.compile(
+            r"(?:\bhicache\b|hierarchical[ _-]cache)[^\n]{0,200}?(?:\bhost\b|\bram\b|buff/cache"
+            r"|\bmem\b|memory usage|\bpinned\b)"
+            r"|(?:\bhost\b|\bram\b|buff/cache)[^\n]{0,200}?(?<!memory for )(?<!size of the )"
+            r"(?:\bhicache\b|hierarchical[ _-]cache)",
+            re.I,
+        ),
+        ("hicache", "hierarchical"),
+        Family.REPORTER,
+        "HiCache's host pool said in words beside the host's RAM (memledger.sglang.lifecycle "
+        "MENTIONS hicache_host)",
+        "with --hicache-size 40 and TP=4 the host RAM fills up and init fails",
+        kind="reported",
+        values={"mention": "hicache_host"},
+    ),
+    ErrorText(
         "said_logprob",
         re.compile(r"logprob", re.I),
         ("logprob",),
@@ -867,6 +970,20 @@ ERRORS: tuple[ErrorText, ...] = (
         "I set return_logprob=True and logprob_start_len=0",
         kind="reported",
         values={"mention": "logprob"},
+    ),
+    ErrorText(
+        "said_draft_window",
+        # the draft-token window named in prose: `num-draft-tokens = 8`, `a large draft-token
+        # window`, `the spec-verify workspace`; not server_args' `speculative_num_draft_tokens=`
+        # (every speculative run prints it)
+        re.compile("|".join(re.escape(word) for word in DRAFT_WINDOW_WORDS), re.I),
+        DRAFT_WINDOW_WORDS,
+        Family.REPORTER,
+        "speculative decoding's draft-token window named in prose (what the target's verify pass "
+        "runs a request: memledger.sglang.lifecycle MENTIONS draft_window)",
+        "with a large draft-token window the decode OOMs mid-traffic",
+        kind="reported",
+        values={"mention": "draft_window"},
     ),
     ErrorText(
         "said_speculative",
@@ -1270,7 +1387,11 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|为什么|如何|怎么|增加|增大)[^.?!\n]{0,50}?"
             r"(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache(?: pool)?(?: size| capacity"
             r"| tokens?)|kv pool|token capacity|tokens? in the kv"
-            r"|kv[ _-]?cache ?(?:容量|大小|空间))",
+            r"|kv[ _-]?cache ?(?:容量|大小|空间))"
+            # a question of how much it holds: `means the KV cache total is 2M?`
+            r"|(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache|kv pool)"
+            r"(?:[^.?!\n]|\.(?=\d)){0,50}?(?:\btotal\b|capacity|\bsize\b|\bhold|how many"
+            r"|\bmeans?\b)(?:[^.?!\n]|\.(?=\d)){0,30}\?",
             re.IGNORECASE,
         ),
         (
@@ -1299,6 +1420,7 @@ ERRORS: tuple[ErrorText, ...] = (
             "为什么",
             "如何",
             "怎么",
+            "?",
         ),
         Family.REPORTER,
         "the KV pool's size asked about in prose, with no failure (what sizes it: memledger"

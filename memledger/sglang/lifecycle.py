@@ -114,6 +114,56 @@ _MAX_PREFILL = Lever(
     "schedule_policy.py:464): a lower cap, fewer new tokens and smaller activations a batch",
 )
 
+HICACHE_SIZE_LOWER = Lever(
+    "hicache_size",
+    "lower",
+    "--hicache-size is GB a rank (v0.5.8 mem_cache/memory_pool_host.py:151-152: host_size x 1e9 "
+    "bytes over each rank's bytes a token): the host holds ranks x it, and SGLang allows a rank "
+    "(available RAM - 10 GiB) / the ranks on the host (v0.5.23 mem_cache/pool_host/base.py:28, "
+    ":84-108)",
+)
+HICACHE_RATIO_LOWER = Lever(
+    "hicache_ratio",
+    "lower",
+    "without --hicache-size a rank's host pool is --hicache-ratio x its GPU pool's tokens (v0.5.8 "
+    "mem_cache/memory_pool_host.py:153-154)",
+)
+
+REFUSAL_LEVERS: dict[str, tuple[Lever, ...]] = {
+    # SGLang's own first advice for its SWA cap refusal: fewer requests
+    "swa_cap": (
+        Lever(
+            "max_running_requests",
+            "lower",
+            "a radix-less hybrid SWA model's SWA pool holds the worst case of --max-running-"
+            "requests requests, (window + eviction interval x draft tokens + a page + a decode "
+            "step) x max_running_requests // attn dp, plus the prefill chunks in flight (v0.5.23 "
+            "model_executor/pool_configurator.py:924-965), and the full KV pool gets what is left "
+            "(:1005-1031); the cap grows about linearly with the requests: half of requests x "
+            "available / cap leaves the full pool about half the budget",
+            needs="the server_args line (max_running_requests)",
+            value="floor(args.max_running_requests * log.available_gib / log.swa_cap_gib / 2)",
+        ),
+    ),
+    # a DP worker's share of --max-running-requests rounds down to zero
+    "max_running_zero": (
+        Lever(
+            "max_running_requests",
+            "raise",
+            "under DP attention each DP worker runs --max-running-requests // dp_size requests "
+            "(v0.5.8 model_executor/model_runner.py:558-566; v0.5.23 mem_cache/"
+            "kv_cache_configurator.py:3284), 0 below dp_size, which the worker asserts against "
+            "(v0.5.8 managers/tp_worker.py:281): dp_size x the requests a worker should run",
+            needs="the server_args line (max_running_requests, dp_size, enable_dp_attention)",
+            value="args.dp_size if default(args.enable_dp_attention, 0) and "
+            "default(args.max_running_requests, 0) < args.dp_size else 0",
+        ),
+    ),
+}
+"""The levers of SGLang's KV refusals whose own text or arithmetic names one besides the
+fraction (by the kv_refusal event's `shape`), before the fraction's; a value of 0 (or not past
+the setting in its direction) means the lever does not answer this paste."""
+
 SERVING_NOTE_LEVERS: dict[str, tuple[str, tuple[Lever, ...]]] = {
     # a request longer than the smaller of the context length and the KV pool is refused
     "too_long": (
@@ -334,6 +384,33 @@ class Mention:
 
 
 MENTIONS: tuple[Mention, ...] = (
+    Mention(
+        "draft_window",
+        Phase.SERVING,
+        "speculative decoding's draft-token window: the target verifies bs x "
+        "--speculative-num-draft-tokens tokens a step, so the verify pass's activations and "
+        "graphs grow with it (v0.5.8 model_executor/cuda_graph_runner.py:283-286); SGLang's own "
+        "PD-decode reserve counts max(running requests x draft tokens, 2048) x 1.5 MiB for them "
+        "(v0.5.23 arg_groups/memory_hook.py:297-311), out of the same free memory as the KV "
+        "pool, so a lower --mem-fraction-static shrinks the pool the decode serves from, while a "
+        "smaller window shrinks the workspace itself",
+        (
+            Lever(
+                "speculative_num_draft_tokens",
+                "lower",
+                "each draft token less takes one token a running request off the verify pass "
+                "(bs x num_draft_tokens, v0.5.8 model_executor/cuda_graph_runner.py:283-286); "
+                "with EAGLE trees it is at most topk x num_steps + 1",
+            ),
+            Lever(
+                "speculative_num_steps",
+                "lower",
+                "fewer draft steps, fewer draft tokens to verify (EAGLE: the tree's depth; v0.5.8 "
+                "speculative/eagle_worker.py:80-201)",
+            ),
+            _GRAPH_BS,
+        ),
+    ),
     Mention(
         "speculative",
         Phase.DRAFT,
@@ -849,6 +926,21 @@ MENTIONS: tuple[Mention, ...] = (
         alone=True,
     ),
     Mention(
+        "hicache_host",
+        None,  # host RAM, not a GPU stage
+        "HiCache's host pool is per rank, each rank on a host pinning its own --hicache-size GB "
+        "of host RAM: the host holds the ranks x it (without --hicache-size each holds "
+        "--hicache-ratio x its GPU pool's tokens) and every rank prints its own `Allocating X GB "
+        "host memory` (v0.5.8 mem_cache/memory_pool_host.py:151-154, :164-181); v0.5.8 checks "
+        "each rank's pool alone against the host's available RAM less 10 GiB (:164-176), v0.5.23 "
+        "splits that allowance by the ranks on the host "
+        "(mem_cache/pool_host/base.py:28, :84-108): a per-rank size whose ranks x size fits the "
+        "host's available RAM",
+        (HICACHE_SIZE_LOWER, HICACHE_RATIO_LOWER),
+        alone=True,
+        levers_alone=True,
+    ),
+    Mention(
         "kv_held",
         Phase.SERVING,
         "finished requests' KV said to be kept: SGLang's `token usage` counts the KV tokens "
@@ -964,6 +1056,8 @@ MENTIONS: tuple[Mention, ...] = (
 """Each mention once, by name."""
 SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
     "speculative": (("speculative_algorithm", ()),),
+    # a PD decode instance serves only decode steps: its workspace is the verify pass's
+    "draft_window": (("speculative_algorithm", ()), ("disaggregation_mode", ("decode",))),
     "kv_cap": (("max_total_tokens", ()),),
     "hicache": (("enable_hierarchical_cache", (True,)),),
     # KT's experts are split only with a weight path (v0.5.8 layers/moe/kt_ep_wrapper.py:73-74)

@@ -80,11 +80,14 @@ ERROR_KEYS: dict[str, tuple[tuple[str, ...], dict[str, ValueType]]] = {
     "kv_refusal": (
         (),
         {
+            "available_gib": float,
             "max_total_tokens": int,
             "mem_fraction_static": float,
             "minimum_viable": float,
             "profiled_tokens": int,
             "shape": str,
+            "swa_cap_gib": float,
+            "swa_cap_tokens": int,
         },
     ),
     "pool_exhausted": (

@@ -15,11 +15,13 @@ Modules:
   (pure).
 - `fraction`: The mem_fraction_static SGLang sized with, from the one it was given or chose (pure).
 - `gpu`: The GPU capacity a log shows, for SGLang's mem_fraction_static default (pure).
+- `host_pool`: HiCache's host pools on one host (a rank's each) and the --hicache-size that fits.
 - `inputs`: The numbers SGLang sized its pools with, read from one parsed startup (what was printed
   only).
 - `mamba`: How many Mamba/linear-attention state slots SGLang keeps and which rule takes their
   memory out of the KV budget, by release (pure; the rules are memledger.sglang.sizing_rules).
 - `model`: SGLang's pool sizing redone from a log's numbers.
+- `named_weights`: The weights a rank holds, estimated from the model's name, against the card.
 - `requests`: The request table and the defaults SGLang derives from the token count (pure).
 - `result`: The sizing verdict of one log.
 - `settings`: The settings a log ran with, read from its knobs (the record is

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from memledger.formulas import ExpressionError, evaluate
 from memledger.sglang.adjustments import BY_NAME, chosen
 from memledger.sglang.levers import Lever
+from memledger.sglang.lifecycle import REFUSAL_LEVERS
 
 _NAMES = re.compile(r"(?:args|log)\.(\w+)")
 _BARE = r"\1"
@@ -42,4 +43,33 @@ def lever_values(
         read = {name: log.get(name, settings.get(name)) for name in _NAMES.findall(lever.value)}
         shown = ", ".join(f"{name} {number}" for name, number in read.items() if number is not None)
         out.append((lever, value, f"{why}; {_NAMES.sub(_BARE, lever.value)} with {shown}"))
+    return out
+
+
+def refusal_levers(
+    shape: str, values: Mapping[str, object], settings: Mapping[str, object]
+) -> list[tuple[Lever, int | float | None, str]]:
+    """The levers of a KV refusal of this `shape` (memledger.sglang.lifecycle.REFUSAL_LEVERS),
+    each with its value or None and why; a lever whose value does not move its setting the way
+    it points (0, or not past the paste's value) does not answer the paste and is left out."""
+    log = {
+        k: v for k, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    out: list[tuple[Lever, int | float | None, str]] = []
+    for lever in REFUSAL_LEVERS.get(shape, ()):
+        try:
+            value = evaluate(lever.value, {"args": settings, "log": log})
+        except ExpressionError:
+            out.append((lever, None, f"{lever.effect}; for a value add {lever.needs}"))
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value:
+            continue
+        now = settings.get(lever.knob)
+        if isinstance(now, int | float) and (
+            value <= now if lever.direction == "raise" else value >= now
+        ):
+            continue
+        read = {name: log.get(name, settings.get(name)) for name in _NAMES.findall(lever.value)}
+        shown = ", ".join(f"{name} {number}" for name, number in read.items() if number is not None)
+        out.append((lever, value, f"{lever.effect}; {_NAMES.sub(_BARE, lever.value)} with {shown}"))
     return out

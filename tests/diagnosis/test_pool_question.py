@@ -112,3 +112,33 @@ def test_an_allocator_oom_beside_the_refusal_in_words_is_still_no_fraction_fits(
 )
 def test_pool_lines_that_tell_no_refusal_are_not_one(line: str) -> None:
     assert BY_NAME["kv_pool_failed_said"].find(line) is None
+
+
+_SUMMARY = (
+    "[2026-05-02 09:10:11] max_total_num_tokens=1234567, chunked_prefill_size=8192, "
+    "max_prefill_tokens=16384, max_running_requests=48, context_len=131072, "
+    "available_gpu_mem=12.50 GB"
+)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        _SUMMARY + "  so the KV cache total is 1.2M tokens?",
+        _SUMMARY + " does this mean the KV pool holds 1.2M tokens?",
+        _SUMMARY + "\nso max_total_num_tokens is the kv cache size?",
+        _SUMMARY + "\n- `kv cache capacity here means 1.2M tokens per GPU?`",
+    ],
+)
+def test_a_question_of_how_much_the_pool_holds_gets_the_logs_token_count(paste: str) -> None:
+    # the question typed after SGLang's summary line on the same line, or on a line of its own:
+    # the verdict says what the pool holds, from the line's max_total_num_tokens
+    result = diagnose_paste(paste + "\n")
+    assert result.verdict.startswith("ready: the paste asks about the KV pool's size")
+    assert "here it holds 1,234,567 tokens a rank" in " ".join(result.verdict.split())
+
+
+def test_a_log_line_ending_in_a_question_about_something_else_asks_nothing_of_the_pool() -> None:
+    result = diagnose_paste(_SUMMARY + "  why is the first request slow?\n")
+    assert "asks about the KV pool" not in result.verdict
+    assert BY_NAME["said_pool_size"].find("KV cache pool: used 25.51%, avail mem=38.14 GB") is None
