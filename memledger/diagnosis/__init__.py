@@ -114,14 +114,16 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
     if evidence.outcome == "crash" or _ends_in_exception(evidence) or crash.shm_exhausted(evidence):
         return _crash(evidence)
     found, quiet = (_truncated if evidence.outcome == "truncated" else _ready)(evidence)
-    # no failure: the most specific finding with levers leads (the paste's question about the
-    # pool's size, a setting SGLang changed, what the paste names; SGLang's serving lines where
-    # nothing else is said), its levers first: no knob helps only when no finding has one
+    # no failure: what the table answers in words of what the paste names (Mention.answer), then
+    # the most specific finding with levers (the paste's question about the pool's size, a setting
+    # SGLang changed, what the paste names; else SGLang's serving lines), its levers first
     asked = reported.pool_question(evidence) or ([], [], "")
     adjusted, changed = stages.adjustment_levers(evidence, found)
     named, levers, words = reported.mention_answer(evidence)
     noted, serving = pools.noted_levers(evidence)
     said = asked[2] or changed or words or (serving if quiet is not None else "")
+    told = [f"{m.says.split(':')[0]}: {m.answer}" for m in reported.mentions(evidence) if m.answer]
+    said = "; ".join(filter(None, [*told, said]))
     findings = [*asked[0], *found.findings, *named]
     if said and quiet is not None:  # its verdict says only the outcome: what leads is the news
         found = replace(found, verdict=quiet[0] + said + quiet[1])

@@ -381,6 +381,9 @@ class Mention:
     levers_alone: bool = False
     """Its levers answer it without a failure too (a cap SGLang set, memory that grows); else
     they are a failure's (HiCache's transfer buffers) and a log with none names it without them."""
+    answer: str = ""
+    """What it comes to, in words, for a verdict with no failure to lead with (what the paste
+    names is then the news): for a mention whose levers do not answer it alone."""
 
 
 MENTIONS: tuple[Mention, ...] = (
@@ -509,6 +512,9 @@ MENTIONS: tuple[Mention, ...] = (
             ),
         ),
         alone=True,
+        answer="a request takes whole pages, and some releases' scheduler counted tokens, not "
+        "pages (sglang#4913, PR #7397), so 'out of memory' or a retraction can come with tokens "
+        "to spare",
     ),
     Mention(
         "attention_workspace",
@@ -924,6 +930,8 @@ MENTIONS: tuple[Mention, ...] = (
             _MFS_LOWER,
         ),
         alone=True,
+        answer="each rank pins its own host pool (--hicache-size GB a rank, or --hicache-ratio x "
+        "the GPU pool's tokens), so a node holds the ranks x that; the GPU KV pool stays as it is",
     ),
     Mention(
         "hicache_host",
@@ -955,6 +963,8 @@ MENTIONS: tuple[Mention, ...] = (
         "--disable-radix-cache frees a finished request's KV at once, with no prefix reuse "
         "(mem_cache/chunk_cache.py:57-64)",
         alone=True,
+        answer="a finished request's KV stays in the radix (prefix) cache as evictable until the "
+        "pool needs room: not a leak (--disable-radix-cache frees it at once)",
     ),
     Mention(
         "double_counted",
@@ -964,6 +974,8 @@ MENTIONS: tuple[Mention, ...] = (
         "the arithmetic removes it (upgrade), or a setting works around it (an explicit size "
         "where SGLang would derive one, a cap with room for what is counted twice)",
         alone=True,
+        answer="SGLang's own arithmetic charging something twice, not a GPU short of memory: "
+        "upgrade to the release that fixes it, or set the size SGLang would derive",
     ),
     Mention(
         "mamba_capped",

@@ -280,8 +280,11 @@ def test_the_paged_allocators_state_beside_a_retraction_names_page_accounting(de
     result = diagnose_paste(RETRACT + debug + "\n")
     # a retraction is the scheduler's while serving: the cut-off log ends there
     assert (result.outcome, result.phase) == ("truncated", Phase.SERVING)
-    # the retraction leads, with its levers; the outcome stays unknown
-    assert result.verdict.startswith("SGLang retracted requests")
+    # the named cause leads (lifecycle.Mention.answer), then the retraction with its levers; the
+    # outcome stays unknown
+    assert result.verdict.startswith("a paged KV cache: a request takes whole pages")
+    assert "; SGLang retracted requests" in result.verdict
+    assert result.suggestions[0].knob == "schedule_conservativeness"
     assert result.verdict.endswith("log ends during serving: no error text, outcome unknown")
     said = said_of(result)
     assert "a paged KV cache" in said and "counted tokens, not pages" in said

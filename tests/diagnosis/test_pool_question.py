@@ -29,7 +29,9 @@ _ALLOCATOR_OOM = (
 )
 def test_a_question_about_the_pools_size_is_answered_not_exit_3(question: str) -> None:
     result = diagnose_paste(question + "\n")
-    assert result.verdict.startswith("the paste asks about the KV pool's size")
+    # what else the question names and the table answers in words (HiCache) comes first
+    asked = result.verdict.find("the paste asks about the KV pool's size")
+    assert asked == 0 or (asked > 0 and result.verdict.startswith("HiCache")), result.verdict
     assert [(s.knob, s.direction.value) for s in result.suggestions] == [
         ("mem_fraction_static", "raise"),
         ("tp_size", "raise"),

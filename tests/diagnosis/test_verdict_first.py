@@ -7,6 +7,7 @@ import pytest
 
 from memledger.diagnosis.model import Direction, Suggestion
 from memledger.render.diagnose import command_change, suggestion_title
+from memledger.sglang import lifecycle
 from memledger.sglang.levers import REQUEST_FIELDS
 from tests.conftest import diagnose_paste
 
@@ -42,3 +43,57 @@ def test_a_request_fields_lever_leads_in_its_own_name(paste: str, field: str) ->
     assert diagnosis.suggestions[0].knob == field
     assert f"the request's {field}" in diagnosis.verdict
     assert "--" + field.replace("_", "-") not in diagnosis.verdict
+
+
+P = "[2026-03-02 07:04:51 TP0] "
+_ANSWERED = {m.name: m for m in lifecycle.MENTIONS if m.answer}
+
+
+@pytest.mark.parametrize(
+    ("paste", "name"),
+    [
+        (
+            [
+                "The KV cache is not freed after the request finishes",
+                P + "Decode batch. #running-req: 36, #token: 958017, token usage: 0.96",
+            ],
+            "kv_held",
+        ),
+        (["the draft KV is counted twice in the budget"], "double_counted"),
+        (
+            [
+                "python -m sglang.launch_server --model-path m --tp 4 --enable-hierarchical-cache "
+                "--hicache-size 40"
+            ],
+            "hicache",
+        ),
+        (
+            [
+                "`KV cache pool is full` with --page-size 64 on the decode worker",
+                P
+                + "KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: "
+                "0.5000 -> 0.8000",
+            ],
+            "page_size",
+        ),
+    ],
+)
+def test_a_quiet_paste_is_led_by_what_the_table_answers_of_what_it_names(
+    paste: list[str], name: str
+) -> None:
+    # no failure: the verdict would say only the outcome; what the paste names is the news, and
+    # the table's answer for it comes before the outcome
+    mention = _ANSWERED[name]
+    result = diagnose_paste(paste)
+    assert result.outcome in ("truncated", "ready"), result.verdict
+    topic = mention.says.split(":")[0]
+    assert result.verdict.startswith(f"{topic}: {mention.answer}"), result.verdict
+    assert "outcome unknown" in result.verdict or result.outcome == "ready"
+
+
+def test_an_answer_in_words_is_only_for_a_mention_its_levers_do_not_answer_alone() -> None:
+    # a mention whose levers answer it without a failure leads with them (mention_answer): an
+    # answer in words as well would say it twice
+    assert _ANSWERED
+    for mention in _ANSWERED.values():
+        assert mention.alone and not mention.levers_alone, mention.name
