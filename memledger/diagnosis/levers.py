@@ -18,7 +18,7 @@ import math
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Direction, Suggestion
+from memledger.diagnosis.model import Suggestion
 from memledger.sglang.failure_rules import (
     DECODE_GRAPH_FLAG_CITATION,
     DECODE_GRAPH_RUNNER,
@@ -54,16 +54,9 @@ def kv_cap_lever(evidence: Evidence, missing: int) -> Suggestion | None:
         return None
     rule = RULE["max_total_tokens"]
     page_text = f", rounded down to page_size {page}" if page > 1 else ""
-    return Suggestion(
-        knob="max_total_tokens",
-        direction=Direction.LOWER,
-        value=value,
-        why=(
-            f"{g(missing)} / {cell:,.0f} B per KV token (this log's KV lines) = {cut:,} tokens "
-            f"-> {tokens:,} - {cut:,} = {value:,}{page_text}; SGLang caps the pool at it "
-            f"({rule.formula}: {rule.source}), leaving those bytes free after the pool; "
-            "the KV pool holds fewer tokens, nothing else changes"
-        ),
+    numbers = {"missing": g(missing), "cell": cell, "cut": cut, "tokens": tokens}
+    return evidence.advice(
+        "max_total_tokens.cut", value=value, page=page_text, rule=rule, **numbers
     )
 
 

@@ -202,17 +202,10 @@ def load_oom(evidence: Evidence) -> Result:
         suggestions.append(
             Suggestion(knob="tp_size", direction=Direction.RAISE, value=ranks, why=why)
         )
+    sizes = {"weights": g(weights), "room": g(room), "over": g(weights - room)}
     offload = gib_ceil(weights - room)
     suggestions.append(
-        Suggestion(
-            knob="cpu_offload_gb",
-            direction=Direction.RAISE,
-            value=offload,
-            why=(
-                f"{g(weights)} needed - {g(room)} allowed ({room_text}) = "
-                f"{g(weights - room)} a rank to keep in host RAM, rounded up (a lower bound)"
-            ),
-        )
+        evidence.advice("cpu_offload_gb.weights", value=offload, room_text=room_text, **sizes)
     )
     return findings, suggestions
 

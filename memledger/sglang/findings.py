@@ -398,6 +398,20 @@ ADVICE: tuple[Advice, ...] = (
         "{delta:.4f} -> {mfs:g} - {delta:.4f} = {raw:.4f}, rounded down to {value:g}; the KV pool "
         "shrinks by {loss}{share}{floor}",
     ),
+    Advice(
+        "cpu_offload_gb.weights",
+        "raise",
+        "{weights} needed - {room} allowed ({room_text}) = {over} a rank to keep in host RAM, "
+        "rounded up (a lower bound)",
+    ),
+    Advice(
+        "max_total_tokens.cut",
+        "lower",
+        "{missing} / {cell:,.0f} B per KV token (this log's KV lines) = {cut:,} tokens -> "
+        "{tokens:,} - {cut:,} = {value:,}{page}; SGLang caps the pool at it ({rule.formula}: "
+        "{rule.source}), leaving those bytes free after the pool; the KV pool holds fewer tokens, "
+        "nothing else changes",
+    ),
 )
 
 ADVISED: dict[str, Advice] = {advice.name: advice for advice in ADVICE}
