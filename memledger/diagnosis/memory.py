@@ -144,10 +144,7 @@ def load_oom(evidence: Evidence) -> Result:
     site = _load_site(evidence)
     at = [evidence.traceback.line] if evidence.traceback else []
     findings = [evidence.finding(site[0].finding_id, Severity.ERROR, site[1], *at)] if site else []
-    not_mfs = "--mem-fraction-static does not help: the weights load before SGLang sizes anything "
-    findings.append(
-        evidence.finding(FindingId.MFS_NOT_THE_LEVER, Severity.INFO, not_mfs + "from it")
-    )
+    findings.append(evidence.said("mfs_not_the_lever"))
     named = named_weights(evidence.server_args, evidence.tp_size, oom, budget.mem_fraction_static)
     if named is not None and named.over and budget.pre_load is None:  # no size printed: the name's
         found = evidence.finding(FindingId.WEIGHTS_EXCEED_BUDGET, Severity.ERROR, named.says)
@@ -162,20 +159,13 @@ def load_oom(evidence: Evidence) -> Result:
     room_text = (
         f"mfs x P = {mfs:g} x {g(pre.avail_bytes)} = {g(room)}" if pre and mfs else f"P = {g(room)}"
     )
-    message = (
-        f"the weights need at least {g(weights)} a rank ({allocated.text} allocated + "
-        f"{requested.text} asked for when loading failed)"
-    )
-    if pre is not None:
-        message += f"; {g(pre.avail_bytes)} was free before loading"
+    free = f"; {g(pre.avail_bytes)} was free before loading" if pre is not None else ""
+    loaded = {"allocated": allocated.text, "requested": requested.text, "free": free}
+    over = weights - room if room is not None else None
+    lines = [oom.line, *([pre.line] if pre else [])]
     findings.append(
-        evidence.finding(
-            FindingId.WEIGHTS_EXCEED_BUDGET,
-            Severity.ERROR,
-            message,
-            oom.line,
-            *([pre.line] if pre else []),
-            bytes=weights - room if room is not None else None,
+        evidence.said(
+            "weights_exceed_budget.load", *lines, bytes=over, weights=g(weights), **loaded
         )
     )
     if room is None or room <= 0 or weights <= room:
@@ -185,24 +175,15 @@ def load_oom(evidence: Evidence) -> Result:
     tp = evidence.tp_size
     # no value for a knob whose current value is unknown: "2" to a user already on 2 GPUs
     ranks = next_power_of_two(tp * weights / room) if tp is not None else None
-    if tp is None:
-        why = (
-            f"{g(weights)} / {g(room)} = {weights / room:.2f}: at least "
-            f"{next_power_of_two(weights / room)} x the ranks now in use (the log does not show "
-            "the current --tp-size)"
-        )
-    else:
-        why = (
-            f"tp {tp} x {g(weights)} / {g(room)} = {tp * weights / room:.2f} ranks -> {ranks} (a "
-            "lower bound: loading had not finished; assumes the weights shard evenly)"
-        )
+    sizes = {"weights": g(weights), "room": g(room), "over": g(weights - room)}
     suggestions = []
     if tp is None or (ranks is not None and ranks > tp):
-        why = f"weights must stay under {room_text} for a KV budget ({_budget(evidence)}); {why}"
+        name = "tp_size.weights" if tp is not None else "tp_size.weights_no_tp"
+        said = {"room_text": room_text, "budget": _budget(evidence), "tp": tp}
+        ratio, at_least = (tp or 1) * weights / room, next_power_of_two(weights / room)
         suggestions.append(
-            Suggestion(knob="tp_size", direction=Direction.RAISE, value=ranks, why=why)
+            evidence.advice(name, value=ranks, ratio=ratio, at_least=at_least, **sizes, **said)
         )
-    sizes = {"weights": g(weights), "room": g(room), "over": g(weights - room)}
     offload = gib_ceil(weights - room)
     suggestions.append(
         evidence.advice("cpu_offload_gb.weights", value=offload, room_text=room_text, **sizes)

@@ -322,6 +322,18 @@ SAYINGS: tuple[Said, ...] = (
     ),
     Said("capture_point", "info", "capturing {where}{at}"),
     Said(
+        "mfs_not_the_lever",
+        "info",
+        "--mem-fraction-static does not help: the weights load before SGLang sizes anything "
+        "from it",
+    ),
+    Said(
+        "weights_exceed_budget.load",
+        "error",
+        "the weights need at least {weights} a rank ({allocated} allocated + {requested} asked for "
+        "when loading failed){free}",
+    ),
+    Said(
         "no_fraction_fits",
         "error",
         "a higher --mem-fraction-static ran out of memory after the pool and a lower one left no "
@@ -397,6 +409,20 @@ ADVICE: tuple[Advice, ...] = (
         "{reason}: lowering mfs by d frees d x P after the pool ({budget}); {missing} / P {p} = "
         "{delta:.4f} -> {mfs:g} - {delta:.4f} = {raw:.4f}, rounded down to {value:g}; the KV pool "
         "shrinks by {loss}{share}{floor}",
+    ),
+    Advice(
+        "tp_size.weights",
+        "raise",
+        "weights must stay under {room_text} for a KV budget ({budget}); tp {tp} x {weights} / "
+        "{room} = {ratio:.2f} ranks -> {value} (a lower bound: loading had not finished; assumes "
+        "the weights shard evenly)",
+    ),
+    Advice(
+        "tp_size.weights_no_tp",
+        "raise",
+        "weights must stay under {room_text} for a KV budget ({budget}); {weights} / {room} = "
+        "{ratio:.2f}: at least {at_least} x the ranks now in use (the log does not show the "
+        "current --tp-size)",
     ),
     Advice(
         "cpu_offload_gb.weights",
