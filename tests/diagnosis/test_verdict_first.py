@@ -115,3 +115,20 @@ def test_a_crash_whose_error_is_not_in_the_log_is_answered_by_what_the_paste_nam
     # the traceback's own exception in the log: that is the answer, the mention is not asked
     known = diagnose_paste([*cut, "RuntimeError: NCCL error: unhandled system error"])
     assert "GPU memory that grew" not in known.verdict
+
+
+@pytest.mark.parametrize("prefix", ["", "[2026-01-05 10:00:00 TP0] "])
+def test_the_oom_text_that_names_its_phase_leads_a_generic_one_before_it(prefix: str) -> None:
+    # torch_memory_saver prints its generic cuMemCreate line first, then the driver error of the
+    # function that failed (func=resume: the RL framework resumed SGLang's memory)
+    lines = [
+        prefix + "[torch_memory_saver.cpp] cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be "
+        "an issue e.g. torch allocator will free cache and retry)",
+        prefix + "[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  "
+        "file=csrc/core.cpp func=resume line=172",
+    ]
+    result = diagnose_paste(lines)
+    assert (result.outcome, result.phase.value) == ("oom", "resume"), result.verdict
+    assert result.verdict.startswith("OOM during resuming memory released for training")
+    # the generic line alone places nothing
+    assert diagnose_paste(lines[:1]).phase.value == "unknown"
