@@ -569,8 +569,9 @@ def _ready(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
             verdict += f"; note {headroom[0].id}: {amount}below SGLang's default reserve"
         elif graphs:
             verdict += f"; note {health.graph_memory_verdict(evidence, graphs[0])}"
-        else:
-            quiet = ("ready: ", "")  # the outcome only: a finding with levers may lead it
+        else:  # the outcome and the pool's size only: a finding with levers may lead them
+            quiet = ("ready: ", "".join(f"; {f.message.split(':')[0]}" for f in capacity[:1]))
+            verdict += quiet[1]
     return _diagnosis(
         evidence,
         outcome=outcome,
