@@ -463,17 +463,19 @@ def _crash(evidence: Evidence) -> Diagnosis:
         + health.free_rose_after_pool(evidence)
         + pools.serving_notes(evidence)
     )
-    if not known or killed:  # no error in the log: what the paste says of it is the evidence
-        findings += reported.mention_answer(evidence)[0]
+    # no error in the log: what the paste names is the evidence, its words and levers the answer
+    answer = reported.mention_answer(evidence) if not known or killed else ([], [], "")
+    findings += answer[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
-    levers = [] if hit is None else crash.cause_levers(hit[0])
+    levers = answer[1] if hit is None else crash.cause_levers(hit[0])
     framework = stages.embedding_framework(evidence)  # its levers in the framework's words
     levers = stages.in_framework_words(framework, levers) if framework else levers
     return _diagnosis(
         evidence,
         outcome="crash",
         phase=phase,
-        verdict=f"crash during {PHASE_TEXT[phase]}: {cause} - {verdict_end}",
+        verdict=f"crash during {PHASE_TEXT[phase]}: {cause} - {verdict_end}"
+        + (f"; {answer[2]}" if answer[2] else ""),
         failed_rank=_failed_rank(evidence),
         findings=findings,
         suggestions=levers,
@@ -570,8 +572,9 @@ def _ready(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
             verdict += f"; note {headroom[0].id}: {amount}below SGLang's default reserve"
         elif graphs:
             verdict += f"; note {health.graph_memory_verdict(evidence, graphs[0])}"
-        else:
-            quiet = ("ready: ", "")  # the outcome only: a finding with levers may lead it
+        else:  # the outcome and the pool's size only: a finding with levers may lead them
+            quiet = ("ready: ", "".join(f"; {f.message.split(':')[0]}" for f in capacity[:1]))
+            verdict += quiet[1]
     return _diagnosis(
         evidence,
         outcome=outcome,

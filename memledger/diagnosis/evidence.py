@@ -287,7 +287,8 @@ def gather(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = None
     for event in events:
         by_kind.setdefault(event.kind, []).append(event)
     ooms = by_kind.get(EventKind.OOM_MESSAGE, [])
-    oom = next((e for e in ooms if e.rank == startup.rank), ooms[0] if ooms else None)
+    own = [e for e in ooms if e.rank == startup.rank] or ooms  # an OOM text naming its phase
+    oom = next((e for e in own if e.values.get("phase")), own[0] if own else None)  # leads
     refusals = by_kind.get(EventKind.KV_REFUSAL, [])
     reported = by_kind.get(EventKind.REPORTED, [])
     exits = by_kind.get(EventKind.PROCESS_EXIT, [])

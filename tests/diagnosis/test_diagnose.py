@@ -184,8 +184,10 @@ def test_ready_logs_findings() -> None:
     rose = next(f for f in eagle.findings if f.id == "free_rose_after_pool")
     assert rose.bytes == round(13.87 * GIB) - round(12.36 * GIB)
     plain = _diagnose_path(real_log("single/022"))
-    # a ready log states what its KV pool holds (info only; no problem found)
-    assert plain.verdict == "ready: no memory problem found"
+    # a ready log states what its KV pool holds (no problem found), in the verdict too
+    assert (
+        plain.verdict == "ready: no memory problem found; the KV pool holds 903,439 tokens a rank"
+    )
     assert [f.id for f in plain.findings] == ["kv_capacity"]
     assert "903,439 tokens a rank" in plain.findings[0].message
 

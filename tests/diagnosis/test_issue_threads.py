@@ -602,7 +602,7 @@ def test_a_ready_startup_above_its_releases_default_reserve_has_no_thin_headroom
     # only some capacities are short at 11.36 GiB: no finding, never another release's 18 GiB
     result = _diagnose(_h200_v05("11.36"))
     assert "thin_headroom" not in _ids(result)
-    assert result.verdict == "ready: no memory problem found"
+    assert result.verdict.startswith("ready: no memory problem found; the KV pool holds ")
     result = _diagnose(_h200_v05("16.00"))  # above the reserve for every capacity
     assert "thin_headroom" not in _ids(result) and not result.suggestions
 
@@ -629,7 +629,7 @@ def test_dp16_ready_on_its_release_has_no_thin_headroom() -> None:
     parsed = parse_log(open(SAMPLES / "dp16.log", "rb"), label="samples/dp16.log")
     result = diagnose(parsed, build(parsed, LoadOptions()))
     assert "thin_headroom" not in _ids(result)
-    assert result.verdict == "ready: no memory problem found"
+    assert result.verdict.startswith("ready: no memory problem found; the KV pool holds ")
     assert not [s for s in result.suggestions if s.knob == "mem_fraction_static"]
 
 
@@ -1327,7 +1327,10 @@ def test_29575_the_summary_line_is_the_kv_pool_it_states() -> None:
             "available_gpu_mem=17.22 GB",
         ]
     )
-    assert result.verdict == "ready: no memory problem found"
+    # the answer, the pool's size, is in the verdict
+    assert result.verdict == (
+        "ready: no memory problem found; the KV pool holds 2,086,558 tokens a rank"
+    )
     (capacity,) = [f for f in result.findings if f.id == "kv_capacity"]
     assert "the KV pool holds 2,086,558 tokens a rank" in capacity.message
     assert "8.2 requests of the full 256,000-token context" in capacity.message

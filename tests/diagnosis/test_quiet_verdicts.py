@@ -55,7 +55,10 @@ def test_nothing_with_a_lever_keeps_the_quiet_verdicts_and_no_suggestion() -> No
     cut = diagnose_paste(P + "Load weight begin. avail mem=78.00 GB\n")
     assert cut.verdict.endswith("no error text, outcome unknown") and not cut.suggestions
     ready = diagnose_paste(READY)
-    assert (ready.verdict, ready.suggestions) == ("ready: no memory problem found", [])
+    assert (
+        ready.verdict.startswith("ready: no memory problem found; the KV pool holds ")
+        and not ready.suggestions
+    )
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -97,3 +97,38 @@ def test_an_answer_in_words_is_only_for_a_mention_its_levers_do_not_answer_alone
     assert _ANSWERED
     for mention in _ANSWERED.values():
         assert mention.alone and not mention.levers_alone, mention.name
+
+
+def test_a_crash_whose_error_is_not_in_the_log_is_answered_by_what_the_paste_names() -> None:
+    # the traceback is cut before its exception: the verdict can say only that, so what the
+    # paste names (memory that grew while serving) answers it, with its lever
+    cut = [
+        "GPU memory keeps increasing with every image request until it crashes",
+        "Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 100, in '
+        "event_loop_normal",
+    ]
+    result = diagnose_paste(cut)
+    assert result.outcome == "crash" and "the error is not in the log" in result.verdict
+    assert "; GPU memory that grew while serving" in result.verdict, result.verdict
+    assert result.suggestions[0].knob == "disable_fast_image_processor"
+    # the traceback's own exception in the log: that is the answer, the mention is not asked
+    known = diagnose_paste([*cut, "RuntimeError: NCCL error: unhandled system error"])
+    assert "GPU memory that grew" not in known.verdict
+
+
+@pytest.mark.parametrize("prefix", ["", "[2026-01-05 10:00:00 TP0] "])
+def test_the_oom_text_that_names_its_phase_leads_a_generic_one_before_it(prefix: str) -> None:
+    # torch_memory_saver prints its generic cuMemCreate line first, then the driver error of the
+    # function that failed (func=resume: the RL framework resumed SGLang's memory)
+    lines = [
+        prefix + "[torch_memory_saver.cpp] cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be "
+        "an issue e.g. torch allocator will free cache and retry)",
+        prefix + "[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  "
+        "file=csrc/core.cpp func=resume line=172",
+    ]
+    result = diagnose_paste(lines)
+    assert (result.outcome, result.phase.value) == ("oom", "resume"), result.verdict
+    assert result.verdict.startswith("OOM during resuming memory released for training")
+    # the generic line alone places nothing
+    assert diagnose_paste(lines[:1]).phase.value == "unknown"
