@@ -342,8 +342,7 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
     if phase is Phase.GRAPH_CAPTURE:
         suggestions.extend(_graph_levers(evidence, failing_bs, sizes))
         if not any(s.knob == "mem_fraction_static" for s in suggestions):  # the stage's lever:
-            # first, as SGLang's capture-failure text has it (v0.5.8 cuda_graph_runner.py:931-938),
-            # where the paste shows the fraction to lower and the graph cap has no value
+            # first if shown, no cap valued (v0.5.8 cuda_graph_runner.py:931-938 lists it first)
             known = evidence.budget.mem_fraction_static is not None and not suggestions[0].value
             suggestions.insert(int(not known), unknown_budget_mfs(evidence, None, phase))
     elif phase in (Phase.WARMUP, Phase.SERVING):

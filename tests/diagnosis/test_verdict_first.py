@@ -125,7 +125,7 @@ def test_the_oom_text_that_names_its_phase_leads_a_generic_one_before_it(prefix:
         prefix + "[torch_memory_saver.cpp] cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be "
         "an issue e.g. torch allocator will free cache and retry)",
         prefix + "[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  "
-        "file=csrc/core.cpp func=resume line=172",
+        "file=csrc/core.cpp func=resume line=168",
     ]
     result = diagnose_paste(lines)
     assert (result.outcome, result.phase.value) == ("oom", "resume"), result.verdict
