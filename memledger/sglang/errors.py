@@ -960,6 +960,25 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "hicache_host"},
     ),
     ErrorText(
+        "said_hicache_guard_twice",
+        # the host-pool guard said to count the peers' pools twice: `the peers' pools are
+        # subtracted twice`, `HiCache's guard double-counts`
+        re.compile(
+            r"(?:hicache|hierarchical|host pool|host-pool)[^\n]{0,1000}?"
+            r"(?:\btwice\b|double[- ]?count)"
+            r"|(?:\btwice\b|double[- ]?count)[^\n]{0,300}?(?:hicache|hierarchical|host pool"
+            r"|host-pool)",
+            re.I,
+        ),
+        ("hicache", "hierarchical", "host pool", "host-pool"),
+        Family.REPORTER,
+        "HiCache's host-pool guard said to count pools twice (memledger.sglang.lifecycle MENTIONS "
+        "hicache_guard_twice)",
+        "the HiCache host-pool guard subtracts the peers' pools twice and refuses",
+        kind="reported",
+        values={"mention": "hicache_guard_twice"},
+    ),
+    ErrorText(
         "said_logprob",
         re.compile(r"logprob", re.I),
         ("logprob",),

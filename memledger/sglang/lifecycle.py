@@ -949,6 +949,18 @@ MENTIONS: tuple[Mention, ...] = (
         levers_alone=True,
     ),
     Mention(
+        "hicache_guard_twice",
+        None,  # host RAM, not a GPU stage
+        "HiCache's host-pool guard counting pools twice: it divides what this rank reads as the "
+        "host's available RAM, less 10 GiB, by the ranks on the host (v0.5.20 "
+        "mem_cache/pool_host/base.py:32-59, v0.5.23 :68-108), but each rank reads it when it "
+        "reaches the guard, so one that comes after its peers pinned their pools counts those "
+        "twice: a false refusal of pools that fit, an engine bug (a reading taken once for the "
+        "host's ranks fixes it), not a size to lower; until a release with the fix, a smaller "
+        "--hicache-size gets past the guard",
+        alone=True,
+    ),
+    Mention(
         "kv_held",
         Phase.SERVING,
         "finished requests' KV said to be kept: SGLang's `token usage` counts the KV tokens "
@@ -1082,9 +1094,13 @@ SETTING_MENTIONS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
 }
 """Mentions the settings make without words: each setting and the values that make it (none
 listed: any set value)."""
-SUPERSEDED: dict[str, str] = {"ktransformers": "kt_gpu_experts"}
+SUPERSEDED: dict[str, str] = {
+    "ktransformers": "kt_gpu_experts",
+    "hicache_host": "hicache_guard_twice",
+}
 """A mention another one makes needless when both are named: KTransformers named with its weight
-path is the split that is on (kt_gpu_experts), not the question whether it is."""
+path is the split that is on (kt_gpu_experts), not the question whether it is; the host pools
+said to be counted twice are the guard's defect, not a size to lower."""
 FRAME_MENTIONS: dict[str, str] = {
     "srt/lora/": "lora",
     "layers/attention/aiter_backend": "attention_workspace",

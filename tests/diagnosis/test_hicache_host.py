@@ -71,3 +71,11 @@ def test_the_ranks_on_a_host_and_a_ratio_without_a_size() -> None:
     assert ranks_on_host({"tp_size": 8, "dp_size": 8, "enable_dp_attention": True}) == 8
     value, why = host_pool_size({"tp_size": 4, "hicache_ratio": 2.0}, [(256.0, "", "")])
     assert value is None and "--hicache-ratio" in why
+
+
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
+def test_the_guard_said_to_count_pools_twice_is_the_guards_defect_not_a_size(shape: str) -> None:
+    said = "each rank's HiCache host-pool guard subtracts the pools its peers pinned twice"
+    result = diagnose_paste(f"{_CMD}\nMem: 128GB\n" + shape.format(s=said) + "\n")
+    assert "counting pools twice" in " ".join(f.message for f in result.findings)
+    assert "hicache_size" not in [s.knob for s in result.suggestions]
