@@ -116,7 +116,8 @@ class ErrorText:
 
     name: str
     """Unique id."""
-    regex: Regex
+    regex: Regex | re.Pattern[str]
+    """Read as a `Regex` (compiled when first used); a compiled pattern is taken as one."""
     words: tuple[str, ...]
     """Every match of `regex` holds one (case-sensitive, or in any case if the regex ignores
     case): the cheap test before the regex, and the prefilter's words."""
@@ -151,6 +152,8 @@ class ErrorText:
     _any_case: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.regex, re.Pattern):
+            object.__setattr__(self, "regex", Regex(self.regex.pattern, self.regex.flags))
         # read once: a flag test on the regex is an enum operation, and find runs per line
         object.__setattr__(self, "_any_case", bool(self.regex.flags & re.IGNORECASE))
 
@@ -560,7 +563,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # SGLang's own advice starts with fewer requests
     ErrorText(
         "swa_cap_refused",
-        re.compile(
+        Regex(
             r"pool cap \((?P<tokens>\d+) tokens, (?P<swa>[\d.]+) Gi?B\) leaves no room for the "
             r"full KV pool(?: within the available (?P<available>[\d.]+) Gi?B)?"
         ),
@@ -941,7 +944,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # the host's RAM as people type it: `Mem: 256GB`, `256 GB RAM`, `host memory 512G`, the
         # figure HiCache's host pools (one a rank) must fit in (memledger.sglang.lifecycle
         # MENTIONS hicache_host)
-        re.compile(
+        Regex(
             r"(?:host memory|Host memory|host RAM|Host RAM|host ram|system memory|System memory"
             r"|system RAM|System RAM|system ram|CPU memory|CPU RAM|cpu memory|cpu ram)\b"
             r"|\d ?[GT]i?B RAM\b|\bRAM:|\bMem:"
@@ -977,7 +980,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # HiCache and the host's RAM in one sentence: `hicache=40GB and TP=4, so 40GB*4=160GB`,
         # `buff/cache grows until it fails with --hicache-size 40`; not SGLang's own `Allocating
         # X GB host memory for hierarchical KV cache.` (a line of a healthy start)
-        re.compile(
+        Regex(
             r"(?:\bhicache\b|hierarchical[ _-]cache)[^\n]{0,200}?(?:\bhost\b|\bram\b|buff/cache"
             r"|\bmem\b|memory usage|\bpinned\b)"
             r"|(?:\bhost\b|\bram\b|buff/cache)[^\n]{0,200}?(?<!memory for )(?<!size of the )"
@@ -1009,7 +1012,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # the draft-token window named in prose: `num-draft-tokens = 8`, `a large draft-token
         # window`, `the spec-verify workspace`; not server_args' `speculative_num_draft_tokens=`
         # (every speculative run prints it)
-        re.compile("|".join(re.escape(word) for word in DRAFT_WINDOW_WORDS), re.I),
+        Regex("|".join(re.escape(word) for word in DRAFT_WINDOW_WORDS), re.I),
         DRAFT_WINDOW_WORDS,
         Family.REPORTER,
         "speculative decoding's draft-token window named in prose (what the target's verify pass "
@@ -1127,7 +1130,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_autotune_batch",
-        re.compile(r'(?:model_runner|base_runner)\.py", line \d+, in _flashinfer_autotune'),
+        Regex(r'(?:model_runner|base_runner)\.py", line \d+, in _flashinfer_autotune'),
         ("_flashinfer_autotune",),
         Family.REPORTER,
         "FlashInfer's autotune in a traceback frame: a dummy forward of the request slots' batch "
@@ -1140,7 +1143,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_indexer_frame",
-        re.compile(r'(?:nsa_indexer|dsa_indexer|dsv4/indexer)\.py", line \d+, in \w+'),
+        Regex(r'(?:nsa_indexer|dsa_indexer|dsv4/indexer)\.py", line \d+, in \w+'),
         ("nsa_indexer", "dsa_indexer", "dsv4/indexer"),
         Family.REPORTER,
         "the sparse-attention indexer in a traceback frame: DeepSeek-V3.2's (v0.5.8 "
@@ -1155,7 +1158,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_indexer_logits",
         # the indexer's scoring kernels and calls as people quote them (`forward_c4_indexer ->
         # deep_gemm fp8_paged_mqa_logits -> CUDA out of memory`), and their words for its scores
-        re.compile(
+        Regex(
             r"fp8_(?:fp4_)?(?:paged_)?mqa_logits|forward_c4_indexer|_get_topk_(?:ragged|paged)"
             r"|indexer(?:'s)? (?:logits|scores?|transient|top-?k)"
             r"|(?:sparse|lightning|c4|nsa|dsa)[- ]indexer",
@@ -2473,7 +2476,7 @@ ERRORS: tuple[ErrorText, ...] = (
     *(
         ErrorText(
             row.name,
-            Regex(row.regex.pattern, row.regex.flags),
+            row.regex,
             row.words,
             Family.SGLANG_ADJUSTMENT,
             row.source,

@@ -170,7 +170,10 @@ def test_a_row_s_regex_is_compiled_when_first_used_and_reads_as_compiled() -> No
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0"
+    given = ErrorText("x", re.compile("a b", re.I), ("a b",), BY_NAME["killed"].family, "s", "A B")
+    assert isinstance(given.regex, Regex) and given.find("A B") is not None  # taken as one
     for entry in ERRORS:
+        assert isinstance(entry.regex, Regex), entry.name
         compiled = re.compile(entry.regex.pattern, entry.regex.flags)
         assert entry.regex.groupindex == compiled.groupindex, entry.name
         found, expected = entry.regex.search(entry.example), compiled.search(entry.example)
