@@ -453,9 +453,9 @@ def test_a_message_broken_over_lines_is_joined_behind_a_column(column: str) -> N
 
 
 PROFILE = (
-    "INFO 11-05 07:33:48 [worker.py:1] Memory profiling results: total_gpu_memory=23.58GiB "
-    "initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB memory_usage_post_profile=15.35GiB "
-    "non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90"
+    "INFO 11-05 07:33:48 [worker.py:1] Memory profiling results: total_gpu_memory=31.40GiB "
+    "initial_memory_usage=12.10GiB peak_torch_memory=14.20GiB memory_usage_post_profile=12.30GiB "
+    "non_torch_memory=0.25GiB kv_cache_size=9.70GiB gpu_memory_utilization=0.85"
 )
 WEIGHTS = "(Worker_TP1 pid=5) INFO 11-05 07:33:48 [x.py:1] Model loading took 9.0000 GiB and 1 s"
 
@@ -479,7 +479,7 @@ def test_a_line_a_terminal_cut_reads_as_the_whole_line(width: int, line: str) ->
     [
         '  File "/vllm/worker.py", line 1, in load',  # a record of its own
         "INFO 11-05 07:33:49 [x.py:2] # GPU blocks: 7",
-        "e_post_profile=15.35GiB",  # reads nothing more after a line that was whole
+        "e_post_profile=12.30GiB",  # reads nothing more after a line that was whole
     ],
 )
 def test_a_whole_line_is_never_joined_to_the_next(rest: str) -> None:
