@@ -97,14 +97,14 @@ def _rendered(text: str, engine: str) -> str:
     """A log pasted without a code fence, as the rendered page shows it and a copy gives it back:
     CommonMark drops each line's indentation and a list item's bullet, folds blank runs, drops an
     HTML-like tag (`<module>`), turns `__x__` / `**x**` into bold x; GitHub's comments keep line
-    breaks. A line of `=` or `-` under text (a setext heading) and `#` headings lose the marks."""
+    breaks, and a CR is a line end. `#` headings lose the marks."""
     out: list[str] = []
-    for line in text.split("\n"):
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         line = line.strip()
         line = re.sub(r"^(?:[-*+] |\d{1,9}[.)] |#{1,6} )", "", line)
         line = _TAGS.sub("", line)
         line = _STRONG.sub(r"\2", line)
-        line = re.sub(r"\s+", " ", line).strip()
+        line = re.sub(r"[ \t]+", " ", line).strip()
         if line or (out and out[-1]):
             out.append(line)
     return "\n".join(out)

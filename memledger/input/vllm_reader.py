@@ -16,7 +16,8 @@ comes after memory lines. Stdlib only; sizes are integer bytes with their printi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from memledger.input.wrappers import enclosed_line, unwrapped_record, unwrapped_text
@@ -372,13 +373,88 @@ def _serve_settings(text: str, log: VllmLog, line: int) -> None:
             log.serve_line = line
 
 
+MAX_PIECES = 4
+"""The most lines one cut line is read back from (a 250-character line at 60 columns)."""
+MIN_CUT_CHARS = 60
+"""A line shorter than this was never cut by a terminal (80 columns and up)."""
+_STARTS_RECORD = re.compile(
+    r"\s|Traceback|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[(\[{<>|#▎]|\d{4}-\d\d-\d\d"
+)
+"""A line that starts a record of its own (indented, a level, a process tag, a bracketed tag, a
+timestamp, a quote or a table's mark): never the rest of a line a terminal cut."""
+
+
+def _read_facts(text: str) -> set[tuple[str, str, str]]:
+    return {
+        (getattr(spec, "kind", "") or getattr(spec, "id", ""), key, value)
+        for spec, match in _match_line(_strip(text))
+        for key, value in match.groupdict().items()
+        if value is not None
+    }
+
+
+def _cut(first: str, rest: list[str]) -> bool:
+    """Whether `rest` (one or more lines) is the rest of `first`, a line a terminal hard-wrapped
+    at its width (a short paste shows no width: memledger.input.rewrap measures a long one):
+    the join, without a space (a hard wrap keeps every character), reads more of vLLM's
+    wordings than `first` while no piece of `rest` reads any alone, or completes a header cut
+    in two (`... INFO 09-13 22:25:38 ` + `model_runner.py:1008] ...`)."""
+    if len(first) < MIN_CUT_CHARS or any(not r or _STARTS_RECORD.match(r) for r in rest):
+        return False
+    if any(error.continued and re.search(error.continued, first) for error in ERRORS):
+        return False  # a message vLLM itself broke over lines: read_vllm joins it
+    joined = first + "".join(rest)
+    header = _HEADER.search(joined, max(0, len(first) - 80))
+    if header is not None and header.start() < len(first) < header.end():
+        return len(rest) == 1 and _HEADER.search(rest[0]) is None
+    if not _read_facts(first) < _read_facts(joined):
+        return False
+    return not any(_read_facts(r) for r in rest)
+
+
+def _rejoined(lines: Iterable[str]) -> Iterator[str]:
+    """The physical lines, each a terminal cut into pieces joined to its rest (`_cut`: of up to
+    MAX_PIECES lines after it, the fewest that read the most) and an empty line left for each piece
+    (every later line keeps its number)."""
+    ahead: deque[str] = deque()
+    source = iter(lines)
+    while True:
+        if not ahead:
+            line = next(source, None)
+            if line is None:
+                return
+            ahead.append(line)
+        held = ahead.popleft()
+        if len(held) >= MIN_CUT_CHARS and not ahead:
+            line = next(source, None)
+            if line is not None:
+                ahead.append(line)
+        if ahead and ahead[0] and len(held) >= MIN_CUT_CHARS and not _STARTS_RECORD.match(ahead[0]):
+            while len(ahead) < MAX_PIECES:
+                line = next(source, None)
+                if line is None:
+                    break
+                ahead.append(line)
+            pieces = [piece[:MAX_LINE_CHARS] for piece in ahead]
+            # the join that reads the most (a later piece may hold the rest of its values)
+            cuts = [k for k in range(1, len(pieces) + 1) if _cut(held, pieces[:k])]
+            taken = max(
+                cuts, key=lambda k: (len(_read_facts(held + "".join(pieces[:k]))), -k), default=0
+            )
+            if taken:
+                yield held + "".join(ahead.popleft() for _ in range(taken))
+                yield from [""] * taken
+                continue
+        yield held
+
+
 def read_vllm(lines: Iterable[str], path: str) -> VllmLog:
     """Every reading of a vLLM log (`lines`: its physical lines, without line ends)."""
     words = prefilter_words() | {w for w, _ in _FRAMES}
     startups = [Startup()]
     log = VllmLog(path=path, startups=startups, n_lines=0)
     pending: tuple[int, str, str, VllmError] | None = None  # a broken error message
-    for number, physical in enumerate(lines, start=1):
+    for number, physical in enumerate(_rejoined(lines), start=1):
         log.n_lines = number
         raw = physical[:MAX_LINE_CHARS]
         if pending is not None:

@@ -61,6 +61,9 @@ _KNOWN_KEYS = (
 """Keys SGLang prints: a reading that invents another (`memusage=`) is not the line."""
 _TOKEN_END_RE = re.compile(r"(?:[\w#/\-=:]|\d\.)$")
 """A line ending so may be cut (a sentence's full stop ends a line; `avail mem=3.` does not)."""
+_DOTTED_END_RE = re.compile(r"=[\w.]*\w\.$")
+"""A dotted value cut after its dot (`dtype=torch.` / `bfloat16`): a sentence's full stop
+follows a word or a unit, never a `key=value` of its own."""
 _DIGIT_CUT_RE = re.compile(r"\d\.?$")
 _SEPARATOR_RE = re.compile(r"[,;]\s|\.\s")
 
@@ -82,6 +85,21 @@ def _keys(parse: LineParse | None) -> set[str]:
     if parse is None or parse.problems:
         return set()
     return set(parse.sizes) | set(parse.values)
+
+
+def _extends(direct: LineParse, spaced: LineParse) -> bool:
+    """The join without a space reads the same line as the one with it, but the value the cut
+    fell in longer (`type=Qwen3ForCausal` + `LM, ...`: the spaced join leaves `LM` unread)."""
+    if direct.kind is not spaced.kind or direct.sizes.keys() != spaced.sizes.keys():
+        return False
+    if direct.values.keys() != spaced.values.keys():
+        return False
+    if any(direct.sizes[key].text != spaced.sizes[key].text for key in direct.sizes):
+        return False
+    longer = [key for key in direct.values if direct.values[key] != spaced.values[key]]
+    return len(longer) == 1 and str(direct.values[longer[0]]).startswith(
+        str(spaced.values[longer[0]])
+    )
 
 
 def _cut_back(text: str) -> str:
@@ -163,7 +181,8 @@ class CutLines:
             return not text.endswith((")", "}")) and len(text) < MAX_SERVER_ARGS_CHARS
         if text.startswith(ENV_VAR_HEADS):
             return False  # a launcher's environment line is whole: the next line is not its tail
-        ends = bool(_TOKEN_END_RE.search(text[-2:])) or text.endswith(",")
+        ends = bool(_TOKEN_END_RE.search(text[-2:]) or _DOTTED_END_RE.search(text[-64:]))
+        ends = ends or text.endswith(",")
         return ends and bool(known_head(text))
 
     def _tail(self, held: LogicalLine, number: int, text: str, only: LogicalLine) -> str | None:
@@ -175,6 +194,8 @@ class CutLines:
         tail = strip_paste_columns(text).rstrip()
         if tail[:1].isspace() and held.text.endswith(","):
             tail = tail.lstrip()  # wrapped by hand after a field's comma, the rest indented
+        elif tail[:1] == " " and tail[1:2].strip() and held.text[-1:].isdigit():
+            tail = tail[1:]  # cut at the blank before a number's unit (`=22.76` / ` GB`)
         if not tail or tail[0].isspace() or tail != only.text:
             return None
         if _RECORD_START_RE.match(tail) or "%|" in tail or known_head(tail):
@@ -186,18 +207,22 @@ class CutLines:
         first = self.grammar.parse(held.text)
         digit_cut = bool(_DIGIT_CUT_RE.search(held.text[-2:])) and tail[0].isdigit()
         joins = [held.text + tail] if digit_cut else [held.text + tail, f"{held.text} {tail}"]
-        readings: dict[tuple[object, ...], tuple[str, set[str]]] = {}
+        readings: dict[tuple[object, ...], tuple[str, set[str], LineParse]] = {}
         for joined in joins:
             parse = self.grammar.parse(joined)
             reading = _reading(parse)
             if reading is None or parse is None or not self._adds(first, parse, digit_cut):
                 continue
-            readings.setdefault(reading, (joined, _keys(parse) - _keys(first)))
-        ambiguous = len(readings) > 1
+            readings.setdefault(reading, (joined, _keys(parse) - _keys(first), parse))
         # a reading that invents a key SGLang never prints (`memusage=`) is not the line
         readings = {r: v for r, v in readings.items() if v[1] <= _KNOWN_KEYS}
+        if len(readings) == 2:
+            (direct, _, whole), (_, _, spaced) = readings.values()
+            if direct == held.text + tail and _extends(whole, spaced):
+                return tail  # the cut was inside the value: a hard wrap keeps every character
+        ambiguous = len(readings) > 1
         if len(readings) == 1:
-            ((joined, _),) = readings.values()
+            ((joined, _, _),) = readings.values()
             return joined[len(held.text) :]
         self._cut = ambiguous or digit_cut
         return None

@@ -19,7 +19,7 @@ Adding one: the contributor guide, memledger.sglang (task 2).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -75,13 +75,49 @@ class Outcome(StrEnum):
     """An exit code: a crash when it is not 0."""
 
 
+class Regex:
+    """A regex compiled when it is first used: the table is read at every start, and most of its
+    rows run only on a line that holds one of their words (`ErrorText.find`), so a clean log
+    compiles few of them."""
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
+
+    @property
+    def groupindex(self) -> Mapping[str, int]:
+        return self.compiled.groupindex
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.search(text, pos)
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.match(text, pos)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.compiled.fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text)
+
+
 @dataclass(frozen=True)
 class ErrorText:
     """One error text: how to find it, what it means, where it comes from."""
 
     name: str
     """Unique id."""
-    regex: re.Pattern[str]
+    regex: Regex | re.Pattern[str]
+    """Read as a `Regex` (compiled when first used); a compiled pattern is taken as one."""
     words: tuple[str, ...]
     """Every match of `regex` holds one (case-sensitive, or in any case if the regex ignores
     case): the cheap test before the regex, and the prefilter's words."""
@@ -116,6 +152,8 @@ class ErrorText:
     _any_case: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.regex, re.Pattern):
+            object.__setattr__(self, "regex", Regex(self.regex.pattern, self.regex.flags))
         # read once: a flag test on the regex is an enum operation, and find runs per line
         object.__setattr__(self, "_any_case", bool(self.regex.flags & re.IGNORECASE))
 
@@ -165,9 +203,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- allocator OOM messages (kind oom_message)
     ErrorText(
         "allocator_oom",
-        re.compile(
-            r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE
-        ),
+        Regex(r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE),
         ("out of memory",),
         Family.ALLOCATOR,
         "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator",
@@ -180,7 +216,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "hsa_out_of_resources",
-        re.compile("HSA_STATUS_ERROR_OUT_OF_RESOURCES"),
+        Regex("HSA_STATUS_ERROR_OUT_OF_RESOURCES"),
         ("HSA_STATUS_ERROR_OUT_OF_RESOURCES",),
         Family.HIP,
         "ROCm runtime; https://github.com/sgl-project/sglang/issues/25797 (a lower "
@@ -197,7 +233,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # memory` words
         # (`EL0004: [PID: N] <time> Failed to allocate memory.` in newer CANN); an aclnn operator's
         # failure with ACL_ERROR_RT_MEMORY_ALLOCATION (207001) and the resource line under it
-        re.compile(
+        Regex(
             r"Memory_Allocation_Failure\(EL0004\)"
             r"|\bEL0004: (?:\[PID: ?\d+\] [^\n]{0,40}?)?Failed to allocate memory"
             r"|Call rtMalloc fail\b(?:[^\n]*?\bsize:\s?(?P<requested>\d+))?"
@@ -228,7 +264,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # usually caused by a cudaMalloc() failure'; hipBLAS's status mirrors it
     ErrorText(
         "cublas_alloc_failed",
-        re.compile(r"\bCUBLAS_STATUS_ALLOC_FAILED\b"),
+        Regex(r"\bCUBLAS_STATUS_ALLOC_FAILED\b"),
         ("CUBLAS_STATUS_ALLOC_FAILED",),
         Family.CUDA,
         "cuBLAS docs, cublasStatus_t CUBLAS_STATUS_ALLOC_FAILED (a cudaMalloc failure inside "
@@ -239,7 +275,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "hipblas_alloc_failed",
-        re.compile(r"\bHIPBLAS_STATUS_ALLOC_FAILED\b"),
+        Regex(r"\bHIPBLAS_STATUS_ALLOC_FAILED\b"),
         ("HIPBLAS_STATUS_ALLOC_FAILED",),
         Family.HIP,
         "hipBLAS docs, hipblasStatus_t HIPBLAS_STATUS_ALLOC_FAILED (resource allocation failed)",
@@ -249,7 +285,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "caching_allocator_oom_warning",
-        re.compile(
+        Regex(
             r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate "
             r"(?P<requested>\d+) bytes \(free: (?P<free>\d+), total: (?P<capacity>\d+)\)"
         ),
@@ -273,7 +309,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # hipErrorOutOfMemory (https://github.com/fzyzcjy/torch_memory_saver/issues/4), in this order
     ErrorText(
         "memory_saver_hip_oom",
-        re.compile(r"\[torch_memory_saver\.cpp\] hipError_t error:?\s+(?:result=)?2\b"),
+        Regex(r"\[torch_memory_saver\.cpp\] hipError_t error:?\s+(?:result=)?2\b"),
         ("torch_memory_saver",),
         Family.TORCH_MEMORY_SAVER,
         "torch_memory_saver csrc/torch_memory_saver_hip.cpp cu_mem_create (hipMemCreate); "
@@ -287,7 +323,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "memory_saver_resume_oom",
-        re.compile(
+        Regex(
             r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError|hipError_t) error:?\s+"
             r"(?:result=)?2\b.{0,80}?func=resume"
         ),
@@ -304,7 +340,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "memory_saver_oom",
-        re.compile(
+        Regex(
             r"\[torch_memory_saver\.cpp\] (?:(?:CUresult|cudaError|hipError_t) error:?\s+"
             r"(?:result=)?2\b|cuMemCreate CUDA_ERROR_OUT_OF_MEMORY)"
         ),
@@ -322,7 +358,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "memory_saver_margin_oom",
-        re.compile(
+        Regex(
             r"TorchMemorySaver::malloc return OOM since memory_margin_bytes=(?P<margin>\d+) "
             r"(?:\(alloc\)size|allocation_size)=(?P<requested>\d+) free_bytes=(?P<free>\d+)"
         ),
@@ -342,7 +378,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "runtime_oom_code",
-        re.compile(r"cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY"),
+        Regex(r"cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY"),
         ("cudaErrorMemoryAllocation", "hipErrorOutOfMemory", "CUDA_ERROR_OUT_OF_MEMORY"),
         Family.CUDA,
         "the CUDA runtime's and driver's and HIP's out-of-memory codes by name "
@@ -358,7 +394,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # the on-chip scratch, not HBM: `tpu_vmem` below
     ErrorText(
         "xla_hbm_exhausted",
-        re.compile(
+        Regex(
             r"RESOURCE_EXHAUSTED: (?:Error allocating device buffer: Attempting to allocate"
             r"|Error loading program [^\n]{0,200}?Attempting to reserve"
             r"|XLA:TPU compile permanent error\. Ran out of memory in memory space hbm"
@@ -379,7 +415,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # SGLang's own free-memory checks outside its static pool (v0.5.23), each naming a buffer
     ErrorText(
         "sglang_buffer_no_memory",
-        re.compile(
+        Regex(
             r"insufficient free VRAM for one top-k expert working set: free=(?P<free>\d+), "
             r"object=(?P<requested>\d+)"
             r"|int8 mamba checkpoint pool needs ~[\d.]+ ?GB but only [\d.]+ ?GB HBM is free"
@@ -403,7 +439,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- SGLang refusing to size the KV pool (kind kv_refusal), in this order
     ErrorText(
         "negative_profile",
-        re.compile(
+        Regex(
             r"max_total_tokens=(?P<cap>\d+) is larger than the profiled value "
             r"(?P<profiled>-\d+|0)\b"
         ),
@@ -420,7 +456,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "no_room_for_kv",
-        re.compile(
+        Regex(
             r"Loaded weights leave no GPU memory for the KV cache"
             r"(?: under --mem-fraction-static=" + _MFS + ")?"
             # SGLang's advice, or as people shorten it quoting it (`Raise above 0.627`)
@@ -446,7 +482,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "not_enough_memory",
-        re.compile(
+        Regex(
             r"Not enough memory\. Please try to increase --mem-fraction-static"
             r"(?:\.\s*Current value:\s*(?:self\.server_args\.)?mem_fraction_static\s*=\s*"
             + _MFS
@@ -470,7 +506,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # the pool sized so small that not one request fits: the scheduler's own check after sizing
     ErrorText(
         "pool_too_small",
-        re.compile(r"Memory pool size is too small"),
+        Regex(r"Memory pool size is too small"),
         ("Memory pool size is too small",),
         Family.SGLANG_ASSERTION,
         "v0.4.0 managers/tp_worker.py:107, v0.5.8 :293, v0.5.23 :425 (assert max_req_len = "
@@ -487,7 +523,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # model_executor/model_runner.py:558-566)
     ErrorText(
         "max_running_zero",
-        re.compile(r"max_running_request is zero"),
+        Regex(r"max_running_request is zero"),
         ("max_running_request is zero",),
         Family.SGLANG_ASSERTION,
         "v0.5.8 managers/tp_worker.py:281, v0.5.23 :420 (assert max_running_requests > 0, "
@@ -501,7 +537,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # after the weights holds no request's state
     ErrorText(
         "state_pool_refused",
-        re.compile(
+        Regex(
             r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache"
             r"|Hybrid \(mamba/linear-attention\) state cache is too small to serve any requests"
             r"|byte budget \d+ cannot fit ONE worst-case request"
@@ -527,7 +563,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # SGLang's own advice starts with fewer requests
     ErrorText(
         "swa_cap_refused",
-        re.compile(
+        Regex(
             r"pool cap \((?P<tokens>\d+) tokens, (?P<swa>[\d.]+) Gi?B\) leaves no room for the "
             r"full KV pool(?: within the available (?P<available>[\d.]+) Gi?B)?"
         ),
@@ -555,7 +591,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # `if self.max_total_num_tokens <= 0: raise RuntimeError("Not enough memory...")`)
     ErrorText(
         "negative_tokens_said",
-        re.compile(
+        Regex(
             r"negative (?:value )?(?:for |of )?\W?(?:self\.)?max_total_num_tokens"
             r"|max_total_num_tokens\W? (?:is |was |becomes |became |gets |goes )?negative"
         ),
@@ -574,7 +610,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # refuses (same file :327-331)
     ErrorText(
         "negative_rest_memory_said",
-        re.compile(
+        Regex(
             r"rest_memory\W{0,3}\s*(?:<=?|≤)\s*0(?![.\d])"
             r"|rest_memory\W{0,3} (?:is |was |becomes |became |gets |goes )?(?:negative|below zero)"
             r"|negative\W{0,3}(?:value (?:for |of )?)?\W?rest_memory"
@@ -595,7 +631,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # token (v0.5.8 model_executor/model_runner_kv_cache_mixin.py:138-144, :327-331)
     ErrorText(
         "kv_pool_failed_said",
-        re.compile(
+        Regex(
             r"[Kk][Vv][ _-]?(?:[Cc]ache|[Pp]ool)(?: pool)? (?:allocation|creation) (?:fails|failed"
             r"|failure|to fail|fail)"
             r"|[Ff]ail(?:s|ed)? (?:to allocate|to create) (?:the )?[Kk][Vv][ _-]?"
@@ -631,7 +667,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # SGLang 0.1's raise after its own scheduler had admitted the batch (`nerver` as printed)
     ErrorText(
         "pool_raise_admitted",
-        re.compile(r"(?:Prefill|Decode) out of memory\. This should ne(?:r)?ver happen"),
+        Regex(r"(?:Prefill|Decode) out of memory\. This should ne(?:r)?ver happen"),
         ("of memory",),
         Family.SGLANG_POOL,
         "v0.1.14 managers/router/infer_batch.py:229-239 (prefill), :388-396 (decode)",
@@ -641,7 +677,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "prefill_out_of_memory",
-        re.compile(r"Prefill out of memory\.(?:.*?Try to allocate (?P<tokens>\d+) tokens)?"),
+        Regex(r"Prefill out of memory\.(?:.*?Try to allocate (?P<tokens>\d+) tokens)?"),
         ("of memory",),
         Family.SGLANG_POOL,
         "v0.5.8 mem_cache/common.py:284; v0.4.6 managers/schedule_batch.py:901",
@@ -653,7 +689,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "decode_out_of_memory",
-        re.compile(r"Decode out of memory\. Try to lower"),
+        Regex(r"Decode out of memory\. Try to lower"),
         ("of memory",),
         Family.SGLANG_POOL,
         "v0.5.8 mem_cache/common.py:413; v0.4.6 managers/schedule_batch.py:936",
@@ -665,7 +701,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "req_slots_out_of_memory",
         # v0.2.13 to v0.4.0 said it without the function's name; a PD decode worker asserts it
-        re.compile(
+        Regex(
             r"alloc_req_slots runs out of memory"
             r"|Out of memory\. Please set a smaller number for .--max-running-requests"
             r"|req_pool_indices is full! There is a bug in memory estimation"
@@ -683,7 +719,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "token_slots_out_of_memory",
         # alloc_token_slots, under extend (page size 1), decode and speculative drafts; the PD
         # decode worker's assert when its pre-allocation overran the pool
-        re.compile(
+        Regex(
             r"Out of memory\. Try to lower your batch size"
             r"|KV cache is full! (?:There is a b|B)ug in memory estimation"
         ),
@@ -699,7 +735,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "kv_pool_full_retract",
-        re.compile(r"KV cache pool is full\. Retract requests"),
+        Regex(r"KV cache pool is full\. Retract requests"),
         ("pool is full",),
         Family.SGLANG_POOL,
         "v0.5.8 managers/scheduler.py:2209",
@@ -710,7 +746,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "decode_retracted",
         # an INFO line: the server retracts requests and goes on (no OOM end)
-        re.compile(r"[Dd]ecode out of memory happened[.,](?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
+        Regex(r"[Dd]ecode out of memory happened[.,](?:.*?#retracted_reqs: (?P<tokens>\d+))?"),
         ("of memory",),
         Family.SGLANG_POOL,
         "v0.4.6 managers/scheduler.py:1499; v0.3.0 managers/tp_worker.py:662; v0.2.13 "
@@ -724,7 +760,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "retract_aborted",
         # where older releases raised `Out of memory even after retracting all other requests`
-        re.compile(r"retract_decode: aborted last request \S+ due to OOM"),
+        Regex(r"retract_decode: aborted last request \S+ due to OOM"),
         ("retract_decode: aborted",),
         Family.SGLANG_POOL,
         "v0.5.23 managers/schedule_batch.py:3529 (the last request aborted when retracting all "
@@ -736,7 +772,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # the count lines SGLang prints under its Prefill/Decode raise: asked, then free + evictable
     ErrorText(
         "tokens_asked",
-        re.compile(r"^Try to allocate (?P<tokens>\d+) tokens\.?$"),
+        Regex(r"^Try to allocate (?P<tokens>\d+) tokens\.?$"),
         ("Try to allocate ",),
         Family.SGLANG_POOL,
         "v0.5.8 mem_cache/common.py:283-287, :413-417",
@@ -747,7 +783,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "tokens_available",
-        re.compile(r"^Ava(?:li|il)able tokens: (?P<tokens>\d+)"),
+        Regex(r"^Ava(?:li|il)able tokens: (?P<tokens>\d+)"),
         ("able tokens: ",),
         Family.SGLANG_POOL,
         "v0.5.8 mem_cache/common.py:283-287; v0.4.5 managers/schedule_batch.py:856-860 "
@@ -759,7 +795,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "full_tokens_available",
-        re.compile(r"^Available full tokens: (?P<tokens>\d+)"),
+        Regex(r"^Available full tokens: (?P<tokens>\d+)"),
         ("able full tokens: ",),
         Family.SGLANG_POOL,
         "v0.5.8 mem_cache/common.py:500-516 (hybrid SWA models)",
@@ -770,7 +806,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "swa_tokens_available",
-        re.compile(r"^Available swa tokens: (?P<tokens>\d+)"),
+        Regex(r"^Available swa tokens: (?P<tokens>\d+)"),
         ("able swa tokens: ",),
         Family.SGLANG_POOL,
         "v0.5.8 mem_cache/common.py:500-516 (hybrid SWA models)",
@@ -781,7 +817,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "request_too_long",
-        re.compile(
+        Regex(
             r"Input length \((?P<tokens>\d+) tokens\) exceeds the maximum allowed length "
             r"\((?P<limit>\d+) tokens\)"
         ),
@@ -799,7 +835,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "shared_memory",
         # docker's /dev/shm is 64 MB by default: NCCL's segments, PyTorch's workers, a SIGBUS
         # when a segment cannot grow
-        re.compile(
+        Regex(
             r"Error while creating shared memory segment \S*(?: \(size (?P<size>\d+)\))?"
             r"|failed to extend /dev/shm|insufficient shared memory \(shm\)|\bBus error\b"
         ),
@@ -814,7 +850,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "host_memory",
-        re.compile(
+        Regex(
             r"\[Errno 12\] Cannot allocate memory"
             r"|DefaultCPUAllocator: can't allocate memory|DefaultCPUAllocator: not enough memory"
             r"|std::bad_alloc"
@@ -845,7 +881,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # the kernel's words for the host running out: no GPU memory in them
         # and a JIT build's compiler it killed (FlashInfer, DeepGEMM, sgl-kernel compile at first
         # use: too many parallel jobs for the host's RAM)
-        re.compile(
+        Regex(
             r"Out of memory: Kill(?:ed)? process|invoked oom-killer"
             r"|Memory cgroup out of memory: Kill(?:ed)? process"
             r"|Killed signal terminated program cc1plus"
@@ -878,7 +914,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # default SGLang itself picks on any card up to 288 GB (lifecycle MENTIONS). Kept before
         # typed_fraction: both start at the setting's name, and the line's reader takes a
         # setting's values up to the next name that starts after it
-        re.compile(
+        Regex(
             r"(?:mem[-_ ]?fraction(?:[-_ ]?static)?|gpu[-_]memory[-_]utilization)`?"
             r"(?:\s*[=:]\s*|\s+(?:(?:was|is|been|be|set|to|of|at|as)\s+){0,3})`?"
             r"(?:0?\.9[7-9]\d{0,2}|1\.0{1,3})(?![\d.])",
@@ -894,7 +930,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "typed_fraction",
-        re.compile(r"mem[-_ ]?fraction(?:[-_ ]?stati?c?\w*)?|gpu[-_]memory[-_]utilization", re.I),
+        Regex(r"mem[-_ ]?fraction(?:[-_ ]?stati?c?\w*)?|gpu[-_]memory[-_]utilization", re.I),
         ("fraction", "utilization"),
         Family.REPORTER,
         "what people write: SGLang's --mem-fraction-static (RL frameworks' gpu_memory_utilization "
@@ -908,7 +944,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # the host's RAM as people type it: `Mem: 256GB`, `256 GB RAM`, `host memory 512G`, the
         # figure HiCache's host pools (one a rank) must fit in (memledger.sglang.lifecycle
         # MENTIONS hicache_host)
-        re.compile(
+        Regex(
             r"(?:host memory|Host memory|host RAM|Host RAM|host ram|system memory|System memory"
             r"|system RAM|System RAM|system ram|CPU memory|CPU RAM|cpu memory|cpu ram)\b"
             r"|\d ?[GT]i?B RAM\b|\bRAM:|\bMem:"
@@ -944,7 +980,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # HiCache and the host's RAM in one sentence: `hicache=40GB and TP=4, so 40GB*4=160GB`,
         # `buff/cache grows until it fails with --hicache-size 40`; not SGLang's own `Allocating
         # X GB host memory for hierarchical KV cache.` (a line of a healthy start)
-        re.compile(
+        Regex(
             r"(?:\bhicache\b|hierarchical[ _-]cache)[^\n]{0,200}?(?:\bhost\b|\bram\b|buff/cache"
             r"|\bmem\b|memory usage|\bpinned\b)"
             r"|(?:\bhost\b|\bram\b|buff/cache)[^\n]{0,200}?(?<!memory for )(?<!size of the )"
@@ -980,7 +1016,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_logprob",
-        re.compile(r"logprob", re.I),
+        Regex(r"logprob", re.I),
         ("logprob",),
         Family.REPORTER,
         "a request's return_logprob / logprob_start_len (SGLang's sampling params): input "
@@ -995,7 +1031,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # the draft-token window named in prose: `num-draft-tokens = 8`, `a large draft-token
         # window`, `the spec-verify workspace`; not server_args' `speculative_num_draft_tokens=`
         # (every speculative run prints it)
-        re.compile("|".join(re.escape(word) for word in DRAFT_WINDOW_WORDS), re.I),
+        Regex("|".join(re.escape(word) for word in DRAFT_WINDOW_WORDS), re.I),
         DRAFT_WINDOW_WORDS,
         Family.REPORTER,
         "speculative decoding's draft-token window named in prose (what the target's verify pass "
@@ -1006,7 +1042,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_speculative",
-        re.compile(
+        Regex(
             r"[Ss]peculative|\bEAGLE3?\b|\bNEXTN\b|\bNextN\b|\bMTP\b"
             r"|\bdraft pools?|\bdraft models?|\bdraft workers?"
         ),
@@ -1033,9 +1069,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # (`--max-total-tokens`, `sglang_max_total_tokens`, an env var's `..._MAX_TOTAL_TOKENS`);
         # not a server_args dump's unset `max_total_tokens=None`, nor the pool's size,
         # `max_total_num_tokens`
-        re.compile(
-            r"(?:max_total_tokens|max-total-tokens|max total tokens)\b(?!\s*=\s*None)", re.I
-        ),
+        Regex(r"(?:max_total_tokens|max-total-tokens|max total tokens)\b(?!\s*=\s*None)", re.I),
         ("max_total_tokens", "max-total-tokens", "max total tokens"),
         Family.REPORTER,
         "SGLang's --max-total-tokens named in prose or flags (v0.5.8 server_args.py, applied at "
@@ -1049,7 +1083,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_per_request_rows",
         # memory said to be sized by the running-request count: `sized by max_running_requests`,
         # `rows == max_running_requests + 1`, `one row per concurrent request`
-        re.compile(
+        Regex(
             r"(?:sized|scales?|grows?|allocated|proportional|multiplied)\W+(?:\w+\W+){0,4}?"
             r"(?:by|with|to|per|from)\W+(?:the\W+)?(?:max_running_requests|max-running-requests)"
             r"|\brows?\W{0,3}(?:==|=)\W{0,3}(?:max_running_requests|max-running-requests)"
@@ -1068,7 +1102,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_page_size",
-        re.compile(r"page size|page_size|page-size", re.I),
+        Regex(r"page size|page_size|page-size", re.I),
         ("page size", "page_size", "page-size"),
         Family.REPORTER,
         "the paged KV cache's --page-size named in prose (memledger.sglang.lifecycle MENTIONS)",
@@ -1080,7 +1114,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "paged_allocator_state",
         # the paged allocator's and the decode check's own names, quoted from the code or in a
         # debug print through SGLang's logger (`alloc_decode len(self.free_pages)=5`)
-        re.compile(
+        Regex(
             r"\b(?:free_pages|release_pages|new_page_count_next_decode|num_new_pages"
             r"|alloc_paged_token_slots_(?:extend|decode)|PagedTokenToKVPoolAllocator)\b"
         ),
@@ -1103,7 +1137,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_attention_workspace",
-        re.compile(r'aiter_backend\.py", line \d+, in __init__'),
+        Regex(r'aiter_backend\.py", line \d+, in __init__'),
         ("aiter_backend.py",),
         Family.REPORTER,
         "the AITER attention backend's constructor in a traceback frame: where it allocates its "
@@ -1115,7 +1149,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_autotune_batch",
-        re.compile(r'(?:model_runner|base_runner)\.py", line \d+, in _flashinfer_autotune'),
+        Regex(r'(?:model_runner|base_runner)\.py", line \d+, in _flashinfer_autotune'),
         ("_flashinfer_autotune",),
         Family.REPORTER,
         "FlashInfer's autotune in a traceback frame: a dummy forward of the request slots' batch "
@@ -1128,7 +1162,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_indexer_frame",
-        re.compile(r'(?:nsa_indexer|dsa_indexer|dsv4/indexer)\.py", line \d+, in \w+'),
+        Regex(r'(?:nsa_indexer|dsa_indexer|dsv4/indexer)\.py", line \d+, in \w+'),
         ("nsa_indexer", "dsa_indexer", "dsv4/indexer"),
         Family.REPORTER,
         "the sparse-attention indexer in a traceback frame: DeepSeek-V3.2's (v0.5.8 "
@@ -1143,7 +1177,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_indexer_logits",
         # the indexer's scoring kernels and calls as people quote them (`forward_c4_indexer ->
         # deep_gemm fp8_paged_mqa_logits -> CUDA out of memory`), and their words for its scores
-        re.compile(
+        Regex(
             r"fp8_(?:fp4_)?(?:paged_)?mqa_logits|forward_c4_indexer|_get_topk_(?:ragged|paged)"
             r"|indexer(?:'s)? (?:logits|scores?|transient|top-?k)"
             r"|(?:sparse|lightning|c4|nsa|dsa)[- ]indexer",
@@ -1160,7 +1194,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_audio_decoder_stage",
-        re.compile(r"Stage vocoder received msg|Stage code2wav received msg"),
+        Regex(r"Stage vocoder received msg|Stage code2wav received msg"),
         ("Stage vocoder", "Stage code2wav"),
         Family.REPORTER,
         "sglang-omni's stage loop logs each message a stage takes (sgl-project/sglang-omni@2489a10 "
@@ -1174,7 +1208,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_lora",
-        re.compile(r"(?<![\w.])(?:LoRA|Lora|lora)(?![\w=])"),
+        Regex(r"(?<![\w.])(?:LoRA|Lora|lora)(?![\w=])"),
         ("lora", "LoRA", "Lora"),
         Family.REPORTER,
         "LoRA adapters named in prose or flags (SGLang loads them and their memory pool after the "
@@ -1187,7 +1221,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_kt_gpu_experts",
         # KTransformers' CPU/GPU expert split, on: its weight path named (upstream SGLang's and
         # the kvcache-ai fork's flag, or the server arg)
-        re.compile(r"--kt-weight-path|kt_weight_path(?!\s*[=:]\s*None)"),
+        Regex(r"--kt-weight-path|kt_weight_path(?!\s*[=:]\s*None)"),
         ("--kt-weight-path", "kt_weight_path"),
         Family.REPORTER,
         "KTransformers' expert split named by its weight path (v0.5.8 server_args.py:521 "
@@ -1201,7 +1235,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_ktransformers",
         # KTransformers named, or its GPU-expert count, with no weight path in the sentence: the
         # split is on only with one (memledger.sglang.lifecycle MENTIONS, SUPERSEDED)
-        re.compile(
+        Regex(
             r"--kt-num-gpu-experts|kt_num_gpu_experts"
             r"|(?<![\w.])(?:KTransformers|ktransformers|Ktransformers|KTRANSFORMERS)\b"
         ),
@@ -1224,7 +1258,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_too_big_for_gpu",
         # `a model which is too big for a single GPU`, `70B doesn't fit on one card`: the weights
         # alone are more than a GPU holds, whatever the fraction
-        re.compile(
+        Regex(
             r"(?:too big|too large|Too big|Too large) for (?:a single|one single|one|a|my|each|the)"
             r" (?:GPU|GPUs|gpu|card|device)\b"
             r"|(?:not|n't|cannot|can not) (?:fit on|fit in|fit into) "
@@ -1244,7 +1278,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_swa",
         # a hybrid sliding-window model named in prose or by its setting; the upper case only
         # (SGLang's own decode lines print `#swa token:` in every batch of such a model)
-        re.compile(
+        Regex(
             r"(?<![A-Za-z])SWA(?![A-Za-z])|sliding window|sliding-window|Sliding Window"
             r"|swa_full_tokens_ratio|swa-full-tokens-ratio"
         ),
@@ -1271,7 +1305,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # and says it ran out of memory (not a `Loading safetensors checkpoint shards` progress
         # bar nor `Loading JIT ops`: they name no out-of-memory). Whole phrases as its words: a
         # log line holding a bare `Loading` stays quiet (memledger.input.quiet)
-        re.compile(
+        Regex(
             r"(?:while loading|when loading|during loading|While loading|When loading"
             r"|During loading)(?=\s*(?:[.,;:!?)]|$))"
             r"|(?:model loading|weight loading|weights loading|checkpoint loading)\b"
@@ -1327,7 +1361,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # `OOM during cuda graph capture`, `fails when capturing CUDA graphs`: whole phrases
         # that SGLang's own `Capture cuda graph begin` / `Capturing batches` log lines do not
         # hold in any case, so those stay quiet (memledger.input.quiet folds case)
-        re.compile(
+        Regex(
             r"capturing cuda graph|capturing CUDA graph|capturing the cuda graph"
             r"|capturing the CUDA graph|cuda graph capture|CUDA graph capture"
             r"|CUDA Graph capture|cudagraph capture"
@@ -1357,7 +1391,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_warmup",
-        re.compile(
+        Regex(
             r"during warmup|during the warmup|During warmup|at warmup|in warmup"
             r"|while warming up|when warming up|during warm-up|during the warm-up|in the warmup"
             # an issue title's Title Case
@@ -1395,7 +1429,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # get more tokens in the KV cache`, `KV Cache 容量太小`; its words are the size words,
         # since `KV` alone is on SGLang's every pool line (and not `only`, `lower`, `drop`,
         # which SGLang's and vLLM's own lines hold hundreds of times)
-        re.compile(
+        Regex(
             r"(?:max[_ -]total[_ -](?:num[_ -])?tokens|kv[ _-]?cache(?: pool)?(?: size| capacity"
             r"| tokens?)?|kv pool|token capacity|token pool|#tokens|tokens? in the kv"
             r"|kv[ _-]?cache ?(?:容量|大小|空间))"
@@ -1451,7 +1485,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "said_mamba",
         # a hybrid model's Mamba (SSM / linear-attention) state pool, or its size setting
-        re.compile(r"(?<![\w.])(?:[Mm]amba|MAMBA)(?![\w=])|max[-_]mamba[-_]cache[-_]size"),
+        Regex(r"(?<![\w.])(?:[Mm]amba|MAMBA)(?![\w=])|max[-_]mamba[-_]cache[-_]size"),
         ("amba", "AMBA", "mamba"),
         Family.REPORTER,
         "a hybrid model's Mamba state pool named in prose or flags (sized beside the KV pool: "
@@ -1466,7 +1500,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # the engine method), named in prose or a log; or said in words of the engine: `sglang
         # won't offload when rollout is done`, `offload the rollout engine`, `SGLang did not
         # release its memory` (not a flag's part, `--cpu-offload-gb`, nor an offload to the CPU)
-        re.compile(
+        Regex(
             r"release_memory_occupation|release memory occupation"
             r"|(?:sglang|SGLang|SGLANG|rollout engine|inference engine)\W{1,3}"
             r"(?:[A-Za-z']+\W{1,3}){0,3}?(?<![-_])(?:offload|release)(?:s|d|ed|ing)?\b(?![-_])"
@@ -1487,7 +1521,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_resume",
         # an RL framework's cycle around SGLang: resume after the trainer's step, weight updates,
         # wake_up (verl's and others' name for resuming); the release itself is said_released
-        re.compile(
+        Regex(
             r"\b[Rr]esum(?:e|ed|es|ing)\b|resume_memory_occupation"
             r"|update_weights\w*|updating (?:the )?weights|update weights"
             r"|\bwake[_ ]up\b|\bwakes up\b|\bwaking up\b|\bonload(?:ing|ed)?\b"
@@ -1526,7 +1560,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "said_dist_init",
         # `during NCCL init`, `at the torch distributed initialization`, `in init_torch_distributed`
-        re.compile(
+        Regex(
             r"(?:during|while|at|in|on) (?:the )?"
             r"(?:NCCL init|nccl init|torch distributed init|distributed init)"
             r"(?:iali[sz]ation|iali[sz]ing)?\b|init_torch_distributed",
@@ -1543,7 +1577,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "said_autotune",
         # `during FlashInfer autotune`, `while DeepGEMM JIT compiling`, `in the kernel warmup`
-        re.compile(
+        Regex(
             r"(?:during|while|in|at) (?:the )?(?:FlashInfer |flashinfer |DeepGEMM |deep_gemm |"
             r"DeepGemm |kernel |Triton |triton )?(?:autotun|JIT compil|JIT warm|kernel warm)\w*",
             re.I,
@@ -1559,7 +1593,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "said_torch_compile",
         # `during torch.compile`, `while torch compiling`: SGLang compiles inside graph capture
-        re.compile(
+        Regex(
             r"(?:during|while|in|at) (?:the )?(?:torch\.compil|torch_compil|torch compil)\w*",
             re.I,
         ),
@@ -1575,7 +1609,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_draft_startup",
         # `while loading the draft model`, `during the draft model's load`, `when capturing the
         # EAGLE draft's graphs`: a preposition before the draft (its name alone is said_speculative)
-        re.compile(
+        Regex(
             r"(?:during|while|when|at|in) (?:loading |capturing |starting )?"
             r"(?:the draft |the EAGLE|the eagle|the MTP |the NextN )3?\s?(?:draft )?"
             r"(?:model|worker|weights|graphs?|load|pools?)",
@@ -1593,7 +1627,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_kv_allocation",
         # `when allocating the KV cache`, `KV cache allocation`, `creating the kv cache`; not
         # SGLang's own `KV Cache is allocated.` line (it has its own line kind)
-        re.compile(
+        Regex(
             r"(?:allocating |allocate |initializing |initialising |creating )(?:the )?"
             r"(?:kv cache|kv_cache|kv-cache|kvcache)"
             r"|(?:kv |kv_|kv-|kv)(?:cache allocation|cache initiali[sz]ation|cache creation)",
@@ -1621,7 +1655,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # GPU memory said to grow while serving: `memory usage continued to increase`, `VRAM keeps
         # growing`, `a CUDA memory leak`, `显存缓慢上涨`; not SGLang's own `memory leak detected!`
         # nor the KV pool's `token usage` filling up (its pool is sized once)
-        re.compile(
+        Regex(
             r"(?:memory|VRAM|(?<!token )(?<!cache )usage)[^.\n]{0,40}?"
             r"(?:keeps?|kept|continu(?:es|ed|ing)|goes on|"
             r"went on)\s+(?:to\s+)?(?:slowly\s+|steadily\s+|gradually\s+)?"
@@ -1688,7 +1722,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # HiCache named in prose or flags: `hierarchical cache`, `HiCache`, `--hicache-ratio`;
         # not SGLang's own `Allocating X GB host memory for hierarchical KV cache.` (v0.5.8
         # mem_cache/memory_pool_host.py:180), a line of a healthy start
-        re.compile(r"(?<!memory for )hierarchical(?:[ _-]kv)?[ _-]cach\w*|\bhicache\b", re.I),
+        Regex(r"(?<!memory for )hierarchical(?:[ _-]kv)?[ _-]cach\w*|\bhicache\b", re.I),
         ("hierarchical", "hicache"),
         Family.REPORTER,
         "HiCache (SGLang's host-RAM tier behind the GPU KV pool) named in prose or flags "
@@ -1702,7 +1736,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # a reporter naming PyTorch's expandable segments beside the release SGLang makes through
         # torch_memory_saver, on one line: not the allocator's own advice in an OOM text (`try
         # setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation`)
-        re.compile(
+        Regex(
             r"(?:torch_memory_saver|memory[ _-]saver|TorchMemorySaver|release_memory_occupation"
             r"|offload|pause|sleep)[^\n]{0,160}?expandable_segments(?!:True to avoid)"
             r"|expandable_segments(?!:True to avoid)[^\n]{0,160}?(?:torch_memory_saver"
@@ -1722,7 +1756,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "nccl_alloc_failed",
         # NCCL's own warning when its buffer allocation fails (cudaMalloc or cuMem, outside
         # PyTorch's caching allocator); `Cuda failure 'out of memory'` is read as an OOM text
-        re.compile(r"Failed to CUDA (?:calloc(?: async)?|malloc) \d+ bytes"),
+        Regex(r"Failed to CUDA (?:calloc(?: async)?|malloc) \d+ bytes"),
         ("Failed to CUDA ",),
         Family.NCCL,
         "NCCL v2.21.5-1 src/include/alloc.h:161, :186, :206 (ncclCudaMalloc, ncclCudaCalloc, "
@@ -1736,7 +1770,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_nccl_alloc",
         # NCCL's allocation failure as people write it: `nccl failed to calloc`, `NCCL ran out
         # of memory`, `NCCL OOM`
-        re.compile(
+        Regex(
             r"\bnccl\b(?! WARN)[^\n]{0,60}?"
             r"(?:failed to (?:cuda )?(?:c|m)alloc|out of (?:GPU )?memory|\boom\b)",
             re.I,
@@ -1754,7 +1788,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_kv_held",
         # a reporter saying finished requests keep their KV: `do not release KV cache`, `KV cache
         # is not freed`, `token usage keeps increasing`, `KV cache 不释放`
-        re.compile(
+        Regex(
             r"(?:not|n't|never)\s+(?:properly\s+|be\s+|being\s+|been\s+|get\s+)?"
             r"(?:release|reclaim)\w*\s+(?:the\s+|its\s+|their\s+)?kv[ _-]?cache"
             r"|kv[ _-]?cache(?: memory)?\s+(?:is\s+|was\s+|are\s+|were\s+)?(?:not|never)\s+"
@@ -1775,7 +1809,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_double_counted",
         # a reporter's reading of SGLang's arithmetic: `the peers' pools are subtracted twice`,
         # `double-counting`, `charged twice`; not `loaded twice` (the draft-is-target family)
-        re.compile(
+        Regex(
             r"(?:counted|charged|subtracted|deducted|booked)\s+twice|double[- ]?count\w*"
             r"|重复(?:计算|扣除)",
             re.I,
@@ -1791,7 +1825,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "mamba_caps_requests",
         # SGLang's own warning when the mamba state slots allow fewer requests than asked
-        re.compile(r"max_running_requests is capped to \d+ by the mamba state cache"),
+        Regex(r"max_running_requests is capped to \d+ by the mamba state cache"),
         ("by the mamba state cache",),
         Family.SGLANG_POOL,
         "v0.5.17 mem_cache/kv_cache_configurator.py:1740-1749, v0.5.23 :3139-3149",
@@ -1805,7 +1839,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "pd_request_too_long",
         # a PD worker refusing a request longer than its admission bound (a log line, not a
         # failure of the server)
-        re.compile(r"exceeds the maximum number of tokens: \d+ > \d+"),
+        Regex(r"exceeds the maximum number of tokens: \d+ > \d+"),
         ("exceeds the maximum number of tokens",),
         Family.SGLANG_POOL,
         "v0.5.8 disaggregation/prefill.py:212-218, v0.5.23 disaggregation/prefill.py:470, "
@@ -1818,7 +1852,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "pd_decode_swa_prealloc",
         # a PD decode worker refusing a request whose SWA tail needs more tokens than its SWA pool
         # holds (a log line a request, not a failure of the server)
-        re.compile(r"requires too many SWA KV tokens for decode preallocation: \d+ > \d+"),
+        Regex(r"requires too many SWA KV tokens for decode preallocation: \d+ > \d+"),
         ("requires too many SWA KV tokens",),
         Family.SGLANG_POOL,
         "v0.5.17 disaggregation/decode.py:667, v0.5.20 :799, v0.5.21 :919, v0.5.22 :966, "
@@ -1831,7 +1865,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_swa_cap",
         # the variable quoted from SGLang's code or a debug print: the SWA pool's token count
         # (not SGLang's own `SWA ring: swa_max_total_num_tokens A -> B` line: adjustments.py)
-        re.compile(r"(?<!SWA ring: )\bswa_max_total_num_tokens\b"),
+        Regex(r"(?<!SWA ring: )\bswa_max_total_num_tokens\b"),
         ("swa_max_total_num_tokens",),
         Family.REPORTER,
         "SGLang's SWA pool size quoted from its code (v0.5.8 disaggregation/prefill.py:108-114: "
@@ -1842,7 +1876,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_other_process",
-        re.compile(
+        Regex(
             r"(?:orphan(?:ed)?|zombie|leftover) (?:\w+ ){0,2}process(?:es)?"
             r"|an?other (?:\w+ ){0,2}process(?:es)?"
             # memory a process that ended left behind: `the GPU still held ~90GB`, `memory is
@@ -1875,7 +1909,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_serving",
-        re.compile(
+        Regex(
             r"(?:concurrent|parallel|multiple|many) (?:\w+ ){0,2}(?:requests|prompts|inputs)"
             r"|\d+k?[- ]length input|bench_serving|(?:during|while) (?:serving|inference|decoding)"
             r"|(?:during prefill|during the prefill|during decode|during the decode"
@@ -1968,7 +2002,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "said_growth",
         # memory that grows request after request until it runs out: a leak or fragmentation
         # while serving, not a pool SGLang sized at startup
-        re.compile(
+        Regex(
             r"memory (?:\w+ ){0,5}?(?:keeps|kept|continues to|continued to|continuously"
             r"|steadily|slowly) (?:increas|grow|ris)\w*"
             r"|(?:continuous|steady) (?:increase|growth|rise) in (?:\w+ ){0,2}memory"
@@ -1998,7 +2032,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # Chinese reporters' phase words (a CJK run has no word boundary: whole words here)
     ErrorText(
         "said_serving_zh",
-        re.compile(
+        Regex(
             r"推理(?:时|过程|阶段|中|的时候|服务)|推理显存|预填充|解码(?:阶段|时)|高并发|并发(?:请求|输入)"
             r"|批量(?:请求|输入|推理)|多轮对话|长上下文|长文本|压测|请求(?:时|服务|过程)"
             # GPU memory that keeps growing while serving (the said_growth row in English)
@@ -2028,9 +2062,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_loading_zh",
-        re.compile(
-            r"(?:加载|载入|load|Load|LOAD)\s?(?:模型|权重)|(?:模型|权重)(?:加载|载入)|加载时"
-        ),
+        Regex(r"(?:加载|载入|load|Load|LOAD)\s?(?:模型|权重)|(?:模型|权重)(?:加载|载入)|加载时"),
         ("模型", "权重", "加载"),
         Family.REPORTER,
         "what Chinese reporters write when it failed while the weights loaded: 加载模型 / 加载权重 "
@@ -2041,7 +2073,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_resume_zh",
-        re.compile(r"权重更新|权重同步|更新权重|同步权重"),
+        Regex(r"权重更新|权重同步|更新权重|同步权重"),
         ("权重更新", "权重同步", "更新权重", "同步权重"),
         Family.REPORTER,
         "what Chinese reporters write when it failed as an RL framework updated SGLang's weights: "
@@ -2053,7 +2085,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_capture_zh",
-        re.compile(
+        Regex(
             r"捕获\s?(?:CUDA|cuda|Cuda)\s?(?:图|graph|Graph)|(?:CUDA|cuda|Cuda)\s?(?:图|graph|Graph)\s?捕获"
             r"|图捕获"
         ),
@@ -2069,7 +2101,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # flag): memledger.input.error_texts reads which one (memledger.sglang.frameworks)
     ErrorText(
         "framework_named",
-        re.compile("|".join(re.escape(word) for word in FRAMEWORK_WORDS)),
+        Regex("|".join(re.escape(word) for word in FRAMEWORK_WORDS)),
         FRAMEWORK_WORDS,
         Family.REPORTER,
         "memledger.sglang.frameworks (each framework's source)",
@@ -2080,7 +2112,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "traceback_head",
         # `Traceback (most recent` alone: a wrap cut the head (`call last):` is on the next line)
-        re.compile(r"Traceback \(most recent(?:\s+call)?(?:\s+last\):?)?"),
+        Regex(r"Traceback \(most recent(?:\s+call)?(?:\s+last\):?)?"),
         ("Traceback",),
         Family.PYTHON,
         "CPython Python/traceback.c",
@@ -2089,7 +2121,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "traceback_frame",
-        re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<func>[\w<>.]+)'),
+        Regex(r'^\s*File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<func>[\w<>.]+)'),
         ('File "',),
         Family.PYTHON,
         "CPython Python/traceback.c",
@@ -2103,7 +2135,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # a bare `Exception:` too: SGLang raises `Exception("Capture cuda graph failed: ...")`
         # (v0.5.8 model_executor/cuda_graph_runner.py:460-470); and the runtime's own error line
         # c10 prints as a message's first line or a watchdog's next line (`HIP error: ...`)
-        re.compile(
+        Regex(
             r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?"
             r"(?:Error|Exception|Interrupt|Exit|OutOfResources)|CUDA error|HIP error)"
             r"(?::\s*(?P<message>.*))?$"
@@ -2118,7 +2150,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "req_to_token_code",
-        re.compile(r"ReqToTokenPool\(|self\.req_to_token\s*="),
+        Regex(r"ReqToTokenPool\(|self\.req_to_token\s*="),
         ("ReqToTokenPool(", "self.req_to_token"),
         Family.PYTHON,
         "v0.5.8 mem_cache/memory_pool.py:136, model_executor/model_runner_kv_cache_mixin.py:384",
@@ -2131,7 +2163,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # one row so their words reach the reader (the prefilter and the quiet-line test)
     ErrorText(
         "standalone_cause",
-        re.compile("|".join(f"(?:{c.pattern.pattern})" for c in CRASH_CAUSES if c.standalone)),
+        Regex("|".join(f"(?:{c.pattern.pattern})" for c in CRASH_CAUSES if c.standalone)),
         tuple(dict.fromkeys(w for c in CRASH_CAUSES if c.standalone for w in c.words)),
         Family.PYTHON,
         "memledger.sglang.failure_rules CRASH_CAUSES (each cause cites its own source)",
@@ -2141,7 +2173,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- process ends (kind process_exit)
     ErrorText(
         "killed",
-        re.compile(r"^Killed\b"),
+        Regex(r"^Killed\b"),
         ("Killed",),
         Family.SHELL,
         "the shell reporting SIGKILL",
@@ -2155,7 +2187,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # signal); a shell's or docker's (`Exit code 137`, `exited with code 137`, `exit status
         # 137`: 128 + N a signal); and SGLang 0.4.6-0.4.9's child handler, which prints
         # os.waitpid's raw status (`status`: 9 is SIGKILL, 256 is exit(1))
-        re.compile(
+        Regex(
             r"Child process unexpectedly failed with (?:an exit code |exitcode=)(?P<status>\d+)"
             r"|(?:Exit code:?|terminated with|exitcode=|exit code:?|exited with code|exit status)"
             r"\s*(?P<code>-?\d+)"
@@ -2180,7 +2212,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "out_of_memory",
         # `out-of-memory`, `out of GPU memory` as people write it; a device word between
-        re.compile(
+        Regex(
             r"out of (?:(?:GPU|device|CUDA|HIP|NPU|VRAM|HBM|video) )?memory|out-of-(?:GPU-)?memory"
             r"|out of (?:GPU )?(?:VRAM|HBM)\b",
             re.IGNORECASE,
@@ -2196,7 +2228,7 @@ ERRORS: tuple[ErrorText, ...] = (
     # scratch limits, and SGLang's warnings it recovers from
     ErrorText(
         "tpu_vmem",
-        re.compile(
+        Regex(
             r"RESOURCE_EXHAUSTED: (?:XLA:TPU compile permanent error\. )?Ran out of memory in "
             r"memory space vmem"
             r"|would exceed memory \(size=\d+\) :: #allocation\d+ [^\n]*?space=vmem"
@@ -2213,7 +2245,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "recovered_oom_warning",
-        re.compile(
+        Regex(
             r"for warmup, reducing max_m to \d+ to avoid out of memory"
             r"|If you hit GPU OOM issue, please adjust the memory fraction"
             r"|ran out of GPU memory on \S+; retrying on CPU"
@@ -2230,7 +2262,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "out_of_memory_error",
-        re.compile(r"OutOfMemoryError"),
+        Regex(r"OutOfMemoryError"),
         ("OutOfMemory",),
         Family.ALLOCATOR,
         "torch torch/cuda/memory.py (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError)",
@@ -2240,7 +2272,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_word",
         # `OOMs`, `OOMed`, `OOM'd`, and `OOM了` (a CJK character is a word character to \b)
-        re.compile(r"(?<![A-Za-z0-9_])OOM(?:s|ed|'d|ing)?(?![A-Za-z0-9_])"),
+        Regex(r"(?<![A-Za-z0-9_])OOM(?:s|ed|'d|ing)?(?![A-Za-z0-9_])"),
         ("OOM",),
         Family.REPORTER,
         "what people write around a log",
@@ -2254,7 +2286,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # it; `ooM`, `OOm`); not the kernel's OOM killer of host RAM (`oom-killer`, `oom_kill`,
         # `oom_score_adj`), a file (`oom.py`, `tests/oom/`) nor a word holding the letters
         # (`room`, `bloom`)
-        re.compile(
+        Regex(
             r"(?<![A-Za-z0-9_./-])(?:oom|Oom|OoM|ooM|OOm)(?:s|ed|'d|ing)?"
             r"(?![A-Za-z0-9_-]|\.\w|/[\w.-]*[/.])"
         ),
@@ -2266,7 +2298,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "oom_cjk",
-        re.compile(
+        Regex(
             r"显存(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)|爆显存"
             r"|显存[^\n，。,.]{0,8}?跑不(?:起来|动)"
         ),
@@ -2284,7 +2316,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # memory. Please try to increase --mem-fraction-static`: the kv_refusal entries), nor the
         # host's (`not enough host memory`, `insufficient shared memory`: no device word here;
         # Windows torch's `DefaultCPUAllocator: not enough memory`: the host_memory entry)
-        re.compile(
+        Regex(
             r"(?<!Error: )(?<!CPUAllocator: )\bnot enough (?:(?:GPU|device|CUDA|VRAM) )?memory"
             r"(?!\. Please)"
             r"|\binsufficient (?:(?:GPU|device|CUDA|VRAM) )?memory"
@@ -2320,7 +2352,7 @@ ERRORS: tuple[ErrorText, ...] = (
         # report is the oom_killer entry), the host's memory named; `内存不足` is Chinese
         # reporters' usage for host RAM (`显存` is the GPU's: the oom_cjk entry). A line it
         # matches states no GPU out-of-memory (`host OOM`, `OOM-killed` hold the word OOM)
-        re.compile(
+        Regex(
             r"\b(?:OOM|oom|Oom)[- ]?[Kk]ill(?:s|ed|er|ing)?\b|\boom_kill\b"
             r"|\b(?:host|Host|HOST|CPU|cpu|system|System|RAM|ram) (?:OOM|oom)\b"
         ),
@@ -2338,7 +2370,7 @@ ERRORS: tuple[ErrorText, ...] = (
         "host_memory_said",
         # the host's memory named as running out, in any case (a title's Title Case too);
         # `内存不足` is Chinese reporters' usage for host RAM (`显存` is the GPU's: oom_cjk)
-        re.compile(
+        Regex(
             r"(?:out of|not enough|insufficient) (?:host memory|host ram|cpu memory|cpu ram"
             r"|system memory|system ram)|out of ram\b|内存不足|内存不够"
             r"|(?:host memory|host ram|cpu memory|cpu ram|system memory|system ram|node memory"
@@ -2367,7 +2399,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "traceback_started",
-        re.compile(r"Traceback \(most recent call last\)"),
+        Regex(r"Traceback \(most recent call last\)"),
         ("Traceback",),
         Family.PYTHON,
         "CPython Python/traceback.c",
@@ -2376,7 +2408,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "scheduler_exception",
-        re.compile(r"Scheduler hit an exception"),
+        Regex(r"Scheduler hit an exception"),
         ("Scheduler hit",),
         Family.SGLANG_EXIT,
         "v0.5.8 managers/scheduler.py:2995",
@@ -2385,7 +2417,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "exception_in",
-        re.compile(r"^Exception in "),
+        Regex(r"^Exception in "),
         ("Exception",),
         Family.SGLANG_EXIT,
         "v0.5.8 multimodal/processors/llava.py:83 (`Exception in TokenizerManager:`); "
@@ -2395,7 +2427,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "sigquit",
-        re.compile(r"Received sigquit from a child process"),
+        Regex(r"Received sigquit from a child process"),
         ("sigquit",),
         Family.SGLANG_EXIT,
         "v0.5.8 entrypoints/engine.py:823",
@@ -2404,7 +2436,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "scheduler_dead",
-        re.compile(r"scheduler is dead"),
+        Regex(r"scheduler is dead"),
         ("scheduler is dead",),
         Family.SGLANG_EXIT,
         "v0.5.8 entrypoints/engine.py:850",
@@ -2413,7 +2445,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "initialization_failed",
-        re.compile(r"Initialization failed"),
+        Regex(r"Initialization failed"),
         ("Initialization failed",),
         Family.SGLANG_EXIT,
         "v0.5.8 entrypoints/engine.py:858, entrypoints/http_server.py:1516",
@@ -2422,7 +2454,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "error_line",
-        re.compile(r"^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?::|$)"),
+        Regex(r"^(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?::|$)"),
         ("Error", "Exception"),
         Family.PYTHON,
         "CPython Python/traceback.c (the exception line)",
@@ -2431,7 +2463,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "killed_line",
-        re.compile(r"^Killed$"),
+        Regex(r"^Killed$"),
         ("Killed",),
         Family.SHELL,
         "the shell reporting SIGKILL",
@@ -2441,7 +2473,7 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "exit_code_line",
         # the exit_code entry's shapes (a raw wait status is non-zero when the exit code is)
-        re.compile(
+        Regex(
             r"(?:Exit code:?|exit code:?|exited with code|exit status|terminated with"
             r"|Child process unexpectedly failed with (?:an exit code |exitcode=))\s*(-?\d+)"
         ),

@@ -725,17 +725,18 @@ def looks_like_memory(text: str) -> bool:
 
 # a real tab and CR (not the escapes): an ERE reads no escape in a bracket expression
 CUT_TAIL_ERE = (
-    "([>#][ \t]*)*(([0-9]+(\\.[0-9]*)?|\\.[0-9]+|i?B)(\\.?\r?$|[,;])|[ \t]*[a-z_]+=[0-9]"
+    "([>#][ \t]*)*(([0-9]+(\\.[0-9]*)?|\\.[0-9]+|i?B|[ \t][KMGT]i?B)(\\.?\r?$|[,;])"
+    "|[ \t]*[a-z_]+=[0-9]"
     "|[^ (]{0,80}, [a-z_][a-z0-9_]*=)"
 )
 """How the rest of a memory line cut across two physical lines starts when it holds no memory
 word, after any quote or comment markers (`> `, `#   `): a number or a unit's `B` that ends the
 line or a value (`88` after `... #tokens: 1614`, `96, context_len=40960` after
-`max_running_requests=40`, `B.` after `mem usage=28.00 G`), a key's last letters and its number
-(`len=40960` after `context_`, or a whole indented `  max_running_requests=48,` of a line wrapped
-by hand), or the rest of a value and the next `, key=` of a `server_args=` repr
-(`=None, log_requests=False` after `log_level_http`, `lse, log_requests_level=0` after
-`log_requests=Fa`).
+`max_running_requests=40`, `B.` after `mem usage=28.00 G`, ` GB` after `avail mem=22.76`), a
+key's last letters and its number (`len=40960` after `context_`, or a whole indented
+`  max_running_requests=48,` of a line wrapped by hand), or the rest of a value and the next
+`, key=` of a `server_args=` repr (`=None, log_requests=False` after `log_level_http`,
+`lse, log_requests_level=0` after `log_requests=Fa`).
 Matched at a line's start (an ERE: grep -E and Python's re read it alike), such a line is kept by
 the scanner so memledger.input.wrapped can rejoin it; prose (`2. Then I ran`, `3) restart`,
 `100 requests`) is not. A line that joins nothing is read as any bare line."""

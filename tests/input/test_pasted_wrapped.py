@@ -100,17 +100,33 @@ def test_a_memory_line_cut_in_two_is_rejoined(
     assert parsed.startup.skipped_count == 0  # the tail is part of the line, not a skipped line
 
 
-def test_a_cut_with_two_readings_loses_its_value_with_a_note() -> None:
-    # `Qwen3For` + `CausalLM` or `Qwen3For CausalLM`: both read, so neither is taken
-    parsed = _parse(
-        [
-            P + "Load weight end. avail mem=50.00 GB, type=Qwen3For",
+@pytest.mark.parametrize(
+    ("first", "second", "value"),
+    [
+        (
+            "type=Qwen3For",
             "CausalLM, dtype=torch.bfloat16, mem usage=28.00 GB.",
-        ]
-    )
+            "Qwen3ForCausalLM",
+        ),
+        ("type=Qwen3ForCausalLM, dtype=torch.", "bfloat16, mem usage=28.00 GB.", "torch.bfloat16"),
+    ],
+)
+def test_a_cut_inside_a_value_reads_the_whole_value(first: str, second: str, value: str) -> None:
+    # `Qwen3For` + `CausalLM`: with a space the line would read `Qwen3For` and leave `CausalLM`
+    # unread; a hard wrap keeps every character, so the join without one is the line
+    parsed = _parse([P + "Load weight end. avail mem=50.00 GB, " + first, second])
     event = _one(parsed, EventKind.LOAD_END)
-    assert "type" not in event.values and _sizes(event) == {"avail": "50.00 GB"}
-    assert parsed.notes == ["1 line cut at the end (line 1): the cut value was not read"]
+    assert value in event.values.values()
+    assert _sizes(event) == {"avail": "50.00 GB", "usage": "28.00 GB"}
+    assert parsed.notes == ["rejoined 1 line cut across two physical lines (line 1)"]
+
+
+@pytest.mark.parametrize("unit", ["GB", "GiB", "MB"])
+def test_a_cut_at_the_blank_before_a_unit_is_rejoined(unit: str) -> None:
+    # a terminal cut `avail mem=22.76 GB` at its blank: the unit alone on the next line
+    parsed = _parse([P + "Load weight begin. avail mem=21.40", " " + unit])
+    assert _sizes(_one(parsed, EventKind.LOAD_BEGIN)) == {"avail": "21.40 " + unit}
+    assert parsed.notes == ["rejoined 1 line cut across two physical lines (line 1)"]
 
 
 def test_a_cut_number_that_no_reading_accepts_is_not_read() -> None:

@@ -4,6 +4,8 @@ its words against its regex (the prefilter, quiet and cheap-test word lists deri
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +18,15 @@ from memledger.input.quiet import READER_WORDS
 from memledger.input.reported import read_reported
 from memledger.model.events import EventKind, Value
 from memledger.sglang import lines
-from memledger.sglang.errors import ANY_CASE_WORDS, BY_NAME, ERRORS, ErrorText, Outcome, any_case
+from memledger.sglang.errors import (
+    ANY_CASE_WORDS,
+    BY_NAME,
+    ERRORS,
+    ErrorText,
+    Outcome,
+    Regex,
+    any_case,
+)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -136,7 +146,7 @@ def test_every_error_text_reads_its_example(entry: ErrorText) -> None:
 
 def test_a_word_missing_from_a_branch_is_caught() -> None:
     entry = ErrorText(
-        "x", re.compile(r"Decode out of memory|Prefill is full"), ("of memory",),
+        "x", Regex(r"Decode out of memory|Prefill is full"), ("of memory",),
         BY_NAME["killed"].family, "s", "Decode out of memory",
     )  # fmt: skip
     with pytest.raises(AssertionError):
@@ -150,3 +160,21 @@ def test_the_refusal_words_are_written_once() -> None:
         assert error_texts.read_kv_refusal(entry.example) is not None
         assert outcome_kind(entry.example) is not None
         assert set(entry.words) <= set(lines.SPECS["kv_refusal"].words)
+
+
+def test_a_row_s_regex_is_compiled_when_first_used_and_reads_as_compiled() -> None:
+    # a fresh process: importing the table compiles none of its rows
+    code = (
+        "import memledger.input.parsing, memledger.sglang.errors as e; "
+        "print(sum(r.regex._compiled is not None for r in e.ERRORS))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0"
+    given = ErrorText("x", re.compile("a b", re.I), ("a b",), BY_NAME["killed"].family, "s", "A B")
+    assert isinstance(given.regex, Regex) and given.find("A B") is not None  # taken as one
+    for entry in ERRORS:
+        assert isinstance(entry.regex, Regex), entry.name
+        compiled = re.compile(entry.regex.pattern, entry.regex.flags)
+        assert entry.regex.groupindex == compiled.groupindex, entry.name
+        found, expected = entry.regex.search(entry.example), compiled.search(entry.example)
+        assert (found and found.span()) == (expected and expected.span()), entry.name

@@ -450,3 +450,43 @@ def test_a_message_broken_over_lines_is_joined_behind_a_column(column: str) -> N
     (error,) = log.startups[0].of("max_seq_len_v1")
     assert error.facts["estimated_max_model_len"] == 88672
     assert error.facts["kv_cache_gib"] == 11.5
+
+
+PROFILE = (
+    "INFO 11-05 07:33:48 [worker.py:1] Memory profiling results: total_gpu_memory=31.40GiB "
+    "initial_memory_usage=12.10GiB peak_torch_memory=14.20GiB memory_usage_post_profile=12.30GiB "
+    "non_torch_memory=0.25GiB kv_cache_size=9.70GiB gpu_memory_utilization=0.85"
+)
+WEIGHTS = "(Worker_TP1 pid=5) INFO 11-05 07:33:48 [x.py:1] Model loading took 9.0000 GiB and 1 s"
+
+
+@pytest.mark.parametrize("width", [60, 70, 80])
+@pytest.mark.parametrize("line", [PROFILE, WEIGHTS])
+def test_a_line_a_terminal_cut_reads_as_the_whole_line(width: int, line: str) -> None:
+    # a short paste shows no width: the cut is told by what the join reads (a header cut in two
+    # too: the process tag stays the line's)
+    pieces = [line[i : i + width] for i in range(0, len(line), width)]
+    whole = read_vllm([line, "INFO 11-05 07:33:49 [x.py:2] # GPU blocks: 7"], "x.log")
+    cut = read_vllm([*pieces, "INFO 11-05 07:33:49 [x.py:2] # GPU blocks: 7"], "x.log")
+    assert len(pieces) >= 2
+    read = [(r.kind, r.facts, r.tag) for r in cut.startups[0].readings]
+    assert read == [(r.kind, r.facts, r.tag) for r in whole.startups[0].readings]
+    assert cut.startups[0].readings[-1].line == len(pieces) + 1  # later lines keep their number
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        '  File "/vllm/worker.py", line 1, in load',  # a record of its own
+        "INFO 11-05 07:33:49 [x.py:2] # GPU blocks: 7",
+        "e_post_profile=12.30GiB",  # reads nothing more after a line that was whole
+    ],
+)
+def test_a_whole_line_is_never_joined_to_the_next(rest: str) -> None:
+    lines = [PROFILE, rest]
+    log = read_vllm(lines, "x.log")
+    assert (
+        log.startups[0].readings[0].facts
+        == read_vllm([PROFILE], "x.log").startups[0].readings[0].facts
+    )
+    assert log.n_lines == 2
