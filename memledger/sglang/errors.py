@@ -62,6 +62,10 @@ class Family(StrEnum):
     """Words people write around a log (`OOM`)."""
 
 
+_LIBRARY = r"(?:flashinfer|sgl[-_]kernel|sglang|pytorch|torch|triton|transformers|vllm|nccl|cuda)"
+"""The libraries whose version people name as an OOM's cause (said_version_regression)."""
+
+
 class Outcome(StrEnum):
     """What a text says about how the startup ended (memledger.input.outcome, in this order)."""
 
@@ -1502,13 +1506,22 @@ ERRORS: tuple[ErrorText, ...] = (
         # release its memory` (not a flag's part, `--cpu-offload-gb`, nor an offload to the CPU)
         Regex(
             r"release_memory_occupation|release memory occupation"
+            # SGLang's cache flush an RL framework calls after a rollout (verl's free_cache_engine)
+            r"|(?<!\w)flush_cache\b|\bfree_cache_engine\b"
             r"|(?:sglang|SGLang|SGLANG|rollout engine|inference engine)\W{1,3}"
             r"(?:[A-Za-z']+\W{1,3}){0,3}?(?<![-_])(?:offload|release)(?:s|d|ed|ing)?\b(?![-_])"
             r"(?!\W+(?:\w+\W+){0,3}(?:to|on|onto)\W+(?:the\W+)?(?:cpu|CPU|host)\b|\W+notes?\b)"
             r"|(?<![-_\w])(?:offload|release)(?:s|d|ed|ing)?\W+(?:the\W+)?"
             r"(?:sglang|SGLang|SGLANG|rollout engine|inference engine)\b"
         ),
-        ("release_memory_occupation", "release memory occupation", "offload", "release"),
+        (
+            "release_memory_occupation",
+            "release memory occupation",
+            "flush_cache",
+            "free_cache_engine",
+            "offload",
+            "release",
+        ),
         Family.REPORTER,
         "SGLang's release of its GPU memory for a colocated trainer named in prose (v0.5.8 "
         "managers/scheduler_update_weights_mixin.py:121-146: memledger.sglang.lifecycle "
@@ -1783,6 +1796,75 @@ ERRORS: tuple[ErrorText, ...] = (
         kind="reported",
         outcome=Outcome.OOM,
         values={"mention": "nccl_alloc"},
+    ),
+    ErrorText(
+        "said_shared_gpu",
+        # two servers (or a server and another engine) on one GPU: `both instances on the same
+        # GPU`, `Prefill (mem-fraction default 0.88) left only 10.8 GB free on GPU 0`: one
+        # server's fraction left the other too little
+        re.compile(
+            r"(?:two|2|both|multiple|several) (?:\w+ ){0,2}?(?:servers|instances|engines|models"
+            r"|workers|processes) (?:\w+ ){0,2}?(?:on|in|share|sharing) (?:the )?"
+            r"(?:same GPU|same card|same device|one GPU|one card|single GPU|single card)"
+            r"|(?:mem[-_ ]fraction|default \d?\.\d+)[^\n]{0,60}?\b(?:left only|left just) "
+            r"~?\d+(?:\.\d+)? ?Gi?B"
+            r"|\bleft (?:only |just )?~?\d+(?:\.\d+)? ?Gi?B (?:free on GPU|free on cuda:?) ?\d",
+            re.I,
+        ),
+        (
+            "same gpu",
+            "same card",
+            "same device",
+            "one gpu",
+            "one card",
+            "single gpu",
+            "single card",
+            "left only",
+            "left just",
+            "free on gpu",
+            "free on cuda",
+        ),
+        Family.REPORTER,
+        "two servers on one GPU, said in prose (memledger.sglang.lifecycle MENTIONS)",
+        "Prefill (mem-fraction default 0.88) left only 10.8 GB free on GPU 0",
+        kind="reported",
+        values={"mention": "shared_gpu"},
+    ),
+    ErrorText(
+        "said_version_regression",
+        # a library's version named as the cause: `flashinfer PR #994 and everything after
+        # leads to OOM`, `OOM since upgrading to sglang 0.4.6`, `downgrading flashinfer to 0.2.5
+        # fixed it`
+        re.compile(
+            rf"{_LIBRARY}\W[^\n]{{0,60}}?(?:and everything after|and anything after|and all after"
+            r"|or later\b|and later\b|or newer\b|and newer\b|\bonwards?\b)"
+            r"|(?:since|after) (?:upgrading|updating|bumping) (?:\w+ ){0,2}?"
+            rf"(?:to )?(?:{_LIBRARY}|v?\d+\.\d)"
+            r"|(?:downgrad\w*|pinn(?:ed|ing)|revert\w*) (?:\w+ ){0,2}?(?:to )?"
+            rf"(?:{_LIBRARY}|v?\d+\.\d)",
+            re.I,
+        ),
+        (
+            "everything after",
+            "anything after",
+            "all after",
+            "or later",
+            "and later",
+            "or newer",
+            "and newer",
+            "onward",
+            "upgrading",
+            "updating",
+            "bumping",
+            "downgrad",
+            "pinn",
+            "revert",
+        ),
+        Family.REPORTER,
+        "a library's version named as the cause of an OOM (memledger.sglang.lifecycle MENTIONS)",
+        "flashinfer PR #994 and everything after leads to OOM, the commit before works",
+        kind="reported",
+        values={"mention": "version_regression"},
     ),
     ErrorText(
         "said_kv_held",

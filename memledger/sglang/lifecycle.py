@@ -1043,6 +1043,29 @@ MENTIONS: tuple[Mention, ...] = (
         levers_alone=True,
     ),
     Mention(
+        "shared_gpu",
+        None,  # a placement of servers, in no stage
+        "two servers on one GPU: each SGLang server sizes its pools from the free memory P it "
+        "sees at its start, keeping (1 - mfs) x P outside them (v0.5.8 "
+        "model_runner_kv_cache_mixin.py:138-140), so the one started first with the default "
+        "fraction (0.88 when it cannot size one, v0.5.8 server_args.py:988-1031) leaves the next "
+        "one only the rest: lower --mem-fraction-static of the one started first (or of each) "
+        "until both fit",
+        (_MFS_LOWER,),
+        alone=True,
+        levers_alone=True,
+    ),
+    Mention(
+        "version_regression",
+        None,  # a release, not a stage
+        "a library's version as the cause (SGLang, sgl-kernel, FlashInfer, torch): the memory "
+        "a release takes can change with it (kernels' workspaces, buffers, defaults: "
+        "memledger.sglang.default_changes): pin the version that worked, or compare both "
+        "versions' startup logs with `memledger diff`: a changed default has a knob, a "
+        "regression has none",
+        alone=True,
+    ),
+    Mention(
         "other_process",
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "

@@ -220,3 +220,86 @@ def test_nccls_allocation_failure_said_in_prose_is_named(sentence: str) -> None:
 def test_nccl_named_without_a_failure_is_not_the_family() -> None:
     paste = "NCCL version 2.21.5+cuda12.4\nCUDA out of memory"
     assert NCCL not in said_of(_diagnose(paste))
+
+
+SHARED = "two servers on one GPU"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Prefill (mem-fraction default 0.88) left only 10.8 GB free on GPU 0",
+        "the first server's mem_fraction_static of 0.9 left only 7 GiB for the second",
+        "we run two sglang servers on the same GPU and the second one OOMs",
+        "both instances share one GPU, the decode one fails to start",
+        "the embedding model left just 3 GB free on GPU 1",
+    ],
+    ids=_id,
+)
+def test_two_servers_on_one_gpu_lower_the_fraction(sentence: str) -> None:
+    for shape in PROSE_SHAPES:
+        result = _diagnose(shape.format(s=sentence))
+        assert SHARED in said_of(result), shape
+        assert ("mem_fraction_static", "lower") in knobs_of(result), shape
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "the weights left only 2 GB for the KV cache",
+        "two GPUs, one server",
+    ],
+    ids=_id,
+)
+def test_one_server_alone_is_not_the_shared_gpu_family(sentence: str) -> None:
+    assert SHARED not in said_of(_diagnose(sentence + "\nCUDA out of memory"))
+
+
+VERSION = "a library's version as the cause"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "flashinfer PR #994 and everything after leads to OOM, the commit before works",
+        "OOM since upgrading to sglang 0.4.6.post1",
+        "after updating sgl-kernel to 0.1.5 the server runs out of memory",
+        "downgrading flashinfer to 0.2.5 fixed the out of memory",
+        "torch 2.7 or later goes OOM at capture",
+    ],
+    ids=_id,
+)
+def test_a_version_named_as_the_cause_is_said(sentence: str) -> None:
+    for shape in PROSE_SHAPES:
+        result = _diagnose(shape.format(s=sentence) + "\nCUDA out of memory")
+        assert VERSION in said_of(result), shape
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "sglang 0.4.6 with flashinfer 0.2.5 on an H100",
+        "Later the server ran out of memory",
+    ],
+    ids=_id,
+)
+def test_a_version_merely_named_is_not_the_family(sentence: str) -> None:
+    assert VERSION not in said_of(_diagnose(sentence + "\nCUDA out of memory"))
+
+
+RELEASE = "SGLang's release of its memory for a colocated trainer"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "the `flush_cache` logic in sglang has been moved before the post-processing step",
+        "OOM in the actor update although free_cache_engine=True",
+        "calling engine.flush_cache() after generation does not help, the trainer OOMs",
+    ],
+    ids=_id,
+)
+def test_an_rl_frameworks_cache_flush_is_its_release(sentence: str) -> None:
+    for shape in PROSE_SHAPES:
+        result = _diagnose(shape.format(s=sentence) + "\nCUDA out of memory")
+        assert RELEASE in said_of(result), shape
