@@ -1785,10 +1785,12 @@ ERRORS: tuple[ErrorText, ...] = (
         # of memory`, `NCCL OOM`
         Regex(
             r"\bnccl\b(?! WARN)[^\n]{0,60}?"
-            r"(?:failed to (?:cuda )?(?:c|m)alloc|out of (?:GPU )?memory|\boom\b)",
+            r"(?:failed to (?:cuda )?(?:calloc|malloc)|out of (?:GPU )?memory|\boom\b)",
             re.I,
         ),
-        ("nccl",),
+        # what follows `nccl` in every match: `nccl` alone sits on SGLang's own NCCL lines,
+        # which would all go through the outcome readers
+        ("calloc", "malloc", "out of ", "oom"),
         Family.REPORTER,
         "NCCL's buffer allocation failing, said in prose (the nccl_alloc_failed entry: "
         "memledger.sglang.lifecycle MENTIONS)",
