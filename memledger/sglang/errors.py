@@ -1477,7 +1477,13 @@ ERRORS: tuple[ErrorText, ...] = (
             "为什么",
             "如何",
             "怎么",
-            "?",
+            # the question of what it holds ends in `?`, but so does every progress bar's
+            # `?it/s`: its words are the question's own
+            "total",
+            "capacity",
+            "size",
+            "hold",
+            "mean",
         ),
         Family.REPORTER,
         "the KV pool's size asked about in prose, with no failure (what sizes it: memledger"

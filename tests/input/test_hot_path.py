@@ -339,10 +339,14 @@ def test_binary_sniff_counts_the_control_bytes(sniff: bytes) -> None:
         "[W1105 10:09:58.118273829 ProcessGroupNCCL.cpp:981] Warning: TORCH_NCCL_AVOID_RECORD_"
         "STREAMS is the default now, this environment variable is thus deprecated.",
         "[2026-11-05 10:12:07 TP0] Init torch distributed begin. backend=nccl",
+        # a progress bar's `?it/s` once made the KV-pool question's `?` a word of every reader
+        "Loading safetensors checkpoint shards:   0% Completed | 0/37 [00:00<?, ?it/s]",
+        "Capturing batches (bs=24 avail_mem=11.91 GB):   0%|          | 0/6 [00:00<00:21, ?it/s]",
     ],
 )
-def test_a_startup_line_naming_nccl_is_quiet(text: str) -> None:
+def test_a_startup_line_naming_nccl_or_a_progress_bar_is_quiet(text: str) -> None:
     # the prose row for NCCL's allocation failure once made `nccl` a word of every reader:
     # each of a startup's NCCL lines then went through them all (a 20 MB log parsed 1.5x slower)
     assert QuietLines()(text, False) and QuietLines()(text, True)
     assert not QuietLines()("the nccl failed to calloc error again", False)
+    assert not QuietLines()("so the KV cache total is 2M?", False)
