@@ -103,9 +103,7 @@ def mention_answer(evidence: Evidence) -> Answer:
     ]
     levers: list[Suggestion] = []
     for m in answering:  # one suggestion a knob: the first mention's
-        levers = leading(
-            levers, [lever_suggestion(lever, m.says.split(":")[0]) for lever in m.levers]
-        )
+        levers = leading(levers, [lever_suggestion(lever, m.subject) for lever in m.levers])
     host = host_pool_size(evidence.server_args, typed(evidence, "host_memory_gb"))
     levers = [
         replace(s, value=host[0], why=f"{s.why}; {host[1]}") if s.knob == "hicache_size" else s
@@ -114,9 +112,9 @@ def mention_answer(evidence: Evidence) -> Answer:
     words = ""
     if levers:
         first = levers[: min(2, len(answering[0].levers))]  # the first mention's own
-        words = f"{answering[0].says.split(':')[0]}: {' or '.join(phrase(s) for s in first)}"
+        words = f"{answering[0].subject}: {' or '.join(phrase(s) for s in first)}"
     elif any(m.name == "other_process" for m in found):
-        words = f"{MENTION['other_process'].says.split(':')[0]}: free the GPU first"
+        words = f"{MENTION['other_process'].subject}: free the GPU first"
     return said, levers, words
 
 
@@ -176,11 +174,7 @@ def squeezed(evidence: Evidence) -> Answer | None:
     verdict = (
         f"OOM at a higher --mem-fraction-static, SGLang's KV refusal at a lower one{band}: no "
         f"fraction fits; {levers}"
-        + (
-            f"; {draft.says.split(':')[0]} adds its pools after the target's budget"
-            if draft
-            else ""
-        )
+        + (f"; {draft.subject} adds its pools after the target's budget" if draft else "")
     )
     return findings + mention_answer(evidence)[0], suggestions, verdict
 

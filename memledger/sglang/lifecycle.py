@@ -385,6 +385,11 @@ class Mention:
     """What it comes to, in words, for a verdict with no failure to lead with (what the paste
     names is then the news): for a mention whose levers do not answer it alone."""
 
+    @property
+    def subject(self) -> str:
+        """What it names: `says` up to its first colon (a lever's or a verdict's lead words)."""
+        return self.says.split(":")[0]
+
 
 MENTIONS: tuple[Mention, ...] = (
     Mention(
