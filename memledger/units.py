@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from decimal import Context, Decimal, DecimalException
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from memledger.record import computed_field, record
 
@@ -120,6 +120,27 @@ def float_or_none(text: str) -> float | None:
         return bounded_float(text)
     except ValueError:
         return None
+
+
+_D = TypeVar("_D")
+
+
+def int_or(value: object, default: _D) -> int | _D:
+    """`value` when it is an int (a bool is not one here), else `default`."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def count_or(value: object, default: _D) -> int | _D:
+    """`value` when it is an int above 0 (SGLang's `x or default` for a count), else `default`."""
+    counted = int_or(value, 0)
+    return counted if counted > 0 else default
+
+
+def float_or(value: object, default: _D) -> float | _D:
+    """`value` as a float when it is a number (an int or a float, not a bool), else `default`."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return default
 
 
 def checked_int(value: int, shown: object = None) -> int:

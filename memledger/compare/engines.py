@@ -16,6 +16,7 @@ from dataclasses import field
 
 from memledger.model.ledger import Ledger, RowGroup
 from memledger.record import record
+from memledger.units import float_or, int_or
 
 GIB = 1 << 30
 VLLM_BLOCK_TOKENS = 16
@@ -55,9 +56,9 @@ def _group_bytes(ledger: Ledger, group: RowGroup) -> int | None:
 
 
 def _fraction(ledger: Ledger, name: str) -> float | None:
-    value = ledger.parameters.get(name)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+    value = float_or(ledger.parameters.get(name), None)
+    if value is not None:
+        return value
     summary = ledger.summary.mem_fraction_static
     return summary if name == "mem_fraction_static" else None
 
@@ -144,8 +145,7 @@ def _kv_from_budget(ledger: Ledger, side: EngineSide) -> str:
 
 
 def _tp(ledger: Ledger) -> int | None:
-    value = ledger.parameters.get("tp_size" if ledger.engine == "sglang" else "tp")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return int_or(ledger.parameters.get("tp_size" if ledger.engine == "sglang" else "tp"), None)
 
 
 def _per_token_line(base: Ledger, head: Ledger, b: EngineSide, h: EngineSide) -> str:

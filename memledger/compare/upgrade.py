@@ -32,7 +32,6 @@ from memledger.compare.upgrade_releases import (
     default_fraction,
     features,
     given_settings,
-    number,
     releases_differ,
     side_release,
 )
@@ -49,7 +48,7 @@ from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.inputs import KNOBS, Reading
 from memledger.sizing.result import TOLERANCE
 from memledger.sizing.whatif import refuse_impossible_gpu
-from memledger.units import GIB
+from memledger.units import GIB, float_or
 
 SAME_CELL_BYTES = 0.5
 _CELL_FIELDS = (
@@ -147,7 +146,7 @@ def _differing(sides: _Sides, settings: Callable[[SizingInputs], Settings]) -> l
     assert base.load_begin is not None and base.budget_avail is not None
     assert head.load_begin is not None and head.budget_avail is not None
     groups: list[str] = []
-    if number(base.knobs.get(MFS)) != number(head.knobs.get(MFS)):
+    if float_or(base.knobs.get(MFS), None) != float_or(head.knobs.get(MFS), None):
         groups.append(MFS)
     if base.load_begin.bytes != head.load_begin.bytes:
         groups.append("free_before_weights")
@@ -238,7 +237,7 @@ def _fraction_why(
     matches = []
     for inputs, release in zip((sides.base, sides.head), releases, strict=True):
         expected = default_fraction(inputs, release, gpu_mib)
-        printed = number(inputs.knobs.get(MFS))
+        printed = float_or(inputs.knobs.get(MFS), None)
         matches.append(
             expected is not None and printed is not None and abs(expected - printed) <= MFS_MATCH
         )

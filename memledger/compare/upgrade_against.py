@@ -31,10 +31,8 @@ from memledger.compare.upgrade_releases import (
     crossed_defaults,
     features_of,
     given_settings,
-    number,
     side_release,
 )
-from memledger.model.events import ParamValue
 from memledger.sglang.backend_defaults import (
     ARCHES,
     default_attention,
@@ -47,6 +45,7 @@ from memledger.sglang.releases import release_text, version_code
 from memledger.sizing import SizingInputs, base_settings, predict
 from memledger.sizing.result import TOLERANCE
 from memledger.sizing.whatif import refuse_impossible_gpu
+from memledger.units import float_or, int_or
 
 NON_CUDA_BACKENDS = frozenset({"aiter", "wave", "ascend", "torch_native", "intel_amx", "intel_xpu"})
 """Backends SGLang picks off CUDA (memledger.sglang.backend_defaults tables CUDA's picks)."""
@@ -57,11 +56,6 @@ def _codes(found: VersionRange) -> list[int]:
     if found.first is None or found.last is None:
         return []
     return sorted({found.first, found.last})
-
-
-def _int(knobs: dict[str, ParamValue], name: str) -> int | None:
-    value = knobs.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _matches(value: float | None, candidates: Iterable[tuple[str, float]]) -> bool:
@@ -76,7 +70,7 @@ def _fraction_row(
 ) -> tuple[SettingAtRelease, list[tuple[str, float]]]:
     """The mem_fraction_static row and the (label, value) candidates the other release's
     prediction uses: one per GPU capacity end and post release whose default differs."""
-    printed = number(inputs.knobs.get(MFS))
+    printed = float_or(inputs.knobs.get(MFS), None)
     own = [v for g in gpus for _, v in fraction_defaults_at(inputs, log_range, g)]
     theirs: dict[float, str] = {}
     for gpu in gpus:
@@ -177,7 +171,7 @@ def _backend_rows(
             note=note,
         )
     ]
-    page = _int(knobs, "page_size")
+    page = int_or(knobs.get("page_size"), None)
     own_pages = {default_page_size(backend, c) for c in codes}
     other_page = default_page_size(other_backend or backend, other_code)
     rule = page_size_rule(other_backend or backend, other_code)
@@ -295,7 +289,7 @@ def against_release(
         notes=notes,
     )
     own_fraction = None
-    if number(inputs.knobs.get(MFS)) is None and len(gpus) == 1:
+    if float_or(inputs.knobs.get(MFS), None) is None and len(gpus) == 1:
         defaults = fraction_defaults_at(inputs, log_range, gpus[0])
         own_fraction = defaults[0][1] if len(defaults) == 1 else None
     return _predict(result, inputs, log_range, other, fractions, page, own_fraction)

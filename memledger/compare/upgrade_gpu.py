@@ -20,8 +20,6 @@ from memledger.compare.upgrade_releases import (
     MFS,
     deciding_release,
     default_fraction,
-    int_knob,
-    number,
 )
 from memledger.sglang.backend_defaults import LargeGpuMfsRule, large_gpu_fraction, large_gpu_rules
 from memledger.sglang.mfs_defaults import (
@@ -43,7 +41,7 @@ from memledger.sizing.capacity import (
     reserve_piece,
 )
 from memledger.sizing.defaults import capacity_pieces
-from memledger.units import MIB
+from memledger.units import MIB, float_or, int_or
 
 MFS_MATCH = 0.0005
 """A printed fraction within this of a computed default is that default (SGLang rounds to 3)."""
@@ -57,7 +55,7 @@ class _Knobs:
 
     def __init__(self, inputs: SizingInputs) -> None:
         knobs = inputs.knobs
-        self.parallel = int_knob(knobs, "tp_size", 1) * int_knob(knobs, "pp_size", 1)
+        self.parallel = int_or(knobs.get("tp_size"), 1) * int_or(knobs.get("pp_size"), 1)
         algorithm = str(knobs.get("speculative_algorithm") or "")
         self.speculative = bool(knobs.get("speculative_algorithm"))
         self.standalone = algorithm.upper() == "STANDALONE"
@@ -203,7 +201,7 @@ def fraction_pieces(
 def infer_gpu(inputs: SizingInputs, release: VersionRange) -> range | None:
     """GPU capacities (MiB) from P up to GPU_WINDOW_MIB above it whose default at `release`
     is the printed mem_fraction_static; None when none is (or P or the fraction is missing)."""
-    printed = number(inputs.knobs.get(MFS))
+    printed = float_or(inputs.knobs.get(MFS), None)
     if printed is None or inputs.load_begin is None:
         return None
     start = math.ceil(inputs.load_begin.bytes / MIB)

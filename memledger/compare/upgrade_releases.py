@@ -21,6 +21,7 @@ from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing import SizingInputs, base_settings
 from memledger.sizing.defaults import default_mem_fraction_static
+from memledger.units import int_or
 
 MFS = "mem_fraction_static"
 PIECEWISE = "disable_piecewise_cuda_graph"
@@ -136,17 +137,6 @@ def crossed_defaults(
     return found
 
 
-def number(value: ParamValue) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def int_knob(knobs: dict[str, ParamValue], name: str, default: int) -> int:
-    value = knobs.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
 def deciding_release(release: VersionRange) -> int | None:
     """The release code whose mem_fraction_static rule stands for `release`: its first, unless
     the range straddles 0.5.3 (the legacy rules below, the reserve formula from): None then."""
@@ -166,7 +156,7 @@ def _piecewise_default(inputs: SizingInputs, code: int) -> bool:
         return False
     if knobs.get("moe_a2a_backend") not in (None, "none"):
         return False
-    return piecewise_on_by_default(code, features_of(inputs), int_knob(knobs, "pp_size", 1))
+    return piecewise_on_by_default(code, features_of(inputs), int_or(knobs.get("pp_size"), 1))
 
 
 def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) -> float | None:
@@ -184,7 +174,7 @@ def default_fraction(inputs: SizingInputs, release: VersionRange, gpu_mib: int) 
         found = default_mem_fraction_static(probe, settings)
         return None if found is None else found.value
     knobs = inputs.knobs
-    parallel = int_knob(knobs, "tp_size", 1) * int_knob(knobs, "pp_size", 1)
+    parallel = int_or(knobs.get("tp_size"), 1) * int_or(knobs.get("pp_size"), 1)
     return legacy_mem_fraction_static(
         code,
         gpu_mib,

@@ -13,6 +13,7 @@ from memledger.model.ledger import Checkpoint, Ledger
 from memledger.sglang.failure_rules import nearest_source
 from memledger.sglang.findings import ADVISED, SAID
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
+from memledger.units import float_or, int_or
 
 _OOM_EXCEPTION = "OutOfMemory"
 
@@ -188,8 +189,7 @@ class Evidence:
         return self.int_param("tp_size") or self.tp_seen
 
     def int_param(self, name: str) -> int | None:
-        value = self.server_args.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return int_or(self.server_args.get(name), None)
 
     def before_failure(self, kinds: set[EventKind]) -> list[Event]:
         stop = self.failure_line
@@ -206,8 +206,7 @@ def _budget(ledger: Ledger, server_args: dict[str, object], reported: list[Event
     loads = _checkpoint(ledger, "load_end", "draft_load_end", before=pool.line if pool else None)
     mfs = ledger.summary.mem_fraction_static
     if mfs is None:
-        raw = server_args.get("mem_fraction_static")
-        mfs = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+        mfs = float_or(server_args.get("mem_fraction_static"), None)
     if mfs is None and ledger.sizing is not None:
         # no server_args: the fraction the logged pools imply (memledger.sizing)
         mfs = ledger.sizing.implied_mem_fraction_static

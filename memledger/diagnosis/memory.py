@@ -40,6 +40,7 @@ from memledger.sglang.failure_rules import (
 from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
 from memledger.sizing.adjustment_values import refusal_levers
 from memledger.sizing.named_weights import named_weights
+from memledger.units import float_or
 
 
 def _budget(evidence: Evidence) -> str:
@@ -56,15 +57,13 @@ def shortfall(evidence: Evidence) -> int | None:
     refusal = evidence.refusal
     budget = evidence.budget
     if refusal is not None and budget.pre_load is not None:
-        minimum = _float(refusal.values.get("minimum_viable")) or budget.minimum_viable
-        current = _float(refusal.values.get("mem_fraction_static")) or budget.mem_fraction_static
+        minimum = float_or(refusal.values.get("minimum_viable"), None) or budget.minimum_viable
+        current = (
+            float_or(refusal.values.get("mem_fraction_static"), None) or budget.mem_fraction_static
+        )
         if minimum is not None and current is not None:
             return max(0, round(budget.pre_load.avail_bytes * (minimum - current)))
     return None
-
-
-def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 _OOM_SIZES = {
@@ -194,8 +193,10 @@ def load_oom(evidence: Evidence) -> Result:
 def kv_refusal(evidence: Evidence) -> Result:
     refusal, budget = evidence.refusal, evidence.budget
     assert refusal is not None
-    minimum = _float(refusal.values.get("minimum_viable")) or budget.minimum_viable
-    current = _float(refusal.values.get("mem_fraction_static")) or budget.mem_fraction_static
+    minimum = float_or(refusal.values.get("minimum_viable"), None) or budget.minimum_viable
+    current = (
+        float_or(refusal.values.get("mem_fraction_static"), None) or budget.mem_fraction_static
+    )
     current_text = f"={current:g}" if current is not None else " in effect"
     notes = [] if current is not None else ["its value is not in the log"]
     if minimum is not None:

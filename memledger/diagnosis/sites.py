@@ -28,7 +28,7 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.mfs_defaults import MFS_TP_MAX_GPU_MIB, tp_step
-from memledger.units import GIB, MIB, Size
+from memledger.units import GIB, MIB, Size, int_or
 
 ACTIVATION_ROOM = HEADROOM_DOCS_CAP_GIB * GIB
 """What the slack keeps for activations besides the table: the low end of SGLang's 5-8 GB."""
@@ -155,8 +155,8 @@ def _room(evidence: Evidence) -> tuple[int | None, str]:
 def _gpus_seen(evidence: Evidence) -> int | None:
     """`GPU 3` in the OOM text: rank r runs on GPU base_gpu_id + r, so at least 4 ranks."""
     oom = evidence.oom
-    index = oom.values.get("gpu") if oom is not None else None
-    return index + 1 if isinstance(index, int) and not isinstance(index, bool) else None
+    index = int_or(oom.values.get("gpu"), None) if oom is not None else None
+    return None if index is None else index + 1
 
 
 def _two_digits(value: float) -> int:

@@ -24,6 +24,7 @@ from memledger.engine.variables import Variables
 from memledger.model.events import Event, EventKind
 from memledger.model.ledger import RowGroup, RowKind
 from memledger.model.model_config import ModelDims
+from memledger.units import count_or, float_or
 
 _KV_LINES = frozenset({EventKind.KV_ALLOCATED, EventKind.KV_SKIPPED, EventKind.SWA_POOL})
 
@@ -107,7 +108,7 @@ def _dsv4_pool(span: Span) -> Carve | None:
     """The DSV4 pools: the last `DSV4 pool sizes` full count x `bytes_per_full_token`."""
     calc = _last(span.events, EventKind.DSV4_CALC, "bytes_per_full_token")
     sizes = [e for e in span.events if e.kind == EventKind.DSV4_POOL_SIZES]
-    final = next((e for e in reversed(sizes) if _positive(e.value("full"))), None)
+    final = next((e for e in reversed(sizes) if count_or(e.value("full"), 0) > 0), None)
     if calc is None or final is None:
         return None
     per_token, full = calc.value("bytes_per_full_token"), final.value("full")
@@ -117,8 +118,8 @@ def _dsv4_pool(span: Span) -> Carve | None:
     # earlier, larger sizing shows the unfloored SWA share, the floor's shortfall is the error.
     error = 0
     swa = final.value("swa")
-    first = next((e for e in sizes if e is not final and _positive(e.value("full"))), None)
-    if first is not None and isinstance(swa, int) and _positive(first.value("swa")):
+    first = next((e for e in sizes if e is not final and count_or(e.value("full"), 0) > 0), None)
+    if first is not None and isinstance(swa, int) and count_or(first.value("swa"), 0) > 0:
         first_full, first_swa = first.value("full"), first.value("swa")
         assert isinstance(first_full, int) and isinstance(first_swa, int)
         kept = (swa / full) / (first_swa / first_full)
@@ -144,12 +145,6 @@ def _dsv4_pool(span: Span) -> Carve | None:
 
 
 def _last(events: list[Event], kind: EventKind, key: str) -> Event | None:
-    return next((e for e in reversed(events) if e.kind == kind and _number(e.value(key))), None)
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-
-
-def _positive(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return next(
+        (e for e in reversed(events) if e.kind == kind and float_or(e.value(key), 0) > 0), None
+    )

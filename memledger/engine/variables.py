@@ -38,7 +38,7 @@ from memledger.sglang.versions import (
     holds,
     version_text,
 )
-from memledger.units import GIB
+from memledger.units import GIB, count_or, int_or
 
 
 @dataclass
@@ -92,10 +92,6 @@ class LogInput:
     """Why a formula that needs it is unknown when the log does not give it."""
 
 
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
 _DP_TAG = re.compile(r"(?:^| )DP(\d+)(?: |$)")
 """A data-parallel worker's tag: SGLang's scheduler prefixes ` DP{dp_rank}` to every line of a
 DP worker (v0.5.10 managers/scheduler.py:3535-3537; TP/EP/PP follow it)."""
@@ -104,7 +100,7 @@ DP worker (v0.5.10 managers/scheduler.py:3535-3537; TP/EP/PP follow it)."""
 def _dp_size(r: Reading) -> Found:
     """server_args' dp_size; without server_args, the DP workers the rank tags show (a fragment
     of a DP-attention server: complex/014 prints DP0-DP3), else 1."""
-    given = _positive_int(r.chain.args.get("dp_size"))
+    given = count_or(r.chain.args.get("dp_size"), None)
     if given is not None or r.args_event is not None:
         return given or 1, r.args_event
     seen = {m.group(1) for info in r.chain.startup.ranks if (m := _DP_TAG.search(info.rank))}
@@ -125,7 +121,7 @@ def _tp_size(r: Reading) -> Found:
     """server_args' tp_size; without server_args, the TP ranks the rank tags show (a fragment
     that prints TP0-TP3 ran at least tp 4: a lower bound, as a fragment may show fewer ranks),
     else 1."""
-    given = _positive_int(r.chain.args.get("tp_size"))
+    given = count_or(r.chain.args.get("tp_size"), None)
     if given is not None or r.args_event is not None:
         return given or 1, r.args_event
     seen = {int(m.group(1)) for info in r.chain.startup.ranks if (m := _TP_TAG.search(info.rank))}
@@ -141,8 +137,8 @@ def _tp_size(r: Reading) -> Found:
 def _dcp_size(r: Reading) -> Found:
     args = r.chain.args
     size = (
-        _positive_int(args.get("dcp_size"))
-        or _positive_int(args.get("decode_context_parallel_size"))
+        count_or(args.get("dcp_size"), None)
+        or count_or(args.get("decode_context_parallel_size"), None)
         or 1
     )
     return size, r.args_event
@@ -160,8 +156,8 @@ def _context_len(r: Reading) -> Found:
     given = r.chain.args.get("context_length")
     if isinstance(given, int):
         return given, r.args_event
-    model = r.found.values.get("model.max_position_embeddings")
-    if isinstance(model, int) and not isinstance(model, bool) and model > 0:
+    model = count_or(r.found.values.get("model.max_position_embeddings"), None)
+    if model is not None:
         # SGLang's context_len without --context-length: the model's max_position_embeddings
         # (model_config.get_context_length; rope-scaling factors are not applied here).
         r.audit.note(
@@ -205,7 +201,7 @@ def _max_running_requests(r: Reading) -> Found:
     mrr = r.summary_value("max_running_requests")
     if isinstance(mrr, int):
         return mrr, r.summary
-    user = _positive_int(r.chain.args.get("max_running_requests"))
+    user = count_or(r.chain.args.get("max_running_requests"), None)
     if user is None:
         default = _default_requests(r)
         return None if default is None else (default, r.args_event)
@@ -222,7 +218,7 @@ def _max_running_requests(r: Reading) -> Found:
 
 def _max_running_requests_global(r: Reading) -> Found:
     """The whole server's --max-running-requests (what releases < 0.5.10 sized req_to_token by)."""
-    user = _positive_int(r.chain.args.get("max_running_requests"))
+    user = count_or(r.chain.args.get("max_running_requests"), None)
     if user is not None:
         return user, r.args_event
     if r.summary is None and r.chain.args.get("max_running_requests") is None:
@@ -250,8 +246,8 @@ def _extra_slots(r: Reading) -> Found:
     args = r.chain.args
     if args.get("disaggregation_mode") != "decode":
         return 0, r.args_event
-    given = args.get("disaggregation_decode_extra_slots")
-    if isinstance(given, int) and not isinstance(given, bool):
+    given = int_or(args.get("disaggregation_decode_extra_slots"), None)
+    if given is not None:
         return decode_extra_slots(0, given), r.args_event
     reqs = _table_requests(r)
     if reqs is None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.parse import Coverage, Outcome, ParseDocument
-from memledger.units import GIB, Size
+from memledger.units import GIB, Size, int_or
 
 FACT_KEYS: tuple[str, ...] = (
     "rank_tag",
@@ -57,10 +57,7 @@ def _nth(events: list[Event], kind: EventKind, n: int = 0) -> Event | None:
 
 
 def _int(event: Event | None, key: str) -> int | None:
-    if event is None:
-        return None
-    value = event.values.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return None if event is None else int_or(event.values.get(key), None)
 
 
 def _gb(event: Event | None, key: str) -> float | None:

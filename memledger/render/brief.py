@@ -12,7 +12,7 @@ from __future__ import annotations
 from memledger.model.ledger import LEDGER_PARAM_PREFIX, Ledger, Row, RowGroup
 from memledger.render.rows import gib_cell, group_blocks, summary_cell
 from memledger.render.tables import ABSENT, Align, Table
-from memledger.units import GIB
+from memledger.units import GIB, int_or
 
 NOTABLE_UNEXPLAINED_BYTES = GIB // 10
 """An unexplained row this large (either sign) is listed by name in the short view."""
@@ -112,8 +112,8 @@ def pool_line(ledger: Ledger) -> str | None:
         parts.append(f"draft KV {gib_cell(s.draft_kv)} GiB")
     # Per-slot state divides by the Mamba pool's own slots when the log prints them; they are
     # not the request slots (SGLang sizes the two apart), so the product is not offered then.
-    mamba = ledger.parameters.get(LEDGER_PARAM_PREFIX + "max_mamba_cache_size")
-    state_slots = mamba + 1 if isinstance(mamba, int) and not isinstance(mamba, bool) else s.slots
+    mamba = int_or(ledger.parameters.get(LEDGER_PARAM_PREFIX + "max_mamba_cache_size"), None)
+    state_slots = mamba + 1 if mamba is not None else s.slots
     if s.slots is not None:
         slots = f"{s.slots:,} request slots"
         if s.state_per_slot is not None and state_slots == s.slots:

@@ -22,6 +22,7 @@ from memledger.sglang.sizing_rules import (
     RULE,
 )
 from memledger.sglang.versions import GLOBAL_REQ_ROWS, REQ_PADDING_ROW, holds
+from memledger.units import count_or
 
 BASE_EXTRA_COLUMNS = 4
 """context_len + 4: v0.3.6 model_executor/model_runner.py:480, v0.4.1 :539, v0.5.0rc2 :1247."""
@@ -79,13 +80,6 @@ def table_rows(release: int, requests: int, extra_slots: int = 0) -> int:
     return requests + extra_slots + padding_rows(release)
 
 
-def _count(value: object, default: int) -> int:
-    """SGLang's `x or default` for an int server arg (None and 0 mean the default)."""
-    return (
-        value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
-    )
-
-
 def _algorithm(args: Mapping[str, object]) -> str:
     value = args.get("speculative_algorithm")
     return value.upper() if isinstance(value, str) else ""
@@ -97,9 +91,9 @@ def alloc_len_per_decode(release: int, args: Mapping[str, object], page: int) ->
     algorithm = _algorithm(args)
     if not algorithm:
         return 1
-    steps = _count(args.get("speculative_num_steps"), 1)
-    topk = _count(args.get("speculative_eagle_topk"), 1)
-    tokens = _count(args.get("speculative_num_draft_tokens"), 0)
+    steps = count_or(args.get("speculative_num_steps"), 1)
+    topk = count_or(args.get("speculative_eagle_topk"), 1)
+    tokens = count_or(args.get("speculative_num_draft_tokens"), 0)
     if algorithm == "UNO" and release >= version_code("0.5.20"):
         return tokens + 1
     # NGRAM writes no draft KV (has_draft_kv, from 0.5.16), so no per-topk page rounding.
@@ -119,11 +113,11 @@ def extra_columns(release: int, args: Mapping[str, object], dcp_size: int = 1) -
         return BASE_EXTRA_COLUMNS
     # + speculative_num_draft_tokens whenever it is set: v0.5.1 model_runner.py:1249-1251,
     # v0.5.8 model_runner_kv_cache_mixin.py:336-338, v0.5.13 mem_cache/common.py:203.
-    extra = BASE_EXTRA_COLUMNS + _count(args.get("speculative_num_draft_tokens"), 0)
+    extra = BASE_EXTRA_COLUMNS + count_or(args.get("speculative_num_draft_tokens"), 0)
     if not _algorithm(args) or release < version_code("0.5.13"):
         return extra
-    page = _count(args.get("page_size"), 1)
-    topk = _count(args.get("speculative_eagle_topk"), 1)
+    page = count_or(args.get("page_size"), 1)
+    topk = count_or(args.get("speculative_eagle_topk"), 1)
     if release < version_code("0.5.16"):
         # v0.5.13 mem_cache/common.py:204-209: the double-buffered reserve, page > 1 trees only.
         if page > 1 and topk > 1:

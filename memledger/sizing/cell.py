@@ -21,6 +21,7 @@ from memledger.sglang.sizing_rules import (
 )
 from memledger.sizing.inputs import KVPool, SizingInputs, kv_element_bytes
 from memledger.sizing.settings import base_settings
+from memledger.units import float_or
 
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP"}
 MAX_DSA_LAYERS = 256
@@ -136,10 +137,7 @@ def build_cell(inputs: SizingInputs, settings: Settings, notes: list[str]) -> Ce
             return None
         return pool.bytes / (count + pad), pool.half_ulp / (count + pad)
 
-    ratio = inputs.knobs.get("swa_full_tokens_ratio")
-    swa_ratio = (
-        float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.8
-    )
+    swa_ratio = float_or(inputs.knobs.get("swa_full_tokens_ratio"), 0.8)
     full_pool: KVPool | None = None
     alloc: float | None = None
     one_pool: float | None = None

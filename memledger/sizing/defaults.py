@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from memledger.model.events import ParamValue
 from memledger.model.sizing import Settings
 from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
@@ -42,6 +41,7 @@ from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.capacity import CapacityPiece, reserve_piece
 from memledger.sizing.inputs import SizingInputs
+from memledger.units import int_or
 
 DEFAULT_MAX_PREFILL_TOKENS = 16384
 NO_PIECEWISE_BACKENDS = ("ascend", "aiter", "wave")
@@ -68,11 +68,6 @@ class DefaultMfs:
         return (
             f"SGLang's default for a {self.gpu_mib} MiB GPU, reserved {self.reserved_mib:,.0f} MiB"
         )
-
-
-def _num(knobs: dict[str, ParamValue], name: str, default: int) -> int:
-    value = knobs.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def piecewise_token_sizes(max_tokens: int) -> list[int]:
@@ -107,7 +102,7 @@ def capacities_of_logged_defaults(inputs: SizingInputs, low_mib: int, high_mib: 
     )
     if chunked is None and graphs is None:
         return range(low_mib, high_mib + 1)
-    tp = _num(knobs, "tp_size", 1)
+    tp = int_or(knobs.get("tp_size"), 1)
     bounds = sorted(
         {bound for bound, _ in CHUNKED_PREFILL_BY_GPU}
         | {bound for bound, _, _ in CUDA_GRAPH_MAX_BS_BY_GPU}
@@ -140,7 +135,7 @@ def _is_mla(inputs: SizingInputs) -> bool:
 def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> DefaultMfs | None:
     """SGLang's default for a GPU of `settings.gpu_memory_mib` MiB at this log's release."""
     gpu = settings.gpu_memory_mib
-    tp = _num(inputs.knobs, "tp_size", 1)
+    tp = int_or(inputs.knobs.get("tp_size"), 1)
     if inputs.version.within(RULE["mfs_default"]) is False and (
         inputs.version.within(RULE["mfs_default_graphs"]) is False
     ):
@@ -159,10 +154,12 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
             "0.5.14+); the 0.5.14+ rule applied"
         )
     knobs = inputs.knobs
-    tp = _num(knobs, "tp_size", 1)
+    tp = int_or(knobs.get("tp_size"), 1)
     by_gpu = default_chunked_prefill(gpu)
-    chunked = _num(knobs, "chunked_prefill_size", inputs.logged_chunked_prefill_size or by_gpu)
-    prefill = _num(knobs, "max_prefill_tokens", DEFAULT_MAX_PREFILL_TOKENS)
+    chunked = int_or(
+        knobs.get("chunked_prefill_size"), inputs.logged_chunked_prefill_size or by_gpu
+    )
+    prefill = int_or(knobs.get("max_prefill_tokens"), DEFAULT_MAX_PREFILL_TOKENS)
     # bench_one_batch sets cuda_graph_max_bs = max(--batch-size) only after the defaults
     bench = (
         inputs.bench_one_batch
@@ -182,7 +179,7 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
     activation = prefill_activation_tokens(chunked, prefill)
     if rule == "mfs_default_graphs" and mode == "decode":
         running = settings.max_running_requests or max_bs or 1
-        draft = _num(knobs, "speculative_num_draft_tokens", 1)
+        draft = int_or(knobs.get("speculative_num_draft_tokens"), 1)
         activation = max(running * draft, MFS_ACTIVATION_MIN_TOKENS)
     algo = knobs.get("speculative_algorithm")
     reserved = reserved_mib(
@@ -191,8 +188,8 @@ def default_mem_fraction_static(inputs: SizingInputs, settings: Settings) -> Def
         activation_tokens=activation,
         cuda_graph_max_bs=max_bs,
         tp_size=tp,
-        pp_size=_num(knobs, "pp_size", 1),
-        dp_size=_num(knobs, "dp_size", 1),
+        pp_size=int_or(knobs.get("pp_size"), 1),
+        dp_size=int_or(knobs.get("dp_size"), 1),
         enable_dp_attention=bool(knobs.get("enable_dp_attention")),
         decode_graphs=not knobs.get("disable_cuda_graph") and mode != "prefill",
         disaggregation_mode=mode if isinstance(mode, str) else None,
@@ -224,7 +221,7 @@ def _legacy_default(inputs: SizingInputs, gpu: int | None, tp: int) -> DefaultMf
     if first is None or last is None:
         return None
     knobs = inputs.knobs
-    parallel = tp * _num(knobs, "pp_size", 1)
+    parallel = tp * int_or(knobs.get("pp_size"), 1)
     algo = str(knobs.get("speculative_algorithm") or "").upper()
     speculative, standalone = algo not in ("", "NONE"), algo == "STANDALONE"
     dp_attention = bool(knobs.get("enable_dp_attention"))

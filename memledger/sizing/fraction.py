@@ -23,6 +23,7 @@ from memledger.sglang.fraction_rules import (
 )
 from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.sizing_rules import RULE
+from memledger.units import float_or
 
 
 @record
@@ -65,10 +66,6 @@ def runner_factor(version: VersionRange, printed: float | None, setting: float |
     return MFS_RUNNER_FACTORS[0][1]
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _aiter_applies(knobs: dict[str, object], context_len: int | None) -> bool:
     return knobs.get("attention_backend") == "aiter" and (context_len or 0) > MFS_AITER_MIN_CONTEXT
 
@@ -99,7 +96,7 @@ def used_fraction(
                 MFS_PRINTED_HALF_ULP,
             )
         base = knobs.get("mem_fraction_static")
-        given = _number(base)
+        given = float_or(base, None)
         factor = runner_factor(version, printed.value, given)
         return UsedFraction(
             round(setting * factor, 6),

@@ -16,7 +16,7 @@ from dataclasses import field
 from memledger.model.events import Event, EventKind
 from memledger.record import record
 from memledger.sglang.gpu_cards import card_named
-from memledger.units import MIB
+from memledger.units import MIB, count_or
 
 
 @record
@@ -42,7 +42,7 @@ def gpu_capacity(events: Iterable[Event]) -> GpuCapacity | None:
             fallback = event
         elif event.kind is EventKind.GPU_NAMED:
             total, name = event.values.get("total_mib"), event.values.get("name")
-            if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+            if count_or(total, None) is not None:
                 totals.append(event)
             elif isinstance(name, str) and name:
                 names.setdefault(name, event)

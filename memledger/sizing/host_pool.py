@@ -9,24 +9,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from memledger.units import GIB
+from memledger.units import GIB, count_or
 
 RESERVE = 10 * GIB
 """What SGLang keeps of the host's available RAM for everything else (v0.5.8
 mem_cache/memory_pool_host.py:167-170 `ten_gb`; v0.5.23 pool_host/base.py:28)."""
 
 
-def _int(value: object, default: int = 1) -> int:
-    return (
-        value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
-    )
-
-
 def ranks_on_host(settings: Mapping[str, object]) -> int:
     """The ranks one host runs: tp x pp (x dp when DP is replicas, not DP attention) / nnodes."""
-    dp = 1 if settings.get("enable_dp_attention") else _int(settings.get("dp_size"))
-    world = _int(settings.get("tp_size")) * _int(settings.get("pp_size")) * dp
-    return max(1, world // _int(settings.get("nnodes")))
+    dp = 1 if settings.get("enable_dp_attention") else count_or(settings.get("dp_size"), 1)
+    world = count_or(settings.get("tp_size"), 1) * count_or(settings.get("pp_size"), 1) * dp
+    return max(1, world // count_or(settings.get("nnodes"), 1))
 
 
 def host_pool_size(

@@ -12,7 +12,7 @@ from memledger.sglang.release_markers import VersionRange, release_range
 from memledger.sglang.sizing_rules import KV_DTYPE_BYTES, SNAPSHOT_056_057_SERVER_ARGS
 from memledger.sizing.fraction import PrintedFraction
 from memledger.sizing.gpu import GpuCapacity, gpu_capacity
-from memledger.units import GIB
+from memledger.units import GIB, int_or
 
 # server_args knobs the sizing rules read (None when the log does not give them)
 KNOBS: tuple[str, ...] = (
@@ -235,7 +235,7 @@ def _pool(event: Event) -> KVPool:
     dtype = event.values.get("dtype")
     return KVPool(
         line=event.line,
-        tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
+        tokens=int_or(tokens, None),
         bytes=sum(s.bytes for s in sizes),
         half_ulp=sum(s.half_ulp for s in sizes),
         dtype=dtype if isinstance(dtype, str) else None,
@@ -251,10 +251,6 @@ def kv_element_bytes(
         if isinstance(name, str) and name.removeprefix("torch.") in KV_DTYPE_BYTES:
             return KV_DTYPE_BYTES[name.removeprefix("torch.")]
     return model_bytes
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _mla_cell(model: ModelDims, dtype_bytes: float, tp_attn: int) -> tuple[int | None, str]:
@@ -341,7 +337,8 @@ def sizing_inputs(
     mamba_event = next((e for e in before if e.kind is EventKind.MAMBA_ALLOCATED), None)
     replay = next((e for e in before if e.kind is EventKind.REPLAY_SSM), None)
     mamba: MambaState | None = None
-    if mamba_event is not None and _int(mamba_event.values.get("max_mamba_cache_size")) is not None:
+    slots = int_or(mamba_event.values.get("max_mamba_cache_size"), None) if mamba_event else None
+    if mamba_event is not None and slots is not None:
         main = [mamba_event.sizes[k] for k in ("conv_state", "ssm_state") if k in mamba_event.sizes]
         inter = [
             mamba_event.sizes[k]
@@ -353,8 +350,6 @@ def sizing_inputs(
         )
         if replay is not None and not replay_sizes and "total" in replay.sizes:
             replay_sizes = [replay.sizes["total"]]
-        slots = _int(mamba_event.values.get("max_mamba_cache_size"))
-        assert slots is not None
         mamba = MambaState(
             line=mamba_event.line,
             slots=slots,
@@ -367,7 +362,7 @@ def sizing_inputs(
         )
 
     summary = next((e for e in events if e.kind is EventKind.SUMMARY), None)
-    logged = _int(summary.values.get("max_total_num_tokens")) if summary else None
+    logged = int_or(summary.values.get("max_total_num_tokens"), None) if summary else None
     logged_line = summary.line if summary and logged is not None else None
     bench = summary is not None and set(summary.values) == {"max_total_num_tokens"}
     source = "scheduler summary line" if logged is not None else ""
@@ -376,7 +371,7 @@ def sizing_inputs(
     if logged is None and target and target[-1].tokens is not None and swa is None:
         logged, logged_line, source = target[-1].tokens, target[-1].line, "KV line #tokens"
     if logged is None and swa is not None:
-        logged = _int(swa.values.get("full_layer_tokens"))
+        logged = int_or(swa.values.get("full_layer_tokens"), None)
         logged_line, source = swa.line, "sliding-window split line"
 
     kv_dtype_event = next((e for e in events if e.kind is EventKind.KV_DTYPE), None)
@@ -405,8 +400,8 @@ def sizing_inputs(
             if kv_dtype_bytes is not None
             else kv_element_bytes(logged_kv_dtype, knobs.get("kv_cache_dtype"), model.dtype_bytes)
         )
-        tp = _int(knobs.get("tp_size")) or 1
-        dp = _int(knobs.get("dp_size")) or 1
+        tp = int_or(knobs.get("tp_size"), None) or 1
+        dp = int_or(knobs.get("dp_size"), None) or 1
         attn_tp = tp // dp if knobs.get("enable_dp_attention") else tp
         if elem is not None:
             cell, cell_note = _mla_cell(model, float(elem), attn_tp)
@@ -451,23 +446,23 @@ def sizing_inputs(
         server_args_source="pasted launch command line" if from_command else "server_args line",
         target_kv=target,
         draft_kv=draft,
-        swa_full_tokens=_int(swa.values.get("full_layer_tokens")) if swa else None,
-        swa_swa_tokens=_int(swa.values.get("swa_layer_tokens")) if swa else None,
+        swa_full_tokens=int_or(swa.values.get("full_layer_tokens"), None) if swa else None,
+        swa_swa_tokens=int_or(swa.values.get("swa_layer_tokens"), None) if swa else None,
         swa_line=swa.line if swa else None,
         mamba=mamba,
         logged_tokens=logged,
         logged_tokens_line=logged_line,
         logged_tokens_source=source,
-        logged_max_running_requests=_int(summary.values.get("max_running_requests"))
+        logged_max_running_requests=int_or(summary.values.get("max_running_requests"), None)
         if summary
         else None,
-        logged_context_len=_int(summary.values.get("context_len")) if summary else None,
+        logged_context_len=int_or(summary.values.get("context_len"), None) if summary else None,
         model_source=None if model is None else model.catalogue,
         model_context_len=None
         if model is None
-        else _int(model.extra.get("max_position_embeddings")),
+        else int_or(model.extra.get("max_position_embeddings"), None),
         logged_kv_dtype=logged_kv_dtype,
-        logged_chunked_prefill_size=_int(summary.values.get("chunked_prefill_size"))
+        logged_chunked_prefill_size=int_or(summary.values.get("chunked_prefill_size"), None)
         if summary
         else None,
         logged_max_capture_bs=max(capture_bs) if capture_bs else None,

@@ -7,7 +7,7 @@ from memledger.model.sizing import Settings
 from memledger.sglang.sizing_rules import DEFAULT_MAMBA_SLOTS_NO_RADIX, GDN_MODEL_PREFIXES, RULE
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.settings import dp_of
-from memledger.units import GIB
+from memledger.units import GIB, float_or, int_or
 
 
 def mamba_slots_rule(
@@ -20,7 +20,7 @@ def mamba_slots_rule(
     """K as SGLang picks it (None: the rule needs an input this log lacks); `padded_slot`: the
     per-slot bytes when the release takes K + 1 slots (rules mamba_padding_ring/_slot)."""
     knobs = inputs.knobs
-    fixed = knobs.get("max_mamba_cache_size")
+    fixed = int_or(knobs.get("max_mamba_cache_size"), None)
     dp = dp_of(inputs)
     radix_off = (
         bool(knobs.get("disable_radix_cache")) or knobs.get("disaggregation_mode") == "decode"
@@ -28,7 +28,7 @@ def mamba_slots_rule(
     extra = 0
     if knobs.get("disaggregation_mode") == "decode":
         extra = settings.disaggregation_decode_extra_slots or 0
-    if isinstance(fixed, int) and not isinstance(fixed, bool):
+    if fixed is not None:
         return fixed // dp
     old_split = old_spec_split(inputs)
     if old_split is not None:
@@ -39,8 +39,7 @@ def mamba_slots_rule(
         if inputs.version.within(RULE["mamba_slots_no_radix"]) is True:
             return DEFAULT_MAMBA_SLOTS_NO_RADIX // dp
         return None
-    ratio = knobs.get("mamba_full_memory_ratio")
-    m = float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.9
+    m = full_memory_ratio(inputs)
     if per_req <= 0:
         return None
     share = rest_gib * m / (1 + m) * GIB
@@ -53,8 +52,13 @@ def draft_tokens(inputs: SizingInputs) -> int:
     """--speculative-num-draft-tokens when speculative decoding is on, else 0."""
     if not inputs.knobs.get("speculative_algorithm"):
         return 0
-    value = inputs.knobs.get("speculative_num_draft_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return int_or(inputs.knobs.get("speculative_num_draft_tokens"), 0)
+
+
+def full_memory_ratio(inputs: SizingInputs) -> float:
+    """m of rule mamba_ratio: --mamba-full-memory-ratio, else SGLang's default 0.9 (v0.5.8
+    server_args.py:498)."""
+    return float_or(inputs.knobs.get("mamba_full_memory_ratio"), 0.9)
 
 
 def old_spec_split(inputs: SizingInputs) -> int | None:
@@ -115,8 +119,7 @@ def _mamba_slots_v054(
         mrr = settings.max_running_requests
         k = mrr if mrr is not None else DEFAULT_MAMBA_SLOTS_NO_RADIX
     else:
-        ratio = knobs.get("mamba_full_memory_ratio")
-        m = float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.9
+        m = full_memory_ratio(inputs)
         share = rest_gib * m / (1 + m) * GIB
         k = int(share // per_req // (1 + draft))
     if is_gdn_model(inputs) and knobs.get("enable_dp_attention"):

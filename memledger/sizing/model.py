@@ -28,7 +28,7 @@ from memledger.sizing.mamba import (
 )
 from memledger.sizing.requests import req_to_token, spec_headroom
 from memledger.sizing.settings import base_settings, dp_of
-from memledger.units import GIB, MIB
+from memledger.units import GIB, MIB, count_or
 
 
 def _rule(inputs: SizingInputs, rule_id: str, notes: list[str]) -> bool:
@@ -496,8 +496,7 @@ def _tail(
     swa_tokens = None
     if cell.swa_ratio is not None:
         swa_tokens = _page_floor(int(tokens * cell.swa_ratio), settings.page_size, True)
-    dcp = inputs.knobs.get("dcp_size")
-    dcp_n = dcp if isinstance(dcp, int) and not isinstance(dcp, bool) and dcp > 1 else 1
+    dcp_n = count_or(inputs.knobs.get("dcp_size"), 1)
     per_group = tokens * dcp_n
     instance = per_group * dp_of(inputs)
     extra: dict[str, int] = {}

@@ -23,6 +23,7 @@ from memledger.sglang.sizing_rules import (
 from memledger.sglang.versions import version_text
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.settings import dp_of
+from memledger.units import int_or
 
 
 def max_num_reqs(
@@ -91,9 +92,7 @@ def table_rule_notes(inputs: SizingInputs) -> list[str]:
     """A note when the releases this log allows size req_to_token's columns differently."""
     release, ceiling = table_release(inputs)
     dcp = inputs.knobs.get("dcp_size")
-    by_release = extra_columns_by_release(
-        release, ceiling, inputs.knobs, dcp if isinstance(dcp, int) else 1
-    )
+    by_release = extra_columns_by_release(release, ceiling, inputs.knobs, int_or(dcp, 1))
     if len(by_release) < 2:
         return []
     shown = ", ".join(f"{cols} at {version_text(code)}" for code, cols in by_release.items())
@@ -132,7 +131,7 @@ def req_to_token(
     if inputs.knobs.get("disaggregation_mode") == "decode":
         extra = decode_extra_slots(pool, settings.disaggregation_decode_extra_slots)
     dcp = inputs.knobs.get("dcp_size")
-    cols = ctx + extra_columns(release, inputs.knobs, dcp if isinstance(dcp, int) else 1)
+    cols = ctx + extra_columns(release, inputs.knobs, int_or(dcp, 1))
     rows = table_rows(release, pool, extra)
     pred["max_num_reqs"] = reqs
     pred["req_to_token_rows"] = rows
@@ -143,17 +142,14 @@ def req_to_token(
 def spec_headroom(inputs: SizingInputs, settings: Settings, tokens: int) -> int:
     """Tokens 0.4.4 - 0.5.6 add for concurrent draft and verify tokens (shared pool)."""
     reqs = max_num_reqs(inputs, settings, tokens)
-    knobs = inputs.knobs
-
-    def num(name: str) -> int:
-        value = knobs.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     if reqs is None:
         return 0
     steps, topk, draft = (
-        num("speculative_num_steps"),
-        num("speculative_eagle_topk"),
-        num("speculative_num_draft_tokens"),
+        int_or(inputs.knobs.get(name), 0)
+        for name in (
+            "speculative_num_steps",
+            "speculative_eagle_topk",
+            "speculative_num_draft_tokens",
+        )
     )
     return reqs * steps * topk + reqs * draft + SPEC_HEADROOM_CONST

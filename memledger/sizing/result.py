@@ -19,10 +19,11 @@ from memledger.sizing.defaults import (
     may_be_multimodal,
 )
 from memledger.sizing.inputs import SizingInputs
+from memledger.sizing.mamba import full_memory_ratio
 from memledger.sizing.model import predict
 from memledger.sizing.requests import req_to_token, spec_headroom, table_rule_notes
 from memledger.sizing.settings import base_settings
-from memledger.units import GIB, MIB
+from memledger.units import GIB, MIB, int_or
 
 TOLERANCE = 0.005
 """A prediction within 0.5 % of the logged value (or inside its printing range) is a match."""
@@ -44,16 +45,10 @@ def _whole_ratio_share(
         or not pred.cell_bytes
     ):
         return None
-    ratio = inputs.knobs.get("mamba_full_memory_ratio")
-    m = float(ratio) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else 0.9
+    m = full_memory_ratio(inputs)
     share = round(pred.rest_bytes * m / (1 + m))
     alt = int((pred.rest_bytes - share - mamba.intermediate_bytes) // pred.cell_bytes)
     return (share, alt) if abs(alt - logged) <= TOLERANCE * logged else None
-
-
-def _int_knob(inputs: SizingInputs, name: str) -> int | None:
-    value = inputs.knobs.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _npu_miss_reason(inputs: SizingInputs, pred: Prediction, logged: int, off: float) -> str:
@@ -75,7 +70,9 @@ def _npu_miss_reason(inputs: SizingInputs, pred: Prediction, logged: int, off: f
     if inputs.logged_rest is None and pred.cell_bytes:
         gap = (pred.tokens - logged) * pred.cell_bytes / GIB
         seen = inputs.ranks_seen
-        world = (_int_knob(inputs, "tp_size") or 1) * (_int_knob(inputs, "pp_size") or 1)
+        world = (int_or(inputs.knobs.get("tp_size"), 0) or 1) * (
+            int_or(inputs.knobs.get("pp_size"), 0) or 1
+        )
         if seen >= world > 1 and gap > 0:
             return (
                 f"{head}: this log prints no rest of its own (rule npu_printed_rest), and all "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memledger.model.sizing import Settings
 from memledger.sizing.inputs import SizingInputs
+from memledger.units import count_or, float_or, int_or
 
 
 def base_settings(inputs: SizingInputs) -> Settings:
@@ -11,15 +12,11 @@ def base_settings(inputs: SizingInputs) -> Settings:
     knobs = inputs.knobs
 
     def num(name: str) -> int | None:
-        value = knobs.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return int_or(knobs.get(name), None)
 
-    mfs = knobs.get("mem_fraction_static")
     dtype = knobs.get("kv_cache_dtype")
     return Settings(
-        mem_fraction_static=float(mfs)
-        if isinstance(mfs, int | float) and not isinstance(mfs, bool)
-        else None,
+        mem_fraction_static=float_or(knobs.get("mem_fraction_static"), None),
         max_running_requests=num("max_running_requests"),
         disaggregation_decode_extra_slots=num("disaggregation_decode_extra_slots"),
         context_length=num("context_length")
@@ -33,7 +30,6 @@ def base_settings(inputs: SizingInputs) -> Settings:
 
 
 def dp_of(inputs: SizingInputs) -> int:
-    dp = inputs.knobs.get("dp_size")
-    if inputs.knobs.get("enable_dp_attention") and isinstance(dp, int) and dp > 1:
-        return dp
-    return 1
+    return (
+        count_or(inputs.knobs.get("dp_size"), 1) if inputs.knobs.get("enable_dp_attention") else 1
+    )

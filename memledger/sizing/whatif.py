@@ -16,8 +16,8 @@ from memledger.model.sizing import SETTING_NAMES, Prediction, Settings, Term
 from memledger.record import record
 from memledger.sizing.inputs import SizingInputs
 from memledger.sizing.model import predict
-from memledger.sizing.settings import base_settings
-from memledger.units import MIB
+from memledger.sizing.settings import base_settings, dp_of
+from memledger.units import MIB, count_or
 
 # What each knob moves, for the notes on effects this model leaves out.
 UNMODELLED: dict[str, str] = {
@@ -190,12 +190,8 @@ def _row(
 
 def _rows(inputs: SizingInputs, pb: Prediction, pn: Prediction) -> list[WhatIfRow]:
     logged = inputs.logged_tokens
-    dcp = inputs.knobs.get("dcp_size")
-    dcp_n = dcp if isinstance(dcp, int) and not isinstance(dcp, bool) and dcp > 1 else 1
-    dp_n = 1
-    dp = inputs.knobs.get("dp_size")
-    if inputs.knobs.get("enable_dp_attention") and isinstance(dp, int) and dp > 1:
-        dp_n = dp
+    dcp_n = count_or(inputs.knobs.get("dcp_size"), 1)
+    dp_n = dp_of(inputs)
     rows = [
         _row(
             "KV tokens per rank",

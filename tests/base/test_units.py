@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memledger.record import to_json, validate_json
-from memledger.units import GIB, MIB, Size, format_gib, parse_size
+from memledger.units import GIB, MIB, Size, count_or, float_or, format_gib, int_or, parse_size
 
 
 def test_sglang_gb_is_gib_and_keeps_its_printing_precision() -> None:
@@ -50,3 +50,11 @@ def test_format_gib() -> None:
     assert format_gib(-(GIB // 1000), signed=True) == "+0.00"
     assert format_gib(GIB // 4, signed=True) == "+0.25"
     assert format_gib(-GIB // 4, signed=True) == "-0.25"
+
+
+def test_a_setting_read_as_a_number_is_never_a_bool() -> None:
+    # server_args hold True/False beside counts; True is an int to Python, never a count here
+    assert [int_or(v, None) for v in (4, 0, -1, True, 2.0, "4", None)] == [4, 0, -1] + [None] * 4
+    assert [count_or(v, 1) for v in (4, 0, -1, True, 2.0, None)] == [4, 1, 1, 1, 1, 1]
+    assert [float_or(v, 0.9) for v in (1, 0.5, False, "0.5", None)] == [1.0, 0.5, 0.9, 0.9, 0.9]
+    assert isinstance(float_or(1, None), float)
