@@ -122,7 +122,7 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
     named, levers, words = reported.mention_answer(evidence)
     noted, serving = pools.noted_levers(evidence)
     said = asked[2] or changed or words or (serving if quiet is not None else "")
-    told = [f"{m.subject}: {m.answer}" for m in reported.mentions(evidence) if m.answer]
+    told = [f"{m.subject}: {m.answer}" for m in evidence.mentions if m.answer]
     said = "; ".join(filter(None, [*told, said]))
     findings = [*asked[0], *found.findings, *named]
     if said and quiet is not None:  # its verdict says only the outcome: what leads is the news

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from memledger.diagnosis.model import Direction, Finding, FindingId, Severity, Suggestion
 from memledger.input.launch_command import NOTE_PREFIX
@@ -12,6 +13,15 @@ from memledger.model.events import Event, EventKind, ParsedLog, Value
 from memledger.model.ledger import Checkpoint, Ledger
 from memledger.sglang.failure_rules import nearest_source
 from memledger.sglang.findings import ADVISED, SAID
+from memledger.sglang.lifecycle import (
+    FRAME_MENTIONS,
+    MENTION,
+    SETTING_MENTION_FIXED,
+    SETTING_MENTIONS,
+    SUPERSEDED,
+    Mention,
+)
+from memledger.sglang.releases import version_code
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 from memledger.units import float_or, int_or
 
@@ -194,6 +204,27 @@ class Evidence:
     def before_failure(self, kinds: set[EventKind]) -> list[Event]:
         stop = self.failure_line
         return [e for e in self.events if e.kind in kinds and (stop is None or e.line <= stop)]
+
+    @cached_property
+    def mentions(self) -> list[Mention]:
+        """What the paste names, once each in the table's order, what its failing frames make
+        (lifecycle.FRAME_MENTIONS) and what its settings make (lifecycle.SETTING_MENTIONS:
+        speculative decoding, a DFLASH draft under DP attention); read once a diagnosis."""
+        named = {str(e.values.get("mention")) for e in self.reported}
+        frames = frames_of(self.traceback) if self.traceback is not None else []
+        named |= {name for f in frames for part, name in FRAME_MENTIONS.items() if part in f.path}
+        version = self.sizing.version if self.sizing is not None else None
+        for name, settings in SETTING_MENTIONS.items():
+            fixed = SETTING_MENTION_FIXED.get(name)
+            if fixed and version is not None and version.lower >= version_code(fixed):
+                continue
+            if all(
+                (value := self.param(key)) and (not values or value in values)
+                for key, values in settings
+            ):
+                named.add(name)
+        named -= {name for name, by in SUPERSEDED.items() if by in named}
+        return [m for name, m in MENTION.items() if name in named]
 
 
 def _checkpoint(ledger: Ledger, *ids: str, before: int | None = None) -> list[Checkpoint]:

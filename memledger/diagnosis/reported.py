@@ -7,22 +7,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memledger.diagnosis.arithmetic import g
-from memledger.diagnosis.evidence import Evidence, frames_of
+from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion, leading
 from memledger.diagnosis.stages import lever_suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
-from memledger.sglang.lifecycle import (
-    FRAME_MENTIONS,
-    MENTION,
-    SETTING_MENTION_FIXED,
-    SETTING_MENTIONS,
-    SUPERSEDED,
-    Mention,
-    squeeze_levers,
-)
-from memledger.sglang.releases import version_code
+from memledger.sglang.lifecycle import MENTION, squeeze_levers
 from memledger.sizing.host_pool import host_pool_size
 
 FRACTION = "mem_fraction_static"
@@ -38,27 +29,6 @@ def typed(evidence: Evidence, knob: str) -> list[tuple[float, str, str]]:
     ]
 
 
-def mentions(evidence: Evidence) -> list[Mention]:
-    """What the paste names, once each in the table's order, what its failing frames make
-    (lifecycle.FRAME_MENTIONS) and what its settings make (lifecycle.SETTING_MENTIONS:
-    speculative decoding, a DFLASH draft under DP attention)."""
-    named = {str(e.values.get("mention")) for e in evidence.reported}
-    frames = frames_of(evidence.traceback) if evidence.traceback is not None else []
-    named |= {name for f in frames for part, name in FRAME_MENTIONS.items() if part in f.path}
-    version = evidence.sizing.version if evidence.sizing is not None else None
-    for name, settings in SETTING_MENTIONS.items():
-        fixed = SETTING_MENTION_FIXED.get(name)
-        if fixed and version is not None and version.lower >= version_code(fixed):
-            continue
-        if all(
-            (value := evidence.param(key)) and (not values or value in values)
-            for key, values in settings
-        ):
-            named.add(name)
-    named -= {name for name, by in SUPERSEDED.items() if by in named}
-    return [m for name, m in MENTION.items() if name in named]
-
-
 def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
     """The phase a mention places a failure in (one that says when, a moment, before one that
     names what: `EAGLE ... OOMs under load` is serving; else the table's order) and whether it
@@ -66,7 +36,7 @@ def mentioned_phase(evidence: Evidence) -> tuple[Phase | None, bool]:
     64k-length input ... crash due to OOM`): that outweighs a startup line the paste shows. A
     mention elsewhere places only the moments it describes (lifecycle.Mention.moment)."""
     failed = evidence.failure_line
-    for mention in sorted(mentions(evidence), key=lambda m: not m.moment):
+    for mention in sorted(evidence.mentions, key=lambda m: not m.moment):
         lines = {e.line for e in evidence.reported if e.values.get("mention") == mention.name}
         if mention.phase is None:
             continue
@@ -83,7 +53,7 @@ def mention_answer(evidence: Evidence) -> Answer:
     mention's with two levers (`growing ...: set --disable-fast-image-processor`)."""
     failed = evidence.failure_line is not None
     skip = ("serving", "pool_size")  # a question about the pool's size: pool_question answers
-    found = [m for m in mentions(evidence) if m.name not in skip and (m.alone or failed)]
+    found = [m for m in evidence.mentions if m.name not in skip and (m.alone or failed)]
     said = [
         evidence.finding(FindingId.REPORTED, Severity.INFO, f"the paste names {m.says}")
         for m in found
@@ -121,7 +91,7 @@ def mention_answer(evidence: Evidence) -> Answer:
 def pool_question(evidence: Evidence) -> Answer | None:
     """A paste that asks about the KV pool's size (`why is my max_total_num_tokens so small`):
     what sizes the pool, this log's figures where it has them, and the levers of a bigger one."""
-    asked = next((m for m in mentions(evidence) if m.name == "pool_size"), None)
+    asked = next((m for m in evidence.mentions if m.name == "pool_size"), None)
     if asked is None:
         return None
     summary, mfs = evidence.ledger.summary, evidence.budget.mem_fraction_static
@@ -165,7 +135,7 @@ def squeezed(evidence: Evidence) -> Answer | None:
             f"({hi:g} - {lo:g}) x P{room} and the slack P x (1 - {hi:g}) was still short)"
         )
     suggestions = [lever_suggestion(lever, "no fraction fits") for lever in squeeze_levers()]
-    draft = next((m for m in mentions(evidence) if m.name == "speculative"), None)
+    draft = next((m for m in evidence.mentions if m.name == "speculative"), None)
     if draft is not None:
         first = [lever_suggestion(lever, "the draft worker") for lever in draft.levers]
         suggestions = leading(first, suggestions)
