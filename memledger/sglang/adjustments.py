@@ -154,12 +154,17 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     ),
     _row(
         "kv_caps_running_requests",
-        r"max_running_requests was reduced from the requested (?P<was>\d+) to " + _NUM,
+        # `the` dropped when a reporter retypes it
+        r"max_running_requests was reduced from (?:the )?requested (?P<was>\d+) to " + _NUM,
         ("max_running_requests was reduced from",),
         "max_running_requests",
-        "the KV pool's capacity: at most max_total_num_tokens // 2 requests per DP worker",
-        "v0.5.16 mem_cache/kv_cache_configurator.py:1653, v0.5.23 :3166 (MLX: v0.5.17 "
-        "hardware_backend/mlx/model_runner_stub.py:208, v0.5.23 :244)",
+        "the KV pool's capacity: at most max_total_num_tokens // 2 requests per DP worker; for a "
+        "hybrid (Mamba/linear-attention) model before v0.5.18 the same line also reports the Mamba "
+        "state cache's cap, max_mamba_cache_size // state slots per request",
+        "v0.5.16 mem_cache/kv_cache_configurator.py:1653 (its Mamba cap applied before the line, "
+        ":1637-1641; v0.5.18 :1888-1912 prints that cap as `is capped to ... by the mamba state "
+        "cache` instead), v0.5.23 :3166 (MLX: v0.5.17 hardware_backend/mlx/model_runner_stub.py"
+        ":208, v0.5.23 :244)",
         "max_running_requests was reduced from the requested 256 to 120 (per dp worker) due to "
         "the available KV cache capacity.",
         levers=(
@@ -168,6 +173,15 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
                 "raise",
                 "a DP worker serves at most max_total_num_tokens // 2 requests (v0.5.23 "
                 "mem_cache/kv_cache_configurator.py:3129, :3132): a larger KV pool serves more",
+            ),
+            Lever(
+                "max_mamba_cache_size",
+                "raise",
+                "a hybrid (Mamba/linear-attention) model's cap when the KV pool's tokens // 2 is "
+                "far above the value: v0.5.16-v0.5.17 print the Mamba state cache's cap, "
+                "max_mamba_cache_size // its state slots per request (v0.5.16 "
+                "mem_cache/kv_cache_configurator.py:1637-1641), in this line; its slots come out "
+                "of the KV pool's budget",
             ),
         ),
         at_args=False,

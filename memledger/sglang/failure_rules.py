@@ -1366,6 +1366,60 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "piecewise_graph_failed",
+        # the error line SGLang logs around any exception inside its piecewise (prefill) graph
+        # context, at capture or at replay, and the workaround line of its advice block
+        r"Piecewise CUDA Graph failed with error|add --disable-piecewise-cuda-graph to your",
+        "SGLang's piecewise (prefill) CUDA graph failed, at capture or at a replay while serving: "
+        "SGLang logs the error with its own advice, that piecewise graphs are on by default as an "
+        "experimental feature and --disable-piecewise-cuda-graph works around it (v0.5.11 "
+        "compilation/piecewise_context_manager.py:42-55, :121-125, wrapping capture and replay "
+        "at model_executor/piecewise_cuda_graph_runner.py:303, :803). The error it names is a "
+        "kernel or model path the piecewise graph does not support (a DSA indexer kernel given a "
+        "padded token count: sglang PR #23351), not GPU memory unless it is an out-of-memory text",
+        "add --disable-piecewise-cuda-graph (SGLang's own workaround; decode graphs stay), or "
+        "upgrade past the fix of the failing path",
+        "https://github.com/sgl-project/sglang/pull/23351 (piecewise graphs with NSA)",
+        knobs=(("disable_piecewise_cuda_graph", "enable"),),
+        standalone=True,
+        words=("Piecewise CUDA Graph failed", "--disable-piecewise-cuda-graph to your"),
+        example=(
+            "Piecewise CUDA Graph failed with error: Tensor match failed for Tensor<4>[strides=<1>"
+            ", dtype=int64] at kernels/store_cache.cuh:88"
+        ),
+    ),
+    CrashCause(
+        "custom_allreduce_graph_registration",
+        # the IPC registration of the buffers a captured graph's all-reduce reads: v2's jit
+        # kernel check (`custom_all_reduce.cuh:37: CUDA error: invalid argument`), v1's
+        # register_graph_buffers, AITER's `invalid device pointer` on ROCm
+        r"custom_all_reduce(?:_v2)?\.(?:cuh|py)\S*\s*(?:CUDA error: |hip\w*: )?"
+        r"(?:invalid argument|invalid device pointer)"
+        r"|register_graph_buffers.{0,200}(?:invalid argument|invalid device pointer)",
+        "custom all-reduce's IPC registration of the buffers a CUDA graph captured failed "
+        "(cudaIpcGetMemHandle: v0.5.11 jit_kernel/include/sgl_kernel/distributed/"
+        "custom_all_reduce.cuh:37, called from share_graph_inputs at the end of capture, "
+        "srt/distributed/device_communicators/custom_all_reduce_v2.py:95-110; v1: v0.5.8 "
+        "custom_all_reduce.py:237-249 register_graph_buffers). It fails when the buffers are no "
+        "plain cudaMalloc memory: torch_memory_saver's VMM allocations when an RL framework "
+        "colocates SGLang (--enable-memory-saver; v0.5.23 custom_all_reduce_v2.py:203-204 takes "
+        "the unregistered path then: sglang PRs #19162, #27948), or PyTorch's expandable "
+        "segments; not GPU memory that ran out, and SGLang's capture advice to lower the fraction "
+        "does not apply",
+        "set --disable-custom-all-reduce, or upgrade (the memory saver's unregistered graph-input "
+        "path); no memory flag changes it",
+        "https://github.com/sgl-project/sglang/pull/27948, "
+        "https://github.com/sgl-project/sglang/pull/19162",
+        knobs=(("disable_custom_all_reduce", "enable"),),
+        standalone=True,
+        words=("custom_all_reduce", "register_graph_buffers"),
+        example=(
+            "Exception: Capture cuda graph failed: Runtime check failed at /opt/sglang/python/"
+            "sglang/jit_kernel/include/sgl_kernel/distributed/custom_all_reduce.cuh:37: CUDA "
+            "error: invalid argument"
+        ),
+    ),
+    CrashCause(
         "index_out_of_bounds",
         # PyTorch's device-side index asserts: gpu_index_kernel's `index out of bounds`
         # (aten/src/ATen/native/cuda/IndexKernel.cu), index_select's `srcIndex <
