@@ -1900,7 +1900,7 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|(?:\breserve|(?:x|\u00d7|\*|by) ?0\.85\b|\bderate)[^\n]{0,120}?\baiter\b",
             re.I,
         ),
-        ("reserve", "0.85", "derate", "scal"),
+        ("aiter",),
         Family.REPORTER,
         "the aiter attention backend's long-context fraction reserve (memledger.sglang."
         "fraction_rules mfs_aiter_runner, mfs_aiter_args; memledger.sglang.lifecycle MENTIONS), "
