@@ -449,7 +449,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         gpu = "possibly GPU memory" if hit[0].maybe_memory else "not GPU memory"
         verdict_end = f"{gpu}: {hit[0].fix}"
     elif host is not None:
-        verdict_end = "host RAM, not GPU memory"
+        verdict_end = "host RAM, not GPU memory: more RAM for the host or its container's limit"
     elif killed:
         verdict_end = "killed (SIGKILL), often the host's OOM killer: host RAM, not GPU memory"
     else:  # no cause named: the error the log shows is no memory problem, or it is not shown

@@ -1875,6 +1875,41 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "version_regression"},
     ),
     ErrorText(
+        "aiter_reserve_skipped",
+        # SGLang's own warning when a given fraction is used as-is on aiter: the reserve is off
+        Regex(r"normally scales mem_fraction_static by 0\.85 to reserve non-static workspace"),
+        ("normally scales mem_fraction_static",),
+        Family.SGLANG_ADJUSTMENT,
+        "v0.5.23 arg_groups/attention_hook.py:255-263 (under "
+        "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION, environ.py)",
+        "attention_backend=aiter with context_len=131072 (>8192) normally scales "
+        "mem_fraction_static by 0.85 to reserve non-static workspace, but "
+        "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set, so mem_fraction_static=0.900 is used "
+        "as-is.",
+        kind="reported",
+        values={"mention": "aiter_reserve"},
+    ),
+    ErrorText(
+        "said_aiter_reserve",
+        # the aiter attention backend's fraction reserve named in words: `the aiter long-context
+        # reserve`, `aiter scales mem_fraction_static by 0.85`, `the 0.85 derate for aiter`; not
+        # a launch command that only names both (`--attention-backend aiter --mem-fraction-static`)
+        re.compile(
+            r"\baiter\b[^\n]{0,120}?(?:\breserve|(?:x|\u00d7|\*|by) ?0\.85\b|\b0\.85 ?(?:x|\u00d7)"
+            r"|\bderate|\bscal(?:ed|es|ing)\b (?:\w+ ){0,3}?(?:mem|fraction|0\.85))"
+            r"|(?:\breserve|(?:x|\u00d7|\*|by) ?0\.85\b|\bderate)[^\n]{0,120}?\baiter\b",
+            re.I,
+        ),
+        ("aiter",),
+        Family.REPORTER,
+        "the aiter attention backend's long-context fraction reserve (memledger.sglang."
+        "fraction_rules mfs_aiter_runner, mfs_aiter_args; memledger.sglang.lifecycle MENTIONS), "
+        "as people name it (SGLang's own warning: aiter_reserve_skipped)",
+        "on MI355 the aiter long-context reserve is load-bearing: without it the run OOMs",
+        kind="reported",
+        values={"mention": "aiter_reserve"},
+    ),
+    ErrorText(
         "said_kv_held",
         # a reporter saying finished requests keep their KV: `do not release KV cache`, `KV cache
         # is not freed`, `token usage keeps increasing`, `KV cache 不释放`

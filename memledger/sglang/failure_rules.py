@@ -943,6 +943,71 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             "node."
         ),
     ),
+    # ---- SGLang reading the card's total memory at launch, before anything is allocated (to
+    # pick its memory defaults): a failed read ends the launch with no memory short
+    CrashCause(
+        "capacity_query_failed",
+        r"(?:nvidia|rocm|hl)-smi not found\. Ensure|mthreads-gmi not found\. Ensure"
+        r"|(?:nvidia|rocm|hl)-smi error:|No GPU memory values found"
+        # said in prose: the query's function named with the crash, the tool said not to answer
+        r"|\bget_(?:nv|amd)gpu_memory_capacity\b[^\n]{0,60}?(?:crash|fail|error|raise)"
+        r"|\b(?:nvidia|rocm)-smi (?:is not|isn't|doesn't|does not|don't|do not|won't|can't"
+        r"|cannot) (?:\w+ )?(?:work\w*|show \w+ memory|report \w+ memory|show memory"
+        r"|report memory|return memory|give memory)",
+        "SGLang reads the card's total memory at launch, before anything is allocated, to pick "
+        "its memory defaults (ServerArgs: `nvidia-smi --query-gpu=memory.total`, rocm-smi on "
+        "ROCm, hl-smi on Gaudi), and stops the launch when the tool is missing, fails, or prints "
+        "no number (a MIG slice's `[Insufficient Permissions]`, a Jetson's `[N/A]`); no memory "
+        "was short, and no memory flag skips the read (v0.4.2.post1 server_args.py:179-187, "
+        "utils.py:893-922; v0.5.8 server_args.py:707, utils/common.py:1663-1699 falls back to "
+        "torch.cuda.mem_get_info() only when nvidia-smi printed no number; v0.5.16 "
+        "utils/common.py:602-671 also when it is missing or fails; rocm-smi and hl-smi still "
+        "raise in v0.5.23 utils/common.py:682-711, :840-868)",
+        "SGLang could not read the card's total memory at launch: upgrade (0.5.16 asks "
+        "torch.cuda.mem_get_info() when nvidia-smi cannot answer), or make nvidia-smi / rocm-smi "
+        "answer inside the container",
+        "v0.4.2.post1 utils.py:893-922; https://github.com/sgl-project/sglang/pull/8167 (MIG: "
+        "fall back to torch.cuda.mem_get_info), https://github.com/sgl-project/sglang/pull/18957 "
+        "(nvidia-smi missing or failing)",
+        standalone=True,
+        words=(
+            "smi not found. Ensure",
+            "gmi not found. Ensure",
+            "smi error:",
+            "No GPU memory values found",
+            "gpu_memory_capacity",
+            "-smi ",
+        ),
+        example=(
+            "RuntimeError: nvidia-smi not found. Ensure NVIDIA drivers are installed and "
+            "accessible."
+        ),
+    ),
+    CrashCause(
+        "capacity_none_compared",
+        # the read returning None (CPU with SGLANG_CPU_OMP_THREADS_BIND, a device SGLang cannot
+        # size) and ServerArgs comparing it, said in prose
+        r"(?:gpu[_ ]mem\w*|[Mm]emory capacity|device[_ ]memory\w*|get[_ ]device[_ ]memory\w*)"
+        r"[^\n]{0,80}?\b(?:returns|return|is|was|gets|get|becomes|become) None\b[^\n]{0,200}?"
+        r"(?:compar|mem[-_ ]fraction|TypeError|NoneType)",
+        "SGLang's read of the device's memory returns None on --device cpu with "
+        "SGLANG_CPU_OMP_THREADS_BIND set (v0.5.3 utils/common.py:1510-1513) and on devices it "
+        "cannot size; ServerArgs compares that figure only while it picks a default "
+        "--mem-fraction-static (the branch runs when the flag is not given: v0.5.3 "
+        "server_args.py:637-675, which guards the comparison and falls back to 0.88), and a "
+        "release without the guard stops the launch with a TypeError before anything is "
+        "allocated: no memory was short (sglang PR #11105 adds the guard)",
+        "pass --mem-fraction-static explicitly (the comparison runs only to pick its default), "
+        "or upgrade",
+        "v0.5.3 server_args.py:637-675, utils/common.py:1510-1513; "
+        "https://github.com/sgl-project/sglang/pull/11105",
+        standalone=True,
+        words=(" None",),
+        example=(
+            "on the CPU device the gpu_mem it reads returns None, and the server args compare "
+            "it with an int when --mem-fraction-static is not given"
+        ),
+    ),
     # ---- SGLang 0.5.23's fixed-capacity buffers: sized at startup (an environment variable or a
     # launch flag), checked before a batch would write past them; no GPU out-of-memory
     CrashCause(

@@ -234,7 +234,8 @@ SAYINGS: tuple[Said, ...] = (
         "host_memory",
         "warning",
         "the host ran out of RAM (not the GPU): no GPU memory knob helps; check the host's free "
-        "memory and the container's limits",
+        "memory, and raise the container's memory limit (a pod's request and limit) if it has "
+        "one; SGLang keeps its own share there with --cpu-offload-gb and HiCache's host pool",
     ),
     # what a startup can survive: memledger.diagnosis.health
     Said(

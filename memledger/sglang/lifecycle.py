@@ -1061,6 +1061,26 @@ MENTIONS: tuple[Mention, ...] = (
         levers_alone=True,
     ),
     Mention(
+        "aiter_reserve",
+        Phase.AFTER_POOL,
+        "the aiter attention backend's long-context reserve: on ROCm with attention_backend "
+        "aiter and a context over 8,192 tokens SGLang scales --mem-fraction-static by 0.85 (a "
+        "value passed to it too) so the KV pool leaves room for aiter's buffers, which are made "
+        "after the pool (v0.4.9 model_executor/model_runner.py:470-472; v0.5.5 "
+        "server_args.py:1270-1272; v0.5.23 arg_groups/attention_hook.py:244-269, skipped for a "
+        "given value under SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION=1): an OOM without it wants "
+        "the fraction it would have used back",
+        (
+            Lever(
+                "mem_fraction_static",
+                "lower",
+                "the reserve's own value, the fraction x 0.85, or unset "
+                "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION so SGLang applies it; the KV pool is "
+                "sized to rest = A - P x (1 - mfs) (v0.5.8 model_runner_kv_cache_mixin.py:138-140)",
+            ),
+        ),
+    ),
+    Mention(
         "version_regression",
         None,  # a release, not a stage
         "a library's version as the cause (SGLang, sgl-kernel, FlashInfer, torch): the memory "

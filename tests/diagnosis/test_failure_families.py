@@ -169,7 +169,7 @@ def test_host_ram_is_said_and_gets_no_gpu_knob() -> None:
         ]
     )
     assert result.outcome == "crash"
-    assert result.verdict.endswith("host RAM, not GPU memory")
+    assert "host RAM, not GPU memory: more RAM for the host" in result.verdict
     assert "host_memory" in [f.id for f in result.findings]
     assert not set(_knobs(result)) & MEMORY_KNOBS
 
