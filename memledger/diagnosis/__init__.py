@@ -66,7 +66,6 @@ from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.adjustments import says
 from memledger.sglang.failure_rules import CRASH_CAUSE, LOAD_SITES, PHASE_TEXT, CrashCause, Phase
 from memledger.sizing.inputs import SizingInputs
-from memledger.sizing.named_weights import named_weights
 
 __all__ = ["Diagnosis", "Direction", "Finding", "Severity", "Suggestion", "brief", "diagnose"]
 
@@ -175,8 +174,9 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     framed = evidence.traceback is not None and traceback_phase(evidence.traceback) is not None
     if said_phase is not None and (phase is Phase.UNKNOWN or (firm and not framed)):
         phase = said_phase
-    by_name = named_weights(evidence.server_args, evidence.tp_size, evidence.oom, None)
-    phase = Phase.LOAD if phase is Phase.UNKNOWN and by_name and by_name.over else phase
+    by_name = evidence.weights_by_name  # over the card: it failed while loading
+    over_card = by_name is not None and by_name.per_rank > by_name.capacity
+    phase = Phase.LOAD if phase is Phase.UNKNOWN and over_card else phase
     missing = memory.shortfall(evidence)
     findings = memory.oom_findings(evidence)
     # an allocation whose own site answers it: the request table, one larger than the GPU, a

@@ -23,6 +23,7 @@ from memledger.sglang.lifecycle import (
 )
 from memledger.sglang.releases import version_code
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
+from memledger.sizing.named_weights import NamedWeights, named_weights
 from memledger.units import float_or, int_or
 
 _OOM_EXCEPTION = "OutOfMemory"
@@ -225,6 +226,13 @@ class Evidence:
                 named.add(name)
         named -= {name for name, by in SUPERSEDED.items() if by in named}
         return [m for name, m in MENTION.items() if name in named]
+
+    @cached_property
+    def weights_by_name(self) -> NamedWeights | None:
+        """The weights a rank holds as the model's name spells them, against the fraction's
+        share of the card the OOM text gives (memledger.sizing.named_weights)."""
+        fraction = self.budget.mem_fraction_static
+        return named_weights(self.server_args, self.tp_size, self.oom, fraction)
 
 
 def _checkpoint(ledger: Ledger, *ids: str, before: int | None = None) -> list[Checkpoint]:

@@ -39,7 +39,6 @@ from memledger.sglang.failure_rules import (
 )
 from memledger.sglang.lifecycle import SERVING_BATCH_COUNT, SERVING_BATCH_LEVERS
 from memledger.sizing.adjustment_values import refusal_levers
-from memledger.sizing.named_weights import named_weights
 from memledger.units import float_or
 
 
@@ -57,10 +56,9 @@ def shortfall(evidence: Evidence) -> int | None:
     refusal = evidence.refusal
     budget = evidence.budget
     if refusal is not None and budget.pre_load is not None:
-        minimum = float_or(refusal.values.get("minimum_viable"), None) or budget.minimum_viable
-        current = (
-            float_or(refusal.values.get("mem_fraction_static"), None) or budget.mem_fraction_static
-        )
+        said = refusal.values
+        minimum = float_or(said.get("minimum_viable"), None) or budget.minimum_viable
+        current = float_or(said.get("mem_fraction_static"), None) or budget.mem_fraction_static
         if minimum is not None and current is not None:
             return max(0, round(budget.pre_load.avail_bytes * (minimum - current)))
     return None
@@ -144,7 +142,7 @@ def load_oom(evidence: Evidence) -> Result:
     at = [evidence.traceback.line] if evidence.traceback else []
     findings = [evidence.finding(site[0].finding_id, Severity.ERROR, site[1], *at)] if site else []
     findings.append(evidence.said("mfs_not_the_lever"))
-    named = named_weights(evidence.server_args, evidence.tp_size, oom, budget.mem_fraction_static)
+    named = evidence.weights_by_name
     if named is not None and named.over and budget.pre_load is None:  # no size printed: the name's
         found = evidence.finding(FindingId.WEIGHTS_EXCEED_BUDGET, Severity.ERROR, named.says)
         return [*findings, found], valued(named.levers)
@@ -193,10 +191,9 @@ def load_oom(evidence: Evidence) -> Result:
 def kv_refusal(evidence: Evidence) -> Result:
     refusal, budget = evidence.refusal, evidence.budget
     assert refusal is not None
-    minimum = float_or(refusal.values.get("minimum_viable"), None) or budget.minimum_viable
-    current = (
-        float_or(refusal.values.get("mem_fraction_static"), None) or budget.mem_fraction_static
-    )
+    said = refusal.values
+    minimum = float_or(said.get("minimum_viable"), None) or budget.minimum_viable
+    current = float_or(said.get("mem_fraction_static"), None) or budget.mem_fraction_static
     current_text = f"={current:g}" if current is not None else " in effect"
     notes = [] if current is not None else ["its value is not in the log"]
     if minimum is not None:

@@ -136,7 +136,7 @@ def estimate(
     per_rank = round(total / ranks)
     split = f"tp {tp or 1}" + (f" x pp {pp}" if pp and pp > 1 else "")
     split += "" if tp else " (assumed: no --tp-size shown)"
-    budget = round(capacity * fraction) if fraction else capacity
+    budget = max(1, round(capacity * fraction)) if fraction else capacity  # a byte: no 0 divisor
     share = f"--mem-fraction-static {fraction:g} x " if fraction else ""
     relation = f"{abs(per_rank - budget) / GIB:.2f} GiB {'over' if per_rank > budget else 'under'}"
     says = (

@@ -92,6 +92,8 @@ def test_the_estimate_reads_the_name_the_width_and_the_split() -> None:
     assert "an upper bound" in found.says and "pp 2" in found.says
     assert not found.over and found.tp is None
     assert estimate({"model_path": "acme/Foo-Chat"}, 1, 80 * GIB, None) is None
+    nothing = estimate(settings, 1, 80 * GIB, 1e-12)  # a share that rounds to no bytes
+    assert nothing is not None and nothing.over and nothing.tp is None
     tiny = estimate({"model_path": "acme/Foo-135M"}, None, 8 * GIB, None)
     assert tiny is not None and tiny.per_rank == 270_000_000
     assert "assumed: no --tp-size shown" in tiny.says
