@@ -113,7 +113,8 @@ def test_a_failed_startup_is_never_told_to_raise_for_room() -> None:
 # rows, plus 132 B a layer a token of indexer keys the sizing and the KV line leave out
 def _kv_line(tokens: int, row: int, layers: int = 61, tag: str = "DP0 TP0") -> str:
     gb = (tokens + 64) * row * layers / 2**30
-    return f"[2025-10-07 22:29:11 {tag}] KV Cache is allocated. #tokens: {tokens}, KV size: {gb:.2f} GB"
+    stamp = f"[2025-10-07 22:29:11 {tag}]"
+    return f"{stamp} KV Cache is allocated. #tokens: {tokens}, KV size: {gb:.2f} GB"
 
 
 POOL_END = "[2025-10-07 22:29:11 DP0 TP0] Memory pool end. avail mem=12.40 GB"
