@@ -132,7 +132,8 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
     # in the verdict's order: what it said first (a quiet verdict's come with none)
     suggestions = leading(adjusted, leading(levers, noted))
     suggestions = leading(found.suggestions, leading(asked[1], suggestions))
-    return replace(found, findings=findings, suggestions=suggestions)
+    room, suggestions = health.room_at_ready(evidence, suggestions)  # last: it never leads
+    return replace(found, findings=findings + room, suggestions=suggestions)
 
 
 def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:

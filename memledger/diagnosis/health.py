@@ -18,7 +18,7 @@ from memledger.diagnosis.reserve import (
     outside_pool,
     sglang_default,
 )
-from memledger.diagnosis.stages import model_lever, stage_levers
+from memledger.diagnosis.stages import model_lever, stage_levers, valued
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import (
     DRAFT_OWN_HEAD_TYPE,
@@ -29,7 +29,10 @@ from memledger.sglang.failure_rules import (
     Phase,
 )
 from memledger.sglang.known_bugs import bug_words, known_bug
+from memledger.sglang.lifecycle import READY_ROOM, READY_ROOM_KEEP_GIB, READY_ROOM_MIN_GIB
 from memledger.sglang.sizing_rules import RULE
+from memledger.sizing.adjustment_values import formula_levers
+from memledger.sizing.cell import indexer_left_out as indexer_left_out_of
 from memledger.units import GIB, MIB
 
 MFS_CEILING = 0.95
@@ -70,7 +73,17 @@ def free_rose_after_pool(evidence: Evidence) -> list[Finding]:
         findings.append(
             evidence.said("free_rose_after_pool", point.line, peak.line, bytes=rise, **numbers)
         )
-    return findings or draft_before_pool(evidence)
+    return (findings or draft_before_pool(evidence)) + indexer_left_out(evidence)
+
+
+def indexer_left_out(evidence: Evidence) -> list[Finding]:
+    """A DSA pool's KV line (MLA's one `KV size`) at a release whose sizing left the indexer's
+    keys out (rule dsa_indexer_left_out): what the pool held beyond its budget."""
+    kv = [e for e in evidence.events if e.kind is EventKind.KV_ALLOCATED and "kv" in e.sizes]
+    version = evidence.sizing.version if evidence.sizing is not None else None
+    model, tokens = evidence.server_args.get("model_path"), kv[0].values.get("tokens") if kv else 0
+    left = indexer_left_out_of(kv[0].sizes["kv"].bytes, tokens, model, version) if kv else None
+    return [evidence.said("indexer_left_out", kv[0].line, **left.words)] if left else []
 
 
 def draft_before_pool(evidence: Evidence) -> list[Finding]:
@@ -265,6 +278,30 @@ def kv_capacity(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     if not short or not isinstance(context, int):
         return [finding], []
     return [finding], _pool_levers(evidence, tokens, context)
+
+
+def room_at_ready(
+    evidence: Evidence, suggestions: list[Suggestion]
+) -> tuple[list[Finding], list[Suggestion]]:
+    """More free on a ready summary line (the least the rank printed) than SGLang's tuning guide
+    keeps, where no --max-total-tokens cap sized the pool and no other lever moves the fraction:
+    a note, and after the `suggestions` the fraction that moves the rest into the KV pool
+    (lifecycle.READY_ROOM); never the verdict, nothing failed."""
+    if any(s.knob == READY_ROOM.knob for s in suggestions):
+        return [], suggestions
+    summaries = [e for e in evidence.events if e.kind is EventKind.SUMMARY]
+    gpu = [e for e in summaries if "available_gpu_mem" in e.sizes]
+    free, line = min(((e.sizes["available_gpu_mem"].bytes, e.line) for e in gpu), default=(0, 0))
+    if evidence.outcome != "ready" or free < READY_ROOM_MIN_GIB * GIB:
+        return [], suggestions
+    if evidence.int_param("max_total_tokens"):
+        return [], suggestions  # the cap, not the fraction, sized the pool
+    pre, spare = evidence.budget.pre_load, free - READY_ROOM_KEEP_GIB * GIB
+    numbers = {"free_gib": round(free / GIB, 2)}
+    numbers |= {"p_gib": round(pre.avail_bytes / GIB, 2)} if pre is not None else {}
+    settings = {**evidence.server_args, "mem_fraction_static": evidence.budget.mem_fraction_static}
+    found = evidence.said("room_at_ready", line, bytes=spare, free=g(free), spare=g(spare))
+    return [found], suggestions + valued(formula_levers((READY_ROOM,), numbers, settings))
 
 
 def _pool_levers(evidence: Evidence, tokens: int, context: int) -> list[Suggestion]:

@@ -22,6 +22,8 @@ from memledger.sglang.failure_rules import (
     REQ_TO_TOKEN_EXTRA_LEN,
     SMALL_PROCESS_TENANTS,
 )
+from memledger.sglang.lifecycle import READY_ROOM_SOURCE
+from memledger.sglang.sizing_rules import RULE
 
 
 class Said(NamedTuple):
@@ -274,6 +276,23 @@ SAYINGS: tuple[Said, ...] = (
         "warning",
         "the KV pool ({tokens:,} tokens a rank) cannot hold one request of the full "
         "{context:,}-token context; " + _FROM_POOL,
+    ),
+    Said(
+        "room_at_ready",
+        "info",
+        "{free} free at ready (the summary line's available_gpu_mem): more than the 5-8 GB "
+        "SGLang's tuning guide keeps for activations and CUDA graphs ({source}); the KV pool can "
+        "take about {spare} more",
+        READY_ROOM_SOURCE,
+    ),
+    Said(
+        "indexer_left_out",
+        "warning",
+        "{maybe}the KV pool also holds the DSA indexer's keys (DeepSeek-V3.2's sparse attention), "
+        "which SGLang {releases} left out of its per-token size and its KV line: the pool took "
+        "{left} more than its budget ({says}: {source}), out of what was kept for activations "
+        "and graphs: upgrade to 0.5.3.post1 or later",
+        RULE["dsa_indexer_left_out"].source,
     ),
     Said(
         "graph_memory",

@@ -164,6 +164,29 @@ REFUSAL_LEVERS: dict[str, tuple[Lever, ...]] = {
 fraction (by the kv_refusal event's `shape`), before the fraction's; a value of 0 (or not past
 the setting in its direction) means the lever does not answer this paste."""
 
+READY_ROOM_MIN_GIB = 10
+READY_ROOM_KEEP_GIB = 8
+READY_ROOM_SOURCE = (
+    "sgl-project/sglang 21ff1af docs/advanced_features/hyperparameter_tuning.md:35-52"
+)
+"""SGLang's tuning guide reads `available_gpu_mem` on the summary line just before the server is
+ready: 5-8 GB is right, 'too high (e.g., 10 - 20 GB), increase --mem-fraction-static to allocate
+more memory to the KV cache' (:47-50); from READY_ROOM_MIN_GIB a ready startup is told the pool
+can grow, down to READY_ROOM_KEEP_GIB (the top of 5-8 GB) left free."""
+READY_ROOM = Lever(
+    "mem_fraction_static",
+    "raise",
+    "the fraction is (weights + KV pool) / the GPU's memory (SGLang's tuning guide, "
+    f"{READY_ROOM_SOURCE}; the pool's budget rest = A - P x (1 - mfs), v0.5.8 "
+    "model_runner_kv_cache_mixin.py:138-140): d more moves d x P of the free memory into the KV "
+    f"pool; d = (free - {READY_ROOM_KEEP_GIB} GiB) / P keeps the guide's {READY_ROOM_KEEP_GIB} "
+    "GiB, rounded down to 0.01 (the guide's step), at most 0.95",
+    needs="the server_args and `Load weight begin` lines",
+    value=f"min(0.95, floor((args.mem_fraction_static + (log.free_gib - {READY_ROOM_KEEP_GIB}) "
+    "/ log.p_gib) * 100) / 100)",
+)
+"""A ready startup's lever when more is free than the tuning guide keeps (never a failure's)."""
+
 SERVING_NOTE_LEVERS: dict[str, tuple[str, tuple[Lever, ...]]] = {
     # a request longer than the smaller of the context length and the KV pool is refused
     "too_long": (

@@ -183,6 +183,24 @@ RULES: tuple[SizingRule, ...] = (
         ),
     ),
     SizingRule(
+        id="dsa_indexer_left_out",
+        title="DSA (DeepSeek V3.2) pool allocates indexer keys its sizing cell and KV line omit",
+        formula=(
+            "tokens = rest / ((kv_lora_rank + rope) x L x e) (or 656 B a layer, the fp8 "
+            "sparse layout), while the pool also holds (index_head_dim + index_head_dim / 128 x "
+            "4) x L x 1 B a token: #tokens x 132 B x L beyond the budget and the KV line"
+        ),
+        releases=ReleaseRange("0.5.3", "0.5.3"),
+        source=(
+            "v0.5.3 model_executor/model_runner.py:1274-1279 (the MLA cell alone), "
+            "mem_cache/memory_pool.py:1054-1058 (656 B rows for fp8), :1250-1266 "
+            "(NSATokenToKVPool's index_k_with_scale_buffer a layer), :1096-1101 (the KV line "
+            "counts kv_buffer only); counted from v0.5.3.post1 model_executor/model_runner.py:"
+            "1283-1293 and mem_cache/memory_pool.py:1400-1404 (sglang PR #11309; release codes "
+            "do not tell a .post from its base, so a 0.5.3.postN log is named conditionally)"
+        ),
+    ),
+    SizingRule(
         id="npu_dsa_pool",
         title="Ascend DSA pool keeps the indexer keys in the KV dtype (sized as uint8)",
         formula=(
@@ -454,6 +472,9 @@ DSA_ROPE_DIM = 64
 DSA_INDEX_HEAD_DIM = 128
 DSA_QUANT_BLOCK = 128
 DSA_SCALE_BYTES = 4
+DSA_FP8_ROW = 656
+"""Bytes a layer of an fp8 DSA pool's row (512 fp8 latent, 4 x 4 B scales, 64 x 2 B rope):
+v0.5.3 mem_cache/memory_pool.py:1054-1058; a plain MLA pool's fp8 row is 576 B."""
 
 # Hybrid GDN models (rule mamba_gdn_dp), by the class the load-end line names: v0.5.6
 # model_executor/model_runner.py:1500-1504 (Qwen3NextConfig, JetNemotronConfig, JetVLMConfig).

@@ -49,14 +49,21 @@ def lever_values(
 def refusal_levers(
     shape: str, values: Mapping[str, object], settings: Mapping[str, object]
 ) -> list[tuple[Lever, int | float | None, str]]:
-    """The levers of a KV refusal of this `shape` (memledger.sglang.lifecycle.REFUSAL_LEVERS),
-    each with its value or None and why; a lever whose value does not move its setting the way
-    it points (0, or not past the paste's value) does not answer the paste and is left out."""
+    """The levers of a KV refusal of this `shape` (memledger.sglang.lifecycle.REFUSAL_LEVERS)."""
+    return formula_levers(REFUSAL_LEVERS.get(shape, ()), values, settings)
+
+
+def formula_levers(
+    levers: tuple[Lever, ...], values: Mapping[str, object], settings: Mapping[str, object]
+) -> list[tuple[Lever, int | float | None, str]]:
+    """Each of `levers` with its value (its formula over `log.*`, the paste's `values`, and
+    `args.*`, its `settings`) or None, and why; a lever whose value does not move its setting the
+    way it points (0, or not past the paste's value) does not answer the paste and is left out."""
     log = {
         k: v for k, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)
     }
     out: list[tuple[Lever, int | float | None, str]] = []
-    for lever in REFUSAL_LEVERS.get(shape, ()):
+    for lever in levers:
         try:
             value = evaluate(lever.value, {"args": settings, "log": log})
         except ExpressionError:

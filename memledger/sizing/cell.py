@@ -7,10 +7,13 @@ splits, the draft KV inside the cell, and a what-if change of the KV dtype.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from memledger.model.sizing import Settings
+from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.sizing_rules import (
+    DSA_FP8_ROW,
     DSA_INDEX_HEAD_DIM,
     DSA_KV_LORA_RANK,
     DSA_QUANT_BLOCK,
@@ -25,6 +28,9 @@ from memledger.units import float_or
 
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP"}
 MAX_DSA_LAYERS = 256
+DSA_PAGE = 64
+"""A DSA pool's page size (v0.5.3 mem_cache/memory_pool.py:1250, asserted): its rows are
+#tokens + a page."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,52 @@ def _npu_hybrid_all_layers(inputs: SizingInputs, pool: KVPool, notes: list[str])
             "full_attention_interval gives them); the KV line's cell is divided"
         )
     return True
+
+
+@dataclass(frozen=True)
+class IndexerLeftOut:
+    """Rule dsa_indexer_left_out: what a DSA pool held beyond its KV line and its budget."""
+
+    bytes: int
+    says: str
+    """The arithmetic, from the KV line's tokens and rows to the bytes."""
+    maybe: str
+    """The condition the log's release leaves open ("" inside the rule's releases)."""
+
+    @property
+    def words(self) -> dict[str, object]:
+        """The finding's fields (memledger.sglang.findings `indexer_left_out`)."""
+        rule = RULE["dsa_indexer_left_out"]
+        left = f"{self.bytes / 2**30:.2f} GiB"
+        return {"bytes": self.bytes, "left": left, "says": self.says, "maybe": self.maybe,
+                "releases": rule.releases.text}  # fmt: skip
+
+
+def indexer_left_out(
+    kv_bytes: int, tokens: object, model: object, version: VersionRange | None
+) -> IndexerLeftOut | None:
+    """The indexer keys a KV line of `kv_bytes` for `tokens` leaves out, at a `version` that may
+    be in the rule's releases, where its rows are a whole number of layers of a DSA pool: fp8's
+    656 B rows (no plain MLA pool has them), or bf16 MLA rows of a model named V3.2."""
+    held = version.within(RULE["dsa_indexer_left_out"]) if version is not None else None
+    if held is False or not isinstance(tokens, int) or tokens <= 0:
+        return None
+    cell = kv_bytes / (tokens + DSA_PAGE)  # a page of padding rows
+    named = isinstance(model, str) and bool(re.search(r"v3\.?2", model, re.IGNORECASE))
+    mla = any(abs(cell / r - round(cell / r)) < 0.05 for r in (576, 1152))  # plain MLA rows
+    for row, dtype in [(DSA_FP8_ROW, "fp8")] * (not mla) + [(1152, "bf16")] * named:
+        layers = round(cell / row)
+        if 1 <= layers <= MAX_DSA_LAYERS and abs(cell / row - layers) < 0.05:
+            per = DSA_INDEX_HEAD_DIM + DSA_INDEX_HEAD_DIM // DSA_QUANT_BLOCK * DSA_SCALE_BYTES
+            left = tokens * per * layers
+            says = (
+                f"{tokens:,} tokens x {per} B x {layers} layers = {left / 2**30:.2f} GiB; the KV "
+                f"line's {cell:,.0f} B a token are {layers} layers of {dtype} DSA rows of {row} B"
+            )
+            seen = version.text if version is not None else "unknown"
+            maybe = "" if held else f"if the release is 0.5.3 (this log's: {seen}), "
+            return IndexerLeftOut(left, says, maybe)
+    return None
 
 
 def dsa_sizing_cell(layers: int, elem: float) -> int:

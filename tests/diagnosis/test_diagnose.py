@@ -188,8 +188,17 @@ def test_ready_logs_findings() -> None:
     assert (
         plain.verdict == "ready: no memory problem found; the KV pool holds 903,439 tokens a rank"
     )
-    assert [f.id for f in plain.findings] == ["kv_capacity"]
+    assert [f.id for f in plain.findings] == ["kv_capacity", "room_at_ready"]
     assert "903,439 tokens a rank" in plain.findings[0].message
+    # 10.26 GB free at ready, in the tuning guide's "too high" band: a note and a raise, last
+    # 0.831 + (10.26 - 8) / 77.43 = 0.8602, down to 0.86
+    assert "10.26 GiB free at ready" in plain.findings[1].message
+    raised = plain.suggestions[-1]
+    assert (raised.knob, raised.direction.value, raised.value) == (
+        "mem_fraction_static",
+        "raise",
+        0.86,
+    )
 
 
 def _capture_prefix() -> list[str]:

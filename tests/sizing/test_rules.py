@@ -18,6 +18,7 @@ from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.releases import version_code
 from memledger.sglang.sizing_rules import RULE, RULES
 from memledger.sizing import SizingInputs, base_settings, predict, size_log, sizing_inputs
+from memledger.sizing.cell import indexer_left_out
 from memledger.sizing.defaults import default_mem_fraction_static
 from memledger.sizing.inputs import KVPool, MambaState, Reading
 from memledger.units import GIB
@@ -741,6 +742,24 @@ def test_rule_dsa_indexer_cell() -> None:
     assert pred.kv_budget_bytes is not None and pred.tokens is not None
     assert pred.tokens == pred.kv_budget_bytes // (61 * 1284) // 128 * 128
     assert any(t.rule == "dsa_indexer_cell" for t in pred.terms)
+
+
+def test_rule_dsa_indexer_left_out() -> None:
+    """0.5.3 sized a DSA pool by the MLA cell alone (v0.5.3 model_executor/model_runner.py:
+    1274-1279) while its pool holds 132 B a layer a token of indexer keys more; 0.5.3.post1
+    counts them (sglang PR #11309)."""
+    rows = (1_000_000 + 64) * 61  # 61 layers of a page-padded pool
+    window = VersionRange(first=version_code("0.5.3"), last=version_code("0.5.3"))
+    left = indexer_left_out(rows * 656, 1_000_000, None, window)
+    assert left is not None and left.bytes == 1_000_000 * 132 * 61 and left.maybe == ""
+    undated = indexer_left_out(rows * 656, 1_000_000, None, None)
+    assert undated is not None and undated.maybe.startswith("if the release is 0.5.3")
+    later = VersionRange(first=version_code("0.5.4"), last=None)
+    assert indexer_left_out(rows * 656, 1_000_000, None, later) is None
+    assert indexer_left_out(rows * 576, 1_000_000, None, window) is None  # plain MLA fp8
+    assert indexer_left_out(rows * 1152, 1_000_000, "org/DeepSeek-V3", window) is None
+    named = indexer_left_out(rows * 1152, 1_000_000, "org/DeepSeek-V3.2-Exp", window)
+    assert named is not None and named.bytes == 1_000_000 * 132 * 61
 
 
 def test_rule_npu_dsa_pool() -> None:

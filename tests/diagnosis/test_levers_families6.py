@@ -1,0 +1,162 @@
+"""Levers of issue 24 that a ready or failed paste gives with direction and, where the numbers are
+there, value: more free at ready than SGLang's tuning guide keeps (raise the fraction, never the
+verdict). Each family is read in several shapes through the whole command path. Every input is a
+synthetic line."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from memledger.app.diagnose import diagnosis_of
+from memledger.app.options import DiagnoseOptions
+from memledger.diagnosis.model import Diagnosis
+from tests.conftest import PROSE_SHAPES, knobs_of
+
+
+def _id(paste: object) -> str:
+    """A test id without spaces (a landing script splits failing ids at white space)."""
+    return re.sub(r"\W+", "-", str(paste))[:48].strip("-")
+
+
+def _diagnose(paste: str) -> Diagnosis:
+    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
+
+
+def _summary(free: str, stamp: str = "[2025-03-02 09:41:17]") -> str:
+    return (
+        f"{stamp} max_total_num_tokens=481234, chunked_prefill_size=4096, max_prefill_tokens="
+        f"16384, max_running_requests=2048, context_len=32768, available_gpu_mem={free} GB"
+    )
+
+
+READY_LOG = """\
+[2025-03-02 09:40:01] server_args=ServerArgs(model_path='org/some-8b', tp_size=1, \
+mem_fraction_static=0.8, chunked_prefill_size=4096)
+[2025-03-02 09:40:05 TP0] Load weight begin. avail mem=70.00 GB
+[2025-03-02 09:40:30 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, \
+avail mem=54.90 GB, mem usage=15.10 GB.
+[2025-03-02 09:40:31 TP0] KV Cache is allocated. #tokens: 481234, K size: 18.36 GB, V size: 18.36 GB
+[2025-03-02 09:40:31 TP0] Memory pool end. avail mem=18.10 GB
+{summary}
+[2025-03-02 09:41:19] The server is fired up and ready to roll!"""
+
+ROOM = "free at ready"
+TAGGED = "[2025-03-02 09:41:17 TP0]"
+
+
+@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=_id)
+def test_much_free_at_ready_raises_the_fraction_in_each_shape(shape: str) -> None:
+    result = _diagnose(shape.format(s=_summary("13.50")))
+    assert result.outcome == "ready"
+    room = [f for f in result.findings if ROOM in f.message]
+    assert len(room) == 1 and room[0].bytes is not None
+    assert abs(room[0].bytes / 2**30 - 5.5) < 0.01  # 13.50 - the guide's 8
+    assert knobs_of(result)[-1] == ("mem_fraction_static", "raise")
+    assert "hyperparameter_tuning.md" in room[0].message
+    # the note and its lever never take the verdict: nothing failed
+    assert result.verdict.startswith("ready: no memory problem found")
+    assert "fraction" not in result.verdict
+
+
+def test_the_value_is_the_fraction_that_keeps_the_guides_8_gib() -> None:
+    result = _diagnose(READY_LOG.format(summary=_summary("13.50", TAGGED)))
+    raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert [s.direction.value for s in raised] == ["raise"]
+    # 0.8 + (13.50 - 8) / 70.00 = 0.8786, down to the guide's 0.01 step
+    assert raised[0].value == 0.87
+    assert "p_gib 70.0" in raised[0].why and "free_gib 13.5" in raised[0].why
+
+
+def test_the_value_stops_at_the_ceiling() -> None:
+    result = _diagnose(READY_LOG.format(summary=_summary("48.00", TAGGED)))
+    raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
+    assert raised[0].value == 0.95
+
+
+def test_without_p_and_the_fraction_the_lever_says_what_a_value_needs() -> None:
+    result = _diagnose(_summary("19.00"))
+    raised = result.suggestions[-1]
+    assert (raised.knob, raised.value) == ("mem_fraction_static", None)
+    assert "Load weight begin" in raised.why
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        _summary("7.50"),  # within the guide's 5-8 GB
+        _summary("9.90"),  # below its 10 GB
+        "[2025-03-02 09:40:01] server_args=ServerArgs(model_path='org/some-8b', "
+        "max_total_tokens=200000)\n" + _summary("30.00"),  # a token cap sized the pool
+    ],
+    ids=_id,
+)
+def test_no_raise_where_the_guide_or_a_cap_says_otherwise(paste: str) -> None:
+    result = _diagnose(paste)
+    assert not [f for f in result.findings if ROOM in f.message]
+    assert ("mem_fraction_static", "raise") not in knobs_of(result)
+
+
+def test_a_failed_startup_is_never_told_to_raise_for_room() -> None:
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 1.50 GiB is free."
+    )
+    result = _diagnose(_summary("13.50") + "\n" + oom)
+    assert result.outcome == "oom"
+    assert not [f for f in result.findings if ROOM in f.message]
+
+
+# DeepSeek-V3.2's DSA pool in SGLang 0.5.3 (rule dsa_indexer_left_out): 61 layers of 656 B fp8
+# rows, plus 132 B a layer a token of indexer keys the sizing and the KV line leave out
+def _kv_line(tokens: int, row: int, layers: int = 61, tag: str = "DP0 TP0") -> str:
+    gb = (tokens + 64) * row * layers / 2**30
+    stamp = f"[2025-10-07 22:29:11 {tag}]"
+    return f"{stamp} KV Cache is allocated. #tokens: {tokens}, KV size: {gb:.2f} GB"
+
+
+POOL_END = "[2025-10-07 22:29:11 DP0 TP0] Memory pool end. avail mem=12.40 GB"
+LEFT_OUT = "indexer_left_out"
+
+
+@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=_id)
+def test_the_indexer_keys_a_dsa_pool_holds_beyond_its_line(shape: str) -> None:
+    result = _diagnose(shape.format(s=_kv_line(1_200_000, 656)) + "\n" + POOL_END)
+    (left,) = [f for f in result.findings if f.id == LEFT_OUT]
+    # 1,200,000 x 132 B x 61 layers = 9.00 GiB
+    assert left.bytes == 1_200_000 * 132 * 61
+    assert "9.00 GiB" in left.message and "61 layers of fp8 DSA rows" in left.message
+    # the paste does not date itself: named on the condition of the window
+    assert left.message.startswith("if the release is 0.5.3")
+    assert "0.5.3.post1" in left.message and "model_runner.py:1274-1279" in left.message
+
+
+def test_a_bf16_dsa_pool_needs_the_model_named() -> None:
+    named = "\n".join(
+        [
+            "python -m sglang.launch_server --model deepseek-ai/DeepSeek-V3.2-Exp --tp 8",
+            _kv_line(800_000, 1152),
+            POOL_END,
+        ]
+    )
+    assert [f.bytes for f in _diagnose(named).findings if f.id == LEFT_OUT] == [800_000 * 132 * 61]
+    unnamed = _kv_line(800_000, 1152) + "\n" + POOL_END  # DeepSeek-V3's own bf16 rows
+    assert not [f for f in _diagnose(unnamed).findings if f.id == LEFT_OUT]
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        _kv_line(900_000, 576) + "\n" + POOL_END,  # a plain MLA pool's fp8 rows
+        "[2025-10-07 22:29:11 TP0] KV Cache is allocated. #tokens: 500000, K size: 9.77 GB, "
+        "V size: 9.77 GB",  # K and V: no MLA pool
+        # a release outside the window (`elapsed=` on this line: 0.5.9 - 0.5.20)
+        "[2025-10-07 22:29:01 DP0 TP0] Init torch distributed ends. elapsed=10.00 s, mem usage="
+        "0.00 GB\n" + _kv_line(1_200_000, 656) + "\n" + POOL_END,
+    ],
+    ids=_id,
+)
+def test_no_indexer_finding_off_the_dsa_rows_or_the_window(paste: str) -> None:
+    assert not [f for f in _diagnose(paste).findings if f.id == LEFT_OUT]
