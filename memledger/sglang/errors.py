@@ -58,6 +58,9 @@ class Family(StrEnum):
     DEBUG_PRINT = "debug print"
     """SGLang's own variables printed through its logger by someone debugging it (a PR's
     instrumentation): read on a log line like SGLang's own texts."""
+    SGLANG_LOG = "SGLang log line"
+    """SGLang's own info line that names a stage (read on a prefixed log line, where a reporter's
+    words are not)."""
     REPORTER = "reporter"
     """Words people write around a log (`OOM`)."""
 
@@ -1020,8 +1023,9 @@ ERRORS: tuple[ErrorText, ...] = (
     ),
     ErrorText(
         "said_logprob",
-        Regex(r"logprob", re.I),
-        ("logprob",),
+        # also in words: `log probabilities`, `log-probs`
+        Regex(r"logprob|log prob(?:s\b|abilit)|log-prob(?:s\b|abilit)", re.I),
+        ("logprob", "Logprob", "LOGPROB", "log prob", "Log prob", "log-prob", "Log-prob"),
         Family.REPORTER,
         "a request's return_logprob / logprob_start_len (SGLang's sampling params): input "
         "logprobs are computed over every token from logprob_start_len on (v0.5.8 "
@@ -1195,6 +1199,83 @@ ERRORS: tuple[ErrorText, ...] = (
         "indexer.py forward_c4_indexer -> deep_gemm fp8_paged_mqa_logits -> CUDA out of memory",
         kind="reported",
         values={"mention": "indexer_logits"},
+    ),
+    ErrorText(
+        "said_diffusion_load",
+        # SGLang's diffusion runtime's own line for each component it loads
+        Regex(
+            r"Loading (?:text_encoder|transformer|vae|image_encoder)\w* from [^\n]{0,300}"
+            r"avail mem: "
+        ),
+        ("avail mem: ",),
+        Family.SGLANG_LOG,
+        "SGLang's diffusion runtime logs each component it loads with the free memory (v0.5.8 "
+        "multimodal_gen/runtime/loader/component_loader.py:152 `Loading %s from %s. avail mem: "
+        "%.2f GB`; memledger.sglang.lifecycle MENTIONS diffusion_load)",
+        "[01-14 16:43:28] Loading text_encoder from Wan-AI/Wan2.1-T2V-1.3B-Diffusers/"
+        "text_encoder. avail mem: 18.58 GB",
+        kind="reported",
+        values={"mention": "diffusion_load"},
+    ),
+    ErrorText(
+        "said_diffusion_load_frame",
+        Regex(r'multimodal_gen/runtime/loader/\S*\.py", line \d+, in \w+'),
+        ("multimodal_gen/runtime/loader",),
+        Family.REPORTER,
+        "SGLang's diffusion runtime's component loader in a traceback frame (v0.5.8 "
+        "multimodal_gen/runtime/loader/component_loader.py; v0.5.23 "
+        "loader/component_loaders/component_loader.py)",
+        '  File "/sgl-workspace/sglang/python/sglang/multimodal_gen/runtime/loader/'
+        'component_loader.py", line 158, in load',
+        kind="reported",
+        values={"mention": "diffusion_load", "where": "frame"},
+    ),
+    ErrorText(
+        "said_diffusion_decode",
+        # a reporter's words for the VAE decode of SGLang's diffusion runtime
+        Regex(r"DecodingStage|VAE decod|vae\.decode|decoding stage", re.I),
+        (
+            "DecodingStage",
+            "VAE decod",
+            "vae decod",
+            "Vae decod",
+            "vae.decode",
+            "decoding stage",
+            "Decoding stage",
+            "Decoding Stage",
+        ),
+        Family.REPORTER,
+        "a reporter's words for SGLang's diffusion runtime's VAE decode stage (memledger.sglang."
+        "lifecycle MENTIONS diffusion_decode)",
+        "it fails with a fatal CUDA OOM in the decoding stage after denoising completed",
+        kind="reported",
+        values={"mention": "diffusion_decode"},
+    ),
+    ErrorText(
+        "said_diffusion_decode_line",
+        # the stage's own log lines: its start, and its OOM advice (v0.5.23)
+        Regex(r"\[DecodingStage\]|OOM detected during VAE decoding"),
+        ("[DecodingStage]", "OOM detected during VAE decoding"),
+        Family.SGLANG_LOG,
+        "SGLang's diffusion runtime's decode stage logs `[DecodingStage] started...` (v0.5.8 "
+        "multimodal_gen/runtime/utils/perf_logger.py:150, each stage by its class name) and, "
+        "on an out-of-memory in the VAE decode, `OOM detected during VAE decoding. Enable "
+        "--vae-tiling ...` (v0.5.23 pipelines_core/stages/decoding.py:318-337)",
+        "[01-08 23:08:15] [DecodingStage] started...",
+        kind="reported",
+        values={"mention": "diffusion_decode"},
+    ),
+    ErrorText(
+        "said_diffusion_decode_frame",
+        Regex(r'stages/decoding\.py", line \d+, in \w+'),
+        ("stages/decoding.py",),
+        Family.REPORTER,
+        "SGLang's diffusion runtime's decode stage in a traceback frame (v0.5.8 "
+        "multimodal_gen/runtime/pipelines_core/stages/decoding.py)",
+        '  File "/sgl-workspace/sglang/python/sglang/multimodal_gen/runtime/pipelines_core/'
+        'stages/decoding.py", line 149, in forward',
+        kind="reported",
+        values={"mention": "diffusion_decode", "where": "frame"},
     ),
     ErrorText(
         "said_audio_decoder_stage",
@@ -2031,6 +2112,17 @@ ERRORS: tuple[ErrorText, ...] = (
         "the GPU memory is still held by the orphan process",
         kind="reported",
         values={"mention": "other_process"},
+    ),
+    ErrorText(
+        "said_wsl",
+        Regex(r"\bWSL ?2?\b|Windows Subsystem for Linux", re.I),
+        ("WSL", "wsl", "Wsl", "Windows Subsystem"),
+        Family.REPORTER,
+        "what people write when SGLang runs under WSL2 (memledger.sglang.lifecycle MENTIONS "
+        "wsl_driver)",
+        "SGLang 0.5.10 on an RTX PRO 6000 under WSL2 Ubuntu 22.04 cannot allocate the pool",
+        kind="reported",
+        values={"mention": "wsl_driver"},
     ),
     ErrorText(
         "said_serving",

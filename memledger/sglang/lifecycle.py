@@ -480,7 +480,10 @@ MENTIONS: tuple[Mention, ...] = (
                 "logprob_start_len",
                 "raise",
                 "a request setting: logprobs only for the tokens that need them (the new ones), "
-                "or no return_logprob",
+                "or no return_logprob; SGLANG_ENABLE_LOGITS_PROCESSER_CHUNK=1 computes them "
+                "2048 rows at a time (v0.5.8 environ.py:418, layers/logits_processor.py:273-275), "
+                "off by default until v0.5.18 turns it on (SGLANG_ENABLE_LOGPROB_CHUNK, "
+                "environ.py:1072-1074): upgrade, or set it; a lower fraction does not bound it",
             ),
         ),
         moment=True,
@@ -632,6 +635,67 @@ MENTIONS: tuple[Mention, ...] = (
             ),
             _MFS_LOWER,
         ),
+    ),
+    Mention(
+        "diffusion_load",
+        Phase.LOAD,
+        "SGLang's diffusion runtime loading a pipeline's components (text encoders, the DiT, "
+        "the VAE): each logged as `Loading <name> from <path>. avail mem: N GB` (v0.5.8 "
+        "multimodal_gen/runtime/loader/component_loader.py:152) and resident in full on the GPU "
+        "unless offloaded (--text-encoder-cpu-offload, --dit-cpu-offload, "
+        "--dit-layerwise-offload: v0.5.8 multimodal_gen/runtime/server_args.py:285-289, on by "
+        "default for some pipelines :370-385); there is no KV pool, so --mem-fraction-static sizes "
+        "nothing; with --text-encoder-cpu-offload the encoder was still built on the GPU before "
+        "FSDP moved it, until sglang PR #17064 built it on the CPU first: upgrade",
+        (
+            Lever(
+                "text_encoder_cpu_offload",
+                "enable",
+                "the text encoders stay on the host between encodes (v0.5.8 "
+                "multimodal_gen/runtime/server_args.py:287); before sglang PR #17064 the encoder "
+                "was built on the GPU first: upgrade if loading it still runs out",
+            ),
+            Lever(
+                "dit_cpu_offload",
+                "enable",
+                "the DiT's weights on the host, moved in for denoising (v0.5.8 "
+                "multimodal_gen/runtime/server_args.py:285; --dit-layerwise-offload moves a "
+                "layer at a time, :286)",
+            ),
+        ),
+        moment=True,
+    ),
+    Mention(
+        "diffusion_decode",
+        None,  # SGLang's diffusion runtime: no KV pool, the LLM engine's levers do not apply
+        "SGLang's diffusion runtime decoding the latents with the VAE, after denoising: its "
+        "DecodingStage's working set grows with the resolution and "
+        "frames, and the DiT and encoders may still hold their memory; --vae-tiling bounds it "
+        "(on by default, v0.5.8 multimodal_gen/configs/pipeline_configs/base.py:168, enabled at "
+        "runtime/pipelines_core/stages/decoding.py:143-147, where a VAE without enable_tiling "
+        "skipped it silently until sglang PR #35353: upgrade); SGLang's own advice on a decode OOM "
+        "is tiling, then freeing the finished components with --cpu-offload-components "
+        "dit,text_encoder, then a smaller tile, resolution or frame count (v0.5.23 "
+        "pipelines_core/stages/decoding.py:318-337); no KV pool, --mem-fraction-static sizes "
+        "nothing here",
+        (
+            Lever(
+                "vae_tiling",
+                "enable",
+                "the VAE decodes tile by tile, a tile's working set instead of the whole latent's "
+                "(v0.5.8 multimodal_gen/runtime/pipelines_core/stages/decoding.py:143-147); a VAE "
+                "that cannot tile ignored it before sglang PR #35353: upgrade",
+            ),
+            Lever(
+                "dit_cpu_offload",
+                "enable",
+                "the DiT finished before the decode and can leave the GPU (v0.5.8 "
+                "multimodal_gen/runtime/server_args.py:285; v0.5.23: --cpu-offload-components "
+                "dit,text_encoder, server_args/server_args.py:453), then a lower resolution or "
+                "frame count",
+            ),
+        ),
+        moment=True,
     ),
     Mention(
         "dflash_dp_attention",
@@ -1118,6 +1182,17 @@ MENTIONS: tuple[Mention, ...] = (
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "
         "on what was free when it started; free the GPU first (nvidia-smi lists who holds it)",
+    ),
+    Mention(
+        "wsl_driver",
+        None,
+        "WSL2, where the GPU is reached through the Windows display driver, which holds memory "
+        "outside the process that PyTorch's OOM text counts as non-PyTorch memory and that "
+        "SGLang's free-memory readings do not show as held: large contiguous allocations (a "
+        "pool, a workspace) can fail with tens of GiB reported free (about 16 GiB held on an RTX "
+        "PRO 6000 Blackwell: pytorch/pytorch#182286, microsoft/WSL#40401, sglang#24364); no "
+        "SGLang setting frees it, and lower pools only fit around it: compare the OOM text's "
+        "non-PyTorch memory with nvidia-smi, or run under native Linux",
     ),
     Mention(
         "serving", Phase.SERVING, "the server was serving requests when it failed", moment=True

@@ -130,3 +130,118 @@ def test_the_reduced_running_requests_line_is_read_with_or_without_its_article(
     assert ("mem_fraction_static", "raise") in knobs
     assert ("max_mamba_cache_size", "raise") in knobs
     assert "max_running_requests to 50" in result.verdict
+
+
+# ---- a request's logprobs said in words (v0.5.8 layers/logits_processor.py:478-513)
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB.\n"
+
+
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
+@pytest.mark.parametrize(
+    "said",
+    [
+        "While computing input token log probabilities we hit CUDA out of memory",
+        "OOM only when we ask for log-probs of the prompt",
+        "with Log probabilities turned on the server dies",
+    ],
+)
+def test_logprobs_said_in_words_name_the_logprob_levers(said: str, shape: str) -> None:
+    result = diagnose_paste(shape.format(s=said) + "\n" + OOM)
+    assert ("logprob_start_len", "raise") in knobs_of(result)
+    assert "SGLANG_ENABLE_LOGITS_PROCESSER_CHUNK" in " ".join(s.why for s in result.suggestions)
+
+
+def test_a_log_line_about_logging_is_no_logprob() -> None:
+    result = diagnose_paste("the log probably shows it: CUDA out of memory\n" + OOM)
+    assert ("logprob_start_len", "raise") not in knobs_of(result)
+
+
+# ---- SGLang's diffusion runtime (multimodal_gen): no KV pool, its own stages and levers
+
+
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
+@pytest.mark.parametrize(
+    "said",
+    [
+        "the VAE decode runs out of memory after denoising finished",
+        "fatal CUDA OOM in the decoding stage",
+        "OOM in vae.decode for a 1024x1024 image",
+    ],
+)
+def test_the_vae_decode_said_in_words_names_tiling_first(said: str, shape: str) -> None:
+    result = diagnose_paste(shape.format(s=said) + "\n" + OOM)
+    assert knobs_of(result)[0] == ("vae_tiling", "enable")
+    assert "diffusion runtime" in result.verdict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[01-08 23:08:15] [DecodingStage] started...\n" + OOM,
+        "[08-31 10:00:00] OOM detected during VAE decoding. Enable --vae-tiling to bound the "
+        "decode working set, and free the components that finished earlier with "
+        "--cpu-offload-components dit,text_encoder.\n",
+        "Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/multimodal_gen/runtime/pipelines_core/stages/'
+        'decoding.py", line 149, in forward\n'
+        "    decode_output = self.vae.decode(latents)\n" + OOM,
+    ],
+)
+def test_the_decode_stage_in_its_log_lines_and_frames(text: str) -> None:
+    result = diagnose_paste(text)
+    assert ("vae_tiling", "enable") in knobs_of(result)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[01-14 16:43:28] Loading text_encoder from Wan-AI/Wan2.1-T2V-1.3B-Diffusers/"
+        "text_encoder. avail mem: 18.58 GB\n" + OOM,
+        "Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/multimodal_gen/runtime/loader/component_loader.py", '
+        "line 158, in load\n"
+        "    component = self.load_customized(\n" + OOM,
+    ],
+)
+def test_a_diffusion_component_load_is_placed_in_loading_with_offload_levers(text: str) -> None:
+    result = diagnose_paste(text)
+    assert result.phase == "load"
+    assert knobs_of(result)[0] == ("text_encoder_cpu_offload", "enable")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the LLM engine's own lines: its decode batches, its load line, speculative decoding
+        "[2026-01-05 10:00:00 TP0] Decode batch. #running-req: 12, #token: 4000, token usage: "
+        "0.40, cuda graph: True, gen throughput (token/s): 900.12, #queue-req: 0\n" + OOM,
+        "[2026-01-05 10:00:00 TP0] Load weight begin. avail mem=78.50 GB\n" + OOM,
+        "speculative decoding with EAGLE runs out of memory\n" + OOM,
+    ],
+)
+def test_the_llm_engine_is_no_diffusion_runtime(text: str) -> None:
+    knobs = [k for k, _ in knobs_of(diagnose_paste(text))]
+    assert "vae_tiling" not in knobs and "text_encoder_cpu_offload" not in knobs
+
+
+# ---- WSL2: the Windows driver's memory outside the process
+
+
+@pytest.mark.parametrize("shape", PROSE_SHAPES)
+@pytest.mark.parametrize(
+    "said",
+    [
+        "SGLang on an RTX PRO 6000 under WSL2 Ubuntu 22.04 fails to allocate the pool",
+        "running in wsl, 50 GiB free but CUDA out of memory",
+        "Windows Subsystem for Linux with a 5090",
+    ],
+)
+def test_wsl_is_named_with_its_hidden_driver_memory(said: str, shape: str) -> None:
+    result = diagnose_paste(shape.format(s=said) + "\n" + OOM)
+    assert "Windows display driver" in said_of(result)
+
+
+def test_a_word_holding_wsl_is_no_wsl() -> None:
+    result = diagnose_paste("the awslogs agent shipped this: CUDA out of memory\n" + OOM)
+    assert "Windows display driver" not in said_of(result)
