@@ -1973,15 +1973,26 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "said_aiter_reserve",
         # the aiter attention backend's fraction reserve named in words: `the aiter long-context
-        # reserve`, `aiter scales mem_fraction_static by 0.85`, `the 0.85 derate for aiter`; not
-        # a launch command that only names both (`--attention-backend aiter --mem-fraction-static`)
+        # reserve`, `aiter scales mem_fraction_static by 0.85`, `the derate for aiter`; not a
+        # launch command that only names both (`--attention-backend aiter --mem-fraction-static`)
         re.compile(
-            r"\baiter\b[^\n]{0,120}?(?:\breserve|(?:x|\u00d7|\*|by) ?0\.85\b|\b0\.85 ?(?:x|\u00d7)"
-            r"|\bderate|\bscal(?:ed|es|ing)\b (?:\w+ ){0,3}?(?:mem|fraction|0\.85))"
-            r"|(?:\breserve|(?:x|\u00d7|\*|by) ?0\.85\b|\bderate)[^\n]{0,120}?\baiter\b",
+            r"\baiter\b[^\n]{0,120}?(?:\breserve|\bderate|\b(?:scaled by|scales by|scaled to"
+            r"|scales mem|scaling mem|scaled mem)\b)"
+            r"|(?:\breserve|\bderate|\b(?:scaled by|scales by|scaled to)\b)[^\n]{0,120}?\baiter\b",
             re.I,
         ),
-        ("aiter",),
+        # what follows or leads `aiter` in every match: `aiter` alone is on every line the aiter
+        # library logs on ROCm, which would all go through the readers
+        (
+            "reserve",
+            "derate",
+            "scaled by",
+            "scales by",
+            "scaled to",
+            "scales mem",
+            "scaling mem",
+            "scaled mem",
+        ),
         Family.REPORTER,
         "the aiter attention backend's long-context fraction reserve (memledger.sglang."
         "fraction_rules mfs_aiter_runner, mfs_aiter_args; memledger.sglang.lifecycle MENTIONS), "

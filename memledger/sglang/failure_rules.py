@@ -988,7 +988,8 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         # the read returning None (CPU with SGLANG_CPU_OMP_THREADS_BIND, a device SGLang cannot
         # size) and ServerArgs comparing it, said in prose
         r"(?:gpu[_ ]mem\w*|[Mm]emory capacity|device[_ ]memory\w*|get[_ ]device[_ ]memory\w*)"
-        r"[^\n]{0,80}?\b(?:returns|return|is|was|gets|get|becomes|become) None\b[^\n]{0,200}?"
+        r"[^\n]{0,80}?\b(?:returns None|return None|is None|was None|gets None|becomes None)\b"
+        r"[^\n]{0,200}?"
         r"(?:compar|mem[-_ ]fraction|TypeError|NoneType)",
         "SGLang's read of the device's memory returns None on --device cpu with "
         "SGLANG_CPU_OMP_THREADS_BIND set (v0.5.3 utils/common.py:1510-1513) and on devices it "
@@ -1002,7 +1003,14 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "v0.5.3 server_args.py:637-675, utils/common.py:1510-1513; "
         "https://github.com/sgl-project/sglang/pull/11105",
         standalone=True,
-        words=(" None",),
+        words=(
+            "returns None",
+            "return None",
+            "is None",
+            "was None",
+            "gets None",
+            "becomes None",
+        ),
         example=(
             "on the CPU device the gpu_mem it reads returns None, and the server args compare "
             "it with an int when --mem-fraction-static is not given"
