@@ -122,8 +122,8 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
     named, levers, words = reported.mention_answer(evidence)
     noted, serving = pools.noted_levers(evidence)
     said = asked[2] or changed or words or (serving if quiet is not None else "")
-    told = [f"{m.subject}: {m.answer}" for m in evidence.mentions if m.answer]
-    said = "; ".join(filter(None, [*told, said]))
+    told = [f"{m.subject}: {m.answer}" for m in evidence.mentions if m.answer and m.alone]
+    said = "; ".join(dict.fromkeys(filter(None, [*told, said])))  # an answer said once
     findings = [*asked[0], *found.findings, *named]
     if said and quiet is not None:  # its verdict says only the outcome: what leads is the news
         found = replace(found, verdict=quiet[0] + said + quiet[1])
