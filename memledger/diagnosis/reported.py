@@ -13,7 +13,7 @@ from memledger.diagnosis.stages import lever_suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
-from memledger.sglang.lifecycle import MENTION, squeeze_levers
+from memledger.sglang.lifecycle import squeeze_levers
 from memledger.sizing.host_pool import host_pool_size
 
 FRACTION = "mem_fraction_static"
