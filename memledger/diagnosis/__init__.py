@@ -110,7 +110,11 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
         return _own_pool_full(evidence, hit[0], hit[1])
     if evidence.memory_evidence:
         return _out_of_memory(evidence)
-    if evidence.outcome == "crash" or _ends_in_exception(evidence) or crash.shm_exhausted(evidence):
+    # no outcome phrase, but a traceback that names its exception (a pasted `...OutOfResources:
+    # ...` line): the startup crashed
+    raised = evidence.traceback is not None and bool(evidence.traceback.values.get("exception"))
+    ended = evidence.outcome in ("truncated", "unknown") and raised
+    if evidence.outcome == "crash" or ended or crash.shm_exhausted(evidence):
         return _crash(evidence)
     found, quiet = (_truncated if evidence.outcome == "truncated" else _ready)(evidence)
     # no failure: what the table answers in words of what the paste names (Mention.answer), then
@@ -121,8 +125,8 @@ def _diagnose(evidence: Evidence) -> Diagnosis:
     named, levers, words = reported.mention_answer(evidence)
     noted, serving = pools.noted_levers(evidence)
     said = asked[2] or changed or words or (serving if quiet is not None else "")
-    told = [f"{m.subject}: {m.answer}" for m in evidence.mentions if m.answer]
-    said = "; ".join(filter(None, [*told, said]))
+    told = [f"{m.subject}: {m.answer}" for m in evidence.mentions if m.answer and m.alone]
+    said = "; ".join(dict.fromkeys(filter(None, [*told, said])))  # an answer said once
     findings = [*asked[0], *found.findings, *named]
     if said and quiet is not None:  # its verdict says only the outcome: what leads is the news
         found = replace(found, verdict=quiet[0] + said + quiet[1])
@@ -337,17 +341,6 @@ def _after_startup(evidence: Evidence) -> tuple[list[Finding], list[Finding], li
     return left, graphs, leading(suggestions, levers)
 
 
-def _ends_in_exception(evidence: Evidence) -> bool:
-    """A log with no outcome phrase whose traceback still names its exception (a pasted
-    `triton...OutOfResources: ...` line): the startup crashed."""
-    traceback = evidence.traceback
-    return (
-        evidence.outcome in ("truncated", "unknown")
-        and traceback is not None
-        and bool(traceback.values.get("exception"))
-    )
-
-
 def _failed_rank(evidence: Evidence) -> str | None:
     for event in (evidence.oom, evidence.refusal, evidence.traceback, evidence.exit):
         if event is not None:
@@ -433,7 +426,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     killed = exit_event is not None and bool(exit_event.values.get("killed"))
     host = pools.host_memory(evidence)
     if host is not None:
-        findings.append(pools.host_finding(host, evidence))
+        findings.append(evidence.said("host_memory", host.line))
     shm = crash.shm_exhausted(evidence)
     if shm is not None:
         findings.append(crash.shm_finding(shm, evidence))
@@ -446,9 +439,10 @@ def _crash(evidence: Evidence) -> Diagnosis:
         findings.append(evidence.said("killed", exit_event.line))
     if shm is not None:
         verdict_end = "the host's shared memory (/dev/shm), not GPU memory: docker --shm-size 32g"
-    elif hit is not None:
+    elif hit is not None:  # with what its text measures, which the clipped quote cuts
         gpu = "possibly GPU memory" if hit[0].maybe_memory else "not GPU memory"
-        verdict_end = f"{gpu}: {hit[0].fix}"
+        amount, said = crash.cause_numbers(hit[1])
+        verdict_end = (f"{said} - " if amount else "") + f"{gpu}: {hit[0].fix}"
     elif host is not None:
         verdict_end = "host RAM, not GPU memory: more RAM for the host or its container's limit"
     elif killed:
@@ -505,7 +499,8 @@ def _truncated(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
         findings += memory.capture_point(evidence)[0]
     headroom, graphs, suggestions = _after_startup(evidence)
     dropped = occupancy.after_pool_drop(evidence)
-    findings += headroom + graphs + health.free_rose_after_pool(evidence)
+    rose = health.free_rose_after_pool(evidence)
+    findings += headroom + graphs + rose
     findings += pools.serving_notes(evidence) + ([dropped] if dropped is not None else [])
     ends = f"log ends {where}{at}"
     quiet: Quiet = None
@@ -524,7 +519,9 @@ def _truncated(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
             "workspace)"
         )
     else:
-        verdict = f"{ends}: no error text, outcome unknown"
+        # how the pool came to be sized (a draft held while it was) leads, in its lead words
+        said = [f.message.split(": ")[0] for f in rose[:1]]
+        verdict = "; ".join([*said, f"{ends}: no error text, outcome unknown"])
         quiet = ("", f"; {verdict}")  # the outcome only: a finding with levers may lead it
     return _diagnosis(
         evidence,

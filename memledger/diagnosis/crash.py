@@ -39,22 +39,25 @@ def known_cause(evidence: Evidence) -> tuple[CrashCause, Event] | None:
     return None
 
 
-def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Finding:
-    """The cause's finding, with the numbers the input layer read off its text (the event's
-    values: the balance check's two free figures, a driver's result code)."""
+def cause_numbers(event: Event) -> tuple[int | None, str]:
+    """What the input layer read off a known cause's text (the event's values: the balance
+    check's two free figures, a driver's result code): the bytes it measures, in words."""
     low, local = event.values.get("min_per_gpu_memory"), event.values.get("local_gpu_memory")
     code = event.values.get("result_code")
-    said = ""
-    amount = None
     if isinstance(low, int | float) and isinstance(local, int | float):
-        amount = round((local - low) * GIB)
-        said = (
-            f"; here the fullest rank had {low:.2f} GB free against this rank's {local:.2f} GB: "
-            f"{local - low:.2f} GB held on it that this rank does not hold"
+        return round((local - low) * GIB), (
+            f"the fullest rank had {low:.2f} GiB free against this rank's {local:.2f} GiB: "
+            f"{local - low:.2f} GiB held on it that this rank does not hold"
         )
-    elif isinstance(code, int):
-        said = f"; here code {code}: {DRIVER_RESULTS.get(code, 'a driver error')}"
-    message = f"{cause.message}{said} ({cause.source})"
+    if isinstance(code, int):
+        return None, f"code {code}: {DRIVER_RESULTS.get(code, 'a driver error')}"
+    return None, ""
+
+
+def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Finding:
+    """The cause's finding, with the numbers the input layer read off its text."""
+    amount, said = cause_numbers(event)
+    message = f"{cause.message}{'; here ' if said else ''}{said} ({cause.source})"
     return evidence.finding(cause.finding_id, Severity.ERROR, message, event.line, bytes=amount)
 
 

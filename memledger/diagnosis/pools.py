@@ -217,10 +217,6 @@ def noted_levers(evidence: Evidence) -> tuple[list[Suggestion], str]:
     return levers, f"{noted[0][0]}: {said}" if noted else ""
 
 
-def host_finding(event: Event, evidence: Evidence) -> Finding:
-    return evidence.said("host_memory", event.line)
-
-
 def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) -> Suggestion:
     """Lower mfs, without a value: the log does not show P or the current fraction."""
     oom = evidence.oom

@@ -13,7 +13,7 @@ from memledger.diagnosis.stages import lever_suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
-from memledger.sglang.lifecycle import MENTION, squeeze_levers
+from memledger.sglang.lifecycle import squeeze_levers
 from memledger.sizing.host_pool import host_pool_size
 
 FRACTION = "mem_fraction_static"
@@ -79,12 +79,11 @@ def mention_answer(evidence: Evidence) -> Answer:
         replace(s, value=host[0], why=f"{s.why}; {host[1]}") if s.knob == "hicache_size" else s
         for s in levers
     ]
-    words = ""
-    if levers:
-        first = levers[: min(2, len(answering[0].levers))]  # the first mention's own
-        words = f"{answering[0].subject}: {' or '.join(phrase(s) for s in first)}"
-    elif any(m.name == "other_process" for m in found):
-        words = f"{MENTION['other_process'].subject}: free the GPU first"
+    # its words: the first answering mention's answer (Mention.answer), then its own levers
+    lead = answering[0] if levers else next((m for m in found if m.answer and failed), None)
+    first = levers[: min(2, len(answering[0].levers))] if levers else []
+    words = "; ".join(filter(None, [lead.answer if lead else "", " or ".join(map(phrase, first))]))
+    words = f"{lead.subject}: {words}" if lead is not None else ""
     return said, levers, words
 
 

@@ -251,7 +251,8 @@ SAYINGS: tuple[Said, ...] = (
     Said(
         "free_rose_after_pool.draft",
         "info",
-        "the draft model ({type}{held}) was loaded before the KV pool was sized: {source}",
+        "the draft model ({type}{held}) was loaded before the KV pool was sized, so the pool "
+        "came out smaller by the draft's own embed_tokens/lm_head: {source}",
         DRAFT_BEFORE_POOL_CAUSE,
     ),
     Said(

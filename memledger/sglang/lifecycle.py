@@ -405,8 +405,9 @@ class Mention:
     """Its levers answer it without a failure too (a cap SGLang set, memory that grows); else
     they are a failure's (HiCache's transfer buffers) and a log with none names it without them."""
     answer: str = ""
-    """What it comes to, in words, for a verdict with no failure to lead with (what the paste
-    names is then the news): for a mention whose levers do not answer it alone."""
+    """What it comes to, in words: the verdict says it wherever the mention is named (with no
+    failure to lead with, what the paste names is the news), before the mention's own levers.
+    For a prescription that is no lever (wait, unset, pin, upgrade) or a mechanism to name."""
 
     @property
     def subject(self) -> str:
@@ -461,6 +462,8 @@ MENTIONS: tuple[Mention, ...] = (
                 "model_executor/cuda_graph_runner.py:283-286)",
             ),
         ),
+        answer="the draft's weights, pools and graphs come on top of the target's (no "
+        "--speculative-draft-model-path: an MTP model drafts from its own checkpoint)",
     ),
     Mention(
         "draft_startup",
@@ -504,6 +507,8 @@ MENTIONS: tuple[Mention, ...] = (
         "out, raise --max-total-tokens above what the batch needs",
         (KV_CAP_RAISE,),
         own_pool=True,
+        answer="applied after the fraction's budget, a cap keeps the pool small but makes no "
+        "room a refused fraction lacks, and a pool capped at what a batch needs runs out of tokens",
     ),
     Mention(
         "per_request_rows",
@@ -899,6 +904,9 @@ MENTIONS: tuple[Mention, ...] = (
         "as soon as it returns can still meet memory a rank has not released yet: wait until "
         "every GPU shows it free",
         (_MFS_LOWER,),
+        answer="it frees only what torch_memory_saver tagged (not a hybrid SWA model's KV pools "
+        "in v0.5.8: upgrade) and returns before every rank has paused: wait until every GPU "
+        "shows the memory free",
     ),
     Mention(
         "nccl_alloc",
@@ -911,6 +919,9 @@ MENTIONS: tuple[Mention, ...] = (
         "SGLang's own process NCCL's buffers come out of the (1 - mfs) x P that its pools leave "
         "(v0.5.8 model_runner_kv_cache_mixin.py:138-140)",
         (_MFS_LOWER,),
+        answer="NCCL allocates outside PyTorch's caching allocator, so what PyTorch holds "
+        "reserved is not free for it: empty PyTorch's cache before the NCCL call or keep a margin "
+        "free beside it",
     ),
     Mention(
         "memory_saver_expandable",
@@ -922,6 +933,8 @@ MENTIONS: tuple[Mention, ...] = (
         "maps memory outside them, so a pause frees nothing, and torch_memory_saver now refuses "
         "to run (torch_memory_saver 13d6461, its PR #25; 4a43c97 entrypoint.py:397-401)",
         alone=True,
+        answer="unset it (PYTORCH_CUDA_ALLOC_CONF) for SGLang's process: under it a pause frees "
+        "nothing",
     ),
     Mention(
         "resume",
@@ -1176,12 +1189,15 @@ MENTIONS: tuple[Mention, ...] = (
         "versions' startup logs with `memledger diff`: a changed default has a knob, a "
         "regression has none",
         alone=True,
+        answer="pin the version that worked, or compare both versions' startup logs with "
+        "`memledger diff` (a changed default has a knob, a regression has none)",
     ),
     Mention(
         "other_process",
         None,
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "
         "on what was free when it started; free the GPU first (nvidia-smi lists who holds it)",
+        answer="free the GPU first",
     ),
     Mention(
         "wsl_driver",

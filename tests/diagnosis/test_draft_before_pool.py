@@ -45,6 +45,20 @@ def test_a_draft_with_its_own_head_loaded_before_the_pool_is_named(kind: str) ->
     assert message.startswith(f"the draft model ({kind}, 5.00 GiB) was loaded before the KV pool")
 
 
+@pytest.mark.parametrize("kind", ["Qwen3ForCausalLMMTP", "LlamaForCausalLMEagle3"])
+def test_a_cut_off_log_with_no_error_is_led_by_the_held_draft(kind: str) -> None:
+    # the log ends at the pool with no error: the outcome is unknown, and the news is why the
+    # pool came out small (the draft's own head held while it was sized)
+    result = _diagnose([BEGIN.format("78.00"), TARGET, _draft(kind), KV])
+    assert result.outcome == "truncated"
+    lead = f"the draft model ({kind}, 5.00 GiB) was loaded before the KV pool was sized, so the "
+    assert result.verdict.startswith(lead + "pool came out smaller by the draft's own "), result
+    assert result.verdict.endswith("no error text, outcome unknown")
+    # without the draft: the outcome only
+    plain = _diagnose([BEGIN.format("78.00"), TARGET, KV])
+    assert plain.verdict.startswith("log ends during"), plain.verdict
+
+
 def test_a_dflash_draft_borrows_the_targets_head_and_is_not_named() -> None:
     assert (
         _held(_diagnose([BEGIN.format("78.00"), TARGET, _draft("DFlashQwen3ForCausalLM"), KV]))

@@ -94,7 +94,15 @@ def test_the_balance_check_is_distributed_init_and_its_numbers_are_the_finding()
     assert result.phase is Phase.DIST_INIT
     found = next(f for f in result.findings if f.id == "unbalanced_memory")
     assert found.bytes == round((78.25 - 61.50) * GIB)
-    assert "16.75 GB held on it" in found.message
+    # SGLang's figures are GiB (free bytes / 2^30); the clipped quote in the verdict cuts them,
+    # so the verdict says them before the fix
+    said = "the fullest rank had 61.50 GiB free against this rank's 78.25 GiB: 16.75 GiB held"
+    assert said in found.message
+    assert said in result.verdict.replace("\n", " ")
+    assert result.verdict.index(said) < result.verdict.index("not GPU memory")
+    # the text without its numbers: nothing measured, nothing said
+    bare = _diagnose(text.split(" min_per_gpu_memory")[0] + "\n")
+    assert "fullest rank had" not in bare.verdict and "not GPU memory" in bare.verdict
 
 
 def test_the_balance_check_after_the_targets_graphs_is_the_drafts() -> None:

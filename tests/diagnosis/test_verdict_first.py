@@ -96,7 +96,74 @@ def test_an_answer_in_words_is_only_for_a_mention_its_levers_do_not_answer_alone
     # answer in words as well would say it twice
     assert _ANSWERED
     for mention in _ANSWERED.values():
-        assert mention.alone and not mention.levers_alone, mention.name
+        assert not mention.levers_alone, mention.name
+
+
+_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.19 GiB of which 20.00 MiB is free."
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "name", "leads"),
+    [
+        (
+            "the trainer OOMs right after /release_memory_occupation returns",
+            "released",
+            "mem_fraction_static",
+        ),
+        (
+            "this is an ad-hoc fix for the nccl failed to calloc error",
+            "nccl_alloc",
+            "mem_fraction_static",
+        ),
+        (
+            "flashinfer PR #994 and everything after leads to OOM, the commit before works",
+            "version_regression",
+            None,
+        ),
+        ("I am trying speculative decoding on one GPU", "speculative", "max_total_tokens"),
+        # its raise lever is for SGLang's own pool, not an allocator's OOM: the words only
+        (
+            "We set max_total_tokens to batch x max_length and the rollout runs out of memory",
+            "kv_cap",
+            None,
+        ),
+    ],
+)
+@pytest.mark.parametrize("shape", [0, 1, 2])
+def test_a_failure_says_what_the_table_answers_of_what_the_paste_names(
+    said: str, name: str, leads: str | None, shape: int
+) -> None:
+    # an OOM with a cause the paste names: the verdict says the table's answer for it (wait,
+    # empty the cache, pin a version, the draft's own memory), then the mention's own levers,
+    # the first of which is the first suggestion
+    said = [said, said.lower(), f"we see: `{said}`"][shape]
+    result = diagnose_paste([said, _OOM])
+    mention = _ANSWERED[name]
+    assert f"{mention.subject}: {mention.answer}" in result.verdict, result.verdict
+    if leads is not None:
+        assert result.suggestions[0].knob == leads, result.suggestions
+        assert f"{mention.answer}; {mention.levers[0].direction} --" in result.verdict
+    else:
+        assert not any(
+            f"{mention.answer}; {lever.direction} --" in result.verdict for lever in mention.levers
+        ), result.verdict
+
+
+def test_the_answer_is_said_once_and_only_with_a_failure_unless_said_alone() -> None:
+    # without a failure only a mention said alone is answered (the RL release needs a failure)
+    quiet = diagnose_paste(["we call /release_memory_occupation before each training step"])
+    assert quiet.outcome == "truncated", quiet.verdict
+    assert _ANSWERED["released"].answer not in quiet.verdict
+    alone = diagnose_paste(
+        ["with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the sglang offload frees nothing"]
+    )
+    answer = _ANSWERED["memory_saver_expandable"].answer
+    assert alone.verdict.count(answer) == 1 and alone.verdict.startswith("expandable"), (
+        alone.verdict
+    )
 
 
 def test_a_crash_whose_error_is_not_in_the_log_is_answered_by_what_the_paste_names() -> None:
