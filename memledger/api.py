@@ -58,14 +58,14 @@ def _grammars(grammars: GrammarFiles, extra_grammars: GrammarFiles | None) -> tu
 
 
 def _options(
-    *,
     rank: str | None,
     startup: int | None,
     model_config: PathLike | None = None,
     formula_files: Sequence[PathLike] = (),
     grammars: tuple[Path, ...] = (),
 ) -> LoadOptions:
-    """The API's keywords as the LoadOptions the CLI's options make (paths as `Path`)."""
+    """The API's keywords, in their order, as the LoadOptions the CLI's options make (paths as
+    `Path`)."""
     return LoadOptions(
         rank=rank,
         startup=startup,
@@ -85,7 +85,7 @@ def load(
     extra_grammars: GrammarFiles | None = None,
 ) -> ParsedLog:
     """Parse a log (path, "-" or stream): its startups and the selected startup's events."""
-    options = _options(rank=rank, startup=startup, grammars=_grammars(grammars, extra_grammars))
+    options = _options(rank, startup, grammars=_grammars(grammars, extra_grammars))
     return load_parsed(source, options, label=label)
 
 
@@ -112,16 +112,8 @@ def ledger(
     `grammars`: Lark grammars for a fork's lines (`--grammar`), used when a log is parsed
     (a `ParsedLog` already was); refused for a saved ledger, as `rank` is.
     """
-    return load_ledger(
-        source,
-        _options(
-            rank=rank,
-            startup=startup,
-            model_config=model_config,
-            formula_files=formula_files,
-            grammars=_grammars(grammars, extra_grammars),
-        ),
-    )
+    files = _grammars(grammars, extra_grammars)
+    return load_ledger(source, _options(rank, startup, model_config, formula_files, files))
 
 
 def diagnose(
@@ -136,13 +128,7 @@ def diagnose(
     """Why a startup failed or came out small: `verdict`, `phase`, `shortfall_bytes`,
     `findings` and `suggestions` (a log, stream or `ParsedLog`; a saved ledger has no error
     text and is refused)."""
-    options = _options(
-        rank=rank,
-        startup=startup,
-        model_config=model_config,
-        formula_files=formula_files,
-        grammars=_grammars(grammars, None),
-    )
+    options = _options(rank, startup, model_config, formula_files, _grammars(grammars, None))
     return diagnosis_of(DiagnoseOptions(log=source, load=options))
 
 
@@ -161,13 +147,8 @@ def diff(
 
     The options apply to both sides, as the CLI's shared options do (a saved ledger, already
     one rank of one startup, is not re-selected)."""
-    options = _options(
-        rank=rank,
-        startup=startup,
-        model_config=model_config,
-        formula_files=formula_files,
-        grammars=_grammars(grammars, extra_grammars),
-    )
+    files = _grammars(grammars, extra_grammars)
+    options = _options(rank, startup, model_config, formula_files, files)
     return diff_of(DiffOptions(base=DiffSide(base), head=DiffSide(head), load=options))
 
 
@@ -195,13 +176,8 @@ def check(
     sources: list[Source] = (
         list(source) if isinstance(source, list | tuple) else [source]  # type: ignore[list-item]
     )
-    options = _options(
-        rank=rank,
-        startup=startup,
-        model_config=model_config,
-        formula_files=formula_files,
-        grammars=_grammars(grammars, extra_grammars),
-    )
+    files = _grammars(grammars, extra_grammars)
+    options = _options(rank, startup, model_config, formula_files, files)
     return check_report(
         CheckOptions(
             logs=sources,
@@ -308,12 +284,7 @@ def whatif(
         WhatIfOptions(
             log=source,
             changes=merged,
-            load=_options(
-                rank=rank,
-                startup=startup,
-                model_config=model_config,
-                grammars=_grammars(grammars, None),
-            ),
+            load=_options(rank, startup, model_config, grammars=_grammars(grammars, None)),
             solve=solve,
             target=wanted,
         )
@@ -349,11 +320,6 @@ def against_release(
             release=release,
             log_release=log_release,
             gpu_memory_mib=gpu_memory_mib,
-            load=_options(
-                rank=rank,
-                startup=startup,
-                model_config=model_config,
-                grammars=_grammars(grammars, None),
-            ),
+            load=_options(rank, startup, model_config, grammars=_grammars(grammars, None)),
         )
     )

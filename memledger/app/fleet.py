@@ -32,6 +32,7 @@ from memledger.app.options import STDIN, LoadOptions, Output, Source
 from memledger.app.progress import ProgressBar, with_progress
 from memledger.checking.spool import Spool, closing_after
 from memledger.errors import EXIT_INPUT, EXIT_OK, ConfigError, InputError
+from memledger.input.grep_early import cores
 from memledger.input.log_list import LIST_PREFIX, is_log_list, missing, read_log_list
 from memledger.model.fleet import FleetEntry
 from memledger.model.ledger import Ledger
@@ -426,7 +427,7 @@ def map_paths(
     """
     items = iter(items)
     head = list(islice(items, 2))
-    workers = min(MAX_WORKERS, _usable_cpus(), len(head))
+    workers = min(MAX_WORKERS, cores(), len(head))
     if workers <= 1 or in_process or not _can_fork() or _threads_alive():
         return map(work, chain(head, items))
     _warm(options)
@@ -498,12 +499,6 @@ def _warm(options: LoadOptions) -> None:
 def _threads_alive() -> bool:
     """Whether a thread besides this one runs here (a fork now could copy a lock it holds)."""
     return threading.active_count() > 1
-
-
-def _usable_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _can_fork() -> bool:

@@ -18,16 +18,13 @@ Each comparison allows both numbers' printing precision (and an integrated GPU's
 
 from __future__ import annotations
 
+from memledger.engine.carve import gib_text
 from memledger.engine.chain import Chain, Point
 from memledger.model.events import Event, EventKind
-from memledger.units import GIB, MAX_DEVICE_BYTES, format_gib
+from memledger.units import GIB, MAX_DEVICE_BYTES
 
 _CAPACITY_SIZES = {EventKind.OOM_MESSAGE: "capacity", EventKind.GPU_CAPACITY_FALLBACK: "using_min"}
 _USAGE_KINDS = (EventKind.LOAD_END, EventKind.CAPTURE_END)
-
-
-def _gib(size_bytes: int) -> str:
-    return f"{format_gib(size_bytes)} GiB"
 
 
 def _at(chain: Chain, event: Event) -> str:
@@ -35,7 +32,7 @@ def _at(chain: Chain, event: Event) -> str:
 
 
 def _reading(point: Point) -> str:
-    text = point.avail.text or _gib(point.avail.bytes)
+    text = point.avail.text or gib_text(point.avail.bytes)
     return f"avail mem={text}" if point.derived_text is None else f"{point.derived_text} {text}"
 
 
@@ -52,9 +49,9 @@ def implausible(chain: Chain, usable: int, usable_error: int, noise: int) -> str
         if point.avail.bytes > usable + point.avail.half_ulp + usable_error + 2 * noise:
             return (
                 f"{point.id} reads {_reading(point)} at {_at(chain, point.event)}, above the "
-                f"usable memory {_gib(usable)} (avail at load begin, {_at(chain, first.event)}, "
-                "with what was allocated before it): nothing the startup frees can give back "
-                "more than it began with"
+                f"usable memory {gib_text(usable)} (avail at load begin, "
+                f"{_at(chain, first.event)}, with what was allocated before it): nothing the "
+                "startup frees can give back more than it began with"
             )
     for event in chain.events:
         usage = event.size("usage")
@@ -62,8 +59,8 @@ def implausible(chain: Chain, usable: int, usable_error: int, noise: int) -> str
             continue
         if usage.bytes > usable + usage.half_ulp + usable_error + 2 * noise:
             return (
-                f"{event.kind} prints mem usage={usage.text or _gib(usage.bytes)} at "
-                f"{_at(chain, event)}, more than the usable memory {_gib(usable)}"
+                f"{event.kind} prints mem usage={usage.text or gib_text(usage.bytes)} at "
+                f"{_at(chain, event)}, more than the usable memory {gib_text(usable)}"
             )
     for event in chain.events:
         name = _CAPACITY_SIZES.get(event.kind)
@@ -72,9 +69,9 @@ def implausible(chain: Chain, usable: int, usable_error: int, noise: int) -> str
             continue
         if usable > capacity.bytes + capacity.half_ulp + usable_error + 2 * noise:
             return (
-                f"usable memory {_gib(usable)} (avail at load begin, {_at(chain, first.event)}) "
-                f"is more than the GPU's capacity {_gib(capacity.bytes)} printed at "
-                f"{_at(chain, event)}"
+                f"usable memory {gib_text(usable)} (avail at load begin, "
+                f"{_at(chain, first.event)}) is more than the GPU's capacity "
+                f"{gib_text(capacity.bytes)} printed at {_at(chain, event)}"
             )
     if usable > MAX_DEVICE_BYTES:
         return (

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memledger.input.vllm_facts import Fact
+from memledger.input.vllm_facts import Fact, fact_bytes
 from memledger.input.vllm_reader import Startup, VllmLog, is_rank0
 from memledger.model.ledger import (
     Evidence,
@@ -106,13 +106,6 @@ def _derived(
     )
 
 
-def _fact_bytes(facts: Mapping[str, Fact], name: str) -> tuple[int, int] | None:
-    fact = facts.get(name)
-    if fact is None or fact.bytes is None:
-        return None
-    return fact.bytes, fact.error_bytes
-
-
 def build_vllm_ledger(
     log: VllmLog,
     index: int,
@@ -122,15 +115,15 @@ def build_vllm_ledger(
 ) -> Ledger:
     """The account of one vLLM startup (rank 0's figures where rank 0 printed them)."""
     notes: list[str] = []
-    total = _fact_bytes(facts, "total_gpu_gib")
+    total = fact_bytes(facts, "total_gpu_gib")
     util_fact = facts.get("gpu_memory_utilization")
     util = None if util_fact is None else float(util_fact.value)
-    budget = _fact_bytes(facts, "usable_gib") or _fact_bytes(facts, "requested_gib")
+    budget = fact_bytes(facts, "usable_gib") or fact_bytes(facts, "requested_gib")
     if budget is None and total is not None and util is not None:
         budget = (round(total[0] * util), round(total[1] * util + total[0] * 0.005))
     weights = facts.get("weights_gib")
     activation = facts.get("activation_peak_gib")
-    peak = _fact_bytes(facts, "peak_torch_memory_gib")
+    peak = fact_bytes(facts, "peak_torch_memory_gib")
     consumed = facts.get("consumed_gib")
     estimate = facts.get("graph_estimate_gib")
     graph_in_budget = sizing.era == "V1" and (
@@ -214,7 +207,7 @@ def build_vllm_ledger(
                 note="captured after the KV cache was sized: it comes out of the headroom",
             )
         )
-    free = _fact_bytes(facts, "free_gib") or _fact_bytes(facts, "initial_free_gib")
+    free = fact_bytes(facts, "free_gib") or fact_bytes(facts, "initial_free_gib")
     usable: int | None = None
     balance_error = tolerance = 0
     failed_check = any(r.error is not None and r.error.id == "free_memory" for r in startup.errors)

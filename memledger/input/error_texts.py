@@ -15,6 +15,7 @@ Every reader tolerates what people paste: surrounding text, alignment spaces, a 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memledger.input.ascii_view import ascii_view, non_ascii_words
@@ -139,14 +140,16 @@ def _byte_sizes(entry: ErrorText, match: re.Match[str]) -> dict[str, Size]:
     return sizes
 
 
+def _first(entries: Iterable[ErrorText], text: str) -> tuple[ErrorText, re.Match[str]] | None:
+    """The first of `entries` found in `text`, with its match."""
+    return next(((entry, match) for entry in entries if (match := entry.find(text))), None)
+
+
 def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | None:
     """The numbers of an allocator OOM message, or None when `text` is not one."""
-    for entry in _OOM_MESSAGES:
-        if entry is _ALLOCATOR_OOM:
-            continue
-        match = entry.find(text)
-        if match is not None:  # a runtime's own text: its byte counts, if it prints any
-            return _byte_sizes(entry, match), _captured(entry, match)
+    own = _first((e for e in _OOM_MESSAGES if e is not _ALLOCATOR_OOM), text)
+    if own is not None:  # a runtime's own text: its byte counts, if it prints any
+        return _byte_sizes(*own), _captured(*own)
     head = _ALLOCATOR_OOM.find(text)
     if head is None:
         return None
@@ -173,31 +176,24 @@ def read_oom_message(text: str) -> tuple[dict[str, Size], dict[str, Value]] | No
 
 def read_kv_refusal(text: str) -> dict[str, Value] | None:
     """SGLang refusing to size the KV pool (weights left no room), or None."""
-    for entry in _REFUSALS:
-        match = entry.find(text)
-        if match is not None:
-            return _captured(entry, match)
-    return None
+    found = _first(_REFUSALS, text)
+    return None if found is None else _captured(*found)
 
 
 def read_pool_exhausted(text: str) -> dict[str, Value] | None:
     """SGLang's own pool (or the host's memory) running out, or None."""
-    for entry in _POOLS:
-        match = entry.find(text)
-        if match is not None:
-            return _captured(entry, match)
-    return None
+    found = _first(_POOLS, text)
+    return None if found is None else _captured(*found)
 
 
 def read_adjustment(text: str) -> dict[str, Value] | None:
     """SGLang changing a memory setting by itself (memledger.sglang.adjustments): the entry's
     setting and the value its `value` group read (printed as it is: a count, a dtype), or None."""
-    for entry in _ADJUSTMENTS:
-        match = entry.find(text)
-        if match is not None:
-            read = {key: text for key, text in match.groupdict().items() if text and text.strip()}
-            return {**entry.values, **read}
-    return None
+    found = _first(_ADJUSTMENTS, text)
+    if found is None:
+        return None
+    read = {key: text for key, text in found[1].groupdict().items() if text and text.strip()}
+    return {**found[0].values, **read}
 
 
 def read_process_exit(text: str) -> dict[str, Value] | None:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from dataclasses import dataclass, field
 
-from memledger.input.launch_yaml import yaml_command_words
+from memledger.input.launch_yaml import shell_words, yaml_command_words
 from memledger.input.server_args import is_read_key
 from memledger.input.store import TEXT_CAP
 from memledger.input.wrappers import unwrapped_text
@@ -71,13 +70,6 @@ def _value(text: str) -> ParamValue:
         number = float(text)
         return number if math.isfinite(number) else text
     return text[:MAX_VALUE_CHARS]
-
-
-def _tokens(command: str) -> list[str]:
-    try:
-        return shlex.split(command, comments=True)
-    except ValueError:  # an unclosed quote: split on blanks instead
-        return command.split()
 
 
 def _arguments(tokens: list[str]) -> list[str]:
@@ -198,7 +190,7 @@ def find_launch_command(head: bytes, whole: bool) -> LaunchCommand | None:
         if len(text) > MAX_COMMAND_CHARS:
             problems.append(f"launch command cut at {MAX_COMMAND_CHARS} characters")
             text = text[:MAX_COMMAND_CHARS]
-        found = _command(number, text, _tokens(text), problems)
+        found = _command(number, text, shell_words(text), problems)
         if found is not None:
             return found
     return None

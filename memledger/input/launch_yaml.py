@@ -123,11 +123,11 @@ def _value_words(lines: list[str], index: int, value: str, key_column: int) -> l
         return flow_items("\n".join(parts))
     if _BLOCK_SCALAR_RE.match(value.strip()):
         body, _ = _continuation(lines, index, key_column)
-        return _shell_words(_block_scalar(value.strip(), body))
+        return shell_words(_block_scalar(value.strip(), body))
     if value.strip() and not value.strip().startswith("#"):
         more, _ = _continuation(lines, index, key_column)  # a plain scalar over several lines
         text = _unquote(" ".join([value.strip(), *(m.strip() for m in more if m.strip())]))
-        return _shell_words(text)
+        return shell_words(text)
     return _block_sequence(lines, index, key_column)
 
 
@@ -157,7 +157,9 @@ def _block_sequence(lines: list[str], index: int, key_column: int) -> list[str]:
     return items
 
 
-def _shell_words(text: str) -> list[str]:
+def shell_words(text: str) -> list[str]:
+    """A shell command's words (`#` starts a comment); on an unclosed quote, its blank-separated
+    words."""
     try:
         return shlex.split(text, comments=True)
     except ValueError:  # an unclosed quote: split on blanks instead
@@ -168,7 +170,7 @@ def _expand(items: list[str], holds_command: Callable[[str], bool]) -> list[str]
     """A list item that is a whole shell command (`sh -c "python3 -m sglang..."`) as its words."""
     out: list[str] = []
     for item in items:
-        out.extend(_shell_words(item) if holds_command(item) and " " in item else [item])
+        out.extend(shell_words(item) if holds_command(item) and " " in item else [item])
     return out
 
 

@@ -24,7 +24,7 @@ from typing import IO, Protocol
 from memledger.errors import InputError
 from memledger.input.error_texts import known_shapes
 from memledger.input.escaped import UnescapedStream, unescaped
-from memledger.input.grep_early import END_OF_PART
+from memledger.input.grep_early import END_OF_PART, cores
 from memledger.input.grep_scan import grep_candidates, grep_program, rest_of_file, stdin_file
 from memledger.input.gunzip import BoundedGunzip, GunzipLimits
 from memledger.input.rewrap import SHORT_BYTES, RewrappedStream, short_joined, wrap_of
@@ -325,17 +325,11 @@ def _stream_reader(
     return read
 
 
-def _usable_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _split_point(log: OpenedLog) -> int | None:
     """Where a worker takes over: the first line start after the middle of a big regular file."""
     if log.path is None or log.size is None or log.size < PARALLEL_MIN_BYTES:
         return None
-    if _usable_cpus() < 2 or getattr(sys, "frozen", False) or not sys.executable:
+    if cores() < 2 or getattr(sys, "frozen", False) or not sys.executable:
         return None
     middle = log.size // 2
     try:

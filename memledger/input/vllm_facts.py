@@ -10,6 +10,7 @@ facts no startup line printed (`gpu_memory_utilization`, `max_model_len`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from memledger.input.vllm_reader import Reading, Startup, Value, VllmLog, is_rank0
@@ -27,6 +28,12 @@ class Fact:
     text: str
     source: str
     tag: str = ""
+
+
+def fact_bytes(facts: Mapping[str, Fact], name: str) -> tuple[int, int] | None:
+    """The fact `name`'s bytes and their error, None when it is absent or not a size."""
+    fact = facts.get(name)
+    return None if fact is None or fact.bytes is None else (fact.bytes, fact.error_bytes)
 
 
 FALLBACKS = {"weights_gib": "weights_gib_summary"}

@@ -94,7 +94,9 @@ LedgerRenderer = Callable[[Ledger], str]
 Explainer = Callable[[Ledger, str], str]
 
 
-def _made(view: LedgerView, whole: LedgerRenderer, explain: Explainer | None, fmt: str) -> Any:
+def _made(
+    view: LedgerView, whole: LedgerRenderer, explain: Explainer | None, fmt: str
+) -> LedgerRenderer:
     target = view.explain
     if target is None:
         return whole
@@ -113,37 +115,32 @@ def _text(view: LedgerView) -> LedgerRenderer:
     def explain(ledger: Ledger, target: str) -> str:
         return explain_text(ledger, target, view.terminal.width)
 
-    made: LedgerRenderer = _made(view, whole, explain, "text")
-    return made
+    return _made(view, whole, explain, "text")
 
 
 def _markdown(view: LedgerView) -> LedgerRenderer:
     from memledger.render.markdown import render_markdown
 
-    made: LedgerRenderer = _made(view, render_markdown, _explain_markdown, "markdown")
-    return made
+    return _made(view, render_markdown, _explain_markdown, "markdown")
 
 
 def _json(view: LedgerView) -> LedgerRenderer:
     from memledger.render.explain import explain_json
     from memledger.render.jsonfmt import render_json
 
-    made: LedgerRenderer = _made(view, render_json, explain_json, "json")
-    return made
+    return _made(view, render_json, explain_json, "json")
 
 
 def _csv(view: LedgerView) -> LedgerRenderer:
     from memledger.render.csvfmt import render_csv
 
-    made: LedgerRenderer = _made(view, render_csv, None, "csv")
-    return made
+    return _made(view, render_csv, None, "csv")
 
 
 def _html(view: LedgerView) -> LedgerRenderer:
     from memledger.render.html import render_ledger_html
 
-    made: LedgerRenderer = _made(view, render_ledger_html, None, "html")
-    return made
+    return _made(view, render_ledger_html, None, "html")
 
 
 def _explain_markdown(ledger: Ledger, target: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memledger.compare.categories import group_label
-from memledger.render.mermaid import RESERVE_COLOURS, SIDE_COLOURS, plotted, shown_steps
+from memledger.render.mermaid import RESERVE_COLOURS, SIDE_COLOURS, gib, plotted, shown_steps
 from memledger.render.timeline import (
     GROUP_COLOURS,
     GROUP_ORDER,
@@ -69,10 +69,6 @@ def _value(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.2f}".rstrip("0").rstrip(".")
     return str(value)
-
-
-def gib(byte_count: int) -> str:
-    return f"{byte_count / GIB:.2f}"
 
 
 def _bytes(byte_count: int) -> str:

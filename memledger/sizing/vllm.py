@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from memledger.input.vllm_facts import Fact
+from memledger.input.vllm_facts import Fact, fact_bytes
 from memledger.vllm.sizing_rules import DEFAULT_BLOCK_SIZE, REDUNDANCY_BUFFER_BYTES, RULE
 
 GIB = 1 << 30
@@ -83,13 +83,6 @@ class VllmSizing:
         return next((s for s in self.steps if s.rule == rule), None)
 
 
-def _b(facts: Mapping[str, Fact], name: str) -> tuple[int, int] | None:
-    fact = facts.get(name)
-    if fact is None or fact.bytes is None:
-        return None
-    return fact.bytes, fact.error_bytes
-
-
 def _n(facts: Mapping[str, Fact], name: str) -> float | None:
     fact = facts.get(name)
     if fact is None or isinstance(fact.value, str):
@@ -135,7 +128,7 @@ def size_vllm(
     steps: list[Step] = []
     not_made: list[str] = []
     kv = _budget(facts, era, release, steps, not_made)
-    exact = _b(facts, "kv_cache_memory_in_use_bytes")  # the 0.10 summary's exact KV bytes
+    exact = fact_bytes(facts, "kv_cache_memory_in_use_bytes")  # the 0.10 summary's exact KV bytes
     if exact is not None:
         kv = exact
     block_size = DEFAULT_BLOCK_SIZE
@@ -154,8 +147,8 @@ def _budget(
     not_made: list[str],
 ) -> tuple[int, int] | None:
     """The usable budget and the KV bytes vLLM derived from it; returns the KV (bytes, ±)."""
-    total, util = _b(facts, "total_gpu_gib"), _n(facts, "gpu_memory_utilization")
-    usable = _b(facts, "usable_gib") or _b(facts, "requested_gib")
+    total, util = fact_bytes(facts, "total_gpu_gib"), _n(facts, "gpu_memory_utilization")
+    usable = fact_bytes(facts, "usable_gib") or fact_bytes(facts, "requested_gib")
     if total is not None and util is not None:
         slack = total[1] * util + 0.005 * total[0]  # util printed with 2 decimals
         step = Step(
@@ -171,10 +164,11 @@ def _budget(
         steps.append(step)
         if usable is None:
             usable = (round(total[0] * util), round(slack))
-    logged_kv = _b(facts, "kv_cache_gib")
-    weights, non_torch = _b(facts, "weights_gib"), _b(facts, "non_torch_gib")
-    activation, peak = _b(facts, "activation_peak_gib"), _b(facts, "peak_torch_memory_gib")
-    consumed = _b(facts, "consumed_gib")
+    logged_kv = fact_bytes(facts, "kv_cache_gib")
+    weights, non_torch = fact_bytes(facts, "weights_gib"), fact_bytes(facts, "non_torch_gib")
+    activation = fact_bytes(facts, "activation_peak_gib")
+    peak = fact_bytes(facts, "peak_torch_memory_gib")
+    consumed = fact_bytes(facts, "consumed_gib")
     if "initial_free_gib" in facts:  # kv_cache_memory_bytes set: profiling skipped
         not_made.append(
             "KV budget: set by kv_cache_memory_bytes (rule kv_bytes_given, "
@@ -349,7 +343,7 @@ def _blocks_and_tokens(
 def _max_len(facts: Mapping[str, Fact], steps: list[Step]) -> None:
     """The max-seq-len errors: V0's token bound, V1's estimated maximum length."""
     blocks, limit = _n(facts, "gpu_blocks"), _n(facts, "kv_tokens")
-    needed, available = _b(facts, "kv_needed_gib"), _b(facts, "kv_cache_gib")
+    needed, available = fact_bytes(facts, "kv_needed_gib"), fact_bytes(facts, "kv_cache_gib")
     max_len, estimate = _n(facts, "max_model_len"), _n(facts, "estimated_max_model_len")
     if needed is not None and available is not None and max_len and needed[0] > 0:
         value = max_len * available[0] / needed[0]
@@ -383,13 +377,14 @@ def _max_len(facts: Mapping[str, Fact], steps: list[Step]) -> None:
 def _suggestion(facts: Mapping[str, Fact], release: str | None, steps: list[Step]) -> None:
     """vLLM's `--kv-cache-memory=` suggestion, recomputed from the same line's figures."""
     suggested = _n(facts, "suggested_kv_cache_memory_bytes")
-    requested = _b(facts, "requested_gib")
+    requested = fact_bytes(facts, "requested_gib")
     if suggested is None or requested is None:
         return
-    graph = _b(facts, "graph_gib")
-    activation = _b(facts, "activation_peak_gib")
-    consumed = _b(facts, "consumed_gib")
-    weights, non_torch = _b(facts, "weights_gib_summary"), _b(facts, "non_torch_gib")
+    graph = fact_bytes(facts, "graph_gib")
+    activation = fact_bytes(facts, "activation_peak_gib")
+    consumed = fact_bytes(facts, "consumed_gib")
+    weights = fact_bytes(facts, "weights_gib_summary")
+    non_torch = fact_bytes(facts, "non_torch_gib")
     if consumed is None and weights is not None and non_torch is not None:
         consumed = (weights[0] + non_torch[0], weights[1] + non_torch[1])
     if None in (graph, activation, consumed):

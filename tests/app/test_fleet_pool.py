@@ -52,7 +52,7 @@ def test_workers_are_born_with_the_stop_signals_blocked_and_die_of_sigterm(
         raise AssertionError("no SIGTERM is sent in this test")
 
     monkeypatch.setattr(fleet, "_worker_signals", spying)
-    monkeypatch.setattr(fleet, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(fleet, "cores", lambda: 2)
     previous = signal.signal(signal.SIGTERM, handler)  # as memledger.cli.main installs one
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     try:

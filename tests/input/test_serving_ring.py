@@ -110,7 +110,7 @@ def test_a_file_in_one_part_or_two_by_grep_or_here_and_a_stream_agree(
 def _halves(monkeypatch: pytest.MonkeyPatch, path: Path) -> int:
     """Have the file read in halves (this process and a worker); where the worker starts."""
     monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(reader, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(reader, "cores", lambda: 2)
     with open_log(path) as log:
         split = reader._split_point(log)
     assert split is not None
