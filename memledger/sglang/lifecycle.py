@@ -733,6 +733,7 @@ MENTIONS: tuple[Mention, ...] = (
             ),
         ),
         alone=True,
+        levers_alone=True,  # a paste naming the pair has its fix without the failure shown
     ),
     Mention(
         "lora",

@@ -189,6 +189,10 @@ def test_deepep_normal_mode_with_graphs_is_named_as_no_memory_problem(command: s
     assert "DeepEP's normal mode" in said_of(result)
     assert "not a memory problem" in said_of(result)
     assert ("mem_fraction_static", "lower") not in knobs_of(result)
+    # no error line shown, yet the pair has its fix: graphs off, said first (not "no knob helps")
+    assert knobs_of(result)[0] == ("disable_cuda_graph", "enable"), knobs_of(result)
+    assert result.verdict.startswith("DeepEP's normal mode"), result.verdict
+    assert "--disable-cuda-graph" in result.verdict.split(";")[0]
 
 
 def test_deepep_auto_mode_is_not_named() -> None:
