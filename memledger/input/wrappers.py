@@ -41,6 +41,9 @@ class Wrapper:
     """A synthetic instance of the shape, as the tool prints it."""
     source: str
     """Where the shape comes from."""
+    chance: bool = False
+    """Text also starts so by chance (`28-w8a8`, a number and a dash): a line holding it starts
+    a record of its own only where the line before it holds one too (memledger.input.rewrap)."""
 
 
 COLUMN = "column"
@@ -124,6 +127,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "`grep -n` (`N:` on a match, `N-` on context); slurm `srun --label` prefixes each line "
         "with its task rank and `: ` (slurm.schedmd.com/srun.html#OPT_label); never a number "
         "of the message (`88`, `12:00:00`, `4 GB`)",
+        chance=True,
     ),
     Wrapper(
         "CRI container log",
@@ -469,12 +473,16 @@ def encoding_of(head: bytes) -> Encoding | None:
     return next((row for row in ENCODINGS if head.startswith(row.bom)), None)
 
 
-def _union(kind: str) -> str:
-    return "|".join(w.pattern for w in WRAPPERS if w.kind == kind)
+def _union(kind: str, chance: bool | None = None) -> str:
+    return "|".join(w.pattern for w in WRAPPERS if w.kind == kind and chance in (None, w.chance))
 
 
 COLUMN_PATTERN = _union(COLUMN)
 """One COLUMN row, as a regex alternation."""
+SURE_COLUMN_PATTERN = _union(COLUMN, chance=False)
+"""One COLUMN row text never starts with by chance."""
+CHANCE_COLUMN_PATTERN = _union(COLUMN, chance=True)
+"""One COLUMN row text may start with by chance (`Wrapper.chance`)."""
 STAMP_PATTERN = rf"(?:{_union(STAMP)})+"
 """A run of STAMP rows."""
 
