@@ -16,7 +16,9 @@ example, wrapped around synthetic SGLang lines).
 A copy also puts characters in place of the log's (a web page's no-break spaces, a chat's
 zero-width spaces, smart quotes, a Chinese input method's full-width colon, HTML escapes): the
 LOOKALIKES table, one row per character, read as the log's before anything else reads the bytes
-(memledger.input.reader).
+(memledger.input.reader). A rendered page shows a traceback pasted without a code fence as
+markdown, with `__init__` bold as `init`: the RENDERED table puts such names back in a frame that
+lost its indentation (memledger.input.logical).
 
 Import-light (`re` only): the scanner's worker process imports it.
 """
@@ -435,6 +437,69 @@ def lookalike_tail(data: bytes) -> int:
         if any(text.startswith(tail) and text != tail for text, _ in _PLAIN):
             return size
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A Python name a rendered page shows in place of the one a traceback's frame printed: a
+    log pasted without a code fence is read as markdown, and `__x__` is strong emphasis (bold
+    `x`), so a copy of the page gives `x` back."""
+
+    printed: str
+    """What the frame printed (`__init__`)."""
+    where: str
+    """FUNCTION (the frame's `in NAME`) or MODULE (a path's last part, `NAME.py`)."""
+    source: str
+
+
+FUNCTION = "function"
+MODULE = "module"
+_EMPHASIS = (
+    "CommonMark 0.31 §6.2: `__x__` is strong emphasis where it is left- and right-flanking (a "
+    "word's start and end, or after `/` and before `.`), so GitHub shows it bold and a copy "
+    "drops the underscores"
+)
+
+RENDERED: tuple[Rendered, ...] = (
+    Rendered("__init__", FUNCTION, f"Python data model object.__init__; {_EMPHASIS}"),
+    Rendered("__call__", FUNCTION, f"object.__call__ (torch.nn.Module, torch._ops); {_EMPHASIS}"),
+    Rendered("__enter__", FUNCTION, f"a context manager's __enter__; {_EMPHASIS}"),
+    Rendered("__exit__", FUNCTION, f"a context manager's __exit__; {_EMPHASIS}"),
+    Rendered("__post_init__", FUNCTION, f"dataclasses' __post_init__ (ServerArgs); {_EMPHASIS}"),
+    Rendered("__new__", FUNCTION, f"object.__new__; {_EMPHASIS}"),
+    Rendered("__getattr__", FUNCTION, f"object.__getattr__; {_EMPHASIS}"),
+    Rendered(
+        "__torch_function__",
+        FUNCTION,
+        f"torch's __torch_function__ override (torch/utils/_device.py); {_EMPHASIS}",
+    ),
+    Rendered("__torch_dispatch__", FUNCTION, f"torch's __torch_dispatch__; {_EMPHASIS}"),
+    Rendered("__init__", MODULE, f"a package's __init__.py (torch/cuda/__init__.py); {_EMPHASIS}"),
+    Rendered("__main__", MODULE, f"a package's __main__.py (`python -m`); {_EMPHASIS}"),
+)
+"""Every name a rendered page shows without its underscores, restored in a traceback frame that
+lost its indentation (Python's traceback module prints two blanks before `File`: a frame at the
+line's start was copied from a page, which drops a line's leading blanks too)."""
+
+_RENDERED_FUNCTION = re.compile(
+    r", in ("
+    + "|".join(re.escape(r.printed.strip("_")) for r in RENDERED if r.where == FUNCTION)
+    + r")\s*$"
+)
+_RENDERED_MODULE = re.compile(
+    r"/("
+    + "|".join(re.escape(r.printed.strip("_")) for r in RENDERED if r.where == MODULE)
+    + r')\.py", line '
+)
+
+
+def unrendered_frame(text: str) -> str:
+    """A traceback frame's line with the RENDERED names a page showed bold put back, when the
+    line starts with `File "` (its indentation lost: a page's copy); else the text as is."""
+    if not text.startswith('File "'):
+        return text
+    text = _RENDERED_MODULE.sub(lambda m: f'/__{m[1]}__.py", line ', text)
+    return _RENDERED_FUNCTION.sub(lambda m: f", in __{m[1]}__", text)
 
 
 @dataclass(frozen=True, slots=True)
