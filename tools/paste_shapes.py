@@ -197,9 +197,26 @@ SHAPES: dict[str, tuple[Shape, str]] = {
 }
 """Every paste shape: (shape, where it comes from)."""
 
+
+def _server_args(text: str) -> list[str]:
+    """The input's first `server_args=` line (SGLang's ServerArgs repr, one line), alone."""
+    line = next((line for line in text.split("\n") if "server_args=" in line), "")
+    return [line + "\n"] if line else []
+
+
+def args_wrap(width: int) -> Callable[[str, str], list[tuple[str, str]]]:
+    def pairs(text: str, engine: str) -> list[tuple[str, str]]:
+        wrap = hard_wrap(width)
+        return [(p, wrap(p, engine)) for p in _server_args(text)]
+
+    return pairs
+
+
 PAIRS: dict[str, tuple[Callable[[str, str], list[tuple[str, str]]], str]] = {
     "short-wrap80": (short_wrap(80), "a memory line alone (or after one line) cut at 80"),
     "short-wrap120": (short_wrap(120), "a memory line alone (or after one line) cut at 120"),
+    "args-wrap120": (args_wrap(120), "the server_args line alone, cut at 120"),
+    "args-wrap80": (args_wrap(80), "the server_args line alone, cut at 80"),
 }
 """Shapes of short pastes: (raw fragment, shaped fragment) pairs made from an input."""
 

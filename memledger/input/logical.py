@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from memledger.input.wrappers import (
     ANSI_PATTERN,
     STAMP_PATTERN,
+    unrendered_frame,
     unwrapped_record,
     without_columns,
     without_suffix,
@@ -134,6 +135,8 @@ def logical_lines_in_full(line: int, text: str) -> Iterator[LogicalLine]:
             junk = JUNK_PREFIX_RE.match(bare)
             if junk:
                 bare = bare[junk.end() :]
+        if bare[:6] == 'File "':  # a frame at column 0: copied from a rendered page
+            bare = unrendered_frame(bare)
         bare = bare.strip()
         # tqdm: only the last CR state counts, except `Capturing ...` descriptions (each bs matters)
         if bare and (last or bool(matches) or bare.startswith("Capturing")):

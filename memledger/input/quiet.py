@@ -21,7 +21,8 @@ from __future__ import annotations
 from memledger.input.ascii_view import ascii_view, non_ascii_words
 from memledger.input.error_texts import ERROR_WORDS, LOG_ERROR_WORDS
 from memledger.input.outcome import OUTCOME_ANY_CASE_WORDS, OUTCOME_WORDS
-from memledger.sglang.lines import GPU_NAME_WORDS, PLATFORM_MARKERS
+from memledger.sglang.env_reports import REPORT_WORDS
+from memledger.sglang.lines import PLATFORM_MARKERS
 
 _FOLD_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 SHAPE_ENTRIES = 4096
@@ -38,7 +39,7 @@ _OTHER_READERS_WORDS: tuple[str, ...] = (
     *OUTCOME_WORDS,
     *OUTCOME_ANY_CASE_WORDS,  # outcome_kind's case-blind phrases (the error texts' are below)
     *(marker.text for marker in PLATFORM_MARKERS),
-    *GPU_NAME_WORDS,
+    *REPORT_WORDS,
 )
 READER_WORDS: tuple[str, ...] = (*_OTHER_READERS_WORDS, *ERROR_WORDS)
 """What a line that any of the three readers reads holds one of (each module says so of its own;

@@ -11,7 +11,12 @@ MIN_CUT_LINES lines (by just that many only when they follow each other, one lin
 of them than lines a little shorter (a log's or a sentence's own
 lengths spread, a terminal's cut does not), and most of them followed by a line that does not
 start a record of its own (an SGLang prefix, a tool's timestamp or process tag, a traceback, a
-blank line: lines every rank printed alike are as long as each other, and each starts one). A
+blank line: lines every rank printed alike are as long as each other, and each starts one).
+Where the log's own lines crowd just under the width (a traceback's frames after a long install
+path), the cut is told by its pieces instead: most lines of the width go on at column 0 as a word
+or a number does (`ocess`, `28-w8a8'`), and fewer lines a little shorter do (an editor's wrapped
+prose: every line goes on so). A `grep -n` column (`28-`) starts a record only where the cut line
+has one too (memledger.input.wrappers.Wrapper.chance). A
 line of exactly that width is then joined with the line after it, without a space (a hard wrap
 keeps every character), up to MAX_JOINED_BYTES; each joined piece leaves an empty line behind the
 joined line, so every later line keeps its number. A reply that quoted such a paste (`> ` before
@@ -27,8 +32,10 @@ holds, memledger.input.error_texts.known_shapes); and either only the join makes
 is a log's line (a row, a level) and the next goes on as a word or a number does (lower case,
 a digit, `.`) and reads as nothing the first does not (a known shape or a reporter's words of
 its own would be hidden behind the error text): `... occupied by othe` + `r processes.`,
-`size 435814` + `400`. Else an SGLang line that holds no error text (a memory line,
-`server_args=`) is left to memledger.input.wrapped, which rejoins it by its grammar and says so.
+`size 435814` + `400`; or the first piece is a launch command cut in a flag, in a flag's value
+or before a flag, and the rest starts no command of its own (`--en` + `able-torch-compile`).
+Else an SGLang line that holds no error text (a memory line, `server_args=`) is left to
+memledger.input.wrapped, which rejoins it by its grammar and says so.
 """
 
 from __future__ import annotations
@@ -39,7 +46,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memledger.input.logical import PREFIX_RE
-from memledger.input.wrappers import COLUMN_PATTERN, STAMP_PATTERN
+from memledger.input.wrappers import (
+    CHANCE_COLUMN_PATTERN,
+    COLUMN_PATTERN,
+    STAMP_PATTERN,
+    SURE_COLUMN_PATTERN,
+)
+from memledger.sglang.launch_flags import COMMAND_MARKERS
 
 MIN_WIDTH = 60
 """Narrower than a terminal a log is read in (80 columns and up; a console's default is 120)."""
@@ -55,13 +68,23 @@ SHORT_LINES = 8
 SHORT_BYTES = 8192
 """A short paste is at most this long (it is read whole before it is joined)."""
 
+_STARTS = rb"\s*$|Traceback \(|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\b|"
 _RECORD_START = re.compile(
-    rb"\s*$|Traceback \(|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\b|"
-    + f"{PREFIX_RE.pattern}|{COLUMN_PATTERN}|{STAMP_PATTERN}".encode()
+    _STARTS + f"{PREFIX_RE.pattern}|{COLUMN_PATTERN}|{STAMP_PATTERN}".encode()
 )
 """A line that starts a record of its own: blank, an SGLang prefix, a traceback, a level, or
 what a tool puts before each line (memledger.input.wrappers: a timestamp, a process tag such as
 `(Worker_TP1 pid=7)`, a column)."""
+_SURE_START = re.compile(
+    _STARTS + f"{PREFIX_RE.pattern}|{SURE_COLUMN_PATTERN}|{STAMP_PATTERN}".encode()
+)
+_CHANCE_START = re.compile(CHANCE_COLUMN_PATTERN.encode())
+"""A column text also starts with by chance (`28-w8a8`: a `grep -n` context line's shape): a
+record's start only where the line before the cut starts with one too (a tool puts its column
+before every line)."""
+_WORD_PIECE = re.compile(rb"[a-z0-9._,;:)\]/=-]")
+"""How a piece cut from a word, a number or a list of them starts (a lower-case letter, a digit,
+punctuation that goes on; never a blank, a capital or a record's own start)."""
 
 
 _QUOTE = re.compile(rb"[ \t]{0,8}(?:>[ \t]?)+")
@@ -101,7 +124,9 @@ class Wrap:
             (quote, line), (first_quote, first) = _quoted(line), _quoted(first)
             if quote != first_quote:
                 return False
-        return _RECORD_START.match(line) is None and line[:SAME_START] != first[:SAME_START]
+        if _SURE_START.match(line) is not None or line[:SAME_START] == first[:SAME_START]:
+            return False
+        return _CHANCE_START.match(line) is None or _CHANCE_START.match(first) is None
 
     def cut(self, line: bytes) -> bool:
         return self.length(line) == self.width and bool(line.strip())
@@ -127,6 +152,22 @@ def _cut_at(lines: list[bytes], quoted: bool) -> Wrap | None:
     at = [index for index, length in enumerate(lengths) if length == width]
     if width < MIN_WIDTH or len(at) < MIN_CUT_LINES:
         return None
+
+    def piece_after(index: int) -> bool:
+        """Whether the line after `index` goes on at column 0 as a word or a number does."""
+        if index + 1 >= len(lines) or not wrap.continues(lines[index], lines[index + 1]):
+            return False
+        piece = _quoted(lines[index + 1])[1] if quoted else lines[index + 1]
+        return _WORD_PIECE.match(piece) is not None
+
+    pieces = sum(1 for index in at if piece_after(index))
+    near_pieces = sum(
+        1
+        for index, length in enumerate(lengths)
+        if width - NEAR_WIDTH <= length < width and piece_after(index)
+    )
+    if pieces >= MIN_CUT_LINES and 2 * pieces > len(at) and near_pieces < pieces:
+        return wrap  # most cut lines go on as a word does, lines a little shorter do not
     if len(at) == MIN_CUT_LINES and at[-1] - at[0] != MIN_CUT_LINES - 1:
         return None  # as few as that: one line's pieces, one after the other
     near = sum(1 for length in lengths if width - NEAR_WIDTH <= length < width)
@@ -228,6 +269,12 @@ _GOES_ON = re.compile(r"[a-z0-9._,;:)\]/=-]")
 sentence or record)."""
 
 
+_FRAME_LINE = re.compile(r'\s*File "[^"]*", line \d+, in ')
+"""A traceback's frame line (CPython Lib/traceback.py: `  File "PATH", line N, in NAME`), whose
+code line follows at column 0 when a page's copy dropped the indentation."""
+_NAME_REST = re.compile(r"[\w<>.]+\s*")
+
+
 def _rows(names: frozenset[str]) -> frozenset[str]:
     """The error-text rows among what a text reads as (not a reporter's prose rows)."""
     return frozenset(name for name in names if not name.startswith(PROSE))
@@ -259,6 +306,34 @@ def short_joined(data: bytes, reads: Reads) -> bytes | None:
     return b"\n".join(out) if joined else None
 
 
+_PROGRAM = re.compile(
+    r"(?:[A-Z_]+=\S* )*[\w./-]*\b(?:python[\d.]*|torchrun|bash|sh|docker|curl|srun|sglang|vllm)"
+    r"(?:\s|$)"
+)
+"""A line that starts a command of its own (`python3 bench.py`, `CUDA_VISIBLE_DEVICES=0 python
+...`, `docker run`): never the rest of a launch command."""
+
+
+def _flag_cut(first: str, second: str) -> bool:
+    """Whether a launch command (memledger.sglang.launch_flags.COMMAND_MARKERS) was cut in a
+    flag (`--cont` + `ext-length 4096`), in a flag's value (`--model-path Org/Mo` + `del`) or
+    before a flag (`--tp 8 ` + `--mem-fraction-static 0.8`): the rest is a flag's or a value's
+    and goes on as flags do (its second word a flag, or none), never a command of its own
+    (`python bench.py`) nor a reporter's sentence (`with hicache=40GB the host fills up`)."""
+    if not any(marker in first for marker in COMMAND_MARKERS) or first.rstrip().endswith("\\"):
+        return False
+    if _PROGRAM.match(second):
+        return False
+    if second.startswith("--"):
+        return True
+    tokens, rest = first.split(), second.split()
+    if first[-1].isspace() or _GOES_ON.match(second) is None:
+        return False
+    if len(rest) > 1 and not rest[1].startswith("-"):
+        return False
+    return tokens[-1].startswith("-") or len(tokens) > 1 and tokens[-2].startswith("--")
+
+
 def _cut_before(line: bytes, rest: bytes, reads: Reads) -> bool:
     """Whether `rest` is what a terminal cut from the end of `line` (module docstring)."""
     if not Wrap(0).continues(line, rest):
@@ -273,10 +348,14 @@ def _cut_before(line: bytes, rest: bytes, reads: Reads) -> bool:
         return False  # the join loses a reading: two lines
     if whole - apart:
         return True  # only the join makes a known shape
+    if _flag_cut(first, second):
+        return True
     if not _rows(reads(first)) and PREFIX_RE.search(first) is not None:
         return False  # SGLang's own line, no error text: memledger.input.wrapped rejoins it
     if first[-1].isspace() or second[0].isspace():
         return False  # a cut at a blank: two lines as well as one
+    if _FRAME_LINE.match(first) and _NAME_REST.fullmatch(second) is None:
+        return False  # a frame's cut rest is its function's name; its code line is more
     if reads(second) - reads(first):
         return False  # a shape of its own, or a reporter's words: hidden behind an error text
     log_line = bool(_rows(reads(first))) or _RECORD_START.match(line) is not None

@@ -22,7 +22,7 @@ from memledger.input.error_texts import ERROR_WORDS, ErrorReading, ErrorTextRead
 from memledger.input.quiet import QuietLines
 from memledger.input.ranks import is_rank0_tag, natural_key, rank_key_values, rank_sort_key
 from memledger.model.events import Event, EventKind, RankInfo, UnrecognisedLine, Value
-from memledger.sglang.lines import gpu_evidence
+from memledger.sglang.env_reports import report_evidence
 
 RANKS_CAP = 1024
 """Distinct rank tags tracked (per-rank table rows); more are counted in a note."""
@@ -43,8 +43,9 @@ startup segments go (a startup printing this many is no SGLang startup)."""
 UNRECOGNISED_CAP = 50
 """How many unrecognised lines a startup lists (the count is exact)."""
 TEXT_CAP = 400
-GPU_EVIDENCE_CAP = 16
-"""Distinct GPU names and nvidia-smi totals a startup keeps (a node has at most a handful)."""
+GPU_EVIDENCE_CAP = 64
+"""Distinct environment-output readings a startup keeps (memledger.sglang.env_reports: a node's
+GPUs' names, memory rows and processes, the engine's release)."""
 
 RANK_AGNOSTIC = frozenset(
     {
@@ -64,6 +65,7 @@ RANK_AGNOSTIC = frozenset(
         EventKind.PLATFORM_MARKER,
         EventKind.ENV_VAR,
         EventKind.GPU_NAMED,
+        EventKind.RELEASE_NAMED,
     }
 )
 BEFORE_STARTUP = frozenset(
@@ -72,6 +74,7 @@ BEFORE_STARTUP = frozenset(
         EventKind.MFS_VLM_ADJUSTED,
         EventKind.ENV_VAR,
         EventKind.GPU_NAMED,
+        EventKind.RELEASE_NAMED,
     }
 )
 """Rank-agnostic lines SGLang prints while building ServerArgs, before the `server_args` line
@@ -266,8 +269,8 @@ class Collector:
     platforms_seen: set[str] = field(default_factory=set)
     """Platforms with a marker event in the current server_args startup (one event each)."""
     platforms_startup: int = -1
-    gpus_seen: set[tuple[str, str | int]] = field(default_factory=set)
-    """GPU names / nvidia-smi totals with an event in the current server_args startup."""
+    gpus_seen: set[tuple[str, tuple[tuple[str, Value], ...]]] = field(default_factory=set)
+    """Environment-output readings with an event in the current server_args startup."""
     gpus_startup: int = -1
     last_progress_desc: tuple[int, str] | None = None
     kept_per_kind: dict[tuple[int, str, EventKind], int] = field(default_factory=dict)
@@ -376,10 +379,11 @@ class Collector:
         return True
 
     def keep_gpu_line(self, line: int, rank: str, prefixed: bool, text: str) -> bool:
-        """A `gpu_named` event for a GPU name or nvidia-smi memory total (sglang.lines.
-        gpu_evidence), prefixed or bare: once per value per server_args line (every rank prints
-        its config paths), at most GPU_EVIDENCE_CAP of them. True when one was kept."""
-        found = gpu_evidence(text)
+        """A `gpu_named` or `release_named` event for what an environment output pasted with the
+        log prints (memledger.sglang.env_reports: a GPU's name, memory or processes, the engine's
+        release), prefixed or bare: once per reading per server_args line (every rank prints its
+        config paths), at most GPU_EVIDENCE_CAP of them. True when one was kept."""
+        found = report_evidence(text)
         if found is None:
             return False
         if self.gpus_startup != self.window.count:
@@ -388,12 +392,8 @@ class Collector:
         if found in self.gpus_seen or len(self.gpus_seen) >= GPU_EVIDENCE_CAP:
             return False
         self.gpus_seen.add(found)
-        form, what = found
-        values: dict[str, Value] = {
-            "form": form,
-            "name" if form == "device_name" else "total_mib": what,
-        }
-        event = Event(kind=EventKind.GPU_NAMED, line=line, rank=rank, values=values,
+        kind, values = found
+        event = Event(kind=EventKind(kind), line=line, rank=rank, values=dict(values),
                       text=text[:TEXT_CAP])  # fmt: skip
         self.keep(Stored(event, prefixed, self.segment))
         return True

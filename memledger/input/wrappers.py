@@ -16,7 +16,9 @@ example, wrapped around synthetic SGLang lines).
 A copy also puts characters in place of the log's (a web page's no-break spaces, a chat's
 zero-width spaces, smart quotes, a Chinese input method's full-width colon, HTML escapes): the
 LOOKALIKES table, one row per character, read as the log's before anything else reads the bytes
-(memledger.input.reader).
+(memledger.input.reader). A rendered page shows a traceback pasted without a code fence as
+markdown, with `__init__` bold as `init`: the RENDERED table puts such names back in a frame that
+lost its indentation (memledger.input.logical).
 
 Import-light (`re` only): the scanner's worker process imports it.
 """
@@ -41,6 +43,9 @@ class Wrapper:
     """A synthetic instance of the shape, as the tool prints it."""
     source: str
     """Where the shape comes from."""
+    chance: bool = False
+    """Text also starts so by chance (`28-w8a8`, a number and a dash): a line holding it starts
+    a record of its own only where the line before it holds one too (memledger.input.rewrap)."""
 
 
 COLUMN = "column"
@@ -124,6 +129,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
         "`grep -n` (`N:` on a match, `N-` on context); slurm `srun --label` prefixes each line "
         "with its task rank and `: ` (slurm.schedmd.com/srun.html#OPT_label); never a number "
         "of the message (`88`, `12:00:00`, `4 GB`)",
+        chance=True,
     ),
     Wrapper(
         "CRI container log",
@@ -434,6 +440,69 @@ def lookalike_tail(data: bytes) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class Rendered:
+    """A Python name a rendered page shows in place of the one a traceback's frame printed: a
+    log pasted without a code fence is read as markdown, and `__x__` is strong emphasis (bold
+    `x`), so a copy of the page gives `x` back."""
+
+    printed: str
+    """What the frame printed (`__init__`)."""
+    where: str
+    """FUNCTION (the frame's `in NAME`) or MODULE (a path's last part, `NAME.py`)."""
+    source: str
+
+
+FUNCTION = "function"
+MODULE = "module"
+_EMPHASIS = (
+    "CommonMark 0.31 §6.2: `__x__` is strong emphasis where it is left- and right-flanking (a "
+    "word's start and end, or after `/` and before `.`), so GitHub shows it bold and a copy "
+    "drops the underscores"
+)
+
+RENDERED: tuple[Rendered, ...] = (
+    Rendered("__init__", FUNCTION, f"Python data model object.__init__; {_EMPHASIS}"),
+    Rendered("__call__", FUNCTION, f"object.__call__ (torch.nn.Module, torch._ops); {_EMPHASIS}"),
+    Rendered("__enter__", FUNCTION, f"a context manager's __enter__; {_EMPHASIS}"),
+    Rendered("__exit__", FUNCTION, f"a context manager's __exit__; {_EMPHASIS}"),
+    Rendered("__post_init__", FUNCTION, f"dataclasses' __post_init__ (ServerArgs); {_EMPHASIS}"),
+    Rendered("__new__", FUNCTION, f"object.__new__; {_EMPHASIS}"),
+    Rendered("__getattr__", FUNCTION, f"object.__getattr__; {_EMPHASIS}"),
+    Rendered(
+        "__torch_function__",
+        FUNCTION,
+        f"torch's __torch_function__ override (torch/utils/_device.py); {_EMPHASIS}",
+    ),
+    Rendered("__torch_dispatch__", FUNCTION, f"torch's __torch_dispatch__; {_EMPHASIS}"),
+    Rendered("__init__", MODULE, f"a package's __init__.py (torch/cuda/__init__.py); {_EMPHASIS}"),
+    Rendered("__main__", MODULE, f"a package's __main__.py (`python -m`); {_EMPHASIS}"),
+)
+"""Every name a rendered page shows without its underscores, restored in a traceback frame that
+lost its indentation (Python's traceback module prints two blanks before `File`: a frame at the
+line's start was copied from a page, which drops a line's leading blanks too)."""
+
+_RENDERED_FUNCTION = re.compile(
+    r", in ("
+    + "|".join(re.escape(r.printed.strip("_")) for r in RENDERED if r.where == FUNCTION)
+    + r")\s*$"
+)
+_RENDERED_MODULE = re.compile(
+    r"/("
+    + "|".join(re.escape(r.printed.strip("_")) for r in RENDERED if r.where == MODULE)
+    + r')\.py", line '
+)
+
+
+def unrendered_frame(text: str) -> str:
+    """A traceback frame's line with the RENDERED names a page showed bold put back, when the
+    line starts with `File "` (its indentation lost: a page's copy); else the text as is."""
+    if not text.startswith('File "'):
+        return text
+    text = _RENDERED_MODULE.sub(lambda m: f'/__{m[1]}__.py", line ', text)
+    return _RENDERED_FUNCTION.sub(lambda m: f", in __{m[1]}__", text)
+
+
+@dataclass(frozen=True, slots=True)
 class Encoding:
     """A text encoding a tool saved a log in, told by the byte-order mark it starts with."""
 
@@ -469,12 +538,16 @@ def encoding_of(head: bytes) -> Encoding | None:
     return next((row for row in ENCODINGS if head.startswith(row.bom)), None)
 
 
-def _union(kind: str) -> str:
-    return "|".join(w.pattern for w in WRAPPERS if w.kind == kind)
+def _union(kind: str, chance: bool | None = None) -> str:
+    return "|".join(w.pattern for w in WRAPPERS if w.kind == kind and chance in (None, w.chance))
 
 
 COLUMN_PATTERN = _union(COLUMN)
 """One COLUMN row, as a regex alternation."""
+SURE_COLUMN_PATTERN = _union(COLUMN, chance=False)
+"""One COLUMN row text never starts with by chance."""
+CHANCE_COLUMN_PATTERN = _union(COLUMN, chance=True)
+"""One COLUMN row text may start with by chance (`Wrapper.chance`)."""
 STAMP_PATTERN = rf"(?:{_union(STAMP)})+"
 """A run of STAMP rows."""
 

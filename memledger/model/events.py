@@ -82,6 +82,7 @@ class EventKind(StrEnum):
     """SGLang changing a memory setting by itself (memledger.sglang.adjustments)."""
     PLATFORM_MARKER = "platform_marker"
     GPU_NAMED = "gpu_named"
+    RELEASE_NAMED = "release_named"
     READY = "ready"
     SERVING_BATCH = "serving_batch"
     """A `Prefill batch.` / `Decode batch.` line: the last one before a kept line, within reach

@@ -103,6 +103,8 @@ Modules:
   mem_fraction_static.
 - `default_changes`: SGLang defaults that changed between releases and move the KV pool.
 - `errors`: Every error text memledger reads, one `ErrorText` per text.
+- `env_reports`: What a bug report's environment outputs print, pasted beside the log: one row a
+  line shape.
 - `effects`: What a parameter change plausibly moves in a ledger.
 - `examples`: The example lines.
 - `failure_rules`: What a failed startup's traceback and milestones mean.

@@ -5,7 +5,7 @@ over the node's GPUs): on CUDA `nvidia-smi --query-gpu=memory.total --format=csv
 nounits`, on ROCm rocminfo's first GPU agent's `Pool 1` size in KB / 1024 (v0.5.10
 utils/common.py:1441-1471 amdgpu, :1514-1549 nvgpu, :1673-1690 get_device_memory_capacity;
 v0.5.16 :562-672). A log names its GPU by `torch.cuda.get_device_name()` (the name nvidia-smi
-prints too), e.g. in a kernel-config path's `device_name=` (sglang.lines.gpu_evidence).
+prints too), e.g. in a kernel-config path's `device_name=` (sglang.env_reports).
 
 Each figure below is that query's answer as a public nvidia-smi / rocminfo output prints it for
 the card of that exact name; `source` says where. memory.total can move by a few MiB with the

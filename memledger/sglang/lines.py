@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import UnionType
 
+from memledger.sglang.env_reports import REPORT_WORDS
 from memledger.sglang.errors import PREFILTER_BY_KIND as ERROR_PREFILTER_WORDS
 
 ValueType = type | UnionType
@@ -200,31 +201,6 @@ def wanted_env_line(text: str) -> bool:
 def platform_marker(text: str) -> PlatformMarker | None:
     """The first marker this line holds, if any."""
     return next((m for m in PLATFORM_MARKERS if m.text in text), None)
-
-
-# The GPU a log names (memledger.input.parsing reads it before the grammar, for the sizing
-# model's GPU capacity): a kernel-config path's `device_name=` is get_device_name() of the rank's
-# GPU with spaces as `_` (v0.5.10 layers/moe/fused_moe_triton/fused_moe_triton_config.py:27,
-# utils/common.py:1785-1787: torch.cuda.get_device_name), printed in the MoE and FP8-block config
-# warnings; an nvidia-smi table pasted with the log prints each GPU's memory.total
-# (`4MiB / 81559MiB`).
-GPU_NAME_WORDS: tuple[str, ...] = ("device_name=", "MiB /", "MiB/")
-_DEVICE_NAME_RE = re.compile(r"device_name=([A-Za-z0-9][A-Za-z0-9_\-]{0,80})")
-_NVSMI_MEMORY_RE = re.compile(r"\|\s*\d{1,7}MiB\s*/\s*(\d{1,7})MiB\s*\|")
-
-
-def gpu_evidence(text: str) -> tuple[str, str | int] | None:
-    """(`device_name`, the name with spaces) or (`nvidia_smi_total_mib`, an nvidia-smi table
-    row's memory.total), the first this line holds."""
-    if "device_name=" in text:
-        found = _DEVICE_NAME_RE.search(text)
-        if found is not None:
-            return "device_name", found.group(1).replace("_", " ")
-    if "MiB" in text:
-        total = _NVSMI_MEMORY_RE.search(text)
-        if total is not None:
-            return "nvidia_smi_total_mib", int(total.group(1))
-    return None
 
 
 @dataclass(frozen=True)
@@ -667,9 +643,24 @@ LINES: tuple[LineSpec, ...] = (
         words=tuple(m.text for m in PLATFORM_MARKERS),
         values={"marker": str, "platform": str},
     ),
+    # what an environment output pasted beside the log prints (memledger.sglang.env_reports)
     LineSpec(
-        "gpu_named", words=GPU_NAME_WORDS, values={"form": str, "name": str, "total_mib": int}
+        "gpu_named",
+        words=REPORT_WORDS,
+        values={
+            "form": str,
+            "name": str,
+            "total_mib": int,
+            "used_mib": int,
+            "gpus": int,
+            "gpu": int,
+            "pid": int,
+            "process": str,
+            "vram_total_b": int,
+            "vram_used_b": int,
+        },
     ),
+    LineSpec("release_named", words=REPORT_WORDS, values={"form": str, "release": str}),
     LineSpec("ready", words=("fired up",), values={"reason": str}),
     # a serving-batch line: no prefilter word (the scanner keeps the last one itself)
     LineSpec(

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from memledger.model.events import Event, EventKind
 from memledger.record import record
-from memledger.sglang.releases import ReleaseRange, release_text, within
+from memledger.sglang.releases import ReleaseRange, release_text, version_code, within
 
 
 @dataclass(frozen=True)
@@ -477,6 +477,21 @@ def _marks_of(kind: EventKind) -> tuple[FormatMark, ...]:
     return found
 
 
+NAMED_RELEASE = "release named"
+"""The mark of a release an environment output names (check_env's `sglang: X`, pip's list):
+memledger.sglang.env_reports."""
+
+
+def _named_release(event: Event) -> Evidence | None:
+    """The release a `release_named` event gives, as a mark of that one release."""
+    release = event.values.get("release") if event.kind is EventKind.RELEASE_NAMED else None
+    if not isinstance(release, str) or not release[:1].isdigit():
+        return None
+    code = version_code(release)
+    source = f"{event.values.get('form')} names sglang {release} (memledger.sglang.env_reports)"
+    return Evidence(mark=NAMED_RELEASE, line=event.line, first=code, last=code, source=source)
+
+
 def release_range(events: Iterable[Event]) -> VersionRange:
     """Which releases could have written these lines: the intersection of every mark's range
     (marks that contradict are all kept: a fork shows as an inconsistent range)."""
@@ -484,6 +499,10 @@ def release_range(events: Iterable[Event]) -> VersionRange:
     last: int | None = None
     seen: dict[str, Evidence] = {}
     for event in events:
+        named = _named_release(event)
+        if named is not None and named.first is not None and NAMED_RELEASE not in seen:
+            seen[NAMED_RELEASE], code = named, named.first
+            first, last = max(first or code, code), min(last or code, code)
         for mark in _marks_of(event.kind):
             if not mark.matches(event):
                 continue

@@ -272,3 +272,89 @@ def test_a_short_paste_is_joined_only_when_short() -> None:
     assert joined == f"{first}\n\n{second}\n\n".encode()  # each piece leaves its line empty
     padding = "".join(f"{P}Load weight begin. avail mem={i}.00 GB\n" for i in range(SHORT_LINES))
     assert short_joined((padding + text).encode(), known_shapes) is None
+
+
+# A console's cut at 120 where the log's own lines are near that long: a traceback's frames
+# (`  File "...", line N, in NAME`) are 100-120 wide after a long install path, so lines a little
+# shorter than the width are many; the cut lines still go on at column 0 as a word does, where a
+# frame's code line is indented (Python's traceback module: two blanks before `File`, four
+# before the code)
+_SITE = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
+FRAMES = (
+    [P + "Scheduler hit an exception: Traceback (most recent call last):"]
+    + [
+        line
+        for name, n, call in [
+            ("managers/scheduler.py", 3563, "run_scheduler_process"),
+            ("managers/tp_worker.py", 261, "__init__"),
+            ("model_executor/model_runner.py", 412, "initialize"),
+            ("model_executor/model_runner.py", 887, "load_model"),
+            ("model_loader/loader.py", 598, "load_weights_and_postprocess"),
+            ("layers/quantization/fp8.py", 1024, "process_weights_after_loading"),
+            ("layers/moe/fused_moe_triton/layer.py", 1202, "_pack_per_expert_weights"),
+        ]
+        for line in (f'  File "{_SITE}/{name}", line {n}, in {call}', f"    self.{call}()")
+    ]
+    + ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB."]
+)
+
+
+def test_a_cut_among_lines_near_the_width_is_told_by_its_pieces() -> None:
+    wrapped = _hard_wrapped(FRAMES, 120)
+    lengths = [len(line) for line in wrapped]
+    near = sum(1 for n in lengths if 112 <= n < 120)
+    assert near >= lengths.count(120) >= 2  # the spread test alone would call it a log's own
+    assert wrap_of(("\r\n".join(wrapped) + "\r\n").encode()) == Wrap(120)
+    assert _unnumbered(wrapped) == _unnumbered(FRAMES)
+
+
+def test_prose_an_editor_wrapped_has_no_width() -> None:
+    # lines end at a word, many just under the longest, each followed by a lower-case line
+    words = "the server starts and then fails with an error in the warmup of the graphs again "
+    lines = [words[i : i + 70].strip() for i in range(0, 8 * 70, 70)] * 2
+    text = "\n".join((words * 2)[:78] if i in (2, 9) else line for i, line in enumerate(lines))
+    assert wrap_of(text.encode() + b"\n") is None
+
+
+def test_a_piece_that_starts_like_a_numbered_line_goes_on() -> None:
+    # a model name cut before `28-w8a8`: `N-` is a `grep -n` context line's column only where
+    # the line before has one too (every line of such a paste does)
+    args = (
+        "[2026-03-02 07:59:00] server_args=ServerArgs(model_path='/models/org/Model-R1-05"
+        "28-w8a8', tp_size=16, mem_fraction_static=0.81, chunked_prefill_size=8192, "
+        "context_length=32768, cuda_graph_max_bs=8, attention_backend='ascend')"
+    )
+    bare = [args, *LOG[1:4]]
+    wrapped = _hard_wrapped(bare, args.index("28-w8a8"))
+    assert any(line.startswith("28-w8a8") for line in wrapped)
+    assert _reading(wrapped)[:3] == _reading(bare)[:3]  # the events, outcome and phase
+    numbered = [f"{i + 1}-{line}" for i, line in enumerate(["x" * 40, "y" * 40])]
+    assert Wrap(42).continues(numbered[0].encode(), numbered[1].encode()) is False
+
+
+LAUNCH = (
+    "python3 -m sglang.launch_server --tp 8 --torch-compile-max-bs 8 --mem-fraction-static 0.7 "
+    "--cuda-graph-max-bs 16 --model-path org/model-70b --enable-torch-compile"
+)
+
+
+@pytest.mark.parametrize("at", ["able-torch-compile", "-70b --en", "--enable-torch", "del-70b"])
+def test_a_launch_command_cut_in_a_flag_or_a_value_reads_whole(at: str) -> None:
+    cut = LAUNCH.index(at)
+    error = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB."
+    lines = [LAUNCH[:cut], LAUNCH[cut:], error]
+    assert short_joined(("\n".join(lines) + "\n").encode(), known_shapes) is not None
+    assert _unnumbered(lines) == _unnumbered([LAUNCH, error])
+
+
+def test_a_command_after_a_launch_command_stays_its_own() -> None:
+    lines = [LAUNCH, "python3 bench_serving.py --num-prompts 8"]
+    assert short_joined(("\n".join(lines) + "\n").encode(), known_shapes) is None
+    # after a flag's value, a reporter's sentence in lower case: its second word is no flag
+    lines = [LAUNCH + " --hicache-size 40", "with hicache=40GB and tp 4 the host RAM fills up"]
+    assert short_joined(("\n".join(lines) + "\n").encode(), known_shapes) is None
+    # after a flag's value, a line of its own starts with a capital (a log's message)
+    lines = [LAUNCH + " --context-length 16000", "Prefill out of memory. Try to lower your batch."]
+    assert short_joined(("\n".join(lines) + "\n").encode(), known_shapes) is None
+    continued = [LAUNCH + " \\", "--cuda-graph-max-bs 16"]
+    assert short_joined(("\n".join(continued) + "\n").encode(), known_shapes) is None

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import memledger
+from memledger.sglang.env_reports import report_evidence
 from memledger.sglang.gpu_cards import GPU_CARDS, card_named
-from memledger.sglang.lines import gpu_evidence
 from memledger.sizing import size_log, sizing_inputs, whatif
 from tests.conftest import real_log_paths
 
@@ -35,6 +35,15 @@ FP8_BLOCK = (
 NVSMI_ROW = (
     "| N/A   33C    P0            115W /  700W |  124585MiB / {total}MiB |      0%      Default |"
 )
+
+
+def gpu_evidence(line: str) -> tuple[object, ...] | None:
+    """(form, the name or memory.total) a line gives, else None."""
+    found = report_evidence(line)
+    if found is None:
+        return None
+    values = dict(found[1])
+    return values["form"], values.get("name", values.get("total_mib"))
 
 
 @pytest.mark.parametrize("shape", [MOE_FALLBACK, MOE_DEFAULT, FP8_BLOCK])
