@@ -1278,6 +1278,20 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "diffusion_decode", "where": "frame"},
     ),
     ErrorText(
+        "said_diffusion_oom_advice",
+        # the advice block SGLang's diffusion runtime prints under an out-of-memory
+        Regex(r"If the OOM occurs during (?:loading|runtime)"),
+        ("If the OOM occurs during",),
+        Family.SGLANG_LOG,
+        "SGLang's diffusion runtime's advice under an out-of-memory (v0.5.8 "
+        "multimodal_gen/runtime/managers/gpu_worker.py:271-280 `OOM detected. Possible "
+        "solutions:`, printed at :330; v0.5.23 :1750-1771; memledger.sglang.lifecycle MENTIONS "
+        "diffusion_oom_advice)",
+        "  - If the OOM occurs during loading:",
+        kind="reported",
+        values={"mention": "diffusion_oom_advice"},
+    ),
+    ErrorText(
         "said_audio_decoder_stage",
         Regex(r"Stage vocoder received msg|Stage code2wav received msg"),
         ("Stage vocoder", "Stage code2wav"),
@@ -1391,8 +1405,9 @@ ERRORS: tuple[ErrorText, ...] = (
         # bar nor `Loading JIT ops`: they name no out-of-memory). Whole phrases as its words: a
         # log line holding a bare `Loading` stays quiet (memledger.input.quiet)
         Regex(
-            r"(?:while loading|when loading|during loading|While loading|When loading"
-            r"|During loading)(?=\s*(?:[.,;:!?)]|$))"
+            # not the diffusion runtime's own advice, `If the OOM occurs during loading:`
+            r"(?<!occurs )(?:while loading|when loading|during loading|While loading"
+            r"|When loading|During loading)(?=\s*(?:[.,;:!?)]|$))"
             r"|(?:model loading|weight loading|weights loading|checkpoint loading)\b"
             r"|(?:loading the model|loading the weights|loading the checkpoint|loading model"
             r"|loading weights|loading checkpoint)\b"

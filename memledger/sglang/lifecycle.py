@@ -703,6 +703,33 @@ MENTIONS: tuple[Mention, ...] = (
         moment=True,
     ),
     Mention(
+        "diffusion_oom_advice",
+        None,  # SGLang's diffusion runtime: no KV pool, the LLM engine's levers do not apply
+        "SGLang's diffusion runtime's own advice on an out-of-memory: its `OOM detected. "
+        "Possible solutions` block (v0.5.8 multimodal_gen/runtime/managers/gpu_worker.py:271-280, "
+        "printed at :330; v0.5.23 :1750-1771) is about a pipeline's components, not a KV pool, so "
+        "--mem-fraction-static sizes nothing; during loading offload a component or stream the "
+        "DiT layer by layer (--dit-layerwise-offload; v0.5.23 --layerwise-offload-components); "
+        "during a request lower the resolution or --num-frames, or spread the sequence over "
+        "GPUs (sequence parallel, FSDP)",
+        (
+            Lever(
+                "dit_layerwise_offload",
+                "enable",
+                "the DiT's layers stream onto the GPU one at a time (v0.5.8 "
+                "multimodal_gen/runtime/server_args.py:286): SGLang's advice for an OOM while "
+                "loading",
+            ),
+            Lever(
+                "num_frames",
+                "lower",
+                "fewer frames (or a lower resolution), fewer tokens in the DiT's sequence: "
+                "SGLang's advice for an OOM during a request (v0.5.8 "
+                "multimodal_gen/runtime/managers/gpu_worker.py:276)",
+            ),
+        ),
+    ),
+    Mention(
         "dflash_dp_attention",
         None,
         "a DFLASH/DSPARK draft under DP attention: its KV pool is sharded at attn_tp_size "

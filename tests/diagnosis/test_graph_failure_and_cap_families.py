@@ -245,3 +245,27 @@ def test_wsl_is_named_with_its_hidden_driver_memory(said: str, shape: str) -> No
 def test_a_word_holding_wsl_is_no_wsl() -> None:
     result = diagnose_paste("the awslogs agent shipped this: CUDA out of memory\n" + OOM)
     assert "Windows display driver" not in said_of(result)
+
+
+DIFFUSION_ADVICE = (
+    "OOM detected. Possible solutions:\n"
+    "  - If the OOM occurs during loading:\n"
+    "    1. Enable CPU offload for memory-intensive components, or use `--dit-layerwise-offload` "
+    "for DiT\n"
+    "  - If the OOM occurs during runtime:\n"
+    "    1. Reduce the number of output tokens by lowering resolution or decreasing "
+    "`--num-frames`\n"
+)
+
+
+def test_the_diffusion_runtimes_own_advice_names_its_levers_and_places_nothing() -> None:
+    """v0.5.8 multimodal_gen/runtime/managers/gpu_worker.py:271-280: its `during loading` is
+    SGLang's advice, not the reporter saying where it failed."""
+    result = diagnose_paste(OOM + "\n" + DIFFUSION_ADVICE)
+    assert knobs_of(result)[:2] == [("dit_layerwise_offload", "enable"), ("num_frames", "lower")]
+    assert result.phase == "unknown"
+
+
+def test_a_reporter_saying_during_loading_still_places_loading() -> None:
+    result = diagnose_paste("it runs out of memory during loading.\n" + OOM)
+    assert result.phase == "load"
