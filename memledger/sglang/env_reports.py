@@ -114,7 +114,7 @@ REPORT_LINES: tuple[ReportLine, ...] = (
         GPU_NAMED,
         "env_report",
         r"(?:^|: )(?:GPU|NPU) (?P<gpus>\d{1,3}(?:,\d{1,3}){0,63}): (?P<name>[A-Z].{0,80}?)"
-        r"(?: \(UUID: [^)]*\))?\s*$",
+        r"(?: \(UUID: [^)]*\))?$",
         ("GPU 0", "NPU 0"),
         (("name", "name", TEXT), ("gpus", "gpus", COUNT)),
         f"{_CHECK_ENV}:94-101 (`GPU 0,1,2,3: NAME`, the ids of each torch.cuda.get_device_name; "
@@ -196,7 +196,9 @@ def _regex(row: ReportLine) -> re.Pattern[str]:
 
 def report_evidence(text: str) -> tuple[str, tuple[tuple[str, Value], ...]] | None:
     """(event kind, the event's values as pairs, `form` first) of the first row that reads this
-    line, else None."""
+    line, else None. The line's trailing blanks are dropped first: a pattern's end is then `$`,
+    never a blank run tried from each place a lazy name could end."""
+    text = text.rstrip()
     for row in REPORT_LINES:
         if not any(word in text for word in row.words):
             continue
