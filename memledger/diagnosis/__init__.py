@@ -462,7 +462,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     answer = reported.mention_answer(evidence) if not known or killed else ([], [], "")
     findings += answer[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
-    levers = answer[1] if hit is None else crash.cause_levers(hit[0])
+    levers = answer[1] if hit is None else crash.cause_levers(*hit, evidence)
     framework = stages.embedding_framework(evidence)  # its levers in the framework's words
     levers = stages.in_framework_words(framework, levers) if framework else levers
     return _diagnosis(
