@@ -244,6 +244,11 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     named, first, words = reported.mention_answer(evidence)  # what the paste names
     if loading and levers:
         levers = verdicts.load_levers(suggestions)
+    lead = suggestions[0].knob if suggestions else ""  # the stage that grew leads, then the rest
+    grew = [m for m in evidence.mentions if lead in m.grew and phase in (m.phase, Phase.UNKNOWN)]
+    if grew and words.startswith(grew[0].subject):
+        own = [s for s in first if s.knob in {lever.knob for lever in grew[0].levers}]
+        head, words, first = f"{head}; {words}", "", leading(own, leading(suggestions, first))
     stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""

@@ -451,6 +451,11 @@ class Mention:
     """What it comes to, in words: the verdict says it wherever the mention is named (with no
     failure to lead with, what the paste names is the news), before the mention's own levers.
     For a prescription that is no lever (wait, unset, pin, upgrade) or a mechanism to name."""
+    grew: tuple[str, ...] = ()
+    """It names the stage that grew into a failure of its `phase` (or one the paste does not
+    place), which these knobs do not shrink (a lower fraction's d x P comes out of the KV pool
+    instead): its levers lead the OOM's verdict and Suggestions where a valued lever of one of
+    them would (a valued lever that shrinks the same stage, fewer requests, keeps its place)."""
 
     @property
     def subject(self) -> str:
@@ -485,6 +490,7 @@ MENTIONS: tuple[Mention, ...] = (
             ),
             _GRAPH_BS,
         ),
+        grew=("mem_fraction_static", "max_total_tokens"),
     ),
     Mention(
         "speculative",

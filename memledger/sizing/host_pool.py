@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from memledger.formulas import evaluate
 from memledger.sglang.lifecycle import HOST_FREE_FIGURES
 from memledger.sglang.release_markers import VersionRange
-from memledger.units import GIB, count_or
+from memledger.units import GIB, count_or, float_or
 
 _BARE = re.compile(r"log\.")
 
@@ -67,7 +67,7 @@ def refused_room(
     ranks = ranks_on_host(settings)
     log = {"free_gb": free, "ranks": ranks, "reserve_gb": RESERVE / 1e9}
     rows = [
-        (row, float(evaluate(row.room, {"log": log})))
+        (row, float_or(evaluate(row.room, {"log": log}), 0.0))
         for row in HOST_FREE_FIGURES
         if (version is None or version.within(row.releases) is not False)
         and (row.refused_below or asked > free)  # the figure's own relation to the request

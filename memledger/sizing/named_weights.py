@@ -89,9 +89,9 @@ def _width(name: str, quantization: object) -> tuple[float, str]:
             if width.regex.fullmatch(spelled):
                 return width.bytes_per_param, _said(width, f"{spelled} in its catalogue entry")
     family = _family(name)
-    for width in WIDTHS if family is not None and family.width else ():
-        if width.name == family.width:
-            return width.bytes_per_param, _said(width, f"{family.name}'s own checkpoint")
+    own = [w for w in WIDTHS if family is not None and w.name == family.width]
+    if family is not None and own:
+        return own[0].bytes_per_param, _said(own[0], f"{family.name}'s own checkpoint")
     return UNNAMED_WIDTH, f"{UNNAMED_WIDTH:g} B a parameter (16-bit assumed: no format named)"
 
 

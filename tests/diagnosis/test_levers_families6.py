@@ -263,3 +263,70 @@ def test_a_count_in_the_name_wins_and_an_unknown_name_gets_no_estimate() -> None
     assert "'70B' in" in weights.message and "whose names spell no count" not in weights.message
     unknown = _load_oom("acme/house-model-v2", 1)
     assert not [f for f in unknown.findings if f.id == "weights_exceed_budget"]
+
+
+# The stage that grew leads (lifecycle Mention.grew): a draft-token window named beside an OOM
+# whose numbers value a lower fraction
+PD_DECODE = """\
+[2026-03-01 10:00:00] server_args=ServerArgs(model_path='org/some-122b', tp_size=8, \
+mem_fraction_static=0.7, disaggregation_mode='decode', speculative_algorithm='EAGLE', \
+speculative_num_draft_tokens=8, speculative_num_steps=7)
+[2026-03-01 10:00:05 TP0] Load weight begin. avail mem=78.50 GB
+[2026-03-01 10:01:05 TP0] Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, \
+avail mem=62.10 GB, mem usage=16.40 GB.
+[2026-03-01 10:01:06 TP0] KV Cache is allocated. #tokens: 337000, K size: 19.00 GB, V size: 19.00 GB
+[2026-03-01 10:01:06 TP0] Memory pool end. avail mem=23.10 GB
+[2026-03-01 10:01:30] The server is fired up and ready to roll!
+Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2210, in \
+event_loop_overlap_disagg_decode
+  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_worker.py", line 310, in \
+forward_batch_generation
+  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_worker.py", line 688, in verify
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total \
+capacity of 79.19 GiB of which 180.00 MiB is free. Including non-PyTorch memory, this process has \
+78.99 GiB memory in use."""
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "With a large draft-token window the PD decode OOMs mid-traffic.",
+        "the verify workspace grows until the decode instance OOMs during serving",
+        "- num-draft-tokens = 8 OOMs mid-traffic, 4 does not",
+    ],
+    ids=_id,
+)
+def test_the_draft_token_window_leads_a_valued_fraction(said: str) -> None:
+    result = _diagnose(said + "\n" + PD_DECODE)
+    assert result.suggestions[0].knob == "speculative_num_draft_tokens"
+    # the verdict names it before the fraction it still values (one order: rule 1 of verdict6)
+    window = result.verdict.index("--speculative-num-draft-tokens")
+    assert window < result.verdict.index("--mem-fraction-static to 0.69")
+    valued = {s.knob: s.value for s in result.suggestions}
+    assert valued["mem_fraction_static"] == 0.69 and valued["max_total_tokens"] == 334124
+
+
+def test_a_pd_decode_with_a_draft_names_the_window_by_its_settings() -> None:
+    # a PD decode serves only decode steps: its workspace is the verify pass's (lifecycle
+    # SETTING_MENTIONS draft_window); no words needed
+    assert _diagnose(PD_DECODE).suggestions[0].knob == "speculative_num_draft_tokens"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        PD_DECODE.replace("disaggregation_mode='decode', ", ""),  # not a PD decode
+        # the window named, but the failure placed in warmup (no ready line), not serving
+        "With a large draft-token window it fails.\n"
+        + PD_DECODE.replace(
+            "The server is fired up and ready to roll!", "Load weight begin. avail mem=30.00 GB"
+        )
+        .replace("scheduler.py", "model_runner.py")
+        .replace("eagle_worker.py", "x.py"),
+    ],
+    ids=["colocated", "warmup"],
+)
+def test_elsewhere_the_valued_fraction_leads(paste: str) -> None:
+    result = _diagnose(paste)
+    assert result.suggestions[0].knob == "mem_fraction_static"
