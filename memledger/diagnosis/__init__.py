@@ -244,6 +244,11 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     named, first, words = reported.mention_answer(evidence)  # what the paste names
     if loading and levers:
         levers = verdicts.load_levers(suggestions)
+    lead = suggestions[0].knob if suggestions else ""  # the stage that grew leads, then the rest
+    grew = [m for m in evidence.mentions if lead in m.grew and phase in (m.phase, Phase.UNKNOWN)]
+    if grew and words.startswith(grew[0].subject):
+        own = [s for s in first if s.knob in {lever.knob for lever in grew[0].levers}]
+        head, words, first = f"{head}; {words}", "", leading(own, leading(suggestions, first))
     stuck = next((f for f in findings if f.id == FindingId.NO_FRACTION_FITS), None)
     raised = next((s.value for s in suggestions if s.knob == "mem_fraction_static"), None)
     above = f" above {evidence.tp_size}" if evidence.tp_size else ""
@@ -462,7 +467,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     answer = reported.mention_answer(evidence) if not known or killed else ([], [], "")
     findings += answer[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
-    levers = answer[1] if hit is None else crash.cause_levers(hit[0])
+    levers = answer[1] if hit is None else crash.cause_levers(*hit, evidence)
     framework = stages.embedding_framework(evidence)  # its levers in the framework's words
     levers = stages.in_framework_words(framework, levers) if framework else levers
     return _diagnosis(

@@ -12,6 +12,7 @@ from memledger.sglang.failure_rules import (
     SHM_SHAPE,
     CrashCause,
 )
+from memledger.sizing.host_pool import refused_room
 from memledger.units import GIB, MIB
 
 
@@ -61,10 +62,18 @@ def cause_finding(cause: CrashCause, event: Event, evidence: Evidence) -> Findin
     return evidence.finding(cause.finding_id, Severity.ERROR, message, event.line, bytes=amount)
 
 
-def cause_levers(cause: CrashCause) -> list[Suggestion]:
-    """The cause's launch flags as suggestions, in its order, each with its fix as the reason (no
-    value: the text does not show the size behind it)."""
+def cause_levers(
+    cause: CrashCause, event: Event | None = None, evidence: Evidence | None = None
+) -> list[Suggestion]:
+    """The cause's launch flags as suggestions, in its order, each with its fix as the reason; a
+    value where the text's own numbers give one (HiCache's refusal: sizing.host_pool)."""
+    version = evidence.sizing.version if evidence and evidence.sizing else None
+    room = refused_room(event.values, evidence.server_args, version) if event and evidence else None
     return [
         Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
+        if room is None or knob != "hicache_size"
+        else Suggestion(
+            knob=knob, direction=Direction(direction), value=room[0], why=f"{cause.fix}; {room[1]}"
+        )  # fmt: skip
         for knob, direction in cause.knobs
     ]

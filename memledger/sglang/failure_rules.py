@@ -1607,6 +1607,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "mem_cache/storage/mmap/mmap_allocator.py:163-185): a host whose RAM is reserved as "
         "hugepages for the pool is refused although the pool fits (fixes credit the hugetlb pool: "
         "sglang PRs #35048, #38208)",
+        numbers=(
+            r"Requesting (?P<requested_gb>\d+(?:\.\d+)?) GB but only have "
+            r"(?P<free_gb>\d+(?:\.\d+)?) GB free"
+        ),
         knobs=(("hicache_size", "lower"), ("hicache_ratio", "lower")),
         standalone=True,
         words=("Not enough host memory available",),

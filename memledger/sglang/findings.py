@@ -289,8 +289,9 @@ SAYINGS: tuple[Said, ...] = (
     Said(
         "indexer_left_out",
         "warning",
-        "{maybe}the KV pool also holds the DSA indexer's keys (DeepSeek-V3.2's sparse attention), "
-        "which SGLang {releases} left out of its per-token size and its KV line: the pool took "
+        "the KV pool also holds the DSA indexer's keys (DeepSeek-V3.2's sparse attention), "
+        "which SGLang {releases} left out of its per-token size and its KV line{maybe}: the pool "
+        "took "
         "{left} more than its budget ({says}: {source}), out of what was kept for activations "
         "and graphs: upgrade to 0.5.3.post1 or later",
         RULE["dsa_indexer_left_out"].source,

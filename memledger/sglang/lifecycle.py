@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from memledger.model.events import EventKind
 from memledger.sglang.failure_rules import Phase
 from memledger.sglang.levers import Lever
+from memledger.sglang.releases import ReleaseRange
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,48 @@ HICACHE_SIZE_LOWER = Lever(
     "(available RAM - 10 GiB) / the ranks on the host (v0.5.23 mem_cache/pool_host/base.py:28, "
     ":84-108)",
 )
+
+
+@dataclass(frozen=True)
+class HostFreeFigure:
+    """What the `free` figure of HiCache's refusal (`Not enough host memory available.
+    Requesting X GB but only have Y GB free`) is at some releases, and a rank's room by it."""
+
+    releases: ReleaseRange
+    figure: str
+    room: str
+    """A rank's room for its host pool in GB: a formula over `log.free_gb`, `log.ranks` (the
+    ranks on the host) and `log.reserve_gb` (the 10 GiB SGLang keeps, in GB)."""
+    source: str
+    refused_below: bool = False
+    """The figure can be above the request it refused (the reserve is not taken off it)."""
+
+
+HOST_FREE_FIGURES: tuple[HostFreeFigure, ...] = (
+    HostFreeFigure(
+        ReleaseRange(last="0.4.9"),
+        "the host's available RAM (the check took 10 GiB off, the text did not)",
+        "(log.free_gb - log.reserve_gb) / log.ranks",
+        "v0.4.9 mem_cache/memory_pool_host.py:70-81",
+        refused_below=True,
+    ),
+    HostFreeFigure(
+        ReleaseRange("0.4.10", "0.5.18"),
+        "the host's available RAM less 10 GiB, which every rank of the host checks its own pool "
+        "against",
+        "log.free_gb / log.ranks",
+        "v0.4.10 mem_cache/memory_pool_host.py:68-80; v0.5.8 :165-176; v0.5.18 "
+        "mem_cache/pool_host/base.py:141-150",
+    ),
+    HostFreeFigure(
+        ReleaseRange("0.5.19"),
+        "a rank's share, (available RAM - 10 GiB) // the ranks on the host",
+        "log.free_gb",
+        "v0.5.19 mem_cache/pool_host/base.py:51-59, :175-181; v0.5.23 :84-108, :248-256",
+    ),
+)
+"""The refusal's `free` figure by release (release codes do not tell a .post from its base)."""
+
 HICACHE_RATIO_LOWER = Lever(
     "hicache_ratio",
     "lower",
@@ -408,6 +451,11 @@ class Mention:
     """What it comes to, in words: the verdict says it wherever the mention is named (with no
     failure to lead with, what the paste names is the news), before the mention's own levers.
     For a prescription that is no lever (wait, unset, pin, upgrade) or a mechanism to name."""
+    grew: tuple[str, ...] = ()
+    """It names the stage that grew into a failure of its `phase` (or one the paste does not
+    place), which these knobs do not shrink (a lower fraction's d x P comes out of the KV pool
+    instead): its levers lead the OOM's verdict and Suggestions where a valued lever of one of
+    them would (a valued lever that shrinks the same stage, fewer requests, keeps its place)."""
 
     @property
     def subject(self) -> str:
@@ -442,6 +490,7 @@ MENTIONS: tuple[Mention, ...] = (
             ),
             _GRAPH_BS,
         ),
+        grew=("mem_fraction_static", "max_total_tokens"),
     ),
     Mention(
         "speculative",

@@ -89,3 +89,76 @@ COUNT_UNITS = {"b": 10**9, "m": 10**6, "t": 10**12}
 ACTIVE_ONLY = re.compile(r"(?<![a-z0-9])\d+e(?![a-z0-9])", re.IGNORECASE)
 """A name that counts its experts (`17B-128E`): its `17B` is the active parameters, not the
 weights (Llama 4's naming): no estimate from it."""
+
+
+@dataclass(frozen=True)
+class NamedFamily:
+    """A well-known model family whose names spell no parameter count (`DeepSeek-V3`,
+    `Kimi-K2-Instruct`), with the total parameters its model card states and the format its own
+    checkpoint ships in (None: 16-bit)."""
+
+    name: str
+    regex: re.Pattern[str]
+    """Searched in a name's last part (case-insensitive)."""
+    params: float
+    """Total parameters, every expert (the weights a rank's share is of)."""
+    architecture: str
+    width: str | None
+    """The `Width.name` of the released checkpoint's format where it is not 16-bit."""
+    source: str
+
+
+_HF = "https://huggingface.co"
+NAMED_FAMILIES: tuple[NamedFamily, ...] = (
+    NamedFamily(
+        "DeepSeek-V3 / R1",
+        re.compile(_SEP + r"deepseek-(?:v3(?:\.\d)?|r1)(?!.*distill)(?:-[a-z0-9.]+)*$", re.I),
+        671e9,
+        "MoE with MLA, 671B total / 37B activated, 61 layers (a 14B MTP module besides, loaded "
+        "only as a NextN draft)",
+        "8-bit",
+        f"{_HF}/deepseek-ai/DeepSeek-V3 model card (deepseek-ai/DeepSeek-V3 README: '671B total "
+        "parameters with 37B activated for each token'; 685B on the Hub with the MTP module); "
+        "config.json quantization_config fp8 (memledger's model catalogue)",
+    ),
+    NamedFamily(
+        "Kimi-K2",
+        re.compile(_SEP + r"kimi-k2(?:\.\d)?(?:-[a-z0-9.]+)*$", re.IGNORECASE),
+        1e12,
+        "MoE with MLA (DeepSeek-V3's architecture), 1T total / 32B activated, 61 layers",
+        "8-bit",
+        "MoonshotAI/Kimi-K2@d778e270 README.md '2. Model Summary' (Total Parameters 1T, "
+        f"Activated 32B, 61 layers); {_HF}/moonshotai/Kimi-K2-Instruct (block-fp8 weights)",
+    ),
+    NamedFamily(
+        "GLM-4.5 / 4.6 / 4.7",
+        re.compile(_SEP + r"glm-4\.[5-7](?!-air)(?:-[a-z0-9.]+)*$", re.IGNORECASE),
+        355e9,
+        "MoE with GQA, 355B total / 32B active (GLM-4.6 and 4.7 keep GLM-4.5's architecture; "
+        "the Hub counts 357B with the MTP layer)",
+        None,
+        f"{_HF}/zai-org/GLM-4.5/blob/cbb2c7cfb52fa128a9660cb1a7a78e017899e115/README.md ('GLM-4.5 "
+        f"has 355 billion total parameters with 32 billion active parameters'); {_HF}/zai-org/"
+        "GLM-4.6 (GLM-4.5's architecture, a 200K context)",
+    ),
+    NamedFamily(
+        "GLM-4.5-Air",
+        re.compile(_SEP + r"glm-4\.5-air(?:-[a-z0-9.]+)*$", re.IGNORECASE),
+        106e9,
+        "MoE with GQA, 106B total / 12B active",
+        None,
+        f"{_HF}/zai-org/GLM-4.5/blob/cbb2c7cfb52fa128a9660cb1a7a78e017899e115/README.md "
+        "('GLM-4.5-Air ... 106 billion total parameters and 12 billion active parameters')",
+    ),
+    NamedFamily(
+        "MiniMax-M2",
+        re.compile(_SEP + r"minimax-m2(?:\.\d)?(?:-[a-z0-9.]+)*$", re.IGNORECASE),
+        230e9,
+        "MoE with GQA, 230B total / 10B active",
+        "8-bit",
+        "SGLang's docs, basic_usage/minimax_m2 ('230 billion total parameters with 10 billion "
+        f"active parameters', for M2, M2.1, M2.5); {_HF}/MiniMaxAI/MiniMax-M2 (fp8 weights)",
+    ),
+)
+"""Families a name does not count; a name that spells a count (`Qwen3-Coder-480B-A35B`,
+`gpt-oss-120b`) is read by COUNT first, and a name these do not match gets no estimate."""

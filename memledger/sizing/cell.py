@@ -164,7 +164,7 @@ def indexer_left_out(
                 f"line's {cell:,.0f} B a token are {layers} layers of {dtype} DSA rows of {row} B"
             )
             seen = version.text if version is not None else "unknown"
-            maybe = "" if held else f"if the release is 0.5.3 (this log's: {seen}), "
+            maybe = "" if held else f" (if the release is 0.5.3; this log's is {seen})"
             return IndexerLeftOut(left, says, maybe)
     return None
 

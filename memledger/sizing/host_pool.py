@@ -7,9 +7,15 @@ the arithmetic."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
-from memledger.units import GIB, count_or
+from memledger.formulas import evaluate
+from memledger.sglang.lifecycle import HOST_FREE_FIGURES
+from memledger.sglang.release_markers import VersionRange
+from memledger.units import GIB, count_or, float_or
+
+_BARE = re.compile(r"log\.")
 
 RESERVE = 10 * GIB
 """What SGLang keeps of the host's available RAM for everything else (v0.5.8
@@ -46,3 +52,33 @@ def host_pool_size(
         "checks the RAM available (less page cache kept, other processes), so lower it until "
         "the ranks x it fits what `free` shows available, less 10 GiB"
     )
+
+
+def refused_room(
+    values: Mapping[str, object], settings: Mapping[str, object], version: VersionRange | None
+) -> tuple[int | None, str] | None:
+    """The --hicache-size a rank's host pool fits in after HiCache's refusal (its `free_gb` and
+    `requested_gb`), by what the figure is at the releases the log may be
+    (memledger.sglang.lifecycle.HOST_FREE_FIGURES): a value where they all give one, and why;
+    None without the figures."""
+    free, asked = values.get("free_gb"), values.get("requested_gb")
+    if not isinstance(free, int | float) or not isinstance(asked, int | float):
+        return None
+    ranks = ranks_on_host(settings)
+    log = {"free_gb": free, "ranks": ranks, "reserve_gb": RESERVE / 1e9}
+    rows = [
+        (row, float_or(evaluate(row.room, {"log": log}), 0.0))
+        for row in HOST_FREE_FIGURES
+        if (version is None or version.within(row.releases) is not False)
+        and (row.refused_below or asked > free)  # the figure's own relation to the request
+    ]
+    said = "; ".join(
+        f"at {row.releases.text} {row.figure} ({row.source}): {_BARE.sub('', row.room)} = "
+        f"{room:.2f} GB a rank" for row, room in rows
+    )  # fmt: skip
+    shown = "" if "tp_size" in settings else " (1 assumed: no --tp-size shown)"
+    said = f"the refusal's {free:g} GB free is, {said}; {ranks} rank(s) on the host{shown}"
+    rooms = {math.floor(room) for _, room in rows}
+    if len(rooms) == 1 and min(rooms) >= 1:
+        return min(rooms), f"{said}: a rank's pool fits in {min(rooms)} GB"
+    return None, f"{said}: for a value add the release (its figures differ)"

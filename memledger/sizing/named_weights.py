@@ -16,8 +16,10 @@ from memledger.sglang.weight_bytes import (
     ACTIVE_ONLY,
     COUNT,
     COUNT_UNITS,
+    NAMED_FAMILIES,
     UNNAMED_WIDTH,
     WIDTHS,
+    NamedFamily,
     Width,
 )
 from memledger.units import GIB
@@ -86,7 +88,17 @@ def _width(name: str, quantization: object) -> tuple[float, str]:
         for width in WIDTHS:
             if width.regex.fullmatch(spelled):
                 return width.bytes_per_param, _said(width, f"{spelled} in its catalogue entry")
+    family = _family(name)
+    own = [w for w in WIDTHS if family is not None and w.name == family.width]
+    if family is not None and own:
+        return own[0].bytes_per_param, _said(own[0], f"{family.name}'s own checkpoint")
     return UNNAMED_WIDTH, f"{UNNAMED_WIDTH:g} B a parameter (16-bit assumed: no format named)"
+
+
+def _family(name: str) -> NamedFamily | None:
+    """The well-known family a name without a count belongs to (weight_bytes.NAMED_FAMILIES)."""
+    last = name.strip().rstrip("/").rsplit("/", 1)[-1]
+    return next((f for f in NAMED_FAMILIES if f.regex.search(last)), None)
 
 
 def _said(width: Width, where: str) -> str:
@@ -104,6 +116,11 @@ def _count(name: str) -> tuple[float, str] | None:
         experts = int(found["experts"]) if found["experts"] else 1
         bound = " (experts x each: an upper bound, they share the attention)" if experts > 1 else ""
         counts.append((each * experts, f"{found[0]!r} in {last!r}{bound}"))
+    family = _family(name) if not counts else None
+    if family is not None:  # a well-known family whose name spells no count: its model card's
+        said = f"a {family.name} model's, whose names spell no count: {family.architecture}, "
+        said += family.source
+        counts.append((family.params, said))
     return max(counts) if counts else None
 
 

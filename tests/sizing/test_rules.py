@@ -753,7 +753,7 @@ def test_rule_dsa_indexer_left_out() -> None:
     left = indexer_left_out(rows * 656, 1_000_000, None, window)
     assert left is not None and left.bytes == 1_000_000 * 132 * 61 and left.maybe == ""
     undated = indexer_left_out(rows * 656, 1_000_000, None, None)
-    assert undated is not None and undated.maybe.startswith("if the release is 0.5.3")
+    assert undated is not None and undated.maybe.startswith(" (if the release is 0.5.3")
     later = VersionRange(first=version_code("0.5.4"), last=None)
     assert indexer_left_out(rows * 656, 1_000_000, None, later) is None
     assert indexer_left_out(rows * 576, 1_000_000, None, window) is None  # plain MLA fp8
