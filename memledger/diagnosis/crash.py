@@ -4,7 +4,7 @@ the error texts of `memledger.sglang.failure_rules.CRASH_CAUSES` (each with its 
 from __future__ import annotations
 
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
+from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion, with_value
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CRASH_CAUSE,
@@ -69,11 +69,8 @@ def cause_levers(
     value where the text's own numbers give one (HiCache's refusal: sizing.host_pool)."""
     version = evidence.sizing.version if evidence and evidence.sizing else None
     room = refused_room(event.values, evidence.server_args, version) if event and evidence else None
-    return [
+    levers = [
         Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
-        if room is None or knob != "hicache_size"
-        else Suggestion(
-            knob=knob, direction=Direction(direction), value=room[0], why=f"{cause.fix}; {room[1]}"
-        )  # fmt: skip
         for knob, direction in cause.knobs
     ]
+    return levers if room is None else with_value(levers, "hicache_size", *room)

@@ -7,7 +7,7 @@ Pure data; built by `memledger.diagnosis.diagnose`. The JSON keys are a contract
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from enum import StrEnum
 
 from memledger.record import record
@@ -116,6 +116,17 @@ def leading(first: list[Suggestion], rest: list[Suggestion]) -> list[Suggestion]
     firmer answer's)."""
     knobs = {s.knob for s in first}
     return [*first, *(s for s in rest if s.knob not in knobs)]
+
+
+def with_value(
+    suggestions: list[Suggestion], knob: str, value: int | None, arithmetic: str
+) -> list[Suggestion]:
+    """`suggestions` where `knob`'s carries `value` (None: still none) and the `arithmetic`
+    behind it after its reason."""
+    return [
+        replace(s, value=value, why=f"{s.why}; {arithmetic}") if s.knob == knob else s
+        for s in suggestions
+    ]
 
 
 DIAGNOSIS_SCHEMA_VERSION = 1

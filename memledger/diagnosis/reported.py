@@ -4,11 +4,16 @@ through the lifecycle model (memledger.sglang.lifecycle: MENTIONS, squeeze_lever
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
-from memledger.diagnosis.model import Finding, FindingId, Severity, Suggestion, leading
+from memledger.diagnosis.model import (
+    Finding,
+    FindingId,
+    Severity,
+    Suggestion,
+    leading,
+    with_value,
+)
 from memledger.diagnosis.stages import lever_suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
@@ -75,10 +80,7 @@ def mention_answer(evidence: Evidence) -> Answer:
     for m in answering:  # one suggestion a knob: the first mention's
         levers = leading(levers, [lever_suggestion(lever, m.subject) for lever in m.levers])
     host = host_pool_size(evidence.server_args, typed(evidence, "host_memory_gb"))
-    levers = [
-        replace(s, value=host[0], why=f"{s.why}; {host[1]}") if s.knob == "hicache_size" else s
-        for s in levers
-    ]
+    levers = with_value(levers, "hicache_size", *host)
     # its words: the first answering mention's answer (Mention.answer), then its own levers
     lead = answering[0] if levers else next((m for m in found if m.answer and failed), None)
     first = levers[: min(2, len(answering[0].levers))] if levers else []
