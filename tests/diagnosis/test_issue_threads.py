@@ -301,7 +301,7 @@ def test_a_capture_error_under_a_chained_traceback_cut_before_its_frames_places_
             "RuntimeError: CUDA error: operation not permitted when stream is capturing",
             "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
             "",
-            "During handling of the above exception, another exception occurred:",
+            "The above exception was the direct cause of the following exception:",
             "",
             "Traceback (most recent call last):",
             '  File "/x/site-packages/sglang/srt/managers/scheduler.py", line 2300, in '
