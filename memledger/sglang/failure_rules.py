@@ -1350,7 +1350,12 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "--disable-cuda-graph",
         "drop --enable-torch-compile or set --disable-cuda-graph",
         "https://github.com/sgl-project/sglang/issues/7918, "
-        "https://github.com/sgl-project/sglang/issues/6342",
+        "https://github.com/sgl-project/sglang/issues/6342; CUDA runtime API, error 900 "
+        "cudaErrorStreamCaptureUnsupported: 'the operation is not permitted when the stream is "
+        "capturing' (raised only while a stream captures)",
+        # the text says a capture was under way: it places the crash when no frame does (a
+        # chained traceback cut before its capture frames' exception)
+        phase=Phase.GRAPH_CAPTURE,
         example=("RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     ),
     CrashCause(
