@@ -1573,6 +1573,27 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "deepep_devcomm_in_capture",
+        # NCCL's error when DeepEP v2 sets up its device communicator: SGLang builds the buffer at
+        # the first MoE dispatch, which for a decode graph is inside the capture
+        r"DevComm setup failed",
+        "DeepEP v2's ElasticBuffer could not set up NCCL's device communicator (ncclDevCommCreate, "
+        "DeepEP csrc/kernels/backend/nccl.cu:188): SGLang builds the buffer at the first MoE "
+        "dispatch (token_dispatcher/deepep_v2.py:329), which for a decode CUDA graph happens "
+        "inside the capture, where the setup's allocation and synchronisation are illegal; the "
+        "same construction succeeds outside the capture. Not GPU memory, although SGLang's "
+        "capture advice names memory flags, and not NCCL's GIN settings the message names",
+        "not a setting: SGLang's fix builds the buffer before the capture (sglang PR #39078); "
+        "no memory flag changes it",
+        "https://github.com/sgl-project/sglang/pull/39078",
+        standalone=True,
+        words=("DevComm setup failed",),
+        example=(
+            "Exception: Capture cuda graph failed: NCCL exception (/opt/DeepEP/csrc/kernels/"
+            "backend/nccl.cu:188): 3 (GIN: DevComm setup failed on all available backends)"
+        ),
+    ),
+    CrashCause(
         "nvshmem_teams",
         r"No more teams available",
         "NVSHMEM ran out of team slots (NVSHMEM_MAX_TEAMS), not memory, although it reports it as "

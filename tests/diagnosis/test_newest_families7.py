@@ -224,3 +224,26 @@ def test_a_dflash_draft_named_with_dp_attention_names_its_budget(line: str) -> N
 def test_a_dflash_draft_alone_names_no_dp_attention_budget() -> None:
     result = _diagnose("DFLASH draft on one GPU\nCUDA OOM at boot (draft KV buffer)")
     assert "DP attention" not in said_of(result)
+
+
+DEVCOMM = "NCCL exception (nccl.cu:188): 3 (GIN: DevComm setup failed on all available backends)"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        *(shape.format(s=DEVCOMM) for shape in PROSE_SHAPES),
+        f"Exception: Capture cuda graph failed: {DEVCOMM}",
+        "[2026-09-11 10:00:00 TP3] Scheduler hit an exception: Exception: Capture cuda graph "
+        f"failed: {DEVCOMM}",
+    ],
+    ids=_id,
+)
+def test_deepeps_device_communicator_built_in_a_capture_is_no_memory_shortfall(
+    paste: str,
+) -> None:
+    result = _diagnose(paste)
+    assert result.outcome == "crash"
+    assert "deepep_devcomm_in_capture" in _ids(result)
+    assert "not GPU memory" in result.verdict
+    assert not {k for k, _ in knobs_of(result)} & MEMORY_KNOBS
