@@ -415,7 +415,8 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
 
 
 def _crash(evidence: Evidence) -> Diagnosis:
-    phase = failure_phase(evidence)
+    phase = failure_phase(evidence)  # else the one the paste's prose names (`killed while ...`)
+    phase = (reported.mentioned_phase(evidence)[0] or phase) if phase is Phase.UNKNOWN else phase
     traceback = evidence.traceback
     findings: list[Finding] = []
     known = True
@@ -430,8 +431,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
     exit_event = evidence.exit
     killed = exit_event is not None and bool(exit_event.values.get("killed"))
     host = pools.host_memory(evidence)
-    if host is not None:
-        findings.append(evidence.said("host_memory", host.line))
+    findings += [evidence.said("host_memory", host.line)] if host is not None else []
     shm = crash.shm_exhausted(evidence)
     if shm is not None:
         findings.append(crash.shm_finding(shm, evidence))
@@ -464,7 +464,7 @@ def _crash(evidence: Evidence) -> Diagnosis:
         + pools.serving_notes(evidence)
     )
     # no error in the log: what the paste names is the evidence, its words and levers the answer
-    answer = reported.mention_answer(evidence) if not known or killed else ([], [], "")
+    answer = reported.mention_answer(evidence) if not (known or hit) or killed else ([], [], "")
     findings += answer[0]
     # a known cause's launch flags are its levers: the Suggestions say what its fix says
     levers = answer[1] if hit is None else crash.cause_levers(*hit, evidence)

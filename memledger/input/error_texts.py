@@ -399,6 +399,8 @@ class _Block:
     after_frame: bool = False
     """The previous line was a frame (this one is its code line)."""
     pool: str = ""
+    code: str = ""
+    """The last frame's code line: a bare `AssertionError`'s only text is its `assert` there."""
 
 
 @dataclass
@@ -498,6 +500,7 @@ class ErrorTextReader:
                 return found
             if self._block.after_frame and REQ_TO_TOKEN_CODE_RE.search(text):
                 self._block.pool = "req_to_token"
+            self._block.code = text.strip() if self._block.after_frame else self._block.code
             self._block.after_frame = False
             exception = EXCEPTION_RE.match(text.strip())
             if exception is not None:
@@ -534,8 +537,10 @@ class ErrorTextReader:
                 )
             ]
         asked = prefixed and text.rstrip().endswith("?")  # SGLang asks nothing
-        if (asked or not prefixed) and not read and self._block is None:
-            # a bare line no other reader read, or a log line the reporter ended with a
+        said = [r for r in read if r.kind is not EventKind.PROCESS_EXIT]
+        if (asked or not prefixed) and not said and self._block is None:
+            # a bare line no other reader read (but for how the process ended: `every rank is
+            # killed during weight load` says both), or a log line the reporter ended with a
             # question of theirs: the reporter's prose around a paste
             found += [
                 ErrorReading(EventKind.REPORTED, line, rank, text, values=values)
@@ -579,10 +584,23 @@ class ErrorTextReader:
         if block.pool:
             values["pool"] = block.pool
         summary = f"{exception}: {message}" if exception else "traceback cut off (no exception)"
-        said = f"{exception or ''}: {message[:MESSAGE_CAP]}"
+        bare = exception == "AssertionError" and not message  # Python prints the assert line
+        said = f"{exception or ''}: {(block.code if bare else message)[:MESSAGE_CAP]}"
         cause = next(
             (c for c in CRASH_CAUSES if c.pattern.search(said) or c.pattern.search(summary)), None
         )
+        if cause is None and exception is None:  # cut before its text: a frame one check runs
+            ran = {(func, path) for path, _, func in block.frames}
+            cause = next(
+                (
+                    c
+                    for c in CRASH_CAUSES
+                    for f, part in c.frames
+                    for func, path in ran
+                    if func == f and part in path
+                ),
+                None,
+            )
         if cause is not None:
             values["cause"] = cause.finding_id
             values.update(_numbers(cause, said))

@@ -1415,7 +1415,11 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|(?:While Loading|When Loading|During Loading|Model Loading|Weight Loading"
             r"|Weights Loading|Loading The Model|Loading The Weights|Loading Model"
             r"|Loading Weights)\b"
-            r"|^Loading [^:\n]{1,160}?(?:\boom\b|\bOom\b|OOM|out of memory)",
+            r"|^Loading [^:\n]{1,160}?(?:\boom\b|\bOom\b|OOM|out of memory)"
+            # the noun after a preposition: `during weight load`, `at model load` (not SGLang's
+            # own `Load weight begin`, nor `weight load time`: the preposition comes first)
+            r"|(?:during|while|at|in|on) (?:the )?"
+            r"(?:weight load|weights load|model load|checkpoint load)\b(?! time)",
         ),
         (
             "while loading",
@@ -1444,6 +1448,10 @@ ERRORS: tuple[ErrorText, ...] = (
             "Loading The Weights",
             "Loading Model",
             "Loading Weights",
+            "weight load",
+            "weights load",
+            "model load",
+            "checkpoint load",
             "oom",
             "Oom",
             "OOM",
@@ -1467,6 +1475,10 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|CUDA Graph capture|cudagraph capture"
             # an issue title's Title Case
             r"|Capturing CUDA Graph|Capturing Cuda Graph|CUDA Graph Capture|Cuda Graph Capture"
+            # the graph unnamed after a preposition: `OOMed during graph capture`, `in the decode
+            # graph capture`
+            r"|(?:during|while|in|at|on) (?:the )?(?:decode |prefill |piecewise |draft )?"
+            r"graph capture"
         ),
         (
             "capturing cuda graph",
@@ -1481,6 +1493,7 @@ ERRORS: tuple[ErrorText, ...] = (
             "Capturing Cuda Graph",
             "CUDA Graph Capture",
             "Cuda Graph Capture",
+            "graph capture",
         ),
         Family.REPORTER,
         "what people write when it failed while SGLang captured its CUDA graphs (the stage after "
@@ -1727,16 +1740,45 @@ ERRORS: tuple[ErrorText, ...] = (
         Regex(
             r"(?:during|while|when|at|in) (?:loading |capturing |starting )?"
             r"(?:the draft |the EAGLE|the eagle|the MTP |the NextN )3?\s?(?:draft )?"
-            r"(?:model|worker|weights|graphs?|load|pools?)",
+            r"(?:model|worker|weights|graphs?|load|pools?)"
+            # the draft's own KV allocation named: `(memory_pool.py, draft KV buffer)`, `the
+            # draft's kv pool`
+            r"|(?:draft kv|draft's kv)[ _-]?(?:buffer|pool|cache)",
             re.I,
         ),
-        ("the draft ", "the EAGLE", "the eagle", "the MTP ", "the NextN "),
+        (
+            "the draft ",
+            "the EAGLE",
+            "the eagle",
+            "the MTP ",
+            "the NextN ",
+            "draft kv",
+            "draft's kv",
+        ),
         Family.REPORTER,
         "what people write when it failed in the speculative draft worker's startup (the draft "
         "stage: memledger.sglang.lifecycle MENTIONS)",
         "OOM while loading the draft weights on the second card",
         kind="reported",
         values={"mention": "draft_startup"},
+    ),
+    ErrorText(
+        "said_dflash_dp_attention",
+        # a DFLASH/DSpark draft and DP attention named in one line, in prose or flags: `GLM-5.2 +
+        # DSpark draft, --tp-size 8 --dp-size 8 --enable-dp-attention`
+        Regex(
+            r"\b(?:dflash|dspark)\b[^\n]{0,200}?(?:enable-dp-attention|dp[ _-]attention)"
+            r"|(?:enable-dp-attention|dp[ _-]attention)[^\n]{0,200}?\b(?:dflash|dspark)\b",
+            re.I,
+        ),
+        ("dflash", "dspark"),
+        Family.REPORTER,
+        "what people write of a DFLASH/DSPARK draft served with DP attention (the draft's KV "
+        "budget at the global TP size: memledger.sglang.lifecycle MENTIONS dflash_dp_attention, "
+        "sglang#38202, PR #39225)",
+        "Kimi-K3 + DSpark draft with --enable-dp-attention: CUDA OOM at boot",
+        kind="reported",
+        values={"mention": "dflash_dp_attention"},
     ),
     ErrorText(
         "said_kv_allocation",

@@ -802,6 +802,7 @@ class CrashCause:
         standalone: bool = False,
         knobs: tuple[tuple[str, str], ...] = (),
         words: tuple[str, ...] = (),
+        frames: tuple[tuple[str, str], ...] = (),
         example: str,
     ) -> None:
         self.finding_id = finding_id
@@ -835,6 +836,10 @@ class CrashCause:
         """A standalone text's words: every match of `pattern` holds one (case-sensitive). The
         prefilter and the quiet-line test let a line holding one through to the reader
         (memledger.sglang.errors `standalone_cause`)."""
+        self.frames = frames
+        """(function, a fragment of its file's path) of the traceback frames that run only this
+        cause's check: a traceback cut off before its exception line that passes one is this
+        cause's (memledger.input.error_texts)."""
         self.example = example
         """A line in the text's shape (synthetic): tests/sglang/test_crash_causes.py diagnoses it
         alone, and quoted in a sentence when the cause is standalone."""
@@ -1444,6 +1449,26 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "kernel_tile_no_stages",
+        # triton_kernels' matmul (the MXFP4/FP8 MoE of gpt-oss and others) when no pipeline depth
+        # fits its tiles in a block's shared memory (not a ResNet's `num_stages >= 1 and ...`)
+        r"num_stages >= 1(?! and)",
+        "a Triton MoE kernel (triton_kernels' matmul_ogs, SGLang's --moe-runner-backend "
+        "triton_kernel) found no pipeline depth whose tiles fit a block's shared memory: the "
+        "block sizes picked for this GPU are too large (SM120 cards, the RTX PRO 6000 and RTX "
+        "50xx, have less shared memory a block than the data-center GPUs the defaults were set "
+        "for); not GPU/HBM memory, and no memory flag changes it",
+        "upgrade past sglang PR #20040 (block_k=128 for SM120's MXFP4 MoE), or another "
+        "--moe-runner-backend",
+        "triton-lang/triton python/triton_kernels/triton_kernels/matmul_ogs_details/opt_flags.py "
+        "make_default_opt_flags_nvidia (`assert num_stages >= 1` after compute_num_stages); "
+        "https://github.com/sgl-project/sglang/pull/20040",
+        knobs=(("moe_runner_backend", "enable"),),
+        standalone=True,
+        words=("num_stages >= 1",),
+        example="    assert num_stages >= 1\nAssertionError",
+    ),
+    CrashCause(
         "piecewise_graph_failed",
         # the error line SGLang logs around any exception inside its piecewise (prefill) graph
         # context, at capture or at replay, and the workaround line of its advice block
@@ -1553,6 +1578,27 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "deepep_devcomm_in_capture",
+        # NCCL's error when DeepEP v2 sets up its device communicator: SGLang builds the buffer at
+        # the first MoE dispatch, which for a decode graph is inside the capture
+        r"DevComm setup failed",
+        "DeepEP v2's ElasticBuffer could not set up NCCL's device communicator (ncclDevCommCreate, "
+        "DeepEP csrc/kernels/backend/nccl.cu:188): SGLang builds the buffer at the first MoE "
+        "dispatch (token_dispatcher/deepep_v2.py:329), which for a decode CUDA graph happens "
+        "inside the capture, where the setup's allocation and synchronisation are illegal; the "
+        "same construction succeeds outside the capture. Not GPU memory, although SGLang's "
+        "capture advice names memory flags, and not NCCL's GIN settings the message names",
+        "not a setting: SGLang's fix builds the buffer before the capture (sglang PR #39078); "
+        "no memory flag changes it",
+        "https://github.com/sgl-project/sglang/pull/39078",
+        standalone=True,
+        words=("DevComm setup failed",),
+        example=(
+            "Exception: Capture cuda graph failed: NCCL exception (/opt/DeepEP/csrc/kernels/"
+            "backend/nccl.cu:188): 3 (GIN: DevComm setup failed on all available backends)"
+        ),
+    ),
+    CrashCause(
         "nvshmem_teams",
         r"No more teams available",
         "NVSHMEM ran out of team slots (NVSHMEM_MAX_TEAMS), not memory, although it reports it as "
@@ -1645,10 +1691,19 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "https://github.com/sgl-project/sglang/pull/13826 (EAGLE's paged draft slots never "
         "released), https://github.com/sgl-project/sglang/pull/31616 (EAGLE's unaligned "
         "allocation length), https://github.com/sgl-project/sglang/pull/19518 (spec v2 with "
-        "decode-side HiCache)",
+        "decode-side HiCache); the frames that raise it: check_memory (v0.5.8 "
+        "managers/scheduler_runtime_checker_mixin.py:234), its hybrid and mamba checks "
+        "_check_hybrid_memory / _check_mamba_memory (the same file, sglang#12432), and "
+        "_report_leak (the same file in 2026, sglang PR #26941's traceback)",
         phase=Phase.SERVING,
         standalone=True,
         words=("leak detected!", "Leak Detected!"),
+        frames=(
+            ("check_memory", "scheduler"),
+            ("_check_hybrid_memory", "scheduler"),
+            ("_check_mamba_memory", "scheduler"),
+            ("_report_leak", "scheduler"),
+        ),
         example=(
             "ValueError: token_to_kv_pool_allocator memory leak detected! "
             "self.max_total_num_tokens=50000, available_size=49872, evictable_size=0, "
