@@ -2503,6 +2503,50 @@ ERRORS: tuple[ErrorText, ...] = (
         "4096 to avoid out of memory",
         masks_oom=True,
     ),
+    # texts that name an out-of-memory as something to avoid, not one that happened: a line
+    # holding one states no OOM end (read from SGLang's source; the list is in the commit)
+    ErrorText(
+        "unknown_rank_memory_warning",
+        Regex(
+            r"available memory amounts? of (?:each rank|the ranks) cannot be determined in prior"
+        ),
+        ("cannot be determined in prior",),
+        Family.SGLANG_LOG,
+        "SGLang's CPU backend warns at every launch with more ranks than NUMA nodes, or with "
+        "SGLANG_CPU_OMP_THREADS_BIND set, that it cannot size each rank's memory and asks for "
+        "--max-total-tokens 'to avoid the out-of-memory error': v0.5.3 "
+        "model_executor/model_runner.py:1880-1883, v0.5.8 :2113-2116, v0.5.23 "
+        "utils/numa_utils.py:500-503, utils/common.py:915-917",
+        "The total number of ranks (4) is larger than numa node number (2), in this case the "
+        "available memory amount of each rank cannot be determined in prior. Please set proper "
+        "`--max-total-tokens` to avoid the out-of-memory error.",
+        masks_oom=True,
+    ),
+    ErrorText(
+        "oom_named_as_risk",
+        Regex(
+            r"fallback to disk loading is disabled because the daemon process already holds "
+            r"weights on the same GPU"
+            r"|refusing \S+ to avoid OOM/ENOSPC"
+            r"|with FSDP-sharded weights may require full-gather and can OOM"
+        ),
+        (
+            "fallback to disk loading is disabled",
+            "to avoid OOM/ENOSPC",
+            "may require full-gather and can OOM",
+        ),
+        Family.SGLANG_LOG,
+        "v0.5.23 weight_cache/ipc_loader.py:112 (the weight-cache daemon is not there: a crash "
+        "whose text says loading from disk 'would cause OOM'), "
+        "mem_cache/storage/file/lru_file_evictor.py:191 (HiCache's file tier skips a write to "
+        "keep the filesystem's free space: a disk, not a GPU), "
+        "multimodal_gen/runtime/pipelines_core/lora/pipeline.py:749 (a warning before a LoRA "
+        "merge)",
+        "[IpcModelLoader] Weight cache daemon not available at /tmp/wc.sock. In daemon mode, "
+        "fallback to disk loading is disabled because the daemon process already holds weights "
+        "on the same GPU — loading from disk would cause OOM.",
+        masks_oom=True,
+    ),
     ErrorText(
         "out_of_memory_error",
         Regex(r"OutOfMemoryError"),
