@@ -425,18 +425,16 @@ ERRORS: tuple[ErrorText, ...] = (
         Regex(
             r"insufficient free VRAM for one top-k expert working set: free=(?P<free>\d+), "
             r"object=(?P<requested>\d+)"
-            r"|int8 mamba checkpoint pool needs ~[\d.]+ ?GB but only [\d.]+ ?GB HBM is free"
             r"|Masked grouped-GEMM workspace allocation failed"
         ),
         (
             "insufficient free VRAM",
-            "int8 mamba checkpoint pool needs",
             "workspace allocation failed",
         ),
         Family.SGLANG_POOL,
         "v0.5.23 layers/moe/expert_pack.py:377 (MemoryError, bytes), "
-        "mem_cache/mamba_checkpoint_pool.py:357 ('Lower --int8-mamba-ckpt-size ... or "
-        "--mem-fraction-static'), layers/moe/moe_runner/deep_gemm.py:779",
+        "layers/moe/moe_runner/deep_gemm.py:779 (the int8 mamba checkpoint pool's refusal, "
+        "which names its own lever, is failure_rules' int8_mamba_checkpoint_pool)",
         "MemoryError: insufficient free VRAM for one top-k expert working set: free=1073741824, "
         "object=2147483648",
         kind="oom_message",

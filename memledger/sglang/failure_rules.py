@@ -1038,8 +1038,50 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "deepep_v2_decode_graph_cap",
+        r"DeepEP v2 per-rank decode CUDA graph exceeds",
+        "SGLang's startup check found the largest decode CUDA graph's tokens a rank (its batch x "
+        "tokens a request) over DeepEP v2's dispatch buffer "
+        "(SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128: v0.5.23 "
+        "environ.py:1441; the check at arg_groups/moe_hook.py:694-705): not a GPU "
+        "out-of-memory; SGLang's own advice is the variable raised to the required count or the "
+        "decode graphs' largest batch lowered",
+        "lower --cuda-graph-max-bs-decode, or raise "
+        "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK to the required count",
+        "v0.5.23 arg_groups/moe_hook.py:700",
+        knobs=(("cuda_graph_max_bs_decode", "lower"),),
+        standalone=True,
+        words=("DeepEP v2 per-rank decode CUDA graph exceeds",),
+        example=(
+            "ValueError: DeepEP v2 per-rank decode CUDA graph exceeds "
+            "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK: required=512, capacity=128 "
+            "(requests=128, tokens/request=4). Raise the environment value or lower "
+            "--cuda-graph-max-bs-decode."
+        ),
+    ),
+    CrashCause(
+        "flydsl_megamoe_decode_cap",
+        r"SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR=\d+ must cover the largest decode",
+        "on AMD, the FlyDSL MegaMoE decode buffer holds SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR "
+        "tokens a rank, and SGLang's startup check found the largest decode / verify forward "
+        "(max running requests a DP rank x tokens a request) over it (v0.5.23 "
+        "arg_groups/mega_moe_hook.py:151-158): a buffer's size, not a GPU out-of-memory",
+        "lower --max-running-requests, or raise SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR to a power "
+        "of two of at least the forward's tokens",
+        "v0.5.23 arg_groups/mega_moe_hook.py:152",
+        knobs=(("max_running_requests", "lower"),),
+        standalone=True,
+        words=("must cover the largest decode",),
+        example=(
+            "ValueError: SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR=256 must cover the largest "
+            "decode / verify forward on one rank: max running requests per DP rank x tokens per "
+            "request = 512. Raise it to a power of two of at least 512 or lower "
+            "--max-running-requests."
+        ),
+    ),
+    CrashCause(
         "deepep_v2_dispatch_cap",
-        r"DeepEP v2 (?:dispatch input|per-rank prefill budget|per-rank decode CUDA graph) exceeds",
+        r"DeepEP v2 (?:dispatch input|per-rank prefill budget) exceeds",
         "DeepEP v2's dispatch buffer holds a fixed number of tokens a rank "
         "(SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128: v0.5.23 "
         "environ.py:1441): a batch got more (v0.5.23 layers/moe/token_dispatcher/"
@@ -1048,7 +1090,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "variable to the required count, or lower --chunked-prefill-size (prefill) or "
         "--cuda-graph-max-bs-decode (decode graphs)",
         "raise SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, or lower --chunked-prefill-size",
-        "v0.5.23 layers/moe/token_dispatcher/deepep_v2.py:282, arg_groups/moe_hook.py:689, :700",
+        "v0.5.23 layers/moe/token_dispatcher/deepep_v2.py:282, arg_groups/moe_hook.py:689",
         knobs=(("chunked_prefill_size", "lower"),),
         standalone=True,
         words=("DeepEP v2 ",),
@@ -1127,15 +1169,24 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "disagg_staging_pool",
-        r"Chunk staging allocation permanently failed|\[STAGING_REQ\] alloc failed",
+        r"Chunk staging allocation permanently failed|\[STAGING_REQ\] alloc failed"
+        r"|a chunk exceeds the staging ring",
         "PD disaggregation's staging ring buffer (SGLANG_DISAGG_STAGING_POOL_SIZE_MB, default "
         "4096: v0.5.23 environ.py:860) is smaller than one KV chunk to transfer (v0.5.23 "
         "disaggregation/nixl/conn.py:2668 raises; common/staging_handler.py:868 logs the "
-        "failed allocation); not the GPU's free memory: raise the variable",
-        "raise SGLANG_DISAGG_STAGING_POOL_SIZE_MB",
-        "v0.5.23 disaggregation/nixl/conn.py:2668, disaggregation/common/staging_handler.py:868",
+        "failed allocation; mooncake/conn.py:618 warns and fails the requests, 'Increase "
+        "SGLANG_DISAGG_STAGING_POOL_SIZE_MB or reduce chunked_prefill_size'); not the GPU's free "
+        "memory: raise the variable, or a smaller prefill chunk",
+        "raise SGLANG_DISAGG_STAGING_POOL_SIZE_MB, or lower --chunked-prefill-size",
+        "v0.5.23 disaggregation/nixl/conn.py:2668, disaggregation/common/staging_handler.py:868, "
+        "disaggregation/mooncake/conn.py:618",
+        knobs=(("chunked_prefill_size", "lower"),),
         standalone=True,
-        words=("Chunk staging allocation permanently failed", "[STAGING_REQ] alloc failed"),
+        words=(
+            "Chunk staging allocation permanently failed",
+            "[STAGING_REQ] alloc failed",
+            "a chunk exceeds the staging ring",
+        ),
         example=(
             "RuntimeError: [Staging] Chunk staging allocation permanently failed: chunk exceeds "
             "ring buffer total size (room=42). Increase SGLANG_DISAGG_STAGING_POOL_SIZE_MB."
@@ -1687,6 +1738,25 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             "ValueError: SWA pool (4096 tokens) cannot hold even one request: the prefill "
             "admission floor is sliding_window_size (4096) + page_size (64). Increase "
             "--swa-full-tokens-ratio or the total KV budget."
+        ),
+    ),
+    CrashCause(
+        "int8_mamba_checkpoint_pool",
+        r"int8 mamba checkpoint pool needs ~?[\d.]+ ?GB but only [\d.]+ ?GB HBM is free",
+        "SGLang's int8 mamba checkpoint pool (--int8-mamba-ckpt-size slots) is allocated from "
+        "the room --mem-fraction-static leaves outside the KV budget, not counted in "
+        "max_total_num_tokens, and SGLang refuses to build it when its estimate is not below the "
+        "free memory (v0.5.23 mem_cache/mamba_checkpoint_pool.py:342-360, :362-370)",
+        "lower --int8-mamba-ckpt-size, or lower --mem-fraction-static for more room",
+        "v0.5.23 mem_cache/mamba_checkpoint_pool.py:357",
+        gpu_memory=True,
+        phase=Phase.MEMORY_POOL,
+        knobs=(("int8_mamba_ckpt_size", "lower"), ("mem_fraction_static", "lower")),
+        standalone=True,
+        words=("int8 mamba checkpoint pool needs",),
+        example=(
+            "RuntimeError: int8 mamba checkpoint pool needs ~6.20GB but only 2.10GB HBM is free. "
+            "Lower --int8-mamba-ckpt-size (currently 512) or --mem-fraction-static."
         ),
     ),
     CrashCause(

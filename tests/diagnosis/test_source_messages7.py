@@ -85,6 +85,41 @@ CASES: tuple[tuple[str, str, str, str, list[tuple[str, str]]], ...] = (
         [("mem_fraction_static", "lower")],
     ),
     (
+        "int8_mamba_checkpoint_pool",
+        "RuntimeError: int8 mamba checkpoint pool needs ~9.75GB but only 3.40GB HBM is free. "
+        "Lower --int8-mamba-ckpt-size (currently 1024) or --mem-fraction-static.",
+        "oom",
+        "memory_pool",
+        [("int8_mamba_ckpt_size", "lower"), ("mem_fraction_static", "lower")],
+    ),
+    (
+        "deepep_v2_decode_graph_cap",
+        "ValueError: DeepEP v2 per-rank decode CUDA graph exceeds "
+        "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK: required=1024, capacity=256 "
+        "(requests=256, tokens/request=4). Raise the environment value or lower "
+        "--cuda-graph-max-bs-decode.",
+        "crash",
+        "",
+        [("cuda_graph_max_bs_decode", "lower")],
+    ),
+    (
+        "disagg_staging_pool",
+        "[Staging] a chunk exceeds the staging ring; failing affected requests. Increase "
+        "SGLANG_DISAGG_STAGING_POOL_SIZE_MB or reduce chunked_prefill_size.",
+        "crash",
+        "",
+        [("chunked_prefill_size", "lower")],
+    ),
+    (
+        "flydsl_megamoe_decode_cap",
+        "ValueError: SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR=128 must cover the largest decode / "
+        "verify forward on one rank: max running requests per DP rank x tokens per request = "
+        "384. Raise it to a power of two of at least 384 or lower --max-running-requests.",
+        "crash",
+        "",
+        [("max_running_requests", "lower")],
+    ),
+    (
         "lora_pinned_slots",
         "ValueError: Failed to load LoRA adapter a7 as a pinned adapter. It is not allowed to pin "
         "all slots in the LoRA memory pool to avoid starvation for unpinned adapters and base "
