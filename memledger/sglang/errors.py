@@ -2491,7 +2491,11 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|If you hit GPU OOM issue, please adjust the memory fraction"
             r"|ran out of GPU memory on \S+; retrying on CPU"
         ),
-        ("to avoid out of memory", "If you hit GPU OOM issue", "; retrying on CPU"),
+        (
+            "to avoid out of memory",
+            "If you hit GPU OOM issue",
+            "; retrying on CPU",
+        ),
         Family.SGLANG_POOL,
         "SGLang's warnings that go on: v0.5.8 layers/deep_gemm_wrapper/compile_utils.py:157 "
         "(DeepGEMM's warmup shrinks its max_m to the free memory), model_loader/loader.py:607 "
@@ -2527,11 +2531,17 @@ ERRORS: tuple[ErrorText, ...] = (
             r"weights on the same GPU"
             r"|refusing \S+ to avoid OOM/ENOSPC"
             r"|with FSDP-sharded weights may require full-gather and can OOM"
+            r"|device-loaded after serving started \(free device mem: [^)\n]*\)"
+            r"|would fall back to its eager FlexAttention path"
+            r"|memory_margin_bytes is not supported on Intel XPU"
         ),
         (
             "fallback to disk loading is disabled",
             "to avoid OOM/ENOSPC",
             "may require full-gather and can OOM",
+            "device-loaded after serving started",
+            "would fall back to its eager FlexAttention path",
+            "memory_margin_bytes is not supported on Intel XPU",
         ),
         Family.SGLANG_LOG,
         "v0.5.23 weight_cache/ipc_loader.py:112 (the weight-cache daemon is not there: a crash "
@@ -2539,7 +2549,10 @@ ERRORS: tuple[ErrorText, ...] = (
         "mem_cache/storage/file/lru_file_evictor.py:191 (HiCache's file tier skips a write to "
         "keep the filesystem's free space: a disk, not a GPU), "
         "multimodal_gen/runtime/pipelines_core/lora/pipeline.py:749 (a warning before a LoRA "
-        "merge)",
+        "merge), utils/triton_load_watch.py:116-121 (a Triton kernel loaded after ready, 'to "
+        "avoid CUDA OOM'), multimodal_gen/runtime/models/vaes/cosmos3_lidar/layers.py:61-67 "
+        "(natten missing: its fallback 'runs out of memory'); torch_memory_saver 0.0.10 "
+        "torch_memory_saver/entrypoint.py:115 (XPU: no 'OOM-margin guard')",
         "[IpcModelLoader] Weight cache daemon not available at /tmp/wc.sock. In daemon mode, "
         "fallback to disk loading is disabled because the daemon process already holds weights "
         "on the same GPU — loading from disk would cause OOM.",

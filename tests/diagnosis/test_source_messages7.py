@@ -222,6 +222,11 @@ def test_the_cpu_backends_launch_warning_is_no_oom(warning: str) -> None:
         "writing 4194304 B; refusing 9a1f to avoid OOM/ENOSPC.",
         "Merging LoRA for transformer with FSDP-sharded weights may require full-gather and can "
         "OOM.",
+        "Triton kernel '_fwd_kernel' device-loaded after serving started (free device mem: 0.62 "
+        "GiB). Pre-load it during engine init to avoid CUDA OOM.",
+        "RuntimeError: natten has no compiled neighborhood-attention kernel for torch.float16 on "
+        "cuda:1 (head_dim 32) and would fall back to its eager FlexAttention path, which "
+        "materializes a dense score matrix and runs out of memory on the LiDAR range image",
     ),
 )
 def test_an_oom_named_as_a_risk_is_no_oom(text: str) -> None:
