@@ -50,6 +50,7 @@ from memledger.diagnosis import (
 )
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, gather
+from memledger.diagnosis.levers import table_valued
 from memledger.diagnosis.model import (
     Diagnosis,
     Direction,
@@ -95,7 +96,9 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
         for match in map(_NOTE_RE.match, evidence.command_notes)
         if match is not None
     ]
-    return replace(diagnosis, findings=[*diagnosis.findings, *said])
+    # a lever the table values from the paste's setting or the card's size, where none has a value
+    suggestions = [table_valued(evidence, s) for s in diagnosis.suggestions]
+    return replace(diagnosis, findings=[*diagnosis.findings, *said], suggestions=suggestions)
 
 
 _NOTE_RE = re.compile(re.escape(NOTE_PREFIX) + r"(\d{1,9}): (.*)", re.DOTALL)
