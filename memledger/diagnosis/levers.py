@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
-from memledger.diagnosis.model import Suggestion
+from memledger.diagnosis.model import Suggestion, with_value
 from memledger.formulas import evaluate
 from memledger.sglang.failure_rules import (
     DECODE_GRAPH_FLAG_CITATION,
@@ -36,10 +36,8 @@ NO_NUMBERS = "; the paste carries no numbers for a value"
 def gpu_capacity_mib(evidence: Evidence) -> tuple[int, str] | None:
     """The GPU's capacity in MiB, and where it came from: the allocator's OOM text, else the
     card's memory the paste shows otherwise (sizing.gpu: an nvidia-smi table, a named card)."""
-    oom = evidence.oom
-    capacity = oom.sizes.get("capacity") if oom is not None else None
-    if capacity is not None and capacity.bytes > 0:
-        return capacity.bytes // MIB, ""
+    if evidence.capacity is not None:
+        return evidence.capacity.bytes // MIB, ""
     shown = evidence.sizing.gpu_capacity if evidence.sizing is not None else None
     return (shown.mib, f" (line {shown.line}'s)") if shown is not None and shown.mib else None
 
@@ -100,17 +98,15 @@ def table_value(
 def table_valued(evidence: Evidence, suggestion: Suggestion) -> Suggestion:
     """`suggestion` with its lever's table value (table_value) where it has none: a stage's or a
     mention's lever the card's size or the paste's setting values, with the arithmetic."""
-    known = table_value(evidence, suggestion.knob, suggestion.direction.value)
-    if suggestion.value is not None or known is None:
+    knob, direction = suggestion.knob, suggestion.direction.value
+    known = table_value(evidence, knob, direction) if suggestion.value is None else None
+    if known is None:
         return suggestion
     value, now, origin = known
-    formula = LEVER[(suggestion.knob.removesuffix("_decode"), suggestion.direction.value)].value
-    arithmetic = (
-        f"{formula.replace('args.', '')} = {value} with {now}{f' ({origin})' if origin else ''}: "
-        "a first step, not a computed fit"
-    )
-    why = suggestion.why.removesuffix(NO_NUMBERS)
-    return replace(suggestion, value=value, why=f"{why}; {arithmetic}")
+    formula = LEVER[(knob.removesuffix("_decode"), direction)].value.replace("args.", "")
+    why = f"{formula} = {value} with {now}{f' ({origin})' if origin else ''}: a first step"
+    plain = replace(suggestion, why=suggestion.why.removesuffix(NO_NUMBERS))
+    return with_value([plain], knob, value, f"{why}, not a computed fit")[0]
 
 
 def failed_in_prefill(evidence: Evidence) -> bool:

@@ -345,9 +345,9 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
     elif phase in (Phase.WARMUP, Phase.SERVING):
         logged = _serving_batch_levers(evidence)
         # the logged batch's numbers name the lever first; the fraction after it
-        suggestions[:0] = logged
-        suggestions.extend(s for s in _batch_levers(evidence) if s.knob not in _knobs(logged))
-        if "mem_fraction_static" not in _knobs(suggestions):
+        suggestions[:0], batch = logged, _batch_levers(evidence)
+        suggestions.extend(s for s in batch if s.knob not in {s.knob for s in logged})
+        if not any(s.knob == "mem_fraction_static" for s in suggestions):
             # no OOM text with sizes: the serving stage's fraction lever still holds, after its
             # batch levers (memledger.sglang.lifecycle), without a value
             suggestions.append(unknown_budget_mfs(evidence, None, phase))
@@ -396,10 +396,6 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
         Suggestion(knob=knob, direction=Direction.LOWER, value=value, why=why),
         model_lever("disable_cuda_graph", "enable", after="the last resort"),
     ]
-
-
-def _knobs(suggestions: list[Suggestion]) -> set[str]:
-    return {s.knob for s in suggestions}
 
 
 def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
