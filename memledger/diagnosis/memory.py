@@ -371,7 +371,7 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
     smaller = sorted(bs for bs in sizes if failing_bs is not None and bs < failing_bs)
     knob, spelled = graph_cap_knob(evidence)
     current = evidence.int_param(knob) or (max(sizes) if sizes else None)
-    value: int | None = None
+    value, largest, origin = table_value(evidence, knob, now=current) or (None, current, "")
     if smaller:
         value = smaller[-1]
         why = (
@@ -379,13 +379,10 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
             + (f" after the buckets up to {current} were captured" if current else "")
             + f": a cap of {value} skips bs={failing_bs} and every larger bucket"
         )
-    elif (known := table_value(evidence, knob, now=current)) is not None:
-        value, largest, origin = known
-        why = (
-            f"graph memory grows with the largest batch ({origin or f'{largest} now'}); the "
-            "failing bucket is not in "
-            f"the log, so {value} (half) is a first step, not a computed fit"
-        )
+    elif largest is not None:
+        why = f"graph memory grows with the largest batch ({origin or f'{largest} now'}); the "
+        why += "failing bucket is not in the log"
+        why += f", so {value} (half) is a first step, not a computed fit" if value else ""
     else:
         why = (
             "graph memory grows with the largest batch; neither the captured batch sizes nor the "

@@ -77,3 +77,18 @@ def test_a_mentions_graph_cap_is_valued_and_says_the_tp_size_it_assumed() -> Non
         diagnose_paste([*paste, tp8 + "Load weight begin. avail mem=78.50 GB"]), "cuda_graph_max_bs"
     )
     assert graph.value == 256 and "at tp 8 is 512" in graph.why
+
+
+def test_a_graph_cap_of_one_has_no_half_and_says_no_value() -> None:
+    shown = PREFIX + "server_args=ServerArgs(model_path='m', cuda_graph_max_bs=1, tp_size=1)"
+    lines = [
+        shown,
+        *STARTUP[:4],
+        PREFIX + "Capture cuda graph begin. This can take up to several minutes. avail mem=3.60 GB",
+        '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 436, in capture',
+        _oom(79.19),
+    ]
+    graph = _lever(diagnose_paste(lines), "cuda_graph_max_bs")
+    assert graph.value is None
+    assert "largest batch (1 now); the failing bucket is not in the log" in graph.why
+    assert "None" not in graph.why
