@@ -43,7 +43,6 @@ from memledger.diagnosis import (
     occupancy,
     pools,
     reported,
-    reserve,
     sites,
     stages,
     verdicts,
@@ -320,9 +319,6 @@ def _large_gpu_reserve(evidence: Evidence) -> tuple[list[Finding], Suggestion | 
     """A serving OOM on a GPU the log shows is over 96 GiB, with less outside the KV pool than
     SGLang's own default keeps there (reserve.default_reserve): the finding, and the fraction
     that restores that reserve when it has a value."""
-    outside = reserve.outside_pool(evidence)
-    if outside is None or not outside.known_large:  # only where the log shows such a GPU
-        return [], None
     found, levers = health.large_gpu_reserve(evidence, Severity.WARNING)
     mfs = (s for s in levers if s.knob == "mem_fraction_static" and isinstance(s.value, float))
     return found, next(mfs, None)

@@ -148,13 +148,7 @@ def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Sugg
         return [], []
     free, line, point = after
     if free >= ZERO_HEADROOM:
-        outside = outside_pool(evidence)
-        if outside is None or (not outside.known_large and free < HEADROOM_TARGET_CAP):
-            # the GPU's size is not in the paste: only a startup that meets the tuning guide's
-            # 5 GiB can be short of the large-GPU reserve alone (below 5 GiB is another question)
-            return [], []
-        free_text = "" if outside.after_graphs else f", {g(free)} free after startup"
-        return large_gpu_reserve(evidence, Severity.INFO, free_text)
+        return large_gpu_reserve(evidence, Severity.INFO, free)
     finding = evidence.said("zero_headroom", line, bytes=free, free=g(free), point=point)
     pre = evidence.budget.pre_load
     suggestions: list[Suggestion] = []
@@ -175,15 +169,19 @@ it does not keep serving."""
 
 
 def large_gpu_reserve(
-    evidence: Evidence, severity: Severity, free_text: str = ""
+    evidence: Evidence, severity: Severity, free: int | None = None
 ) -> tuple[list[Finding], list[Suggestion]]:
     """The finding and the levers that bring the memory outside the KV pool up to what SGLang's
     default keeps there at this release (nothing when it is there, when the GPU is known to be
-    96 GiB or less, or when this release's reserve cannot be computed nor conditioned on)."""
+    96 GiB or less, or when this release's reserve cannot be computed nor conditioned on). Only
+    where the log shows a GPU over 96 GiB, or `free` after startup (the GPU's size not in the
+    paste) meets the tuning guide's 5 GiB: below it, the large-GPU reserve is not the question."""
     outside = outside_pool(evidence)
-    reserve = default_reserve(evidence) if outside is not None else None
+    large = outside is not None and (outside.known_large or (free or 0) >= HEADROOM_TARGET_CAP)
+    reserve = default_reserve(evidence) if outside is not None and large else None
     if outside is None or reserve is None or not reserve.missing(outside.bytes):
         return [], []
+    free_text = "" if outside.after_graphs or free is None else f", {g(free)} free after startup"
     missing = reserve.missing(outside.bytes)
     short = f"{g(missing)} below" if reserve.low == reserve.high else f"at least {g(missing)} below"
     kept = f"{reserve.shown} SGLang's default keeps there {reserve.text}"
