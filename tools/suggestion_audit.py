@@ -63,7 +63,8 @@ NEEDS: dict[tuple[str, str], tuple[tuple[str, re.Pattern[str]], ...]] = {
     ("mem_fraction_static", "raise"): (("P", _P), ("A", _A)),
     # the tokens whose bytes were missing off the pool's (diagnosis.levers.kv_cap_lever)
     ("max_total_tokens", "lower"): (("kv", _KV), ("amount", _AMOUNT)),
-    # SGLang's default for the GPU the OOM text sizes (diagnosis.levers.inferred_*)
+    # SGLang's default for the GPU the OOM text sizes (diagnosis.levers.table_value; it also
+    # reads an nvidia-smi memory row or a named card, which this count does not ask for)
     ("cuda_graph_max_bs", "lower"): (("capacity", _CAPACITY),),
     ("chunked_prefill_size", "lower"): (("capacity", _CAPACITY),),
 }

@@ -43,13 +43,13 @@ from memledger.diagnosis import (
     occupancy,
     pools,
     reported,
-    reserve,
     sites,
     stages,
     verdicts,
 )
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, gather
+from memledger.diagnosis.levers import table_valued
 from memledger.diagnosis.model import (
     Diagnosis,
     Direction,
@@ -95,7 +95,9 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
         for match in map(_NOTE_RE.match, evidence.command_notes)
         if match is not None
     ]
-    return replace(diagnosis, findings=[*diagnosis.findings, *said])
+    # a lever the table values from the paste's setting or the card's size, where none has a value
+    suggestions = [table_valued(evidence, s) for s in diagnosis.suggestions]
+    return replace(diagnosis, findings=[*diagnosis.findings, *said], suggestions=suggestions)
 
 
 _NOTE_RE = re.compile(re.escape(NOTE_PREFIX) + r"(\d{1,9}): (.*)", re.DOTALL)
@@ -317,9 +319,6 @@ def _large_gpu_reserve(evidence: Evidence) -> tuple[list[Finding], Suggestion | 
     """A serving OOM on a GPU the log shows is over 96 GiB, with less outside the KV pool than
     SGLang's own default keeps there (reserve.default_reserve): the finding, and the fraction
     that restores that reserve when it has a value."""
-    outside = reserve.outside_pool(evidence)
-    if outside is None or not outside.known_large:  # only where the log shows such a GPU
-        return [], None
     found, levers = health.large_gpu_reserve(evidence, Severity.WARNING)
     mfs = (s for s in levers if s.knob == "mem_fraction_static" and isinstance(s.value, float))
     return found, next(mfs, None)

@@ -67,8 +67,8 @@ def cause_levers(
 ) -> list[Suggestion]:
     """The cause's launch flags as suggestions, in its order, each with its fix as the reason; a
     value where the text's own numbers give one (HiCache's refusal: sizing.host_pool)."""
-    version = evidence.sizing.version if evidence and evidence.sizing else None
-    room = refused_room(event.values, evidence.server_args, version) if event and evidence else None
+    args = (event.values, evidence.server_args, evidence.version) if event and evidence else None
+    room = refused_room(*args) if args else None
     levers = [
         Suggestion(knob=knob, direction=Direction(direction), value=None, why=cause.fix)
         for knob, direction in cause.knobs

@@ -13,6 +13,7 @@ from memledger.model.events import Event, EventKind, ParsedLog, Value
 from memledger.model.ledger import Checkpoint, Ledger
 from memledger.sglang.failure_rules import nearest_source
 from memledger.sglang.findings import ADVISED, SAID
+from memledger.sglang.known_bugs import KnownBug, known_bug
 from memledger.sglang.lifecycle import (
     FRAME_MENTIONS,
     MENTION,
@@ -21,10 +22,11 @@ from memledger.sglang.lifecycle import (
     SUPERSEDED,
     Mention,
 )
+from memledger.sglang.release_markers import VersionRange
 from memledger.sglang.releases import version_code
 from memledger.sizing.inputs import SizingInputs, sizing_inputs
 from memledger.sizing.named_weights import NamedWeights, named_weights
-from memledger.units import float_or, int_or
+from memledger.units import Size, float_or, int_or
 
 _OOM_EXCEPTION = "OutOfMemory"
 
@@ -162,10 +164,25 @@ class Evidence:
         why = row.words(**fields)
         return Suggestion(knob=row.knob, direction=Direction(row.direction), value=value, why=why)
 
+    @property
+    def capacity(self) -> Size | None:
+        """The GPU's total capacity the OOM text printed (None: no OOM text, or none printed)."""
+        size = self.oom.sizes.get("capacity") if self.oom is not None else None
+        return size if size is not None and size.bytes > 0 else None
+
+    @property
+    def version(self) -> VersionRange | None:
+        """The releases the log's formats date it to (None: no sizing inputs)."""
+        return self.sizing.version if self.sizing is not None else None
+
+    def known_bug(self, symptom: str) -> tuple[KnownBug, str] | None:
+        """A known defect of `symptom` this log's release and settings may have (known_bugs)."""
+        return known_bug(symptom, self.version, self.server_args)
+
     def cite(self, sources: tuple[tuple[str, str], ...]) -> str:
         """`vX path:line` of `sources` at the release nearest the log's own (v0.5.8's when the
         log does not date itself)."""
-        version = self.sizing.version if self.sizing is not None else None
+        version = self.version
         first, last = (version.first or 0, version.last or 0) if version is not None else (0, 0)
         return nearest_source(sources, first, last)
 
@@ -214,9 +231,8 @@ class Evidence:
         named = {str(e.values.get("mention")) for e in self.reported}
         frames = frames_of(self.traceback) if self.traceback is not None else []
         named |= {name for f in frames for part, name in FRAME_MENTIONS.items() if part in f.path}
-        version = self.sizing.version if self.sizing is not None else None
         for name, settings in SETTING_MENTIONS.items():
-            fixed = SETTING_MENTION_FIXED.get(name)
+            fixed, version = SETTING_MENTION_FIXED.get(name), self.version
             if fixed and version is not None and version.lower >= version_code(fixed):
                 continue
             if all(

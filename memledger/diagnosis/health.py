@@ -28,7 +28,7 @@ from memledger.sglang.failure_rules import (
     SUMMARY_LINE_SOURCES,
     Phase,
 )
-from memledger.sglang.known_bugs import bug_words, known_bug
+from memledger.sglang.known_bugs import bug_words
 from memledger.sglang.lifecycle import READY_ROOM, READY_ROOM_KEEP_GIB, READY_ROOM_MIN_GIB
 from memledger.sglang.sizing_rules import RULE
 from memledger.sizing.adjustment_values import formula_levers
@@ -80,9 +80,12 @@ def indexer_left_out(evidence: Evidence) -> list[Finding]:
     """A DSA pool's KV line (MLA's one `KV size`) at a release whose sizing left the indexer's
     keys out (rule dsa_indexer_left_out): what the pool held beyond its budget."""
     kv = [e for e in evidence.events if e.kind is EventKind.KV_ALLOCATED and "kv" in e.sizes]
-    version = evidence.sizing.version if evidence.sizing is not None else None
     model, tokens = evidence.server_args.get("model_path"), kv[0].values.get("tokens") if kv else 0
-    left = indexer_left_out_of(kv[0].sizes["kv"].bytes, tokens, model, version) if kv else None
+    left = (
+        indexer_left_out_of(kv[0].sizes["kv"].bytes, tokens, model, evidence.version)
+        if kv
+        else None
+    )
     return [evidence.said("indexer_left_out", kv[0].line, **left.words)] if left else []
 
 
@@ -117,23 +120,21 @@ def draft_before_pool(evidence: Evidence) -> list[Finding]:
     ]
 
 
-def _free_after_startup(evidence: Evidence) -> tuple[int, int, str] | None:
-    """Free memory once startup is done (bytes, line, the checkpoint it follows), or None when
-    the log does not reach that point (a ready line, or a paste that stops after the graphs)."""
+def free_at_ready(evidence: Evidence) -> tuple[int, int, str] | None:
+    """Free memory once startup is done (bytes, line, the reading): the least `available_gpu_mem`
+    of the summary lines (each rank prints its own after its graphs: SUMMARY_LINE_SOURCES; the
+    least-free rank runs out first), else the last checkpoint; None when the log does not reach
+    that point (a ready line, or a paste that stops after the graphs)."""
     points = evidence.ledger.checkpoints
-    if not points:
-        return None
-    last = points[-1]
-    after_capture = evidence.outcome == "truncated" and last.id.endswith("capture_end")
+    last = points[-1] if points else None
+    after_capture = evidence.outcome == "truncated" and last and last.id.endswith("capture_end")
     if evidence.outcome != "ready" and not after_capture:
         return None
-    summary = next(
-        (e for e in evidence.events if e.kind is EventKind.SUMMARY and e.line > last.line), None
-    )
-    reading = summary.sizes.get("available_gpu_mem") if summary is not None else None
-    if reading is not None and summary is not None:
-        return reading.bytes, summary.line, last.id
-    return last.avail_bytes, last.line, last.id
+    gpu = "available_gpu_mem"
+    summaries = [e for e in evidence.events if e.kind is EventKind.SUMMARY and gpu in e.sizes]
+    if summaries:
+        return (*min((e.sizes[gpu].bytes, e.line) for e in summaries), f"the summary line's {gpu}")
+    return (last.avail_bytes, last.line, last.id) if last else None
 
 
 def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
@@ -142,18 +143,12 @@ def headroom_after_startup(evidence: Evidence) -> tuple[list[Finding], list[Sugg
     release, on a GPU over 96 GiB: the headroom serving batches run out of; a note (the startup
     survived) whose lever is conditional on a later OOM, and on the release where the log's is not
     one the reserve can be computed for."""
-    after = _free_after_startup(evidence)
+    after = free_at_ready(evidence)
     if after is None:
         return [], []
     free, line, point = after
     if free >= ZERO_HEADROOM:
-        outside = outside_pool(evidence)
-        if outside is None or (not outside.known_large and free < HEADROOM_TARGET_CAP):
-            # the GPU's size is not in the paste: only a startup that meets the tuning guide's
-            # 5 GiB can be short of the large-GPU reserve alone (below 5 GiB is another question)
-            return [], []
-        free_text = "" if outside.after_graphs else f", {g(free)} free after startup"
-        return large_gpu_reserve(evidence, Severity.INFO, free_text)
+        return large_gpu_reserve(evidence, Severity.INFO, free)
     finding = evidence.said("zero_headroom", line, bytes=free, free=g(free), point=point)
     pre = evidence.budget.pre_load
     suggestions: list[Suggestion] = []
@@ -174,15 +169,19 @@ it does not keep serving."""
 
 
 def large_gpu_reserve(
-    evidence: Evidence, severity: Severity, free_text: str = ""
+    evidence: Evidence, severity: Severity, free: int | None = None
 ) -> tuple[list[Finding], list[Suggestion]]:
     """The finding and the levers that bring the memory outside the KV pool up to what SGLang's
     default keeps there at this release (nothing when it is there, when the GPU is known to be
-    96 GiB or less, or when this release's reserve cannot be computed nor conditioned on)."""
+    96 GiB or less, or when this release's reserve cannot be computed nor conditioned on). Only
+    where the log shows a GPU over 96 GiB, or `free` after startup (the GPU's size not in the
+    paste) meets the tuning guide's 5 GiB: below it, the large-GPU reserve is not the question."""
     outside = outside_pool(evidence)
-    reserve = default_reserve(evidence) if outside is not None else None
+    large = outside is not None and (outside.known_large or (free or 0) >= HEADROOM_TARGET_CAP)
+    reserve = default_reserve(evidence) if outside is not None and large else None
     if outside is None or reserve is None or not reserve.missing(outside.bytes):
         return [], []
+    free_text = "" if outside.after_graphs or free is None else f", {g(free)} free after startup"
     missing = reserve.missing(outside.bytes)
     short = f"{g(missing)} below" if reserve.low == reserve.high else f"at least {g(missing)} below"
     kept = f"{reserve.shown} SGLang's default keeps there {reserve.text}"
@@ -237,9 +236,8 @@ def mfs_below_default(evidence: Evidence) -> list[Finding]:
         return []
     if any(evidence.int_param(k) is None for k in _DEFAULT_KNOBS):
         return []  # a server_args line that shows the knobs the default is computed from
-    capacity = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
     # without the capacity, P (free before loading) is a lower bound: the default only grows
-    gpu_bytes = capacity.bytes if capacity is not None else pre.avail_bytes
+    gpu_bytes = evidence.capacity.bytes if evidence.capacity is not None else pre.avail_bytes
     found = sglang_default(evidence, gpu_bytes)
     if found is None or mfs > found.value - FAR_BELOW_DEFAULT:
         return []
@@ -287,12 +285,10 @@ def room_at_ready(
     keeps, where no --max-total-tokens cap sized the pool and no other lever moves the fraction:
     a note, and after the `suggestions` the fraction that moves the rest into the KV pool
     (lifecycle.READY_ROOM); never the verdict, nothing failed."""
-    if any(s.knob == READY_ROOM.knob for s in suggestions):
+    free, line, point = free_at_ready(evidence) or (0, 0, "")
+    if any(s.knob == READY_ROOM.knob for s in suggestions) or evidence.outcome != "ready":
         return [], suggestions
-    summaries = [e for e in evidence.events if e.kind is EventKind.SUMMARY]
-    gpu = [e for e in summaries if "available_gpu_mem" in e.sizes]
-    free, line = min(((e.sizes["available_gpu_mem"].bytes, e.line) for e in gpu), default=(0, 0))
-    if evidence.outcome != "ready" or free < READY_ROOM_MIN_GIB * GIB:
+    if free < READY_ROOM_MIN_GIB * GIB:
         return [], suggestions
     if evidence.int_param("max_total_tokens"):
         return [], suggestions  # the cap, not the fraction, sized the pool
@@ -300,7 +296,9 @@ def room_at_ready(
     numbers = {"free_gib": round(free / GIB, 2)}
     numbers |= {"p_gib": round(pre.avail_bytes / GIB, 2)} if pre is not None else {}
     settings = {**evidence.server_args, "mem_fraction_static": evidence.budget.mem_fraction_static}
-    found = evidence.said("room_at_ready", line, bytes=spare, free=g(free), spare=g(spare))
+    found = evidence.said(
+        "room_at_ready", line, bytes=spare, free=g(free), spare=g(spare), point=point
+    )
     return [found], suggestions + valued(formula_levers((READY_ROOM,), numbers, settings))
 
 
@@ -345,8 +343,7 @@ def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
     largest = max(captures, key=lambda e: e.sizes["usage"].bytes, default=None)
     if largest is None or largest.sizes["usage"].bytes <= GRAPH_MEMORY_NOTE_GIB * GIB:
         return [], []
-    version = evidence.sizing.version if evidence.sizing is not None else None
-    found = known_bug("graphs_over_plan", version, evidence.server_args)
+    found = evidence.known_bug("graphs_over_plan")
     if found is None:
         return [], []
     usage = largest.sizes["usage"].bytes
@@ -364,8 +361,7 @@ def graph_memory(evidence: Evidence) -> tuple[list[Finding], list[Suggestion]]:
 
 def graph_memory_verdict(evidence: Evidence, finding: Finding) -> str:
     """The verdict's words for graphs that took much: the known defect, then the graph cap."""
-    version = evidence.sizing.version if evidence.sizing is not None else None
-    found = known_bug("graphs_over_plan", version, evidence.server_args)
+    found = evidence.known_bug("graphs_over_plan")
     maybe = "possibly " if found and found[1] else ""
     said = f"{maybe}{found[0].said}, fixed in {found[0].fixed_in}; else " if found else ""
     return f"the CUDA graphs took {g(finding.bytes or 0)}: {said}lower --cuda-graph-max-bs"

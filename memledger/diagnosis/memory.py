@@ -21,9 +21,8 @@ from memledger.diagnosis.evidence import Evidence, frames_of, innermost_sglang_f
 from memledger.diagnosis.levers import (
     failed_in_prefill,
     graph_cap_knob,
-    inferred_chunk,
-    inferred_graph_max_bs,
     kv_cap_lever,
+    table_value,
 )
 from memledger.diagnosis.model import Direction, Finding, FindingId, Result, Severity, Suggestion
 from memledger.diagnosis.pools import unknown_budget_mfs
@@ -346,9 +345,9 @@ def after_pool_oom(evidence: Evidence, phase: Phase) -> Result:
     elif phase in (Phase.WARMUP, Phase.SERVING):
         logged = _serving_batch_levers(evidence)
         # the logged batch's numbers name the lever first; the fraction after it
-        suggestions[:0] = logged
-        suggestions.extend(s for s in _batch_levers(evidence) if s.knob not in _knobs(logged))
-        if "mem_fraction_static" not in _knobs(suggestions):
+        suggestions[:0], batch = logged, _batch_levers(evidence)
+        suggestions.extend(s for s in batch if s.knob not in {s.knob for s in logged})
+        if not any(s.knob == "mem_fraction_static" for s in suggestions):
             # no OOM text with sizes: the serving stage's fraction lever still holds, after its
             # batch levers (memledger.sglang.lifecycle), without a value
             suggestions.append(unknown_budget_mfs(evidence, None, phase))
@@ -372,8 +371,7 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
     smaller = sorted(bs for bs in sizes if failing_bs is not None and bs < failing_bs)
     knob, spelled = graph_cap_knob(evidence)
     current = evidence.int_param(knob) or (max(sizes) if sizes else None)
-    inferred = inferred_graph_max_bs(evidence) if current is None else None
-    value: int | None = None
+    value, largest, origin = table_value(evidence, knob, now=current) or (None, current, "")
     if smaller:
         value = smaller[-1]
         why = (
@@ -381,13 +379,10 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
             + (f" after the buckets up to {current} were captured" if current else "")
             + f": a cap of {value} skips bs={failing_bs} and every larger bucket"
         )
-    elif (known := inferred if current is None else (current, f"{current} now")) is not None:
-        largest, origin = known
-        value = largest // 2 if largest > 1 else None
-        why = (
-            f"graph memory grows with the largest batch ({origin}); the failing bucket is not in "
-            f"the log, so {value} (half) is a first step, not a computed fit"
-        )
+    elif largest is not None:
+        why = f"graph memory grows with the largest batch ({origin or f'{largest} now'}); the "
+        why += "failing bucket is not in the log"
+        why += f", so {value} (half) is a first step, not a computed fit" if value else ""
     else:
         why = (
             "graph memory grows with the largest batch; neither the captured batch sizes nor the "
@@ -398,10 +393,6 @@ def _graph_levers(evidence: Evidence, failing_bs: int | None, sizes: list[int]) 
         Suggestion(knob=knob, direction=Direction.LOWER, value=value, why=why),
         model_lever("disable_cuda_graph", "enable", after="the last resort"),
     ]
-
-
-def _knobs(suggestions: list[Suggestion]) -> set[str]:
-    return {s.knob for s in suggestions}
 
 
 def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
@@ -441,14 +432,15 @@ def _serving_batch_levers(evidence: Evidence) -> list[Suggestion]:
 
 def _batch_levers(evidence: Evidence) -> list[Suggestion]:
     levers: list[Suggestion] = []
-    chunk = evidence.int_param("chunked_prefill_size")
-    origin = ""
-    if chunk is None and failed_in_prefill(evidence):
-        inferred = inferred_chunk(evidence)
-        if inferred is not None:
-            chunk, origin = inferred[0], f" ({inferred[1]})"  # the text has no parentheses
-    if chunk is not None and chunk > 0:
-        value = max(chunk // 2, 256)
+    shown = evidence.int_param("chunked_prefill_size") is not None
+    known = (
+        table_value(evidence, "chunked_prefill_size")
+        if shown or failed_in_prefill(evidence)
+        else None
+    )
+    if known is not None:
+        value, chunk, origin = known
+        origin = f" ({origin})" if origin else ""  # the text has no parentheses
         halves = f"{chunk}{origin} -> {value} halves the largest forward's (an estimate)"
         levers.append(model_lever("chunked_prefill_size", before=halves, value=value))
     running = evidence.int_param("max_running_requests")

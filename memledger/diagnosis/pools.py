@@ -21,7 +21,7 @@ from memledger.sglang.failure_rules import (
     POOL_RAN_OUT_CITATION,
     Phase,
 )
-from memledger.sglang.known_bugs import bug_words, known_bug
+from memledger.sglang.known_bugs import bug_words
 from memledger.sglang.lifecycle import KV_CAP_RAISE, SERVING_NOTE_LEVERS
 
 
@@ -128,8 +128,7 @@ def _not_full(
         )
         # the known defect of the log's release that makes a pool with room raise, if it may
         # have one (memledger.sglang.known_bugs)
-        version = evidence.sizing.version if evidence.sizing is not None else None
-        found = known_bug("pool_not_full", version, evidence.server_args)
+        found = evidence.known_bug("pool_not_full")
         bug = f"; {bug_words(*found)}" if found else ""
         upgrade = f"; or run {found[0].fixed_in} or later ({found[0].fix})" if found else ""
         lever = evidence.advice("page_size.not_full", value=1, upgrade=upgrade)
@@ -219,10 +218,8 @@ def noted_levers(evidence: Evidence) -> tuple[list[Suggestion], str]:
 
 def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) -> Suggestion:
     """Lower mfs, without a value: the log does not show P or the current fraction."""
-    oom = evidence.oom
-    capacity = oom.sizes.get("capacity") if oom is not None else None
-    bound = ""
-    if capacity is not None and capacity.bytes > 0 and missing is not None:
+    capacity, bound = evidence.capacity, ""
+    if capacity is not None and missing is not None:
         d = missing / capacity.bytes
         bound = (
             f"; with P at most the GPU's {capacity.text}, {g(missing)} needs d >= {d:.4f} "

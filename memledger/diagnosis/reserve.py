@@ -132,8 +132,7 @@ def default_reserve(evidence: Evidence) -> DefaultReserve | None:
 def _modelled(evidence: Evidence, inputs: SizingInputs, p: int) -> DefaultReserve | None:
     """P x (1 - default) by the sizing model, for the OOM's capacity or every one from P."""
     settings = base_settings(inputs)
-    capacity = evidence.oom.sizes.get("capacity") if evidence.oom is not None else None
-    release = inputs.version.text
+    release, capacity = inputs.version.text, evidence.capacity
     gpu = math.ceil(capacity.bytes / MIB) if capacity is not None else None
     found = default_mem_fraction_static(inputs, replace(settings, gpu_memory_mib=gpu))
     if found is not None:  # a capacity was given, or the rule needs none (a tp step)

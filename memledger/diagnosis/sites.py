@@ -125,9 +125,7 @@ def _room(evidence: Evidence) -> tuple[int | None, str]:
     slack = budget.slack_bytes
     origin = "P x (1 - mfs)"
     if slack is None:
-        oom = evidence.oom
-        capacity = oom.sizes.get("capacity") if oom is not None else None
-        mfs = budget.mem_fraction_static
+        capacity, mfs = evidence.capacity, budget.mem_fraction_static
         if capacity is None:
             return None, ""
         origin = f"the {capacity.text} GPU x (1 - mfs {mfs:g})" if mfs else ""

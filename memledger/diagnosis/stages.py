@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence, frames_of
+from memledger.diagnosis.levers import NO_NUMBERS
 from memledger.diagnosis.model import Diagnosis, Direction, Finding, Suggestion
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import EventKind
@@ -35,10 +36,7 @@ def stage_levers(phase: Phase, *, bound: bool = False) -> list[Suggestion]:
         if stage is not None
         else "after the weights (the paste does not place the failure)"
     )
-    return [
-        lever_suggestion(lever, where, tail="; the paste carries no numbers for a value")
-        for lever in levers
-    ]
+    return [lever_suggestion(lever, where, tail=NO_NUMBERS) for lever in levers]
 
 
 def model_lever(

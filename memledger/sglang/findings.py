@@ -281,7 +281,7 @@ SAYINGS: tuple[Said, ...] = (
     Said(
         "room_at_ready",
         "info",
-        "{free} free at ready (the summary line's available_gpu_mem): more than the 5-8 GB "
+        "{free} free at ready ({point}): more than the 5-8 GB "
         "SGLang's tuning guide keeps for activations and CUDA graphs ({source}); the KV pool can "
         "take about {spare} more",
         READY_ROOM_SOURCE,

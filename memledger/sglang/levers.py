@@ -26,7 +26,9 @@ class Lever:
     `Load weight begin`)."""
     value: str = ""
     """The value's arithmetic, an expression of memledger.formulas over `args.*` (the settings
-    the paste shows) and `log.*` (the numbers the line printed); empty: a direction only."""
+    the paste shows; SGLang's default for the card where it picks one by the GPU's size and the
+    paste shows the size: memledger.sizing.defaults.GPU_DEFAULTS) and `log.*` (the numbers the
+    line printed); empty: a direction only."""
 
 
 REQUEST_FIELDS: dict[str, str] = {

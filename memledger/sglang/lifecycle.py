@@ -91,6 +91,7 @@ _GRAPH_BS = Lever(
     "graphs are captured largest batch first and their memory grows with it (v0.5.8 "
     "model_executor/cuda_graph_runner.py:485)",
     needs="the server_args line or the `Capture cuda graph bs` line",
+    value="args.cuda_graph_max_bs // 2",
 )
 _NO_GRAPHS = Lever("disable_cuda_graph", "enable", "no graphs, no graph memory; decode is slower")
 _RUNNING = Lever(
@@ -105,6 +106,7 @@ _CHUNK = Lever(
     "a prefill chunk's activations scale with its tokens (troubleshooting guide: prefill OOM -> "
     "lower --chunked-prefill-size)",
     needs="the server_args line",
+    value="max(args.chunked_prefill_size // 2, 256)",
 )
 _MAX_PREFILL = Lever(
     "max_prefill_tokens",

@@ -7,6 +7,7 @@ Used when a log does not print mem_fraction_static: the value is then inferred, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from memledger.model.sizing import Settings
@@ -14,8 +15,10 @@ from memledger.sglang.fraction_rules import (
     CAPACITY_CAP_MIB,
     CHUNKED_PREFILL_BY_GPU,
     CHUNKED_PREFILL_LARGE_GPU,
+    CHUNKED_PREFILL_SOURCE,
     CUDA_GRAPH_MAX_BS_BY_GPU,
     CUDA_GRAPH_MAX_BS_LARGE_GPU,
+    CUDA_GRAPH_MAX_BS_SOURCE,
     CUDA_GRAPH_MAX_BS_TP_SPLIT,
     MFS_ACTIVATION_MIN_TOKENS,
     MFS_LARGE_GPU_MIB,
@@ -126,6 +129,29 @@ def default_cuda_graph_max_bs(gpu_mib: int, tp: int) -> int:
         if gpu_mib < bound:
             return small_tp if tp < CUDA_GRAPH_MAX_BS_TP_SPLIT else large_tp
     return CUDA_GRAPH_MAX_BS_LARGE_GPU
+
+
+@dataclass(frozen=True)
+class GpuDefault:
+    """SGLang's value of a setting the launch does not give, picked by the GPU's capacity."""
+
+    pick: Callable[[int, int], int]
+    """(the GPU's MiB, tp size) -> the value."""
+    source: str
+    by_tp: bool = False
+    """Whether the tp size picks it too (the paste may not show it)."""
+
+
+GPU_DEFAULTS: dict[str, GpuDefault] = {
+    "chunked_prefill_size": GpuDefault(
+        lambda gpu, _: default_chunked_prefill(gpu), CHUNKED_PREFILL_SOURCE
+    ),
+    "cuda_graph_max_bs": GpuDefault(
+        default_cuda_graph_max_bs, f"{CUDA_GRAPH_MAX_BS_SOURCE}, releases 0.5.5-0.5.19", True
+    ),
+}
+"""The settings SGLang defaults by GPU capacity (_handle_gpu_memory_settings), by knob: what a
+lever's value starts from when the paste shows the card's size but not the setting."""
 
 
 def _is_mla(inputs: SizingInputs) -> bool:
