@@ -7,12 +7,12 @@ before the failure does.
 
 from __future__ import annotations
 
+from memledger.diagnosis.crash import known_cause
 from memledger.diagnosis.evidence import Evidence, frames_of
 from memledger.diagnosis.model import Finding
 from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CAPTURE_FAILED_TEXT,
-    CRASH_CAUSES,
     PHASE_FRAMES,
     SERVING_SHAPES,
     WARMUP_CONTEXT,
@@ -145,8 +145,5 @@ def placed_by_graphs(evidence: Evidence) -> list[Finding]:
 
 
 def _cause_phase(evidence: Evidence) -> Phase | None:
-    traceback = evidence.traceback
-    if traceback is None:
-        return None
-    text = f"{traceback.values.get('message') or ''} {traceback.text}"
-    return next((c.phase for c in CRASH_CAUSES if c.phase and c.pattern.search(text)), None)
+    known = known_cause(evidence)  # of any traceback: a chained one's first may hold the text
+    return known[0].phase if known is not None else None

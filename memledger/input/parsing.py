@@ -22,7 +22,7 @@ from memledger.input.launch_command import find_launch_command, with_launch_comm
 from memledger.input.linegrammar import LineGrammar, extra_keywords, known_head, load_grammar
 from memledger.input.logical import LogicalLine
 from memledger.input.outcome import outcome_kind
-from memledger.input.pasted import tidy_pasted
+from memledger.input.pasted import tidy_pasted, without_links
 from memledger.input.ranks import RankSelection, head_tags, rank0_after_head, select_rank
 from memledger.input.reader import (
     SNIFF_BYTES,
@@ -192,6 +192,8 @@ def _handle(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> None:
         # markdown bold inside a quoted message (`Please try to **increase** ...`): the error
         # texts are read without it, as a pasted line's message is (input.pasted)
         text = text.replace("**", "")
+    if not logical.prefixed and "](" in text:
+        text = without_links(text)  # a sentence's markdown links, as the page shows them
     if logical.prefixed:
         out.saw_prefix = True
         out.see_tag(logical.rank, logical.line)

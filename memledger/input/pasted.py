@@ -69,6 +69,35 @@ def _quoted_message(text: str) -> str:
     return text.replace("**", "") if "**" in text else text
 
 
+def without_links(text: str) -> str:
+    """Markdown links as the text they show: `[get_device_memory](https://...)` ->
+    `get_device_memory`, `![shot](x.png)` -> `shot` (CommonMark 0.31 §6.3 inline links, §6.4
+    images). An issue's markdown source, copied from its edit box or an API, puts the URL inside a
+    sentence, where it pushes the words an error rule reads apart. A target holding white space
+    (a link title) is left as is. One left-to-right walk: each `[` is looked for only back to
+    where the last link ended, and text without `)` after a `](` has no link further on."""
+    if "](" not in text:
+        return text
+    kept: list[str] = []
+    copied = 0
+    mid = text.find("](")
+    while mid != -1:
+        opening = text.rfind("[", copied, mid)
+        closing = text.find(")", mid + 2)
+        if closing == -1:
+            break
+        target = text[mid + 2 : closing]
+        if opening == -1 or not target or any(c.isspace() for c in target):
+            mid = text.find("](", mid + 2)
+            continue
+        start = opening - 1 if opening > copied and text[opening - 1] == "!" else opening
+        kept.append(text[copied:start])
+        kept.append(text[opening + 1 : mid])
+        copied = closing + 1
+        mid = text.find("](", copied)
+    return "".join(kept) + text[copied:] if kept else text
+
+
 def _without_annotation(text: str) -> str:
     """`text` cut before the first annotation marker that follows white space (with that white
     space): `avail mem=0.91 GB  <- here` -> `avail mem=0.91 GB`. A `#` needs white space after it

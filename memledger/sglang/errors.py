@@ -425,18 +425,16 @@ ERRORS: tuple[ErrorText, ...] = (
         Regex(
             r"insufficient free VRAM for one top-k expert working set: free=(?P<free>\d+), "
             r"object=(?P<requested>\d+)"
-            r"|int8 mamba checkpoint pool needs ~[\d.]+ ?GB but only [\d.]+ ?GB HBM is free"
             r"|Masked grouped-GEMM workspace allocation failed"
         ),
         (
             "insufficient free VRAM",
-            "int8 mamba checkpoint pool needs",
             "workspace allocation failed",
         ),
         Family.SGLANG_POOL,
         "v0.5.23 layers/moe/expert_pack.py:377 (MemoryError, bytes), "
-        "mem_cache/mamba_checkpoint_pool.py:357 ('Lower --int8-mamba-ckpt-size ... or "
-        "--mem-fraction-static'), layers/moe/moe_runner/deep_gemm.py:779",
+        "layers/moe/moe_runner/deep_gemm.py:779 (the int8 mamba checkpoint pool's refusal, "
+        "which names its own lever, is failure_rules' int8_mamba_checkpoint_pool)",
         "MemoryError: insufficient free VRAM for one top-k expert working set: free=1073741824, "
         "object=2147483648",
         kind="oom_message",
@@ -2534,7 +2532,11 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|If you hit GPU OOM issue, please adjust the memory fraction"
             r"|ran out of GPU memory on \S+; retrying on CPU"
         ),
-        ("to avoid out of memory", "If you hit GPU OOM issue", "; retrying on CPU"),
+        (
+            "to avoid out of memory",
+            "If you hit GPU OOM issue",
+            "; retrying on CPU",
+        ),
         Family.SGLANG_POOL,
         "SGLang's warnings that go on: v0.5.8 layers/deep_gemm_wrapper/compile_utils.py:157 "
         "(DeepGEMM's warmup shrinks its max_m to the free memory), model_loader/loader.py:607 "
@@ -2542,6 +2544,59 @@ ERRORS: tuple[ErrorText, ...] = (
         "(image preprocessing falls back to the CPU)",
         "Available memory 1.2GB is less than required memory 3.5GB for warmup, reducing max_m to "
         "4096 to avoid out of memory",
+        masks_oom=True,
+    ),
+    # texts that name an out-of-memory as something to avoid, not one that happened: a line
+    # holding one states no OOM end (read from SGLang's source; the list is in the commit)
+    ErrorText(
+        "unknown_rank_memory_warning",
+        Regex(
+            r"available memory amounts? of (?:each rank|the ranks) cannot be determined in prior"
+        ),
+        ("cannot be determined in prior",),
+        Family.SGLANG_LOG,
+        "SGLang's CPU backend warns at every launch with more ranks than NUMA nodes, or with "
+        "SGLANG_CPU_OMP_THREADS_BIND set, that it cannot size each rank's memory and asks for "
+        "--max-total-tokens 'to avoid the out-of-memory error': v0.5.3 "
+        "model_executor/model_runner.py:1880-1883, v0.5.8 :2113-2116, v0.5.23 "
+        "utils/numa_utils.py:500-503, utils/common.py:915-917",
+        "The total number of ranks (4) is larger than numa node number (2), in this case the "
+        "available memory amount of each rank cannot be determined in prior. Please set proper "
+        "`--max-total-tokens` to avoid the out-of-memory error.",
+        masks_oom=True,
+    ),
+    ErrorText(
+        "oom_named_as_risk",
+        Regex(
+            r"fallback to disk loading is disabled because the daemon process already holds "
+            r"weights on the same GPU"
+            r"|refusing \S+ to avoid OOM/ENOSPC"
+            r"|with FSDP-sharded weights may require full-gather and can OOM"
+            r"|device-loaded after serving started \(free device mem: [^)\n]*\)"
+            r"|would fall back to its eager FlexAttention path"
+            r"|memory_margin_bytes is not supported on Intel XPU"
+        ),
+        (
+            "fallback to disk loading is disabled",
+            "to avoid OOM/ENOSPC",
+            "may require full-gather and can OOM",
+            "device-loaded after serving started",
+            "would fall back to its eager FlexAttention path",
+            "memory_margin_bytes is not supported on Intel XPU",
+        ),
+        Family.SGLANG_LOG,
+        "v0.5.23 weight_cache/ipc_loader.py:112 (the weight-cache daemon is not there: a crash "
+        "whose text says loading from disk 'would cause OOM'), "
+        "mem_cache/storage/file/lru_file_evictor.py:191 (HiCache's file tier skips a write to "
+        "keep the filesystem's free space: a disk, not a GPU), "
+        "multimodal_gen/runtime/pipelines_core/lora/pipeline.py:749 (a warning before a LoRA "
+        "merge), utils/triton_load_watch.py:116-121 (a Triton kernel loaded after ready, 'to "
+        "avoid CUDA OOM'), multimodal_gen/runtime/models/vaes/cosmos3_lidar/layers.py:61-67 "
+        "(natten missing: its fallback 'runs out of memory'); torch_memory_saver 0.0.10 "
+        "torch_memory_saver/entrypoint.py:115 (XPU: no 'OOM-margin guard')",
+        "[IpcModelLoader] Weight cache daemon not available at /tmp/wc.sock. In daemon mode, "
+        "fallback to disk loading is disabled because the daemon process already holds weights "
+        "on the same GPU — loading from disk would cause OOM.",
         masks_oom=True,
     ),
     ErrorText(

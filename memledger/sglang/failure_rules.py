@@ -1043,8 +1043,50 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         ),
     ),
     CrashCause(
+        "deepep_v2_decode_graph_cap",
+        r"DeepEP v2 per-rank decode CUDA graph exceeds",
+        "SGLang's startup check found the largest decode CUDA graph's tokens a rank (its batch x "
+        "tokens a request) over DeepEP v2's dispatch buffer "
+        "(SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128: v0.5.23 "
+        "environ.py:1441; the check at arg_groups/moe_hook.py:694-705): not a GPU "
+        "out-of-memory; SGLang's own advice is the variable raised to the required count or the "
+        "decode graphs' largest batch lowered",
+        "lower --cuda-graph-max-bs-decode, or raise "
+        "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK to the required count",
+        "v0.5.23 arg_groups/moe_hook.py:700",
+        knobs=(("cuda_graph_max_bs_decode", "lower"),),
+        standalone=True,
+        words=("DeepEP v2 per-rank decode CUDA graph exceeds",),
+        example=(
+            "ValueError: DeepEP v2 per-rank decode CUDA graph exceeds "
+            "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK: required=512, capacity=128 "
+            "(requests=128, tokens/request=4). Raise the environment value or lower "
+            "--cuda-graph-max-bs-decode."
+        ),
+    ),
+    CrashCause(
+        "flydsl_megamoe_decode_cap",
+        r"SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR=\d+ must cover the largest decode",
+        "on AMD, the FlyDSL MegaMoE decode buffer holds SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR "
+        "tokens a rank, and SGLang's startup check found the largest decode / verify forward "
+        "(max running requests a DP rank x tokens a request) over it (v0.5.23 "
+        "arg_groups/mega_moe_hook.py:151-158): a buffer's size, not a GPU out-of-memory",
+        "lower --max-running-requests, or raise SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR to a power "
+        "of two of at least the forward's tokens",
+        "v0.5.23 arg_groups/mega_moe_hook.py:152",
+        knobs=(("max_running_requests", "lower"),),
+        standalone=True,
+        words=("must cover the largest decode",),
+        example=(
+            "ValueError: SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR=256 must cover the largest "
+            "decode / verify forward on one rank: max running requests per DP rank x tokens per "
+            "request = 512. Raise it to a power of two of at least 512 or lower "
+            "--max-running-requests."
+        ),
+    ),
+    CrashCause(
         "deepep_v2_dispatch_cap",
-        r"DeepEP v2 (?:dispatch input|per-rank prefill budget|per-rank decode CUDA graph) exceeds",
+        r"DeepEP v2 (?:dispatch input|per-rank prefill budget) exceeds",
         "DeepEP v2's dispatch buffer holds a fixed number of tokens a rank "
         "(SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128: v0.5.23 "
         "environ.py:1441): a batch got more (v0.5.23 layers/moe/token_dispatcher/"
@@ -1053,7 +1095,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "variable to the required count, or lower --chunked-prefill-size (prefill) or "
         "--cuda-graph-max-bs-decode (decode graphs)",
         "raise SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK, or lower --chunked-prefill-size",
-        "v0.5.23 layers/moe/token_dispatcher/deepep_v2.py:282, arg_groups/moe_hook.py:689, :700",
+        "v0.5.23 layers/moe/token_dispatcher/deepep_v2.py:282, arg_groups/moe_hook.py:689",
         knobs=(("chunked_prefill_size", "lower"),),
         standalone=True,
         words=("DeepEP v2 ",),
@@ -1132,15 +1174,24 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "disagg_staging_pool",
-        r"Chunk staging allocation permanently failed|\[STAGING_REQ\] alloc failed",
+        r"Chunk staging allocation permanently failed|\[STAGING_REQ\] alloc failed"
+        r"|a chunk exceeds the staging ring",
         "PD disaggregation's staging ring buffer (SGLANG_DISAGG_STAGING_POOL_SIZE_MB, default "
         "4096: v0.5.23 environ.py:860) is smaller than one KV chunk to transfer (v0.5.23 "
         "disaggregation/nixl/conn.py:2668 raises; common/staging_handler.py:868 logs the "
-        "failed allocation); not the GPU's free memory: raise the variable",
-        "raise SGLANG_DISAGG_STAGING_POOL_SIZE_MB",
-        "v0.5.23 disaggregation/nixl/conn.py:2668, disaggregation/common/staging_handler.py:868",
+        "failed allocation; mooncake/conn.py:618 warns and fails the requests, 'Increase "
+        "SGLANG_DISAGG_STAGING_POOL_SIZE_MB or reduce chunked_prefill_size'); not the GPU's free "
+        "memory: raise the variable, or a smaller prefill chunk",
+        "raise SGLANG_DISAGG_STAGING_POOL_SIZE_MB, or lower --chunked-prefill-size",
+        "v0.5.23 disaggregation/nixl/conn.py:2668, disaggregation/common/staging_handler.py:868, "
+        "disaggregation/mooncake/conn.py:618",
+        knobs=(("chunked_prefill_size", "lower"),),
         standalone=True,
-        words=("Chunk staging allocation permanently failed", "[STAGING_REQ] alloc failed"),
+        words=(
+            "Chunk staging allocation permanently failed",
+            "[STAGING_REQ] alloc failed",
+            "a chunk exceeds the staging ring",
+        ),
         example=(
             "RuntimeError: [Staging] Chunk staging allocation permanently failed: chunk exceeds "
             "ring buffer total size (room=42). Increase SGLANG_DISAGG_STAGING_POOL_SIZE_MB."
@@ -1355,7 +1406,12 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "--disable-cuda-graph",
         "drop --enable-torch-compile or set --disable-cuda-graph",
         "https://github.com/sgl-project/sglang/issues/7918, "
-        "https://github.com/sgl-project/sglang/issues/6342",
+        "https://github.com/sgl-project/sglang/issues/6342; CUDA runtime API, error 900 "
+        "cudaErrorStreamCaptureUnsupported: 'the operation is not permitted when the stream is "
+        "capturing' (raised only while a stream captures)",
+        # the text says a capture was under way: it places the crash when no frame does (a
+        # chained traceback cut before its capture frames' exception)
+        phase=Phase.GRAPH_CAPTURE,
         example=("RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     ),
     CrashCause(
@@ -1635,7 +1691,11 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "hicache_host_memory",
-        r"Not enough host memory available",
+        # 0.5.23 names the host pool in its own words for the pools beside HiCache's KV pool
+        # (a DSA indexer's, MiniMax's index caches, DeepSeek V4's paged and state pools, the
+        # unified pool's backing); `for request` is the PD decode offload's, below
+        r"Not enough host memory (?:available|for (?!request\b)[^\n]{1,80}?"
+        r"(?:cache|caches|pool \S+|backing)\b)",
         "SGLang's HiCache host-pool check at startup: the host pool of each rank (--hicache-size "
         "GB, else --hicache-ratio x its GPU KV pool) must fit in the host's available RAM less a "
         "10 GiB reserve, and the `free` figure it prints already has the reserve taken off "
@@ -1652,17 +1712,200 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "hugepages, while with SGLANG_HUGEPAGE_SIZE the pool is mapped from them (v0.5.23 "
         "mem_cache/storage/mmap/mmap_allocator.py:163-185): a host whose RAM is reserved as "
         "hugepages for the pool is refused although the pool fits (fixes credit the hugetlb pool: "
-        "sglang PRs #35048, #38208)",
+        "sglang PRs #35048, #38208); v0.4.6 mem_cache/memory_pool.py:755, v0.5.3 "
+        "mem_cache/memory_pool_host.py:85, v0.5.8 :173, v0.5.23 mem_cache/pool_host/base.py:253, "
+        "pool_host/mamba.py:189; the same check under other names in v0.5.23: "
+        "pool_host/dsa.py:225, pool_host/mha.py:950, pool_host/minimax_m3_nvfp4.py:90, "
+        "pool_host/unified.py:131, mem_cache/memory_pool_host.py:293, :818, "
+        "hybrid_cache/hybrid_pool_assembler.py:2635",
         numbers=(
             r"Requesting (?P<requested_gb>\d+(?:\.\d+)?) GB but only have "
             r"(?P<free_gb>\d+(?:\.\d+)?) GB free"
         ),
         knobs=(("hicache_size", "lower"), ("hicache_ratio", "lower")),
         standalone=True,
-        words=("Not enough host memory available",),
+        words=("Not enough host memory ",),
         example=(
             "ValueError: Not enough host memory available. Requesting 200.00 GB but only have "
             "120.50 GB free. Please reduce the size of the hierarchical cache."
+        ),
+    ),
+    # ---- more of SGLang's own refusals and pools, read from its source (every memory text
+    # SGLang prints at v0.4.6, v0.5.3, v0.5.8, v0.5.23: the list is in the commit that added these)
+    CrashCause(
+        "decode_offload_host_pool_full",
+        r"Not enough host memory for request\b",
+        "a PD decode worker that offloads finished KV to the host "
+        "(--disaggregation-decode-enable-offload-kvcache) found its HiCache host pool full: the "
+        "cache controller's write returned no host slots, so that request's KV is not offloaded "
+        "(v0.5.3 disaggregation/decode_kvcache_offload_manager.py:111, v0.5.8 :130, v0.5.23 "
+        ":246); the host pool SGLang sized (--hicache-size GB, else --hicache-ratio x the GPU "
+        "pool), not the host's RAM running out",
+        "raise --hicache-size or --hicache-ratio (as far as the host's RAM allows)",
+        "v0.5.8 disaggregation/decode_kvcache_offload_manager.py:130; v0.5.23 :246",
+        own_pool=True,
+        phase=Phase.SERVING,
+        knobs=(("hicache_size", "raise"), ("hicache_ratio", "raise")),
+        standalone=True,
+        words=("Not enough host memory for request",),
+        example="Not enough host memory for request 5d1c2e7a9b",
+    ),
+    CrashCause(
+        "decode_host_pool_too_small",
+        r"(?:SWA )?[Hh]ost pool must hold a retraction and a receive page",
+        "a PD decode worker that backs retracted requests up to the host "
+        "(--disaggregation-decode-retraction-backup=host_pool) checks at startup that its host "
+        "pool holds one retraction (the longest request the decode pool can retract) plus one "
+        "receive page, and refuses to start when it does not (v0.5.23 disaggregation/decode.py:697-"
+        "700; the SWA host pool :741-744): the host pool is sized by --hicache-size or "
+        "--hicache-ratio",
+        "raise --hicache-size or --hicache-ratio",
+        "v0.5.23 disaggregation/decode.py:698, :742",
+        phase=Phase.MEMORY_POOL,
+        knobs=(("hicache_size", "raise"), ("hicache_ratio", "raise")),
+        standalone=True,
+        words=("ost pool must hold a retraction",),
+        example=(
+            "ValueError: Host pool must hold a retraction and a receive page; increase "
+            "--hicache-size or --hicache-ratio"
+        ),
+    ),
+    CrashCause(
+        "swa_pool_below_one_request",
+        r"SWA pool \(\d+ tokens\) cannot hold even one request",
+        "SGLang refused to start a hybrid sliding-window model: the sliding-window pool is not "
+        "larger than one request's admission floor (sliding_window_size + page_size), so no "
+        "request could ever be admitted (v0.5.23 model_executor/pool_configurator.py:197-213, "
+        "validate_swa_pool_size): that pool is --swa-full-tokens-ratio of the KV budget "
+        "(default 0.8), and the budget is the fraction's",
+        "raise --swa-full-tokens-ratio, or raise --mem-fraction-static for a bigger KV budget",
+        "v0.5.23 model_executor/pool_configurator.py:211",
+        own_pool=True,
+        phase=Phase.KV_SIZING,
+        knobs=(("swa_full_tokens_ratio", "raise"), ("mem_fraction_static", "raise")),
+        standalone=True,
+        words=("cannot hold even one request",),
+        example=(
+            "ValueError: SWA pool (4096 tokens) cannot hold even one request: the prefill "
+            "admission floor is sliding_window_size (4096) + page_size (64). Increase "
+            "--swa-full-tokens-ratio or the total KV budget."
+        ),
+    ),
+    CrashCause(
+        "int8_mamba_checkpoint_pool",
+        r"int8 mamba checkpoint pool needs ~?[\d.]+ ?GB but only [\d.]+ ?GB HBM is free",
+        "SGLang's int8 mamba checkpoint pool (--int8-mamba-ckpt-size slots) is allocated from "
+        "the room --mem-fraction-static leaves outside the KV budget, not counted in "
+        "max_total_num_tokens, and SGLang refuses to build it when its estimate is not below the "
+        "free memory (v0.5.23 mem_cache/mamba_checkpoint_pool.py:342-360, :362-370)",
+        "lower --int8-mamba-ckpt-size, or lower --mem-fraction-static for more room",
+        "v0.5.23 mem_cache/mamba_checkpoint_pool.py:357",
+        gpu_memory=True,
+        phase=Phase.MEMORY_POOL,
+        knobs=(("int8_mamba_ckpt_size", "lower"), ("mem_fraction_static", "lower")),
+        standalone=True,
+        words=("int8 mamba checkpoint pool needs",),
+        example=(
+            "RuntimeError: int8 mamba checkpoint pool needs ~6.20GB but only 2.10GB HBM is free. "
+            "Lower --int8-mamba-ckpt-size (currently 512) or --mem-fraction-static."
+        ),
+    ),
+    CrashCause(
+        "detokenizer_states_evicted",
+        r"Decode status not found for request",
+        "the detokenizer keeps one decode state a request, at most SGLANG_DETOKENIZER_MAX_STATES "
+        "(default 1 << 16), and evicted the state of a request still running (SGLang's 'memory "
+        "pressure' is that cap, in host memory, not GPU memory): more requests in flight than "
+        "states (v0.4.6 managers/detokenizer_manager.py:184-190, v0.5.8 :297-303, v0.5.23 "
+        ":385-391; sglang#2812)",
+        "raise SGLANG_DETOKENIZER_MAX_STATES above the requests in flight (no GPU memory flag)",
+        "v0.5.8 managers/detokenizer_manager.py:297; https://github.com/sgl-project/sglang/"
+        "issues/2812",
+        phase=Phase.SERVING,
+        standalone=True,
+        words=("Decode status not found for request",),
+        example=(
+            "RuntimeError: Decode status not found for request 9f2c1e. It may be due to the "
+            "request being evicted from the decode status due to memory pressure. Please "
+            "increase the maximum number of requests by setting the SGLANG_DETOKENIZER_MAX_STATES "
+            "environment variable to a bigger value than the default value."
+        ),
+    ),
+    CrashCause(
+        "memory_saver_resume_partial",
+        r"torch_memory_saver\.resume\(tag=[^)\n]{0,40}\) partially failed",
+        "torch_memory_saver could not map back some of the memory SGLang released (on Intel "
+        "XPU it raises when its resume returns an error): most often the device had no room "
+        "because the trainer beside SGLang still held it, as the saver's own words say "
+        "('e.g. free device memory') (torch_memory_saver 0.0.10 entrypoint.py:338-348)",
+        "free the trainer's memory before resuming, or lower SGLang's share",
+        "torch_memory_saver 0.0.10 torch_memory_saver/entrypoint.py:344",
+        maybe_memory=True,
+        phase=Phase.RESUME,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=("partially failed",),
+        example=(
+            "RuntimeError: torch_memory_saver.resume(tag='kv_cache') partially failed (code 2); "
+            "some allocations remain paused. Retry after resolving the failure (e.g. free "
+            "device memory)."
+        ),
+    ),
+    CrashCause(
+        "hicache_host_below_device",
+        r"host memory should be larger than the device memory",
+        "SGLang's HiCache host pool must hold more tokens than the GPU KV pool it backs, and "
+        "the check stops the launch when it does not (HostKVCache.__init__: v0.4.6 "
+        "mem_cache/memory_pool.py:744-746, v0.5.3 mem_cache/memory_pool_host.py:73-75, v0.5.8 "
+        ":161-163): the host pool is --hicache-size GB, else --hicache-ratio (default 2.0) x "
+        "the GPU pool, so a --hicache-size below the GPU pool's bytes, or a ratio of 1 or less, "
+        "is refused; host memory, not GPU memory",
+        "raise --hicache-size above the GPU KV pool's size (or --hicache-ratio above 1)",
+        "v0.5.8 mem_cache/memory_pool_host.py:161",
+        phase=Phase.MEMORY_POOL,
+        knobs=(("hicache_size", "raise"), ("hicache_ratio", "raise")),
+        standalone=True,
+        words=("host memory should be larger than the device memory",),
+        example=(
+            "AssertionError: The host memory should be larger than the device memory with the "
+            "current protocol"
+        ),
+    ),
+    CrashCause(
+        "lora_pinned_slots",
+        r"Failed to load LoRA adapter \S+ as a pinned adapter",
+        "SGLang's LoRA memory pool holds --max-loras-per-batch adapters on the GPU, and a pinned "
+        "adapter keeps its slot; SGLang refuses to pin the last free slot, so at most "
+        "max_loras_per_batch - 1 adapters can be pinned (v0.5.3 lora/lora_manager.py:172, v0.5.8 "
+        ":184, v0.5.23 :378-383): a slot count, not GPU memory running out",
+        "raise --max-loras-per-batch (each slot takes GPU memory), or load the adapter unpinned",
+        "v0.5.8 lora/lora_manager.py:184",
+        knobs=(("max_loras_per_batch", "raise"),),
+        standalone=True,
+        words=("as a pinned adapter",),
+        example=(
+            "ValueError: Failed to load LoRA adapter sql as a pinned adapter. It is not allowed "
+            "to pin all slots in the LoRA memory pool to avoid starvation for unpinned adapters "
+            "and base models."
+        ),
+    ),
+    CrashCause(
+        "lora_rank_over_pool",
+        r"with rank \d+ is incompatible with the current LoRA",
+        "SGLang's LoRA memory pool is sized at launch for --max-lora-rank and "
+        "--lora-target-modules (inferred from --lora-paths when unset), and an adapter of a "
+        "higher rank or other modules does not fit its buffers (v0.5.3 lora/lora_manager.py:164, "
+        "v0.5.8 :176, v0.5.23 :370-374): a launch setting, not GPU memory running out",
+        "raise --max-lora-rank to the adapter's rank (or add its modules to --lora-target-modules)",
+        "v0.5.8 lora/lora_manager.py:176",
+        knobs=(("max_lora_rank", "raise"),),
+        standalone=True,
+        words=("is incompatible with the current LoRA",),
+        example=(
+            "ValueError: LoRA adapter sql with rank 64 is incompatible with the current LoRA "
+            "memory pool configuration. Please ensure that the LoRA adapter's rank is within the "
+            "configured `--max-lora-rank` and that the target modules are included in "
+            "`--lora-target-modules`."
         ),
     ),
     CrashCause(

@@ -287,6 +287,29 @@ def test_7918_and_6342_a_kernel_that_cannot_be_captured_is_not_memory() -> None:
     ):
         result = _diagnose([text])
         assert result.outcome == "crash" and "not_capturable" in _ids(result), text
+        # the text says a stream was capturing: it places the crash, with no frame to say so
+        assert result.phase == "graph_capture", text
+
+
+def test_a_capture_error_under_a_chained_traceback_cut_before_its_frames_places_capture() -> None:
+    # the first traceback's tail (its head cut off by the paste), then Python's chained-exception
+    # line and the handler's traceback, cut before any frame that names a phase
+    result = _diagnose(
+        [
+            '  File "/x/site-packages/sgl_kernel/moe.py", line 58, in moe_fused_gate',
+            "    return torch.ops.sgl_kernel.moe_fused_gate.default(",
+            "RuntimeError: CUDA error: operation not permitted when stream is capturing",
+            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+            "",
+            "The above exception was the direct cause of the following exception:",
+            "",
+            "Traceback (most recent call last):",
+            '  File "/x/site-packages/sglang/srt/managers/scheduler.py", line 2300, in '
+            "run_scheduler_process",
+        ]
+    )
+    assert (result.outcome, result.phase) == ("crash", "graph_capture")
+    assert "--enable-torch-compile" in result.verdict
 
 
 def test_4205_and_9706_other_capture_failures_are_not_memory() -> None:

@@ -72,3 +72,41 @@ def test_the_name_of_the_grepped_log_is_no_part_of_the_line(line: str) -> None:
 )
 def test_text_without_markdown_is_left_alone(text: str) -> None:
     assert tidy_pasted(text, MAX_PARSE_CHARS) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            "in the [get_device_memory](https://x.io/a.py#L1) function",
+            "in the get_device_memory function",
+        ),
+        ("![screenshot](https://x.io/s.png) OOM", "screenshot OOM"),
+        ("[a](u) and [b](v)", "a and b"),
+        ('[a](u "a title") stays', '[a](u "a title") stays'),  # a title: not read as a link
+        ("[x](", "[x]("),  # no closing parenthesis
+        ("list[0](1) here", "list0 here"),  # what a link looks like is a link
+        ("no link ] ( here", "no link ] ( here"),
+    ],
+)
+def test_markdown_links_read_as_the_text_they_show(text: str, shown: str) -> None:
+    from memledger.input.pasted import without_links
+
+    assert without_links(text) == shown
+
+
+def test_an_error_sentence_split_by_links_is_read() -> None:
+    # an issue's markdown source (copied from its edit box): each link's URL sits inside the
+    # sentence a crash rule reads (memledger.sglang.failure_rules capacity_none_compared)
+    from tests.conftest import diagnose_paste
+
+    sentence = (
+        "On the CPU device the [get_device_memory](https://github.com/an-org/a-repository/blob/"
+        "0123456789abcdef/python/a/b/utils/common.py#L1510-L1513) call returns None, and the "
+        "[server args]"
+        "(https://github.com/o/r/blob/main/python/a/b/server_args.py#L637-L675) compare it "
+        "with an int when --mem-fraction-static is not given"
+    )
+    diagnosis = diagnose_paste([sentence])
+    assert "pass --mem-fraction-static explicitly" in diagnosis.verdict
+    assert "https://" not in diagnosis.verdict  # the quote is the sentence as the page shows it
