@@ -1475,8 +1475,7 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|Capturing CUDA Graph|Capturing Cuda Graph|CUDA Graph Capture|Cuda Graph Capture"
             # the graph unnamed after a preposition: `OOMed during graph capture`, `in the decode
             # graph capture`
-            r"|(?:during|while|in|at|on) (?:the )?(?:decode |prefill |piecewise |draft )?"
-            r"graph capture"
+            r"|(?:during|while|in|at|on) (?:the )?(?:decode |prefill |piecewise )?graph capture"
         ),
         (
             "capturing cuda graph",
