@@ -1103,8 +1103,10 @@ MENTIONS: tuple[Mention, ...] = (
     Mention(
         "growing",
         Phase.SERVING,
-        "GPU memory that grew while serving until it ran out, a leak (not the pools' size): "
-        "SGLang sizes its pools once at startup (the KV pool and the request table: v0.5.8 "
+        "GPU memory that grew while serving until it ran out, a leak (not the pools' size) that "
+        "an upgrade fixes (v0.4.9.post6 leaked a VLM's memory with the fast image processor, "
+        "sgl-project/sglang#9365): SGLang sizes its pools once at startup (the KV pool and the "
+        "request table: v0.5.8 "
         "model_executor/model_runner_kv_cache_mixin.py:252; the graphs: "
         "model_executor/model_runner.py:1979-2016), so memory that keeps growing is held by "
         "something that does not release it, most often a vision model's images "
@@ -1122,8 +1124,6 @@ MENTIONS: tuple[Mention, ...] = (
         moment=True,
         alone=True,
         levers_alone=True,
-        answer="upgrade: a leak is a release's bug (v0.4.9.post6, for one, leaked a VLM's memory "
-        "with the fast image processor: the known issue of sgl-project/sglang#9365)",
     ),
     Mention(
         "hicache",

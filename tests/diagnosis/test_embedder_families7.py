@@ -208,4 +208,4 @@ def test_a_pipeline_model_loaded_beside_the_engine_lowers_sglangs_fraction(
 def test_memory_growing_with_the_adverb_first_is_a_leak_to_upgrade(text: str) -> None:
     result = _diagnose("After a number of requests, it will OOM.\n" + text)
     assert result.outcome == "oom"
-    assert "upgrade: a leak is a release's bug" in result.verdict
+    assert "a leak (not the pools' size) that an upgrade fixes" in result.verdict
