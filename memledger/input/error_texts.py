@@ -130,9 +130,18 @@ def _captured(entry: ErrorText, match: re.Match[str]) -> dict[str, Value]:
 
 
 def _byte_sizes(entry: ErrorText, match: re.Match[str]) -> dict[str, Size]:
-    """The byte counts an OOM text prints (its `sizes` groups), as sizes."""
+    """The byte counts an OOM text prints (its `sizes` groups), as sizes; a group with a unit
+    beside it (`<group>_unit`) is a printed size."""
     sizes: dict[str, Size] = {}
+    units = match.groupdict()
     for key, group in entry.sizes:
+        unit = units.get(f"{group}_unit")
+        if unit and match.group(group):
+            try:
+                sizes[key] = parse_size(match.group(group), unit)
+            except ValueError:
+                pass
+            continue
         count = int_or_none(match.group(group) or "")
         if count is not None and count >= 0:
             # printed in bytes: shown in GiB
