@@ -210,8 +210,13 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- allocator OOM messages (kind oom_message)
     ErrorText(
         "allocator_oom",
-        Regex(r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE),
-        ("out of memory",),
+        # its numbers retold in Chinese (`GPU7尝试分配448MB内存失败`: tried to allocate, and
+        # 空闲 free, 私有池 private pools, 预留但未分配 reserved but unallocated: ALLOCATOR_FIELDS)
+        Regex(
+            r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory|尝试分配",
+            re.IGNORECASE,
+        ),
+        ("out of memory", "尝试分配"),
         Family.ALLOCATOR,
         "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
@@ -2542,13 +2547,15 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_cjk",
         Regex(
-            r"显存(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)|爆显存"
+            r"(?:显存|(?:CUDA|GPU|NPU) ?内存)(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)"
+            r"|爆显存"
             r"|显存[^\n，。,.]{0,8}?跑不(?:起来|动)"
         ),
-        ("显存",),
+        ("显存", "内存"),
         Family.REPORTER,
         "what people write around a log in Chinese ('GPU memory insufficient / overflowed / "
-        "exhausted', and 显存...跑不起来 'with N GB of GPU memory it still will not run')",
+        "exhausted', CUDA内存不足 the same, and 显存...跑不起来 'with N GB of GPU memory it still "
+        "will not run')",
         "启动时显存不足",
         outcome=Outcome.OOM,
     ),
@@ -2615,7 +2622,8 @@ ERRORS: tuple[ErrorText, ...] = (
         # `内存不足` is Chinese reporters' usage for host RAM (`显存` is the GPU's: oom_cjk)
         Regex(
             r"(?:out of|not enough|insufficient) (?:host memory|host ram|cpu memory|cpu ram"
-            r"|system memory|system ram)|out of ram\b|内存不足|内存不够"
+            r"|system memory|system ram)|out of ram\b|(?<!CUDA)(?<!CUDA )(?<!GPU)(?<!GPU )"
+            r"(?<!NPU)(?<!NPU )内存不(?:足|够)"
             r"|(?:host memory|host ram|cpu memory|cpu ram|system memory|system ram|node memory"
             r"|node ram) (?:is |was |got )?(?:exhaust|runs? out|ran out)\w*",
             re.I,
