@@ -64,7 +64,7 @@ def mention_answer(evidence: Evidence) -> Answer:
         for m in found
     ]
     # a refusal is before anything a later stage's lever moves: those are the KV budget's; what
-    # a stage before KV sizing allocates (LoRA with the weights) is part of that budget
+    # a stage before KV sizing allocates (LoRA with the weights, Mention.in_budget) is in it
     order = list(Phase)
     answering = [
         m
@@ -73,6 +73,7 @@ def mention_answer(evidence: Evidence) -> Answer:
         and (failed or m.levers_alone)
         and (
             (evidence.refusal is None and not (m.own_pool and evidence.oom is not None))
+            or m.in_budget
             or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
         )
     ]

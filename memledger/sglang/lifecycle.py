@@ -451,6 +451,9 @@ class Mention:
     """What it comes to, in words: the verdict says it wherever the mention is named (with no
     failure to lead with, what the paste names is the news), before the mention's own levers.
     For a prescription that is no lever (wait, unset, pin, upgrade) or a mechanism to name."""
+    in_budget: bool = False
+    """What it names may be taken before SGLang sizes the KV pool, out of the budget the pool is
+    sized from (a plug-in's per-request buffers): its levers answer SGLang's refusal too."""
     outside: bool = False
     """It names memory held outside SGLang's process (another process, a driver): with a failure
     its answer leads the verdict, ahead of any stage's levers, which only fit the pools around
@@ -583,6 +586,7 @@ MENTIONS: tuple[Mention, ...] = (
                 "up to 4096 (v0.5.8 model_runner_kv_cache_mixin.py:257-265)",
             ),
         ),
+        in_budget=True,
     ),
     Mention(
         "page_size",

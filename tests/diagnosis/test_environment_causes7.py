@@ -231,3 +231,28 @@ def test_a_load_frame_still_places_a_private_pool_oom() -> None:
     result = diagnose_paste([frame, PRIVATE])
     assert result.phase.value == "load"
     assert not [f for f in result.findings if f.id == "phase_from_graphs"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Our plug-in keeps a rolling buffer sized by max_running_requests for every layer.",
+        "The cache adapter allocates one row per concurrent request before the pool.",
+    ],
+)
+def test_a_refusal_beside_memory_with_a_row_per_request_names_its_lever(said: str) -> None:
+    # what a plug-in sizes by the running-request count may come out of the KV budget before
+    # SGLang sizes the pool (Mention.in_budget): fewer requests give it back, before the fraction
+    refusal = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    result = diagnose_paste([said, refusal])
+    assert result.phase.value == "kv_sizing"
+    assert result.verdict.startswith(
+        "SGLang refused to size the KV cache; memory with a row for each request SGLang may run: "
+        "lower --max-running-requests; raise --mem-fraction-static"
+    )
+    assert [s.knob for s in result.suggestions][:2] == [
+        "max_running_requests",
+        "mem_fraction_static",
+    ]
+    # without the words, the refusal's own lever alone
+    assert diagnose_paste([refusal]).suggestions[0].knob == "mem_fraction_static"
