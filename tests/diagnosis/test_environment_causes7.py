@@ -35,7 +35,9 @@ PROCS = [
 
 def _proc(gpu: int, pid: int, name: str, mib: int, *, mig: bool = True) -> str:
     """A process row as nvidia-smi prints it (GI and CI columns from driver 450 on)."""
-    cols = f"|    {gpu}   N/A  N/A  {pid:>9}      C   " if mig else f"|    {gpu}  {pid:>9}      C   "
+    cols = (
+        f"|    {gpu}   N/A  N/A  {pid:>9}      C   " if mig else f"|    {gpu}  {pid:>9}      C   "
+    )
     return f"{cols}{name:<40} {mib:>6}MiB |"
 
 
@@ -52,7 +54,10 @@ def _held(lines: list[str]) -> list[tuple[int, int, tuple[str, ...]]]:
     ("rows", "expected"),
     [
         # another program: counted whatever this server's rows are
-        ([_proc(0, 12345, "/usr/local/bin/ollama", 22206)], [(0, 22206, ("/usr/local/bin/ollama",))]),
+        (
+            [_proc(0, 12345, "/usr/local/bin/ollama", 22206)],
+            [(0, 22206, ("/usr/local/bin/ollama",))],
+        ),
         # the same before driver 450 (no GI/CI columns)
         ([_proc(0, 777, "Xvfb", 3000, mig=False)], [(0, 3000, ("Xvfb",))]),
         # SGLang's scheduler and a second one on the same GPU: one is another server's
@@ -217,7 +222,9 @@ PRIVATE_ZH = (
 def test_private_pool_memory_places_an_oom_after_the_weights_and_no_further(text: str) -> None:
     result = diagnose_paste(text)
     assert (result.outcome, result.phase.value) == ("oom", "unknown")
-    assert result.verdict.startswith("OOM during an unknown phase after the weights: 0.07 GiB short")
+    assert result.verdict.startswith(
+        "OOM during an unknown phase after the weights: 0.07 GiB short"
+    )
     assert "during loading no fraction helps" not in render_text(result)
     assert result.suggestions[0].knob == "mem_fraction_static"
     knobs = {s.knob for s in result.suggestions}
@@ -227,7 +234,9 @@ def test_private_pool_memory_places_an_oom_after_the_weights_and_no_further(text
 
 
 def test_a_load_frame_still_places_a_private_pool_oom() -> None:
-    frame = '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 643, in load_model'
+    frame = (
+        '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 643, in load_model'
+    )
     result = diagnose_paste([frame, PRIVATE])
     assert result.phase.value == "load"
     assert not [f for f in result.findings if f.id == "phase_from_graphs"]
