@@ -300,7 +300,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         if phase in (Phase.SERVING, Phase.WARMUP):
             suggestions = verdicts.serving_order(evidence, suggestions)
         said: frozenset[str] = frozenset()
-        if words:  # a cause the paste names goes before the stage's levers
+        if words and evidence.refusal is None:  # before the stage's levers (after a refusal's)
             head, words, said = f"{head}; {words}", "", frozenset(s.knob for s in first[:2])
         verdict = head + verdicts.unvalued(evidence, suggestions, phase, missing, said)
     elif oversized is not None and oversized.message.find("computed wrong") >= 0:

@@ -13,10 +13,11 @@ from memledger.render.diagnose import render_text
 from memledger.sglang.env_reports import held_by_others, report_evidence
 from tests.conftest import diagnose_paste
 
+BORDER, RULE = "+" + "-" * 89 + "+", "|" + "=" * 89 + "|"
 SMI_HEAD = [
-    "+-----------------------------------------------------------------------------------------+",
+    BORDER,
     "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |",
-    "|=========================================+========================+======================|",
+    "|" + "=" * 41 + "+" + "=" * 24 + "+" + "=" * 22 + "|",
 ]
 GPU0 = [
     "|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |",
@@ -29,7 +30,7 @@ GPU1 = [
 PROCS = [
     "| Processes:                                                                              |",
     "|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |",
-    "|=========================================================================================|",
+    RULE,
 ]
 
 
@@ -251,17 +252,18 @@ def test_a_load_frame_still_places_a_private_pool_oom() -> None:
 )
 def test_a_refusal_beside_memory_with_a_row_per_request_names_its_lever(said: str) -> None:
     # what a plug-in sizes by the running-request count may come out of the KV budget before
-    # SGLang sizes the pool (Mention.in_budget): fewer requests give it back, before the fraction
+    # SGLang sizes the pool (Mention.in_budget): fewer requests give it back, after the refusal's
+    # own lever (a fraction typed too low is the other way the budget runs out)
     refusal = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     result = diagnose_paste([said, refusal])
     assert result.phase.value == "kv_sizing"
-    assert result.verdict.startswith(
-        "SGLang refused to size the KV cache; memory with a row for each request SGLang may run: "
-        "lower --max-running-requests; raise --mem-fraction-static"
+    assert result.verdict.startswith("SGLang refused to size the KV cache; raise --mem-fraction")
+    assert result.verdict.endswith(
+        "; memory with a row for each request SGLang may run: lower --max-running-requests"
     )
     assert [s.knob for s in result.suggestions][:2] == [
-        "max_running_requests",
         "mem_fraction_static",
+        "max_running_requests",
     ]
     # without the words, the refusal's own lever alone
     assert diagnose_paste([refusal]).suggestions[0].knob == "mem_fraction_static"
