@@ -57,6 +57,13 @@ ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("allocated", re.compile(_NUM + r" already allocated")),
     ("free", re.compile(r"; " + _NUM + r" free")),
     ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
+    # the same numbers retold in Chinese (the errors entry's second head)
+    ("requested", re.compile(r"尝试分配\s*" + _NUM)),
+    ("capacity", re.compile(r"总容量(?:为|是)?\s*" + _NUM)),
+    ("free", re.compile(r"(?:仅有|只有|仅剩|剩余|还有)\s*" + _NUM + r"\s*的?(?:空闲|可用)")),
+    ("allocated", re.compile(r"PyTorch\s*已?分配了?\s*" + _NUM)),
+    ("private_pools", re.compile(_NUM + r"[^，。,;]{0,24}私有池")),
+    ("reserved_unallocated", re.compile(_NUM + r"\s*为?(?:预留|保留)但未分配")),
 )
 """The sizes of an allocator OOM message (memledger.sglang.errors `allocator_oom`), each read after
 its head; the first pattern of a key that reads wins. torch >= 2.1: `CUDA out of memory. Tried

@@ -210,8 +210,13 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- allocator OOM messages (kind oom_message)
     ErrorText(
         "allocator_oom",
-        Regex(r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE),
-        ("out of memory",),
+        # its numbers retold in Chinese (`GPU7尝试分配448MB内存失败`: tried to allocate, and
+        # 空闲 free, 私有池 private pools, 预留但未分配 reserved but unallocated: ALLOCATOR_FIELDS)
+        Regex(
+            r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory|尝试分配",
+            re.IGNORECASE,
+        ),
+        ("out of memory", "尝试分配"),
         Family.ALLOCATOR,
         "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
@@ -2770,11 +2775,12 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_cjk",
         Regex(
-            r"显存(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)|爆显存"
-            r"|显存[^\n，。,.]{0,8}?跑不(?:起来|动)"
             # `内存` named with the device (`CUDA内存不足`, `GPU 内存不足`): the device's memory,
             # not the host's (host_memory_said)
-            r"|(?:CUDA|GPU|NPU|cuda|gpu|npu) ?内存(?:不足|不够|溢出|耗尽)"
+            r"(?:显存|(?:CUDA|GPU|NPU|cuda|gpu|npu) ?内存)"
+            r"(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)"
+            r"|爆显存"
+            r"|显存[^\n，。,.]{0,8}?跑不(?:起来|动)"
         ),
         ("显存", "内存"),
         Family.REPORTER,

@@ -453,6 +453,14 @@ class Mention:
     """What it comes to, in words: the verdict says it wherever the mention is named (with no
     failure to lead with, what the paste names is the news), before the mention's own levers.
     For a prescription that is no lever (wait, unset, pin, upgrade) or a mechanism to name."""
+    in_budget: bool = False
+    """What it names may be taken before SGLang sizes the KV pool, out of the budget the pool is
+    sized from (a plug-in's per-request buffers): its levers answer SGLang's refusal too."""
+    outside: bool = False
+    """It names memory held outside SGLang's process (another process, a driver): with a failure
+    its answer leads the verdict, ahead of any stage's levers, which only fit the pools around
+    what it holds (SGLang sizes them on what is free when it starts: v0.5.8
+    model_runner_kv_cache_mixin.py:136-144)."""
     grew: tuple[str, ...] = ()
     """It names the stage that grew into a failure of its `phase` (or one the paste does not
     place), which these knobs do not shrink (a lower fraction's d x P comes out of the KV pool
@@ -580,6 +588,7 @@ MENTIONS: tuple[Mention, ...] = (
                 "up to 4096 (v0.5.8 model_runner_kv_cache_mixin.py:257-265)",
             ),
         ),
+        in_budget=True,
     ),
     Mention(
         "page_size",
@@ -1315,17 +1324,21 @@ MENTIONS: tuple[Mention, ...] = (
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "
         "on what was free when it started; free the GPU first (nvidia-smi lists who holds it)",
         answer="free the GPU first",
+        outside=True,
     ),
     Mention(
         "wsl_driver",
         None,
-        "WSL2, where the GPU is reached through the Windows display driver, which holds memory "
-        "outside the process that PyTorch's OOM text counts as non-PyTorch memory and that "
-        "SGLang's free-memory readings do not show as held: large contiguous allocations (a "
-        "pool, a workspace) can fail with tens of GiB reported free (about 16 GiB held on an RTX "
-        "PRO 6000 Blackwell: pytorch/pytorch#182286, microsoft/WSL#40401, sglang#24364); no "
-        "SGLang setting frees it, and lower pools only fit around it: compare the OOM text's "
-        "non-PyTorch memory with nvidia-smi, or run under native Linux",
+        "WSL2, whose Windows display driver holds GPU memory outside the process: PyTorch's OOM "
+        "text counts it as non-PyTorch memory and SGLang's free-memory readings do not show it "
+        "held, so large contiguous allocations (a pool, a workspace) can fail with tens of GiB "
+        "reported free (about 16 GiB held on an RTX PRO 6000 Blackwell: pytorch/pytorch#182286, "
+        "microsoft/WSL#40401, sglang#24364); no SGLang setting frees it, and lower pools only "
+        "fit around it: compare the OOM text's non-PyTorch memory with nvidia-smi, or run under "
+        "native Linux",
+        answer="run under native Linux (no SGLang setting frees what the driver holds; smaller "
+        "pools only fit around it)",
+        outside=True,
     ),
     Mention(
         "serving", Phase.SERVING, "the server was serving requests when it failed", moment=True
