@@ -59,8 +59,15 @@ ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
     # the same numbers retold in Chinese (the errors entry's second head)
     ("requested", re.compile(r"尝试分配\s*" + _NUM)),
+    # `总容量为 79.15 GiB` or `79.10GiB总容量`; `其中 2.00 GiB 空闲`, `仅有380.31MB空闲内存`
     ("capacity", re.compile(r"总容量(?:为|是)?\s*" + _NUM)),
-    ("free", re.compile(r"(?:仅有|只有|仅剩|剩余|还有)\s*" + _NUM + r"\s*的?(?:空闲|可用)")),
+    ("capacity", re.compile(_NUM + r"\s*的?总容量")),
+    (
+        "free",
+        re.compile(
+            r"(?:其中|仅有|只有|仅剩|剩余|还有)\s*" + _NUM + r"\s*(?:是|为)?的?(?:空闲|可用)"
+        ),
+    ),
     ("allocated", re.compile(r"PyTorch\s*已?分配了?\s*" + _NUM)),
     ("private_pools", re.compile(_NUM + r"[^，。,;]{0,24}私有池")),
     ("reserved_unallocated", re.compile(_NUM + r"\s*为?(?:预留|保留)但未分配")),

@@ -218,46 +218,15 @@ ERRORS: tuple[ErrorText, ...] = (
         ),
         ("out of memory", "尝试分配"),
         Family.ALLOCATOR,
-        "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator",
+        "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator; "
+        "retold in Chinese: https://blog.gitcode.com/02a94e2c011f43fa54d9ca12046f9296.html (a "
+        "page retelling sgl-project/sglang#5755)",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
         "total capacity of 79.19 GiB of which 812.00 MiB is free. Including non-PyTorch memory, "
         "this process has 78.38 GiB memory in use.",
         kind="oom_message",
         # what the second half of a wrapped message holds (ALLOCATOR_FIELDS)
         wrap_words=("PyTorch",),
-    ),
-    ErrorText(
-        "allocator_oom_zh",
-        # the allocator's message as Chinese pages and translators retell it:
-        # `尝试分配 2.00 GiB。GPU 0 总容量为 79.15 GiB,其中 2.00 GiB 空闲` ('tried to allocate;
-        # GPU 0 has a total capacity of; of which ... is free'), or in prose
-        # (`尝试分配80.04GiB内存,而GPU3仅有79.10GiB总容量,其中20.08GiB空闲`); its sizes carry
-        # their units (`<size>_unit`)
-        Regex(
-            r"尝试分配\s*(?P<requested>\d+(?:\.\d+)?)\s*(?P<requested_unit>[KMG]i?B)"
-            r"(?:[^\n]{0,30}?(?:GPU|NPU)\s*(?P<gpu>\d+))?"
-            r"(?:[^\n\d]{0,20}?(?:总容量为?\s*(?P<capacity>\d+(?:\.\d+)?)\s*(?P<capacity_unit>[KMG]i?B)"
-            r"|(?P<capacity_b>\d+(?:\.\d+)?)\s*(?P<capacity_b_unit>[KMG]i?B)\s*的?总容量))?"
-            r"(?:[^\n\d]{0,20}?(?:其中|仅有|只有|仅剩|剩余)\s*(?P<free>\d+(?:\.\d+)?)\s*"
-            r"(?P<free_unit>[KMG]i?B)\s*(?:是|为)?(?:空闲|可用))?"
-        ),
-        ("尝试分配",),
-        Family.ALLOCATOR,
-        "torch c10/cuda/CUDACachingAllocator.cpp's OOM message (`Tried to allocate X. GPU N has a "
-        "total capacity of Y of which Z is free`) in Chinese: "
-        "https://blog.gitcode.com/02a94e2c011f43fa54d9ca12046f9296.html (a page retelling "
-        "sgl-project/sglang#5755)",
-        "torch.OutOfMemoryError: CUDA 内存不足。尝试分配 2.00 GiB。"
-        "GPU 0 总容量为 79.15 GiB,其中 2.00 GiB 空闲。",
-        kind="oom_message",
-        values={"device": "CUDA"},
-        captures=(("gpu", "gpu", int),),
-        sizes=(
-            ("requested", "requested"),
-            ("capacity", "capacity"),
-            ("capacity", "capacity_b"),
-            ("free", "free"),
-        ),
     ),
     ErrorText(
         "hsa_out_of_resources",
