@@ -65,6 +65,7 @@ from memledger.model.events import Event, EventKind, ParsedLog
 from memledger.model.ledger import Ledger, LedgerDiagnosis
 from memledger.sglang.adjustments import says
 from memledger.sglang.failure_rules import CRASH_CAUSE, LOAD_SITES, PHASE_TEXT, CrashCause, Phase
+from memledger.sglang.findings import SMI_VERDICT
 from memledger.sizing.inputs import SizingInputs
 
 __all__ = ["Diagnosis", "Direction", "Finding", "Severity", "Suggestion", "brief", "diagnose"]
@@ -79,6 +80,11 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
     same parse; the inputs are read from it when not given)."""
     evidence = gather(parsed, ledger, inputs)
     diagnosis = _diagnose(evidence)
+    held = occupancy.smi_others(evidence, diagnosis.failed, diagnosis.phase)  # nvidia-smi's table
+    if held is not None and not any(f.id == FindingId.OTHER_PROCESSES for f in diagnosis.findings):
+        words = SMI_VERDICT.format(but="" if diagnosis.failed else "but ", held=g(held.bytes))
+        diagnosis = replace(diagnosis, verdict=f"{diagnosis.verdict}; {words}",
+                            findings=[held, *diagnosis.findings])  # fmt: skip
     # what SGLang changed by itself, and where the settings come from, are part of the answer
     adjusted = {says(e.values): e for e in evidence.events if e.kind is EventKind.SETTING_ADJUSTED}
     said = [  # every rank prints it: said once
@@ -154,24 +160,30 @@ def brief(diagnosis: Diagnosis) -> LedgerDiagnosis | None:
     )
 
 
-def _diagnosis(evidence: Evidence, **fields: Any) -> Diagnosis:
-    return Diagnosis(path=evidence.path, rank=evidence.rank, **fields)
+def _diagnosis(
+    evidence: Evidence,
+    outcome: str,
+    phase: Phase,
+    verdict: str,
+    findings: list[Finding],
+    suggestions: list[Suggestion],
+    **fields: Any,
+) -> Diagnosis:
+    """A failure's rank is its error text's (`failed_rank` given: that one, else its text's)."""
+    if outcome in ("oom", "crash"):
+        fields["failed_rank"] = fields.get("failed_rank") or _failed_rank(evidence)
+    fields |= {"outcome": outcome, "phase": phase, "verdict": verdict, "findings": findings}
+    return Diagnosis(path=evidence.path, rank=evidence.rank, suggestions=suggestions, **fields)
 
 
 def _out_of_memory(evidence: Evidence) -> Diagnosis:
     squeeze = reported.squeezed(evidence)
     if squeeze is not None:  # no fraction fits: an OOM above it, SGLang's refusal below
         findings, suggestions, verdict = squeeze
-        return _diagnosis(
-            evidence,
-            outcome="oom",
-            phase=Phase.KV_SIZING,
-            verdict=verdict,
-            shortfall_bytes=memory.shortfall(evidence),
-            failed_rank=_failed_rank(evidence),
-            findings=findings + memory.site_finding(evidence),
-            suggestions=suggestions,
-        )
+        findings += memory.site_finding(evidence)
+        missing = memory.shortfall(evidence)
+        return _diagnosis(evidence, "oom", Phase.KV_SIZING, verdict, findings, suggestions,
+                          shortfall_bytes=missing)  # fmt: skip
     phase = failure_phase(evidence)
     said_phase, firm = reported.mentioned_phase(evidence)  # what the paste's prose names
     order = list(Phase)
@@ -204,6 +216,10 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         extra, suggestions = memory.load_oom(evidence)
     else:
         extra, suggestions = memory.after_pool_oom(evidence, phase)
+        if phase is Phase.UNKNOWN and placed_by_graphs(evidence):  # after the weights: all after
+            suggestions = leading(
+                suggestions, verdicts.serving_order(evidence, stages.stage_levers(phase))
+            )
         if phase in (Phase.WARMUP, Phase.SERVING):
             found, lever = _large_gpu_reserve(evidence)
             extra, suggestions = extra + found, _fraction_first(suggestions, lever)
@@ -213,7 +229,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         # the lifecycle model's levers, with directions (a site no knob fixes, the Transformers
         # fallback, stands alone)
         suggestions = stages.stage_levers(phase)
-    held = occupancy.other_processes(evidence)
+    held = occupancy.other_processes(evidence, phase)
     dropped = occupancy.after_pool_drop(evidence)
     findings += placed_by_graphs(evidence)
     findings += ([held] if held is not None else []) + extra
@@ -227,7 +243,8 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
     noted = CRASH_CAUSE.get(str(evidence.oom.values.get("cause"))) if evidence.oom else None
     if noted is not None and evidence.oom is not None:
         findings.append(crash.cause_finding(noted, evidence.oom, evidence))
-    head = f"OOM during {PHASE_TEXT[phase]}"
+    after = " after the weights" if placed_by_graphs(evidence) else ""  # its private pools
+    head = f"OOM during {PHASE_TEXT[phase]}{after}"
     if evidence.refusal is not None:
         head = "SGLang refused to size the KV cache"
     # ranked: a root cause an error finding names leads; the amount is the budget's deficit
@@ -285,7 +302,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         if phase in (Phase.SERVING, Phase.WARMUP):
             suggestions = verdicts.serving_order(evidence, suggestions)
         said: frozenset[str] = frozenset()
-        if words:  # a cause the paste names goes before the stage's levers
+        if words and evidence.refusal is None:  # before the stage's levers (after a refusal's)
             head, words, said = f"{head}; {words}", "", frozenset(s.knob for s in first[:2])
         verdict = head + verdicts.unvalued(evidence, suggestions, phase, missing, said)
     elif oversized is not None and oversized.message.find("computed wrong") >= 0:
@@ -304,14 +321,7 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         verdict = tail if whole else verdict + tail
         suggestions = stages.in_framework_words(framework, suggestions)
     return _diagnosis(
-        evidence,
-        outcome="oom",
-        phase=phase,
-        verdict=verdict,
-        shortfall_bytes=missing,
-        failed_rank=_failed_rank(evidence),
-        findings=findings,
-        suggestions=suggestions,
+        evidence, "oom", phase, verdict, findings, suggestions, shortfall_bytes=missing
     )
 
 
@@ -346,10 +356,8 @@ def _after_startup(evidence: Evidence) -> tuple[list[Finding], list[Finding], li
 
 
 def _failed_rank(evidence: Evidence) -> str | None:
-    for event in (evidence.oom, evidence.refusal, evidence.traceback, evidence.exit):
-        if event is not None:
-            return event.rank
-    return None
+    events = (evidence.oom, evidence.refusal, evidence.traceback, evidence.exit)
+    return next((event.rank for event in events if event is not None), None)
 
 
 def _clip(text: str) -> str:
@@ -377,13 +385,7 @@ def _pool_ran_out(evidence: Evidence, event: Event) -> Diagnosis:
     findings, suggestions, verdict = pools.pool_ran_out(evidence, event, during)
     findings += memory.site_finding(evidence) + pools.serving_notes(evidence)
     return _diagnosis(
-        evidence,
-        outcome="oom",
-        phase=phase,
-        verdict=verdict,
-        failed_rank=event.rank or _failed_rank(evidence),
-        findings=findings,
-        suggestions=suggestions,
+        evidence, "oom", phase, verdict, findings, suggestions, failed_rank=event.rank
     )
 
 
@@ -395,22 +397,14 @@ def _own_pool_full(evidence: Evidence, cause: CrashCause, event: Event) -> Diagn
     if phase is Phase.UNKNOWN and cause.own_pool:
         phase = Phase.SERVING  # the pools are only drawn from when batches are scheduled
     findings = [crash.cause_finding(cause, event, evidence), *memory.site_finding(evidence)]
-    suggestions = crash.cause_levers(cause)
-    return _diagnosis(
-        evidence,
-        outcome="oom",
-        phase=phase,
-        verdict=(
-            f"SGLang's own pool was full during {PHASE_TEXT[phase]} (not a GPU allocation)"
-            if cause.own_pool
-            else f"likely out of GPU memory during {PHASE_TEXT[phase]}, behind an error that is "
-            "no allocator OOM"
-        )
-        + f": {_quoted(event)}; {cause.fix}",
-        failed_rank=event.rank or _failed_rank(evidence),
-        findings=findings,
-        suggestions=suggestions,
-    )
+    during = PHASE_TEXT[phase]
+    verdict = (
+        f"SGLang's own pool was full during {during} (not a GPU allocation)"
+        if cause.own_pool
+        else f"likely out of GPU memory during {during}, behind an error that is no allocator OOM"
+    ) + f": {_quoted(event)}; {cause.fix}"
+    levers = crash.cause_levers(cause)
+    return _diagnosis(evidence, "oom", phase, verdict, findings, levers, failed_rank=event.rank)
 
 
 def _crash(evidence: Evidence) -> Diagnosis:
@@ -469,16 +463,9 @@ def _crash(evidence: Evidence) -> Diagnosis:
     levers = answer[1] if hit is None else crash.cause_levers(*hit, evidence)
     framework = stages.embedding_framework(evidence)  # its levers in the framework's words
     levers = stages.in_framework_words(framework, levers) if framework else levers
-    return _diagnosis(
-        evidence,
-        outcome="crash",
-        phase=phase,
-        verdict=f"crash during {PHASE_TEXT[phase]}: {cause} - {verdict_end}"
-        + (f"; {answer[2]}" if answer[2] else ""),
-        failed_rank=_failed_rank(evidence),
-        findings=findings,
-        suggestions=levers,
-    )
+    verdict = f"crash during {PHASE_TEXT[phase]}: {cause} - {verdict_end}"
+    verdict += f"; {answer[2]}" if answer[2] else ""
+    return _diagnosis(evidence, "crash", phase, verdict, findings, levers)
 
 
 Quiet = tuple[str, str] | None
@@ -527,14 +514,7 @@ def _truncated(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
         said = [f.message.split(": ")[0] for f in rose[:1]]
         verdict = "; ".join([*said, f"{ends}: no error text, outcome unknown"])
         quiet = ("", f"; {verdict}")  # the outcome only: a finding with levers may lead it
-    return _diagnosis(
-        evidence,
-        outcome="truncated",
-        phase=phase,
-        verdict=verdict,
-        findings=findings,
-        suggestions=suggestions,
-    ), quiet
+    return _diagnosis(evidence, "truncated", phase, verdict, findings, suggestions), quiet
 
 
 def _ready(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
@@ -577,11 +557,4 @@ def _ready(evidence: Evidence) -> tuple[Diagnosis, Quiet]:
         else:  # the outcome and the pool's size only: a finding with levers may lead them
             quiet = ("ready: ", "".join(f"; {f.message.split(':')[0]}" for f in capacity[:1]))
             verdict += quiet[1]
-    return _diagnosis(
-        evidence,
-        outcome=outcome,
-        phase=phase,
-        verdict=verdict,
-        findings=findings,
-        suggestions=suggestions,
-    ), quiet
+    return _diagnosis(evidence, outcome, phase, verdict, findings, suggestions), quiet

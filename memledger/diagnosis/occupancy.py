@@ -11,6 +11,7 @@ from memledger.diagnosis.arithmetic import g
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Finding, Suggestion
 from memledger.model.events import EventKind
+from memledger.sglang.env_reports import held_by_others
 from memledger.sglang.failure_rules import (
     AFTER_POOL_DROP_MIN_GIB,
     HEADROOM_DOCS_CAP_GIB,
@@ -22,17 +23,18 @@ from memledger.sglang.failure_rules import (
     PHASE_TEXT,
     Phase,
 )
+from memledger.sglang.findings import smi_said
 from memledger.sglang.fraction_rules import MFS_ACTIVATION_MIB_PER_TOKEN, MFS_ACTIVATION_MIN_TOKENS
 from memledger.sglang.lifecycle import STAGE
 from memledger.units import GIB, MIB
 
 
-def other_processes(evidence: Evidence) -> Finding | None:
+def other_processes(evidence: Evidence, phase: Phase = Phase.UNKNOWN) -> Finding | None:
     """The GPU memory the OOM text shows held outside this process, when it would have covered
     the allocation that failed: capacity - free - `this process has X memory in use`."""
     oom = evidence.oom
-    if oom is None:
-        return None
+    if oom is None:  # a refusal's own lever is a higher fraction: diagnose() names it alone
+        return smi_others(evidence, True, phase) if evidence.refusal is None else None
     sizes = oom.sizes
     capacity, free, own = sizes.get("capacity"), sizes.get("free"), sizes.get("process_in_use")
     own_bytes, own_text = (own.bytes, f"{own.text} this process has") if own else (None, "")
@@ -45,7 +47,7 @@ def other_processes(evidence: Evidence) -> Finding | None:
         own, own_bytes = None, reserve
         own_text = f"{g(reserve)} this process's PyTorch reserve, {why}"
     if capacity is None or free is None or own_bytes is None:
-        return None
+        return smi_others(evidence, True, phase)
     held = capacity.bytes - free.bytes - own_bytes
     requested = sizes.get("requested")
     missing = max(0, requested.bytes - free.bytes) if requested is not None else 0
@@ -57,6 +59,22 @@ def other_processes(evidence: Evidence) -> Finding | None:
     name = "other_processes.small" if own_bytes < held else "other_processes"
     numbers = {"held": g(held), "capacity": capacity.text, "free": free.text, "own": own_text}
     return evidence.said(name, oom.line, bytes=held, own_bytes=g(own_bytes), **numbers)
+
+
+def smi_others(evidence: Evidence, failed: bool, phase: Phase) -> Finding | None:
+    """Memory nvidia-smi's process table shows held by processes not this server's, at least
+    OTHER_PROCESS_MIN_GIB (env_reports.held_by_others: the OOM's GPU, else the most held)."""
+    rows = [(e.line, e.values) for e in evidence.events if e.kind is EventKind.GPU_NAMED]
+    gpu, held = evidence.oom.values.get("gpu") if evidence.oom else None, held_by_others(rows)
+    found = next((h for h in held if h.gpu == gpu), held[0] if held else None)
+    if found is None or found.mib * MIB < OTHER_PROCESS_MIN_GIB * GIB:
+        return None
+    pre, mfs = evidence.budget.pre_load, evidence.budget.mem_fraction_static
+    said = smi_said(
+        found, pre.avail_bytes if pre else None, mfs, phase in (Phase.LOAD, Phase.DIST_INIT)
+    )
+    name = "other_processes.smi" if failed else "other_processes.smi_ready"
+    return evidence.said(name, *found.lines, bytes=found.mib * MIB, **said)
 
 
 def headroom_floor_step(evidence: Evidence, missing: int | None, phase: Phase) -> float | None:

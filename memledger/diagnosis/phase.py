@@ -69,8 +69,6 @@ def milestone(evidence: Evidence) -> tuple[Phase, Event | None]:
 
 def failure_phase(evidence: Evidence) -> Phase:
     phase = _placed(evidence)
-    if phase is Phase.UNKNOWN and placed_by_graphs(evidence):
-        phase = Phase.SERVING  # graphs exist: the weights and the KV pool were in place
     if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
         # the server never said it was up: the request that failed was the warmup request (a
         # traceback pasted alone, without startup lines, says nothing about that)
@@ -130,11 +128,11 @@ def _ready_before(evidence: Evidence) -> bool:
 
 
 def placed_by_graphs(evidence: Evidence) -> list[Finding]:
-    """The finding that places the failure in serving by the CUDA-graph memory the OOM text shows
-    (`with X allocated in private pools`), when nothing else places it (frames of any fragment,
-    startup lines, the error text, a serving line, the cause's check: `_placed`): graphs are
-    captured after the weights and the KV pool, so the OOM came after both; a capture OOM pastes
-    its `Capturing batches` lines or frames, so serving is the rest."""
+    """The finding that places the failure after the weights by the private-pool memory the OOM
+    text shows (`with X allocated in private pools`), when nothing else places it (frames of any
+    fragment, startup lines, the error text, a serving line, the cause's check: `_placed`): SGLang
+    allocates into private pools only after the weights; which stage after them it does not say
+    (memledger.sglang.findings `phase_from_graphs`)."""
     oom = evidence.oom
     pools = oom.sizes.get("private_pools") if oom is not None else None
     if oom is None or pools is None or pools.bytes <= 0:

@@ -9,6 +9,7 @@ from memledger.diagnosis.arithmetic import floor_step, g, half
 from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.model import Direction, Finding, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
+from memledger.diagnosis.phase import placed_by_graphs
 from memledger.diagnosis.stages import lever_suggestion, model_lever
 from memledger.diagnosis.verdicts import phrase
 from memledger.model.events import Event
@@ -225,11 +226,8 @@ def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) ->
             f"; with P at most the GPU's {capacity.text}, {g(missing)} needs d >= {d:.4f} "
             "(more, since P is below the capacity)"
         )
-    when = (
-        " (if the OOM came after loading: during loading no mfs helps)"
-        if phase is Phase.UNKNOWN
-        else ""
-    )
+    loaded = phase is not Phase.UNKNOWN or bool(placed_by_graphs(evidence))
+    when = "" if loaded else " (if the OOM came after loading: during loading no mfs helps)"
     floor = headroom_floor_step(evidence, missing, phase)
     if floor is not None and capacity is not None:
         bound += (
@@ -246,7 +244,7 @@ def unknown_budget_mfs(evidence: Evidence, missing: int | None, phase: Phase) ->
         said = f" (the fraction typed at {evidence.path}:{typed})" if typed else ""
         at_most = f"at most {current:g} - {floor:g} = {value:g}{said}{when}"
         unknown_p = f"P (free before loading) is not in the log{bound}: {at_most}"
-        valued = None if phase is Phase.UNKNOWN else value
+        valued = value if loaded else None
         return model_lever("mem_fraction_static", after=unknown_p, value=valued)
     neither = (
         "the log shows neither P (free before loading) nor the current fraction, so no value"

@@ -64,7 +64,7 @@ def mention_answer(evidence: Evidence) -> Answer:
         for m in found
     ]
     # a refusal is before anything a later stage's lever moves: those are the KV budget's; what
-    # a stage before KV sizing allocates (LoRA with the weights) is part of that budget
+    # a stage before KV sizing allocates (LoRA with the weights, Mention.in_budget) is in it
     order = list(Phase)
     answering = [
         m
@@ -73,6 +73,7 @@ def mention_answer(evidence: Evidence) -> Answer:
         and (failed or m.levers_alone)
         and (
             (evidence.refusal is None and not (m.own_pool and evidence.oom is not None))
+            or m.in_budget
             or (m.phase is not None and order.index(m.phase) < order.index(Phase.KV_SIZING))
         )
     ]
@@ -81,11 +82,15 @@ def mention_answer(evidence: Evidence) -> Answer:
         levers = leading(levers, [lever_suggestion(lever, m.subject) for lever in m.levers])
     host = host_pool_size(evidence.server_args, typed(evidence, "host_memory_gb"))
     levers = with_value(levers, "hicache_size", *host)
-    # its words: the first answering mention's answer (Mention.answer), then its own levers
+    # its words: memory held outside the process first (Mention.outside), else the first
+    # answering mention's answer (Mention.answer), then that mention's own levers
+    outside = next((m for m in found if m.outside and failed), None)
     lead = answering[0] if levers else next((m for m in found if m.answer and failed), None)
     first = levers[: min(2, len(answering[0].levers))] if levers else []
     words = "; ".join(filter(None, [lead.answer if lead else "", " or ".join(map(phrase, first))]))
     words = f"{lead.subject}: {words}" if lead is not None else ""
+    if outside is not None and outside is not lead:
+        words = "; ".join(filter(None, [f"{outside.subject}: {outside.answer}", words]))
     return said, levers, words
 
 

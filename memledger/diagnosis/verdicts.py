@@ -9,6 +9,7 @@ from memledger.diagnosis.evidence import Evidence
 from memledger.diagnosis.levers import failed_in_prefill
 from memledger.diagnosis.model import Direction, Finding, Severity, Suggestion
 from memledger.diagnosis.occupancy import headroom_floor_step
+from memledger.diagnosis.phase import placed_by_graphs
 from memledger.sglang.failure_rules import LOAD_SITES, Phase
 from memledger.sglang.lifecycle import BATCH_KNOBS, NEEDS
 
@@ -87,6 +88,11 @@ def unvalued(
         return f"; {levers} (SGLang's troubleshooting guide){tail}"
     if phase is Phase.UNKNOWN and mfs is not None and mfs.knob in said:
         return ""
+    if phase is Phase.UNKNOWN and mfs is not None and placed_by_graphs(evidence) and batch:
+        graph = [phrase(s) for s in suggestions if s.knob.startswith("cuda_graph_max_bs")][:1]
+        levers = " or ".join(phrase(s) for s in batch[:2])  # the fraction holds in every stage
+        also = f"; in graph capture also {graph[0]}, in serving also {levers}" if graph else ""
+        return f"; {phrase(mfs)}{step} ({absent(evidence)}){also}"
     if phase is Phase.UNKNOWN and mfs is not None:
         value = "" if current is not None else f"; {absent(evidence)}"
         return (

@@ -57,6 +57,20 @@ ALLOCATOR_FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("allocated", re.compile(_NUM + r" already allocated")),
     ("free", re.compile(r"; " + _NUM + r" free")),
     ("reserved_total", re.compile(_NUM + r" reserved in total by PyTorch")),
+    # the same numbers retold in Chinese (the errors entry's second head)
+    ("requested", re.compile(r"尝试分配\s*" + _NUM)),
+    # `总容量为 79.15 GiB` or `79.10GiB总容量`; `其中 2.00 GiB 空闲`, `仅有380.31MB空闲内存`
+    ("capacity", re.compile(r"总容量(?:为|是)?\s*" + _NUM)),
+    ("capacity", re.compile(_NUM + r"\s*的?总容量")),
+    (
+        "free",
+        re.compile(
+            r"(?:其中|仅有|只有|仅剩|剩余|还有)\s*" + _NUM + r"\s*(?:是|为)?的?(?:空闲|可用)"
+        ),
+    ),
+    ("allocated", re.compile(r"PyTorch\s*已?分配了?\s*" + _NUM)),
+    ("private_pools", re.compile(_NUM + r"[^，。,;]{0,24}私有池")),
+    ("reserved_unallocated", re.compile(_NUM + r"\s*为?(?:预留|保留)但未分配")),
 )
 """The sizes of an allocator OOM message (memledger.sglang.errors `allocator_oom`), each read after
 its head; the first pattern of a key that reads wins. torch >= 2.1: `CUDA out of memory. Tried
@@ -130,9 +144,18 @@ def _captured(entry: ErrorText, match: re.Match[str]) -> dict[str, Value]:
 
 
 def _byte_sizes(entry: ErrorText, match: re.Match[str]) -> dict[str, Size]:
-    """The byte counts an OOM text prints (its `sizes` groups), as sizes."""
+    """The byte counts an OOM text prints (its `sizes` groups), as sizes; a group with a unit
+    beside it (`<group>_unit`) is a printed size."""
     sizes: dict[str, Size] = {}
+    units = match.groupdict()
     for key, group in entry.sizes:
+        unit = units.get(f"{group}_unit")
+        if unit and match.group(group):
+            try:
+                sizes[key] = parse_size(match.group(group), unit)
+            except ValueError:
+                pass
+            continue
         count = int_or_none(match.group(group) or "")
         if count is not None and count >= 0:
             # printed in bytes: shown in GiB

@@ -144,12 +144,16 @@ def wrap_of(head: bytes) -> Wrap | None:
     return found
 
 
+_BOXED = re.compile(rb"[ \t]*[|+].*[|+][ \t\r]*$")
+"""A table's row or border (nvidia-smi's): it ends on its own frame, so no wrap cut it."""
+
+
 def _cut_at(lines: list[bytes], quoted: bool) -> Wrap | None:
     measure = Wrap(0, quoted)
     lengths = [measure.length(line) for line in lines]
     width = max(lengths)
     wrap = Wrap(width, quoted)
-    at = [index for index, length in enumerate(lengths) if length == width]
+    at = [i for i, n in enumerate(lengths) if n == width and not _BOXED.match(lines[i])]
     if width < MIN_WIDTH or len(at) < MIN_CUT_LINES:
         return None
 

@@ -17,6 +17,7 @@ Not read: `npu-smi info` (no source to cite its table by), rocm-smi's concise ta
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 Value = str | int
@@ -218,3 +219,69 @@ def report_evidence(text: str) -> tuple[str, tuple[tuple[str, Value], ...]] | No
             values.append((key, value))
         return row.kind, tuple(values)
     return None
+
+
+OWN_TITLE = "sglang::"
+"""SGLang's processes title themselves (setproctitle), and nvidia-smi lists them by that title:
+one `sglang::scheduler_TP<n>` a GPU (v0.4.6 managers/scheduler.py:1994, v0.5.8 :2906), beside
+`sglang::detokenizer` and `sglang::data_parallel_controller` (v0.5.8 managers/
+detokenizer_manager.py:419, data_parallel_controller.py:551), which hold no GPU memory."""
+SCHEDULER_TITLE = "sglang::scheduler"
+INTERPRETER = re.compile(r"(?:^|/)python(?:\d(?:\.\d{1,2})?)?$")
+"""A Python interpreter's name: this server before its scheduler titles itself, its front end
+(fast image processors run on the GPU), or any other Python program: it is not counted as
+another's when SGLang's scheduler shares the GPU, and the largest one is taken as this server's
+when none does."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """What nvidia-smi's process table shows held on one GPU by processes not this server's."""
+
+    gpu: int
+    mib: int
+    processes: tuple[tuple[str, int, int], ...]
+    """(name, pid, MiB) of each process counted, largest first."""
+    total_mib: int | None
+    """The GPU's memory.total from its memory row, when the table has it."""
+    lines: tuple[int, ...]
+
+    @property
+    def who(self) -> str:
+        """`ollama (pid 12345) with 21.69 GiB, ...`."""
+        return ", ".join(f"{n} (pid {p}) with {m / 1024:.2f} GiB" for n, p, m in self.processes)
+
+
+def held_by_others(rows: Iterable[tuple[int, Mapping[str, object]]]) -> list[Held]:
+    """Per GPU, the memory nvidia-smi's process table lists for processes other than this SGLang
+    server's scheduler, most first, from (line, values) of `gpu_named` readings (REPORT_LINES):
+    every process that is neither SGLang's (OWN_TITLE) nor a Python interpreter, every scheduler
+    but the largest (a second server on the GPU), and, where no scheduler is listed, every
+    interpreter but the largest. A GPU's memory row follows its name row (nvidia-smi's layout)."""
+    procs: dict[int, list[tuple[str, int, int, int]]] = {}
+    totals: dict[int, int] = {}
+    named: dict[int, object] = {}  # a name row's line: its GPU
+    for line, values in rows:
+        form, gpu, used = values.get("form"), values.get("gpu"), values.get("used_mib")
+        if form == "nvidia_smi_name":
+            named[line] = gpu
+        elif form == "nvidia_smi_total_mib" and isinstance(total := values.get("total_mib"), int):
+            totals[named.get(line - 1, -1)] = total  # type: ignore[index]
+        elif form == "nvidia_smi_process" and isinstance(gpu, int) and isinstance(used, int):
+            pid = values.get("pid")
+            row = (str(values.get("process")).strip(), pid if isinstance(pid, int) else 0, used)
+            procs.setdefault(gpu, []).append((*row, line))
+    found = []
+    for gpu, listed in procs.items():
+        listed.sort(key=lambda p: -p[2])
+        schedulers = [p for p in listed if p[0].startswith(SCHEDULER_TITLE)]
+        python = [p for p in listed if INTERPRETER.search(p[0])]
+        others = [p for p in listed if not p[0].startswith(OWN_TITLE) and p not in python]
+        others = sorted(
+            others + (schedulers[1:] if schedulers else python[1:]), key=lambda p: -p[2]
+        )
+        if others:
+            held = tuple(p[:3] for p in others)
+            lines = tuple(sorted(p[3] for p in others))
+            found.append(Held(gpu, sum(p[2] for p in others), held, totals.get(gpu), lines))
+    return sorted(found, key=lambda h: -h.mib)

@@ -210,10 +210,17 @@ ERRORS: tuple[ErrorText, ...] = (
     # ---- allocator OOM messages (kind oom_message)
     ErrorText(
         "allocator_oom",
-        Regex(r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory", re.IGNORECASE),
-        ("out of memory",),
+        # its numbers retold in Chinese (`GPU7尝试分配448MB内存失败`: tried to allocate, and
+        # 空闲 free, 私有池 private pools, 预留但未分配 reserved but unallocated: ALLOCATOR_FIELDS)
+        Regex(
+            r"(?:(?P<device>CUDA|HIP|NPU|XPU|MUSA|MPS|GPU)\s+)?out of memory|尝试分配",
+            re.IGNORECASE,
+        ),
+        ("out of memory", "尝试分配"),
         Family.ALLOCATOR,
-        "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator",
+        "torch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.1), torch_npu's NPU allocator; "
+        "retold in Chinese: https://blog.gitcode.com/02a94e2c011f43fa54d9ca12046f9296.html (a "
+        "page retelling sgl-project/sglang#5755)",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
         "total capacity of 79.19 GiB of which 812.00 MiB is free. Including non-PyTorch memory, "
         "this process has 78.38 GiB memory in use.",
@@ -350,13 +357,17 @@ ERRORS: tuple[ErrorText, ...] = (
         Regex(
             r"\[torch_memory_saver\.cpp\] (?:(?:CUresult|cudaError|hipError_t) error:?\s+"
             r"(?:result=)?2\b|cuMemCreate CUDA_ERROR_OUT_OF_MEMORY)"
+            # the same line quoted without its file tag (`'CUresult error  result=2' means OOM`):
+            # CURESULT_CHECK's own words, which no CUDA library prints itself
+            r"|(?<![\w.])CUresult error:?\s+result=2\b"
         ),
-        ("torch_memory_saver",),
+        ("torch_memory_saver", "CUresult error"),
         Family.TORCH_MEMORY_SAVER,
         "torch_memory_saver csrc/torch_memory_saver.cpp cu_mem_create (:103, CURESULT_CHECK of "
         "cuMemCreate; csrc/torch_memory_saver_hip.cpp on ROCm); "
         "https://github.com/fzyzcjy/torch_memory_saver/issues/4 (result=2 is "
-        "CUDA_ERROR_OUT_OF_MEMORY)",
+        "CUDA_ERROR_OUT_OF_MEMORY); the bare quote: https://github.com/verl-project/verl/issues/"
+        "1394",
         "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
         "func=cu_mem_create line=103 (5)",
         kind="oom_message",
@@ -1304,6 +1315,97 @@ ERRORS: tuple[ErrorText, ...] = (
         values={"mention": "audio_decoder_stage"},
     ),
     ErrorText(
+        "said_omni_component_load",
+        # a multi-stage pipeline's own model loaded beside SGLang's engine, named in a frame or in
+        # prose (`the crash lands in create_vocoder_executor -> _load_codec -> codec.to(device)`)
+        Regex(
+            r"\b(?:create_vocoder_executor|create_code2wav_executor|load_code2wav_model|_load_codec"
+            r"|_load_audio_decoder)\b"
+        ),
+        (
+            "create_vocoder_executor",
+            "create_code2wav_executor",
+            "load_code2wav_model",
+            "_load_codec",
+            "_load_audio_decoder",
+        ),
+        Family.REPORTER,
+        "sglang-omni's loaders of a pipeline's own models (sgl-project/sglang-omni@2489a10 "
+        "models/fishaudio_s2_pro/pipeline/stages.py:41 _load_audio_decoder, :72 _load_codec, :372 "
+        "create_vocoder_executor; models/qwen3_omni/components/code2wav_executor.py:245 "
+        "create_code2wav_executor); https://github.com/sgl-project/sglang-omni/pull/391",
+        '  File "/sglang-omni/sglang_omni/models/fishaudio_s2_pro/pipeline/stages.py", line 96, '
+        "in _load_codec",
+        kind="reported",
+        values={"mention": "omni_component_load"},
+    ),
+    ErrorText(
+        "said_omni_component_load_frame",
+        Regex(
+            r'(?:pipeline/stages|components/code2wav_executor)\.py", line \d+, in '
+            r"(?:create_vocoder_executor|_load_codec|_load_audio_decoder|create_code2wav_executor"
+            r"|load_code2wav_model)\b"
+        ),
+        (
+            "create_vocoder_executor",
+            "_load_codec",
+            "_load_audio_decoder",
+            "create_code2wav_executor",
+            "load_code2wav_model",
+        ),
+        Family.REPORTER,
+        "sglang-omni's loaders of a pipeline's own models in a traceback frame "
+        "(sgl-project/sglang-omni@2489a10 models/fishaudio_s2_pro/pipeline/stages.py:41, :72, "
+        ":372; models/qwen3_omni/components/code2wav_executor.py:245)",
+        '  File "/sglang-omni/sglang_omni/models/fishaudio_s2_pro/pipeline/stages.py", line 96, '
+        "in _load_codec",
+        kind="reported",
+        values={"mention": "omni_component_load", "where": "frame"},
+    ),
+    ErrorText(
+        "said_release_frees_nothing_rocm72",
+        # ROCm 7.2 named on a line with the release (`On ROCm 7.2, torch_memory_saver.pause(tag)
+        # ... does not free`, `ROCm 7.2: pause() frees no physical GPU memory`)
+        Regex(
+            r"\brocm ?7\.2\b[^\n]{0,80}?(?:pause|release|offload|sleep|torch_memory_saver)",
+            re.I,
+        ),
+        ("rocm",),
+        Family.REPORTER,
+        "ROCm 7.2 named beside SGLang's release (memledger.sglang.lifecycle MENTIONS "
+        "release_frees_nothing_rocm72; https://github.com/fzyzcjy/torch_memory_saver/issues/83)",
+        "On ROCm 7.2, torch_memory_saver.pause(tag) returns but frees no physical memory",
+        kind="reported",
+        values={"mention": "release_frees_nothing_rocm72"},
+    ),
+    ErrorText(
+        "said_release_frees_nothing",
+        # SGLang's release (torch_memory_saver's pause, a framework's offload or sleep) said to
+        # free nothing: `memory is not being freed after sglang offload`, `pause() frees no
+        # physical GPU memory`, `pause(tag) returns successfully but does not free the memory`
+        Regex(
+            r"(?:memory|VRAM)[^.\n]{0,30}?(?:is not|isn't|was not|wasn't|are not|aren't|not|never)"
+            r" (?:being |getting |get )?(?:freed|released)[^.\n]{0,60}?"
+            r"(?:offload|release|pause|sleep)"
+            r"|(?:offload|release_memory_occupation|release|pause|sleep)\w*(?:\(\w*\))?`?"
+            r"[^.\n]{0,60}?(?:does not|doesn't|did not|didn't|won't|cannot|can't|never)"
+            r" (?:actually |really )?(?:free|release)s? (?:the |any )?(?:physical |GPU |device )*"
+            r"(?:memory|VRAM)"
+            r"|(?:offload|release|pause|sleep)\w*(?:\(\w*\))?`?[^.\n]{0,40}?frees? "
+            r"(?:no|nothing|none)\b",
+            re.I,
+        ),
+        ("free", "releas"),
+        Family.REPORTER,
+        "what people write when SGLang's release (torch_memory_saver's pause) freed no memory "
+        "(memledger.sglang.lifecycle MENTIONS release_frees_nothing; "
+        "https://github.com/verl-project/verl/issues/1545, "
+        "https://github.com/fzyzcjy/torch_memory_saver/issues/83)",
+        "It seems that memory is not being freed after sglang offload in multi-turn rollout",
+        kind="reported",
+        values={"mention": "release_frees_nothing"},
+    ),
+    ErrorText(
         "said_lora",
         Regex(r"(?<![\w.])(?:LoRA|Lora|lora)(?![\w=])"),
         ("lora", "LoRA", "Lora"),
@@ -1475,8 +1577,7 @@ ERRORS: tuple[ErrorText, ...] = (
             r"|Capturing CUDA Graph|Capturing Cuda Graph|CUDA Graph Capture|Cuda Graph Capture"
             # the graph unnamed after a preposition: `OOMed during graph capture`, `in the decode
             # graph capture`
-            r"|(?:during|while|in|at|on) (?:the )?(?:decode |prefill |piecewise |draft )?"
-            r"graph capture"
+            r"|(?:during|while|in|at|on) (?:the )?(?:decode |prefill |piecewise )?graph capture"
         ),
         (
             "capturing cuda graph",
@@ -1817,6 +1918,9 @@ ERRORS: tuple[ErrorText, ...] = (
             r"(?:increas|grow|ris|climb|creep)\w*"
             r"|(?:memory|VRAM)[^.\n]{0,30}?(?:increas|grow|ris|climb|creep)\w* "
             r"(?:over time|steadily|slowly|gradually|continuously)"
+            # the adverb before the verb (`memory usage is gradually increasing`)
+            r"|(?:memory|VRAM)[^.\n]{0,30}?(?:steadily|slowly|gradually|continuously|constantly)"
+            r" (?:increas|grow|ris|climb|creep)\w*"
             r"|(?:GPU |CUDA |VRAM |video )memory leak(?! detected)|\bVRAM leak"
             # a cache or buffer of SGLang's said to keep growing until the OOM (`the mask cache
             # will keep increasing and finally cause OOM`); not the KV/radix cache (kv_held)
@@ -1848,6 +1952,7 @@ ERRORS: tuple[ErrorText, ...] = (
             "slowly",
             "gradually",
             "continuously",
+            "constantly",
             "memory leak",
             "VRAM leak",
             "显存",
@@ -2639,13 +2744,18 @@ ERRORS: tuple[ErrorText, ...] = (
     ErrorText(
         "oom_cjk",
         Regex(
-            r"显存(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)|爆显存"
+            # `内存` named with the device (`CUDA内存不足`, `GPU 内存不足`): the device's memory,
+            # not the host's (host_memory_said)
+            r"(?:显存|(?:CUDA|GPU|NPU|cuda|gpu|npu) ?内存)"
+            r"(?:不足|不够|溢出|爆了|炸了|耗尽|迅速耗尽|占满|满了)"
+            r"|爆显存"
             r"|显存[^\n，。,.]{0,8}?跑不(?:起来|动)"
         ),
-        ("显存",),
+        ("显存", "内存"),
         Family.REPORTER,
         "what people write around a log in Chinese ('GPU memory insufficient / overflowed / "
-        "exhausted', and 显存...跑不起来 'with N GB of GPU memory it still will not run')",
+        "exhausted', and 显存...跑不起来 'with N GB of GPU memory it still will not run'; "
+        "`CUDA内存不足` as the allocator's message is translated)",
         "启动时显存不足",
         outcome=Outcome.OOM,
     ),
@@ -2712,7 +2822,8 @@ ERRORS: tuple[ErrorText, ...] = (
         # `内存不足` is Chinese reporters' usage for host RAM (`显存` is the GPU's: oom_cjk)
         Regex(
             r"(?:out of|not enough|insufficient) (?:host memory|host ram|cpu memory|cpu ram"
-            r"|system memory|system ram)|out of ram\b|内存不足|内存不够"
+            r"|system memory|system ram)|out of ram\b"
+            r"|(?<!CUDA)(?<!CUDA )(?<!GPU)(?<!GPU )(?<!NPU)(?<!NPU )内存(?:不足|不够)"
             r"|(?:host memory|host ram|cpu memory|cpu ram|system memory|system ram|node memory"
             r"|node ram) (?:is |was |got )?(?:exhaust|runs? out|ran out)\w*",
             re.I,
@@ -2725,7 +2836,7 @@ ERRORS: tuple[ErrorText, ...] = (
             "system memory",
             "system ram",
             "out of ram",
-            "内存不",
+            "内存",
             "node memory",
             "node ram",
         ),

@@ -312,6 +312,7 @@ PHASE_FRAMES: tuple[PhaseFrame, ...] = (
         "v0.5.8 mem_cache/memory_pool.py:120",
     ),
     _F("_create_buffers", "mem_cache/", Phase.MEMORY_POOL, "v0.5.8 mem_cache/memory_pool.py:754"),
+    _F("_init_mamba_pool", "mem_cache/", Phase.MEMORY_POOL, "v0.5.8 mem_cache/memory_pool.py:411"),
     _F("__init__", "mem_cache/allocator", Phase.MEMORY_POOL, "v0.5.8 mem_cache/allocator.py:120"),
     # after the pool: cuBLAS, attention backends and their workspaces, kernel warmup/autotune,
     # symmetric memory

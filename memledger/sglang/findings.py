@@ -11,12 +11,15 @@ here, beside what they cite. Tested by tests/sglang/test_findings.py.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+from memledger.sglang.env_reports import Held
 from memledger.sglang.failure_rules import (
     DRAFT_BEFORE_POOL_CAUSE,
     GRAPH_MEMORY_NOTE_GIB,
     LATE_RELEASE_CAUSE,
+    MFS_STEP,
     REQ_TO_TOKEN_BYTES_PER_SLOT,
     REQ_TO_TOKEN_CITATION,
     REQ_TO_TOKEN_EXTRA_LEN,
@@ -24,6 +27,7 @@ from memledger.sglang.failure_rules import (
 )
 from memledger.sglang.lifecycle import READY_ROOM_SOURCE
 from memledger.sglang.sizing_rules import RULE
+from memledger.units import GIB, MIB
 
 
 class Said(NamedTuple):
@@ -72,6 +76,50 @@ _FROM_POOL = (
     "every running request's prompt and generated tokens come out of it{fit}{cap} (the "
     "scheduler's summary line, {cited})"
 )
+_SIZED_ON_FREE = (
+    "SGLang sizes its pools on what is free when it starts: P, free before loading, and rest = A - "
+    "P x (1 - mfs) (v0.5.8 model_runner_kv_cache_mixin.py:136-144); nvidia-smi's process table "
+    "lists each process's memory a GPU"
+)
+
+
+SMI_VERDICT = (
+    "{but}{held} of the GPU is held by another process (nvidia-smi lists it): free it or run on "
+    "another GPU (CUDA_VISIBLE_DEVICES)"
+)
+"""A startup's verdict, where nvidia-smi's table shows another process (`smi_said`)."""
+
+
+def smi_said(
+    held: Held, free_before: int | None, mfs: float | None, loading: bool
+) -> dict[str, object]:
+    """The fields of `other_processes.smi` (nvidia-smi's process table, env_reports.Held): who
+    holds it; after a load the fraction's step that frees it (d x P, P free before loading, else
+    at least d of the GPU's total); what a pool sized beside it lost (mfs x it: rest = P x mfs -
+    weights, P less by it)."""
+    amount = held.mib * MIB
+
+    def gib(n: float) -> str:
+        return f"{n / GIB:.2f} GiB"
+
+    p, of = (free_before, "P") if free_before else ((held.total_mib or 0) * MIB, "the GPU's")
+    d = math.ceil(amount / p / MFS_STEP) * MFS_STEP if p else None
+    step = f"{'at least ' * (of != 'P')}{d:.2f} ({gib(amount)} / {of} {gib(p)})" if d else ""
+    later = "; if it took the memory after SGLang started, lower --mem-fraction-static by "
+    lost = (
+        f"; the KV pool is about mfs {mfs:g} x {gib(amount)} = {gib(mfs * amount)} smaller"
+        if mfs
+        else ""
+    )
+    return {
+        "who": held.who,
+        "gpu": held.gpu,
+        "held": gib(amount),
+        "step": "" if loading else later + (step or "that much"),
+        "pool": lost,
+    }
+
+
 _HELD = "{held} of this GPU is held outside this process ({capacity} - {free} free - {own}): "
 
 SAYINGS: tuple[Said, ...] = (
@@ -80,12 +128,15 @@ SAYINGS: tuple[Said, ...] = (
     Said(
         "phase_from_graphs",
         "info",
-        "read as serving: the OOM text shows {pools} in PyTorch's private pools, CUDA graphs, so "
-        "the weights and the KV pool were in place ({source})",
-        "SGLang captures its CUDA graphs into one global graph memory pool after the KV pool "
-        "(v0.4.4 model_executor/cuda_graph_runner.py:153-162, :404-405 "
-        "torch.cuda.graph(pool=...)); PyTorch's OOM text prints `with X allocated in private "
-        "pools (e.g., CUDA Graphs)` only when such a pool holds memory",
+        "after the weights: the OOM text shows {pools} in PyTorch's private pools, which SGLang "
+        "fills only once the weights are in ({source}); it does not say which stage after them "
+        "(setup after the pool, graph capture or serving)",
+        "PyTorch prints `with X allocated in private pools (e.g., CUDA Graphs)` only when such a "
+        "pool holds memory; SGLang's are the CUDA graphs' pool from the first capture on (v0.4.6 "
+        "model_executor/cuda_graph_runner.py:455, v0.5.8 :731), the NCCL symmetric-memory pool "
+        "(v0.5.8 distributed/device_communicators/pynccl_allocator.py:123) and a disaggregated "
+        "KV pool's (v0.5.8 mem_cache/memory_pool.py:221); a kernel's init right after the "
+        "weights has shown 24 MiB there before any capture",
     ),
     Said(
         "other_processes.small",
@@ -102,6 +153,21 @@ SAYINGS: tuple[Said, ...] = (
         _HELD + "another process (a second server, a notebook, a desktop) took it, and SGLang's "
         "pool was sized on the memory free when it started; free the GPU (nvidia-smi lists who "
         "holds it) or lower --mem-fraction-static by that much",
+    ),
+    Said(
+        "other_processes.smi",
+        "error",
+        "nvidia-smi lists {who} on GPU {gpu} beside this server: {held} that SGLang did not have "
+        "({source}); free that process's memory or run on another GPU (CUDA_VISIBLE_DEVICES){step}",
+        _SIZED_ON_FREE,
+    ),
+    Said(
+        "other_processes.smi_ready",
+        "warning",
+        "nvidia-smi lists {who} on GPU {gpu} beside this server: {held} that SGLang did not have "
+        "({source}){pool}; free that process's memory or run on another GPU "
+        "(CUDA_VISIBLE_DEVICES) for a larger pool",
+        _SIZED_ON_FREE,
     ),
     Said(
         "dp_auto_fraction",

@@ -453,6 +453,14 @@ class Mention:
     """What it comes to, in words: the verdict says it wherever the mention is named (with no
     failure to lead with, what the paste names is the news), before the mention's own levers.
     For a prescription that is no lever (wait, unset, pin, upgrade) or a mechanism to name."""
+    in_budget: bool = False
+    """What it names may be taken before SGLang sizes the KV pool, out of the budget the pool is
+    sized from (a plug-in's per-request buffers): its levers answer SGLang's refusal too."""
+    outside: bool = False
+    """It names memory held outside SGLang's process (another process, a driver): with a failure
+    its answer leads the verdict, ahead of any stage's levers, which only fit the pools around
+    what it holds (SGLang sizes them on what is free when it starts: v0.5.8
+    model_runner_kv_cache_mixin.py:136-144)."""
     grew: tuple[str, ...] = ()
     """It names the stage that grew into a failure of its `phase` (or one the paste does not
     place), which these knobs do not shrink (a lower fraction's d x P comes out of the KV pool
@@ -580,6 +588,7 @@ MENTIONS: tuple[Mention, ...] = (
                 "up to 4096 (v0.5.8 model_runner_kv_cache_mixin.py:257-265)",
             ),
         ),
+        in_budget=True,
     ),
     Mention(
         "page_size",
@@ -691,6 +700,19 @@ MENTIONS: tuple[Mention, ...] = (
             ),
             _MFS_LOWER,
         ),
+    ),
+    Mention(
+        "omni_component_load",
+        Phase.AFTER_POOL,
+        "a pipeline's own models on SGLang's GPU (sglang-omni's audio decoder, DAC codecs, "
+        "code2wav): loaded outside SGLang's budget, which keeps its fraction of the whole card "
+        "(mem_fraction_static 0.85 for S2-Pro: sgl-project/sglang-omni@2489a10 "
+        "models/fishaudio_s2_pro/pipeline/stages.py:316-324), so what loads after the engine, the "
+        "vocoder stage's codec (stages.py:372-379, _load_codec :72-97), gets only the card's "
+        "(1 - mfs) less the engine's graphs; sglang-omni sets the fraction a stage with "
+        "--mem-fraction-static or --talker-mem-fraction-static",
+        (_MFS_LOWER,),
+        moment=True,
     ),
     Mention(
         "diffusion_load",
@@ -1016,6 +1038,29 @@ MENTIONS: tuple[Mention, ...] = (
         "nothing",
     ),
     Mention(
+        "release_frees_nothing_rocm72",
+        None,  # between a rollout and a training step, in no stage of SGLang's startup
+        "a release on ROCm 7.2: ROCr keeps the pages of a paused allocation mapped (it leaks the "
+        "imported dma-buf fd), so hipMemUnmap and hipMemRelease free nothing while the address "
+        "range stays reserved, and the resume after it runs out of memory "
+        "(fzyzcjy/torch_memory_saver#83; the fix ROCm/rocm-systems#4363 is in no 7.2.x release: "
+        "radixark/miles PR #1680)",
+        alone=True,
+        answer="no fraction frees it: ROCm 7.0 frees a pause's pages, or a ROCr rebuilt with the "
+        "fix (radixark/miles PR #1680 ships libhsa-runtime64 so)",
+    ),
+    Mention(
+        "release_frees_nothing",
+        None,  # between a rollout and a training step, in no stage of SGLang's startup
+        "a release that freed no memory: torch_memory_saver pauses only what it allocated in "
+        "SGLang's tagged regions (v0.5.8 managers/scheduler_update_weights_mixin.py:121-146)",
+        alone=True,
+        answer="no fraction frees it: with PyTorch's expandable segments on "
+        "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) the memory lies outside those "
+        "regions: unset it for SGLang's process (fzyzcjy/torch_memory_saver#24; its PR #25 "
+        "refuses it); on ROCm 7.2 ROCr keeps the pages mapped (fzyzcjy/torch_memory_saver#83)",
+    ),
+    Mention(
         "resume",
         Phase.RESUME,
         "an RL framework's cycle: SGLang's weights and KV cache are released for the trainer's "
@@ -1069,8 +1114,10 @@ MENTIONS: tuple[Mention, ...] = (
     Mention(
         "growing",
         Phase.SERVING,
-        "GPU memory that grew while serving until it ran out, a leak (not the pools' size): "
-        "SGLang sizes its pools once at startup (the KV pool and the request table: v0.5.8 "
+        "GPU memory that grew while serving until it ran out, a leak (not the pools' size) that "
+        "an upgrade fixes (v0.4.9.post6 leaked a VLM's memory with the fast image processor, "
+        "sgl-project/sglang#9365): SGLang sizes its pools once at startup (the KV pool and the "
+        "request table: v0.5.8 "
         "model_executor/model_runner_kv_cache_mixin.py:252; the graphs: "
         "model_executor/model_runner.py:1979-2016), so memory that keeps growing is held by "
         "something that does not release it, most often a vision model's images "
@@ -1277,17 +1324,21 @@ MENTIONS: tuple[Mention, ...] = (
         "another process holds GPU memory (an orphan or earlier server): SGLang sized its pools "
         "on what was free when it started; free the GPU first (nvidia-smi lists who holds it)",
         answer="free the GPU first",
+        outside=True,
     ),
     Mention(
         "wsl_driver",
         None,
-        "WSL2, where the GPU is reached through the Windows display driver, which holds memory "
-        "outside the process that PyTorch's OOM text counts as non-PyTorch memory and that "
-        "SGLang's free-memory readings do not show as held: large contiguous allocations (a "
-        "pool, a workspace) can fail with tens of GiB reported free (about 16 GiB held on an RTX "
-        "PRO 6000 Blackwell: pytorch/pytorch#182286, microsoft/WSL#40401, sglang#24364); no "
-        "SGLang setting frees it, and lower pools only fit around it: compare the OOM text's "
-        "non-PyTorch memory with nvidia-smi, or run under native Linux",
+        "WSL2, whose Windows display driver holds GPU memory outside the process: PyTorch's OOM "
+        "text counts it as non-PyTorch memory and SGLang's free-memory readings do not show it "
+        "held, so large contiguous allocations (a pool, a workspace) can fail with tens of GiB "
+        "reported free (about 16 GiB held on an RTX PRO 6000 Blackwell: pytorch/pytorch#182286, "
+        "microsoft/WSL#40401, sglang#24364); no SGLang setting frees it, and lower pools only "
+        "fit around it: compare the OOM text's non-PyTorch memory with nvidia-smi, or run under "
+        "native Linux",
+        answer="run under native Linux (no SGLang setting frees what the driver holds; smaller "
+        "pools only fit around it)",
+        outside=True,
     ),
     Mention(
         "serving", Phase.SERVING, "the server was serving requests when it failed", moment=True

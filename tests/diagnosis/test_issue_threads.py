@@ -1122,22 +1122,26 @@ OLMOCR_50 = (
 """https://github.com/allenai/olmocr/issues/50 (the same paste in sgl-project/sglang#4547)."""
 
 
-def test_olmocr_50_graph_memory_in_the_oom_text_places_it_in_serving() -> None:
+def test_olmocr_50_graph_memory_in_the_oom_text_places_it_after_the_weights_only() -> None:
     # the maintainer's lever was --max-running-requests ('limits the concurrent batch size');
-    # mfs 0.7 did not help. 34.50 MiB in PyTorch's private pools are CUDA graphs, captured after
-    # the weights and the KV pool, so the OOM is a serving one and SGLang's troubleshooting guide
-    # leads: a batch lever first, the fraction after it (its value needs the reporter's log: 28
-    # came from the 30 SGLang had picked)
+    # mfs 0.7 did not help. 34.50 MiB in PyTorch's private pools say only that the weights were
+    # in: SGLang fills private pools from its first graph capture on (and its symmetric-memory
+    # and disaggregated-KV pools after the weights), so the OOM is no loading one, but capture
+    # and serving stay open: the fraction, which holds in both, leads, then each stage's lever
     result = _diagnose([OLMOCR_50])
-    assert result.phase.value == "serving"
+    assert result.phase.value == "unknown"
     (placed,) = [f for f in result.findings if f.id == "phase_from_graphs"]
-    assert "34.50 MiB in PyTorch's private pools" in placed.message
-    assert result.verdict.startswith(
-        "OOM during serving: 1.14 GiB short; lower --max-running-requests or lower "
-        "--chunked-prefill-size (SGLang's troubleshooting guide), or lower --mem-fraction-static "
-        "by at least 0.02"
+    assert placed.message.startswith("after the weights: the OOM text shows 34.50 MiB")
+    assert "graph capture or serving" in placed.message
+    assert result.verdict == (
+        "OOM during an unknown phase after the weights: 1.14 GiB short; lower "
+        "--mem-fraction-static by at least 0.02 (for a value add the server_args and `Load weight "
+        "begin` lines); in graph capture also lower --cuda-graph-max-bs, in serving also lower "
+        "--max-running-requests or lower --chunked-prefill-size"
     )
-    assert [s.knob for s in result.suggestions][:2] == [
+    assert "during loading" not in render_text(result)
+    assert [s.knob for s in result.suggestions][:3] == [
+        "mem_fraction_static",
         "max_running_requests",
         "chunked_prefill_size",
     ]

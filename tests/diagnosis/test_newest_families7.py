@@ -88,6 +88,11 @@ def test_a_graph_capture_said_without_cuda_places_the_oom(text: str) -> None:
     assert knobs_of(result)[0] == ("cuda_graph_max_bs", "lower")
 
 
+def test_the_drafts_graph_capture_said_is_the_drafts_startup() -> None:
+    result = _diagnose("the OOM happens during the draft graph capture")
+    assert result.phase is Phase.DRAFT
+
+
 def _leak_check_traceback(frames: list[str], prefix: str = "") -> str:
     head = [prefix + "Scheduler hit an exception: Traceback (most recent call last):"]
     return "\n".join([*head, *frames])
