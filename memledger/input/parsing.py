@@ -416,10 +416,12 @@ def _startup_range(
     lo = kept[position]
     hi = kept[position + 1] - 1 if position + 1 < len(kept) else max(n_lines, lo)
 
+    said = any(e.line < kept[0] and preamble(e.kind, e.prefixed) for e in collector.evidence)
+
     def in_startup(item: Stored) -> bool:
         line = item.event.line
         if before_startup(item.event) or (  # the startup that follows them
-            line < kept[0] and preamble(item.event.kind, item.prefixed)
+            said and line < kept[0] and preamble(item.event.kind, item.prefixed)
         ):
             return next((start for start in kept if start >= line), kept[-1]) == lo
         return lo <= line <= hi

@@ -89,7 +89,8 @@ def before_startup(event: Event) -> bool:
 
 def preamble(kind: EventKind, prefixed: bool) -> bool:
     """What the reporter wrote above the log (its words, a bare out-of-memory sentence) belongs to
-    the first startup, as BEFORE_STARTUP lines do: `always got CUDA out of memory`, then the log."""
+    the first startup, as BEFORE_STARTUP lines do, when it says the startup failed (`always got
+    CUDA out of memory`, then the log); else it is a launcher's chatter, no part of it."""
     return kind is EventKind.REPORTED or (kind is EventKind.OOM and not prefixed)
 
 
@@ -358,12 +359,13 @@ class Collector:
         if window.closed:
             return
         previous = window.starts[-1][1] if window.starts else 0
+        said = [e for e in self.evidence if preamble(e.kind, e.prefixed)] if index == 0 else []
         for item in self.stored:  # lines SGLang prints before the server_args line they precede
-            first = index == 0 and preamble(item.event.kind, item.prefixed)
+            first = bool(said) and preamble(item.event.kind, item.prefixed)
             if (before_startup(item.event) or first) and item.event.line > previous:
                 item.segment = self.n_markers
-        for said in self.evidence if index == 0 else ():
-            said.segment = self.n_markers if preamble(said.kind, said.prefixed) else said.segment
+        for evidence in said:
+            evidence.segment = self.n_markers
         if window.wanted >= 0 and index > window.wanted:
             window.starts.append((index, line, self.n_markers))
             window.closed = True

@@ -305,17 +305,6 @@ EXAMPLES: tuple[Example, ...] = (
         {},
         {"chunked_prefill_size": None},
     ),
-    # SGLang 0.1.5 - 0.1.16, printed bare (v0.1.12 managers/router/model_runner.py:285, :316;
-    # managers/router/model_rpc.py:100-106; v0.1.5 :87-93 with model_mode)
-    Example("Rank 0: load weight begin.", EventKind.LOAD_BEGIN, {}, {}),
-    Example("Rank 1: load weight end.", EventKind.LOAD_END, {}, {}),
-    Example(
-        "Rank 0: max_total_num_token=52345, max_prefill_num_token=8724, context_len=4096, "
-        "model_mode=['no-cache']",
-        EventKind.SUMMARY,
-        {},
-        {"max_total_num_tokens": 52345, "max_prefill_tokens": 8724, "context_len": 4096},
-    ),
     Example(
         # v0.4.6.post5 lora/lora_manager.py:68, v0.5.8 :83
         "Using triton as backend of LoRA kernels.",

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from memledger.model.events import Event
 from memledger.sglang.releases import version_code
+
+if TYPE_CHECKING:  # stdlib only at run time: memledger.sglang.lines imports this module
+    from memledger.model.events import Event
 
 
 class Phase(StrEnum):

@@ -302,13 +302,10 @@ LINES: tuple[LineSpec, ...] = (
     ),
     LineSpec("memory_baseline", words=("Memory ",), sizes=("usage",)),
     # ---- weights
-    # `load weight`: SGLang 0.1.5 - 0.1.16's `Rank 0: load weight begin.` (grammars/sglang.lark)
-    LineSpec(
-        "load_begin", words=("Load weight", ": load weight "), checkpoint=True, sizes=("avail",)
-    ),
+    LineSpec("load_begin", words=("Load weight",), checkpoint=True, sizes=("avail",)),
     LineSpec(
         "load_end",
-        words=("Load weight", ": load weight "),
+        words=("Load weight",),
         checkpoint=True,
         stray_size_is_problem=True,
         sizes=("avail", "usage"),
@@ -543,7 +540,7 @@ LINES: tuple[LineSpec, ...] = (
     LineSpec(
         "summary",
         "max_total_num_tokens=",
-        ("max_total_num_token",),  # SGLang 0.1.5 - 0.1.16 printed it without the `s`
+        ("max_total_num_tokens",),
         stray_size_is_problem=True,
         sizes=("available_cpu_mem", "available_gpu_mem"),
         values={
@@ -552,7 +549,6 @@ LINES: tuple[LineSpec, ...] = (
             "max_prefill_tokens": int | None,
             "max_running_requests": int | None,
             "max_total_num_tokens": int | None,
-            "model_mode": str,  # v0.1.12 managers/router/model_rpc.py:105 (`[]`, `['no-cache']`)
         },
     ),
     LineSpec("server_args", "server_args=", ("server_args",), values={"form": str}),
@@ -785,7 +781,6 @@ KEY_ALIASES: dict[str, str] = {
     "Time elapsed": "elapsed",
     "elapsed": "elapsed",
     "#tokens": "tokens",
-    "max_prefill_num_token": "max_prefill_tokens",  # v0.1.12 managers/router/model_rpc.py:103
     "K size": "k",
     "V size": "v",
     "KV size": "kv",
