@@ -282,7 +282,8 @@ def with_launch_command(
                 f"ran with): {shown}"
             )
         # what the printed line does not hold (a line the paste cut short) the command still says
-        return events, {**launch.params, **server_args}, notes
+        lost = {name: value for name, value in launch.params.items() if name not in server_args}
+        return events, {**server_args, **lost}, notes
     event = Event(
         kind=EventKind.SERVER_ARGS,
         line=launch.line,
