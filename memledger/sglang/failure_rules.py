@@ -1711,9 +1711,12 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
     ),
     CrashCause(
         "hicache_host_memory",
-        # 0.5.23 names the host pool in its own words for the pools beside HiCache's KV pool
-        # (a DSA indexer's, MiniMax's index caches, DeepSeek V4's paged and state pools, the
-        # unified pool's backing); `for request` is the PD decode offload's, below
+        # printed at v0.4.6 mem_cache/memory_pool.py:755, v0.5.3 mem_cache/memory_pool_host.py:85,
+        # v0.5.8 :173, v0.5.23 mem_cache/pool_host/base.py:253, pool_host/mamba.py:189; 0.5.23
+        # names the host pool in its own words for the pools beside HiCache's KV pool
+        # (pool_host/dsa.py:225, mha.py:950, minimax_m3_nvfp4.py:90, unified.py:131,
+        # mem_cache/memory_pool_host.py:293, :818, hybrid_cache/hybrid_pool_assembler.py:2635);
+        # `for request` is the PD decode offload's, below
         r"Not enough host memory (?:available|for (?!request\b)[^\n]{1,80}?"
         r"(?:cache|caches|pool \S+|backing)\b)",
         "SGLang's HiCache host-pool check at startup: the host pool of each rank (--hicache-size "
@@ -1732,12 +1735,8 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "hugepages, while with SGLANG_HUGEPAGE_SIZE the pool is mapped from them (v0.5.23 "
         "mem_cache/storage/mmap/mmap_allocator.py:163-185): a host whose RAM is reserved as "
         "hugepages for the pool is refused although the pool fits (fixes credit the hugetlb pool: "
-        "sglang PRs #35048, #38208); v0.4.6 mem_cache/memory_pool.py:755, v0.5.3 "
-        "mem_cache/memory_pool_host.py:85, v0.5.8 :173, v0.5.23 mem_cache/pool_host/base.py:253, "
-        "pool_host/mamba.py:189; the same check under other names in v0.5.23: "
-        "pool_host/dsa.py:225, pool_host/mha.py:950, pool_host/minimax_m3_nvfp4.py:90, "
-        "pool_host/unified.py:131, mem_cache/memory_pool_host.py:293, :818, "
-        "hybrid_cache/hybrid_pool_assembler.py:2635",
+        "sglang PRs #35048, #38208); 0.5.23 checks its other host pools alike (v0.5.23 "
+        "mem_cache/pool_host/dsa.py:225, pool_host/mha.py:950)",
         numbers=(
             r"Requesting (?P<requested_gb>\d+(?:\.\d+)?) GB but only have "
             r"(?P<free_gb>\d+(?:\.\d+)?) GB free"
