@@ -14,9 +14,11 @@ from memledger.model.events import Event, EventKind
 from memledger.sglang.failure_rules import (
     CAPTURE_FAILED_TEXT,
     PHASE_FRAMES,
+    SERVED,
     SERVING_SHAPES,
     WARMUP_CONTEXT,
     Phase,
+    beyond_warmup,
 )
 from memledger.sglang.lifecycle import DRAFT_START, DRAFT_STEPS, MILESTONE_PHASE
 from memledger.sglang.lines import READY_TEXT
@@ -69,10 +71,11 @@ def milestone(evidence: Evidence) -> tuple[Phase, Event | None]:
 
 def failure_phase(evidence: Evidence) -> Phase:
     phase = _placed(evidence)
-    if phase is Phase.SERVING and not _ready_before(evidence) and milestone(evidence)[1]:
+    if phase in SERVED and not _ready_before(evidence) and milestone(evidence)[1]:
         # the server never said it was up: the request that failed was the warmup request (a
-        # traceback pasted alone, without startup lines, says nothing about that)
-        phase = Phase.WARMUP
+        # traceback pasted alone, without startup lines, says nothing about that), unless a
+        # batch held more requests than the warmup's
+        phase = Phase.SERVING if beyond_warmup(evidence.serving_batch) else Phase.WARMUP
     return phase
 
 

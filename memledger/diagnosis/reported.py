@@ -16,8 +16,7 @@ from memledger.diagnosis.model import (
 )
 from memledger.diagnosis.stages import lever_suggestion
 from memledger.diagnosis.verdicts import phrase
-from memledger.model.events import EventKind
-from memledger.sglang.failure_rules import KV_REFUSAL_REASON, Phase
+from memledger.sglang.failure_rules import Phase
 from memledger.sglang.lifecycle import squeeze_levers
 from memledger.sizing.host_pool import host_pool_size
 
@@ -156,11 +155,9 @@ def squeezed(evidence: Evidence) -> Answer | None:
 
 
 def _oom_besides_refusal(evidence: Evidence) -> bool:
-    if evidence.oom is not None or any(e.values.get("said") == "oom" for e in evidence.reported):
-        return True
-    if evidence.refusal is not None and evidence.refusal.values.get("shape") == "said":
-        return False  # the refusal told in words, and an OOM word with no text: the same failure
-    return any(
-        e.kind is EventKind.OOM and e.values.get("reason") != KV_REFUSAL_REASON
-        for e in evidence.events
+    """An allocator's OOM text, or an OOM typed with a value or the fraction of its own; one with
+    neither (`I encounter OOM when launching`, a title's) is the reporter's name for the refusal."""
+    return evidence.oom is not None or any(
+        e.values.get("said") == "oom" and ("value" in e.values or e.values.get("knob") == FRACTION)
+        for e in evidence.reported
     )

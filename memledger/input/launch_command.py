@@ -252,10 +252,11 @@ def with_launch_command(
 ) -> tuple[list[Event], dict[str, ParamValue], list[str]]:
     """The startup's events and settings with the pasted command's, and the notes saying so.
 
-    A printed `server_args=` line is what SGLang ran with and wins: the command then only adds
-    a note naming the flags it disagrees on. Without one, the command's settings stand in, as a
-    SERVER_ARGS event of form `command` at the command's line (so every reader of server_args
-    sees them, and every citation of that line says it is the pasted command).
+    A printed `server_args=` line is what SGLang ran with and wins on every setting it prints:
+    the command adds a note naming the flags it disagrees on, and the settings a cut line lost.
+    Without one, the command's settings stand in, as a SERVER_ARGS event of form `command` at the
+    command's line (so every reader of server_args sees them, and every citation of that line says
+    it is the pasted command).
     """
     if launch is None:
         return events, server_args, []
@@ -280,7 +281,9 @@ def with_launch_command(
                 f"{head}differs from the server_args line, whose values are used (what SGLang "
                 f"ran with): {shown}"
             )
-        return events, server_args, notes
+        # what the printed line does not hold (a line the paste cut short) the command still says
+        lost = {name: value for name, value in launch.params.items() if name not in server_args}
+        return events, {**server_args, **lost}, notes
     event = Event(
         kind=EventKind.SERVER_ARGS,
         line=launch.line,

@@ -47,6 +47,7 @@ from memledger.input.store import (
     Window,
     before_startup,
     bound_notes,
+    preamble,
     rank_table,
 )
 from memledger.input.transform import LineParse
@@ -289,6 +290,9 @@ def _why_not_parsed(message: str, grammar: LineGrammar) -> str:
 def _parse_pasted(logical: LogicalLine, grammar: LineGrammar, out: Collector) -> LineParse | None:
     """A bare line of an input without prefixes, read as the message it holds (input/pasted)."""
     message = tidy_pasted(logical.text, MAX_PARSE_CHARS)  # bounded before any pattern runs
+    serving = read_serving_batch(message) if message.startswith(SERVING_BATCH_STARTS) else None
+    if serving is not None:
+        return LineParse(EventKind.SERVING_BATCH, values=dict(serving))
     parsed = grammar.parse(message) if 0 < len(message) <= MAX_PARSE_CHARS else None
     if parsed is None and (looks_like_memory(logical.text) or grammar.meant_for(message)):
         _unrecognised(out, logical, _why_not_parsed(message, grammar), out.pasted_unrecognised)
@@ -386,8 +390,8 @@ def _startup_range(
         hi = starts[index + 1][0] - 1 if index + 1 in starts else max(n_lines, lo)
 
         def in_kept_startup(item: Stored) -> bool:
-            if before_startup(item.event):  # the store gave them the next startup's
-                return item.segment == segment
+            if before_startup(item.event) or item.event.line < lo:  # the store gave them the
+                return item.segment == segment  # next startup's (store.preamble: the first's)
             return lo <= item.event.line <= hi
 
         return n_startups, index, lo, hi, in_kept_startup
@@ -414,9 +418,13 @@ def _startup_range(
     lo = kept[position]
     hi = kept[position + 1] - 1 if position + 1 < len(kept) else max(n_lines, lo)
 
+    said = any(e.line < kept[0] and preamble(e.kind, e.prefixed) for e in collector.evidence)
+
     def in_startup(item: Stored) -> bool:
         line = item.event.line
-        if before_startup(item.event):  # the startup that follows them
+        if before_startup(item.event) or (  # the startup that follows them
+            said and line < kept[0] and preamble(item.event.kind, item.prefixed)
+        ):
             return next((start for start in kept if start >= line), kept[-1]) == lo
         return lo <= line <= hi
 
@@ -436,9 +444,14 @@ def _startup_index(startup: int | None, n_startups: int, display: str) -> int:
 
 
 def _outcome(
-    collector: Collector, lo: int, hi: int, selection: RankSelection, any_tag: bool
+    collector: Collector, lo: int, hi: int, selection: RankSelection, any_tag: bool, opening: bool
 ) -> tuple[str, int | None, str, list[Event]]:
-    evidence = [e for e in collector.evidence if lo <= e.line <= hi]
+    # the first startup's also what the reporter wrote above it (store.preamble), after its own
+    evidence = [
+        e
+        for e in collector.evidence
+        if lo <= e.line <= hi or (opening and e.line < lo and preamble(e.kind, e.prefixed))
+    ]
     ready_like = [
         e
         for e in evidence
@@ -448,7 +461,7 @@ def _outcome(
     outcome_events: list[Event] = []
     decided: tuple[str, int | None, str] = ("truncated", None, "")
     for kind, name in ((EventKind.OOM, "oom"), (EventKind.CRASH, "crash")):
-        hits = sorted((e for e in evidence if e.kind is kind), key=lambda e: e.line)
+        hits = sorted((e for e in evidence if e.kind is kind), key=lambda e: (e.line < lo, e.line))
         if hits:
             first = hits[0]
             outcome_events.append(_outcome_event(kind, first))
@@ -576,7 +589,7 @@ def parse_log(
     in_range = [s for s in collector.stored if in_startup(s)]
     events = [s.event for s in in_range if selected(s)]
     outcome, outcome_line, outcome_text, outcome_events = _outcome(
-        collector, lo, hi, selection, any_tag
+        collector, lo, hi, selection, any_tag, opening=index == 0
     )
     # an outcome decided by a line that has its own row (the summary, the OOM message, the
     # traceback) is that row: the header names the outcome, a second row would repeat the line

@@ -103,6 +103,10 @@ sentence about a flag). A flag is `--` and its name: `-- The old value ...` is a
 a sentence."""
 
 
+def _knob_only(entry: ErrorText) -> bool:
+    return "knob" in entry.values and "mention" not in entry.values
+
+
 def read_reported(text: str) -> list[dict[str, Value]]:
     """The typed settings and mentions of one bare prose line, in the order they appear."""
     if _COMMAND_RE.search(text):
@@ -120,7 +124,7 @@ def read_reported(text: str) -> list[dict[str, Value]]:
         if isinstance(mention, str) and mention not in mentioned:
             mentioned.add(mention)
             found.append({"mention": mention})
-        if "knob" in entry.values and "mention" not in entry.values:
+        if _knob_only(entry):
             stop = named[index + 1][0] if index + 1 < len(named) else len(text)
             found += _values(entry, text, end, min(stop, end + REACH))
     if named and not any(f.get("said") == "oom" for f in found) and _said(text) == "oom":
@@ -130,6 +134,8 @@ def read_reported(text: str) -> list[dict[str, Value]]:
             # serving, at mem_fraction_static 0.85`): the value it ran out at
             unsaid[0]["said"] = "oom"
         else:
-            # a sentence about a setting that says it ran out of memory, at no typed value
-            found.append({"said": "oom"})
+            # a sentence about a setting that says it ran out of memory, at no typed value: the
+            # setting's name goes with it (`raising mem_fraction_static gives OOM`)
+            knobs = [e.values["knob"] for *_, e in named if _knob_only(e)]
+            found.append({"said": "oom", **({"knob": knobs[0]} if knobs else {})})
     return found

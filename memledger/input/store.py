@@ -87,6 +87,13 @@ def before_startup(event: Event) -> bool:
     return event.kind in BEFORE_STARTUP or event.values.get("at") == "args"
 
 
+def preamble(kind: EventKind, prefixed: bool) -> bool:
+    """What the reporter wrote above the log (its words, a bare out-of-memory sentence) belongs to
+    the first startup, as BEFORE_STARTUP lines do, when it says the startup failed (`always got
+    CUDA out of memory`, then the log); else it is a launcher's chatter, no part of it."""
+    return kind is EventKind.REPORTED or (kind is EventKind.OOM and not prefixed)
+
+
 # the readings `rank_key_values` takes from a rank's events: the first event of a kind with a size
 _KEY_READINGS = (
     (EventKind.LOAD_BEGIN, "avail"),
@@ -352,9 +359,13 @@ class Collector:
         if window.closed:
             return
         previous = window.starts[-1][1] if window.starts else 0
+        said = [e for e in self.evidence if preamble(e.kind, e.prefixed)] if index == 0 else []
         for item in self.stored:  # lines SGLang prints before the server_args line they precede
-            if before_startup(item.event) and item.event.line > previous:
+            first = bool(said) and preamble(item.event.kind, item.prefixed)
+            if (before_startup(item.event) or first) and item.event.line > previous:
                 item.segment = self.n_markers
+        for evidence in said:
+            evidence.segment = self.n_markers
         if window.wanted >= 0 and index > window.wanted:
             window.starts.append((index, line, self.n_markers))
             window.closed = True

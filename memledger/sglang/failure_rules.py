@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from memledger.sglang.releases import version_code
+
+if TYPE_CHECKING:  # stdlib only at run time: memledger.sglang.lines imports this module
+    from memledger.model.events import Event
 
 
 class Phase(StrEnum):
@@ -650,6 +653,22 @@ model_executor/model_runner.py:2645 `forward_extend` (`run_batch_prefill` is not
 kept from the rule's first version)."""
 WARMUP_CONTEXT = "warmup error"
 """`Initialization failed. warmup error: Traceback ...` (v0.5.8 entrypoints/http_server.py:1516)."""
+WARMUP_REQUESTS = 1
+"""Requests the warmup gives a rank: one (v0.1.12 server.py:497-508; v0.5.8 entrypoints/
+http_server.py:1531-1542, one per DP rank). A serving batch holding more (its new, running and
+queued requests) served real requests: the startup was over, whether or not a ready line came
+(SGLang 0.1 printed none: v0.1.12 server.py:495-520)."""
+BATCH_REQUESTS = ("new_seq", "running_req", "queue_req")
+"""The serving-batch numbers (memledger.sglang.lines.SERVING_BATCH_FIELDS) that count requests."""
+SERVED = (Phase.WARMUP, Phase.SERVING)
+"""The phases that serve requests: the warmup's, then the users'."""
+
+
+def beyond_warmup(batch: Event | None) -> bool:
+    """A serving-batch line holds more requests than the warmup gives a rank."""
+    values = batch.values if batch is not None else {}
+    return sum(n for k in BATCH_REQUESTS if isinstance(n := values.get(k), int)) > WARMUP_REQUESTS
+
 
 CAPTURE_ORDER_CITATION = (
     "graphs are captured largest batch first: v0.5.8 model_executor/cuda_graph_runner.py:485, "
@@ -1996,6 +2015,34 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         standalone=True,
         words=("No space left for only one request", "Out of memory even after retracting"),
         example=("AssertionError: No space left for only one request"),
+    ),
+    CrashCause(
+        "cuda_error_cut",
+        # the lines PyTorch puts after a CUDA (HIP) error's own line, read when that line is cut
+        # off; a dump that holds its error line names that error (the chosen traceback, first)
+        r"(?:CUDA|HIP) kernel errors might be asynchronously reported"
+        r"|consider passing (?:CUDA_LAUNCH_BLOCKING|AMD_SERIALIZE_KERNEL)="
+        r"|Compile with `TORCH_USE_(?:CUDA|HIP)_DSA`|c10_cuda_check_implementation",
+        "the tail of PyTorch's CUDA error dump without the error line it follows (`CUDA error: "
+        "...`): which error is not in the paste; the common ones in SGLang threads are an "
+        "out-of-memory, an illegal memory access (a kernel error, or an OOM CUDA reported so: "
+        "SGLang's troubleshooting guide) and a device-side assert",
+        "if memory was tight, lower --mem-fraction-static; else add the `CUDA error:` line above "
+        "the dump (CUDA_LAUNCH_BLOCKING=1 names the kernel)",
+        "PyTorch c10/cuda/CUDAMiscFunctions.cpp get_cuda_check_suffix (`CUDA kernel errors might "
+        "be asynchronously reported ...`, `For debugging consider passing CUDA_LAUNCH_BLOCKING=1`"
+        "), c10/cuda/CUDAException.cpp c10_cuda_check_implementation (`Compile with "
+        "`TORCH_USE_CUDA_DSA` to enable device-side assertions.`)",
+        maybe_memory=True,
+        knobs=(("mem_fraction_static", "lower"),),
+        standalone=True,
+        words=(
+            "kernel errors might be asynchronously",
+            "consider passing",
+            "Compile with `TORCH_USE_",
+            "c10_cuda_check_implementation",
+        ),
+        example="For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
     ),
 )
 """Matched against the failing traceback's `exception: message` text (the input layer does, and

@@ -215,9 +215,19 @@ class ServingField:
     kind: type[int] | type[float]
 
 
-SERVING_BATCH_HEADS: dict[str, str] = {"Prefill batch": "prefill", "Decode batch": "decode"}
+SERVING_BATCH_HEADS: dict[str, str] = {
+    "Prefill batch": "prefill",
+    "Decode batch": "decode",
+    "new fill batch": "prefill",
+    "#running-req: ": "decode",
+}
 """How a serving-batch message starts, and its stage. SGLang prints one per prefill batch and one
-every decode_log_interval decode steps: v0.2.13 managers/tp_worker.py:419-427 (`[gpu=N] Prefill
+every decode_log_interval decode steps. SGLang 0.1.5 - 0.1.16 printed them bare (format
+"%(message)s"): `new fill batch. #seq: N. #cached_token: N. #new_token: N. #remaining_req: N.
+#running_req: N. tree_cache_hit_rate: X%.` (v0.1.5 managers/router/model_rpc.py:306-312, v0.1.16
+:396-403) and `#running-req: N, #token: N, token usage: X, [gen throughput (token/s): X, ]
+#queue-req: N` (v0.1.5 :182-187, v0.1.16 :244-250). From 0.1.17: v0.2.13
+managers/tp_worker.py:419-427 (`[gpu=N] Prefill
 batch. #new-seq, #new-token, #cached-token, cache hit rate, #running-req, #queue-req`) and
 :270-277 (`[gpu=N] Decode batch. #running-req, #token, token usage, gen throughput (token/s),
 #queue-req`); v0.4.6 managers/scheduler.py:992-1007 `log_prefill_stats` (`token usage` in
@@ -233,10 +243,18 @@ SERVING_BATCH_FIELDS: tuple[ServingField, ...] = (
     ServingField("#queue-req", "queue_req", int),
     ServingField("#token", "tokens_used", int),
     ServingField("token usage", "token_usage", float),
+    # SGLang 0.1's `new fill batch.` words (v0.1.5 managers/router/model_rpc.py:306-313)
+    ServingField("#seq", "new_seq", int),
+    ServingField("#new_token", "new_token", int),
+    ServingField("#cached_token", "cached_token", int),
+    ServingField("#running_req", "running_req", int),
+    ServingField("#remaining_req", "queue_req", int),
 )
 """The numbers diagnose reads (v0.2.13 tp_worker.py:270-277, :419-427; v0.4.6
 scheduler.py:992-1047); any other field of the line is ignored."""
-_SERVING_FIELD_RE = re.compile(r"(#?[a-z][a-z -]*?): ([0-9]+(?:\.[0-9]+)?)(?=[,% ]|$)")
+_SERVING_FIELD_RE = re.compile(
+    r"(#?[a-z][a-z _-]*?): ([0-9]+(?:\.[0-9]+)?)(?=[,% ]|\.(?: |$)|$)"  # 0.1: `#seq: 4. `
+)
 _SERVING_FIELDS = {f.printed: f for f in SERVING_BATCH_FIELDS}
 
 
@@ -664,9 +682,11 @@ LINES: tuple[LineSpec, ...] = (
     ),
     LineSpec("release_named", words=REPORT_WORDS, values={"form": str, "release": str}),
     LineSpec("ready", words=("fired up",), values={"reason": str}),
-    # a serving-batch line: no prefilter word (the scanner keeps the last one itself)
+    # a serving-batch line: the scanner keeps the last one behind a prefix itself (its `] Decode
+    # batch` marker); these words let one through without a prefix (a paste, SGLang 0.1's bare log)
     LineSpec(
         "serving_batch",
+        words=("fill batch", "token usage: "),
         values={"stage": str, **{f.key: f.kind for f in SERVING_BATCH_FIELDS}},
     ),
     # ---- error texts and outcome phrases (memledger.sglang.errors: the words of its entries)
