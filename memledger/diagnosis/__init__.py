@@ -83,8 +83,9 @@ def diagnose(parsed: ParsedLog, ledger: Ledger, inputs: SizingInputs | None = No
     held = occupancy.smi_others(evidence, diagnosis.failed, diagnosis.phase)  # nvidia-smi's table
     if held is not None and not any(f.id == FindingId.OTHER_PROCESSES for f in diagnosis.findings):
         words = SMI_VERDICT.format(but="" if diagnosis.failed else "but ", held=g(held.bytes))
-        diagnosis = replace(diagnosis, verdict=f"{diagnosis.verdict}; {words}",
-                            findings=[held, *diagnosis.findings])  # fmt: skip
+        diagnosis = replace(
+            diagnosis, verdict=f"{diagnosis.verdict}; {words}", findings=[held, *diagnosis.findings]
+        )
     # what SGLang changed by itself, and where the settings come from, are part of the answer
     adjusted = {says(e.values): e for e in evidence.events if e.kind is EventKind.SETTING_ADJUSTED}
     said = [  # every rank prints it: said once
@@ -182,8 +183,15 @@ def _out_of_memory(evidence: Evidence) -> Diagnosis:
         findings, suggestions, verdict = squeeze
         findings += memory.site_finding(evidence)
         missing = memory.shortfall(evidence)
-        return _diagnosis(evidence, "oom", Phase.KV_SIZING, verdict, findings, suggestions,
-                          shortfall_bytes=missing)  # fmt: skip
+        return _diagnosis(
+            evidence,
+            "oom",
+            Phase.KV_SIZING,
+            verdict,
+            findings,
+            suggestions,
+            shortfall_bytes=missing,
+        )
     phase = failure_phase(evidence)
     said_phase, firm = reported.mentioned_phase(evidence)  # what the paste's prose names
     order = list(Phase)

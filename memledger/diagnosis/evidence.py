@@ -313,7 +313,7 @@ def _said_refusal(reported: list[Event]) -> Event | None:
         for e in reported
         if e.values.get("knob") == "mem_fraction_static"
         and (
-            e.values.get("relation") == ">"
+            (e.values.get("relation") == ">" and e.values.get("said") != "oom")
             or (e.values.get("relation") == "<" and e.values.get("said") == "fails")
         )
     ]

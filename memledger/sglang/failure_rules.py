@@ -1931,7 +1931,10 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "pool_leak_check",
         # the raises only: 0.3's `KV cache pool leak detected!` was a warning the server went on
         # after (v0.3.0 managers/tp_worker.py:305-324), no crash
-        r"memory leak detected!|Mem Leak Detected!",
+        r"memory leak detected!|Mem Leak Detected!"
+        # said in prose: the check's function named with the leak it reported (0.5 releases)
+        r"|memory leak (?:error|detection|check)[^\n]{0,120}?\bself_check_during_idle\b"
+        r"|\bself_check_during_idle\b[^\n]{0,120}?memory leak",
         "SGLang's self-check of its pools when no batch is running: every KV slot and request "
         "slot must then be free or held by the prefix cache, and some were neither, so a code "
         "path freed fewer slots than it allocated: SGLang's own accounting, not GPU memory that "
@@ -1954,7 +1957,7 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
         "_report_leak (the same file in 2026, sglang PR #26941's traceback)",
         phase=Phase.SERVING,
         standalone=True,
-        words=("leak detected!", "Leak Detected!"),
+        words=("leak detected!", "Leak Detected!", "self_check_during_idle"),
         frames=(
             ("check_memory", "scheduler"),
             ("_check_hybrid_memory", "scheduler"),
@@ -1965,6 +1968,35 @@ CRASH_CAUSES: tuple[CrashCause, ...] = (
             "ValueError: token_to_kv_pool_allocator memory leak detected! "
             "self.max_total_num_tokens=50000, available_size=49872, evictable_size=0, "
             "protected_size=0"
+        ),
+    ),
+    CrashCause(
+        "kernel_image_missing",
+        r"no kernel image is available for execution on the device"
+        r"|cudaErrorNoKernelImageForDevice",
+        "the CUDA runtime found no kernel built for this GPU's architecture (compute capability) "
+        "in the library that launched it (cudaErrorNoKernelImageForDevice, error 209; HIP prints "
+        "the same text): that library's build does not cover the card, as FlashInfer's 0.1 "
+        "wheels had no sm_75 kernels for the T4 and RTX 20xx, and sgl-kernel or PyTorch builds "
+        "without the card's arch do the same; when the first launch is in graph capture SGLang "
+        "wraps it as 'Capture cuda graph failed' with its memory hints (v0.2.9 "
+        "model_executor/model_runner.py:312-319, v0.5.8 model_executor/cuda_graph_runner.py:369, "
+        ":931-938), which do not apply: no memory is short",
+        "a build without this GPU's kernels: run without that library (FlashInfer: "
+        "--attention-backend triton and --sampling-backend pytorch; 0.2-era "
+        "--disable-flashinfer --disable-flashinfer-sampling) or install a build compiled for "
+        "the card's compute capability",
+        "https://github.com/flashinfer-ai/flashinfer/issues/421 (sm_75 not yet supported by "
+        "FlashInfer), https://github.com/sgl-project/sglang/issues/931 (T4: run with "
+        "--disable-flashinfer --disable-flashinfer-sampling); v0.2.9 server_args.py:357-362 "
+        "(the flags); CUDA runtime API, cudaErrorNoKernelImageForDevice = 209",
+        standalone=True,
+        words=("no kernel image is available", "cudaErrorNoKernelImageForDevice"),
+        example=(
+            "CUDA Error: no kernel image is available for execution on the device (209) "
+            "/tmp/build/flashinfer-0.1.4/include/flashinfer/attention/handler.cuh: line 169 at "
+            "function cudaOccupancyMaxActiveBlocksPerMultiprocessor(&num_blocks_per_sm, kernel, "
+            "num_threads, smem_size)"
         ),
     ),
     CrashCause(

@@ -139,6 +139,17 @@ def test_a_floor_typed_for_the_fraction_is_the_refusal() -> None:
     assert "the paste says it starts only above 0.83" in fraction.why
 
 
+def test_a_fraction_typed_as_where_the_oom_starts_is_a_ceiling_not_a_refusal() -> None:
+    # `>= 0.5 always leads to OOM` bounds the fraction from above: no KV refusal was seen
+    diagnosis = _diagnose(
+        "with the base model as EAGLE draft, mem-fraction >= 0.5 always leads to OOM\n"
+    )
+    assert "no fraction fits" not in diagnosis.verdict
+    assert diagnosis.phase is not Phase.KV_SIZING
+    (fraction,) = [s for s in diagnosis.suggestions if s.knob == "mem_fraction_static"]
+    assert fraction.direction.value == "lower"
+
+
 @pytest.mark.parametrize(
     ("text", "knob", "phase"),
     [
