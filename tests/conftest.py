@@ -208,6 +208,36 @@ def knobs_of(result: Diagnosis) -> list[tuple[str, str]]:
     return [(s.knob, s.direction.value) for s in result.suggestions]
 
 
+MEMORY_KNOBS = {
+    "mem_fraction_static",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "cuda_graph_max_bs",
+    "max_total_tokens",
+    "context_length",
+}
+"""The settings that move GPU memory, as a diagnosis's suggestions name them."""
+
+
+def paste_id(paste: object) -> str:
+    """A test id without spaces (a landing script splits failing ids at white space)."""
+    return re.sub(r"\W+", "-", str(paste))[:48].strip("-")
+
+
+def diagnose_text(paste: str) -> Diagnosis:
+    """What `memledger diagnose -` says of a made-up paste, through the command's own path
+    (memledger.app.diagnose.diagnosis_of)."""
+    from memledger.app.diagnose import diagnosis_of
+    from memledger.app.options import DiagnoseOptions
+
+    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
+
+
+def finding_ids(result: Diagnosis) -> list[str]:
+    """The ids of a diagnosis's findings, in order."""
+    return [str(f.id) for f in result.findings]
+
+
 @pytest.fixture(scope="session")
 def truth() -> list[dict[str, Any]]:
     return load_truth()

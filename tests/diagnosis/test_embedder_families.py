@@ -8,25 +8,19 @@ synthetic line."""
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
 from memledger.diagnosis.model import Diagnosis
 from memledger.input.outcome import outcome_kind
 from memledger.model.events import EventKind
+from tests.conftest import diagnose_text
 
 
 def _id(paste: str) -> str:
     """A test id without spaces (a landing script splits failing ids at white space)."""
     return re.sub(r"\W+", "-", paste)[:48].strip("-")
-
-
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
 
 
 def _knobs(result: Diagnosis, direction: str) -> list[str]:
@@ -48,7 +42,7 @@ def _knobs(result: Diagnosis, direction: str) -> list[str]:
     ids=_id,
 )
 def test_the_refusals_advice_is_the_refusal(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     assert result.phase == "kv_sizing"
     assert _knobs(result, "raise")[:1] == ["mem_fraction_static"]
@@ -56,7 +50,7 @@ def test_the_refusals_advice_is_the_refusal(paste: str) -> None:
 
 def test_bold_elsewhere_is_still_read_as_its_text() -> None:
     """A bold word in an allocator message goes, and the message keeps its numbers."""
-    result = _diagnose(
+    result = diagnose_text(
         "torch.OutOfMemoryError: CUDA **out of memory**. Tried to allocate 2.00 GiB. GPU 0 has a "
         "total capacity of 79.19 GiB of which 1.00 GiB is free."
     )
@@ -76,7 +70,7 @@ def test_bold_elsewhere_is_still_read_as_its_text() -> None:
     ids=_id,
 )
 def test_no_request_slot_is_a_refusal_of_the_pool(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     assert result.phase == "kv_sizing"
     assert "mem_fraction_static" in _knobs(result, "raise")
@@ -99,7 +93,7 @@ _RELEASE = "release of its memory for a colocated trainer"
     ids=_id,
 )
 def test_the_release_said_in_words_names_sglangs_release(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     said = [f.message for f in result.findings if _RELEASE in f.message]
     assert len(said) == 1
@@ -119,7 +113,7 @@ def test_the_release_said_in_words_names_sglangs_release(paste: str) -> None:
     ids=_id,
 )
 def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert not any(_RELEASE in f.message for f in result.findings)
 
 
@@ -136,7 +130,7 @@ def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) ->
     ids=_id,
 )
 def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     lowered = _knobs(result, "lower")
     assert lowered[0] == "kt_num_gpu_experts"
@@ -152,7 +146,7 @@ def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
     ids=_id,
 )
 def test_transformers_alone_names_no_ktransformers(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert "kt_num_gpu_experts" not in _knobs(result, "lower")
 
 
@@ -172,7 +166,7 @@ _TOO_BIG = "the weights alone exceed one GPU"
     ids=_id,
 )
 def test_weights_too_big_for_one_gpu_place_the_failure_at_load(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     assert result.phase == "load"
     assert _knobs(result, "raise")[:1] == ["tp_size"]
@@ -188,7 +182,7 @@ def test_weights_too_big_for_one_gpu_place_the_failure_at_load(paste: str) -> No
     ids=_id,
 )
 def test_a_model_that_fits_names_no_oversized_weights(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert not any(_TOO_BIG in f.message for f in result.findings)
 
 
@@ -204,7 +198,7 @@ def test_a_model_that_fits_names_no_oversized_weights(paste: str) -> None:
     ids=_id,
 )
 def test_the_oom_word_in_mixed_case_is_an_out_of_memory(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     assert result.suggestions
 
@@ -229,7 +223,7 @@ _SWA = "hybrid sliding-window (SWA) model's two KV pools"
     ids=_id,
 )
 def test_an_swa_model_named_explains_its_split_pools(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     said = [f.message for f in result.findings if _SWA in f.message]
     assert len(said) == 1
     assert (
@@ -247,5 +241,5 @@ def test_an_swa_model_named_explains_its_split_pools(paste: str) -> None:
     ids=_id,
 )
 def test_sglangs_own_swa_counts_and_swap_name_no_swa_model(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert not any(_SWA in f.message for f in result.findings)

@@ -7,24 +7,18 @@ unread paste raises InputError: exit 3). Every input is a synthetic line."""
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
 from memledger.diagnosis.model import Diagnosis
 from memledger.input.reported import read_reported
+from tests.conftest import diagnose_text
 
 
 def _id(paste: str) -> str:
     """A test id without spaces (a landing script splits failing ids at white space)."""
     return re.sub(r"\W+", "-", paste)[:48].strip("-")
-
-
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
 
 
 def _knobs(result: Diagnosis, direction: str) -> list[str]:
@@ -51,7 +45,7 @@ NEAR_ONE = "a --mem-fraction-static of 0.97 or more"
     ids=_id,
 )
 def test_a_fraction_near_one_with_a_failure_lowers_the_fraction_first(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     assert _named(result, NEAR_ONE)
     assert _knobs(result, "lower")[:1] == ["mem_fraction_static"]
@@ -69,7 +63,7 @@ def test_a_fraction_near_one_with_a_failure_lowers_the_fraction_first(paste: str
     ids=_id,
 )
 def test_a_fraction_below_the_defaults_range_is_no_near_one_mention(paste: str) -> None:
-    assert not _named(_diagnose(paste), NEAR_ONE)
+    assert not _named(diagnose_text(paste), NEAR_ONE)
 
 
 def test_the_near_one_mention_leaves_the_typed_value_read() -> None:
@@ -81,7 +75,7 @@ def test_the_near_one_mention_leaves_the_typed_value_read() -> None:
 
 def test_a_fraction_near_one_said_alone_is_a_finding_with_its_direction() -> None:
     """No failure in the paste: the finding says what 0.99 leaves and which way to move it."""
-    result = _diagnose(
+    result = diagnose_text(
         "Our sample config used `--mem-fraction-static=0.99` to fit a vision model on a 24GB GPU "
         "(barely fits); such a high value is unsafe."
     )
@@ -102,7 +96,7 @@ def test_a_fraction_near_one_said_alone_is_a_finding_with_its_direction() -> Non
 def test_a_dash_that_opens_a_sentence_is_prose_not_a_command(paste: str) -> None:
     events = read_reported(paste)
     assert {"mention": "fraction_near_one"} in events
-    assert _diagnose(paste).outcome != ""  # read, not refused (an unread paste raises)
+    assert diagnose_text(paste).outcome != ""  # read, not refused (an unread paste raises)
 
 
 @pytest.mark.parametrize(
@@ -133,7 +127,7 @@ KT_NAMED = [
 @pytest.mark.parametrize("paste", KT_NAMED, ids=_id)
 def test_ktransformers_without_its_weight_path_sets_the_weight_path(paste: str) -> None:
     """Without --kt-weight-path SGLang makes no KT config and every expert is a GPU weight."""
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     assert "kt_weight_path" in _knobs(result, "enable")
     assert "kt_num_gpu_experts" in _knobs(result, "lower")
@@ -150,7 +144,7 @@ def test_ktransformers_without_its_weight_path_sets_the_weight_path(paste: str) 
     ids=_id,
 )
 def test_ktransformers_with_its_weight_path_is_the_split_that_is_on(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert "kt_weight_path" not in _knobs(result, "enable")
     assert _knobs(result, "lower")[:1] == ["kt_num_gpu_experts"]
     assert _named(result, "(--kt-weight-path set)")
@@ -205,7 +199,7 @@ def test_a_weight_path_printed_as_none_is_no_split() -> None:
     ids=lambda v: _id(v) if isinstance(v, str) else str(v),
 )
 def test_the_refusals_own_floor_is_the_value_to_raise_to(paste: str, value: float) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.phase == "kv_sizing"
     raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
     assert raised and raised[0].direction == "raise" and raised[0].value == value
@@ -213,7 +207,7 @@ def test_the_refusals_own_floor_is_the_value_to_raise_to(paste: str, value: floa
 
 def test_a_refusal_cut_before_its_numbers_and_a_new_record_stays_two_records() -> None:
     """The next line is a record of its own (a traceback): the cut text is read as it is."""
-    result = _diagnose(
+    result = diagnose_text(
         "Loaded weights leave no GPU memory for the KV cache under\n"
         "Traceback (most recent call last):\n"
         '  File "/x/sglang/srt/managers/scheduler.py", line 3207, in run_scheduler_process'
@@ -226,7 +220,7 @@ def test_a_refusal_cut_before_its_numbers_and_a_new_record_stays_two_records() -
 def test_a_refusals_value_without_p_says_its_budget_as_a_share_of_p() -> None:
     """No `Load weight begin` reading: the KV budget the value gives is (value - minimum) x P,
     said as such, not an unknown mark."""
-    result = _diagnose(
+    result = diagnose_text(
         "ValueError: Loaded weights leave no GPU memory for the KV cache under "
         "--mem-fraction-static=0.88. Raise above 0.9113"
     )

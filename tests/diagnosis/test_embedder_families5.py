@@ -8,26 +8,10 @@ unread paste raises InputError: exit 3). Every input is a synthetic line."""
 
 from __future__ import annotations
 
-import io
-import re
-
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
-from memledger.diagnosis.model import Diagnosis
 from memledger.input.error_texts import read_process_exit
-from tests.conftest import PROSE_SHAPES, knobs_of, said_of
-
-
-def _id(paste: object) -> str:
-    """A test id without spaces (a landing script splits failing ids at white space)."""
-    return re.sub(r"\W+", "-", str(paste))[:48].strip("-")
-
-
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
-
+from tests.conftest import PROSE_SHAPES, diagnose_text, knobs_of, paste_id, said_of
 
 KILLED = "killed (SIGKILL)"
 
@@ -45,10 +29,10 @@ KILLED = "killed (SIGKILL)"
         "Scheduler or DataParallelController 1234 terminated with -9",
         "`Exit code: -9`",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_killed_process_in_each_shape_is_a_crash_by_sigkill(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "crash"
     assert KILLED in result.verdict
 
@@ -61,10 +45,10 @@ def test_a_killed_process_in_each_shape_is_a_crash_by_sigkill(paste: str) -> Non
         "sglang exited with code 1",
         "exit status 1",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_plain_non_zero_exit_is_a_crash_but_not_a_kill(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "crash"
     assert KILLED not in result.verdict
 
@@ -82,7 +66,7 @@ def test_a_plain_non_zero_exit_is_a_crash_but_not_a_kill(paste: str) -> None:
         ("Exit code: -9", -9, True),
         ("terminated with -6", -6, False),
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_the_exit_code_is_decoded_by_who_prints_it(line: str, code: int, killed: bool) -> None:
     assert read_process_exit(line) == {"exit_code": code, "killed": killed}
@@ -106,11 +90,11 @@ OTHER = "another process holds GPU memory"
         "VRAM is still in use although the server exited",
         "the memory stays taken by the previous sglang server",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_memory_a_process_that_ended_still_holds_is_named(sentence: str) -> None:
     for shape in PROSE_SHAPES:
-        result = _diagnose(shape.format(s=sentence) + "\nExit code 137")
+        result = diagnose_text(shape.format(s=sentence) + "\nExit code 137")
         assert result.outcome == "crash", shape
         assert OTHER in said_of(result), shape
         assert KILLED in result.verdict, shape
@@ -123,10 +107,10 @@ def test_memory_a_process_that_ended_still_holds_is_named(sentence: str) -> None
         "the KV cache still holds 3 GB",
         "the memory is still low after the first request",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_memory_sglang_itself_holds_is_not_another_process(sentence: str) -> None:
-    result = _diagnose(sentence + "\nCUDA out of memory")
+    result = diagnose_text(sentence + "\nCUDA out of memory")
     assert OTHER not in said_of(result)
 
 
@@ -143,11 +127,11 @@ EXPANDABLE = "expandable_segments is not supported by torch_memory_saver"
         "memory saver pause works",
         "release_memory_occupation returns but nothing is freed (expandable_segments:True)",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_expandable_segments_beside_the_memory_saver_is_named(sentence: str) -> None:
     for shape in PROSE_SHAPES:
-        result = _diagnose(shape.format(s=sentence))
+        result = diagnose_text(shape.format(s=sentence))
         assert EXPANDABLE in said_of(result), shape
 
 
@@ -159,8 +143,8 @@ def test_the_allocators_own_advice_is_not_the_memory_saver_family() -> None:
         "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
         "fragmentation.  See documentation for Memory Management"
     )
-    assert EXPANDABLE not in said_of(_diagnose(paste))
-    assert EXPANDABLE not in said_of(_diagnose("the offload ran fine.\n" + paste))
+    assert EXPANDABLE not in said_of(diagnose_text(paste))
+    assert EXPANDABLE not in said_of(diagnose_text("the offload ran fine.\n" + paste))
 
 
 @pytest.mark.parametrize(
@@ -171,11 +155,11 @@ def test_the_allocators_own_advice_is_not_the_memory_saver_family() -> None:
         "RuntimeError: TorchMemorySaver is disabled for the current process because "
         "PYTORCH_CUDA_ALLOC_CONF is set to expandable_segments:True",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_the_memory_savers_refusal_is_a_known_crash_with_its_fix(exception: str) -> None:
     paste = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
-    result = _diagnose(paste + exception)
+    result = diagnose_text(paste + exception)
     assert result.outcome == "crash"
     assert "unset expandable_segments" in result.verdict
     assert "not GPU memory" in result.verdict
@@ -191,10 +175,10 @@ NCCL = "NCCL allocates them itself"
         "node3:77:77 [5] include/alloc.h:493 NCCL WARN Failed to CUDA calloc async 2097152 bytes",
         "gpu-7:1:9 [2] include/alloc.h:161 NCCL WARN Failed to CUDA malloc 33554432 bytes",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_nccls_own_allocation_warning_is_an_oom_of_its_buffers(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     assert NCCL in said_of(result)
     assert knobs_of(result)[:1] == [("mem_fraction_static", "lower")]
@@ -208,18 +192,18 @@ def test_nccls_own_allocation_warning_is_an_oom_of_its_buffers(paste: str) -> No
         "we hit an NCCL OOM right after the rollout",
         "the nccl all-reduce failed to cuda malloc its buffer",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_nccls_allocation_failure_said_in_prose_is_named(sentence: str) -> None:
     for shape in PROSE_SHAPES:
-        result = _diagnose(shape.format(s=sentence))
+        result = diagnose_text(shape.format(s=sentence))
         assert result.outcome != "ready", shape
         assert NCCL in said_of(result), shape
 
 
 def test_nccl_named_without_a_failure_is_not_the_family() -> None:
     paste = "NCCL version 2.21.5+cuda12.4\nCUDA out of memory"
-    assert NCCL not in said_of(_diagnose(paste))
+    assert NCCL not in said_of(diagnose_text(paste))
 
 
 SHARED = "two servers on one GPU"
@@ -234,11 +218,11 @@ SHARED = "two servers on one GPU"
         "both instances share one GPU, the decode one fails to start",
         "the embedding model left just 3 GB free on GPU 1",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_two_servers_on_one_gpu_lower_the_fraction(sentence: str) -> None:
     for shape in PROSE_SHAPES:
-        result = _diagnose(shape.format(s=sentence))
+        result = diagnose_text(shape.format(s=sentence))
         assert SHARED in said_of(result), shape
         assert ("mem_fraction_static", "lower") in knobs_of(result), shape
 
@@ -249,10 +233,10 @@ def test_two_servers_on_one_gpu_lower_the_fraction(sentence: str) -> None:
         "the weights left only 2 GB for the KV cache",
         "two GPUs, one server",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_one_server_alone_is_not_the_shared_gpu_family(sentence: str) -> None:
-    assert SHARED not in said_of(_diagnose(sentence + "\nCUDA out of memory"))
+    assert SHARED not in said_of(diagnose_text(sentence + "\nCUDA out of memory"))
 
 
 VERSION = "a library's version as the cause"
@@ -267,11 +251,11 @@ VERSION = "a library's version as the cause"
         "downgrading flashinfer to 0.2.5 fixed the out of memory",
         "torch 2.7 or later goes OOM at capture",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_version_named_as_the_cause_is_said(sentence: str) -> None:
     for shape in PROSE_SHAPES:
-        result = _diagnose(shape.format(s=sentence) + "\nCUDA out of memory")
+        result = diagnose_text(shape.format(s=sentence) + "\nCUDA out of memory")
         assert VERSION in said_of(result), shape
 
 
@@ -281,10 +265,10 @@ def test_a_version_named_as_the_cause_is_said(sentence: str) -> None:
         "sglang 0.4.6 with flashinfer 0.2.5 on an H100",
         "Later the server ran out of memory",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_version_merely_named_is_not_the_family(sentence: str) -> None:
-    assert VERSION not in said_of(_diagnose(sentence + "\nCUDA out of memory"))
+    assert VERSION not in said_of(diagnose_text(sentence + "\nCUDA out of memory"))
 
 
 RELEASE = "SGLang's release of its memory for a colocated trainer"
@@ -297,9 +281,9 @@ RELEASE = "SGLang's release of its memory for a colocated trainer"
         "OOM in the actor update although free_cache_engine=True",
         "calling engine.flush_cache() after generation does not help, the trainer OOMs",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_an_rl_frameworks_cache_flush_is_its_release(sentence: str) -> None:
     for shape in PROSE_SHAPES:
-        result = _diagnose(shape.format(s=sentence) + "\nCUDA out of memory")
+        result = diagnose_text(shape.format(s=sentence) + "\nCUDA out of memory")
         assert RELEASE in said_of(result), shape

@@ -10,29 +10,9 @@ synthetic line."""
 
 from __future__ import annotations
 
-import io
-import re
-
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
-from memledger.diagnosis.model import Diagnosis
-from tests.conftest import PROSE_SHAPES, knobs_of, said_of
-
-
-def _id(paste: object) -> str:
-    """A test id without spaces (a landing script splits failing ids at white space)."""
-    return re.sub(r"\W+", "-", str(paste))[:48].strip("-")
-
-
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
-
-
-def _ids(result: Diagnosis) -> list[str]:
-    return [str(f.id) for f in result.findings]
-
+from tests.conftest import PROSE_SHAPES, diagnose_text, finding_ids, knobs_of, paste_id, said_of
 
 BARE_CURESULT = (
     "CUresult error  result=2",
@@ -42,10 +22,10 @@ BARE_CURESULT = (
 """torch_memory_saver's CURESULT_CHECK words without its `[torch_memory_saver.cpp]` tag."""
 
 
-@pytest.mark.parametrize("text", BARE_CURESULT, ids=_id)
-@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=_id)
+@pytest.mark.parametrize("text", BARE_CURESULT, ids=paste_id)
+@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=paste_id)
 def test_a_bare_curesult_2_is_the_memory_savers_oom(text: str, shape: str) -> None:
-    result = _diagnose("Using FSDP2 with SGLang for the rollout\n" + shape.format(s=text))
+    result = diagnose_text("Using FSDP2 with SGLang for the rollout\n" + shape.format(s=text))
     assert result.outcome == "oom"
     assert ("mem_fraction_static", "lower") in knobs_of(result)
     assert "RL framework" in result.verdict
@@ -55,7 +35,7 @@ def test_a_bare_curesult_2_is_the_memory_savers_oom(text: str, shape: str) -> No
     "text", ["CUresult error  result=1", "CUresult error  result=20", "cuResult error result=2x"]
 )
 def test_another_curesult_code_is_no_oom(text: str) -> None:
-    result = _diagnose("[2026-01-01 00:00:00] Load weight begin. avail mem=70.00 GB\n" + text)
+    result = diagnose_text("[2026-01-01 00:00:00] Load weight begin. avail mem=70.00 GB\n" + text)
     assert result.outcome != "oom"
 
 
@@ -67,16 +47,16 @@ RELEASE_FREES_NOTHING = (
 )
 
 
-@pytest.mark.parametrize("text", RELEASE_FREES_NOTHING, ids=_id)
-@pytest.mark.parametrize("shape", PROSE_SHAPES[:4], ids=_id)
+@pytest.mark.parametrize("text", RELEASE_FREES_NOTHING, ids=paste_id)
+@pytest.mark.parametrize("shape", PROSE_SHAPES[:4], ids=paste_id)
 def test_a_release_said_to_free_nothing_names_expandable_segments(text: str, shape: str) -> None:
-    result = _diagnose(shape.format(s=text) + "\nsglang 0.4.6.post1")
+    result = diagnose_text(shape.format(s=text) + "\nsglang 0.4.6.post1")
     assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments" in result.verdict
     assert "no fraction frees it" in result.verdict
 
 
 def test_memory_freed_after_offload_is_not_the_family() -> None:
-    result = _diagnose(
+    result = diagnose_text(
         "memory is freed after sglang offload, as expected\n"
         "[2026-01-01 00:00:00] Load weight begin. avail mem=70.00 GB"
     )
@@ -97,17 +77,17 @@ def test_memory_freed_after_offload_is_not_the_family() -> None:
         ),
         ("on rocm7.2 the sleep/offload of the rollout engine frees nothing", "then resume OOMs"),
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_release_on_rocm_7_2_leads_with_rocr_not_the_fraction(lines: tuple[str, ...]) -> None:
-    result = _diagnose("\n".join(lines))
+    result = diagnose_text("\n".join(lines))
     head = result.verdict.split("lower --mem-fraction-static")[0]
     assert "a release on ROCm 7.2: no fraction frees it: ROCm 7.0" in head
     assert "PR #1680" in head
 
 
 def test_rocm_7_2_without_a_release_names_no_rocr_leak() -> None:
-    result = _diagnose(
+    result = diagnose_text(
         "ROCm 7.2, MI300X\n"
         "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
         "capacity of 191.98 GiB of which 1.00 GiB is free."
@@ -124,15 +104,15 @@ ZH_ALLOCATOR = (
 """The allocator's message as translators and pages retell it."""
 
 
-@pytest.mark.parametrize("text", ZH_ALLOCATOR, ids=_id)
-@pytest.mark.parametrize("shape", ("{s}", "> {s}", "`{s}`"), ids=_id)
+@pytest.mark.parametrize("text", ZH_ALLOCATOR, ids=paste_id)
+@pytest.mark.parametrize("shape", ("{s}", "> {s}", "`{s}`"), ids=paste_id)
 def test_the_allocator_message_in_chinese_reads_its_sizes(text: str, shape: str) -> None:
-    result = _diagnose(
+    result = diagnose_text(
         "python3 -m sglang.launch_server --model meta-llama/Llama-4-Scout-17B-16E-Instruct --tp 8\n"
         + shape.format(s=text)
     )
     assert result.outcome == "oom"
-    assert "allocation_exceeds_gpu" in _ids(result)
+    assert "allocation_exceeds_gpu" in finding_ids(result)
     assert "host RAM" not in result.verdict
     assert ("context_length", "lower") in knobs_of(result)
     assert result.shortfall_bytes is not None
@@ -140,7 +120,9 @@ def test_the_allocator_message_in_chinese_reads_its_sizes(text: str, shape: str)
 
 
 def test_the_chinese_message_with_free_before_its_word_reads_the_free() -> None:
-    result = _diagnose("错误日志显示,GPU7尝试分配448MB内存失败,而此时该GPU上仅有380.31MB空闲内存。")
+    result = diagnose_text(
+        "错误日志显示,GPU7尝试分配448MB内存失败,而此时该GPU上仅有380.31MB空闲内存。"
+    )
     assert result.outcome == "oom"
     assert result.shortfall_bytes is not None
     assert round(result.shortfall_bytes / 2**20) == 68
@@ -148,14 +130,14 @@ def test_the_chinese_message_with_free_before_its_word_reads_the_free() -> None:
 
 @pytest.mark.parametrize("said", ["CUDA内存不足", "GPU 内存不足", "启动时 gpu内存不够"])
 def test_the_devices_memory_in_chinese_is_no_host_ram(said: str) -> None:
-    result = _diagnose(f"启动服务时出现{said}的问题")
+    result = diagnose_text(f"启动服务时出现{said}的问题")
     assert result.outcome == "oom"
-    assert "host_memory" not in _ids(result)
+    assert "host_memory" not in finding_ids(result)
 
 
 def test_memory_alone_in_chinese_stays_the_hosts() -> None:
-    result = _diagnose("加载权重时内存不足,进程被杀")
-    assert "host_memory" in _ids(result)
+    result = diagnose_text("加载权重时内存不足,进程被杀")
+    assert "host_memory" in finding_ids(result)
 
 
 OMNI_LOADS = (
@@ -179,7 +161,7 @@ frames (before it)."""
 OOM_LINE = "OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB."
 
 
-@pytest.mark.parametrize("where", OMNI_LOADS, ids=_id)
+@pytest.mark.parametrize("where", OMNI_LOADS, ids=paste_id)
 def test_a_pipeline_model_loaded_beside_the_engine_lowers_sglangs_fraction(
     where: str | tuple[str, ...],
 ) -> None:
@@ -187,7 +169,7 @@ def test_a_pipeline_model_loaded_beside_the_engine_lowers_sglangs_fraction(
         lines = [OOM_LINE, "", where]
     else:  # a traceback: its frames, then its error
         lines = ["Traceback (most recent call last):", *where, OOM_LINE]
-    result = _diagnose(
+    result = diagnose_text(
         "Launching sgl-omni serve on a 24 GB GPU OOMs during pipeline startup:\n" + "\n".join(lines)
     )
     assert result.outcome == "oom"
@@ -203,9 +185,9 @@ def test_a_pipeline_model_loaded_beside_the_engine_lowers_sglangs_fraction(
         "the VRAM usage on GPU 0 continuously increases and eventually leads to an OOM",
         "GPU memory steadily grows with every image request",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_memory_growing_with_the_adverb_first_is_a_leak_to_upgrade(text: str) -> None:
-    result = _diagnose("After a number of requests, it will OOM.\n" + text)
+    result = diagnose_text("After a number of requests, it will OOM.\n" + text)
     assert result.outcome == "oom"
     assert "a leak (not the pools' size) that an upgrade fixes" in result.verdict

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from memledger.diagnosis import Diagnosis
 from memledger.sglang.lifecycle import MEMORY_KNOBS
-from tests.conftest import diagnose_paste
+from tests.conftest import diagnose_paste, finding_ids
 
 FRAME = '  File "/usr/lib/python3/site-packages/sglang/srt/{path}", line {n}, in {func}'
 NO_IMAGE = "no kernel image is available for execution on the device"
-
-
-def _ids(result: Diagnosis) -> list[str]:
-    return [str(f.id) for f in result.findings]
 
 
 def _memory_knobs(result: Diagnosis) -> set[str]:
@@ -38,7 +34,7 @@ def test_capture_failure_without_a_kernel_image_is_no_memory_shortage() -> None:
     )
     assert result.outcome == "crash"
     assert result.phase.value == "graph_capture"
-    assert "kernel_image_missing" in _ids(result)
+    assert "kernel_image_missing" in finding_ids(result)
     assert "not GPU memory" in result.verdict and "--attention-backend triton" in result.verdict
     assert not _memory_knobs(result), result.suggestions
 
@@ -52,7 +48,7 @@ def test_raw_cuda_error_lines_from_a_kernel_library_are_read_alone() -> None:
     )
     result = diagnose_paste([line, line, "Process Process-1:"])
     assert result.outcome == "crash"
-    assert "kernel_image_missing" in _ids(result)
+    assert "kernel_image_missing" in finding_ids(result)
     assert not _memory_knobs(result), result.suggestions
     # the kernel's name holds `Paged`/`pages`: no paged-KV accounting story is told
     assert "paged KV cache" not in result.verdict
@@ -66,7 +62,7 @@ def test_pytorch_accelerator_error_shape_names_the_same_cause() -> None:
             f"torch.AcceleratorError: CUDA error: {NO_IMAGE}",
         ]
     )
-    assert "kernel_image_missing" in _ids(result)
+    assert "kernel_image_missing" in finding_ids(result)
     assert result.outcome == "crash"
     assert not _memory_knobs(result), result.suggestions
 
@@ -78,7 +74,7 @@ def test_leak_check_said_in_prose_is_the_pool_self_check() -> None:
         "the server dies in self_check_during_idle with a memory leak after a few hours",
     ):
         result = diagnose_paste([said])
-        assert "pool_leak_check" in _ids(result), said
+        assert "pool_leak_check" in finding_ids(result), said
         assert result.outcome == "crash", said
         assert "accounting bug" in result.verdict, said
         assert not _memory_knobs(result), said
@@ -87,4 +83,4 @@ def test_leak_check_said_in_prose_is_the_pool_self_check() -> None:
 def test_memory_growth_called_a_leak_is_not_the_self_check() -> None:
     # a reporter's "memory leak" for memory that grows is no SGLang check firing
     result = diagnose_paste(["GPU memory keeps growing, looks like a memory leak in the server"])
-    assert "pool_leak_check" not in _ids(result)
+    assert "pool_leak_check" not in finding_ids(result)

@@ -5,24 +5,10 @@ synthetic line."""
 
 from __future__ import annotations
 
-import io
-import re
-
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
 from memledger.diagnosis.model import Diagnosis
-from tests.conftest import PROSE_SHAPES, knobs_of
-
-
-def _id(paste: object) -> str:
-    """A test id without spaces (a landing script splits failing ids at white space)."""
-    return re.sub(r"\W+", "-", str(paste))[:48].strip("-")
-
-
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
+from tests.conftest import PROSE_SHAPES, diagnose_text, knobs_of, paste_id
 
 
 def _summary(free: str, stamp: str = "[2025-03-02 09:41:17]") -> str:
@@ -47,9 +33,9 @@ ROOM = "free at ready"
 TAGGED = "[2025-03-02 09:41:17 TP0]"
 
 
-@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=_id)
+@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=paste_id)
 def test_much_free_at_ready_raises_the_fraction_in_each_shape(shape: str) -> None:
-    result = _diagnose(shape.format(s=_summary("13.50")))
+    result = diagnose_text(shape.format(s=_summary("13.50")))
     assert result.outcome == "ready"
     room = [f for f in result.findings if ROOM in f.message]
     assert len(room) == 1 and room[0].bytes is not None
@@ -62,7 +48,7 @@ def test_much_free_at_ready_raises_the_fraction_in_each_shape(shape: str) -> Non
 
 
 def test_the_value_is_the_fraction_that_keeps_the_guides_8_gib() -> None:
-    result = _diagnose(READY_LOG.format(summary=_summary("13.50", TAGGED)))
+    result = diagnose_text(READY_LOG.format(summary=_summary("13.50", TAGGED)))
     raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
     assert [s.direction.value for s in raised] == ["raise"]
     # 0.8 + (13.50 - 8) / 70.00 = 0.8786, down to the guide's 0.01 step
@@ -71,13 +57,13 @@ def test_the_value_is_the_fraction_that_keeps_the_guides_8_gib() -> None:
 
 
 def test_the_value_stops_at_the_ceiling() -> None:
-    result = _diagnose(READY_LOG.format(summary=_summary("48.00", TAGGED)))
+    result = diagnose_text(READY_LOG.format(summary=_summary("48.00", TAGGED)))
     raised = [s for s in result.suggestions if s.knob == "mem_fraction_static"]
     assert raised[0].value == 0.95
 
 
 def test_without_p_and_the_fraction_the_lever_says_what_a_value_needs() -> None:
-    result = _diagnose(_summary("19.00"))
+    result = diagnose_text(_summary("19.00"))
     raised = result.suggestions[-1]
     assert (raised.knob, raised.value) == ("mem_fraction_static", None)
     assert "Load weight begin" in raised.why
@@ -91,10 +77,10 @@ def test_without_p_and_the_fraction_the_lever_says_what_a_value_needs() -> None:
         "[2025-03-02 09:40:01] server_args=ServerArgs(model_path='org/some-8b', "
         "max_total_tokens=200000)\n" + _summary("30.00"),  # a token cap sized the pool
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_no_raise_where_the_guide_or_a_cap_says_otherwise(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert not [f for f in result.findings if ROOM in f.message]
     assert ("mem_fraction_static", "raise") not in knobs_of(result)
 
@@ -104,7 +90,7 @@ def test_a_failed_startup_is_never_told_to_raise_for_room() -> None:
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
         "total capacity of 79.10 GiB of which 1.50 GiB is free."
     )
-    result = _diagnose(_summary("13.50") + "\n" + oom)
+    result = diagnose_text(_summary("13.50") + "\n" + oom)
     assert result.outcome == "oom"
     assert not [f for f in result.findings if ROOM in f.message]
 
@@ -121,9 +107,9 @@ POOL_END = "[2025-10-07 22:29:11 DP0 TP0] Memory pool end. avail mem=12.40 GB"
 LEFT_OUT = "indexer_left_out"
 
 
-@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=_id)
+@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=paste_id)
 def test_the_indexer_keys_a_dsa_pool_holds_beyond_its_line(shape: str) -> None:
-    result = _diagnose(shape.format(s=_kv_line(1_200_000, 656)) + "\n" + POOL_END)
+    result = diagnose_text(shape.format(s=_kv_line(1_200_000, 656)) + "\n" + POOL_END)
     (left,) = [f for f in result.findings if f.id == LEFT_OUT]
     # 1,200,000 x 132 B x 61 layers = 9.00 GiB
     assert left.bytes == 1_200_000 * 132 * 61
@@ -141,9 +127,11 @@ def test_a_bf16_dsa_pool_needs_the_model_named() -> None:
             POOL_END,
         ]
     )
-    assert [f.bytes for f in _diagnose(named).findings if f.id == LEFT_OUT] == [800_000 * 132 * 61]
+    assert [f.bytes for f in diagnose_text(named).findings if f.id == LEFT_OUT] == [
+        800_000 * 132 * 61
+    ]
     unnamed = _kv_line(800_000, 1152) + "\n" + POOL_END  # DeepSeek-V3's own bf16 rows
-    assert not [f for f in _diagnose(unnamed).findings if f.id == LEFT_OUT]
+    assert not [f for f in diagnose_text(unnamed).findings if f.id == LEFT_OUT]
 
 
 @pytest.mark.parametrize(
@@ -156,10 +144,10 @@ def test_a_bf16_dsa_pool_needs_the_model_named() -> None:
         "[2025-10-07 22:29:01 DP0 TP0] Init torch distributed ends. elapsed=10.00 s, mem usage="
         "0.00 GB\n" + _kv_line(1_200_000, 656) + "\n" + POOL_END,
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_no_indexer_finding_off_the_dsa_rows_or_the_window(paste: str) -> None:
-    assert not [f for f in _diagnose(paste).findings if f.id == LEFT_OUT]
+    assert not [f for f in diagnose_text(paste).findings if f.id == LEFT_OUT]
 
 
 # HiCache's refusal: its `free` figure is the host's (0.4.10 - 0.5.18), a rank's share (0.5.19+),
@@ -177,16 +165,16 @@ def _hicache(result: Diagnosis) -> tuple[int | float | None, str]:
     return size.value, size.why
 
 
-@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=_id)
+@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=paste_id)
 def test_a_free_figure_above_the_request_is_the_old_one_with_the_reserve(shape: str) -> None:
     # refused although 35.50 > 30.00: only <= 0.4.9 printed the available RAM before the reserve
-    value, why = _hicache(_diagnose(shape.format(s=_refusal("30.00", "35.50"))))
+    value, why = _hicache(diagnose_text(shape.format(s=_refusal("30.00", "35.50"))))
     assert value == 24  # 35.50 - 10 GiB (10.74 GB) = 24.76 GB
     assert "v0.4.9 mem_cache/memory_pool_host.py:70-81" in why and "24.76 GB a rank" in why
 
 
 def test_an_undated_refusal_below_its_figure_has_no_value_where_releases_differ() -> None:
-    value, why = _hicache(_diagnose(_refusal("200.00", "120.50")))
+    value, why = _hicache(diagnose_text(_refusal("200.00", "120.50")))
     assert value is None
     assert "for a value add the release" in why
     assert "v0.5.19 mem_cache/pool_host/base.py:51-59" in why and "v0.5.8 :165-176" in why
@@ -201,7 +189,7 @@ def test_a_rank_share_from_0_5_19() -> None:
             "[2026-03-01 10:01:00 TP0] " + _refusal("200.00", "120.50"),
         ]
     )
-    value, why = _hicache(_diagnose(dated))
+    value, why = _hicache(diagnose_text(dated))
     assert value == 120  # the figure is this rank's own share already
     assert "8 rank(s) on the host" in why and "0.4.10 .. 0.5.18" not in why
 
@@ -215,7 +203,7 @@ def test_the_hosts_figure_before_0_5_19_is_split_over_its_ranks() -> None:
             "[2025-09-01 10:01:00 TP0] " + _refusal("200.00", "120.50"),
         ]
     )
-    value, why = _hicache(_diagnose(dated))
+    value, why = _hicache(diagnose_text(dated))
     assert value == 15  # 120.50 GB / 8 ranks = 15.06 GB
     assert "v0.5.8 :165-176" in why and ">= 0.5.19" not in why
 
@@ -231,7 +219,7 @@ def _load_oom(model: str, tp: int, shape: str = "command") -> Diagnosis:
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total "
         "capacity of 79.19 GiB of which 1.02 GiB is free."
     )
-    return _diagnose(f"{launch}\n{oom}")
+    return diagnose_text(f"{launch}\n{oom}")
 
 
 @pytest.mark.parametrize("shape", ["command", "server_args"])
@@ -295,10 +283,10 @@ capacity of 79.19 GiB of which 180.00 MiB is free. Including non-PyTorch memory,
         "the verify workspace grows until the decode instance OOMs during serving",
         "- num-draft-tokens = 8 OOMs mid-traffic, 4 does not",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_the_draft_token_window_leads_a_valued_fraction(said: str) -> None:
-    result = _diagnose(said + "\n" + PD_DECODE)
+    result = diagnose_text(said + "\n" + PD_DECODE)
     assert result.suggestions[0].knob == "speculative_num_draft_tokens"
     # the verdict names it before the fraction it still values (one order: rule 1 of verdict6)
     window = result.verdict.index("--speculative-num-draft-tokens")
@@ -310,7 +298,7 @@ def test_the_draft_token_window_leads_a_valued_fraction(said: str) -> None:
 def test_a_pd_decode_with_a_draft_names_the_window_by_its_settings() -> None:
     # a PD decode serves only decode steps: its workspace is the verify pass's (lifecycle
     # SETTING_MENTIONS draft_window); no words needed
-    assert _diagnose(PD_DECODE).suggestions[0].knob == "speculative_num_draft_tokens"
+    assert diagnose_text(PD_DECODE).suggestions[0].knob == "speculative_num_draft_tokens"
 
 
 @pytest.mark.parametrize(
@@ -328,5 +316,5 @@ def test_a_pd_decode_with_a_draft_names_the_window_by_its_settings() -> None:
     ids=["colocated", "warmup"],
 )
 def test_elsewhere_the_valued_fraction_leads(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.suggestions[0].knob == "mem_fraction_static"

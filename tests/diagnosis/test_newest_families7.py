@@ -9,39 +9,18 @@ path. Every input is a synthetic line."""
 
 from __future__ import annotations
 
-import io
-import re
-
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
-from memledger.diagnosis.model import Diagnosis
 from memledger.sglang.failure_rules import Phase
-from tests.conftest import PROSE_SHAPES, knobs_of, said_of
-
-MEMORY_KNOBS = {
-    "mem_fraction_static",
-    "max_running_requests",
-    "chunked_prefill_size",
-    "cuda_graph_max_bs",
-    "max_total_tokens",
-    "context_length",
-}
-
-
-def _id(paste: object) -> str:
-    """A test id without spaces (a landing script splits failing ids at white space)."""
-    return re.sub(r"\W+", "-", str(paste))[:48].strip("-")
-
-
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
-
-
-def _ids(result: Diagnosis) -> list[str]:
-    return [str(f.id) for f in result.findings]
-
+from tests.conftest import (
+    MEMORY_KNOBS,
+    PROSE_SHAPES,
+    diagnose_text,
+    finding_ids,
+    knobs_of,
+    paste_id,
+    said_of,
+)
 
 FRAME = '  File "/sgl-workspace/sglang/python/sglang/srt/{path}", line {n}, in {func}'
 
@@ -53,23 +32,23 @@ KILLED_WHILE_LOADING = (
 )
 
 
-@pytest.mark.parametrize("text", KILLED_WHILE_LOADING, ids=_id)
+@pytest.mark.parametrize("text", KILLED_WHILE_LOADING, ids=paste_id)
 def test_a_kill_said_with_its_moment_is_placed_there(text: str) -> None:
-    result = _diagnose(text)
+    result = diagnose_text(text)
     assert result.outcome == "crash"
     assert result.phase is Phase.LOAD
     assert "host RAM, not GPU memory" in result.verdict
 
 
 def test_a_kill_said_without_a_moment_stays_unplaced() -> None:
-    result = _diagnose("every rank is SIGKILLed (exit code: -9)")
+    result = diagnose_text("every rank is SIGKILLed (exit code: -9)")
     assert result.outcome == "crash"
     assert result.phase is Phase.UNKNOWN
 
 
 def test_the_weight_load_said_after_sglangs_own_line_is_not_the_noun() -> None:
     # SGLang's `Load weight begin` and a timing `weight load time` say no failure's moment
-    result = _diagnose("CUDA out of memory; the weight load time was 30 s")
+    result = diagnose_text("CUDA out of memory; the weight load time was 30 s")
     assert result.phase is Phase.UNKNOWN
 
 
@@ -80,16 +59,16 @@ GRAPH_CAPTURE_SAID = (
 )
 
 
-@pytest.mark.parametrize("text", GRAPH_CAPTURE_SAID, ids=_id)
+@pytest.mark.parametrize("text", GRAPH_CAPTURE_SAID, ids=paste_id)
 def test_a_graph_capture_said_without_cuda_places_the_oom(text: str) -> None:
-    result = _diagnose(text)
+    result = diagnose_text(text)
     assert result.outcome == "oom"
     assert result.phase is Phase.GRAPH_CAPTURE
     assert knobs_of(result)[0] == ("cuda_graph_max_bs", "lower")
 
 
 def test_the_drafts_graph_capture_said_is_the_drafts_startup() -> None:
-    result = _diagnose("the OOM happens during the draft graph capture")
+    result = diagnose_text("the OOM happens during the draft graph capture")
     assert result.phase is Phase.DRAFT
 
 
@@ -131,21 +110,21 @@ IDLE_CHECK_FRAMES = (
 )
 
 
-@pytest.mark.parametrize("frames", IDLE_CHECK_FRAMES, ids=lambda f: _id(f[-1]))
+@pytest.mark.parametrize("frames", IDLE_CHECK_FRAMES, ids=lambda f: paste_id(f[-1]))
 @pytest.mark.parametrize("prefix", ("", "[2026-03-09 10:00:00 TP0] "), ids=("bare", "tagged"))
 def test_a_traceback_cut_inside_the_idle_pool_check_is_the_leak_check(
     frames: list[str], prefix: str
 ) -> None:
-    result = _diagnose(_leak_check_traceback(frames, prefix))
+    result = diagnose_text(_leak_check_traceback(frames, prefix))
     assert result.outcome == "crash"
-    assert "pool_leak_check" in _ids(result)
+    assert "pool_leak_check" in finding_ids(result)
     assert "an SGLang accounting bug" in result.verdict
     assert "upgrade" in result.verdict
     assert not {k for k, _ in knobs_of(result)} & MEMORY_KNOBS
 
 
 def test_a_traceback_cut_elsewhere_is_still_not_in_the_log() -> None:
-    result = _diagnose(
+    result = diagnose_text(
         _leak_check_traceback(
             [
                 FRAME.format(path="managers/scheduler.py", n=1124, func="event_loop_normal"),
@@ -153,15 +132,15 @@ def test_a_traceback_cut_elsewhere_is_still_not_in_the_log() -> None:
             ]
         )
     )
-    assert "pool_leak_check" not in _ids(result)
+    assert "pool_leak_check" not in finding_ids(result)
     assert "the error is not in the log" in result.verdict
 
 
 def test_a_leak_check_frame_with_another_exception_is_that_exception() -> None:
     # the frames decide only when the exception line is cut off
     frames = list(IDLE_CHECK_FRAMES[0]) + ["KeyboardInterrupt: stop"]
-    result = _diagnose(_leak_check_traceback(frames))
-    assert "pool_leak_check" not in _ids(result)
+    result = diagnose_text(_leak_check_traceback(frames))
+    assert "pool_leak_check" not in finding_ids(result)
 
 
 NUM_STAGES = "assert num_stages >= 1"
@@ -181,20 +160,20 @@ NUM_STAGES = "assert num_stages >= 1"
             ]
         ),
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_triton_tile_with_no_stages_is_no_memory_shortfall(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "crash"
-    assert "kernel_tile_no_stages" in _ids(result)
+    assert "kernel_tile_no_stages" in finding_ids(result)
     assert "not GPU memory" in result.verdict
     assert "upgrade" in result.verdict
     assert not {k for k, _ in knobs_of(result)} & MEMORY_KNOBS
 
 
 def test_a_resnets_stage_assertion_is_not_the_triton_tile() -> None:
-    result = _diagnose("AssertionError: assert num_stages >= 1 and num_stages <= 4")
-    assert "kernel_tile_no_stages" not in _ids(result)
+    result = diagnose_text("AssertionError: assert num_stages >= 1 and num_stages <= 4")
+    assert "kernel_tile_no_stages" not in finding_ids(result)
 
 
 DRAFT_KV_SAID = (
@@ -204,9 +183,9 @@ DRAFT_KV_SAID = (
 )
 
 
-@pytest.mark.parametrize("text", DRAFT_KV_SAID, ids=_id)
+@pytest.mark.parametrize("text", DRAFT_KV_SAID, ids=paste_id)
 def test_the_drafts_kv_buffer_named_places_the_oom_in_the_draft(text: str) -> None:
-    result = _diagnose(text)
+    result = diagnose_text(text)
     assert result.outcome == "oom"
     assert result.phase is Phase.DRAFT
 
@@ -218,16 +197,16 @@ def test_the_drafts_kv_buffer_named_places_the_oom_in_the_draft(text: str) -> No
         "dp-attention on, DFLASH speculative decoding",
         "Kimi-K3 with a DFlash draft under DP attention",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_dflash_draft_named_with_dp_attention_names_its_budget(line: str) -> None:
-    result = _diagnose(f"{line}\nCUDA OOM at boot (draft KV buffer)")
+    result = diagnose_text(f"{line}\nCUDA OOM at boot (draft KV buffer)")
     assert "the paste names a DFLASH/DSPARK draft under DP attention" in said_of(result)
     assert "attn_tp_size" in said_of(result)
 
 
 def test_a_dflash_draft_alone_names_no_dp_attention_budget() -> None:
-    result = _diagnose("DFLASH draft on one GPU\nCUDA OOM at boot (draft KV buffer)")
+    result = diagnose_text("DFLASH draft on one GPU\nCUDA OOM at boot (draft KV buffer)")
     assert "DP attention" not in said_of(result)
 
 
@@ -242,13 +221,13 @@ DEVCOMM = "NCCL exception (nccl.cu:188): 3 (GIN: DevComm setup failed on all ava
         "[2026-09-11 10:00:00 TP3] Scheduler hit an exception: Exception: Capture cuda graph "
         f"failed: {DEVCOMM}",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_deepeps_device_communicator_built_in_a_capture_is_no_memory_shortfall(
     paste: str,
 ) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "crash"
-    assert "deepep_devcomm_in_capture" in _ids(result)
+    assert "deepep_devcomm_in_capture" in finding_ids(result)
     assert "not GPU memory" in result.verdict
     assert not {k for k, _ in knobs_of(result)} & MEMORY_KNOBS

@@ -9,39 +9,18 @@ exit 3). Every input is a synthetic line."""
 
 from __future__ import annotations
 
-import io
-import re
-
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
-from memledger.diagnosis.model import Diagnosis
 from memledger.errors import InputError
-from tests.conftest import PROSE_SHAPES, knobs_of, said_of
-
-MEMORY_KNOBS = {
-    "mem_fraction_static",
-    "max_running_requests",
-    "chunked_prefill_size",
-    "cuda_graph_max_bs",
-    "max_total_tokens",
-    "context_length",
-}
-
-
-def _id(paste: object) -> str:
-    """A test id without spaces (a landing script splits failing ids at white space)."""
-    return re.sub(r"\W+", "-", str(paste))[:48].strip("-")
-
-
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
-
-
-def _ids(result: Diagnosis) -> list[str]:
-    return [str(f.id) for f in result.findings]
-
+from tests.conftest import (
+    MEMORY_KNOBS,
+    PROSE_SHAPES,
+    diagnose_text,
+    finding_ids,
+    knobs_of,
+    paste_id,
+    said_of,
+)
 
 FRAME = '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/{path}", line {n}, in {func}'
 
@@ -56,19 +35,19 @@ CAPACITY_TEXTS = (
 utils.py:893-922; v0.5.23 utils/common.py:682-711, :840-868)."""
 
 
-@pytest.mark.parametrize("text", CAPACITY_TEXTS, ids=_id)
-@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=_id)
+@pytest.mark.parametrize("text", CAPACITY_TEXTS, ids=paste_id)
+@pytest.mark.parametrize("shape", PROSE_SHAPES, ids=paste_id)
 def test_a_failed_capacity_read_in_each_shape_is_no_memory_shortfall(text: str, shape: str) -> None:
-    result = _diagnose(shape.format(s=text))
+    result = diagnose_text(shape.format(s=text))
     assert result.outcome == "crash"
-    assert "capacity_query_failed" in _ids(result)
+    assert "capacity_query_failed" in finding_ids(result)
     assert "not GPU memory: SGLang could not read the card's total memory" in result.verdict
     assert "upgrade" in result.verdict
     assert not {k for k, _ in knobs_of(result)} & MEMORY_KNOBS
 
 
 def test_a_failed_capacity_read_inside_its_traceback_names_the_query() -> None:
-    result = _diagnose(
+    result = diagnose_text(
         "\n".join(
             [
                 "Traceback (most recent call last):",
@@ -81,7 +60,7 @@ def test_a_failed_capacity_read_inside_its_traceback_names_the_query() -> None:
         )
     )
     assert result.outcome == "crash"
-    assert _ids(result).count("capacity_query_failed") == 1
+    assert finding_ids(result).count("capacity_query_failed") == 1
     assert "could not read the card's total memory" in result.verdict
 
 
@@ -94,12 +73,12 @@ def test_a_failed_capacity_read_inside_its_traceback_names_the_query() -> None:
         "rocm-smi does not work in this container and the server never starts",
         "- nvidia-smi is not working on orin",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_failed_capacity_read_said_in_words_is_read(said: str) -> None:
-    result = _diagnose(said)
+    result = diagnose_text(said)
     assert result.outcome == "crash"
-    assert "capacity_query_failed" in _ids(result)
+    assert "capacity_query_failed" in finding_ids(result)
     assert "upgrade" in result.verdict
 
 
@@ -109,22 +88,22 @@ def test_a_failed_capacity_read_said_in_words_is_read(said: str) -> None:
         "nvidia-smi shows 0 MB used but the next launch still fails",
         "nvidia-smi doesn't show any process, yet 70 GB are in use",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_other_words_about_nvidia_smi_are_not_a_failed_capacity_read(said: str) -> None:
     # memory held elsewhere, said in words: no text of the family, nothing read (exit 3)
     with pytest.raises(InputError):
-        _diagnose(said)
+        diagnose_text(said)
 
 
 def test_sglangs_own_fallback_warning_is_no_failed_capacity_read() -> None:
     # the launch survives it (v0.5.8 utils/common.py:1686-1690): a log line, no crash cause
-    result = _diagnose(
+    result = diagnose_text(
         "[2025-01-01 10:00:00] Failed to get GPU memory capacity from nvidia-smi, falling back "
         "to torch.cuda.mem_get_info()."
     )
     assert result.outcome != "crash"
-    assert "capacity_query_failed" not in _ids(result)
+    assert "capacity_query_failed" not in finding_ids(result)
 
 
 @pytest.mark.parametrize(
@@ -135,21 +114,21 @@ def test_sglangs_own_fallback_warning_is_no_failed_capacity_read() -> None:
         "With SGLANG_CPU_OMP_THREADS_BIND set the device memory was None, so without "
         "--mem-fraction-static it crashes",
     ],
-    ids=_id,
+    ids=paste_id,
 )
-@pytest.mark.parametrize("shape", ("{s}", "`{s}`", "we run on Xeon: {s}"), ids=_id)
+@pytest.mark.parametrize("shape", ("{s}", "`{s}`", "we run on Xeon: {s}"), ids=paste_id)
 def test_a_capacity_of_none_compared_asks_for_an_explicit_fraction(said: str, shape: str) -> None:
-    result = _diagnose(shape.format(s=said))
+    result = diagnose_text(shape.format(s=said))
     assert result.outcome == "crash"
-    assert "capacity_none_compared" in _ids(result)
+    assert "capacity_none_compared" in finding_ids(result)
     assert "pass --mem-fraction-static explicitly" in result.verdict
 
 
 def test_a_none_in_other_words_is_no_capacity_read() -> None:
-    result = _diagnose(
+    result = diagnose_text(
         "CUDA out of memory after a while; max_total_tokens is None and we never compared it"
     )
-    assert "capacity_none_compared" not in _ids(result)
+    assert "capacity_none_compared" not in finding_ids(result)
 
 
 AITER_WARNING = (
@@ -169,10 +148,10 @@ AITER_WARNING = (
         "HIP OOM at 150 GiB once 0.9 was no longer scaled by 0.85 for aiter",
         "the x0.85 derate for AITER is load-bearing, removing it gives an out of memory",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_the_aiter_reserve_named_with_an_oom_lowers_the_fraction(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     assert result.outcome == "oom"
     # said in words, it places the OOM after the pool; SGLang's warning on its own earlier line
     # does not place an OOM printed later
@@ -182,7 +161,7 @@ def test_the_aiter_reserve_named_with_an_oom_lowers_the_fraction(paste: str) -> 
 
 
 def test_a_launch_command_naming_aiter_and_the_fraction_is_no_reserve() -> None:
-    result = _diagnose(
+    result = diagnose_text(
         "python -m sglang.launch_server --model-path m --attention-backend aiter "
         "--mem-fraction-static 0.8 --context-length 131072\n"
         "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB."
@@ -196,10 +175,10 @@ def test_a_launch_command_naming_aiter_and_the_fraction_is_no_reserve() -> None:
         "OSError: [Errno 12] Cannot allocate memory",
         "the pod was OOMKilled by the kernel while sglang loaded the weights",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_host_ram_names_the_containers_limit_as_the_lever(paste: str) -> None:
-    result = _diagnose(paste)
+    result = diagnose_text(paste)
     text = said_of(result)
     assert "host RAM, not GPU memory" in text or "host ran out of RAM" in text
     assert "limit" in text

@@ -11,16 +11,14 @@ RAM, with no GPU knob, for the kernel's OOM killer and `内存不足`); the phas
 
 from __future__ import annotations
 
-import io
 import itertools
 
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
-from memledger.diagnosis.model import Diagnosis, FindingId
+from memledger.diagnosis.model import FindingId
 from memledger.sglang.failure_rules import Phase
 from memledger.sglang.lifecycle import STAGE
+from tests.conftest import diagnose_text
 
 GPU_WORDS = (
     "OOM",
@@ -102,13 +100,9 @@ def _pastes() -> list[tuple[str, str, bool]]:
     return pastes
 
 
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
-
-
 @pytest.mark.parametrize(("paste", "phase", "host"), _pastes())
 def test_a_reporters_words_are_read(paste: str, phase: str, host: bool) -> None:
-    result = _diagnose(paste)  # an unread paste raises InputError (exit 3)
+    result = diagnose_text(paste)  # an unread paste raises InputError (exit 3)
     knobs = {s.knob for s in result.suggestions}
     assert not knobs & VLLM_KNOBS, "read as a vLLM log"
     if host:
@@ -134,7 +128,7 @@ def test_a_reporters_words_are_read(paste: str, phase: str, host: bool) -> None:
     ],
 )
 def test_engine_and_kernel_texts_keep_their_own_meaning(text: str) -> None:
-    result = _diagnose(text)
+    result = diagnose_text(text)
     if "Killed process" in text:
         assert result.outcome == "crash"
         assert FindingId.HOST_MEMORY in {f.id for f in result.findings}

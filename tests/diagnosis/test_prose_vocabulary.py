@@ -8,15 +8,13 @@ host finding for a GPU word and no GPU knob for a host word."""
 
 from __future__ import annotations
 
-import io
 import itertools
 
 import pytest
 
-from memledger.app.diagnose import diagnosis_of
-from memledger.app.options import DiagnoseOptions
-from memledger.diagnosis.model import Diagnosis, FindingId
+from memledger.diagnosis.model import FindingId
 from memledger.input.reported import read_reported
+from tests.conftest import diagnose_text
 
 GPU_WORDS = (
     "runs dry on memory",
@@ -52,10 +50,6 @@ HOST_SENTENCES = (
 SHAPES = ("{s}", "- {s}", "### {s}", "`{s}`")
 
 
-def _diagnose(paste: str) -> Diagnosis:
-    return diagnosis_of(DiagnoseOptions(log=io.BytesIO((paste + "\n").encode())))
-
-
 def _pastes() -> list[tuple[str, str]]:
     pastes = []
     for i, (word, (when, phase)) in enumerate(itertools.product(GPU_WORDS, PHASES)):
@@ -66,7 +60,7 @@ def _pastes() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("paste", "phase"), _pastes())
 def test_new_failure_and_phase_words_are_read(paste: str, phase: str) -> None:
-    result = _diagnose(paste)  # an unread paste raises InputError (exit 3)
+    result = diagnose_text(paste)  # an unread paste raises InputError (exit 3)
     assert result.outcome == "oom"
     assert result.phase == phase
     assert any(s.direction for s in result.suggestions)
@@ -86,13 +80,13 @@ def test_new_failure_and_phase_words_are_read(paste: str, phase: str) -> None:
     ],
 )
 def test_a_title_names_its_phase(title: str, phase: str) -> None:
-    result = _diagnose(title)
+    result = diagnose_text(title)
     assert (result.outcome, result.phase) == ("oom", phase)
 
 
 @pytest.mark.parametrize("sentence", HOST_SENTENCES)
 def test_the_hosts_ram_named_as_exhausted_is_the_hosts(sentence: str) -> None:
-    result = _diagnose(sentence)
+    result = diagnose_text(sentence)
     assert FindingId.HOST_MEMORY in {f.id for f in result.findings}
     assert not result.suggestions
 
