@@ -8,19 +8,12 @@ synthetic line."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from memledger.diagnosis.model import Diagnosis
 from memledger.input.outcome import outcome_kind
 from memledger.model.events import EventKind
-from tests.conftest import diagnose_text
-
-
-def _id(paste: str) -> str:
-    """A test id without spaces (a landing script splits failing ids at white space)."""
-    return re.sub(r"\W+", "-", paste)[:48].strip("-")
+from tests.conftest import diagnose_text, paste_id
 
 
 def _knobs(result: Diagnosis, direction: str) -> list[str]:
@@ -39,7 +32,7 @@ def _knobs(result: Diagnosis, direction: str) -> list[str]:
         "> Please try to increase --mem-fraction-static.",
         "vLLM starts at 0.9 but SGLang says: Please try to increase --mem-fraction-static",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_the_refusals_advice_is_the_refusal(paste: str) -> None:
     result = diagnose_text(paste)
@@ -67,7 +60,7 @@ def test_bold_elsewhere_is_still_read_as_its_text() -> None:
         "- AssertionError: max_running_request is zero",
         "vLLM is fine at this fraction; SGLang: AssertionError: max_running_request is zero",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_no_request_slot_is_a_refusal_of_the_pool(paste: str) -> None:
     result = diagnose_text(paste)
@@ -90,7 +83,7 @@ _RELEASE = "release of its memory for a colocated trainer"
         "Workaround for SGLang release_memory_occupation returning too early causing OOM",
         "vLLM sleeps fine, but the inference engine releases its memory late and the actor OOMs",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_the_release_said_in_words_names_sglangs_release(paste: str) -> None:
     result = diagnose_text(paste)
@@ -110,7 +103,7 @@ def test_the_release_said_in_words_names_sglangs_release(paste: str) -> None:
         "after upgrading, the sglang 0.5.8 release notes say nothing about this OOM",
         "OOM after the new release of our trainer",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) -> None:
     result = diagnose_text(paste)
@@ -127,7 +120,7 @@ def test_offload_to_the_cpu_or_a_release_version_names_no_release(paste: str) ->
         "* with `--kt-num-gpu-experts 120` it OOMs on the 24 GB cards",
         "vLLM can't run it at all; ktransformers starts and then runs out of memory.",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
     result = diagnose_text(paste)
@@ -143,7 +136,7 @@ def test_ktransformers_gpu_experts_are_its_lever(paste: str) -> None:
         "transformers 4.57 with sglang runs out of memory at launch",
         "HF Transformers OOMs where SGLang does not",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_transformers_alone_names_no_ktransformers(paste: str) -> None:
     result = diagnose_text(paste)
@@ -163,7 +156,7 @@ _TOO_BIG = "the weights alone exceed one GPU"
         "- the checkpoint cannot fit in a single GPU -> torch.OutOfMemoryError",
         "vLLM says the same: the model is Too big for a single GPU, out of memory at start",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_weights_too_big_for_one_gpu_place_the_failure_at_load(paste: str) -> None:
     result = diagnose_text(paste)
@@ -179,7 +172,7 @@ def test_weights_too_big_for_one_gpu_place_the_failure_at_load(paste: str) -> No
         "Llama-8B fits on one GPU fine, but OOMs under load",
         "the prompt is too big for the KV pool and the server runs out of memory",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_model_that_fits_names_no_oversized_weights(paste: str) -> None:
     result = diagnose_text(paste)
@@ -195,7 +188,7 @@ def test_a_model_that_fits_names_no_oversized_weights(paste: str) -> None:
         "it fails with `OOm` during warmup",
         "vLLM is fine, but SGLang gets OoM at the first request",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_the_oom_word_in_mixed_case_is_an_out_of_memory(paste: str) -> None:
     result = diagnose_text(paste)
@@ -203,7 +196,9 @@ def test_the_oom_word_in_mixed_case_is_an_out_of_memory(paste: str) -> None:
     assert result.suggestions
 
 
-@pytest.mark.parametrize("paste", ["the room is full of OoMPa dolls", "see tools/OoM.py"], ids=_id)
+@pytest.mark.parametrize(
+    "paste", ["the room is full of OoMPa dolls", "see tools/OoM.py"], ids=paste_id
+)
 def test_the_letters_inside_a_word_or_a_file_are_no_oom(paste: str) -> None:
     stated = outcome_kind(paste)
     assert stated is None or stated[0] is not EventKind.OOM
@@ -220,7 +215,7 @@ _SWA = "hybrid sliding-window (SWA) model's two KV pools"
         "- `--swa-full-tokens-ratio 0.5` then OOM in prefill",
         "vLLM serves it; SGLang with a sliding-window model says out of memory",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_an_swa_model_named_explains_its_split_pools(paste: str) -> None:
     result = diagnose_text(paste)
@@ -238,7 +233,7 @@ def test_an_swa_model_named_explains_its_split_pools(paste: str) -> None:
         "#swa token: 14592, swa token usage: 0.06, cuda graph: True\nCUDA out of memory",
         "SWAP space is full and the server ran out of memory",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_sglangs_own_swa_counts_and_swap_name_no_swa_model(paste: str) -> None:
     result = diagnose_text(paste)

@@ -7,18 +7,11 @@ unread paste raises InputError: exit 3). Every input is a synthetic line."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from memledger.diagnosis.model import Diagnosis
 from memledger.input.reported import read_reported
-from tests.conftest import diagnose_text
-
-
-def _id(paste: str) -> str:
-    """A test id without spaces (a landing script splits failing ids at white space)."""
-    return re.sub(r"\W+", "-", paste)[:48].strip("-")
+from tests.conftest import diagnose_text, paste_id
 
 
 def _knobs(result: Diagnosis, direction: str) -> list[str]:
@@ -42,7 +35,7 @@ NEAR_ONE = "a --mem-fraction-static of 0.97 or more"
         "OOM after startup with MEM_FRACTION_STATIC = .97 on an L40S",
         "> mem-fraction-static was set to 0.985, then a CUDA out of memory error",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_fraction_near_one_with_a_failure_lowers_the_fraction_first(paste: str) -> None:
     result = diagnose_text(paste)
@@ -60,7 +53,7 @@ def test_a_fraction_near_one_with_a_failure_lowers_the_fraction_first(paste: str
         "I tried --mem-fraction-static 0.85, 0.88 and then it ran out of memory",
         "gpu_memory_utilization=0.7 works, OOM otherwise",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_fraction_below_the_defaults_range_is_no_near_one_mention(paste: str) -> None:
     assert not _named(diagnose_text(paste), NEAR_ONE)
@@ -91,7 +84,7 @@ def test_a_fraction_near_one_said_alone_is_a_finding_with_its_direction() -> Non
         "--  Before: mem_fraction_static=0.98, it barely fits on 24GB.",
         " -- note: mem-fraction-static 0.99 leaves no headroom",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_dash_that_opens_a_sentence_is_prose_not_a_command(paste: str) -> None:
     events = read_reported(paste)
@@ -107,7 +100,7 @@ def test_a_dash_that_opens_a_sentence_is_prose_not_a_command(paste: str) -> None
         "$ python -m sglang.launch_server --mem-fraction-static 0.99",
         "`--mem-fraction-static 0.99`",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_a_launch_commands_line_is_still_no_prose(line: str) -> None:
     assert read_reported(line) == []
@@ -124,7 +117,7 @@ KT_NAMED = [
 ]
 
 
-@pytest.mark.parametrize("paste", KT_NAMED, ids=_id)
+@pytest.mark.parametrize("paste", KT_NAMED, ids=paste_id)
 def test_ktransformers_without_its_weight_path_sets_the_weight_path(paste: str) -> None:
     """Without --kt-weight-path SGLang makes no KT config and every expert is a GPU weight."""
     result = diagnose_text(paste)
@@ -141,7 +134,7 @@ def test_ktransformers_without_its_weight_path_sets_the_weight_path(paste: str) 
         "ktransformers: kt_weight_path=/data/cpu-weights, kt_num_gpu_experts=16, CUDA OOM",
         "OOM at startup with --kt-weight-path /models/cpu (Ktransformers)",
     ],
-    ids=_id,
+    ids=paste_id,
 )
 def test_ktransformers_with_its_weight_path_is_the_split_that_is_on(paste: str) -> None:
     result = diagnose_text(paste)
@@ -196,7 +189,7 @@ def test_a_weight_path_printed_as_none_is_no_split() -> None:
             0.91,
         ),
     ],
-    ids=lambda v: _id(v) if isinstance(v, str) else str(v),
+    ids=lambda v: paste_id(v) if isinstance(v, str) else str(v),
 )
 def test_the_refusals_own_floor_is_the_value_to_raise_to(paste: str, value: float) -> None:
     result = diagnose_text(paste)
